@@ -1,0 +1,1 @@
+"""Runners turn one configuration into one measured run (see `base.Runner`)."""
