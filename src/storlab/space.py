@@ -344,7 +344,7 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
     kind = spec.get("kind")
     if kind is None:  # infer: a range means numeric, numbers mean ordinal, else categorical
         if rng is not None:
-            kind = "integer" if all(float(x).is_integer() for x in rng) else "real"
+            kind = "integer" if all(isinstance(x, int) for x in rng) else "real"
         elif values is not None and all(_is_number(v) for v in values):
             kind = "ordinal"
         else:

@@ -1,0 +1,438 @@
+"""Effects and ANOVA for two-level designs (full, fractional, Plackett-Burman, with or
+without center points and replicates).
+
+An effect is the change in mean response from a term's -1 to its +1 level, computed as
+twice the least-squares coefficient on coded columns (the textbook contrast for balanced
+designs). statsmodels fits the model and gives the ANOVA; Lenth's pseudo standard error
+judges effects when the design is unreplicated; the center points give a curvature test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import statsmodels.formula.api as smf
+from scipy import stats
+from statsmodels.stats.anova import anova_lm
+
+from ..errors import AnalysisError
+from ..space import Factor, Space, parse_size
+
+BOOKKEEPING = {"run", "std_order", "replicate", "block", "center", "repetition", "status",
+               "config_id", "run_id", "started", "ended", "exit_code"}
+
+
+@dataclass
+class Coding:
+    """How one factor's natural values map to -1/+1 (and 0 at the center)."""
+
+    name: str
+    low: Any
+    high: Any
+    numeric: bool
+    center: Any = None
+    factor: Factor | None = None
+
+    def code(self, values: pd.Series) -> np.ndarray:
+        if self.factor is not None and self.numeric:
+            return self.factor.to_coded(values)  # honours log scales
+        if self.numeric:
+            x = np.array([parse_size(v) for v in values], dtype=float)
+            lo, hi = parse_size(self.low), parse_size(self.high)
+            return 2.0 * (x - lo) / (hi - lo) - 1.0
+        out = np.full(len(values), np.nan)
+        s = values.astype(str).to_numpy()
+        out[s == str(self.low)] = -1.0
+        out[s == str(self.high)] = 1.0
+        return out
+
+    def natural(self, level: float) -> Any:
+        return self.high if level > 0 else self.low
+
+
+@dataclass
+class Lenth:
+    """Lenth's (1989) pseudo standard error and margins for unreplicated designs."""
+
+    pse: float
+    me: float
+    sme: float
+    df: float
+
+
+def lenth(effects: Sequence[float], alpha: float = 0.05) -> Lenth:
+    """PSE = 1.5 * median(|c| : |c| < 2.5 s0), s0 = 1.5 median|c|; ME and SME from t(m/3)."""
+    c = np.abs(np.asarray(effects, dtype=float))
+    m = len(c)
+    if m < 2:
+        raise AnalysisError("Lenth's method needs at least two effects")
+    s0 = 1.5 * np.median(c)
+    trimmed = c[c < 2.5 * s0]
+    pse = 1.5 * float(np.median(trimmed)) if len(trimmed) else 1.5 * s0
+    d = m / 3.0
+    me = float(stats.t.ppf(1 - alpha / 2, d)) * pse
+    gamma = (1 + (1 - alpha) ** (1.0 / m)) / 2
+    sme = float(stats.t.ppf(gamma, d)) * pse
+    return Lenth(pse, me, sme, d)
+
+
+@dataclass
+class EffectsAnalysis:
+    """Result of `analyze`: effects, ANOVA, Lenth, curvature, aliasing, recommendation."""
+
+    response: str
+    goal: str
+    effects: pd.DataFrame           # term, order, effect, coef, (se, t, p), significant
+    anova: pd.DataFrame             # source, ss, df, ms, F, p, pct
+    lenth: Lenth | None
+    curvature: dict[str, float] | None
+    aliases: list[str]
+    warnings: list[str]
+    recommendation: dict[str, Any]
+    codings: list[Coding]
+    data: pd.DataFrame = field(repr=False)  # model columns plus the response `_y`
+    coded: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
+    intercept: float = 0.0
+
+    def table(self) -> pd.DataFrame:
+        return self.effects
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "response": self.response,
+            "goal": self.goal,
+            "terms": self.effects.to_dict("records"),
+            "anova": self.anova.to_dict("records"),
+            "intercept": self.intercept,
+            "aliases": self.aliases,
+            "warnings": self.warnings,
+            "recommendation": self.recommendation,
+        }
+        if self.lenth is not None:
+            out.update(pse=self.lenth.pse, me=self.lenth.me, sme=self.lenth.sme,
+                       lenth_df=self.lenth.df)
+        if self.curvature is not None:
+            out["curvature"] = self.curvature
+        return out
+
+    def plot(self, kind: str = "pareto"):  # noqa: ANN201 - matplotlib Figure
+        """A matplotlib Figure: pareto, halfnormal, main, or interaction."""
+        from . import plots
+
+        return plots.effects_plot(self, kind)
+
+
+# --------------------------------------------------------------------------- helpers
+def infer_codings(results: pd.DataFrame, response: str, space: Space | None = None,
+                  factors: Sequence[str] | None = None) -> list[Coding]:
+    """Codings of the factor columns: from the space, or read off the data.
+
+    Without a space or a factor list, a factor column is one (other than the response and
+    bookkeeping columns) with two distinct values, or three where the middle numeric
+    value is the center.
+    """
+    if space is not None:
+        names = list(factors) if factors else [n for n in space.names if n in results.columns]
+        missing = [n for n in names if n not in results.columns]
+        if missing:
+            raise AnalysisError(f"results lack factor column(s) {missing}")
+        out = []
+        for n in names:
+            if n in space:
+                f = space[n]
+                out.append(Coding(n, f.low, f.high, f.numeric, f.center, f))
+            else:
+                out.append(_coding_from_data(results[n], n))
+        return out
+    if factors:
+        missing = [n for n in factors if n not in results.columns]
+        if missing:
+            raise AnalysisError(f"results lack factor column(s) {missing}")
+        return [_coding_from_data(results[n], n) for n in factors]
+    out = []
+    for col in results.columns:
+        if col == response or col in BOOKKEEPING or col.startswith("_"):
+            continue
+        c = _coding_from_data(results[col], col, strict=True)
+        if c is not None:
+            out.append(c)
+    if not out:
+        raise AnalysisError("no two-level factor columns found; name them with --factors or "
+                            "give the space with --space")
+    return out
+
+
+def _coding_from_data(col: pd.Series, name: str, strict: bool = False) -> Coding | None:
+    vals = col.dropna().unique()
+    try:
+        nums = sorted({parse_size(v) for v in vals})
+        numeric = True
+    except ValueError:
+        nums, numeric = [], False
+    if numeric:
+        if len(nums) == 2 or (len(nums) == 3 and math.isclose(nums[1], (nums[0] + nums[2]) / 2)):
+            return Coding(name, nums[0], nums[-1], True, nums[1] if len(nums) == 3 else None)
+        if len(nums) == 3 and not strict:  # log-scale center
+            return Coding(name, nums[0], nums[-1], True, nums[1])
+    else:
+        levels = sorted({str(v) for v in vals})
+        if len(levels) == 2:
+            return Coding(name, levels[0], levels[1], False)
+    if strict:
+        return None
+    raise AnalysisError(f"factor column {name!r} has {len(vals)} distinct values; a two-level "
+                        "analysis needs two (plus an optional center)")
+
+
+def _term_name(term: tuple[int, ...], names: Sequence[str]) -> str:
+    return ":".join(names[i] for i in term)
+
+
+# --------------------------------------------------------------------------- analysis
+def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
+            factors: Sequence[str] | None = None, goal: str | None = None,
+            alpha: float = 0.05, max_order: int = 2) -> EffectsAnalysis:
+    """Effects, ANOVA, Lenth, curvature and a recommendation for one response."""
+    if response not in results.columns:
+        raise AnalysisError(f"no response column {response!r} (columns: "
+                            f"{', '.join(map(str, results.columns))})")
+    df = results[results[response].notna()].reset_index(drop=True)
+    y = pd.to_numeric(df[response], errors="coerce")
+    if y.isna().any():
+        raise AnalysisError(f"response {response!r} has non-numeric values")
+    if goal is None:
+        goal = space.response(response).goal if space is not None else "maximize"
+    codings = infer_codings(df, response, space, factors)
+    names = [c.name for c in codings]
+    k = len(names)
+    x = np.column_stack([c.code(df[c.name]) for c in codings])
+    # Log-scale centers round to integers, so "at the center" allows a little slack.
+    is_center = np.all(np.abs(x[:, [j for j, c in enumerate(codings) if c.numeric]]) < 0.05,
+                       axis=1) if any(c.numeric for c in codings) else np.zeros(len(df), bool)
+    if "center" in df.columns:
+        is_center |= df["center"].astype(bool).to_numpy()
+    factorial = ~is_center
+    bad = np.isnan(x[factorial]).any(axis=1) | ~np.isclose(np.abs(x[factorial]), 1.0).all(axis=1)
+    if bad.any():
+        row = int(np.flatnonzero(factorial)[np.flatnonzero(bad)[0]])
+        raise AnalysisError(f"row {row + 1} is neither at the factors' low/high levels nor a "
+                            "center point; this analysis is for two-level designs")
+    n_f = int(factorial.sum())
+    if n_f < 2:
+        raise AnalysisError("need at least two factorial runs")
+
+    xf = x[factorial]
+    yf = y.to_numpy()[factorial]
+    # Candidate terms: main effects, then interactions up to max_order, kept when their
+    # column is orthogonal to every kept one (fully aliased terms are reported instead).
+    cand = [t for r in range(1, max_order + 1) for t in itertools.combinations(range(k), r)]
+    kept: list[tuple[int, ...]] = []
+    kept_cols: list[np.ndarray] = []
+    aliases: list[str] = []
+    notes: list[str] = []
+    partial = False
+    for t in cand:
+        col = np.prod(xf[:, list(t)], axis=1)
+        if np.allclose(col, col[0]):
+            continue  # constant over the runs: part of the defining relation
+        corr = [float(col @ c) / n_f for c in kept_cols]
+        full = [i for i, r in enumerate(corr) if abs(abs(r) - 1) < 1e-9]
+        if full:
+            aliases.append(f"{_term_name(t, names)} = "
+                           f"{'-' if corr[full[0]] < 0 else ''}{_term_name(kept[full[0]], names)}")
+            continue
+        if any(abs(r) > 1e-9 for r in corr):
+            if len(t) == 1:
+                notes.append(f"main effect {names[t[0]]} is correlated with another; "
+                             "estimates are not independent")
+            else:
+                partial = True
+                continue
+        if len(kept) + 1 >= n_f:
+            continue  # keep at least one degree of freedom for the mean
+        kept.append(t)
+        kept_cols.append(col)
+    if partial:
+        notes.append("two-factor interactions are partially aliased with main effects "
+                      "(non-regular design such as Plackett-Burman): main effects only")
+
+    # Effects of every kept term, on the factorial runs.
+    effects = []
+    for t, col in zip(kept, kept_cols):
+        plus, minus = yf[col > 0], yf[col < 0]
+        effects.append({"term": _term_name(t, names), "order": len(t),
+                        "effect": float(plus.mean() - minus.mean())})
+    eff = pd.DataFrame(effects)
+
+    # The OLS model on all runs (center points included, with a curvature indicator).
+    data = pd.DataFrame({f"T{i}": np.prod(x[:, list(t)], axis=1) for i, t in enumerate(kept)})
+    data["_y"] = y.to_numpy()
+    n_c = int(is_center.sum())
+    terms = [f"T{i}" for i in range(len(kept))]
+    if n_c and n_f:
+        data["_curv"] = is_center.astype(float)
+        terms.append("_curv")
+    resid_df = len(data) - 1 - len(terms)
+    saturated = resid_df < 1
+    if saturated:
+        # Drop the highest-order terms from the OLS model so that ANOVA has error df; the
+        # dropped terms' effects are still reported and judged by Lenth.
+        order = sorted(range(len(kept)), key=lambda i: (-len(kept[i]), -i))
+        drop = set(order[: 1 - resid_df])
+        terms = [t for t in terms if t == "_curv" or int(t[1:]) not in drop]
+    model = smf.ols("_y ~ " + (" + ".join(terms) if terms else "1"), data=data).fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = anova_lm(model, typ=1)
+    ss_total = float(((data["_y"] - data["_y"].mean()) ** 2).sum())
+    label = {f"T{i}": _term_name(t, names) for i, t in enumerate(kept)}
+    label["_curv"] = "curvature"
+    label["Residual"] = "error"
+    anova = pd.DataFrame({
+        "source": [label.get(i, i) for i in table.index],
+        "ss": table["sum_sq"].to_numpy(),
+        "df": table["df"].to_numpy(),
+        "ms": (table["sum_sq"] / table["df"]).to_numpy(),
+        "F": table["F"].to_numpy(),
+        "p": table["PR(>F)"].to_numpy(),
+    })
+    anova["pct"] = 100.0 * anova["ss"] / ss_total if ss_total > 0 else np.nan
+    anova = pd.concat([anova, pd.DataFrame([{"source": "total", "ss": ss_total,
+                                             "df": float(len(data) - 1)}])],
+                      ignore_index=True)
+    p_of = dict(zip(anova["source"], anova["p"]))
+    eff["coef"] = eff["effect"] / 2.0
+    eff["p"] = [p_of.get(t, np.nan) for t in eff["term"]]
+
+    # Lenth on the full set of orthogonal contrasts when the design is unreplicated.
+    len_res = None
+    pure_error_df = _pure_error_df(df, names, is_center)
+    if pure_error_df == 0 or saturated:
+        contrasts = _saturated_effects(xf, yf)
+        if len(contrasts) >= 2:
+            len_res = lenth(contrasts, alpha)
+    # Significance: the ANOVA F test where the model has error df (pure error, or pooled
+    # higher-order terms); Lenth's ME for terms the saturated model leaves without a test.
+    has_p = np.isfinite(eff["p"].to_numpy(dtype=float))
+    sig = np.where(has_p, eff["p"].to_numpy(dtype=float) < alpha, False)
+    basis = np.where(has_p, "ANOVA", "")
+    if len_res is not None:
+        eff["lenth_active"] = np.abs(eff["effect"]) > len_res.me
+        sig = np.where(has_p, sig, eff["lenth_active"].to_numpy())
+        basis = np.where(has_p, basis, "Lenth ME")
+        if pure_error_df == 0 and has_p.any():
+            notes.append("unreplicated: the ANOVA error pools the terms left out of the "
+                         "model; Lenth's margins are given for comparison")
+    eff["significant"] = sig.astype(bool)
+    eff["basis"] = basis
+    eff["pct"] = [float(anova.loc[anova["source"] == t, "pct"].iloc[0])
+                  if (anova["source"] == t).any() else np.nan for t in eff["term"]]
+    eff = eff.sort_values("effect", key=np.abs, ascending=False).reset_index(drop=True)
+
+    curvature = None
+    if n_c and n_f:
+        yc = y.to_numpy()[is_center]
+        ss_c = n_f * n_c * (yf.mean() - yc.mean()) ** 2 / (n_f + n_c)
+        curvature = {"center_mean": float(yc.mean()), "factorial_mean": float(yf.mean()),
+                     "ss": float(ss_c), "p": float(p_of.get("curvature", np.nan))}
+        if n_c >= 2:
+            ms_pe = float(np.var(yc, ddof=1))
+            f_stat = ss_c / ms_pe if ms_pe > 0 else math.inf
+            curvature["F_pure_error"] = f_stat
+            curvature["p_pure_error"] = float(stats.f.sf(f_stat, 1, n_c - 1))
+    for a in aliases:
+        notes.append(f"aliased: {a} (the effect reported for one is the sum of both)")
+
+    intercept = float(yf.mean())
+    rec = _recommend(eff, codings, kept, names, intercept, goal, space)
+    return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, aliases, notes,
+                           rec, codings, data, x, intercept)
+
+
+def _pure_error_df(df: pd.DataFrame, names: Sequence[str], is_center: np.ndarray) -> int:
+    """Degrees of freedom from repeated configurations (center points included)."""
+    keys = df[list(names)].astype(str).agg("|".join, axis=1)
+    counts = keys.value_counts()
+    return int((counts - 1).sum())
+
+
+def _saturated_effects(xf: np.ndarray, yf: np.ndarray) -> list[float]:
+    """Effects of a full set of orthogonal contrasts of the (averaged) factorial runs:
+    every interaction order, one term per alias class, at most one per run less the mean."""
+    keys = [tuple(r) for r in xf]
+    uniq: dict[tuple, list[float]] = {}
+    for kk, v in zip(keys, yf):
+        uniq.setdefault(kk, []).append(float(v))
+    xu = np.array(list(uniq.keys()))
+    yu = np.array([np.mean(v) for v in uniq.values()])
+    n, k = xu.shape
+    cols: list[np.ndarray] = []
+    out: list[float] = []
+    max_order = k if k <= 10 else 3
+    for r in range(1, max_order + 1):
+        for t in itertools.combinations(range(k), r):
+            col = np.prod(xu[:, list(t)], axis=1)
+            if abs(col.sum()) > 1e-9 or any(abs(col @ c) > 1e-9 for c in cols):
+                continue
+            cols.append(col)
+            out.append(float(yu[col > 0].mean() - yu[col < 0].mean()))
+            if len(cols) == n - 1:
+                return out
+    return out
+
+
+def _recommend(eff: pd.DataFrame, codings: list[Coding], kept: list[tuple[int, ...]],
+               names: list[str], intercept: float, goal: str, space: Space | None
+               ) -> dict[str, Any]:
+    """Levels of the significant factors that optimise the model of significant terms
+    (interaction-aware: every combination is scored when there are few factors)."""
+    sig = eff[eff["significant"]]
+    term_of = {_term_name(t, names): t for t in kept}
+    sig_terms = [(term_of[r.term], r.coef) for r in sig.itertuples() if r.term in term_of]
+    factors = sorted({i for t, _ in sig_terms for i in t})
+    sign = 1.0 if goal == "maximize" else -1.0
+
+    def predict(levels: dict[int, float]) -> float:
+        return intercept + sum(c * np.prod([levels[i] for i in t]) for t, c in sig_terms)
+
+    best: dict[int, float] = {}
+    if factors:
+        if len(factors) <= 16:
+            combos = itertools.product((-1.0, 1.0), repeat=len(factors))
+            best_val = -math.inf
+            for combo in combos:
+                lv = dict(zip(factors, combo))
+                v = sign * predict(lv)
+                if v > best_val:
+                    best_val, best = v, lv
+        else:  # coordinate ascent from the main-effect signs
+            best = {i: 1.0 for i in factors}
+            for _ in range(5):
+                for i in factors:
+                    for s in (-1.0, 1.0):
+                        trial = dict(best, **{i: s})
+                        if sign * predict(trial) > sign * predict(best):
+                            best = trial
+    settings = []
+    for i in factors:
+        c = codings[i]
+        settings.append({"factor": c.name, "level": int(best[i]),
+                         "value": _plain(c.natural(best[i]))})
+    return {
+        "goal": goal,
+        "settings": settings,
+        "predicted": float(predict(best)) if factors else intercept,
+        "terms": [r.term for r in sig.itertuples()],
+        "others": "no significant effect: set for cost or convenience",
+    }
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v

@@ -1,0 +1,165 @@
+"""`storlab design` and `storlab analyze`: experiment designs and their effect analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+import typer
+
+from ..analysis.effects import analyze as analyze_effects
+from ..analysis.plots import KINDS as PLOT_KINDS
+from ..design import KINDS, make_design
+from ..errors import AnalysisError, DesignError, StorlabError
+from ..space import Space
+from ._common import console, emit_json, frame_table
+
+ROMAN = {"III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7, "VIII": 8}
+
+
+def _resolution(text: str | None) -> int | None:
+    if text is None:
+        return None
+    t = text.strip().upper()
+    if t in ROMAN:
+        return ROMAN[t]
+    if t.isdigit() and int(t) >= 3:
+        return int(t)
+    raise DesignError(f"--resolution {text!r} must be III, IV, V (or 3, 4, 5, ...)")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A results table from CSV or Parquet, with a one-line error when unreadable."""
+    if not path.exists():
+        raise StorlabError(f"{path}: file not found")
+    try:
+        if path.suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except Exception as exc:  # pandas raises many kinds; the user needs one line
+        raise StorlabError(f"{path}: cannot read table ({exc.__class__.__name__}: "
+                           f"{str(exc).splitlines()[0]})") from None
+
+
+def design_cmd(
+    space_file: Optional[Path] = typer.Argument(None, help="Space YAML file."),
+    kind: str = typer.Option("fractional", "--kind", "-k", help=f"One of {', '.join(KINDS)}."),
+    factors: Optional[int] = typer.Option(None, "--factors",
+                                          help="K two-level factors A, B, ... (no space file)."),
+    runs: Optional[int] = typer.Option(None, "--runs", "-n", help="Run budget / PB size / LHS size."),
+    resolution: Optional[str] = typer.Option(None, "--resolution", "-r",
+                                             help="Minimum resolution: III, IV, V."),
+    generator: list[str] = typer.Option([], "--generator", "-g",
+                                        help="Generator such as E=ABC (repeatable)."),
+    center: int = typer.Option(0, "--center", help="Center points (numeric factors)."),
+    replicates: int = typer.Option(1, "--replicates", help="Copies of the whole design."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for run order and sampling."),
+    no_randomize: bool = typer.Option(False, "--no-randomize", help="Keep standard order."),
+    optimize: Optional[str] = typer.Option(None, "--optimize",
+                                           help="LHS space-filling: random-cd or lloyd."),
+    fold: Optional[str] = typer.Option(None, "--foldover",
+                                       help="Append a foldover: 'all' or a factor name."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="Write the run table (.csv) or JSON (.json)."),
+) -> None:
+    """Generate a design: full, fractional (2^(k-p)), pb (Plackett-Burman) or lhs."""
+    if (space_file is None) == (factors is None):
+        raise StorlabError("give a space file or --factors K (not both)")
+    space = Space.from_yaml(space_file) if space_file else Space.two_level(factors)  # type: ignore[arg-type]
+    d = make_design(space, kind, runs=runs, resolution=_resolution(resolution),
+                    generators=generator or None, center=center, replicates=replicates,
+                    seed=seed, randomize_order=not no_randomize, optimize=optimize, fold=fold)
+    data = d.to_json()
+    if output is not None and output.suffix != ".json":
+        d.table.to_csv(output, index=False)
+    if json_out or (output is not None and output.suffix == ".json"):
+        emit_json(data, output if output is not None and output.suffix == ".json" else None)
+        return
+    m = d.meta
+    head = f"[bold]{m['kind']}[/] design: {d.runs} runs, {space.k} factors"
+    if m.get("resolution"):
+        head += f", resolution {m.get('resolution_roman') or m['resolution']}"
+    if m.get("construction"):
+        head += f" ({m['construction']})"
+    console.print(head)
+    if m.get("generators"):
+        console.print("generators: " + ", ".join(m["generators"]))
+        console.print("defining relation: I = " + " = ".join(m["defining_relation"]))
+    if "wlp" in m and m["kind"] != "full":
+        console.print(f"word-length pattern (A1..): {m['wlp']}   clear 2FIs: {m['clear_2fi']}")
+    if m.get("search"):
+        s = m["search"]
+        console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, {s['nodes']} nodes, "
+                      f"{s['seconds']} s")
+    if m.get("aliases"):
+        shown = [f"{k} = {' = '.join(v)}" for k, v in list(m["aliases"].items())[:12]]
+        console.print("aliases (to 2FIs): " + "; ".join(shown)
+                      + (" ..." if len(m["aliases"]) > 12 else ""))
+    if m.get("dummies"):
+        console.print(f"dummy columns for error: {', '.join(m['dummies'])}")
+    console.print(frame_table(d.table))
+    if output is not None:
+        console.print(f"wrote {output}")
+
+
+def analyze_cmd(
+    results: Path = typer.Argument(..., help="Results table (CSV or Parquet)."),
+    response: str = typer.Option(..., "--response", "-y", help="Response column."),
+    space_file: Optional[Path] = typer.Option(None, "--space", help="Space YAML (coding, goal)."),
+    factors: Optional[str] = typer.Option(None, "--factors", help="Factor columns a,b,c."),
+    goal: Optional[str] = typer.Option(None, "--goal", help="maximize or minimize."),
+    order: int = typer.Option(2, "--order", help="Highest interaction order to estimate."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG/SVG plots."),
+    plot_format: str = typer.Option("png", "--plot-format", help="png or svg."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON here."),
+) -> None:
+    """Effects, ANOVA, Lenth's PSE, curvature and recommended settings for one response."""
+    table = read_table(results)
+    space = Space.from_yaml(space_file) if space_file else None
+    if goal is not None and goal not in ("maximize", "minimize"):
+        raise AnalysisError(f"--goal {goal!r} must be maximize or minimize")
+    fac = [f.strip() for f in factors.split(",")] if factors else None
+    a = analyze_effects(table, response, space=space, factors=fac, goal=goal, alpha=alpha,
+                        max_order=order)
+    if plots is not None:
+        if plot_format not in ("png", "svg"):
+            raise AnalysisError(f"--plot-format {plot_format!r} must be png or svg")
+        plots.mkdir(parents=True, exist_ok=True)
+        for kind in PLOT_KINDS:
+            a.plot(kind).savefig(plots / f"{response}-{kind}.{plot_format}", dpi=110)
+    if json_out or output is not None:
+        emit_json(a.to_json(), output)
+        if not json_out:
+            console.print(f"wrote {output}")
+        return
+    console.print(f"[bold]{response}[/] ({a.goal}), {len(a.data)} runs, mean {a.intercept:.4g}")
+    cols = ["term", "effect", "coef", "p", "pct", "significant", "basis"]
+    console.print(frame_table(a.effects[cols], title="Effects (largest first)"))
+    console.print(frame_table(a.anova, title="ANOVA"))
+    if a.lenth is not None:
+        console.print(f"Lenth: PSE {a.lenth.pse:.4g}, ME {a.lenth.me:.4g}, "
+                      f"SME {a.lenth.sme:.4g} (df {a.lenth.df:.3g})")
+    if a.curvature is not None:
+        c = a.curvature
+        console.print(f"curvature: center mean {c['center_mean']:.4g} vs factorial mean "
+                      f"{c['factorial_mean']:.4g}, p = {c['p']:.3g}")
+    for w in a.warnings:
+        console.print(f"[yellow]note:[/] {w}")
+    r = a.recommendation
+    if r["settings"]:
+        sets = ", ".join(f"{s['factor']}={s['value']}" for s in r["settings"])
+        console.print(f"[bold green]recommendation[/] ({r['goal']}): {sets}; "
+                      f"predicted {response} = {r['predicted']:.4g}")
+    else:
+        console.print("no significant effect: no setting to recommend")
+    if plots is not None:
+        console.print(f"plots in {plots}/")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("design")(design_cmd)
+    app.command("analyze")(analyze_cmd)

@@ -1,0 +1,111 @@
+"""Words, defining relations, word-length patterns and alias structure of two-level designs.
+
+An effect (a main effect or an interaction) is a bitmask over the k factors: bit j set
+means factor j takes part. A regular fraction's defining relation is the group of words
+whose column product is constant; two effects are aliased when their XOR is in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+
+def popcount(x: int) -> int:
+    return bin(x).count("1")
+
+
+def word_name(word: int, labels: Sequence[str]) -> str:
+    """`ABD` for the word with bits 0, 1, 3 (labels joined with ':' when any is longer)."""
+    parts = [labels[j] for j in range(len(labels)) if word >> j & 1]
+    sep = "" if all(len(p) == 1 for p in parts) else ":"
+    return sep.join(parts) if parts else "I"
+
+
+def parse_word(text: str, labels: Sequence[str]) -> int:
+    """Inverse of word_name: `ABD` or `A:B:F26` to a bitmask."""
+    text = text.strip()
+    if text in ("", "I"):
+        return 0
+    pos = {lab: j for j, lab in enumerate(labels)}
+    parts = text.split(":") if ":" in text else (
+        [text] if text in pos else list(text))
+    word = 0
+    for p in parts:
+        if p not in pos:
+            raise KeyError(p)
+        word ^= 1 << pos[p]
+    return word
+
+
+def subgroup(generators: Iterable[int]) -> list[int]:
+    """All non-identity words of the group the generator words span."""
+    group = {0}
+    for g in generators:
+        group |= {w ^ g for w in group}
+    group.discard(0)
+    return sorted(group, key=lambda w: (popcount(w), w))
+
+
+def wlp(words: Iterable[int], k: int) -> list[int]:
+    """Word-length pattern [A1, A2, ..., Ak]: how many words of each length."""
+    out = [0] * k
+    for w in words:
+        out[popcount(w) - 1] += 1
+    return out
+
+
+def resolution(pattern: Sequence[int]) -> int | None:
+    """Length of the shortest word; None for a full factorial (no words)."""
+    for i, a in enumerate(pattern):
+        if a:
+            return i + 1
+    return None
+
+
+def words_from_matrix(coded: np.ndarray, max_factors: int = 22) -> list[int]:
+    """The defining relation read off the columns themselves: every word whose column
+    product is constant (+1 or -1) over the runs. Used to check what a design claims."""
+    x = np.asarray(coded)
+    n, k = x.shape
+    if k > max_factors:
+        raise ValueError(f"{k} factors is too many to enumerate all 2^{k} words")
+    # Pack each column's sign pattern into 64-bit words: product of columns == XOR of bits.
+    # An extra all-minus column gives the packed pattern of a constant -1 product.
+    bits = np.concatenate([(x < 0), np.ones((n, 1), dtype=bool)], axis=1).astype(np.uint8)
+    bits = np.concatenate([bits, np.zeros(((-n) % 64, k + 1), dtype=np.uint8)])
+    packed = np.ascontiguousarray(np.packbits(bits.T, axis=1)).view(np.uint64)
+    cols, full = packed[:k], packed[k]
+    vals = np.zeros((1, cols.shape[1]), dtype=np.uint64)
+    for j in range(k):  # subset s -> XOR of its columns, built by doubling
+        vals = np.concatenate([vals, vals ^ cols[j]], axis=0)
+    const = np.all(vals == 0, axis=1) | np.all(vals == full, axis=1)
+    idx = np.flatnonzero(const)
+    return sorted((int(i) for i in idx if i), key=lambda w: (popcount(w), w))
+
+
+def alias_structure(words: Sequence[int], k: int, labels: Sequence[str],
+                    max_order: int = 2) -> dict[str, list[str]]:
+    """For each main effect and two-factor interaction: the effects of order <= max_order
+    it is aliased with (only entries with at least one alias are listed)."""
+    effects = [1 << j for j in range(k)]
+    if max_order >= 2:
+        effects += [(1 << i) | (1 << j) for i in range(k) for j in range(i + 1, k)]
+    out: dict[str, list[str]] = {}
+    for e in effects:
+        partners = sorted({e ^ w for w in words if popcount(e ^ w) <= max_order},
+                          key=lambda w: (popcount(w), w))
+        if partners:
+            out[word_name(e, labels)] = [word_name(p, labels) for p in partners]
+    return out
+
+
+def clear_effects(words: Sequence[int], k: int) -> tuple[list[int], list[int]]:
+    """Main effects and 2FIs aliased with no other main effect or 2FI ("clear")."""
+    short = [w for w in words if popcount(w) <= 4]
+    mains = [1 << j for j in range(k)]
+    twos = [(1 << i) | (1 << j) for i in range(k) for j in range(i + 1, k)]
+    clear_main = [e for e in mains if all(popcount(e ^ w) > 2 for w in short)]
+    clear_2fi = [e for e in twos if all(popcount(e ^ w) > 2 for w in short)]
+    return clear_main, clear_2fi

@@ -1,0 +1,387 @@
+"""Full factorial (2^k and mixed-level), regular 2^(k-p) fractional factorial with a
+maximum-resolution / minimum-aberration generator search, and foldovers.
+
+The search works on columns of the 2^n base design as integers (bit i: base factor i
+takes part). The first n factors are the base; the p added factors get distinct columns
+of weight >= 2. A branch-and-bound over added columns keeps the lexicographically
+smallest word-length pattern: the counts of words of length 3 and 4 only grow as columns
+are added, so a partial design already worse than the best complete one is cut. Bit
+permutations of the base leave the pattern unchanged, so the first added column is taken
+as the canonical one of its weight. No library does this search for us (pyDOE's is
+known to report wrong resolutions; FrF2 uses a stored catalogue), hence the hand code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DesignError
+from ..space import Space
+from . import aliasing as al
+from .base import Design, from_coded
+
+ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
+
+
+def design_levels(space: Space) -> list[list[Any]]:
+    """Levels a full factorial crosses: all listed values, or low/high of a numeric range."""
+    return [list(f.values) if f.values is not None else [f.low, f.high] for f in space.factors]
+
+
+def full_factorial(space: Space, two_level: bool | None = None) -> Design:
+    """Every combination of levels, in standard (Yates) order: first factor fastest.
+
+    Two-level when every factor has two levels (or `two_level=True`: each factor at its
+    low/high); otherwise the general mixed-level factorial over each factor's values.
+    """
+    levels = design_levels(space)
+    if two_level is None:
+        two_level = all(len(lv) == 2 for lv in levels)
+    if two_level:
+        k = space.k
+        if k > 24:
+            raise DesignError(f"a 2^{k} full factorial has {2**k} runs; use --kind fractional")
+        r = np.arange(2**k)
+        coded = np.stack([np.where(r >> j & 1, 1.0, -1.0) for j in range(k)], axis=1)
+        meta = {"kind": "full", "levels": 2, "resolution": None, "generators": [],
+                "defining_relation": [], "wlp": [0] * k, "aliases": {},
+                "clear_2fi": k * (k - 1) // 2}
+        return from_coded(space, coded, meta)
+    sizes = [len(lv) for lv in levels]
+    n = math.prod(sizes)
+    if n > 1_000_000:
+        raise DesignError(f"the full factorial has {n} runs; use a fractional or LHS design")
+    # Standard order: first factor changes fastest.
+    idx = np.array(list(itertools.product(*[range(s) for s in reversed(sizes)])))[:, ::-1]
+    table = pd.DataFrame({f.name: _values(f, levels[j], idx[:, j])
+                          for j, f in enumerate(space.factors)})
+    coded = np.stack([-1.0 + 2.0 * idx[:, j] / (sizes[j] - 1) for j in range(space.k)], axis=1)
+    table["run"] = np.arange(1, n + 1)
+    table["std_order"] = np.arange(1, n + 1)
+    table["replicate"] = 1
+    table["block"] = 1
+    table["center"] = False
+    meta = {"kind": "full", "levels": sizes, "resolution": None}
+    return Design(space, table, pd.DataFrame(coded, columns=space.names), meta)
+
+
+def _values(f: Any, levels: list[Any], idx: np.ndarray) -> np.ndarray:
+    if f.numeric:
+        from ..space import parse_size
+
+        arr = np.array([parse_size(v) for v in levels])
+        arr = arr.astype(np.int64) if f.kind == "integer" else arr
+        return arr[idx]
+    return np.asarray(levels, dtype=object)[idx]
+
+
+# --------------------------------------------------------------------------- search
+@dataclass
+class SearchResult:
+    """Added-factor columns (base-bit masks) of the best design found, and its pattern."""
+
+    n: int
+    columns: list[int]
+    wlp: list[int]
+    exact: bool
+    nodes: int
+    seconds: float
+
+
+def _wlp_of(n: int, added: Sequence[int]) -> list[int]:
+    k = n + len(added)
+    gens = [(c | (1 << (n + i))) for i, c in enumerate(added)]  # bits 0..n-1 base, then added
+    return al.wlp(al.subgroup(gens), k)
+
+
+def search_generators(k: int, n: int, time_limit: float = 120.0,
+                      min_resolution: int = 3) -> SearchResult | None:
+    """Minimum-aberration 2^(k-p) design with 2^n runs (p = k - n), by branch and bound.
+
+    Only designs of at least `min_resolution` (3, 4 or 5) are considered; None when there
+    is none. `exact` is False when the time limit cut the search (the best so far is kept).
+    """
+    p = k - n
+    if p < 0:
+        raise DesignError(f"{k} factors need no fraction of {2**n} runs")
+    if p == 0:
+        return SearchResult(n, [], [0] * k, True, 0, 0.0)
+    cands = sorted((c for c in range(1, 1 << n) if al.popcount(c) >= 2),
+                   key=lambda c: (al.popcount(c), c))
+    if len(cands) < p:
+        raise DesignError(f"{k} two-level factors need more than {2**n} runs "
+                          f"(at most {2**n - 1} factors fit)")
+    cand_arr = np.array(cands, dtype=np.int64)
+    pairs = np.zeros(1 << n, dtype=np.int64)  # pairs[v]: pairs of current columns, XOR v
+    base = [1 << i for i in range(n)]
+    for a, b in itertools.combinations(base, 2):
+        pairs[a ^ b] += 1
+    cur = np.zeros(k, dtype=np.int64)
+    cur[:n] = base
+    added: list[int] = []
+    # Words of length 3 (and 4) are forbidden up front for resolution IV (V) requests.
+    big = 10**12
+    best_key: tuple[int, int, int] | None = {3: None, 4: (0, big, big)}.get(
+        min_resolution, (0, 0, big))
+    best_wlp: list[int] | None = None
+    best_cols: list[int] = []
+    nodes = 0
+    deadline = time.monotonic() + time_limit
+    cut = False
+
+    def canonical_start(c: int) -> bool:
+        # Bit permutations of the base keep the pattern: the first added column can be the
+        # lowest of its weight, and the second the lowest in its orbit under the
+        # permutations that fix the first.
+        if not added:
+            return c == (1 << al.popcount(c)) - 1
+        if len(added) == 1:
+            w1 = al.popcount(added[0])
+            inside, outside = c & ((1 << w1) - 1), c >> w1
+            return (inside == (1 << al.popcount(inside)) - 1
+                    and outside == (1 << al.popcount(outside)) - 1)
+        return True
+
+    allv = np.arange(1 << n, dtype=np.int64)
+
+    def dfs(start: int, a3: int, a4x3: int, a5x6: int) -> None:
+        nonlocal best_key, best_wlp, best_cols, nodes, cut
+        nodes += 1
+        m = n + len(added)
+        if len(added) == p:
+            key = (a3, a4x3, a5x6)
+            if best_key is None or key < best_key or best_wlp is None:
+                best_key, best_wlp, best_cols = key, _wlp_of(n, added), list(added)
+            elif key == best_key:  # tie on A3, A4: decide on the whole pattern
+                w = _wlp_of(n, added)
+                if w < best_wlp:
+                    best_wlp, best_cols = w, list(added)
+            return
+        if nodes & 0x3FF == 0 and time.monotonic() > deadline:
+            cut = True
+        if cut:
+            return
+        need = p - len(added)
+        idxs = np.arange(start, len(cands) - need + 1)
+        if idxs.size == 0:
+            return
+        cs = cand_arr[idxs]
+        # Adding c closes a 3-word per pair (a, b) with a^b == c, and a 4-word (counted
+        # 3 times) per pair whose XOR equals c^d for a current column d.
+        inc3 = pairs[cs]
+        inc4 = pairs[cs[:, None] ^ cur[None, :m]].sum(axis=1)
+        # Lower bound on what the other need-1 columns add: increments only grow as
+        # columns are added, so the smallest current ones bound the future from below.
+        rest4 = 0
+        if best_key is not None:
+            ok = inc3 == 0 if a3 == best_key[0] else np.ones(len(cs), dtype=bool)
+            if ok.sum() < need:
+                return
+            smallest = np.sort(inc4[ok])[:need]
+            if a4x3 + smallest.sum() > best_key[1] and a3 == best_key[0]:
+                return
+            rest4 = int(smallest[: need - 1].sum()) if a3 == best_key[0] else 0
+        for idx, c, i3, i4 in zip(idxs.tolist(), cs.tolist(), inc3.tolist(), inc4.tolist()):
+            x3, x4 = a3 + i3, a4x3 + i4
+            if best_key is not None and (x3, x4 + (rest4 if x3 == a3 else 0)) > best_key[:2]:
+                continue
+            # 5-words: pairs of disjoint pairs whose XOR is c (each counted 6 times); only
+            # tracked while there are no 3-words, where pairs cannot overlap.
+            x5 = a5x6 + int(pairs @ pairs[allv ^ c]) if x3 == 0 else 0
+            if best_key is not None and (x3, x4, x5) > best_key:
+                continue
+            if len(added) < 2 and not canonical_start(c):
+                continue
+            np.add.at(pairs, c ^ cur[:m], 1)
+            cur[m] = c
+            added.append(c)
+            dfs(idx + 1, x3, x4, x5)
+            added.pop()
+            np.subtract.at(pairs, c ^ cur[:m], 1)
+
+    t0 = time.monotonic()
+    dfs(0, 0, 0, 0)
+    if best_wlp is None:
+        return None
+    return SearchResult(n, best_cols, best_wlp, not cut, nodes, time.monotonic() - t0)
+
+
+# Most two-level factors a regular 2^n-run fraction holds at resolution IV (2^(n-1)) and
+# V (the known maxima for 16..1024 runs); beyond them the search is skipped.
+_MAX_FACTORS = {4: {n: 2 ** (n - 1) for n in range(2, 16)},
+                5: {4: 5, 5: 6, 6: 8, 7: 11, 8: 17, 9: 23, 10: 33}}
+
+
+def _choose_n(k: int, runs: int | None, min_resolution: int | None,
+              time_limit: float) -> SearchResult:
+    """Pick the run size: the largest power of two within the budget, or the smallest one
+    whose minimum-aberration design reaches the resolution asked for."""
+    n_min = max(1, math.ceil(math.log2(k + 1)))
+    if runs is not None:
+        n = int(math.floor(math.log2(runs)))
+        if n < n_min:
+            raise DesignError(f"{k} two-level factors need at least {2**n_min} runs "
+                              f"in a regular fraction, not {runs}")
+        n = min(n, k)
+        res = search_generators(k, n, time_limit, min(min_resolution or 3, 5))
+        if res is None or (al.resolution(res.wlp) or 99) < (min_resolution or 3):
+            raise DesignError(f"no 2^({k}-{k - n}) design of {2**n} runs reaches resolution "
+                              f"{ROMAN.get(min_resolution, min_resolution)}")
+        return res
+    target = min_resolution or 3
+    for n in range(n_min, k + 1):
+        if k - n > 0 and k > _MAX_FACTORS.get(min(target, 5), {}).get(n, k):
+            continue  # known bound: no such design of this size exists
+        res = search_generators(k, n, time_limit, min(target, 5))
+        if res is not None and (al.resolution(res.wlp) or 99) >= target:
+            return res
+    raise AssertionError("the full factorial always qualifies")  # pragma: no cover
+
+
+def fractional_factorial(space: Space, runs: int | None = None,
+                         resolution: int | None = None,
+                         generators: Sequence[str] | None = None,
+                         time_limit: float = 120.0) -> Design:
+    """A regular 2^(k-p) fraction in standard order.
+
+    With `generators` (e.g. ["E=ABC", "F=-BCD"]) the user's fraction is built as given;
+    otherwise the run size comes from `runs` or `resolution` and the generators from the
+    minimum-aberration search.
+    """
+    k = space.k
+    labels = space.labels
+    if generators:
+        n, cols, signs = _parse_generators(generators, labels)
+        search = None
+    else:
+        search = _choose_n(k, runs, resolution, time_limit)
+        n, cols, signs = search.n, search.columns, [1] * len(search.columns)
+    r = np.arange(2**n)
+    base = np.stack([np.where(r >> i & 1, 1.0, -1.0) for i in range(n)], axis=1)
+    coded = np.empty((2**n, k))
+    coded[:, :n] = base
+    for i, (c, s) in enumerate(zip(cols, signs)):
+        prod = np.ones(2**n)
+        for b in range(n):
+            if c >> b & 1:
+                prod *= base[:, b]
+        coded[:, n + i] = s * prod
+    gens = [(c | (1 << (n + i))) for i, c in enumerate(cols)]
+    words = al.subgroup(gens)
+    signed = _word_signs(coded, words)
+    pattern = al.wlp(words, k)
+    res = al.resolution(pattern)
+    clear_main, clear_2fi = al.clear_effects(words, k)
+    meta: dict[str, Any] = {
+        "kind": "fractional",
+        "base_factors": n,
+        "p": k - n,
+        "resolution": res,
+        "resolution_roman": ROMAN.get(res, str(res)) if res else None,
+        "generators": [f"{labels[n + i]}={'-' if s < 0 else ''}{al.word_name(c, labels)}"
+                       for i, (c, s) in enumerate(zip(cols, signs))],
+        "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
+                              for w in words],
+        "wlp": pattern,
+        "aliases": al.alias_structure(words, k, labels),
+        "clear_main": [al.word_name(e, labels) for e in clear_main],
+        "clear_2fi": len(clear_2fi),
+        "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
+    }
+    if search is not None:
+        meta["search"] = {"exact": search.exact, "nodes": search.nodes,
+                          "seconds": round(search.seconds, 4)}
+    return from_coded(space, coded, meta)
+
+
+def _word_signs(coded: np.ndarray, words: Sequence[int]) -> dict[int, float]:
+    out = {}
+    for w in words:
+        cols = [j for j in range(coded.shape[1]) if w >> j & 1]
+        out[w] = float(np.prod(coded[0, cols]))
+    return out
+
+
+_GEN_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*([+-]?)\s*([A-Za-z0-9:]+)\s*$")
+
+
+def _parse_generators(generators: Sequence[str], labels: Sequence[str]
+                      ) -> tuple[int, list[int], list[int]]:
+    """`E=ABC` strings to base-bit columns; the added factors must be the last p labels."""
+    k = len(labels)
+    p = len(generators)
+    n = k - p
+    if n < 1:
+        raise DesignError(f"{p} generators for {k} factors leave no base factors")
+    base_labels = labels[:n]
+    cols, signs = [], []
+    for i, g in enumerate(generators):
+        m = _GEN_RE.match(g)
+        if not m:
+            raise DesignError(f"generator {g!r} is not of the form E=ABC")
+        lhs, sign, rhs = m.groups()
+        if lhs != labels[n + i]:
+            raise DesignError(f"generator {g!r}: with {k} factors and {p} generators the "
+                              f"added factors are {', '.join(labels[n:])}, in that order")
+        try:
+            col = al.parse_word(rhs, base_labels)
+        except KeyError as exc:
+            raise DesignError(f"generator {g!r}: {exc.args[0]!r} is not a base factor "
+                              f"({''.join(base_labels)})") from None
+        if al.popcount(col) < 2:
+            raise DesignError(f"generator {g!r} must use at least two base factors")
+        if col in cols:
+            raise DesignError(f"generator {g!r} repeats another generator's column")
+        cols.append(col)
+        signs.append(-1 if sign == "-" else 1)
+    return n, cols, signs
+
+
+def foldover(design: Design, factor: str | None = None) -> Design:
+    """Full foldover (every sign reversed) or single-factor foldover (`factor` reversed).
+
+    The combined design's defining relation is read off its columns; the foldover runs
+    form block 2.
+    """
+    space = design.space
+    base = design.table[~design.table["center"]] if "center" in design.table else design.table
+    coded = design.coded.loc[base.index].to_numpy(dtype=float)
+    if not np.all(np.isin(coded, (-1.0, 1.0))):
+        raise DesignError("foldover needs a two-level design")
+    mirror = coded.copy()
+    if factor is None:
+        mirror = -mirror
+    else:
+        if factor not in space:
+            raise DesignError(f"no factor {factor!r} to fold over")
+        mirror[:, space.names.index(factor)] *= -1
+    both = np.concatenate([coded, mirror])
+    words = al.words_from_matrix(both) if space.k <= 22 else []
+    pattern = al.wlp(words, space.k)
+    res = al.resolution(pattern)
+    clear_main, clear_2fi = al.clear_effects(words, space.k)
+    meta = dict(design.meta)
+    meta.update({
+        "kind": f"{design.kind}+foldover",
+        "foldover": factor or "all",
+        "resolution": res,
+        "resolution_roman": ROMAN.get(res, str(res)) if res else None,
+        "defining_relation": [al.word_name(w, space.labels) for w in words],
+        "wlp": pattern,
+        "aliases": al.alias_structure(words, space.k, space.labels),
+        "clear_main": [al.word_name(e, space.labels) for e in clear_main],
+        "clear_2fi": len(clear_2fi),
+        "clear_2fi_list": [al.word_name(e, space.labels) for e in clear_2fi],
+    })
+    out = from_coded(space, both, meta)
+    out.table["block"] = np.repeat([1, 2], len(coded))
+    return out
