@@ -1,0 +1,308 @@
+"""The f_rw model against hand-computed cases of the MSST'19 slides' formulas, its least
+squares fit, uncertainty, persistence and input errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storlab.errors import StorlabError
+from storlab.estimate.model import (
+    Cell, EstimateError, RWModel, fit_table, parse_mix, size_label,
+)
+
+
+@pytest.fixture
+def two_sizes() -> RWModel:
+    # 4k: reads 1000, writes 500 -> f_rw 2; 64k: reads 200, writes 400 -> f_rw 0.5
+    return RWModel.from_anchors({"4k": (1000, 500), "64k": (200, 400)})
+
+
+def test_f_rw_and_k_by_hand(two_sizes: RWModel) -> None:
+    sf = two_sizes.fit_for("4k")
+    assert sf.f_rw == pytest.approx(2.0)
+    assert sf.capacity == pytest.approx(1000.0)
+    # k = 1000 / (70 + 30 * 2) = 1000 / 130
+    assert sf.k(70) == pytest.approx(1000 / 130)
+    pr = two_sizes.predict_size("4k", 70)
+    assert pr.value("read_iops") == pytest.approx(70 * 1000 / 130)
+    assert pr.value("write_iops") == pytest.approx(30 * 1000 / 130)
+    assert pr.value("total_iops") == pytest.approx(100 * 1000 / 130)
+    assert pr.value("read_bw_bytes") == pytest.approx(70 * 1000 / 130 * 4096)
+    # C is invariant along the predicted line by construction
+    assert pr.value("read_iops") + 2.0 * pr.value("write_iops") == pytest.approx(1000.0)
+
+
+def test_endpoints_are_reproduced(two_sizes: RWModel) -> None:
+    assert two_sizes.predict_size("64k", 100).value() == pytest.approx(200)
+    assert two_sizes.predict_size("64k", 0).value() == pytest.approx(400)
+    assert two_sizes.predict_size("64k", 0).value("read_iops") == 0
+
+
+def test_mixed_sizes_slides_formula_by_hand(two_sizes: RWModel) -> None:
+    pr = two_sizes.predict(70, "4k:0.8,64k:0.2")
+    k4 = 1000 / (70 + 30 * 2.0)
+    k64 = 200 / (70 + 30 * 0.5)
+    total = 100 * (0.8 * k4 + 0.2 * k64)  # T_total = 100 * sum P_i k_i
+    assert pr.value() == pytest.approx(total)  # 662.44...
+    assert total == pytest.approx(662.4434, rel=1e-6)
+    assert pr.value("read_iops", "4k") == pytest.approx(70 * 0.8 * k4)
+    assert pr.value("write_iops", "64k") == pytest.approx(30 * 0.2 * k64)
+    bw = 4096 * 100 * 0.8 * k4 + 65536 * 100 * 0.2 * k64
+    assert pr.value("total_bw_bytes") == pytest.approx(bw)
+
+
+def test_mixed_sizes_harmonic_by_hand(two_sizes: RWModel) -> None:
+    pr = two_sizes.predict(70, {"4k": 0.8, "64k": 0.2}, mix="harmonic")
+    t4, t64 = 100 * 1000 / 130, 100 * 200 / 85
+    total = 1 / (0.8 / t4 + 0.2 / t64)
+    assert pr.value() == pytest.approx(total)
+    # the harmonic rule keeps the requested size proportions in the stream
+    assert pr.value("total_iops", "4k") / total == pytest.approx(0.8)
+    # one size alone: both rules agree with the single-size model
+    one = two_sizes.predict(30, "64k:1", mix="harmonic").value()
+    assert one == pytest.approx(two_sizes.predict(30, "64k:1").value())
+
+
+def test_least_squares_recovers_exact_model() -> None:
+    # data generated from C=900, f=1.5 exactly: every mix lies on the line
+    cap, f = 900.0, 1.5
+    cells = []
+    for p in (0, 30, 50, 70, 100):
+        k = cap / (p + (100 - p) * f)
+        cells.append(Cell(p, 1, k * p, k * (100 - p)))
+    m = RWModel.from_cells({"16k": cells})
+    sf = m.fit_for("16k")
+    assert sf.method == "lsq"
+    assert sf.f_rw == pytest.approx(f)
+    assert sf.capacity == pytest.approx(cap)
+    assert sf.c_spread == pytest.approx(0, abs=1e-12)
+    assert m.warnings == []
+
+
+def test_least_squares_matches_numpy_polyfit() -> None:
+    # r = C - f w by ordinary least squares is a straight-line fit of r on w
+    r = np.array([0.0, 300.0, 520.0, 690.0, 1000.0])
+    w = np.array([480.0, 640.0, 500.0, 310.0, 0.0])
+    cells = [Cell(p, 1, a, b) for p, a, b in zip((0, 30, 50, 70, 100), r, w)]
+    sf = RWModel.from_cells({"4k": cells}, method="lsq").fit_for("4k")
+    slope, intercept = np.polyfit(w, r, 1)
+    assert sf.f_rw == pytest.approx(-slope)
+    assert sf.capacity == pytest.approx(intercept)
+
+
+def test_spread_warning_when_c_not_invariant() -> None:
+    # mixes far above both endpoints: C varies a lot
+    cells = [Cell(0, 1, 0, 500), Cell(50, 1, 600, 600), Cell(100, 1, 1000, 0)]
+    m = RWModel.from_cells({"4k": cells}, method="anchors", spread_threshold=0.10)
+    sf = m.fit_for("4k")
+    c = sf.capacities()  # f=2: 1000, 600+1200=1800, 1000
+    assert c == pytest.approx([1000, 1800, 1000])
+    assert sf.c_spread == pytest.approx(800 / np.mean(c))
+    assert len(m.warnings) == 1 and "4k" in m.warnings[0]
+    assert not bool(m.table().loc[0, "invariant"])
+    # the held-out mix is reported with its error
+    v = m.validation().set_index("read_pct")
+    assert not v.loc[50.0, "used_in_fit"]
+    pred = 100 * 1000 / (50 + 50 * 2)
+    assert v.loc[50.0, "error_pct"] == pytest.approx(100 * (pred - 1200) / 1200)
+
+
+def test_anchor_method_ignores_mixes_auto_uses_them() -> None:
+    cells = [Cell(0, 1, 0, 500), Cell(50, 1, 300, 300), Cell(100, 1, 1000, 0)]
+    a = RWModel.from_cells({"4k": cells}, method="anchors").fit_for("4k")
+    assert (a.f_rw, a.capacity) == (2.0, 1000.0)
+    auto = RWModel.from_cells({"4k": cells}).fit_for("4k")
+    assert auto.method == "lsq" and auto.f_rw != pytest.approx(2.0)
+
+
+# ----------------------------------------------------------------- uncertainty
+
+def _replicated_cells(rng: np.random.Generator, r: float, w: float, n: int, sd: float
+                      ) -> list[Cell]:
+    return [Cell.from_samples(100, r * (1 + sd * rng.standard_normal(n)), np.zeros(n)),
+            Cell.from_samples(0, np.zeros(n), w * (1 + sd * rng.standard_normal(n)))]
+
+
+def test_interval_matches_hand_delta_method() -> None:
+    reads, writes = [990.0, 1000.0, 1010.0], [480.0, 500.0, 520.0]
+    cells = [Cell.from_samples(100, reads, [0, 0, 0]), Cell.from_samples(0, [0, 0, 0], writes)]
+    m = RWModel.from_cells({"4k": cells})
+    pr = m.predict_size("4k", 50)
+    # total(p) = 100 / (p/R + (100-p)/W); its gradient by hand
+    R, W, p = 1000.0, 500.0, 50.0
+    T = 100 / (p / R + (100 - p) / W)
+    dR = T**2 / 100 * p / R**2
+    dW = T**2 / 100 * (100 - p) / W**2
+    vR, vW = np.var(reads, ddof=1) / 3, np.var(writes, ddof=1) / 3
+    var = dR**2 * vR + dW**2 * vW
+    df = var**2 / ((dR**2 * vR) ** 2 / 2 + (dW**2 * vW) ** 2 / 2)
+    from scipy import stats
+    half = stats.t.ppf(0.975, df) * math.sqrt(var)
+    assert pr.value() == pytest.approx(T)
+    assert pr.value("total_iops_hi") - T == pytest.approx(half, rel=1e-5)
+    assert T - pr.value("total_iops_lo") == pytest.approx(half, rel=1e-5)
+
+
+def test_interval_coverage_by_simulation() -> None:
+    rng = np.random.default_rng(7)
+    R, W, p = 1000.0, 400.0, 60.0
+    truth = 100 / (p / R + (100 - p) / W)
+    hits, trials = 0, 400
+    for _ in range(trials):
+        m = RWModel.from_cells({"4k": _replicated_cells(rng, R, W, 5, 0.05)})
+        pr = m.predict_size("4k", p)
+        hits += pr.value("total_iops_lo") <= truth <= pr.value("total_iops_hi")
+    assert 0.90 <= hits / trials <= 0.99
+
+
+def test_no_replicates_no_interval(two_sizes: RWModel) -> None:
+    pr = two_sizes.predict_size("4k", 50)
+    assert math.isnan(pr.value("total_iops_lo"))
+    assert math.isfinite(pr.value())
+
+
+def test_wider_spread_wider_interval() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(4)
+    def width(sd: float) -> float:
+        cells = [Cell.from_samples(100, 1000 * (1 + sd * base), np.zeros(4)),
+                 Cell.from_samples(0, np.zeros(4), 500 * (1 + sd * base[::-1]))]
+        pr = RWModel.from_cells({"4k": cells}).predict_size("4k", 50)
+        return pr.value("total_iops_hi") - pr.value("total_iops_lo")
+    assert width(0.01) < width(0.05) < width(0.2)
+
+
+# ----------------------------------------------------------------- persistence
+
+def test_round_trip_through_json(tmp_path, two_sizes: RWModel) -> None:
+    rng = np.random.default_rng(3)
+    m = RWModel.from_cells({"4k": _replicated_cells(rng, 1000, 500, 3, 0.05)
+                            + [Cell.from_samples(50, [400, 420, 410], [390, 400, 380])],
+                            "64k": _replicated_cells(rng, 200, 400, 3, 0.05)},
+                           method="anchors", meta={"engine": "libaio"})
+    path = m.save(tmp_path / "model.json")
+    back = RWModel.load(path)
+    assert back.meta == {"engine": "libaio"}
+    for s in ("4k", "64k"):
+        assert back.fit_for(s).f_rw == m.fit_for(s).f_rw
+        assert back.fit_for(s).cells == m.fit_for(s).cells
+    a = m.predict(70, "4k:0.8,64k:0.2").table()
+    b = back.predict(70, "4k:0.8,64k:0.2").table()
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_hand_written_model(tmp_path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"sizes": [{"size": "4k", "read_iops": 1000,
+                                           "write_iops": 500}]}))
+    m = RWModel.load(path)
+    assert m.predict(70).value() == pytest.approx(100 * 1000 / 130)
+
+
+def test_edited_model_is_rejected(tmp_path, two_sizes: RWModel) -> None:
+    d = two_sizes.to_dict()
+    d["sizes"][0]["f_rw"] = 3.0
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(EstimateError, match="f_rw=3.0 disagrees"):
+        RWModel.load(path)
+
+
+# ----------------------------------------------------------------- tables in
+
+def test_fit_table_with_replicates_and_columns() -> None:
+    df = pd.DataFrame({
+        "bs": ["4k"] * 6 + ["64k"] * 2,
+        "rwmixread": [100, 100, 0, 0, 50, 50, 100, 0],
+        "read_iops": [990, 1010, 0, 0, 330, 340, 200, 0],
+        "write_iops": [0, 0, 490, 510, 330, 340, 0, 400],
+    })
+    m = fit_table(df, method="anchors")
+    sf = m.fit_for("4k")
+    assert sf.f_rw == pytest.approx(1000 / 500)
+    assert [c.n for c in sf.cells] == [2, 2, 2]
+    assert m.fit_for(65536).f_rw == pytest.approx(0.5)
+
+
+def test_fit_table_from_total_iops_and_bandwidth() -> None:
+    tot = pd.DataFrame({"size": ["4k", "4k", "4k"], "read_pct": [0, 70, 100],
+                        "total_iops": [500, 700, 1000]})
+    sf = fit_table(tot).fit_for("4k")
+    assert sf.cells[1].read_iops == pytest.approx(490)
+    assert sf.cells[1].write_iops == pytest.approx(210)
+    bw = pd.DataFrame({"size": [4096, 4096], "read_pct": [0, 100],
+                       "total_bw_bytes": [500 * 4096, 1000 * 4096]})
+    assert fit_table(bw).fit_for("4k").f_rw == pytest.approx(2.0)
+
+
+# ----------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("anchors, message", [
+    ({"4k": (1000, 0)}, "100% write throughput is 0"),
+    ({"4k": (0, 500)}, "100% read throughput is 0"),
+])
+def test_zero_throughput_is_an_error(anchors, message) -> None:
+    with pytest.raises(EstimateError, match=message):
+        RWModel.from_anchors(anchors)
+
+
+def test_zero_write_in_table_names_the_size() -> None:
+    df = pd.DataFrame({"size": ["64k", "64k"], "read_pct": [0, 100],
+                       "read_iops": [0, 300], "write_iops": [0, 0]})
+    with pytest.raises(EstimateError, match="size 64k: 100% write throughput is 0"):
+        fit_table(df)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("4k:0.8,64k:0.3", "sum to 1.1, not 1"),
+    ("4k:80,64k:20", "sum to 100, not 1"),
+    ("4k:-0.2,64k:1.2", ">= 0"),
+    ("4k:0.5,4k:0.5", "appears twice"),
+    ("4q:1", "not a size"),
+    ("", "empty"),
+])
+def test_bad_mixes(spec, message) -> None:
+    with pytest.raises(EstimateError, match=message):
+        parse_mix(spec)
+
+
+@pytest.mark.parametrize("pct", [-1, 100.5, float("nan"), "seventy"])
+def test_read_pct_outside_range(two_sizes: RWModel, pct) -> None:
+    with pytest.raises(EstimateError, match="read percentage"):
+        two_sizes.predict(pct, "4k:1")
+
+
+def test_other_bad_input(two_sizes: RWModel) -> None:
+    with pytest.raises(EstimateError, match="size 8k is not in the model"):
+        two_sizes.predict(50, "8k:1")
+    with pytest.raises(EstimateError, match="several sizes"):
+        two_sizes.predict(50)
+    with pytest.raises(EstimateError, match="mix rule"):
+        two_sizes.predict(50, "4k:1", mix="geometric")
+    with pytest.raises(EstimateError, match="no 100% write"):
+        RWModel.from_cells({"4k": [Cell(100, 1, 1000, 0), Cell(50, 1, 400, 400)]},
+                           method="anchors")
+    df = pd.DataFrame({"size": ["4k"], "read_pct": [120], "read_iops": [1], "write_iops": [1]})
+    with pytest.raises(EstimateError, match="row 1: read percentage 120 is outside 0-100"):
+        fit_table(df)
+    assert issubclass(EstimateError, StorlabError)
+
+
+def test_size_labels() -> None:
+    assert [size_label(b) for b in (512, 4096, 65536, 1 << 20, 6144)] == \
+        ["512", "4k", "64k", "1m", "6k"]
+
+
+def test_plots_return_figures(two_sizes: RWModel) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = two_sizes.plot(points=11)
+    ax = fig.axes[0]
+    assert len(ax.lines) >= 2  # one model line per size
+    fig2 = two_sizes.predict(70, "4k:0.8,64k:0.2").plot(points=11)
+    assert fig2.axes[0].get_xlabel() == "read percentage"
