@@ -171,9 +171,9 @@ def search_generators(k: int, n: int, time_limit: float = 120.0,
         if cut:
             return
         need = p - len(added)
-        idxs = np.arange(start, len(cands) - need + 1)
-        if idxs.size == 0:
+        if len(cands) - start < need:
             return
+        idxs = np.arange(start, len(cands))  # the bound looks at every remaining column
         cs = cand_arr[idxs]
         # Adding c closes a 3-word per pair (a, b) with a^b == c, and a 4-word (counted
         # 3 times) per pair whose XOR equals c^d for a current column d.
@@ -190,7 +190,9 @@ def search_generators(k: int, n: int, time_limit: float = 120.0,
             if a4x3 + smallest.sum() > best_key[1] and a3 == best_key[0]:
                 return
             rest4 = int(smallest[: need - 1].sum()) if a3 == best_key[0] else 0
-        for idx, c, i3, i4 in zip(idxs.tolist(), cs.tolist(), inc3.tolist(), inc4.tolist()):
+        last = len(cands) - need + 1  # the next column must leave room for the others
+        for idx, c, i3, i4 in zip(idxs[:last - start].tolist(), cs.tolist(), inc3.tolist(),
+                                  inc4.tolist()):
             x3, x4 = a3 + i3, a4x3 + i4
             if best_key is not None and (x3, x4 + (rest4 if x3 == a3 else 0)) > best_key[:2]:
                 continue

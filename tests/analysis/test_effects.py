@@ -1,0 +1,157 @@
+"""Effects, ANOVA, Lenth and recommendations on textbook data."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storlab.analysis.effects import analyze, lenth
+from storlab.design import fractional_factorial, full_factorial, make_design, plackett_burman
+from storlab.errors import AnalysisError
+from storlab.space import Space
+
+# Seed 000's worked 2^3 example, standard order.
+Y = [2.10, 0.90, 3.35, 1.50, 5.15, 2.40, 8.20, 4.55]
+
+
+def seed_table():
+    t = full_factorial(Space.two_level(3)).table.copy()
+    t["distance"] = Y
+    return t
+
+
+def hand_effect(signs):
+    y = np.array(Y)
+    return (y[signs > 0].mean() - y[signs < 0].mean())
+
+
+def test_seed_000_effects_by_hand():
+    t = seed_table()
+    a = analyze(t, "distance", max_order=3)
+    eff = dict(zip(a.effects["term"], a.effects["effect"]))
+    x = t[["A", "B", "C"]].to_numpy()
+    for r in (1, 2, 3):
+        for combo in itertools.combinations(range(3), r):
+            name = ":".join("ABC"[i] for i in combo)
+            assert eff[name] == pytest.approx(hand_effect(np.prod(x[:, list(combo)], axis=1)))
+    # the slide's arithmetic: A = (0.90+1.50+2.40+4.55)/4 - (2.10+3.35+5.15+8.20)/4
+    assert eff["A"] == pytest.approx(-2.3625)
+    assert eff["C"] == pytest.approx(3.1125)
+    assert eff["A:B:C"] == pytest.approx(((0.90 + 3.35 + 5.15 + 4.55) - (2.10 + 1.50 + 2.40 + 8.20)) / 4)
+
+
+def test_anova_sums_of_squares_and_contribution():
+    a = analyze(seed_table(), "distance")
+    rows = a.anova.set_index("source")
+    for term, e in zip(a.effects["term"], a.effects["effect"]):
+        assert rows.loc[term, "ss"] == pytest.approx(8 * e**2 / 4)  # SS = N * effect^2 / 4
+    total = rows.loc["total", "ss"]
+    assert total == pytest.approx(np.var(Y) * 8)
+    assert rows.drop("total")["pct"].sum() == pytest.approx(100.0)
+    assert rows.loc["error", "df"] == 1  # ABC pooled as error
+
+
+def test_recommendation_interaction_aware():
+    a = analyze(seed_table(), "distance")
+    rec = {s["factor"]: s["level"] for s in a.recommendation["settings"]}
+    assert rec == {"A": -1, "B": 1, "C": 1}  # run 7 of the slide, the largest distance
+    assert a.recommendation["predicted"] == pytest.approx(7.975)
+    low = analyze(seed_table(), "distance", goal="minimize").recommendation
+    assert {s["factor"]: s["level"] for s in low["settings"]}["C"] == -1
+
+
+def test_lenth_by_hand():
+    c = np.array([10.0, -8.0, 1.0, -0.5, 0.7, 0.2, -1.2])
+    s0 = 1.5 * np.median(np.abs(c))
+    pse = 1.5 * np.median(np.abs(c)[np.abs(c) < 2.5 * s0])
+    res = lenth(c)
+    assert res.pse == pytest.approx(pse)
+    from scipy import stats
+    assert res.me == pytest.approx(stats.t.ppf(0.975, 7 / 3) * pse)
+    g = (1 + 0.95 ** (1 / 7)) / 2
+    assert res.sme == pytest.approx(stats.t.ppf(g, 7 / 3) * pse)
+
+
+def test_unreplicated_saturated_uses_lenth():
+    rng = np.random.default_rng(1)
+    d = fractional_factorial(Space.two_level(7), runs=8)
+    t = d.table.copy()
+    t["y"] = 50 + 10 * t["A"] - 6 * t["D"] + rng.normal(0, 0.3, 8)
+    a = analyze(t, "y")
+    assert a.lenth is not None
+    top = a.effects.iloc[:2]
+    assert set(top["term"]) == {"A", "D"}
+    assert top["significant"].all()
+    assert any("aliased" in w for w in a.warnings) or a.aliases == []
+
+
+def test_pb_main_effects_only_and_dummies_as_error():
+    rng = np.random.default_rng(2)
+    d = plackett_burman(Space.two_level(8))
+    t = d.table.copy()
+    t["y"] = 100 + 20 * t["B"] + 8 * t["F"] + rng.normal(0, 1, len(t))
+    a = analyze(t, "y", factors=list("ABCDEFGH") + ["dummy1", "dummy2", "dummy3"])
+    assert list(a.effects["order"].unique()) == [1]
+    assert any("partially aliased" in w for w in a.warnings)
+    assert list(a.effects["term"][:2]) == ["B", "F"]
+    assert a.effects.set_index("term").loc[["B", "F"], "significant"].all()
+
+
+def test_curvature_with_center_points():
+    s = Space.from_dict({"factors": [{"name": "a", "range": [0.0, 2.0]},
+                                     {"name": "b", "range": [0.0, 2.0]}]})
+    d = make_design(s, "full", center=4, replicates=2, seed=1)
+    t = d.table.copy()
+    rng = np.random.default_rng(3)
+    # a dome: center much higher than corners
+    t["y"] = 10 - 3 * ((t["a"] - 1) ** 2 + (t["b"] - 1) ** 2) + rng.normal(0, 0.1, len(t))
+    a = analyze(t, "y", space=s)
+    assert a.curvature is not None
+    assert a.curvature["center_mean"] > a.curvature["factorial_mean"] + 4
+    assert a.curvature["p"] < 0.001 and a.curvature["p_pure_error"] < 0.001
+
+
+def test_replicated_design_uses_anova():
+    s = Space.two_level(3)
+    d = make_design(s, "full", replicates=3, seed=4)
+    t = d.table.copy()
+    rng = np.random.default_rng(5)
+    t["y"] = 5 + 2 * t["A"] + 1.5 * t["A"] * t["B"] + rng.normal(0, 0.2, len(t))
+    a = analyze(t, "y")
+    e = a.effects.set_index("term")
+    assert e.loc["A", "basis"] == "ANOVA" and e.loc["A", "significant"]
+    assert e.loc["A:B", "significant"] and not e.loc["C", "significant"]
+    assert e.loc["A", "effect"] == pytest.approx(4, abs=0.3)
+
+
+def test_natural_units_and_categorical_from_space():
+    s = Space.from_dict({"factors": [
+        {"name": "engine", "values": ["psync", "libaio"]},
+        {"name": "iodepth", "range": [1, 64], "log": True}],
+        "responses": [{"name": "lat", "goal": "minimize"}]})
+    d = make_design(s, "full", replicates=2, seed=0)
+    t = d.table.copy()
+    t["lat"] = np.where(t["engine"] == "libaio", 1.0, 3.0) + np.where(t["iodepth"] > 8, 2.0, 0.0)
+    t["lat"] += np.random.default_rng(0).normal(0, 0.01, len(t))
+    a = analyze(t, "lat", space=s)
+    rec = {r["factor"]: r["value"] for r in a.recommendation["settings"]}
+    assert rec == {"engine": "libaio", "iodepth": 1}
+    assert a.goal == "minimize"
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda t: t.drop(columns=["distance"]), "no response column"),
+    (lambda t: t.assign(distance=["x"] * 8), "non-numeric"),
+    (lambda t: t.assign(A=[-1, 1, 0.5, 1, -1, 1, -1, 1]), "neither"),
+])
+def test_bad_results_tables(mutate, msg):
+    with pytest.raises(AnalysisError, match=msg):
+        analyze(mutate(seed_table()), "distance", factors=["A", "B", "C"])
+
+
+def test_plots_render():
+    a = analyze(seed_table(), "distance")
+    for kind in ("pareto", "halfnormal", "main", "interaction"):
+        fig = a.plot(kind)
+        assert fig.axes

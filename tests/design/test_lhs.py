@@ -1,0 +1,65 @@
+"""Latin Hypercube designs over mixed spaces: strata, level balance, constraints."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storlab.design import lhs_design, make_design
+from storlab.errors import DesignError
+from storlab.space import Space
+
+MIXED = {"factors": [
+    {"name": "engine", "values": ["psync", "libaio", "io_uring"]},
+    {"name": "bs", "kind": "ordinal", "values": ["4k", "16k", "64k", "256k", "1m"]},
+    {"name": "iodepth", "range": [1, 256], "log": True},
+    {"name": "numjobs", "range": [1, 8]},
+    {"name": "ratio", "range": [0.0, 100.0]},
+]}
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 60), seed=st.integers(0, 2**31))
+def test_strata_and_level_balance(n, seed):
+    s = Space.from_dict(MIXED)
+    d = lhs_design(s, n, seed=seed)
+    u = d.coded.to_numpy()
+    # every column has exactly one point in each of the n strata
+    for j in range(s.k):
+        assert sorted(np.floor(u[:, j] * n).astype(int)) == list(range(n))
+    # discrete levels appear floor(n/L) or ceil(n/L) times
+    for name, levels in (("engine", 3), ("bs", 5), ("numjobs", 8)):
+        counts = d.table[name].value_counts().reindex(s[name].levels, fill_value=0)
+        assert counts.max() - counts.min() <= 1 and counts.sum() == n
+    assert d.table["ratio"].between(0, 100).all()
+    assert d.table["iodepth"].between(1, 256).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(4, 50), seed=st.integers(0, 2**31), cap=st.integers(8, 256))
+def test_constraints_never_violated(n, seed, cap):
+    s = Space.from_dict({**MIXED, "constraints": [f"iodepth * numjobs <= {cap}",
+                                                  'engine != "psync" or iodepth <= 16']})
+    d = lhs_design(s, n, seed=seed)
+    assert s.feasible(d.table).all()
+    if d.meta["strata_exact"]:
+        u = d.coded.to_numpy()
+        for j in range(s.k):
+            assert sorted(np.floor(u[:, j] * n).astype(int)) == list(range(n))
+
+
+def test_deterministic_and_optimised():
+    s = Space.from_dict(MIXED)
+    a = make_design(s, "lhs", runs=20, seed=3)
+    b = make_design(s, "lhs", runs=20, seed=3)
+    assert a.table.equals(b.table)
+    c = make_design(s, "lhs", runs=20, seed=3, optimize="random-cd")
+    assert c.meta["optimization"] == "random-cd"
+
+
+def test_lhs_errors():
+    s = Space.from_dict(MIXED)
+    with pytest.raises(DesignError, match="--runs"):
+        make_design(s, "lhs")
+    with pytest.raises(DesignError):
+        lhs_design(s, 5, optimize="magic")
