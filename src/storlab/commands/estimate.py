@@ -1,0 +1,250 @@
+"""`storlab estimate`: the f_rw read/write-mix model (fit, predict, measure with fio)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+import typer
+
+from ..estimate.model import METHODS, MIXES, EstimateError, RWModel, fit_table, read_results
+from ._common import console, emit_json, frame_table
+
+estimate_app = typer.Typer(
+    name="estimate", no_args_is_help=True, add_completion=False,
+    help="Estimate mixed read/write performance from 100%-read and 100%-write runs "
+         "(the f_rw capacity model, MSST 2019).")
+
+JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
+OUT_OPT = typer.Option(None, "-o", "--output",
+                       help="Write the result: .json as JSON, anything else as CSV of the table.")
+CONF_OPT = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
+
+
+def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    if value not in choices:
+        raise EstimateError(f"{option} {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _save_plot(fig: Any, path: Path) -> None:
+    try:
+        fig.savefig(path, dpi=120)
+    except (OSError, ValueError) as exc:
+        raise EstimateError(f"{path}: cannot write plot ({exc})") from None
+    console.print(f"plot written to {path}")
+
+
+def _write(data: dict[str, Any], table: pd.DataFrame, output: Path | None, as_json: bool
+           ) -> bool:
+    """Handle --json / -o; True when the readable tables should still be printed."""
+    if output is not None and output.suffix.lower() != ".json":
+        table.to_csv(output, index=False)
+    if as_json or (output is not None and output.suffix.lower() == ".json"):
+        emit_json(data, output if output is not None and output.suffix.lower() == ".json"
+                  else None)
+        return not as_json
+    return True
+
+
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        console.print(f"[yellow]warning:[/yellow] {line}")
+
+
+def _model_tables(model: RWModel, confidence: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    fits = model.table(confidence)
+    mixes = model.validation(confidence).merge(
+        model.capacity_table()[["size", "read_pct", "C", "C_dev"]], on=["size", "read_pct"])
+    return fits, mixes
+
+
+def _num(v: float) -> str:
+    if not math.isfinite(v):
+        return ""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def _ci(v: float, lo: float, hi: float) -> str:
+    """'675 ±50' (the intervals are symmetric), or just '675' when unknown."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return _num(v)
+    return f"{_num(v)} ±{_num((hi - lo) / 2)}"
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.1f}%" if math.isfinite(v) else ""
+
+
+def fits_view(fits: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """The per-size fit table narrowed for a terminal."""
+    c = f"{confidence:.0%}"
+    return pd.DataFrame({
+        "size": fits["size"], "fit": fits["method"], "mixes": fits["mixes"],
+        "T100 read": [_num(v) for v in fits["T100_read"]],
+        "T100 write": [_num(v) for v in fits["T100_write"]],
+        f"f_rw ({c})": [_ci(*t) for t in zip(fits["f_rw"], fits["f_rw_lo"], fits["f_rw_hi"])],
+        f"C ({c})": [_ci(*t) for t in zip(fits["C"], fits["C_lo"], fits["C_hi"])],
+        "C spread": [f"{v:.1%}" for v in fits["C_spread"]],
+    })
+
+
+def mixes_view(mixes: pd.DataFrame) -> pd.DataFrame:
+    """Predicted against measured at each measured mix, narrowed for a terminal."""
+    return pd.DataFrame({
+        "size": mixes["size"], "read %": [f"{v:g}" for v in mixes["read_pct"]],
+        "in fit": ["yes" if u else "no" for u in mixes["used_in_fit"]], "n": mixes["n"],
+        "measured": [_num(v) for v in mixes["measured_iops"]],
+        "predicted": [_ci(*t) for t in zip(mixes["predicted_iops"], mixes["pred_lo"],
+                                           mixes["pred_hi"])],
+        "error": [_pct(v) for v in mixes["error_pct"]],
+        "C dev": [_pct(100 * v) for v in mixes["C_dev"]],
+    })
+
+
+def prediction_view(table: pd.DataFrame) -> pd.DataFrame:
+    """A prediction narrowed for a terminal; bandwidth in MiB/s."""
+    def col(q: str, scale: float = 1.0) -> list[str]:
+        return [_ci(v / scale, lo / scale, hi / scale) for v, lo, hi in
+                zip(table[q], table[f"{q}_lo"], table[f"{q}_hi"])]
+    return pd.DataFrame({
+        "size": table["size"], "P": [f"{v:g}" for v in table["proportion"]],
+        "read IOPS": col("read_iops"), "write IOPS": col("write_iops"),
+        "total IOPS": col("total_iops"), "MiB/s": col("total_bw_bytes", 2**20),
+    })
+
+
+def fit_cmd(
+    results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run."),
+    method: str = typer.Option("auto", "--method",
+                               help="anchors (0% and 100% read only), lsq (all mixes), "
+                                    "auto (lsq when more than the two anchors)."),
+    read_pct_col: Optional[str] = typer.Option(None, "--read-pct-col",
+                                               help="Read percentage column (default: found "
+                                                    "among read_pct, rwmixread, ...)."),
+    size_col: Optional[str] = typer.Option(None, "--size-col",
+                                           help="I/O size column (default: size, bs, ...)."),
+    read_col: Optional[str] = typer.Option(None, "--read-col", help="Read throughput column."),
+    write_col: Optional[str] = typer.Option(None, "--write-col", help="Write throughput column."),
+    total_col: Optional[str] = typer.Option(None, "--total-col",
+                                            help="Total throughput column (split by read %)."),
+    threshold: float = typer.Option(0.10, "--threshold",
+                                    help="Warn when C varies more than this across mixes."),
+    confidence: float = CONF_OPT,
+    save_model: Optional[Path] = typer.Option(None, "--save-model", help="Write the model JSON."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Fit f_rw per I/O size from a results table with read %, I/O size and throughput."""
+    _check_choice(method, METHODS, "--method")
+    df = read_results(results)
+    model = fit_table(df, method=method, spread_threshold=threshold, read_pct=read_pct_col,
+                      size=size_col, read=read_col, write=write_col, total=total_col,
+                      source=str(results))
+    if save_model is not None:
+        model.save(save_model)
+    fits, mixes = _model_tables(model, confidence)
+    data = {"model": model.to_dict(), "fits": fits, "mixes": mixes,
+            "warnings": model.warnings}
+    if _write(data, mixes, output, json_out):
+        console.print(frame_table(fits_view(fits, confidence), title="f_rw model per I/O size"))
+        console.print(frame_table(mixes_view(mixes), title="measured mixes: total IOPS "
+                                  "predicted vs measured, C deviation from the fit"))
+        _warn(model.warnings)
+        if save_model is not None:
+            console.print(f"model written to {save_model}")
+    if plot is not None:
+        _save_plot(model.plot(confidence), plot)
+
+
+def predict_cmd(
+    model_path: Path = typer.Option(..., "--model", "-m", help="Model JSON from fit/measure."),
+    read_pct: float = typer.Option(..., "--read-pct", "-r", help="Read percentage, 0-100."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", "-s",
+                                        help="Size mix with I/O-count proportions summing to "
+                                             "1, e.g. 4k:0.8,64k:0.2 (default: the model's "
+                                             "only size)."),
+    mix: str = typer.Option("slides", "--mix",
+                            help="How sizes combine: slides (100*sum P_i k_i) or harmonic "
+                                 "(capacity shared: 1/T = sum P_i/T_i)."),
+    confidence: float = CONF_OPT,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Predict read, write and total IOPS and bandwidth from a saved model."""
+    _check_choice(mix, MIXES, "--mix")
+    model = RWModel.load(model_path)
+    pr = model.predict(read_pct, sizes, mix=mix, confidence=confidence)
+    table = pr.table()
+    data = {**pr.to_dict(), "warnings": model.warnings}
+    if _write(data, table, output, json_out):
+        console.print(frame_table(prediction_view(table), title=f"prediction at {pr.read_pct:g}% read "
+                                               f"(mix rule {mix}, {confidence:.0%} intervals)"))
+        _warn(model.warnings)
+    if plot is not None:
+        _save_plot(pr.plot(), plot)
+
+
+def measure_cmd(
+    sizes: str = typer.Option("4k,64k", "--sizes", "-s", help="I/O sizes to model."),
+    repeat: int = typer.Option(3, "--repeat", "-n", help="Runs per (size, read %)."),
+    validate: Optional[str] = typer.Option(None, "--validate",
+                                           help="Read percentages to measure as a check, "
+                                                "e.g. 30,50,70 (not used in the fit)."),
+    mixed: Optional[str] = typer.Option(None, "--mixed",
+                                        help="A size mix to measure as a check (fio bssplit), "
+                                             "e.g. 4k:0.8,64k:0.2; at the --validate "
+                                             "percentages, or 70 if none."),
+    runtime: float = typer.Option(3.0, "--runtime", help="Seconds per fio run."),
+    file_size: str = typer.Option("256m", "--file-size", help="Scratch file size."),
+    directory: Optional[Path] = typer.Option(None, "--dir",
+                                             help="Directory for the scratch file (default: "
+                                                  "a new temporary directory)."),
+    iodepth: int = typer.Option(16, "--iodepth", help="fio iodepth."),
+    ioengine: str = typer.Option("libaio", "--ioengine", help="fio ioengine."),
+    pattern: str = typer.Option("random", "--pattern", help="random or sequential."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the run order."),
+    confidence: float = CONF_OPT,
+    save_model: Optional[Path] = typer.Option(None, "--save-model", help="Write the model JSON."),
+    runs_out: Optional[Path] = typer.Option(None, "--runs", help="Write every run as CSV."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Run fio for 100% read and 100% write per size (repeated, interleaved), fit the model,
+    then optionally measure other mixes and print predicted against measured."""
+    from ..estimate.measure import MeasurePlan, run_plan
+
+    plan = MeasurePlan.build(sizes=sizes, repeat=repeat, validate=validate, mixed=mixed,
+                             runtime=runtime, file_size=file_size, iodepth=iodepth,
+                             ioengine=ioengine, pattern=pattern, seed=seed)
+    quiet = json_out
+    res = run_plan(plan, directory=directory, confidence=confidence,
+                   progress=None if quiet else (lambda s: console.print(s, highlight=False)))
+    if save_model is not None:
+        res.model.save(save_model)
+    if runs_out is not None:
+        res.runs.to_csv(runs_out, index=False)
+    check = res.table()
+    data = res.to_dict()
+    if _write(data, check, output, json_out):
+        for note in res.notes:
+            console.print(f"note: {note}")
+        console.print(frame_table(res.model.table(confidence), title="f_rw model per I/O size"))
+        console.print(frame_table(check, title="predicted (from 0% and 100% read) vs measured"))
+        _warn(res.warnings)
+        if save_model is not None:
+            console.print(f"model written to {save_model}")
+    if plot is not None:
+        _save_plot(res.plot(), plot)
+
+
+def register(app: typer.Typer) -> None:
+    estimate_app.command("fit")(fit_cmd)
+    estimate_app.command("predict")(predict_cmd)
+    estimate_app.command("measure")(measure_cmd)
+    app.add_typer(estimate_app, name="estimate")
