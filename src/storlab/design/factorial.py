@@ -191,8 +191,12 @@ def search_generators(k: int, n: int, time_limit: float = 120.0,
                 return
             rest4 = int(smallest[: need - 1].sum()) if a3 == best_key[0] else 0
         last = len(cands) - need + 1  # the next column must leave room for the others
-        for idx, c, i3, i4 in zip(idxs[:last - start].tolist(), cs.tolist(), inc3.tolist(),
-                                  inc4.tolist()):
+        # Visit the cheapest columns first so good designs, and tight bounds, come early;
+        # each subset is still reached once, through its columns in index order.
+        nxt = last - start
+        order = np.lexsort((inc4[:nxt], inc3[:nxt]))
+        for idx, c, i3, i4 in zip(idxs[order].tolist(), cs[order].tolist(),
+                                  inc3[order].tolist(), inc4[order].tolist()):
             x3, x4 = a3 + i3, a4x3 + i4
             if best_key is not None and (x3, x4 + (rest4 if x3 == a3 else 0)) > best_key[:2]:
                 continue
