@@ -1,0 +1,146 @@
+"""The campaign file: one YAML document describing what to run, how often, in which order.
+
+    name: fio-screening
+    space: space.yaml               # or the space inline: {factors: [...]}
+    design: {kind: pb, runs: 12}    # or {csv: configs.csv}
+    runner:
+      type: fio                     # fio | command | postmark | sysbench | simulator
+      options: {ioengine: psync, size: 4M, runtime: 2, time_based: 1}
+      exclude: [fs]                 # factors used by steps only, not passed to the runner
+    repetitions: 2
+    randomize: true                 # shuffle all (configuration, repetition) runs ...
+    seed: 7                         # ... reproducibly; also the design's seed
+    warmup: 1                       # discarded runs before each configuration's first run
+    timeout: 60                     # seconds per run
+    vars: {device: /dev/loop0}      # names for the steps besides the factors
+    setup:                          # argv templates; values become whole argv elements
+      - [mkfs.ext4, -F, -b, "{block_size}", "{device}"]
+      - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true}
+    teardown: ["umount {mnt}"]     # a string is split like a shell would, then templated
+
+Relative paths are relative to the campaign file's directory.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, \
+    model_validator
+
+from ..errors import StorlabError
+
+
+class CampaignError(StorlabError):
+    """A campaign file, its store or its runs cannot be used as asked."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Step(_Model):
+    """A setup or teardown command. `run` is an argv template (list), or a string split
+    with shell rules (no shell runs it) unless `shell: true`."""
+
+    run: list[str] | str
+    shell: bool = False
+    timeout: float | None = Field(default=None, gt=0)
+    ignore_errors: bool = False
+
+    @model_validator(mode="after")
+    def _split(self) -> Step:
+        if isinstance(self.run, str) and not self.shell:
+            self.run = shlex.split(self.run)
+        if isinstance(self.run, list):
+            self.run = [str(a) for a in self.run]
+            if not self.run:
+                raise ValueError("a step needs a program to run")
+        return self
+
+    @property
+    def templates(self) -> list[str]:
+        return self.run if isinstance(self.run, list) else [self.run]
+
+
+class DesignSpec(_Model):
+    """A generated design (`kind` and its options) or a CSV of configurations."""
+
+    kind: str | None = None
+    csv: str | None = None
+    runs: int | None = None
+    resolution: int | None = None
+    generators: list[str] | None = None
+    center: int = 0
+    replicates: int = 1
+    fold: str | None = None
+    optimize: str | None = None
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DesignSpec:
+        if (self.kind is None) == (self.csv is None):
+            raise ValueError("give either 'kind' (full, fractional, pb, lhs) or 'csv'")
+        return self
+
+
+class RunnerSpec(_Model):
+    type: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    exclude: list[str] = Field(default_factory=list)
+
+
+class CampaignSpec(_Model):
+    name: str = ""
+    space: str | dict[str, Any]
+    design: DesignSpec
+    runner: RunnerSpec
+    repetitions: int = Field(default=1, ge=1)
+    randomize: bool = True
+    seed: int = 0
+    warmup: int = Field(default=0, ge=0)
+    timeout: float | None = Field(default=None, gt=0)
+    vars: dict[str, Any] = Field(default_factory=dict)
+    setup: list[Step] = Field(default_factory=list)
+    teardown: list[Step] = Field(default_factory=list)
+    store: str = "campaign.db"
+    workdir: str = "scratch"
+    keep_scratch: bool = False
+
+    @field_validator("runner", mode="before")
+    @classmethod
+    def _runner_shorthand(cls, v: Any) -> Any:
+        return {"type": v} if isinstance(v, str) else v
+
+    @field_validator("setup", "teardown", mode="before")
+    @classmethod
+    def _step_shorthand(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise ValueError("must be a list of steps")
+        return [{"run": s} if isinstance(s, (str, list)) else s for s in v]
+
+
+def load_spec(path: str | Path) -> CampaignSpec:
+    """Read and check a campaign file; errors name the file, the field and the value."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise CampaignError(f"{p}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise CampaignError(f"{p}: expected a mapping of campaign fields")
+    try:
+        return CampaignSpec.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or "(top)"
+        value = e.get("input")
+        shown = "" if isinstance(value, dict) or e["type"] == "missing" else f" (value {value!r})"
+        raise CampaignError(f"{p}: field {loc}: {e['msg']}{shown}") from None
