@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
 
 from storlab.cli import main
+from storlab.estimate import RWModel
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -97,3 +99,48 @@ def test_fit_errors(capsys, tmp_path) -> None:
     code, _, err = _run(capsys, "estimate", "predict", "-m", str(tmp_path / "nope.json"),
                         "-r", "50")
     assert code == 2 and "no such model file" in err
+
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+@needs_fio
+def test_measure_runs_fio_for_real(capsys, tmp_path) -> None:
+    model = tmp_path / "m.json"
+    code, out, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--repeat", "1",
+                          "--validate", "50", "--runtime", "1", "--file-size", "8m",
+                          "--dir", str(tmp_path), "--seed", "1", "--save-model", str(model),
+                          "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [r["status"] for r in data["runs"]] == ["ok"] * 3
+    by_pct = {r["read_pct"]: r for r in data["runs"]}
+    assert by_pct[100.0]["write_iops"] == 0 and by_pct[100.0]["read_iops"] > 0
+    assert by_pct[0.0]["read_iops"] == 0 and by_pct[0.0]["write_iops"] > 0
+    assert by_pct[50.0]["read_iops"] > 0 and by_pct[50.0]["write_iops"] > 0
+    fit = data["fits"][0]
+    assert fit["f_rw"] == pytest.approx(by_pct[100.0]["read_iops"] / by_pct[0.0]["write_iops"])
+    check = [c for c in data["checks"] if c["kind"] == "validate"][0]
+    assert check["error_pct"] == pytest.approx(
+        100 * (check["predicted_iops"] - check["measured_iops"]) / check["measured_iops"])
+    assert RWModel.load(model).fit_for("4k").f_rw == pytest.approx(fit["f_rw"])
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]  # scratch file removed
+
+
+@needs_fio
+def test_measure_falls_back_to_buffered_io(capsys, tmp_path, monkeypatch) -> None:
+    from storlab.estimate import measure
+    monkeypatch.setattr(measure, "probe_direct", lambda d: (False, f"{d} rejects O_DIRECT"))
+    plan = measure.MeasurePlan.build("4k", repeat=1, runtime=1, file_size="4m")
+    res = measure.run_plan(plan, directory=tmp_path)
+    assert any("direct=0" in n for n in res.notes)
+    assert "direct=0" in res.notes[-1]  # the fio options actually used
+    assert (res.runs["status"] == "ok").all()
+
+
+def test_measure_bad_options(capsys, tmp_path) -> None:
+    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--mixed", "8k:1")
+    assert code == 2 and "8k, which --sizes does not measure" in err
+    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k",
+                        "--dir", str(tmp_path / "nope"))
+    assert code == 2 and "not a directory" in err

@@ -104,6 +104,19 @@ def mixes_view(mixes: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def checks_view(chk: pd.DataFrame) -> pd.DataFrame:
+    """`estimate measure`'s predicted-vs-measured table narrowed for a terminal."""
+    return pd.DataFrame({
+        "kind": chk["kind"], "size": chk["size"], "read %": [f"{v:g}" for v in chk["read_pct"]],
+        "rule": chk["rule"], "n": chk["n"],
+        "measured": [_ci(*t) for t in zip(chk["measured_iops"], chk["measured_lo"],
+                                          chk["measured_hi"])],
+        "predicted": [_ci(*t) for t in zip(chk["predicted_iops"], chk["pred_lo"],
+                                           chk["pred_hi"])],
+        "error": [_pct(v) for v in chk["error_pct"]],
+    })
+
+
 def prediction_view(table: pd.DataFrame) -> pd.DataFrame:
     """A prediction narrowed for a terminal; bandwidth in MiB/s."""
     def col(q: str, scale: float = 1.0) -> list[str]:
@@ -234,8 +247,10 @@ def measure_cmd(
     if _write(data, check, output, json_out):
         for note in res.notes:
             console.print(f"note: {note}")
-        console.print(frame_table(res.model.table(confidence), title="f_rw model per I/O size"))
-        console.print(frame_table(check, title="predicted (from 0% and 100% read) vs measured"))
+        console.print(frame_table(fits_view(res.model.table(confidence), confidence),
+                                  title="f_rw model per I/O size (fitted from 0% and 100% read)"))
+        console.print(frame_table(checks_view(check), title="total IOPS: predicted vs measured "
+                                  f"({confidence:.0%} intervals)"))
         _warn(res.warnings)
         if save_model is not None:
             console.print(f"model written to {save_model}")

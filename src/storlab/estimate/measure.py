@@ -328,8 +328,11 @@ def run_plan(plan: MeasurePlan, directory: Path | None = None, runner: Runner | 
                 if not direct:
                     notes.append(f"{why}: running buffered (direct=0); the page cache "
                                  "will flatter reads and absorb writes")
+            # fio's runtime takes whole seconds or a unit suffix
+            rt = (int(plan.runtime) if float(plan.runtime).is_integer()
+                  else f"{round(plan.runtime * 1000)}ms")
             fixed = {"filename": str(scratch / "scratch.dat"), "size": plan.file_size,
-                     "runtime": plan.runtime, "time_based": 1, **options}
+                     "runtime": rt, "time_based": 1, **options}
             runner = FioRunner(**fixed)
             notes.append("fio " + " ".join(f"{k}={v}" for k, v in fixed.items()
                                             if k != "filename") + f", file in {scratch}")
