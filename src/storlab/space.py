@@ -359,12 +359,12 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
             raise err("'values' has duplicates")
     if kind in ("categorical", "ordinal"):
         if values is None:
-            raise err(f"a {kind} factor needs 'values'")
+            raise err(f"{_article(kind)} {kind} factor needs 'values'")
         if rng is not None:
-            raise err(f"a {kind} factor takes 'values', not 'range'")
+            raise err(f"{_article(kind)} {kind} factor takes 'values', not 'range'")
     else:
         if values is None and rng is None:
-            raise err(f"an {kind} factor needs 'range: [min, max]' or 'values'")
+            raise err(f"{_article(kind)} {kind} factor needs 'range: [min, max]' or 'values'")
         if values is not None:
             try:
                 nums = [parse_size(v) for v in values]
@@ -418,6 +418,10 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         if _same(low, high):
             raise err("low and high must differ")
     return f
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def _as_kind(x: float, kind: str) -> float | int:

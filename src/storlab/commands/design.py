@@ -5,15 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import typer
 
-from ..analysis.effects import analyze as analyze_effects
-from ..analysis.plots import KINDS as PLOT_KINDS
-from ..design import KINDS, make_design
 from ..errors import AnalysisError, DesignError, StorlabError
-from ..space import Space
 from ._common import console, emit_json, frame_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Heavy libraries (statsmodels, matplotlib) load inside the commands, so that `storlab`
+# starts quickly whatever command runs.
+KINDS = ("full", "fractional", "pb", "lhs")
+PLOT_KINDS = ("pareto", "halfnormal", "main", "interaction")
 
 ROMAN = {"III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7, "VIII": 8}
 
@@ -31,6 +36,7 @@ def _resolution(text: str | None) -> int | None:
 
 def read_table(path: Path) -> pd.DataFrame:
     """A results table from CSV or Parquet, with a one-line error when unreadable."""
+    import pandas as pd
     if not path.exists():
         raise StorlabError(f"{path}: file not found")
     try:
@@ -65,6 +71,9 @@ def design_cmd(
                                           help="Write the run table (.csv) or JSON (.json)."),
 ) -> None:
     """Generate a design: full, fractional (2^(k-p)), pb (Plackett-Burman) or lhs."""
+    from ..design import make_design
+    from ..space import Space
+
     if (space_file is None) == (factors is None):
         raise StorlabError("give a space file or --factors K (not both)")
     space = Space.from_yaml(space_file) if space_file else Space.two_level(factors)  # type: ignore[arg-type]
@@ -118,6 +127,9 @@ def analyze_cmd(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON here."),
 ) -> None:
     """Effects, ANOVA, Lenth's PSE, curvature and recommended settings for one response."""
+    from ..analysis.effects import analyze as analyze_effects
+    from ..space import Space
+
     table = read_table(results)
     space = Space.from_yaml(space_file) if space_file else None
     if goal is not None and goal not in ("maximize", "minimize"):

@@ -1,0 +1,88 @@
+"""The `storlab design` and `storlab analyze` commands, as a user runs them."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def storlab(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_design_quick_lookup_json():
+    r = storlab("design", "--factors", 5, "--kind", "fractional", "--runs", 8, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    for key in ("kind", "runs", "factors", "resolution", "generators", "wlp", "clear_2fi",
+                "aliases", "table"):
+        assert key in d
+    assert d["runs"] == 8 and d["resolution"] == 3 and d["factors"] == list("ABCDE")
+    assert d["generators"] == ["D=AB", "E=AC"]
+    assert d["wlp"][:3] == [0, 0, 2] and len(d["table"]) == 8
+
+
+def test_design_pb_default_size():
+    r = storlab("design", "--factors", 7, "--kind", "pb", "--json")
+    assert json.loads(r.stdout)["runs"] == 8
+    r = storlab("design", "--factors", 8, "--kind", "pb", "--json")
+    assert json.loads(r.stdout)["runs"] == 12
+
+
+def test_design_space_file_to_csv(tmp_path):
+    out = tmp_path / "d.csv"
+    r = storlab("design", ROOT / "examples/spaces/ceph-filestore-ssd.yaml", "--kind",
+                "fractional", "--resolution", "V", "--center", 5, "--seed", 1, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "resolution V" in r.stdout
+    t = pd.read_csv(out)
+    assert len(t) == 128 + 5 and t["center"].sum() == 5
+
+
+def test_analyze_round_trip(tmp_path):
+    r = storlab("design", "--factors", 3, "--kind", "full", "--no-randomize", "-o",
+                tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(tmp_path / "d.csv")
+    t["distance"] = [2.10, 0.90, 3.35, 1.50, 5.15, 2.40, 8.20, 4.55]
+    t.to_csv(tmp_path / "r.csv", index=False)
+    r = storlab("analyze", tmp_path / "r.csv", "--response", "distance", "--json",
+                "--plots", tmp_path / "plots")
+    assert r.returncode == 0, r.stderr
+    a = json.loads(r.stdout)
+    eff = {t["term"]: t["effect"] for t in a["terms"]}
+    assert eff["A"] == pytest.approx(-2.3625) and eff["B:C"] == pytest.approx(0.8375)
+    assert {"source", "ss", "df", "F", "p", "pct"} <= set(a["anova"][0])
+    assert "pse" in a and a["pse"] > 0
+    assert len(list((tmp_path / "plots").glob("*.png"))) == 4
+    human = storlab("analyze", tmp_path / "r.csv", "--response", "distance")
+    assert "recommendation" in human.stdout and "ANOVA" in human.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["design", "--factors", 3, "--kind", "nope"], "design kind 'nope'"),
+    (["design", "--factors", 9, "--kind", "fractional", "--runs", 8], "at least 16 runs"),
+    (["design", "--factors", 3, "--kind", "pb", "--runs", 6], "multiple of 4"),
+    (["design", "--factors", 3, "--resolution", "Z"], "--resolution"),
+    (["design", "missing.yaml"], "missing.yaml: file not found"),
+    (["analyze", "missing.csv", "--response", "y"], "missing.csv: file not found"),
+])
+def test_bad_input_one_line_exit_2(args, msg):
+    r = storlab(*args)
+    assert r.returncode == 2
+    assert msg in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_malformed_space_names_file_and_factor(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("factors:\n  - {name: bs, kind: ordinal}\n")
+    r = storlab("design", p)
+    assert r.returncode == 2
+    assert f"{p}: factor 'bs': an ordinal factor needs 'values'" in r.stderr
