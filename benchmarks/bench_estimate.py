@@ -99,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n   C_j = T_read + f_rw(anchors) * T_write at each mix, relative to C = T100_read:")
     print(cap.pivot(index="size", columns="read_pct", values="C_dev")
           .mul(100).round(1).to_string())
-    for w in lsq.warnings + res.warnings:
-        print(f"warning: {w}")
+    for label, ws in (("anchor fit", res.warnings), ("lsq fit", lsq.warnings)):
+        for w in ws:
+            print(f"warning ({label}): {w}")
 
     if args.plot is not None:
         res.plot().savefig(args.plot, dpi=120)
