@@ -228,8 +228,11 @@ def measure_cmd(
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
-    """Run fio for 100% read and 100% write per size (repeated, interleaved), fit the model,
-    then optionally measure other mixes and print predicted against measured."""
+    """Measure 100%-read and 100%-write per size with fio, fit, and check other mixes.
+
+    Runs are repeated in shuffled rounds (endpoints interleaved with the checks); the model
+    is fitted from the endpoints only, then --validate and --mixed runs are compared with it.
+    """
     from ..estimate.measure import MeasurePlan, run_plan
 
     plan = MeasurePlan.build(sizes=sizes, repeat=repeat, validate=validate, mixed=mixed,

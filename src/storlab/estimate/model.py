@@ -513,8 +513,9 @@ class RWModel:
 
     def predict(self, read_pct: float, proportions: Mapping[Any, float] | str | None = None,
                 mix: str = "slides", confidence: float = 0.95) -> Prediction:
-        """Read, write, total IOPS and bandwidth at `read_pct` for a size mix (default:
-        every size alone is not a mix, so one size must be given when the model has many)."""
+        """Read, write, total IOPS and bandwidth at `read_pct` for a size mix given as
+        {size: P} or "4k:0.8,64k:0.2" (I/O-count proportions summing to 1). It may be
+        omitted only when the model has a single size."""
         p = check_read_pct(read_pct)
         if mix not in MIXES:
             raise EstimateError(f"mix rule {mix!r} is not one of {', '.join(MIXES)}")
