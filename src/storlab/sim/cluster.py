@@ -213,6 +213,14 @@ class Workload(_Strict):
         return self
 
 
+class Calibration(_Strict):
+    """Multipliers fitted by `storlab simulate --calibrate` on every disk's per-I/O overhead
+    and bandwidth (CPU costs are fitted in `cpu_cost` itself)."""
+
+    disk_overhead: float = Field(1.0, gt=0)
+    disk_bandwidth: float = Field(1.0, gt=0)
+
+
 class ClusterSpec(_Strict):
     name: str = "cluster"
     nodes: list[NodeGroup]
@@ -221,6 +229,10 @@ class ClusterSpec(_Strict):
     cpu_cost: CpuCosts = Field(default_factory=CpuCosts)
     swift: SwiftSpec = Field(default_factory=SwiftSpec)
     workload: Workload = Field(default_factory=Workload)
+    calibration: Calibration = Field(default_factory=lambda: Calibration())
+    #: deterministic: a visit takes exactly its demand; exponential: demand x Exp(1), which
+    #: makes FCFS stations product-form (used to check the simulator against exact MVA).
+    service_times: Literal["deterministic", "exponential"] = "deterministic"
 
     @model_validator(mode="after")
     def _check(self) -> "ClusterSpec":
@@ -477,7 +489,8 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
                 key = dg.type if isinstance(dg.type, str) else dg.type.model_dump_json()
                 if key not in model_index:
                     model_index[key] = len(models)
-                    models.append(resolve_device(dg.type, spec.devices))
+                    models.append(resolve_device(dg.type, spec.devices).scaled(
+                        spec.calibration.disk_overhead, spec.calibration.disk_bandwidth))
                 m = models[model_index[key]]
                 spec_cap = (spec.devices.get(dg.type) or PRESETS.get(dg.type)
                             if isinstance(dg.type, str) else dg.type)
@@ -544,15 +557,28 @@ class Requests:
         return int(self.op.size)
 
 
+_PART_CACHE: dict[tuple, np.ndarray] = {}
+
+
+def _object_partitions(ring: Ring, n_obj: int, containers: int) -> np.ndarray:
+    """Partition of each object of the population; names hash exactly as Swift hashes
+    /account/container/object. Cached: md5 in Python is the slow part of drawing."""
+    key = (ring.part_power, ring.prefix, ring.suffix, n_obj, containers)
+    if key not in _PART_CACHE:
+        if len(_PART_CACHE) > 16:
+            _PART_CACHE.clear()
+        names = (f"/AUTH_storlab/bench{k % containers}/obj{k:08d}" for k in range(n_obj))
+        _PART_CACHE[key] = hash_partition(names, ring.part_power, ring.prefix, ring.suffix)
+    return _PART_CACHE[key]
+
+
 def draw_requests(model: ClusterModel, n: int, seed: int | None = None) -> Requests:
     """Draw `n` requests of the spec's workload (vectorised)."""
     wl = model.spec.workload
     rng = np.random.default_rng(wl.seed if seed is None else seed)
     n_obj = wl.objects
     sizes_obj = _size_sampler(wl.object_size)(rng, n_obj)
-    # Object names hash to partitions exactly as Swift hashes /account/container/object.
-    names = (f"/AUTH_storlab/bench{k % wl.containers}/obj{k:08d}" for k in range(n_obj))
-    part_obj = hash_partition(names, model.ring.part_power, model.ring.prefix, model.ring.suffix)
+    part_obj = _object_partitions(model.ring, n_obj, wl.containers)
     probs = np.array([wl.mix.get(o, 0.0) for o in OPS])
     op = rng.choice(len(OPS), n, p=probs / probs.sum()).astype(np.int8)
     if wl.popularity == "zipf":
@@ -725,27 +751,6 @@ def build_routes(model: ClusterModel, req: Requests) -> Routes:
                   station=station, demand=demand, op=req.op.astype(np.int8))
 
 
-def mean_demands(model: ClusterModel, n: int = 20_000, seed: int = 12345) -> np.ndarray:
-    """Per op class and station: mean service demand per request (seconds), [ops, stations],
-    estimated from `n` drawn requests (exact for fixed sizes up to the ring's sampling)."""
-    req = draw_requests(model, n, seed)
-    routes = build_routes(model, req)
-    n_st = len(model.stations)
-    out = np.zeros((len(OPS), n_st))
-    visit_req = np.repeat(np.arange(n), np.diff(routes.step_ptr))  # request of each step
-    step_of_branch = np.repeat(np.arange(len(routes.quorum)), np.diff(routes.branch_ptr))
-    branch_of_visit = np.repeat(np.arange(len(routes.visit_ptr) - 1), np.diff(routes.visit_ptr))
-    req_of_visit = visit_req[step_of_branch[branch_of_visit]]
-    op_of_visit = req.op[req_of_visit]
-    for code in range(len(OPS)):
-        cnt = int(np.count_nonzero(req.op == code))
-        if cnt:
-            sel = op_of_visit == code
-            out[code] = np.bincount(routes.station[sel], weights=routes.demand[sel],
-                                    minlength=n_st) / cnt
-    return out
-
-
 # ---------------------------------------------------------------------------------------
 # running and reporting
 @dataclass
@@ -816,6 +821,9 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     t0 = _time.perf_counter()
     req = draw_requests(model, n)
     routes = build_routes(model, req)
+    if model.spec.service_times == "exponential":
+        rng = np.random.default_rng([wl.seed, 1])
+        routes.demand *= rng.exponential(1.0, routes.demand.size)
     build_wall = _time.perf_counter() - t0
     warm = min(int(wl.warmup * n), n - 1)
     notes: list[str] = []
