@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pandas as pd
 import typer
 
-from ..estimate.model import METHODS, MIXES, EstimateError, RWModel, fit_table, read_results
 from ._common import console, emit_json, frame_table
+
+if TYPE_CHECKING:
+    from ..estimate.model import RWModel
+
+# The library (scipy.stats) is imported inside the commands: `storlab` loads every command
+# module at start-up, and only `storlab estimate ...` needs it.
 
 estimate_app = typer.Typer(
     name="estimate", no_args_is_help=True, add_completion=False,
@@ -24,12 +29,16 @@ CONF_OPT = typer.Option(0.95, "--confidence", help="Confidence level of the inte
 
 
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    from ..estimate.model import EstimateError
+
     if value not in choices:
         raise EstimateError(f"{option} {value!r} is not one of {', '.join(choices)}")
     return value
 
 
 def _save_plot(fig: Any, path: Path) -> None:
+    from ..estimate.model import EstimateError
+
     try:
         fig.savefig(path, dpi=120)
     except (OSError, ValueError) as exc:
@@ -152,6 +161,8 @@ def fit_cmd(
     output: Optional[Path] = OUT_OPT,
 ) -> None:
     """Fit f_rw per I/O size from a results table with read %, I/O size and throughput."""
+    from ..estimate.model import METHODS, fit_table, read_results
+
     _check_choice(method, METHODS, "--method")
     df = read_results(results)
     model = fit_table(df, method=method, spread_threshold=threshold, read_pct=read_pct_col,
@@ -189,6 +200,8 @@ def predict_cmd(
     output: Optional[Path] = OUT_OPT,
 ) -> None:
     """Predict read, write and total IOPS and bandwidth from a saved model."""
+    from ..estimate.model import MIXES, RWModel
+
     _check_choice(mix, MIXES, "--mix")
     model = RWModel.load(model_path)
     pr = model.predict(read_pct, sizes, mix=mix, confidence=confidence)
