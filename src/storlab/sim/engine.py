@@ -136,6 +136,15 @@ class SimResult:
         """Per station: time-average number of visits present (queued or in service)."""
         return self.area / self.window if self.window > 0 else np.zeros_like(self.area)
 
+    def little_gap(self) -> np.ndarray:
+        """Per station: relative gap between the two sides of Little's law, L*T vs sum of W.
+
+        ``area`` (time-integral of the number present) must equal ``residence`` (summed
+        visit times) when the window starts and ends empty; a warm-up cut leaves a small
+        boundary term. A check on the engine's bookkeeping.
+        """
+        return np.abs(self.area - self.residence) / np.maximum(np.maximum(self.area, self.residence), 1e-300)
+
     def response_time(self) -> np.ndarray:
         """Per station: mean time a visit spends there (queue + service)."""
         with np.errstate(invalid="ignore", divide="ignore"):
