@@ -1,1 +1,38 @@
-"""Runners turn one configuration into one measured run (see `base.Runner`)."""
+"""Runners turn one configuration into one measured run (see `base.Runner`).
+
+The registry maps a campaign's `runner.type` to its class, imported only when used (the
+simulator runner lives in another engineer's module and pulls in the simulator)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import Runner, RunResult
+
+REGISTRY: dict[str, str] = {
+    "fio": "storlab.campaign.runners.fio:FioRunner",
+    "command": "storlab.campaign.runners.command:CommandRunner",
+    "postmark": "storlab.campaign.runners.postmark:PostmarkRunner",
+    "sysbench": "storlab.campaign.runners.sysbench:SysbenchRunner",
+    "simulator": "storlab.campaign.runners.simulator:SimulatorRunner",
+}
+
+__all__ = ["REGISTRY", "RunResult", "Runner", "make_runner"]
+
+
+def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:
+    """An instance of the runner `kind` with its fixed options."""
+    from ..spec import CampaignError
+
+    if kind not in REGISTRY:
+        raise CampaignError(f"runner type {kind!r} must be one of {', '.join(REGISTRY)}")
+    module, cls = REGISTRY[kind].split(":")
+    try:
+        factory = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as exc:
+        raise CampaignError(f"runner {kind!r} is not available here ({exc})") from None
+    try:
+        return factory(**(options or {}))
+    except TypeError as exc:
+        raise CampaignError(f"runner {kind!r}: bad options ({exc})") from None

@@ -1,0 +1,384 @@
+"""A campaign: a design's configurations x repetitions, run by a runner through an
+executor into the store; resumable, and exportable as the tidy results table.
+
+Plan: configuration `c` (1-based, the design's standard order) and repetition `r` make the
+run `c<c>-r<r>`; warm-up runs of `c` are `c<c>-w<i>`. The measured runs are shuffled with
+the campaign's seed (`randomize: true`), and a configuration's warm-ups go right before its
+first pending measured run. The plan is saved in the store the first time, so a resume or an
+export sees exactly the configurations that were run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StorlabError
+from ..space import Space
+from .executors import make_executor
+from .runners import make_runner
+from .runners._proc import template_names
+from .spec import CampaignError, CampaignSpec, load_spec
+from .store import DONE, FAILED, Store
+from .task import RunTask, StepSpec, TaskOutcome
+
+#: Names the step templates may use besides the factors and `vars`.
+BUILTINS = ("workdir", "campaign_dir", "key", "config_id", "repetition")
+#: Design bookkeeping columns carried into the results.
+DESIGN_COLUMNS = ("std_order", "replicate", "block", "center")
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class PlannedRun:
+    key: str
+    seq: int
+    config_id: int
+    repetition: int
+    warmup: bool
+    config: dict[str, Any]
+
+
+@dataclass
+class RunSummary:
+    """What one `storlab run` did."""
+
+    planned: int
+    already_done: int
+    ran: int = 0
+    ok: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    failures: list[str] = field(default_factory=list)
+
+
+class Campaign:
+    """A loaded, checked campaign file."""
+
+    def __init__(self, spec: CampaignSpec, path: str | Path) -> None:
+        self.spec = spec
+        self.path = Path(path).resolve()
+        self.dir = self.path.parent
+        self.name = spec.name or self.path.stem
+        self.space = self._load_space()
+        self.configs = self._configurations()
+        self._check_steps()
+
+    @classmethod
+    def load(cls, path: str | Path) -> Campaign:
+        return cls(load_spec(path), path)
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def store_path(self) -> Path:
+        return self.dir / self.spec.store
+
+    @property
+    def scratch(self) -> Path:
+        return self.dir / self.spec.workdir
+
+    def _load_space(self) -> Space:
+        sp = self.spec.space
+        try:
+            if isinstance(sp, str):
+                return Space.from_yaml(self.dir / sp)
+            return Space.from_dict(sp, source=f"{self.path}: space")
+        except StorlabError as exc:
+            raise CampaignError(str(exc)) from None
+
+    def _configurations(self) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+        """(config_id, {factor: value}, {design bookkeeping}) in the design's standard order,
+        every one validated against the space (before anything runs)."""
+        d = self.spec.design
+        if d.csv is not None:
+            source = str(self.dir / d.csv)
+            try:
+                table = pd.read_csv(self.dir / d.csv)
+            except FileNotFoundError:
+                raise CampaignError(f"{self.path}: field design.csv: file {source} not found"
+                                    ) from None
+            except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+                raise CampaignError(f"{source}: not a readable CSV ({exc})") from None
+            extra = [c for c in table.columns
+                     if c not in self.space.names and c not in (*DESIGN_COLUMNS, "run")]
+            if extra:
+                raise CampaignError(f"{source}: column(s) {extra} are not factors of the space")
+            if "std_order" in table:
+                table = table.sort_values("std_order", kind="stable")
+        else:
+            source = f"{self.path}: design"
+            from ..design import make_design
+
+            kw: dict[str, Any] = dict(runs=d.runs, resolution=d.resolution,
+                                      generators=d.generators, center=d.center,
+                                      replicates=d.replicates,
+                                      seed=d.seed if d.seed is not None else self.spec.seed)
+            params = inspect.signature(make_design).parameters
+            if d.fold is not None:
+                kw["fold"] = d.fold
+            if d.optimize is not None:
+                kw["optimize"] = d.optimize
+            # The campaign owns the run order: keep the design in standard order.
+            for name in ("randomize_order", "randomize"):
+                if name in params:
+                    kw[name] = False
+            try:
+                table = make_design(self.space, d.kind, **kw).table  # type: ignore[arg-type]
+            except StorlabError as exc:
+                raise CampaignError(f"{source}: {exc}") from None
+            if "std_order" in table:
+                table = table.sort_values("std_order", kind="stable")
+        missing = [n for n in self.space.names if n not in table.columns]
+        if missing:
+            raise CampaignError(f"{source}: no column for factor(s) {missing}")
+        out = []
+        for i, row in enumerate(table.to_dict("records"), start=1):
+            cfg = {n: _plain(row[n]) for n in self.space.names}
+            for n, v in cfg.items():
+                if v is None:
+                    raise CampaignError(f"{source}: configuration {i}: factor {n!r} is empty")
+            try:
+                self.space.validate(cfg)
+            except StorlabError as exc:
+                raise CampaignError(f"{source}: configuration {i}: {exc}") from None
+            info = {c: _plain(row[c]) for c in DESIGN_COLUMNS if c in row}
+            out.append((i, cfg, info))
+        if not out:
+            raise CampaignError(f"{source}: the design has no configurations")
+        return out
+
+    def _check_steps(self) -> None:
+        known = set(self.space.names) | set(self.spec.vars) | set(BUILTINS)
+        for part in ("setup", "teardown"):
+            for i, step in enumerate(getattr(self.spec, part)):
+                for t in step.templates:
+                    unknown = template_names(t) - known
+                    if unknown:
+                        raise CampaignError(
+                            f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
+                            "factor, a var or one of " + ", ".join(BUILTINS))
+        bad = [n for n in self.spec.runner.exclude if n not in self.space.names]
+        if bad:
+            raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
+
+    def preflight(self) -> None:
+        """Checks that need the runner: options accepted, targets allowed (a block device
+        without `allow_destructive` is refused here, before any run or step)."""
+        try:
+            runner = make_runner(self.spec.runner.type, dict(self.spec.runner.options))
+        except CampaignError as exc:
+            raise CampaignError(f"{self.path}: field runner: {exc}") from None
+        check = getattr(runner, "check_target", None)
+        if check is not None:
+            for _, cfg, _ in self.configs:
+                try:
+                    check(self._runner_config(cfg))
+                except CampaignError as exc:
+                    raise CampaignError(f"{self.path}: {exc}") from None
+
+    def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
+
+    # ------------------------------------------------------------------ plan
+    def plan(self) -> list[PlannedRun]:
+        """Every measured run, in campaign order (warm-ups are added by `pending`)."""
+        measured = [(cid, rep) for cid, _, _ in self.configs
+                    for rep in range(1, self.spec.repetitions + 1)]
+        if self.spec.randomize:
+            rng = np.random.default_rng(self.spec.seed)
+            measured = [measured[i] for i in rng.permutation(len(measured))]
+        cfgs = {cid: cfg for cid, cfg, _ in self.configs}
+        return [PlannedRun(f"c{cid}-r{rep}", seq, cid, rep, False, cfgs[cid])
+                for seq, (cid, rep) in enumerate(measured, start=1)]
+
+    def pending(self, statuses: Mapping[str, str], retry_failed: bool = False
+                ) -> list[PlannedRun]:
+        """Runs still to do: not finished (never started, or cut off by a kill), or failed
+        when `retry_failed`; each configuration's warm-ups before its first one."""
+        skip = DONE + (() if retry_failed else FAILED)
+        todo = [r for r in self.plan() if statuses.get(r.key) not in skip]
+        out: list[PlannedRun] = []
+        warmed: set[int] = set()
+        for r in todo:
+            if r.config_id not in warmed and self.spec.warmup:
+                warmed.add(r.config_id)
+                out += [PlannedRun(f"c{r.config_id}-w{w}", r.seq, r.config_id, 1 - w, True,
+                                   r.config) for w in range(1, self.spec.warmup + 1)]
+            out.append(r)
+        return out
+
+    def task(self, r: PlannedRun) -> RunTask:
+        values = {**self.spec.vars, **r.config, "campaign_dir": str(self.dir), "key": r.key,
+                  "config_id": r.config_id, "repetition": r.repetition}
+        steps = lambda part: [StepSpec(s.run, s.shell, s.timeout, s.ignore_errors)  # noqa: E731
+                              for s in getattr(self.spec, part)]
+        return RunTask(key=r.key, config=dict(r.config), runner_type=self.spec.runner.type,
+                       runner_options=dict(self.spec.runner.options), values=values,
+                       workdir=str(self.scratch / r.key), exclude=list(self.spec.runner.exclude),
+                       setup=steps("setup"), teardown=steps("teardown"),
+                       timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch)
+
+    def _sync_plan(self, store: Store) -> None:
+        """Save the plan on the first run; refuse a store written for another plan."""
+        stored = store.configs()
+        current = [(cid, json.loads(json.dumps(cfg)), info) for cid, cfg, info in self.configs]
+        if not stored:
+            store.save_configs(current)
+            store.set_meta("campaign", str(self.path))
+            return
+        old = {cid: cfg for cid, cfg, _ in stored}
+        for cid, cfg, _ in current:
+            if cid in old and old[cid] != cfg:
+                raise CampaignError(
+                    f"{self.store_path}: holds another plan (configuration {cid} was {old[cid]},"
+                    f" is now {cfg}); move the store away or set 'store:' to a new file")
+        new = [c for c in current if c[0] not in old]
+        if new:
+            store.save_configs(new)
+
+    # ------------------------------------------------------------------ run
+    def run(self, executor: str | None = None, retry_failed: bool = False,
+            on_event: Event | None = None, stop: threading.Event | None = None) -> RunSummary:
+        """Run what is left of the campaign. Each finished run is committed at once.
+
+        The first Ctrl-C (SIGINT) stops handing out runs and returns after the runs in
+        flight; a second one aborts them (they stay `running` and are repeated next time).
+        """
+        emit = on_event or (lambda kind, data: None)
+        self.preflight()
+        stop = stop or threading.Event()
+        with Store(self.store_path) as store:
+            self._sync_plan(store)
+            statuses = store.statuses()
+            todo = self.pending(statuses, retry_failed)
+            planned = len(self.plan())
+            measured_todo = sum(not r.warmup for r in todo)
+            summary = RunSummary(planned=planned, already_done=planned - measured_todo)
+            emit("start", {"planned": planned, "done": summary.already_done,
+                           "todo": len(todo), "store": str(self.store_path)})
+            ex = make_executor(executor)
+            by_key = {r.key: r for r in todo}
+
+            def on_submit(t: RunTask) -> None:
+                r = by_key[t.key]
+                store.mark_running(r.key, r.seq, r.config_id, r.repetition, r.warmup, r.config)
+                emit("submit", {"key": r.key, "config": r.config})
+
+            old = _install_sigint(stop, emit)
+            try:
+                for out in ex.run((self.task(r) for r in todo), on_submit, stop.is_set):
+                    self._finish(store, by_key[out.key], out, summary, emit)
+            finally:
+                _restore_sigint(old)
+            summary.interrupted = stop.is_set()
+            emit("end", {"summary": summary})
+            return summary
+
+    def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,
+                emit: Event) -> None:
+        store.record(out.key, out.result, out.host)
+        if not r.warmup:
+            summary.ran += 1
+            if out.result.ok:
+                summary.ok += 1
+            else:
+                summary.failed += 1
+                summary.failures.append(out.key)
+        emit("run", {"key": out.key, "warmup": r.warmup, "result": out.result,
+                     "config": r.config, "host": out.host})
+
+    # ------------------------------------------------------------------ results
+    def results(self, level: str = "config") -> pd.DataFrame:
+        """The tidy table: `config` (one row per configuration, metrics averaged over its
+        successful repetitions), `run` (one row per measured run) or `host` (per-host rows
+        of multi-client runs)."""
+        if level not in ("config", "run", "host"):
+            raise CampaignError(f"level {level!r} must be config, run or host")
+        if not self.store_path.exists():
+            raise CampaignError(f"{self.store_path}: no store yet; run the campaign first")
+        with Store(self.store_path) as store:
+            configs = store.configs()
+            runs = [r for r in store.runs() if not r["warmup"]]
+        return results_table(configs, runs, self.space.names, level)
+
+    def status(self) -> pd.DataFrame:
+        """Counts of runs per status (pending = planned but never started)."""
+        statuses: dict[str, str] = {}
+        if self.store_path.exists():
+            with Store(self.store_path) as store:
+                statuses = store.statuses()
+        counts: dict[str, int] = {}
+        for r in self.plan():
+            s = statuses.get(r.key, "pending")
+            counts[s] = counts.get(s, 0) + 1
+        return pd.DataFrame({"status": list(counts), "runs": list(counts.values())})
+
+
+def results_table(configs: list[tuple[int, dict[str, Any], dict[str, Any]]],
+                  runs: list[dict[str, Any]], names: list[str], level: str) -> pd.DataFrame:
+    """Build the results table from stored configurations and runs."""
+    info = {cid: (cfg, d) for cid, cfg, d in configs}
+    if level == "config":
+        rows = []
+        for cid, (cfg, d) in info.items():
+            mine = [r for r in runs if r["config_id"] == cid]
+            good = [r for r in mine if r["status"] == "ok"]
+            row: dict[str, Any] = {"config_id": cid, **cfg, **d}
+            metrics = pd.DataFrame([r["metrics"] for r in good])
+            row.update(metrics.mean(numeric_only=True).to_dict() if len(metrics) else {})
+            row["_n_ok"] = len(good)
+            row["_n_failed"] = sum(r["status"] in FAILED for r in mine)
+            rows.append(row)
+        df = pd.DataFrame(rows)
+    elif level == "run":
+        df = pd.DataFrame([{"config_id": r["config_id"], "repetition": r["repetition"],
+                            **info.get(r["config_id"], (r["config"], {}))[0],
+                            **info.get(r["config_id"], ({}, {}))[1],
+                            "status": r["status"], "exit_code": r["exit_code"],
+                            "started": r["started"], "ended": r["ended"], "host": r["host"],
+                            **r["metrics"]} for r in runs])
+        if len(df):
+            df = df.sort_values(["config_id", "repetition"], kind="stable")
+    else:
+        df = pd.DataFrame([{"config_id": r["config_id"], "repetition": r["repetition"],
+                            **r["config"], **h} for r in runs if r["status"] == "ok"
+                           for h in r["rows"]])
+    if df.empty:
+        return pd.DataFrame(columns=["config_id", *names])
+    return df.reset_index(drop=True)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    return v
+
+
+def _install_sigint(stop: threading.Event, emit: Event) -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        emit("stopping", {})
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _restore_sigint(old: Any) -> None:
+    if old is not None:
+        signal.signal(signal.SIGINT, old)

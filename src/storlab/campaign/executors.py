@@ -1,0 +1,159 @@
+"""Executors: where runs execute. The store has a single writer, the campaign process; an
+executor only hands tasks out and gives outcomes back, in completion order.
+
+- `sequential` (default): one run at a time in this process; benchmarks on one device must
+  not overlap.
+- `parallel[:N]`: N local worker processes, for independent targets.
+- `dask://host:port`: each run goes to a Dask worker (a load host) of a running scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Protocol
+
+from .runners.base import RunResult
+from .spec import CampaignError
+from .task import RunTask, TaskOutcome, execute_task
+
+Submit = Callable[[RunTask], None]
+Stop = Callable[[], bool]
+
+
+class Executor(Protocol):
+    """Runs tasks; calls `on_submit` just before each task starts, stops handing out new
+    tasks once `stop()` is true, and yields outcomes as they finish."""
+
+    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+            ) -> Iterator[TaskOutcome]: ...
+
+
+class SequentialExecutor:
+    """One run after the other, in this process."""
+
+    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+            ) -> Iterator[TaskOutcome]:
+        for t in tasks:
+            if stop():
+                return
+            on_submit(t)
+            yield execute_task(t)
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C is for the campaign process: it stops handing out work and waits for the
+    # runs in flight, which must not be cut short in the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _WindowedExecutor:
+    """Keeps at most `width` tasks in flight so that a stop request leaves little to drain."""
+
+    width: int
+
+    def _submit(self, task: RunTask) -> Any: ...
+
+    def _wait_one(self, pending: set[Any]) -> tuple[set[Any], set[Any]]: ...
+
+    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+            ) -> Iterator[TaskOutcome]:
+        it = iter(tasks)
+        inflight: dict[Any, RunTask] = {}
+        exhausted = False
+        while True:
+            while not exhausted and not stop() and len(inflight) < self.width:
+                t = next(it, None)
+                if t is None:
+                    exhausted = True
+                    break
+                on_submit(t)
+                inflight[self._submit(t)] = t
+            if not inflight:
+                return
+            done, _ = self._wait_one(set(inflight))
+            for f in done:
+                task = inflight.pop(f)
+                try:
+                    yield f.result()
+                except Exception as exc:  # a lost worker fails this run, not the campaign
+                    now = time.time()
+                    yield TaskOutcome(task.key, RunResult(
+                        "failed", stderr=f"executor: {type(exc).__name__}: {exc}",
+                        started=now, ended=now), "")
+
+
+class ParallelExecutor(_WindowedExecutor):
+    """N local processes (concurrent.futures), for runs on independent targets."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.width = workers or os.cpu_count() or 2
+        self.pool = ProcessPoolExecutor(self.width, initializer=_ignore_sigint)
+
+    def _submit(self, task: RunTask) -> Future[TaskOutcome]:
+        return self.pool.submit(execute_task, task)
+
+    def _wait_one(self, pending: set[Any]) -> tuple[set[Any], set[Any]]:
+        done, rest = wait(pending, return_when=FIRST_COMPLETED)
+        return set(done), set(rest)
+
+    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+            ) -> Iterator[TaskOutcome]:
+        try:
+            yield from super().run(tasks, on_submit, stop)
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskExecutor(_WindowedExecutor):
+    """Runs on the workers of a Dask scheduler; results return to this (the writing)
+    process. `width` defaults to the workers' total threads."""
+
+    def __init__(self, address: str, width: int | None = None) -> None:
+        from distributed import Client
+
+        try:
+            self.client = Client(address, timeout=30)
+        except OSError as exc:
+            raise CampaignError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
+        threads = sum(self.client.nthreads().values())
+        self.width = width or max(1, threads)
+
+    def _submit(self, task: RunTask) -> Any:
+        # pure=False: a repeated configuration is a new measurement, never a cached result.
+        return self.client.submit(execute_task, task, pure=False, key=f"storlab-{task.key}-"
+                                  f"{os.urandom(4).hex()}")
+
+    def _wait_one(self, pending: set[Any]) -> tuple[set[Any], set[Any]]:
+        from distributed import wait as dwait
+
+        res = dwait(list(pending), return_when="FIRST_COMPLETED")
+        return set(res.done), set(res.not_done)
+
+    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+            ) -> Iterator[TaskOutcome]:
+        try:
+            yield from super().run(tasks, on_submit, stop)
+        finally:
+            self.client.close()
+
+
+def make_executor(spec: str | None) -> Executor:
+    """`sequential`, `parallel`, `parallel:N`, or `dask://host:port`."""
+    spec = (spec or "sequential").strip()
+    if spec in ("sequential", "local"):
+        return SequentialExecutor()
+    if spec == "parallel" or spec.startswith("parallel:"):
+        n = spec.partition(":")[2]
+        if n and not (n.isdigit() and int(n) > 0):
+            raise CampaignError(f"executor {spec!r}: parallel:N needs a positive N")
+        return ParallelExecutor(int(n) if n else None)
+    if spec.startswith("dask://"):
+        return DaskExecutor("tcp://" + spec[len("dask://"):])
+    if spec.startswith("tcp://"):
+        return DaskExecutor(spec)
+    raise CampaignError(f"executor {spec!r} must be sequential, parallel[:N] or "
+                        "dask://host:port")

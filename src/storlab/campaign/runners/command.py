@@ -1,0 +1,151 @@
+"""Command runner: any program. `{factor}` fields in its argv template are replaced by the
+configuration's values, each as one whole argv element (no shell unless `shell: true`).
+Metrics come from its JSON output by key path (`jobs.0.read.iops`) or from its text by
+regular expressions with one named group per metric.
+
+    runner:
+      type: command
+      options:
+        command: [my-bench, --threads, "{threads}", --mode, "{mode}"]
+        json_metrics: {iops: result.iops, p99: result.latency.p99}
+        regex_metrics: ['Throughput (?P<throughput>[\\d.]+) MB/sec']
+        args: true      # also append --<factor>=<value> for every factor
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..spec import CampaignError
+from ._proc import SubstitutionError, render_value, run_program, substitute, tail
+from .base import RunResult
+
+
+class CommandRunner:
+    """Runs an argv template per configuration and extracts numbers from its output."""
+
+    name = "command"
+
+    def __init__(self, command: Sequence[str] | str, shell: bool = False,
+                 json_metrics: Mapping[str, str] | None = None,
+                 regex_metrics: Sequence[str] | Mapping[str, str] | None = None,
+                 args: bool = False, env: Mapping[str, str] | None = None,
+                 stream: str = "stdout", ok_codes: Sequence[int] = (0,),
+                 **fixed: Any) -> None:
+        if isinstance(command, str) and not shell:
+            import shlex
+
+            command = shlex.split(command)
+        if not command:
+            raise CampaignError("command runner: 'command' is empty")
+        self.command = command if isinstance(command, str) else [str(c) for c in command]
+        self.shell = shell
+        self.json_metrics = dict(json_metrics or {})
+        pats = regex_metrics or []
+        if isinstance(pats, Mapping):  # {metric: pattern with one group}
+            pats = [p if "(?P<" in p else p.replace("(", f"(?P<{m}>", 1)
+                    for m, p in pats.items()]
+        try:
+            self.regexes = [re.compile(p, re.MULTILINE) for p in pats]
+        except re.error as exc:
+            raise CampaignError(f"command runner: bad regular expression ({exc})") from None
+        if stream not in ("stdout", "stderr", "both"):
+            raise CampaignError(f"command runner: stream {stream!r} must be stdout, stderr "
+                                "or both")
+        self.args = args
+        self.env = dict(env or {})
+        self.stream = stream
+        self.ok_codes = set(ok_codes)
+        self.fixed = fixed  # extra names for the template (constants)
+
+    def argv(self, config: Mapping[str, Any], workdir: Path) -> list[str] | str:
+        values = {**self.fixed, **config, "workdir": str(workdir)}
+        try:
+            if isinstance(self.command, str):
+                return substitute(self.command, values, quote=True)
+            out = [substitute(a, values) for a in self.command]
+        except SubstitutionError as exc:
+            raise CampaignError(f"command runner: {{{exc.args[0]}}} is neither a factor nor a "
+                                "fixed option") from None
+        if self.args:
+            out += [f"--{k}={render_value(v)}" for k, v in config.items()]
+        return out
+
+    def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
+            ) -> RunResult:
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        env = {k: substitute(v, {**self.fixed, **config}) for k, v in self.env.items()}
+        proc = run_program(self.argv(config, workdir), cwd=workdir, timeout=timeout,
+                           shell=self.shell, env=env)
+        res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
+                        exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
+        if proc.timed_out:
+            res.status = "timeout"
+            return res
+        if proc.exit_code not in self.ok_codes:
+            return res
+        text = {"stdout": proc.stdout, "stderr": proc.stderr,
+                "both": proc.stdout + "\n" + proc.stderr}[self.stream]
+        try:
+            res.metrics = self.extract(text)
+        except ValueError as exc:
+            res.stderr = tail(f"{proc.stderr}\nstorlab: {exc}")
+            return res
+        res.status = "ok"
+        return res
+
+    def extract(self, text: str) -> dict[str, float]:
+        """Metrics from the output; ValueError naming what is missing."""
+        m: dict[str, float] = {}
+        if self.json_metrics:
+            doc = _find_json(text)
+            for name, path in self.json_metrics.items():
+                m[name] = _number(_walk(doc, path), name)
+        for rx in self.regexes:
+            hit = None
+            for hit in rx.finditer(text):
+                pass  # the last match: final summaries come after interval reports
+            if hit is None:
+                raise ValueError(f"pattern {rx.pattern!r} not found in the output")
+            for name, v in hit.groupdict().items():
+                if v is not None:
+                    m[name] = _number(v, name)
+        return m
+
+
+def _find_json(text: str) -> Any:
+    """The first JSON value in `text` that starts a line (programs print banners too)."""
+    dec = json.JSONDecoder()
+    for mt in re.finditer(r"^[ \t]*[\[{]", text, re.MULTILINE):
+        try:
+            return dec.raw_decode(text, mt.end() - 1)[0]
+        except json.JSONDecodeError:
+            continue
+    raise ValueError("no JSON document in the output")
+
+
+def _walk(doc: Any, path: str) -> Any:
+    cur = doc
+    for part in path.split("."):
+        if isinstance(cur, list) and part.lstrip("-").isdigit():
+            try:
+                cur = cur[int(part)]
+            except IndexError:
+                raise ValueError(f"key path {path!r}: index {part} out of range") from None
+        elif isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            raise ValueError(f"key path {path!r}: no {part!r}")
+    return cur
+
+
+def _number(v: Any, name: str) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"metric {name!r}: {v!r} is not a number") from None

@@ -1,0 +1,334 @@
+"""Campaigns end to end with the real fio and real programs: store, resume after SIGKILL,
+failures, argv safety, destructive-target refusal, Ctrl-C, executors (local and Dask)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from storlab.campaign.campaign import Campaign
+from storlab.campaign.spec import CampaignError
+
+STORLAB = [sys.executable, "-m", "storlab.cli"]
+FIO = {"ioengine": "psync", "size": "1M", "runtime": "400ms", "time_based": 1}
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+pytestmark = pytest.mark.xdist_group("fio")
+
+
+def write_campaign(d: Path, **fields: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "t", "seed": 5, "timeout": 60, **fields}
+    p = d / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+def fio_campaign(d: Path, **fields: Any) -> Path:
+    base = {
+        "space": {"factors": [{"name": "bs", "kind": "ordinal", "values": ["4k", "64k"]},
+                              {"name": "rw", "kind": "categorical",
+                               "values": ["randread", "randwrite"]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "fio", "options": dict(FIO)},
+        "repetitions": 2,
+    }
+    base.update(fields)
+    return write_campaign(d, **base)
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run([*STORLAB, *args], capture_output=True, text=True, timeout=240)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def rows(db: Path) -> dict[str, dict[str, Any]]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    out = {r["key"]: dict(r) for r in con.execute("SELECT * FROM runs")}
+    con.close()
+    return out
+
+
+# A deterministic "benchmark": prints its argv and a metric computed from it, as JSON.
+ECHO = ("import json, sys; a = sys.argv[1:]; "
+        "print('banner'); print(json.dumps({'argv': a, 'y': len(a[0]) * 10 + int(a[1])}))")
+
+
+def command_campaign(d: Path, **fields: Any) -> Path:
+    base = {
+        "space": {"factors": [{"name": "name", "kind": "categorical",
+                               "values": ["; rm -rf x", "plain"]},
+                              {"name": "n", "kind": "integer", "values": [1, 2]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "command",
+                   "options": {"command": [sys.executable, "-c", ECHO, "{name}", "{n}"],
+                               "json_metrics": {"y": "y", "argc": "argv"}}},
+        "repetitions": 2,
+    }
+    base["runner"]["options"]["json_metrics"] = {"y": "y"}
+    base.update(fields)
+    return write_campaign(d, **base)
+
+
+# --------------------------------------------------------------------------- fio, end to end
+@needs_fio
+def test_small_fio_campaign_end_to_end(tmp_path: Path) -> None:
+    camp = fio_campaign(tmp_path / "c", warmup=1)
+    cli("run", str(camp))
+    stored = rows(tmp_path / "c" / "campaign.db")
+    measured = [r for r in stored.values() if not r["warmup"]]
+    assert len(measured) == 8 and len(stored) == 12  # 4 configs x 2 reps + 4 warm-ups
+    assert all(r["status"] == "ok" for r in stored.values())
+    doc = json.loads(measured[0]["raw"])  # fio's JSON kept whole
+    assert "jobs" in doc and "bins" in doc["jobs"][0]["read"]["clat_ns"]
+    # The order is randomised: not configuration by configuration.
+    seq = [r["key"] for r in sorted(measured, key=lambda r: r["seq"])]
+    assert seq != sorted(seq)
+    cli("results", str(camp), "-o", str(tmp_path / "r.csv"))
+    cli("results", str(camp), "--level", "run", "-o", str(tmp_path / "runs.parquet"))
+    res = pd.read_csv(tmp_path / "r.csv")
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert len(res) == 4 and len(runs) == 8
+    assert set(res["bs"]) == {"4k", "64k"} and (res["_n_ok"] == 2).all()
+    reads = res[res["rw"] == "randread"]
+    assert (reads["read_iops"] > 0).all() and (reads["write_iops"] == 0).all()
+    # configuration averages are the means of the per-repetition rows
+    mean = runs.groupby("config_id")["total_iops"].mean()
+    assert res.set_index("config_id")["total_iops"].to_numpy() == pytest.approx(mean.to_numpy())
+    # running again does nothing: everything is finished
+    again = cli("run", str(camp), "--json")
+    assert json.loads(again.stdout)["ran"] == 0
+
+
+@needs_fio
+def test_resume_after_sigkill_keeps_finished_runs(tmp_path: Path) -> None:
+    camp = fio_campaign(tmp_path / "c", repetitions=2)
+    db = tmp_path / "c" / "campaign.db"
+    proc = subprocess.Popen([*STORLAB, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    killed_key = None
+    deadline = time.time() + 120
+    while time.time() < deadline and killed_key is None:
+        time.sleep(0.05)
+        if not db.exists():
+            continue
+        try:
+            now = rows(db)
+        except sqlite3.OperationalError:
+            continue
+        ok = [r for r in now.values() if r["status"] == "ok"]
+        running = [r for r in now.values() if r["status"] == "running"]
+        if len(ok) >= 2 and running and time.time() - running[0]["started"] > 0.3:
+            proc.send_signal(signal.SIGKILL)  # in the middle of a 1-second fio run
+            killed_key = running[0]["key"]
+    proc.wait()
+    assert killed_key is not None, "the campaign finished before it could be killed"
+    before = {k: r for k, r in rows(db).items() if r["status"] == "ok"}
+    assert rows(db)[killed_key]["status"] == "running"
+    time.sleep(1.5)  # let the orphaned fio of the killed run finish its second
+    cli("run", str(camp), "-q")
+    after = rows(db)
+    assert len(after) == 8 and all(r["status"] == "ok" for r in after.values())
+    for k, r in before.items():  # finished runs kept as they were, not repeated
+        assert after[k] == r
+    assert after[killed_key]["attempts"] == 2
+    assert sum(r["attempts"] for r in after.values()) == 9
+
+
+@needs_fio
+def test_failing_run_is_recorded_and_campaign_goes_on(tmp_path: Path) -> None:
+    camp = fio_campaign(
+        tmp_path / "c", repetitions=1,
+        space={"factors": [{"name": "rw", "kind": "categorical",
+                            "values": ["randread", "no-such-pattern"]}]})
+    p = cli("run", str(camp), "--json")
+    assert json.loads(p.stdout)["failed"] == 1 and json.loads(p.stdout)["ok"] == 1
+    stored = rows(tmp_path / "c" / "campaign.db")
+    bad = [r for r in stored.values() if r["status"] != "ok"]
+    assert len(bad) == 1 and bad[0]["status"] == "failed"
+    assert "no-such-pattern" in bad[0]["stderr_tail"] and bad[0]["exit_code"] != 0
+    assert json.loads(cli("run", str(camp), "--json").stdout)["ran"] == 0
+    retry = json.loads(cli("run", str(camp), "--retry-failed", "--json").stdout)
+    assert retry["ran"] == 1 and retry["failed"] == 1
+    assert rows(tmp_path / "c" / "campaign.db")[bad[0]["key"]]["attempts"] == 2
+    st = json.loads(cli("status", str(camp), "--json").stdout)
+    assert {c["status"]: c["runs"] for c in st["counts"]} == {"ok": 1, "failed": 1}
+
+
+def _a_block_device() -> str:
+    for name in sorted(os.listdir("/dev")):
+        try:
+            if stat.S_ISBLK(os.stat(f"/dev/{name}").st_mode):
+                return f"/dev/{name}"
+        except OSError:
+            continue
+    return "/dev/storlab-no-such-disk"
+
+
+def test_block_device_target_refused_before_anything_runs(tmp_path: Path) -> None:
+    sentinel = tmp_path / "setup-ran"
+    camp = fio_campaign(tmp_path / "c", repetitions=1,
+                        runner={"type": "fio", "options": {**FIO, "filename": _a_block_device()}},
+                        setup=[["touch", str(sentinel)]])
+    p = cli("run", str(camp), check=False)
+    assert p.returncode == 2
+    assert "block device" in p.stderr and "allow_destructive" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not sentinel.exists() and not (tmp_path / "c" / "campaign.db").exists()
+
+
+# --------------------------------------------------------------------------- argv safety
+def test_shell_metacharacters_reach_the_program_as_one_argument(tmp_path: Path) -> None:
+    victim = tmp_path / "c" / "x"
+    victim.mkdir(parents=True)
+    camp = command_campaign(
+        tmp_path / "c", repetitions=1, keep_scratch=True,
+        setup=[[sys.executable, "-c", "import sys; open('setup.txt','w').write(sys.argv[1])",
+                "{name}"],
+               {"run": "printf '%s' {name} > shell.txt", "shell": True}])
+    c = Campaign.load(camp)
+    s = c.run()
+    assert s.ok == 4 and s.failed == 0
+    stored = rows(tmp_path / "c" / "campaign.db")
+    for r in stored.values():
+        cfg = json.loads(r["config"])
+        argv = json.loads(r["raw"].splitlines()[1])["argv"]
+        assert argv == [cfg["name"], str(cfg["n"])]  # one literal element each
+        wd = tmp_path / "c" / "scratch" / r["key"]
+        assert (wd / "setup.txt").read_text() == cfg["name"]
+        assert (wd / "shell.txt").read_text() == cfg["name"]  # quoted in shell steps
+    assert victim.exists()
+    m = c.results("run")
+    assert (m["y"] == m["name"].str.len() * 10 + m["n"]).all()
+
+
+def test_values_are_validated_against_the_space_before_any_step(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    d.mkdir()
+    pd.DataFrame({"name": ["plain", "evil"], "n": [1, 2]}).to_csv(d / "configs.csv",
+                                                                    index=False)
+    sentinel = tmp_path / "setup-ran"
+    camp = command_campaign(d, design={"csv": "configs.csv"},
+                            setup=[["touch", str(sentinel)]])
+    p = cli("run", str(camp), check=False)
+    assert p.returncode == 2 and "configs.csv" in p.stderr and "'evil'" in p.stderr
+    assert not sentinel.exists()
+
+
+def test_bad_field_is_one_line_naming_file_field_value(tmp_path: Path) -> None:
+    camp = command_campaign(tmp_path / "c", repetitions=0)
+    p = cli("run", str(camp), check=False)
+    assert p.returncode == 2
+    assert "campaign.yaml" in p.stderr and "repetitions" in p.stderr and "0" in p.stderr
+    camp = command_campaign(tmp_path / "d", setup=[["echo", "{nope}"]])
+    p = cli("run", str(camp), check=False)
+    assert p.returncode == 2 and "setup[0]" in p.stderr and "{nope}" in p.stderr
+
+
+def test_changed_plan_is_refused(tmp_path: Path) -> None:
+    camp = command_campaign(tmp_path / "c", repetitions=1)
+    Campaign.load(camp).run()
+    spec = yaml.safe_load(camp.read_text())
+    spec["space"]["factors"][1]["values"] = [1, 3]
+    camp.write_text(yaml.safe_dump(spec))
+    with pytest.raises(CampaignError, match="another plan"):
+        Campaign.load(camp).run()
+
+
+def test_timeout_and_failure_of_a_command(tmp_path: Path) -> None:
+    script = "import sys, time; n = int(sys.argv[1]); time.sleep(30 if n == 2 else 0); " \
+             "sys.exit(0 if n == 1 else 3)"
+    camp = command_campaign(
+        tmp_path / "c", repetitions=1, timeout=1.5,
+        runner={"type": "command", "options": {"command": [sys.executable, "-c", script, "{n}"],
+                                               "regex_metrics": []}})
+    t0 = time.time()
+    s = Campaign.load(camp).run()
+    assert time.time() - t0 < 15
+    stored = rows(tmp_path / "c" / "campaign.db")
+    by_n = {json.loads(r["config"])["n"]: r["status"] for r in stored.values()}
+    assert by_n == {1: "ok", 2: "timeout"}
+    assert s.ok == 2 and s.failed == 2
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+@needs_fio
+def test_ctrl_c_stops_after_the_current_run(tmp_path: Path) -> None:
+    camp = fio_campaign(tmp_path / "c", repetitions=2)
+    db = tmp_path / "c" / "campaign.db"
+    proc = subprocess.Popen([*STORLAB, "run", str(camp), "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    interrupted = None
+    deadline = time.time() + 60
+    while time.time() < deadline and interrupted is None:
+        time.sleep(0.05)
+        try:
+            running = [r for r in rows(db).values() if r["status"] == "running"] \
+                if db.exists() else []
+        except sqlite3.OperationalError:
+            continue
+        if running and time.time() - running[0]["started"] > 0.2:
+            proc.send_signal(signal.SIGINT)
+            interrupted = running[0]["key"]
+    out, err = proc.communicate(timeout=60)
+    assert interrupted is not None
+    assert proc.returncode == 130, err
+    after = rows(db)
+    assert after[interrupted]["status"] == "ok"  # the current run was allowed to finish
+    assert sum(r["status"] == "ok" for r in after.values()) < 8  # and nothing after it
+    assert all(r["status"] == "ok" for r in after.values())
+
+
+# --------------------------------------------------------------------------- executors
+def _comparable(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns=["started", "ended", "host"]).sort_values(
+        ["config_id", "repetition"]).reset_index(drop=True)
+
+
+def test_parallel_executor_gives_the_same_rows(tmp_path: Path) -> None:
+    a = Campaign.load(command_campaign(tmp_path / "a"))
+    b = Campaign.load(command_campaign(tmp_path / "b"))
+    assert a.run().ok == 8
+    assert b.run(executor="parallel:2").ok == 8
+    pd.testing.assert_frame_equal(_comparable(a.results("run")), _comparable(b.results("run")))
+
+
+@needs_fio
+def test_dask_executor_on_local_cluster_matches_local(tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        addr = "dask://" + cluster.scheduler_address.split("://", 1)[1]
+        local = Campaign.load(command_campaign(tmp_path / "local"))
+        remote = Campaign.load(command_campaign(tmp_path / "dask"))
+        assert local.run().ok == 8
+        assert remote.run(executor=addr).ok == 8
+        pd.testing.assert_frame_equal(_comparable(local.results("run")),
+                                      _comparable(remote.results("run")))
+        # real fio through Dask: same plan, same stored keys and metrics, all ok
+        lf = Campaign.load(fio_campaign(tmp_path / "lf", repetitions=1))
+        df = Campaign.load(fio_campaign(tmp_path / "df", repetitions=1))
+        lf.run()
+        df.run(executor=addr)
+    rl, rd = rows(tmp_path / "lf" / "campaign.db"), rows(tmp_path / "df" / "campaign.db")
+    assert rl.keys() == rd.keys()
+    for k in rl:
+        assert rl[k]["status"] == rd[k]["status"] == "ok"
+        assert rl[k]["config"] == rd[k]["config"] and rl[k]["seq"] == rd[k]["seq"]
+        assert json.loads(rl[k]["metrics"]).keys() == json.loads(rd[k]["metrics"]).keys()
