@@ -58,7 +58,8 @@ Goal = Literal["maximize", "minimize"]
 
 #: Bookkeeping columns of a run table; never treated as parameters.
 BOOKKEEPING = ("run", "std_order", "replicate", "block", "center", "seed", "status",
-               "run_id", "started", "finished", "duration", "host")
+               "run_id", "config_id", "repetition", "exit_code", "started", "ended",
+               "finished", "duration", "host")
 
 
 # --------------------------------------------------------------------------- encoding
@@ -154,7 +155,7 @@ def default_params(df: pd.DataFrame, response: str, max_levels: int = 10) -> lis
     most likely other responses; name them in `params` to have them binned)."""
     out = []
     for c in df.columns:
-        if c == response or str(c) in BOOKKEEPING:
+        if c == response or str(c) in BOOKKEEPING or str(c).startswith("_"):
             continue
         col = df[c]
         if pd.api.types.is_float_dtype(col) and col.nunique() > max_levels:
@@ -387,15 +388,21 @@ class ImportanceResult:
         return dict(self.steps[-1].best_values) if self.steps else {}
 
     def table(self) -> pd.DataFrame:
-        """One row per selected parameter, in order (the numbers behind Figure 4)."""
+        """One row per selected parameter, in order (the numbers behind Figure 4).
+
+        `best_value` is the parameter's value in the final recommended combination;
+        `subset_*` describe the subset left by fixing the selected parameters at the best
+        combination found at that step, spelled out in `step_values` (it can differ from
+        the final one when a later parameter changes which combination is best)."""
         final = self.best_values()
         rows = [{"rank": s.rank, "param": s.param, "importance": s.importance,
                  "share": s.share, "best_value": final.get(s.param),
                  "subset_n": s.subset_size, "subset_mean": s.subset_mean,
                  "subset_rsd": s.subset_rsd,
+                 "step_values": ", ".join(f"{k}={v}" for k, v in s.best_values.items()),
                  "binned": "yes" if s.param in self.binned else ""} for s in self.steps]
         cols = ["rank", "param", "importance", "share", "best_value", "subset_n",
-                "subset_mean", "subset_rsd", "binned"]
+                "subset_mean", "subset_rsd", "step_values", "binned"]
         return pd.DataFrame(rows, columns=cols)
 
     def pi_table(self) -> pd.DataFrame:

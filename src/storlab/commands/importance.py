@@ -1,0 +1,158 @@
+"""`storlab importance` (Carver's greedy parameter selection on a results table) and
+`storlab importance-eval` (how small a study finds the same parameters, paper sec. 5.4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import AnalysisError
+from ._common import console, emit_json, frame_table
+
+
+def read_table(path: Path) -> Any:
+    """A results table from CSV, Parquet or JSON records; bad files are one-line errors."""
+    import pandas as pd
+
+    if not path.exists():
+        raise AnalysisError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix == ".json":
+            return pd.read_json(path)
+        return pd.read_csv(path)
+    except Exception as exc:  # pandas raises many kinds; the user needs the file and why
+        raise AnalysisError(f"{path}: cannot read as a table ({exc.__class__.__name__}: "
+                            f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+
+
+def _split(value: Optional[str]) -> Optional[list[str]]:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+def _save_plot(fig: Any, path: Path) -> None:
+    fig.savefig(path, dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def importance_cmd(
+    results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json)."),
+    response: str = typer.Option(..., "--response", "-r", help="Response column to explain."),
+    params: Optional[str] = typer.Option(None, "--params", "-p",
+                                         help="Comma-separated parameter columns (default: "
+                                              "every non-response column with few values)."),
+    stop: str = typer.Option("rsd:0.02", "--stop",
+                             help="top:N, rsd:X (best subset's RSD <= X) or gain:X (no "
+                                  "parameter reduces variance by > X of the total); "
+                                  "combine with commas."),
+    aggregate: str = typer.Option("max", "--aggregate",
+                                  help="CPI over the selected parameters' subsets: max "
+                                       "(paper, eq. 4) or mean (size-weighted; steadier "
+                                       "on sampled data)."),
+    goal: str = typer.Option("maximize", "--goal", help="maximize or minimize (latency)."),
+    bins: int = typer.Option(4, "--bins", help="Strata for numeric parameters with many values."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the figure (png, svg, pdf)."),
+) -> None:
+    """Which parameters matter: Carver's PI/CPI and greedy selection (FAST 2020)."""
+    import pandas as pd
+
+    from ..analysis.importance import importance
+
+    goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal)
+    df = read_table(results)
+    res = importance(df, response, params=_split(params), stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
+                     goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
+    if plot is not None:
+        _save_plot(res.plot(), plot)
+    if json_out or output:
+        emit_json(res.to_dict(), output)
+        if json_out:
+            return
+    head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
+            + (f", {res.n_dropped} without {response} dropped" if res.n_dropped else "")
+            + f"); {response} mean {res.mean:.4g}, RSD {res.rsd:.2%}")
+    if res.noise_rsd == res.noise_rsd:  # not NaN: repeated runs exist
+        head += f"; median run-to-run RSD {res.noise_rsd:.2%}"
+    console.print(head)
+    for p, note in res.binned.items():
+        console.print(f"note: {p}: {note}")
+    tab = res.table()
+    if len(tab):
+        final = ", ".join(f"{k}={v}" for k, v in res.best_values().items())
+        show = pd.DataFrame({
+            "#": tab["rank"], "param": tab["param"],
+            "PI/CPI": tab["importance"].map(lambda v: f"{v:.3g}"),
+            "share": tab["share"].map(lambda v: f"{v:.1%}"),
+            "best": tab["best_value"].astype(str),
+            "n left": tab["subset_n"],
+            "mean": tab["subset_mean"].map(lambda v: f"{v:.5g}"),
+            "RSD": tab["subset_rsd"].map(lambda v: f"{v:.2%}")})
+        console.print(frame_table(show, title=f"selected ({res.aggregate} CPI, stop {stop}); "
+                                              "n left/mean/RSD: subset after fixing the "
+                                              "best values so far"))
+        console.print(f"best values: {final}")
+        for r, sv in zip(tab["rank"], tab["step_values"]):
+            if not final.startswith(sv):
+                console.print(f"  (step {r} subset: {sv})")
+    console.print(f"stopped: {res.stop_reason}")
+    pt = res.pi_table()
+    pt["pi"] = pt["pi"].map(lambda v: f"{v:.4g}")
+    pt["share"] = pt["share"].map(lambda v: f"{v:.1%}")
+    console.print(frame_table(pt.drop(columns=["binned"]), title="PI of every parameter"))
+
+
+def importance_eval_cmd(
+    full: Path = typer.Argument(..., help="Complete results table (ground truth)."),
+    response: str = typer.Option(..., "--response", "-r", help="Response column."),
+    fractions: str = typer.Option("0.001,0.002,0.004,0.01,0.02,0.05", "--fractions",
+                                  help="Comma-separated fractions of the dataset to sample."),
+    repeats: int = typer.Option(1000, "--repeats", "-n", help="Repetitions per fraction."),
+    ranks: int = typer.Option(3, "--ranks", help="How many top ranks to check."),
+    params: Optional[str] = typer.Option(None, "--params", "-p",
+                                         help="Comma-separated parameter columns."),
+    aggregate: str = typer.Option("max", "--aggregate", help="max (paper) or mean."),
+    seed: int = typer.Option(0, "--seed", help="Seed; same seed, same table."),
+    jobs: int = typer.Option(2, "--jobs", "-j", help="Worker processes."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save Figure 5 (png, svg, pdf)."),
+) -> None:
+    """How often Carver finds the full dataset's top parameters from small LHS subsets."""
+    from ..analysis.importance_eval import evaluate
+
+    try:
+        fr = [float(f) for f in fractions.split(",") if f.strip()]
+    except ValueError:
+        raise AnalysisError(f"--fractions: {fractions!r} is not a comma-separated list "
+                            "of numbers") from None
+    df = read_table(full)
+    res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=_split(params),
+                   aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full))  # type: ignore[arg-type]
+    if plot is not None:
+        _save_plot(res.plot(), plot)
+    if json_out or output:
+        emit_json(res.to_dict(), output)
+        if json_out:
+            return
+    truth = ", ".join(f"{i + 1}. {p}" for i, p in enumerate(res.truth))
+    console.print(f"{full}: {res.n_configs} configurations; ground truth ({res.aggregate} "
+                  f"CPI on all of them): {truth}")
+    console.print(frame_table(res.table(), title=f"fraction of {res.repeats} LHS-compatible "
+                                                   f"subsets that found each rank "
+                                                   f"({res.seconds:.1f} s)", floatfmt="{:.3f}"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("importance")(importance_cmd)
+    app.command("importance-eval")(importance_eval_cmd)
