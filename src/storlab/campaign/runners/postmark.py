@@ -1,0 +1,101 @@
+"""postmark runner (Debian `postmark` 1.51): small-file, mail-server-like workload.
+
+The configuration's (and fixed) options become postmark `set` commands in a config file;
+the terse report (one line of 13 numbers) is parsed. postmark reports whole seconds, so
+runs should last at least 10-20 s for rates worth comparing (see notes/real-systems.md).
+Options: number, transactions, min_size, max_size, read, write, buffering, subdirectories,
+bias_read, bias_create, seed; `location` defaults to the run's scratch directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...space import parse_size
+from ..spec import CampaignError
+from ._proc import render_value, run_program, tail
+from .base import RunResult
+
+#: Columns of `set report terse`, in postmark's order.
+TERSE = ("total_s", "transactions_s", "transactions_per_s", "created_per_s",
+         "created_alone_per_s", "created_mixed_per_s", "read_per_s", "appended_per_s",
+         "deleted_per_s", "deleted_alone_per_s", "deleted_mixed_per_s", "read_bytes_per_s",
+         "written_bytes_per_s")
+NUMERIC = ("number", "transactions", "min_size", "max_size", "read", "write",
+           "subdirectories", "bias_read", "bias_create", "seed")
+KNOWN = (*NUMERIC, "buffering", "location")
+
+
+class PostmarkRunner:
+    name = "postmark"
+
+    def __init__(self, postmark: str = "postmark", **options: Any) -> None:
+        self.postmark = postmark
+        self.options = dict(options)
+        bad = sorted(set(options) - set(KNOWN))
+        if bad:
+            raise CampaignError(f"postmark runner: unknown option(s) {bad} (known: "
+                                f"{', '.join(KNOWN)})")
+
+    def script(self, config: Mapping[str, Any], workdir: Path) -> str:
+        """The postmark command file for one run."""
+        opts = {**self.options, **config}
+        unknown = sorted(set(opts) - set(KNOWN))
+        if unknown:
+            raise CampaignError(f"postmark: unknown option(s) {unknown}")
+        num = {k: int(parse_size(v)) for k, v in opts.items() if k in NUMERIC}
+        lines = [f"set location {opts.get('location', workdir)}"]
+        if "min_size" in num or "max_size" in num:
+            lines.append(f"set size {num.get('min_size', 500)} {num.get('max_size', 10000)}")
+        for k in ("number", "transactions", "read", "write", "subdirectories", "seed"):
+            if k in num:
+                lines.append(f"set {k} {num[k]}")
+        for k in ("read", "create"):
+            if f"bias_{k}" in num:
+                lines.append(f"set bias {k} {num[f'bias_{k}']}")
+        if "buffering" in opts:
+            on = render_value(opts["buffering"]).lower() in ("1", "true", "yes", "on")
+            lines.append(f"set buffering {'true' if on else 'false'}")
+        lines += ["set report terse", "run", "quit"]
+        for line in lines:
+            if "\n" in line:
+                raise CampaignError("postmark: option values cannot hold newlines")
+        return "\n".join(lines) + "\n"
+
+    def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
+            ) -> RunResult:
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        cfg = workdir / "postmark.cfg"
+        cfg.write_text(self.script(config, workdir))
+        proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout)
+        res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
+                        exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
+        if proc.timed_out:
+            res.status = "timeout"
+            return res
+        if proc.exit_code != 0:
+            return res
+        try:
+            res.metrics = parse_terse(proc.stdout)
+        except ValueError as exc:
+            res.stderr = tail(f"{proc.stderr}\nstorlab: {exc}")
+            return res
+        res.status = "ok"
+        return res
+
+
+def parse_terse(text: str) -> dict[str, float]:
+    """The metrics of postmark's terse report; ValueError if it rejected a command."""
+    if "Eh?" in text:  # postmark's only word for a command it did not understand
+        raise ValueError("postmark rejected a configuration command ('Eh?')")
+    for line in reversed(text.splitlines()):
+        parts = line.split()
+        if len(parts) == len(TERSE):
+            try:
+                return dict(zip(TERSE, map(float, parts)))
+            except ValueError:
+                continue
+    raise ValueError("no postmark terse report in the output")
