@@ -1,23 +1,22 @@
-"""Device models: how long one I/O of a given size keeps a disk (or one of its channels) busy.
+"""Device models: how long one I/O of a given size keeps a disk busy.
 
-Two families, both reduced to the same two numbers per direction so that the route builder
-can vectorise: a fixed per-I/O overhead `a` (seconds) and a per-byte time `1/b`:
-
-* HDD: one actuator, FCFS with one server; overhead = (average seek + half a rotation) times
-  `ncq_factor`, transfer at the sustained media rate. An object is one file written or read
-  in one go, so it pays one positioning and then streams. A drive with command queueing reorders
-  a deep queue and shortens the positioning time; `ncq_factor` < 1 stands for that (the seed
-  table's 390 random 4 KiB IOPS for a 7200 rpm drive is only reachable with it).
-* SSD / NVMe: `channels` independent servers (FCFS, c servers). The per-channel overhead and
-  bandwidth are solved from two published points, random 4 KiB IOPS and sequential 64 KiB
-  MB/s, so the model reproduces both exactly and interpolates between them by I/O size.
+* HDD: one actuator, one FCFS station; an I/O takes (average seek + half a rotation) x
+  `ncq_factor` + size / media rate. An object is one file written or read in one go, so it
+  pays one positioning and then streams. A drive with command queueing reorders a deep queue
+  and shortens positioning; `ncq_factor` < 1 stands for that (the seed table's 390 random
+  4 KiB IOPS for a 7200 rpm drive is only reachable with it).
+* SSD / NVMe: an IOPS limit and a bandwidth limit in series, the classic two-limit model
+  that reproduces both published points exactly: an FCFS station with `channels` servers
+  holding each I/O for `channels / IOPS_4k` (the per-command cost, overlapped across
+  channels), then a processor-sharing "transfer" station at the sequential bandwidth, so one
+  large I/O streams at full device speed while concurrent ones share it.
 
 Presets hold the figures of the Intel Swift simulator seed (SSD S3700, 7200 rpm HDD).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -84,15 +83,18 @@ SEED_TABLE = {
 
 @dataclass(frozen=True)
 class DeviceModel:
-    """Service time of one I/O: overhead + size / per-server bandwidth, on `servers` servers."""
+    """Per-I/O overhead on `servers` FCFS servers plus a transfer time. `split`: the transfer
+    runs on a separate shared-bandwidth station (SSD/NVMe); otherwise it is part of the
+    FCFS service (HDD: the actuator is held while streaming)."""
 
     name: str
     kind: str
     servers: int
-    read_overhead: float   # seconds per I/O
+    read_overhead: float   # seconds per I/O on one server
     write_overhead: float
-    read_bw: float         # bytes/s per server
+    read_bw: float         # bytes/s (HDD: media rate; SSD: whole device)
     write_bw: float
+    split: bool = False
 
     @classmethod
     def from_spec(cls, name: str, spec: DeviceSpec) -> "DeviceModel":
@@ -103,26 +105,30 @@ class DeviceModel:
             pos_w = ((spec.write_seek_ms or spec.seek_ms) * 1e-3 + half_rot) * spec.ncq_factor
             return cls(name, "hdd", 1, pos_r, pos_w, spec.read_mb_s * MB, spec.write_mb_s * MB)
         c = int(spec.channels or 1)
-        a_r, b_r = _solve_channel(c, float(spec.read_iops_4k or 0), spec.read_mb_s * MB)
-        a_w, b_w = _solve_channel(c, float(spec.write_iops_4k or 0), spec.write_mb_s * MB)
-        return cls(name, spec.kind, c, a_r, a_w, b_r, b_w)
+        return cls(name, spec.kind, c, c / float(spec.read_iops_4k or 1),
+                   c / float(spec.write_iops_4k or 1), spec.read_mb_s * MB,
+                   spec.write_mb_s * MB, split=True)
+
+    def overhead(self, write: np.ndarray | bool) -> np.ndarray:
+        return np.where(write, self.write_overhead, self.read_overhead)
+
+    def transfer(self, size: np.ndarray | float, write: np.ndarray | bool) -> np.ndarray:
+        return np.asarray(size, dtype=float) / np.where(write, self.write_bw, self.read_bw)
 
     def service(self, size: np.ndarray | float, write: np.ndarray | bool) -> np.ndarray:
-        """Seconds one server spends on I/Os of `size` bytes (vectorised)."""
-        size = np.asarray(size, dtype=float)
-        write = np.asarray(write, dtype=bool)
-        a = np.where(write, self.write_overhead, self.read_overhead)
-        b = np.where(write, self.write_bw, self.read_bw)
-        return a + size / b
+        """Unloaded time of one I/O (overhead + transfer)."""
+        return self.overhead(write) + self.transfer(size, write)
 
     def iops(self, size: float, write: bool) -> float:
-        """Saturated I/O rate with every server busy."""
+        """Saturated I/O rate at a deep queue."""
+        if self.split:
+            return float(min(self.servers / self.overhead(write), 1.0 / self.transfer(size, write)))
         return self.servers / float(self.service(size, write))
 
     def seq_mb_s(self, write: bool) -> float:
-        """Sequential 64 KiB MB/s at full queue. An HDD streams without positioning between
-        adjacent I/Os; an SSD pays its per-I/O overhead on every channel anyway."""
-        if self.kind == "hdd":
+        """Sequential 64 KiB MB/s at a deep queue. An HDD streams without positioning
+        between adjacent I/Os."""
+        if not self.split:
             return (self.write_bw if write else self.read_bw) / MB
         return self.iops(LARGE_IO, write) * LARGE_IO / MB
 
@@ -135,24 +141,9 @@ class DeviceModel:
 
     def scaled(self, overhead: float = 1.0, bandwidth: float = 1.0) -> "DeviceModel":
         """A copy with overheads and bandwidths multiplied (used by calibration)."""
-        return DeviceModel(self.name, self.kind, self.servers, self.read_overhead * overhead,
-                           self.write_overhead * overhead, self.read_bw * bandwidth,
-                           self.write_bw * bandwidth)
-
-
-def _solve_channel(channels: int, iops_4k: float, bw_64k: float) -> tuple[float, float]:
-    """Per-channel (overhead, bandwidth) that reproduce both the 4 KiB IOPS and 64 KiB MB/s.
-
-    c / (a + 4K/b) = iops and c * 64K / (a + 64K/b) = bw are two linear equations in a, 1/b.
-    When the published points are inconsistent with a positive overhead (a tiny 4 KiB cost
-    next to a slow 64 KiB rate), fall back to a pure bandwidth model."""
-    t_small = channels / iops_4k
-    t_large = channels * LARGE_IO / bw_64k
-    inv_b = (t_large - t_small) / (LARGE_IO - SMALL_IO)
-    if inv_b <= 0:  # 64 KiB faster per I/O than 4 KiB: bandwidth-only fallback
-        inv_b = t_large / LARGE_IO
-    a = max(t_small - SMALL_IO * inv_b, 0.0)
-    return a, 1.0 / inv_b
+        return replace(self, read_overhead=self.read_overhead * overhead,
+                       write_overhead=self.write_overhead * overhead,
+                       read_bw=self.read_bw * bandwidth, write_bw=self.write_bw * bandwidth)
 
 
 def resolve_device(name_or_spec: str | DeviceSpec | dict, custom: dict[str, DeviceSpec]

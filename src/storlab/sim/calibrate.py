@@ -1,0 +1,243 @@
+"""Calibration: fit per-operation CPU costs and disk parameters to measured throughputs.
+
+The CoFluent approach (storage-tools notes, section 4.1): calibrate each component once,
+then reuse it across designs. Input is a CSV, one measured point per row:
+
+    config,clients,object_size,op,ops_s[,split]
+    base,16,16KiB,GET,5210
+    nodes=8;disk=ssd_s3700,64,1MiB,PUT,1930
+
+`config` is a label or `key=value;key=value` overrides of the cluster file (the same names
+as `--set`); other columns named like overrides (`nodes`, `disk`, ...) apply too; `op` is one
+operation or a mix `GET:0.8,PUT:0.2`; `split` = train/test holds points out (otherwise
+`holdout` picks a seeded random share). Aliases: concurrency, operation, size, measured.
+
+Six log-multipliers are fitted (proxy and object-server CPU: per operation and per MB; disk
+per-I/O overhead and bandwidth) by `scipy.optimize.least_squares` on log(predicted /
+measured), with the analytic model as the predictor: every station demand is linear in
+those six, so each row's demands are decomposed once and the fit needs no re-simulation.
+A small ridge pulls multipliers toward 1 when the data cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from .analytic import Demands, analyse, demands
+from .cluster import (OPS, SHORT_KEYS, ClusterModel, CpuCosts, OpCost, SimError, apply_overrides,
+                      build_model, parse_cluster)
+
+PARAMS = ("proxy_cpu_op", "proxy_cpu_mb", "object_cpu_op", "object_cpu_mb", "disk_overhead",
+          "disk_bandwidth")
+_ALIASES = {"concurrency": "clients", "operation": "op", "size": "object_size",
+            "measured": "ops_s", "measured_ops_s": "ops_s", "throughput": "ops_s",
+            "configuration": "config"}
+RIDGE = 0.05
+
+
+def read_measurements(path: str | Path) -> pd.DataFrame:
+    p = Path(path)
+    try:
+        df = pd.read_csv(p, comment="#")
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise SimError(f"{p}: cannot read CSV ({exc})") from None
+    df = df.rename(columns={c: _ALIASES.get(c.strip().lower(), c.strip().lower())
+                            for c in df.columns})
+    for col in ("clients", "object_size", "op", "ops_s"):
+        if col not in df:
+            raise SimError(f"{p}: missing column {col!r} (need clients, object_size, op, ops_s)")
+    bad = df[~(pd.to_numeric(df["ops_s"], errors="coerce") > 0)]
+    if len(bad):
+        raise SimError(f"{p}: row {bad.index[0] + 2}: ops_s {bad['ops_s'].iloc[0]!r} is not > 0")
+    df["ops_s"] = df["ops_s"].astype(float)
+    return df
+
+
+def _row_overrides(row: Mapping[str, Any], source: str) -> dict[str, Any]:
+    ov: dict[str, Any] = {}
+    cfg = row.get("config")
+    if isinstance(cfg, str) and "=" in cfg:
+        for part in cfg.split(";"):
+            k, sep, v = part.partition("=")
+            if not sep:
+                raise SimError(f"{source}: config {cfg!r}: {part!r} is not key=value")
+            ov[k.strip()] = v.strip()
+    for k, v in row.items():
+        if k in SHORT_KEYS and k not in ("mix",) and not (isinstance(v, float) and np.isnan(v)):
+            ov[k] = v
+    op = str(row["op"]).strip()
+    ov["mix"] = op if ":" in op else f"{op.upper()}:1"
+    ov["clients"] = int(row["clients"])
+    ov["object_size"] = row["object_size"]
+    ov["rate"] = None
+    return ov
+
+
+def _isolate(model: ClusterModel, keep: str) -> ClusterModel:
+    """A copy of the model where only one demand component is left (the rest are zero)."""
+    zero = {o: OpCost(base_ms=0.0, ms_per_mb=0.0) for o in OPS}
+    costs = model.spec.cpu_cost
+    pick = {"proxy_cpu_op": ("proxy", "base"), "proxy_cpu_mb": ("proxy", "mb"),
+            "object_cpu_op": ("object", "base"), "object_cpu_mb": ("object", "mb")}
+    proxy, obj = dict(zero), dict(zero)
+    if keep in pick:
+        side, part = pick[keep]
+        src = costs.proxy if side == "proxy" else costs.object
+        kept = {o: OpCost(base_ms=c.base_ms if part == "base" else 0.0,
+                          ms_per_mb=c.ms_per_mb if part == "mb" else 0.0) for o, c in src.items()}
+        proxy, obj = (kept, obj) if side == "proxy" else (proxy, kept)
+    spec = model.spec.model_copy(update={"cpu_cost": CpuCosts.model_construct(
+        ref_ghz=costs.ref_ghz, proxy=proxy, object=obj)})
+    inf = np.inf
+    if keep == "disk_overhead":      # per-I/O overhead only
+        models = [dataclasses.replace(m, read_bw=inf, write_bw=inf) for m in model.models]
+    elif keep == "disk_bandwidth":   # transfer time only
+        models = [m.scaled(overhead=0.0) for m in model.models]
+    else:
+        models = [dataclasses.replace(m.scaled(overhead=0.0), read_bw=inf, write_bw=inf)
+                  for m in model.models]
+    net = keep == "network"
+    return dataclasses.replace(
+        model, spec=spec, models=models,
+        node_nic_bps=model.node_nic_bps if net else np.full_like(model.node_nic_bps, inf),
+        rack_bps=model.rack_bps if net else np.full_like(model.rack_bps, inf))
+
+
+@dataclasses.dataclass
+class _Row:
+    model: ClusterModel
+    parts: list[Demands]  # one per PARAMS entry, then the fixed network part
+    measured: float
+
+
+def _decompose(model: ClusterModel, n: int) -> list[Demands]:
+    return [demands(_isolate(model, k), n=n) for k in (*PARAMS, "network")]
+
+
+def _combine(parts: list[Demands], theta: np.ndarray) -> Demands:
+    w = np.append(np.exp(theta), 1.0)
+    w[PARAMS.index("disk_bandwidth")] = np.exp(-theta[PARAMS.index("disk_bandwidth")])
+    base = parts[0]
+    return dataclasses.replace(base, pre=sum(wi * p.pre for wi, p in zip(w, parts)),
+                               fork=sum(wi * p.fork for wi, p in zip(w, parts)))
+
+
+def _predict(row: _Row, theta: np.ndarray) -> float:
+    return float(analyse(row.model, dem=_combine(row.parts, theta)).throughput)
+
+
+@dataclasses.dataclass
+class CalibrationResult:
+    """Fitted multipliers, the calibrated cluster, and the error of every point."""
+
+    params: dict[str, float]
+    points: pd.DataFrame   # one row per measurement: measured, predicted, error_pct, split
+    raw: dict[str, Any]    # the calibrated cluster as a YAML-ready dict
+    cost: float
+
+    def table(self) -> pd.DataFrame:
+        return self.points
+
+    def params_table(self) -> pd.DataFrame:
+        return pd.DataFrame({"parameter": list(self.params), "multiplier": list(
+            self.params.values())})
+
+    def summary(self) -> dict[str, float]:
+        out = {}
+        for split, g in self.points.groupby("split"):
+            out[f"{split}_mape_pct"] = float(g["error_pct"].abs().mean())
+            out[f"{split}_max_abs_pct"] = float(g["error_pct"].abs().max())
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"params": self.params, "summary": self.summary(), "points": self.points,
+                "cluster": self.raw}
+
+    def plot(self):
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 5))
+        for split, g in self.points.groupby("split"):
+            ax.scatter(g["measured"], g["predicted"], label=split)
+        lim = [self.points[["measured", "predicted"]].min().min() * 0.8,
+               self.points[["measured", "predicted"]].max().max() * 1.2]
+        ax.plot(lim, lim, color="grey", lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("measured ops/s")
+        ax.set_ylabel("predicted ops/s")
+        ax.legend()
+        fig.tight_layout()
+        return fig
+
+
+def calibrate(raw: Mapping[str, Any], measurements: pd.DataFrame, *, holdout: float = 0.0,
+              seed: int = 0, source: str = "cluster", n_demand: int = 4000
+              ) -> CalibrationResult:
+    """Fit on the train points, predict every point, report the errors."""
+    df = measurements.reset_index(drop=True)
+    if "split" in df:
+        split = df["split"].astype(str).str.lower().where(
+            df["split"].astype(str).str.lower().isin(["train", "test"]), "train")
+    else:
+        split = pd.Series("train", index=df.index)
+        if holdout > 0:
+            rng = np.random.default_rng(seed)
+            k = max(1, int(round(holdout * len(df))))
+            split.iloc[rng.choice(len(df), min(k, len(df) - 1), replace=False)] = "test"
+    rows: list[_Row] = []
+    for i, rec in enumerate(df.to_dict("records")):
+        where = f"{source} row {i + 2}"
+        spec = parse_cluster(apply_overrides(raw, _row_overrides(rec, where), where), where)
+        model = build_model(spec)
+        rows.append(_Row(model, _decompose(model, n_demand), float(rec["ops_s"])))
+    train = [r for r, s in zip(rows, split) if s == "train"]
+    if not train:
+        raise SimError(f"{source}: no training points")
+
+    def resid(theta: np.ndarray) -> np.ndarray:
+        r = [np.log(_predict(row, theta) / row.measured) for row in train]
+        return np.concatenate([r, RIDGE * theta])
+
+    fit = least_squares(resid, np.zeros(len(PARAMS)), bounds=(-4.0, 4.0), x_scale=1.0,
+                        diff_step=1e-3)
+    theta = fit.x
+    pred = np.array([_predict(r, theta) for r in rows])
+    meas = np.array([r.measured for r in rows])
+    pts = df.copy()
+    pts["split"] = split.values
+    pts["measured"] = meas
+    pts["predicted"] = pred
+    pts["error_pct"] = (pred / meas - 1.0) * 100.0
+    pts = pts.drop(columns=["ops_s"])
+    params = {k: float(np.exp(t)) for k, t in zip(PARAMS, theta)}
+    return CalibrationResult(params, pts, calibrated_raw(raw, params), float(fit.cost))
+
+
+def calibrated_raw(raw: Mapping[str, Any], params: Mapping[str, float]) -> dict[str, Any]:
+    """The cluster dict with the fitted multipliers folded into cpu_cost and calibration."""
+    spec = parse_cluster(raw)
+    out = dict(apply_overrides(raw, {}))
+    cost = spec.cpu_cost
+    out["cpu_cost"] = {
+        "ref_ghz": cost.ref_ghz,
+        "proxy": {o: {"base_ms": round(c.base_ms * params["proxy_cpu_op"], 6),
+                      "ms_per_mb": round(c.ms_per_mb * params["proxy_cpu_mb"], 6)}
+                  for o, c in cost.proxy.items()},
+        "object": {o: {"base_ms": round(c.base_ms * params["object_cpu_op"], 6),
+                       "ms_per_mb": round(c.ms_per_mb * params["object_cpu_mb"], 6)}
+                   for o, c in cost.object.items()}}
+    out["calibration"] = {
+        "disk_overhead": round(spec.calibration.disk_overhead * params["disk_overhead"], 6),
+        "disk_bandwidth": round(spec.calibration.disk_bandwidth * params["disk_bandwidth"], 6)}
+    return out
