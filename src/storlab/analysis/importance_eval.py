@@ -79,6 +79,7 @@ class SubsetSampler:
         keep = np.zeros(n, dtype=bool)  # targets that found their own configuration
         chosen = np.empty(0, dtype=np.int64)
         if self.lookup:
+            self._swap_repair(target, rng)
             tk = self.tkey(target)
             pos = np.minimum(np.searchsorted(self.sorted_keys, tk), N - 1)
             hit = np.flatnonzero(self.sorted_keys[pos] == tk)
@@ -118,6 +119,53 @@ class SubsetSampler:
                 extra.append(r)
                 taken[r] = True
         return np.concatenate([chosen, np.array(extra, dtype=np.int64)])
+
+    def _swap_repair(self, target: np.ndarray, rng: np.random.Generator,
+                     tries: int = 4, pool: int = 32) -> None:
+        """Make target rows that are absent from the data, or drawn twice, valid and distinct
+        by swapping one column's values with another row (the core LHS repairs constraints
+        the same way): swaps keep every column's value counts, so the balance is exact.
+        Rows no swap repairs are left for the caller's nearest-configuration repair."""
+        n = len(target)
+        keys = self.tkey(target)
+        ok = self._exists(keys)
+        seen: dict[int, int] = {}
+        for i, key in enumerate(keys.tolist()):
+            seen[key] = seen.get(key, 0) + 1
+        bad = np.flatnonzero(~ok | (np.array([seen[x] for x in keys.tolist()]) > 1))
+        w = self.weights
+        for i in bad.tolist():
+            if ok[i] and seen[int(keys[i])] == 1:
+                continue  # an earlier swap already fixed it (its twin moved away)
+            for _ in range(tries):
+                cand = rng.integers(0, n, size=pool)
+                delta = (target[cand] - target[i]) * w  # swapping column j with row c
+                ki = keys[i] + delta
+                kc = keys[cand][:, None] - delta
+                good = (delta != 0) & self._exists(ki) & self._exists(kc) & (ki != kc)
+                if not good.any():
+                    continue
+                ci, cj = np.nonzero(good)
+                free = [m for m in range(len(ci))
+                        if ki[ci[m], cj[m]] not in seen and kc[ci[m], cj[m]] not in seen]
+                if not free:
+                    continue
+                m = free[int(rng.integers(len(free)))]
+                c, j = int(cand[ci[m]]), int(cj[m])
+                for r, new in ((i, int(ki[ci[m], j])), (c, int(kc[ci[m], j]))):
+                    old = int(keys[r])
+                    seen[old] -= 1
+                    if seen[old] == 0:
+                        del seen[old]
+                    seen[new] = 1
+                    keys[r] = new
+                    ok[r] = True
+                target[i, j], target[c, j] = target[c, j], target[i, j]
+                break
+
+    def _exists(self, keys: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(self.sorted_keys, keys), len(self.sorted_keys) - 1)
+        return self.sorted_keys[pos] == keys
 
     def _neighbours(self, t: np.ndarray) -> np.ndarray:
         """(len(t), n_cells): the row whose codes equal t's but for one parameter's value

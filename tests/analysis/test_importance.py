@@ -1,0 +1,278 @@
+"""Carver's PI / CPI / RSD (eqs. 1-5) against direct computation, and the greedy selection
+on synthetic full-factorial data with a planted structure."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storlab.analysis.importance import (ImportanceResult, StopRule, encode, greedy_order,
+                                         importance, parse_stop, rsd)
+from storlab.errors import AnalysisError
+
+
+# ----------------------------------------------------------------- direct (slow) formulas
+def var_pop(y) -> float:
+    y = np.asarray(y, dtype=float)
+    return float(((y - y.mean()) ** 2).mean())
+
+
+def pi_direct(df: pd.DataFrame, p: str, r: str) -> float:
+    """Eq. 2 literally: Var(S) - sum |S_p| / |S| Var(S_p)."""
+    n = len(df)
+    return var_pop(df[r]) - sum(len(s) / n * var_pop(s[r]) for _, s in df.groupby(p))
+
+
+def cpi_direct(df: pd.DataFrame, q: str, given: list[str], r: str, how: str) -> float:
+    """Eq. 3 in every subset fixing `given`, then eq. 4 (max) or the size-weighted mean."""
+    vals, sizes = [], []
+    for _, sub in df.groupby(given):
+        vals.append(pi_direct(sub, q, r))
+        sizes.append(len(sub))
+    if how == "max":
+        return max(vals)
+    return float(np.dot(vals, sizes) / sum(sizes))
+
+
+HAND = pd.DataFrame({
+    "P": ["a", "a", "a", "b", "b", "b", "c", "c"],
+    "Q": ["x", "y", "x", "y", "x", "y", "x", "y"],
+    "R": [1, 1, 2, 2, 1, 1, 1, 2],  # every (P, Q, R) once: nothing to average
+    "y": [10.0, 14.0, 11.0, 30.0, 20.0, 31.0, 5.0, 6.0],
+})
+
+
+def test_eq2_pi_matches_hand_computation():
+    res = importance(HAND, "y", params=["P", "Q", "R"], stop="top:1")
+    # P: overall var minus weighted within-value variances, computed by hand.
+    y = HAND["y"].to_numpy()
+    total = np.var(y)
+    within = (3 / 8) * np.var([10, 14, 11]) + (3 / 8) * np.var([30, 20, 31]) \
+        + (2 / 8) * np.var([5, 6])
+    assert res.pi["P"] == pytest.approx(total - within, rel=1e-12)
+    for p in "PQR":
+        assert res.pi[p] == pytest.approx(pi_direct(HAND, p, "y"), rel=1e-12)
+    assert res.variance == pytest.approx(total)
+
+
+@pytest.mark.parametrize("how", ["max", "mean"])
+def test_eq3_eq4_cpi_matches_direct(how):
+    res = importance(HAND, "y", params=["P", "Q", "R"], stop="top:3", aggregate=how)
+    first = res.steps[0].param
+    assert first == "P"
+    for q in ("Q", "R"):
+        assert res.steps[1].candidates[q] == pytest.approx(
+            cpi_direct(HAND, q, [first], "y", how), rel=1e-12, abs=1e-12)
+    two = [s.param for s in res.steps[:2]]
+    last = res.steps[2].param
+    assert res.steps[2].importance == pytest.approx(
+        cpi_direct(HAND, last, two, "y", how), rel=1e-12, abs=1e-12)
+
+
+def test_eq3_hand_value_for_one_subset():
+    # CPI(Q | P=b) = Var({30,20,31}) - 1/3 Var({20}) - 2/3 Var({30,31}).
+    sub = HAND[HAND.P == "b"]
+    expect = np.var([30, 20, 31]) - (2 / 3) * np.var([30, 31])
+    assert pi_direct(sub, "Q", "y") == pytest.approx(expect)
+    res = importance(HAND, "y", params=["P", "Q", "R"], stop="top:2", aggregate="max")
+    # Eq. 4: max over P = a, b, c; b gives the largest reduction here.
+    per = [pi_direct(HAND[HAND.P == v], "Q", "y") for v in "abc"]
+    assert max(per) == pytest.approx(expect)
+    assert res.steps[1].candidates["Q"] == pytest.approx(expect)
+
+
+def test_eq5_rsd():
+    y = np.array([10.0, 12.0, 11.0, 13.0])
+    n = len(y)
+    assert rsd(y) == pytest.approx(math.sqrt(np.var(y) * n / (n - 1)) / y.mean())
+    assert rsd(y) == pytest.approx(np.std(y, ddof=1) / y.mean())
+    assert math.isnan(rsd(np.array([5.0])))
+
+
+# ----------------------------------------------------------------- planted structure
+def planted(seed: int = 0, noise: float = 1.0, reps: int = 1) -> pd.DataFrame:
+    """A dominates; B matters only when A == 'a0'; C has a small main effect; N1, N2 are
+    pure noise; additive Gaussian noise on every run."""
+    rng = np.random.default_rng(seed)
+    grid = list(itertools.product(["a0", "a1", "a2"], ["b0", "b1", "b2", "b3"],
+                                  ["c0", "c1"], [1, 2, 3], ["u", "v"]))
+    df = pd.DataFrame(grid * reps, columns=["A", "B", "C", "N1", "N2"])
+    b_eff = df["B"].map({"b0": 0.0, "b1": 15.0, "b2": 30.0, "b3": -10.0})
+    y = (100.0 + df["A"].map({"a0": 40.0, "a1": 0.0, "a2": -60.0})
+         + np.where(df["A"] == "a0", b_eff, 0.0)
+         + np.where(df["C"] == "c1", 3.0, 0.0)
+         + rng.normal(0, noise, len(df)))
+    df["tput"] = y
+    return df
+
+
+def test_greedy_recovers_planted_order_and_noise_pi_is_near_zero():
+    df = planted()
+    res = importance(df, "tput", stop="top:3")
+    assert res.selected == ["A", "B", "C"]
+    share = {p: v / res.variance for p, v in res.pi.items()}
+    assert share["N1"] < 0.005 and share["N2"] < 0.005
+    assert share["A"] > 0.7
+    # B barely matters on average, but a lot under A = a0: CPI exposes it.
+    assert res.steps[1].importance > 10 * res.pi["B"] / 4
+    assert res.best_values() == {"A": "a0", "B": "b2", "C": "c1"}
+
+
+def test_weighted_mean_aggregate_also_recovers_order_and_shares_add_up():
+    df = planted(seed=3)
+    res = importance(df, "tput", stop="top:5", aggregate="mean")
+    assert res.selected[:3] == ["A", "B", "C"]
+    # With the weighted mean, step importances partition the variance (like R^2 gains).
+    enc = encode(df, "tput")
+    full_within = pd.DataFrame({"y": enc.y, "k": list(map(tuple, enc.codes))}) \
+        .groupby("k")["y"].var(ddof=0).fillna(0).mean()  # every config once: 0
+    assert sum(s.importance for s in res.steps) == pytest.approx(res.variance - full_within,
+                                                                 rel=1e-9)
+
+
+def test_rsd_stop_rule_and_gain_rule():
+    df = planted(noise=0.5)
+    res = importance(df, "tput", stop="rsd:0.02")
+    assert res.selected[:2] == ["A", "B"]
+    assert res.steps[-1].subset_rsd <= 0.02
+    assert all(s.subset_rsd > 0.02 for s in res.steps[:-1])
+    res = importance(df, "tput", stop="gain:0.05")
+    assert res.selected == ["A", "B"]  # C explains about 0.2 % of the variance
+    assert "reduces variance" in res.stop_reason
+    # RSD of the whole table already below the threshold: nothing is important.
+    flat = df.assign(tput=1000 + 0.01 * df["tput"])
+    res = importance(flat, "tput", stop="rsd:0.02")
+    assert res.selected == [] and "nothing to select" in res.stop_reason
+
+
+def test_minimize_goal_picks_low_subset():
+    df = planted()
+    res = importance(df, "tput", stop="top:1", goal="minimize")
+    assert res.best_values() == {"A": "a2"}
+
+
+def test_repeated_runs_are_averaged_and_spread_kept():
+    df = planted(reps=3, noise=2.0)
+    res = importance(df, "tput", stop="top:2")
+    assert res.n_rows == len(df) and res.n_configs == len(df) // 3
+    means = df.groupby(["A", "B", "C", "N1", "N2"])["tput"].mean().reset_index()
+    direct = pi_direct(means, "A", "tput")
+    assert res.pi["A"] == pytest.approx(direct, rel=1e-10)
+    assert (res.configs["n_runs"] == 3).all()
+    assert res.noise_rsd > 0
+
+
+def test_numeric_parameter_with_many_values_is_binned():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 100, 400)
+    df = pd.DataFrame({"x": x, "k": rng.choice(["p", "q"], 400)})
+    df["y"] = 50 + 0.5 * x + rng.normal(0, 1, 400)
+    res = importance(df, "y", params=["x", "k"], stop="top:1", bins=4)
+    assert "x" in res.binned and "4 quantile strata" in res.binned["x"]
+    assert len(res.levels["x"]) == 4
+    assert res.selected == ["x"]
+    assert res.table()["binned"].iloc[0] == "yes"
+    # Without --params, a float column with many values is taken for a response.
+    res = importance(df, "y", stop="top:1")
+    assert list(res.pi) == ["k"]
+
+
+def test_parse_stop():
+    assert parse_stop("top:3") == [StopRule("top", 3)]
+    assert parse_stop("rsd:2%") == [StopRule("rsd", 0.02)]
+    assert parse_stop("top:4, gain:0.01") == [StopRule("top", 4), StopRule("gain", 0.01)]
+    for bad in ("foo:1", "top:0", "top:2.5", "rsd:", "rsd:-1", "rsd:abc", ""):
+        with pytest.raises(AnalysisError, match="--stop"):
+            parse_stop(bad)
+
+
+def test_bad_input_errors_name_the_column():
+    with pytest.raises(AnalysisError, match="'nope'"):
+        importance(HAND, "nope")
+    with pytest.raises(AnalysisError, match="parameter column 'Z'"):
+        importance(HAND, "y", params=["P", "Z"])
+    bad = HAND.assign(y=HAND["y"].astype(object))
+    bad.loc[2, "y"] = "oops"
+    with pytest.raises(AnalysisError, match="'oops'"):
+        importance(bad, "y")
+    with pytest.raises(AnalysisError, match="aggregate"):
+        importance(HAND, "y", aggregate="median")  # type: ignore[arg-type]
+
+
+def test_failed_runs_without_response_are_dropped():
+    df = HAND.copy()
+    df.loc[0, "y"] = np.nan
+    res = importance(df, "y", params=["P", "Q", "R"], stop="top:1")
+    assert res.n_dropped == 1 and res.n_rows == 7
+
+
+def test_result_shapes():
+    res = importance(planted(), "tput", stop="top:2")
+    assert isinstance(res, ImportanceResult)
+    d = res.to_dict()
+    assert [s["param"] for s in d["selected"]] == ["A", "B"]
+    assert {"param", "importance", "best_value"} <= set(d["selected"][0])
+    assert set(d["pi"]) == {"A", "B", "C", "N1", "N2"}
+    tab = res.table()
+    assert list(tab["param"]) == ["A", "B"] and tab["share"].iloc[0] > 0.5
+    assert res.pi_table()["param"].iloc[0] == "A"
+    fig = res.plot()
+    assert len(fig.axes) >= 2
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------- properties
+tables = st.integers(min_value=0, max_value=2**31 - 1).flatmap(
+    lambda seed: st.tuples(st.just(seed), st.integers(3, 60), st.lists(st.integers(1, 4),
+                                                                       min_size=1, max_size=4)))
+
+
+def _random_table(seed: int, n: int, levels: list[int]) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({f"p{j}": rng.integers(0, L, n) for j, L in enumerate(levels)})
+    df["y"] = rng.normal(50, 10, n) * rng.choice([1.0, 100.0])
+    return df
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables, st.sampled_from(["max", "mean"]))
+def test_bincount_selection_equals_groupby_computation(spec, how):
+    seed, n, levels = spec
+    df = _random_table(seed, n, levels)
+    params = [c for c in df.columns if c != "y"]
+    enc = encode(df, "y", params)
+    means = enc.configs[params + ["y"]]
+    order = greedy_order(enc.codes, enc.nlev, enc.y, len(params), how)
+    chosen: list[str] = []
+    for j, v in order:
+        p = params[j]
+        direct = pi_direct(means, p, "y") if not chosen else \
+            cpi_direct(means, p, chosen, "y", how)
+        assert v == pytest.approx(direct, rel=1e-9, abs=1e-9 * max(1.0, var_pop(means.y)))
+        # ...and it is the largest among the candidates (up to rounding).
+        for q in params:
+            if q not in chosen and q != p:
+                other = pi_direct(means, q, "y") if not chosen else \
+                    cpi_direct(means, q, chosen, "y", how)
+                assert other <= v + 1e-9 * max(1.0, var_pop(means.y))
+        chosen.append(p)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tables, st.floats(-1e3, 1e3), st.floats(0.1, 10))
+def test_pi_bounds_shift_and_scale(spec, shift, scale):
+    seed, n, levels = spec
+    df = _random_table(seed, n, levels)
+    res = importance(df, "y", stop="top:1")
+    moved = importance(df.assign(y=df["y"] * scale + shift), "y", stop="top:1")
+    for p, v in res.pi.items():
+        assert -1e-9 * res.variance <= v <= res.variance * (1 + 1e-9)
+        assert moved.pi[p] == pytest.approx(v * scale**2, rel=1e-6, abs=1e-9 * res.variance)
