@@ -407,8 +407,8 @@ fn simulate<'py>(
     if station.iter().any(|&s| s < 0 || s as usize >= n_st) {
         return Err(PyValueError::new_err("station index out of range"));
     }
-    if station.len() > u32::MAX as usize || branch_ptr.len() > u32::MAX as usize {
-        return Err(PyValueError::new_err("too many visits or steps for one run (max 2^32 - 1)"));
+    if station.len() > u32::MAX as usize || branch_ptr.len() > u32::MAX as usize || n_req > u32::MAX as usize {
+        return Err(PyValueError::new_err("too many requests, steps or visits for one run (max 2^32 - 1 each)"));
     }
     let closed = clients > 0;
     if think.len() != n_req || (!closed && arrivals.len() != n_req) {
