@@ -105,6 +105,9 @@ class Network(_Strict):
     nodes_per_rack: int = Field(20, ge=1)
     oversubscription: float = Field(3.0, ge=1.0)
     efficiency: float = Field(0.94, gt=0, le=1.0, description="payload share of line rate")
+    #: spread: every rack gets its share of each node group (proxies in every rack);
+    #: grouped: racks filled group after group, in file order.
+    placement: Literal["spread", "grouped"] = "spread"
 
 
 class OpCost(_Strict):
@@ -512,7 +515,14 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
     rack_bps = np.zeros(1)
     nic_arr = np.asarray(nic_bps)
     if leaf_spine:
-        node_rack = np.arange(n) // net.nodes_per_rack
+        order = np.arange(n)
+        if net.placement == "spread":
+            # Interleave the groups: sort nodes by their relative position inside their group.
+            frac = np.concatenate([(np.arange(g.count) + 0.5) / g.count
+                                   for g in spec.nodes if g.count])
+            order = np.argsort(frac, kind="stable")
+        node_rack = np.empty(n, dtype=np.int64)
+        node_rack[order] = np.arange(n) // net.nodes_per_rack
         n_racks = int(node_rack.max()) + 1
         # A leaf's uplink carries its nodes' line rate divided by the oversubscription.
         rack_bps = np.bincount(node_rack, weights=nic_arr, minlength=n_racks) / net.oversubscription
