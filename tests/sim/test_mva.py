@@ -35,9 +35,10 @@ def brute_force_throughput(D, c, N, Z) -> float:
 
 
 @pytest.mark.parametrize("N", [1, 2, 5, 8])
-def test_exact_mva_matches_enumeration_with_multiserver_and_delay(N):
+@pytest.mark.parametrize("servers", [[1, 3, 0, 2], [5, 1, 2, 0], [2, 2, 1, 1]])
+def test_exact_mva_matches_enumeration_with_multiserver_and_delay(N, servers):
     D = np.array([0.3, 0.5, 0.2, 0.4])
-    c = np.array([1, 3, 0, 2])
+    c = np.array(servers)
     assert mva(D, N, 1.0, c).throughput == pytest.approx(brute_force_throughput(D, c, N, 1.0), rel=1e-10)
 
 

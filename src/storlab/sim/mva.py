@@ -13,7 +13,7 @@ per request ``D_k = visits_k * service_time_k`` and their number of servers:
 Clients think for ``Z`` seconds between requests (a delay station outside ``D``).
 
 References: Reiser & Lavenberg (1980) for exact MVA; Menasce & Almeida, *Capacity
-Planning for Web Services* (2002), ch. 13, for load-dependent stations; Schweitzer
+Planning for Web Services* (2002), for load-dependent multi-server stations; Schweitzer
 (1979) and Bard (1979) for the approximate multi-class fixed point; Seidmann, Schweitzer
 & Shalev-Oren (1987) for the multi-server approximation.
 """
@@ -67,8 +67,9 @@ def mva(demands, N: int, Z: float = 0.0, servers=None) -> MVAResult:
     """Exact single-class MVA; multi-server stations via the load-dependent recursion.
 
     For a station with ``c`` servers the marginal probabilities ``p(j | n)`` of the
-    first ``c - 1`` states are carried, and (Menasce & Almeida eq. 13.x)
-    ``R = D/c * (1 + Q(n-1) + sum_{j<c-1} (c-1-j) p(j | n-1))``. Cost O(N*K*c).
+    first ``c - 1`` states are carried, and (Menasce & Almeida's multi-server MVA)
+    ``R = D/c * (1 + Q(n-1) + sum_{j<c-1} (c-1-j) p(j | n-1))``. Cost O(N*K*c),
+    vectorised over stations.
     ``p(0 | n)`` comes from normalisation and can lose precision near saturation
     with many servers; it is clipped at 0.
     """
@@ -78,9 +79,15 @@ def mva(demands, N: int, Z: float = 0.0, servers=None) -> MVAResult:
     K = len(d)
     delay = c == 0
     multi = np.flatnonzero(c > 1)
-    cmax = int(c.max()) if K else 1
-    # p[m, j] = P(j present at multi-server station multi[m]), j < c - 1 used.
-    p = np.zeros((len(multi), max(cmax, 1)))
+    # Vectorised over the multi-server stations: p[m, j] = P(j present at multi[m]),
+    # padded to the largest server count; weights are zero outside 0 <= j < c.
+    cm = c[multi].astype(np.float64)[:, None]
+    dm = d[multi][:, None]
+    j = np.arange(max(int(c.max()) if K else 1, 1), dtype=np.float64)[None, :]
+    w_r = np.where(j < cm - 1, cm - 1 - j, 0.0)  # (c-1-j) for j < c-1, in R
+    w_p = np.where((j >= 1) & (j < cm), cm - j, 0.0)  # (c-j) for 1 <= j < c, in p(0)
+    grow = np.where((j >= 1) & (j < cm), 1.0 / np.maximum(j, 1.0), 0.0)  # 1/alpha(j) = 1/j
+    p = np.zeros((len(multi), j.shape[1]))
     p[:, 0] = 1.0
     q = np.zeros(K)
     X = np.zeros(N)
@@ -89,19 +96,13 @@ def mva(demands, N: int, Z: float = 0.0, servers=None) -> MVAResult:
     for n in range(1, N + 1):
         r = d * (1.0 + q)
         r[delay] = d[delay]
-        for m, k in enumerate(multi):
-            ck = int(c[k])
-            j = np.arange(ck - 1)
-            r[k] = d[k] / ck * (1.0 + q[k] + np.sum((ck - 1 - j) * p[m, : ck - 1]))
+        r[multi] = dm[:, 0] / cm[:, 0] * (1.0 + q[multi] + np.sum(w_r * p, axis=1))
         x = n / (Z + r.sum())
         q = x * r
-        for m, k in enumerate(multi):
-            ck = int(c[k])
-            j = np.arange(1, ck)
-            new = np.zeros_like(p[m])
-            new[1:ck] = x * d[k] / j * p[m, : ck - 1]
-            new[0] = max(0.0, 1.0 - (x * d[k] + np.sum((ck - j) * new[1:ck])) / ck)
-            p[m] = new
+        new = np.zeros_like(p)
+        new[:, 1:] = x * dm * grow[:, 1:] * p[:, :-1]
+        new[:, 0] = np.maximum(0.0, 1.0 - (x * dm[:, 0] + np.sum(w_p * new, axis=1)) / cm[:, 0])
+        p = new
         X[n - 1], R[n - 1], Q[n - 1] = x, r, q
     U = X[:, None] * d[None, :] / np.where(delay, 1, c)[None, :]
     return MVAResult(X=X, R=R, Q=Q, U=U, Z=float(Z))
