@@ -48,6 +48,14 @@ def test_importance_json(capsys, results, tmp_path):
     assert data["n_rows"] == 48 and data["n_configs"] == 24
 
 
+def test_importance_compare(capsys, results):
+    code, out, err = _run(capsys, "importance", str(results), "-r", "tput", "--params",
+                          "journal,device,bs,sched", "--compare", "--json")
+    assert code == 0, err
+    rows = {r["param"]: r for r in json.loads(out)["compare"]}
+    assert rows["journal"]["sobol_st"] >= rows["journal"]["sobol_s1"] > 0.5
+
+
 def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
     plot = tmp_path / "imp.png"
     out_json = tmp_path / "imp.json"

@@ -63,6 +63,9 @@ def importance_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save the figure (png, svg, pdf)."),
+    compare: bool = typer.Option(False, "--compare",
+                                 help="Also show ANOVA SS shares and (complete grids) Sobol "
+                                      "S1/ST beside the PI shares."),
 ) -> None:
     """Which parameters matter: Carver's PI/CPI and greedy selection (FAST 2020)."""
     import pandas as pd
@@ -75,8 +78,16 @@ def importance_cmd(
                      goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
     if plot is not None:
         _save_plot(res.plot(), plot)
+    cmp = None
+    if compare:
+        from ..analysis.compare import compare as compare_fn
+
+        cmp = compare_fn(df, response, params=_split(params), bins=bins, source=str(results))
     if json_out or output:
-        emit_json(res.to_dict(), output)
+        data = res.to_dict()
+        if cmp is not None:
+            data["compare"] = cmp.table()
+        emit_json(data, output)
         if json_out:
             return
     head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
@@ -110,6 +121,11 @@ def importance_cmd(
     pt["pi"] = pt["pi"].map(lambda v: f"{v:.4g}")
     pt["share"] = pt["share"].map(lambda v: f"{v:.1%}")
     console.print(frame_table(pt.drop(columns=["binned"]), title="PI of every parameter"))
+    if cmp is not None:
+        ct = cmp.table()
+        console.print(frame_table(ct, title="importance by other methods (shares of variance)"
+                                  + ("" if cmp.complete_grid else
+                                     "; Sobol needs a complete grid"), floatfmt="{:.3f}"))
 
 
 def importance_eval_cmd(
