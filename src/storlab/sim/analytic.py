@@ -159,8 +159,12 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
         else:
             raise ValueError(f"method {method!r}: auto, exact, seidmann or schweitzer-fork")
         used = method
-    resp = pre @ stretch + np.array([_order_stat(d.quorum[o], d.branches[o]) / d.branches[o]
-                                     for o in range(len(OPS))]) * (fork @ stretch)
+    if stable:
+        resp = pre @ stretch + np.array([_order_stat(d.quorum[o], d.branches[o])
+                                         / d.branches[o] for o in range(len(OPS))]) * (
+            fork @ stretch)
+    else:
+        resp = np.full(len(OPS), np.inf)
     rows = []
     if wl.rate is None:
         X = float(X)

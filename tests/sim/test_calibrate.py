@@ -1,0 +1,59 @@
+"""Calibration recovers hidden cost multipliers and reports per-point errors."""
+
+import pandas as pd
+import pytest
+
+from storlab.sim.analytic import analyse
+from storlab.sim.calibrate import calibrate, calibrated_raw, read_measurements
+from storlab.sim.cluster import SimError, apply_overrides, build_model, parse_cluster
+
+BASE = {
+    "nodes": [
+        {"role": "proxy", "count": 1, "cpu": {"cores": 4}, "nic": 25},
+        {"role": "storage", "count": 3, "cpu": {"cores": 4}, "nic": 25,
+         "disks": {"type": "hdd7200", "count": 2}},
+    ],
+    "swift": {"part_power": 8},
+    "workload": {"objects": 2000},
+}
+TRUTH = {"proxy_cpu_op": 1.8, "proxy_cpu_mb": 1.0, "object_cpu_op": 1.0, "object_cpu_mb": 1.0,
+         "disk_overhead": 0.7, "disk_bandwidth": 1.0}
+
+
+def measured_by_truth() -> pd.DataFrame:
+    """Exact-model data: the analytic model of the true cluster, so a perfect fit exists."""
+    truth = calibrated_raw(BASE, TRUTH)
+    rows = []
+    for clients in (1, 4, 32):
+        for op in ("GET", "PUT"):
+            for size in ("4KiB", "256KiB"):
+                ov = {"clients": clients, "mix": f"{op}:1", "object_size": size}
+                x = analyse(build_model(parse_cluster(apply_overrides(truth, ov)))).throughput
+                rows.append({"config": "base", "concurrency": clients, "size": size,
+                             "operation": op, "measured": x,
+                             "split": "test" if clients == 4 and size == "256KiB" else "train"})
+    return pd.DataFrame(rows)
+
+
+def test_recovers_hidden_multipliers_and_predicts_held_out_points(tmp_path):
+    csv = tmp_path / "m.csv"
+    measured_by_truth().to_csv(csv, index=False)
+    res = calibrate(BASE, read_measurements(csv))
+    assert set(res.points["split"]) == {"train", "test"}
+    assert res.points["error_pct"].abs().max() < 2.0
+    assert res.params["proxy_cpu_op"] == pytest.approx(1.8, rel=0.15)
+    assert res.params["disk_overhead"] == pytest.approx(0.7, rel=0.15)
+    nominal = calibrate(BASE, read_measurements(csv), fit=False)
+    assert nominal.points["error_pct"].abs().mean() > 5 * res.points["error_pct"].abs().mean()
+    # The calibrated cluster is a valid cluster file.
+    parse_cluster(res.raw)
+
+
+def test_bad_csv(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text("clients,object_size,op\n1,4k,GET\n")
+    with pytest.raises(SimError, match="missing column 'ops_s'"):
+        read_measurements(p)
+    p.write_text("clients,object_size,op,ops_s\n1,4k,GET,fast\n")
+    with pytest.raises(SimError, match="row 2: ops_s 'fast'"):
+        read_measurements(p)

@@ -1,0 +1,55 @@
+"""The simulated cluster against the analytic (MVA) model of the same network."""
+
+import pytest
+
+from storlab.sim.analytic import analyse
+from storlab.sim.cluster import apply_overrides, build_model, parse_cluster, run_model
+
+BASE = {
+    "nodes": [
+        {"role": "proxy", "count": 2, "cpu": {"cores": 4}, "nic": 10},
+        {"role": "storage", "count": 4, "cpu": {"cores": 4}, "nic": 10,
+         "disks": {"type": "hdd7200", "count": 3}},
+    ],
+    "swift": {"part_power": 10},
+    "workload": {"mix": {"GET": 1.0}, "object_size": "64KiB", "objects": 5000,
+                 "requests": 40000, "seed": 5},
+}
+
+
+@pytest.mark.parametrize("ov", [
+    {"clients": 4}, {"clients": 40}, {"clients": 40, "think_ms": 20},
+    {"clients": 24, "disk": "ssd_s3700", "object_size": "1MiB"},  # NICs and bandwidth busy
+])
+def test_product_form_agreement(ov):
+    """GET-only with exponential service: BCMP product-form, so exact MVA is the answer."""
+    m = build_model(parse_cluster(apply_overrides(BASE, {**ov, "service_times": "exponential"})))
+    a = analyse(m)
+    s = run_model(m)
+    assert a.method == "exact"
+    assert s.ops.loc[0, "ops_s"] == pytest.approx(a.throughput, rel=0.04)
+    assert s.ops.loc[0, "lat_mean_ms"] == pytest.approx(a.ops.loc[0, "lat_mean_ms"], rel=0.05)
+    assert s.bottleneck["resource"] == a.bottleneck["resource"]
+
+
+def test_open_loop_agreement():
+    m = build_model(parse_cluster(apply_overrides(BASE, {"rate": 1500,
+                                                         "service_times": "exponential"})))
+    a, s = analyse(m), run_model(m)
+    assert s.ops.loc[0, "ops_s"] == pytest.approx(1500, rel=0.03)
+    assert s.ops.loc[0, "lat_mean_ms"] == pytest.approx(a.ops.loc[0, "lat_mean_ms"], rel=0.08)
+
+
+def test_quorum_writes_approximation_is_close():
+    """PUTs fork to 3 replicas and join at 2: not product-form; the fixed point should still
+    land within ~10 % of the simulator."""
+    m = build_model(parse_cluster(apply_overrides(BASE, {"mix": "GET:0.6,PUT:0.4",
+                                                         "clients": 32})))
+    a, s = analyse(m), run_model(m)
+    assert a.method == "schweitzer-fork"
+    assert s.ops.loc[0, "ops_s"] == pytest.approx(a.throughput, rel=0.10)
+
+
+def test_unstable_open_loop_is_reported():
+    m = build_model(parse_cluster(apply_overrides(BASE, {"rate": 1e6})))
+    assert not analyse(m).stable

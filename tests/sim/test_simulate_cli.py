@@ -1,0 +1,101 @@
+"""`storlab simulate` as a user runs it, and the simulator campaign runner."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from storlab.campaign.runners.simulator import SimulatorRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ROOT / "examples" / "sim" / "small.yaml"
+
+
+def storlab(*args):
+    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_simulate_json():
+    r = storlab("simulate", SMALL, "--requests", 5000, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    ops = {row["op"]: row for row in d["ops"]}
+    assert {"ALL", "GET", "PUT"} <= set(ops)
+    for k in ("ops_s", "mb_s", "lat_mean_ms", "lat_p50_ms", "lat_p95_ms", "lat_p99_ms"):
+        assert ops["GET"][k] > 0
+    assert {u["resource"] for u in d["utilisation"]} >= {"proxy_cpu", "storage_cpu", "disk",
+                                                        "proxy_nic", "storage_nic"}
+    assert d["bottleneck"]["resource"] == d["utilisation"][0]["resource"]
+    assert d["littles_law_error"] < 0.02
+
+
+def test_simulate_table_and_analytic():
+    r = storlab("simulate", SMALL, "--analytic", "--set", "nic=25")
+    assert r.returncode == 0, r.stderr
+    assert "bottleneck:" in r.stdout and "utilisation by resource" in r.stdout
+
+
+def test_sweep_analytic_csv_and_plot(tmp_path):
+    out, png = tmp_path / "s.csv", tmp_path / "s.png"
+    r = storlab("simulate", SMALL, "--analytic", "--sweep", "nic=10,25", "--sweep",
+                "disk=hdd7200,ssd_s3700", "--executor", "serial", "-o", out, "--plot", png)
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+    df = pd.read_csv(out)
+    assert len(df) == 4 and {"nic", "disk", "ops_s", "bottleneck", "x_base"} <= set(df.columns)
+    # 25 GbE relieves the proxy NIC of this large-object workload.
+    assert df[df.nic == 25].ops_s.min() > df[df.nic == 10].ops_s.max()
+    assert png.stat().st_size > 1000
+
+
+def test_sweep_local_processes():
+    from storlab.sim.cluster import load_raw
+    from storlab.sim.sweep import run_sweep
+    res = run_sweep(load_raw(SMALL), {"nodes": [2, 4], "requests": [3000]}, executor="local",
+                    workers=2)
+    assert list(res.table()["nodes"]) == [2, 4] and res.table()["ops_s"].gt(0).all()
+
+
+def test_calibrate_cli(tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = storlab("simulate", SMALL, "--calibrate", ROOT / "examples/sim/calibration.csv",
+                "--save-calibrated", out, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert set(d["params"]) >= {"proxy_cpu_op", "disk_overhead"}
+    assert d["summary"]["train_mape_pct"] < 15
+    assert out.exists() and "calibration:" in out.read_text()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--set", "replicas=x"], "swift.replicas"),
+    (["--set", "disk=floppy"], "floppy"),
+    (["--sweep", "nodes"], "NAME=V1,V2"),
+    (["--executor", "bogus", "--sweep", "nodes=2,3"], "bogus"),
+])
+def test_bad_input_exits_2_with_one_line(args, needle):
+    r = storlab("simulate", SMALL, *args)
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_missing_file():
+    r = storlab("simulate", "nope.yaml")
+    assert r.returncode == 2 and "nope.yaml" in r.stderr
+
+
+def test_simulator_runner(tmp_path):
+    runner = SimulatorRunner(SMALL, requests=3000)
+    assert runner.name == "simulator"
+    res = runner.run({"nodes": 8, "disk": "ssd_s3700", "nic": 25}, tmp_path)
+    assert res.ok and res.metrics["ops_s"] > 0 and "get_lat_p99_ms" in res.metrics
+    assert 0 < res.metrics["bottleneck_util"] <= 1
+    assert json.loads(res.raw)["requests"] == 3000
+    bad = runner.run({"storage.disks.count": "many"}, tmp_path)
+    assert bad.status == "failed" and "disks" in bad.stderr
+    fast = SimulatorRunner(SMALL, analytic=True, clients=8)
+    assert fast.run({}, tmp_path).metrics["ops_s"] > 0
