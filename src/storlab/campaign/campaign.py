@@ -175,7 +175,7 @@ class Campaign:
         """Checks that need the runner: options accepted, targets allowed (a block device
         without `allow_destructive` is refused here, before any run or step)."""
         try:
-            runner = make_runner(self.spec.runner.type, dict(self.spec.runner.options))
+            runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
             raise CampaignError(f"{self.path}: field runner: {exc}") from None
         check = getattr(runner, "check_target", None)
@@ -185,6 +185,16 @@ class Campaign:
                     check(self._runner_config(cfg))
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
+
+    def runner_options(self) -> dict[str, Any]:
+        """The runner's fixed options; the simulator's `cluster` file is resolved against
+        the campaign's directory (workers may run elsewhere)."""
+        opts = dict(self.spec.runner.options)
+        c = opts.get("cluster")
+        if self.spec.runner.type == "simulator" and isinstance(c, str) \
+                and (self.dir / c).exists():
+            opts["cluster"] = str((self.dir / c).resolve())
+        return opts
 
     def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
@@ -223,7 +233,7 @@ class Campaign:
         steps = lambda part: [StepSpec(s.run, s.shell, s.timeout, s.ignore_errors)  # noqa: E731
                               for s in getattr(self.spec, part)]
         return RunTask(key=r.key, config=dict(r.config), runner_type=self.spec.runner.type,
-                       runner_options=dict(self.spec.runner.options), values=values,
+                       runner_options=self.runner_options(), values=values,
                        workdir=str(self.scratch / r.key), exclude=list(self.spec.runner.exclude),
                        setup=steps("setup"), teardown=steps("teardown"),
                        timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch)
