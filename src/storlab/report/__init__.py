@@ -1,1 +1,13 @@
-"""storlab.report"""
+"""Reports: the self-contained HTML campaign report and the coverage report.
+
+    from storlab.report import from_campaign, build_report
+    build_report(from_campaign("campaign.yaml")).write("report.html")
+"""
+
+from __future__ import annotations
+
+from .build import (Report, ReportError, ReportInput, Section, build_report, coverage_report,
+                    design_from_data, from_campaign, from_results)
+
+__all__ = ["Report", "ReportError", "ReportInput", "Section", "build_report",
+           "coverage_report", "design_from_data", "from_campaign", "from_results"]

@@ -1,0 +1,148 @@
+"""`storlab report` (the HTML campaign report) and `storlab coverage` (how much of the
+observed behaviour space each benchmark covers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import StorlabError
+from ._common import console, emit_json, frame_table
+
+# matplotlib, scikit-learn and the report builder load inside the commands.
+
+
+def _split(text: Optional[str]) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _is_campaign(path: Path) -> bool:
+    """A campaign file names a runner and a design; a space file does not."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return True  # let the campaign loader report the problem with its own message
+    return isinstance(data, dict) and ("runner" in data or "design" in data)
+
+
+def report_cmd(
+    source: Path = typer.Argument(..., help="Campaign YAML file, or a results CSV/Parquet."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="HTML file to write (default: report.html "
+                                               "next to the input)."),
+    space_file: Optional[Path] = typer.Option(None, "--space",
+                                              help="Space YAML (with a results table)."),
+    response: list[str] = typer.Option([], "--response", "-y",
+                                       help="Response to analyse (repeatable; default: the "
+                                            "space's responses or the headline metrics)."),
+    level: str = typer.Option("config", "--level",
+                              help="Campaigns: analyse per-configuration means (config) or "
+                                   "every run (run)."),
+    coverage_by: Optional[str] = typer.Option(None, "--coverage-by",
+                                              help="Add a coverage section grouping runs by "
+                                                   "this column."),
+    metrics: Optional[str] = typer.Option(None, "--metrics",
+                                          help="Coverage metrics m1,m2,... (default: all)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Write a self-contained HTML report: space, design, progress, results, effects,
+    ANOVA, importance, recommendation and (when the data allow) the read/write-mix model."""
+    from ..report import build_report, from_campaign, from_results
+
+    if not source.exists():
+        raise StorlabError(f"{source}: file not found")
+    if level not in ("config", "run"):
+        raise StorlabError(f"--level {level!r} must be config or run")
+    if source.suffix.lower() in (".yaml", ".yml") and _is_campaign(source):
+        if space_file is not None:
+            raise StorlabError("--space is for a results table; a campaign has its own space")
+        inp = from_campaign(source, level)
+    elif source.suffix.lower() in (".yaml", ".yml"):
+        raise StorlabError(f"{source}: not a campaign file (no runner or design); give a "
+                           "results table and --space SPACE.yaml")
+    else:
+        from ..space import Space
+        from .design import read_table
+
+        space = Space.from_yaml(space_file) if space_file else None
+        inp = from_results(read_table(source), space, source=str(source))
+    rep = build_report(inp, responses=response or None, coverage_by=coverage_by,
+                       coverage_metrics=_split(metrics), alpha=alpha)
+    out = output if output is not None else source.parent / "report.html"
+    rep.write(out)
+    info = {"output": str(out), "bytes": out.stat().st_size,
+            "sections": [s.id for s in rep.sections],
+            "responses": list(rep.data["responses"])}
+    if json_out:
+        emit_json(info)
+        return
+    console.print(f"wrote {out} ({info['bytes'] / 1e6:.2f} MB): "
+                  + ", ".join(s.title for s in rep.sections if s.nav))
+
+
+def coverage_cmd(
+    results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run."),
+    by: str = typer.Option(..., "--by", help="Column naming each run's benchmark or workload."),
+    metrics: Optional[str] = typer.Option(None, "--metrics",
+                                          help="Metric columns m1,m2,... (default: every "
+                                               "varying float column)."),
+    components: Optional[int] = typer.Option(None, "--components",
+                                             help="Independent components (default: enough "
+                                                  "for 95 % of the variance)."),
+    clusters: Optional[int] = typer.Option(None, "--clusters",
+                                           help="k-means clusters (default: best silhouette)."),
+    log: bool = typer.Option(False, "--log", help="Take logs of the metrics first."),
+    seed: int = typer.Option(0, "--seed", help="Seed of FastICA and k-means."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG plots."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="Write .html (report), .json or .csv (table)."),
+) -> None:
+    """Which benchmark covers more of the observed behaviour: ICA + k-means + Ward."""
+    from ..analysis.coverage import PLOT_KINDS, coverage
+    from .design import read_table
+
+    if output is not None and output.suffix.lower() not in (".html", ".json", ".csv"):
+        raise StorlabError(f"-o {output}: use a .html, .json or .csv file")
+    table = read_table(results)
+    cov = coverage(table, by, metrics=_split(metrics), n_components=components,
+                   n_clusters=clusters, log=log, seed=seed, source=str(results))
+    if plots is not None:
+        plots.mkdir(parents=True, exist_ok=True)
+        for kind in PLOT_KINDS:
+            cov.plot(kind).savefig(plots / f"coverage-{kind}.png", dpi=150,
+                                   bbox_inches="tight")
+    if output is not None:
+        suffix = output.suffix.lower()
+        if suffix == ".html":
+            from ..report import coverage_report
+
+            coverage_report(cov, str(results)).write(output)
+        elif suffix == ".json":
+            emit_json(cov.to_dict(), output)
+        else:
+            cov.table().to_csv(output, index=False)
+    if json_out:
+        emit_json(cov.to_dict())
+        return
+    console.print(f"{len(cov.labels)} runs, {len(cov.metrics)} metrics, "
+                  f"{cov.scores.shape[1]} independent components, {cov.k} clusters "
+                  f"(Ward vs k-means ARI {cov.agreement:.2f})")
+    console.print(frame_table(cov.table(), title=f"Coverage by {by}"))
+    for d in cov.dropped:
+        console.print(f"[yellow]left out:[/] {d}")
+    console.print(f"[bold green]{cov.best()}[/] covers the most clusters")
+    if output is not None:
+        console.print(f"wrote {output}")
+    if plots is not None:
+        console.print(f"plots in {plots}/")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_cmd)
+    app.command("coverage")(coverage_cmd)

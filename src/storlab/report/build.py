@@ -1,0 +1,814 @@
+"""The campaign report: one self-contained HTML file from a campaign (or a results table
+plus its space).
+
+The report only formats what the analyses return (`storlab.analysis.effects.analyze`,
+`storlab.analysis.importance.importance`, `storlab.estimate`, `storlab.analysis.coverage`):
+every number in it is the number `storlab analyze --json` prints for the same table, and the
+same numbers are embedded as JSON (`<script id="storlab-data">`) for scripts. A section
+without data is left out, never shown empty.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StorlabError
+from ..space import Space
+from . import html as H
+
+#: Metrics a report analyses when neither the user nor the space names responses, in order
+#: of preference (fio, sysbench, postmark and the simulator write these).
+HEADLINE = ("total_iops", "total_bw_bytes", "iops", "bw", "bw_bytes", "transactions_per_s",
+            "throughput", "read_clat_p99_us", "write_clat_p99_us")
+DESIGN_COLUMNS = ("std_order", "replicate", "block", "center")
+PRIVATE = ("_n_ok", "_n_failed")
+STATUS_COLORS = {"ok": "#009E73", "failed": "#D55E00", "timeout": "#CC79A7",
+                 "running": "#E69F00", "pending": "#BBBBBB"}
+
+
+class ReportError(StorlabError):
+    """The inputs of a report cannot be used (unknown response, unreadable files...)."""
+
+
+# --------------------------------------------------------------------------- inputs
+@dataclass
+class ReportInput:
+    """Everything a report can show, gathered from a campaign or from a results table."""
+
+    title: str
+    source: str
+    results: pd.DataFrame
+    space: Space | None = None
+    design_meta: dict[str, Any] | None = None
+    design_origin: str = ""            # "campaign design" or "read off the results table"
+    runs: pd.DataFrame | None = None   # one row per planned measured run (campaigns)
+    level: str = "config"
+    repetitions: int | None = None
+    runner: str = ""
+    runner_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def factors(self) -> list[str]:
+        if self.space is not None:
+            return [n for n in self.space.names if n in self.results.columns]
+        return []
+
+
+def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
+    """Load a campaign file: its space, design provenance, run statuses and results."""
+    from ..campaign.campaign import Campaign
+    from ..campaign.store import Store
+
+    camp = Campaign.load(path)
+    spec = camp.spec
+    meta, origin = None, ""
+    if spec.design.kind is not None:
+        from ..design import make_design
+
+        d = spec.design
+        kw: dict[str, Any] = dict(runs=d.runs, resolution=d.resolution,
+                                  generators=d.generators, center=d.center,
+                                  replicates=d.replicates, randomize_order=False,
+                                  seed=d.seed if d.seed is not None else spec.seed)
+        if d.fold is not None:
+            kw["fold"] = d.fold
+        if d.optimize is not None:
+            kw["optimize"] = d.optimize
+        try:
+            meta, origin = dict(make_design(camp.space, d.kind, **kw).meta), "campaign design"
+        except StorlabError:
+            meta = None
+    stored: dict[str, dict[str, Any]] = {}
+    if camp.store_path.exists():
+        with Store(camp.store_path) as store:
+            stored = {r["key"]: r for r in store.runs() if not r["warmup"]}
+        results = camp.results(level)
+    else:
+        results = pd.DataFrame(columns=["config_id", *camp.space.names])
+    rows = []
+    for r in camp.plan():
+        s = stored.get(r.key, {})
+        rows.append({"key": r.key, "seq": r.seq, "config_id": r.config_id,
+                     "repetition": r.repetition, "status": s.get("status", "pending"),
+                     "exit_code": s.get("exit_code"), "started": s.get("started"),
+                     "ended": s.get("ended"), "host": s.get("host") or "",
+                     "stderr": s.get("stderr_tail") or "", **r.config})
+    if meta is None and len(results):
+        meta, origin = design_from_data(results, camp.space), "read off the results table"
+    return ReportInput(title=f"Campaign report: {camp.name}", source=str(camp.path),
+                       results=results, space=camp.space, design_meta=meta,
+                       design_origin=origin, runs=pd.DataFrame(rows), level=level,
+                       repetitions=spec.repetitions, runner=spec.runner.type,
+                       runner_options=dict(spec.runner.options))
+
+
+def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",
+                 title: str | None = None) -> ReportInput:
+    """A results table (and optionally its space) without a campaign: no progress section;
+    the design is read off the table."""
+    if space is None:
+        space = _space_from_table(results)
+    meta = design_from_data(results, space) if space is not None and len(results) else None
+    runs = None
+    if "status" in results.columns:  # a run-level export carries each run's status
+        runs = results.assign(key=[f"row {i + 1}" for i in range(len(results))])
+    return ReportInput(title=title or f"Results report: {Path(source).name}", source=source,
+                       results=results, space=space, design_meta=meta,
+                       design_origin="read off the results table", runs=runs,
+                       level="run" if "status" in results.columns else "config")
+
+
+def _space_from_table(df: pd.DataFrame) -> Space | None:
+    """Two-level factor columns read off the data (as `storlab analyze` does without a space)."""
+    from ..analysis.effects import infer_codings
+    from ..errors import AnalysisError
+    from ..space import Factor
+
+    resp = next((c for c in HEADLINE if c in df.columns), None)
+    if resp is None:
+        return None
+    try:
+        codings = infer_codings(df, resp)
+    except AnalysisError:
+        return None
+    facs = []
+    for c in codings:
+        if c.numeric:
+            kind = "integer" if float(c.low).is_integer() and float(c.high).is_integer() \
+                else "real"
+            facs.append(Factor(c.name, kind, range=(c.low, c.high), low=c.low, high=c.high,
+                               center=c.center))
+        else:
+            facs.append(Factor(c.name, "categorical", values=[c.low, c.high], low=c.low,
+                               high=c.high))
+    return Space(facs, name="factors read off the results") if facs else None
+
+
+def design_from_data(results: pd.DataFrame, space: Space) -> dict[str, Any]:
+    """Runs, configurations and, for two-level data, the defining relation, resolution,
+    word-length pattern and aliases computed from the factor columns themselves."""
+    from ..design.aliasing import alias_structure, clear_effects, resolution, word_name, \
+        words_from_matrix, wlp
+
+    names = [n for n in space.names if n in results.columns]
+    meta: dict[str, Any] = {"kind": "unknown", "runs": len(results),
+                            "configurations": int(len(results[names].astype(str)
+                                                      .drop_duplicates())) if names else 0}
+    if not names:
+        return meta
+    try:
+        x = np.column_stack([space[n].to_coded(results[n]) for n in names])
+    except (ValueError, TypeError):
+        return meta
+    center = np.all(np.abs(np.nan_to_num(x, nan=9)) < 1e-9, axis=1)
+    xf = x[~center]
+    if len(xf) and np.all(np.isfinite(xf)) and np.allclose(np.abs(xf), 1.0) \
+            and len(names) <= 22:
+        words = words_from_matrix(np.sign(xf))
+        pat = wlp(words, len(names))
+        labels = space.labels[:len(names)]
+        distinct = len({tuple(r) for r in np.sign(xf)})
+        meta.update(kind="two-level" + (" full factorial" if distinct == 2 ** len(names)
+                                        else " fraction"),
+                    resolution=resolution(pat), wlp=pat,
+                    defining_relation=[word_name(w, labels) for w in words][:30],
+                    aliases=alias_structure(words, len(names), labels),
+                    clear_2fi=len(clear_effects(words, len(names))[1]),
+                    center_points=int(center.sum()))
+    return meta
+
+
+# --------------------------------------------------------------------------- report
+@dataclass
+class Section:
+    id: str
+    title: str
+    html: str
+    nav: bool = True
+
+
+@dataclass
+class Report:
+    """A built report: its sections (only those with data), the numbers behind them."""
+
+    title: str
+    subtitle: str
+    sections: list[Section]
+    data: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def html(self) -> str:
+        body = "".join(f'<section id="{H.esc(s.id)}">{s.html}</section>' for s in self.sections)
+        body += H.json_script(_jsonable(self.data), "storlab-data")
+        from .. import __version__ as version
+
+        footer = (f"storlab {H.esc(version)} · every number here is in the JSON block "
+                  "<code>#storlab-data</code> of this file · click a column heading to sort")
+        return H.page(self.title, self.subtitle, [(s.id, s.title) for s in self.sections
+                                                  if s.nav], body, footer)
+
+    def write(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.write_text(self.html(), encoding="utf-8")
+        return p
+
+
+def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
+                 coverage_by: str | None = None, coverage_metrics: Sequence[str] | None = None,
+                 alpha: float = 0.05) -> Report:
+    """Analyse every response and lay out the sections that have data."""
+    from ..analysis.plots import styled
+
+    df = inp.results
+    resp = _responses(inp, responses)
+    data: dict[str, Any] = {"title": inp.title, "source": inp.source, "level": inp.level,
+                            "responses": {}}
+    sections: list[Section] = []
+    with warnings.catch_warnings(), styled():
+        warnings.simplefilter("ignore")  # numerical chatter of tiny designs; notes say more
+        sections.append(_overview(inp, resp))
+        for s in (_space_section(inp), _design_section(inp), _progress_section(inp, data),
+                  _results_section(inp, resp)):
+            if s is not None:
+                sections.append(s)
+        for r in resp:
+            sec, d = _response_section(inp, r, alpha)
+            data["responses"][r] = d
+            sections.append(sec)
+        rw = _rwmix_section(inp, data)
+        if rw is not None:
+            sections.append(rw)
+        if coverage_by:
+            sections.append(_coverage_section(df, coverage_by, coverage_metrics, data,
+                                              exclude=inp.factors))
+    when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    sub = f"{inp.source} · generated {when}"
+    return Report(inp.title, sub, sections, data)
+
+
+def _responses(inp: ReportInput, given: Sequence[str] | None) -> list[str]:
+    df = inp.results
+    if given:
+        bad = [r for r in given if r not in df.columns]
+        if bad:
+            raise ReportError(f"response column(s) {bad} not in the results (columns: "
+                              f"{', '.join(map(str, df.columns))})")
+        return list(given)
+    if df.empty:
+        return []
+    usable = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
+              and df[c].notna().any() and df[c].nunique() > 1]
+    if inp.space is not None and inp.space.responses:
+        named = [r.name for r in inp.space.responses if r.name in usable]
+        if named:
+            return named
+    return [c for c in HEADLINE if c in usable][:2]
+
+
+def _unit(inp: ReportInput, name: str) -> str:
+    from ..analysis.plots import metric_unit
+
+    u = ""
+    if inp.space is not None:
+        u = next((r.unit for r in inp.space.responses if r.name == name), "")
+    return metric_unit(name, u)
+
+
+def _goal(inp: ReportInput, name: str) -> str:
+    if inp.space is not None:
+        for r in inp.space.responses:
+            if r.name == name:
+                return r.goal
+    return "minimize" if "lat" in name or name.endswith("_us") else "maximize"
+
+
+# --------------------------------------------------------------------------- sections
+def _overview(inp: ReportInput, resp: list[str]) -> Section:
+    cards = []
+    if inp.runs is not None:
+        st = inp.runs["status"].value_counts()
+        ok, bad = int(st.get("ok", 0)), int(st.get("failed", 0) + st.get("timeout", 0))
+        cards += [(len(inp.runs), "runs planned", ""), (ok, "runs ok", "ok"),
+                  (bad, "runs failed", "bad" if bad else "")]
+        pend = int(st.get("pending", 0) + st.get("running", 0))
+        if pend:
+            cards.append((pend, "runs not finished", ""))
+    cards.append((len(inp.results), "configurations" if inp.level == "config" else "rows", ""))
+    if inp.space is not None:
+        cards.append((inp.space.k, "factors", ""))
+    cards.append((len(resp), "responses analysed", ""))
+    html = '<h2>Overview</h2><div class="cards">' + "".join(
+        f'<div class="card {c}"><b>{H.esc(H.fmt_num(v))}</b><span>{H.esc(t)}</span></div>'
+        for v, t, c in cards) + "</div>"
+    facts: list[tuple[str, Any]] = [("source", inp.source)]
+    if inp.runner:
+        opts = ", ".join(f"{k}={v}" for k, v in inp.runner_options.items())
+        facts.append(("runner", f"{inp.runner}" + (f" ({opts})" if opts else "")))
+    if inp.repetitions:
+        facts.append(("repetitions", inp.repetitions))
+    facts.append(("analysed table", "per-configuration means of the successful repetitions"
+                  if inp.level == "config" else "one row per run"))
+    if resp:
+        facts.append(("responses", ", ".join(resp)))
+    return Section("overview", "Overview", html + H.dl_html(facts))
+
+
+def _space_section(inp: ReportInput) -> Section | None:
+    sp = inp.space
+    if sp is None:
+        return None
+    rows = []
+    for lab, f in zip(sp.labels, sp.factors):
+        vals = ", ".join(map(str, f.values)) if f.values is not None else (
+            f"{f.range[0]} … {f.range[1]}" if f.range else "")
+        rows.append({"label": lab, "factor": f.name, "kind": f.kind + (" (log)" if f.log else ""),
+                     "low": str(f.low), "high": str(f.high),
+                     "center": "" if f.center is None else str(f.center),
+                     "values / range": vals, "unit": f.unit})
+    t = pd.DataFrame(rows)
+    t = t.loc[:, [c for c in t.columns if c not in ("center", "unit") or t[c].astype(bool).any()]]
+    html = "<h2>Parameter space</h2>" + H.table_html(t, sortable=False)
+    if sp.constraints:
+        html += "<p>Constraints: " + "; ".join(f"<code>{H.esc(c.text)}</code>"
+                                               for c in sp.constraints) + "</p>"
+    if sp.responses:
+        html += "<p>Responses: " + "; ".join(
+            H.esc(f"{r.name} ({r.unit}, {r.goal})" if r.unit else f"{r.name} ({r.goal})")
+            for r in sp.responses) + "</p>"
+    return Section("space", "Space", html)
+
+
+def _design_section(inp: ReportInput) -> Section | None:
+    m = inp.design_meta
+    if not m:
+        return None
+    facts: list[tuple[str, Any]] = [("kind", m.get("kind", "")
+                                     + (f" ({m['construction']})" if m.get("construction")
+                                        else ""))]
+    runs = m.get("runs")
+    if inp.runs is not None and "config_id" in inp.runs:
+        facts.append(("configurations", int(inp.runs["config_id"].nunique())))
+    elif runs is not None:
+        facts.append(("runs in the table", runs))
+    if m.get("configurations"):
+        facts.append(("distinct configurations", m["configurations"]))
+    if inp.repetitions:
+        facts.append(("repetitions per configuration", inp.repetitions))
+    if m.get("resolution"):
+        facts.append(("resolution", m.get("resolution_roman") or _roman(m["resolution"])))
+    if m.get("generators"):
+        facts.append(("generators", ", ".join(m["generators"])))
+    if m.get("defining_relation"):
+        facts.append(("defining relation", "I = " + " = ".join(m["defining_relation"])))
+    if m.get("wlp") and any(m["wlp"]):
+        facts.append(("word-length pattern (A1, A2, …)", ", ".join(map(str, m["wlp"]))))
+    if "clear_2fi" in m and m.get("defining_relation"):
+        facts.append(("clear two-factor interactions", m["clear_2fi"]))
+    if m.get("center_points"):
+        facts.append(("center points", m["center_points"]))
+    if m.get("dummies"):
+        facts.append(("dummy columns (error estimate)", ", ".join(m["dummies"])))
+    html = "<h2>Design</h2>" + H.dl_html(facts)
+    if inp.design_origin:
+        html += f'<p class="note">Design properties: {H.esc(inp.design_origin)}.</p>'
+    aliases = m.get("aliases") or {}
+    if aliases and inp.space is not None:
+        legend = {lab: n for lab, n in zip(inp.space.labels, inp.space.names)}
+        mains = [(k, v) for k, v in aliases.items() if _order(k, legend) == 1]
+        twos = [(k, v) for k, v in aliases.items() if _order(k, legend) == 2]
+        rows = [{"effect": k, "aliased with (to 2FIs)": " = ".join(v),
+                 "meaning": _spell(k, legend)} for k, v in (mains + twos)[:60]]
+        html += "<h3>Alias structure</h3>" + H.table_html(pd.DataFrame(rows), sortable=False)
+        if len(mains) + len(twos) > 60:
+            html += f'<p class="note">{len(mains) + len(twos) - 60} more not shown.</p>'
+        html += '<p class="note">Letters: ' + ", ".join(
+            f"{H.esc(k)} = {H.esc(v)}" for k, v in legend.items()) + "</p>"
+    elif m.get("kind") == "pb":
+        html += ('<p class="note">Plackett-Burman designs are non-regular: each two-factor '
+                 "interaction is partially aliased with many main effects (no clean alias "
+                 "table exists); main effects are estimated assuming interactions are "
+                 "small.</p>")
+    return Section("design", "Design", html)
+
+
+def _order(word: str, legend: dict[str, str]) -> int:
+    return len(word.split(":")) if ":" in word else len(word)
+
+
+def _spell(word: str, legend: dict[str, str]) -> str:
+    parts = word.split(":") if ":" in word else list(word)
+    return " × ".join(legend.get(p, p) for p in parts)
+
+
+def _roman(n: int) -> str:
+    return {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}.get(int(n), str(n))
+
+
+def _progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
+    runs = inp.runs
+    if runs is None or runs.empty:
+        return None
+    counts = runs["status"].value_counts()
+    order = [s for s in ("ok", "failed", "timeout", "running", "pending") if s in counts]
+    order += [s for s in counts.index if s not in order]
+    total = int(counts.sum())
+    data["progress"] = {s: int(counts[s]) for s in order}
+    bar = '<div class="bar" role="img" aria-label="runs by status">' + "".join(
+        f'<i style="width:{100 * counts[s] / total:.3f}%;background:'
+        f'{STATUS_COLORS.get(s, "#888")}"></i>' for s in order) + "</div>"
+    legend = '<p class="legend muted">' + "".join(
+        f'<i style="background:{STATUS_COLORS.get(s, "#888")}"></i>{H.esc(s)} '
+        f"{int(counts[s])}" for s in order) + "</p>"
+    done = int(counts.get("ok", 0) + counts.get("failed", 0) + counts.get("timeout", 0))
+    html = (f"<h2>Progress and failures</h2><p>{done} of {total} measured runs finished "
+            f"({100 * done / total:.0f} %).</p>" + bar + legend)
+    t = runs.dropna(subset=["started", "ended"]) if {"started", "ended"} <= set(runs) else None
+    if t is not None and len(t) > 1:
+        html += H.figure_html(_timeline(t), "Cumulative finished runs over the campaign's "
+                              "wall-clock time, failures marked",
+                              "Finished runs over wall-clock time; crosses are failed runs. "
+                              "A flat stretch is a slow or hung run.")
+    bad = runs[runs["status"].isin(["failed", "timeout"])]
+    if len(bad):
+        names = [n for n in inp.factors if n in bad.columns]
+        html += f"<h3>Failed runs ({len(bad)})</h3>"
+        rows = []
+        for r in bad.head(50).to_dict("records"):
+            tail = (r.get("stderr") or r.get("stderr_tail") or "").strip().splitlines()[-3:]
+            rows.append((r, "\n".join(tail)))
+        parts = ['<div class="scroll"><table class="data"><thead><tr><th>run</th>'
+                 "<th>status</th><th>exit</th><th>configuration</th><th>end of stderr</th>"
+                 "</tr></thead><tbody>"]
+        for r, tail in rows:
+            cfg = ", ".join(f"{n}={r[n]}" for n in names)
+            code = r.get("exit_code")
+            code = "" if code is None or (isinstance(code, float) and math.isnan(code)) \
+                else str(int(code))
+            parts.append(f"<tr><td>{H.esc(r.get('key', ''))}</td><td>{H.esc(r['status'])}</td>"
+                         f"<td>{H.esc(code)}</td><td>{H.esc(cfg)}</td>"
+                         f'<td><pre class="stderr">{H.esc(tail)}</pre></td></tr>')
+        parts.append("</tbody></table></div>")
+        html += "".join(parts)
+        if len(bad) > 50:
+            html += f'<p class="note">{len(bad) - 50} more failed runs not shown.</p>'
+        data["failures"] = [{"key": r.get("key"), "status": r["status"]}
+                            for r, _ in rows]
+    return Section("progress", "Progress", html)
+
+
+def _timeline(t: pd.DataFrame) -> Any:
+    import matplotlib.pyplot as plt
+
+    t = t.sort_values("ended")
+    t0 = float(t["started"].min())
+    x = t["ended"].to_numpy(dtype=float) - t0
+    span = float(x.max()) if len(x) else 0.0
+    scale, unit = (1.0, "s") if span < 180 else (60.0, "min") if span < 3 * 3600 else \
+        (3600.0, "h")
+    x = x / scale
+    y = np.arange(1, len(t) + 1)
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    ax.step(x, y, where="post", color="#0072B2")
+    failed = t["status"].isin(["failed", "timeout"]).to_numpy()
+    if failed.any():
+        ax.scatter(x[failed], y[failed], marker="x", color="#D55E00", zorder=3,
+                   label="failed")
+        ax.legend(loc="lower right")
+    ax.set_xlabel(f"wall-clock time since the first run ({unit})")
+    ax.set_ylabel("finished runs (count)")
+    ax.set_title("Progress")
+    fig.tight_layout()
+    return fig
+
+
+def _results_section(inp: ReportInput, resp: list[str]) -> Section | None:
+    df = inp.results
+    if df.empty:
+        return None
+    factors = inp.factors
+    metrics = [c for c in df.columns if c not in factors and c not in DESIGN_COLUMNS
+               and c not in PRIVATE and c != "config_id"
+               and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    lead = [c for c in ("config_id",) if c in df.columns]
+    counts = [c for c in PRIVATE if c in df.columns]
+    main = df[lead + factors + [r for r in resp if r not in factors]
+              + counts].rename(columns={"_n_ok": "ok runs", "_n_failed": "failed runs"})
+    html = ("<h2>Results</h2>" + H.table_html(main, table_id="results-table", caption=(
+        f"{len(df)} configurations; responses " + ", ".join(
+            f"{r} ({_unit(inp, r)})" if _unit(inp, r) else r for r in resp))))
+    others = [c for c in metrics if c not in resp]
+    if others:
+        full = df[lead + factors + [c for c in metrics]]
+        html += ("<details><summary>All measured metrics "
+                 f"({len(metrics)} columns)</summary>" + H.table_html(full) + "</details>")
+    return Section("results", "Results", html)
+
+
+def _response_section(inp: ReportInput, response: str, alpha: float
+                      ) -> tuple[Section, dict[str, Any]]:
+    from ..analysis.effects import analyze
+    from ..analysis.importance import importance
+    from ..analysis.plots import axis_label, effects_plot
+    from ..errors import AnalysisError
+
+    unit = _unit(inp, response)
+    goal = _goal(inp, response)
+    sid = "resp-" + "".join(ch if ch.isalnum() else "-" for ch in response)
+    html = [f"<h2>{H.esc(axis_label(response, unit))} <span class='muted'>"
+            f"({H.esc(goal)})</span></h2>"]
+    out: dict[str, Any] = {"unit": unit, "goal": goal}
+    notes: list[str] = []
+    a = None
+    if inp.space is not None and inp.factors:
+        try:
+            a = analyze(inp.results, response, space=inp.space, goal=goal, alpha=alpha)
+        except AnalysisError as exc:
+            notes.append(f"effects analysis not shown: {exc}")
+    if a is not None:
+        out["effects"] = a.to_json()
+        html.append("<h3>Effects</h3>")
+        ln = a.lenth
+        if ln is not None:
+            html.append(f"<p>Lenth's pseudo standard error PSE = <b>{H.fmt_num(ln.pse)}</b>; "
+                        f"margin of error ME = <b>{H.fmt_num(ln.me)}</b>, simultaneous margin "
+                        f"SME = <b>{H.fmt_num(ln.sme)}</b> (α = {alpha:g}, "
+                        f"{ln.df:.3g} df). Effects beyond ME stand out of the noise; beyond SME "
+                        "they do so even allowing for the number of effects tested.</p>")
+        html.append('<div class="grid2">'
+                    + H.figure_html(effects_plot(a, "pareto", unit),
+                                    f"Pareto chart of effects on {response}",
+                                    "Absolute effects, largest on top; orange = significant "
+                                    "(ANOVA p < α, or beyond Lenth's ME where the model has "
+                                    "no error term).")
+                    + H.figure_html(effects_plot(a, "halfnormal", unit),
+                                    f"Half-normal plot of effects on {response}",
+                                    "Inactive effects fall on the dashed null line through "
+                                    "the origin; labelled points stand out of the noise.")
+                    + "</div>")
+        eff = a.effects[["term", "effect", "coef", "p", "pct", "significant", "basis"]]
+        html.append(_effects_table(eff, response))
+        html.append(H.figure_html(effects_plot(a, "main", unit),
+                                  f"Main-effect plots for {response}",
+                                  "Mean response at each factor's low and high level; the "
+                                  "dotted line is the grand mean. A steep line is a large "
+                                  "effect."))
+        if (a.effects["order"] == 2).any():
+            html.append(H.figure_html(effects_plot(a, "interaction", unit),
+                                      f"Interaction plots for {response}",
+                                      "Non-parallel lines mean the effect of one factor "
+                                      "depends on the level of the other."))
+        html.append("<h3>ANOVA</h3>" + H.table_html(
+            a.anova, table_id=f"anova-{sid}", caption=f"ANOVA of {response} "
+            "(type I sums of squares; pct = share of the total sum of squares)"))
+        if a.curvature is not None:
+            c = a.curvature
+            html.append(f"<p>Curvature: center-point mean {H.fmt_num(c['center_mean'])} vs "
+                        f"factorial mean {H.fmt_num(c['factorial_mean'])}, p = "
+                        f"{H.fmt_num(c['p'])}.</p>")
+        notes += a.warnings
+    imp = None
+    names = inp.factors or None
+    if names is not None or inp.space is None:
+        try:
+            imp = importance(inp.results, response, params=names, goal=goal)  # type: ignore[arg-type]
+        except AnalysisError as exc:
+            notes.append(f"Carver importance not shown: {exc}")
+    if imp is not None and imp.steps:
+        out["importance"] = imp.to_dict()
+        html.append("<h3>Parameter importance (Carver)</h3>")
+        share = sum(s.share for s in imp.steps)
+        html.append(f"<p>Greedy selection ({H.esc(imp.aggregate)} aggregate) stopped: "
+                    f"{H.esc(imp.stop_reason)}. The whole table: mean "
+                    f"{H.fmt_num(imp.mean)}, RSD {100 * imp.rsd:.3g} %.</p>")
+        if imp.aggregate == "mean":
+            html.append(f"<p>The selected parameters explain {100 * share:.3g} % of the "
+                        "variance.</p>")
+        html.append(H.figure_html(_styled_importance(imp, response, unit),
+                                  f"Carver importance of parameters for {response}",
+                                  "Left: each parameter's share of the variance on its own "
+                                  "(PI). Right: mean and RSD of the runs left after fixing "
+                                  "each selected parameter, in order, at its best value."))
+        t = imp.table()
+        t["subset_rsd"] = 100.0 * t["subset_rsd"]
+        t = t.rename(columns={"subset_n": "runs left", "subset_mean": "mean after",
+                              "subset_rsd": "RSD after (%)", "share": "share of variance"})
+        html.append(H.table_html(t.drop(columns=[c for c in ("binned",) if not
+                                                 t[c].astype(bool).any()]),
+                                 table_id=f"importance-{sid}",
+                                 caption="Greedy path: mean and RSD after each step"))
+    rec = _recommendation(a, imp, response, unit)
+    if rec:
+        html.append("<h3>Recommendation</h3>" + rec)
+    if notes:
+        html.append("".join(f'<p class="warn">{H.esc(n)}</p>' for n in notes))
+        out["notes"] = notes
+    return Section(sid, response, "".join(html)), out
+
+
+def _effects_table(eff: pd.DataFrame, response: str) -> str:
+    """The effects table, significant rows highlighted."""
+    return H.table_html(eff, table_id=f"effects-{response}",
+                        caption=f"Effects on {response}, largest first (pct = share of total "
+                                "sum of squares)",
+                        row_classes=["sig" if s else "" for s in eff["significant"]])
+
+
+def _styled_importance(imp: Any, response: str, unit: str) -> Any:
+    """The importance module's figure, with the response's unit on its value axis."""
+    from ..analysis.plots import axis_label, format_axis
+
+    fig = imp.plot()
+    if len(fig.axes) >= 2:
+        ax = fig.axes[1]
+        ax.set_ylabel("mean " + axis_label(response, unit))
+        format_axis(ax.yaxis, response, unit)
+    return fig
+
+
+def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
+    parts = []
+    u = f" {unit}" if unit else ""
+    if a is not None:
+        r = a.recommendation
+        if r["settings"]:
+            sets = ", ".join(f"<b>{H.esc(s['factor'])} = {H.esc(s['value'])}</b>"
+                             for s in r["settings"])
+            parts.append(f'<div class="rec">To {H.esc(r["goal"])} {H.esc(response)} '
+                         f"(effects model): {sets}. Predicted {H.esc(response)} = "
+                         f'<b>{H.fmt_num(r["predicted"])}</b>{H.esc(u)}. Other factors: '
+                         f'{H.esc(r["others"])}.</div>')
+        else:
+            parts.append('<p class="note">Effects model: no significant effect, so no '
+                         "setting to recommend.</p>")
+    if imp is not None and imp.steps:
+        best = imp.best_values()
+        last = imp.steps[-1]
+        sets = ", ".join(f"<b>{H.esc(k)} = {H.esc(v)}</b>" for k, v in best.items())
+        parts.append(f'<div class="rec">Carver path: {sets}; the {last.subset_size} '
+                     f"configuration(s) with these values average <b>"
+                     f"{H.fmt_num(last.subset_mean)}</b>{H.esc(u)} (RSD "
+                     f"{100 * last.subset_rsd:.3g} %).</div>" if math.isfinite(last.subset_rsd)
+                     else f'<div class="rec">Carver path: {sets}; the {last.subset_size} '
+                     f"configuration(s) with these values average <b>"
+                     f"{H.fmt_num(last.subset_mean)}</b>{H.esc(u)}.</div>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- rw mix
+FIO_READ_PCT = {"read": 100.0, "randread": 100.0, "write": 0.0, "randwrite": 0.0}
+
+
+def _rw_table(inp: ReportInput) -> tuple[pd.DataFrame, str, str] | None:
+    """The results with a read-percentage and an I/O-size column, when the data has them
+    (a `rwmixread`-like column, or fio's `rw` as pure reads/writes), else None."""
+    from ..estimate.model import READ_PCT_NAMES, SIZE_NAMES
+
+    df = inp.results.copy()
+    lower = {str(c).lower(): c for c in df.columns}
+    pct = next((lower[n] for n in READ_PCT_NAMES if n in lower), None)
+    rw = next((lower[n] for n in ("rw", "readwrite") if n in lower), None)
+    if rw is not None and set(df[rw].astype(str)) <= set(FIO_READ_PCT):
+        df["read_pct"] = df[rw].astype(str).map(FIO_READ_PCT)
+        pct = "read_pct"
+    if pct is None:
+        return None
+    size = next((lower[n] for n in SIZE_NAMES if n in lower), None)
+    if size is None:
+        opt = inp.runner_options.get("bs") or inp.runner_options.get("blocksize")
+        if opt is None and inp.runner == "fio":
+            opt = "4k"  # fio's default block size
+        if opt is None:
+            return None
+        df["bs"] = str(opt)
+        size = "bs"
+    return df, pct, size
+
+
+def _rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
+    from ..estimate.model import fit_table
+
+    got = _rw_table(inp)
+    if got is None:
+        return None
+    df, pct, size = got
+    if df[pct].nunique() < 2:
+        return None
+    skip = {pct, size, "rw", "readwrite"}
+    others = [f for f in inp.factors if f not in skip and df[f].nunique() > 1]
+    groups = list(df.groupby(others, sort=True)) if others else [((), df)]
+    if len(groups) > 8:
+        return None
+    tables, plots, models = [], [], {}
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or "all runs"
+        try:
+            m = fit_table(g, read_pct=pct, size=size, source=label)
+        except StorlabError:
+            continue
+        if not any(sf.anchor(0.0) and sf.anchor(100.0) for sf in m.fits.values()):
+            continue
+        t = m.table()
+        for n, v in zip(others, key):
+            t.insert(0, n, v)
+        tables.append(t)
+        models[label] = m.to_dict()
+        if len(plots) < 4:
+            fig = m.plot()
+            fig.axes[0].set_title(f"f_rw model: {label}")
+            plots.append(H.figure_html(fig, f"Read/write-mix model for {label}"))
+    if not tables:
+        return None
+    data["rwmix"] = models
+    t = pd.concat(tables, ignore_index=True)
+    cols = [c for c in t.columns if c not in ("C_lo", "C_hi", "f_rw_lo", "f_rw_hi",
+                                                "C_cv", "invariant")] + ["invariant"]
+    html = ("<h2>Read/write-mix model</h2><p>The f_rw capacity model (MSST'19): "
+            "C = T<sub>read</sub> + f<sub>rw</sub>·T<sub>write</sub> is invariant for a given "
+            "I/O size, so the 100 % read and 100 % write runs predict every mix. "
+            + (f"One model per combination of {', '.join(map(H.esc, others))}." if others
+               else "") + "</p>"
+            + H.table_html(t[cols], table_id="rwmix-table",
+                           caption="Per size: anchors (IO/s), f_rw, capacity C and how much "
+                                   "C varies over the measured mixes")
+            + '<div class="grid2">' + "".join(plots) + "</div>")
+    return Section("rwmix", "R/W mix", html)
+
+
+# --------------------------------------------------------------------------- coverage
+def coverage_html(cov: Any, heading: str = "h2") -> str:
+    """The coverage result: conclusion, per-group table, plots."""
+    t = cov.table()
+    best = cov.best()
+    html = [f"<{heading}>Coverage by {H.esc(cov.by)}</{heading}>",
+            f"<p>{len(cov.labels)} runs, {len(cov.metrics)} metrics "
+            f"({H.esc(', '.join(cov.metrics))}){' (log)' if cov.log else ''}, standardised; "
+            f"{cov.scores.shape[1]} independent components (FastICA); {cov.k} k-means "
+            f"clusters (silhouette {H.fmt_num(cov.k_scores.get(cov.k, math.nan))}); Ward "
+            f"clustering agrees with k-means at adjusted Rand index "
+            f"{H.fmt_num(cov.agreement)}.</p>",
+            f'<div class="rec"><b>{H.esc(best)}</b> covers most of the observed behaviour: '
+            f"{int(t.loc[t[cov.by] == best, 'clusters'].iloc[0])} of {cov.k} clusters, "
+            f"spread {H.fmt_num(float(t.loc[t[cov.by] == best, 'spread'].iloc[0]))}.</div>",
+            H.table_html(t, table_id="coverage-table",
+                         caption="Per group: clusters reached, their share, spread (RMS "
+                                 "distance from the group's centroid in component units) "
+                                 "and range share (mean over components of range / overall "
+                                 "range)"),
+            H.figure_html(cov.plot("coverage"), "Clusters reached per group",
+                          "Clusters each group reaches, and how its runs fall into them."),
+            H.figure_html(cov.plot("scatter"), "Runs on the independent components",
+                          "Each point is a run; grey areas are the k-means clusters."),
+            H.figure_html(cov.plot("dendrogram"), "Cluster dendrogram",
+                          "Ward clustering of the runs on the components; the dashed line "
+                          "cuts the tree into the k-means number of clusters.")]
+    for d in cov.dropped:
+        html.append(f'<p class="warn">left out: {H.esc(d)}</p>')
+    return "".join(html)
+
+
+def _coverage_section(df: pd.DataFrame, by: str, metrics: Sequence[str] | None,
+                      data: dict[str, Any], exclude: Sequence[str] = ()) -> Section:
+    from ..analysis.coverage import coverage
+
+    cov = coverage(df, by, metrics=metrics, exclude=exclude)
+    data["coverage"] = cov.to_dict()
+    return Section("coverage", "Coverage", coverage_html(cov))
+
+
+def coverage_report(cov: Any, source: str) -> Report:
+    """A standalone coverage report (`storlab coverage ... -o coverage.html`)."""
+    from ..analysis.plots import styled
+
+    with styled():
+        body = coverage_html(cov)
+    when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return Report(f"Benchmark coverage: {Path(source).name}", f"{source} · generated {when}",
+                  [Section("coverage", "Coverage", body, nav=False)],
+                  {"coverage": cov.to_dict()})
+
+
+# --------------------------------------------------------------------------- helpers
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, pd.DataFrame):
+        return [_jsonable(r) for r in obj.to_dict("records")]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

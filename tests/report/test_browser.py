@@ -1,0 +1,173 @@
+"""The campaign report of a real small fio campaign, opened in headless Chromium: no
+console errors, every image loaded, a full-page screenshot that shows it rendered, sortable
+tables that sort, and the same numbers as `storlab analyze --json` for the same data."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+STORLAB = [sys.executable, "-m", "storlab.cli"]
+
+CAMPAIGN = {
+    "name": "browser-check",
+    "space": {
+        "factors": [
+            {"name": "bs", "kind": "ordinal", "values": ["4k", "64k"]},
+            {"name": "rwmixread", "kind": "integer", "values": [0, 100], "unit": "%"},
+            {"name": "iodepth", "kind": "integer", "values": [1, 4]},
+        ],
+        "responses": [{"name": "total_iops", "unit": "IO/s", "goal": "maximize"}],
+    },
+    "design": {"kind": "full"},
+    "runner": {"type": "fio", "options": {"ioengine": "psync", "rw": "randrw", "size": "1M",
+                                          "runtime": 1, "time_based": 1}},
+    "repetitions": 1,
+    "seed": 11,
+    "timeout": 60,
+}
+
+
+def cli(*args: str) -> str:
+    p = subprocess.run([*STORLAB, *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run the campaign with the real fio, then write its report and the analyze JSON."""
+    d = tmp_path_factory.mktemp("browser")
+    camp = d / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(CAMPAIGN, sort_keys=False))
+    cli("run", str(camp), "-q")
+    report = d / "report.html"
+    cli("report", str(camp), "-o", str(report))
+    cli("results", str(camp), "-o", str(d / "results.csv"))
+    analyzed = json.loads(cli("analyze", str(d / "results.csv"), "--response", "total_iops",
+                              "--space", str(camp), "--json"))
+    return {"dir": d, "report": report, "analyze": analyzed}
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, campaign: dict[str, Any]) -> Any:
+    return browser.open(campaign["report"].resolve().as_uri())
+
+
+def test_no_console_errors_and_every_image_loads(page: Any) -> None:
+    assert page.errors() == []
+    imgs = page.eval("Array.from(document.images).map(i => "
+                     "({ok: i.complete && i.naturalWidth > 0, w: i.naturalWidth, "
+                     "src: i.src.slice(0, 22), alt: i.alt}))")
+    # Progress, Pareto, half-normal, main effects, interactions, importance, two f_rw plots
+    assert len(imgs) >= 8, imgs
+    assert all(i["ok"] for i in imgs), [i for i in imgs if not i["ok"]]
+    assert all(i["src"].startswith("data:image/png") for i in imgs)  # nothing fetched
+    assert all(i["alt"] for i in imgs)
+    # Self-contained: no element refers to anything outside the file.
+    external = page.eval("Array.from(document.querySelectorAll('[src],[href]'))"
+                         ".map(e => e.getAttribute('src') || e.getAttribute('href'))"
+                         ".filter(u => !u.startsWith('data:') && !u.startsWith('#'))")
+    assert external == []
+
+
+def test_screenshot_shows_a_rendered_page(page: Any, campaign: dict[str, Any]) -> None:
+    from PIL import Image
+
+    shot = campaign["dir"] / "report.png"
+    w, h = page.screenshot(shot)
+    assert w >= 1000 and h > 4000, (w, h)  # a long page of sections, not an empty one
+    im = Image.open(shot)
+    assert im.size == (w, h)
+    gray = np.asarray(im.convert("L"))
+    ink = (gray < 200).mean()  # text, tables and plots put ink on the page
+    assert 0.01 < ink < 0.5, ink
+    # The body text is laid out with a real font (not zero-size boxes).
+    assert page.eval("document.querySelector('h1').getBoundingClientRect().height") > 20
+
+
+def test_sections_present(page: Any) -> None:
+    ids = page.eval("Array.from(document.querySelectorAll('main > section')).map(s => s.id)")
+    assert ids[:5] == ["overview", "space", "design", "progress", "results"]
+    assert "resp-total-iops" in ids and "rwmix" in ids
+    nav = page.eval("Array.from(document.querySelectorAll('nav a')).map(a => a.hash)")
+    assert nav == ["#" + i for i in ids]
+
+
+def _effects_rows(page: Any, table_id: str) -> list[dict[str, Any]]:
+    return page.eval(f"""Array.from(document.querySelectorAll('#{table_id} tbody tr')).map(r => {{
+        const cells = Array.from(r.cells);
+        const heads = Array.from(r.closest('table').querySelectorAll('th'))
+            .map(h => h.dataset.col);
+        const o = {{}};
+        cells.forEach((c, i) => {{ o[heads[i]] = {{text: c.textContent, v: c.dataset.v}}; }});
+        return o;
+    }})""")
+
+
+def _close(text: str, value: float) -> bool:
+    """The displayed number (4 significant digits or a rounded whole number) is `value`."""
+    shown = float(text.replace(",", ""))
+    return math.isclose(shown, value, rel_tol=6e-4, abs_tol=0.51 if abs(value) >= 1000 else 0)
+
+
+def test_numbers_match_storlab_analyze(page: Any, campaign: dict[str, Any]) -> None:
+    ref = campaign["analyze"]
+    rows = _effects_rows(page, "effects-total_iops")
+    by_term = {r["term"]["text"]: r for r in rows}
+    assert set(by_term) == {t["term"] for t in ref["terms"]}
+    for t in ref["terms"]:
+        r = by_term[t["term"]]
+        for col in ("effect", "coef", "p", "pct"):
+            if t[col] is None:
+                assert r[col]["v"] == ""
+                continue
+            assert float(r[col]["v"]) == pytest.approx(t[col], rel=1e-12, abs=1e-9), col
+            assert _close(r[col]["text"], t[col]), (col, r[col]["text"], t[col])
+        assert r["significant"]["text"] == ("yes" if t["significant"] else "no")
+    # The ANOVA table, row by row.
+    anova = _effects_rows(page, "anova-resp-total-iops")
+    assert [a["source"]["text"] for a in anova] == [a["source"] for a in ref["anova"]]
+    for a, b in zip(anova, ref["anova"]):
+        assert float(a["ss"]["v"]) == pytest.approx(b["ss"], rel=1e-9)
+    # The JSON block holds the same analysis, and the recommendation shown is its own.
+    data = page.eval("JSON.parse(document.getElementById('storlab-data').textContent)")
+    eff = data["responses"]["total_iops"]["effects"]
+    for key in ("pse", "me", "sme", "intercept"):
+        if key in ref:
+            assert eff[key] == pytest.approx(ref[key], rel=1e-12)
+    rec = ref["recommendation"]
+    text = page.eval("document.getElementById('resp-total-iops').textContent")
+    if rec["settings"]:
+        for s in rec["settings"]:
+            assert f"{s['factor']} = {s['value']}" in text
+        assert f"{rec['predicted']:,.0f}" in text
+    if "pse" in ref:
+        assert f"{ref['pse']:,.0f}" in text
+
+
+def test_tables_sort_on_click(page: Any) -> None:
+    order = page.eval("""(() => {
+        const t = document.getElementById('results-table');
+        const th = t.querySelector('th[data-col="total_iops"] button');
+        th.click();
+        const up = Array.from(t.tBodies[0].rows).map(r =>
+            parseFloat(r.cells[th.parentNode.cellIndex].dataset.v));
+        th.click();
+        const down = Array.from(t.tBodies[0].rows).map(r =>
+            parseFloat(r.cells[th.parentNode.cellIndex].dataset.v));
+        return {up, down, aria: th.parentNode.getAttribute('aria-sort')};
+    })()""")
+    assert order["up"] == sorted(order["up"]) and len(order["up"]) == 8
+    assert order["down"] == sorted(order["down"], reverse=True)
+    assert order["aria"] == "descending"
