@@ -29,7 +29,8 @@ for _info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.nam
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning storlab's own errors into one line and exit 2."""
     try:
-        app(args=argv, standalone_mode=False)
+        # In non-standalone mode click returns a command's exit code instead of exiting.
+        code = app(args=argv, standalone_mode=False)
     except StorlabError as exc:
         print(f"storlab: error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

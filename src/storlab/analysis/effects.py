@@ -26,7 +26,7 @@ from ..errors import AnalysisError
 from ..space import Factor, Space, parse_size
 
 BOOKKEEPING = {"run", "std_order", "replicate", "block", "center", "repetition", "status",
-               "config_id", "run_id", "started", "ended", "exit_code"}
+               "config_id", "run_id", "started", "ended", "exit_code", "host", "key"}
 
 
 @dataclass

@@ -91,9 +91,7 @@ def run_cmd(
                           + "  (see `storlab status`; rerun with --retry-failed)")
     if summary.interrupted:
         console.print("interrupted: run the same command again to resume")
-        # SystemExit, not typer.Exit: cli.main runs click with standalone_mode=False, which
-        # turns typer.Exit into a return value and loses the code.
-        raise SystemExit(130)
+        raise typer.Exit(130)
 
 
 def results_cmd(
