@@ -169,7 +169,7 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
     if wl.rate is None:
         X = float(X)
     total = {"op": "ALL", "ops_s": X, "mb_s": 0.0,
-             "lat_mean_ms": float(d.share @ resp) * 1e3}
+             "lat_mean_ms": float(d.share[d.share > 0] @ resp[d.share > 0]) * 1e3}
     for o, name in enumerate(OPS):
         if d.share[o] == 0:
             continue
