@@ -155,3 +155,17 @@ def test_plots_render():
     for kind in ("pareto", "halfnormal", "main", "interaction"):
         fig = a.plot(kind)
         assert fig.axes
+
+
+def test_saturated_main_effects_judged_by_lenth_only():
+    # PB(12) with 11 factors on averages: no error df, so no F tests and no main effect
+    # pooled as error; Lenth picks the real effects.
+    rng = np.random.default_rng(7)
+    d = plackett_burman(Space.two_level(11))
+    t = d.table.copy()
+    t["y"] = 100 + 30 * t["A"] - 20 * t["E"] + rng.normal(0, 1, len(t))
+    a = analyze(t, "y")
+    assert len(a.effects) == 11
+    assert a.effects["p"].isna().all()
+    assert (a.effects["basis"] == "Lenth ME").all()
+    assert set(a.effects[a.effects["significant"]]["term"]) == {"A", "E"}

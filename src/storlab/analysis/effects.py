@@ -282,15 +282,21 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     resid_df = len(data) - 1 - len(terms)
     saturated = resid_df < 1
     if saturated:
-        # Drop the highest-order terms from the OLS model so that ANOVA has error df; the
-        # dropped terms' effects are still reported and judged by Lenth.
-        order = sorted(range(len(kept)), key=lambda i: (-len(kept[i]), -i))
+        # Pool the highest-order interactions as error so that ANOVA has df; the pooled
+        # terms' effects are still reported and judged by Lenth. Main effects are never
+        # pooled: a saturated main-effects model is judged by Lenth alone.
+        order = [i for i in sorted(range(len(kept)), key=lambda i: (-len(kept[i]), -i))
+                 if len(kept[i]) > 1]
         drop = set(order[: 1 - resid_df])
         terms = [t for t in terms if t == "_curv" or int(t[1:]) not in drop]
+        saturated = len(data) - 1 - len(terms) < 1
     model = smf.ols("_y ~ " + (" + ".join(terms) if terms else "1"), data=data).fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = anova_lm(model, typ=1)
+    if saturated:  # no error df: F and p would be noise
+        table["F"] = np.nan
+        table["PR(>F)"] = np.nan
     ss_total = float(((data["_y"] - data["_y"].mean()) ** 2).sum())
     label = {f"T{i}": _term_name(t, names) for i, t in enumerate(kept)}
     label["_curv"] = "curvature"
