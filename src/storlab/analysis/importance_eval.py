@@ -121,47 +121,49 @@ class SubsetSampler:
         return np.concatenate([chosen, np.array(extra, dtype=np.int64)])
 
     def _swap_repair(self, target: np.ndarray, rng: np.random.Generator,
-                     tries: int = 4, pool: int = 32) -> None:
+                     rounds: int = 60) -> None:
         """Make target rows that are absent from the data, or drawn twice, valid and distinct
-        by swapping one column's values with another row (the core LHS repairs constraints
-        the same way): swaps keep every column's value counts, so the balance is exact.
-        Rows no swap repairs are left for the caller's nearest-configuration repair."""
-        n = len(target)
+        by swapping one column's value with another row (the core LHS repairs constraints
+        the same way): swaps keep every column's value counts, so the balance stays exact.
+
+        All bad rows propose a random (partner, column) swap at once each round; a swap is
+        kept when both new rows exist in the data and are new to the subset. Rows no round
+        repairs are left for the caller's nearest-configuration repair."""
+        n, k = target.shape
         keys = self.tkey(target)
-        ok = self._exists(keys)
-        seen: dict[int, int] = {}
-        for i, key in enumerate(keys.tolist()):
-            seen[key] = seen.get(key, 0) + 1
-        bad = np.flatnonzero(~ok | (np.array([seen[x] for x in keys.tolist()]) > 1))
+        _, first = np.unique(keys, return_index=True)
+        bad = ~self._exists(keys)
+        dup = np.ones(n, dtype=bool)
+        dup[first] = False
+        bad |= dup
         w = self.weights
-        for i in bad.tolist():
-            if ok[i] and seen[int(keys[i])] == 1:
-                continue  # an earlier swap already fixed it (its twin moved away)
-            for _ in range(tries):
-                cand = rng.integers(0, n, size=pool)
-                delta = (target[cand] - target[i]) * w  # swapping column j with row c
-                ki = keys[i] + delta
-                kc = keys[cand][:, None] - delta
-                good = (delta != 0) & self._exists(ki) & self._exists(kc) & (ki != kc)
-                if not good.any():
-                    continue
-                ci, cj = np.nonzero(good)
-                free = [m for m in range(len(ci))
-                        if ki[ci[m], cj[m]] not in seen and kc[ci[m], cj[m]] not in seen]
-                if not free:
-                    continue
-                m = free[int(rng.integers(len(free)))]
-                c, j = int(cand[ci[m]]), int(cj[m])
-                for r, new in ((i, int(ki[ci[m], j])), (c, int(kc[ci[m], j]))):
-                    old = int(keys[r])
-                    seen[old] -= 1
-                    if seen[old] == 0:
-                        del seen[old]
-                    seen[new] = 1
-                    keys[r] = new
-                    ok[r] = True
-                target[i, j], target[c, j] = target[c, j], target[i, j]
-                break
+        stale = 0
+        for _ in range(rounds):
+            idx = np.flatnonzero(bad)
+            if len(idx) == 0 or stale >= 15:  # done, or stuck: leave the rest to the caller
+                return
+            stale += 1
+            c = rng.integers(0, n, len(idx))
+            j = rng.integers(0, k, len(idx))
+            delta = (target[c, j] - target[idx, j]) * w[j]
+            ki = keys[idx] + delta
+            kc = keys[c] - delta
+            cur = np.sort(keys)
+            fine = (delta != 0) & ~bad[c] & self._exists(ki) & self._exists(kc) \
+                & (ki != kc) & ~_member(ki, cur) & ~_member(kc, cur)
+            partners: set[int] = set()
+            new_keys: set[int] = set()
+            for m in np.flatnonzero(fine).tolist():
+                a, b, col = int(idx[m]), int(c[m]), int(j[m])
+                ka, kb = int(ki[m]), int(kc[m])
+                if b in partners or ka in new_keys or kb in new_keys:
+                    continue  # another swap of this round already took the partner or key
+                partners.add(b)
+                new_keys.update((ka, kb))
+                target[a, col], target[b, col] = target[b, col], target[a, col]
+                keys[a], keys[b] = ka, kb
+                bad[a] = False
+                stale = 0
 
     def _exists(self, keys: np.ndarray) -> np.ndarray:
         pos = np.minimum(np.searchsorted(self.sorted_keys, keys), len(self.sorted_keys) - 1)
@@ -178,6 +180,11 @@ class SubsetSampler:
 
     def tkey(self, t: np.ndarray) -> np.ndarray:
         return t @ self.weights
+
+
+def _member(x: np.ndarray, sorted_ref: np.ndarray) -> np.ndarray:
+    pos = np.minimum(np.searchsorted(sorted_ref, x), len(sorted_ref) - 1)
+    return sorted_ref[pos] == x
 
 
 # --------------------------------------------------------------------------- workers
