@@ -196,13 +196,14 @@ def coverage(results: pd.DataFrame, by: str, metrics: Sequence[str] | None = Non
                             f"(have {n} runs, {len(metrics)} metrics)")
     z = (x - x.mean(axis=0)) / x.std(axis=0)
 
-    # Components: as many as it takes to explain 95 % of the variance (at least two), so
-    # that noise dimensions do not become "independent behaviours" of their own.
+    # Components: as many as it takes to explain 95 % of the variance, so that noise
+    # dimensions (scaled to unit variance like every component) do not become
+    # "independent behaviours" of their own and split the clusters.
     max_c = min(len(metrics), n - 1)
     if n_components is None:
         ev = PCA().fit(z).explained_variance_ratio_
         n_components = int(np.searchsorted(np.cumsum(ev), 0.95) + 1)
-        n_components = max(2, min(n_components, max_c))
+        n_components = max(1, min(n_components, max_c))
     elif not 1 <= n_components <= max_c:
         raise AnalysisError(f"components {n_components} must be between 1 and {max_c}")
     with warnings.catch_warnings():
@@ -220,7 +221,7 @@ def coverage(results: pd.DataFrame, by: str, metrics: Sequence[str] | None = Non
     if n_clusters is None:
         best_k, best_s = 1, -1.0
         for k in range(2, min(max_clusters, uniq - 1, n - 1) + 1):
-            lab = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(s)
+            lab = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(s)
             sc = float(silhouette_score(s, lab))
             k_scores[k] = sc
             if sc > best_s + 1e-9:
@@ -294,8 +295,12 @@ def _scatter_panel(r: CoverageResult, ax: Any, i: int, j: int) -> None:
 
     from .plots import STYLE
 
-    s = np.column_stack([r.scores[:, i],
-                         r.scores[:, j] if j >= 0 else np.zeros(len(r.scores))])
+    if j >= 0:
+        s = np.column_stack([r.scores[:, i], r.scores[:, j]])
+    else:  # one component: a strip per group
+        gi = np.array([r.groups.index(g) for g in r.labels], dtype=float)
+        jitter = np.random.default_rng(0).uniform(-0.15, 0.15, len(gi))
+        s = np.column_stack([r.scores[:, i], gi + jitter])
     for c in range(r.k):  # clusters as grey outlines, numbered at their centre
         pts = s[r.kmeans == c]
         if len(pts) >= 3:
@@ -319,7 +324,12 @@ def _scatter_panel(r: CoverageResult, ax: Any, i: int, j: int) -> None:
                    label=f"{g} ({len(set(r.kmeans[m]))}/{r.k} clusters)", alpha=0.85,
                    edgecolors="white", linewidths=0.4, zorder=3)
     ax.set_xlabel(f"IC{i + 1} (standardised score)")
-    ax.set_ylabel(f"IC{j + 1} (standardised score)" if j >= 0 else "")
+    if j >= 0:
+        ax.set_ylabel(f"IC{j + 1} (standardised score)")
+    else:
+        ax.set_yticks(range(len(r.groups)), r.groups)
+        ax.set_ylim(-0.6, len(r.groups) - 0.4)
+        ax.set_ylabel(r.by)
 
 
 def _dendrogram(r: CoverageResult) -> Figure:
