@@ -169,8 +169,10 @@ def _pareto(a: EffectsAnalysis, unit: str | None = None) -> Figure:
                    label=f"Lenth ME {eng(a.lenth.me)}")
         ax.axvline(a.lenth.sme, color=STYLE["line"], ls=":", lw=1,
                    label=f"Lenth SME {eng(a.lenth.sme)}")
-    ax.barh([], [], color=STYLE["sig"], label="significant")
-    ax.legend(loc="lower right")
+    if e["significant"].any():
+        ax.barh([], [], color=STYLE["sig"], label="significant")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right")
     ax.set_xlabel("|effect| on " + axis_label(a.response, unit))
     format_axis(ax.xaxis, a.response, unit)
     ax.set_title(f"Pareto of effects: {a.response}")
@@ -198,6 +200,8 @@ def _halfnormal(a: EffectsAnalysis, unit: str | None = None) -> Figure:
         ax.legend(loc="lower right")
     ax.set_xlabel("|effect| on " + axis_label(a.response, unit))
     format_axis(ax.xaxis, a.response, unit)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("half-normal quantile")
     ax.set_title(f"Half-normal plot: {a.response}")
     fig.tight_layout()

@@ -311,7 +311,7 @@ def _overview(inp: ReportInput, resp: list[str]) -> Section:
         for v, t, c in cards) + "</div>"
     facts: list[tuple[str, Any]] = [("source", inp.source)]
     if inp.runner:
-        opts = ", ".join(f"{k}={v}" for k, v in inp.runner_options.items())
+        opts = ", ".join(f"{k}={_short(v)}" for k, v in inp.runner_options.items())
         facts.append(("runner", f"{inp.runner}" + (f" ({opts})" if opts else "")))
     if inp.repetitions:
         facts.append(("repetitions", inp.repetitions))
@@ -320,6 +320,11 @@ def _overview(inp: ReportInput, resp: list[str]) -> Section:
     if resp:
         facts.append(("responses", ", ".join(resp)))
     return Section("overview", "Overview", html + H.dl_html(facts))
+
+
+def _short(v: Any, width: int = 60) -> str:
+    text = str(v)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _space_section(inp: ReportInput) -> Section | None:

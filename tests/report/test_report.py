@@ -1,0 +1,245 @@
+"""The HTML report without a browser: its numbers are the analyses' numbers, sections
+without data are left out, failures show with their stderr, bad input is one line."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from storlab.analysis.effects import analyze
+from storlab.report import build_report, from_campaign, from_results
+from storlab.report.html import fmt_num, table_html
+from storlab.space import Space
+
+STORLAB = [sys.executable, "-m", "storlab.cli"]
+
+SPACE = {
+    "name": "toy",
+    "factors": [{"name": "threads", "kind": "integer", "values": [1, 8], "unit": "threads"},
+                {"name": "sched", "kind": "categorical", "values": ["none", "mq-deadline"]},
+                {"name": "bs", "kind": "ordinal", "values": ["4k", "64k"]}],
+    "responses": [{"name": "iops", "unit": "IO/s", "goal": "maximize"}],
+}
+
+
+def toy_results(seed: int = 1) -> pd.DataFrame:
+    """A replicated 2^3 with known effects: threads +4000, bs -2000, threads:bs -1000."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rep in range(2):
+        for t in (1, 8):
+            for s in ("none", "mq-deadline"):
+                for b in ("4k", "64k"):
+                    xt, xb = (1 if t == 8 else -1), (1 if b == "64k" else -1)
+                    y = 10000 + 2000 * xt - 1000 * xb - 500 * xt * xb + rng.normal(0, 50)
+                    rows.append({"threads": t, "sched": s, "bs": b, "iops": y,
+                                 "lat_us": 1e6 / y + rng.normal(0, 1)})
+    return pd.DataFrame(rows)
+
+
+class Tables(HTMLParser):
+    """Every table's cells: id -> list of rows of (text, data-v)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[tuple[str, str | None]]]] = {}
+        self.sections: list[str] = []
+        self.cur: str | None = None
+        self.row: list[tuple[str, str | None]] | None = None
+        self.cell: list[Any] | None = None
+        self.imgs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(a.get("id") or "")
+        elif tag == "table":
+            self.cur = a.get("id") or f"t{len(self.tables)}"
+            self.tables[self.cur] = []
+        elif tag == "tr" and self.cur is not None:
+            self.row = []
+        elif tag in ("td", "th") and self.row is not None:
+            self.cell = ["", a.get("data-v")]
+        elif tag == "img":
+            self.imgs.append(a.get("src") or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.cell is not None and self.row is not None:
+            self.row.append((self.cell[0].strip(), self.cell[1]))
+            self.cell = None
+        elif tag == "tr" and self.row is not None and self.cur is not None:
+            self.tables[self.cur].append(self.row)
+            self.row = None
+        elif tag == "table":
+            self.cur = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell[0] += data
+
+
+def parse(html: str) -> Tables:
+    p = Tables()
+    p.feed(html)
+    return p
+
+
+def records(rows: list[list[tuple[str, str | None]]]) -> list[dict[str, tuple[str, Any]]]:
+    head = [t for t, _ in rows[0]]
+    return [dict(zip(head, r)) for r in rows[1:]]
+
+
+# --------------------------------------------------------------------------- helpers
+def test_fmt_num() -> None:
+    assert fmt_num(1234567.89) == "1,234,568"
+    assert fmt_num(9.879e18) == "9.879e+18"
+    assert fmt_num(0.0188812) == "0.01888"
+    assert fmt_num(float("nan")) == "" and fmt_num(None) == ""
+    assert fmt_num(True) == "yes" and fmt_num(12) == "12" and fmt_num(123456) == "123,456"
+    assert fmt_num(-2.5e-7) == "-2.5e-07"
+
+
+def test_table_keeps_exact_values_and_escapes() -> None:
+    df = pd.DataFrame({"name": ["<b>x</b>", "y"], "v": [1 / 3, float("nan")]})
+    html = table_html(df, table_id="t")
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
+    rows = parse(html).tables["t"]
+    assert rows[1][1] == ("0.3333", repr(1 / 3)) and rows[2][1] == ("", "")
+
+
+# --------------------------------------------------------------------------- reports
+@pytest.fixture(scope="module")
+def csv_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    d = tmp_path_factory.mktemp("csvreport")
+    space_file = d / "space.yaml"
+    space_file.write_text(yaml.safe_dump(SPACE, sort_keys=False))
+    df = toy_results()
+    df.to_csv(d / "results.csv", index=False)
+    p = subprocess.run([*STORLAB, "report", str(d / "results.csv"), "--space", str(space_file),
+                        "--json"], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    html = Path(info["output"]).read_text()
+    return {"info": info, "html": html, "df": df, "space": Space.from_yaml(space_file),
+            "dir": d}
+
+
+def test_report_numbers_are_the_analysis_numbers(csv_report: dict[str, Any]) -> None:
+    a = analyze(csv_report["df"], "iops", space=csv_report["space"])
+    t = parse(csv_report["html"])
+    rows = {r["term"][0]: r for r in records(t.tables["effects-iops"])}
+    assert set(rows) == set(a.effects["term"])
+    for e in a.effects.itertuples():
+        for col in ("effect", "coef", "p", "pct"):
+            v = getattr(e, col)
+            assert float(rows[e.term][col][1]) == pytest.approx(v, rel=1e-12, abs=1e-300)
+        assert rows[e.term]["significant"][0] == ("yes" if e.significant else "no")
+    # The planted effects are the ones the report calls significant.
+    sig = {r for r, v in rows.items() if v["significant"][0] == "yes"}
+    assert sig == {"threads", "bs", "threads:bs"}
+    anova = records(t.tables["anova-resp-iops"])
+    assert [r["source"][0] for r in anova] == list(a.anova["source"])
+    # Recommendation: the effects model's settings and prediction.
+    rec = a.recommendation
+    assert "threads = 8" in csv_report["html"] and "bs = 4k" in csv_report["html"]
+    assert fmt_num(rec["predicted"]) in csv_report["html"]
+    data = json.loads(re.search(r'<script type="application/json" id="storlab-data">(.*?)'
+                                r"</script>", csv_report["html"], re.S).group(1))
+    assert data["responses"]["iops"]["effects"]["terms"][0]["term"] == a.effects["term"][0]
+    assert data["responses"]["iops"]["importance"]["selected"][0]["param"] == "threads"
+
+
+def test_sections_without_data_are_left_out(csv_report: dict[str, Any]) -> None:
+    t = parse(csv_report["html"])
+    assert csv_report["info"]["sections"] == t.sections
+    # No campaign: no progress; no read/write mix in the data: no f_rw section.
+    assert t.sections == ["overview", "space", "design", "results", "resp-iops"]
+    design = csv_report["html"].split('id="design"')[1].split("</section>")[0]
+    assert "two-level full factorial" in design
+    assert "pseudo standard error" not in csv_report["html"]  # replicated: ANOVA tests
+    assert all(src.startswith("data:image/png;base64,") for src in t.imgs)
+    assert len(t.imgs) == 5  # pareto, half-normal, main, interactions, importance
+    assert not re.search(r'(src|href)="(https?:)?//', csv_report["html"])
+
+
+def test_results_without_space_or_responses(tmp_path: Path) -> None:
+    df = pd.DataFrame({"name": list("abcd"), "note": ["x"] * 4})
+    rep = build_report(from_results(df, None, source="plain.csv"))
+    assert [s.id for s in rep.sections] == ["overview", "results"]
+    assert "plain.csv" in rep.html()
+
+
+def command_campaign(d: Path, **fields: Any) -> Path:
+    """A campaign of a tiny Python 'benchmark' that fails for one configuration."""
+    bench = ("import json, sys; t, m = int(sys.argv[1]), sys.argv[2]\n"
+             "if t == 8 and m == 'b': sys.exit('disk on fire: cannot open /dev/fake')\n"
+             "print(json.dumps({'ops': 100 * t + (50 if m == 'a' else 0), "
+             "'lat_ms': 10.0 / t}))")
+    spec = {
+        "name": "cmd", "seed": 1,
+        "space": {"factors": [{"name": "threads", "kind": "integer", "values": [1, 8]},
+                              {"name": "mode", "kind": "categorical", "values": ["a", "b"]}],
+                  "responses": [{"name": "ops", "unit": "op/s"}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "command",
+                   "options": {"command": [sys.executable, "-c", bench, "{threads}", "{mode}"],
+                               "json_metrics": {"ops": "ops", "lat_ms": "lat_ms"}}},
+        "repetitions": 2,
+        **fields,
+    }
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+def test_campaign_progress_and_failures(tmp_path: Path) -> None:
+    from storlab.campaign.campaign import Campaign
+
+    camp = command_campaign(tmp_path / "c")
+    # Before anything ran: the plan is there, every run pending, no results sections.
+    rep = build_report(from_campaign(camp))
+    assert [s.id for s in rep.sections] == ["overview", "space", "design", "progress"]
+    assert rep.data["progress"] == {"pending": 8}
+    Campaign.load(camp).run()
+    rep = build_report(from_campaign(camp))
+    ids = [s.id for s in rep.sections]
+    assert ids == ["overview", "space", "design", "progress", "results", "resp-ops"]
+    assert rep.data["progress"] == {"ok": 6, "failed": 2}
+    html = rep.html()
+    t = parse(html)
+    prog = html.split('id="progress"')[1].split("</section>")[0]
+    assert "Failed runs (2)" in prog and "disk on fire" in prog and "threads=8, mode=b" in prog
+    res = records(t.tables["results-table"])
+    failed = [r for r in res if r["failed runs"][0] == "2"]
+    assert len(failed) == 1 and failed[0]["ops"][0] == ""  # no successful run: no value
+    # Three configurations left: the 2^2 misses a corner, so the main effects are
+    # correlated and the report says so next to them; importance still runs.
+    sec = html.split('id="resp-ops"')[1]
+    assert "Parameter importance (Carver)" in sec
+    assert re.search(r'class="warn">main effect \w+ is correlated', sec)
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, csv_report: dict[str, Any]) -> None:
+    d = csv_report["dir"]
+    cases = [
+        ([str(d / "results.csv"), "--space", str(d / "space.yaml"), "--response", "nope"],
+         "nope"),
+        ([str(d / "space.yaml")], "not a campaign file"),
+        ([str(d / "missing.yaml")], "file not found"),
+    ]
+    for args, needle in cases:
+        p = subprocess.run([*STORLAB, "report", *args], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 2, (args, p.stderr)
+        assert needle in p.stderr and p.stderr.strip().count("\n") == 0, p.stderr
