@@ -3,7 +3,6 @@
 import itertools
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from storlab.analysis.effects import analyze, lenth
