@@ -126,7 +126,8 @@ def csv_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     df = toy_results()
     df.to_csv(d / "results.csv", index=False)
     p = subprocess.run([*STORLAB, "report", str(d / "results.csv"), "--space", str(space_file),
-                        "--json"], capture_output=True, text=True, timeout=180)
+                        "--coverage-by", "sched", "--metrics", "iops,lat_us", "--json"],
+                       capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
     html = Path(info["output"]).read_text()
@@ -163,12 +164,14 @@ def test_sections_without_data_are_left_out(csv_report: dict[str, Any]) -> None:
     t = parse(csv_report["html"])
     assert csv_report["info"]["sections"] == t.sections
     # No campaign: no progress; no read/write mix in the data: no f_rw section.
-    assert t.sections == ["overview", "space", "design", "results", "resp-iops"]
+    assert t.sections == ["overview", "space", "design", "results", "resp-iops", "coverage"]
     design = csv_report["html"].split('id="design"')[1].split("</section>")[0]
     assert "two-level full factorial" in design
     assert "pseudo standard error" not in csv_report["html"]  # replicated: ANOVA tests
     assert all(src.startswith("data:image/png;base64,") for src in t.imgs)
-    assert len(t.imgs) == 5  # pareto, half-normal, main, interactions, importance
+    # pareto, half-normal, main, interactions, importance; coverage bars, scatter, tree
+    assert len(t.imgs) == 8
+    assert "coverage-table" in t.tables
     assert not re.search(r'(src|href)="(https?:)?//', csv_report["html"])
 
 

@@ -163,10 +163,10 @@ def coverage(results: pd.DataFrame, by: str, metrics: Sequence[str] | None = Non
         raise AnalysisError(f"{source}: coverage needs at least two metric columns "
                             f"(found {metrics or 'none'}); name them with --metrics")
     data = results[metrics].apply(pd.to_numeric, errors="coerce")
-    # A metric missing in most runs (write latency of read-only runs) would drop those
+    # A metric missing in many runs (write latency of read-only runs) would drop those
     # runs; leave the metric out instead, and say so.
     for m in list(metrics):
-        if data[m].isna().mean() > 0.5:
+        if data[m].isna().mean() >= 0.2:
             dropped.append(f"metric {m}: empty in {int(data[m].isna().sum())} of "
                            f"{len(data)} runs")
             metrics.remove(m)
@@ -193,7 +193,8 @@ def coverage(results: pd.DataFrame, by: str, metrics: Sequence[str] | None = Non
     n = len(x)
     if n < 4 or len(metrics) < 2:
         raise AnalysisError(f"{source}: coverage needs at least 4 runs and 2 varying metrics "
-                            f"(have {n} runs, {len(metrics)} metrics)")
+                            f"(have {n} runs, {len(metrics)} metrics"
+                            + (f"; left out: {'; '.join(dropped)}" if dropped else "") + ")")
     z = (x - x.mean(axis=0)) / x.std(axis=0)
 
     # Components: as many as it takes to explain 95 % of the variance, so that noise

@@ -25,6 +25,8 @@ from ..errors import StorlabError
 from ..space import Space
 from . import html as H
 
+ALL_GROUPS = "(all)"  # the coverage table's row for every run together
+
 #: Metrics a report analyses when neither the user nor the space names responses, in order
 #: of preference (fio, sysbench, postmark and the simulator write these).
 HEADLINE = ("total_iops", "total_bw_bytes", "iops", "bw", "bw_bytes", "transactions_per_s",
@@ -639,9 +641,17 @@ def _styled_importance(imp: Any, response: str, unit: str) -> Any:
     return fig
 
 
+def _qty(v: float, unit: str) -> str:
+    """A quantity in prose: bytes with a prefix (5.93 GB/s), others as in the tables."""
+    from ..analysis.plots import eng
+
+    if unit.startswith("B") and math.isfinite(v) and abs(v) >= 1e4:
+        return f"<b>{H.esc(eng(v))}</b>{H.esc(unit)}"
+    return f"<b>{H.esc(H.fmt_num(v))}</b>" + (f" {H.esc(unit)}" if unit else "")
+
+
 def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
     parts = []
-    u = f" {unit}" if unit else ""
     if a is not None:
         r = a.recommendation
         if r["settings"]:
@@ -649,7 +659,7 @@ def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
                              for s in r["settings"])
             parts.append(f'<div class="rec">To {H.esc(r["goal"])} {H.esc(response)} '
                          f"(effects model): {sets}. Predicted {H.esc(response)} = "
-                         f'<b>{H.fmt_num(r["predicted"])}</b>{H.esc(u)}. Other factors: '
+                         f'{_qty(r["predicted"], unit)}. Other factors: '
                          f'{H.esc(r["others"])}.</div>')
         else:
             parts.append('<p class="note">Effects model: no significant effect, so no '
@@ -658,13 +668,11 @@ def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
         best = imp.best_values()
         last = imp.steps[-1]
         sets = ", ".join(f"<b>{H.esc(k)} = {H.esc(v)}</b>" for k, v in best.items())
+        rsd = (f" (RSD {100 * last.subset_rsd:.3g} %)" if math.isfinite(last.subset_rsd)
+               else "")
         parts.append(f'<div class="rec">Carver path: {sets}; the {last.subset_size} '
-                     f"configuration(s) with these values average <b>"
-                     f"{H.fmt_num(last.subset_mean)}</b>{H.esc(u)} (RSD "
-                     f"{100 * last.subset_rsd:.3g} %).</div>" if math.isfinite(last.subset_rsd)
-                     else f'<div class="rec">Carver path: {sets}; the {last.subset_size} '
-                     f"configuration(s) with these values average <b>"
-                     f"{H.fmt_num(last.subset_mean)}</b>{H.esc(u)}.</div>")
+                     f"configuration(s) with these values average "
+                     f"{_qty(last.subset_mean, unit)}{rsd}.</div>")
     return "".join(parts)
 
 
@@ -753,7 +761,17 @@ def _rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
 def coverage_html(cov: Any, heading: str = "h2") -> str:
     """The coverage result: conclusion, per-group table, plots."""
     t = cov.table()
+    groups = t[t[cov.by] != ALL_GROUPS]
+    top = int(groups["clusters"].max())
+    tied = list(groups.loc[groups["clusters"] == top, cov.by])
     best = cov.best()
+    if len(tied) == 1:
+        verdict = (f"<b>{H.esc(best)}</b> covers most of the observed behaviour: {top} of "
+                   f"{cov.k} clusters, spread "
+                   f"{H.fmt_num(float(groups.loc[groups[cov.by] == best, 'spread'].iloc[0]))}.")
+    else:
+        verdict = (f"{', '.join(f'<b>{H.esc(g)}</b>' for g in tied)} each reach {top} of "
+                   f"{cov.k} clusters; <b>{H.esc(best)}</b> spreads widest.")
     html = [f"<{heading}>Coverage by {H.esc(cov.by)}</{heading}>",
             f"<p>{len(cov.labels)} runs, {len(cov.metrics)} metrics "
             f"({H.esc(', '.join(cov.metrics))}){' (log)' if cov.log else ''}, standardised; "
@@ -761,9 +779,7 @@ def coverage_html(cov: Any, heading: str = "h2") -> str:
             f"clusters (silhouette {H.fmt_num(cov.k_scores.get(cov.k, math.nan))}); Ward "
             f"clustering agrees with k-means at adjusted Rand index "
             f"{H.fmt_num(cov.agreement)}.</p>",
-            f'<div class="rec"><b>{H.esc(best)}</b> covers most of the observed behaviour: '
-            f"{int(t.loc[t[cov.by] == best, 'clusters'].iloc[0])} of {cov.k} clusters, "
-            f"spread {H.fmt_num(float(t.loc[t[cov.by] == best, 'spread'].iloc[0]))}.</div>",
+            f'<div class="rec">{verdict}</div>',
             H.table_html(t, table_id="coverage-table",
                          caption="Per group: clusters reached, their share, spread (RMS "
                                  "distance from the group's centroid in component units) "
@@ -776,8 +792,8 @@ def coverage_html(cov: Any, heading: str = "h2") -> str:
             H.figure_html(cov.plot("dendrogram"), "Cluster dendrogram",
                           "Ward clustering of the runs on the components; the dashed line "
                           "cuts the tree into the k-means number of clusters.")]
-    for d in cov.dropped:
-        html.append(f'<p class="warn">left out: {H.esc(d)}</p>')
+    if cov.dropped:
+        html.append('<p class="warn">Left out: ' + "; ".join(map(H.esc, cov.dropped)) + ".</p>")
     return "".join(html)
 
 

@@ -212,7 +212,7 @@ footer { color: var(--muted); font-size: .8em; margin-top: 40px; border-top: 1px
   table.data th, table.data td { padding: 1px 5px; white-space: normal; }
   table.sortable th button::after { content: ""; }
   .grid2 { display: block; }
-  figure img { max-height: 245mm; width: auto !important; max-width: 100%; }
+  figure img { max-height: 240mm; max-width: 100%; object-fit: contain; }
   a { color: inherit; text-decoration: none; }
 }
 """
