@@ -1,0 +1,316 @@
+"""A throwaway single-host Ceph cluster (1 monitor, 1 manager, 1-3 OSDs) from Debian's
+packages, bootstrapped by hand without systemd or cephadm.
+
+Everything lives under one directory (conf, keyrings, daemon data, logs, PID files); the
+daemons run in the foreground (`-d`, logging to stderr) in their own sessions so storlab holds their PIDs.
+Pitfall kept in mind (notes/real-systems.md 4): every daemon gets its own `keyring =` in
+its own section; a global `keyring =` makes the manager and OSDs authenticate as admin.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._util import (DEFAULT_BASE, ClusterError, Daemon, load_state, pid_alive, port_free, run,
+                    save_state, stop_pid, wait_until)
+
+POOL = "bench"
+IMAGE = "storlab"
+STORES = ("memstore", "bluestore")
+#: Health checks that say nothing about a throwaway cluster's fitness for a benchmark.
+BENIGN_CHECKS = {"MGR_MODULE_DEPENDENCY", "MGR_MODULE_ERROR", "POOL_NO_REDUNDANCY",
+                 "AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED", "TOO_FEW_OSDS",
+                 "POOL_APP_NOT_ENABLED", "RECENT_CRASH", "OSD_NO_SORTBITWISE"}
+
+
+@dataclass
+class CephOptions:
+    osds: int = 1
+    replicas: int | None = None  # default: min(osds, 3)
+    store: str = "memstore"
+    osd_bytes: int = 1 << 30  # memstore RAM cap / bluestore sparse file size per OSD
+    mon_port: int = 3300
+    pg_num: int = 32
+    rgw: bool = False
+    rgw_port: int = 7480
+
+
+class CephCluster:
+    """A cluster rooted at `base/ceph`. `up()` builds and starts it; `down()` stops every
+    daemon by PID and removes the directory; `status()` reads what is running."""
+
+    kind = "ceph"
+
+    def __init__(self, base: Path | None = None) -> None:
+        self.dir = Path(base or DEFAULT_BASE) / "ceph"
+        self.conf = self.dir / "ceph.conf"
+        self.state_file = self.dir / "cluster.json"
+
+    # ------------------------------------------------------------------ helpers
+    def ceph(self, *args: str, timeout: float = 30, check: bool = True) -> str:
+        """Run the `ceph` CLI against this cluster; stdout."""
+        return run(["ceph", "-c", str(self.conf), "--connect-timeout", "10", *args],
+                   timeout=timeout, check=check).stdout
+
+    def ceph_json(self, *args: str, timeout: float = 30) -> Any:
+        return json.loads(self.ceph(*args, "--format", "json", timeout=timeout) or "null")
+
+    def _daemon(self, name: str, argv: list[str]) -> Daemon:
+        return Daemon(name, argv, self.dir / "log" / f"{name}.out",
+                      self.dir / "run" / f"{name}.pid")
+
+    def _osd_daemon(self, i: int) -> Daemon:
+        return self._daemon(f"osd.{i}", ["ceph-osd", "-c", str(self.conf), "-i", str(i), "-d"])
+
+    def state(self) -> dict[str, Any] | None:
+        return load_state(self.state_file)
+
+    # ------------------------------------------------------------------ conf
+    def _write_conf(self, fsid: str, o: CephOptions, replicas: int) -> None:
+        d = self.dir
+        osd_store = [f"osd objectstore = {o.store}"]
+        if o.store == "memstore":
+            # a clean stop saves memstore's contents (fast shutdown would drop them), so
+            # OSD restarts for start-up-only parameters keep the data
+            osd_store += [f"memstore device bytes = {o.osd_bytes}", "osd fast shutdown = false"]
+        else:
+            osd_store += ["bluestore block create = true",
+                          f"bluestore block size = {o.osd_bytes}",
+                          "bluestore block db create = false", "bluestore block wal create = false",
+                          # a sparse file on a shared VM disk: don't let fsck/discard dominate
+                          "bluestore fsck on mount = false", "bdev enable discard = false"]
+        lines = [
+            "[global]", f"fsid = {fsid}",
+            f"mon host = v2:127.0.0.1:{o.mon_port}", "mon initial members = a",
+            "public network = 127.0.0.0/8", "ms bind ipv6 = false", "ms bind msgr1 = false",
+            "auth cluster required = cephx", "auth service required = cephx",
+            "auth client required = cephx",
+            "auth allow insecure global id reclaim = false",
+            f"run dir = {d}/run", f"admin socket = {d}/run/$cluster-$name.asok",
+            f"log file = {d}/log/$name.log",
+            f"crash dir = {d}/crash", f"exporter sock dir = {d}/run",
+            f"osd pool default size = {replicas}", "osd pool default min size = 1",
+            "osd pool default pg autoscale mode = off", "osd pool default pg num = 8",
+            "osd crush chooseleaf type = 0", "mon allow pool delete = true",
+            "mon allow pool size one = true", "mon warn on pool no redundancy = false",
+            # a shared VM disk is often < 30 % free: the default warning is noise here
+            "mon data avail warn = 5", "mon data avail crit = 1",
+            "osd max object name len = 460",
+            "osd max object namespace len = 64",
+            "mgr initial modules = ", "",
+            "[mon.a]", f"mon data = {d}/mon.a", f"keyring = {d}/mon.a/keyring", "",
+            "[mgr.x]", f"mgr data = {d}/mgr.x", f"keyring = {d}/mgr.x/keyring", "",
+            "[osd]", f"osd data = {d}/osd.$id", f"keyring = {d}/osd.$id/keyring",
+            *osd_store, "",
+            "[client.admin]", f"keyring = {d}/admin.keyring", "",
+            "[client.rgw.storlab]", f"keyring = {d}/rgw/keyring",
+            f"rgw frontends = beast endpoint=127.0.0.1:{o.rgw_port}",
+            f"rgw data = {d}/rgw", "rgw thread pool size = 64", "",
+        ]
+        self.conf.write_text("\n".join(lines))
+
+    # ------------------------------------------------------------------ up
+    def up(self, o: CephOptions | None = None, timeout: float = 120) -> dict[str, Any]:
+        """Bootstrap and start the cluster; wait for HEALTH_OK. Returns its state."""
+        o = o or CephOptions()
+        if o.store not in STORES:
+            raise ClusterError(f"store {o.store!r} must be one of {', '.join(STORES)}")
+        if not 1 <= o.osds <= 8:
+            raise ClusterError(f"osds {o.osds} must be between 1 and 8")
+        replicas = o.replicas or min(o.osds, 3)
+        if not 1 <= replicas <= o.osds:
+            raise ClusterError(f"replicas {replicas} must be between 1 and the OSD count "
+                               f"({o.osds}) on a single host")
+        if self.state() is not None or any(pid_alive(p) for p in self._pidfiles()):
+            raise ClusterError(f"a ceph cluster already exists in {self.dir}; run "
+                               "`storlab cluster down ceph` first")
+        for port in (o.mon_port, *((o.rgw_port,) if o.rgw else ())):
+            if not port_free(port):
+                raise ClusterError(f"port 127.0.0.1:{port} is in use (another cluster?)")
+        t0 = time.monotonic()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for sub in ("run", "log", "crash", "mon.a", "mgr.x"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        fsid = str(uuid.uuid4())
+        self._write_conf(fsid, o, replicas)
+        state: dict[str, Any] = {
+            "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
+            "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
+            "image": IMAGE, "mon_port": o.mon_port, "started": time.time(), "ready": False}
+        save_state(self.state_file, state)
+        try:
+            self._bootstrap(o, replicas, timeout)
+            if o.rgw:
+                state.update(self._start_rgw(o, timeout))
+        except BaseException:
+            self.down()
+            raise
+        state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
+        save_state(self.state_file, state)
+        return state
+
+    def _bootstrap(self, o: CephOptions, replicas: int, timeout: float) -> None:
+        d, c = self.dir, str(self.conf)
+        monkey, admin = d / "mon.keyring", d / "admin.keyring"
+        run(["ceph-authtool", "--create-keyring", str(monkey), "--gen-key", "-n", "mon.",
+             "--cap", "mon", "allow *"])
+        run(["ceph-authtool", "--create-keyring", str(admin), "--gen-key", "-n", "client.admin",
+             "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
+             "--cap", "mds", "allow *"])
+        run(["ceph-authtool", str(monkey), "--import-keyring", str(admin)])
+        run(["monmaptool", "--create", "--fsid", self.state()["fsid"], "--addv", "a",
+             f"[v2:127.0.0.1:{o.mon_port}]", str(d / "monmap")])
+        run(["ceph-mon", "-c", c, "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
+             "--keyring", str(monkey)], timeout=60)
+        shutil.copy(monkey, d / "mon.a" / "keyring")
+        mon = self._daemon("mon.a", ["ceph-mon", "-c", c, "-i", "a", "-d"])
+        mon.start()
+        wait_until(lambda: bool(self.ceph("mon", "stat", timeout=15)), timeout, "the monitor",
+                   [mon])
+        # Small clusters: no noisy defaults (these live in the mon's config database).
+        self.ceph("config", "set", "mgr", "mgr/balancer/active", "false", check=False)
+        self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
+                  "mds", "allow *", "-o", str(d / "mgr.x" / "keyring"))
+        mgr = self._daemon("mgr.x", ["ceph-mgr", "-c", c, "-i", "x", "-d"])
+        mgr.start()
+        for i in range(o.osds):
+            self._create_osd(i)
+        osds = [self._osd_daemon(i) for i in range(o.osds)]
+        for osd in osds:
+            osd.start()
+        wait_until(lambda: self.ceph_json("osd", "stat")["num_up_osds"] >= o.osds, timeout,
+                   f"{o.osds} OSD(s) up", [mon, mgr, *osds])
+        self.ceph("osd", "pool", "create", POOL, str(o.pg_num), str(o.pg_num))
+        self.ceph("osd", "pool", "set", POOL, "size", str(replicas),
+                  "--yes-i-really-mean-it")
+        self.ceph("osd", "pool", "application", "enable", POOL, "rbd")
+        self.wait_healthy(timeout, [mon, mgr, *osds])
+        # An RBD image for fio's rbd engine (thin: costs nothing until written).
+        run(["rbd", "-c", c, "create", f"{POOL}/{IMAGE}", "--size", "256M"], timeout=60)
+
+    def _create_osd(self, i: int) -> None:
+        d, c = self.dir, str(self.conf)
+        osd_uuid = str(uuid.uuid4())
+        (d / f"osd.{i}").mkdir(parents=True, exist_ok=True)
+        got = self.ceph("osd", "new", osd_uuid).strip()
+        if got != str(i):
+            raise ClusterError(f"ceph osd new gave id {got}, expected {i}")
+        # The key first: mkfs then fetches the mon's config database like a started OSD.
+        self.ceph("auth", "get-or-create", f"osd.{i}", "osd", "allow *", "mon",
+                  "allow profile osd", "mgr", "allow profile osd",
+                  "-o", str(d / f"osd.{i}" / "keyring"))
+        run(["ceph-osd", "-c", c, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid], timeout=120)
+
+    def _start_rgw(self, o: CephOptions, timeout: float) -> dict[str, Any]:
+        """radosgw with beast on 127.0.0.1 and an S3 user (keys fixed: a throwaway cluster)."""
+        import urllib.request
+
+        d = self.dir
+        (d / "rgw").mkdir(exist_ok=True)
+        self.ceph("config", "set", "global", "osd_pool_default_pg_num", "8")
+        self.ceph("auth", "get-or-create", "client.rgw.storlab", "mon", "allow rw", "osd",
+                  "allow rwx", "mgr", "allow rw", "-o", str(d / "rgw" / "keyring"))
+        rgw = self._daemon("rgw", ["radosgw", "-c", str(self.conf), "-n", "client.rgw.storlab",
+                                   "-d"])
+        rgw.start()
+
+        def answers() -> bool:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{o.rgw_port}/", timeout=2).read()
+                return True
+            except OSError as exc:
+                return getattr(exc, "code", None) is not None  # any HTTP answer counts
+        wait_until(answers, timeout, f"radosgw on 127.0.0.1:{o.rgw_port}", [rgw])
+        run(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
+             "--display-name=bench", "--access-key=benchkey", "--secret=benchsecret"], timeout=60)
+        return {"s3": {"endpoint": f"http://127.0.0.1:{o.rgw_port}", "access_key": "benchkey",
+                       "secret_key": "benchsecret", "region": "us-east-1"}}
+
+    # ------------------------------------------------------------------ health
+    def health(self) -> tuple[str, list[str]]:
+        """(status, the names of the checks that are not benign)."""
+        h = self.ceph_json("health")
+        checks = [k for k in (h.get("checks") or {}) if k not in BENIGN_CHECKS]
+        return h.get("status", "?"), checks
+
+    def wait_healthy(self, timeout: float = 120, daemons: list[Daemon] | None = None) -> float:
+        """Wait for HEALTH_OK (benign warnings allowed) with every PG active+clean."""
+
+        last: dict[str, Any] = {}
+
+        def ok() -> bool:
+            status, checks = self.health()
+            last["health"] = f"{status} {checks}"
+            if checks:
+                return False
+            pg = self.ceph_json("pg", "stat")
+            states = pg.get("pg_summary", pg).get("num_pg_by_state", [])
+            last["pgs"] = {s["name"]: s["num"] for s in states}
+            total = sum(s["num"] for s in states)
+            clean = sum(s["num"] for s in states if s["name"] == "active+clean")
+            return total > 0 and clean == total
+        daemons = daemons if daemons is not None else self._daemons()
+        try:
+            return wait_until(ok, timeout, "HEALTH_OK with all PGs active+clean", daemons)
+        except ClusterError as exc:
+            raise ClusterError(f"{exc}\nlast seen: {last}") from None
+
+    # ------------------------------------------------------------------ parameters
+    def _daemons(self) -> list[Daemon]:
+        st = self.state() or {}
+        c = str(self.conf)
+        out = [self._daemon("mon.a", ["ceph-mon", "-c", c, "-i", "a", "-d"]),
+               self._daemon("mgr.x", ["ceph-mgr", "-c", c, "-i", "x", "-d"])]
+        out += [self._osd_daemon(i) for i in range(int(st.get("osds", 0)))]
+        return out
+
+    def restart_osds(self, timeout: float = 120) -> float:
+        """Stop every OSD by PID and start it again (reads the mon's config database anew);
+        memstore keeps its data across a clean stop. Returns seconds until healthy."""
+        st = self.state() or {}
+        n = int(st.get("osds", 0))
+        t0 = time.monotonic()
+        for i in range(n):
+            stop_pid(self._osd_daemon(i).pidfile, grace=30)
+        osds = [self._osd_daemon(i) for i in range(n)]
+        for osd in osds:
+            osd.start()
+        wait_until(lambda: self.ceph_json("osd", "stat")["num_up_osds"] >= n, timeout,
+                   f"{n} OSD(s) up after restart", osds)
+        self.wait_healthy(timeout)
+        return time.monotonic() - t0
+
+    # ------------------------------------------------------------------ down / status
+    def _pidfiles(self) -> list[Path]:
+        return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
+
+    def down(self) -> dict[str, Any]:
+        """Stop every daemon by its PID file (clients first, monitor last); remove the dir."""
+        stopped = []
+        order = sorted(self._pidfiles(), key=lambda p: (p.stem.startswith("mon"),
+                                                        p.stem.startswith("mgr"), p.stem))
+        for pf in order:
+            if stop_pid(pf, grace=15):
+                stopped.append(pf.stem)
+        existed = self.dir.exists()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return {"kind": "ceph", "stopped": stopped, "removed": str(self.dir) if existed else None}
+
+    def status(self) -> dict[str, Any] | None:
+        st = self.state()
+        if st is None:
+            return None
+        daemons = {pf.stem: pid_alive(pf) for pf in self._pidfiles()}
+        out = {**st, "daemons": daemons}
+        if daemons.get("mon.a"):
+            try:
+                out["health"] = self.health()[0]
+            except ClusterError as exc:
+                out["health"] = f"unknown ({exc})"
+        return out
