@@ -117,7 +117,9 @@ def _effects_rows(page: Any, table_id: str) -> list[dict[str, Any]]:
 
 def _close(text: str, value: float) -> bool:
     """The displayed number (4 significant digits or a rounded whole number) is `value`."""
-    shown = float(text.replace(",", ""))
+    text = text.replace(",", "")
+    scale = {"M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}.get(text[-1:], 1.0)
+    shown = float(text[:-1] if scale != 1.0 else text) * scale
     return math.isclose(shown, value, rel_tol=6e-4, abs_tol=0.51 if abs(value) >= 1000 else 0)
 
 

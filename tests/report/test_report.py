@@ -103,6 +103,8 @@ def records(rows: list[list[tuple[str, str | None]]]) -> list[dict[str, tuple[st
 def test_fmt_num() -> None:
     assert fmt_num(1234567.89) == "1,234,568"
     assert fmt_num(9.879e18) == "9.879e+18"
+    assert fmt_num(501_312_345.0) == "501.3M" and fmt_num(-5.9316e9) == "-5.932G"
+    assert fmt_num(999_960_000.0) == "1G"
     assert fmt_num(0.0188812) == "0.01888"
     assert fmt_num(float("nan")) == "" and fmt_num(None) == ""
     assert fmt_num(True) == "yes" and fmt_num(12) == "12" and fmt_num(123456) == "123,456"
@@ -223,6 +225,10 @@ def test_campaign_progress_and_failures(tmp_path: Path) -> None:
     t = parse(html)
     prog = html.split('id="progress"')[1].split("</section>")[0]
     assert "Failed runs (2)" in prog and "disk on fire" in prog and "threads=8, mode=b" in prog
+    from storlab.report import progress_plot
+
+    fig = progress_plot(Campaign.load(camp).results("run"))
+    assert fig.axes[0].get_xlabel().startswith("wall-clock time") and fig.axes[0].lines
     res = records(t.tables["results-table"])
     failed = [r for r in res if r["failed runs"][0] == "2"]
     assert len(failed) == 1 and failed[0]["ops"][0] == ""  # no successful run: no value

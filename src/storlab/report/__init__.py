@@ -2,12 +2,17 @@
 
     from storlab.report import from_campaign, build_report
     build_report(from_campaign("campaign.yaml")).write("report.html")
+
+Figures for notebooks come from the analyses themselves (`analyze(...).plot("pareto")`,
+`coverage(...).plot("scatter")`, `importance(...).plot()`, `RWModel.plot()`) and from
+`progress_plot(Campaign.load(path).results("run"))`.
 """
 
 from __future__ import annotations
 
 from .build import (Report, ReportError, ReportInput, Section, build_report, coverage_report,
-                    design_from_data, from_campaign, from_results)
+                    design_from_data, from_campaign, from_results, progress_plot)
 
 __all__ = ["Report", "ReportError", "ReportInput", "Section", "build_report",
-           "coverage_report", "design_from_data", "from_campaign", "from_results"]
+           "coverage_report", "design_from_data", "from_campaign", "from_results",
+           "progress_plot"]

@@ -33,6 +33,9 @@ HEADLINE = ("total_iops", "total_bw_bytes", "iops", "bw", "bw_bytes", "transacti
             "throughput", "read_clat_p99_us", "write_clat_p99_us")
 DESIGN_COLUMNS = ("std_order", "replicate", "block", "center")
 PRIVATE = ("_n_ok", "_n_failed")
+#: Columns that describe a run rather than measure it.
+BOOKKEEPING = ("config_id", "run", "repetition", "exit_code", "started", "ended", "seq",
+               "attempts")
 STATUS_COLORS = {"ok": "#009E73", "failed": "#D55E00", "timeout": "#CC79A7",
                  "running": "#E69F00", "pending": "#BBBBBB"}
 
@@ -390,13 +393,19 @@ def _design_section(inp: ReportInput) -> Section | None:
     aliases = m.get("aliases") or {}
     if aliases and inp.space is not None:
         legend = {lab: n for lab, n in zip(inp.space.labels, inp.space.names)}
-        mains = [(k, v) for k, v in aliases.items() if _order(k, legend) == 1]
-        twos = [(k, v) for k, v in aliases.items() if _order(k, legend) == 2]
-        rows = [{"effect": k, "aliased with (to 2FIs)": " = ".join(v),
-                 "meaning": _spell(k, legend)} for k, v in (mains + twos)[:60]]
-        html += "<h3>Alias structure</h3>" + H.table_html(pd.DataFrame(rows), sortable=False)
-        if len(mains) + len(twos) > 60:
-            html += f'<p class="note">{len(mains) + len(twos) - 60} more not shown.</p>'
+        # Each alias chain once (AB = CE = DF), main effects first.
+        chains: dict[frozenset[str], list[str]] = {}
+        for k, v in aliases.items():
+            words = sorted({k, *v}, key=lambda w: (_order(w), w))
+            chains.setdefault(frozenset(words), words)
+        ordered = sorted(chains.values(), key=lambda c: (_order(c[0]), c))
+        rows = [{"alias chain (to 2FIs)": " = ".join(c),
+                 "meaning": " = ".join(_spell(w, legend) for w in c)} for c in ordered[:60]]
+        html += ("<h3>Alias structure</h3><p class=\"note\">Effects in one chain cannot be "
+                 "told apart: the estimate of each is the sum of all.</p>"
+                 + H.table_html(pd.DataFrame(rows), sortable=False))
+        if len(ordered) > 60:
+            html += f'<p class="note">{len(ordered) - 60} more chains not shown.</p>'
         html += '<p class="note">Letters: ' + ", ".join(
             f"{H.esc(k)} = {H.esc(v)}" for k, v in legend.items()) + "</p>"
     elif m.get("kind") == "pb":
@@ -407,7 +416,7 @@ def _design_section(inp: ReportInput) -> Section | None:
     return Section("design", "Design", html)
 
 
-def _order(word: str, legend: dict[str, str]) -> int:
+def _order(word: str) -> int:
     return len(word.split(":")) if ":" in word else len(word)
 
 
@@ -440,7 +449,7 @@ def _progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
             f"({100 * done / total:.0f} %).</p>" + bar + legend)
     t = runs.dropna(subset=["started", "ended"]) if {"started", "ended"} <= set(runs) else None
     if t is not None and len(t) > 1:
-        html += H.figure_html(_timeline(t), "Cumulative finished runs over the campaign's "
+        html += H.figure_html(progress_plot(t), "Cumulative finished runs over the campaign's "
                               "wall-clock time, failures marked",
                               "Finished runs over wall-clock time; crosses are failed runs. "
                               "A flat stretch is a slow or hung run.")
@@ -470,6 +479,18 @@ def _progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         data["failures"] = [{"key": r.get("key"), "status": r["status"]}
                             for r, _ in rows]
     return Section("progress", "Progress", html)
+
+
+def progress_plot(runs: pd.DataFrame) -> Any:
+    """Finished runs over wall-clock time, failures marked: a Figure from a run table with
+    `started`, `ended` (epoch seconds) and `status` (e.g. `Campaign.results("run")`)."""
+    from ..analysis.plots import styled
+
+    t = runs.dropna(subset=["started", "ended"])
+    if t.empty:
+        raise ReportError("no finished runs with start and end times to plot")
+    with styled():
+        return _timeline(t)
 
 
 def _timeline(t: pd.DataFrame) -> Any:
@@ -503,7 +524,7 @@ def _results_section(inp: ReportInput, resp: list[str]) -> Section | None:
         return None
     factors = inp.factors
     metrics = [c for c in df.columns if c not in factors and c not in DESIGN_COLUMNS
-               and c not in PRIVATE and c != "config_id"
+               and c not in PRIVATE and c not in BOOKKEEPING
                and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
     lead = [c for c in ("config_id",) if c in df.columns]
     counts = [c for c in PRIVATE if c in df.columns]

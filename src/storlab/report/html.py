@@ -31,8 +31,8 @@ def esc(text: Any) -> str:
 
 def fmt_num(v: Any) -> str:
     """A number for a reader: whole numbers with thousands separators from 1,000 to
-    10,000,000, 4 significant digits otherwise (1.234e+09, 0.01888); empty for NaN/None;
-    booleans as yes/no."""
+    10,000,000, an SI prefix and 4 significant digits above (501.3M, 5.932G), 4 significant
+    digits below (0.01888); empty for NaN/None; booleans as yes/no."""
     if v is None:
         return ""
     if isinstance(v, (bool, np.bool_)):
@@ -44,13 +44,25 @@ def fmt_num(v: Any) -> str:
         if not math.isfinite(x):
             return "" if math.isnan(x) else ("∞" if x > 0 else "−∞")
         if abs(x) >= 1e7:  # digits beyond the fourth are noise to a reader; data-v has them
-            return f"{x:.4g}"
+            return _si(x)
         if abs(x) >= 1000:
             return f"{x:,.0f}"
         if x == 0:
             return "0"
         return f"{x:.4g}"
     return str(v)
+
+
+SI = {6: "M", 9: "G", 12: "T", 15: "P"}
+
+
+def _si(x: float) -> str:
+    """501.3M, 5.932G; beyond peta an exponent (sums of squares get that large)."""
+    e = int(math.floor(math.log10(abs(x)) / 3) * 3)
+    m = x / 10.0 ** e
+    if abs(float(f"{m:.4g}")) >= 1000:
+        e, m = e + 3, m / 1000
+    return f"{m:.4g}{SI[e]}" if e in SI else f"{x:.4g}"
 
 
 def _data_v(v: Any) -> str:
