@@ -1,0 +1,281 @@
+"""A throwaway OpenStack Swift all-in-one on 127.0.0.1 from Debian's packages, started
+without systemd: memcached, one account, container and object server, a proxy with
+tempauth and s3api; three devices on a loop-mounted XFS image (plain directories when
+loop devices are not available, or when asked).
+
+Debian's proxy config says `workers = 20`; ours are explicit (`workers`, `proxy_workers`).
+Everything is under one directory, except /etc/swift/swift.conf (hash prefix/suffix and
+the storage policy), which Swift reads from that fixed path: the package's file is used.
+"""
+
+from __future__ import annotations
+
+import pwd
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._util import (DEFAULT_BASE, ClusterError, Daemon, load_state, pid_alive, port_free, run,
+                    save_state, stop_pid, wait_until)
+
+DEVICES = ("d1", "d2", "d3")
+SERVERS = ("account", "container", "object")
+USER, KEY = "test:tester", "testing"
+
+
+@dataclass
+class SwiftOptions:
+    replicas: int = 3
+    workers: int = 1  # per account/container/object server
+    proxy_workers: int = 2
+    port: int = 8080  # proxy
+    storage_port: int = 6200  # object; container +1, account +2
+    memcached_port: int = 11311
+    part_power: int = 10
+    storage: str = "loop"  # loop (XFS image) | dir
+    disk_bytes: int = 2 << 30
+
+
+class SwiftCluster:
+    kind = "swift"
+
+    def __init__(self, base: Path | None = None) -> None:
+        self.dir = Path(base or DEFAULT_BASE) / "swift"
+        self.state_file = self.dir / "cluster.json"
+        self.node = self.dir / "node"
+
+    def state(self) -> dict[str, Any] | None:
+        return load_state(self.state_file)
+
+    def _daemon(self, name: str, argv: list[str]) -> Daemon:
+        return Daemon(name, argv, self.dir / "log" / f"{name}.log",
+                      self.dir / "run" / f"{name}.pid")
+
+    def _server_daemon(self, server: str) -> Daemon:
+        prog = f"swift-{server}-server"
+        return self._daemon(server, [prog, str(self.dir / f"{server}-server.conf"), "-v"])
+
+    # ------------------------------------------------------------------ conf
+    def _ports(self, o: SwiftOptions) -> dict[str, int]:
+        return {"object": o.storage_port, "container": o.storage_port + 1,
+                "account": o.storage_port + 2}
+
+    def _write_confs(self, o: SwiftOptions, user: str) -> None:
+        d = self.dir
+        for server, port in self._ports(o).items():
+            (d / f"{server}-server.conf").write_text("\n".join([
+                "[DEFAULT]", f"devices = {self.node}", "mount_check = false",
+                "bind_ip = 127.0.0.1", f"bind_port = {port}", f"workers = {o.workers}",
+                f"user = {user}", f"swift_dir = {d}", "log_level = WARNING",
+                "log_address = /dev/null-storlab",  # no syslog here: console (-v) only
+                "", "[pipeline:main]", f"pipeline = healthcheck {server}-server", "",
+                f"[app:{server}-server]", f"use = egg:swift#{server}",
+                "[filter:healthcheck]", "use = egg:swift#healthcheck", ""]))
+        (d / "proxy-server.conf").write_text("\n".join([
+            "[DEFAULT]", "bind_ip = 127.0.0.1", f"bind_port = {o.port}",
+            f"workers = {o.proxy_workers}", f"user = {user}", f"swift_dir = {d}",
+            "log_level = WARNING", "log_address = /dev/null-storlab", "",
+            "[pipeline:main]",
+            "pipeline = catch_errors gatekeeper healthcheck cache listing_formats s3api "
+            "tempauth copy slo dlo proxy-server", "",
+            "[app:proxy-server]", "use = egg:swift#proxy", "account_autocreate = true", "",
+            "[filter:tempauth]", "use = egg:swift#tempauth",
+            "user_admin_admin = admin .admin .reseller_admin",
+            "user_test_tester = testing .admin", "token_life = 86400", "",
+            "[filter:s3api]", "use = egg:swift#s3api", "location = us-east-1", "",
+            "[filter:cache]", "use = egg:swift#memcache",
+            f"memcache_servers = 127.0.0.1:{o.memcached_port}", "",
+            *(x for f in ("catch_errors", "gatekeeper", "healthcheck", "listing_formats",
+                          "copy", "slo", "dlo")
+              for x in (f"[filter:{f}]", f"use = egg:swift#{f}", "")),
+        ]))
+
+    def _build_rings(self, o: SwiftOptions) -> None:
+        """Three builders in parallel (each swift-ring-builder call is ~1 s of Python)."""
+        def build(server: str, port: int) -> None:
+            b = str(self.dir / f"{server}.builder")
+            run(["swift-ring-builder", b, "create", str(o.part_power), str(o.replicas), "1"])
+            devs = [a for z, dev in enumerate(DEVICES, start=1)
+                    for a in (f"r1z{z}-127.0.0.1:{port}/{dev}", "100")]
+            run(["swift-ring-builder", b, "add", *devs])
+            # rebalance exits 1 on warnings (e.g. balance) but still writes the ring
+            run(["swift-ring-builder", b, "rebalance"], check=False)
+            if not (self.dir / f"{server}.ring.gz").exists():
+                raise ClusterError(f"swift-ring-builder did not write {server}.ring.gz")
+        with ThreadPoolExecutor(3) as ex:
+            for f in [ex.submit(build, s, p) for s, p in self._ports(o).items()]:
+                f.result()
+
+    # ------------------------------------------------------------------ storage
+    def _mount(self, o: SwiftOptions, state: dict[str, Any]) -> None:
+        self.node.mkdir(parents=True, exist_ok=True)
+        if o.storage == "loop":
+            img = self.dir / "disk.img"
+            with open(img, "wb") as fh:
+                fh.truncate(o.disk_bytes)
+            try:
+                run(["mkfs.xfs", "-q", "-f", str(img)], timeout=60)
+                dev = run(["losetup", "--find", "--show", str(img)]).stdout.strip()
+                state["loop"] = dev
+                save_state(self.state_file, state)
+                run(["mount", "-o", "noatime", dev, str(self.node)])
+                state["mounted"] = str(self.node)
+                save_state(self.state_file, state)
+            except ClusterError as exc:
+                raise ClusterError(f"cannot mount an XFS loop image ({exc}); use "
+                                   "--storage dir for plain directories") from None
+        for dev in DEVICES:
+            (self.node / dev).mkdir(exist_ok=True)
+
+    # ------------------------------------------------------------------ up
+    def up(self, o: SwiftOptions | None = None, timeout: float = 90) -> dict[str, Any]:
+        """Build rings, mount storage, start memcached, servers and proxy; wait until the
+        proxy authenticates and an account answers. Returns the cluster's state."""
+        o = o or SwiftOptions()
+        if not 1 <= o.replicas <= len(DEVICES):
+            raise ClusterError(f"replicas {o.replicas} must be between 1 and {len(DEVICES)}")
+        if o.workers < 1 or o.proxy_workers < 1:
+            raise ClusterError("workers and proxy workers must be at least 1")
+        if o.storage not in ("loop", "dir"):
+            raise ClusterError(f"storage {o.storage!r} must be loop or dir")
+        if self.state() is not None or any(pid_alive(p) for p in self._pidfiles()):
+            raise ClusterError(f"a swift cluster already exists in {self.dir}; run "
+                               "`storlab cluster down swift` first")
+        ports = [o.port, o.memcached_port, *self._ports(o).values()]
+        busy = [p for p in ports if not port_free(p)]
+        if busy:
+            raise ClusterError(f"port(s) {busy} on 127.0.0.1 are in use (another cluster?)")
+        if not Path("/etc/swift/swift.conf").exists():
+            raise ClusterError("/etc/swift/swift.conf is missing (install the swift package: "
+                               "scripts/sysdeps.sh)")
+        t0 = time.monotonic()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for sub in ("run", "log"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        user = "swift" if _user_exists("swift") else "root"
+        state: dict[str, Any] = {
+            "kind": "swift", "dir": str(self.dir), "replicas": o.replicas,
+            "workers": o.workers, "proxy_workers": o.proxy_workers, "storage": o.storage,
+            "proxy": f"http://127.0.0.1:{o.port}", "auth_url": f"http://127.0.0.1:{o.port}/auth/v1.0",
+            "user": USER, "key": KEY,
+            "s3": {"endpoint": f"http://127.0.0.1:{o.port}", "access_key": USER,
+                   "secret_key": KEY, "region": "us-east-1"},
+            "started": time.time(), "ready": False}
+        save_state(self.state_file, state)
+        try:
+            self._mount(o, state)
+            run(["chown", "-R", f"{user}:", str(self.node)])
+            self._write_confs(o, user)
+            self._build_rings(o)
+            self._start(o, timeout)
+        except BaseException:
+            self.down()
+            raise
+        state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
+        save_state(self.state_file, state)
+        return state
+
+    def _start(self, o: SwiftOptions, timeout: float) -> None:
+        mc_user = "memcache" if _user_exists("memcache") else "nobody"
+        mc = self._daemon("memcached", ["memcached", "-l", "127.0.0.1", "-p",
+                                        str(o.memcached_port), "-U", "0", "-m", "64",
+                                        "-u", mc_user])
+        mc.start()
+        daemons = [mc] + [self._server_daemon(s) for s in SERVERS]
+        for d in daemons[1:]:
+            d.start()
+        proxy = self._daemon("proxy", ["swift-proxy-server",
+                                       str(self.dir / "proxy-server.conf"), "-v"])
+        proxy.start()
+        daemons.append(proxy)
+        urls = [f"http://127.0.0.1:{p}/healthcheck" for p in
+                (*self._ports(o).values(), o.port)]
+        wait_until(lambda: all(_http_ok(u) for u in urls), timeout,
+                   "the swift servers' healthchecks", daemons)
+        wait_until(lambda: self._account_ok(o.port), timeout,
+                   "an authenticated account on the proxy", daemons)
+
+    def _account_ok(self, port: int) -> bool:
+        url, token = swift_auth(f"http://127.0.0.1:{port}/auth/v1.0", USER, KEY)
+        req = urllib.request.Request(url, method="HEAD", headers={"X-Auth-Token": token})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return 200 <= r.status < 300
+
+    # ------------------------------------------------------------------ down / status
+    def _pidfiles(self) -> list[Path]:
+        return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
+
+    def down(self) -> dict[str, Any]:
+        """Stop every daemon by PID (proxy first), unmount, detach the loop device, remove
+        the directory. Safe to call on a half-built cluster."""
+        stopped = []
+        order = sorted(self._pidfiles(), key=lambda p: (p.stem != "proxy",
+                                                        p.stem == "memcached", p.stem))
+        for pf in order:
+            if stop_pid(pf, grace=10):
+                stopped.append(pf.stem)
+        st = self.state() or {}
+        if self.node.exists() and _is_mount(self.node):
+            run(["umount", str(self.node)], check=False, timeout=60)
+            if _is_mount(self.node):
+                run(["umount", "-l", str(self.node)], check=False)
+        img = self.dir / "disk.img"
+        loops = set(filter(None, [st.get("loop")]))
+        if img.exists():
+            out = run(["losetup", "-j", str(img)], check=False).stdout
+            loops |= {line.split(":")[0] for line in out.splitlines() if line.strip()}
+        for dev in sorted(loops):
+            run(["losetup", "-d", dev], check=False)
+        existed = self.dir.exists()
+        if not _is_mount(self.node):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return {"kind": "swift", "stopped": stopped, "loop_detached": sorted(loops),
+                "removed": str(self.dir) if existed else None}
+
+    def status(self) -> dict[str, Any] | None:
+        st = self.state()
+        if st is None:
+            return None
+        daemons = {pf.stem: pid_alive(pf) for pf in self._pidfiles()}
+        out = {**st, "daemons": daemons}
+        if daemons.get("proxy"):
+            out["health"] = "ok" if _http_ok(st["proxy"] + "/healthcheck") else "not answering"
+        return out
+
+
+def swift_auth(auth_url: str, user: str, key: str, timeout: float = 5) -> tuple[str, str]:
+    """tempauth v1: (storage URL, token)."""
+    req = urllib.request.Request(auth_url, headers={"X-Auth-User": user, "X-Auth-Key": key})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.headers["X-Storage-Url"], r.headers["X-Auth-Token"]
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _is_mount(path: Path) -> bool:
+    target = str(path.resolve()) if path.exists() else str(path)
+    try:
+        with open("/proc/self/mounts") as fh:
+            return any(line.split()[1] == target for line in fh)
+    except OSError:
+        return subprocess.run(["mountpoint", "-q", target]).returncode == 0
