@@ -252,3 +252,24 @@ def test_cli_errors_are_one_line(tmp_path: Path, csv_report: dict[str, Any]) -> 
                            timeout=120)
         assert p.returncode == 2, (args, p.stderr)
         assert needle in p.stderr and p.stderr.strip().count("\n") == 0, p.stderr
+
+
+def test_design_read_off_the_data() -> None:
+    from storlab.design import make_design
+    from storlab.report import design_from_data
+
+    space = Space.two_level(6)
+    frac = make_design(space, "fractional", runs=16, seed=1)
+    m = design_from_data(frac.table, space)
+    assert m["kind"] == "two-level fraction" and m["resolution"] == 4
+    assert sorted(m["defining_relation"]) == sorted(frac.meta["defining_relation"])
+    assert m["wlp"] == frac.meta["wlp"]
+    pb = make_design(Space.two_level(11), "pb", runs=12, seed=1)
+    m = design_from_data(pb.table, Space.two_level(11))
+    # Plackett-Burman: no defining relation to report, interactions correlate 1/3 with
+    # main effects (a regular-fraction reading would call it resolution ≥ III and clean).
+    assert m["kind"].startswith("two-level, non-regular") and "resolution" not in m
+    assert m["main_orthogonal"] and m["max_main_2fi_corr"] == pytest.approx(1 / 3)
+    full = make_design(Space.two_level(3), "full")
+    assert design_from_data(full.table, Space.two_level(3))["kind"] == \
+        "two-level full factorial"

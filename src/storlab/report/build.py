@@ -178,10 +178,32 @@ def design_from_data(results: pd.DataFrame, space: Space) -> dict[str, Any]:
     xf = x[~center]
     if len(xf) and np.all(np.isfinite(xf)) and np.allclose(np.abs(xf), 1.0) \
             and len(names) <= 22:
-        words = words_from_matrix(np.sign(xf))
-        pat = wlp(words, len(names))
+        xs = np.sign(xf)
+        k = len(names)
+        words = words_from_matrix(xs)
+        distinct = len({tuple(r) for r in xs})
+        meta["center_points"] = int(center.sum())
+        if distinct * (len(words) + 1) != 2 ** k:
+            # Not a regular fraction (Plackett-Burman and the like): there is no defining
+            # relation, and an interaction is partly correlated with several main effects.
+            mains = xs - xs.mean(axis=0)
+            cross = np.abs(np.corrcoef(mains, rowvar=False)[np.triu_indices(k, 1)]) \
+                if k > 1 else np.zeros(1)
+            twos = np.column_stack([xs[:, i] * xs[:, j] for i in range(k)
+                                    for j in range(i + 1, k)]) if k > 1 else None
+            r2 = 0.0
+            if twos is not None:
+                a = (mains / np.linalg.norm(mains, axis=0))
+                b = twos - twos.mean(axis=0)
+                nb = np.linalg.norm(b, axis=0)
+                ok = nb > 0
+                r2 = float(np.abs(a.T @ (b[:, ok] / nb[ok])).max()) if ok.any() else 1.0
+            meta.update(kind="two-level, non-regular (no defining relation)",
+                        main_orthogonal=bool(np.all(cross < 1e-9)),
+                        max_main_2fi_corr=r2)
+            return meta
+        pat = wlp(words, k)
         labels = space.labels[:len(names)]
-        distinct = len({tuple(r) for r in np.sign(xf)})
         meta.update(kind="two-level" + (" full factorial" if distinct == 2 ** len(names)
                                         else " fraction"),
                     resolution=resolution(pat), wlp=pat,
@@ -327,6 +349,13 @@ def _overview(inp: ReportInput, resp: list[str]) -> Section:
     return Section("overview", "Overview", html + H.dl_html(facts))
 
 
+def _txt(v: Any) -> str:
+    """A factor value as the user wrote it (4096, not 4096.0)."""
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
 def _short(v: Any, width: int = 60) -> str:
     text = str(v)
     return text if len(text) <= width else text[:width - 1] + "…"
@@ -338,11 +367,11 @@ def _space_section(inp: ReportInput) -> Section | None:
         return None
     rows = []
     for lab, f in zip(sp.labels, sp.factors):
-        vals = ", ".join(map(str, f.values)) if f.values is not None else (
-            f"{f.range[0]} … {f.range[1]}" if f.range else "")
+        vals = ", ".join(map(_txt, f.values)) if f.values is not None else (
+            f"{_txt(f.range[0])} … {_txt(f.range[1])}" if f.range else "")
         rows.append({"label": lab, "factor": f.name, "kind": f.kind + (" (log)" if f.log else ""),
-                     "low": str(f.low), "high": str(f.high),
-                     "center": "" if f.center is None else str(f.center),
+                     "low": _txt(f.low), "high": _txt(f.high),
+                     "center": "" if f.center is None else _txt(f.center),
                      "values / range": vals, "unit": f.unit})
     t = pd.DataFrame(rows)
     t = t.loc[:, [c for c in t.columns if c not in ("center", "unit") or t[c].astype(bool).any()]]
@@ -385,6 +414,11 @@ def _design_section(inp: ReportInput) -> Section | None:
         facts.append(("clear two-factor interactions", m["clear_2fi"]))
     if m.get("center_points"):
         facts.append(("center points", m["center_points"]))
+    if "main_orthogonal" in m:
+        facts.append(("main effects", "orthogonal to each other" if m["main_orthogonal"]
+                      else "correlated with each other"))
+        facts.append(("largest |correlation| of a 2FI with a main effect",
+                      m["max_main_2fi_corr"]))
     if m.get("dummies"):
         facts.append(("dummy columns (error estimate)", ", ".join(m["dummies"])))
     html = "<h2>Design</h2>" + H.dl_html(facts)
@@ -408,7 +442,7 @@ def _design_section(inp: ReportInput) -> Section | None:
             html += f'<p class="note">{len(ordered) - 60} more chains not shown.</p>'
         html += '<p class="note">Letters: ' + ", ".join(
             f"{H.esc(k)} = {H.esc(v)}" for k, v in legend.items()) + "</p>"
-    elif m.get("kind") == "pb":
+    elif m.get("kind") == "pb" or "main_orthogonal" in m:
         html += ('<p class="note">Plackett-Burman designs are non-regular: each two-factor '
                  "interaction is partially aliased with many main effects (no clean alias "
                  "table exists); main effects are estimated assuming interactions are "
@@ -528,14 +562,17 @@ def _results_section(inp: ReportInput, resp: list[str]) -> Section | None:
                and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
     lead = [c for c in ("config_id",) if c in df.columns]
     counts = [c for c in PRIVATE if c in df.columns]
-    main = df[lead + factors + [r for r in resp if r not in factors]
-              + counts].rename(columns={"_n_ok": "ok runs", "_n_failed": "failed runs"})
+    shown = df.assign(**{f: df[f].map(_txt) for f in factors
+                         if not pd.api.types.is_numeric_dtype(df[f])
+                         or pd.api.types.is_bool_dtype(df[f])})
+    main = shown[lead + factors + [r for r in resp if r not in factors]
+                 + counts].rename(columns={"_n_ok": "ok runs", "_n_failed": "failed runs"})
     html = ("<h2>Results</h2>" + H.table_html(main, table_id="results-table", caption=(
         f"{len(df)} configurations; responses " + ", ".join(
             f"{r} ({_unit(inp, r)})" if _unit(inp, r) else r for r in resp))))
     others = [c for c in metrics if c not in resp]
     if others:
-        full = df[lead + factors + [c for c in metrics]]
+        full = shown[lead + factors + [c for c in metrics]]
         html += ("<details><summary>All measured metrics "
                  f"({len(metrics)} columns)</summary>" + H.table_html(full) + "</details>")
     return Section("results", "Results", html)
