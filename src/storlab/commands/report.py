@@ -50,8 +50,11 @@ def report_cmd(
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
-    """Write a self-contained HTML report: space, design, progress, results, effects,
-    ANOVA, importance, recommendation and (when the data allow) the read/write-mix model."""
+    """Write one self-contained HTML report of a campaign or a results table.
+
+    Space, design, progress and failures, results, effects with Lenth's margins, ANOVA,
+    Carver importance, recommendation and, when the data allow, the read/write-mix model.
+    """
     from ..report import build_report, from_campaign, from_results
 
     if not source.exists():
