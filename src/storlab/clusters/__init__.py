@@ -1,0 +1,36 @@
+"""Throwaway single-host clusters (Ceph, Swift) for trying storlab and for its own tests,
+and the object-store load generator that drives them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._util import DEFAULT_BASE, ClusterError
+
+KINDS = ("ceph", "swift")
+
+__all__ = ["DEFAULT_BASE", "KINDS", "ClusterError", "cluster_state", "get_cluster"]
+
+
+def get_cluster(kind: str, base: str | Path | None = None) -> Any:
+    """The CephCluster or SwiftCluster rooted at `base` (default /tmp/storlab-clusters)."""
+    if kind == "ceph":
+        from .ceph import CephCluster
+
+        return CephCluster(Path(base) if base else None)
+    if kind == "swift":
+        from .swift import SwiftCluster
+
+        return SwiftCluster(Path(base) if base else None)
+    raise ClusterError(f"cluster kind {kind!r} must be one of {', '.join(KINDS)}")
+
+
+def cluster_state(kind: str, base: str | Path | None = None) -> dict[str, Any]:
+    """The saved state of a running, ready cluster; a clear error when there is none."""
+    c = get_cluster(kind, base)
+    st = c.state()
+    if st is None or not st.get("ready"):
+        raise ClusterError(f"no {kind} cluster is up in {c.dir}; run `storlab cluster up "
+                           f"{kind}` first")
+    return st

@@ -16,6 +16,8 @@ REGISTRY: dict[str, str] = {
     "postmark": "storlab.campaign.runners.postmark:PostmarkRunner",
     "sysbench": "storlab.campaign.runners.sysbench:SysbenchRunner",
     "simulator": "storlab.campaign.runners.simulator:SimulatorRunner",
+    "objectstore": "storlab.campaign.runners.objectstore:ObjectStoreRunner",
+    "ceph": "storlab.campaign.runners.ceph:CephRunner",
 }
 
 __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner"]

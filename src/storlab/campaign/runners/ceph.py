@@ -1,0 +1,197 @@
+"""ceph runner: per configuration, apply the design's Ceph parameters to a running
+`storlab cluster up ceph`, wait for HEALTH_OK, then run the load.
+
+    runner:
+      type: ceph
+      options:
+        load: {type: fio, options: {ioengine: rbd, rw: randwrite, bs: 4k, iodepth: 16,
+                                    runtime: 10, time_based: 1}}
+        # or {type: rados_bench, options: {mode: write, seconds: 10, block_size: 4096,
+        #                                  concurrency: 16}} or {type: objectstore, ...}
+
+Factors Ceph knows (`ceph config help NAME`) are Ceph parameters; every other factor goes
+to the load. A parameter is set with `ceph config set <who> NAME VALUE` (who: `client` for
+objecter_* options, which the load's librados reads at connect; `osd` otherwise; override
+with `who: {NAME: SECTION}`) only when its value changes; when Ceph says a changed parameter
+cannot be updated at runtime, the OSDs are restarted (stopped and started by PID; they read
+the mon's configuration database at start) before the health wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..spec import CampaignError
+from ._proc import render_value, run_program, tail
+from .base import RunResult
+
+LOAD_TYPES = ("fio", "rados_bench", "objectstore")
+
+
+class CephRunner:
+    name = "ceph"
+
+    def __init__(self, load: Mapping[str, Any] | None = None, cluster_dir: str | None = None,
+                 who: Mapping[str, str] | None = None, health_timeout: float = 180,
+                 settle: float = 0.0) -> None:
+        load = dict(load or {"type": "rados_bench"})
+        self.load_type = str(load.get("type", "rados_bench"))
+        if self.load_type not in LOAD_TYPES:
+            raise CampaignError(f"ceph runner: load type {self.load_type!r} must be one of "
+                                f"{', '.join(LOAD_TYPES)}")
+        self.load_options = dict(load.get("options") or {})
+        self.cluster_dir = cluster_dir
+        self.who = dict(who or {})
+        self.health_timeout = float(health_timeout)
+        self.settle = float(settle)
+
+    # ------------------------------------------------------------------ parameters
+    def _cluster(self) -> Any:
+        from ...clusters import cluster_state, get_cluster
+
+        cluster_state("ceph", self.cluster_dir)  # a clear error when none is up
+        return get_cluster("ceph", self.cluster_dir)
+
+    @staticmethod
+    def describe(cluster: Any, name: str) -> dict[str, Any] | None:
+        """Ceph's metadata of an option, or None if Ceph does not know the name."""
+        from ...clusters import ClusterError
+
+        try:
+            return cluster.ceph_json("config", "help", name)
+        except (ClusterError, ValueError):
+            return None
+
+    def section(self, name: str) -> str:
+        return self.who.get(name) or ("client" if name.startswith("objecter_") else "osd")
+
+    def apply(self, cluster: Any, params: Mapping[str, Any]) -> dict[str, float]:
+        """Set the parameters that differ from the cluster's; restart OSDs if needed."""
+        t0 = time.monotonic()
+        restart = False
+        changed = 0
+        for name, value in params.items():
+            meta = self.describe(cluster, name) or {}
+            who = self.section(name)
+            want = render_value(value)
+            have = cluster.ceph("config", "get", who, name).strip()
+            if _same(have, want):
+                continue
+            cluster.ceph("config", "set", who, name, want)
+            changed += 1
+            if who != "client" and not meta.get("can_update_at_runtime", True):
+                restart = True
+        restart_s = cluster.restart_osds(self.health_timeout) if restart else 0.0
+        health_s = cluster.wait_healthy(self.health_timeout)
+        if self.settle:
+            time.sleep(self.settle)
+        return {"ceph_changed": float(changed), "ceph_restarted": float(restart),
+                "ceph_restart_s": restart_s, "ceph_apply_s": time.monotonic() - t0,
+                "ceph_health_wait_s": health_s}
+
+    # ------------------------------------------------------------------ run
+    def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
+            ) -> RunResult:
+        from ...errors import StorlabError
+
+        started = time.time()
+        try:
+            cluster = self._cluster()
+            params = {k: v for k, v in config.items() if self.describe(cluster, k) is not None}
+            load_cfg = {k: v for k, v in config.items() if k not in params}
+            info = self.apply(cluster, params)
+        except StorlabError as exc:
+            return RunResult("failed", stderr=str(exc), started=started, ended=time.time())
+        st = cluster.state()
+        if self.load_type == "rados_bench":
+            res = self._rados_bench(st, load_cfg, workdir, timeout)
+        elif self.load_type == "fio":
+            from .fio import FioRunner
+
+            opts = {"ioengine": "rbd", "clientname": "admin", "pool": st["pool"],
+                    "rbdname": st["image"], **self.load_options}
+            # librados (fio's rbd/rados engines) finds the cluster through CEPH_CONF
+            os.environ["CEPH_CONF"] = st["conf"]
+            res = FioRunner(**opts).run(load_cfg, workdir, timeout)
+        else:
+            from .objectstore import ObjectStoreRunner
+
+            res = ObjectStoreRunner(**{"cluster": "ceph", "cluster_dir": self.cluster_dir,
+                                       **self.load_options}).run(load_cfg, workdir, timeout)
+        res.metrics.update(info)
+        res.started = started
+        return res
+
+    def _rados_bench(self, st: Mapping[str, Any], cfg: Mapping[str, Any], workdir: Path,
+                     timeout: float | None) -> RunResult:
+        """`rados bench` (write, then seq/rand reads of what it wrote when asked)."""
+        o = {"mode": "write", "seconds": 10, "block_size": 4096, "concurrency": 16,
+             **self.load_options, **cfg}
+        unknown = set(o) - {"mode", "seconds", "block_size", "concurrency"}
+        if unknown:
+            return RunResult("failed", stderr=f"rados_bench: unknown option(s) {sorted(unknown)}")
+        base = ["rados", "-c", st["conf"], "-p", st["pool"], "bench",
+                render_value(o["seconds"])]
+        common = ["-t", render_value(o["concurrency"]), "--format", "json",
+                  "--run-name", "storlab"]
+        runs = [("write", [*base, "write", "-b", render_value(o["block_size"]), *common,
+                           *(["--no-cleanup"] if o["mode"] != "write" else [])])]
+        if o["mode"] in ("seq", "rand"):
+            runs.append((o["mode"], [*base, o["mode"], *common]))
+        metrics: dict[str, float] = {}
+        raw, err = [], []
+        for mode, argv in runs:
+            out = run_program(argv, cwd=workdir, timeout=timeout)
+            raw.append(out.stdout)
+            err.append(out.stderr)
+            if out.timed_out or out.exit_code != 0:
+                return RunResult("timeout" if out.timed_out else "failed", raw="\n".join(raw),
+                                 stderr=tail("\n".join(err)), exit_code=out.exit_code)
+            metrics.update(parse_rados_bench(out.stdout, mode))
+        if o["mode"] != "write":
+            run_program(["rados", "-c", st["conf"], "-p", st["pool"], "cleanup",
+                         "--run-name", "storlab"], timeout=120)
+        return RunResult("ok", metrics=metrics, raw="\n".join(raw), stderr=tail("\n".join(err)),
+                         exit_code=0)
+
+
+def parse_rados_bench(stdout: str, mode: str) -> dict[str, float]:
+    """rados bench's JSON (last JSON line; every value is a string). Write mode's
+    `stddev_iops` is garbage (an overflowed integer), so it is not reported."""
+    doc = None
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+                break
+            except ValueError:
+                continue
+    if doc is None:
+        raise CampaignError("rados bench printed no JSON summary")
+    prefix = "read" if mode in ("seq", "rand") else "write"
+
+    def f(k: str) -> float:
+        try:
+            return float(doc[k])
+        except (KeyError, TypeError, ValueError):
+            return float("nan")
+    out = {f"{prefix}_iops": f("average_iops"), f"{prefix}_bw_bytes": f("bandwidth") * 1e6,
+           f"{prefix}_lat_mean_ms": f("average_latency") * 1e3,
+           f"{prefix}_lat_max_ms": f("max_latency") * 1e3}
+    if mode != "write":
+        out[f"{prefix}_iops_stddev"] = f("stddev_iops")
+    return out
+
+
+def _same(have: str, want: str) -> bool:
+    if have == want:
+        return True
+    try:
+        return float(have) == float(want)
+    except ValueError:
+        return have.lower() in ("true", "false") and (have.lower() == "true") == (want == "1")

@@ -1,0 +1,140 @@
+"""objectstore runner: one configuration -> one object-store load (S3 or Swift API) ->
+summary metrics, with every request kept.
+
+    runner:
+      type: objectstore
+      options: {cluster: swift, api: swift, duration: 10, clients: 8, objects: 200,
+                mix: {get: 70, put: 30}, sizes: "16k:0.8,1m:0.2"}
+
+The target comes from a running `storlab cluster up` (`cluster: swift|ceph`, read from its
+state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` for S3;
+`auth_url`, `user`, `key` for Swift). Any load option may be a factor of the design; the
+factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
+Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
+`<records_dir>/<run key>.csv.gz` as well.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...clusters.objload import Target
+from ..spec import CampaignError
+from .base import RunResult
+
+TARGET_KEYS = {f.name for f in dataclasses.fields(Target)}
+
+
+def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Target fields from a running cluster's state (`cluster:`) plus explicit options."""
+    opts = dict(options)
+    out: dict[str, Any] = {}
+    cluster = opts.pop("cluster", None)
+    if cluster is not None:
+        from ...clusters import cluster_state
+
+        st = cluster_state(str(cluster), opts.pop("cluster_dir", None))
+        api = opts.get("api") or ("swift" if cluster == "swift" else "s3")
+        if api == "swift":
+            if "auth_url" not in st:
+                raise CampaignError(f"cluster {cluster} has no Swift API")
+            out.update(api="swift", auth_url=st["auth_url"], user=st["user"], key=st["key"])
+        else:
+            s3 = st.get("s3")
+            if not s3:
+                raise CampaignError(f"cluster {cluster} has no S3 endpoint (bring Ceph up "
+                                    "with --rgw)")
+            out.update(api="s3", endpoint=s3["endpoint"], access_key=s3["access_key"],
+                       secret_key=s3["secret_key"], region=s3.get("region", "us-east-1"))
+    out.update({k: v for k, v in opts.items() if k in TARGET_KEYS})
+    return out
+
+
+def load_spec_from(values: Mapping[str, Any]) -> Any:
+    """A LoadSpec from runner options and factors (shorthands resolved)."""
+    from ...clusters.objload import LoadSpec
+
+    names = {f.name for f in dataclasses.fields(LoadSpec)}
+    v = dict(values)
+    if "read_pct" in v:
+        r = float(v.pop("read_pct"))
+        if not 0 <= r <= 100:
+            raise CampaignError(f"read_pct {r} must be between 0 and 100")
+        v["mix"] = {"get": r, "put": 100 - r}
+    for alias in ("object_size", "size"):
+        if alias in v:
+            v["sizes"] = v.pop(alias)
+    for op in ("get", "put", "delete"):
+        if f"{op}_pct" in v:
+            v.setdefault("mix", {})
+            v["mix"] = {**(v["mix"] if isinstance(v["mix"], dict) else {}),
+                        op: float(v.pop(f"{op}_pct"))}
+    unknown = sorted(k for k in v if k not in names)
+    if unknown:
+        raise CampaignError(f"objectstore: unknown option(s) {unknown}; load options are "
+                            f"{sorted(names)} plus read_pct, object_size")
+    for k in ("clients", "objects", "seed", "requests"):
+        if v.get(k) is not None:
+            v[k] = int(float(v[k]))
+    for k in ("duration", "rate", "warmup", "timeout"):
+        if v.get(k) is not None:
+            v[k] = float(v[k])
+    return LoadSpec(**v)
+
+
+class ObjectStoreRunner:
+    """Runs the object-store load generator against a loopback S3 or Swift endpoint."""
+
+    name = "objectstore"
+
+    def __init__(self, records_dir: str | None = None, **options: Any) -> None:
+        self.records_dir = Path(records_dir) if records_dir else None
+        self.options = dict(options)
+        self._target_opts = {k: self.options.pop(k) for k in list(self.options)
+                             if k in TARGET_KEYS or k in ("cluster", "cluster_dir")}
+
+    def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
+            ) -> RunResult:
+        from ...clusters.objload import LoadError, records_to_csv, run_load
+        from ...errors import StorlabError
+
+        started = time.time()
+        try:
+            values = {**self.options, **{k: v for k, v in config.items()
+                                         if k not in TARGET_KEYS}}
+            spec = load_spec_from(values)
+            target = Target(**resolve_target({**self._target_opts,
+                                              **{k: v for k, v in config.items()
+                                                 if k in TARGET_KEYS}}))
+            if timeout is not None and spec.duration is not None and \
+                    spec.duration + 5 > timeout:
+                raise CampaignError(f"duration {spec.duration} s does not fit the run "
+                                    f"timeout {timeout} s")
+            res = run_load(target, spec)
+        except (LoadError, StorlabError) as exc:
+            return RunResult("failed", stderr=str(exc), started=started, ended=time.time())
+        csv = records_to_csv(res.records)
+        if self.records_dir is not None:
+            import gzip
+
+            self.records_dir.mkdir(parents=True, exist_ok=True)
+            with gzip.open(self.records_dir / f"{Path(workdir).name}.csv.gz", "wt") as fh:
+                fh.write(csv)
+        m = {k: float(v) for k, v in res.summary.items()}
+        m["prepare_s"] = res.prepare_seconds
+        rows = [{"op": op, **{k[len(op) + 1:]: v for k, v in m.items()
+                              if k.startswith(op + "_")}} for op in ("get", "put", "delete")
+                if m.get(f"{op}_ops_per_s", 0) > 0]
+        status = "ok"
+        stderr = ""
+        if m["requests"] == 0 or (m["errors"] > 0.5 * m["requests"]):
+            status = "failed"
+            bad = res.records[res.records["status"] >= 300]["status"].value_counts()
+            stderr = (f"{int(m['errors'])} of {int(m['requests'])} requests failed "
+                      f"(status counts {bad.to_dict()})")
+        return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
+                         started=started, ended=time.time(), rows=rows)

@@ -1,0 +1,631 @@
+"""An object-store load generator on the standard library: S3 (SigV4, path style) and
+Swift (tempauth v1) over persistent `http.client` connections, one per client thread.
+
+What it does (after COSBench's stages and warp's per-request records):
+- prepare: create the bucket/container and write the objects GETs will read (skipped when a
+  marker object says the same set is already there);
+- main: closed loop (N clients, each issues its next request when the last one answered) or
+  open loop (requests arrive at a target rate, Poisson or uniform; N clients serve them and
+  the latency counts from the scheduled arrival, so a slow server cannot hide queueing);
+- an operation mix (PUT/GET/DELETE weights) and an object size distribution;
+- stops after a duration or a request count; every request is recorded.
+
+Why not boto3: it is GIL-bound and costs ~0.8 core at a few hundred ops/s here
+(notes/real-systems.md 4), which would make the client the bottleneck; SigV4 is ~30 lines.
+Payloads are unique per request (a counter in the first bytes; Garage-style dedup).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import hmac
+import http.client
+import io
+import math
+import os
+import queue
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StorlabError
+
+OPS = ("get", "put", "delete")
+RECORD_COLUMNS = ("t_sched", "t_start", "t_end", "op", "size", "status", "worker")
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+class LoadError(StorlabError):
+    """A load specification or target that cannot be used."""
+
+
+def parse_size(v: Any) -> int:
+    """4096, "16k", "16KiB", "1MiB" -> bytes."""
+    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer()):
+        return int(v)
+    s = str(v).strip().lower().replace(" ", "")
+    num = s.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = s[len(num):]
+    if unit not in _UNITS or not num:
+        raise LoadError(f"object size {v!r} is not a size like 4096, 16k or 1MiB")
+    return int(float(num) * _UNITS[unit])
+
+
+def parse_sizes(spec: Any) -> dict[int, float]:
+    """A size distribution: one size, {size: weight}, or "16k:0.8,1m:0.2"."""
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    elif isinstance(spec, str) and ":" in spec:
+        items = [tuple(p.split(":", 1)) for p in spec.split(",") if p.strip()]
+    else:
+        items = [(spec, 1.0)]
+    out: dict[int, float] = {}
+    for k, w in items:
+        b, wf = parse_size(k), float(w)
+        if b <= 0 or wf < 0 or not math.isfinite(wf):
+            raise LoadError(f"object size distribution {spec!r}: bad entry {k}:{w}")
+        out[b] = out.get(b, 0.0) + wf
+    tot = sum(out.values())
+    if tot <= 0:
+        raise LoadError(f"object size distribution {spec!r} has no weight")
+    return {k: w / tot for k, w in out.items()}
+
+
+def parse_mix(spec: Any) -> dict[str, float]:
+    """{get: 70, put: 30} or "get:70,put:30" -> normalised weights over OPS."""
+    if isinstance(spec, str):
+        spec = dict(p.split(":", 1) for p in spec.split(",") if p.strip())
+    if not isinstance(spec, Mapping):
+        raise LoadError(f"operation mix {spec!r} must map get/put/delete to weights")
+    mix = {str(k).strip().lower(): float(v) for k, v in spec.items()}
+    bad = [k for k in mix if k not in OPS]
+    if bad or any(v < 0 or not math.isfinite(v) for v in mix.values()):
+        raise LoadError(f"operation mix {spec!r}: operations are get, put, delete with "
+                        "non-negative weights")
+    tot = sum(mix.values())
+    if tot <= 0:
+        raise LoadError(f"operation mix {spec!r} has no weight")
+    return {k: mix.get(k, 0.0) / tot for k in OPS}
+
+
+@dataclass
+class Target:
+    """Where the load goes. api "s3": endpoint + keys; api "swift": auth_url + user/key."""
+
+    api: str = "s3"
+    endpoint: str = ""
+    access_key: str = ""
+    secret_key: str = ""
+    region: str = "us-east-1"
+    auth_url: str = ""
+    user: str = ""
+    key: str = ""
+    bucket: str = "storlab"
+    unsigned_payload: bool = True
+
+    def __post_init__(self) -> None:
+        if self.api not in ("s3", "swift"):
+            raise LoadError(f"api {self.api!r} must be s3 or swift")
+        need = ("endpoint", "access_key", "secret_key") if self.api == "s3" else (
+            "auth_url", "user", "key")
+        missing = [n for n in need if not getattr(self, n)]
+        if missing:
+            raise LoadError(f"api {self.api}: missing {', '.join(missing)}")
+        for url in (self.endpoint, self.auth_url):
+            host = urllib.parse.urlsplit(url).hostname if url else None
+            if host is not None and host not in ("127.0.0.1", "localhost", "::1"):
+                raise LoadError(f"target {url}: only loopback endpoints are allowed")
+
+
+@dataclass
+class LoadSpec:
+    mode: str = "closed"  # closed | open
+    clients: int = 8
+    rate: float | None = None  # open loop: requests per second
+    arrivals: str = "poisson"  # open loop: poisson | uniform
+    mix: dict[str, float] = field(default_factory=lambda: {"get": 1.0})
+    sizes: dict[int, float] = field(default_factory=lambda: {16384: 1.0})
+    duration: float | None = 10.0
+    requests: int | None = None
+    objects: int = 200  # key space: prepared objects GETs read, PUTs overwrite
+    put_keys: str = "overwrite"  # overwrite (bounded space) | new (fresh names)
+    prepare: str = "auto"  # auto | always | never
+    warmup: float = 0.0  # seconds at the start left out of the summary
+    seed: int = 0
+    timeout: float = 30.0  # per request
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("closed", "open"):
+            raise LoadError(f"mode {self.mode!r} must be closed or open")
+        if self.mode == "open" and not (self.rate and self.rate > 0):
+            raise LoadError("open loop needs a positive rate (requests per second)")
+        if self.arrivals not in ("poisson", "uniform"):
+            raise LoadError(f"arrivals {self.arrivals!r} must be poisson or uniform")
+        if not 1 <= int(self.clients) <= 512:
+            raise LoadError(f"clients {self.clients} must be between 1 and 512")
+        if self.duration is None and self.requests is None:
+            raise LoadError("give a duration or a request count")
+        if self.duration is not None and not 0 < self.duration <= 3600:
+            raise LoadError(f"duration {self.duration} must be in (0, 3600] seconds")
+        if self.requests is not None and self.requests < 1:
+            raise LoadError("requests must be at least 1")
+        if self.put_keys not in ("overwrite", "new"):
+            raise LoadError(f"put_keys {self.put_keys!r} must be overwrite or new")
+        if self.prepare not in ("auto", "always", "never"):
+            raise LoadError(f"prepare {self.prepare!r} must be auto, always or never")
+        if self.objects < 1:
+            raise LoadError("objects must be at least 1")
+        self.mix = parse_mix(self.mix) if not _is_norm(self.mix) else self.mix
+        self.sizes = parse_sizes(self.sizes) if not _is_norm(self.sizes) else self.sizes
+
+
+def _is_norm(d: Any) -> bool:
+    return isinstance(d, dict) and all(isinstance(v, float) for v in d.values()) and \
+        abs(sum(d.values()) - 1) < 1e-9 and all(isinstance(k, int) or k in OPS for k in d)
+
+
+# ----------------------------------------------------------------------------- protocol
+class _Conn:
+    """One persistent connection speaking S3 or Swift; reconnects after an error."""
+
+    def __init__(self, target: Target, swift_auth: tuple[str, str] | None) -> None:
+        self.t = target
+        if target.api == "s3":
+            u = urllib.parse.urlsplit(target.endpoint)
+            self.host, self.port, self.prefix = u.hostname, u.port or 80, ""
+        else:
+            assert swift_auth is not None
+            u = urllib.parse.urlsplit(swift_auth[0])
+            self.host, self.port, self.prefix = u.hostname, u.port or 80, u.path.rstrip("/")
+            self.token = swift_auth[1]
+        self.hostport = f"{self.host}:{self.port}"
+        self.conn: http.client.HTTPConnection | None = None
+        self._keys: dict[str, bytes] = {}
+
+    def _signing_key(self, day: str) -> bytes:
+        k = self._keys.get(day)
+        if k is None:
+            k = ("AWS4" + self.t.secret_key).encode()
+            for part in (day, self.t.region, "s3", "aws4_request"):
+                k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+            self._keys = {day: k}
+        return k
+
+    def _headers(self, method: str, path: str, body: bytes | None) -> dict[str, str]:
+        if self.t.api == "swift":
+            return {"X-Auth-Token": self.token}
+        now = _dt.datetime.now(_dt.timezone.utc)
+        amz, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+        phash = "UNSIGNED-PAYLOAD" if self.t.unsigned_payload else \
+            hashlib.sha256(body or b"").hexdigest()
+        canon = "\n".join([method, urllib.parse.quote(path, safe="/~"), "",
+                           f"host:{self.hostport}", f"x-amz-content-sha256:{phash}",
+                           f"x-amz-date:{amz}", "", "host;x-amz-content-sha256;x-amz-date",
+                           phash])
+        scope = f"{day}/{self.t.region}/s3/aws4_request"
+        sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
+                         hashlib.sha256(canon.encode()).hexdigest()])
+        sig = hmac.new(self._signing_key(day), sts.encode(), hashlib.sha256).hexdigest()
+        return {"x-amz-date": amz, "x-amz-content-sha256": phash,
+                "Authorization": f"AWS4-HMAC-SHA256 Credential={self.t.access_key}/{scope}, "
+                                 f"SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+                                 f"Signature={sig}"}
+
+    def request(self, method: str, name: str | None, body: bytes | None, timeout: float,
+                sink: bytearray) -> tuple[int, int]:
+        """(HTTP status or 0 on a connection error, bytes received)."""
+        path = f"{self.prefix}/{self.t.bucket}" + (f"/{name}" if name else "")
+        headers = self._headers(method, path, body)
+        if body is not None:
+            headers["Content-Length"] = str(len(body))
+        elif method == "PUT":
+            headers["Content-Length"] = "0"
+        for attempt in (0, 1):  # one retry on a stale keep-alive connection
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            try:
+                self.conn.request(method, path, body=body, headers=headers)
+                resp = self.conn.getresponse()
+                got = 0
+                view = memoryview(sink)
+                while True:
+                    n = resp.readinto(view)
+                    if not n:
+                        break
+                    got += n
+                if resp.will_close:
+                    self.close()
+                return resp.status, got
+            except (OSError, http.client.HTTPException):
+                self.close()
+                if attempt == 1:
+                    return 0, 0
+        return 0, 0
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def swift_login(target: Target, timeout: float = 10) -> tuple[str, str]:
+    u = urllib.parse.urlsplit(target.auth_url)
+    c = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    try:
+        c.request("GET", u.path, headers={"X-Auth-User": target.user,
+                                          "X-Auth-Key": target.key})
+        r = c.getresponse()
+        r.read()
+        if r.status >= 300:
+            raise LoadError(f"swift auth at {target.auth_url} answered {r.status}")
+        return r.getheader("X-Storage-Url"), r.getheader("X-Auth-Token")
+    except OSError as exc:
+        raise LoadError(f"swift auth at {target.auth_url}: {exc}") from None
+    finally:
+        c.close()
+
+
+# ----------------------------------------------------------------------------- state
+class _Keys:
+    """The live objects: O(1) random pick, add and remove, under one lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.names: list[str] = []
+        self.sizes: dict[str, int] = {}
+        self.pos: dict[str, int] = {}
+
+    def add(self, name: str, size: int) -> None:
+        with self.lock:
+            if name not in self.pos:
+                self.pos[name] = len(self.names)
+                self.names.append(name)
+            self.sizes[name] = size
+
+    def pick(self, rng: random.Random, remove: bool = False) -> tuple[str, int] | None:
+        with self.lock:
+            if not self.names:
+                return None
+            i = rng.randrange(len(self.names))
+            name = self.names[i]
+            if remove:
+                last = self.names.pop()
+                if last != name:
+                    self.names[i] = last
+                    self.pos[last] = i
+                del self.pos[name]
+                return name, self.sizes.pop(name)
+            return name, self.sizes[name]
+
+
+@dataclass
+class LoadResult:
+    records: pd.DataFrame  # one row per request (RECORD_COLUMNS)
+    summary: dict[str, float]
+    prepare_seconds: float = 0.0
+    prepared: bool = False
+
+
+class _Payload:
+    """Unique bodies cheaply: a counter stamped on a slice of one random buffer."""
+
+    def __init__(self, max_size: int, seed: int) -> None:
+        self.buf = np.random.default_rng(seed).bytes(max_size + 65536)
+        self.n = 0
+        self.lock = threading.Lock()
+        self.tag = os.urandom(4).hex()
+
+    def make(self, size: int, rng: random.Random) -> bytes:
+        with self.lock:
+            self.n += 1
+            n = self.n
+        stamp = f"{self.tag}-{n:016d}|".encode()[:size]
+        off = rng.randrange(65536)
+        return stamp + self.buf[off:off + size - len(stamp)]
+
+
+def _marker(spec: LoadSpec) -> str:
+    """Names the prepared set: same objects and sizes => same marker."""
+    h = hashlib.sha1(repr((spec.objects, sorted(spec.sizes.items()))).encode()).hexdigest()
+    return f"storlab-prepared-{h[:12]}"
+
+
+# ----------------------------------------------------------------------------- run
+def run_load(target: Target, spec: LoadSpec) -> LoadResult:
+    """Prepare (unless already done), run the main stage, summarise."""
+    auth = swift_login(target) if target.api == "swift" else None
+    sizes = np.array(list(spec.sizes))
+    size_p = np.array(list(spec.sizes.values()))
+    payload = _Payload(int(sizes.max()), spec.seed)
+    keys = _Keys()
+    names = [f"obj-{i:07d}" for i in range(spec.objects)]
+    rng0 = np.random.default_rng(spec.seed)
+    obj_sizes = rng0.choice(sizes, size=spec.objects, p=size_p)
+    c0 = _Conn(target, auth)
+    sink = bytearray(int(sizes.max()) + 65536)
+    t_prep = time.perf_counter()
+    prepared = False
+    try:
+        st, _ = c0.request("PUT", None, None, spec.timeout, sink)
+        if st not in (200, 201, 202, 204, 409):
+            raise LoadError(f"creating bucket/container {target.bucket!r} answered {st}")
+        marker = _marker(spec)
+        have = False
+        if spec.prepare == "auto":
+            have = c0.request("HEAD", marker, None, spec.timeout, sink)[0] == 200
+        if spec.prepare == "always" or (spec.prepare == "auto" and not have):
+            _prepare(target, auth, spec, names, obj_sizes, payload)
+            st, _ = c0.request("PUT", marker, b"ok", spec.timeout, sink)
+            prepared = True
+    finally:
+        c0.close()
+    prep_s = time.perf_counter() - t_prep
+    for n, s in zip(names, obj_sizes):
+        keys.add(n, int(s))
+    records = _main(target, auth, spec, names, sizes, size_p, keys, payload)
+    if ((records["op"] == "delete") & (records["status"] < 300) & (records["status"] >= 200)
+            ).any() or spec.put_keys == "new":
+        # the prepared set is no longer intact: the next run must write it again
+        c0 = _Conn(target, auth)
+        c0.request("DELETE", _marker(spec), None, spec.timeout, sink)
+        c0.close()
+    return LoadResult(records, summarize(records, spec.warmup, spec.rate), prep_s, prepared)
+
+
+def _prepare(target: Target, auth: tuple[str, str] | None, spec: LoadSpec,
+             names: list[str], obj_sizes: np.ndarray, payload: _Payload) -> None:
+    """Write every object of the key space with as many threads as clients."""
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(len(names)):
+        todo.put(i)
+    errors: list[str] = []
+
+    def work(w: int) -> None:
+        c = _Conn(target, auth)
+        rng = random.Random(spec.seed * 7919 + w)
+        sink = bytearray(16)
+        try:
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                st, _ = c.request("PUT", names[i], payload.make(int(obj_sizes[i]), rng),
+                                  spec.timeout, sink)
+                if not 200 <= st < 300:
+                    errors.append(f"{names[i]}: {st}")
+                    if len(errors) > 20:
+                        return
+        finally:
+            c.close()
+    threads = [threading.Thread(target=work, args=(w,), daemon=True)
+               for w in range(min(spec.clients, 16))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise LoadError(f"prepare stage: {len(errors)} PUT(s) failed, e.g. {errors[0]}")
+
+
+def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: list[str],
+          sizes: np.ndarray, size_p: np.ndarray, keys: _Keys, payload: _Payload
+          ) -> pd.DataFrame:
+    n_workers = int(spec.clients)
+    per_worker: list[list[tuple[float, float, float, int, int, int]]] = \
+        [[] for _ in range(n_workers)]
+    ops = list(OPS)
+    op_p = [spec.mix[o] for o in ops]
+    budget = [spec.requests if spec.requests is not None else math.inf]
+    budget_lock = threading.Lock()
+    new_counter = [0]
+    t0 = time.perf_counter()
+    deadline = t0 + spec.duration if spec.duration is not None else math.inf
+    arrivals: queue.Queue[float | None] | None = queue.Queue() if spec.mode == "open" else None
+
+    def take() -> bool:
+        with budget_lock:
+            if budget[0] <= 0:
+                return False
+            budget[0] -= 1
+            return True
+
+    def one(c: _Conn, rng: random.Random, sink: bytearray, t_sched: float, out: list) -> None:
+        op = rng.choices(ops, op_p)[0]
+        size = 0
+        if op == "get":
+            got = keys.pick(rng)
+            if got is None:  # nothing to read: everything deleted
+                out.append((t_sched, time.perf_counter() - t0, time.perf_counter() - t0, 0, 0,
+                            -1))
+                return
+            name, size = got
+            t1 = time.perf_counter()
+            st, size = c.request("GET", name, None, spec.timeout, sink)
+        elif op == "put":
+            size = int(sizes[0] if len(sizes) == 1 else
+                       sizes[_draw(rng, size_p)])
+            if spec.put_keys == "overwrite":
+                name = names[rng.randrange(len(names))]
+            else:
+                with budget_lock:
+                    new_counter[0] += 1
+                    name = f"new-{payload.tag}-{new_counter[0]:09d}"
+            body = payload.make(size, rng)
+            t1 = time.perf_counter()
+            st, _ = c.request("PUT", name, body, spec.timeout, sink)
+            if 200 <= st < 300:
+                keys.add(name, size)
+        else:
+            got = keys.pick(rng, remove=True)
+            if got is None:
+                out.append((t_sched, time.perf_counter() - t0, time.perf_counter() - t0, 2, 0,
+                            -1))
+                return
+            name, size = got
+            t1 = time.perf_counter()
+            st, _ = c.request("DELETE", name, None, spec.timeout, sink)
+            size = 0
+        t2 = time.perf_counter()
+        out.append((t_sched if t_sched >= 0 else t1 - t0, t1 - t0, t2 - t0, ops.index(op),
+                    size, st))
+
+    def closed(w: int) -> None:
+        c, rng = _Conn(target, auth), random.Random(spec.seed * 1_000_003 + w)
+        sink = bytearray(int(max(sizes.max(), max(keys.sizes.values(), default=0))) + 65536)
+        out = per_worker[w]
+        try:
+            while time.perf_counter() < deadline and take():
+                one(c, rng, sink, -1.0, out)
+        finally:
+            c.close()
+
+    def served(w: int) -> None:
+        assert arrivals is not None
+        c, rng = _Conn(target, auth), random.Random(spec.seed * 1_000_003 + w)
+        sink = bytearray(int(sizes.max()) + 65536)
+        out = per_worker[w]
+        try:
+            while True:
+                t_sched = arrivals.get()
+                if t_sched is None:
+                    return
+                one(c, rng, sink, t_sched, out)
+        finally:
+            c.close()
+
+    workers = [threading.Thread(target=closed if arrivals is None else served, args=(w,),
+                                daemon=True) for w in range(n_workers)]
+    for t in workers:
+        t.start()
+    if arrivals is not None:
+        _dispatch(arrivals, spec, t0, deadline, take)
+        for _ in workers:
+            arrivals.put(None)
+    for t in workers:
+        t.join(timeout=(spec.duration or 0) + spec.timeout * 3 + 60)
+    if arrivals is not None:
+        # arrivals no client started before the end: they count as not served
+        unserved = []
+        while True:
+            try:
+                x = arrivals.get_nowait()
+            except queue.Empty:
+                break
+            if x is not None:
+                unserved.append((x, math.nan, math.nan, -1, 0, -2))
+        per_worker.append(unserved)
+    rows = [(*r, w) for w, recs in enumerate(per_worker) for r in recs]
+    df = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+    df["op"] = df["op"].map({0: "get", 1: "put", 2: "delete", -1: "none"})
+    return df.sort_values("t_sched", kind="stable").reset_index(drop=True)
+
+
+def _draw(rng: random.Random, p: np.ndarray) -> int:
+    x, acc = rng.random(), 0.0
+    for i, pi in enumerate(p):
+        acc += pi
+        if x < acc:
+            return i
+    return len(p) - 1
+
+
+def _dispatch(arrivals: queue.Queue, spec: LoadSpec, t0: float, deadline: float,
+              take: Any) -> None:
+    """Put each arrival's scheduled time (seconds since t0) on the queue at that time."""
+    rng = random.Random(spec.seed + 17)
+    rate = float(spec.rate or 1)
+    t = 0.0
+    while True:
+        t += rng.expovariate(rate) if spec.arrivals == "poisson" else 1.0 / rate
+        when = t0 + t
+        if when >= deadline or not take():
+            return
+        delay = when - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        arrivals.put(t)
+
+
+# ----------------------------------------------------------------------------- summary
+def summarize(records: pd.DataFrame, warmup: float = 0.0, rate: float | None = None
+              ) -> dict[str, float]:
+    """Flat metrics from per-request records: ops/s, MB/s, latency mean/p50/p95/p99 (ms)
+    per operation, errors; `read_iops`/`write_iops` (GET/PUT per second) for `estimate`.
+    Open loop: latency counts from the scheduled arrival (`resp_*`) and from the send."""
+    r = records[records["t_sched"] >= warmup]
+    done = r[r["status"] >= 0]
+    ok = done[(done["status"] >= 200) & (done["status"] < 300) |
+              ((done["op"] == "delete") & (done["status"] == 404))]
+    if len(done):
+        span = float(done["t_end"].max() - max(warmup, float(r["t_sched"].min())))
+    else:
+        span = math.nan
+    span = span if span > 0 else math.nan
+    out: dict[str, float] = {
+        "requests": float(len(done)), "duration_s": span,
+        "errors": float(len(done) - len(ok)),
+        "ops_per_s": len(ok) / span, "mb_per_s": float(ok["size"].sum()) / 1e6 / span,
+        "unserved": float((r["status"] == -2).sum()), "skipped": float((r["status"] == -1).sum()),
+    }
+    for op in OPS:
+        o = ok[ok["op"] == op]
+        lat = (o["t_end"] - o["t_start"]).to_numpy() * 1e3
+        out[f"{op}_ops_per_s"] = len(o) / span
+        out[f"{op}_mb_per_s"] = float(o["size"].sum()) / 1e6 / span
+        out[f"{op}_errors"] = float(((done["op"] == op).sum()) - len(o))
+        for name, v in _lat_stats(lat).items():
+            out[f"{op}_lat_{name}_ms"] = v
+        if rate is not None:
+            resp = (o["t_end"] - o["t_sched"]).to_numpy() * 1e3
+            for name, v in _lat_stats(resp).items():
+                out[f"{op}_resp_{name}_ms"] = v
+    lat = (ok["t_end"] - ok["t_start"]).to_numpy() * 1e3
+    for name, v in _lat_stats(lat).items():
+        out[f"lat_{name}_ms"] = v
+    # names the estimate model and fio-based tools share
+    out["read_iops"], out["write_iops"] = out["get_ops_per_s"], out["put_ops_per_s"]
+    out["total_iops"] = out["get_ops_per_s"] + out["put_ops_per_s"]
+    out["read_bw_bytes"] = out["get_mb_per_s"] * 1e6
+    out["write_bw_bytes"] = out["put_mb_per_s"] * 1e6
+    out["total_bw_bytes"] = out["read_bw_bytes"] + out["write_bw_bytes"]
+    if rate is not None:
+        out["target_rate"] = float(rate)
+    return out
+
+
+def _lat_stats(ms: np.ndarray) -> dict[str, float]:
+    if len(ms) == 0:
+        return {k: math.nan for k in ("mean", "p50", "p95", "p99")}
+    p = np.percentile(ms, [50, 95, 99])
+    return {"mean": float(ms.mean()), "p50": float(p[0]), "p95": float(p[1]),
+            "p99": float(p[2])}
+
+
+def time_series(records: pd.DataFrame, interval: float = 1.0) -> pd.DataFrame:
+    """Per-interval ops/s, MB/s and p50/p99 latency per operation, from the records."""
+    r = records[records["status"] >= 200].copy()
+    r["bin"] = (r["t_end"] // interval).astype(int)
+    r["lat_ms"] = (r["t_end"] - r["t_start"]) * 1e3
+    g = r.groupby(["bin", "op"])
+    out = pd.DataFrame({"ops_per_s": g.size() / interval,
+                        "mb_per_s": g["size"].sum() / 1e6 / interval,
+                        "lat_p50_ms": g["lat_ms"].median(),
+                        "lat_p99_ms": g["lat_ms"].quantile(0.99)}).reset_index()
+    out["t"] = out.pop("bin") * interval
+    return out
+
+
+def records_to_csv(records: pd.DataFrame) -> str:
+    buf = io.StringIO()
+    records.to_csv(buf, index=False, float_format="%.6f")
+    return buf.getvalue()

@@ -1,0 +1,196 @@
+"""`storlab cluster up|status|down`: throwaway single-host Ceph and Swift clusters, and
+`storlab cluster load`: the object-store load generator against one of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import StorlabError
+from ._common import console, emit_json
+
+cluster_app = typer.Typer(
+    name="cluster", no_args_is_help=True, add_completion=False,
+    help="Bring a throwaway single-host Ceph or Swift cluster up and down (as root).")
+
+DIR_OPT = typer.Option(None, "--dir", help="Where clusters live "
+                       "(default $STORLAB_CLUSTER_DIR or /tmp/storlab-clusters).")
+JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
+OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.")
+
+
+def _kinds(kind: Optional[str]) -> tuple[str, ...]:
+    from ..clusters import KINDS, ClusterError
+
+    if kind is None:
+        return KINDS
+    if kind not in KINDS:
+        raise ClusterError(f"cluster kind {kind!r} must be one of {', '.join(KINDS)}")
+    return (kind,)
+
+
+def up_cmd(
+    kind: str = typer.Argument(..., help="ceph or swift."),
+    osds: int = typer.Option(1, "--osds", help="Ceph: number of OSDs (1-8)."),
+    replicas: Optional[int] = typer.Option(None, "--replicas",
+                                           help="Replicas (Ceph: min(osds,3); Swift: 3)."),
+    store: str = typer.Option("memstore", "--store", help="Ceph: memstore or bluestore."),
+    osd_size: str = typer.Option("1G", "--osd-size",
+                                 help="Ceph: memstore cap / bluestore file size per OSD."),
+    rgw: bool = typer.Option(False, "--rgw", help="Ceph: start radosgw (S3) too."),
+    workers: int = typer.Option(1, "--workers", help="Swift: workers per storage server."),
+    proxy_workers: int = typer.Option(2, "--proxy-workers", help="Swift: proxy workers."),
+    storage: str = typer.Option("loop", "--storage",
+                                help="Swift: loop (XFS image) or dir (plain directories)."),
+    timeout: float = typer.Option(120, "--timeout", help="Seconds to wait for health."),
+    base: Optional[Path] = DIR_OPT,
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Bring a cluster up and wait until it serves requests."""
+    from ..clusters import ClusterError, get_cluster
+    from ..clusters.objload import parse_size
+
+    (k,) = _kinds(kind)
+    c = get_cluster(k, base)
+    if k == "ceph":
+        from ..clusters.ceph import CephOptions
+
+        try:
+            size = parse_size(osd_size)
+        except StorlabError as exc:
+            raise ClusterError(f"--osd-size: {exc}") from None
+        st = c.up(CephOptions(osds=osds, replicas=replicas, store=store, osd_bytes=size,
+                              rgw=rgw), timeout=timeout)
+    else:
+        from ..clusters.swift import SwiftOptions
+
+        st = c.up(SwiftOptions(replicas=replicas or 3, workers=workers,
+                               proxy_workers=proxy_workers, storage=storage), timeout=timeout)
+    if json_out or output:
+        emit_json(st, output)
+        if not json_out:
+            return
+        return
+    console.print(f"{k} cluster up in {st['up_seconds']} s at {st['dir']}")
+    _print_endpoints(st)
+
+
+def _print_endpoints(st: dict) -> None:
+    if st["kind"] == "ceph":
+        console.print(f"  conf {st['conf']}  pool {st['pool']}  rbd image "
+                      f"{st['pool']}/{st['image']}  ({st['osds']} x {st['store']}, "
+                      f"size {st['replicas']})")
+    else:
+        console.print(f"  swift auth {st['auth_url']} user {st['user']} key {st['key']}  "
+                      f"({st['replicas']} replicas, {st['workers']} worker(s)/server, "
+                      f"{st['proxy_workers']} proxy workers)")
+    if st.get("s3"):
+        s3 = st["s3"]
+        console.print(f"  s3 {s3['endpoint']} access {s3['access_key']} secret "
+                      f"{s3['secret_key']}")
+
+
+def status_cmd(
+    kind: Optional[str] = typer.Argument(None, help="ceph or swift (default both)."),
+    base: Optional[Path] = DIR_OPT,
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Show the clusters that are up, their daemons and health."""
+    from ..clusters import get_cluster
+
+    out = {k: get_cluster(k, base).status() for k in _kinds(kind)}
+    if json_out or output:
+        emit_json(out, output)
+        return
+    for k, st in out.items():
+        if st is None:
+            console.print(f"{k}: down")
+            continue
+        alive = sum(st["daemons"].values())
+        console.print(f"{k}: {'up' if st.get('ready') else 'starting/broken'}, "
+                      f"{alive}/{len(st['daemons'])} daemons running, "
+                      f"health {st.get('health', '?')}")
+        dead = [n for n, ok in st["daemons"].items() if not ok]
+        if dead:
+            console.print(f"  not running: {', '.join(dead)}")
+        _print_endpoints(st)
+
+
+def down_cmd(
+    kind: Optional[str] = typer.Argument(None, help="ceph or swift (default both)."),
+    base: Optional[Path] = DIR_OPT,
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Stop every daemon by PID, unmount, detach loop devices, remove the files."""
+    from ..clusters import get_cluster
+
+    out = {k: get_cluster(k, base).down() for k in _kinds(kind)}
+    if json_out or output:
+        emit_json(out, output)
+        return
+    for k, r in out.items():
+        if r["removed"] is None and not r["stopped"]:
+            console.print(f"{k}: nothing to bring down")
+        else:
+            console.print(f"{k}: stopped {', '.join(r['stopped']) or 'nothing'}; removed "
+                          f"{r['removed']}")
+
+
+def load_cmd(
+    kind: str = typer.Argument(..., help="ceph (S3 via radosgw) or swift."),
+    api: Optional[str] = typer.Option(None, "--api", help="s3 or swift (default: swift on "
+                                      "Swift, s3 on Ceph)."),
+    mix: str = typer.Option("get:100", "--mix", help="Operation weights, e.g. get:70,put:30."),
+    sizes: str = typer.Option("16k", "--sizes", help="Object size or 16k:0.8,1m:0.2."),
+    clients: int = typer.Option(8, "--clients", help="Concurrent clients."),
+    rate: Optional[float] = typer.Option(None, "--rate",
+                                         help="Open loop at this many requests/s."),
+    duration: float = typer.Option(10, "--duration", help="Seconds of load."),
+    objects: int = typer.Option(200, "--objects", help="Objects prepared for GETs."),
+    records: Optional[Path] = typer.Option(None, "--records",
+                                           help="Write per-request records (CSV)."),
+    base: Optional[Path] = DIR_OPT,
+    json_out: bool = JSON_OPT,
+    output: Optional[Path] = OUT_OPT,
+) -> None:
+    """Run the object-store load generator against a running cluster."""
+    import pandas as pd
+
+    from ..campaign.runners.objectstore import load_spec_from, resolve_target
+    from ..clusters.objload import Target, run_load
+    from ._common import frame_table
+
+    (k,) = _kinds(kind)
+    opts: dict = {"cluster": k, "cluster_dir": base}
+    if api:
+        opts["api"] = api
+    spec = load_spec_from({"mix": mix, "sizes": sizes, "clients": clients, "rate": rate,
+                           "mode": "open" if rate else "closed", "duration": duration,
+                           "objects": objects})
+    res = run_load(Target(**resolve_target(opts)), spec)
+    if records:
+        res.records.to_csv(records, index=False)
+    if json_out or output:
+        emit_json(res.summary, output)
+        return
+    s = res.summary
+    rows = [{"op": op, "ops/s": s[f"{op}_ops_per_s"], "MB/s": s[f"{op}_mb_per_s"],
+             "mean ms": s[f"{op}_lat_mean_ms"], "p50 ms": s[f"{op}_lat_p50_ms"],
+             "p95 ms": s[f"{op}_lat_p95_ms"], "p99 ms": s[f"{op}_lat_p99_ms"],
+             "errors": s[f"{op}_errors"]} for op in ("get", "put", "delete")
+            if s[f"{op}_ops_per_s"] > 0 or s[f"{op}_errors"] > 0]
+    console.print(frame_table(pd.DataFrame(rows), title=f"{k}: {s['ops_per_s']:.1f} ops/s, "
+                              f"{s['mb_per_s']:.2f} MB/s over {s['duration_s']:.1f} s"))
+
+
+def register(app: typer.Typer) -> None:
+    cluster_app.command("up")(up_cmd)
+    cluster_app.command("status")(status_cmd)
+    cluster_app.command("down")(down_cmd)
+    cluster_app.command("load")(load_cmd)
+    app.add_typer(cluster_app, name="cluster")
