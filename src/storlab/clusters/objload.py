@@ -347,7 +347,8 @@ def run_load(target: Target, spec: LoadSpec) -> LoadResult:
     size_p = np.array(list(spec.sizes.values()))
     payload = _Payload(int(sizes.max()), spec.seed)
     keys = _Keys()
-    names = [f"obj-{i:07d}" for i in range(spec.objects)]
+    # one key space per (objects, sizes): runs with other sizes never overwrite this set
+    names = [f"{_marker(spec)[17:]}-{i:07d}" for i in range(spec.objects)]
     rng0 = np.random.default_rng(spec.seed)
     obj_sizes = rng0.choice(sizes, size=spec.objects, p=size_p)
     c0 = _Conn(target, auth)
@@ -613,7 +614,7 @@ def _lat_stats(ms: np.ndarray) -> dict[str, float]:
 
 def time_series(records: pd.DataFrame, interval: float = 1.0) -> pd.DataFrame:
     """Per-interval ops/s, MB/s and p50/p99 latency per operation, from the records."""
-    r = records[records["status"] >= 200].copy()
+    r = records[(records["status"] >= 200) & (records["status"] < 300)].copy()
     r["bin"] = (r["t_end"] // interval).astype(int)
     r["lat_ms"] = (r["t_end"] - r["t_start"]) * 1e3
     g = r.groupby(["bin", "op"])

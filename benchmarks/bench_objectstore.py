@@ -1,0 +1,160 @@
+"""The object-store load generator's own ceiling, against the rate a real server sustains.
+
+1. A trivial HTTP object server (asyncio, in its own process: it answers every GET with a
+   fixed body and every PUT with 201, no storage) is driven by storlab's generator with the
+   Swift API's request shapes; what the generator reaches there, and its CPU per request,
+   is its ceiling on this machine.
+2. The same load against a real Swift all-in-one (brought up here if root and the packages
+   are present, and down again) gives the server-bound rate.
+The ratio ceiling / server-bound rate says how far the generator is from being the
+bottleneck (> 1: the server saturates first).
+
+    .venv/bin/python benchmarks/bench_objectstore.py [--duration 5] [--clients 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+from storlab.clusters.objload import LoadSpec, Target, run_load
+
+TRIVIAL_SERVER = r'''
+import asyncio, sys
+port, size = int(sys.argv[1]), int(sys.argv[2])
+BODY = b"x" * size
+GET = (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size) + BODY
+AUTH = (b"HTTP/1.1 200 OK\r\nX-Storage-Url: http://127.0.0.1:%d/v1/AUTH_t\r\n"
+        b"X-Auth-Token: t\r\nContent-Length: 0\r\n\r\n" % port)
+OTHER = {b"PUT": b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
+         b"HEAD": b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+         b"DELETE": b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"}
+
+class P(asyncio.Protocol):
+    def connection_made(self, t):
+        self.t, self.buf, self.need = t, b"", 0
+    def data_received(self, data):
+        self.buf += data
+        while True:
+            if self.need:
+                take = min(self.need, len(self.buf))
+                self.buf, self.need = self.buf[take:], self.need - take
+                if self.need:
+                    return
+                self.t.write(OTHER[b"PUT"])
+                continue
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, self.buf = self.buf[:end], self.buf[end + 4:]
+            method, path = head.split(b" ", 2)[:2]
+            clen = 0
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                if k.strip().lower() == b"content-length":
+                    clen = int(v)
+            if path.startswith(b"/auth"):
+                self.t.write(AUTH)
+            elif method == b"GET":
+                self.t.write(GET)
+            elif clen:
+                self.need = clen
+            else:
+                self.t.write(OTHER.get(method, OTHER[b"PUT"]))
+
+async def main():
+    srv = await asyncio.get_running_loop().create_server(P, "127.0.0.1", port)
+    print("ready", flush=True)
+    async with srv:
+        await srv.serve_forever()
+asyncio.run(main())
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(target: Target, spec: LoadSpec) -> dict[str, float]:
+    """ops/s of the main stage and the generator's CPU per request (whole run)."""
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    res = run_load(target, spec)
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    n = res.summary["requests"] + (spec.objects if res.prepared else 0)
+    return {"ops_s": res.summary["ops_per_s"], "errors": res.summary["errors"],
+            "cpu_us_per_req": 1e6 * cpu / max(n, 1), "p50_ms": res.summary["lat_p50_ms"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--size", type=int, default=16384)
+    args = ap.parse_args()
+    cases = [("GET", {"get": 1.0}), ("PUT", {"put": 1.0})]
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), str(args.size)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
+        trivial = Target(api="swift", auth_url=f"http://127.0.0.1:{port}/auth/v1.0",
+                         user="u", key="k", bucket="bench")
+        ceiling = {}
+        for name, mix in cases:
+            ceiling[name] = measure(trivial, LoadSpec(clients=args.clients, mix=mix,
+                                                      sizes=args.size, objects=50,
+                                                      duration=args.duration, prepare="always"))
+    finally:
+        srv.terminate()
+        srv.wait(10)
+    print(f"load generator vs a trivial local HTTP server ({args.clients} clients, "
+          f"{args.size} B objects, {args.duration:g} s, {os.cpu_count()} CPUs shared):")
+    for name, m in ceiling.items():
+        print(f"  {name}: {m['ops_s']:8.0f} ops/s  p50 {m['p50_ms']:.2f} ms  client CPU "
+              f"{m['cpu_us_per_req']:.0f} us/request (=> {1e6 / m['cpu_us_per_req']:.0f} "
+              f"ops/s per core)  errors {m['errors']:.0f}")
+
+    if os.geteuid() != 0 or shutil.which("swift-proxy-server") is None:
+        print("server-bound rate: skipped (needs root and the swift packages)")
+        return
+    from storlab.clusters.swift import SwiftCluster, SwiftOptions
+
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="storlab-bench-")
+    sw = SwiftCluster(base)
+    st = sw.up(SwiftOptions(replicas=3, port=free_port(), storage_port=6400,
+                            memcached_port=free_port()))
+    try:
+        target = Target(api="swift", auth_url=st["auth_url"], user=st["user"], key=st["key"],
+                        bucket="bench")
+        server = {name: measure(target, LoadSpec(clients=args.clients, mix=mix,
+                                                 sizes=args.size, objects=200,
+                                                 duration=args.duration))
+                  for name, mix in cases}
+    finally:
+        sw.down()
+        shutil.rmtree(base, ignore_errors=True)
+    print("server-bound rate: the same load against a Swift all-in-one (3 replicas, "
+          "1 worker/server, 2 proxy workers):")
+    for name, m in server.items():
+        c = ceiling[name]
+        print(f"  {name}: {m['ops_s']:8.0f} ops/s  p50 {m['p50_ms']:.1f} ms  client CPU "
+              f"{m['cpu_us_per_req']:.0f} us/request;  generator ceiling / Swift rate = "
+              f"{c['ops_s'] / m['ops_s']:.1f}x (achieved), "
+              f"{1e6 / c['cpu_us_per_req'] / m['ops_s']:.1f}x (per core of client CPU)")
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    main()
+    print(f"({time.time() - t0:.0f} s)")

@@ -1,0 +1,120 @@
+"""Seed 000 at this machine's scale: a 2^(5-1) resolution V fraction with 3 center points
+over Ceph OSD/messenger/client parameters on a one-OSD memstore cluster, analysed for
+effects and a recommendation, then confirmed: recommended vs default configuration, each
+run `--confirm-reps` times in random order.
+
+    sudo .venv/bin/python examples/ceph-doe/run.py        # ~12 minutes here
+
+Brings a Ceph cluster up if none is (and down again at the end), writes everything into
+examples/ceph-doe/out/ and prints the figures. Uses the storlab CLI for each step, as a
+user would (`storlab run`, `storlab results`, `storlab analyze`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+RESPONSE = "write_iops"
+#: Ceph 16 defaults for an SSD-class OSD (the "before" of the confirmation).
+DEFAULTS = {"osd_op_num_shards": 8, "osd_op_num_threads_per_shard": 2,
+            "ms_async_op_threads": 3, "ms_dispatch_throttle_bytes": 104857600,
+            "objecter_inflight_ops": 1024}
+
+
+def storlab(*args: str) -> str:
+    cmd = [sys.executable, "-m", "storlab.cli", *args]
+    print("$ storlab " + " ".join(args), flush=True)
+    cp = subprocess.run(cmd, text=True, capture_output=True)
+    if cp.returncode != 0:
+        sys.exit(f"storlab {' '.join(args)} failed:\n{cp.stderr}")
+    return cp.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--confirm-reps", type=int, default=4)
+    ap.add_argument("--keep-cluster", action="store_true")
+    args = ap.parse_args()
+    from storlab.clusters import get_cluster
+    from storlab.clusters.ceph import CephOptions
+
+    OUT.mkdir(exist_ok=True)
+    ceph = get_cluster("ceph")
+    started_here = ceph.state() is None
+    if started_here:
+        st = ceph.up(CephOptions(osds=1, store="memstore", osd_bytes=1 << 30))
+        print(f"ceph up in {st['up_seconds']} s", flush=True)
+    try:
+        storlab("run", str(HERE / "campaign.yaml"), "--quiet")
+        storlab("results", str(HERE / "campaign.yaml"), "-o", str(OUT / "results.csv"))
+        print(storlab("analyze", str(OUT / "results.csv"), "-y", RESPONSE, "--space",
+                      str(HERE / "space.yaml"), "--plots", str(OUT / "plots")))
+        storlab("analyze", str(OUT / "results.csv"), "-y", RESPONSE, "--space",
+                str(HERE / "space.yaml"), "-o", str(OUT / "analysis.json"))
+        analysis = json.loads((OUT / "analysis.json").read_text())
+        rec = dict(DEFAULTS)
+        for s in analysis["recommendation"]["settings"]:
+            rec[s["factor"]] = int(s["value"])
+        # Factors without a significant effect keep their default (cost or convenience).
+        pd.DataFrame([DEFAULTS, rec]).to_csv(OUT / "confirm.csv", index=False)
+        confirm = HERE / "confirm.yaml"
+        storlab("run", str(confirm), "--quiet")
+        storlab("results", str(confirm), "--level", "run", "-o",
+                str(OUT / "confirm_runs.csv"))
+    finally:
+        if started_here and not args.keep_cluster:
+            ceph.down()
+    summarize(analysis, rec)
+
+
+def summarize(analysis: dict, rec: dict) -> None:
+    res = pd.read_csv(OUT / "results.csv")
+    runs = pd.read_csv(OUT / "confirm_runs.csv")
+    runs = runs[runs["status"] == "ok"]
+    keyed = runs.assign(which=np.where(runs["config_id"] == 1, "default", "recommended"))
+    d = keyed[keyed.which == "default"][RESPONSE].to_numpy()
+    r = keyed[keyed.which == "recommended"][RESPONSE].to_numpy()
+    t = stats.ttest_ind(r, d, equal_var=False) if len(d) > 1 and len(r) > 1 else None
+    terms = pd.DataFrame(analysis["terms"])
+    sig = terms[terms["significant"]] if "significant" in terms else terms.iloc[:0]
+    lines = [
+        "# ceph-doe: measured on this machine",
+        "",
+        f"design: 2^(5-1) resolution V + 3 centers = {len(res)} runs; response {RESPONSE} "
+        f"(fio rbd 4 KiB randwrite, iodepth 32, 8 s); range over runs "
+        f"{res[RESPONSE].min():.0f}-{res[RESPONSE].max():.0f} IOPS",
+        "",
+        "effects (coded -1/+1, effect = high minus low), largest first:",
+        terms.reindex(terms["effect"].abs().sort_values(ascending=False).index)
+        [["term", "effect", *(c for c in ("p", "significant") if c in terms)]]
+        .head(8).to_string(index=False),
+        "",
+        f"significant terms: {', '.join(sig['term']) or 'none'}",
+        f"curvature: {analysis.get('curvature')}",
+        f"recommended: {rec}",
+        f"default:     {DEFAULTS}",
+        f"predicted by the model at the recommendation: "
+        f"{analysis['recommendation']['predicted']:.0f} IOPS",
+        "",
+        f"confirmation ({len(d)} + {len(r)} runs, random order): default "
+        f"{d.mean():.0f} +/- {d.std(ddof=1):.0f} IOPS, recommended {r.mean():.0f} +/- "
+        f"{r.std(ddof=1):.0f} IOPS; change {100 * (r.mean() / d.mean() - 1):+.1f} %"
+        + (f" (Welch t = {t.statistic:.2f}, p = {t.pvalue:.3g})" if t is not None else ""),
+    ]
+    text = "\n".join(lines)
+    (OUT / "summary.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

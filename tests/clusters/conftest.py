@@ -1,0 +1,59 @@
+"""Shared checks for the cluster integration tests: what a cluster left behind (exposed as
+the `leftovers` fixture; the tests import no helper module, --import-mode=importlib)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def can_run(*programs: str) -> str | None:
+    """Why the integration tests cannot run here, or None (they need root and packages)."""
+    if os.geteuid() != 0:
+        return "cluster integration tests need root"
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing:
+        return f"missing {missing}: run scripts/sysdeps.sh as root"
+    return None
+
+
+def processes_under(base: Path) -> list[str]:
+    """Command lines of live (non-zombie) processes that mention `base`."""
+    out = []
+    needle = str(base).encode()
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open(f"/proc/{e}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{e}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmd and state != b"Z" and int(e) != os.getpid():
+            out.append(cmd.replace(b"\0", b" ").decode(errors="replace"))
+    return out
+
+
+def mounts_under(base: Path) -> list[str]:
+    with open("/proc/self/mounts") as fh:
+        return [line.split()[1] for line in fh if line.split()[1].startswith(str(base))]
+
+
+def loops_for(base: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(base) in line]
+
+
+@pytest.fixture
+def leftovers():
+    """leftovers(base) -> {processes, mounts, loops} a cluster rooted at `base` left."""
+    def check(base: Path) -> dict[str, list[str]]:
+        return {"processes": processes_under(base), "mounts": mounts_under(base),
+                "loops": loops_for(base)}
+    return check

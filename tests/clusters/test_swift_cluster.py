@@ -1,0 +1,141 @@
+"""A real Swift all-in-one (XFS loop image, 3 devices, tempauth + s3api) brought up,
+loaded through the objectstore runner with both APIs, brought down."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import textwrap
+
+import pandas as pd
+import pytest
+
+from storlab.campaign.campaign import Campaign
+from storlab.clusters import ClusterError
+from storlab.clusters._util import Daemon, wait_until
+from storlab.clusters.objload import LoadSpec, Target, run_load
+from storlab.clusters.swift import SwiftCluster, SwiftOptions
+
+_NEED = ("swift-proxy-server", "swift-object-server", "swift-account-server",
+         "swift-container-server", "swift-ring-builder", "memcached", "mkfs.xfs", "losetup")
+pytestmark = [
+    pytest.mark.xdist_group("clusters"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="a Swift cluster needs root"),
+    pytest.mark.skipif(any(shutil.which(p) is None for p in _NEED),
+                       reason="Swift packages missing: run scripts/sysdeps.sh as root"),
+]
+# not the defaults: a user's own `storlab cluster up swift` may be running
+OPTS = dict(port=8181, storage_port=6300, memcached_port=11411)
+
+
+@pytest.fixture(scope="module")
+def swift(tmp_path_factory):
+    base = tmp_path_factory.mktemp("clusters")
+    c = SwiftCluster(base)
+    st = c.up(SwiftOptions(replicas=2, **OPTS), timeout=90)
+    yield c, base, st
+    c.down()
+
+
+def _target(st, api):
+    s3 = st["s3"]
+    return Target(api=api, endpoint=s3["endpoint"], access_key=s3["access_key"],
+                  secret_key=s3["secret_key"], auth_url=st["auth_url"], user=st["user"],
+                  key=st["key"], bucket=f"t-{api}")
+
+
+def test_up_mounts_xfs_and_reports_status(swift, leftovers):
+    c, base, st = swift
+    assert st["ready"] and st["loop"].startswith("/dev/loop")
+    left = leftovers(base)
+    assert left["mounts"] == [str(base / "swift" / "node")] and len(left["loops"]) == 1
+    status = c.status()
+    assert status["health"] == "ok" and all(status["daemons"].values())
+    assert set(status["daemons"]) == {"memcached", "account", "container", "object", "proxy"}
+
+
+@pytest.mark.parametrize("api", ["swift", "s3"])
+def test_closed_loop_mix_keeps_every_request(swift, api):
+    _, _, st = swift
+    res = run_load(_target(st, api), LoadSpec(clients=4, duration=2, objects=20,
+                                              mix={"get": 60, "put": 30, "delete": 10},
+                                              sizes="4k:0.5,32k:0.5"))
+    s, rec = res.summary, res.records
+    assert s["errors"] == 0 and s["requests"] == len(rec) > 20
+    assert s["get_ops_per_s"] > s["delete_ops_per_s"] > 0 and s["put_ops_per_s"] > 0
+    # GET sizes are what was read back: the prepared objects' sizes
+    gets = rec[rec["op"] == "get"]
+    assert set(gets["size"]) <= {4096, 32768} and len(set(gets["size"])) == 2
+    assert s["get_lat_p50_ms"] <= s["get_lat_p95_ms"] <= s["get_lat_p99_ms"]
+    assert abs(s["total_iops"] - s["get_ops_per_s"] - s["put_ops_per_s"]) < 1e-9
+
+
+def test_open_loop_holds_the_target_rate(swift):
+    _, _, st = swift
+    res = run_load(_target(st, "swift"), LoadSpec(mode="open", rate=40, clients=4,
+                                                  duration=3, objects=10, mix={"get": 1}))
+    s = res.summary
+    assert s["unserved"] == 0 and s["errors"] == 0
+    assert 80 <= s["requests"] <= 160  # Poisson arrivals at 40/s for 3 s
+    assert (res.records["t_start"] >= res.records["t_sched"] - 1e-6).all()
+
+
+def test_campaign_through_objectstore_runner(swift, tmp_path):
+    c, base, st = swift
+    (tmp_path / "space.yaml").write_text(textwrap.dedent("""
+        factors:
+          - {name: read_pct, kind: integer, range: [0, 100]}
+          - {name: clients, kind: integer, range: [2, 4]}
+    """))
+    pd.DataFrame({"read_pct": [0, 100], "clients": [2, 4]}).to_csv(tmp_path / "c.csv",
+                                                                    index=False)
+    (tmp_path / "camp.yaml").write_text(textwrap.dedent(f"""
+        space: space.yaml
+        design: {{csv: c.csv}}
+        timeout: 60
+        runner:
+          type: objectstore
+          options: {{cluster: swift, cluster_dir: {base}, duration: 2, objects: 10,
+                     records_dir: records}}
+    """))
+    camp = Campaign.load(tmp_path / "camp.yaml")
+    assert camp.run().ok == 2
+    runs = camp.results("run").set_index("read_pct")
+    assert runs.loc[0, "write_iops"] > 0 and runs.loc[0, "read_iops"] == 0
+    assert runs.loc[100, "read_iops"] > 0 and runs.loc[100, "write_iops"] == 0
+    files = sorted((tmp_path / "records").glob("*.csv.gz"))
+    assert len(files) == 2
+    rec = pd.read_csv(files[0])
+    assert list(rec.columns) == ["t_sched", "t_start", "t_end", "op", "size", "status",
+                                 "worker"]
+
+
+def test_failing_daemon_start_reports_the_log_tail(tmp_path):
+    conf = tmp_path / "proxy.conf"
+    conf.write_text("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = 8182\n")  # no pipeline
+    d = Daemon("proxy", ["swift-proxy-server", str(conf), "-v"], tmp_path / "proxy.log",
+               tmp_path / "proxy.pid")
+    d.start()
+    with pytest.raises(ClusterError) as exc:
+        wait_until(lambda: False, 30, "the proxy", [d])
+    msg = str(exc.value)
+    assert "proxy exited during start-up" in msg
+    assert "pipeline" in msg.lower() or "section" in msg.lower()  # the proxy's own error
+
+
+def test_bad_options_are_refused_before_anything_starts(tmp_path):
+    c = SwiftCluster(tmp_path)
+    with pytest.raises(ClusterError, match="replicas 4"):
+        c.up(SwiftOptions(replicas=4, **OPTS))
+    assert not (tmp_path / "swift").exists()
+
+
+def test_down_leaves_nothing(swift, leftovers):
+    """Last in the module: brings the shared cluster down and checks what is left."""
+    c, base, _ = swift
+    r = c.down()
+    assert set(r["stopped"]) == {"memcached", "account", "container", "object", "proxy"}
+    assert r["loop_detached"]
+    assert leftovers(base) == {"processes": [], "mounts": [], "loops": []}
+    assert not (base / "swift").exists()
