@@ -29,6 +29,7 @@ import yaml
 
 from .constraints import Constraint
 from .errors import SpaceError
+from .jsonutil import plain
 
 Kind = Literal["categorical", "ordinal", "integer", "real"]
 KINDS: tuple[str, ...] = ("categorical", "ordinal", "integer", "real")
@@ -179,9 +180,9 @@ class Factor:
             d["range"] = list(self.range)
         if self.log:
             d["log"] = True
-        d["low"], d["high"] = _plain(self.low), _plain(self.high)
+        d["low"], d["high"] = plain(self.low), plain(self.high)
         if self.center is not None:
-            d["center"] = _plain(self.center)
+            d["center"] = plain(self.center)
         if self.unit:
             d["unit"] = self.unit
         if self.description:
@@ -439,7 +440,3 @@ def _same(a: Any, b: Any) -> bool:
         return parse_size(a) == parse_size(b)
     except ValueError:
         return str(a) == str(b)
-
-
-def _plain(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v

@@ -23,6 +23,7 @@ from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
 from ..errors import AnalysisError
+from ..jsonutil import plain
 from ..space import Factor, Space, parse_size
 
 BOOKKEEPING = {"run", "std_order", "replicate", "block", "center", "repetition", "status",
@@ -430,7 +431,7 @@ def _recommend(eff: pd.DataFrame, codings: list[Coding], kept: list[tuple[int, .
     for i in factors:
         c = codings[i]
         settings.append({"factor": c.name, "level": int(best[i]),
-                         "value": _plain(c.natural(best[i]))})
+                         "value": plain(c.natural(best[i]))})
     return {
         "goal": goal,
         "settings": settings,
@@ -438,7 +439,3 @@ def _recommend(eff: pd.DataFrame, codings: list[Coding], kept: list[tuple[int, .
         "terms": [r.term for r in sig.itertuples()],
         "others": "no significant effect: set for cost or convenience",
     }
-
-
-def _plain(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnalysisError
+from ..jsonutil import plain
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -127,7 +128,7 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
                 labels.append("NA")
         else:
             c, uniq = pd.factorize(col, sort=True, use_na_sentinel=False)
-            labels = [_plain(v) for v in uniq]
+            labels = [plain(v) for v in uniq]
         codes[:, j] = c
         levels.append(labels)
 
@@ -573,9 +574,3 @@ def sample_study(space: Space, n: int, seed: int | None = None,
     from ..design.lhs import lhs_design
 
     return lhs_design(space, n, seed=seed, optimize=optimize)
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        return v.item()
-    return v

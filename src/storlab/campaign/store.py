@@ -9,13 +9,13 @@ stays `running` and the next `storlab run` repeats it.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..jsonutil import to_jsonable
 from .runners.base import RunResult
 from .spec import CampaignError
 
@@ -133,19 +133,7 @@ class Store:
 
 def _dumps(obj: Any) -> str:
     """JSON with NaN/inf written as null (strict JSON; read back as NaN for metrics)."""
-    return json.dumps(_clean(obj), sort_keys=False)
-
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item"):  # numpy scalars
-        return _clean(obj.item())
-    return obj
+    return json.dumps(to_jsonable(obj), sort_keys=False)
 
 
 def _loads_numbers(text: str | None) -> dict[str, float]:

@@ -12,26 +12,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from ..jsonutil import to_jsonable
+
 console = Console()
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Numbers, arrays, frames and NaN made JSON-safe (NaN and inf become null)."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, pd.DataFrame):
-        return [to_jsonable(r) for r in obj.to_dict("records")]
-    if isinstance(obj, pd.Series):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def emit_json(data: Any, output: Path | None = None) -> None:

@@ -3,13 +3,13 @@ center points, replicates, randomised run order."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..jsonutil import plain, to_jsonable
 from ..space import Space
 
 #: Bookkeeping columns of a run table, after the factor columns.
@@ -43,37 +43,17 @@ class Design:
     def configurations(self) -> list[dict[str, Any]]:
         """The runs in execution order as plain {factor: value} dicts."""
         rows = self.table.sort_values("run")[self.space.names]
-        return [{k: _plain(v) for k, v in r.items()} for r in rows.to_dict("records")]
+        return [{k: plain(v) for k, v in r.items()} for r in rows.to_dict("records")]
 
     def to_json(self) -> dict[str, Any]:
         """The design as JSON-ready data: metadata plus the run table."""
-        out = {k: _jsonable(v) for k, v in self.meta.items()}
+        out = to_jsonable(self.meta)
         out["runs"] = self.runs
         out["factors"] = self.space.names
         out["labels"] = dict(zip(self.space.labels, self.space.names))
-        out["table"] = [{k: _plain(v) for k, v in r.items()}
+        out["table"] = [{k: plain(v) for k, v in r.items()}
                         for r in self.table.to_dict("records")]
         return out
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
-def _jsonable(v: Any) -> Any:
-    try:
-        json.dumps(v)
-        return v
-    except TypeError:
-        if isinstance(v, dict):
-            return {str(k): _jsonable(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [_jsonable(x) for x in v]
-        if isinstance(v, np.ndarray):
-            return v.tolist()
-        return _plain(v) if isinstance(v, np.generic) else str(v)
 
 
 def from_coded(space: Space, coded: np.ndarray, meta: dict[str, Any],

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StorlabError
+from ..jsonutil import to_jsonable
 from ..space import Space
 from . import html as H
 
@@ -235,7 +236,7 @@ class Report:
 
     def html(self) -> str:
         body = "".join(f'<section id="{H.esc(s.id)}">{s.html}</section>' for s in self.sections)
-        body += H.json_script(_jsonable(self.data), "storlab-data")
+        body += H.json_script(to_jsonable(self.data), "storlab-data")
         from .. import __version__ as version
 
         footer = (f"storlab {H.esc(version)} · every number here is in the JSON block "
@@ -875,19 +876,3 @@ def coverage_report(cov: Any, source: str) -> Report:
                   [Section("coverage", "Coverage", body, nav=False)],
                   {"coverage": cov.to_dict()})
 
-
-# --------------------------------------------------------------------------- helpers
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, pd.DataFrame):
-        return [_jsonable(r) for r in obj.to_dict("records")]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
