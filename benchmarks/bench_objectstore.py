@@ -126,9 +126,9 @@ def main() -> None:
     if os.geteuid() != 0 or shutil.which("swift-proxy-server") is None:
         print("server-bound rate: skipped (needs root and the swift packages)")
         return
-    from storlab.clusters.swift import SwiftCluster, SwiftOptions
-
     import tempfile
+
+    from storlab.clusters.swift import SwiftCluster, SwiftOptions
 
     base = tempfile.mkdtemp(prefix="storlab-bench-")
     sw = SwiftCluster(base)

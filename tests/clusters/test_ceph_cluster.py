@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
-from pathlib import Path
 
 import pandas as pd
 import pytest

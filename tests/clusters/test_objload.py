@@ -8,8 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from storlab.clusters.objload import (LoadError, LoadSpec, Target, _Conn, parse_mix,
-                                      parse_sizes, summarize, time_series)
+from storlab.clusters.objload import (
+    LoadError,
+    LoadSpec,
+    Target,
+    _Conn,
+    parse_mix,
+    parse_sizes,
+    summarize,
+    time_series,
+)
 
 
 def test_size_and_mix_parsing():
@@ -22,6 +30,13 @@ def test_size_and_mix_parsing():
             parse_mix(bad)
     with pytest.raises(LoadError, match="not a size"):
         parse_sizes("16 parsecs")
+
+
+def test_spec_normalises_mix_and_sizes():
+    spec = LoadSpec(mix={"get": 1.0}, sizes={"16k": 3, 4096: 1})
+    assert spec.mix == {"get": 1.0, "put": 0.0, "delete": 0.0}
+    assert spec.sizes == {16384: 0.75, 4096: 0.25}
+    assert LoadSpec(mix=spec.mix, sizes=spec.sizes).mix == spec.mix
 
 
 def test_spec_and_target_checks():

@@ -3,7 +3,6 @@ loaded through the objectstore runner with both APIs, brought down."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import textwrap
@@ -26,7 +25,7 @@ pytestmark = [
                        reason="Swift packages missing: run scripts/sysdeps.sh as root"),
 ]
 # not the defaults: a user's own `storlab cluster up swift` may be running
-OPTS = dict(port=8181, storage_port=6300, memcached_port=11411)
+OPTS = {"port": 8181, "storage_port": 6300, "memcached_port": 11411}
 
 
 @pytest.fixture(scope="module")

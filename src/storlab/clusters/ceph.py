@@ -17,8 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._util import (DEFAULT_BASE, ClusterError, Daemon, load_state, pid_alive, port_free, run,
-                    save_state, stop_pid, wait_until)
+from ._util import (
+    DEFAULT_BASE,
+    ClusterError,
+    Daemon,
+    load_state,
+    pid_alive,
+    port_free,
+    run,
+    save_state,
+    stop_pid,
+    wait_until,
+)
 
 POOL = "bench"
 IMAGE = "storlab"

@@ -164,13 +164,8 @@ class LoadSpec:
             raise LoadError(f"prepare {self.prepare!r} must be auto, always or never")
         if self.objects < 1:
             raise LoadError("objects must be at least 1")
-        self.mix = parse_mix(self.mix) if not _is_norm(self.mix) else self.mix
-        self.sizes = parse_sizes(self.sizes) if not _is_norm(self.sizes) else self.sizes
-
-
-def _is_norm(d: Any) -> bool:
-    return isinstance(d, dict) and all(isinstance(v, float) for v in d.values()) and \
-        abs(sum(d.values()) - 1) < 1e-9 and all(isinstance(k, int) or k in OPS for k in d)
+        self.mix = parse_mix(self.mix)  # both idempotent: normalised in, same out
+        self.sizes = parse_sizes(self.sizes)
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -203,7 +198,7 @@ class _Conn:
     def _headers(self, method: str, path: str, body: bytes | None) -> dict[str, str]:
         if self.t.api == "swift":
             return {"X-Auth-Token": self.token}
-        now = _dt.datetime.now(_dt.timezone.utc)
+        now = _dt.datetime.now(_dt.UTC)
         amz, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
         phash = "UNSIGNED-PAYLOAD" if self.t.unsigned_payload else \
             hashlib.sha256(body or b"").hexdigest()

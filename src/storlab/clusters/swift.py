@@ -21,8 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._util import (DEFAULT_BASE, ClusterError, Daemon, load_state, pid_alive, port_free, run,
-                    save_state, stop_pid, wait_until)
+from ._util import (
+    DEFAULT_BASE,
+    ClusterError,
+    Daemon,
+    load_state,
+    pid_alive,
+    port_free,
+    run,
+    save_state,
+    stop_pid,
+    wait_until,
+)
 
 DEVICES = ("d1", "d2", "d3")
 SERVERS = ("account", "container", "object")

@@ -31,6 +31,7 @@ from ._proc import render_value, run_program, tail
 from .base import RunResult
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
+_HELP: dict[tuple[str, str], dict[str, Any] | None] = {}
 
 
 class CephRunner:
@@ -59,13 +60,17 @@ class CephRunner:
 
     @staticmethod
     def describe(cluster: Any, name: str) -> dict[str, Any] | None:
-        """Ceph's metadata of an option, or None if Ceph does not know the name."""
+        """Ceph's metadata of an option, or None if Ceph does not know the name (cached
+        per process: a `ceph` call costs ~0.3 s of a shared CPU)."""
         from ...clusters import ClusterError
 
-        try:
-            return cluster.ceph_json("config", "help", name)
-        except (ClusterError, ValueError):
-            return None
+        key = (str(cluster.conf), name)
+        if key not in _HELP:
+            try:
+                _HELP[key] = cluster.ceph_json("config", "help", name)
+            except (ClusterError, ValueError):
+                _HELP[key] = None
+        return _HELP[key]
 
     def section(self, name: str) -> str:
         return self.who.get(name) or ("client" if name.startswith("objecter_") else "osd")

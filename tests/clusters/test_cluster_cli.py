@@ -1,0 +1,45 @@
+"""`storlab cluster` as a user runs it, without bringing a cluster up (the integration
+tests do that): empty status, bad input as one line with exit 2, a runner refusing a
+cluster that is not up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from storlab.campaign.runners import make_runner
+
+
+def storlab(*args):
+    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_status_and_down_when_nothing_is_up(tmp_path):
+    r = storlab("cluster", "status", "--dir", tmp_path, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"ceph": None, "swift": None}
+    r = storlab("cluster", "down", "--dir", tmp_path)
+    assert r.returncode == 0 and "nothing to bring down" in r.stdout
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    for args, words in ((("up", "minio"), "must be one of ceph, swift"),
+                        (("up", "ceph", "--store", "filestore"), "memstore, bluestore"),
+                        (("up", "swift", "--replicas", "5"), "replicas 5"),
+                        (("load", "swift"), "no swift cluster is up")):
+        r = storlab("cluster", *args, "--dir", tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())  # nothing was created by refused requests
+
+
+def test_runners_are_registered_and_fail_cleanly_without_a_cluster(tmp_path):
+    r = make_runner("objectstore", {"cluster": "swift", "cluster_dir": str(tmp_path),
+                                    "duration": 1})
+    res = r.run({"read_pct": 100}, tmp_path)
+    assert res.status == "failed" and "no swift cluster is up" in res.stderr
+    c = make_runner("ceph", {"cluster_dir": str(tmp_path)})
+    res = c.run({"osd_op_num_shards": 2}, tmp_path)
+    assert res.status == "failed" and "no ceph cluster is up" in res.stderr
