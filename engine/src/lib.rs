@@ -6,7 +6,7 @@
 //! module re-checks only what would make it index out of bounds.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -15,6 +15,12 @@ use pyo3::prelude::*;
 const ARR: u8 = 0;
 const FDEP: u8 = 1;
 const PDEP: u8 = 2;
+const GRANT: u8 = 3;
+
+/// Station kinds, as in `storlab.sim.engine`.
+const K_FCFS: u8 = 0;
+const K_PS: u8 = 1;
+const K_HOLD: u8 = 2;
 
 /// A branch in flight: its current visit, where it belongs, and when it reached the station.
 #[derive(Clone, Copy)]
@@ -27,7 +33,8 @@ struct Token {
 }
 
 /// Heap entry. ARR: `tok.i` is the request; FDEP: `tok` is the visit in service;
-/// PDEP: `tok.v` is the station (valid only if `seq` is the station's live departure).
+/// PDEP: `tok.v` is the station (valid only if `seq` is the station's live departure);
+/// GRANT: `tok` is a HOLD visit that has just obtained its token.
 struct Ev {
     t: f64,
     seq: u64,
@@ -89,10 +96,10 @@ impl Ord for Job {
 
 #[derive(Clone, Default)]
 struct Station {
-    ps: bool,
+    kind: u8,
     c: u32,
-    n: u32,     // present (queued + in service)
-    nbusy: u32, // FCFS: servers busy
+    n: u32,     // present (queued + in service; HOLD: waiters + holders)
+    nbusy: u32, // FCFS: servers busy; HOLD: tokens in use
     tint: f64,  // last integral update
     busy: f64,
     area: f64,
@@ -127,7 +134,9 @@ struct Sim<'a> {
     n_req: usize,
 
     st: Vec<Station>,
-    queues: Vec<VecDeque<Token>>,
+    queues: Vec<VecDeque<Token>>, // FCFS waiting jobs; HOLD waiting branches
+    any_hold: bool,
+    held: HashMap<u32, f64>, // HOLD visit -> arrival time at the pool, while its token is held
     jobs: Vec<BinaryHeap<Job>>,
     heap: BinaryHeap<Ev>,
     seq: u64,
@@ -175,7 +184,16 @@ impl<'a> Sim<'a> {
         let stn = &mut self.st[s];
         Self::acc(stn, t);
         let c = stn.c;
-        if !stn.ps {
+        if stn.kind == K_HOLD {
+            // Granted through the heap, never inline (see _pyengine.py).
+            stn.n += 1;
+            if stn.nbusy < c {
+                stn.nbusy += 1;
+                self.push(t, GRANT, tok);
+            } else {
+                self.queues[s].push_back(tok);
+            }
+        } else if stn.kind == K_FCFS {
             stn.n += 1;
             if stn.nbusy < c {
                 stn.nbusy += 1;
@@ -241,12 +259,36 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The branch has ended: give back every token it holds, in visit order.
+    fn release(&mut self, b: usize, t: f64) {
+        for v in self.visit_ptr[b] as usize..self.visit_ptr[b + 1] as usize {
+            let s = self.station[v] as usize;
+            if self.st[s].kind != K_HOLD {
+                continue;
+            }
+            let t_arr = self.held.remove(&(v as u32)).expect("released token was held");
+            let stn = &mut self.st[s];
+            Self::acc(stn, t);
+            stn.n -= 1;
+            stn.comp += 1;
+            stn.res += t - t_arr;
+            if let Some(nxt) = self.queues[s].pop_front() {
+                self.push(t, GRANT, nxt); // the token passes on, still in use
+            } else {
+                self.st[s].nbusy -= 1;
+            }
+        }
+    }
+
     fn advance(&mut self, tok: Token, t: f64) {
         let v = tok.v as usize + 1;
         if v < self.visit_ptr[tok.b as usize + 1] as usize {
             let nt = Token { v: v as u32, t_arr: t, ..tok };
             self.arrive(self.station[v] as usize, nt, t);
         } else {
+            if self.any_hold {
+                self.release(tok.b as usize, t);
+            }
             let st = tok.st as usize;
             self.done[st] += 1;
             if self.done[st] as i64 == self.quorum[st] as i64 {
@@ -313,6 +355,10 @@ impl<'a> Sim<'a> {
                         self.st[s].nbusy -= 1;
                     }
                     self.advance(tok, t);
+                }
+                GRANT => {
+                    self.held.insert(ev.tok.v, ev.tok.t_arr);
+                    self.advance(ev.tok, t);
                 }
                 _ => {
                     let s = ev.tok.v as usize;
@@ -395,6 +441,9 @@ fn simulate<'py>(
     // Bounds the loop relies on (the Python wrapper checks the rest, with better messages).
     let n_st = kind.len();
     let n_req = step_ptr.len().saturating_sub(1);
+    if kind.iter().any(|&k| !(k as u8 == K_FCFS || k as u8 == K_PS || k as u8 == K_HOLD) || k < 0) {
+        return Err(PyValueError::new_err("kind must be 0 (FCFS), 1 (PS) or 2 (HOLD)"));
+    }
     if servers.len() != n_st || servers.iter().any(|&c| c < 1) {
         return Err(PyValueError::new_err("servers must have one entry >= 1 per station"));
     }
@@ -416,7 +465,7 @@ fn simulate<'py>(
     }
 
     let stations: Vec<Station> = (0..n_st)
-        .map(|s| Station { ps: kind[s] != 0, c: servers[s] as u32, live: u64::MAX, ..Default::default() })
+        .map(|s| Station { kind: kind[s] as u8, c: servers[s] as u32, live: u64::MAX, ..Default::default() })
         .collect();
     let mut sim = Sim {
         step_ptr,
@@ -433,6 +482,8 @@ fn simulate<'py>(
         n_req,
         st: stations,
         queues: vec![VecDeque::new(); n_st],
+        any_hold: kind.iter().any(|&k| k as u8 == K_HOLD),
+        held: HashMap::new(),
         jobs: (0..n_st).map(|_| BinaryHeap::new()).collect(),
         heap: BinaryHeap::with_capacity(1024),
         seq: 0,
@@ -445,6 +496,12 @@ fn simulate<'py>(
         stats_start: 0.0,
     };
     py.detach(|| sim.run());
+    if !sim.held.is_empty() || sim.queues.iter().zip(&sim.st).any(|(q, s)| s.kind == K_HOLD && !q.is_empty()) {
+        return Err(PyValueError::new_err(
+            "deadlock: branches still wait for HOLD tokens when no event is left \
+             (a branch takes tokens of pools in an order others reverse, or more than a pool has)",
+        ));
+    }
 
     let busy: Vec<f64> = sim.st.iter().map(|s| s.busy).collect();
     let area: Vec<f64> = sim.st.iter().map(|s| s.area).collect();

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from storlab.sim.engine import FCFS, PS, Routes, SimResult, Stations, linear_routes, simulate
+from storlab.sim.engine import FCFS, HOLD, PS, Routes, SimResult, Stations, linear_routes, simulate
 
 BACKENDS = ["rust", "python"]
 
@@ -125,6 +125,81 @@ def test_fcfs_multiserver_and_closed_loop_exact(backend):
     np.testing.assert_array_equal(r.start, [0.0, 0.0, 3.0])
     np.testing.assert_array_equal(r.finish, [1.0, 2.0, 4.0])
     check_little(r)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hold_two_branches_compete_for_one_token(backend):
+    # Pool of 1 token (0), CPU (1), disk (2, two servers). Request 0 holds the token from 0
+    # through its CPU (0-1) and disk (1-3) visits; request 1 arrives at 0.5, waits for the
+    # token until 3, then CPU 3-4, disk 4-5. Without the pool it would finish at 3.
+    st = stations([HOLD, FCFS, FCFS], [1, 1, 2])
+    routes = fork_routes([[(1, [[(0, 0.0), (1, 1.0), (2, 2.0)]])], [(1, [[(0, 0.0), (1, 1.0), (2, 1.0)]])]])
+    r = simulate(st, routes, arrivals=np.array([0.0, 0.5]), backend=backend)
+    np.testing.assert_array_equal(r.finish, [3.0, 5.0])
+    np.testing.assert_array_equal(r.busy, [5.0, 2.0, 3.0])  # token in use 0-5
+    np.testing.assert_array_equal(r.area, [7.5, 2.0, 3.0])  # 1 holder, 2 from 0.5 to 3, 1
+    np.testing.assert_array_equal(r.residence, [7.5, 2.0, 3.0])  # 3 + (5 - 0.5)
+    np.testing.assert_array_equal(r.completions, [2, 2, 2])
+    assert r.events == 2 + 2 + 4  # arrivals, grants, visit completions
+    check_little(r)
+    # Without the pool the second request overlaps: the test above is not vacuous.
+    free = simulate(stations([PS, FCFS, FCFS], [9, 1, 2]), routes, arrivals=np.array([0.0, 0.5]), backend=backend)
+    np.testing.assert_array_equal(free.finish, [3.0, 3.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hold_released_at_branch_end_after_quorum(backend):
+    # Pools A (0) and B (1), one token each; disks 2 and 3. Request 0 forks to both, quorum 1:
+    # it is done at 1 (branch A), while its background branch B keeps B's token until 4.
+    # Request 1 (t=2) forks to both, quorum 2: A is free (2-3), B waits for the token until
+    # 4, then disk 4-5.
+    st = stations([HOLD, HOLD, FCFS, FCFS], [1, 1, 1, 1])
+    routes = fork_routes(
+        [
+            [(1, [[(0, 0.0), (2, 1.0)], [(1, 0.0), (3, 4.0)]])],
+            [(2, [[(0, 0.0), (2, 1.0)], [(1, 0.0), (3, 1.0)]])],
+        ]
+    )
+    r = simulate(st, routes, arrivals=np.array([0.0, 2.0]), backend=backend)
+    np.testing.assert_array_equal(r.finish, [1.0, 5.0])
+    np.testing.assert_array_equal(r.busy, [2.0, 5.0, 2.0, 5.0])
+    np.testing.assert_array_equal(r.residence, [2.0, 7.0, 2.0, 5.0])  # B: 4 + (5 - 2)
+    np.testing.assert_array_equal(r.completions, [2, 2, 2, 2])
+    assert r.sim_time == 5.0
+    check_little(r)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hold_with_several_tokens_and_several_pools(backend):
+    # Two tokens (0), work station 1 (FCFS, 3 servers): requests of 1, 2 and 1 s at t=0.
+    # Two take tokens at once; the third waits until the first releases at 1, works 1-2.
+    st = stations([HOLD, FCFS, HOLD], [2, 3, 1])
+    routes = linear_routes([[0, 1]] * 3, [[0.0, 1.0], [0.0, 2.0], [0.0, 1.0]])
+    r = simulate(st, routes, arrivals=np.zeros(3), backend=backend)
+    np.testing.assert_array_equal(r.finish, [1.0, 2.0, 2.0])
+    np.testing.assert_array_equal(r.busy[0], 4.0)  # two tokens in use from 0 to 2
+    np.testing.assert_array_equal(r.area[0], 5.0)  # plus one waiter from 0 to 1
+    assert r.utilisation()[0] == 1.0
+    check_little(r)
+    # Request 0 takes pool 0, then queues for pool 2, whose single token request 1 took at
+    # its arrival (request 0's grant of pool 0 is an event after that arrival); request 1
+    # works 0-1 and releases; request 0 gets pool 2 at 1, works 1-2 and releases both pools.
+    routes = linear_routes([[0, 2, 1], [2, 1, 1]], [[0.0, 0.0, 1.0], [0.0, 0.5, 0.5]])
+    r = simulate(st, routes, arrivals=np.zeros(2), backend=backend)
+    np.testing.assert_array_equal(r.finish, [2.0, 1.0])
+    np.testing.assert_array_equal(r.residence[[0, 2]], [2.0, 3.0])  # pool 2: 1 + 2
+    np.testing.assert_array_equal(r.completions, [1, 3, 2])
+    check_little(r)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hold_deadlock_and_demand_are_rejected(backend):
+    st = stations([HOLD, FCFS], [1, 1])
+    # The same one-token pool twice in one branch can never be granted.
+    with pytest.raises(ValueError, match="deadlock"):
+        simulate(st, linear_routes([[0, 0, 1]], [[0.0, 0.0, 1.0]]), arrivals=np.zeros(1), backend=backend)
+    with pytest.raises(ValueError, match="HOLD"):
+        simulate(st, linear_routes([[0, 1]], [[1.0, 1.0]]), arrivals=np.zeros(1), backend=backend)
 
 
 def _mm_inputs(n: int, lam: float, mu: float, seed: int):

@@ -1,5 +1,5 @@
 """The Rust core and the pure-Python reference give identical results on random small
-route sets (forks, quorums, empty branches, ties, FCFS/PS, open and closed loops)."""
+route sets (forks, quorums, empty branches, ties, FCFS/PS/HOLD, open and closed loops)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storlab.sim.engine import Routes, SimResult, Stations, simulate
+import pytest
+
+from storlab.sim.engine import HOLD, Routes, SimResult, Stations, simulate
 
 # Few distinct demands and arrival gaps, so simultaneous events (ties) are common.
 DEMANDS = [0.0, 0.5, 1.0, 1.5, 2.0, 0.1, 0.7]
@@ -22,7 +24,7 @@ def check_little(r: SimResult) -> None:
 @st.composite
 def cases(draw):
     n_st = draw(st.integers(1, 4))
-    kind = draw(st.lists(st.integers(0, 1), min_size=n_st, max_size=n_st))
+    kind = draw(st.lists(st.integers(0, 2), min_size=n_st, max_size=n_st))
     servers = draw(st.lists(st.integers(1, 3), min_size=n_st, max_size=n_st))
     n_req = draw(st.integers(1, 12))
     step_ptr, branch_ptr, quorum, visit_ptr, station, demand = [0], [0], [], [0], [], []
@@ -32,8 +34,10 @@ def cases(draw):
             quorum.append(draw(st.integers(0, nb)))
             for _ in range(nb):
                 for _ in range(draw(st.integers(0, 3))):
-                    station.append(draw(st.integers(0, n_st - 1)))
-                    demand.append(draw(st.sampled_from(DEMANDS)) * draw(st.sampled_from([1.0, 1.0, 1.37])))
+                    s = draw(st.integers(0, n_st - 1))
+                    station.append(s)
+                    d = draw(st.sampled_from(DEMANDS)) * draw(st.sampled_from([1.0, 1.0, 1.37]))
+                    demand.append(0.0 if kind[s] == HOLD else d)  # a HOLD visit only takes a token
                 visit_ptr.append(len(station))
             branch_ptr.append(len(visit_ptr) - 1)
         step_ptr.append(len(quorum))
@@ -61,7 +65,13 @@ def cases(draw):
 @given(cases())
 def test_rust_and_python_backends_identical(case):
     stations, routes, kw = case
-    a = simulate(stations, routes, backend="rust", **kw)
+    try:
+        a = simulate(stations, routes, backend="rust", **kw)
+    except ValueError as exc:  # random HOLD orders can deadlock: both backends must say so
+        assert "deadlock" in str(exc)
+        with pytest.raises(ValueError, match="deadlock"):
+            simulate(stations, routes, backend="python", **kw)
+        return
     b = simulate(stations, routes, backend="python", **kw)
     for f in ("start", "finish", "busy", "area", "completions", "residence"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)

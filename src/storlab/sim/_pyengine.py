@@ -14,6 +14,15 @@ PS stations use virtual time: ``V`` grows at the per-job rate ``min(1, c/n)``, a
 job arriving at virtual time ``V`` with demand ``d`` leaves when ``V`` reaches
 ``V + d``; the job with the smallest tag leaves first. ``V`` restarts at 0 whenever
 the station empties, which keeps tags small and precise.
+
+HOLD stations are token pools (``c`` tokens, demand 0). A visit takes a free token
+through a GRANT event at its arrival time, or waits FIFO; the branch keeps every token
+it took until its last visit completes, then releases them in visit order (each
+release hands the token to the head waiter, whose GRANT fires at the release time).
+Granting through the event heap, never inline, keeps a step from completing while
+``start_step`` is still launching its branches. ``n`` counts holders + waiters,
+``nbusy`` tokens in use; a release is a completion, its residence runs from the
+arrival at the pool to the release.
 """
 
 from __future__ import annotations
@@ -23,7 +32,12 @@ from collections import deque
 
 import numpy as np
 
-ARR, FDEP, PDEP = 0, 1, 2
+ARR, FDEP, PDEP, GRANT = 0, 1, 2, 3
+HOLD = 2
+
+
+_DEADLOCK = ("deadlock: branches still wait for HOLD tokens when no event is left "
+             "(a branch takes tokens of pools in an order others reverse, or more than a pool has)")
 
 
 def _rate(n: int, c: int) -> float:
@@ -71,6 +85,8 @@ def simulate_core(
     vt = [0.0] * n_st
     tv = [0.0] * n_st
     ver = [0] * n_st
+    any_hold = HOLD in kind_l
+    held: dict[int, float] = {}  # HOLD visit -> arrival time at the pool, while held
 
     heap: list = []
     seq = 0
@@ -103,7 +119,14 @@ def simulate_core(
         nonlocal seq
         acc(s, t)
         c = c_l[s]
-        if kind_l[s] == 0:
+        if kind_l[s] == HOLD:
+            n[s] += 1
+            if nbusy[s] < c:
+                nbusy[s] += 1
+                push(t, GRANT, tok, None)
+            else:
+                queue[s].append(tok)
+        elif kind_l[s] == 0:
             n[s] += 1
             if nbusy[s] < c:
                 nbusy[s] += 1
@@ -152,12 +175,29 @@ def simulate_core(
                 request_done(i, t)
                 return
 
+    def release(b: int, t: float) -> None:
+        """The branch has ended: give back every token it holds, in visit order."""
+        for v in range(visit_ptr_l[b], visit_ptr_l[b + 1]):
+            s = station_l[v]
+            if kind_l[s] != HOLD:
+                continue
+            acc(s, t)
+            n[s] -= 1
+            comp[s] += 1
+            res[s] += t - held.pop(v)
+            if queue[s]:
+                push(t, GRANT, queue[s].popleft(), None)  # the token passes on, still in use
+            else:
+                nbusy[s] -= 1
+
     def advance(tok: tuple, t: float) -> None:
         v, b, st, i, _ = tok
         v += 1
         if v < visit_ptr_l[b + 1]:
             arrive(station_l[v], (v, b, st, i, t), t)
         else:
+            if any_hold:
+                release(b, t)
             done[st] += 1
             if done[st] == quorum_l[st]:
                 step_done(st, i, t)
@@ -204,6 +244,10 @@ def simulate_core(
             else:
                 nbusy[s] -= 1
             advance(tok, t)
+        elif k == GRANT:
+            tok = a
+            held[tok[0]] = tok[4]
+            advance(tok, t)
         else:
             s = a
             acc(s, t)
@@ -219,6 +263,8 @@ def simulate_core(
                 ps_resched(s, t)
             advance(tok, t)
 
+    if held or any(queue[s] for s in range(n_st) if kind_l[s] == HOLD):
+        raise ValueError(_DEADLOCK)
     return (
         np.array(start, dtype=np.float64),
         np.array(finish, dtype=np.float64),

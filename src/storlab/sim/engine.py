@@ -5,8 +5,17 @@ vectorised with numpy; this module only decides *when* things happen. A route is
 a sequence of steps; a step forks into branches (e.g. one per replica) and is done
 when ``quorum`` of them finish; a branch is a sequence of visits to stations.
 
-Stations are FCFS with ``c`` identical servers, or processor sharing (PS) with ``c``
-servers, where each of ``n`` jobs present is served at rate ``min(1, c/n)``.
+Stations are FCFS with ``c`` identical servers, processor sharing (PS) with ``c``
+servers, where each of ``n`` jobs present is served at rate ``min(1, c/n)``, or HOLD:
+a pool of ``c`` tokens (e.g. a server's worker processes) held across several visits.
+A visit to a HOLD station (its demand must be 0) takes one token, waiting FIFO when none
+is free, and the branch keeps it until the branch ends (its last visit completes); then
+the token passes to the next waiter at that same instant. A branch may hold tokens of
+several pools; a run whose branches wait for tokens that can never come free (pools
+taken in opposite orders, more tokens than a pool has) raises ``ValueError``. For a HOLD
+station the statistics read: ``busy`` = tokens in use integrated over time, ``area`` =
+holders + waiters, ``completions`` = releases, ``residence`` = from the arrival at the
+pool to the release; so utilisation and Little's law keep their meaning.
 
 There is no random number generator in the engine: all randomness lives in the
 routes, arrival times and think times the caller builds, so the same seed gives
@@ -22,11 +31,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-FCFS, PS = 0, 1
+FCFS, PS, HOLD = 0, 1, 2
 
 __all__ = [
     "FCFS",
     "PS",
+    "HOLD",
     "Stations",
     "Routes",
     "SimResult",
@@ -44,8 +54,8 @@ class EngineNotBuiltError(ImportError):
 class Stations:
     """One entry per station: discipline and number of servers."""
 
-    kind: np.ndarray  # int8: FCFS or PS
-    servers: np.ndarray  # int32 >= 1
+    kind: np.ndarray  # int8: FCFS, PS or HOLD
+    servers: np.ndarray  # int32 >= 1 (servers, or tokens for HOLD)
     names: list[str] | None = None
 
     def __len__(self) -> int:
@@ -91,10 +101,10 @@ class SimResult:
     op: np.ndarray | None  # int8 per request, as given in the routes
     busy: np.ndarray  # float64 per station: integral of busy servers over time
     area: np.ndarray  # float64 per station: integral of the number present
-    completions: np.ndarray  # int64 per station: visits completed
+    completions: np.ndarray  # int64 per station: visits completed (HOLD: tokens released)
     residence: np.ndarray  # float64 per station: summed time of completed visits
     servers: np.ndarray  # int32 per station (copied from Stations, for utilisation)
-    events: int  # events processed (arrivals and visit completions)
+    events: int  # events processed (arrivals, visit completions, HOLD token grants)
     sim_time: float  # time of the last event
     wall: float  # wall-clock seconds spent in simulate()
     warmup: int = 0
@@ -193,8 +203,8 @@ def _prepare(
     servers = np.ascontiguousarray(stations.servers, dtype=np.int32)
     if kind.ndim != 1 or servers.shape != kind.shape:
         raise ValueError("stations.kind and stations.servers must be 1-D of equal length")
-    if np.any((kind != FCFS) & (kind != PS)):
-        raise ValueError("stations.kind must be FCFS (0) or PS (1)")
+    if np.any((kind != FCFS) & (kind != PS) & (kind != HOLD)):
+        raise ValueError("stations.kind must be FCFS (0), PS (1) or HOLD (2)")
     if np.any(servers < 1):
         raise ValueError("stations.servers must be >= 1")
     n_st = len(kind)
@@ -220,6 +230,9 @@ def _prepare(
         raise ValueError(f"routes.station must index the {n_st} stations")
     if not np.all(np.isfinite(demand)) or np.any(demand < 0):
         raise ValueError("routes.demand must be finite and >= 0")
+    # A HOLD visit only takes a token; work is done at the stations visited while holding it.
+    if n_visits and np.any(kind == HOLD) and np.any(demand[kind[station] == HOLD] != 0):
+        raise ValueError("routes.demand must be 0 on visits to HOLD stations")
     op = None if routes.op is None else np.asarray(routes.op, dtype=np.int8)
     if op is not None and len(op) != n_req:
         raise ValueError(f"routes.op has {len(op)} entries, expected {n_req}")
