@@ -192,6 +192,23 @@ def test_block_device_target_refused_before_anything_runs(tmp_path: Path) -> Non
     assert not sentinel.exists() and not (tmp_path / "c" / "campaign.db").exists()
 
 
+def test_existing_file_outside_the_campaign_needs_opt_in(tmp_path: Path) -> None:
+    precious = tmp_path / "precious.dat"
+    precious.write_bytes(b"keep me" * 1000)
+    camp = fio_campaign(tmp_path / "c", repetitions=1,
+                        runner={"type": "fio", "options": {**FIO, "filename": str(precious)}})
+    p = cli("run", str(camp), check=False)
+    assert p.returncode == 2 and "outside the campaign directory" in p.stderr
+    assert precious.read_bytes() == b"keep me" * 1000
+    assert not (tmp_path / "c" / "campaign.db").exists()
+    # a file inside the campaign directory is the campaign's own
+    inside = tmp_path / "c" / "scratch.dat"
+    inside.write_bytes(b"x" * 4096)
+    camp = fio_campaign(tmp_path / "c", repetitions=1,
+                        runner={"type": "fio", "options": {**FIO, "filename": str(inside)}})
+    Campaign.load(camp).preflight()
+
+
 # --------------------------------------------------------------------------- argv safety
 def test_shell_metacharacters_reach_the_program_as_one_argument(tmp_path: Path) -> None:
     victim = tmp_path / "c" / "x"

@@ -172,8 +172,9 @@ class Campaign:
             raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
 
     def preflight(self) -> None:
-        """Checks that need the runner: options accepted, targets allowed (a block device
-        without `allow_destructive` is refused here, before any run or step)."""
+        """Checks that need the runner: options accepted, targets allowed (a block device or
+        an existing file outside the campaign directory without `allow_destructive` is
+        refused here, before any run or step)."""
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
@@ -182,7 +183,7 @@ class Campaign:
         if check is not None:
             for _, cfg, _ in self.configs:
                 try:
-                    check(self._runner_config(cfg))
+                    check(self._runner_config(cfg), base=self.dir)
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
 

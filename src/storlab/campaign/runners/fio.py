@@ -70,14 +70,27 @@ class FioRunner:
         opts.setdefault("group_reporting", "1")
         return opts
 
-    def check_target(self, config: Mapping[str, Any]) -> None:
-        """Refuse a block device target unless `allow_destructive` (raised before fio runs)."""
+    def check_target(self, config: Mapping[str, Any], base: Path | None = None) -> None:
+        """Refuse a block device target unless `allow_destructive` (raised before fio runs).
+
+        With `base` (the campaign's directory), an existing file outside it is refused too:
+        fio would write into somebody's data.
+        """
         if self.allow_destructive:
             return
         opts = {**self.options, **config}
         for dev in _block_devices(opts):
             raise CampaignError(f"fio target {dev} is a block device: fio would overwrite it; "
                                 "set allow_destructive: true in the runner options to allow it")
+        if base is None:
+            return
+        root = Path(base).resolve()
+        for p in _targets(opts):
+            path = Path(p) if Path(p).is_absolute() else root / p
+            if path.is_file() and not path.resolve().is_relative_to(root):
+                raise CampaignError(f"fio target {p} is an existing file outside the campaign "
+                                    "directory: fio may overwrite it; set allow_destructive: "
+                                    "true in the runner options to allow it")
 
     def argv(self, opts: Mapping[str, str], jobfile: Path | None = None) -> list[str]:
         """fio's command line: options as `--key=value` argv elements (no shell), or a
@@ -237,13 +250,17 @@ def _fio_percentile(table: Mapping[str, Any], p: float) -> float:
     return float("nan")
 
 
-def _block_devices(opts: Mapping[str, Any]) -> list[str]:
-    """Block devices among the fio targets (`filename` may list several, ':'-separated)."""
-    out = []
+def _targets(opts: Mapping[str, Any]) -> list[str]:
+    """The fio `filename` targets (several may be given, ':'-separated)."""
     names = str(opts.get("filename", "") or "")
     # fio escapes a literal ':' as '\:'; split on the others only.
-    parts = [p.replace("\0", ":") for p in names.replace("\\:", "\0").split(":") if p]
-    for p in parts:
+    return [p.replace("\0", ":") for p in names.replace("\\:", "\0").split(":") if p]
+
+
+def _block_devices(opts: Mapping[str, Any]) -> list[str]:
+    """Block devices among the fio targets."""
+    out = []
+    for p in _targets(opts):
         try:
             if stat.S_ISBLK(os.stat(p).st_mode):
                 out.append(p)
