@@ -80,7 +80,8 @@ def test_route_shapes_put_forks_to_replicas_with_quorum_get_reads_one():
     req = draw_requests(m, 500)
     r = build_routes(m, req)
     nsteps = np.diff(r.step_ptr)
-    assert np.all(nsteps[req.op == PUT] == 2) and np.all(nsteps[req.op == GET] == 1)
+    # A GET is two steps: read (worker held to the disk's end), then the send back.
+    assert np.all(nsteps[req.op == PUT] == 2) and np.all(nsteps[req.op == GET] == 2)
     nb = np.diff(r.branch_ptr)
     first = r.step_ptr[:-1]
     put = np.flatnonzero(req.op == PUT)
@@ -91,11 +92,17 @@ def test_route_shapes_put_forks_to_replicas_with_quorum_get_reads_one():
     for k, b in enumerate(range(r.branch_ptr[first[i] + 1], r.branch_ptr[first[i] + 2])):
         last = r.visit_ptr[b + 1] - 1
         assert r.station[last] == m.dev_station[req.devs[i, k]]
+        # ... and takes a worker of that replica's node just before its object-server CPU.
+        node = m.ring.dev_node[req.devs[i, k]]
+        vis = r.station[r.visit_ptr[b]:r.visit_ptr[b + 1]].tolist()
+        assert vis[vis.index(m.node_pool[node]) + 1] == m.node_cpu[node]
+        assert r.demand[r.visit_ptr[b] + vis.index(m.node_pool[node])] == 0.0
     # A GET touches exactly one disk, the replica it drew.
     g = np.flatnonzero(req.op == GET)[0]
     vis = r.station[r.visit_ptr[r.branch_ptr[first[g]]]:r.visit_ptr[r.branch_ptr[first[g] + 1]]]
     disks = set(m.dev_station.tolist())
     assert [v for v in vis if v in disks] == [m.dev_station[req.devs[g, req.read_replica[g]]]]
+    assert vis[-1] in disks and m.node_pool[m.ring.dev_node[req.devs[g, req.read_replica[g]]]] in vis
 
 
 def test_network_bytes_follow_replication():

@@ -1,4 +1,8 @@
-"""The simulated cluster against the analytic (MVA) model of the same network."""
+"""The simulated cluster against the analytic (MVA) model of the same network.
+
+Object-server worker pools (HOLD stations) are not product-form: the exact comparisons give
+every node a pool it can never exhaust (`object_workers: 1000`, more than the clients), which
+the analytic model then leaves out; the pool approximation has its own, looser test."""
 
 import pytest
 
@@ -11,7 +15,7 @@ BASE = {
         {"role": "storage", "count": 4, "cpu": {"cores": 4}, "nic": 10,
          "disks": {"type": "hdd7200", "count": 3}},
     ],
-    "swift": {"part_power": 10},
+    "swift": {"part_power": 10, "object_workers": 1000},
     "workload": {"mix": {"GET": 1.0}, "object_size": "64KiB", "objects": 5000,
                  "requests": 40000, "seed": 5},
 }
@@ -48,6 +52,25 @@ def test_quorum_writes_approximation_is_close():
     a, s = analyse(m), run_model(m)
     assert a.method == "schweitzer-fork"
     assert s.ops.loc[0, "ops_s"] == pytest.approx(a.throughput, rel=0.10)
+
+
+@pytest.mark.parametrize("workers, measured", [(4, -0.094), (8, -0.033)])
+def test_worker_pool_approximation_is_close(workers, measured):
+    """GET-only, exponential service, pools of 4 or 8 workers over 3 disks and 4 cores at 40
+    clients: the pools bind (the simulator loses 23 % and 7 % against unlimited workers).
+    The Schweitzer-Seidmann pool term lands within 10 % (measured: -9.4 % and -3.3 %; it
+    is pessimistic because MVA lets the disks behind a pool queue more jobs than it has)."""
+    ov = {"clients": 40, "service_times": "exponential", "object_workers": workers}
+    m = build_model(parse_cluster(apply_overrides(BASE, ov)))
+    a, s = analyse(m), run_model(m)
+    free = run_model(build_model(parse_cluster(apply_overrides(BASE, {**ov, "object_workers": 1000}))))
+    assert a.method == "schweitzer-pool"
+    assert s.ops.loc[0, "ops_s"] < 0.95 * free.ops.loc[0, "ops_s"]  # the pool does bind
+    assert a.throughput == pytest.approx(s.ops.loc[0, "ops_s"], rel=0.10)
+    assert a.throughput / s.ops.loc[0, "ops_s"] - 1 == pytest.approx(measured, abs=0.02)
+    pool = a.util[a.util.resource == "object_workers"]["max"].iloc[0]
+    spool = s.util[s.util.resource == "object_workers"]["max"].iloc[0]
+    assert pool == pytest.approx(spool, rel=0.10)
 
 
 def test_unstable_open_loop_is_reported():

@@ -14,6 +14,16 @@ each station times that station's residence per unit of demand.
   statistic of R exponential branch times (mean branch x sum_{i<q} 1/(R-i)) while every
   branch, including the background ones, loads its stations.
 * Open loop: each station as M/M/c (Erlang C), response stretched by 1 + C(c,a)/(c-a).
+* Worker pools (HOLD stations, e.g. object-server workers): not product-form. A pool of
+  ``c`` tokens is treated as a ``c``-server station whose service time is the *residence*
+  of the visits made while holding a token (object CPU + disks, queueing included); only its
+  waiting time for a token is added, since the holding time is already counted at the
+  stations it covers. Closed loop: Seidmann's split inside the same Schweitzer fixed point
+  (``schweitzer-pool`` without forks); open loop: Erlang C on the holding time. A pool that
+  can never run out (``c`` >= clients x branches) is left out, so product-form cases stay
+  exact. Where it diverges: the covered stations do not see the pool's population cap (a
+  disk behind a 4-worker pool never holds more than 4 jobs; MVA lets it queue more), so
+  when a small pool binds the model is approximate (see tests/sim/test_cluster_analytic.py).
 """
 
 from __future__ import annotations
@@ -25,7 +35,9 @@ import numpy as np
 import pandas as pd
 
 from . import mva as _mva
-from .cluster import DELETE, OPS, ClusterModel, ClusterSpec, build_model, build_routes, draw_requests
+from .engine import HOLD
+from .cluster import (DELETE, OPS, ClusterModel, ClusterSpec, build_model, build_routes,
+                      draw_requests, pick_bottleneck)
 from .queueing import erlang_c
 
 #: Exact load-dependent MVA costs N x (multi-server stations) Python steps; above this, Seidmann.
@@ -43,6 +55,10 @@ class Demands:
     quorum: np.ndarray    # [ops]
     mean_size: np.ndarray  # [ops] bytes
     share: np.ndarray     # [ops] mix share
+    hold_pre: np.ndarray | None = None   # [ops, stations] visits to HOLD pools, single path
+    hold_fork: np.ndarray | None = None  # [ops, stations] visits to HOLD pools, forked
+    cover: np.ndarray | None = None      # [stations] mix-weighted demand made under a pool
+    owner: np.ndarray | None = None      # [stations] the pool covering that demand, -1: none
 
 
 def demands(model: ClusterModel, n: int = 20_000, seed: int = 12345) -> Demands:
@@ -59,6 +75,17 @@ def demands(model: ClusterModel, n: int = 20_000, seed: int = 12345) -> Demands:
     forked = nb[visit_step] > 1
     O = len(OPS)
     pre, fork = np.zeros((O, K)), np.zeros((O, K))
+    hpre, hfork = np.zeros((O, K)), np.zeros((O, K))
+    # Visits after a branch's first HOLD visit run under that pool's token.
+    is_hold = model.stations.kind[r.station] == HOLD
+    hv = np.flatnonzero(is_hold)
+    first = np.full(nb.sum(), -1, dtype=np.int64)
+    first[visit_branch[hv][::-1]] = hv[::-1]
+    fh = first[visit_branch]
+    cov = (fh >= 0) & (np.arange(r.station.size) > fh)
+    cover = np.bincount(r.station[cov], weights=r.demand[cov], minlength=K) / n
+    owner = np.full(K, -1, dtype=np.int64)
+    owner[r.station[cov]] = r.station[fh[cov]]
     branches, quorum, size, share = np.ones(O), np.ones(O), np.zeros(O), np.zeros(O)
     for o in range(O):
         cnt = int(np.count_nonzero(req.op == o))
@@ -69,11 +96,14 @@ def demands(model: ClusterModel, n: int = 20_000, seed: int = 12345) -> Demands:
         for part, sel in ((pre, ~forked), (fork, forked)):
             s = sel & (visit_op == o)
             part[o] = np.bincount(r.station[s], weights=r.demand[s], minlength=K) / cnt
+        for part, sel in ((hpre, ~forked), (hfork, forked)):
+            s = sel & (visit_op == o) & is_hold
+            part[o] = np.bincount(r.station[s], minlength=K) / cnt
         steps = np.flatnonzero((nb > 1) & (req.op[step_req] == o))
         if steps.size:
             branches[o] = nb[steps[0]]
             quorum[o] = r.quorum[steps[0]]
-    return Demands(pre, fork, branches, quorum, size, share)
+    return Demands(pre, fork, branches, quorum, size, share, hpre, hfork, cover, owner)
 
 
 def _order_stat(q: float, b: float) -> float:
@@ -113,6 +143,42 @@ class AnalyticResult:
                 "utilisation": self.util, "bottleneck": self.bottleneck, "notes": self.notes}
 
 
+@dataclass
+class _Pools:
+    """The worker pools (HOLD stations) an analysis accounts for, in pool order."""
+
+    idx: np.ndarray       # station ids
+    c: np.ndarray         # tokens
+    V: np.ndarray         # visits per request (mix-weighted)
+    vpre: np.ndarray      # [ops, pools] visits on the single path
+    vfork: np.ndarray     # [ops, pools] visits in forks (all branches)
+    cov_pos: np.ndarray   # covered stations, as positions in the active-station arrays
+    cov_D: np.ndarray     # mix-weighted demand made under a pool at those stations
+    cov_pool: np.ndarray  # the covering pool of each, as a position in idx
+
+    def hold(self, stretch: np.ndarray) -> np.ndarray:
+        """Mean holding time per visit: residence of the covered demand, per pool visit."""
+        H = np.bincount(self.cov_pool, weights=self.cov_D * stretch[self.cov_pos],
+                        minlength=self.idx.size)
+        return H / self.V
+
+
+def _pools(d: Demands, active: np.ndarray, c_all: np.ndarray, cap: float) -> _Pools:
+    """Pools with visits and fewer than `cap` tokens (a bigger pool can never run out)."""
+    empty = np.zeros(0, dtype=np.int64)
+    if d.hold_pre is None or d.cover is None or d.owner is None:
+        z = np.zeros((len(OPS), 0))
+        return _Pools(empty, np.zeros(0), np.zeros(0), z, z, empty, np.zeros(0), empty)
+    V_all = d.share @ (d.hold_pre + d.hold_fork)
+    idx = np.flatnonzero((V_all > 0) & (c_all < cap))
+    where = np.full(c_all.size, -1, dtype=np.int64)
+    where[idx] = np.arange(idx.size)
+    st = np.flatnonzero((d.cover > 0) & (d.owner >= 0))
+    st = st[where[d.owner[st]] >= 0]
+    return _Pools(idx, c_all[idx], V_all[idx], d.hold_pre[:, idx], d.hold_fork[:, idx],
+                  np.searchsorted(active, st), d.cover[st], where[d.owner[st]])
+
+
 def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = None
             ) -> AnalyticResult:
     """Mean throughput, per-op latency and utilisations without simulating."""
@@ -125,10 +191,13 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
     c = c_all[active]
     pre, fork = d.pre[:, active], d.fork[:, active]
     has_fork = bool(np.any((d.share > 0) & (d.branches > 1)))
+    hq = np.array([_order_stat(d.quorum[o], d.branches[o]) / d.branches[o]
+                   for o in range(len(OPS))])
     notes: list[str] = []
     stretch = np.ones_like(D)
     stable = True
     if wl.rate is not None:
+        pools = _pools(d, active, c_all, np.inf)
         lam = float(wl.rate)
         a = lam * D
         if np.any(a >= c):
@@ -138,31 +207,47 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
         else:
             for k in np.flatnonzero(a > 0):
                 stretch[k] = 1.0 + erlang_c(int(c[k]), float(a[k])) / (c[k] - a[k])
+        wait = np.zeros(pools.idx.size)
+        if stable and pools.idx.size:
+            h = pools.hold(stretch)
+            ap = lam * pools.V * h
+            if np.any(ap >= pools.c):
+                stable = False
+                notes.append("offered load exceeds the worker pools: the open-loop system "
+                             "is unstable")
+            else:
+                wait = np.array([erlang_c(int(cp), float(x)) * hp / (cp - x)
+                                 for cp, x, hp in zip(pools.c, ap, h)])
         X = lam
         used = "open M/M/c"
     else:
         N = int(wl.clients or 1)
         Z = wl.think_ms / 1000.0
+        pools = _pools(d, active, c_all, N * float(d.branches.max()))
         multi = int(np.count_nonzero(c > 1))
         if method == "auto":
             method = ("schweitzer-fork" if has_fork else
+                      "schweitzer-pool" if pools.idx.size else
                       "exact" if N * max(multi, 1) <= EXACT_BUDGET else "seidmann")
+        wait = np.zeros(pools.idx.size)
         if method in ("exact", "seidmann"):
             if has_fork:
                 notes.append("forked writes are not product-form: replicas counted in series")
+            if pools.idx.size:
+                notes.append("worker pools left out: product-form methods cannot hold them")
             fn = _mva.mva if method == "exact" else _mva.mva_seidmann
             res = fn(D, N, Z, c.astype(np.int64))
             stretch = res.R[-1] / D
             X = res.throughput
-        elif method == "schweitzer-fork":
-            X, stretch = _fork_fixed_point(D, c, pre, fork, d, N, Z)
+        elif method in ("schweitzer-fork", "schweitzer-pool"):
+            X, stretch, wait = _fork_fixed_point(D, c, pre, fork, hq, d.share, N, Z, pools)
         else:
-            raise ValueError(f"method {method!r}: auto, exact, seidmann or schweitzer-fork")
+            raise ValueError(f"method {method!r}: auto, exact, seidmann, schweitzer-fork or "
+                             "schweitzer-pool")
         used = method
     if stable:
-        resp = pre @ stretch + np.array([_order_stat(d.quorum[o], d.branches[o])
-                                         / d.branches[o] for o in range(len(OPS))]) * (
-            fork @ stretch)
+        resp = (pre @ stretch + hq * (fork @ stretch)
+                + pools.vpre @ wait + hq * (pools.vfork @ wait))
     else:
         resp = np.full(len(OPS), np.inf)
     rows = []
@@ -180,33 +265,49 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
     ops = pd.DataFrame([total, *rows])
     U = np.zeros(c_all.size)
     U[active] = X * D / c
+    if stable:  # every pool, binding or not: tokens in use = throughput x holding time
+        allp = _pools(d, active, c_all, np.inf)
+        if allp.idx.size:
+            U[allp.idx] = X * allp.V * allp.hold(stretch) / allp.c
     util, bottleneck = _util_table(model, U)
     return AnalyticResult(model.spec.name, "open" if wl.rate is not None else "closed", used,
                           stable, X, ops, util, bottleneck, notes)
 
 
 def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.ndarray,
-                      d: Demands, N: int, Z: float) -> tuple[float, np.ndarray]:
-    """Schweitzer's approximation with Seidmann's multi-server split and quorum joins."""
+                      h: np.ndarray, share: np.ndarray, N: int, Z: float, pools: _Pools
+                      ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Schweitzer's approximation with Seidmann's multi-server split and quorum joins; `h`
+    is each op's quorum factor. A pool is a Seidmann multi-server station whose service is
+    the holding time: only its queueing term (the wait for a token) is added per visit.
+    Returns throughput, per-station stretch and per-pool wait per visit."""
     Dq, Dd = D / c, D * (c - 1) / c
-    h = np.array([_order_stat(d.quorum[o], d.branches[o]) / d.branches[o]
-                  for o in range(d.share.size)])
     Q = np.zeros_like(D)
+    Qp = np.zeros(pools.idx.size)
+    wait = np.zeros(pools.idx.size)
     X = 0.0
     frac = (N - 1) / N
     stretch = np.ones_like(D)
     for _ in range(5000):
         stretch = (Dq * (1.0 + Q * frac) + Dd) / D
-        cycle = Z + d.share @ (pre @ stretch + h * (fork @ stretch))
+        cycle = Z + share @ (pre @ stretch + h * (fork @ stretch))
+        if pools.idx.size:
+            hq = pools.hold(stretch) / pools.c  # the fast single server of Seidmann's split
+            wait = hq * Qp * frac
+            cycle += share @ (pools.vpre @ wait + h * (pools.vfork @ wait))
         X = N / cycle
         Qn = X * Dq * (1.0 + Q * frac)
         # Damped: near saturation the plain iteration oscillates.
         Qn = 0.5 * Q + 0.5 * Qn
-        if np.max(np.abs(Qn - Q)) < 1e-9 * max(1.0, N):
-            Q = Qn
-            break
+        delta = float(np.max(np.abs(Qn - Q)))
         Q = Qn
-    return float(X), stretch
+        if pools.idx.size:
+            Qpn = 0.5 * Qp + 0.5 * X * pools.V * hq * (1.0 + Qp * frac)
+            delta = max(delta, float(np.max(np.abs(Qpn - Qp))))
+            Qp = Qpn
+        if delta < 1e-9 * max(1.0, N):
+            break
+    return float(X), stretch, wait
 
 
 def _util_table(model: ClusterModel, U: np.ndarray) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -218,9 +319,7 @@ def _util_table(model: ClusterModel, U: np.ndarray) -> tuple[pd.DataFrame, dict[
         rows.append({"resource": cls, "stations": idx.size, "mean": float(U[idx].mean()),
                      "max": float(U[j]), "busiest": names[j]})
     util = pd.DataFrame(rows).sort_values("max", ascending=False, ignore_index=True)
-    top = util.iloc[0]
-    return util, {"resource": top["resource"], "station": top["busiest"],
-                  "utilisation": float(top["max"])}
+    return util, pick_bottleneck(util)
 
 
 def analyse_spec(spec: ClusterSpec, method: str = "auto") -> AnalyticResult:

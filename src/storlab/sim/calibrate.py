@@ -125,8 +125,10 @@ def _combine(parts: list[Demands], theta: np.ndarray) -> Demands:
     w = np.append(np.exp(theta), 1.0)
     w[PARAMS.index("disk_bandwidth")] = np.exp(-theta[PARAMS.index("disk_bandwidth")])
     base = parts[0]
+    cover = (None if base.cover is None else
+             sum(wi * p.cover for wi, p in zip(w, parts)))  # demand under worker pools
     return dataclasses.replace(base, pre=sum(wi * p.pre for wi, p in zip(w, parts)),
-                               fork=sum(wi * p.fork for wi, p in zip(w, parts)))
+                               fork=sum(wi * p.fork for wi, p in zip(w, parts)), cover=cover)
 
 
 def _predict(row: _Row, theta: np.ndarray) -> float:

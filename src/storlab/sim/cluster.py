@@ -3,15 +3,26 @@
 This module knows Swift (what a PUT, GET or DELETE visits and for how long); the engine
 (`storlab.sim.engine`) only knows when things happen. Routes are built for all requests at
 once with numpy: a PUT is one step at its proxy (client -> proxy NIC, proxy CPU), then a fork
-to every replica (proxy NIC -> [leaf links] -> storage NIC -> object-server CPU -> disk) joined
-at the write quorum, the other replicas finishing in the background; a GET visits one
-replica chosen at random (Swift's `sorting_method = shuffle`) and streams back through the
-proxy; a DELETE forks to every replica like a PUT, without payload.
+to every replica (proxy NIC -> [leaf links] -> storage NIC -> object-server worker -> CPU ->
+disk) joined at the write quorum, the other replicas finishing in the background; a GET visits
+one replica chosen at random (Swift's `sorting_method = shuffle`), then streams back through
+the proxy in a second step; a DELETE forks to every replica like a PUT, without payload.
+
+Worker processes. An object-server worker blocks while its disk I/O runs (file I/O cannot be
+made non-blocking under eventlet), so each storage node has a HOLD pool of `object_workers`
+tokens: a replica takes a worker before its object-server CPU visit and keeps it through
+its disk visits (the branch, or for a GET the first step, ends there). The node's CPU is
+`cores` processor-sharing servers; with workers == cores the CPU idles while workers wait on
+disks, and more workers than cores keep it busy (the seed's "2-3x cores" finding). Proxy
+workers are eventlet processes whose network I/O does not block, so a proxy is not a pool: its
+CPU is `min(proxy_workers, cores)` servers, a worker using one core at most. A node running
+both gets `min(proxy_workers + object_workers, cores)` CPU servers and the object pool.
 
 Simplifications, on purpose: store-and-forward (a visit ends before the next starts, where
 Swift streams 64 KiB chunks), no container/account updates, no memcache, no failures; an
-object's whole payload is one disk I/O (one positioning, then streaming); a worker process
-uses at most one core, so a node's CPU is `min(workers, cores)` processor-sharing servers.
+object's whole payload is one disk I/O (one positioning, then streaming); an object-server
+worker serves one request at a time (no eventlet concurrency inside a worker while it waits
+on a disk).
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import StorlabError
 from .devices import DeviceModel, DeviceSpec, PRESETS, SMALL_IO, resolve_device
-from .engine import FCFS, PS, Routes, Stations
+from .engine import FCFS, HOLD, PS, Routes, Stations
 from .ring import Ring, hash_partition
 
 OPS = ("PUT", "GET", "DELETE")
@@ -415,6 +426,7 @@ class ClusterModel:
     station_class: np.ndarray          # str per station: resource class for reports
     node_role: np.ndarray              # str per node
     node_cpu: np.ndarray               # station id per node
+    node_pool: np.ndarray              # object-server worker pool (HOLD) per node, -1: none
     node_tx: np.ndarray
     node_rx: np.ndarray
     node_rack: np.ndarray
@@ -461,7 +473,7 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
     sw = spec.swift
     net = spec.network
     eff = net.efficiency
-    role, cpu, tx, rx, scale, nic_bps = [], [], [], [], [], []
+    role, cpu, pool, tx, rx, scale, nic_bps = [], [], [], [], [], [], []
     dev_node, dev_zone, dev_weight, dev_station, dev_model = [], [], [], [], []
     dev_bw: list[int] = []
     models: list[DeviceModel] = []
@@ -472,15 +484,16 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
         gname = g.name or f"{g.role}{gi}"
         for k in range(g.count):
             label = f"{gname}-{k}"
-            w = 0
-            if g.role in ("proxy", "both"):
-                w += _workers(sw.proxy_workers, g.cpu.cores)
-            if g.role in ("storage", "both"):
-                w += _workers(sw.object_workers, g.cpu.cores)
+            pw = _workers(sw.proxy_workers, g.cpu.cores) if g.role in ("proxy", "both") else 0
+            ow = _workers(sw.object_workers, g.cpu.cores) if g.role in ("storage", "both") else 0
             cls = {"proxy": "proxy_cpu", "storage": "storage_cpu", "both": "node_cpu"}[g.role]
             ncls = {"proxy": "proxy_nic", "storage": "storage_nic", "both": "node_nic"}[g.role]
-            # A worker is one process: it can use one core at most.
-            cpu.append(add(PS, min(w, g.cpu.cores), f"{label}/cpu", cls))
+            # A worker is one process: it can use one core at most. Object-server workers
+            # are limited by their pool (they block on disks), so a storage node's CPU is
+            # all its cores; proxy workers never block, so min(workers, cores) bounds them.
+            c_cpu = g.cpu.cores if g.role == "storage" else min(pw + ow, g.cpu.cores)
+            cpu.append(add(PS, c_cpu, f"{label}/cpu", cls))
+            pool.append(add(HOLD, ow, f"{label}/object-workers", "object_workers") if ow else -1)
             tx.append(add(PS, 1, f"{label}/nic-tx", ncls))
             rx.append(add(PS, 1, f"{label}/nic-rx", ncls))
             role.append(g.role)
@@ -543,6 +556,7 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
     return ClusterModel(
         spec=spec, stations=stations, station_class=np.asarray(classes),
         node_role=np.asarray(role), node_cpu=np.asarray(cpu, dtype=np.int64),
+        node_pool=np.asarray(pool, dtype=np.int64),
         node_tx=np.asarray(tx, dtype=np.int64), node_rx=np.asarray(rx, dtype=np.int64),
         node_rack=node_rack, node_cpu_scale=np.asarray(scale), node_nic_bps=nic_arr,
         rack_up=rack_up, rack_down=rack_down, rack_bps=rack_bps,
@@ -697,8 +711,12 @@ def _route_templates(model: ClusterModel, req: Requests) -> dict[int, tuple[np.n
             t.step(1)
             t.branch()
             t.visit(model.node_cpu[p], cpu_time("proxy", opname, p, size))
+            t.visit(model.node_pool[sn], 0.0)  # an object-server worker, held to the disk's end
             t.visit(model.node_cpu[sn], cpu_time("object", opname, sn, size))
             disk_visits(t, dev, size, False, sw.get_meta_ios, read_order=True)
+            # The worker is freed when the read is done: the send back is a second step.
+            t.step(1)
+            t.branch()
             t.visit(model.node_tx[sn], size / model.node_nic_bps[sn], remote)
             if ls:
                 t.visit(model.rack_up[rack_s], size / model.rack_bps[rack_s], cross)
@@ -730,6 +748,7 @@ def _route_templates(model: ClusterModel, req: Requests) -> dict[int, tuple[np.n
                         t.visit(model.rack_up[rack_p], size / model.rack_bps[rack_p], cross)
                         t.visit(model.rack_down[rack_s], size / model.rack_bps[rack_s], cross)
                     t.visit(model.node_rx[sn], size / model.node_nic_bps[sn], remote)
+                t.visit(model.node_pool[sn], 0.0)  # the worker, held until the branch ends
                 t.visit(model.node_cpu[sn], cpu_time("object", opname, sn, size))
                 if put:
                     disk_visits(t, dev, size, True, sw.put_meta_ios)
@@ -785,6 +804,20 @@ def build_routes(model: ClusterModel, req: Requests) -> Routes:
 
 # ---------------------------------------------------------------------------------------
 # running and reporting
+#: Resource classes that are token pools (HOLD), not hardware: their utilisation is the share
+#: of workers taken, which includes the time spent waiting on the hardware they cover.
+POOL_CLASSES = ("object_workers",)
+
+
+def pick_bottleneck(util: Any) -> dict[str, Any]:
+    """The busiest hardware resource of a utilisation table (pools are not candidates: a
+    worker pool is busy whenever the disks it waits on are)."""
+    hw = util[~util["resource"].isin(POOL_CLASSES)]
+    top = (hw if len(hw) else util).iloc[0]
+    return {"resource": top["resource"], "station": top["busiest"],
+            "utilisation": float(top["max"])}
+
+
 @dataclass
 class SimReport:
     """One simulated run: per-op throughput and latency, per-resource utilisation, the
@@ -910,9 +943,13 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
         urows.append({"resource": cls, "stations": idx.size, "mean": float(u[idx].mean()),
                       "max": float(u[j]), "busiest": names[j]})
     util = pd.DataFrame(urows).sort_values("max", ascending=False, ignore_index=True)
-    top = util.iloc[0]
-    bottleneck = {"resource": top["resource"], "station": top["busiest"],
-                  "utilisation": float(top["max"])}
+    bottleneck = pick_bottleneck(util)
+    notes = list(notes or [])
+    pools = util[util["resource"].isin(POOL_CLASSES)]
+    if len(pools) and float(pools["max"].iloc[0]) > 0.95:
+        notes.append(f"object-server workers busy {float(pools['max'].iloc[0]):.0%} "
+                     f"({pools['busiest'].iloc[0]}): requests wait for a worker; more "
+                     "object_workers may help")
     # Little's law from the engine's own integrals: time-average number present (area)
     # against throughput x residence (sum of completed visit times), over all stations and
     # per station. Only boundary effects (visits in progress when the window opens) remain.
@@ -928,4 +965,4 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
                      requests=len(req), ops=ops, util=util, bottleneck=bottleneck,
                      littles_law_error=ll, station_littles_error=st_err, events=res.events,
                      sim_time=res.sim_time, wall=res.wall, build_wall=build_wall,
-                     notes=list(notes or []))
+                     notes=notes)
