@@ -9,6 +9,9 @@
    configurations; those throughputs play the measurements. The nominal model's error
    (the baseline: no calibration) and the calibrated model's error are printed per point,
    with the test points held out of the fit.
+3. Worker pools: examples/sim/small.yaml (HDDs, 14 cores) with 64 KiB objects and 256
+   clients, object_workers = cores x {1, 2, 3, 4}; baseline: workers == cores. The
+   simulator and the analytic model side by side.
 
     .venv/bin/python benchmarks/bench_cluster.py [--quick] [--write-example]
 
@@ -149,6 +152,33 @@ def bench_calibration(requests: int, write_example: bool) -> None:
               f"{g['nominal_error_pct'].abs().mean():.1f} %")
 
 
+def bench_workers(requests: int) -> None:
+    from storlab.sim.analytic import analyse
+    from storlab.sim.cluster import run_model
+
+    raw = load_raw(EXAMPLES / "small.yaml")
+    cores = int(raw["nodes"][1]["cpu"]["cores"])
+    rows = []
+    for k in (1, 2, 3, 4):
+        ov = {"object_size": "64KiB", "clients": 256, "requests": requests,
+              "object_workers": cores * k}
+        m = build_model(parse_cluster(apply_overrides(raw, ov)))
+        rep = run_model(m)
+        u = rep.util.set_index("resource")["max"]
+        rows.append({"object_workers": f"{cores * k} ({k}x cores)",
+                     "ops_s": rep.ops.ops_s[0], "lat_mean_ms": rep.ops.lat_mean_ms[0],
+                     "util_workers": u["object_workers"], "util_disk": u["disk"],
+                     "util_storage_cpu": u["storage_cpu"],
+                     "analytic_ops_s": analyse(m).throughput})
+    df = pd.DataFrame(rows)
+    df.insert(2, "x_vs_1x", df["ops_s"] / df["ops_s"].iloc[0])
+    df["analytic_err_pct"] = (df["analytic_ops_s"] / df["ops_s"] - 1) * 100
+    print(f"worker pools: small.yaml, HDD, {cores} cores/node, 64 KiB GET:0.8/PUT:0.2, "
+          f"256 clients, {requests:,} requests per point; baseline object_workers = cores")
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(df.round(3).to_string(index=False))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="100,000 requests, smaller grid runs")
@@ -157,6 +187,8 @@ def main() -> None:
     bench_700(100_000 if a.quick else 1_000_000)
     print()
     bench_calibration(5_000 if a.quick else 20_000, a.write_example)
+    print()
+    bench_workers(10_000 if a.quick else 50_000)
 
 
 if __name__ == "__main__":

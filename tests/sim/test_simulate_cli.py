@@ -32,6 +32,16 @@ def test_simulate_json():
     assert d["littles_law_error"] < 0.02
 
 
+def test_sweep_object_workers():
+    r = storlab("simulate", SMALL, "--set", "object_size=64KiB", "--set", "clients=256",
+                "--requests", 10000, "--sweep", "object_workers=14,28,42", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [int(row["object_workers"]) for row in rows] == [14, 28, 42]
+    assert rows[1]["ops_s"] > 1.15 * rows[0]["ops_s"]  # HDDs: more workers than cores help
+    assert rows[0]["util_object_workers"] > 0.95
+
+
 def test_simulate_table_and_analytic():
     r = storlab("simulate", SMALL, "--analytic", "--set", "nic=25")
     assert r.returncode == 0, r.stderr
