@@ -8,7 +8,9 @@
    costs multiplied by factors the fit is not told) is simulated on a grid of
    configurations; those throughputs play the measurements. The nominal model's error
    (the baseline: no calibration) and the calibrated model's error are printed per point,
-   with the test points held out of the fit.
+   with the test points held out of the fit: other concurrencies, sizes and a mix than the
+   training grid, bound by CPU, disks or network (the `bound` column: the true cluster's
+   busiest resource), so they test what the fit claims to learn.
 3. Worker pools: examples/sim/small.yaml (HDDs, 14 cores) with 64 KiB objects and 256
    clients, object_workers = cores x {1, 2, 3, 4}; baseline: workers == cores. The
    simulator and the analytic model side by side.
@@ -97,25 +99,34 @@ def grid() -> pd.DataFrame:
                 for clients in (8, 64):
                     rows.append({"config": f"disk={disk}", "clients": clients,
                                  "object_size": size, "op": op})
-    df = pd.DataFrame(rows)
-    # Hold out the 64-client points of 1 MiB: prediction at a concurrency and size mix
-    # the fit saw only separately.
-    df["split"] = np.where((df["clients"] == 64) & (df["object_size"] == "1MiB"), "test",
-                           "train")
-    return df
+    df = pd.DataFrame(rows).assign(split="train")
+    # Held out: concurrencies, sizes and a mix the fit never saw, chosen so that some are
+    # CPU-bound (tiny objects on SSDs), some disk-bound (HDD seeks, large HDD reads) and
+    # some network-bound, not only the latter (which calibration of CPU and disks cannot
+    # improve).
+    test = [("hdd7200", 32, "256KiB", "GET"), ("hdd7200", 32, "256KiB", "PUT"),
+            ("ssd_s3700", 32, "256KiB", "GET"), ("ssd_s3700", 32, "256KiB", "PUT"),
+            ("ssd_s3700", 128, "4KiB", "GET"), ("ssd_s3700", 128, "4KiB", "PUT"),
+            ("hdd7200", 128, "4KiB", "GET:0.8,PUT:0.2"), ("hdd7200", 16, "4MiB", "GET")]
+    df_test = pd.DataFrame([{"config": f"disk={d}", "clients": c, "object_size": z, "op": o,
+                             "split": "test"} for d, c, z, o in test])
+    return pd.concat([df, df_test], ignore_index=True)
 
 
 def measure(raw: dict, df: pd.DataFrame, requests: int) -> pd.DataFrame:
     from storlab.sim.calibrate import _row_overrides
     from storlab.sim.cluster import run_model
 
-    out = []
+    out, bound = [], []
     for rec in df.to_dict("records"):
         ov = _row_overrides(rec, "bench")
         ov["requests"] = requests
         spec = parse_cluster(apply_overrides(raw, ov))
-        out.append(run_model(build_model(spec)).ops.ops_s[0])
+        rep = run_model(build_model(spec))
+        out.append(rep.ops.ops_s[0])
+        bound.append(rep.bottleneck["resource"])
     df = df.copy()
+    df["bound"] = bound
     df["ops_s"] = np.round(out, 1)
     return df
 
@@ -129,14 +140,16 @@ def bench_calibration(requests: int, write_example: bool) -> None:
         path = EXAMPLES / "calibration.csv"
         header = ("# Synthetic measurements: examples/sim/small.yaml with hidden CPU and disk "
                   "multipliers, simulated\n# by benchmarks/bench_cluster.py --write-example "
-                  f"({requests} requests per point). Replace with real ones.\n")
+                  f"({requests} requests per point). Replace with real ones.\n"
+                  "# bound: the true cluster's busiest resource at that point (information "
+                  "only; not read by the fit).\n")
         path.write_text(header + meas.to_csv(index=False))
         print(f"wrote {path}")
     res = calibrate(nominal, meas)
     t2 = time.perf_counter()
     # Baseline: the nominal (uncalibrated) model's error on the same points.
     base = calibrate(nominal, meas, fit=False)
-    pts = res.points[["config", "clients", "object_size", "op", "split", "measured",
+    pts = res.points[["config", "clients", "object_size", "op", "split", "bound", "measured",
                       "predicted", "error_pct"]].copy()
     pts["nominal_error_pct"] = base.points["error_pct"].values
     with pd.option_context("display.width", 140, "display.max_columns", 20):

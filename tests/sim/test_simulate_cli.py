@@ -70,9 +70,15 @@ def test_sweep_local_processes():
 
 
 def test_calibrate_cli(tmp_path):
+    # Every other point of the example (whose header comments the CSV reader skips): the
+    # whole file takes ~40 s to fit, too long for the test suite.
+    lines = (ROOT / "examples/sim/calibration.csv").read_text().splitlines()
+    head = [ln for ln in lines if ln.startswith("#")] + [lines[sum(ln.startswith("#") for ln in lines)]]
+    rows = lines[len(head):]
+    csv = tmp_path / "m.csv"
+    csv.write_text("\n".join(head + rows[::2]) + "\n")
     out = tmp_path / "cal.yaml"
-    r = storlab("simulate", SMALL, "--calibrate", ROOT / "examples/sim/calibration.csv",
-                "--save-calibrated", out, "--json")
+    r = storlab("simulate", SMALL, "--calibrate", csv, "--save-calibrated", out, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert set(d["params"]) >= {"proxy_cpu_op", "disk_overhead"}
