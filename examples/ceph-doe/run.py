@@ -44,7 +44,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--confirm-reps", type=int, default=4)
     ap.add_argument("--keep-cluster", action="store_true")
+    ap.add_argument("--report", action="store_true",
+                    help="Only rewrite the summary from out/ (no cluster, no runs).")
     args = ap.parse_args()
+    if args.report:
+        rec = pd.read_csv(OUT / "confirm.csv").iloc[1].astype(int).to_dict()
+        summarize(json.loads((OUT / "analysis.json").read_text()), rec)
+        return
     from storlab.clusters import get_cluster
     from storlab.clusters.ceph import CephOptions
 
@@ -96,7 +102,8 @@ def summarize(analysis: dict, rec: dict) -> None:
     lines = [
         "# ceph-doe: measured on this machine",
         "",
-        f"design: 2^(5-1) resolution V + 3 centers = {len(res)} runs; response {RESPONSE} "
+        f"design: 2^(5-1) resolution V, {int((~res['center']).sum())} factorial + "
+        f"{int(res['center'].sum())} center runs = {len(res)} runs; response {RESPONSE} "
         f"(fio rbd 4 KiB randwrite, iodepth 32, 8 s); range over runs "
         f"{res[RESPONSE].min():.0f}-{res[RESPONSE].max():.0f} IOPS",
         "",

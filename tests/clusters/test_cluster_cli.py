@@ -43,3 +43,24 @@ def test_runners_are_registered_and_fail_cleanly_without_a_cluster(tmp_path):
     c = make_runner("ceph", {"cluster_dir": str(tmp_path)})
     res = c.run({"osd_op_num_shards": 2}, tmp_path)
     assert res.status == "failed" and "no ceph cluster is up" in res.stderr
+
+
+def test_stray_daemons_are_found_by_their_config_path(tmp_path):
+    """The safety net of `down`: a daemon whose PID file was lost is still stopped, and only
+    a process holding our exact config path as an argument is touched."""
+    import time
+
+    from storlab.clusters._util import pids_with_arg, stop_strays
+
+    conf = str(tmp_path / "ceph.conf")
+    mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", conf])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                              conf + ".other"])
+    try:
+        time.sleep(0.3)
+        assert [p for p, _ in pids_with_arg(conf)] == [mine.pid]
+        assert stop_strays(conf, grace=5) == [mine.pid]
+        assert mine.wait(10) is not None and other.poll() is None
+    finally:
+        other.kill()
+        other.wait()

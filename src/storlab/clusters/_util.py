@@ -151,13 +151,52 @@ def stop_pid(pidfile: Path, grace: float = 10.0) -> bool:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        for _ in range(50):
+        for _ in range(300):  # a process in uninterruptible I/O dies when that I/O ends
             _reap(pid)
             if not _proc_matches(pid, prog):
                 break
             time.sleep(0.1)
     pidfile.unlink(missing_ok=True)
     return True
+
+
+def pids_with_arg(arg: str) -> list[tuple[int, str]]:
+    """(pid, program) of live processes with `arg` as one whole argument: our own daemons
+    found by their config path, should a PID file have been lost (a killed test run)."""
+    out = []
+    want = arg.encode()
+    for e in os.listdir("/proc"):
+        if not e.isdigit() or int(e) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{e}/cmdline", "rb") as fh:
+                cmd = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if want in cmd and _proc_matches(int(e), ""):
+            out.append((int(e), cmd[0].decode(errors="replace")))
+    return out
+
+
+def stop_strays(arg: str, grace: float = 10.0) -> list[int]:
+    """Stop (TERM, then KILL) every process that has `arg` as an argument; their PIDs."""
+    strays = pids_with_arg(arg)
+    for pid, _ in strays:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    for pid, _ in strays:
+        while time.monotonic() < deadline and _proc_matches(pid, ""):
+            _reap(pid)
+            time.sleep(0.1)
+        if _proc_matches(pid, ""):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return [pid for pid, _ in strays]
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str,

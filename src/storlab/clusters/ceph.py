@@ -27,6 +27,7 @@ from ._util import (
     run,
     save_state,
     stop_pid,
+    stop_strays,
     wait_until,
 )
 
@@ -309,6 +310,8 @@ class CephCluster:
         for pf in order:
             if stop_pid(pf, grace=15):
                 stopped.append(pf.stem)
+        # safety net: any daemon still running with our conf lost its PID file somehow
+        stopped += [f"pid {p}" for p in stop_strays(str(self.conf))]
         existed = self.dir.exists()
         shutil.rmtree(self.dir, ignore_errors=True)
         return {"kind": "ceph", "stopped": stopped, "removed": str(self.dir) if existed else None}

@@ -31,6 +31,7 @@ from ._util import (
     run,
     save_state,
     stop_pid,
+    stop_strays,
     wait_until,
 )
 
@@ -230,6 +231,9 @@ class SwiftCluster:
         for pf in order:
             if stop_pid(pf, grace=10):
                 stopped.append(pf.stem)
+        # safety net: a server still running with one of our confs lost its PID file
+        for conf in sorted(self.dir.glob("*-server.conf")):
+            stopped += [f"pid {p}" for p in stop_strays(str(conf))]
         st = self.state() or {}
         if self.node.exists() and _is_mount(self.node):
             run(["umount", str(self.node)], check=False, timeout=60)
