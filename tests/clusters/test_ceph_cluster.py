@@ -30,7 +30,7 @@ def ceph(tmp_path_factory):
     base = tmp_path_factory.mktemp("clusters")
     c = CephCluster(base)
     st = c.up(CephOptions(osds=1, store="memstore", osd_bytes=512 << 20, mon_port=MON_PORT,
-                          pg_num=16), timeout=120)
+                          pg_num=16, tie_to_parent=True), timeout=120)
     yield c, base, st
     c.down()
 

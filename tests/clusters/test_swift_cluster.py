@@ -25,7 +25,8 @@ pytestmark = [
                        reason="Swift packages missing: run scripts/sysdeps.sh as root"),
 ]
 # not the defaults: a user's own `storlab cluster up swift` may be running
-OPTS = {"port": 8181, "storage_port": 6300, "memcached_port": 11411}
+OPTS = {"port": 8181, "storage_port": 6300, "memcached_port": 11411,
+        "tie_to_parent": True}  # a killed test run takes its daemons with it
 
 
 @pytest.fixture(scope="module")

@@ -60,9 +60,10 @@ class Daemon:
     in a file. The command line is recorded so that a recycled PID is never killed."""
 
     def __init__(self, name: str, argv: Sequence[str], log: Path, pidfile: Path,
-                 env: Mapping[str, str] | None = None, user: str | None = None) -> None:
+                 env: Mapping[str, str] | None = None, user: str | None = None,
+                 tie_to_parent: bool = False) -> None:
         self.name, self.argv, self.log, self.pidfile = name, list(argv), log, pidfile
-        self.env, self.user = env, user
+        self.env, self.user, self.tie_to_parent = env, user, tie_to_parent
 
     def start(self) -> int:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +73,9 @@ class Daemon:
             try:
                 p = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                     env=full_env, user=self.user)
+                                     env=full_env, user=self.user,
+                                     preexec_fn=_die_with_parent if self.tie_to_parent
+                                     else None)
             except FileNotFoundError:
                 raise ClusterError(f"{self.argv[0]}: command not found (run "
                                    "scripts/sysdeps.sh as root)") from None
@@ -87,6 +90,14 @@ class Daemon:
         if not self.alive():
             raise ClusterError(f"{self.name} exited during start-up; last lines of {self.log}:"
                                f"\n{log_tail(self.log)}")
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the process that started us dies (Linux prctl). Test
+    clusters use it, so a killed test run cannot leave daemons behind."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def read_pid(pidfile: Path) -> tuple[int, str] | None:

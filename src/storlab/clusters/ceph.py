@@ -50,6 +50,7 @@ class CephOptions:
     pg_num: int = 32
     rgw: bool = False
     rgw_port: int = 7480
+    tie_to_parent: bool = False  # daemons die with the starting process (tests)
 
 
 class CephCluster:
@@ -73,8 +74,9 @@ class CephCluster:
         return json.loads(self.ceph(*args, "--format", "json", timeout=timeout) or "null")
 
     def _daemon(self, name: str, argv: list[str]) -> Daemon:
+        tie = bool((self.state() or {}).get("tie_to_parent"))
         return Daemon(name, argv, self.dir / "log" / f"{name}.out",
-                      self.dir / "run" / f"{name}.pid")
+                      self.dir / "run" / f"{name}.pid", tie_to_parent=tie)
 
     def _osd_daemon(self, i: int) -> Daemon:
         return self._daemon(f"osd.{i}", ["ceph-osd", "-c", str(self.conf), "-i", str(i), "-d"])
@@ -154,7 +156,8 @@ class CephCluster:
         state: dict[str, Any] = {
             "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
             "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
-            "image": IMAGE, "mon_port": o.mon_port, "started": time.time(), "ready": False}
+            "image": IMAGE, "mon_port": o.mon_port, "started": time.time(), "ready": False,
+            "tie_to_parent": o.tie_to_parent}
         save_state(self.state_file, state)
         try:
             self._bootstrap(o, replicas, timeout)

@@ -51,6 +51,7 @@ class SwiftOptions:
     part_power: int = 10
     storage: str = "loop"  # loop (XFS image) | dir
     disk_bytes: int = 2 << 30
+    tie_to_parent: bool = False  # daemons die with the starting process (tests)
 
 
 class SwiftCluster:
@@ -65,8 +66,9 @@ class SwiftCluster:
         return load_state(self.state_file)
 
     def _daemon(self, name: str, argv: list[str]) -> Daemon:
+        tie = bool((self.state() or {}).get("tie_to_parent"))
         return Daemon(name, argv, self.dir / "log" / f"{name}.log",
-                      self.dir / "run" / f"{name}.pid")
+                      self.dir / "run" / f"{name}.pid", tie_to_parent=tie)
 
     def _server_daemon(self, server: str) -> Daemon:
         prog = f"swift-{server}-server"
@@ -177,7 +179,7 @@ class SwiftCluster:
             "user": USER, "key": KEY,
             "s3": {"endpoint": f"http://127.0.0.1:{o.port}", "access_key": USER,
                    "secret_key": KEY, "region": "us-east-1"},
-            "started": time.time(), "ready": False}
+            "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
         save_state(self.state_file, state)
         try:
             self._mount(o, state)
