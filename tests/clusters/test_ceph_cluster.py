@@ -22,15 +22,14 @@ pytestmark = [
     pytest.mark.skipif(any(shutil.which(p) is None for p in _NEED),
                        reason="Ceph packages missing: run scripts/sysdeps.sh as root"),
 ]
-MON_PORT = 3390  # not the default: a user's own `storlab cluster up ceph` may be running
-
-
 @pytest.fixture(scope="module")
-def ceph(tmp_path_factory):
+def ceph(tmp_path_factory, free_ports):
     base = tmp_path_factory.mktemp("clusters")
     c = CephCluster(base)
-    st = c.up(CephOptions(osds=1, store="memstore", osd_bytes=512 << 20, mon_port=MON_PORT,
-                          pg_num=16, tie_to_parent=True), timeout=120)
+    # a random free port: a user's cluster or another test run may hold the default
+    st = c.up(CephOptions(osds=1, store="memstore", osd_bytes=512 << 20,
+                          mon_port=free_ports(1), pg_num=16, tie_to_parent=True),
+              timeout=120)
     yield c, base, st
     c.down()
 
@@ -42,7 +41,7 @@ def test_up_is_healthy_and_status_reports_daemons(ceph):
     assert status["health"] == "HEALTH_OK"
     assert status["daemons"] == {"mgr.x": True, "mon.a": True, "osd.0": True}
     with pytest.raises(ClusterError, match="already exists"):
-        c.up(CephOptions(mon_port=MON_PORT))
+        c.up(CephOptions(mon_port=st["mon_port"]))
 
 
 def test_campaign_applies_parameters_and_runs_loads(ceph, tmp_path):

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from storlab.campaign.runners import make_runner
 
 
@@ -64,3 +66,17 @@ def test_stray_daemons_are_found_by_their_config_path(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_rados_bench_json_cut_by_cleanup_messages():
+    """rados bench prints 'Removed N objects' into the middle of its JSON line; its values
+    are strings; write mode's stddev_iops is garbage and is left out."""
+    from storlab.campaign.runners.ceph import parse_rados_bench
+
+    out = ('hints = 1\n{"concurrent_ios":"8","average_iops":"10205","bandwidth":"39.86",'
+           '"stddev_iops":"-1272536144"\nRemoved 20420 objects\nClean up completed and '
+           'total clean up time :1.5\n,"average_latency":"0.000783","max_latency":"0.0043"}\n')
+    m = parse_rados_bench(out, "write")
+    assert m == pytest.approx({"write_iops": 10205.0, "write_bw_bytes": 39.86e6,
+                               "write_lat_mean_ms": 0.783, "write_lat_max_ms": 4.3})
+    assert "read_iops" in parse_rados_bench(out, "rand")

@@ -24,16 +24,20 @@ pytestmark = [
     pytest.mark.skipif(any(shutil.which(p) is None for p in _NEED),
                        reason="Swift packages missing: run scripts/sysdeps.sh as root"),
 ]
-# not the defaults: a user's own `storlab cluster up swift` may be running
-OPTS = {"port": 8181, "storage_port": 6300, "memcached_port": 11411,
-        "tie_to_parent": True}  # a killed test run takes its daemons with it
+@pytest.fixture(scope="module")
+def opts(free_ports):
+    # random free ports: a user's own cluster or another test run may hold the defaults;
+    # tie_to_parent: a killed test run takes its daemons with it
+    base = free_ports(5)
+    return {"port": base + 3, "storage_port": base, "memcached_port": base + 4,
+            "tie_to_parent": True}
 
 
 @pytest.fixture(scope="module")
-def swift(tmp_path_factory):
+def swift(tmp_path_factory, opts):
     base = tmp_path_factory.mktemp("clusters")
     c = SwiftCluster(base)
-    st = c.up(SwiftOptions(replicas=2, **OPTS), timeout=90)
+    st = c.up(SwiftOptions(replicas=2, **opts), timeout=90)
     yield c, base, st
     c.down()
 
@@ -104,16 +108,16 @@ def test_campaign_through_objectstore_runner(swift, tmp_path):
     runs = camp.results("run").set_index("read_pct")
     assert runs.loc[0, "write_iops"] > 0 and runs.loc[0, "read_iops"] == 0
     assert runs.loc[100, "read_iops"] > 0 and runs.loc[100, "write_iops"] == 0
-    files = sorted((tmp_path / "records").glob("*.csv.gz"))
+    files = sorted((tmp_path / "scratch" / "records").glob("*.csv.gz"))
     assert len(files) == 2
     rec = pd.read_csv(files[0])
     assert list(rec.columns) == ["t_sched", "t_start", "t_end", "op", "size", "status",
                                  "worker"]
 
 
-def test_failing_daemon_start_reports_the_log_tail(tmp_path):
+def test_failing_daemon_start_reports_the_log_tail(tmp_path, free_ports):
     conf = tmp_path / "proxy.conf"
-    conf.write_text("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = 8182\n")  # no pipeline
+    conf.write_text(f"[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = {free_ports(1)}\n")
     d = Daemon("proxy", ["swift-proxy-server", str(conf), "-v"], tmp_path / "proxy.log",
                tmp_path / "proxy.pid")
     d.start()
@@ -124,10 +128,10 @@ def test_failing_daemon_start_reports_the_log_tail(tmp_path):
     assert "pipeline" in msg.lower() or "section" in msg.lower()  # the proxy's own error
 
 
-def test_bad_options_are_refused_before_anything_starts(tmp_path):
+def test_bad_options_are_refused_before_anything_starts(tmp_path, opts):
     c = SwiftCluster(tmp_path)
     with pytest.raises(ClusterError, match="replicas 4"):
-        c.up(SwiftOptions(replicas=4, **OPTS))
+        c.up(SwiftOptions(replicas=4, **opts))
     assert not (tmp_path / "swift").exists()
 
 

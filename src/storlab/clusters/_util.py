@@ -71,8 +71,11 @@ class Daemon:
         full_env = None if self.env is None else {**os.environ, **self.env}
         with open(self.log, "ab") as out:
             try:
+                # cwd: the daemon's own directory, never the caller's (ceph-mon was seen
+                # exiting silently with status 1 in one caller's directory)
                 p = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
+                                     cwd=self.pidfile.parent,
                                      env=full_env, user=self.user,
                                      preexec_fn=_die_with_parent if self.tie_to_parent
                                      else None)
@@ -88,8 +91,23 @@ class Daemon:
     def check_alive(self) -> None:
         """Raise with the log's tail if the daemon has exited."""
         if not self.alive():
-            raise ClusterError(f"{self.name} exited during start-up; last lines of {self.log}:"
-                               f"\n{log_tail(self.log)}")
+            how = ""
+            rec = read_pid(self.pidfile)
+            if rec is not None:
+                try:  # our own child: its exit status says how it ended
+                    pid, status = os.waitpid(rec[0], os.WNOHANG)
+                    if pid:
+                        how = (f" (killed by signal {os.WTERMSIG(status)})"
+                               if os.WIFSIGNALED(status) else
+                               f" (exit status {os.WEXITSTATUS(status)})")
+                except ChildProcessError:
+                    pass
+            tail = log_tail(self.log)
+            if not tail:  # output may still be on its way (buffered stdout of a dead child)
+                time.sleep(0.5)
+                tail = log_tail(self.log) or "(the log is empty)"
+            raise ClusterError(f"{self.name} exited during start-up{how}; last lines of "
+                               f"{self.log}:\n{tail}")
 
 
 def _die_with_parent() -> None:

@@ -271,35 +271,76 @@ def swift_login(target: Target, timeout: float = 10) -> tuple[str, str]:
 
 # ----------------------------------------------------------------------------- state
 class _Keys:
-    """The live objects: O(1) random pick, add and remove, under one lock."""
+    """The live objects: O(1) random pick, add and remove, under one lock. A key in use by
+    a request is `busy`: DELETE never takes a busy key and GET/PUT never take a key being
+    deleted, so a concurrent DELETE cannot turn a GET into a 404 (not a server error)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.names: list[str] = []
         self.sizes: dict[str, int] = {}
         self.pos: dict[str, int] = {}
+        self.busy: dict[str, int] = {}
+        self.deleting: set[str] = set()
 
     def add(self, name: str, size: int) -> None:
         with self.lock:
-            if name not in self.pos:
-                self.pos[name] = len(self.names)
-                self.names.append(name)
-            self.sizes[name] = size
+            self._add(name, size)
 
-    def pick(self, rng: random.Random, remove: bool = False) -> tuple[str, int] | None:
+    def _add(self, name: str, size: int) -> None:
+        if name not in self.pos:
+            self.pos[name] = len(self.names)
+            self.names.append(name)
+        self.sizes[name] = size
+
+    def _remove(self, name: str) -> None:
+        i = self.pos.pop(name)
+        last = self.names.pop()
+        if last != name:
+            self.names[i] = last
+            self.pos[last] = i
+        self.sizes.pop(name, None)
+
+    def take_get(self, rng: random.Random, tries: int = 8) -> tuple[str, int] | None:
         with self.lock:
-            if not self.names:
-                return None
-            i = rng.randrange(len(self.names))
-            name = self.names[i]
-            if remove:
-                last = self.names.pop()
-                if last != name:
-                    self.names[i] = last
-                    self.pos[last] = i
-                del self.pos[name]
-                return name, self.sizes.pop(name)
-            return name, self.sizes[name]
+            for _ in range(tries if self.names else 0):
+                name = self.names[rng.randrange(len(self.names))]
+                if name not in self.deleting:
+                    self.busy[name] = self.busy.get(name, 0) + 1
+                    return name, self.sizes[name]
+            return None
+
+    def take_put(self, name: str) -> bool:
+        with self.lock:
+            if name in self.deleting:
+                return False
+            self.busy[name] = self.busy.get(name, 0) + 1
+            return True
+
+    def take_delete(self, rng: random.Random, tries: int = 8) -> str | None:
+        with self.lock:
+            for _ in range(tries if self.names else 0):
+                name = self.names[rng.randrange(len(self.names))]
+                if not self.busy.get(name) and name not in self.deleting:
+                    self._remove(name)
+                    self.deleting.add(name)
+                    return name
+            return None
+
+    def release(self, name: str, put_size: int | None = None) -> None:
+        """End of a GET/PUT on `name`; a successful PUT (put_size) makes it live."""
+        with self.lock:
+            n = self.busy.get(name, 0) - 1
+            if n > 0:
+                self.busy[name] = n
+            else:
+                self.busy.pop(name, None)
+            if put_size is not None:
+                self._add(name, put_size)
+
+    def release_delete(self, name: str) -> None:
+        with self.lock:
+            self.deleting.discard(name)
 
 
 @dataclass
@@ -439,38 +480,44 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
         op = rng.choices(ops, op_p)[0]
         size = 0
         if op == "get":
-            got = keys.pick(rng)
-            if got is None:  # nothing to read: everything deleted
-                out.append((t_sched, time.perf_counter() - t0, time.perf_counter() - t0, 0, 0,
-                            -1))
+            got = keys.take_get(rng)
+            if got is None:  # nothing readable (all deleted, or all being deleted)
+                now = time.perf_counter() - t0
+                out.append((t_sched if t_sched >= 0 else now, now, now, 0, 0, -1))
                 return
-            name, size = got
+            name = got[0]
             t1 = time.perf_counter()
             st, size = c.request("GET", name, None, spec.timeout, sink)
+            keys.release(name)
         elif op == "put":
-            size = int(sizes[0] if len(sizes) == 1 else
-                       sizes[_draw(rng, size_p)])
+            size = int(sizes[0] if len(sizes) == 1 else sizes[_draw(rng, size_p)])
             if spec.put_keys == "overwrite":
-                name = names[rng.randrange(len(names))]
+                for _ in range(8):
+                    name = names[rng.randrange(len(names))]
+                    if keys.take_put(name):
+                        break
+                else:
+                    now = time.perf_counter() - t0
+                    out.append((t_sched if t_sched >= 0 else now, now, now, 1, 0, -1))
+                    return
             else:
                 with budget_lock:
                     new_counter[0] += 1
                     name = f"new-{payload.tag}-{new_counter[0]:09d}"
+                keys.take_put(name)
             body = payload.make(size, rng)
             t1 = time.perf_counter()
             st, _ = c.request("PUT", name, body, spec.timeout, sink)
-            if 200 <= st < 300:
-                keys.add(name, size)
+            keys.release(name, size if 200 <= st < 300 else None)
         else:
-            got = keys.pick(rng, remove=True)
-            if got is None:
-                out.append((t_sched, time.perf_counter() - t0, time.perf_counter() - t0, 2, 0,
-                            -1))
+            name = keys.take_delete(rng)
+            if name is None:
+                now = time.perf_counter() - t0
+                out.append((t_sched if t_sched >= 0 else now, now, now, 2, 0, -1))
                 return
-            name, size = got
             t1 = time.perf_counter()
             st, _ = c.request("DELETE", name, None, spec.timeout, sink)
-            size = 0
+            keys.release_delete(name)
         t2 = time.perf_counter()
         out.append((t_sched if t_sched >= 0 else t1 - t0, t1 - t0, t2 - t0, ops.index(op),
                     size, st))

@@ -171,7 +171,9 @@ class SwiftCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
         for sub in ("run", "log"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        user = "swift" if _user_exists("swift") else "root"
+        # The servers read their confs after dropping to `user`: the swift user only if it
+        # can reach the directory (pytest's and other private temp dirs are 0700).
+        user = "swift" if _user_exists("swift") and _others_can_enter(self.dir) else "root"
         state: dict[str, Any] = {
             "kind": "swift", "dir": str(self.dir), "replicas": o.replicas,
             "workers": o.workers, "proxy_workers": o.proxy_workers, "storage": o.storage,
@@ -286,6 +288,19 @@ def _user_exists(name: str) -> bool:
         return True
     except KeyError:
         return False
+
+
+def _others_can_enter(path: Path) -> bool:
+    """Every directory above `path` is searchable by other users."""
+    import stat
+
+    for p in [*path.resolve().parents][::-1]:
+        try:
+            if not p.stat().st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _is_mount(path: Path) -> bool:

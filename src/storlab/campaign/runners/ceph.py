@@ -144,8 +144,10 @@ class CephRunner:
                 render_value(o["seconds"])]
         common = ["-t", render_value(o["concurrency"]), "--format", "json",
                   "--run-name", "storlab"]
+        # Always --no-cleanup: rados bench prints its clean-up messages into the middle of
+        # its JSON line; the objects are removed by `rados cleanup` below instead.
         runs = [("write", [*base, "write", "-b", render_value(o["block_size"]), *common,
-                           *(["--no-cleanup"] if o["mode"] != "write" else [])])]
+                           "--no-cleanup"])]
         if o["mode"] in ("seq", "rand"):
             runs.append((o["mode"], [*base, o["mode"], *common]))
         metrics: dict[str, float] = {}
@@ -158,9 +160,8 @@ class CephRunner:
                 return RunResult("timeout" if out.timed_out else "failed", raw="\n".join(raw),
                                  stderr=tail("\n".join(err)), exit_code=out.exit_code)
             metrics.update(parse_rados_bench(out.stdout, mode))
-        if o["mode"] != "write":
-            run_program(["rados", "-c", st["conf"], "-p", st["pool"], "cleanup",
-                         "--run-name", "storlab"], timeout=120)
+        run_program(["rados", "-c", st["conf"], "-p", st["pool"], "cleanup",
+                     "--run-name", "storlab"], timeout=120)
         return RunResult("ok", metrics=metrics, raw="\n".join(raw), stderr=tail("\n".join(err)),
                          exit_code=0)
 
@@ -169,13 +170,18 @@ def parse_rados_bench(stdout: str, mode: str) -> dict[str, float]:
     """rados bench's JSON (last JSON line; every value is a string). Write mode's
     `stddev_iops` is garbage (an overflowed integer), so it is not reported."""
     doc = None
-    for line in reversed(stdout.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-                break
-            except ValueError:
-                continue
+    # The JSON document may be cut by clean-up messages ("Removed N objects"): glue the
+    # lines from the first '{' on, leaving those messages out.
+    lines = stdout.strip().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("{")]
+    for i in reversed(starts):
+        text = "".join(line for line in lines[i:]
+                       if not line.startswith(("Removed ", "Clean up ", "hints = ")))
+        try:
+            doc = json.loads(text)
+            break
+        except ValueError:
+            continue
     if doc is None:
         raise CampaignError("rados bench printed no JSON summary")
     prefix = "read" if mode in ("seq", "rand") else "write"

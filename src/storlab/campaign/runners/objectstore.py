@@ -11,7 +11,8 @@ state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` f
 `auth_url`, `user`, `key` for Swift). Any load option may be a factor of the design; the
 factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
-`<records_dir>/<run key>.csv.gz` as well.
+`<records_dir>/<run key>.csv.gz` as well (a relative `records_dir` is taken from the
+campaign's scratch directory).
 """
 
 from __future__ import annotations
@@ -121,8 +122,11 @@ class ObjectStoreRunner:
         if self.records_dir is not None:
             import gzip
 
-            self.records_dir.mkdir(parents=True, exist_ok=True)
-            with gzip.open(self.records_dir / f"{Path(workdir).name}.csv.gz", "wt") as fh:
+            # relative to the campaign's scratch directory (the parent of every run's own)
+            rdir = self.records_dir if self.records_dir.is_absolute() else \
+                Path(workdir).resolve().parent / self.records_dir
+            rdir.mkdir(parents=True, exist_ok=True)
+            with gzip.open(rdir / f"{Path(workdir).name}.csv.gz", "wt") as fh:
                 fh.write(csv)
         m = {k: float(v) for k, v in res.summary.items()}
         m["prepare_s"] = res.prepare_seconds
