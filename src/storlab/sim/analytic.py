@@ -37,7 +37,7 @@ import pandas as pd
 from . import mva as _mva
 from .engine import HOLD
 from .cluster import (DELETE, OPS, ClusterModel, ClusterSpec, build_model, build_routes,
-                      draw_requests, pick_bottleneck)
+                      draw_requests, flat_metrics, pick_bottleneck)
 from .queueing import erlang_c
 
 #: Exact load-dependent MVA costs N x (multi-server stations) Python steps; above this, Seidmann.
@@ -127,15 +127,8 @@ class AnalyticResult:
         return self.ops
 
     def metrics(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for row in self.ops.to_dict("records"):
-            pre = "" if row["op"] == "ALL" else f"{row['op'].lower()}_"
-            for k in ("ops_s", "mb_s", "lat_mean_ms"):
-                out[f"{pre}{k}"] = float(row[k])
-        for row in self.util.to_dict("records"):
-            out[f"util_{row['resource']}"] = float(row["max"])
-        out["bottleneck_util"] = float(self.bottleneck["utilisation"])
-        return out
+        return flat_metrics(self.ops, self.util, self.bottleneck,
+                            ("ops_s", "mb_s", "lat_mean_ms"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "loop": self.loop, "method": self.method,

@@ -818,6 +818,21 @@ def pick_bottleneck(util: Any) -> dict[str, Any]:
             "utilisation": float(top["max"])}
 
 
+def flat_metrics(ops: Any, util: Any, bottleneck: dict[str, Any],
+                 keys: tuple[str, ...]) -> dict[str, float]:
+    """One flat dict of a result's per-operation `keys` (prefixed get_/put_/..., none for
+    ALL), the highest utilisation of each resource class and the bottleneck's."""
+    out: dict[str, float] = {}
+    for row in ops.to_dict("records"):
+        pre = "" if row["op"] == "ALL" else f"{row['op'].lower()}_"
+        for k in keys:
+            out[f"{pre}{k}"] = float(row[k])
+    for row in util.to_dict("records"):
+        out[f"util_{row['resource']}"] = float(row["max"])
+    out["bottleneck_util"] = float(bottleneck["utilisation"])
+    return out
+
+
 @dataclass
 class SimReport:
     """One simulated run: per-op throughput and latency, per-resource utilisation, the
@@ -842,15 +857,9 @@ class SimReport:
 
     def metrics(self) -> dict[str, float]:
         """Flat numbers for campaigns: totals, per-op latency, utilisation per resource."""
-        out: dict[str, float] = {}
-        for row in self.ops.to_dict("records"):
-            pre = "" if row["op"] == "ALL" else f"{row['op'].lower()}_"
-            for k in ("ops_s", "mb_s", "lat_mean_ms", "lat_p50_ms", "lat_p95_ms", "lat_p99_ms"):
-                out[f"{pre}{k}"] = float(row[k])
-        for row in self.util.to_dict("records"):
-            out[f"util_{row['resource']}"] = float(row["max"])
-        out["bottleneck_util"] = float(self.bottleneck["utilisation"])
-        return out
+        return flat_metrics(self.ops, self.util, self.bottleneck,
+                            ("ops_s", "mb_s", "lat_mean_ms", "lat_p50_ms", "lat_p95_ms",
+                             "lat_p99_ms"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "loop": self.loop, "requests": self.requests,
