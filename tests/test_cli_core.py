@@ -86,3 +86,21 @@ def test_malformed_space_names_file_and_factor(tmp_path):
     r = storlab("design", p)
     assert r.returncode == 2
     assert f"{p}: factor 'bs': an ordinal factor needs 'values'" in r.stderr
+
+
+def test_analyze_log_transform(tmp_path):
+    r = storlab("design", "--factors", 3, "--kind", "full", "--no-randomize", "-o",
+                tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(tmp_path / "d.csv")
+    t["iops"] = 100 * 3.0 ** (t["A"] > 0) * 2.0 ** (t["B"] > 0) * 1.01 ** t["C"]
+    t.to_csv(tmp_path / "r.csv", index=False)
+    r = storlab("analyze", tmp_path / "r.csv", "-y", "iops", "--transform", "log", "--json")
+    assert r.returncode == 0, r.stderr
+    a = json.loads(r.stdout)
+    ratio = {t["term"]: t["ratio"] for t in a["terms"]}
+    assert a["transform"] == "log" and ratio["A"] == pytest.approx(3.0)
+    human = storlab("analyze", tmp_path / "r.csv", "-y", "iops", "--transform", "log")
+    assert "log(iops)" in human.stdout and "ratio" in human.stdout
+    bad = storlab("analyze", tmp_path / "r.csv", "-y", "iops", "--transform", "cube")
+    assert bad.returncode == 2 and "transform 'cube'" in bad.stderr

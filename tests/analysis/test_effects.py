@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from storlab.analysis.effects import analyze, lenth
@@ -168,3 +169,69 @@ def test_saturated_main_effects_judged_by_lenth_only():
     assert a.effects["p"].isna().all()
     assert (a.effects["basis"] == "Lenth ME").all()
     assert set(a.effects[a.effects["significant"]]["term"]) == {"A", "E"}
+
+
+def multiplicative_table():
+    """2^3 full factorial, replicated, where A triples and B doubles throughput (C: none)."""
+    t = make_design(Space.two_level(3), "full", replicates=2, seed=0).table.copy()
+    noise = np.exp(np.random.default_rng(1).normal(0, 0.01, len(t)))
+    t["iops"] = 100 * np.where(t["A"] > 0, 3.0, 1.0) * np.where(t["B"] > 0, 2.0, 1.0) * noise
+    return t
+
+
+def test_log_transform_gives_ratios_and_predicts_in_natural_units():
+    t = multiplicative_table()
+    a = analyze(t, "iops", transform="log")
+    e = a.effects.set_index("term")
+    assert e.loc["A", "ratio"] == pytest.approx(3.0, rel=0.02)
+    assert e.loc["B", "ratio"] == pytest.approx(2.0, rel=0.02)
+    assert e.loc["A", "effect"] == pytest.approx(np.log(3.0), abs=0.02)
+    # Additive on the log scale: no A:B interaction, C and its interactions inactive.
+    assert not e.loc["A:B", "significant"] and not e.loc["C", "significant"]
+    rec = a.recommendation
+    assert {s["factor"]: s["level"] for s in rec["settings"]} == {"A": 1, "B": 1}
+    assert rec["predicted"] == pytest.approx(600.0, rel=0.02)
+    assert rec["predicted_transformed"] == pytest.approx(np.log(600.0), abs=0.02)
+    assert a.label == "log(iops)" and a.to_json()["transform"] == "log"
+    assert not any("extrapolation" in w for w in a.warnings)  # 600 was measured
+    # On the raw scale the same data show a large A:B interaction instead.
+    raw = analyze(t, "iops").effects.set_index("term")
+    assert raw.loc["A:B", "significant"] and "ratio" not in raw
+    assert "log(iops)" in a.plot("pareto").axes[0].get_xlabel()
+    assert "log(iops)" in a.plot("main").axes[0].get_ylabel()
+
+
+def test_log10_and_sqrt_transforms():
+    t = multiplicative_table()
+    a10 = analyze(t, "iops", transform="log10").effects.set_index("term")
+    assert a10.loc["A", "ratio"] == pytest.approx(3.0, rel=0.02)
+    s = analyze(t, "iops", transform="sqrt")
+    assert s.recommendation["predicted"] == pytest.approx(
+        s.recommendation["predicted_transformed"] ** 2)
+
+
+def test_extrapolated_prediction_is_flagged():
+    # Half fraction: the best corner (A, B, C all high) is never run.
+    half = fractional_factorial(Space.two_level(3), generators=["C=-AB"]).table
+    t = pd.concat([half] * 3, ignore_index=True)
+    assert not ((t["A"] > 0) & (t["B"] > 0) & (t["C"] > 0)).any()
+    t["y"] = (10 + 3 * t["A"] + 2 * t["B"] + 1 * t["C"]
+              + np.random.default_rng(2).normal(0, 0.05, len(t)))
+    a = analyze(t, "y", max_order=1)
+    assert {s["factor"]: s["level"] for s in a.recommendation["settings"]} == \
+        {"A": 1, "B": 1, "C": 1}
+    assert a.recommendation["predicted"] == pytest.approx(16.0, abs=0.2)
+    assert a.recommendation["predicted"] > t["y"].max()
+    assert any("extrapolation" in w for w in a.warnings)
+
+
+@pytest.mark.parametrize("y,transform,msg", [
+    ([1, 2, 3, 0, 5, 6, 7, 8], "log", "needs iops > 0; row 4 has 0"),
+    ([1, 2, 3, -1, 5, 6, 7, 8], "sqrt", "needs iops >= 0"),
+    ([1, 2, 3, 4, 5, 6, 7, 8], "boxcox", "transform 'boxcox' must be one of"),
+])
+def test_bad_transforms(y, transform, msg):
+    t = full_factorial(Space.two_level(3)).table.copy()
+    t["iops"] = y
+    with pytest.raises(AnalysisError, match=msg):
+        analyze(t, "iops", transform=transform)

@@ -273,3 +273,15 @@ def test_design_read_off_the_data() -> None:
     full = make_design(Space.two_level(3), "full")
     assert design_from_data(full.table, Space.two_level(3))["kind"] == \
         "two-level full factorial"
+
+
+def test_log_transform_report_matches_analyze(tmp_path: Path) -> None:
+    df = toy_results()
+    space = Space.from_dict(SPACE)
+    a = analyze(df, "iops", space=space, transform="log")
+    html = build_report(from_results(df, space), responses=["iops"], transform="log").html()
+    rows = {r["term"][0]: r for r in records(parse(html).tables["effects-iops"])}
+    for e in a.effects.itertuples():
+        assert float(rows[e.term]["ratio"][1]) == pytest.approx(e.ratio, rel=1e-12)
+    assert fmt_num(a.recommendation["predicted"]) in html
+    assert "analysed as log(iops)" in html

@@ -101,6 +101,12 @@ class EffectsAnalysis:
     data: pd.DataFrame = field(repr=False)  # model columns plus the response `_y`
     coded: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     intercept: float = 0.0
+    transform: str = "none"         # the response was analysed as transform(response)
+
+    @property
+    def label(self) -> str:
+        """The analysed quantity: `log(total_iops)` under a transform, else the response."""
+        return self.response if self.transform == "none" else f"{self.transform}({self.response})"
 
     def table(self) -> pd.DataFrame:
         return self.effects
@@ -109,6 +115,7 @@ class EffectsAnalysis:
         out: dict[str, Any] = {
             "response": self.response,
             "goal": self.goal,
+            "transform": self.transform,
             "terms": self.effects.to_dict("records"),
             "anova": self.anova.to_dict("records"),
             "intercept": self.intercept,
@@ -197,10 +204,27 @@ def _term_name(term: tuple[int, ...], names: Sequence[str]) -> str:
 
 
 # --------------------------------------------------------------------------- analysis
+#: Increasing transforms of the response and their inverses. Throughput and latency are
+#: multiplicative (a knob doubles IOPS rather than adding to it), so their effects are
+#: additive, and comparable, on the log scale.
+TRANSFORMS: dict[str, tuple[Any, Any]] = {
+    "none": (lambda v: v, lambda v: v),
+    "log": (np.log, np.exp),
+    "log10": (np.log10, lambda v: 10.0 ** v),
+    "sqrt": (np.sqrt, np.square),
+}
+
+
 def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
             factors: Sequence[str] | None = None, goal: str | None = None,
-            alpha: float = 0.05, max_order: int = 2) -> EffectsAnalysis:
-    """Effects, ANOVA, Lenth, curvature and a recommendation for one response."""
+            alpha: float = 0.05, max_order: int = 2,
+            transform: str = "none") -> EffectsAnalysis:
+    """Effects, ANOVA, Lenth, curvature and a recommendation for one response, analysed
+    as `transform(response)` (none, log, log10, sqrt). Under log and log10 each effect also
+    gets its `ratio`: the factor by which the high level multiplies the (geometric mean)
+    response; the recommendation's `predicted` is back in the response's units."""
+    if transform not in TRANSFORMS:
+        raise AnalysisError(f"transform {transform!r} must be one of {', '.join(TRANSFORMS)}")
     if response not in results.columns:
         raise AnalysisError(f"no response column {response!r} (columns: "
                             f"{', '.join(map(str, results.columns))})")
@@ -208,6 +232,14 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     y = pd.to_numeric(df[response], errors="coerce")
     if y.isna().any():
         raise AnalysisError(f"response {response!r} has non-numeric values")
+    if transform in ("log", "log10") and (y <= 0).any():
+        row = int(np.flatnonzero((y <= 0).to_numpy())[0])
+        raise AnalysisError(f"--transform {transform} needs {response} > 0; row {row + 1} "
+                            f"has {y.iloc[row]:g}")
+    if transform == "sqrt" and (y < 0).any():
+        raise AnalysisError(f"--transform sqrt needs {response} >= 0")
+    forward, back = TRANSFORMS[transform]
+    y = pd.Series(forward(y.to_numpy(dtype=float)), index=y.index)
     if goal is None:
         goal = space.response(response).goal if space is not None else "maximize"
     codings = infer_codings(df, response, space, factors)
@@ -341,6 +373,8 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     eff["basis"] = basis
     eff["pct"] = [float(anova.loc[anova["source"] == t, "pct"].iloc[0])
                   if (anova["source"] == t).any() else np.nan for t in eff["term"]]
+    if transform in ("log", "log10"):
+        eff["ratio"] = back(eff["effect"].to_numpy(dtype=float))
     eff = eff.sort_values("effect", key=np.abs, ascending=False).reset_index(drop=True)
 
     curvature = None
@@ -359,8 +393,19 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
 
     intercept = float(yf.mean())
     rec = _recommend(eff, codings, kept, names, intercept, goal, space)
+    if transform != "none":
+        rec["predicted_transformed"] = rec["predicted"]
+        rec["predicted"] = float(back(rec["predicted"]))
+        notes.append(f"analysed as {transform}({response}): effects, ANOVA, Lenth and "
+                     f"curvature are on that scale; the prediction is in {response}'s units")
+    measured = back(y.to_numpy())
+    if rec["settings"] and not measured.min() <= rec["predicted"] <= measured.max():
+        notes.append(f"the predicted {response} at the recommendation, "
+                     f"{rec['predicted']:.4g}, lies outside the measured "
+                     f"{measured.min():.4g}..{measured.max():.4g}: an extrapolation of the "
+                     "model; confirm it with runs")
     return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, aliases, notes,
-                           rec, codings, data, x, intercept)
+                           rec, codings, data, x, intercept, transform)
 
 
 def _pure_error_df(df: pd.DataFrame, names: Sequence[str], is_center: np.ndarray) -> int:

@@ -10,6 +10,7 @@ ticked with engineering prefixes (12k IO/s, 350 MB/s, 1.2 ms).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Iterator
@@ -146,6 +147,8 @@ def format_axis(axis: Axis, name: str, unit: str | None = None) -> None:
 def effects_plot(a: EffectsAnalysis, kind: str, unit: str | None = None) -> Figure:
     """One of the effects plots: pareto, halfnormal, main, or interaction. `unit` is the
     response's unit (guessed from its name when not given)."""
+    if a.transform != "none":  # axes in transformed units: name them so, no unit
+        a, unit = dataclasses.replace(a, response=a.label, transform="none"), None
     if kind == "pareto":
         return _pareto(a, unit)
     if kind == "halfnormal":

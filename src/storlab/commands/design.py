@@ -121,6 +121,9 @@ def analyze_cmd(
     goal: Optional[str] = typer.Option(None, "--goal", help="maximize or minimize."),
     order: int = typer.Option(2, "--order", help="Highest interaction order to estimate."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    transform: str = typer.Option("none", "--transform",
+                                  help="Analyse transform(response): none, log, log10, sqrt "
+                                       "(log for throughput/latency spanning decades)."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG/SVG plots."),
     plot_format: str = typer.Option("png", "--plot-format", help="png or svg."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -136,7 +139,7 @@ def analyze_cmd(
         raise AnalysisError(f"--goal {goal!r} must be maximize or minimize")
     fac = [f.strip() for f in factors.split(",")] if factors else None
     a = analyze_effects(table, response, space=space, factors=fac, goal=goal, alpha=alpha,
-                        max_order=order)
+                        max_order=order, transform=transform)
     if plots is not None:
         if plot_format not in ("png", "svg"):
             raise AnalysisError(f"--plot-format {plot_format!r} must be png or svg")
@@ -148,8 +151,10 @@ def analyze_cmd(
         if not json_out:
             console.print(f"wrote {output}")
         return
-    console.print(f"[bold]{response}[/] ({a.goal}), {len(a.data)} runs, mean {a.intercept:.4g}")
-    cols = ["term", "effect", "coef", "p", "pct", "significant", "basis"]
+    console.print(f"[bold]{a.label}[/] ({a.goal}), {len(a.data)} runs, "
+                  f"mean {a.intercept:.4g}")
+    cols = ["term", "effect", *(["ratio"] if "ratio" in a.effects else []), "coef", "p", "pct",
+            "significant", "basis"]
     console.print(frame_table(a.effects[cols], title="Effects (largest first)"))
     console.print(frame_table(a.anova, title="ANOVA"))
     if a.lenth is not None:

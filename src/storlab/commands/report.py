@@ -48,6 +48,9 @@ def report_cmd(
     metrics: Optional[str] = typer.Option(None, "--metrics",
                                           help="Coverage metrics m1,m2,... (default: all)."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    transform: str = typer.Option("none", "--transform",
+                                  help="Effects of transform(response): none, log, log10, "
+                                       "sqrt (as storlab analyze --transform)."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write one self-contained HTML report of a campaign or a results table.
@@ -75,7 +78,7 @@ def report_cmd(
         space = Space.from_yaml(space_file) if space_file else None
         inp = from_results(read_table(source), space, source=str(source))
     rep = build_report(inp, responses=response or None, coverage_by=coverage_by,
-                       coverage_metrics=_split(metrics), alpha=alpha)
+                       coverage_metrics=_split(metrics), alpha=alpha, transform=transform)
     out = output if output is not None else source.parent / "report.html"
     rep.write(out)
     info = {"output": str(out), "bytes": out.stat().st_size,

@@ -252,8 +252,9 @@ class Report:
 
 def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
                  coverage_by: str | None = None, coverage_metrics: Sequence[str] | None = None,
-                 alpha: float = 0.05) -> Report:
-    """Analyse every response and lay out the sections that have data."""
+                 alpha: float = 0.05, transform: str = "none") -> Report:
+    """Analyse every response (effects on `transform(response)`, see
+    `storlab.analysis.effects.analyze`) and lay out the sections that have data."""
     from ..analysis.plots import styled
 
     df = inp.results
@@ -269,7 +270,7 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
             if s is not None:
                 sections.append(s)
         for r in resp:
-            sec, d = _response_section(inp, r, alpha)
+            sec, d = _response_section(inp, r, alpha, transform)
             data["responses"][r] = d
             sections.append(sec)
         rw = _rwmix_section(inp, data)
@@ -579,7 +580,7 @@ def _results_section(inp: ReportInput, resp: list[str]) -> Section | None:
     return Section("results", "Results", html)
 
 
-def _response_section(inp: ReportInput, response: str, alpha: float
+def _response_section(inp: ReportInput, response: str, alpha: float, transform: str = "none"
                       ) -> tuple[Section, dict[str, Any]]:
     from ..analysis.effects import analyze
     from ..analysis.importance import importance
@@ -596,7 +597,8 @@ def _response_section(inp: ReportInput, response: str, alpha: float
     a = None
     if inp.space is not None and inp.factors:
         try:
-            a = analyze(inp.results, response, space=inp.space, goal=goal, alpha=alpha)
+            a = analyze(inp.results, response, space=inp.space, goal=goal, alpha=alpha,
+                        transform=transform)
         except AnalysisError as exc:
             notes.append(f"effects analysis not shown: {exc}")
     if a is not None:
@@ -620,7 +622,8 @@ def _response_section(inp: ReportInput, response: str, alpha: float
                                     "Inactive effects fall on the dashed null line through "
                                     "the origin; labelled points stand out of the noise.")
                     + "</div>")
-        eff = a.effects[["term", "effect", "coef", "p", "pct", "significant", "basis"]]
+        eff = a.effects[["term", "effect", *(["ratio"] if "ratio" in a.effects else []),
+                         "coef", "p", "pct", "significant", "basis"]]
         html.append(_effects_table(eff, response))
         html.append(H.figure_html(effects_plot(a, "main", unit),
                                   f"Main-effect plots for {response}",
