@@ -2,7 +2,7 @@
 and the best one measured in the screening, side by side, and compare them afterwards.
 
     python scripts/demo_confirm.py prepare OUT_DIR RESPONSE   # -> OUT_DIR/confirm.{csv,yaml}
-    python scripts/demo_confirm.py compare OUT_DIR RESPONSE   # reads OUT_DIR/confirm.csv.out
+    python scripts/demo_confirm.py compare OUT_DIR RESPONSE   # reads OUT_DIR/confirm_runs.csv
 
 A screening model's recommendation is a prediction at a configuration that was usually
 never run; only runs say whether it holds. Factors the analysis found no effect for are

@@ -111,6 +111,12 @@ class EffectsAnalysis:
     def table(self) -> pd.DataFrame:
         return self.effects
 
+    @property
+    def shown_columns(self) -> list[str]:
+        """The effects columns a reader is shown (the CLI table and the report)."""
+        return ["term", "effect", *(["ratio"] if "ratio" in self.effects else []), "coef",
+                "p", "pct", "significant", "basis"]
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "response": self.response,
@@ -239,7 +245,8 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     if transform == "sqrt" and (y < 0).any():
         raise AnalysisError(f"--transform sqrt needs {response} >= 0")
     forward, back = TRANSFORMS[transform]
-    y = pd.Series(forward(y.to_numpy(dtype=float)), index=y.index)
+    measured = y.to_numpy(dtype=float)
+    y = pd.Series(forward(measured), index=y.index)
     if goal is None:
         goal = space.response(response).goal if space is not None else "maximize"
     codings = infer_codings(df, response, space, factors)
@@ -398,7 +405,6 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         rec["predicted"] = float(back(rec["predicted"]))
         notes.append(f"analysed as {transform}({response}): effects, ANOVA, Lenth and "
                      f"curvature are on that scale; the prediction is in {response}'s units")
-    measured = back(y.to_numpy())
     if rec["settings"] and not measured.min() <= rec["predicted"] <= measured.max():
         notes.append(f"the predicted {response} at the recommendation, "
                      f"{rec['predicted']:.4g}, lies outside the measured "

@@ -153,9 +153,7 @@ def analyze_cmd(
         return
     console.print(f"[bold]{a.label}[/] ({a.goal}), {len(a.data)} runs, "
                   f"mean {a.intercept:.4g}")
-    cols = ["term", "effect", *(["ratio"] if "ratio" in a.effects else []), "coef", "p", "pct",
-            "significant", "basis"]
-    console.print(frame_table(a.effects[cols], title="Effects (largest first)"))
+    console.print(frame_table(a.effects[a.shown_columns], title="Effects (largest first)"))
     console.print(frame_table(a.anova, title="ANOVA"))
     if a.lenth is not None:
         console.print(f"Lenth: PSE {a.lenth.pse:.4g}, ME {a.lenth.me:.4g}, "

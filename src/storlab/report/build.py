@@ -622,8 +622,7 @@ def _response_section(inp: ReportInput, response: str, alpha: float, transform: 
                                     "Inactive effects fall on the dashed null line through "
                                     "the origin; labelled points stand out of the noise.")
                     + "</div>")
-        eff = a.effects[["term", "effect", *(["ratio"] if "ratio" in a.effects else []),
-                         "coef", "p", "pct", "significant", "basis"]]
+        eff = a.effects[a.shown_columns]
         html.append(_effects_table(eff, response))
         html.append(H.figure_html(effects_plot(a, "main", unit),
                                   f"Main-effect plots for {response}",
