@@ -6,6 +6,12 @@ run `c<c>-r<r>`; warm-up runs of `c` are `c<c>-w<i>`. The measured runs are shuf
 the campaign's seed (`randomize: true`), and a configuration's warm-ups go right before its
 first pending measured run. The plan is saved in the store the first time, so a resume or an
 export sees exactly the configurations that were run.
+
+Configurations come from a design source (`sources.py`): a fixed design gives its whole
+table up front; an adaptive one (`design: {kind: tune, ...}`) is asked for the next batch
+whenever every planned run has finished, and its batches are saved in the store as they
+come (`plan` table), so a killed adaptive campaign resumes the batch it was in and then
+asks again with the same history it would have had.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from ..space import Space
 from .executors import make_executor
 from .runners import make_runner
 from .runners._proc import template_names
+from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
+    make_source
 from .spec import CampaignError, CampaignSpec, load_spec
 from .store import DONE, FAILED, Store
 from .task import RunTask, StepSpec, TaskOutcome
@@ -71,8 +79,18 @@ class Campaign:
         self.dir = self.path.parent
         self.name = spec.name or self.path.stem
         self.space = self._load_space()
-        self.configs = self._configurations()
+        self.source: DesignSource | None = None
+        if spec.design.kind in adaptive_kinds():
+            self.source = self._adaptive_source()
+            self.configs: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        else:
+            self.configs = self._configurations()
         self._check_steps()
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the configurations come from an adaptive source (asked as runs finish)."""
+        return self.source is not None
 
     @classmethod
     def load(cls, path: str | Path) -> Campaign:
@@ -88,19 +106,27 @@ class Campaign:
         return self.dir / self.spec.workdir
 
     def _load_space(self) -> Space:
-        sp = self.spec.space
+        return campaign_space(self.spec, self.path)
+
+    def _adaptive_source(self) -> DesignSource:
+        d = self.spec.design
+        seed = d.seed if d.seed is not None else self.spec.seed
         try:
-            if isinstance(sp, str):
-                return Space.from_yaml(self.dir / sp)
-            return Space.from_dict(sp, source=f"{self.path}: space")
+            return make_source(str(d.kind), self.space, d, seed)
         except StorlabError as exc:
-            raise CampaignError(str(exc)) from None
+            raise CampaignError(f"{self.path}: design: {exc}") from None
 
     def _configurations(self) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
         """(config_id, {factor: value}, {design bookkeeping}) in the design's standard order,
         every one validated against the space (before anything runs)."""
         d = self.spec.design
-        if d.csv is not None:
+        if d.configs is not None:
+            source = f"{self.path}: design.configs"
+            table = pd.DataFrame(d.configs)
+            extra = [c for c in table.columns if c not in self.space.names]
+            if extra:
+                raise CampaignError(f"{source}: {extra} are not factors of the space")
+        elif d.csv is not None:
             source = str(self.dir / d.csv)
             try:
                 table = pd.read_csv(self.dir / d.csv)
@@ -179,9 +205,19 @@ class Campaign:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
             raise CampaignError(f"{self.path}: field runner: {exc}") from None
+        self._check_targets(runner, [cfg for _, cfg, _ in self.configs])
+        if self.source is not None:
+            check = getattr(self.source, "check", None)
+            if check is not None:  # e.g. a response the runner cannot produce
+                try:
+                    check(runner)
+                except StorlabError as exc:
+                    raise CampaignError(f"{self.path}: design: {exc}") from None
+
+    def _check_targets(self, runner: Any, configs: list[dict[str, Any]]) -> None:
         check = getattr(runner, "check_target", None)
         if check is not None:
-            for _, cfg, _ in self.configs:
+            for cfg in configs:
                 try:
                     check(self._runner_config(cfg), base=self.dir)
                 except CampaignError as exc:
@@ -201,8 +237,18 @@ class Campaign:
         return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
 
     # ------------------------------------------------------------------ plan
-    def plan(self) -> list[PlannedRun]:
-        """Every measured run, in campaign order (warm-ups are added by `pending`)."""
+    def plan(self, store: Store | None = None) -> list[PlannedRun]:
+        """Every measured run, in campaign order (warm-ups are added by `pending`). An
+        adaptive campaign's plan is what its source has asked for so far (in the store)."""
+        if self.adaptive:
+            if store is None:
+                if not self.store_path.exists():
+                    return []
+                with Store(self.store_path) as st:
+                    return self.plan(st)
+            cfgs = {cid: cfg for cid, cfg, _ in store.configs()}
+            return [PlannedRun(r["key"], r["seq"], r["config_id"], r["repetition"], False,
+                               cfgs[r["config_id"]]) for r in store.plan_rows()]
         measured = [(cid, rep) for cid, _, _ in self.configs
                     for rep in range(1, self.spec.repetitions + 1)]
         if self.spec.randomize:
@@ -212,12 +258,13 @@ class Campaign:
         return [PlannedRun(f"c{cid}-r{rep}", seq, cid, rep, False, cfgs[cid])
                 for seq, (cid, rep) in enumerate(measured, start=1)]
 
-    def pending(self, statuses: Mapping[str, str], retry_failed: bool = False
-                ) -> list[PlannedRun]:
+    def pending(self, statuses: Mapping[str, str], retry_failed: bool = False,
+                plan: list[PlannedRun] | None = None) -> list[PlannedRun]:
         """Runs still to do: not finished (never started, or cut off by a kill), or failed
         when `retry_failed`; each configuration's warm-ups before its first one."""
         skip = DONE + (() if retry_failed else FAILED)
-        todo = [r for r in self.plan() if statuses.get(r.key) not in skip]
+        todo = [r for r in (self.plan() if plan is None else plan)
+                if statuses.get(r.key) not in skip]
         out: list[PlannedRun] = []
         warmed: set[int] = set()
         for r in todo:
@@ -241,6 +288,9 @@ class Campaign:
 
     def _sync_plan(self, store: Store) -> None:
         """Save the plan on the first run; refuse a store written for another plan."""
+        if self.source is not None:
+            self._sync_source(store)
+            return
         stored = store.configs()
         current = [(cid, json.loads(json.dumps(cfg)), info) for cid, cfg, info in self.configs]
         if not stored:
@@ -257,10 +307,81 @@ class Campaign:
         if new:
             store.save_configs(new)
 
+    def _sync_source(self, store: Store) -> None:
+        """An adaptive store remembers its source's settings; any change but the budget
+        (which may grow to continue a search) would make the history mean something else."""
+        meta = json.loads(json.dumps(self.source.meta()))  # type: ignore[union-attr]
+        old = store.get_meta("source")
+        if old is None:
+            if store.configs():
+                raise CampaignError(f"{self.store_path}: holds a fixed design's runs; set "
+                                    "'store:' to a new file for an adaptive design")
+            store.set_meta("campaign", str(self.path))
+        else:
+            before = {k: v for k, v in json.loads(old).items() if k != "budget"}
+            now = {k: v for k, v in meta.items() if k != "budget"}
+            if before != now:
+                diff = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+                raise CampaignError(
+                    f"{self.store_path}: was written by another {meta.get('kind')} design "
+                    f"({', '.join(f'{k}: {before.get(k)!r} -> {now.get(k)!r}' for k in diff)});"
+                    " move the store away or set 'store:' to a new file")
+        store.set_meta("source", json.dumps(meta))
+
+    def history(self, store: Store) -> list[Observation]:
+        """Every finished measured run, in campaign order, as the design source sees it."""
+        plan = {r["key"]: r for r in store.plan_rows()}
+        out = []
+        for r in store.runs():
+            if r["warmup"] or r["status"] not in DONE + FAILED:
+                continue
+            p = plan.get(r["key"], {})
+            out.append(Observation(r["key"], r["seq"], r["config_id"], r["repetition"],
+                                   r["config"], r["status"], r["metrics"],
+                                   p.get("phase", ""), p.get("note", {})))
+        return out
+
+    def _extend_plan(self, store: Store, batch: list[Proposal]) -> None:
+        """Save a source's batch: new configurations get the next ids, known ones new
+        repetitions; the batch's runs are shuffled (seeded by the batch number)."""
+        configs = store.configs()
+        ids = {config_key(cfg): cid for cid, cfg, _ in configs}
+        next_id = max(ids.values(), default=0) + 1
+        plan = store.plan_rows()
+        reps: dict[int, int] = {}
+        for r in plan:
+            reps[r["config_id"]] = max(reps.get(r["config_id"], 0), r["repetition"])
+        n_batch = max((r["batch"] for r in plan), default=-1) + 1
+        new_configs: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        rows: list[tuple[int, int, str, dict[str, Any]]] = []
+        for p in batch:
+            cfg = {n: _plain(p.config[n]) for n in self.space.names}
+            try:
+                self.space.validate(cfg)
+            except StorlabError as exc:  # a source bug, never a user's run
+                raise CampaignError(f"{self.path}: design proposed {cfg}: {exc}") from None
+            cfg = json.loads(json.dumps(cfg))
+            k = config_key(cfg)
+            if k not in ids:
+                ids[k] = next_id
+                new_configs.append((next_id, cfg, {"phase": p.phase}))
+                next_id += 1
+            cid = ids[k]
+            for _ in range(p.repetitions):
+                reps[cid] = reps.get(cid, 0) + 1
+                rows.append((cid, reps[cid], p.phase, p.note))
+        if self.spec.randomize:
+            rng = np.random.default_rng([self.spec.seed, n_batch])
+            rows = [rows[i] for i in rng.permutation(len(rows))]
+        seq0 = max((r["seq"] for r in plan), default=0)
+        store.extend_plan(new_configs, [(f"c{cid}-r{rep}", seq0 + i, cid, rep, n_batch, ph, note)
+                                        for i, (cid, rep, ph, note) in enumerate(rows, 1)])
+
     # ------------------------------------------------------------------ run
     def run(self, executor: str | None = None, retry_failed: bool = False,
             on_event: Event | None = None, stop: threading.Event | None = None) -> RunSummary:
-        """Run what is left of the campaign. Each finished run is committed at once.
+        """Run what is left of the campaign. Each finished run is committed at once. An
+        adaptive campaign asks its source for more whenever every planned run is done.
 
         The first Ctrl-C (SIGINT) stops handing out runs and returns after the runs in
         flight; a second one aborts them (they stay `running` and are repeated next time).
@@ -270,30 +391,49 @@ class Campaign:
         stop = stop or threading.Event()
         with Store(self.store_path) as store:
             self._sync_plan(store)
-            statuses = store.statuses()
-            todo = self.pending(statuses, retry_failed)
-            planned = len(self.plan())
-            measured_todo = sum(not r.warmup for r in todo)
-            summary = RunSummary(planned=planned, already_done=planned - measured_todo)
-            emit("start", {"planned": planned, "done": summary.already_done,
-                           "todo": len(todo), "store": str(self.store_path)})
-            ex = make_executor(executor)
-            by_key = {r.key: r for r in todo}
-
-            def on_submit(t: RunTask) -> None:
-                r = by_key[t.key]
-                store.mark_running(r.key, r.seq, r.config_id, r.repetition, r.warmup, r.config)
-                emit("submit", {"key": r.key, "config": r.config})
-
+            plan = self.plan(store)
+            todo = self.pending(store.statuses(), retry_failed, plan)
+            done = len(plan) - sum(not r.warmup for r in todo)
+            planned = len(plan) if self.source is None else \
+                max(len(plan), int(self.source.meta().get("budget", 0)))
+            summary = RunSummary(planned=planned, already_done=done)
+            emit("start", {"planned": planned, "done": done, "todo": len(todo),
+                           "store": str(self.store_path)})
+            runner = None
             old = _install_sigint(stop, emit)
             try:
-                for out in ex.run((self.task(r) for r in todo), on_submit, stop.is_set):
-                    self._finish(store, by_key[out.key], out, summary, emit)
+                while True:
+                    if todo:
+                        self._run_batch(store, todo, executor, summary, emit, stop)
+                    if stop.is_set() or self.source is None:
+                        break
+                    batch = self.source.ask(self.history(store))
+                    if not batch:
+                        break
+                    if runner is None:
+                        runner = make_runner(self.spec.runner.type, self.runner_options())
+                    self._check_targets(runner, [p.config for p in batch])
+                    self._extend_plan(store, batch)
+                    plan = self.plan(store)
+                    todo = self.pending(store.statuses(), False, plan)
             finally:
                 _restore_sigint(old)
             summary.interrupted = stop.is_set()
             emit("end", {"summary": summary})
             return summary
+
+    def _run_batch(self, store: Store, todo: list[PlannedRun], executor: str | None,
+                   summary: RunSummary, emit: Event, stop: threading.Event) -> None:
+        ex = make_executor(executor)
+        by_key = {r.key: r for r in todo}
+
+        def on_submit(t: RunTask) -> None:
+            r = by_key[t.key]
+            store.mark_running(r.key, r.seq, r.config_id, r.repetition, r.warmup, r.config)
+            emit("submit", {"key": r.key, "config": r.config})
+
+        for out in ex.run((self.task(r) for r in todo), on_submit, stop.is_set):
+            self._finish(store, by_key[out.key], out, summary, emit)
 
     def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,
                 emit: Event) -> None:
@@ -333,6 +473,18 @@ class Campaign:
             s = statuses.get(r.key, "pending")
             counts[s] = counts.get(s, 0) + 1
         return pd.DataFrame({"status": list(counts), "runs": list(counts.values())})
+
+
+def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:
+    """The campaign's space (a file next to the campaign file, or inline)."""
+    path = Path(path).resolve()
+    sp = spec.space
+    try:
+        if isinstance(sp, str):
+            return Space.from_yaml(path.parent / sp)
+        return Space.from_dict(sp, source=f"{path}: space")
+    except StorlabError as exc:
+        raise CampaignError(str(exc)) from None
 
 
 def results_table(configs: list[tuple[int, dict[str, Any], dict[str, Any]]],

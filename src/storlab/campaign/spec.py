@@ -67,10 +67,13 @@ class Step(_Model):
 
 
 class DesignSpec(_Model):
-    """A generated design (`kind` and its options) or a CSV of configurations."""
+    """Where the configurations come from: a generated design (`kind` and its options), a
+    CSV of configurations, a literal list (`configs`), or an adaptive source (`kind: tune`
+    and its options: `budget`, `strategy`, `objectives`, ...)."""
 
     kind: str | None = None
     csv: str | None = None
+    configs: list[dict[str, Any]] | None = None
     runs: int | None = None
     resolution: int | None = None
     generators: list[str] | None = None
@@ -79,11 +82,23 @@ class DesignSpec(_Model):
     fold: str | None = None
     optimize: str | None = None
     seed: int | None = None
+    # kind: tune (storlab.tune): runs executed in all, strategy, what to optimise, ...
+    budget: int | None = Field(default=None, ge=1, le=100_000)
+    strategy: str = "auto"
+    objectives: list[str | dict[str, str]] | None = None
+    screen_runs: int | None = Field(default=None, ge=2, le=100_000)
+    confirm_runs: int = Field(default=3, ge=1, le=1000)
+    confirm_top: int = Field(default=3, ge=1, le=1000)
+    stall: int | None = Field(default=None, ge=1, le=100_000)
+    baseline: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> DesignSpec:
-        if (self.kind is None) == (self.csv is None):
-            raise ValueError("give either 'kind' (full, fractional, pb, lhs) or 'csv'")
+        if sum(x is not None for x in (self.kind, self.csv, self.configs)) != 1:
+            raise ValueError("give one of 'kind' (full, fractional, pb, lhs, tune), 'csv' "
+                             "or 'configs'")
+        if self.kind == "tune" and self.budget is None:
+            raise ValueError("a tune design needs 'budget' (runs executed in all)")
         return self
 
 

@@ -46,6 +46,20 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 """
 
+# The runs an adaptive design source asked for, in campaign order (fixed designs compute
+# their plan from the configurations instead).
+PLAN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS plan (
+    key         TEXT PRIMARY KEY,   -- c<config_id>-r<repetition>
+    seq         INTEGER NOT NULL,   -- position in the campaign's run order
+    config_id   INTEGER NOT NULL,
+    repetition  INTEGER NOT NULL,
+    batch       INTEGER NOT NULL,   -- which ask of the source proposed it (0, 1, ...)
+    phase       TEXT NOT NULL,      -- the source's word for it (screen, tune, confirm, ...)
+    note        TEXT NOT NULL       -- JSON, the source's own bookkeeping
+);
+"""
+
 DONE = ("ok",)
 FAILED = ("failed", "timeout")
 
@@ -61,6 +75,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
+            self.db.executescript(PLAN_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
 
@@ -93,6 +108,26 @@ class Store:
             for cid, cfg, design in configs:
                 self.db.execute("INSERT OR REPLACE INTO configs VALUES (?, ?, ?)",
                                 (cid, _dumps(cfg), _dumps(design)))
+
+    def plan_rows(self) -> list[dict[str, Any]]:
+        """An adaptive campaign's planned runs, in campaign order."""
+        cols = ["key", "seq", "config_id", "repetition", "batch", "phase", "note"]
+        rows = self.db.execute(f"SELECT {', '.join(cols)} FROM plan ORDER BY seq")
+        return [dict(zip(cols, r), note=json.loads(r[-1])) for r in rows]
+
+    def extend_plan(self, configs: Iterable[tuple[int, Mapping[str, Any], Mapping[str, Any]]],
+                    rows: Iterable[tuple[str, int, int, int, int, str, Mapping[str, Any]]]
+                    ) -> None:
+        """Add new configurations and planned runs (key, seq, config_id, repetition, batch,
+        phase, note) in one transaction: a kill leaves the batch wholly in or wholly out."""
+        with self.db:
+            self.db.execute("BEGIN")
+            for cid, cfg, design in configs:
+                self.db.execute("INSERT INTO configs VALUES (?, ?, ?)",
+                                (cid, _dumps(cfg), _dumps(design)))
+            for key, seq, cid, rep, batch, phase, note in rows:
+                self.db.execute("INSERT INTO plan VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                (key, seq, cid, rep, batch, phase, _dumps(note)))
 
     # ------------------------------------------------------------------ runs
     def statuses(self) -> dict[str, str]:

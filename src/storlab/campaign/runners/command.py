@@ -99,6 +99,10 @@ class CommandRunner:
         res.status = "ok"
         return res
 
+    def metric_names(self) -> set[str]:
+        """Every metric this runner can report (what json_metrics and the patterns name)."""
+        return set(self.json_metrics) | {n for rx in self.regexes for n in rx.groupindex}
+
     def extract(self, text: str) -> dict[str, float]:
         """Metrics from the output; ValueError naming what is missing."""
         m: dict[str, float] = {}

@@ -1,0 +1,106 @@
+"""The design-source seam: where a campaign's configurations come from.
+
+A source answers `ask(history)` with the next batch of configurations to run, given every
+measured run finished so far (in execution order), or an empty list when it has nothing
+more to propose. A fixed design (full, fractional, pb, lhs, csv, a literal list) is the
+trivial source: its whole table, once. An adaptive source (tuning) proposes from the
+results so far. The campaign loop asks only when every run it was given has finished, so
+an `ask` sees the same history whether or not the campaign was killed and resumed in
+between: a source that is a pure function of (its settings, the history) resumes exactly.
+
+New strategies plug in here without touching the run loop: register a factory under a
+design `kind` in `SOURCES` ("module:callable", imported only when that kind is used).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..space import Space
+    from .spec import DesignSpec
+
+
+@dataclass
+class Proposal:
+    """A configuration to run `repetitions` times; `phase` and `note` travel with its runs
+    into the store and back into the history."""
+
+    config: dict[str, Any]
+    repetitions: int = 1
+    phase: str = ""
+    note: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Observation:
+    """One finished measured run as a source sees it."""
+
+    key: str
+    seq: int
+    config_id: int
+    repetition: int
+    config: dict[str, Any]
+    status: str
+    metrics: dict[str, float]
+    phase: str = ""
+    note: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class DesignSource(Protocol):
+    """Proposes configurations from the history; `meta()` is stored with the campaign."""
+
+    adaptive: bool
+
+    def ask(self, history: Sequence[Observation]) -> list[Proposal]: ...
+
+    def meta(self) -> dict[str, Any]: ...
+
+
+class FixedSource:
+    """A fixed table of configurations: all of it at the first ask, nothing afterwards."""
+
+    adaptive = False
+
+    def __init__(self, configs: Sequence[Mapping[str, Any]], repetitions: int = 1,
+                 meta: Mapping[str, Any] | None = None) -> None:
+        self.configs = [dict(c) for c in configs]
+        self.repetitions = repetitions
+        self._meta = dict(meta or {})
+
+    def ask(self, history: Sequence[Observation]) -> list[Proposal]:
+        if history:
+            return []
+        return [Proposal(c, self.repetitions, "design") for c in self.configs]
+
+    def meta(self) -> dict[str, Any]:
+        return dict(self._meta)
+
+
+#: Adaptive design kinds and the factory that builds their source:
+#: factory(space, design_spec, seed) -> DesignSource.
+SOURCES: dict[str, str] = {"tune": "storlab.tune.source:make_source"}
+
+
+def adaptive_kinds() -> tuple[str, ...]:
+    return tuple(SOURCES)
+
+
+def make_source(kind: str, space: Space, design: DesignSpec, seed: int) -> DesignSource:
+    """The adaptive source registered for `kind` (imported on first use)."""
+    module, _, name = SOURCES[kind].partition(":")
+    factory: Callable[..., DesignSource] = getattr(importlib.import_module(module), name)
+    return factory(space, design, seed)
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """A canonical text for a configuration (same values in any key order -> same key)."""
+    return json.dumps({k: config[k] for k in sorted(config)}, sort_keys=True, default=str)

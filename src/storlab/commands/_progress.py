@@ -1,0 +1,69 @@
+"""The progress display every command that executes runs shares (run, tune, confirm): a rich
+bar on a terminal, one line per finished run otherwise, nothing with --quiet/--json."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ._common import console
+
+# Headline metrics for the progress bar's "last result", first one present wins.
+HEADLINE = ("total_iops", "iops", "transactions_per_s", "reads_per_s", "total_bw_bytes")
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+def headline(metrics: dict[str, Any], prefer: tuple[str, ...] = ()) -> str:
+    for k in (*prefer, *HEADLINE, *sorted(metrics)):
+        v = metrics.get(k)
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            return f"{k}={v:.4g}"
+    return ""
+
+
+@contextmanager
+def campaign_progress(name: str, quiet: bool = False, json_out: bool = False,
+                      prefer: tuple[str, ...] = ()) -> Iterator[Event]:
+    """Yield the `on_event` callback for `Campaign.run`; `prefer` names the metrics to show
+    first (a tuning campaign's objectives)."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    show = not (quiet or json_out) and sys.stderr.isatty()
+    talk = not (quiet or json_out)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("failed {task.fields[failed]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        TextColumn("{task.fields[last]}"), disable=not show,
+                        console=console if show else None, transient=False)
+    state: dict[str, Any] = {"task": None, "failed": 0}
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        if kind == "start":
+            state["task"] = progress.add_task(name, total=data["planned"],
+                                              completed=data["done"], failed=0, last="")
+            if talk:
+                print(f"{name}: {data['planned']} runs planned, {data['done']} done, "
+                      f"store {data['store']}", file=sys.stderr)
+        elif kind == "run":
+            res = data["result"]
+            if data["warmup"]:
+                progress.update(state["task"], last=f"warm-up {data['key']} {res.status}")
+                return
+            if not res.ok:
+                state["failed"] += 1
+            last = f"{data['key']} {res.status} " + (headline(res.metrics, prefer) if res.ok
+                                                     else res.stderr.strip()[-60:])
+            progress.update(state["task"], advance=1, failed=state["failed"], last=last)
+            if not show and talk:
+                print(f"  {last}", file=sys.stderr)
+        elif kind == "stopping":
+            print("\nstopping after the current run (Ctrl-C again to abort it)",
+                  file=sys.stderr)
+
+    with progress:
+        yield on_event

@@ -1,0 +1,311 @@
+"""`storlab tune` (screen, tune, confirm: a measured recommendation in few runs),
+`storlab confirm` (re-run configurations side by side and compare them) and `storlab
+tune-eval` (replay tuning strategies against a complete measured table)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import StorlabError
+from ._common import console, emit_json, frame_table
+
+
+def _save_plot(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _num(v: float) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4g}"
+
+
+def _config_text(cfg: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cfg.items())
+
+
+# --------------------------------------------------------------------------- tune
+def tune_cmd(
+    campaign_file: Path = typer.Argument(..., help="Campaign YAML file (a fixed design "
+                                                   "is turned into a tuning one)."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", min=1, max=100_000,
+                                         help="Runs to execute in all (screening, search, "
+                                              "confirmation, every repetition)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s",
+                                           help="auto, screen-then-tune, tpe, gp, nsga2, "
+                                                "random."),
+    response: Optional[list[str]] = typer.Option(None, "--response", "-y",
+                                                 help="Objective(s): NAME or NAME:minimize "
+                                                      "(repeat for two)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the file's)."),
+    executor: str = typer.Option("sequential", "--executor", "-e",
+                                 help="sequential, parallel[:N], or dask://host:port."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="Write the result JSON to a file."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence (and "
+                                                             "Pareto) plot."),
+) -> None:
+    """Screen, tune, confirm: the best measured configuration, re-run and compared with the
+    baseline (resumes like `storlab run`: run the same command again)."""
+    from ..campaign.campaign import Campaign
+    from ..campaign.spec import load_spec
+    from ..tune.result import result_from_campaign
+    from ._progress import campaign_progress
+
+    spec = load_spec(campaign_file)
+    d = spec.design
+    update: dict[str, Any] = {}
+    if d.kind != "tune":
+        if budget is None:
+            raise StorlabError(f"{campaign_file}: its design is not a tuning one; give "
+                               "--budget N to tune over its space")
+        update = {"kind": "tune", "csv": None, "configs": None, "runs": None,
+                  "resolution": None, "generators": None, "center": 0, "replicates": 1,
+                  "fold": None, "optimize": None}
+        if spec.store == "campaign.db":  # never mix with the fixed design's runs
+            spec = spec.model_copy(update={"store": f"{Path(campaign_file).stem}-tune.db"})
+        if spec.repetitions != 1:
+            spec = spec.model_copy(update={"repetitions": 1})
+    if budget is not None:
+        update["budget"] = budget
+    if strategy is not None:
+        update["strategy"] = strategy
+    if seed is not None:
+        update["seed"] = seed
+    if response:
+        objs: list[Any] = []
+        for r in response:
+            name, _, goal = r.partition(":")
+            objs.append({"name": name, "goal": goal} if goal else name)
+        update["objectives"] = objs
+    if update:
+        spec = spec.model_copy(update={"design": d.model_copy(update=update)})
+    camp = Campaign(spec, campaign_file)
+    with campaign_progress(f"{camp.name} (tune)", quiet, json_out,
+                           tuple(o.name for o in camp.source.objectives)  # type: ignore[union-attr]
+                           ) as on_event:
+        summary = camp.run(executor=executor, on_event=on_event)
+    res = result_from_campaign(camp)
+    data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
+            "interrupted": summary.interrupted}
+    if plot is not None and res.history:
+        _save_plot(res.plot(), plot)
+    if json_out or output:
+        emit_json(data, output)
+    if not json_out:
+        _print_tune(res, data)
+    if summary.interrupted:
+        console.print("interrupted: run the same command again to resume")
+        raise typer.Exit(130)
+
+
+def _print_tune(res: Any, data: dict[str, Any]) -> None:
+    ph = ", ".join(f"{k} {v}" for k, v in data["phases"].items())
+    console.print(f"{data['strategy']}: {data['runs']} of {data['budget']} runs ({ph}); "
+                  f"store {data['store']}")
+    t = res.table()
+    if len(t):
+        console.print(frame_table(t, title="confirmed configurations (best first)"))
+    b, base, cmp = data["best"], data["baseline"], data["comparison"]
+    name = data["response"]
+    if b is None:
+        console.print("no run produced a value: nothing to recommend (see `storlab status "
+                      "--failures`)")
+        return
+    console.print(f"recommended (measured): {_config_text(b['config'])}")
+    console.print(f"  {name} {_num(b['value'])} +/- {_num(b['std'])} over {b['runs']} runs")
+    if base is not None:
+        console.print(f"baseline ({base['kind']}): {_num(base['value'])} +/- "
+                      f"{_num(base['std'])} over {base['runs']} runs")
+    if cmp is not None:
+        if b["config"] == (base or {}).get("config"):
+            console.print("the baseline is the best measured configuration")
+        else:
+            console.print(f"recommended vs baseline: {100 * cmp['change']:+.1f} %, "
+                          f"{cmp['verdict']}")
+    if data["pareto"]:
+        console.print(f"Pareto front: {len(data['pareto'])} measured configurations "
+                      "(--json for all)")
+
+
+# --------------------------------------------------------------------------- confirm
+def parse_config(text: str, space: Any, what: str) -> dict[str, Any]:
+    """`k=v,k=v` into the space's values (a listed value as listed, else a number)."""
+    from ..jsonutil import plain
+
+    out: dict[str, Any] = {}
+    for part in [p for p in text.split(",") if p.strip()]:
+        k, eq, v = part.partition("=")
+        k, v = k.strip(), v.strip()
+        if not eq or not k:
+            raise StorlabError(f"{what} {text!r}: write factor=value pairs separated by commas")
+        if k not in space:
+            raise StorlabError(f"{what}: {k!r} is not a factor (factors: "
+                               f"{', '.join(space.names)})")
+        f = space[k]
+        levels = f.levels
+        match = [plain(x) for x in levels or [] if str(x) == v]
+        if match:
+            out[k] = match[0]
+        else:
+            try:
+                x = float(v)
+            except ValueError:
+                raise StorlabError(f"{what}: {k}={v!r} is not one of {levels}") from None
+            out[k] = int(x) if x.is_integer() and f.kind in ("integer", "ordinal") else x
+            if levels is not None:
+                near = [plain(lv) for lv in levels if isinstance(plain(lv), (int, float))
+                        and float(plain(lv)) == x]
+                if near:
+                    out[k] = near[0]
+    missing = [n for n in space.names if n not in out]
+    if missing:
+        raise StorlabError(f"{what}: give every factor; missing {', '.join(missing)}")
+    try:
+        space.validate(out)
+    except StorlabError as exc:
+        raise StorlabError(f"{what}: {exc}") from None
+    return {n: out[n] for n in space.names}
+
+
+def confirm_cmd(
+    campaign_file: Path = typer.Argument(..., help="Campaign YAML file (its space, runner "
+                                                   "and steps are used)."),
+    config: list[str] = typer.Option(..., "--config", "-c",
+                                     help="A configuration factor=value,... (repeatable)."),
+    against: Optional[str] = typer.Option(None, "--against", "-a",
+                                          help="The reference configuration factor=value,..."),
+    runs: int = typer.Option(3, "--runs", "-n", min=2, max=1000,
+                             help="Runs of each configuration (interleaved at random)."),
+    response: Optional[str] = typer.Option(None, "--response", "-y",
+                                           help="Response to compare (default: the space's "
+                                                "first)."),
+    store: str = typer.Option("confirm.db", "--store",
+                              help="Store file, next to the campaign file (resumable)."),
+    seed: int = typer.Option(7, "--seed", help="Seed of the interleaved order."),
+    executor: str = typer.Option("sequential", "--executor", "-e",
+                                 help="sequential, parallel[:N], or dask://host:port."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+) -> None:
+    """Re-run configurations in random interleaved order and compare them (Welch's t-test)."""
+    from ..campaign.campaign import Campaign, campaign_space
+    from ..campaign.sources import config_key
+    from ..campaign.spec import load_spec
+    from ..tune.result import Comparison, describe
+    from ._progress import campaign_progress
+
+    spec = load_spec(campaign_file)
+    space = campaign_space(spec, campaign_file)
+    configs = [parse_config(c, space, "--config") for c in config]
+    ref = parse_config(against, space, "--against") if against else None
+    allc = configs + ([ref] if ref is not None else [])
+    if len({config_key(c) for c in allc}) != len(allc):
+        raise StorlabError("the same configuration is given twice")
+    name = response or (space.responses[0].name if space.responses else None)
+    if name is None:
+        raise StorlabError("name the response to compare with --response")
+    goal = space.response(name).goal
+    design = spec.design.model_copy(update={
+        "kind": None, "csv": None, "configs": allc, "budget": None, "runs": None,
+        "resolution": None, "generators": None, "center": 0, "replicates": 1, "fold": None,
+        "optimize": None})
+    spec = spec.model_copy(update={"design": design, "repetitions": runs, "randomize": True,
+                                   "seed": seed, "store": store,
+                                   "name": f"{spec.name or Path(campaign_file).stem}-confirm"})
+    camp = Campaign(spec, campaign_file)
+    with campaign_progress(camp.name, quiet, json_out, (name,)) as on_event:
+        summary = camp.run(executor=executor, on_event=on_event)
+    df = camp.results("run")
+    groups = []
+    for cid, cfg, _ in camp.configs:
+        ok = df[(df["config_id"] == cid) & (df["status"] == "ok")] if len(df) else df
+        vals = [float(v) for v in ok.get(name, []) if isinstance(v, (int, float))
+                and math.isfinite(v)]
+        groups.append((cfg, vals))
+    if all(not v for _, v in groups):
+        raise StorlabError(f"no run produced {name!r}: see `storlab status --failures` "
+                           f"(store {camp.store_path})")
+    base = groups[-1] if ref is not None else None
+    rows = []
+    for i, (cfg, vals) in enumerate(groups):
+        role = "reference" if base is not None and i == len(groups) - 1 else f"config {i + 1}"
+        row: dict[str, Any] = {"role": role, "config": cfg, **describe(vals)}
+        if base is not None and i < len(groups) - 1 and vals and base[1]:
+            row["comparison"] = Comparison(name, goal, vals, base[1]).to_dict()
+        rows.append(row)
+    data = {"response": name, "goal": goal, "store": str(camp.store_path), "runs": runs,
+            "configs": rows, "interrupted": summary.interrupted}
+    if json_out or output:
+        emit_json(data, output)
+    if not json_out:
+        import pandas as pd
+
+        console.print(frame_table(pd.DataFrame([{
+            "role": r["role"], **r["config"], f"{name} mean": r["mean"],
+            f"{name} sd": r["std"], "runs": r["runs"]} for r in rows]),
+            title=f"{name} ({goal}), interleaved runs"))
+        for r in rows:
+            if "comparison" in r:
+                c = r["comparison"]
+                console.print(f"{r['role']} vs reference: {100 * c['change']:+.1f} %, "
+                              f"{c['verdict']}")
+    if summary.interrupted:
+        raise typer.Exit(130)
+
+
+# --------------------------------------------------------------------------- tune-eval
+def tune_eval_cmd(
+    full: Path = typer.Argument(..., help="Complete measured table (.csv, .parquet, .json)."),
+    response: str = typer.Option(..., "--response", "-y", help="Response column."),
+    goal: str = typer.Option("maximize", "--goal", help="maximize or minimize."),
+    params: Optional[str] = typer.Option(None, "--params", "-p",
+                                         help="Comma-separated parameter columns (default: "
+                                              "every other column)."),
+    budget: int = typer.Option(60, "--budget", "-b", min=2, max=10_000,
+                               help="Runs per tuning."),
+    repeats: int = typer.Option(30, "--repeats", "-n", min=1, max=10_000,
+                                help="Tunings per strategy (different seeds)."),
+    strategies: str = typer.Option("storlab,optuna-tpe,random", "--strategies",
+                                   help="Comma-separated: storlab, screen-then-tune, tpe, "
+                                        "random, optuna-tpe (Optuna alone)."),
+    noise: float = typer.Option(0.0, "--noise", min=0.0, max=1.0,
+                                help="Relative Gaussian noise added to each measured run."),
+    seed: int = typer.Option(0, "--seed", help="Seed."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence plot."),
+) -> None:
+    """How many runs each tuning strategy needs to get within 1 % and 5 % of a complete
+    table's optimum (the table is the oracle)."""
+    from ..tune.evaluate import tune_eval
+    from .importance import _split, read_table
+
+    df = read_table(full)
+    names = _split(strategies) or []
+    res = tune_eval(df, response, goal=goal, params=_split(params), strategies=names,
+                    budget=budget, repeats=repeats, seed=seed, noise=noise)
+    if plot is not None:
+        _save_plot(res.plot(), plot)
+    if json_out or output:
+        emit_json(res.to_dict(), output)
+    if not json_out:
+        console.print(f"{full}: {res.n_configs} configurations, optimum {response} "
+                      f"{res.optimum:.6g} ({goal}); budget {budget}, {repeats} repeats")
+        console.print(frame_table(res.table(), title="runs to reach within target of the "
+                                                     "optimum (median; n/a when fewer than "
+                                                     "half the repeats reach it)"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune_cmd)
+    app.command("confirm")(confirm_cmd)
+    app.command("tune-eval")(tune_eval_cmd)

@@ -1,0 +1,239 @@
+"""What a tuning campaign found: the confirmed recommendation against the baseline (Welch),
+the measured Pareto front for two objectives, every run in execution order, and plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..campaign.sources import Observation, config_key
+from .strategies import Entry, Objective, Tally, observed_values
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+ALPHA = 0.05
+
+
+@dataclass
+class Comparison:
+    """Welch's t-test of one configuration's runs against another's."""
+
+    response: str
+    goal: str
+    a: list[float]
+    b: list[float]
+
+    @property
+    def change(self) -> float:
+        """Relative change of a's mean over b's (+ is larger, whatever the goal)."""
+        mb = float(np.mean(self.b))
+        return float(np.mean(self.a)) / mb - 1.0 if mb else math.nan
+
+    @property
+    def pvalue(self) -> float:
+        if len(self.a) < 2 or len(self.b) < 2:
+            return math.nan
+        if np.std(self.a) == 0 and np.std(self.b) == 0:
+            return 0.0 if np.mean(self.a) != np.mean(self.b) else 1.0
+        return float(stats.ttest_ind(self.a, self.b, equal_var=False).pvalue)
+
+    @property
+    def verdict(self) -> str:
+        p = self.pvalue
+        if math.isnan(p):
+            return "too few runs to tell (need 2 or more each)"
+        better = (self.change > 0) == (self.goal == "maximize")
+        if p >= ALPHA:
+            return f"within noise (Welch p = {p:.2g} >= {ALPHA})"
+        return f"{'better' if better else 'worse'} (Welch p = {p:.2g})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"response": self.response, "goal": self.goal, "change": self.change,
+                "pvalue": self.pvalue, "verdict": self.verdict}
+
+
+def describe(values: Sequence[float]) -> dict[str, Any]:
+    v = np.asarray(values, dtype=float)
+    return {"mean": float(v.mean()) if len(v) else math.nan,
+            "std": float(v.std(ddof=1)) if len(v) > 1 else math.nan, "runs": int(len(v)),
+            "values": [float(x) for x in v]}
+
+
+@dataclass
+class TuneResult:
+    """A tuning campaign's history and answer. `.to_dict()`, `.table()`, `.plot()`."""
+
+    objectives: list[Objective]
+    history: list[Observation]
+    strategy: str
+    budget: int
+    baseline_config: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def tally(self) -> Tally:
+        return Tally(self.history, self.objectives)
+
+    def _raw(self, e: Entry, j: int = 0) -> list[float]:
+        ob = self.objectives[j]
+        return [ob.score(v[j]) for v in e.values]  # score() is its own inverse
+
+    def confirmed(self) -> list[Entry]:
+        """Configurations that were re-run in the confirmation phase (else all measured)."""
+        keys = {config_key(o.config) for o in self.history if o.phase == "confirm"}
+        t = self.tally
+        es = [e for k, e in t.entries.items() if k in keys and e.n] or t.measured()
+        return sorted(es, key=lambda e: (-e.mean(0), -e.n, e.order))
+
+    def best(self) -> Entry | None:
+        """The recommendation: the best mean among the confirmed configurations."""
+        c = self.confirmed()
+        return c[0] if c else None
+
+    def baseline(self) -> Entry | None:
+        t = self.tally
+        if self.baseline_config is not None:
+            e = t.entries.get(config_key(self.baseline_config))
+            return e if e is not None and e.n else None
+        screened = [e for e in t.ranked() if e.first_phase == "screen"]
+        return screened[0] if screened else None
+
+    def comparison(self) -> Comparison | None:
+        b, base = self.best(), self.baseline()
+        if b is None or base is None:
+            return None
+        ob = self.objectives[0]
+        return Comparison(ob.name, ob.goal, self._raw(b), self._raw(base))
+
+    def pareto(self) -> list[Entry]:
+        return self.tally.pareto() if len(self.objectives) > 1 else []
+
+    def phases(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for o in self.history:
+            out[o.phase or "run"] = out.get(o.phase or "run", 0) + 1
+        return out
+
+    # ------------------------------------------------------------------ output
+    def entry_dict(self, e: Entry) -> dict[str, Any]:
+        d: dict[str, Any] = {"config": dict(e.config)}
+        for j, ob in enumerate(self.objectives):
+            s = describe(self._raw(e, j))
+            if j == 0:
+                d.update(value=s["mean"], std=s["std"], runs=s["runs"], values=s["values"])
+            else:
+                d[ob.name] = s
+        d["failed_runs"] = e.failed
+        return d
+
+    def to_dict(self) -> dict[str, Any]:
+        b, base, cmp = self.best(), self.baseline(), self.comparison()
+        base_kind = "default configuration" if self.baseline_config is not None else \
+            "best screened configuration"
+        hist = []
+        for i, o in enumerate(self.history, 1):
+            vals = observed_values(o, self.objectives)
+            row: dict[str, Any] = {"run": i, "key": o.key, "phase": o.phase,
+                                   "config": dict(o.config), "status": o.status,
+                                   "value": None if vals is None else vals[0]}
+            for j, ob in enumerate(self.objectives[1:], 1):
+                row[ob.name] = None if vals is None else vals[j]
+            hist.append(row)
+        return {
+            "strategy": self.strategy, "budget": self.budget, "runs": len(self.history),
+            "objectives": [{"name": o.name, "goal": o.goal} for o in self.objectives],
+            "response": self.objectives[0].name, "goal": self.objectives[0].goal,
+            "phases": self.phases(),
+            "best": None if b is None else self.entry_dict(b),
+            "baseline": None if base is None else {"kind": base_kind, **self.entry_dict(base)},
+            "comparison": None if cmp is None else cmp.to_dict(),
+            "candidates": [self.entry_dict(e) for e in self.confirmed()],
+            "pareto": [self.entry_dict(e) for e in self.pareto()],
+            "history": hist,
+        }
+
+    def table(self) -> pd.DataFrame:
+        """The confirmed configurations (best first) with mean, spread and runs."""
+        rows = []
+        base, best = self.baseline(), self.best()
+        for e in self.confirmed():
+            r = {**e.config}
+            for j, ob in enumerate(self.objectives):
+                s = describe(self._raw(e, j))
+                r[f"{ob.name} mean"], r[f"{ob.name} sd"] = s["mean"], s["std"]
+            r["runs"] = e.n
+            roles = [name for name, x in (("best", best), ("baseline", base))
+                     if x is not None and x.config == e.config]
+            r["role"] = " + ".join(roles)
+            rows.append(r)
+        return pd.DataFrame(rows)
+
+    def curve(self) -> pd.DataFrame:
+        """Best-so-far (of single measured runs) against runs, with each run's phase."""
+        ob = self.objectives[0]
+        best, rows = -math.inf, []
+        for i, o in enumerate(self.history, 1):
+            vals = observed_values(o, self.objectives)
+            if vals is not None:
+                best = max(best, ob.score(vals[0]))
+            rows.append({"run": i, "phase": o.phase, "value": None if vals is None else vals[0],
+                         "best_so_far": ob.score(best) if math.isfinite(best) else math.nan})
+        return pd.DataFrame(rows)
+
+    def plot(self) -> Figure:
+        """Left: each run and the best so far, phases shaded; right (two objectives): the
+        measured configurations and the Pareto front."""
+        import matplotlib.pyplot as plt
+
+        two = len(self.objectives) > 1
+        fig, axes = plt.subplots(1, 2 if two else 1, figsize=(11 if two else 7, 4),
+                                 constrained_layout=True, squeeze=False)
+        ax = axes[0][0]
+        c = self.curve()
+        colors = {"screen": "tab:blue", "tune": "tab:orange", "confirm": "tab:green"}
+        for ph, g in c.groupby("phase", sort=False):
+            ax.scatter(g["run"], g["value"], s=14, color=colors.get(str(ph), "tab:gray"),
+                       label=f"{ph} runs")
+        ax.step(c["run"], c["best_so_far"], where="post", color="black", lw=1.2,
+                label="best so far")
+        ob = self.objectives[0]
+        ax.set_xlabel("runs executed")
+        ax.set_ylabel(f"{ob.name} ({'higher' if ob.goal == 'maximize' else 'lower'} is "
+                      "better)")
+        ax.set_title(f"Tuning ({self.strategy}): {len(self.history)} of {self.budget} runs")
+        ax.legend(loc="best", fontsize=8)
+        if two:
+            ax2 = axes[0][1]
+            t = self.tally
+            ms = t.measured()
+            o1, o2 = self.objectives[:2]
+            xs = [o1.score(e.mean(0)) for e in ms]
+            ys = [o2.score(e.mean(1)) for e in ms]
+            ax2.scatter(xs, ys, s=14, color="tab:gray", label="measured configurations")
+            front = sorted(t.pareto(), key=lambda e: e.mean(0))
+            ax2.plot([o1.score(e.mean(0)) for e in front], [o2.score(e.mean(1)) for e in front],
+                     "o-", color="tab:red", label="Pareto front (measured)")
+            ax2.set_xlabel(f"{o1.name} ({o1.goal})")
+            ax2.set_ylabel(f"{o2.name} ({o2.goal})")
+            ax2.set_title("Trade-off between the two objectives")
+            ax2.legend(loc="best", fontsize=8)
+        return fig
+
+
+def result_from_campaign(camp: Any) -> TuneResult:
+    """The TuneResult of a tuning campaign's store."""
+    from ..campaign.store import Store
+
+    src = camp.source
+    with Store(camp.store_path) as store:
+        history = camp.history(store)
+    meta = src.meta()
+    return TuneResult(src.objectives, history, str(meta["strategy"]), int(meta["budget"]),
+                      meta.get("baseline"))

@@ -1,0 +1,114 @@
+"""The tuning design source: `design: {kind: tune, budget: 60, strategy: auto, ...}` in a
+campaign file. It adapts a strategy (strategies.py) to the campaign's design-source seam;
+everything else (runner, executor, store, resume, progress) is the campaign's own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..campaign.sources import Observation, Proposal
+from ..campaign.spec import DesignSpec
+from ..space import Space
+from .domain import Domain
+from .strategies import Objective, Strategy, TuneError, TuneSettings, make_strategy
+
+
+class TuneSource:
+    """A strategy behind the campaign's ask/tell seam."""
+
+    adaptive = True
+
+    def __init__(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+
+    @property
+    def objectives(self) -> list[Objective]:
+        return self.strategy.objectives
+
+    def ask(self, history: Sequence[Observation]) -> list[Proposal]:
+        return self.strategy.ask(history)
+
+    def meta(self) -> dict[str, Any]:
+        return {"kind": "tune", **self.strategy.meta()}
+
+    def check(self, runner: Any) -> None:
+        """Refuse, before anything runs, a response the runner cannot produce."""
+        names = getattr(runner, "metric_names", None)
+        known = names() if callable(names) else None
+        if known is None:
+            return
+        missing = [o.name for o in self.objectives if o.name not in known]
+        if missing:
+            raise TuneError(f"response {missing[0]!r} is not a metric of this runner; it "
+                            f"gives {', '.join(sorted(known)[:12])}"
+                            + (" ..." if len(known) > 12 else ""))
+
+
+def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
+                    ) -> list[Objective]:
+    """`[bw]`, `[{bw: maximize}, {p99: minimize}]` or `[{name: p99, goal: minimize}]`; a
+    goal left out comes from the space's responses; none given: the space's first one."""
+    if not spec:
+        if not space.responses:
+            raise TuneError("name the response to optimise (design.objectives, or "
+                            "--response); the space declares no responses")
+        r = space.responses[0]
+        return [Objective(r.name, r.goal)]
+    out = []
+    for item in spec:
+        if isinstance(item, str):
+            name, goal = item, space.response(item).goal
+        elif "name" in item:
+            name, goal = str(item["name"]), str(item.get("goal", space.response(
+                str(item["name"])).goal))
+        elif len(item) == 1:
+            name, goal = next(iter(item.items()))
+        else:
+            raise TuneError(f"objective {item!r}: write a name, {{name: goal}} or "
+                            "{name: ..., goal: ...}")
+        if goal not in ("maximize", "minimize"):
+            raise TuneError(f"objective {name!r}: goal {goal!r} must be maximize or minimize")
+        out.append(Objective(str(name), str(goal)))
+    if len({o.name for o in out}) != len(out):
+        raise TuneError("an objective is named twice")
+    if len(out) > 2:
+        raise TuneError("at most two objectives (throughput and tail latency, say)")
+    return out
+
+
+def check_feasible(domain: Domain, seed: int) -> None:
+    """Refuse a space whose constraints leave nothing to run."""
+    pool = domain.subspace(domain.names, {})
+    if pool is not None:
+        if not pool:
+            raise TuneError("the space's constraints leave no feasible configuration")
+        return
+    rng = np.random.default_rng(seed)
+    if domain.sample(rng, domain.names, {}, tries=2000) is None:
+        raise TuneError("the space's constraints left no feasible configuration in 2,000 "
+                        "random draws")
+
+
+def make_source(space: Space, design: DesignSpec, seed: int) -> TuneSource:
+    """The campaign's factory for `kind: tune`."""
+    domain = Domain(space)
+    objectives = objectives_from(space, design.objectives)
+    baseline = None
+    if design.baseline is not None:
+        missing = [n for n in space.names if n not in design.baseline]
+        extra = [n for n in design.baseline if n not in space.names]
+        if missing or extra:
+            raise TuneError(f"baseline: {'lacks ' + str(missing) if missing else ''}"
+                            f"{' and ' if missing and extra else ''}"
+                            f"{str(extra) + ' are not factors' if extra else ''}")
+        space.validate(design.baseline)
+        baseline = {n: design.baseline[n] for n in space.names}
+    check_feasible(domain, seed)
+    settings = TuneSettings(budget=int(design.budget or 0), seed=seed,
+                            screen_runs=design.screen_runs, confirm_runs=design.confirm_runs,
+                            confirm_top=design.confirm_top, stall=design.stall,
+                            baseline=baseline)
+    return TuneSource(make_strategy(design.strategy, domain, objectives, settings))

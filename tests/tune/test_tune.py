@@ -1,0 +1,291 @@
+"""Tuning end to end: a command that computes a planted function of its configuration is the
+benchmark (known optimum, interactions, a constraint, optional noise and failures); the
+real `storlab` CLI runs it through the campaign loop, store and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+STORLAB = [sys.executable, "-m", "storlab.cli"]
+
+# The planted function. Best: engine=libaio, depth in {16, 32} (an engine x depth
+# interaction), bs=64k, x1=1, x2=0, sched=none -> 213. Constraint: psync never with depth
+# 32. `noise` adds seeded relative noise per (configuration, run); `fail` makes bfq fail.
+ORACLE = r'''
+import json, os, sys, random, hashlib
+cfg = dict(a.split("=", 1) for a in sys.argv[1:])
+d = {"psync": 0, "libaio": 1}[cfg["engine"]]
+depth = int(cfg["depth"])
+y = 100 + 50 * d + (30 if d and depth >= 16 else 0) + {"4k": 0, "16k": 10, "64k": 25}[cfg["bs"]]
+y += 3 * int(cfg["x1"]) - 2 * int(cfg["x2"]) + (5 if cfg["sched"] == "none" else 0)
+lat = 1000.0 / y * (1 + depth / 8)  # a second objective that trades with the first
+if os.environ.get("ORACLE_FAIL") and cfg["sched"] == "bfq":
+    sys.exit("bfq: scheduler not available")
+noise = float(os.environ.get("ORACLE_NOISE", "0"))
+if noise:
+    y *= 1 + noise * random.Random(os.environ.get("ORACLE_RUN", "") + str(sorted(cfg.items()))
+                                   + str(os.getpid())).gauss(0, 1)
+if os.environ.get("ORACLE_SLEEP"):
+    import time; time.sleep(float(os.environ["ORACLE_SLEEP"]))
+print(json.dumps({"y": y, "lat": lat}))
+'''
+
+FACTORS = [
+    {"name": "engine", "kind": "categorical", "values": ["psync", "libaio"]},
+    {"name": "depth", "kind": "ordinal", "values": [1, 4, 16, 32]},
+    {"name": "bs", "kind": "ordinal", "values": ["4k", "16k", "64k"]},
+    {"name": "x1", "kind": "integer", "values": [0, 1]},
+    {"name": "x2", "kind": "integer", "values": [0, 1]},
+    {"name": "sched", "kind": "categorical", "values": ["mq-deadline", "none", "bfq"]},
+]
+BEST = {"engine": "libaio", "bs": "64k", "x1": 1, "x2": 0, "sched": "none"}
+
+
+def campaign(d: Path, budget: int = 30, env: dict[str, str] | None = None,
+             **design: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "oracle.py").write_text(ORACLE)
+    spec = {
+        "name": "planted",
+        "space": {"factors": FACTORS,
+                  "constraints": ['not (engine == "psync" and depth == 32)'],
+                  "responses": [{"name": "y", "goal": "maximize"},
+                                {"name": "lat", "goal": "minimize"}]},
+        "design": {"kind": "tune", "budget": budget, **design},
+        "runner": {"type": "command", "options": {
+            "command": [sys.executable, str(d / "oracle.py"), "engine={engine}",
+                        "depth={depth}", "bs={bs}", "x1={x1}", "x2={x2}", "sched={sched}"],
+            "json_metrics": {"y": "y", "lat": "lat"}, "env": env or {}}},
+        "seed": 3,
+        "timeout": 60,
+    }
+    p = d / "tune.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+def cli(*args: str, check: bool = True, **kw: Any) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run([*STORLAB, *args], capture_output=True, text=True, timeout=300, **kw)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def tune_json(path: Path, *args: str) -> dict[str, Any]:
+    return json.loads(cli("tune", str(path), "--json", "--quiet", *args).stdout)
+
+
+def test_tuning_finds_the_planted_optimum_within_budget(tmp_path: Path) -> None:
+    out = tune_json(campaign(tmp_path, budget=40))
+    best = out["best"]
+    assert {k: best["config"][k] for k in BEST} == BEST
+    assert best["config"]["depth"] in (16, 32)
+    assert best["value"] == pytest.approx(213.0)
+    assert best["runs"] >= 3  # confirmed by repetition, not a single lucky run
+    hist = out["history"]
+    assert len(hist) == 40 == out["runs"]  # the budget counts every run
+    assert [h["phase"] for h in hist][:1] == ["screen"]
+    assert {h["phase"] for h in hist} == {"screen", "tune", "confirm"}
+    # Confirmation runs come last, and nothing after them.
+    phases = [h["phase"] for h in hist]
+    assert phases.index("confirm") > max(i for i, p in enumerate(phases) if p == "tune")
+    # The constraint is never violated by anything that ran.
+    assert not any(h["config"]["engine"] == "psync" and h["config"]["depth"] == 32
+                   for h in hist)
+    # The answer is measured: its value is the mean of its runs in the history.
+    mine = [h["value"] for h in hist if h["config"] == best["config"]]
+    assert best["value"] == pytest.approx(sum(mine) / len(mine))
+    assert out["comparison"]["verdict"].startswith(("better", "within noise"))
+
+
+@pytest.mark.parametrize("strategy", ["tpe", "random", "nsga2"])
+def test_other_strategies_respect_budget_and_constraints(tmp_path: Path, strategy: str) -> None:
+    out = tune_json(campaign(tmp_path, budget=16, strategy=strategy))
+    hist = out["history"]
+    assert len(hist) == 16
+    assert not any(h["config"]["engine"] == "psync" and h["config"]["depth"] == 32
+                   for h in hist)
+    assert out["best"]["runs"] >= 2
+
+
+def test_noisy_oracle_answer_is_confirmed_against_baseline(tmp_path: Path) -> None:
+    baseline = {"engine": "psync", "depth": 1, "bs": "4k", "x1": 0, "x2": 0,
+                "sched": "mq-deadline"}
+    p = campaign(tmp_path, budget=36, env={"ORACLE_NOISE": "0.03"}, baseline=baseline,
+                 confirm_runs=4)
+    out = tune_json(p)
+    assert out["baseline"]["config"] == baseline
+    assert out["baseline"]["kind"] == "default configuration"
+    assert out["baseline"]["runs"] >= 4 and out["best"]["runs"] >= 4
+    # Planted: the best is ~2x the baseline; a 3 % noise cannot hide that.
+    assert out["comparison"]["change"] > 0.5
+    assert out["comparison"]["verdict"].startswith("better")
+    assert out["best"]["value"] > 190
+
+
+def test_failed_runs_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
+    out = tune_json(campaign(tmp_path, budget=24, env={"ORACLE_FAIL": "1"}))
+    failed = [h for h in out["history"] if h["status"] != "ok"]
+    assert failed and all(h["value"] is None and h["config"]["sched"] == "bfq"
+                          for h in failed)
+    assert out["best"]["config"]["sched"] != "bfq"
+    assert len(out["history"]) == 24
+
+
+def test_two_objectives_give_a_measured_pareto_front_and_plot(tmp_path: Path) -> None:
+    plot = tmp_path / "front.png"
+    out = tune_json(campaign(tmp_path, budget=24, objectives=["y", {"lat": "minimize"}]),
+                    "--plot", str(plot))
+    front = out["pareto"]
+    assert len(front) >= 2
+    pts = [(f["value"], f["lat"]["mean"]) for f in front]
+    for a in pts:  # nobody on the front is dominated by anyone on it
+        assert not any(b[0] >= a[0] and b[1] <= a[1] and b != a for b in pts)
+    assert plot.stat().st_size > 10_000
+
+
+def _history_in_store(db: Path) -> list[tuple[str, str]]:
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT r.key, r.config, r.status FROM runs r WHERE r.warmup = 0 "
+                       "ORDER BY r.seq").fetchall()
+    con.close()
+    return [(k, c) for k, c, s in rows]
+
+
+def test_sigkill_in_the_middle_resumes_to_the_same_history(tmp_path: Path) -> None:
+    ref = campaign(tmp_path / "ref", budget=20)
+    full = tune_json(ref)
+    p = campaign(tmp_path / "killed", budget=20, env={"ORACLE_SLEEP": "0.25"})
+    db = tmp_path / "killed" / "campaign.db"
+    proc = subprocess.Popen([*STORLAB, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline:  # kill in the tuning phase, after the screening batch
+        if db.exists():
+            try:
+                con = sqlite3.connect(db)
+                done = con.execute("SELECT COUNT(*) FROM runs WHERE status='ok'").fetchone()[0]
+                con.close()
+            except sqlite3.OperationalError:
+                pass
+        if done >= 12:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 12 <= done < 20
+    before = _history_in_store(db)
+    resumed = tune_json(p)
+    after = _history_in_store(db)
+    # Nothing finished before the kill was lost or repeated.
+    finished = {k for k, _ in before}
+    assert [k for k, _ in after][:len(before)] == [k for k, _ in before]
+    assert len(after) == len(set(k for k, _ in after)) == 20
+    assert finished <= {k for k, _ in after}
+    # And the tuning went exactly as the uninterrupted one with the same seed.
+    assert [(h["config"], h["phase"], h["value"]) for h in resumed["history"]] == \
+        [(h["config"], h["phase"], h["value"]) for h in full["history"]]
+
+
+def test_budget_can_grow_to_continue(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=20)
+    first = tune_json(p)
+    assert len(first["history"]) == 20
+    # The confirmation ended the first search; more budget is not more search.
+    again = tune_json(p, "--budget", "26")
+    assert len(again["history"]) == 20
+
+
+@pytest.mark.parametrize("args, design, message", [
+    (["--strategy", "nope"], {}, "strategy 'nope'"),
+    (["--budget", "5"], {}, "too small"),
+    (["--response", "nosuch"], {}, "'nosuch' is not a metric"),
+    ([], {"baseline": {"engine": "psync"}}, "baseline"),
+])
+def test_bad_requests_are_one_line_before_anything_runs(tmp_path: Path, args: list[str],
+                                                        design: dict[str, Any],
+                                                        message: str) -> None:
+    p = campaign(tmp_path, budget=30, **design)
+    r = cli("tune", str(p), "--quiet", *args, check=False)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "campaign.db").exists() or not _history_in_store(
+        tmp_path / "campaign.db")
+
+
+def test_infeasible_space_is_refused(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=30)
+    spec = yaml.safe_load(p.read_text())
+    spec["space"]["constraints"] = ['engine == "psync" and engine == "libaio"']
+    p.write_text(yaml.safe_dump(spec))
+    r = cli("tune", str(p), "--quiet", check=False)
+    assert r.returncode == 2 and "no feasible configuration" in r.stderr
+
+
+def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=30)
+    spec = yaml.safe_load(p.read_text())
+    spec["design"] = {"kind": "lhs", "runs": 6}
+    p.write_text(yaml.safe_dump(spec))
+    r = cli("tune", str(p), "--quiet", check=False)
+    assert r.returncode == 2 and "--budget" in r.stderr
+    out = tune_json(p, "--budget", "18", "--strategy", "tpe")
+    assert len(out["history"]) == 18
+    assert out["store"].endswith("tune-tune.db")
+
+
+def test_confirm_compares_interleaved_runs(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=30)
+    best = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none"
+    ref = "engine=psync,depth=1,bs=4k,x1=0,x2=0,sched=mq-deadline"
+    r = cli("confirm", str(p), "--config", best, "--against", ref, "--runs", "3", "--json",
+            "--quiet")
+    out = json.loads(r.stdout)
+    cfg, refrow = out["configs"]
+    assert cfg["runs"] == refrow["runs"] == 3
+    assert cfg["mean"] == pytest.approx(213.0) and refrow["mean"] == pytest.approx(100.0)
+    assert cfg["comparison"]["change"] == pytest.approx(1.13)
+    # The runs were interleaved, not grouped.
+    con = sqlite3.connect(tmp_path / "confirm.db")
+    order = [c for (c,) in con.execute("SELECT config_id FROM runs ORDER BY seq")]
+    con.close()
+    assert order != sorted(order)
+    bad = cli("confirm", str(p), "--config", "engine=libaio", "--runs", "2", check=False)
+    assert bad.returncode == 2 and "missing" in bad.stderr
+
+
+def test_tune_eval_on_a_complete_table(tmp_path: Path) -> None:
+    import itertools
+
+    import pandas as pd
+
+    levels = {"a": [0, 1, 2, 3], "b": ["x", "y", "z"], "c": [0, 1], "d": [0, 1], "e": [1, 2, 4]}
+    rows = []
+    for combo in itertools.product(*levels.values()):
+        r = dict(zip(levels, combo))
+        r["y"] = 100 + 20 * r["a"] - 3 * r["a"] ** 2 + 15 * (r["b"] == "z") \
+            + 10 * r["c"] * r["d"] + r["e"]
+        rows.append(r)
+    csv = tmp_path / "full.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    plot = tmp_path / "conv.png"
+    out = json.loads(cli("tune-eval", str(csv), "-y", "y", "--budget", "30", "--repeats", "4",
+                         "--plot", str(plot), "--json").stdout)
+    assert out["n_configs"] == 144 and out["optimum"] == pytest.approx(162.0)
+    t = {(r["strategy"], r["target"]): r for r in out["table"]}
+    assert set(s for s, _ in t) == {"storlab", "optuna-tpe", "random"}
+    assert t[("storlab", 0.05)]["reached_share"] >= 0.75
+    assert plot.stat().st_size > 10_000
