@@ -75,6 +75,9 @@ _SPECS: dict[str, _Spec] = {
                 (1, 1, 1, 0, 1): "finest",
             }),
         }),
+    # PostgreSQL (timm/moot optimize/systems/PostgreSQL.csv, PromiseTune's data): the first
+    # complete pass over the 2^5 x 3^3 grid; `root` is constant and dropped
+    "postgresql": _Spec("postgresql.csv", "Performance-", "minimize", 864, groups={}, derived={}),
 }
 
 NAMES = tuple(_SPECS)
