@@ -151,7 +151,9 @@ def main() -> None:
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
     for n in names:
         if n not in NAMES:
-            sys.exit(f"--datasets: unknown dataset {n!r} (known: {', '.join(NAMES)})")
+            print(f"--datasets: unknown dataset {n!r} (known: {', '.join(NAMES)})",
+                  file=sys.stderr)
+            sys.exit(2)
     results = [bench_one(n, repeats, args.budget, args.seed, args.noise, not args.no_plot)
                for n in names]
 
