@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# storlab's main demo: a Plackett-Burman screening of fio parameters (seed 002's list,
-# trimmed for a scratch file) run for real with fio, stored, exported and analysed.
+# storlab's main demo: tune fio on this machine in 40 runs, the way a storage engineer would
+# want it done: screen (a Latin Hypercube), rank the knobs (Carver's importance), search the
+# ones the screening left open (Optuna TPE), then re-run the best candidates, fio's defaults
+# and the best screened configuration, and compare them (Welch). Every run is real fio.
 #   bash scripts/demo.sh [OUT_DIR]     (make demo runs it with OUT_DIR=demo-out)
 # Runs again resume: finished runs are kept (delete OUT_DIR to start over).
 set -euo pipefail
@@ -11,27 +13,12 @@ command -v fio >/dev/null || { echo "demo: fio is not installed (make sysdeps)" 
 
 mkdir -p "$OUT"
 # The campaign's store and scratch files live next to the campaign file: copy it into OUT.
-cp examples/fio-screening/campaign.yaml examples/fio-screening/space.yaml "$OUT/"
+cp examples/fio-tuning/campaign.yaml examples/fio-tuning/space.yaml "$OUT/"
 
-echo "== 1/4 run: 12 PB configurations x 2 repetitions of 2-s fio runs (a few minutes)"
-"$STORLAB" run "$OUT/campaign.yaml"
+echo "== 1/2 tune: 40 runs of 2-s fio (screen -> importance -> TPE -> confirm), about 2 minutes"
+"$STORLAB" tune "$OUT/campaign.yaml" --plot "$OUT/tune.png" -o "$OUT/tune.json"
 
-echo "== 2/4 results -> $OUT/results.csv (configuration averages), $OUT/runs.csv (per run)"
-"$STORLAB" results "$OUT/campaign.yaml" -o "$OUT/results.csv"
-"$STORLAB" results "$OUT/campaign.yaml" --level run -o "$OUT/runs.csv"
-
-echo "== 3/4 analyze: ranked effects on total bandwidth (log scale: knobs multiply throughput), and a recommendation"
-# The per-repetition rows: the two repetitions give the ANOVA its pure error (12 df), which
-# a saturated 12-run PB of 11 factors does not have on configuration averages.
-"$STORLAB" analyze "$OUT/runs.csv" --response total_bw_bytes --space "$OUT/space.yaml" \
-    --transform log -o "$OUT/effects.json" --json >/dev/null
-"$STORLAB" analyze "$OUT/runs.csv" --response total_bw_bytes --space "$OUT/space.yaml" \
-    --transform log
-
-echo "== 4/4 confirm: the recommended configuration against the best measured one, 3 runs each"
-PY="$(dirname "$STORLAB")/python"
-"$PY" scripts/demo_confirm.py prepare "$OUT" total_bw_bytes
-"$STORLAB" run "$OUT/confirm.yaml"
-"$STORLAB" results "$OUT/confirm.yaml" --level run -o "$OUT/confirm_runs.csv"
-"$PY" scripts/demo_confirm.py compare "$OUT" total_bw_bytes
-echo "demo: outputs in $OUT/ (campaign.db, results.csv, runs.csv, effects.json, confirm.db)"
+echo "== 2/2 report: $OUT/report.html (tuning section, results, effects)"
+"$STORLAB" report "$OUT/campaign.yaml" -o "$OUT/report.html" >/dev/null
+"$STORLAB" results "$OUT/campaign.yaml" --level run -o "$OUT/runs.csv" >/dev/null
+echo "demo: outputs in $OUT/ (tune.db, tune.json, tune.png, runs.csv, report.html)"

@@ -71,6 +71,7 @@ class Factor:
     center: Any = None
     unit: str = ""
     description: str = ""
+    default: Any = None  # the system's own setting (the baseline a tuner must beat)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -187,6 +188,8 @@ class Factor:
             d["unit"] = self.unit
         if self.description:
             d["description"] = self.description
+        if self.default is not None:
+            d["default"] = plain(self.default)
         return d
 
 
@@ -260,6 +263,12 @@ class Space:
             if not c(config):
                 raise SpaceError(f"configuration {dict(config)} violates {c.text!r}", None,
                                  "constraints")
+
+    def defaults(self) -> dict[str, Any] | None:
+        """The default configuration, when every factor declares its `default`."""
+        if any(f.default is None for f in self.factors):
+            return None
+        return {f.name: f.default for f in self.factors}
 
     def subspace(self, names: Iterable[str]) -> Space:
         """The space restricted to `names` (constraints that name only those factors kept)."""
@@ -336,7 +345,7 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         return SpaceError(msg, source, f"factor {name!r}")
 
     known = {"name", "kind", "values", "range", "log", "low", "high", "center", "unit",
-             "description", "levels"}
+             "description", "levels", "default"}
     extra = sorted(set(spec) - known)
     if extra:
         raise err(f"unknown field(s) {extra}")
@@ -390,6 +399,10 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
     center = spec.get("center")
     f = Factor(name, kind, values, rng, log, low, high, center, str(spec.get("unit", "")),
                str(spec.get("description", "")))
+    if "default" in spec:
+        if not f.contains(spec["default"]):
+            raise err(f"default {spec['default']!r} is not one of the factor's values")
+        f.default = spec["default"]
     if f.numeric:
         try:
             f.low, f.high = _as_kind(parse_size(low), kind), _as_kind(parse_size(high), kind)

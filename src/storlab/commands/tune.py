@@ -130,6 +130,11 @@ def _print_tune(res: Any, data: dict[str, Any]) -> None:
         else:
             console.print(f"recommended vs baseline: {100 * cmp['change']:+.1f} %, "
                           f"{cmp['verdict']}")
+    scr, cs = data.get("best_screened"), data.get("comparison_screened")
+    if scr is not None and cs is not None and scr["config"] != b["config"]:
+        console.print(f"best screened: {_num(scr['value'])} +/- {_num(scr['std'])} over "
+                      f"{scr['runs']} runs; recommended vs best screened: "
+                      f"{100 * cs['change']:+.1f} %, {cs['verdict']}")
     if data["pareto"]:
         console.print(f"Pareto front: {len(data['pareto'])} measured configurations "
                       "(--json for all)")

@@ -61,6 +61,7 @@ class ReportInput:
     repetitions: int | None = None
     runner: str = ""
     runner_options: dict[str, Any] = field(default_factory=dict)
+    tuning: Any = None                 # storlab.tune.result.TuneResult (tuning campaigns)
 
     @property
     def factors(self) -> list[str]:
@@ -77,7 +78,13 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
     camp = Campaign.load(path)
     spec = camp.spec
     meta, origin = None, ""
-    if spec.design.kind is not None:
+    tuning = None
+    if camp.adaptive:
+        if camp.store_path.exists():
+            from ..tune.result import result_from_campaign
+
+            tuning = result_from_campaign(camp)
+    elif spec.design.kind is not None:
         from ..design import make_design
 
         d = spec.design
@@ -114,7 +121,7 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
                        results=results, space=camp.space, design_meta=meta,
                        design_origin=origin, runs=pd.DataFrame(rows), level=level,
                        repetitions=spec.repetitions, runner=spec.runner.type,
-                       runner_options=dict(spec.runner.options))
+                       runner_options=dict(spec.runner.options), tuning=tuning)
 
 
 def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",
@@ -265,8 +272,8 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
     with warnings.catch_warnings(), styled():
         warnings.simplefilter("ignore")  # numerical chatter of tiny designs; notes say more
         sections.append(_overview(inp, resp))
-        for s in (_space_section(inp), _design_section(inp), _progress_section(inp, data),
-                  _results_section(inp, resp)):
+        for s in (_space_section(inp), _design_section(inp), _tuning_section(inp, data),
+                  _progress_section(inp, data), _results_section(inp, resp)):
             if s is not None:
                 sections.append(s)
         for r in resp:
@@ -463,6 +470,51 @@ def _spell(word: str, legend: dict[str, str]) -> str:
 
 def _roman(n: int) -> str:
     return {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}.get(int(n), str(n))
+
+
+def _tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
+    """Best-so-far against runs with the phases, the confirmed configurations, the
+    recommendation against the baseline (Welch), the Pareto front for two objectives."""
+    res = inp.tuning
+    if res is None or not res.history:
+        return None
+    d = res.to_dict()
+    data["tuning"] = {k: v for k, v in d.items() if k != "history"}
+    name = d["response"]
+    unit = _unit(inp, name)
+    phases = ", ".join(f"{k} {v}" for k, v in d["phases"].items())
+    html = [f"<h2>Tuning</h2><p>Strategy <b>{H.esc(d['strategy'])}</b>: {d['runs']} of "
+            f"{d['budget']} runs ({H.esc(phases)}). The recommendation is the best "
+            "<em>measured</em> configuration after the confirmation re-runs, never a "
+            "model's prediction.</p>"]
+    b = d["best"]
+    if b is not None:
+        facts: list[tuple[str, Any]] = [
+            ("recommended", ", ".join(f"{k}={v}" for k, v in b["config"].items())),
+            (f"its {name}", f"{_qty(b['value'], unit)} ± {_qty(b['std'], unit)} over "
+                            f"{b['runs']} runs")]
+        for label, key, cmpkey in (("baseline", "baseline", "comparison"),
+                                   ("best screened", "best_screened", "comparison_screened")):
+            e, c = d.get(key), d.get(cmpkey)
+            if e is None or (key == "best_screened" and c is None):
+                continue
+            kind = f" ({e['kind']})" if "kind" in e else ""
+            facts.append((f"{label}{kind}", f"{_qty(e['value'], unit)} ± "
+                                            f"{_qty(e['std'], unit)} over {e['runs']} runs"))
+            if c is not None and e["config"] != b["config"]:
+                facts.append((f"recommended vs {label}",
+                              f"{100 * c['change']:+.1f} %, {c['verdict']}"))
+            elif e["config"] == b["config"]:
+                facts.append((f"recommended vs {label}", "the same configuration"))
+        html.append(H.dl_html(facts))
+    html.append(H.figure_html(res.plot(), "Tuning convergence",
+                              "Each run's value by phase and the best so far"
+                              + ("; right: the measured Pareto front" if d["pareto"] else "")))
+    t = res.table()
+    if len(t):
+        html.append(H.table_html(t, caption="Confirmed configurations, best first",
+                                 sortable=False))
+    return Section("tuning", "Tuning", "".join(html))
 
 
 def _progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:

@@ -98,6 +98,7 @@ class TuneEvalResult:
         for t in self.targets:
             ax.axhline(100 * t, color="gray", lw=0.8, ls=":")
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=0)  # a gap is never negative
         ax.set_xlabel("runs executed")
         ax.set_ylabel(f"gap of best {self.response} so far to the optimum (%)")
         ax.set_title(f"Tuning on {self.n_configs} measured configurations "

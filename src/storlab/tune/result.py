@@ -97,16 +97,21 @@ class TuneResult:
         c = self.confirmed()
         return c[0] if c else None
 
-    def baseline(self) -> Entry | None:
-        t = self.tally
-        if self.baseline_config is not None:
-            e = t.entries.get(config_key(self.baseline_config))
-            return e if e is not None and e.n else None
-        screened = [e for e in t.ranked() if e.first_phase == "screen"]
+    def best_screened(self) -> Entry | None:
+        """The best configuration of the first batch: what a screening alone would give."""
+        screened = [e for e in self.tally.ranked() if e.first_phase == "screen"]
         return screened[0] if screened else None
 
-    def comparison(self) -> Comparison | None:
-        b, base = self.best(), self.baseline()
+    def baseline(self) -> Entry | None:
+        """The default configuration when there is one, else the best screened one."""
+        if self.baseline_config is not None:
+            e = self.tally.entries.get(config_key(self.baseline_config))
+            return e if e is not None and e.n else None
+        return self.best_screened()
+
+    def comparison(self, against: Entry | None = None) -> Comparison | None:
+        """Welch's test of the recommendation against the baseline (or `against`)."""
+        b, base = self.best(), against or self.baseline()
         if b is None or base is None:
             return None
         ob = self.objectives[0]
@@ -135,6 +140,7 @@ class TuneResult:
 
     def to_dict(self) -> dict[str, Any]:
         b, base, cmp = self.best(), self.baseline(), self.comparison()
+        scr = self.best_screened()
         base_kind = "default configuration" if self.baseline_config is not None else \
             "best screened configuration"
         hist = []
@@ -154,6 +160,9 @@ class TuneResult:
             "best": None if b is None else self.entry_dict(b),
             "baseline": None if base is None else {"kind": base_kind, **self.entry_dict(base)},
             "comparison": None if cmp is None else cmp.to_dict(),
+            "best_screened": None if scr is None else self.entry_dict(scr),
+            "comparison_screened": None if scr is None or self.baseline_config is None
+            else self.comparison(scr).to_dict(),  # type: ignore[union-attr]
             "candidates": [self.entry_dict(e) for e in self.confirmed()],
             "pareto": [self.entry_dict(e) for e in self.pareto()],
             "history": hist,

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..campaign.sources import Observation, Proposal
 from ..campaign.spec import DesignSpec
+from ..jsonutil import plain
 from ..space import Space
 from .domain import Domain
 from .strategies import Objective, Strategy, TuneError, TuneSettings, make_strategy
@@ -97,6 +98,11 @@ def make_source(space: Space, design: DesignSpec, seed: int) -> TuneSource:
     domain = Domain(space)
     objectives = objectives_from(space, design.objectives)
     baseline = None
+    if design.baseline is None and space.defaults() is not None:
+        baseline = {n: plain(v) for n, v in space.defaults().items()}  # type: ignore[union-attr]
+        if not domain.feasible(baseline):
+            raise TuneError(f"the space's default configuration {baseline} violates its "
+                            "constraints")
     if design.baseline is not None:
         missing = [n for n in space.names if n not in design.baseline]
         extra = [n for n in design.baseline if n not in space.names]

@@ -199,8 +199,7 @@ class Strategy:
         """The space's default (given) configuration, else the best screened one."""
         if self.s.baseline is not None:
             return tally.entries.get(config_key(self.s.baseline))
-        screened = [e for e in tally.ranked() if e.first_phase == "screen"]
-        return screened[0] if screened else None
+        return self.best_screened(tally)
 
     def candidates(self, tally: Tally) -> list[Entry]:
         """Who gets confirmed, most important first: the best (or the Pareto front, spread
@@ -218,8 +217,16 @@ class Strategy:
         base = self.baseline(tally)
         if base is not None and base not in out:
             out.append(base)
+        screened = self.best_screened(tally)
+        if screened is not None and screened not in out:
+            out.append(screened)
         out += [e for e in top[1:] if e not in out]
         return out
+
+    def best_screened(self, tally: Tally) -> Entry | None:
+        """The best configuration the first batch measured (what a screening alone gives)."""
+        screened = [e for e in tally.ranked() if e.first_phase == "screen"]
+        return screened[0] if screened else None
 
     def reserve(self, tally: Tally) -> int:
         return sum(max(0, self.s.confirm_runs - e.n) for e in self.candidates(tally))
