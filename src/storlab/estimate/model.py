@@ -1002,11 +1002,74 @@ def samples_from_table(df: pd.DataFrame, read_pct: str | None = None, size: str 
     return out
 
 
+def is_mix(value: Any) -> bool:
+    """A size cell that names a size mix ('4k:0.8,64k:0.2'), as `estimate measure --runs`
+    writes for its mixed-size runs."""
+    return isinstance(value, str) and (":" in value or "," in value)
+
+
+def split_table(df: pd.DataFrame, size: str | None = None
+                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(single-size rows, mixed-size rows, notes). Rows with a `status` other than ok
+    (failed runs, or runs `estimate measure` refused) are left out, and said so."""
+    notes = []
+    if "status" in df.columns:
+        bad = df["status"].astype(str) != "ok"
+        if bad.any():
+            counts = df.loc[bad, "status"].value_counts().to_dict()
+            notes.append(f"{int(bad.sum())} rows left out by their status "
+                         f"({', '.join(f'{k}: {v}' for k, v in counts.items())})")
+        df = df[~bad]
+    size_col = _find(df, size, SIZE_NAMES, "I/O size")
+    mixed = df[size_col].map(is_mix).astype(bool)
+    if mixed.any():
+        notes.append(f"{int(mixed.sum())} mixed-size rows set aside as checks of the "
+                     "size-mix rules")
+    return df[~mixed], df[mixed], notes
+
+
+def mixed_checks(model: RWModel, mixed: pd.DataFrame, confidence: float = 0.95,
+                 read_pct: str | None = None, size: str | None = None,
+                 source: str = "table") -> pd.DataFrame:
+    """Measured mixed-size rows (size cell '4k:0.8,64k:0.2') against both mix rules."""
+    if mixed.empty:
+        return pd.DataFrame()
+    pct_col = _find(mixed, read_pct, READ_PCT_NAMES, "read percentage")
+    size_col = _find(mixed, size, SIZE_NAMES, "I/O size")
+    t_col = next((c for c in ("total_iops", "iops") if c in mixed.columns), None)
+    if t_col is None:
+        if not {"read_iops", "write_iops"} <= set(mixed.columns):
+            raise EstimateError(f"{source}: mixed-size rows need total_iops or read_iops and "
+                                "write_iops")
+        mixed = mixed.assign(total_iops=mixed["read_iops"] + mixed["write_iops"])
+        t_col = "total_iops"
+    rows = []
+    for (spec, pct), g in mixed.groupby([size_col, pct_col], sort=False):
+        p = check_read_pct(pct)
+        vals = g[t_col].to_numpy(dtype=float)
+        if not np.all(vals > 0):
+            raise EstimateError(f"{source}: mix {spec} at {p:g}% read has a throughput <= 0")
+        meas = float(vals.mean())
+        for rule in MIXES:
+            pr = model.predict(p, spec, mix=rule, confidence=confidence)
+            pred = pr.value()
+            rows.append({"mix": spec, "read_pct": p, "rule": rule, "n": len(vals),
+                         "measured_iops": meas, "predicted_iops": pred,
+                         "pred_lo": pr.value("total_iops_lo"),
+                         "pred_hi": pr.value("total_iops_hi"), "interval": pr.interval,
+                         "error_pct": 100.0 * (pred - meas) / meas})
+    return pd.DataFrame(rows)
+
+
 def fit_table(df: pd.DataFrame, method: str = "auto", spread_threshold: float = 0.10,
               read_pct: str | None = None, size: str | None = None, read: str | None = None,
               write: str | None = None, total: str | None = None, source: str = "table",
               meta: Mapping[str, Any] | None = None) -> RWModel:
-    """Fit the model from a tidy results table (one row per run; replicates allowed)."""
+    """Fit the model from a tidy results table (one row per run; replicates allowed).
+    Mixed-size rows and rows whose status is not ok are left out (see `split_table`)."""
+    df, _, notes = split_table(df, size)
+    if notes:
+        meta = {**(meta or {}), "table_notes": notes}
     samples = samples_from_table(df, read_pct, size, read, write, total, source)
     cells: dict[int, list[Cell]] = {}
     for b, by_pct in samples.items():
