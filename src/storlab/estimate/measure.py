@@ -266,16 +266,25 @@ class Target:
     """Where fio does its I/O: a scratch file (in the campaign directory by default, or a
     given file or directory) or a whole block device."""
 
-    path: Path
+    path: Path | None
     device: bool
     ours: bool  # a file storlab creates and removes
 
     @classmethod
-    def resolve(cls, target: Path | None, campaign_dir: Path, allow_destructive: bool
-                ) -> Target:
+    def resolve(cls, target: Path | None, campaign_dir: Path, allow_destructive: bool,
+                ioengine: str = "libaio") -> Target:
         """Check a target the way fio will use it. A block device, or an existing file
-        that this measurement did not create, needs `allow_destructive`."""
+        that this measurement did not create, needs `allow_destructive`. An engine that
+        does its I/O elsewhere (rbd: pool and image given as --fio-option) has none."""
+        from ..campaign.runners.fio import REMOTE_ENGINES
+
         marker = campaign_dir / MARKER
+        if ioengine in REMOTE_ENGINES:
+            if target is not None:
+                raise EstimateError(f"--target {target}: the {ioengine} engine does its I/O "
+                                    "elsewhere; name it with --fio-option (e.g. pool=, "
+                                    "rbdname=)")
+            return cls(None, False, False)
         if target is None:
             return cls(campaign_dir / "data" / DATA_NAME, False, True)
         t = Path(target).absolute()
@@ -330,7 +339,9 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
     table = table[list(factors)]
     table["block"] = [r.replicate for r in runs]
     options: dict[str, Any] = dict(plan.options)
-    if "direct" not in options:
+    if target.path is None:
+        pass  # a remote engine (rbd): fio's engine options name the target
+    elif "direct" not in options:
         if target.device:
             options["direct"] = 1
         else:
@@ -342,11 +353,13 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
                              "flatter reads and absorb writes")
     rt = (int(plan.runtime) if float(plan.runtime).is_integer()
           else f"{round(plan.runtime * 1000)}ms")  # fio's runtime: whole seconds or a unit
-    options.update({"filename": str(target.path), "runtime": rt, "time_based": 1,
-                    "norandommap": 1, **fixed})
-    if not target.device or "size" in plan.options:
-        options.setdefault("size", plan.file_size)
-    if allow_destructive or not target.path.is_relative_to(campaign_dir):
+    options.update({"runtime": rt, "time_based": 1, "norandommap": 1, **fixed})
+    if target.path is not None:
+        options["filename"] = str(target.path)
+        if not target.device or "size" in plan.options:
+            options.setdefault("size", plan.file_size)
+    if allow_destructive or (target.path is not None
+                             and not target.path.is_relative_to(campaign_dir)):
         # Target.resolve has applied the destructive-target rule already, knowing what the
         # runner cannot: that a file left by a killed measurement is this campaign's own
         # scratch file (and that /dev/shm/... is a file, not a device node)
@@ -544,10 +557,10 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
     if campaign_dir.exists() and not campaign_dir.is_dir():
         raise EstimateError(f"--campaign {campaign_dir}: not a directory")
     tgt = Target.resolve(Path(target) if target is not None else None, campaign_dir,
-                         allow_destructive)
+                         allow_destructive, str(plan.options.get("ioengine", "")))
     path, planned, notes = write_campaign(plan, campaign_dir, tgt, allow_destructive)
     marker = campaign_dir / MARKER
-    if tgt.ours:
+    if tgt.ours and tgt.path is not None:
         # our own scratch file, left by a killed run: fio lays it out again
         tgt.path.unlink(missing_ok=True)
         marker.write_text(f"{tgt.path}\n")
@@ -582,7 +595,7 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
             raise EstimateError(str(exc)) from None
         raise
     finally:
-        if tgt.ours:
+        if tgt.ours and tgt.path is not None:
             tgt.path.unlink(missing_ok=True)
             marker.unlink(missing_ok=True)
     notes.append(f"machine load (1 min) {load0:.2f} at the start, "
@@ -611,6 +624,6 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
     fio_opts = camp.runner_options()
     notes.append("fio " + " ".join(f"{k}={v}" for k, v in fio_opts.items()
                                     if k not in ("filename", "allow_destructive"))
-                 + f", target {tgt.path}")
+                 + (f", target {tgt.path}" if tgt.path else ""))
     return MeasureResult(plan, runs, model, _checks(model, ok, plan, confidence), notes,
                          campaign_dir)
