@@ -41,15 +41,20 @@ def storlab(*args: str) -> str:
 
 
 def main() -> None:
+    global OUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runtime", default="3")
     ap.add_argument("--repeat", default="3")
     ap.add_argument("--osds", type=int, default=3)
+    ap.add_argument("--numjobs", default="4", help="fio jobs, each a librbd client")
+    ap.add_argument("--iodepth", default="8")
+    ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--keep-cluster", action="store_true")
     ap.add_argument("--base", default="/tmp/storlab-estimate-ceph",
                     help="Directory of the example's own cluster.")
     ap.add_argument("--report", action="store_true", help="Only rewrite out/summary.md.")
     args = ap.parse_args()
+    OUT = args.out
     if not args.report:
         from storlab.clusters import get_cluster
         from storlab.clusters.ceph import CephOptions
@@ -71,13 +76,14 @@ def main() -> None:
             load = os.getloadavg()
             storlab("estimate", "measure", "--ioengine", "rbd", "-O", f"pool={st['pool']}",
                     "-O", f"rbdname={st['image']}", "-O", "clientname=admin",
-                    "-O", "numjobs=4", "--iodepth", "8", "--sizes", "4k,64k",
+                    "-O", f"numjobs={args.numjobs}", "--iodepth", args.iodepth, "--sizes", "4k,64k",
                     "--repeat", args.repeat, "--validate", "30,50,70", "--mixed", MIX,
                     "--mixed-pcts", "30,70", "--runtime", args.runtime, "--seed", "4",
                     "--campaign", str(OUT / "campaign"), "--runs", str(OUT / "runs.csv"),
                     "--save-model", str(OUT / "model.json"), "-o", str(OUT / "measure.json"))
             meta = {"cluster": f"{st['osds']} OSD(s), {st['store']}, {st['replicas']}x "
                                "replication, one host",
+                    "fio": f"{args.numjobs} job(s) x iodepth {args.iodepth}",
                     "load_before": load, "load_after": os.getloadavg(),
                     "runtime": args.runtime, "repeat": args.repeat}
             (OUT / "cluster.json").write_text(json.dumps(meta) + "\n")
@@ -103,7 +109,8 @@ def summarize() -> None:
     lines = [
         "# estimate-ceph: measured on this machine",
         "",
-        f"cluster: {meta['cluster']}; fio rbd engine, 4 jobs x iodepth 8, norandommap, "
+        f"cluster: {meta['cluster']}; fio rbd engine, {meta.get('fio', '4 jobs x iodepth 8')}"
+        ", norandommap, "
         f"{meta['runtime']} s runs, {meta['repeat']} shuffled rounds; machine load "
         f"(1/5/15 min) {lb[0]:.2f}/{lb[1]:.2f}/{lb[2]:.2f} before, "
         f"{la[0]:.2f}/{la[1]:.2f}/{la[2]:.2f} after",

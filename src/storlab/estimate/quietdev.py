@@ -79,9 +79,11 @@ def _write(path: Path, text: str) -> None:
 
 
 @contextmanager
-def quiet_device(size: str | int = "1g", kinds: tuple[str, ...] = ("zram", "loop")
-                 ) -> Iterator[QuietDevice]:
-    """A fresh ext4 file system on a memory-backed device; raises QuietDeviceError with
+def quiet_device(size: str | int = "1g", kinds: tuple[str, ...] = ("zram", "loop"),
+                 mountpoint: str | Path | None = None) -> Iterator[QuietDevice]:
+    """A fresh ext4 file system on a memory-backed device, mounted on a new temporary
+    directory or on `mountpoint` (an empty directory, created if missing: a fixed path
+    keeps a campaign's target the same when it is resumed); raises QuietDeviceError with
     every reason when none of `kinds` can be made."""
     if os.geteuid() != 0:
         raise QuietDeviceError("a quiet device needs root (zram or loop device, mount)")
@@ -95,7 +97,13 @@ def quiet_device(size: str | int = "1g", kinds: tuple[str, ...] = ("zram", "loop
         try:
             dev = (_zram if kind == "zram" else _loop)(stack, nbytes)
             _run(["mkfs.ext4", "-q", "-F", "-E", "nodiscard", str(dev)])
-            mnt = Path(tempfile.mkdtemp(prefix=f"storlab-{kind}-"))
+            if mountpoint is None:
+                mnt = Path(tempfile.mkdtemp(prefix=f"storlab-{kind}-"))
+            else:
+                mnt = Path(mountpoint)
+                mnt.mkdir(parents=True, exist_ok=True)
+                if os.path.ismount(mnt) or any(mnt.iterdir()):
+                    raise QuietDeviceError(f"mount point {mnt} is in use or not empty")
             stack.callback(os.rmdir, mnt)
             _run(["mount", str(dev), str(mnt)])
             stack.callback(_run, ["umount", str(mnt)])
