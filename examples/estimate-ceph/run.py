@@ -1,13 +1,15 @@
 """Seed 004's read/write-mix model on Ceph block storage (the seed's Ceph setting at this
 machine's scale): a single-host cluster with 3 OSDs (memstore) and 3x replication, fio's
-rbd engine on an RBD image, 4 jobs x iodepth 8, 4k and 64k random I/O.
+rbd engine on an RBD image, 1 job x iodepth 32 (`--numjobs 4 --iodepth 8 --out
+out/4jobs` for four librbd clients on the one image: the mixes then ran below both
+endpoints), 4k and 64k random I/O.
 
 `storlab estimate measure --ioengine rbd` fits f_rw per size from 100 % read and 100 %
 write, checks it at 30/50/70 % read and on the mix 4k:0.8,64k:0.2 (both mixing rules), in
 shuffled rounds, as a resumable campaign in out/campaign/. librados finds the cluster
 through CEPH_CONF.
 
-    sudo .venv/bin/python examples/estimate-ceph/run.py     # ~10 minutes here
+    sudo .venv/bin/python examples/estimate-ceph/run.py     # ~4 minutes here
     .venv/bin/python examples/estimate-ceph/run.py --report  # summary from out/ only
 
 Brings Ceph up if it is down (and down again at the end); writes
@@ -46,8 +48,8 @@ def main() -> None:
     ap.add_argument("--runtime", default="3")
     ap.add_argument("--repeat", default="3")
     ap.add_argument("--osds", type=int, default=3)
-    ap.add_argument("--numjobs", default="4", help="fio jobs, each a librbd client")
-    ap.add_argument("--iodepth", default="8")
+    ap.add_argument("--numjobs", default="1", help="fio jobs, each a librbd client")
+    ap.add_argument("--iodepth", default="32")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--keep-cluster", action="store_true")
     ap.add_argument("--base", default="/tmp/storlab-estimate-ceph",
@@ -59,7 +61,7 @@ def main() -> None:
         from storlab.clusters import get_cluster
         from storlab.clusters.ceph import CephOptions
 
-        OUT.mkdir(exist_ok=True)
+        OUT.mkdir(parents=True, exist_ok=True)
         # a cluster of its own (own directory, free port): others may run one meanwhile
         ceph = get_cluster("ceph", base=args.base)
         started_here = ceph.state() is None
