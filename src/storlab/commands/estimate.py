@@ -258,8 +258,8 @@ def measure_cmd(
     mixed_pcts: Optional[str] = typer.Option(None, "--mixed-pcts",
                                              help="Read percentages of the --mixed runs."),
     runtime: float = typer.Option(3.0, "--runtime", help="Seconds per fio run."),
-    file_size: str = typer.Option("256m", "--file-size", help="Scratch file size (or the "
-                                  "part of a device to use)."),
+    file_size: str = typer.Option("256m", "--file-size", help="Scratch file size (a device "
+                                  "is used whole unless -O size=...)."),
     campaign: Path = typer.Option(Path("estimate-measure"), "--campaign",
                                   help="Campaign directory: design, store and scratch. The "
                                        "same command resumes it."),
