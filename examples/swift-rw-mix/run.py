@@ -73,7 +73,7 @@ def evaluate() -> pd.DataFrame:
     rows = []
     for (pct, size), g in runs.groupby(["read_pct", "object_size"], sort=False):
         props = parse_sizes(size)
-        pred = model.predict(float(pct), props).table()
+        pred = model.predict(float(pct), props, mix="slides").table()
         tot = pred[pred["size"] == "total"].iloc[0]
         harm = model.predict(float(pct), props, mix="harmonic").table()
         harm_tot = harm[harm["size"] == "total"].iloc[0]["total_iops"]

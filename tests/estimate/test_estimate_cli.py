@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -47,7 +49,7 @@ def test_fit_then_predict_json(capsys, tmp_path, results) -> None:
     assert fits["64k"]["f_rw"] == pytest.approx(0.5)
     assert model.exists()
     code, out, _ = _run(capsys, "estimate", "predict", "--model", str(model), "--read-pct",
-                        "70", "--sizes", "4k:0.8,64k:0.2", "--json")
+                        "70", "--sizes", "4k:0.8,64k:0.2", "--mix", "slides", "--json")
     assert code == 0
     rows = {r["size"]: r for r in json.loads(out)["rows"]}
     total = 100 * (0.8 * 1000 / 130 + 0.2 * 200 / 85)
@@ -101,46 +103,114 @@ def test_fit_errors(capsys, tmp_path) -> None:
     assert code == 2 and "no such model file" in err
 
 
+def test_predict_default_rule_is_harmonic(capsys, tmp_path, results) -> None:
+    model = tmp_path / "m.json"
+    assert _run(capsys, "estimate", "fit", str(results), "--save-model", str(model),
+                "--json")[0] == 0
+    rows = {}
+    for extra in ([], ["--mix", "harmonic"], ["--mix", "slides"]):
+        code, out, err = _run(capsys, "estimate", "predict", "-m", str(model), "-r", "70",
+                              "-s", "4k:0.8,64k:0.2", "--json", *extra)
+        assert code == 0, err
+        data = json.loads(out)
+        rows[tuple(extra)] = [r for r in data["rows"] if r["size"] == "total"][0]["total_iops"]
+    harmonic = 1 / (0.8 / (100 * 1000 / 130) + 0.2 / (100 * 200 / 85))
+    assert rows[()] == pytest.approx(harmonic)
+    assert rows[("--mix", "harmonic")] == pytest.approx(harmonic)
+    assert rows[("--mix", "slides")] == pytest.approx(100 * (0.8 * 1000 / 130 + 0.2 * 200 / 85))
+    # two anchors per size: the interval says it carries the noise only
+    assert "noise only" in data["interval"]
+
+
+@pytest.mark.parametrize("rows, message", [
+    # a mid-mix row with zero throughput next to good anchors (issue 13: was accepted)
+    ({"read_pct": [100, 0, 50], "read_iops": [20000, 0, 0], "write_iops": [0, 10000, 0]},
+     "size 4k: read 50%: read throughput is 0"),
+    ({"read_pct": [100, 0, 50], "read_iops": [20000, 0, 5000], "write_iops": [0, 10000, -1]},
+     "must be finite and >= 0"),
+    ({"read_pct": [100, 0], "read_iops": [0, 0], "write_iops": [0, 10000]},
+     "100% read throughput is 0"),
+])
+def test_zero_or_negative_throughput_anywhere(capsys, tmp_path, rows, message) -> None:
+    path = tmp_path / "bad.csv"
+    n = len(rows["read_pct"])
+    pd.DataFrame({"size": ["4k"] * n, **rows}).to_csv(path, index=False)
+    code, out, err = _run(capsys, "estimate", "fit", str(path))
+    assert code == 2, out
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_hand_written_model_with_zero_is_refused(capsys, tmp_path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"sizes": [{"size": "4k", "read_iops": 1000,
+                                           "write_iops": 0}]}))
+    code, _, err = _run(capsys, "estimate", "predict", "-m", str(path), "-r", "50")
+    assert code == 2 and "100% write throughput is 0" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
 
+@pytest.fixture
+def shm():
+    base = Path("/dev/shm")
+    if not base.is_dir():
+        pytest.skip("no /dev/shm")
+    d = base / f"storlab-test-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @needs_fio
-def test_measure_runs_fio_for_real(capsys, tmp_path) -> None:
-    model = tmp_path / "m.json"
-    code, out, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--repeat", "1",
-                          "--validate", "50", "--runtime", "1", "--file-size", "8m",
-                          "--dir", str(tmp_path), "--seed", "1", "--save-model", str(model),
-                          "--json")
+@pytest.mark.xdist_group("fio")
+def test_measure_runs_fio_for_real(capsys, tmp_path, shm) -> None:
+    model, runs = tmp_path / "m.json", tmp_path / "runs.csv"
+    code, out, err = _run(capsys, "estimate", "measure", "--sizes", "4k,64k", "--repeat", "2",
+                          "--validate", "50", "--mixed", "4k:0.8,64k:0.2",
+                          "--runtime", "1", "--file-size", "16m",
+                          "--campaign", str(tmp_path / "camp"), "--target", str(shm),
+                          "-O", "numjobs=1", "--seed", "1", "--save-model", str(model),
+                          "--runs", str(runs), "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert [r["status"] for r in data["runs"]] == ["ok"] * 3
-    by_pct = {r["read_pct"]: r for r in data["runs"]}
+    assert len(data["runs"]) == 2 * (2 * 3 + 1)
+    assert {r["status"] for r in data["runs"]} == {"ok"}
+    pure = [r for r in data["runs"] if r["kind"] == "anchor" and r["size"] == "4k"]
+    by_pct = {r["read_pct"]: r for r in pure}
     assert by_pct[100.0]["write_iops"] == 0 and by_pct[100.0]["read_iops"] > 0
     assert by_pct[0.0]["read_iops"] == 0 and by_pct[0.0]["write_iops"] > 0
-    assert by_pct[50.0]["read_iops"] > 0 and by_pct[50.0]["write_iops"] > 0
-    fit = data["fits"][0]
-    assert fit["f_rw"] == pytest.approx(by_pct[100.0]["read_iops"] / by_pct[0.0]["write_iops"])
-    check = [c for c in data["checks"] if c["kind"] == "validate"][0]
-    assert check["error_pct"] == pytest.approx(
-        100 * (check["predicted_iops"] - check["measured_iops"]) / check["measured_iops"])
+    fit = [f for f in data["fits"] if f["size"] == "4k"][0]
+    reads = [r["read_iops"] for r in pure if r["read_pct"] == 100.0]
+    writes = [r["write_iops"] for r in pure if r["read_pct"] == 0.0]
+    assert fit["f_rw"] == pytest.approx((sum(reads) / 2) / (sum(writes) / 2))
+    # the 50% mixes measured the model's error: intervals include it
+    assert all(c["interval"] == "noise + model error" for c in data["checks"])
     assert RWModel.load(model).fit_for("4k").f_rw == pytest.approx(fit["f_rw"])
-    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]  # scratch file removed
-
-
-@needs_fio
-def test_measure_falls_back_to_buffered_io(capsys, tmp_path, monkeypatch) -> None:
-    from storlab.estimate import measure
-    monkeypatch.setattr(measure, "probe_direct", lambda d: (False, f"{d} rejects O_DIRECT"))
-    plan = measure.MeasurePlan.build("4k", repeat=1, runtime=1, file_size="4m")
-    res = measure.run_plan(plan, directory=tmp_path)
-    assert any("direct=0" in n for n in res.notes)
-    assert "direct=0" in res.notes[-1]  # the fio options actually used
-    assert (res.runs["status"] == "ok").all()
+    assert "numjobs=1" in data["notes"][-1]
+    assert list(shm.iterdir()) == []  # the scratch file is removed
+    # whatever storlab writes, storlab reads (issue 15: the mixed rows broke `fit`)
+    code, out, err = _run(capsys, "estimate", "fit", str(runs), "--method", "anchors",
+                          "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert [f["f_rw"] for f in again["fits"]] == pytest.approx([f["f_rw"] for f in
+                                                                data["fits"]])
+    assert {m["rule"] for m in again["mixed"]} == {"harmonic", "slides"}
 
 
 def test_measure_bad_options(capsys, tmp_path) -> None:
     code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--mixed", "8k:1")
     assert code == 2 and "8k, which --sizes does not measure" in err
-    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k",
-                        "--dir", str(tmp_path / "nope"))
-    assert code == 2 and "not a directory" in err
+    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--campaign",
+                        str(tmp_path / "c"), "--target", str(tmp_path / "nope" / "f"))
+    assert code == 2 and "does not exist" in err
+    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "-O", "bs=8k")
+    assert code == 2 and "--fio-option bs" in err
+    precious = tmp_path / "precious.dat"
+    precious.write_text("data")
+    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--campaign",
+                        str(tmp_path / "c"), "--target", str(precious))
+    assert code == 2 and "--allow-destructive" in err
+    assert precious.read_text() == "data"

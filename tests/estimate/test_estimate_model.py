@@ -44,7 +44,7 @@ def test_endpoints_are_reproduced(two_sizes: RWModel) -> None:
 
 
 def test_mixed_sizes_slides_formula_by_hand(two_sizes: RWModel) -> None:
-    pr = two_sizes.predict(70, "4k:0.8,64k:0.2")
+    pr = two_sizes.predict(70, "4k:0.8,64k:0.2", mix="slides")
     k4 = 1000 / (70 + 30 * 2.0)
     k64 = 200 / (70 + 30 * 0.5)
     total = 100 * (0.8 * k4 + 0.2 * k64)  # T_total = 100 * sum P_i k_i
@@ -103,7 +103,9 @@ def test_spread_warning_when_c_not_invariant() -> None:
     c = sf.capacities()  # f=2: 1000, 600+1200=1800, 1000
     assert c == pytest.approx([1000, 1800, 1000])
     assert sf.c_spread == pytest.approx(800 / np.mean(c))
-    assert len(m.warnings) == 1 and "4k" in m.warnings[0]
+    assert len(m.warnings) == 2 and "4k" in m.warnings[0]
+    # the 50% mix is faster than both endpoints: the model's shape cannot reach it
+    assert "above both endpoints" in m.warnings[1]
     assert not bool(m.table().loc[0, "invariant"])
     # the held-out mix is reported with its error
     v = m.validation().set_index("read_pct")
@@ -306,3 +308,72 @@ def test_plots_return_figures(two_sizes: RWModel) -> None:
     assert len(ax.lines) >= 2  # one model line per size
     fig2 = two_sizes.predict(70, "4k:0.8,64k:0.2").plot(points=11)
     assert fig2.axes[0].get_xlabel() == "read percentage"
+
+
+# ----------------------------------------------------------------- model error
+
+def _biased_cells(rng: np.random.Generator, pcts, bias: float, n: int = 4, sd: float = 0.01
+                  ) -> list[Cell]:
+    """A device whose mixes run `bias` * 4p(100-p)/100^2 faster than the harmonic law
+    (0 at the endpoints, `bias` at 50 %): a systematic error the two anchors cannot see."""
+    def truth(p: float) -> float:
+        return 100 / (p / 1000 + (100 - p) / 400) * (1 + bias * 4 * p * (100 - p) / 100**2)
+    cells = []
+    for p in pcts:
+        t = truth(p) * (1 + sd * rng.standard_normal(n))
+        cells.append(Cell.from_samples(p, t * p / 100, t * (100 - p) / 100))
+    return cells
+
+
+def test_two_anchors_give_a_noise_only_interval() -> None:
+    m = RWModel.from_cells({"4k": _biased_cells(np.random.default_rng(1), (0, 100), 0.05)})
+    pr = m.predict_size("4k", 50)
+    assert pr.interval.startswith("noise only")
+    assert math.isnan(m.fit_for("4k").model_sd)
+    assert "noise only" in json.dumps(pr.to_dict())
+
+
+def test_interval_with_model_error_covers_a_planted_bias() -> None:
+    """A +5 % bias at 50 % read, learned from held-out mixes at 25 and 75 %: the interval at
+    50 % (not measured) covers the truth; the noise-only interval does not."""
+    truth50 = 100 / (50 / 1000 + 50 / 400) * 1.05
+    covered = noise_covered = 0
+    trials = 40
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        m = RWModel.from_cells({"4k": _biased_cells(rng, (0, 25, 75, 100), 0.05)},
+                               method="anchors")
+        sf = m.fit_for("4k")
+        assert sf.model_df == 2 and 0.02 < sf.model_sd < 0.06  # the 3.75 % seen at 25/75
+        pr = m.predict_size("4k", 50)
+        assert pr.interval == "noise + model error"
+        covered += pr.value("total_iops_lo") <= truth50 <= pr.value("total_iops_hi")
+        pn = m.predict_size("4k", 50, model_error=False)
+        noise_covered += pn.value("total_iops_lo") <= truth50 <= pn.value("total_iops_hi")
+    assert covered == trials
+    assert noise_covered == 0
+
+
+def test_no_bias_no_model_error() -> None:
+    m = RWModel.from_cells({"4k": _biased_cells(np.random.default_rng(3), (0, 30, 50, 70, 100),
+                                                0.0, sd=0.01)}, method="anchors")
+    # errors at the held-out mixes are explained by the replicates' noise
+    assert m.fit_for("4k").model_sd < 0.01
+
+
+def test_third_anchor_corrects_the_bias() -> None:
+    rng = np.random.default_rng(11)
+    cells = _biased_cells(rng, (0, 30, 50, 70, 100), 0.08, sd=0.002)
+    truth70 = 100 / (70 / 1000 + 30 / 400) * (1 + 0.08 * 4 * 70 * 30 / 100**2)
+    two = RWModel.from_cells({"4k": cells}, method="anchors")
+    three = RWModel.from_cells({"4k": cells}, method="anchors3")
+    assert three.fit_for("4k").method == "anchors3"
+    assert [three.fit_for("4k").used(c) for c in cells] == [True, False, True, False, True]
+    err2 = abs(two.predict_size("4k", 70).value() / truth70 - 1)
+    err3 = abs(three.predict_size("4k", 70).value() / truth70 - 1)
+    assert err3 < 0.7 * err2  # 6.2 % -> 3.9 % here: a line through three points
+    with pytest.raises(EstimateError, match="three-anchor fit needs read 50%"):
+        RWModel.from_cells({"4k": [cells[0], cells[-1]]}, method="anchors3")
+    # saved and loaded with its method
+    back = RWModel.from_dict(three.to_dict())
+    assert back.fit_for("4k").f_rw == pytest.approx(three.fit_for("4k").f_rw)

@@ -97,6 +97,8 @@ def fits_view(fits: pd.DataFrame, confidence: float) -> pd.DataFrame:
         f"f_rw ({c})": [_ci(*t) for t in zip(fits["f_rw"], fits["f_rw_lo"], fits["f_rw_hi"])],
         f"C ({c})": [_ci(*t) for t in zip(fits["C"], fits["C_lo"], fits["C_hi"])],
         "C spread": [f"{v:.1%}" for v in fits["C_spread"]],
+        "model error": [f"{v:.1%} (n={n})" if math.isfinite(v) else "unknown"
+                        for v, n in zip(fits["model_sd"], fits["model_df"])],
     })
 
 
@@ -118,11 +120,24 @@ def checks_view(chk: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "kind": chk["kind"], "size": chk["size"], "read %": [f"{v:g}" for v in chk["read_pct"]],
         "rule": chk["rule"], "n": chk["n"],
+        "mean I/O": [f"{v:.1f}k" for v in chk["mean_io_kib"]],
         "measured": [_ci(*t) for t in zip(chk["measured_iops"], chk["measured_lo"],
                                           chk["measured_hi"])],
         "predicted": [_ci(*t) for t in zip(chk["predicted_iops"], chk["pred_lo"],
                                            chk["pred_hi"])],
         "error": [_pct(v) for v in chk["error_pct"]],
+    })
+
+
+def mixed_view(mixed: pd.DataFrame) -> pd.DataFrame:
+    """Mixed-size rows of a results table against both rules, narrowed for a terminal."""
+    return pd.DataFrame({
+        "mix": mixed["mix"], "read %": [f"{v:g}" for v in mixed["read_pct"]],
+        "rule": mixed["rule"], "n": mixed["n"],
+        "measured": [_num(v) for v in mixed["measured_iops"]],
+        "predicted": [_ci(*t) for t in zip(mixed["predicted_iops"], mixed["pred_lo"],
+                                           mixed["pred_hi"])],
+        "error": [_pct(v) for v in mixed["error_pct"]],
     })
 
 
@@ -141,8 +156,9 @@ def prediction_view(table: pd.DataFrame) -> pd.DataFrame:
 def fit_cmd(
     results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run."),
     method: str = typer.Option("auto", "--method",
-                               help="anchors (0% and 100% read only), lsq (all mixes), "
-                                    "auto (lsq when more than the two anchors)."),
+                               help="anchors (0% and 100% read only), anchors3 (0/50/100% "
+                                    "by least squares), lsq (all mixes), auto (lsq when "
+                                    "more than the two anchors)."),
     read_pct_col: Optional[str] = typer.Option(None, "--read-pct-col",
                                                help="Read percentage column (default: found "
                                                     "among read_pct, rwmixread, ...)."),
@@ -161,22 +177,29 @@ def fit_cmd(
     output: Optional[Path] = OUT_OPT,
 ) -> None:
     """Fit f_rw per I/O size from a results table with read %, I/O size and throughput."""
-    from ..estimate.model import METHODS, fit_table, read_results
+    from ..estimate.model import METHODS, fit_table, mixed_checks, read_results, split_table
 
     _check_choice(method, METHODS, "--method")
     df = read_results(results)
     model = fit_table(df, method=method, spread_threshold=threshold, read_pct=read_pct_col,
                       size=size_col, read=read_col, write=write_col, total=total_col,
                       source=str(results))
+    _, mixed_df, notes = split_table(df, size_col)
+    mixed = mixed_checks(model, mixed_df, confidence, read_pct_col, size_col, str(results))
     if save_model is not None:
         model.save(save_model)
     fits, mixes = _model_tables(model, confidence)
-    data = {"model": model.to_dict(), "fits": fits, "mixes": mixes,
-            "warnings": model.warnings}
+    data = {"model": model.to_dict(), "fits": fits, "mixes": mixes, "mixed": mixed,
+            "notes": notes, "warnings": model.warnings}
     if _write(data, mixes, output, json_out):
+        for note in notes:
+            console.print(f"note: {note}")
         console.print(frame_table(fits_view(fits, confidence), title="f_rw model per I/O size"))
         console.print(frame_table(mixes_view(mixes), title="measured mixes: total IOPS "
                                   "predicted vs measured, C deviation from the fit"))
+        if len(mixed):
+            console.print(frame_table(mixed_view(mixed), title="mixed sizes: total IOPS "
+                                      "predicted (both rules) vs measured"))
         _warn(model.warnings)
         if save_model is not None:
             console.print(f"model written to {save_model}")
@@ -191,9 +214,10 @@ def predict_cmd(
                                         help="Size mix with I/O-count proportions summing to "
                                              "1, e.g. 4k:0.8,64k:0.2 (default: the model's "
                                              "only size)."),
-    mix: str = typer.Option("slides", "--mix",
-                            help="How sizes combine: slides (100*sum P_i k_i) or harmonic "
-                                 "(capacity shared: 1/T = sum P_i/T_i)."),
+    mix: str = typer.Option("harmonic", "--mix",
+                            help="How sizes combine: harmonic (capacity shared by per-I/O "
+                                 "cost: 1/T = sum P_i/T_i; what measurements support) or "
+                                 "slides (the MSST'19 formula 100*sum P_i k_i)."),
     confidence: float = CONF_OPT,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
     json_out: bool = JSON_OPT,
@@ -210,6 +234,7 @@ def predict_cmd(
     if _write(data, table, output, json_out):
         console.print(frame_table(prediction_view(table), title=f"prediction at {pr.read_pct:g}% read "
                                                f"(mix rule {mix}, {confidence:.0%} intervals)"))
+        console.print(f"intervals: {pr.interval}")
         _warn(model.warnings)
     if plot is not None:
         _save_plot(pr.plot(), plot)
@@ -220,39 +245,63 @@ def measure_cmd(
     repeat: int = typer.Option(3, "--repeat", "-n", help="Runs per (size, read %)."),
     validate: Optional[str] = typer.Option(None, "--validate",
                                            help="Read percentages to measure as a check, "
-                                                "e.g. 30,50,70 (not used in the fit)."),
+                                                "e.g. 30,50,70 (not used in the fit; they "
+                                                "measure the model's error)."),
+    third_anchor: bool = typer.Option(False, "--third-anchor",
+                                      help="Also measure 50% read and fit 0/50/100% by "
+                                           "least squares (corrects a bias of the two-point "
+                                           "line; gives intervals with model error)."),
     mixed: Optional[str] = typer.Option(None, "--mixed",
                                         help="A size mix to measure as a check (fio bssplit), "
                                              "e.g. 4k:0.8,64k:0.2; at the --validate "
                                              "percentages, or 70 if none."),
+    mixed_pcts: Optional[str] = typer.Option(None, "--mixed-pcts",
+                                             help="Read percentages of the --mixed runs."),
     runtime: float = typer.Option(3.0, "--runtime", help="Seconds per fio run."),
-    file_size: str = typer.Option("256m", "--file-size", help="Scratch file size."),
-    directory: Optional[Path] = typer.Option(None, "--dir",
-                                             help="Directory for the scratch file (default: "
-                                                  "a new temporary directory)."),
+    file_size: str = typer.Option("256m", "--file-size", help="Scratch file size (a device "
+                                  "is used whole unless -O size=...)."),
+    campaign: Path = typer.Option(Path("estimate-measure"), "--campaign",
+                                  help="Campaign directory: design, store and scratch. The "
+                                       "same command resumes it."),
+    target: Optional[Path] = typer.Option(None, "--target",
+                                          help="Where fio does its I/O: a new file, a "
+                                               "directory (a scratch file in it) or a block "
+                                               "device (default: a file in the campaign "
+                                               "directory)."),
+    allow_destructive: bool = typer.Option(False, "--allow-destructive",
+                                           help="Allow a block device or an existing file as "
+                                                "--target: fio overwrites its data."),
+    fio_option: Optional[list[str]] = typer.Option(None, "--fio-option", "-O",
+                                                   help="Extra fio option KEY=VALUE "
+                                                        "(repeatable), e.g. -O numjobs=2."),
     iodepth: int = typer.Option(16, "--iodepth", help="fio iodepth."),
     ioengine: str = typer.Option("libaio", "--ioengine", help="fio ioengine."),
     pattern: str = typer.Option("random", "--pattern", help="random or sequential."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the run order."),
     confidence: float = CONF_OPT,
     save_model: Optional[Path] = typer.Option(None, "--save-model", help="Write the model JSON."),
-    runs_out: Optional[Path] = typer.Option(None, "--runs", help="Write every run as CSV."),
+    runs_out: Optional[Path] = typer.Option(None, "--runs", help="Write every run as CSV "
+                                            "(`estimate fit` reads it)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
     """Measure 100%-read and 100%-write per size with fio, fit, and check other mixes.
 
-    Runs are repeated in shuffled rounds (endpoints interleaved with the checks); the model
-    is fitted from the endpoints only, then --validate and --mixed runs are compared with it.
+    Runs are repeated in shuffled rounds (endpoints interleaved with the checks) as a
+    campaign (resumable, stored); fio's random map is off and every run's mean I/O size is
+    checked against the requested size or split. The model is fitted from the anchors
+    only, then --validate and --mixed runs are compared with it.
     """
     from ..estimate.measure import MeasurePlan, run_plan
 
     plan = MeasurePlan.build(sizes=sizes, repeat=repeat, validate=validate, mixed=mixed,
-                             runtime=runtime, file_size=file_size, iodepth=iodepth,
-                             ioengine=ioengine, pattern=pattern, seed=seed)
+                             mixed_pcts=mixed_pcts, runtime=runtime, file_size=file_size,
+                             iodepth=iodepth, ioengine=ioengine, pattern=pattern, seed=seed,
+                             third_anchor=third_anchor, fio=fio_option or [])
     quiet = json_out
-    res = run_plan(plan, directory=directory, confidence=confidence,
+    res = run_plan(plan, campaign, target=target, allow_destructive=allow_destructive,
+                   confidence=confidence,
                    progress=None if quiet else (lambda s: console.print(s, highlight=False)))
     if save_model is not None:
         res.model.save(save_model)
@@ -263,8 +312,10 @@ def measure_cmd(
     if _write(data, check, output, json_out):
         for note in res.notes:
             console.print(f"note: {note}")
+        anchors = "/".join(f"{p:g}" for p in sorted(plan.anchors))
         console.print(frame_table(fits_view(res.model.table(confidence), confidence),
-                                  title="f_rw model per I/O size (fitted from 0% and 100% read)"))
+                                  title=f"f_rw model per I/O size (fitted from {anchors}% "
+                                        "read)"))
         console.print(frame_table(checks_view(check), title="total IOPS: predicted vs measured "
                                   f"({confidence:.0%} intervals)"))
         _warn(res.warnings)

@@ -2,9 +2,10 @@
 model of Ra & Lee (MSST 2019), fitted per I/O size, with size mixes and intervals."""
 
 from .model import (
-    Cell, EstimateError, Prediction, RWModel, SizeFit, fit_table, parse_mix, read_results,
-    size_label,
+    DEFAULT_MIX, MIXES, Cell, EstimateError, Prediction, RWModel, SizeFit, fit_table,
+    mixed_checks, parse_mix, read_results, size_label, split_table,
 )
 
-__all__ = ["Cell", "EstimateError", "Prediction", "RWModel", "SizeFit", "fit_table",
-           "parse_mix", "read_results", "size_label"]
+__all__ = ["DEFAULT_MIX", "MIXES", "Cell", "EstimateError", "Prediction", "RWModel", "SizeFit",
+           "fit_table", "mixed_checks", "parse_mix", "read_results", "size_label",
+           "split_table"]

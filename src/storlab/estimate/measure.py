@@ -1,21 +1,32 @@
-"""The minimal measurement set for the f_rw model and its execution through a runner.
+"""The minimal measurement set for the f_rw model, run through the campaign machinery.
 
-Per I/O size: 100 % read and 100 % write, repeated; optionally validation mixes (other read
-percentages) and a mixed-size workload (fio `bssplit`). Replicate rounds run in a shuffled
-order so that the endpoints are interleaved with the mixes: on a drifting device (see
-notes/real-systems.md, 1.3) a block of endpoints measured first would bias every check.
-The model is fitted from the endpoints only; everything else is held out and compared.
+Per I/O size: 100 % read and 100 % write (optionally 50 % as a third anchor), repeated;
+optionally validation mixes (other read percentages) and a mixed-size workload (fio
+`bssplit`). Replicate rounds run in a shuffled order so that the endpoints are interleaved
+with the mixes: on a drifting device a block of endpoints measured first would bias every
+check. The model is fitted from the anchors only; everything else is held out and compared.
+
+Every run is one configuration of a campaign (a CSV design written into the campaign
+directory, run by `storlab.campaign.Campaign` with the fio runner): each finished run is in
+the campaign's SQLite store at once, and the same command resumes a killed measurement.
+
+The workload is the one the model predicts: fio's random map is off (`norandommap`). With
+it on, fio marks the blocks each I/O touched and cuts a new I/O short at the first block
+already done (io_u.c, mark_random_map), so a bssplit of 4k/80:64k/20 ran with a mean I/O of
+7.9 KiB instead of 16 KiB (issue 13). The mean I/O size of every run (bytes / I/Os) is
+checked against the requested size or split, and a run that is off by more than 2 % is
+refused: it is kept in the store, marked `io_size_off`, and left out of the fit and the
+checks.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import math
 import os
 import random
-import shutil
-import tempfile
-import time
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,17 +34,27 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 from scipy import stats
 
-from ..campaign.runners.base import RunResult, Runner
 from .model import (
-    Cell, EstimateError, RWModel, check_read_pct, parse_mix, size_bytes, size_label,
+    DEFAULT_MIX, MIXES, Cell, EstimateError, RWModel, check_read_pct, parse_mix, size_bytes,
+    size_label,
 )
 
 PATTERNS = {"random": ("randread", "randwrite", "randrw"),
             "sequential": ("read", "write", "rw")}
 METRICS = ("read_iops", "write_iops", "total_iops",
            "read_bw_bytes", "write_bw_bytes", "total_bw_bytes")
+#: fio options the plan sets itself (the workload it predicts); --fio-option may not.
+RESERVED = ("rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bssplit",
+            "bsrange", "blocksize_range", "norandommap", "randommap", "runtime", "time_based",
+            "filename", "directory", "filename_format", "name")
+#: Largest accepted relative deviation of a run's mean I/O size from the requested one.
+IO_SIZE_TOLERANCE = 0.02
+STATUS_OFF = "io_size_off"
+DATA_NAME = "storlab-estimate.dat"
+MARKER = "target-created"
 
 
 @dataclass(frozen=True)
@@ -56,6 +77,8 @@ def _pcts(spec: str | Iterable[float] | None) -> list[float]:
         if isinstance(x, str) and not x.strip():
             continue
         p = check_read_pct(x.strip() if isinstance(x, str) else x)
+        if p != int(p):
+            raise EstimateError(f"read percentage {x!r}: fio's rwmixread takes whole percents")
         if p not in out:
             out.append(p)
     return out
@@ -78,6 +101,39 @@ def bssplit(props: Mapping[int, float]) -> str:
     return ":".join(parts)
 
 
+def parse_bssplit(text: str) -> dict[int, float]:
+    """'4k/80:64k/20' -> {4096: 0.8, 65536: 0.2} (the inverse of `bssplit`)."""
+    out: dict[int, float] = {}
+    for part in str(text).split(":"):
+        s, _, q = part.partition("/")
+        out[size_bytes(s)] = float(q) / 100.0
+    return out
+
+
+def fio_options(pairs: Iterable[str] | Mapping[str, Any] | None) -> dict[str, str]:
+    """Extra fio options from KEY=VALUE strings (or a mapping); the plan's own are refused."""
+    if pairs is None:
+        return {}
+    items = list(pairs.items()) if isinstance(pairs, Mapping) else []
+    if not isinstance(pairs, Mapping):
+        for text in pairs:
+            key, eq, value = str(text).partition("=")
+            if not eq or not key.strip():
+                raise EstimateError(f"--fio-option {text!r} must be KEY=VALUE, e.g. "
+                                    "numjobs=2")
+            items.append((key.strip(), value.strip()))
+    out: dict[str, str] = {}
+    for key, value in items:
+        k = str(key).strip().lstrip("-")
+        if k in RESERVED:
+            raise EstimateError(f"--fio-option {k}: measure sets it itself (the workload "
+                                "it predicts); use --sizes/--validate/--mixed/--target")
+        if "\n" in str(value):
+            raise EstimateError(f"--fio-option {k}: the value has a newline")
+        out[k] = str(value)
+    return out
+
+
 @dataclass
 class MeasurePlan:
     """What to run. fio options common to every run go in `options`."""
@@ -92,6 +148,7 @@ class MeasurePlan:
     file_size: str = "256m"
     options: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
+    third_anchor: bool = False
 
     @classmethod
     def build(cls, sizes: str | Iterable[Any], repeat: int = 3,
@@ -100,8 +157,9 @@ class MeasurePlan:
               mixed_pcts: str | Iterable[float] | None = None,
               runtime: float = 3.0, file_size: str = "256m", iodepth: int = 16,
               ioengine: str = "libaio", pattern: str = "random", seed: int | None = None,
-              **extra: Any) -> MeasurePlan:
-        """Check and normalise the user's choices; extra fio options pass through."""
+              third_anchor: bool = False,
+              fio: Iterable[str] | Mapping[str, Any] | None = None) -> MeasurePlan:
+        """Check and normalise the user's choices; `fio` holds extra fio options."""
         items = sizes.split(",") if isinstance(sizes, str) else list(sizes)
         bs = []
         for s in items:
@@ -121,7 +179,8 @@ class MeasurePlan:
         if iodepth < 1:
             raise EstimateError(f"--iodepth {iodepth} must be >= 1")
         size_bytes(file_size)
-        val = [p for p in _pcts(validate) if p not in (0.0, 100.0)]
+        anchors = (0.0, 50.0, 100.0) if third_anchor else (0.0, 100.0)
+        val = [p for p in _pcts(validate) if p not in anchors]
         mix = parse_mix(mixed) if mixed else None
         if mix is not None:
             missing = [size_label(s) for s in mix if s not in bs]
@@ -130,25 +189,25 @@ class MeasurePlan:
                                     f"--sizes does not measure")
             bssplit(mix)  # fail now, not after minutes of runs
         mpcts = _pcts(mixed_pcts) if mixed_pcts is not None else (val or [70.0])
-        opts = {"ioengine": ioengine, "iodepth": int(iodepth), **extra}
+        opts = {"ioengine": ioengine, "iodepth": int(iodepth), **fio_options(fio)}
         return cls(bs, int(repeat), val, mix, mpcts if mix else [], pattern, float(runtime),
-                   str(file_size), opts, seed)
+                   str(file_size), opts, seed, bool(third_anchor))
 
-    def _config(self, read_pct: float, bs: str | None = None, split: str | None = None
-                ) -> dict[str, Any]:
+    @property
+    def anchors(self) -> tuple[float, ...]:
+        return (100.0, 50.0, 0.0) if self.third_anchor else (100.0, 0.0)
+
+    @property
+    def method(self) -> str:
+        """The fit that uses exactly the anchors."""
+        return "anchors3" if self.third_anchor else "anchors"
+
+    def _config(self, read_pct: float, split: str) -> dict[str, Any]:
         rd, wr, rw = PATTERNS[self.pattern]
-        if read_pct == 100.0:
-            cfg: dict[str, Any] = {"rw": rd}
-        elif read_pct == 0.0:
-            cfg = {"rw": wr}
-        else:
-            cfg = {"rw": rw, "rwmixread": int(read_pct) if read_pct == int(read_pct)
-                   else read_pct}
-        if split is not None:
-            cfg["bssplit"] = split
-        else:
-            cfg["bs"] = bs
-        return cfg
+        name = rd if read_pct == 100.0 else wr if read_pct == 0.0 else rw
+        # rwmixread is written for every run (fio ignores it for pure reads or writes) so
+        # the read percentage is a column of the stored design
+        return {"rw": name, "rwmixread": int(read_pct), "bssplit": split}
 
     def runs(self) -> list[PlannedRun]:
         """Every run, in execution order: replicate rounds, each round shuffled."""
@@ -158,22 +217,23 @@ class MeasurePlan:
             rnd: list[PlannedRun] = []
             for b in self.sizes:
                 lab = size_label(b)
-                for p in (100.0, 0.0):
-                    rnd.append(PlannedRun("anchor", lab, p, rep, self._config(p, bs=lab)))
+                split = f"{lab}/100"
+                for p in self.anchors:
+                    rnd.append(PlannedRun("anchor", lab, p, rep, self._config(p, split)))
                 for p in self.validate:
-                    rnd.append(PlannedRun("validate", lab, p, rep, self._config(p, bs=lab)))
+                    rnd.append(PlannedRun("validate", lab, p, rep, self._config(p, split)))
             if self.mixed:
                 split = bssplit(self.mixed)
                 for p in self.mixed_pcts:
                     rnd.append(PlannedRun("mixed", mix_spec(self.mixed), p, rep,
-                                          self._config(p, split=split)))
+                                          self._config(p, split)))
             rng.shuffle(rnd)
             out.extend(rnd)
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"sizes": [size_label(b) for b in self.sizes], "repeat": self.repeat,
-                "validate": self.validate,
+                "anchors": list(self.anchors), "validate": self.validate,
                 "mixed": mix_spec(self.mixed) if self.mixed else None,
                 "mixed_pcts": self.mixed_pcts, "pattern": self.pattern,
                 "runtime": self.runtime, "file_size": self.file_size,
@@ -199,32 +259,163 @@ def probe_direct(directory: Path) -> tuple[bool, str]:
         path.unlink(missing_ok=True)
 
 
-def _mean_ci(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    m = float(values.mean())
-    if values.size < 2:
-        return m, math.nan, math.nan
-    half = stats.t.ppf(0.5 + confidence / 2, values.size - 1) * values.std(ddof=1) \
-        / math.sqrt(values.size)
-    return m, m - half, m + half
+# --------------------------------------------------------------------------- target
+
+@dataclass(frozen=True)
+class Target:
+    """Where fio does its I/O: a scratch file (in the campaign directory by default, or a
+    given file or directory) or a whole block device."""
+
+    path: Path | None
+    device: bool
+    ours: bool  # a file storlab creates and removes
+
+    @classmethod
+    def resolve(cls, target: Path | None, campaign_dir: Path, allow_destructive: bool,
+                ioengine: str = "libaio") -> Target:
+        """Check a target the way fio will use it. A block device, or an existing file
+        that this measurement did not create, needs `allow_destructive`. An engine that
+        does its I/O elsewhere (rbd: pool and image given as --fio-option) has none."""
+        from ..campaign.runners.fio import REMOTE_ENGINES
+
+        marker = campaign_dir / MARKER
+        if ioengine in REMOTE_ENGINES:
+            if target is not None:
+                raise EstimateError(f"--target {target}: the {ioengine} engine does its I/O "
+                                    "elsewhere; name it with --fio-option (e.g. pool=, "
+                                    "rbdname=)")
+            return cls(None, False, False)
+        if target is None:
+            return cls(campaign_dir / "data" / DATA_NAME, False, True)
+        t = Path(target).absolute()
+        try:
+            st = os.stat(t)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISBLK(st.st_mode):
+            if not allow_destructive:
+                raise EstimateError(f"--target {t} is a block device: fio would overwrite "
+                                    "its data; add --allow-destructive to allow it")
+            return cls(t, True, False)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            t = t / DATA_NAME
+            st = os.stat(t) if t.exists() else None
+        elif st is not None and not stat.S_ISREG(st.st_mode):
+            raise EstimateError(f"--target {t} is neither a file, a directory nor a block "
+                                "device")
+        if st is None and not t.parent.is_dir():
+            raise EstimateError(f"--target {t}: directory {t.parent} does not exist")
+        created = marker.exists() and marker.read_text().strip() == str(t)
+        if st is not None and not created and not allow_destructive:
+            raise EstimateError(f"--target {t} is an existing file: fio would overwrite it; "
+                                "add --allow-destructive to allow it, or name a new file")
+        return cls(t, False, st is None or created)
+
+
+# --------------------------------------------------------------------------- campaign
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
+                   allow_destructive: bool = False) -> tuple[Path, list[PlannedRun], list[str]]:
+    """The campaign files for `plan`: design.csv (one configuration per planned run, in run
+    order; `block` is the replicate round) and campaign.yaml. An existing campaign directory
+    must hold the same measurement (then it resumes). Returns the campaign file, the runs
+    in configuration order and notes."""
+    campaign_dir.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = []
+    runs = plan.runs()
+    table = pd.DataFrame([r.config for r in runs])
+    fixed: dict[str, Any] = {}
+    factors: dict[str, Any] = {}
+    for col in table.columns:
+        values = list(dict.fromkeys(table[col].tolist()))
+        if len(values) < 2:
+            fixed[col] = values[0]  # a space factor needs two values; a constant is an option
+        else:
+            factors[col] = {"values": values}
+    table = table[list(factors)]
+    table["block"] = [r.replicate for r in runs]
+    options: dict[str, Any] = dict(plan.options)
+    if target.path is None:
+        pass  # a remote engine (rbd): fio's engine options name the target
+    elif "direct" not in options:
+        if target.device:
+            options["direct"] = 1
+        else:
+            target.path.parent.mkdir(parents=True, exist_ok=True)
+            direct, why = probe_direct(target.path.parent)
+            options["direct"] = 1 if direct else 0
+            if not direct:
+                notes.append(f"{why}: running buffered (direct=0); the page cache will "
+                             "flatter reads and absorb writes")
+    rt = (int(plan.runtime) if float(plan.runtime).is_integer()
+          else f"{round(plan.runtime * 1000)}ms")  # fio's runtime: whole seconds or a unit
+    options.update({"runtime": rt, "time_based": 1, "norandommap": 1, **fixed})
+    if target.path is not None:
+        options["filename"] = str(target.path)
+        if not target.device or "size" in plan.options:
+            options.setdefault("size", plan.file_size)
+    if allow_destructive or (target.path is not None
+                             and not target.path.is_relative_to(campaign_dir)):
+        # Target.resolve has applied the destructive-target rule already, knowing what the
+        # runner cannot: that a file left by a killed measurement is this campaign's own
+        # scratch file (and that /dev/shm/... is a file, not a device node)
+        options["allow_destructive"] = True
+    spec = {"name": "estimate-measure",
+            "space": {"name": "estimate-measure", "factors": factors},
+            "design": {"csv": "design.csv"},
+            "runner": {"type": "fio", "options": options},
+            "repetitions": 1, "randomize": False, "seed": int(plan.seed or 0),
+            "timeout": float(plan.runtime * 4 + 120),  # the first run lays out the file
+            "store": "campaign.db", "workdir": "scratch"}
+    csv_text = table.to_csv(index=False)
+    yaml_text = ("# storlab estimate measure: one configuration per planned run, in run "
+                 "order\n# plan: " + yaml.safe_dump(plan.to_dict(), default_flow_style=True,
+                                                    width=10**6).strip() + "\n"
+                 + yaml.safe_dump(spec, sort_keys=False))
+    path = campaign_dir / "campaign.yaml"
+    for name, text in (("campaign.yaml", yaml_text), ("design.csv", csv_text)):
+        f = campaign_dir / name
+        if f.exists() and f.read_text() != text:
+            raise EstimateError(f"{campaign_dir}: holds another measurement ({name} differs "
+                                "from this command's); give another --campaign or remove it")
+    for name, text in (("design.csv", csv_text), ("campaign.yaml", yaml_text)):
+        tmp = campaign_dir / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(campaign_dir / name)
+    notes.append(f"campaign {campaign_dir} (store campaign.db; the same command resumes it)")
+    return path, runs, notes
 
 
 @dataclass
 class MeasureResult:
-    """Every run, the model fitted from the endpoints, and predicted against measured."""
+    """Every run, the model fitted from the anchors, and predicted against measured."""
 
     plan: MeasurePlan
     runs: pd.DataFrame
     model: RWModel
     checks: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    campaign: Path | None = None
 
     @property
     def warnings(self) -> list[str]:
-        failed = self.runs[self.runs["status"] != "ok"]
         out = list(self.model.warnings)
+        failed = self.runs[~self.runs["status"].isin(["ok", STATUS_OFF])]
         if len(failed):
             out.append(f"{len(failed)} of {len(self.runs)} runs failed and were left out "
                        f"(first error: {failed['error'].iloc[0]})")
+        off = self.runs[self.runs["status"] == STATUS_OFF]
+        if len(off):
+            out.append(f"{len(off)} of {len(self.runs)} runs were refused: their mean I/O "
+                       f"size was not the requested one (first: {off['error'].iloc[0]})")
+        if self.model.fits and not all(math.isfinite(sf.model_sd)
+                                       for sf in self.model.fits.values()):
+            out.append("intervals are noise-only for sizes measured at the anchors alone: "
+                       "add --validate mixes or --third-anchor to measure the model's error")
         return out
 
     def table(self) -> pd.DataFrame:
@@ -233,6 +424,7 @@ class MeasureResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"plan": self.plan.to_dict(), "notes": self.notes, "warnings": self.warnings,
+                "campaign": str(self.campaign) if self.campaign else None,
                 "model": self.model.to_dict(), "fits": self.model.table(),
                 "checks": self.checks, "runs": self.runs}
 
@@ -243,7 +435,7 @@ class MeasureResult:
         mixed = self.checks[self.checks["kind"] == "mixed"]
         if self.plan.mixed and len(mixed):
             xs = np.linspace(0, 100, 51)
-            for rule, style in (("slides", "--"), ("harmonic", ":")):
+            for rule, style in (("harmonic", ":"), ("slides", "--")):
                 ys = [self.model.predict(x, self.plan.mixed, mix=rule).value() for x in xs]
                 ax.plot(xs, ys, style, color="gray",
                         label=f"{mix_spec(self.plan.mixed)} ({rule})")
@@ -254,19 +446,52 @@ class MeasureResult:
         return fig
 
 
-def _row(run: PlannedRun, order: int, res: RunResult) -> dict[str, Any]:
+def expected_io_bytes(run: PlannedRun) -> float:
+    """The mean I/O size the run asks for: sum_i P_i S_i of its bssplit."""
+    return sum(b * q for b, q in parse_bssplit(run.config["bssplit"]).items())
+
+
+def io_size_tolerance(expected: float, split: Mapping[int, float], ios: float) -> float:
+    """2 %, or four standard errors of the mean size of `ios` I/Os drawn from the split when
+    that is larger (a slow target may run too few I/Os for 2 %)."""
+    sd = math.sqrt(sum(q * (b - expected) ** 2 for b, q in split.items()))
+    se = sd / math.sqrt(ios) / expected if ios > 0 else math.inf
+    return max(IO_SIZE_TOLERANCE, 4 * se)
+
+
+def _row(run: PlannedRun, order: int, rec: Mapping[str, Any] | None, runtime: float
+         ) -> dict[str, Any]:
     row: dict[str, Any] = {"order": order, "kind": run.kind, "size": run.size,
-                           "read_pct": run.read_pct, "replicate": run.replicate,
-                           "status": res.status, "seconds": res.ended - res.started}
+                           "read_pct": run.read_pct, "replicate": run.replicate}
+    metrics = rec["metrics"] if rec else {}
+    status = rec["status"] if rec else "pending"
+    row["status"] = status
     for m in METRICS:
-        row[m] = float(res.metrics[m]) if m in res.metrics else math.nan
-    if res.ok and not all(math.isfinite(row[m]) for m in ("read_iops", "write_iops")):
-        row["status"] = "failed"
-        row["error"] = "runner reported no read_iops/write_iops"
-    else:
-        tail = (res.stderr or "").strip().splitlines()
-        row["error"] = "" if res.ok else (tail[-1] if tail else f"exit {res.exit_code}")
+        row[m] = float(metrics[m]) if m in metrics and metrics[m] is not None else math.nan
+    exp = expected_io_bytes(run)
+    row["expected_io_bytes"] = exp
+    row["mean_io_bytes"] = (row["total_bw_bytes"] / row["total_iops"]
+                            if row["total_iops"] > 0 else math.nan)
+    row["error"] = ""
+    if status == "ok":
+        if not all(math.isfinite(row[m]) for m in ("read_iops", "write_iops")):
+            row["status"] = "failed"
+            row["error"] = "runner reported no read_iops/write_iops"
+        else:
+            split = parse_bssplit(run.config["bssplit"])
+            tol = io_size_tolerance(exp, split, row["total_iops"] * runtime)
+            dev = row["mean_io_bytes"] / exp - 1.0
+            if not abs(dev) <= tol:
+                row["status"] = STATUS_OFF
+                row["error"] = (f"{run.kind} {run.size} {run.read_pct:g}% read rep "
+                                f"{run.replicate}: mean I/O {row['mean_io_bytes'] / 1024:.2f} "
+                                f"KiB, requested {exp / 1024:.2f} KiB ({dev:+.1%}, limit "
+                                f"±{tol:.0%})")
+    elif rec is not None:
+        tail = (rec.get("stderr_tail") or "").strip().splitlines()
+        row["error"] = tail[-1] if tail else f"exit {rec.get('exit_code')}"
     row["config"] = " ".join(f"{k}={v}" for k, v in run.config.items())
+    row["key"] = rec["key"] if rec else ""
     return row
 
 
@@ -279,12 +504,22 @@ def _cells(ok: pd.DataFrame) -> dict[int, list[Cell]]:
     return cells
 
 
+def _mean_ci(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    m = float(values.mean())
+    if values.size < 2:
+        return m, math.nan, math.nan
+    half = stats.t.ppf(0.5 + confidence / 2, values.size - 1) * values.std(ddof=1) \
+        / math.sqrt(values.size)
+    return m, m - half, m + half
+
+
 def _checks(model: RWModel, ok: pd.DataFrame, plan: MeasurePlan, confidence: float
             ) -> pd.DataFrame:
     rows = []
     for (kind, size, pct), g in ok.groupby(["kind", "size", "read_pct"], sort=False):
         meas, mlo, mhi = _mean_ci(g["total_iops"].to_numpy(dtype=float), confidence)
-        rules = ["slides", "harmonic"] if kind == "mixed" else ["-"]
+        rules = [DEFAULT_MIX, *(m for m in MIXES if m != DEFAULT_MIX)] \
+            if kind == "mixed" else ["-"]
         for rule in rules:
             if kind == "mixed":
                 pr = model.predict(pct, plan.mixed, mix=rule, confidence=confidence)
@@ -293,9 +528,10 @@ def _checks(model: RWModel, ok: pd.DataFrame, plan: MeasurePlan, confidence: flo
             pred = pr.value()
             rows.append({
                 "kind": kind, "size": size, "read_pct": pct, "rule": rule, "n": len(g),
+                "mean_io_kib": float(g["mean_io_bytes"].mean()) / 1024,
                 "measured_iops": meas, "measured_lo": mlo, "measured_hi": mhi,
                 "predicted_iops": pred, "pred_lo": pr.value("total_iops_lo"),
-                "pred_hi": pr.value("total_iops_hi"),
+                "pred_hi": pr.value("total_iops_hi"), "interval": pr.interval,
                 "error_pct": 100.0 * (pred - meas) / meas if meas > 0 else math.nan,
             })
     order = {"anchor": 0, "validate": 1, "mixed": 2}
@@ -304,63 +540,90 @@ def _checks(model: RWModel, ok: pd.DataFrame, plan: MeasurePlan, confidence: flo
         return df
     df["_k"] = df["kind"].map(order)
     df["_s"] = [size_bytes(s) if k != "mixed" else 0 for k, s in zip(df["kind"], df["size"])]
-    return (df.sort_values(["_k", "_s", "read_pct", "rule"])
-              .drop(columns=["_k", "_s"]).reset_index(drop=True))
+    df["_r"] = [MIXES.index(r) if r in MIXES else -1 for r in df["rule"]]
+    return (df.sort_values(["_k", "_s", "read_pct", "_r"])
+              .drop(columns=["_k", "_s", "_r"]).reset_index(drop=True))
 
 
-def run_plan(plan: MeasurePlan, directory: Path | None = None, runner: Runner | None = None,
-             confidence: float = 0.95, progress: Callable[[str], None] | None = None,
-             keep: bool = False) -> MeasureResult:
-    """Run the plan (fio through the campaign's FioRunner unless a runner is given), fit
-    the model from the 0 % and 100 % read runs, and compare it with every other run."""
-    notes: list[str] = []
-    if directory is not None and not Path(directory).is_dir():
-        raise EstimateError(f"--dir {directory}: not a directory")
-    scratch = Path(tempfile.mkdtemp(prefix="storlab-estimate-", dir=directory))
+def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | None = None,
+             allow_destructive: bool = False, confidence: float = 0.95,
+             progress: Callable[[str], None] | None = None, executor: str | None = None
+             ) -> MeasureResult:
+    """Run the plan as a campaign in `campaign_dir` (resuming what is already stored), fit
+    the model from the anchors, and compare it with every other run."""
+    from ..campaign.campaign import Campaign  # the one run loop (DESIGN.md)
+
+    campaign_dir = Path(campaign_dir).absolute()
+    if campaign_dir.exists() and not campaign_dir.is_dir():
+        raise EstimateError(f"--campaign {campaign_dir}: not a directory")
+    tgt = Target.resolve(Path(target) if target is not None else None, campaign_dir,
+                         allow_destructive, str(plan.options.get("ioengine", "")))
+    path, planned, notes = write_campaign(plan, campaign_dir, tgt, allow_destructive)
+    marker = campaign_dir / MARKER
+    if tgt.ours and tgt.path is not None:
+        # our own scratch file, left by a killed run: fio lays it out again
+        tgt.path.unlink(missing_ok=True)
+        marker.write_text(f"{tgt.path}\n")
+    load0 = os.getloadavg()[0]
     try:
-        options = dict(plan.options)
-        if runner is None:
-            from ..campaign.runners.fio import FioRunner  # the campaign's runner, not ours
+        camp = Campaign.load(path)
+        by_key = {f"c{i}-r1": (i, r) for i, r in enumerate(planned, 1)}
 
-            direct, why = probe_direct(scratch)
-            if "direct" not in options:
-                options["direct"] = 1 if direct else 0
-                if not direct:
-                    notes.append(f"{why}: running buffered (direct=0); the page cache "
-                                 "will flatter reads and absorb writes")
-            # fio's runtime takes whole seconds or a unit suffix
-            rt = (int(plan.runtime) if float(plan.runtime).is_integer()
-                  else f"{round(plan.runtime * 1000)}ms")
-            fixed = {"filename": str(scratch / "scratch.dat"), "size": plan.file_size,
-                     "runtime": rt, "time_based": 1, **options}
-            runner = FioRunner(**fixed)
-            notes.append("fio " + " ".join(f"{k}={v}" for k, v in fixed.items()
-                                            if k != "filename") + f", file in {scratch}")
-        planned = plan.runs()
-        rows = []
-        timeout = plan.runtime * 4 + 120  # the first run also lays out the file
-        for i, run in enumerate(planned, 1):
-            workdir = scratch / f"run{i:03d}"
-            workdir.mkdir()
-            t0 = time.time()
-            res = runner.run(run.config, workdir, timeout=timeout)
-            if not res.started:
-                res.started, res.ended = t0, time.time()
-            rows.append(_row(run, i, res))
-            if progress is not None:
-                r = rows[-1]
-                status = (f"{r['total_iops']:,.0f} IOPS" if r["status"] == "ok"
-                          else f"{r['status']}: {r['error']}")
-                progress(f"[{i}/{len(planned)}] {run.kind} {run.size} {run.read_pct:g}% read "
-                         f"(rep {run.replicate}): {status}")
-        runs = pd.DataFrame(rows)
-        ok = runs[runs["status"] == "ok"]
-        if ok.empty:
-            first = runs["error"].iloc[0] if len(runs) else "no runs"
-            raise EstimateError(f"every run failed (first error: {first})")
-        model = RWModel.from_cells(_cells(ok), method="anchors",
-                                   meta={"measured": plan.to_dict(), "notes": notes})
-        return MeasureResult(plan, runs, model, _checks(model, ok, plan, confidence), notes)
+        def on_event(kind: str, data: dict[str, Any]) -> None:
+            if progress is None:
+                return
+            if kind == "start" and data["done"]:
+                progress(f"resuming: {data['done']} of {data['planned']} runs already stored")
+            if kind == "run" and data["key"] in by_key:
+                i, run = by_key[data["key"]]
+                res = data["result"]
+                m = res.metrics
+                tot = m.get("total_iops", math.nan)
+                mean_io = m.get("total_bw_bytes", 0.0) / max(tot, 1e-9) / 1024
+                status = (f"{tot:,.0f} IOPS, mean I/O {mean_io:.1f} KiB" if res.ok
+                          else f"{res.status}: {(res.stderr or '').strip()[-200:]}")
+                progress(f"[{i}/{len(planned)}] {run.kind} {run.size} {run.read_pct:g}% "
+                         f"read (rep {run.replicate}): {status}")
+
+        summary = camp.run(executor=executor, retry_failed=True, on_event=on_event)
+    except EstimateError:
+        raise
+    except Exception as exc:  # CampaignError and friends: one line for the user
+        from ..errors import StorlabError
+
+        if isinstance(exc, StorlabError):
+            raise EstimateError(str(exc)) from None
+        raise
     finally:
-        if not keep:
-            shutil.rmtree(scratch, ignore_errors=True)
+        if tgt.ours and tgt.path is not None:
+            tgt.path.unlink(missing_ok=True)
+            marker.unlink(missing_ok=True)
+    notes.append(f"machine load (1 min) {load0:.2f} at the start, "
+                 f"{os.getloadavg()[0]:.2f} at the end")
+    if summary.interrupted:
+        raise EstimateError(f"interrupted; {campaign_dir} keeps the finished runs: the same "
+                            "command resumes")
+    from ..campaign.store import Store
+
+    with Store(camp.store_path) as store:
+        recs = {r["key"]: r for r in store.runs() if not r["warmup"]}
+    rows = [_row(run, i, recs.get(f"c{i}-r1"), plan.runtime)
+            for i, run in enumerate(planned, 1)]
+    runs = pd.DataFrame(rows)
+    ok = runs[runs["status"] == "ok"]
+    if ok.empty:
+        bad = runs[runs["error"] != ""]
+        first = bad["error"].iloc[0] if len(bad) else "no runs"
+        raise EstimateError(f"every run failed or was refused (first: {first})")
+    cells = _cells(ok)
+    try:
+        model = RWModel.from_cells(cells, method=plan.method,
+                                   meta={"measured": plan.to_dict(), "notes": notes})
+    except EstimateError as exc:
+        raise EstimateError(f"{campaign_dir}: {exc}") from None
+    fio_opts = camp.runner_options()
+    notes.append("fio " + " ".join(f"{k}={v}" for k, v in fio_opts.items()
+                                    if k not in ("filename", "allow_destructive"))
+                 + (f", target {tgt.path}" if tgt.path else ""))
+    return MeasureResult(plan, runs, model, _checks(model, ok, plan, confidence), notes,
+                         campaign_dir)

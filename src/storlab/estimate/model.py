@@ -8,27 +8,34 @@ is invariant for a given I/O size. At a read percentage R (0-100) the slides giv
 
     k = T_100%read / (R + (100 - R) * f_rw),   T_read = k * R,   T_write = k * (100 - R)
 
-and for a mix of sizes S_i with I/O-count proportions P_i (sum 1)
+and for a mix of sizes S_i with I/O-count proportions P_i (sum 1) two rules:
 
-    T_total = 100 * sum_i P_i * k^{S_i}                      (mix="slides")
+    1 / T_total = sum_i P_i / T_total^{S_i}                  (mix="harmonic", the default)
+    T_total = 100 * sum_i P_i * k^{S_i}                      (mix="slides", the seed's formula)
 
 The read/write part of the model is a harmonic mean of per-operation costs
-(1 / T_total = R/100 / T_100%read + (100-R)/100 / T_100%write), while the slides' size mix is
-an arithmetic mean of per-size totals. `mix="harmonic"` is the same cost argument applied
-to sizes (1 / T_total = sum_i P_i / T_total^{S_i}); it keeps the requested size proportions
-in the predicted I/O stream, which the slides' formula does not. Both are offered so a
-measurement can tell them apart.
+(1 / T_total = R/100 / T_100%read + (100-R)/100 / T_100%write). `harmonic` applies the same
+cost argument to sizes: every I/O takes 1/T^{S_i} of the shared capacity, and the stream keeps
+the requested size proportions. The slides' formula averages the per-size throughputs, which
+holds only when the sizes do not share the bottleneck; on one device it over-predicts a
+4k/64k mix 2.6-2.9x (issue 13), so harmonic is the default and `slides` stays available by
+name.
 
 Fitting: from the 0 % and 100 % read cells alone (`method="anchors"`, the slides' two
-points), or by least squares over every measured mix (`method="lsq"`): r_j = C - f_rw * w_j
-over the cell means (r_j, w_j). Either way C_j = r_j + f_rw * w_j is computed for every
-measured mix and its spread says how invariant C really is.
+points), from 0/50/100 % by least squares (`method="anchors3"`, a third anchor that corrects
+a bias of the two-point line), or by least squares over every measured mix (`method="lsq"`):
+r_j = C - f_rw * w_j over the cell means (r_j, w_j). Either way C_j = r_j + f_rw * w_j is
+computed for every measured mix and its spread says how invariant C really is.
 
 Uncertainty: each cell keeps the mean, variance and covariance of its replicate read and
-write throughputs. A prediction is a smooth function of the cell means, so its variance
-comes from the delta method (numerical Jacobian) and its interval from Student's t with
-Welch-Satterthwaite degrees of freedom. It is a confidence interval for the model's
-prediction of the mean throughput, not for a single future run.
+write throughputs. A prediction is a smooth function of the cell means, so its noise variance
+comes from the delta method (numerical Jacobian). Model error: when a size has more measured
+mixes than its fit needs, every mix is predicted by a fit that did not use it (held out, or
+left out and refitted) and the relative errors beyond their own noise give the model's
+relative error variance; it is added to the noise variance (Welch-Satterthwaite degrees of
+freedom over both parts). With only the two anchors the model error cannot be seen, and the
+interval says it is noise-only. It is an interval for the mean throughput, not for a single
+future run.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,10 +55,15 @@ from scipy import stats
 from ..errors import StorlabError
 from ..space import parse_size
 
-Method = Literal["auto", "anchors", "lsq"]
-Mix = Literal["slides", "harmonic"]
-METHODS: tuple[str, ...] = ("auto", "anchors", "lsq")
-MIXES: tuple[str, ...] = ("slides", "harmonic")
+Method = Literal["auto", "anchors", "anchors3", "lsq"]
+Mix = Literal["harmonic", "slides"]
+METHODS: tuple[str, ...] = ("auto", "anchors", "anchors3", "lsq")
+MIXES: tuple[str, ...] = ("harmonic", "slides")
+#: The mixing rule measurements support (issue 13); `slides` is the seed's formula.
+DEFAULT_MIX = "harmonic"
+#: What an interval includes.
+NOISE_ONLY = "noise only (two anchors: model error not measured)"
+WITH_MODEL = "noise + model error"
 MODEL_FORMAT = "storlab-estimate-model"
 MODEL_VERSION = 1
 #: Outputs of a prediction, per size and in total.
@@ -153,6 +166,8 @@ class Cell:
         w = np.asarray(writes, dtype=float)
         if r.shape != w.shape or r.size == 0:
             raise EstimateError(f"read {read_pct:g}%: need as many read as write values, >= 1")
+        for i, (a, b) in enumerate(zip(r, w)):
+            check_throughput(float(read_pct), float(a), float(b), f"run {i + 1}")
         if r.size >= 2:
             cov = np.cov(np.vstack([r, w]), ddof=1)
             rv, wv, c = float(cov[0, 0]), float(cov[1, 1]), float(cov[0, 1])
@@ -188,6 +203,26 @@ class Cell:
             raise EstimateError(f"{where}: bad cell {dict(d)!r}: {exc}") from None
 
 
+def check_throughput(read_pct: float, read: float, write: float, where: str = "") -> None:
+    """Refuse what the model cannot use: a negative or non-finite rate, a zero where the mix
+    has I/O (100 % read needs reads > 0, 0 % writes > 0, a mix both)."""
+    tail = f" ({where})" if where else ""
+    for name, v in (("read", read), ("write", write)):
+        if not math.isfinite(v) or v < 0:
+            raise EstimateError(f"read {read_pct:g}%: {name} throughput {v:g} must be finite "
+                                f"and >= 0{tail}")
+    if read_pct == 100.0 and not read > 0:
+        raise EstimateError(f"100% read throughput is {read:g}{tail}; the capacity "
+                            "C = T_100%read needs it > 0")
+    if read_pct == 0.0 and not write > 0:
+        raise EstimateError(f"100% write throughput is {write:g}{tail}; "
+                            "f_rw = T_100%read / T_100%write needs it > 0")
+    for name, v, has in (("read", read, read_pct > 0), ("write", write, read_pct < 100)):
+        if has and not v > 0:
+            raise EstimateError(f"read {read_pct:g}%: {name} throughput is {v:g}{tail}; a "
+                                f"mix with {name}s needs it > 0")
+
+
 def _nan_none(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
@@ -206,9 +241,26 @@ def _resolve_method(method: str, pcts: np.ndarray) -> str:
     return method
 
 
+def fit_mask(pcts: np.ndarray, method: str) -> np.ndarray:
+    """Which cells (by read percentage) a resolved method fits."""
+    if method == "anchors":
+        return np.isin(pcts, (0.0, 100.0))
+    if method == "anchors3":
+        return np.isin(pcts, (0.0, 50.0, 100.0))
+    return np.ones(pcts.shape, dtype=bool)
+
+
 def _solve(pcts: np.ndarray, r: np.ndarray, w: np.ndarray, method: str, label: str
            ) -> tuple[float, float]:
     """(C, f_rw) from cell means. Pure, so the delta method can call it on perturbed means."""
+    if method == "anchors3":
+        missing = [f"{p:g}%" for p in (0.0, 50.0, 100.0) if p not in pcts]
+        if missing:
+            raise EstimateError(f"size {label}: the three-anchor fit needs read "
+                                f"{', '.join(missing)} measured")
+        m = fit_mask(pcts, method)
+        pcts, r, w = pcts[m], r[m], w[m]
+        method = "lsq"
     if method == "anchors":
         i_r = np.flatnonzero(pcts == 100.0)
         i_w = np.flatnonzero(pcts == 0.0)
@@ -254,11 +306,10 @@ class SizeFit:
     def fit(cls, size: int, cells: Iterable[Cell], method: str = "auto") -> SizeFit:
         cs = _merge_cells(sorted(cells, key=lambda c: c.read_pct), size_label(size))
         for c in cs:
-            if c.read_iops < 0 or c.write_iops < 0 or not (
-                    math.isfinite(c.read_iops) and math.isfinite(c.write_iops)):
-                raise EstimateError(f"size {size_label(size)}, read {c.read_pct:g}%: "
-                                    f"throughput must be finite and >= 0 "
-                                    f"(read {c.read_iops:g}, write {c.write_iops:g})")
+            try:
+                check_throughput(c.read_pct, c.read_iops, c.write_iops)
+            except EstimateError as exc:
+                raise EstimateError(f"size {size_label(size)}: {exc}") from None
         pcts = np.array([c.read_pct for c in cs])
         m = _resolve_method(method, pcts)
         cap, f = _solve(pcts, *_means(cs), m, size_label(size))
@@ -270,7 +321,77 @@ class SizeFit:
 
     def used(self, cell: Cell) -> bool:
         """Whether a cell entered the fit."""
-        return self.method == "lsq" or cell.read_pct in (0.0, 100.0)
+        return bool(fit_mask(np.array([cell.read_pct]), self.method)[0])
+
+    def cv_errors(self) -> pd.DataFrame:
+        return self._cv.copy()
+
+    @cached_property
+    def _cv(self) -> pd.DataFrame:
+        """Each measured mix predicted by a fit that did not use it: held-out mixes by the
+        fit itself, fitted mixes (lsq, anchors3) by a refit without them. Columns: read_pct,
+        measured, predicted, rel_err (pred/meas - 1) and noise_var (the part of rel_err**2
+        that the replicates' noise explains; 0 without replicates)."""
+        pcts = np.array([c.read_pct for c in self.cells])
+        used = fit_mask(pcts, self.method)
+        rows = []
+        for j, c in enumerate(self.cells):
+            keep = np.ones(len(self.cells), dtype=bool)
+            method = self.method
+            if used[j]:
+                if self.method == "anchors":
+                    continue  # a two-point fit has nothing left without one of its points
+                keep = used.copy()
+                keep[j] = False
+                if np.unique(pcts[keep]).size < 2 or not (
+                        {0.0, 100.0} <= set(pcts[keep].tolist()) or self.method == "lsq"):
+                    continue
+                method = "lsq"
+            sub = [cc for cc, k in zip(self.cells, keep) if k]
+            sub_p = pcts[keep]
+            if method == "anchors3":
+                method = "lsq"
+                m3 = fit_mask(sub_p, "anchors3")
+                sub = [cc for cc, k in zip(sub, m3) if k]
+                sub_p = sub_p[m3]
+            if method == "anchors" and not {0.0, 100.0} <= set(sub_p.tolist()):
+                continue
+            p = c.read_pct
+
+            def fun(theta: np.ndarray, sub_p: np.ndarray = sub_p, method: str = method,
+                    p: float = p) -> np.ndarray:
+                cap, f = _solve(sub_p, theta[0::2], theta[1::2], method, self.label)
+                return np.array([100.0 * _k(cap, f, p)])
+
+            try:
+                est, var, _, unknown = _delta_var(fun, sub)
+            except EstimateError:
+                continue  # the reduced fit is degenerate (e.g. f_rw <= 0): no error to learn
+            pred = float(est[0])
+            meas = c.total_iops
+            nv = 0.0 if unknown[0] else float(var[0]) / pred**2
+            cov = c.mean_cov()
+            if cov is not None:
+                nv += float(cov.sum()) / meas**2
+            rows.append({"read_pct": p, "measured": meas, "predicted": pred,
+                         "rel_err": pred / meas - 1.0, "noise_var": nv})
+        return pd.DataFrame(rows, columns=["read_pct", "measured", "predicted", "rel_err",
+                                           "noise_var"])
+
+    @cached_property
+    def model_sd(self) -> float:
+        """Relative SD of the model's error beyond noise, from `cv_errors`; NaN when no
+        mix can be predicted without its own data (the two anchors alone)."""
+        cv = self._cv
+        if cv.empty:
+            return math.nan
+        excess = cv["rel_err"].to_numpy() ** 2 - cv["noise_var"].to_numpy()
+        return float(math.sqrt(max(0.0, float(excess.mean()))))
+
+    @property
+    def model_df(self) -> int:
+        """Degrees of freedom of `model_sd`: the number of cross-validated mixes."""
+        return len(self._cv)
 
     def k(self, read_pct: float) -> float:
         """The slides' k at this read percentage (IOPS per percentage point)."""
@@ -311,6 +432,30 @@ def _merge_cells(cells: list[Cell], label: str) -> list[Cell]:
     return cells
 
 
+def _shape_warnings(sf: SizeFit) -> list[str]:
+    """The model's total IOPS lies between the two endpoints' (it is monotone in the read
+    percentage): say so when a measured mix is above both or below both, beyond its noise."""
+    r100, w0 = sf.anchor(100.0), sf.anchor(0.0)
+    if r100 is None or w0 is None:
+        return []
+    lo_end, hi_end = sorted((r100.total_iops, w0.total_iops))
+    out = []
+    for c in sf.cells:
+        if c.read_pct in (0.0, 100.0):
+            continue
+        half = 0.0
+        cov = c.mean_cov()
+        if cov is not None:
+            half = float(stats.t.ppf(0.975, c.n - 1) * math.sqrt(max(cov.sum(), 0.0)))
+        t = c.total_iops
+        if t - half > hi_end or t + half < lo_end:
+            where = "above both" if t > hi_end else "below both"
+            out.append(f"size {sf.label}: measured {c.read_pct:g}% read ({t:,.0f} IOPS) is "
+                       f"{where} endpoints ({lo_end:,.0f}-{hi_end:,.0f}); the model's total "
+                       "always lies between them, so its shape does not fit this device")
+    return out
+
+
 # --------------------------------------------------------------------------- uncertainty
 
 def _jacobian(fun: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.ndarray:
@@ -326,16 +471,14 @@ def _jacobian(fun: Callable[[np.ndarray], np.ndarray], theta: np.ndarray) -> np.
     return jac
 
 
-def _delta_interval(fun: Callable[[np.ndarray], np.ndarray], cells: Sequence[Cell],
-                    confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Estimate, lower and upper bounds of fun(cell means) by the delta method.
+def _delta_var(fun: Callable[[np.ndarray], np.ndarray], cells: Sequence[Cell]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate, noise variance, Welch-Satterthwaite sum (var_b**2/df_b) and an `unknown`
+    flag of fun(cell means), by the delta method.
 
-    theta = (r_1, w_1, r_2, w_2, ...). Each cell is an independent block; the degrees of
-    freedom come from Welch-Satterthwaite over the blocks' variance contributions. A block
-    that matters (non-zero gradient) but has no replicates makes the interval unknown (NaN).
+    theta = (r_1, w_1, r_2, w_2, ...). Each cell is an independent block. A block that
+    matters (non-zero gradient) but has no replicates makes the variance unknown.
     """
-    if not 0 < confidence < 1:
-        raise EstimateError(f"confidence {confidence!r} must be between 0 and 1")
     theta = np.array([v for c in cells for v in (c.read_iops, c.write_iops)], dtype=float)
     est = fun(theta)
     jac = _jacobian(fun, theta)
@@ -352,20 +495,42 @@ def _delta_interval(fun: Callable[[np.ndarray], np.ndarray], cells: Sequence[Cel
         vb = np.einsum("ij,jk,ik->i", g, cov, g)
         var += vb
         wsum += vb**2 / (c.n - 1)
+    return est, var, wsum, unknown
+
+
+def _bounds(est: np.ndarray, var: np.ndarray, wsum: np.ndarray, unknown: np.ndarray,
+            confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Student-t bounds with Welch-Satterthwaite degrees of freedom var**2 / wsum."""
     half = np.zeros(est.size)
     pos = var > 0
     df = np.where(pos & (wsum > 0), var**2 / np.where(wsum > 0, wsum, 1.0), np.inf)
     half[pos] = stats.t.ppf(0.5 + confidence / 2, df[pos]) * np.sqrt(var[pos])
     half[unknown] = np.nan
-    return est, est - half, est + half
+    return est - half, est + half
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise EstimateError(f"confidence {confidence!r} must be between 0 and 1")
+
+
+def _delta_interval(fun: Callable[[np.ndarray], np.ndarray], cells: Sequence[Cell],
+                    confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate, lower and upper bounds of fun(cell means): the noise part only."""
+    _check_confidence(confidence)
+    est, var, wsum, unknown = _delta_var(fun, cells)
+    lo, hi = _bounds(est, var, wsum, unknown, confidence)
+    return est, lo, hi
 
 
 # --------------------------------------------------------------------------- prediction
 
 def _predict_flat(fits: Sequence[SizeFit], props: Sequence[float], read_pct: float, mix: str
-                  ) -> Callable[[np.ndarray], np.ndarray]:
+                  ) -> Callable[..., np.ndarray]:
     """theta (cell means of every size in order) -> flat outputs: per size then total,
-    each with QUANTITIES. Refits each size from theta so fit uncertainty propagates."""
+    each with QUANTITIES. Refits each size from theta so fit uncertainty propagates.
+    `scales` multiplies each size's k: the derivative in log-scale is how a relative model
+    error of that size moves each output."""
     slices, start = [], 0
     for sf in fits:
         slices.append(slice(start, start + 2 * len(sf.cells)))
@@ -373,13 +538,15 @@ def _predict_flat(fits: Sequence[SizeFit], props: Sequence[float], read_pct: flo
     pcts = [np.array([c.read_pct for c in sf.cells]) for sf in fits]
     p = read_pct
 
-    def fun(theta: np.ndarray) -> np.ndarray:
+    def fun(theta: np.ndarray, scales: np.ndarray | None = None) -> np.ndarray:
         ks = []
         for sf, sl, pc in zip(fits, slices, pcts):
             t = theta[sl]
             cap, f = _solve(pc, t[0::2], t[1::2], sf.method, sf.label)
             ks.append(_k(cap, f, p))
         ks_a = np.array(ks)
+        if scales is not None:
+            ks_a = ks_a * scales
         pr = np.asarray(props, dtype=float)
         if mix == "slides":
             per_total = 100.0 * pr * ks_a  # size i's I/O rate as the slides' sum has it
@@ -409,6 +576,7 @@ class Prediction:
     confidence: float
     frame: pd.DataFrame
     model: RWModel = field(repr=False)
+    interval: str = NOISE_ONLY
 
     def table(self) -> pd.DataFrame:
         """One row per size and a `total` row: estimates and `_lo`/`_hi` bounds."""
@@ -423,7 +591,7 @@ class Prediction:
 
     def to_dict(self) -> dict[str, Any]:
         return {"read_pct": self.read_pct, "mix": self.mix, "confidence": self.confidence,
-                "proportions": {size_label(s): p for s, p in self.proportions.items()},
+                "interval": self.interval, "proportions": {size_label(s): p for s, p in self.proportions.items()},
                 "rows": self.frame.to_dict("records")}
 
     def plot(self, points: int = 101):
@@ -509,13 +677,16 @@ class RWModel:
                            f"{sf.c_spread:.1%} across its {len(sf.cells)} measured mixes "
                            f"(threshold {self.spread_threshold:.0%}); the capacity is not "
                            "invariant, so predictions between them are doubtful")
+            out += _shape_warnings(sf)
         return out
 
     def predict(self, read_pct: float, proportions: Mapping[Any, float] | str | None = None,
-                mix: str = "slides", confidence: float = 0.95) -> Prediction:
+                mix: str = DEFAULT_MIX, confidence: float = 0.95,
+                model_error: bool = True) -> Prediction:
         """Read, write, total IOPS and bandwidth at `read_pct` for a size mix given as
         {size: P} or "4k:0.8,64k:0.2" (I/O-count proportions summing to 1). It may be
-        omitted only when the model has a single size."""
+        omitted only when the model has a single size. The intervals include the model's
+        error when every size of the mix has one measured (`Prediction.interval` says)."""
         p = check_read_pct(read_pct)
         if mix not in MIXES:
             raise EstimateError(f"mix rule {mix!r} is not one of {', '.join(MIXES)}")
@@ -529,7 +700,22 @@ class RWModel:
         fits = [self.fit_for(s) for s in props]
         cells = [c for sf in fits for c in sf.cells]
         fun = _predict_flat(fits, list(props.values()), p, mix)
-        est, lo, hi = _delta_interval(fun, cells, confidence)
+        _check_confidence(confidence)
+        est, var, wsum, unknown = _delta_var(fun, cells)
+        sds = np.array([sf.model_sd for sf in fits]) if model_error else np.array([math.nan])
+        interval = NOISE_ONLY
+        if np.all(np.isfinite(sds)):
+            # d output / d ln k_i; sizes' model errors taken as fully correlated (the sum of
+            # their effects), the cautious choice: nothing says they cancel
+            theta = np.array([v for c in cells for v in (c.read_iops, c.write_iops)])
+            elas = _jacobian(lambda s: fun(theta, np.exp(s)), np.zeros(len(fits)))
+            msd = np.abs(elas) @ sds
+            mvar = msd**2
+            mdf = max(1, min(sf.model_df for sf in fits))
+            var = var + mvar
+            wsum = wsum + mvar**2 / mdf
+            interval = WITH_MODEL
+        lo, hi = _bounds(est, var, wsum, unknown, confidence)
         nq = len(QUANTITIES)
         rows = []
         labels = [sf.label for sf in fits] + ["total"]
@@ -541,11 +727,13 @@ class RWModel:
                 row[f"{q}_lo"] = lo[i * nq + j]
                 row[f"{q}_hi"] = hi[i * nq + j]
             rows.append(row)
-        return Prediction(p, props, mix, confidence, pd.DataFrame(rows), self)
+        return Prediction(p, props, mix, confidence, pd.DataFrame(rows), self, interval)
 
-    def predict_size(self, size: Any, read_pct: float, confidence: float = 0.95) -> Prediction:
+    def predict_size(self, size: Any, read_pct: float, confidence: float = 0.95,
+                     model_error: bool = True) -> Prediction:
         """Shortcut for one size alone."""
-        return self.predict(read_pct, {size_bytes(size): 1.0}, confidence=confidence)
+        return self.predict(read_pct, {size_bytes(size): 1.0}, confidence=confidence,
+                            model_error=model_error)
 
     # -- result tables --------------------------------------------------------------
     def table(self, confidence: float = 0.95) -> pd.DataFrame:
@@ -567,6 +755,7 @@ class RWModel:
                 "f_rw": f, "f_rw_lo": lo[1], "f_rw_hi": hi[1],
                 "C": cap, "C_lo": lo[0], "C_hi": hi[0],
                 "C_spread": sf.c_spread, "C_cv": sf.c_cv,
+                "model_sd": sf.model_sd, "model_df": sf.model_df,
                 "invariant": bool(len(sf.cells) < 3 or sf.c_spread <= self.spread_threshold),
             })
         return pd.DataFrame(rows)
@@ -813,14 +1002,81 @@ def samples_from_table(df: pd.DataFrame, read_pct: str | None = None, size: str 
     return out
 
 
+def is_mix(value: Any) -> bool:
+    """A size cell that names a size mix ('4k:0.8,64k:0.2'), as `estimate measure --runs`
+    writes for its mixed-size runs."""
+    return isinstance(value, str) and (":" in value or "," in value)
+
+
+def split_table(df: pd.DataFrame, size: str | None = None
+                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(single-size rows, mixed-size rows, notes). Rows with a `status` other than ok
+    (failed runs, or runs `estimate measure` refused) are left out, and said so."""
+    notes = []
+    if "status" in df.columns:
+        bad = df["status"].astype(str) != "ok"
+        if bad.any():
+            counts = df.loc[bad, "status"].value_counts().to_dict()
+            notes.append(f"{int(bad.sum())} rows left out by their status "
+                         f"({', '.join(f'{k}: {v}' for k, v in counts.items())})")
+        df = df[~bad]
+    size_col = _find(df, size, SIZE_NAMES, "I/O size")
+    mixed = df[size_col].map(is_mix).astype(bool)
+    if mixed.any():
+        notes.append(f"{int(mixed.sum())} mixed-size rows set aside as checks of the "
+                     "size-mix rules")
+    return df[~mixed], df[mixed], notes
+
+
+def mixed_checks(model: RWModel, mixed: pd.DataFrame, confidence: float = 0.95,
+                 read_pct: str | None = None, size: str | None = None,
+                 source: str = "table") -> pd.DataFrame:
+    """Measured mixed-size rows (size cell '4k:0.8,64k:0.2') against both mix rules."""
+    if mixed.empty:
+        return pd.DataFrame()
+    pct_col = _find(mixed, read_pct, READ_PCT_NAMES, "read percentage")
+    size_col = _find(mixed, size, SIZE_NAMES, "I/O size")
+    t_col = next((c for c in ("total_iops", "iops") if c in mixed.columns), None)
+    if t_col is None:
+        if not {"read_iops", "write_iops"} <= set(mixed.columns):
+            raise EstimateError(f"{source}: mixed-size rows need total_iops or read_iops and "
+                                "write_iops")
+        mixed = mixed.assign(total_iops=mixed["read_iops"] + mixed["write_iops"])
+        t_col = "total_iops"
+    rows = []
+    for (spec, pct), g in mixed.groupby([size_col, pct_col], sort=False):
+        p = check_read_pct(pct)
+        vals = g[t_col].to_numpy(dtype=float)
+        if not np.all(vals > 0):
+            raise EstimateError(f"{source}: mix {spec} at {p:g}% read has a throughput <= 0")
+        meas = float(vals.mean())
+        for rule in MIXES:
+            pr = model.predict(p, spec, mix=rule, confidence=confidence)
+            pred = pr.value()
+            rows.append({"mix": spec, "read_pct": p, "rule": rule, "n": len(vals),
+                         "measured_iops": meas, "predicted_iops": pred,
+                         "pred_lo": pr.value("total_iops_lo"),
+                         "pred_hi": pr.value("total_iops_hi"), "interval": pr.interval,
+                         "error_pct": 100.0 * (pred - meas) / meas})
+    return pd.DataFrame(rows)
+
+
 def fit_table(df: pd.DataFrame, method: str = "auto", spread_threshold: float = 0.10,
               read_pct: str | None = None, size: str | None = None, read: str | None = None,
               write: str | None = None, total: str | None = None, source: str = "table",
               meta: Mapping[str, Any] | None = None) -> RWModel:
-    """Fit the model from a tidy results table (one row per run; replicates allowed)."""
+    """Fit the model from a tidy results table (one row per run; replicates allowed).
+    Mixed-size rows and rows whose status is not ok are left out (see `split_table`)."""
+    df, _, notes = split_table(df, size)
+    if notes:
+        meta = {**(meta or {}), "table_notes": notes}
     samples = samples_from_table(df, read_pct, size, read, write, total, source)
-    cells = {b: [Cell.from_samples(p, rs, ws) for p, (rs, ws) in sorted(by_pct.items())]
-             for b, by_pct in samples.items()}
+    cells: dict[int, list[Cell]] = {}
+    for b, by_pct in samples.items():
+        try:
+            cells[b] = [Cell.from_samples(p, rs, ws) for p, (rs, ws) in sorted(by_pct.items())]
+        except EstimateError as exc:
+            raise EstimateError(f"{source}: size {size_label(b)}: {exc}") from None
     return RWModel.from_cells(cells, method, spread_threshold,
                               meta={"source": source, **(meta or {})})
 
