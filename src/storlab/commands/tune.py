@@ -112,7 +112,15 @@ def _print_tune(res: Any, data: dict[str, Any]) -> None:
                   f"store {data['store']}")
     t = res.table()
     if len(t):
-        console.print(frame_table(t, title="confirmed configurations (best first)"))
+        # Only the factors the candidates disagree on: the others are said once.
+        factors = [c for c in t.columns if c in res.history[0].config]
+        same = [c for c in factors if t[c].astype(str).nunique() == 1]
+        t = t.drop(columns=same)
+        title = "confirmed configurations (best first)"
+        if same:
+            title += "; all have " + ", ".join(f"{c}={t0}" for c, t0 in
+                                               zip(same, res.table()[same].iloc[0]))
+        console.print(frame_table(t, title=title))
     b, base, cmp = data["best"], data["baseline"], data["comparison"]
     name = data["response"]
     if b is None:

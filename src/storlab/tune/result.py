@@ -171,14 +171,15 @@ class TuneResult:
     def table(self) -> pd.DataFrame:
         """The confirmed configurations (best first) with mean, spread and runs."""
         rows = []
-        base, best = self.baseline(), self.best()
+        base, best, scr = self.baseline(), self.best(), self.best_screened()
         for e in self.confirmed():
             r = {**e.config}
             for j, ob in enumerate(self.objectives):
                 s = describe(self._raw(e, j))
                 r[f"{ob.name} mean"], r[f"{ob.name} sd"] = s["mean"], s["std"]
             r["runs"] = e.n
-            roles = [name for name, x in (("best", best), ("baseline", base))
+            roles = [name for name, x in (("best", best), ("baseline", base),
+                                          ("best screened", scr))
                      if x is not None and x.config == e.config]
             r["role"] = " + ".join(roles)
             rows.append(r)
@@ -211,7 +212,7 @@ class TuneResult:
             ax.scatter(g["run"], g["value"], s=14, color=colors.get(str(ph), "tab:gray"),
                        label=f"{ph} runs")
         ax.step(c["run"], c["best_so_far"], where="post", color="black", lw=1.2,
-                label="best so far")
+                label="best single run so far")
         ob = self.objectives[0]
         ax.set_xlabel("runs executed")
         ax.set_ylabel(f"{ob.name} ({'higher' if ob.goal == 'maximize' else 'lower'} is "
