@@ -289,3 +289,15 @@ def test_tune_eval_on_a_complete_table(tmp_path: Path) -> None:
     assert set(s for s, _ in t) == {"storlab", "optuna-tpe", "random"}
     assert t[("storlab", 0.05)]["reached_share"] >= 0.75
     assert plot.stat().st_size > 10_000
+
+
+def test_report_has_a_tuning_section(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=20, strategy="tpe")
+    out = tune_json(p)
+    html = tmp_path / "r.html"
+    cli("report", str(p), "-o", str(html))
+    text = html.read_text()
+    assert 'id="tuning"' in text and "Confirmed configurations" in text
+    b = out["best"]["config"]
+    assert ", ".join(f"{k}={v}" for k, v in b.items()) in text
+    assert "recommended vs baseline" in text

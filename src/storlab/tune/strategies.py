@@ -143,6 +143,7 @@ class Strategy:
 
     name = ""
     confirm = True
+    random_start = 10  # Optuna's TPE draws its first 10 trials at random
 
     def __init__(self, domain: Domain, objectives: Sequence[Objective],
                  settings: TuneSettings) -> None:
@@ -169,7 +170,10 @@ class Strategy:
         cfg = self.next_config(history, tally)
         if cfg is None:  # nothing left to try
             return self.confirmation(tally, remaining) if self.confirm else []
-        return [Proposal(cfg, 1, "tune")]
+        # A sampler's first draws are random (TPE's start-up trials): they are this
+        # strategy's screening, and its best is the baseline when the space has no default.
+        early = sum(o.phase in ("screen", "tune") for o in history) < self.random_start
+        return [Proposal(cfg, 1, "screen" if early else "tune")]
 
     def meta(self) -> dict[str, Any]:
         return {"strategy": self.name, "seed": self.s.seed, "budget": self.s.budget,
@@ -365,6 +369,7 @@ class ScreenThenTune(OptunaSearch):
     """
 
     name = "screen-then-tune"
+    random_start = 0     # its screening is the LHS batch
     settle = 2           # factors held at the screening's best values
     full_every = 2       # every n-th tuning run searches the whole space
     min_gain = 0.02      # a smaller relative gain does not end a stall
