@@ -173,17 +173,18 @@ class Campaign:
 
     def preflight(self) -> None:
         """Checks that need the runner: options accepted, targets allowed (a block device or
-        an existing file outside the campaign directory without `allow_destructive` is
-        refused here, before any run or step)."""
+        an existing file outside the campaign's scratch area without `allow_destructive` is
+        refused here, before any run or step), resolved in a run's scratch directory."""
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
             raise CampaignError(f"{self.path}: field runner: {exc}") from None
         check = getattr(runner, "check_target", None)
         if check is not None:
-            for _, cfg, _ in self.configs:
+            for cid, cfg, _ in self.configs:
                 try:
-                    check(self._runner_config(cfg), base=self.dir)
+                    check(self._runner_config(cfg), base=self.scratch,
+                          workdir=self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
 
