@@ -26,7 +26,7 @@ from ..errors import StorlabError
 from ..space import Space
 from .executors import make_executor
 from .runners import make_runner
-from .runners._proc import template_names
+from .runners._proc import ShellTemplateError, shell_command, template_names
 from .spec import CampaignError, CampaignSpec, load_spec
 from .store import DONE, FAILED, Store
 from .task import RunTask, StepSpec, TaskOutcome
@@ -167,6 +167,11 @@ class Campaign:
                         raise CampaignError(
                             f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
                             "factor, a var or one of " + ", ".join(BUILTINS))
+                if step.shell:  # values reach shell steps through the environment
+                    try:
+                        shell_command(str(step.run), dict.fromkeys(known, ""))
+                    except ShellTemplateError as exc:
+                        raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
         bad = [n for n in self.spec.runner.exclude if n not in self.space.names]
         if bad:
             raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
