@@ -14,6 +14,7 @@ regular expressions with one named group per metric.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,11 @@ from ..spec import CampaignError
 from ._proc import (ShellTemplateError, SubstitutionError, render_value, run_program,
                     shell_command, substitute, tail, template_names)
 from .base import RunResult
+
+
+#: The command runner's own options (any other option is a constant for the templates).
+OPTIONS = ("command", "shell", "json_metrics", "regex_metrics", "args", "env", "stream",
+           "ok_codes")
 
 
 class CommandRunner:
@@ -68,6 +74,17 @@ class CommandRunner:
         self.stream = stream
         self.ok_codes = set(ok_codes)
         self.fixed = fixed  # extra names for the template (constants)
+        used = set().union(*(template_names(t) for t in
+                             ([self.command] if isinstance(self.command, str) else self.command)),
+                           *(template_names(str(v)) for v in self.env.values()))
+        unknown = sorted(k for k in fixed if k not in used)
+        if unknown:  # a typo such as `regex_metric:` must not run "ok" with no metrics
+            near = difflib.get_close_matches(unknown[0], OPTIONS, n=1)
+            raise CampaignError(
+                f"command runner: unknown option(s) {unknown}"
+                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + f"; options are {', '.join(OPTIONS)}, and constants named by a "
+                "{field} of the command or env")
 
     def argv(self, config: Mapping[str, Any], workdir: Path) -> list[str] | str:
         """The program's argv, or with `shell: true` the shell command (its values are in
