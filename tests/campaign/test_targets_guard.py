@@ -150,7 +150,7 @@ def _file_bypasses(victim: Path) -> list[dict[str, Any]]:
         {"filename": f"../../../{victim.name}"},  # from <tmp>/c/scratch/c1-r1
         {"filename": f"scratch.dat:{victim}"},
         {"filename_format": str(victim)},
-        {"directory": str(victim.parent)},  # fio's default name storlab.0.0 exists there
+        {"directory": str(victim.parent), "filename_format": "$jobname.$jobnum"},
         {"directory": str(victim.parent), "filename_format": victim.name},
         {"opendir": str(victim.parent / "o")},
         {"opendir": "../../../o"},
@@ -166,7 +166,7 @@ def test_every_existing_file_bypass_is_refused_and_nothing_is_written(
     o.mkdir(parents=True)
     inner = o / "mail.db"
     inner.write_bytes(os.urandom(1 << 20))
-    default = victim.parent / "storlab.0.0"
+    default = victim.parent / "storlab.0"
     default.write_bytes(os.urandom(1 << 20))
     before, inner_before, default_before = digest(victim), digest(inner), digest(default)
     for i, opts in enumerate(_file_bypasses(victim)):
@@ -196,6 +196,27 @@ def test_allow_destructive_lets_fio_write_the_file(tmp_path: Path, victim: Path)
     p = run(camp)
     assert p.returncode == 0, p.stderr
     assert digest(victim) != before
+
+
+def test_fio_default_names_outside_are_fio_leftovers_and_run(tmp_path: Path) -> None:
+    """`directory: /mnt/test` without a file name: fio writes `storlab.<n>.<m>` there;
+    such files left by an earlier run are fio's, so the campaign resumes."""
+    outside = tmp_path / "mnt"
+    outside.mkdir()
+    (outside / "storlab.0.0").write_bytes(b"old fio file" * 100)
+    p = run(campaign(tmp_path / "c", {"directory": str(outside)}))
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_file_the_campaign_creates_outside_does_not_stop_its_next_runs(
+        tmp_path: Path) -> None:
+    """Before each run only devices are checked again: the file run 1 created outside is
+    not refused for run 2 (preflight already said no file existed there)."""
+    target = tmp_path / "mnt" / "bench.dat"
+    target.parent.mkdir()
+    p = run(campaign(tmp_path / "c", {"filename": str(target)}))
+    assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+    assert target.stat().st_size == 1 << 20
 
 
 def test_targets_inside_the_scratch_area_run(tmp_path: Path) -> None:

@@ -103,14 +103,21 @@ class FioRunner:
         return opts
 
     def check_target(self, config: Mapping[str, Any], base: Path | None = None,
-                     workdir: Path | None = None, names: bool = True) -> None:
+                     workdir: Path | None = None, names: bool = True, files: bool = True
+                     ) -> None:
         """Refuse, before fio runs, what fio would read differently from what storlab checks
         and, unless `allow_destructive`, any target that resolves to a block device (or a
         /dev node) or to an existing file outside `base`, the campaign's scratch area.
 
         Targets are resolved as fio resolves them (see `fio_targets`), in `workdir`, the
         directory fio runs in (default: a run directory under `base`). With `names`, also
-        checks the option names against the installed fio (`check_option_names`).
+        checks the option names against the installed fio (`check_option_names`). Without
+        `files`, only devices are refused (right before each run: a file that an earlier
+        run of the same campaign created is the campaign's own).
+
+        Files named as fio names its own files when no name is given
+        (`<job_name>.<jobnum>.<filenum>`) are fio's leftovers, not somebody's data: they
+        are not refused (a campaign with `directory: /mnt/test` can resume).
         """
         root = Path(base).resolve() if base is not None else None
         if workdir is None:
@@ -122,7 +129,7 @@ class FioRunner:
         if self.allow_destructive:
             return
         for cand in self.fio_targets(opts, workdir):
-            _check_candidate(cand, root, remote=bool(self.clients))
+            _check_candidate(cand, root, remote=bool(self.clients), files=files)
 
     def fio_targets(self, opts: Mapping[str, str], workdir: Path) -> list[Candidate]:
         """Every path fio may open for these job options plus `extra_args`, a superset of
@@ -145,14 +152,14 @@ class FioRunner:
         bases = [(str(workdir), str(workdir))] + [(d, _join(workdir, d)) for d in dirs]
         out: list[Candidate] = []
 
-        def under_all(name: str, pattern: bool) -> None:
+        def under_all(name: str, pattern: bool, own: str = "") -> None:
             # A job file (client mode) is sorted by fio: `directory` always applies there;
             # on the command line it applies only to names given after it.
             if not (self.clients and dirs):
                 out.append(Candidate(_join(workdir, name), pattern, name,
-                                     relative=not Path(name).is_absolute()))
+                                     relative=not Path(name).is_absolute(), own=own))
             out.extend(Candidate(_join(b, name, always=True), pattern, name,
-                                 relative=not os.path.isabs(given))
+                                 relative=not os.path.isabs(given), own=own)
                        for given, b in bases[1:])
 
         for v in values["filename"]:
@@ -162,7 +169,9 @@ class FioRunner:
         if not values["filename"]:
             formats.append(DEFAULT_FORMAT)
         for f in formats:
-            under_all(_format_glob(f, jobnames), True)
+            # fio's own naming for this job: `<job_name>.<jobnum>.<filenum>` files
+            own = f.lower() == DEFAULT_FORMAT.lower() and jobnames == {self.job_name}
+            under_all(_format_glob(f, jobnames), True, self.job_name if own else "")
         for v in values["opendir"]:
             out.append(Candidate(_join(workdir, v), False, v, opendir=True,
                                  relative=not Path(v).is_absolute(),
@@ -228,7 +237,8 @@ class FioRunner:
         workdir = Path(workdir).absolute()
         # Checked again here, in the directory fio runs in and after the setup steps: the
         # run's scratch area is the directory holding the runs' own directories.
-        self.check_target(config, base=workdir.parent, workdir=workdir, names=False)
+        self.check_target(config, base=workdir.parent, workdir=workdir, names=False,
+                          files=False)
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
@@ -388,6 +398,7 @@ class Candidate:
     opendir: bool = False
     relative: bool = False
     dirs: tuple[str, ...] = ()
+    own: str = ""  # with fio's default naming, the job name: `<own>.<n>.<m>` files are fio's
 
 
 def _target_option(name: str) -> tuple[str, ...]:
@@ -498,9 +509,9 @@ def _refuse_file(shown: str, root: Path | None) -> CampaignError:
                          "allow_destructive: true in the runner options to allow it")
 
 
-def _check_path(p: str, shown: str, root: Path | None) -> None:
-    """One concrete path: a block device (or a missing /dev node) or an existing
-    non-directory outside `root` is refused."""
+def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> None:
+    """One concrete path: a block device (or a missing /dev node), a character device, or
+    (with `files`) an existing file outside `root` is refused."""
     real = os.path.realpath(p)
     if real in HARMLESS:
         return
@@ -514,10 +525,10 @@ def _check_path(p: str, shown: str, root: Path | None) -> None:
         raise _refuse_device(shown)
     if stat.S_ISDIR(st.st_mode):
         return
-    if root is not None and not _inside(real, root):
+    if not stat.S_ISREG(st.st_mode) and not _inside(real, root):
+        raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...) or the like
+    if files and root is not None and not _inside(real, root):
         raise _refuse_file(shown, root)
-    if root is None and not stat.S_ISREG(st.st_mode):
-        raise _refuse_device(shown)  # a character device or the like: not a benchmark file
 
 
 def _real_prefix(pattern: str) -> str:
@@ -549,9 +560,10 @@ def _opendir_files(top: str) -> Iterable[str]:
             yield from _opendir_files(full)
 
 
-def _check_candidate(c: Candidate, root: Path | None, remote: bool) -> None:
+def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool = True
+                     ) -> None:
     """Refuse a candidate target that is destructive (see `FioRunner.check_target`)."""
-    if remote and (c.relative or not _inside(os.path.normpath(c.path), root)):
+    if remote and files and (c.relative or not _inside(os.path.normpath(c.path), root)):
         raise CampaignError(
             f"fio target {c.given} (as {c.path}): in client/server mode the servers' files "
             "cannot be checked from here; keep targets inside the scratch area"
@@ -566,17 +578,17 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool) -> None:
             if i + 1 >= MAX_MATCHES:
                 raise CampaignError(f"fio opendir {c.given}: more than {MAX_MATCHES} files "
                                     "to check; set allow_destructive: true")
-            if not _inside(real, root):
+            if files and not _inside(real, root):
                 raise CampaignError(f"fio opendir {c.given} holds existing files outside the "
                                     f"campaign directory's scratch area {root} ({f}): fio "
                                     "would overwrite them; set allow_destructive: true in "
                                     "the runner options to allow it")
             for d in c.dirs:
-                _check_path(f"{d}/{f}", f"{d}/{f} (opendir {c.given})", root)
+                _check_path(f"{d}/{f}", f"{d}/{f} (opendir {c.given})", root, files)
         return
     if not c.pattern:
         _check_path(c.path, c.given if c.given == c.path else f"{c.given} (as {c.path})",
-                    root)
+                    root, files)
         return
     if os.path.normpath(c.path).startswith("/dev/"):
         raise _refuse_device(f"{c.given} (as {c.path})")
@@ -584,4 +596,6 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool) -> None:
         if i >= MAX_MATCHES:
             raise CampaignError(f"fio filename_format {c.given}: more than {MAX_MATCHES} "
                                 "existing paths match it; set allow_destructive: true")
-        _check_path(p, f"{p} (filename_format {c.given})", root)
+        own = bool(c.own) and re.fullmatch(re.escape(c.own) + r"\.\d+\.\d+",
+                                           os.path.basename(p)) is not None
+        _check_path(p, f"{p} (filename_format {c.given})", root, files and not own)
