@@ -66,6 +66,8 @@ def test_fio_option_names_are_asked_of_the_installed_fio(tmp_path: Path) -> None
     with pytest.raises(CampaignError, match="'hipri' is not an option"):
         r.check_target({"hipri": 1}, base=tmp_path)  # type: ignore[attr-defined]
     r.check_target({"iodepth": 4, "rw": "randread"}, base=tmp_path)  # type: ignore
+    # `direct` is an option of its own, not an abbreviation of `directory`
+    r.check_target({"direct": 1}, base=tmp_path)  # type: ignore[attr-defined]
     # an engine's own options count once the engine is named
     make_runner("fio", {"ioengine": "io_uring"}).check_target(  # type: ignore[attr-defined]
         {"hipri": 1}, base=tmp_path)

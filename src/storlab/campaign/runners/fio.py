@@ -11,6 +11,7 @@ the document is located by decoding from each line that starts with `{`.
 
 from __future__ import annotations
 
+import functools
 import glob
 import itertools
 import json
@@ -403,10 +404,31 @@ class Candidate:
 
 def _target_option(name: str) -> tuple[str, ...]:
     """The target options a name stands for: itself, or (fio accepts unambiguous
-    abbreviations on its command line) every target option it abbreviates."""
+    abbreviations on its command line) every target option it abbreviates, unless the
+    name is an option of its own (`direct`: an exact name wins over an abbreviation)."""
     if name in TARGET_OPTIONS:
         return (name,)
-    return tuple(t for t in TARGET_OPTIONS if name and t.startswith(name))
+    hits = tuple(t for t in TARGET_OPTIONS if name and t.startswith(name))
+    if hits and _exact_fio_option(name):
+        return ()
+    return hits
+
+
+@functools.cache
+def _exact_fio_option(name: str) -> bool:
+    """Whether `name` is an option of fio in its own right (fio 3.33: only `direct` among
+    the prefixes of the target options); the installed fio is asked as well."""
+    if name in ("direct",):
+        return True
+    exe = shutil.which("fio")
+    if exe is None or not _OPTION_NAME.fullmatch(name):
+        return False
+    try:
+        p = subprocess.run([exe, f"--cmdhelp={name}"], capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return bool(re.search(rf"^\s*{re.escape(name)}\s*:", p.stdout, re.MULTILINE))
 
 
 def _check_option(name: str, value: str, jobfile: bool, where: str = "fio option") -> None:
