@@ -97,6 +97,8 @@ def _device_bypasses(dev: str) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
         ({"extra_args": [f"--filename={dev}"]}, ("block device",)),
         ({"extra_args": ["--directory=/dev", f"--filename={name}"]}, ("block device",)),
         ({"extra_args": ["--filename", dev]}, ("block device",)),
+        ({"write_iolog": dev}, ("block device",)),
+        ({"nam": "second", "filename": name}, ("abbreviation",)),
         ({"extra_args": [f"-filename={dev}"]}, ("block device",)),
         ({"extra_args": [f"--filenam={dev}"]}, ("abbreviation",)),
         ({"directo": "/dev", "filename": name}, ("abbreviation",)),
@@ -163,6 +165,8 @@ def _file_bypasses(victim: Path) -> list[dict[str, Any]]:
         {"extra_args": [f"--filename={victim}"]},
         {"extra_args": [f"--directory={victim.parent}"], "filename": victim.name},
         {"extra_args": [f"--opendir={victim.parent / 'o'}"]},
+        {"write_iolog": str(victim)},  # fio writes its I/O log over it
+        {"extra_args": [f"--output={victim}"]},
     ]
 
 
@@ -263,6 +267,6 @@ def test_client_mode_job_file_values_fio_would_read_differently_are_refused(
 
 
 def test_extra_args_job_files_and_client_options_are_refused() -> None:
-    for args in (["job.fio"], ["--output", "x"], ["--client=h"], ["--", "--filename=x"]):
+    for args in (["job.fio"], ["--eta", "never"], ["--client=h"], ["--", "--filename=x"]):
         with pytest.raises(CampaignError, match="extra_args"):
             FioRunner(extra_args=args)

@@ -41,6 +41,10 @@ RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args")
 
 #: fio options that name the files a job opens (and may create or overwrite).
 TARGET_OPTIONS = ("filename", "directory", "filename_format", "opendir")
+#: fio options that name one file fio writes as given (an I/O log, fio's own output).
+WRITTEN_FILES = ("write_iolog", "output")
+#: Names whose abbreviations fio would also accept and storlab refuses.
+GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES)
 #: fio's default file name when no `filename` is given.
 DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
 #: How many existing paths a wildcard target (filename_format) or an opendir tree may
@@ -142,13 +146,15 @@ class FioRunner:
         and `$clientuid` as wildcards; the regular files under `opendir`, as themselves and
         under each `directory`. Options given on the command line before the job
         (`extra_args`) are inherited by the job, so they count too."""
-        values: dict[str, list[str]] = {k: [] for k in TARGET_OPTIONS}
+        values: dict[str, list[str]] = {k: [] for k in (*TARGET_OPTIONS, *WRITTEN_FILES)}
         jobnames = {self.job_name}
         for k, v in [*_parse_extra_args(self.extra_args), *opts.items()]:
             if k == "name":
                 jobnames.add(v)
             for t in _target_option(k):
                 values[t].append(v)
+            if k in WRITTEN_FILES:
+                values[k].append(v)
         dirs = [d for v in values["directory"] for d in _split_names(v)]
         bases = [(str(workdir), str(workdir))] + [(d, _join(workdir, d)) for d in dirs]
         out: list[Candidate] = []
@@ -173,6 +179,9 @@ class FioRunner:
             # fio's own naming for this job: `<job_name>.<jobnum>.<filenum>` files
             own = f.lower() == DEFAULT_FORMAT.lower() and jobnames == {self.job_name}
             under_all(_format_glob(f, jobnames), True, self.job_name if own else "")
+        for k in WRITTEN_FILES:  # written as named, in fio's working directory
+            out.extend(Candidate(_join(workdir, v), False, v,
+                                 relative=not os.path.isabs(v)) for v in values[k])
         for v in values["opendir"]:
             out.append(Candidate(_join(workdir, v), False, v, opendir=True,
                                  relative=not Path(v).is_absolute(),
@@ -402,16 +411,23 @@ class Candidate:
     own: str = ""  # with fio's default naming, the job name: `<own>.<n>.<m>` files are fio's
 
 
-def _target_option(name: str) -> tuple[str, ...]:
-    """The target options a name stands for: itself, or (fio accepts unambiguous
-    abbreviations on its command line) every target option it abbreviates, unless the
-    name is an option of its own (`direct`: an exact name wins over an abbreviation)."""
-    if name in TARGET_OPTIONS:
-        return (name,)
-    hits = tuple(t for t in TARGET_OPTIONS if name and t.startswith(name))
+def _abbreviated(name: str) -> tuple[str, ...]:
+    """The guarded options `name` abbreviates (fio accepts unambiguous abbreviations on
+    its command line), none when it is one or an option of its own (`direct`: an exact
+    name wins over an abbreviation)."""
+    if name in GUARDED:
+        return ()
+    hits = tuple(t for t in GUARDED if name and t.startswith(name))
     if hits and _exact_fio_option(name):
         return ()
     return hits
+
+
+def _target_option(name: str) -> tuple[str, ...]:
+    """The target options a name stands for: itself, or every one it abbreviates."""
+    if name in TARGET_OPTIONS:
+        return (name,)
+    return tuple(t for t in _abbreviated(name) if t in TARGET_OPTIONS)
 
 
 @functools.cache
@@ -437,17 +453,17 @@ def _check_option(name: str, value: str, jobfile: bool, where: str = "fio option
     if name == "name" and where != "extra_args":
         raise CampaignError(f"{label}: 'name' starts another fio job; use the runner option "
                             "job_name")
-    if name not in TARGET_OPTIONS and _target_option(name):
+    if _abbreviated(name):
         raise CampaignError(f"{label}: fio would read {name!r} as an abbreviation of "
-                            f"{' or '.join(_target_option(name))}; write the option's full name")
+                            f"{' or '.join(_abbreviated(name))}; write the option's full name")
     if _CONTROL.search(value):
         raise CampaignError(f"{label}: control characters (newline, tab...) are refused: "
                             "fio would not read the value as written")
-    if name in TARGET_OPTIONS or jobfile:
+    if name in GUARDED or jobfile:
         if ";" in value or "#" in value:
             raise CampaignError(f"{label}: fio reads ';' and '#' as the start of a comment "
                                 "and would cut the value there; refused")
-    if name in TARGET_OPTIONS:
+    if name in GUARDED:
         if value != value.strip() or re.search(r"\s:|:\s", value):
             raise CampaignError(f"{label}: blanks at the start or end of a name are refused "
                                 "(fio strips some of them)")
@@ -470,7 +486,7 @@ def _parse_extra_args(args: Sequence[str]) -> list[tuple[str, str]]:
                                 "bare values are refused: write --name=value, and put job "
                                 "options in the runner options)")
         name, eq, value = a.lstrip("-").partition("=")
-        if not eq and _target_option(name):
+        if not eq and (name in GUARDED or _abbreviated(name)):
             if i + 1 >= len(args):
                 raise CampaignError(f"fio extra_args: {a!r} needs a value")
             value = args[i + 1]
