@@ -66,6 +66,10 @@ def test_fio_option_names_are_asked_of_the_installed_fio(tmp_path: Path) -> None
     with pytest.raises(CampaignError, match="'hipri' is not an option"):
         r.check_target({"hipri": 1}, base=tmp_path)  # type: ignore[attr-defined]
     r.check_target({"iodepth": 4, "rw": "randread"}, base=tmp_path)  # type: ignore
+    # fio's command-line options belong in extra_args (after --name they would misparse)
+    with pytest.raises(CampaignError, match="command-line options"):
+        r.check_target({"output": str(tmp_path / "out")}, base=tmp_path)  # type: ignore
+    assert not (tmp_path / "out").exists()
     # `direct` is an option of its own, not an abbreviation of `directory`
     r.check_target({"direct": 1}, base=tmp_path)  # type: ignore[attr-defined]
     # an engine's own options count once the engine is named

@@ -43,6 +43,17 @@ RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args")
 TARGET_OPTIONS = ("filename", "directory", "filename_format", "opendir")
 #: fio options that name one file fio writes as given (an I/O log, fio's own output).
 WRITTEN_FILES = ("write_iolog", "output")
+#: fio's command-line options (`fio --help`, fio 3.33): not job options; they belong in
+#: `extra_args`, where fio reads them before the job (as runner options or factors they
+#: would land after `--name` on fio's command line).
+COMMAND_LINE_ONLY = frozenset((
+    "debug", "parse-only", "merge-blktrace-only", "output", "bandwidth-log", "minimal",
+    "output-format", "terse-version", "version", "help", "cpuclock-test", "crctest",
+    "cmdhelp", "enghelp", "showcmd", "eta", "eta-newline", "eta-interval",
+    "status-interval", "readonly", "section", "alloc-size", "warnings-fatal", "max-jobs",
+    "server", "daemonize", "client", "remote-config", "idle-prof", "inflate-log",
+    "trigger-file", "trigger-timeout", "trigger", "trigger-remote", "aux-path",
+    "append-terse", "latency-log"))
 #: Names whose abbreviations fio would also accept and storlab refuses.
 GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES)
 #: fio's default file name when no `filename` is given.
@@ -205,7 +216,8 @@ class FioRunner:
             return
         with tempfile.TemporaryDirectory(prefix="storlab-fio-names-") as tmp:
             argv = [exe, "--parse-only", f"--name={self.job_name}",
-                    *(f"--{k}={v}" for k, v in opts.items() if k not in TARGET_OPTIONS)]
+                    # no option that names a file: parsing must not touch any
+                    *(f"--{k}={v}" for k, v in opts.items() if k not in GUARDED)]
             try:
                 p = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=30,
                                    errors="replace")
@@ -453,6 +465,9 @@ def _check_option(name: str, value: str, jobfile: bool, where: str = "fio option
     if name == "name" and where != "extra_args":
         raise CampaignError(f"{label}: 'name' starts another fio job; use the runner option "
                             "job_name")
+    if name in COMMAND_LINE_ONLY and where != "extra_args":
+        raise CampaignError(f"{label}: {name!r} is one of fio's command-line options, not a "
+                            "job option; put it in extra_args (--name=value)")
     if _abbreviated(name):
         raise CampaignError(f"{label}: fio would read {name!r} as an abbreviation of "
                             f"{' or '.join(_abbreviated(name))}; write the option's full name")
