@@ -250,6 +250,20 @@ def test_targets_inside_the_scratch_area_run(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ the runner itself
+def test_dev_nodes_to_be_are_refused_but_dev_shm_files_are_not(tmp_path: Path) -> None:
+    """A missing name directly on /dev's own file system may become a device node; /dev/shm
+    (a tmpfs) holds ordinary files, a common place for quick benchmarks."""
+    r = FioRunner(**FIO)
+    for cfg in ({"filename": "/dev/storlab-no-such-disk"}, {"filename_format": "/dev/sd$jobnum"},
+                {"filename": "/dev/disk/by-id/storlab-none"}):
+        with pytest.raises(CampaignError, match="block device"):
+            r.check_target(cfg, base=tmp_path)
+    if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat("/dev").st_dev:
+        r.check_target({"filename": "/dev/shm/storlab-bench.dat"}, base=tmp_path)
+        r.check_target({"directory": "/dev/shm"}, base=tmp_path)
+
+
+
 def test_client_mode_job_file_values_fio_would_read_differently_are_refused(
         tmp_path: Path) -> None:
     r = FioRunner(clients=["127.0.0.1"], **FIO)

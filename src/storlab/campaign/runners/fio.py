@@ -552,8 +552,9 @@ def _inside(path: str, root: Path | None) -> bool:
 
 
 def _refuse_device(shown: str) -> CampaignError:
-    return CampaignError(f"fio target {shown} is a block device: fio would overwrite it; "
-                         "set allow_destructive: true in the runner options to allow it")
+    return CampaignError(f"fio target {shown} is a block device (or a device node): fio "
+                         "would overwrite it; set allow_destructive: true in the runner "
+                         "options to allow it")
 
 
 def _refuse_file(shown: str, root: Path | None) -> CampaignError:
@@ -571,7 +572,7 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
     try:
         st = os.stat(real)
     except OSError:
-        if real.startswith("/dev/") or os.path.normpath(p).startswith("/dev/"):
+        if _may_become_device(real):
             raise _refuse_device(shown) from None  # a device node that may appear later
         return
     if stat.S_ISBLK(st.st_mode):
@@ -582,6 +583,21 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
         raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...) or the like
     if files and root is not None and not _inside(real, root):
         raise _refuse_file(shown, root)
+
+
+def _may_become_device(path: str) -> bool:
+    """Whether a missing `path` (resolved; may hold wildcards) would be a device node: it
+    is under /dev and its nearest existing directory is on /dev's own file system (devtmpfs;
+    /dev/shm, a tmpfs, holds ordinary files)."""
+    if path != "/dev" and not path.startswith("/dev/"):
+        return False
+    parent = os.path.dirname(path)
+    while parent and (glob.has_magic(parent) or not os.path.isdir(parent)):
+        parent = os.path.dirname(parent)
+    try:
+        return os.stat(parent or "/").st_dev == os.stat("/dev").st_dev
+    except OSError:
+        return True
 
 
 def _real_prefix(pattern: str) -> str:
@@ -643,9 +659,10 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
         _check_path(c.path, c.given if c.given == c.path else f"{c.given} (as {c.path})",
                     root, files)
         return
-    if os.path.normpath(c.path).startswith("/dev/"):
+    pattern = _real_prefix(c.path)
+    if _may_become_device(pattern):
         raise _refuse_device(f"{c.given} (as {c.path})")
-    for i, p in enumerate(glob.iglob(_real_prefix(c.path), include_hidden=True)):
+    for i, p in enumerate(glob.iglob(pattern, include_hidden=True)):
         if i >= MAX_MATCHES:
             raise CampaignError(f"fio filename_format {c.given}: more than {MAX_MATCHES} "
                                 "existing paths match it; set allow_destructive: true")
