@@ -250,6 +250,18 @@ def test_targets_inside_the_scratch_area_run(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ the runner itself
+def test_a_hard_link_in_the_scratch_area_to_a_file_outside_is_refused(
+        tmp_path: Path, victim: Path) -> None:
+    scratch = tmp_path / "c" / "scratch"
+    scratch.mkdir(parents=True)
+    os.link(victim, scratch / "innocent.dat")
+    r = FioRunner(**FIO)
+    with pytest.raises(CampaignError, match="hard links"):
+        r.check_target({"filename": "../innocent.dat"}, base=scratch)
+    with pytest.raises(CampaignError, match="hard links"):
+        r.check_target({"opendir": str(scratch)}, base=scratch)
+
+
 def test_dev_nodes_to_be_are_refused_but_dev_shm_files_are_not(tmp_path: Path) -> None:
     """A missing name directly on /dev's own file system may become a device node; /dev/shm
     (a tmpfs) holds ordinary files, a common place for quick benchmarks."""

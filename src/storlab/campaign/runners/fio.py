@@ -583,6 +583,10 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
         raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...) or the like
     if files and root is not None and not _inside(real, root):
         raise _refuse_file(shown, root)
+    if files and st.st_nlink > 1:  # a hard link: the same bytes live outside too
+        raise CampaignError(f"fio target {shown} has {st.st_nlink} hard links (its data may "
+                            "be somebody's file elsewhere); set allow_destructive: true in "
+                            "the runner options to allow it")
 
 
 def _may_become_device(path: str) -> bool:
@@ -647,6 +651,8 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
             if i + 1 >= MAX_MATCHES:
                 raise CampaignError(f"fio opendir {c.given}: more than {MAX_MATCHES} files "
                                     "to check; set allow_destructive: true")
+            if files and os.stat(found).st_nlink > 1:
+                _check_path(found, f"{found} (opendir {c.given})", root, files)
             if files and not _inside(real, root):
                 raise CampaignError(f"fio opendir {c.given} holds existing files outside the "
                                     f"campaign directory's scratch area {root} ({f}): fio "
