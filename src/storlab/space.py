@@ -51,6 +51,21 @@ def parse_size(value: Any) -> float:
     return float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
 
 
+def value_kind(f: Factor) -> str:
+    """What a factor's values are for constraint type checks: number (integer and real
+    factors, or levels that are all numbers), string, boolean, or any (mixed levels)."""
+    if f.numeric:
+        return "number"
+    vals = list(f.values or [])
+    if vals and all(isinstance(v, bool) for v in vals):
+        return "boolean"
+    if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        return "number"
+    if vals and all(isinstance(v, str) for v in vals):
+        return "string"
+    return "any"
+
+
 def _letters(k: int) -> list[str]:
     """Textbook factor labels A, B, C, ... skipping I (it reads as the identity); F26... beyond."""
     base = [c for c in "ABCDEFGHJKLMNOPQRSTUVWXYZ"]
@@ -315,7 +330,8 @@ class Space:
         cons_raw = data.get("constraints") or []
         if not isinstance(cons_raw, list):
             raise SpaceError("'constraints' must be a list of expressions", source, "constraints")
-        constraints = [Constraint(str(c), names, source) for c in cons_raw]
+        types = {f.name: value_kind(f) for f in factors}
+        constraints = [Constraint(str(c), names, source, types) for c in cons_raw]
         responses = []
         for r in data.get("responses") or []:
             if isinstance(r, str):

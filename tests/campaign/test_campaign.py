@@ -201,8 +201,9 @@ def test_existing_file_outside_the_campaign_needs_opt_in(tmp_path: Path) -> None
     assert p.returncode == 2 and "outside the campaign directory" in p.stderr
     assert precious.read_bytes() == b"keep me" * 1000
     assert not (tmp_path / "c" / "campaign.db").exists()
-    # a file inside the campaign directory is the campaign's own
-    inside = tmp_path / "c" / "scratch.dat"
+    # a file inside the campaign's scratch area is the campaign's own
+    inside = tmp_path / "c" / "scratch" / "scratch.dat"
+    inside.parent.mkdir()
     inside.write_bytes(b"x" * 4096)
     camp = fio_campaign(tmp_path / "c", repetitions=1,
                         runner={"type": "fio", "options": {**FIO, "filename": str(inside)}})

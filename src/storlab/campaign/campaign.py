@@ -32,7 +32,7 @@ from ..errors import StorlabError
 from ..space import Space
 from .executors import make_executor
 from .runners import make_runner
-from .runners._proc import template_names
+from .runners._proc import ShellTemplateError, shell_command, template_names
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, load_spec
@@ -193,19 +193,24 @@ class Campaign:
                         raise CampaignError(
                             f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
                             "factor, a var or one of " + ", ".join(BUILTINS))
+                if step.shell:  # values reach shell steps through the environment
+                    try:
+                        shell_command(str(step.run), dict.fromkeys(known, ""))
+                    except ShellTemplateError as exc:
+                        raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
         bad = [n for n in self.spec.runner.exclude if n not in self.space.names]
         if bad:
             raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
 
     def preflight(self) -> None:
         """Checks that need the runner: options accepted, targets allowed (a block device or
-        an existing file outside the campaign directory without `allow_destructive` is
-        refused here, before any run or step)."""
+        an existing file outside the campaign's scratch area without `allow_destructive` is
+        refused here, before any run or step), resolved in a run's scratch directory."""
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
             raise CampaignError(f"{self.path}: field runner: {exc}") from None
-        self._check_targets(runner, [cfg for _, cfg, _ in self.configs])
+        self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in self.configs])
         if self.source is not None:
             check = getattr(self.source, "check", None)
             if check is not None:  # e.g. a response the runner cannot produce
@@ -214,12 +219,14 @@ class Campaign:
                 except StorlabError as exc:
                     raise CampaignError(f"{self.path}: design: {exc}") from None
 
-    def _check_targets(self, runner: Any, configs: list[dict[str, Any]]) -> None:
+    def _check_targets(self, runner: Any, configs: list[tuple[int, dict[str, Any]]]) -> None:
+        """Every configuration's targets, resolved in the run directory fio will use."""
         check = getattr(runner, "check_target", None)
         if check is not None:
-            for cfg in configs:
+            for cid, cfg in configs:
                 try:
-                    check(self._runner_config(cfg), base=self.dir)
+                    check(self._runner_config(cfg), base=self.scratch,
+                          workdir=self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
 
@@ -341,9 +348,9 @@ class Campaign:
                                    p.get("phase", ""), p.get("note", {})))
         return out
 
-    def _extend_plan(self, store: Store, batch: list[Proposal]) -> None:
-        """Save a source's batch: new configurations get the next ids, known ones new
-        repetitions; the batch's runs are shuffled (seeded by the batch number)."""
+    def _extend_plan(self, store: Store, batch: list[Proposal], runner: Any) -> None:
+        """Check and save a source's batch: new configurations get the next ids, known ones
+        new repetitions; the batch's runs are shuffled (seeded by the batch number)."""
         configs = store.configs()
         ids = {config_key(cfg): cid for cid, cfg, _ in configs}
         next_id = max(ids.values(), default=0) + 1
@@ -370,6 +377,7 @@ class Campaign:
             for _ in range(p.repetitions):
                 reps[cid] = reps.get(cid, 0) + 1
                 rows.append((cid, reps[cid], p.phase, p.note))
+        self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in new_configs])
         if self.spec.randomize:
             rng = np.random.default_rng([self.spec.seed, n_batch])
             rows = [rows[i] for i in rng.permutation(len(rows))]
@@ -412,8 +420,7 @@ class Campaign:
                         break
                     if runner is None:
                         runner = make_runner(self.spec.runner.type, self.runner_options())
-                    self._check_targets(runner, [p.config for p in batch])
-                    self._extend_plan(store, batch)
+                    self._extend_plan(store, batch, runner)
                     plan = self.plan(store)
                     todo = self.pending(store.statuses(), False, plan)
             finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .runners import make_runner
-from .runners._proc import run_program, substitute, tail
+from .runners._proc import ShellTemplateError, run_program, shell_command, substitute, tail
 from .runners.base import RunResult
 
 
@@ -52,12 +52,19 @@ class TaskOutcome:
 def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float | None
              ) -> tuple[bool, str, int | None]:
     """Run one step; (succeeded, message, exit code). Values become whole argv elements;
-    with `shell: true` they are shell-quoted into the command string."""
+    with `shell: true` they reach the shell through the environment (STORLAB_<NAME>), never
+    as command text (see `shell_command`)."""
+    env: dict[str, str] | None = None
     if step.shell:
-        argv: list[str] | str = substitute(str(step.run), values, quote=True)
+        try:
+            argv: list[str] | str
+            argv, env = shell_command(str(step.run), values)
+        except ShellTemplateError as exc:
+            return False, f"step `{step.run}`: {exc}", None
     else:
         argv = [substitute(a, values) for a in step.run]
-    out = run_program(argv, cwd=cwd, timeout=step.timeout or timeout, shell=step.shell)
+    out = run_program(argv, cwd=cwd, timeout=step.timeout or timeout, shell=step.shell,
+                      env=env)
     shown = argv if isinstance(argv, str) else " ".join(argv)
     if out.timed_out:
         return False, f"step `{shown}` timed out\n{out.stderr}", out.exit_code

@@ -1,5 +1,6 @@
 """Running one program for a runner: argv lists (never a shell unless asked), a timeout that
-kills the whole process group, and `{name}` substitution of values into argv elements."""
+kills the whole process group, `{name}` substitution of values into argv elements, and
+shell commands whose values arrive through the environment (`shell_command`)."""
 
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ def render_value(value: Any) -> str:
     return str(value)
 
 
-def substitute(template: str, values: Mapping[str, Any], quote: bool = False) -> str:
+def substitute(template: str, values: Mapping[str, Any]) -> str:
     """Replace each `{name}` in `template` by its value (`{{`/`}}` escape braces).
 
-    The result is one string: used as one argv element, a value holding spaces or `; rm -rf x`
-    stays one literal argument. `quote=True` shell-quotes values (for `shell: true` steps).
+    The result is one string, used as one argv element: a value holding spaces or
+    `; rm -rf x` stays one literal argument. Never use it to build shell text: shell
+    steps get their values through the environment (`shell_command`).
     """
 
     def repl(m: re.Match[str]) -> str:
@@ -52,10 +54,104 @@ def substitute(template: str, values: Mapping[str, Any], quote: bool = False) ->
         name = m.group(1)
         if name not in values:
             raise SubstitutionError(name)
-        text = render_value(values[name])
-        return shlex.quote(text) if quote else text
+        return render_value(values[name])
 
     return _FIELD.sub(repl, template)
+
+
+class ShellTemplateError(ValueError):
+    """A `shell: true` template that storlab cannot render safely."""
+
+
+def env_name(name: str) -> str:
+    """The environment variable that carries `{name}` to a shell step: STORLAB_<NAME>."""
+    return "STORLAB_" + re.sub(r"[^A-Za-z0-9_]", "_", name).upper()
+
+
+def shell_command(template: str, values: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """A `shell: true` template as (command text, environment).
+
+    Values never become shell text: every value goes into an environment variable
+    `STORLAB_<NAME>` and each `{name}` becomes a reference to it, quoted for where it
+    stands: `"${STORLAB_NAME}"` outside quotes (one word, no globbing), `${STORLAB_NAME}`
+    inside double quotes, `'"${STORLAB_NAME}"'` inside single quotes (the quote is closed
+    around it). A shell expands a variable once and never reads its value as code, so
+    `$(touch x)`, backquotes, quotes or newlines in a value reach the program as text.
+    Placeholders in here-documents are refused (write `$STORLAB_NAME` there).
+    """
+    env: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for name, v in values.items():
+        text = render_value(v)
+        var = env_name(name)
+        if "\0" in text:
+            raise ShellTemplateError(f"value of {{{name}}} holds a NUL byte")
+        if var in owner and env.get(var) != text:
+            if name in template_names(template) or owner[var] in template_names(template):
+                raise ShellTemplateError(f"{{{owner[var]}}} and {{{name}}} would share the "
+                                         f"environment variable {var}; rename one")
+            continue
+        owner.setdefault(var, name)
+        env[var] = text
+    out: list[str] = []
+    state = ""  # "" outside quotes, "'" or '"' inside them
+    outer: list[tuple[str, int, str]] = []  # enclosing (state, depth, closer) of $( ) / ` `
+    depth = 0  # open "(" inside the innermost command substitution
+    heredoc = False
+    i = 0
+    while i < len(template):
+        c = template[i]
+        m = _FIELD.match(template, i)
+        if m:
+            if m.group(0) in ("{{", "}}"):
+                out.append(m.group(0)[0])
+            else:
+                name = m.group(1)
+                if name not in values:
+                    raise SubstitutionError(name)
+                if heredoc:
+                    raise ShellTemplateError(
+                        f"{{{name}}} in a here-document: write ${env_name(name)} there")
+                ref = "${" + env_name(name) + "}"
+                out.append({"": f'"{ref}"', '"': ref, "'": f"'\"{ref}\"'"}[state])
+            i = m.end()
+            continue
+        out.append(c)
+        if state == "'":
+            if c == "'":
+                state = ""
+        elif c == "\\" and i + 1 < len(template):  # an escaped character stays literal
+            out.append(template[i + 1])
+            i += 1
+        elif c == "$" and template.startswith("$(", i):  # a command substitution: unquoted
+            outer.append((state, depth, ")"))
+            state, depth = "", 0
+            out.append("(")
+            i += 1
+        elif c == "`":
+            if outer and outer[-1][2] == "`" and state == "":
+                state, depth, _ = outer.pop()
+            else:
+                outer.append((state, depth, "`"))
+                state, depth = "", 0
+        elif state == '"':
+            if c == '"':
+                state = ""
+        elif c in "'\"":
+            state = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            if depth:
+                depth -= 1
+            elif outer and outer[-1][2] == ")":
+                state, depth, _ = outer.pop()
+        elif c == "<" and template.startswith("<<", i) and "\n" in template[i:]:
+            heredoc = True  # the body starts on the next line; placeholders there refused
+        i += 1
+    if state or outer:
+        raise ShellTemplateError("unbalanced quotes or $( ) in the shell command")
+    return "".join(out), env
 
 
 def template_names(template: str) -> set[str]:

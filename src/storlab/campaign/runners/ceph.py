@@ -31,6 +31,7 @@ from ._proc import render_value, run_program, tail
 from .base import RunResult
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
+RADOS_BENCH_OPTIONS = ("mode", "seconds", "block_size", "concurrency")
 _HELP: dict[tuple[str, str], dict[str, Any] | None] = {}
 
 
@@ -46,6 +47,23 @@ class CephRunner:
             raise CampaignError(f"ceph runner: load type {self.load_type!r} must be one of "
                                 f"{', '.join(LOAD_TYPES)}")
         self.load_options = dict(load.get("options") or {})
+        unknown_keys = sorted(set(load) - {"type", "options"})
+        if unknown_keys:
+            raise CampaignError(f"ceph runner: load has unknown key(s) {unknown_keys} "
+                                "(type, options)")
+        if self.load_type == "rados_bench":
+            bad = sorted(set(self.load_options) - set(RADOS_BENCH_OPTIONS))
+            if bad:
+                raise CampaignError(f"ceph runner: rados_bench option(s) {bad} unknown "
+                                    f"(known: {', '.join(RADOS_BENCH_OPTIONS)})")
+        elif self.load_type == "fio":
+            from .fio import FioRunner
+
+            FioRunner(**self.load_options)  # refuses bad extra_args and job names
+        else:
+            from .objectstore import ObjectStoreRunner
+
+            ObjectStoreRunner(**{"cluster": "ceph", **self.load_options})
         self.cluster_dir = cluster_dir
         self.who = dict(who or {})
         self.health_timeout = float(health_timeout)
@@ -137,7 +155,7 @@ class CephRunner:
         """`rados bench` (write, then seq/rand reads of what it wrote when asked)."""
         o = {"mode": "write", "seconds": 10, "block_size": 4096, "concurrency": 16,
              **self.load_options, **cfg}
-        unknown = set(o) - {"mode", "seconds", "block_size", "concurrency"}
+        unknown = set(o) - set(RADOS_BENCH_OPTIONS)
         if unknown:
             return RunResult("failed", stderr=f"rados_bench: unknown option(s) {sorted(unknown)}")
         base = ["rados", "-c", st["conf"], "-p", st["pool"], "bench",

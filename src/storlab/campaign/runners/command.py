@@ -14,6 +14,7 @@ regular expressions with one named group per metric.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -21,8 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._proc import SubstitutionError, render_value, run_program, substitute, tail
+from ._proc import (ShellTemplateError, SubstitutionError, render_value, run_program,
+                    shell_command, substitute, tail, template_names)
 from .base import RunResult
+
+
+#: The command runner's own options (any other option is a constant for the templates).
+OPTIONS = ("command", "shell", "json_metrics", "regex_metrics", "args", "env", "stream",
+           "ok_codes")
 
 
 class CommandRunner:
@@ -43,6 +50,12 @@ class CommandRunner:
         if not command:
             raise CampaignError("command runner: 'command' is empty")
         self.command = command if isinstance(command, str) else [str(c) for c in command]
+        if isinstance(self.command, str):  # refuse what cannot be rendered, before any run
+            try:
+                shell_command(self.command, dict.fromkeys(
+                    {*template_names(self.command), "workdir"}, ""))
+            except ShellTemplateError as exc:
+                raise CampaignError(f"command runner: {exc}") from None
         self.shell = shell
         self.json_metrics = dict(json_metrics or {})
         pats = regex_metrics or []
@@ -61,27 +74,47 @@ class CommandRunner:
         self.stream = stream
         self.ok_codes = set(ok_codes)
         self.fixed = fixed  # extra names for the template (constants)
+        used = set().union(*(template_names(t) for t in
+                             ([self.command] if isinstance(self.command, str) else self.command)),
+                           *(template_names(str(v)) for v in self.env.values()))
+        unknown = sorted(k for k in fixed if k not in used)
+        if unknown:  # a typo such as `regex_metric:` must not run "ok" with no metrics
+            near = difflib.get_close_matches(unknown[0], OPTIONS, n=1)
+            raise CampaignError(
+                f"command runner: unknown option(s) {unknown}"
+                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + f"; options are {', '.join(OPTIONS)}, and constants named by a "
+                "{field} of the command or env")
 
     def argv(self, config: Mapping[str, Any], workdir: Path) -> list[str] | str:
+        """The program's argv, or with `shell: true` the shell command (its values are in
+        `shell_env`, never in the text)."""
+        return self._render(config, workdir)[0]
+
+    def _render(self, config: Mapping[str, Any], workdir: Path
+                ) -> tuple[list[str] | str, dict[str, str]]:
         values = {**self.fixed, **config, "workdir": str(workdir)}
         try:
             if isinstance(self.command, str):
-                return substitute(self.command, values, quote=True)
+                return shell_command(self.command, values)
             out = [substitute(a, values) for a in self.command]
         except SubstitutionError as exc:
             raise CampaignError(f"command runner: {{{exc.args[0]}}} is neither a factor nor a "
                                 "fixed option") from None
+        except ShellTemplateError as exc:
+            raise CampaignError(f"command runner: {exc}") from None
         if self.args:
             out += [f"--{k}={render_value(v)}" for k, v in config.items()]
-        return out
+        return out, {}
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         env = {k: substitute(v, {**self.fixed, **config}) for k, v in self.env.items()}
-        proc = run_program(self.argv(config, workdir), cwd=workdir, timeout=timeout,
-                           shell=self.shell, env=env)
+        argv, shell_env = self._render(config, workdir)
+        proc = run_program(argv, cwd=workdir, timeout=timeout, shell=self.shell,
+                           env={**shell_env, **env})
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:

@@ -11,10 +11,18 @@ the document is located by decoding from each line that starts with `{`.
 
 from __future__ import annotations
 
+import functools
+import glob
+import itertools
 import json
 import os
+import re
+import shutil
 import stat
+import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +38,35 @@ DIRECTIONS = ("read", "write")
 REMOTE_ENGINES = {"rbd", "rados", "http", "net", "netsplice", "nfs", "libcufile", "nbd"}
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args")
+
+#: fio options that name the files a job opens (and may create or overwrite).
+TARGET_OPTIONS = ("filename", "directory", "filename_format", "opendir")
+#: fio options that name one file fio writes as given (an I/O log, fio's own output).
+WRITTEN_FILES = ("write_iolog", "output")
+#: fio's command-line options (`fio --help`, fio 3.33): not job options; they belong in
+#: `extra_args`, where fio reads them before the job (as runner options or factors they
+#: would land after `--name` on fio's command line).
+COMMAND_LINE_ONLY = frozenset((
+    "debug", "parse-only", "merge-blktrace-only", "output", "bandwidth-log", "minimal",
+    "output-format", "terse-version", "version", "help", "cpuclock-test", "crctest",
+    "cmdhelp", "enghelp", "showcmd", "eta", "eta-newline", "eta-interval",
+    "status-interval", "readonly", "section", "alloc-size", "warnings-fatal", "max-jobs",
+    "server", "daemonize", "client", "remote-config", "idle-prof", "inflate-log",
+    "trigger-file", "trigger-timeout", "trigger", "trigger-remote", "aux-path",
+    "append-terse", "latency-log"))
+#: Names whose abbreviations fio would also accept and storlab refuses.
+GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES)
+#: fio's default file name when no `filename` is given.
+DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
+#: How many existing paths a wildcard target (filename_format) or an opendir tree may
+#: match before storlab stops looking and refuses (bounded work at preflight).
+MAX_MATCHES = 10000
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+#: Harmless sinks and sources fio may name outside the scratch area.
+HARMLESS = ("/dev/null", "/dev/zero")
+_UNKNOWN = re.compile(r"unrecognized option '--([^'=]+)|option '--([^'=]+)[^']*' is ambiguous")
+_TOKENS = re.compile(r"\$(jobname|jobnum|filenum|clientuid)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 METRICS: tuple[str, ...] = (
     "read_iops", "write_iops", "total_iops", "read_bw_bytes", "write_bw_bytes",
@@ -54,15 +91,26 @@ class FioRunner:
         self.fio = fio
         self.clients = [str(c) for c in (clients or [])]
         self.allow_destructive = bool(allow_destructive)
-        self.job_name = job_name
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(job_name)):
+            raise CampaignError(f"fio runner: job_name {job_name!r} must be letters, digits, "
+                                "'_', '.' or '-'")
+        self.job_name = str(job_name)
         self.extra_args = [str(a) for a in extra_args]
         self.options = dict(options)
+        self._checked_names: set[frozenset[str]] = set()
+        for k, v in _parse_extra_args(self.extra_args):
+            _check_option(k, v, jobfile=False, where="extra_args")
 
     # ------------------------------------------------------------------ job
-    def job_options(self, config: Mapping[str, Any], workdir: Path) -> dict[str, str]:
-        """The fio options of one run: fixed, then the configuration's, then defaults."""
+    def job_options(self, config: Mapping[str, Any], workdir: Path, check: bool = True
+                    ) -> dict[str, str]:
+        """The fio options of one run: fixed, then the configuration's, then defaults.
+        With `check`, names and values fio would read differently are refused."""
         opts = {k: render_value(v) for k, v in self.options.items() if v is not None}
         opts.update({k: render_value(v) for k, v in config.items() if v is not None})
+        if check:
+            for k, v in opts.items():
+                _check_option(k, v, jobfile=bool(self.clients))
         engine = opts.get("ioengine", "")
         if not {"filename", "directory", "filename_format"} & opts.keys() \
                 and engine not in REMOTE_ENGINES:
@@ -70,27 +118,127 @@ class FioRunner:
         opts.setdefault("group_reporting", "1")
         return opts
 
-    def check_target(self, config: Mapping[str, Any], base: Path | None = None) -> None:
-        """Refuse a block device target unless `allow_destructive` (raised before fio runs).
+    def metric_names(self) -> set[str]:
+        """Every metric `summarize` reports (a tuning objective must be one of them)."""
+        names = {"total_iops", "total_bw_bytes", "usr_cpu", "sys_cpu"}
+        for d in DIRECTIONS:
+            names |= {f"{d}_iops", f"{d}_bw_bytes", f"{d}_clat_mean_us"}
+            names |= {f"{d}_clat_{suffix}_us" for _, suffix in PERCENTILES}
+        return names
 
-        With `base` (the campaign's directory), an existing file outside it is refused too:
-        fio would write into somebody's data.
+    def check_target(self, config: Mapping[str, Any], base: Path | None = None,
+                     workdir: Path | None = None, names: bool = True, files: bool = True
+                     ) -> None:
+        """Refuse, before fio runs, what fio would read differently from what storlab checks
+        and, unless `allow_destructive`, any target that resolves to a block device (or a
+        /dev node) or to an existing file outside `base`, the campaign's scratch area.
+
+        Targets are resolved as fio resolves them (see `fio_targets`), in `workdir`, the
+        directory fio runs in (default: a run directory under `base`). With `names`, also
+        checks the option names against the installed fio (`check_option_names`). Without
+        `files`, only devices are refused (right before each run: a file that an earlier
+        run of the same campaign created is the campaign's own).
+
+        Files named as fio names its own files when no name is given
+        (`<job_name>.<jobnum>.<filenum>`) are fio's leftovers, not somebody's data: they
+        are not refused (a campaign with `directory: /mnt/test` can resume).
         """
+        root = Path(base).resolve() if base is not None else None
+        if workdir is None:
+            workdir = (root / "run") if root is not None else Path.cwd()
+        workdir = Path(workdir).absolute()
+        opts = self.job_options(config, workdir, check=True)
+        if names:
+            self.check_option_names(opts)
         if self.allow_destructive:
             return
-        opts = {**self.options, **config}
-        for dev in _block_devices(opts):
-            raise CampaignError(f"fio target {dev} is a block device: fio would overwrite it; "
-                                "set allow_destructive: true in the runner options to allow it")
-        if base is None:
+        for cand in self.fio_targets(opts, workdir):
+            _check_candidate(cand, root, remote=bool(self.clients), files=files)
+
+    def fio_targets(self, opts: Mapping[str, str], workdir: Path) -> list[Candidate]:
+        """Every path fio may open for these job options plus `extra_args`, a superset of
+        what fio does (the order of options changes fio's joining, so every order is
+        assumed): each `filename` entry (':'-separated, '\\:' escapes) in fio's working
+        directory and under each `directory` entry (fio joins `directory/filename` even for
+        an absolute filename); without `filename`, `filename_format` (default
+        `$jobname.$jobnum.$filenum`, tokens case-insensitive) the same way with the numbers
+        and `$clientuid` as wildcards; the regular files under `opendir`, as themselves and
+        under each `directory`. Options given on the command line before the job
+        (`extra_args`) are inherited by the job, so they count too."""
+        values: dict[str, list[str]] = {k: [] for k in (*TARGET_OPTIONS, *WRITTEN_FILES)}
+        jobnames = {self.job_name}
+        for k, v in [*_parse_extra_args(self.extra_args), *opts.items()]:
+            if k == "name":
+                jobnames.add(v)
+            for t in _target_option(k):
+                values[t].append(v)
+            if k in WRITTEN_FILES:
+                values[k].append(v)
+        dirs = [d for v in values["directory"] for d in _split_names(v)]
+        bases = [(str(workdir), str(workdir))] + [(d, _join(workdir, d)) for d in dirs]
+        out: list[Candidate] = []
+
+        def under_all(name: str, pattern: bool, own: str = "") -> None:
+            # A job file (client mode) is sorted by fio: `directory` always applies there;
+            # on the command line it applies only to names given after it.
+            if not (self.clients and dirs):
+                out.append(Candidate(_join(workdir, name), pattern, name,
+                                     relative=not Path(name).is_absolute(), own=own))
+            out.extend(Candidate(_join(b, name, always=True), pattern, name,
+                                 relative=not os.path.isabs(given), own=own)
+                       for given, b in bases[1:])
+
+        for v in values["filename"]:
+            for name in _split_names(v):
+                under_all(name, False)
+        formats = list(values["filename_format"])
+        if not values["filename"]:
+            formats.append(DEFAULT_FORMAT)
+        for f in formats:
+            # fio's own naming for this job: `<job_name>.<jobnum>.<filenum>` files
+            own = f.lower() == DEFAULT_FORMAT.lower() and jobnames == {self.job_name}
+            under_all(_format_glob(f, jobnames), True, self.job_name if own else "")
+        for k in WRITTEN_FILES:  # written as named, in fio's working directory
+            out.extend(Candidate(_join(workdir, v), False, v,
+                                 relative=not os.path.isabs(v)) for v in values[k])
+        for v in values["opendir"]:
+            out.append(Candidate(_join(workdir, v), False, v, opendir=True,
+                                 relative=not Path(v).is_absolute(),
+                                 dirs=tuple(b for _, b in bases[1:])))
+        return out
+
+    def check_option_names(self, opts: Mapping[str, str]) -> None:
+        """Refuse option names the installed fio does not know (a typo would make fio
+        fail every run, or worse, be read as an abbreviation of another option): fio's own
+        parser decides (`fio --parse-only`), once per set of names. Skipped when fio is
+        not installed here (the runs then report fio's own error)."""
+        names = frozenset(opts)
+        if names in self._checked_names:
             return
-        root = Path(base).resolve()
-        for p in _targets(opts):
-            path = Path(p) if Path(p).is_absolute() else root / p
-            if path.is_file() and not path.resolve().is_relative_to(root):
-                raise CampaignError(f"fio target {p} is an existing file outside the campaign "
-                                    "directory: fio may overwrite it; set allow_destructive: "
-                                    "true in the runner options to allow it")
+        self._checked_names.add(names)
+        for k in opts:
+            if not _OPTION_NAME.fullmatch(k):
+                raise CampaignError(f"fio option name {k!r} is not a fio option name")
+        exe = shutil.which(self.fio)
+        if exe is None:
+            return
+        with tempfile.TemporaryDirectory(prefix="storlab-fio-names-") as tmp:
+            argv = [exe, "--parse-only", f"--name={self.job_name}",
+                    # no option that names a file: parsing must not touch any
+                    *(f"--{k}={v}" for k, v in opts.items() if k not in GUARDED)]
+            try:
+                p = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=30,
+                                   errors="replace")
+            except (OSError, subprocess.TimeoutExpired):
+                return
+        if "not loadable" in p.stderr:  # an engine missing here may exist on the run hosts
+            return
+        m = _UNKNOWN.search(p.stderr)
+        if m:
+            hint = re.search(r"Did you mean (\S+)\?", p.stderr)
+            raise CampaignError(f"fio option {m.group(1) or m.group(2)!r} is not an option of "
+                                f"{exe} ({_fio_version(exe)})"
+                                + (f"; did you mean {hint.group(1)!r}?" if hint else ""))
 
     def argv(self, opts: Mapping[str, str], jobfile: Path | None = None) -> list[str]:
         """fio's command line: options as `--key=value` argv elements (no shell), or a
@@ -116,8 +264,11 @@ class FioRunner:
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
         """Run fio once for `config` in `workdir` and parse what it printed."""
-        self.check_target(config)
-        workdir = Path(workdir)
+        workdir = Path(workdir).absolute()
+        # Checked again here, in the directory fio runs in and after the setup steps: the
+        # run's scratch area is the directory holding the runs' own directories.
+        self.check_target(config, base=workdir.parent, workdir=workdir, names=False,
+                          files=False)
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
@@ -250,21 +401,285 @@ def _fio_percentile(table: Mapping[str, Any], p: float) -> float:
     return float("nan")
 
 
-def _targets(opts: Mapping[str, Any]) -> list[str]:
-    """The fio `filename` targets (several may be given, ':'-separated)."""
-    names = str(opts.get("filename", "") or "")
-    # fio escapes a literal ':' as '\:'; split on the others only.
-    return [p.replace("\0", ":") for p in names.replace("\\:", "\0").split(":") if p]
+# ---------------------------------------------------------------------- targets
+_VERSIONS: dict[str, str] = {}
 
 
-def _block_devices(opts: Mapping[str, Any]) -> list[str]:
-    """Block devices among the fio targets."""
-    out = []
-    for p in _targets(opts):
+def _fio_version(exe: str) -> str:
+    if exe not in _VERSIONS:
         try:
-            if stat.S_ISBLK(os.stat(p).st_mode):
-                out.append(p)
-        except OSError:
-            if p.startswith("/dev/"):  # a device node that may appear later: still refuse
-                out.append(p)
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                                 timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        _VERSIONS[exe] = out or "version unknown"
+    return _VERSIONS[exe]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A path fio may open: `path` (absolute; a glob pattern when `pattern`), the value it
+    came from, whether it was relative to fio's working directory, and for an `opendir`
+    the `directory` entries fio prefixes to the files it finds there."""
+
+    path: str
+    pattern: bool
+    given: str
+    opendir: bool = False
+    relative: bool = False
+    dirs: tuple[str, ...] = ()
+    own: str = ""  # with fio's default naming, the job name: `<own>.<n>.<m>` files are fio's
+
+
+def _abbreviated(name: str) -> tuple[str, ...]:
+    """The guarded options `name` abbreviates (fio accepts unambiguous abbreviations on
+    its command line), none when it is one or an option of its own (`direct`: an exact
+    name wins over an abbreviation)."""
+    if name in GUARDED:
+        return ()
+    hits = tuple(t for t in GUARDED if name and t.startswith(name))
+    if hits and _exact_fio_option(name):
+        return ()
+    return hits
+
+
+def _target_option(name: str) -> tuple[str, ...]:
+    """The target options a name stands for: itself, or every one it abbreviates."""
+    if name in TARGET_OPTIONS:
+        return (name,)
+    return tuple(t for t in _abbreviated(name) if t in TARGET_OPTIONS)
+
+
+@functools.cache
+def _exact_fio_option(name: str) -> bool:
+    """Whether `name` is an option of fio in its own right (fio 3.33: only `direct` among
+    the prefixes of the target options); the installed fio is asked as well."""
+    if name in ("direct",):
+        return True
+    exe = shutil.which("fio")
+    if exe is None or not _OPTION_NAME.fullmatch(name):
+        return False
+    try:
+        p = subprocess.run([exe, f"--cmdhelp={name}"], capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return bool(re.search(rf"^\s*{re.escape(name)}\s*:", p.stdout, re.MULTILINE))
+
+
+def _check_option(name: str, value: str, jobfile: bool, where: str = "fio option") -> None:
+    """Refuse a name or value that fio would read differently from what storlab checks."""
+    label = f"{where} {name}={value!r}"
+    if name == "name" and where != "extra_args":
+        raise CampaignError(f"{label}: 'name' starts another fio job; use the runner option "
+                            "job_name")
+    if name in COMMAND_LINE_ONLY and where != "extra_args":
+        raise CampaignError(f"{label}: {name!r} is one of fio's command-line options, not a "
+                            "job option; put it in extra_args (--name=value)")
+    if _abbreviated(name):
+        raise CampaignError(f"{label}: fio would read {name!r} as an abbreviation of "
+                            f"{' or '.join(_abbreviated(name))}; write the option's full name")
+    if _CONTROL.search(value):
+        raise CampaignError(f"{label}: control characters (newline, tab...) are refused: "
+                            "fio would not read the value as written")
+    if name in GUARDED or jobfile:
+        if ";" in value or "#" in value:
+            raise CampaignError(f"{label}: fio reads ';' and '#' as the start of a comment "
+                                "and would cut the value there; refused")
+    if name in GUARDED:
+        if value != value.strip() or re.search(r"\s:|:\s", value):
+            raise CampaignError(f"{label}: blanks at the start or end of a name are refused "
+                                "(fio strips some of them)")
+    plain = _TOKENS.sub("", value) if name == "filename_format" else value
+    if jobfile and "$" in plain:
+        raise CampaignError(f"{label}: fio expands '$' (environment variables, $ncpus...) "
+                            "in job files; refused in client mode")
+
+
+def _parse_extra_args(args: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, value) of the options in `extra_args`, read as fio's getopt_long_only reads
+    them (`-x`/`--x`, `=value` or the next argument). Job files (bare arguments) are
+    refused: storlab could not check what they name."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("-") or a in ("-", "--"):
+            raise CampaignError(f"fio extra_args: {a!r} is not an option (job files and "
+                                "bare values are refused: write --name=value, and put job "
+                                "options in the runner options)")
+        name, eq, value = a.lstrip("-").partition("=")
+        if not eq and (name in GUARDED or _abbreviated(name)):
+            if i + 1 >= len(args):
+                raise CampaignError(f"fio extra_args: {a!r} needs a value")
+            value = args[i + 1]
+            i += 1
+        for bad in ("client", "server", "remote-config", "daemonize"):
+            if name and bad.startswith(name) and len(name) > 1:
+                raise CampaignError(f"fio extra_args: {a!r}: client/server mode is set with "
+                                    "the runner option clients")
+        out.append((name, value))
+        i += 1
     return out
+
+
+def _split_names(value: str) -> list[str]:
+    """fio's ':'-separated list (a '\\:' is a literal ':'; empty entries are skipped)."""
+    parts = value.replace("\\:", "\0").split(":")
+    return [p.replace("\0", ":") for p in parts if p]
+
+
+def _join(base: Path | str, name: str, always: bool = False) -> str:
+    """`name` in directory `base`: fio's `directory` joins with '/' even an absolute name
+    (`always`); fio's working directory applies to relative names only."""
+    if always:
+        return f"{base}/{name}"
+    return name if os.path.isabs(name) else f"{base}/{name}"
+
+
+def _format_glob(fmt: str, jobnames: set[str]) -> str:
+    """A `filename_format` as a glob pattern: the literal parts escaped, `$jobnum`,
+    `$filenum` and `$clientuid` as wildcards. `$jobname` is known; with several job names
+    (a `--name` in extra_args) it becomes a wildcard too."""
+    parts = []
+    pos = 0
+    for m in _TOKENS.finditer(fmt):
+        parts.append(glob.escape(fmt[pos:m.start()]))
+        tok = m.group(1).lower()
+        if tok == "jobname" and len(jobnames) == 1:
+            parts.append(glob.escape(next(iter(jobnames))))
+        else:
+            parts.append("*")
+        pos = m.end()
+    parts.append(glob.escape(fmt[pos:]))
+    return "".join(parts)
+
+
+def _inside(path: str, root: Path | None) -> bool:
+    return root is not None and Path(path).is_relative_to(root)
+
+
+def _refuse_device(shown: str) -> CampaignError:
+    return CampaignError(f"fio target {shown} is a block device (or a device node): fio "
+                         "would overwrite it; set allow_destructive: true in the runner "
+                         "options to allow it")
+
+
+def _refuse_file(shown: str, root: Path | None) -> CampaignError:
+    return CampaignError(f"fio target {shown} is an existing file outside the campaign "
+                         f"directory's scratch area {root}: fio may overwrite it; set "
+                         "allow_destructive: true in the runner options to allow it")
+
+
+def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> None:
+    """One concrete path: a block device (or a missing /dev node), a character device, or
+    (with `files`) an existing file outside `root` is refused."""
+    real = os.path.realpath(p)
+    if real in HARMLESS:
+        return
+    try:
+        st = os.stat(real)
+    except OSError:
+        if _may_become_device(real):
+            raise _refuse_device(shown) from None  # a device node that may appear later
+        return
+    if stat.S_ISBLK(st.st_mode):
+        raise _refuse_device(shown)
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if not stat.S_ISREG(st.st_mode) and not _inside(real, root):
+        raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...) or the like
+    if files and root is not None and not _inside(real, root):
+        raise _refuse_file(shown, root)
+    if files and st.st_nlink > 1:  # a hard link: the same bytes live outside too
+        raise CampaignError(f"fio target {shown} has {st.st_nlink} hard links (its data may "
+                            "be somebody's file elsewhere); set allow_destructive: true in "
+                            "the runner options to allow it")
+
+
+def _may_become_device(path: str) -> bool:
+    """Whether a missing `path` (resolved; may hold wildcards) would be a device node: it
+    is under /dev and its nearest existing directory is on /dev's own file system (devtmpfs;
+    /dev/shm, a tmpfs, holds ordinary files)."""
+    if path != "/dev" and not path.startswith("/dev/"):
+        return False
+    parent = os.path.dirname(path)
+    while parent and (glob.has_magic(parent) or not os.path.isdir(parent)):
+        parent = os.path.dirname(parent)
+    try:
+        return os.stat(parent or "/").st_dev == os.stat("/dev").st_dev
+    except OSError:
+        return True
+
+
+def _real_prefix(pattern: str) -> str:
+    """`pattern` with its leading wildcard-free directories resolved as the kernel would
+    (symbolic links, then '..' through directories that do not exist yet, such as the
+    run's directory at preflight), the rest kept for glob."""
+    parts = pattern.split("/")
+    n = next((i for i, p in enumerate(parts) if glob.has_magic(p)), len(parts))
+    head = os.path.realpath("/".join(parts[:n]) or "/")
+    return "/".join([head.rstrip("/"), *parts[n:]]) if n < len(parts) else head
+
+
+def _opendir_files(top: str) -> Iterable[str]:
+    """The regular files fio's `opendir` adds: recursively, entries by lstat (symbolic
+    links are skipped), as `dir/entry` strings."""
+    try:
+        entries = sorted(os.listdir(top))
+    except OSError:
+        return
+    for e in entries:
+        full = f"{top}/{e}"
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            yield full
+        elif stat.S_ISDIR(st.st_mode):
+            yield from _opendir_files(full)
+
+
+def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool = True
+                     ) -> None:
+    """Refuse a candidate target that is destructive (see `FioRunner.check_target`)."""
+    if remote and files and (c.relative or not _inside(os.path.normpath(c.path), root)):
+        raise CampaignError(
+            f"fio target {c.given} (as {c.path}): in client/server mode the servers' files "
+            "cannot be checked from here; keep targets inside the scratch area"
+            + (f" {root}" if root else "") + " or set allow_destructive: true")
+    if c.opendir:
+        real = os.path.realpath(c.path)
+        # fio names the files `<opendir value>/<entry>...`; walk the real directory
+        given = c.given.rstrip("/") or "/"
+        files = itertools.islice(_opendir_files(real), MAX_MATCHES)
+        for i, found in enumerate(files):
+            f = given + found[len(real):]
+            if i + 1 >= MAX_MATCHES:
+                raise CampaignError(f"fio opendir {c.given}: more than {MAX_MATCHES} files "
+                                    "to check; set allow_destructive: true")
+            if files and os.stat(found).st_nlink > 1:
+                _check_path(found, f"{found} (opendir {c.given})", root, files)
+            if files and not _inside(real, root):
+                raise CampaignError(f"fio opendir {c.given} holds existing files outside the "
+                                    f"campaign directory's scratch area {root} ({f}): fio "
+                                    "would overwrite them; set allow_destructive: true in "
+                                    "the runner options to allow it")
+            for d in c.dirs:
+                _check_path(f"{d}/{f}", f"{d}/{f} (opendir {c.given})", root, files)
+        return
+    if not c.pattern:
+        _check_path(c.path, c.given if c.given == c.path else f"{c.given} (as {c.path})",
+                    root, files)
+        return
+    pattern = _real_prefix(c.path)
+    if _may_become_device(pattern):
+        raise _refuse_device(f"{c.given} (as {c.path})")
+    for i, p in enumerate(glob.iglob(pattern, include_hidden=True)):
+        if i >= MAX_MATCHES:
+            raise CampaignError(f"fio filename_format {c.given}: more than {MAX_MATCHES} "
+                                "existing paths match it; set allow_destructive: true")
+        own = bool(c.own) and re.fullmatch(re.escape(c.own) + r"\.\d+\.\d+",
+                                           os.path.basename(p)) is not None
+        _check_path(p, f"{p} (filename_format {c.given})", root, files and not own)

@@ -55,6 +55,14 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def load_option_names() -> set[str]:
+    """The load options: LoadSpec's fields and the shorthands `load_spec_from` reads."""
+    from ...clusters.objload import LoadSpec
+
+    return {f.name for f in dataclasses.fields(LoadSpec)} | {
+        "read_pct", "object_size", "size", "get_pct", "put_pct", "delete_pct"}
+
+
 def load_spec_from(values: Mapping[str, Any]) -> Any:
     """A LoadSpec from runner options and factors (shorthands resolved)."""
     from ...clusters.objload import LoadSpec
@@ -97,6 +105,11 @@ class ObjectStoreRunner:
         self.options = dict(options)
         self._target_opts = {k: self.options.pop(k) for k in list(self.options)
                              if k in TARGET_KEYS or k in ("cluster", "cluster_dir")}
+        unknown = sorted(k for k in self.options if k not in load_option_names())
+        if unknown:
+            raise CampaignError(f"objectstore runner: unknown option(s) {unknown}; options "
+                                f"are {', '.join(sorted(load_option_names() | TARGET_KEYS))}"
+                                ", cluster, cluster_dir, records_dir")
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:

@@ -39,6 +39,14 @@ class PostmarkRunner:
             raise CampaignError(f"postmark runner: unknown option(s) {bad} (known: "
                                 f"{', '.join(KNOWN)})")
 
+    def check_target(self, config: Mapping[str, Any], base: Path | None = None,
+                     workdir: Path | None = None) -> None:
+        """Preflight: every factor passed to postmark must be one of its options."""
+        unknown = sorted(set(config) - set(KNOWN))
+        if unknown:
+            raise CampaignError(f"postmark runner: unknown factor(s) {unknown} (known: "
+                                f"{', '.join(KNOWN)}; exclude the others with runner.exclude)")
+
     def script(self, config: Mapping[str, Any], workdir: Path) -> str:
         """The postmark command file for one run."""
         opts = {**self.options, **config}

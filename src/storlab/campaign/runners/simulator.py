@@ -50,6 +50,15 @@ class SimulatorRunner:
         self.backend = backend
         self.requests = requests
         self.fixed = dict(fixed)
+        if self.fixed:  # a misspelt override must not simulate the unchanged cluster
+            from ...sim.cluster import SimError, apply_overrides, parse_cluster
+
+            from ..spec import CampaignError
+
+            try:
+                parse_cluster(apply_overrides(self.raw, self.fixed, self.source), self.source)
+            except SimError as exc:
+                raise CampaignError(f"simulator runner: {exc}") from None
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:

@@ -9,11 +9,16 @@ defaults (fsync every 100 requests, read/write ratio 1.5) when comparing runs.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
+import shutil
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..spec import CampaignError
 from ._proc import render_value, run_program, tail
 from .base import RunResult
 
@@ -42,6 +47,26 @@ class SysbenchRunner:
         self.sysbench = sysbench
         self.cleanup = cleanup
         self.options = dict(options)
+        self.check_names(self.options, "runner option")
+
+    def check_names(self, options: Mapping[str, Any], what: str) -> None:
+        """Refuse names that the installed sysbench does not list in `sysbench --help` and
+        `sysbench fileio help` (skipped when sysbench is not installed here)."""
+        known = known_options(self.sysbench)
+        if not known:
+            return
+        bad = sorted(k for k in options if str(k).replace("_", "-") not in known)
+        if bad:
+            near = difflib.get_close_matches(bad[0].replace("_", "-"), sorted(known), n=1)
+            raise CampaignError(f"sysbench runner: unknown {what}(s) {bad}"
+                                + (f" (did you mean {near[0]!r}?)" if near else "")
+                                + f"; see `{self.sysbench} fileio help`")
+
+    def check_target(self, config: Mapping[str, Any], base: Path | None = None,
+                     workdir: Path | None = None) -> None:
+        """Preflight: every factor passed to sysbench must be one of its options (sysbench
+        writes its files in the run's own directory: no target to check)."""
+        self.check_names(config, "factor")
 
     def args(self, config: Mapping[str, Any]) -> list[str]:
         opts = dict(DEFAULTS)
@@ -73,6 +98,23 @@ class SysbenchRunner:
             except ValueError as exc:
                 res.stderr = tail(f"{res.stderr}\nstorlab: {exc}")
         return res
+
+
+@functools.cache
+def known_options(sysbench: str) -> frozenset[str]:
+    """Option names the installed sysbench lists for fileio (general and fileio's own);
+    empty when it cannot be asked."""
+    exe = shutil.which(sysbench)
+    if exe is None:
+        return frozenset()
+    names: set[str] = set()
+    for argv in ([exe, "--help"], [exe, "fileio", "help"]):
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return frozenset()
+        names |= set(re.findall(r"^\s+--([a-z0-9][a-z0-9-]*)", p.stdout, re.MULTILINE))
+    return frozenset(names) if "file-total-size" in names else frozenset()
 
 
 def _fatal(stdout: str) -> str:
