@@ -259,7 +259,8 @@ class Campaign:
 
     # ------------------------------------------------------------------ run
     def run(self, executor: str | None = None, retry_failed: bool = False,
-            on_event: Event | None = None, stop: threading.Event | None = None) -> RunSummary:
+            on_event: Event | None = None, stop: threading.Event | None = None,
+            wait: bool = False) -> RunSummary:
         """Run what is left of the campaign. Each finished run is committed at once.
 
         The first Ctrl-C (SIGINT) stops handing out runs and returns after the runs in
@@ -268,7 +269,7 @@ class Campaign:
         emit = on_event or (lambda kind, data: None)
         self.preflight()
         stop = stop or threading.Event()
-        with Store(self.store_path) as store:
+        with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
             self._sync_plan(store)
             statuses = store.statuses()
             todo = self.pending(statuses, retry_failed)

@@ -35,8 +35,14 @@ def run_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the summary JSON to a file."),
+    wait: bool = typer.Option(False, "--wait",
+                              help="If another storlab runs this campaign, wait for it to "
+                                   "finish instead of exiting (then run what is left)."),
 ) -> None:
-    """Run a campaign (resumes: finished runs are kept, unfinished ones run again)."""
+    """Run a campaign (resumes: finished runs are kept, unfinished ones run again).
+
+    One writer per campaign: while another `storlab run` holds the campaign, this one exits
+    with status 2 naming it, or waits with --wait."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
@@ -70,12 +76,24 @@ def run_cmd(
             progress.update(state["task"], advance=1, failed=state["failed"], last=last)
             if not show and not quiet and not json_out:
                 print(f"  {last}", file=sys.stderr)
+        elif kind == "waiting":
+            print(f"waiting for {data['holder']} to finish with {data['store']} ...",
+                  file=sys.stderr)
+        elif kind == "takeover":
+            print(f"taking over the lock of {data['store']} left by {data['holder']}, "
+                  "which is no longer running", file=sys.stderr)
+        elif kind == "leftovers":
+            procs = ", ".join(f"{pid} ({cmd[:40]})" for pid, cmd in data["processes"][:5])
+            print(f"killing {len(data['processes'])} process(es) left running for run(s) "
+                  f"{', '.join(data['runs'])} by an earlier, killed storlab: {procs}",
+                  file=sys.stderr)
         elif kind == "stopping":
             print("\nstopping after the current run (Ctrl-C again to abort it)",
                   file=sys.stderr)
 
     with progress:
-        summary = camp.run(executor=executor, retry_failed=retry_failed, on_event=on_event)
+        summary = camp.run(executor=executor, retry_failed=retry_failed, on_event=on_event,
+                           wait=wait)
     data = {"campaign": str(camp.path), "store": str(camp.store_path),
             "planned": summary.planned, "already_done": summary.already_done,
             "ran": summary.ran, "ok": summary.ok, "failed": summary.failed,

@@ -3,6 +3,7 @@ kills the whole process group, and `{name}` substitution of values into argv ele
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -10,11 +11,15 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..._process import die_with_parent
 
 #: How much of stderr a run keeps (the tail is where programs say what went wrong).
 STDERR_TAIL = 4000
@@ -63,6 +68,23 @@ def template_names(template: str) -> set[str]:
     return {m.group(1) for m in _FIELD.finditer(template) if m.group(1)}
 
 
+#: Environment variable naming the run a program was started for (its scratch directory).
+#: Inherited by everything the program starts, so a resume can find and kill what a killed
+#: storlab left running for its runs, even processes that left the process group.
+TAG_ENV = "STORLAB_RUN"
+_RUN_TAG: ContextVar[str | None] = ContextVar("storlab_run_tag", default=None)
+
+
+@contextmanager
+def run_tag(tag: str) -> Iterator[None]:
+    """Programs started inside carry `STORLAB_RUN=tag` in their environment."""
+    token = _RUN_TAG.set(tag)
+    try:
+        yield
+    finally:
+        _RUN_TAG.reset(token)
+
+
 @dataclass
 class ProcOutcome:
     """What one program run gave back."""
@@ -82,23 +104,29 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
 
     The child gets its own session so a terminal Ctrl-C reaches storlab only (it stops
     cleanly after the current run instead of cutting the benchmark short), and so a timeout
-    can kill the program together with anything it started.
+    can kill the program together with anything it started. It dies with storlab: SIGKILL
+    when the calling thread dies (PR_SET_PDEATHSIG; the calling thread always waits here for
+    the child, so that is when storlab dies), and it carries the run's tag (`run_tag`).
     """
     if shell and not isinstance(argv, str):
         argv = " ".join(shlex.quote(a) for a in argv)
     if not shell and isinstance(argv, str):
         raise TypeError("argv must be a list unless shell=True")
     full_env = None
-    if env:
+    tag = _RUN_TAG.get()
+    if env or tag:
         full_env = dict(os.environ)
-        full_env.update({k: str(v) for k, v in env.items()})
+        full_env.update({k: str(v) for k, v in (env or {}).items()})
+        if tag:
+            full_env[TAG_ENV] = tag
     started = time.time()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=full_env, shell=shell, text=True,
                                 stdin=subprocess.PIPE if stdin_text is not None else
                                 subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, errors="replace")
+                                start_new_session=True, errors="replace",
+                                preexec_fn=functools.partial(die_with_parent, os.getpid()))
     except OSError as exc:  # program missing or not executable: a failed run, not a crash
         return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started, time.time())
     timed_out = False

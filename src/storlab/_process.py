@@ -1,0 +1,134 @@
+"""Process identity and lifetime helpers shared by the campaign machinery and the cluster
+bring-ups (Linux /proc and prctl; elsewhere they degrade to "unknown" and no-ops).
+
+A process is identified by its pid *and* its start time (field 22 of /proc/PID/stat, in clock
+ticks since boot), so that a recycled pid is never mistaken for the process we knew.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+PR_SET_PDEATHSIG = 1
+
+
+def _resolve_prctl():  # type: ignore[no-untyped-def]
+    # Resolved once in the parent: the child between fork and exec must not dlopen (another
+    # thread of the parent may have held the loader's lock at fork time).
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _resolve_prctl()
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """In a child (a `preexec_fn`): SIGKILL when the thread that started it dies (Linux
+    PR_SET_PDEATHSIG, kept across exec). `parent`: the starting process's pid; if it already
+    died before the prctl took effect the child exits at once instead of running orphaned."""
+    if _PRCTL is None:
+        return
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot), or None if it does not exist or is
+    a zombie (a zombie runs nothing: for our purposes it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: parse after the last ')'.
+    fields = data[data.rfind(b")") + 2:].split()
+    if not fields or fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[19])
+
+
+def alive(pid: int, start: int | None) -> bool:
+    """The process `pid` that started at `start` still runs (same pid AND same start time;
+    `start=None` accepts any start time)."""
+    now = start_time(pid)
+    return now is not None and (start is None or now == start)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    start: int
+    tag: str
+    command: str
+
+
+def tagged(env_name: str, prefix: str) -> list[Proc]:
+    """Live processes whose environment holds `env_name` = `prefix` or `prefix/...`.
+
+    Children inherit their parent's environment, so this finds every descendant of a process
+    that was started with the tag, also those that left its process group (setsid, daemons).
+    """
+    want = f"{env_name}=".encode()
+    out = []
+    me = os.getpid()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for e in entries:
+        if not e.isdigit() or int(e) == me:
+            continue
+        pid = int(e)
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:  # gone, or a kernel thread
+            continue
+        for item in env.split(b"\0"):
+            if item.startswith(want):
+                value = item[len(want):].decode("utf-8", "replace")
+                if value == prefix or value.startswith(prefix.rstrip("/") + "/"):
+                    st = start_time(pid)
+                    if st is not None:
+                        out.append(Proc(pid, st, value, cmdline(pid)))
+                break
+    return out
+
+
+def kill_and_wait(procs: Iterable[Proc], timeout: float = 10.0) -> list[Proc]:
+    """SIGKILL each process (and its process group when it leads one); wait until they are
+    gone. Returns those still alive after `timeout` (e.g. stuck in uninterruptible I/O)."""
+    procs = list(procs)
+    for p in procs:
+        if not alive(p.pid, p.start):  # exited, or the pid was recycled: not ours to kill
+            continue
+        try:
+            if os.getpgid(p.pid) == p.pid:
+                os.killpg(p.pid, signal.SIGKILL)
+            os.kill(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + timeout
+    left = procs
+    while True:
+        left = [p for p in left if alive(p.pid, p.start)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
