@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._process import die_with_parent
+from ..._process import guard_child
 
 #: How much of stderr a run keeps (the tail is where programs say what went wrong).
 STDERR_TAIL = 4000
@@ -104,9 +104,10 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
 
     The child gets its own session so a terminal Ctrl-C reaches storlab only (it stops
     cleanly after the current run instead of cutting the benchmark short), and so a timeout
-    can kill the program together with anything it started. It dies with storlab: SIGKILL
-    when the calling thread dies (PR_SET_PDEATHSIG; the calling thread always waits here for
-    the child, so that is when storlab dies), and it carries the run's tag (`run_tag`).
+    can kill the program together with anything it started. It dies with storlab, together
+    with everything it started (a guard process, see `_process.guard_child`: the parent-death
+    signal is tied to the calling thread, which always waits here for the child, so it fires
+    when storlab dies), and it carries the run's tag (`run_tag`).
     """
     if shell and not isinstance(argv, str):
         argv = " ".join(shlex.quote(a) for a in argv)
@@ -126,7 +127,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                 subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, errors="replace",
-                                preexec_fn=functools.partial(die_with_parent, os.getpid()))
+                                preexec_fn=functools.partial(guard_child, os.getpid()))
     except OSError as exc:  # program missing or not executable: a failed run, not a crash
         return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started, time.time())
     timed_out = False
