@@ -311,3 +311,43 @@ def test_old_store_gains_the_owner_column(tmp_path: Path) -> None:
         assert json.loads(owner)["pid"] == os.getpid()
     with Store(db) as st:  # opening again changes nothing
         assert [r[1] for r in st.db.execute("PRAGMA table_info(runs)")].count("owner") == 1
+
+
+def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path) -> None:
+    """A Dask worker finishes a task whose client was SIGKILLed: the resume kills it first
+    (on the campaign's host, and through the scheduler on every worker)."""
+    from distributed import LocalCluster
+
+    from storlab.campaign.executors import DaskExecutor
+
+    d = tmp_path / "c"
+    camp = child_campaign(d)
+    stray = None
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        addr = "dask://" + cluster.scheduler_address.split("://", 1)[1]
+        _, _ = kill_storlab_when(camp, lambda: log(d), "-e", addr)
+        child = log(d)[0]["pid"]
+        time.sleep(1.0)
+        assert not gone(child)  # the worker goes on with the orphaned task
+        (d / "marker").touch()
+        r = subprocess.run([*STORLAB, "run", str(camp), "-q", "-e", addr], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
+        assert gone(child)
+        again = [e for e in log(d) if e["key"] == "v0"]
+        assert len(again) == 2 and again[1]["overlap"] == []
+        # the workers' own check: a tagged process on a worker's host is killed through the
+        # scheduler (here the worker shares our host)
+        scratch = d / "scratch"
+        stray = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                                 env={**os.environ, "STORLAB_RUN": str(scratch / "c2-r1")})
+        ex = DaskExecutor(addr.replace("dask://", "tcp://"))
+        try:
+            ex._reap(str(scratch))
+        finally:
+            ex.client.close()
+        assert stray.wait(timeout=5) == -signal.SIGKILL
+    if stray is not None and stray.poll() is None:
+        stray.kill()

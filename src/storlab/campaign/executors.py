@@ -14,6 +14,7 @@ Local worker processes die with the campaign process (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import signal
 import socket
@@ -24,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Protocol
 
 from .. import _process
-from .runners._proc import run_tag, tail
+from .runners._proc import TAG_ENV, run_tag, tail
 from .runners.base import RunResult
 from .spec import CampaignError
 from .task import RunTask, TaskOutcome, execute_task
@@ -166,9 +167,31 @@ class DaskExecutor(_WindowedExecutor):
     def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]:
         try:
-            yield from super().run(tasks, on_submit, stop)
+            it = iter(tasks)
+            first = next(it, None)
+            if first is None:
+                return
+            self._reap(str(os.path.dirname(first.workdir)))
+            yield from super().run(itertools.chain([first], it), on_submit, stop)
         finally:
             self.client.close()
+
+    def _reap(self, scratch: str) -> None:
+        """A killed campaign process leaves its runs going on the workers (a Dask worker
+        finishes a task whose client is gone): kill them on every worker first, as the
+        campaign process does on its own host, so that no run is measured twice at once."""
+        for worker, left in self.client.run(reap_leftovers, scratch).items():
+            if left:
+                raise CampaignError(
+                    f"Dask worker {worker}: process {left[0]} left by an earlier storlab run of "
+                    "this campaign survived SIGKILL; wait until it is gone, then run again")
+
+
+def reap_leftovers(scratch: str) -> list[str]:
+    """Kill the processes on this host started for runs under `scratch`; those that survive
+    SIGKILL, as `pid (command)`."""
+    left = _process.kill_and_wait(_process.tagged(TAG_ENV, scratch))
+    return [f"{p.pid} ({p.command[:60]})" for p in left]
 
 
 def make_executor(spec: str | None) -> Executor:
