@@ -26,13 +26,15 @@ from storlab.campaign.store import Store
 STORLAB = [sys.executable, "-m", "storlab.cli"]
 pytestmark = pytest.mark.xdist_group("lock")
 
-# A "benchmark" that notes (pid, run, start time) in a log, then sleeps.
+# A "benchmark" that notes (pid, run, start time) in a log, then waits until the file `go`
+# exists (the test decides when runs may finish), then sleeps a little.
 SLEEPER = ("import json, os, sys, time; "
            "open(sys.argv[1], 'a').write(f'{os.getpid()} {sys.argv[2]} {time.time()}\\n'); "
+           "[time.sleep(0.05) for _ in range(1200) if not os.path.exists(sys.argv[4])]; "
            "time.sleep(float(sys.argv[3])); print(json.dumps({'y': 1}))")
 
 
-def sleeper_campaign(d: Path, seconds: float = 0.4, runs: int = 4) -> Path:
+def sleeper_campaign(d: Path, seconds: float = 0.1, runs: int = 4) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     spec: dict[str, Any] = {
         "name": "lock", "seed": 1, "timeout": 60, "randomize": False,
@@ -41,7 +43,7 @@ def sleeper_campaign(d: Path, seconds: float = 0.4, runs: int = 4) -> Path:
         "design": {"kind": "full"},
         "runner": {"type": "command",
                    "options": {"command": [sys.executable, "-c", SLEEPER, str(d / "log.txt"),
-                                           "{n}", str(seconds)],
+                                           "{n}", str(seconds), str(d / "go")],
                                "json_metrics": {"y": "y"}}},
         "repetitions": 1,
     }
@@ -82,6 +84,7 @@ def test_second_run_is_refused_with_one_line_naming_the_holder(tmp_path: Path) -
         wait_for(lambda: log_lines(tmp_path / "c"))  # a is running its first run
         b = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
                            timeout=60)
+        (tmp_path / "c" / "go").touch()
         a_out, a_err = a.communicate(timeout=60)
     finally:
         a.kill()
@@ -103,8 +106,15 @@ def test_wait_waits_for_the_holder_then_finds_nothing_left(tmp_path: Path) -> No
     a = start(camp)
     try:
         wait_for(lambda: log_lines(tmp_path / "c"))
-        b = start(camp, "--wait", "--json")
-        b_out, b_err = b.communicate(timeout=60)
+        err = tmp_path / "b.err"
+        with open(err, "w") as fh:
+            b = subprocess.Popen([*STORLAB, "run", str(camp), "-q", "--wait", "--json"],
+                                 text=True, stdout=subprocess.PIPE, stderr=fh)
+            wait_for(lambda: "waiting for" in err.read_text())  # b waits while a runs
+            assert b.poll() is None and a.poll() is None
+            (tmp_path / "c" / "go").touch()
+            b_out, _ = b.communicate(timeout=60)
+        b_err = err.read_text()
         a.communicate(timeout=60)
     finally:
         a.kill()
@@ -117,7 +127,7 @@ def test_wait_waits_for_the_holder_then_finds_nothing_left(tmp_path: Path) -> No
 
 
 def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path) -> None:
-    camp = sleeper_campaign(tmp_path / "c", seconds=30)
+    camp = sleeper_campaign(tmp_path / "c")
     d = tmp_path / "c"
     a = start(camp)
     try:
@@ -129,7 +139,7 @@ def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path) -> None:
         a.wait()
     # the file still names the dead holder; the kernel has released its lock
     assert json.loads((d / "campaign.db.lock").read_text())["pid"] == a.pid
-    sleeper_campaign(d, seconds=0)  # same plan, quicker runs
+    (d / "go").touch()
     b = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
                        timeout=60)
     assert b.returncode == 0, b.stderr

@@ -47,7 +47,7 @@ def execute(task: RunTask) -> TaskOutcome:
     scratch directory, and anything that escapes the task (e.g. its scratch directory cannot
     be made on a full disk) fails this run, not the campaign."""
     try:
-        with run_tag(task.workdir):
+        with run_tag(os.path.abspath(task.workdir)):
             return execute_task(task)
     except Exception as exc:
         now = time.time()
@@ -171,7 +171,7 @@ class DaskExecutor(_WindowedExecutor):
             first = next(it, None)
             if first is None:
                 return
-            self._reap(str(os.path.dirname(first.workdir)))
+            self._reap(os.path.dirname(os.path.abspath(first.workdir)))
             yield from super().run(itertools.chain([first], it), on_submit, stop)
         finally:
             self.client.close()

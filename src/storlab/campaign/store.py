@@ -15,6 +15,7 @@ run committed before stays, and the run in flight stays `running` and is repeate
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -124,7 +125,7 @@ class Store:
         """Kill what earlier (killed) writers left running for this campaign's runs. We hold
         the lock, so every process tagged with a run of this campaign is such a leftover:
         running a run again next to it would measure both at once."""
-        found = _process.tagged(TAG_ENV, str(scratch.resolve()))
+        found = _process.tagged(TAG_ENV, os.path.abspath(scratch))
         if not found:
             return
         emit("leftovers", {"processes": [(p.pid, p.command) for p in found],
