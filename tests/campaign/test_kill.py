@@ -351,3 +351,32 @@ def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path) -> Non
         assert stray.wait(timeout=5) == -signal.SIGKILL
     if stray is not None and stray.poll() is None:
         stray.kill()
+
+
+def test_program_status_and_output_pass_through_the_guard(tmp_path: Path) -> None:
+    from storlab.campaign.runners._proc import run_program
+
+    out = run_program(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (out.exit_code, out.stdout, out.stderr) == (3, "out\n", "err\n")
+    assert run_program(["sh", "-c", "kill -9 $$"]).exit_code == -signal.SIGKILL
+    assert run_program("cat", shell=True, stdin_text="hello").stdout == "hello"
+    missing = run_program(["/nonexistent/program"])
+    assert missing.exit_code is None and "cannot start" in missing.stderr
+
+
+def test_timeout_kills_a_detached_grandchild_whose_parent_exited(tmp_path: Path) -> None:
+    """The subshell exits at once, so its setsid'd `sleep` is nobody's child any more: it is
+    found below the guard (a subreaper) and killed with the rest on timeout (it used to live
+    on, holding the output pipe, so the 1-second timeout returned only after 60 s)."""
+    from storlab.campaign.runners._proc import run_program
+
+    pidfile = tmp_path / "pid"
+    out = run_program(["sh", "-c", f"(setsid sleep 60 & echo $! > {pidfile}); sleep 30"],
+                      timeout=1.0)
+    assert out.timed_out and out.ended - out.started < 10
+    pid = int(pidfile.read_text())
+    try:
+        assert seconds_until_gone([pid]) < 2.0
+    finally:
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
