@@ -154,6 +154,27 @@ def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path) -> None:
     assert c.returncode == 0 and "taking over" not in c.stderr
 
 
+def test_two_stores_sharing_one_scratch_directory_do_not_run_at_once(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    camp = sleeper_campaign(d)
+    other = d / "other.yaml"  # same directory, own store, the default scratch directory
+    other.write_text(yaml.safe_dump({**yaml.safe_load(camp.read_text()), "store": "b.db"}))
+    a = start(camp)
+    try:
+        wait_for(lambda: log_lines(d))
+        b = subprocess.run([*STORLAB, "run", str(other), "-q"], capture_output=True,
+                           text=True, timeout=60)
+        (d / "go").touch()
+        a.communicate(timeout=60)
+    finally:
+        a.kill()
+    assert a.returncode == 0
+    assert b.returncode == 2 and len(b.stderr.strip().splitlines()) == 1, b.stderr
+    assert f"{d / 'scratch'}: scratch directory is in use" in b.stderr
+    assert f"pid {a.pid} on " in b.stderr
+    assert all(r["status"] == "ok" for r in rows(d / "campaign.db").values())
+
+
 def test_runs_are_written_only_under_the_lock(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as st:
         with pytest.raises(CampaignError, match="writer_lock"):

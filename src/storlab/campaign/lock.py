@@ -108,10 +108,12 @@ def _write(fd: int, holder: Holder | None) -> None:
 
 @contextmanager
 def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], None] | None = None,
-         poll: float = 0.2) -> Iterator[tuple[Holder, Holder | None]]:
-    """Hold the campaign's writer lock; yields (this holder, the stale holder taken over or
-    None). Held by another live process: CampaignLocked naming it, or with `wait=True`
-    wait until it is free (`on_wait` is told each new holder waited for)."""
+         poll: float = 0.2, what: str = "campaign is being run"
+         ) -> Iterator[tuple[Holder, Holder | None]]:
+    """Hold the writer lock of `store` (a campaign's store, or its scratch directory); yields
+    (this holder, the stale holder taken over or None). Held by another live process:
+    CampaignLocked naming it, or with `wait=True` wait until it is free (`on_wait` is told
+    each new holder waited for)."""
     path = lock_path(store)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -134,7 +136,7 @@ def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], Non
                 if not wait:
                     who = holder.describe() if holder else "another process"
                     raise CampaignLocked(
-                        f"{store}: campaign is being run by {who}; wait for it to finish, "
+                        f"{store}: {what} by {who}; wait for it to finish, "
                         "or use `storlab run --wait`") from None
                 if on_wait is not None and told != holder:
                     on_wait(holder)

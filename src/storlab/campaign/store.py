@@ -19,7 +19,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +110,17 @@ class Store:
             emit("waiting", {"holder": holder.describe() if holder else "another process",
                              "store": str(self.path)})
 
-        with lock.hold(self.path, wait=wait, on_wait=waiting) as (me, stale):
+        with lock.hold(self.path, wait=wait, on_wait=waiting) as (me, stale), \
+                ExitStack() as scratch_lock:
             if stale is not None:
                 emit("takeover", {"holder": stale.describe(), "store": str(self.path)})
             if scratch is not None:
+                # The scratch directory too: two campaigns (two stores) in one directory share
+                # it by default, and would delete each other's run directories (and the
+                # leftover check below would take the other's runs for leftovers).
+                scratch_lock.enter_context(lock.hold(
+                    Path(os.path.abspath(scratch)), wait=wait, on_wait=waiting,
+                    what="scratch directory is in use (by another campaign's store)"))
                 self._reap(Path(scratch), emit)
             self._owner = _dumps({"pid": me.pid, "start": me.start, "host": me.host})
             try:
