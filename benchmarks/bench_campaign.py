@@ -73,7 +73,8 @@ def main() -> int:
             st.mark_running(k, 1, 1, 1, False, {"rw": "randread"})
             st.record(k, res, "host")
 
-        store = _median(commit, 50)
+        with st.writer_lock():
+            store = _median(commit, 50)
         st.close()
         print(f"fio runs: {n} x runtime {args.runtime:g} s (ok {s.ok}); campaign wall "
               f"{wall:.2f} s, fio processes {fio_wall:.2f} s")

@@ -387,7 +387,8 @@ class Campaign:
 
     # ------------------------------------------------------------------ run
     def run(self, executor: str | None = None, retry_failed: bool = False,
-            on_event: Event | None = None, stop: threading.Event | None = None) -> RunSummary:
+            on_event: Event | None = None, stop: threading.Event | None = None,
+            wait: bool = False) -> RunSummary:
         """Run what is left of the campaign. Each finished run is committed at once. An
         adaptive campaign asks its source for more whenever every planned run is done.
 
@@ -397,7 +398,7 @@ class Campaign:
         emit = on_event or (lambda kind, data: None)
         self.preflight()
         stop = stop or threading.Event()
-        with Store(self.store_path) as store:
+        with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
             self._sync_plan(store)
             plan = self.plan(store)
             todo = self.pending(store.statuses(), retry_failed, plan)

@@ -5,17 +5,27 @@ executor only hands tasks out and gives outcomes back, in completion order.
   not overlap.
 - `parallel[:N]`: N local worker processes, for independent targets.
 - `dask://host:port`: each run goes to a Dask worker (a load host) of a running scheduler.
+
+Every run executes through `execute`: its programs carry the run's tag (so a later resume
+can find what a killed storlab left running) and die with the thread that started them.
+Local worker processes die with the campaign process (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import signal
+import socket
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
+from .. import _process
+from .runners._proc import TAG_ENV, run_tag, tail
 from .runners.base import RunResult
 from .spec import CampaignError
 from .task import RunTask, TaskOutcome, execute_task
@@ -32,6 +42,20 @@ class Executor(Protocol):
             ) -> Iterator[TaskOutcome]: ...
 
 
+def execute(task: RunTask) -> TaskOutcome:
+    """Run one task wherever the executor put it: its programs are tagged with the run's
+    scratch directory, and anything that escapes the task (e.g. its scratch directory cannot
+    be made on a full disk) fails this run, not the campaign."""
+    try:
+        with run_tag(os.path.abspath(task.workdir)):
+            return execute_task(task)
+    except Exception as exc:
+        now = time.time()
+        return TaskOutcome(task.key, RunResult(
+            "failed", stderr=tail(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"),
+            started=now, ended=now), socket.gethostname())
+
+
 class SequentialExecutor:
     """One run after the other, in this process."""
 
@@ -41,10 +65,13 @@ class SequentialExecutor:
             if stop():
                 return
             on_submit(t)
-            yield execute_task(t)
+            yield execute(t)
 
 
-def _ignore_sigint() -> None:
+def _init_worker(parent: int) -> None:
+    # Die with the campaign process (a SIGKILLed storlab must not leave workers that go on
+    # running benchmarks); the programs a worker starts die with the worker in turn.
+    _process.die_with_parent(parent)
     # Ctrl-C is for the campaign process: it stops handing out work and waits for the
     # runs in flight, which must not be cut short in the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -91,10 +118,14 @@ class ParallelExecutor(_WindowedExecutor):
 
     def __init__(self, workers: int | None = None) -> None:
         self.width = workers or os.cpu_count() or 2
-        self.pool = ProcessPoolExecutor(self.width, initializer=_ignore_sigint)
+        # Workers are forked by the thread that submits (the one running the campaign loop,
+        # which outlives them: `run` shuts the pool down before it returns), so their
+        # parent-death signal fires exactly when the campaign process dies.
+        self.pool = ProcessPoolExecutor(self.width, initializer=functools.partial(
+            _init_worker, os.getpid()))
 
     def _submit(self, task: RunTask) -> Future[TaskOutcome]:
-        return self.pool.submit(execute_task, task)
+        return self.pool.submit(execute, task)
 
     def _wait_one(self, pending: set[Any]) -> tuple[set[Any], set[Any]]:
         done, rest = wait(pending, return_when=FIRST_COMPLETED)
@@ -124,7 +155,7 @@ class DaskExecutor(_WindowedExecutor):
 
     def _submit(self, task: RunTask) -> Any:
         # pure=False: a repeated configuration is a new measurement, never a cached result.
-        return self.client.submit(execute_task, task, pure=False, key=f"storlab-{task.key}-"
+        return self.client.submit(execute, task, pure=False, key=f"storlab-{task.key}-"
                                   f"{os.urandom(4).hex()}")
 
     def _wait_one(self, pending: set[Any]) -> tuple[set[Any], set[Any]]:
@@ -136,9 +167,31 @@ class DaskExecutor(_WindowedExecutor):
     def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]:
         try:
-            yield from super().run(tasks, on_submit, stop)
+            it = iter(tasks)
+            first = next(it, None)
+            if first is None:
+                return
+            self._reap(os.path.dirname(os.path.abspath(first.workdir)))
+            yield from super().run(itertools.chain([first], it), on_submit, stop)
         finally:
             self.client.close()
+
+    def _reap(self, scratch: str) -> None:
+        """A killed campaign process leaves its runs going on the workers (a Dask worker
+        finishes a task whose client is gone): kill them on every worker first, as the
+        campaign process does on its own host, so that no run is measured twice at once."""
+        for worker, left in self.client.run(reap_leftovers, scratch).items():
+            if left:
+                raise CampaignError(
+                    f"Dask worker {worker}: process {left[0]} left by an earlier storlab run of "
+                    "this campaign survived SIGKILL; wait until it is gone, then run again")
+
+
+def reap_leftovers(scratch: str) -> list[str]:
+    """Kill the processes on this host started for runs under `scratch`; those that survive
+    SIGKILL, as `pid (command)`."""
+    left = _process.kill_and_wait(_process.tagged(TAG_ENV, scratch))
+    return [f"{p.pid} ({p.command[:60]})" for p in left]
 
 
 def make_executor(spec: str | None) -> Executor:

@@ -4,18 +4,29 @@ One writer (the process that runs the campaign) commits each run the moment it f
 WAL journaling with synchronous=FULL means a run that was committed survives a SIGKILL (and
 a power cut) of the writer. A run is first written as `running`; if the process dies the row
 stays `running` and the next `storlab run` repeats it.
+
+Only the holder of the campaign's writer lock (`Store.writer_lock`, see lock.py) writes runs.
+Taking the lock also clears what a killed predecessor left: processes it started for its runs
+(found by the tag every run's programs carry in their environment) are killed before any run
+starts. A store that cannot be written (a full disk) stops the campaign with one line; every
+run committed before stays, and the run in flight stays `running` and is repeated next time.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from .. import _process
 from ..jsonutil import to_jsonable
+from . import lock
+from .runners._proc import TAG_ENV
 from .runners.base import RunResult
 from .spec import CampaignError
 
@@ -42,9 +53,12 @@ CREATE TABLE IF NOT EXISTS runs (
     stderr_tail TEXT,
     raw         TEXT,
     metrics     TEXT,               -- JSON {name: number}
-    rows        TEXT                -- JSON [{host, metric...}] (fio client/server)
+    rows        TEXT,               -- JSON [{host, metric...}] (fio client/server)
+    owner       TEXT                -- JSON {pid, start, host}: the storlab that started it
 );
 """
+#: Columns added after the first release: (name, type), added to older stores on open.
+ADDED_COLUMNS = (("owner", "TEXT"),)
 
 # The runs an adaptive design source asked for, in campaign order (fixed designs compute
 # their plan from the configurations instead).
@@ -76,8 +90,15 @@ class Store:
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
             self.db.executescript(PLAN_SCHEMA)
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+            for name, kind in ADDED_COLUMNS:
+                if name not in have:  # a store written by an older storlab
+                    self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
         except sqlite3.DatabaseError as exc:
+            if _is_full(exc):
+                raise self._full(exc) from None
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
+        self._owner: str | None = None
 
     def close(self) -> None:
         self.db.close()
@@ -88,13 +109,82 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ writing
+    @contextmanager
+    def writer_lock(self, wait: bool = False, scratch: str | Path | None = None,
+                    on_event: Callable[[str, dict[str, Any]], None] | None = None
+                    ) -> Iterator[None]:
+        """Be the campaign's only writer for the duration: refused with one line naming the
+        holder (CampaignLocked), or with `wait` wait for it. A lock left by a killed process
+        is taken over (event `takeover`); then processes a killed predecessor left running
+        for runs in `scratch` are killed (event `leftovers`), or, if one survives SIGKILL,
+        the campaign is refused with one line."""
+        emit = on_event or (lambda kind, data: None)
+
+        def waiting(holder: lock.Holder | None) -> None:
+            emit("waiting", {"holder": holder.describe() if holder else "another process",
+                             "store": str(self.path)})
+
+        with lock.hold(self.path, wait=wait, on_wait=waiting) as (me, stale), \
+                ExitStack() as scratch_lock:
+            if stale is not None:
+                emit("takeover", {"holder": stale.describe(), "store": str(self.path)})
+            if scratch is not None:
+                # The scratch directory too: two campaigns (two stores) in one directory share
+                # it by default, and would delete each other's run directories (and the
+                # leftover check below would take the other's runs for leftovers).
+                scratch_lock.enter_context(lock.hold(
+                    Path(os.path.abspath(scratch)), wait=wait, on_wait=waiting,
+                    what="scratch directory is in use (by another campaign's store)"))
+                self._reap(Path(scratch), emit)
+            self._owner = _dumps({"pid": me.pid, "start": me.start, "host": me.host})
+            try:
+                yield
+            finally:
+                self._owner = None
+
+    def _reap(self, scratch: Path, emit: Callable[[str, dict[str, Any]], None]) -> None:
+        """Kill what earlier (killed) writers left running for this campaign's runs. We hold
+        the lock, so every process tagged with a run of this campaign is such a leftover:
+        running a run again next to it would measure both at once."""
+        found = _process.tagged(TAG_ENV, os.path.abspath(scratch))
+        if not found:
+            return
+        emit("leftovers", {"processes": [(p.pid, p.command) for p in found],
+                           "runs": sorted({Path(p.tag).name for p in found})})
+        left = _process.kill_and_wait(found)
+        if left:
+            p = left[0]
+            raise CampaignError(
+                f"{self.path}: run {Path(p.tag).name}: process {p.pid} ({p.command[:80]}) left "
+                "by an earlier storlab run of this campaign survived SIGKILL; wait until it "
+                "is gone, then run again")
+
+    def _check_writer(self) -> None:
+        # Runs are written only under the lock: a second writer would repeat every run.
+        if self._owner is None:
+            raise CampaignError(f"{self.path}: runs are written only inside "
+                                "Store.writer_lock() (one writer per campaign)")
+
+    def _write(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        try:
+            self.db.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            if _is_full(exc):
+                raise self._full(exc) from None
+            raise CampaignError(f"{self.path}: cannot write the store ({exc})") from None
+
+    def _full(self, exc: Exception) -> CampaignError:
+        return CampaignError(f"{self.path}: cannot write the store: {exc} (every finished run "
+                             "is kept; free some space and run the same command to resume)")
+
     # ------------------------------------------------------------------ plan
     def get_meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def configs(self) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
         rows = self.db.execute("SELECT config_id, config, design FROM configs ORDER BY config_id")
@@ -103,11 +193,16 @@ class Store:
     def save_configs(self, configs: Iterable[tuple[int, Mapping[str, Any], Mapping[str, Any]]]
                      ) -> None:
         """Record the plan once (so a resume and an export see exactly the same one)."""
-        with self.db:
-            self.db.execute("BEGIN")
-            for cid, cfg, design in configs:
-                self.db.execute("INSERT OR REPLACE INTO configs VALUES (?, ?, ?)",
-                                (cid, _dumps(cfg), _dumps(design)))
+        try:
+            with self.db:
+                self.db.execute("BEGIN")
+                for cid, cfg, design in configs:
+                    self.db.execute("INSERT OR REPLACE INTO configs VALUES (?, ?, ?)",
+                                    (cid, _dumps(cfg), _dumps(design)))
+        except sqlite3.OperationalError as exc:
+            if _is_full(exc):
+                raise self._full(exc) from None
+            raise CampaignError(f"{self.path}: cannot write the store ({exc})") from None
 
     def plan_rows(self) -> list[dict[str, Any]]:
         """An adaptive campaign's planned runs, in campaign order."""
@@ -120,6 +215,7 @@ class Store:
                     ) -> None:
         """Add new configurations and planned runs (key, seq, config_id, repetition, batch,
         phase, note) in one transaction: a kill leaves the batch wholly in or wholly out."""
+        self._check_writer()
         with self.db:
             self.db.execute("BEGIN")
             for cid, cfg, design in configs:
@@ -136,16 +232,19 @@ class Store:
     def mark_running(self, key: str, seq: int, config_id: int, repetition: int, warmup: bool,
                      config: Mapping[str, Any]) -> None:
         """Note that a run has been handed to an executor (kept if the process dies)."""
-        self.db.execute(
+        self._check_writer()
+        self._write(
             "INSERT INTO runs (key, seq, config_id, repetition, warmup, config, status, started,"
-            " attempts) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, 1) ON CONFLICT(key) DO UPDATE"
-            " SET status='running', seq=excluded.seq, started=excluded.started, ended=NULL,"
-            " attempts=attempts+1", (key, seq, config_id, repetition, int(warmup),
-                                     _dumps(config), time.time()))
+            " attempts, owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, 1, ?) ON CONFLICT(key)"
+            " DO UPDATE SET status='running', seq=excluded.seq, started=excluded.started,"
+            " ended=NULL, attempts=attempts+1, owner=excluded.owner",
+            (key, seq, config_id, repetition, int(warmup), _dumps(config), time.time(),
+             self._owner))
 
     def record(self, key: str, result: RunResult, host: str = "") -> None:
         """Store a finished run; committed before this returns."""
-        self.db.execute(
+        self._check_writer()
+        self._write(
             "UPDATE runs SET status=?, exit_code=?, started=?, ended=?, host=?, stderr_tail=?,"
             " raw=?, metrics=?, rows=? WHERE key=?",
             (result.status, result.exit_code, result.started, result.ended, host,
@@ -164,6 +263,11 @@ class Store:
             d["warmup"] = bool(d["warmup"])
             out.append(d)
         return out
+
+
+def _is_full(exc: Exception) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
 
 
 def _dumps(obj: Any) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._process import die_with_parent
 from ..errors import StorlabError
 
 #: Where clusters live unless told otherwise (one subdirectory per kind).
@@ -111,11 +112,10 @@ class Daemon:
 
 
 def _die_with_parent() -> None:
-    """In the child: SIGKILL when the process that started us dies (Linux prctl). Test
-    clusters use it, so a killed test run cannot leave daemons behind."""
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    """In the child: SIGKILL when the process that started us dies. Test clusters use it, so
+    a killed test run cannot leave daemons behind (the helper is shared with the campaign's
+    runners)."""
+    die_with_parent()
 
 
 def read_pid(pidfile: Path) -> tuple[int, str] | None:

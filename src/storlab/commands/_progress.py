@@ -1,5 +1,6 @@
 """The progress display every command that executes runs shares (run, tune, confirm): a rich
-bar on a terminal, one line per finished run otherwise, nothing with --quiet/--json."""
+bar on a terminal, one line per finished run otherwise, nothing with --quiet/--json; and
+the campaign lock's messages (waiting, stale lock taken over, leftovers killed)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,17 @@ def campaign_progress(name: str, quiet: bool = False, json_out: bool = False,
             progress.update(state["task"], advance=1, failed=state["failed"], last=last)
             if not show and talk:
                 print(f"  {last}", file=sys.stderr)
+        elif kind == "waiting":
+            print(f"waiting for {data['holder']} to finish with {data['store']} ...",
+                  file=sys.stderr)
+        elif kind == "takeover":
+            print(f"taking over the lock of {data['store']} left by {data['holder']}, "
+                  "which is no longer running", file=sys.stderr)
+        elif kind == "leftovers":
+            procs = ", ".join(f"{pid} ({cmd[:40]})" for pid, cmd in data["processes"][:5])
+            print(f"killing {len(data['processes'])} process(es) left running for run(s) "
+                  f"{', '.join(data['runs'])} by an earlier, killed storlab: {procs}",
+                  file=sys.stderr)
         elif kind == "stopping":
             print("\nstopping after the current run (Ctrl-C again to abort it)",
                   file=sys.stderr)

@@ -3,8 +3,6 @@ results table, show its progress."""
 
 from __future__ import annotations
 
-import math
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -12,18 +10,6 @@ import typer
 
 from ..errors import StorlabError
 from ._common import console, emit_json, frame_table
-
-# Headline metrics for the progress bar's "last result", first one present wins.
-HEADLINE = ("total_iops", "iops", "transactions_per_s", "reads_per_s", "total_bw_bytes")
-
-
-def _headline(metrics: dict[str, Any]) -> str:
-    for k in (*HEADLINE, *sorted(metrics)):
-        v = metrics.get(k)
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            return f"{k}={v:.4g}"
-    return ""
-
 
 def run_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
@@ -35,47 +21,21 @@ def run_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the summary JSON to a file."),
+    wait: bool = typer.Option(False, "--wait",
+                              help="If another storlab runs this campaign, wait for it to "
+                                   "finish instead of exiting (then run what is left)."),
 ) -> None:
-    """Run a campaign (resumes: finished runs are kept, unfinished ones run again)."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    """Run a campaign (resumes: finished runs are kept, unfinished ones run again).
 
+    One writer per campaign: while another `storlab run` holds the campaign, this one exits
+    with status 2 naming it, or waits with --wait."""
     from ..campaign.campaign import Campaign
+    from ._progress import campaign_progress
 
     camp = Campaign.load(campaign_file)
-    show = not (quiet or json_out) and sys.stderr.isatty()
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("failed {task.fields[failed]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        TextColumn("{task.fields[last]}"), disable=not show,
-                        console=console if show else None, transient=False)
-    state: dict[str, Any] = {"task": None, "failed": 0}
-
-    def on_event(kind: str, data: dict[str, Any]) -> None:
-        if kind == "start":
-            state["task"] = progress.add_task(camp.name, total=data["planned"],
-                                              completed=data["done"], failed=0, last="")
-            if not quiet and not json_out:
-                print(f"{camp.name}: {data['planned']} runs planned, {data['done']} done, "
-                      f"store {data['store']}", file=sys.stderr)
-        elif kind == "run":
-            res = data["result"]
-            if data["warmup"]:
-                progress.update(state["task"], last=f"warm-up {data['key']} {res.status}")
-                return
-            if not res.ok:
-                state["failed"] += 1
-            last = f"{data['key']} {res.status} " + (_headline(res.metrics) if res.ok else
-                                                     res.stderr.strip()[-60:])
-            progress.update(state["task"], advance=1, failed=state["failed"], last=last)
-            if not show and not quiet and not json_out:
-                print(f"  {last}", file=sys.stderr)
-        elif kind == "stopping":
-            print("\nstopping after the current run (Ctrl-C again to abort it)",
-                  file=sys.stderr)
-
-    with progress:
-        summary = camp.run(executor=executor, retry_failed=retry_failed, on_event=on_event)
+    with campaign_progress(camp.name, quiet, json_out) as on_event:
+        summary = camp.run(executor=executor, retry_failed=retry_failed, on_event=on_event,
+                           wait=wait)
     data = {"campaign": str(camp.path), "store": str(camp.store_path),
             "planned": summary.planned, "already_done": summary.already_done,
             "ran": summary.ran, "ok": summary.ok, "failed": summary.failed,

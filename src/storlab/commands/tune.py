@@ -46,6 +46,8 @@ def tune_cmd(
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for another storlab holding "
+                                                    "this campaign instead of exiting."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the result JSON to a file."),
@@ -91,7 +93,7 @@ def tune_cmd(
     with campaign_progress(f"{camp.name} (tune)", quiet, json_out,
                            tuple(o.name for o in camp.source.objectives)  # type: ignore[union-attr]
                            ) as on_event:
-        summary = camp.run(executor=executor, on_event=on_event)
+        summary = camp.run(executor=executor, on_event=on_event, wait=wait)
     res = result_from_campaign(camp)
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
             "interrupted": summary.interrupted}

@@ -4,6 +4,7 @@ shell commands whose values arrive through the environment (`shell_command`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -11,11 +12,15 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..._process import descendants, guard_child
 
 #: How much of stderr a run keeps (the tail is where programs say what went wrong).
 STDERR_TAIL = 4000
@@ -159,6 +164,23 @@ def template_names(template: str) -> set[str]:
     return {m.group(1) for m in _FIELD.finditer(template) if m.group(1)}
 
 
+#: Environment variable naming the run a program was started for (its scratch directory).
+#: Inherited by everything the program starts, so a resume can find and kill what a killed
+#: storlab left running for its runs, even processes that left the process group.
+TAG_ENV = "STORLAB_RUN"
+_RUN_TAG: ContextVar[str | None] = ContextVar("storlab_run_tag", default=None)
+
+
+@contextmanager
+def run_tag(tag: str) -> Iterator[None]:
+    """Programs started inside carry `STORLAB_RUN=tag` in their environment."""
+    token = _RUN_TAG.set(tag)
+    try:
+        yield
+    finally:
+        _RUN_TAG.reset(token)
+
+
 @dataclass
 class ProcOutcome:
     """What one program run gave back."""
@@ -178,23 +200,30 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
 
     The child gets its own session so a terminal Ctrl-C reaches storlab only (it stops
     cleanly after the current run instead of cutting the benchmark short), and so a timeout
-    can kill the program together with anything it started.
+    can kill the program together with anything it started. It dies with storlab, together
+    with everything it started (a guard process, see `_process.guard_child`: the parent-death
+    signal is tied to the calling thread, which always waits here for the child, so it fires
+    when storlab dies), and it carries the run's tag (`run_tag`).
     """
     if shell and not isinstance(argv, str):
         argv = " ".join(shlex.quote(a) for a in argv)
     if not shell and isinstance(argv, str):
         raise TypeError("argv must be a list unless shell=True")
     full_env = None
-    if env:
+    tag = _RUN_TAG.get()
+    if env or tag:
         full_env = dict(os.environ)
-        full_env.update({k: str(v) for k, v in env.items()})
+        full_env.update({k: str(v) for k, v in (env or {}).items()})
+        if tag:
+            full_env[TAG_ENV] = tag
     started = time.time()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=full_env, shell=shell, text=True,
                                 stdin=subprocess.PIPE if stdin_text is not None else
                                 subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, errors="replace")
+                                start_new_session=True, errors="replace",
+                                preexec_fn=functools.partial(guard_child, os.getpid()))
     except OSError as exc:  # program missing or not executable: a failed run, not a crash
         return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started, time.time())
     timed_out = False
@@ -214,7 +243,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     """Kill the program, its process group and every descendant: fio's job processes
     leave the group (they call setsid), so the group alone would leave them running."""
-    victims = _descendants(proc.pid)
+    victims = descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -224,33 +253,6 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def _descendants(root: int) -> list[int]:
-    """All processes below `root`, from /proc (Linux); empty elsewhere."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for e in entries:
-        if not e.isdigit():
-            continue
-        try:
-            with open(f"/proc/{e}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: parse after the last ')'.
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(e))
-    out, todo = [], [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
 
 
 def tail(text: str, n: int = STDERR_TAIL) -> str:

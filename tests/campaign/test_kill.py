@@ -1,0 +1,382 @@
+"""Killed means stopped: programs started for runs, and everything they started, die with a
+SIGKILLed `storlab run` (real SIGKILL, real children, real fio), and a resume kills whatever
+escaped before it runs anything again, so no two attempts of a run ever overlap."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from storlab.campaign.store import Store
+
+STORLAB = [sys.executable, "-m", "storlab.cli"]
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+pytestmark = pytest.mark.xdist_group("lock")
+
+# A "benchmark": notes its pid (and a detached grandchild's) and which processes of earlier
+# attempts are still alive as it starts, then sleeps 30 s unless the marker file exists.
+CHILD = r"""
+import json, os, subprocess, sys, time
+log, key, marker, detach = sys.argv[1:5]
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+earlier = [int(w) for ln in open(log).read().splitlines() if os.path.exists(log)
+           for w in ln.split()[1:] if w.isdigit()] if os.path.exists(log) else []
+line = f"{key} {os.getpid()}"
+if detach == "1" and not os.path.exists(marker):
+    g = subprocess.Popen(["sleep", "60"], start_new_session=True)  # leaves the group
+    line += f" {g.pid}"
+line += " overlap=" + ",".join(str(p) for p in earlier if alive(p)) + f" t={time.time()}"
+with open(log, "a") as fh:
+    fh.write(line + "\n")
+if not os.path.exists(marker):
+    time.sleep(30)
+print(json.dumps({"y": 1}))
+"""
+
+ESCAPED = CHILD.replace("{", "{{").replace("}", "}}")  # no `{name}` fields for the runner
+
+
+def child_campaign(d: Path, detach: bool = False, runs: int = 2) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    spec: dict[str, Any] = {
+        "name": "kill", "seed": 1, "timeout": 120, "randomize": False,
+        "space": {"factors": [{"name": "n", "kind": "categorical",
+                               "values": [f"v{i}" for i in range(runs)]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "command",
+                   "options": {"command": [sys.executable, "-c", ESCAPED, str(d / "log.txt"),
+                                           "{n}", str(d / "marker"), str(int(detach))],
+                               "json_metrics": {"y": "y"}}},
+        "repetitions": 1,
+    }
+    p = d / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+def log(d: Path) -> list[dict[str, Any]]:
+    p = d / "log.txt"
+    out = []
+    for ln in (p.read_text().splitlines() if p.exists() else []):
+        w = ln.split()
+        pids = [int(x) for x in w[1:] if x.isdigit()]
+        ov = next(x for x in w if x.startswith("overlap="))[len("overlap="):]
+        out.append({"key": w[0], "pid": pids[0], "grandchild": pids[1] if len(pids) > 1
+                    else None, "overlap": [int(x) for x in ov.split(",") if x],
+                    "t": float(w[-1][2:])})
+    return out
+
+
+def gone(pid: int) -> bool:
+    """Not running any more (no process, or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
+def seconds_until_gone(pids: list[int], limit: float = 10.0) -> float:
+    t0 = time.monotonic()
+    while not all(gone(p) for p in pids) and time.monotonic() - t0 < limit:
+        time.sleep(0.01)
+    return time.monotonic() - t0
+
+
+def descendants(root: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open(f"/proc/{e}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(e))
+    out, todo = [], [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def program(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return ""
+
+
+def wait_for(pred: Any, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not pred():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def rows(db: Path) -> dict[str, dict[str, Any]]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    out = {r["key"]: dict(r) for r in con.execute("SELECT * FROM runs")}
+    con.close()
+    return out
+
+
+def kill_storlab_when(camp: Path, ready: Any, *extra: str) -> tuple[int, dict[int, str]]:
+    """Start `storlab run`, SIGKILL it once `ready()` holds; its pid and its descendants
+    at that moment (pid -> program)."""
+    p = subprocess.Popen([*STORLAB, "run", str(camp), "-q", *extra],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(ready)
+        below = {c: program(c) for c in descendants(p.pid)}
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        p.kill()
+    return p.pid, below
+
+
+def resume(camp: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_child_dies_with_storlab_and_the_resume_does_not_overlap(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    camp = child_campaign(d)
+    _, below = kill_storlab_when(camp, lambda: log(d))
+    child = log(d)[0]["pid"]
+    assert child in below
+    took = seconds_until_gone(list(below))
+    print(f"children gone {took:.3f} s after SIGKILL of storlab")
+    assert took < 2.0, f"{[p for p in below if not gone(p)]} still running"
+    (d / "marker").touch()
+    r = resume(camp)
+    assert r.returncode == 0, r.stderr
+    again = [e for e in log(d) if e["key"] == "v0"]
+    assert len(again) == 2 and again[1]["overlap"] == []
+    after = rows(d / "campaign.db")
+    assert all(x["status"] == "ok" for x in after.values()) and after["c1-r1"]["attempts"] == 2
+
+
+def test_detached_grandchild_dies_with_storlab_too(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    camp = child_campaign(d, detach=True)
+    _, below = kill_storlab_when(camp, lambda: log(d))
+    first = log(d)[0]
+    try:
+        assert first["grandchild"] in below
+        # setsid'd: out of the program's group and session, yet gone with storlab
+        took = seconds_until_gone([first["pid"], first["grandchild"]])
+        assert took < 2.0
+    finally:
+        if not gone(first["grandchild"]):
+            os.kill(first["grandchild"], signal.SIGKILL)
+
+
+def test_resume_kills_a_leftover_before_running_again(tmp_path: Path) -> None:
+    """A process that escaped (here: storlab frozen, the run's guard killed with SIGKILL, so
+    nothing was left to kill the detached grandchild) is killed by the resume first."""
+    d = tmp_path / "c"
+    camp = child_campaign(d, detach=True)
+    p = subprocess.Popen([*STORLAB, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    grandchild = 0
+    try:
+        wait_for(lambda: log(d))
+        first = log(d)[0]
+        grandchild = first["grandchild"]
+        with open(f"/proc/{first['pid']}/stat") as fh:
+            guard = int(fh.read().rsplit(")", 1)[1].split()[1])
+        p.send_signal(signal.SIGSTOP)  # so that it cannot record the run as failed
+        os.kill(guard, signal.SIGKILL)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert seconds_until_gone([first["pid"]]) < 2.0  # the program died with its guard
+        assert not gone(grandchild)  # but this one is left over
+        (d / "marker").touch()
+        r = resume(camp)
+        assert r.returncode == 0, r.stderr
+        assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
+        assert f"{grandchild} (sleep 60)" in r.stderr
+        assert gone(grandchild)
+        again = [e for e in log(d) if e["key"] == "v0"]
+        assert len(again) == 2 and again[1]["overlap"] == []  # dead before the run restarted
+        assert all(x["status"] == "ok" for x in rows(d / "campaign.db").values())
+    finally:
+        p.kill()
+        if grandchild and not gone(grandchild):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(grandchild, signal.SIGKILL)
+
+
+def test_parallel_workers_and_their_children_die_with_storlab(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    camp = child_campaign(d, runs=2)
+    _, below = kill_storlab_when(camp, lambda: len(log(d)) == 2, "-e", "parallel:2")
+    children = [e["pid"] for e in log(d)]
+    assert set(children) <= set(below) and len(below) >= 4  # 2 workers + 2 programs
+    took = seconds_until_gone(list(below))
+    print(f"workers and children gone {took:.3f} s after SIGKILL of storlab")
+    assert took < 2.0, f"{[p for p in below if not gone(p)]} still running"
+    (d / "marker").touch()
+    r = resume(camp)
+    assert r.returncode == 0, r.stderr
+    assert all(x["status"] == "ok" for x in rows(d / "campaign.db").values())
+
+
+@needs_fio
+@pytest.mark.xdist_group("fio")
+def test_fio_dies_with_storlab(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    d.mkdir()
+    spec: dict[str, Any] = {
+        "name": "fiokill", "seed": 1, "timeout": 120, "randomize": False,
+        "space": {"factors": [{"name": "rw", "kind": "categorical",
+                               "values": ["randwrite", "randread"]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "fio", "options": {"ioengine": "psync", "size": "4M",
+                                              "runtime": "30s", "time_based": 1}},
+        "repetitions": 1,
+    }
+    camp = d / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec))
+    db = d / "campaign.db"
+
+    def fio_running() -> bool:
+        try:
+            r = rows(db).get("c1-r1") if db.exists() else None
+        except sqlite3.OperationalError:
+            return False
+        return bool(r) and time.time() - r["started"] > 1.0
+
+    _, below = kill_storlab_when(camp, fio_running)
+    fios = [p for p, prog in below.items() if prog.endswith("fio")]
+    assert fios, below
+    took = seconds_until_gone(list(below))
+    print(f"fio ({len(fios)} processes) gone {took:.3f} s after SIGKILL of storlab")
+    assert took < 2.0, f"{[p for p in below if not gone(p)]} still running"
+    spec["runner"]["options"]["runtime"] = "300ms"  # same plan, a quick resume
+    camp.write_text(yaml.safe_dump(spec))
+    t_resume = time.time()
+    r = resume(camp)
+    assert r.returncode == 0, r.stderr
+    after = rows(db)
+    assert all(x["status"] == "ok" for x in after.values())
+    assert after["c1-r1"]["attempts"] == 2 and after["c1-r1"]["started"] >= t_resume
+
+
+def test_old_store_gains_the_owner_column(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE runs (key TEXT PRIMARY KEY, seq INTEGER NOT NULL, config_id INTEGER
+        NOT NULL, repetition INTEGER NOT NULL, warmup INTEGER NOT NULL, config TEXT NOT NULL,
+        status TEXT NOT NULL, exit_code INTEGER, started REAL, ended REAL, host TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0, stderr_tail TEXT, raw TEXT, metrics TEXT,
+        rows TEXT);
+        INSERT INTO runs (key, seq, config_id, repetition, warmup, config, status, attempts,
+        metrics) VALUES ('c1-r1', 1, 1, 1, 0, '{"a": 1}', 'ok', 1, '{"y": 2.5}');
+    """)
+    con.commit()
+    con.close()
+    with Store(db) as st:
+        cols = [r[1] for r in st.db.execute("PRAGMA table_info(runs)")]
+        assert cols[-1] == "owner"
+        assert st.runs()[0]["metrics"] == {"y": 2.5} and st.statuses() == {"c1-r1": "ok"}
+        with st.writer_lock():
+            st.mark_running("c2-r1", 2, 2, 1, False, {"a": 2})
+        owner = st.db.execute("SELECT owner FROM runs WHERE key='c2-r1'").fetchone()[0]
+        assert json.loads(owner)["pid"] == os.getpid()
+    with Store(db) as st:  # opening again changes nothing
+        assert [r[1] for r in st.db.execute("PRAGMA table_info(runs)")].count("owner") == 1
+
+
+def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path) -> None:
+    """A Dask worker finishes a task whose client was SIGKILLed: the resume kills it first
+    (on the campaign's host, and through the scheduler on every worker)."""
+    from distributed import LocalCluster
+
+    from storlab.campaign.executors import DaskExecutor
+
+    d = tmp_path / "c"
+    camp = child_campaign(d)
+    stray = None
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        addr = "dask://" + cluster.scheduler_address.split("://", 1)[1]
+        _, _ = kill_storlab_when(camp, lambda: log(d), "-e", addr)
+        child = log(d)[0]["pid"]
+        time.sleep(1.0)
+        assert not gone(child)  # the worker goes on with the orphaned task
+        (d / "marker").touch()
+        r = subprocess.run([*STORLAB, "run", str(camp), "-q", "-e", addr], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
+        assert gone(child)
+        again = [e for e in log(d) if e["key"] == "v0"]
+        assert len(again) == 2 and again[1]["overlap"] == []
+        # the workers' own check: a tagged process on a worker's host is killed through the
+        # scheduler (here the worker shares our host)
+        scratch = d / "scratch"
+        stray = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                                 env={**os.environ, "STORLAB_RUN": str(scratch / "c2-r1")})
+        ex = DaskExecutor(addr.replace("dask://", "tcp://"))
+        try:
+            ex._reap(str(scratch))
+        finally:
+            ex.client.close()
+        assert stray.wait(timeout=5) == -signal.SIGKILL
+    if stray is not None and stray.poll() is None:
+        stray.kill()
+
+
+def test_program_status_and_output_pass_through_the_guard(tmp_path: Path) -> None:
+    from storlab.campaign.runners._proc import run_program
+
+    out = run_program(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (out.exit_code, out.stdout, out.stderr) == (3, "out\n", "err\n")
+    assert run_program(["sh", "-c", "kill -9 $$"]).exit_code == -signal.SIGKILL
+    assert run_program("cat", shell=True, stdin_text="hello").stdout == "hello"
+    missing = run_program(["/nonexistent/program"])
+    assert missing.exit_code is None and "cannot start" in missing.stderr
+
+
+def test_timeout_kills_a_detached_grandchild_whose_parent_exited(tmp_path: Path) -> None:
+    """The subshell exits at once, so its setsid'd `sleep` is nobody's child any more: it is
+    found below the guard (a subreaper) and killed with the rest on timeout (it used to live
+    on, holding the output pipe, so the 1-second timeout returned only after 60 s)."""
+    from storlab.campaign.runners._proc import run_program
+
+    pidfile = tmp_path / "pid"
+    out = run_program(["sh", "-c", f"(setsid sleep 60 & echo $! > {pidfile}); sleep 30"],
+                      timeout=1.0)
+    assert out.timed_out and out.ended - out.started < 10
+    pid = int(pidfile.read_text())
+    try:
+        assert seconds_until_gone([pid]) < 2.0
+    finally:
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
