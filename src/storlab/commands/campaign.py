@@ -10,8 +10,8 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import StorlabError
-from ._common import console, emit_json, frame_table
+from ..fileio import write_frame
+from ._common import console, emit_json, frame_table, output_file
 
 # Headline metrics for the progress bar's "last result", first one present wins.
 HEADLINE = ("total_iops", "iops", "transactions_per_s", "reads_per_s", "total_bw_bytes")
@@ -34,7 +34,8 @@ def run_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write the summary JSON to a file."),
+                                          help="Write the summary JSON to a file.",
+                                          callback=output_file("-o")),
 ) -> None:
     """Run a campaign (resumes: finished runs are kept, unfinished ones run again)."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
@@ -97,7 +98,8 @@ def run_cmd(
 def results_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write the table: .csv or .parquet (.json)."),
+                                          help="Write the table: .csv or .parquet (.json).",
+                                          callback=output_file("-o")),
     level: str = typer.Option("config", "--level",
                               help="config (averages per configuration), run (one row "
                                    "per repetition) or host (per-host rows)."),
@@ -108,15 +110,7 @@ def results_cmd(
 
     df = Campaign.load(campaign_file).results(level)
     if output is not None:
-        suffix = output.suffix.lower()
-        if suffix in (".parquet", ".pq"):
-            df.to_parquet(output, index=False)
-        elif suffix == ".csv":
-            df.to_csv(output, index=False)
-        elif suffix == ".json":
-            emit_json(df, output)
-        else:
-            raise StorlabError(f"-o {output}: use a .csv, .parquet or .json file")
+        write_frame(df, output)  # by suffix; a temp file renamed, never a partial export
         if not json_out:
             console.print(f"wrote {len(df)} rows to {output}")
     if json_out:
@@ -143,7 +137,8 @@ def status_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
     failures: bool = typer.Option(False, "--failures", help="Show failed runs' stderr tail."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
+                                          callback=output_file("-o")),
 ) -> None:
     """Runs per status, and the failed runs with the end of their stderr."""
     from ..campaign.campaign import Campaign
