@@ -57,3 +57,29 @@ def test_help_and_success_exit_0(tmp_path: Path) -> None:
     r = run("design", "--factors", "3", "--kind", "full", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert '"runs": 8' in r.stdout
+
+
+def test_usage_errors_with_an_older_typer(tmp_path: Path) -> None:
+    """typer 0.15 raises click's own exceptions (typer 0.29, the locked one, raises its
+    vendored copies): both must give the usage message and exit 2."""
+    lib = tmp_path / "lib"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                          "--target", str(lib), "typer==0.15.1", "click==8.1.8"],
+                         capture_output=True, text=True, timeout=300)
+    if pip.returncode != 0:
+        pytest.skip(f"cannot install typer 0.15.1 (no package index?): {pip.stderr[-300:]}")
+    env = {**__import__("os").environ, "PYTHONPATH": str(lib)}
+    probe = subprocess.run([sys.executable, "-c", "import typer; print(typer.__version__)"],
+                           capture_output=True, text=True, env=env)
+    assert probe.stdout.strip() == "0.15.1"
+    for args, says in ((["design", "--runs", "abc"], "--runs"), (["nosuchcmd"], "nosuchcmd"),
+                       (["analyze", "r.csv"], "--response")):
+        (tmp_path / "r.csv").write_text("a,r\n1,2\n")
+        r = subprocess.run([sys.executable, "-m", "storlab.cli", *args], capture_output=True,
+                           text=True, env=env, cwd=tmp_path, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "Usage: storlab" in r.stderr and says in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "storlab.cli", "design", "--factors", "3",
+                        "--runs", "0"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip() == \
+        "storlab: error: --runs 0: must be between 1 and 1000000"

@@ -57,6 +57,10 @@ def _number(option: str, value: Any) -> Any:
     return value
 
 
+def _bound(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def at_least(option: str, low: float, high: float | None = None) -> Callable[[Any], Any]:
     """An int or float option that must be >= `low` (and <= `high`); None passes."""
     def check(value: Any) -> Any:
@@ -64,7 +68,8 @@ def at_least(option: str, low: float, high: float | None = None) -> Callable[[An
             return None
         _number(option, value)
         if value < low or (high is not None and value > high):
-            rng = f"at least {low:g}" if high is None else f"between {low:g} and {high:g}"
+            rng = (f"at least {_bound(low)}" if high is None
+                   else f"between {_bound(low)} and {_bound(high)}")
             raise StorlabError(f"{option} {value:g}: must be {rng}")
         return value
     return check
