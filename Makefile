@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SYSSTAMP := .venv/.sysdeps
 DEMO_DIR ?= demo-out
 
-.PHONY: all venv sysdeps demo test bench clean
+.PHONY: all venv lock sysdeps demo test bench clean
 
 all: test
 
@@ -14,13 +14,29 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Reinstall when the package metadata or the native engine changes.
-$(STAMP): $(BIN)/python pyproject.toml $(wildcard engine/Cargo.toml engine/src/*.rs engine/pyproject.toml)
-	$(BIN)/pip install -q -e ".[test,bench]"
-	@if [ -f engine/pyproject.toml ]; then $(BIN)/pip install -q ./engine; fi
+# Reinstall when the lock, the package metadata or the native engine changes.
+# The exact versions (with hashes) come from requirements.lock; storlab and its engine are
+# then installed without resolving anything again, and `pip check` fails when pyproject
+# declares a dependency the lock lacks (refresh it with `make lock`).
+$(STAMP): $(BIN)/python pyproject.toml requirements.lock $(wildcard engine/Cargo.toml engine/src/*.rs engine/pyproject.toml)
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
+	@if [ -f engine/pyproject.toml ]; then $(BIN)/pip install -q --no-deps ./engine; fi
+	$(BIN)/pip check
 	touch $@
 
 venv: $(STAMP)
+
+# Re-resolve the newest versions pyproject.toml allows and write them to requirements.lock
+# (uv runs from its own throwaway venv, so the project's venv is not touched).
+UV := .venv-uv/bin/uv
+$(UV):
+	$(PY) -m venv .venv-uv
+	.venv-uv/bin/pip install -q uv
+
+lock: $(UV)
+	$(UV) pip compile pyproject.toml --extra test --extra bench --universal --generate-hashes \
+	  -q -o requirements.lock
 
 # System programs the runners drive (Debian packages), installed only when missing.
 sysdeps:
@@ -36,4 +52,4 @@ bench: venv sysdeps
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache build dist
+	rm -rf $(VENV) .venv-uv $(DEMO_DIR) .pytest_cache build dist

@@ -27,27 +27,33 @@ for _info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.nam
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning storlab's own errors into one line and exit 2."""
+    """Entry point. typer/click handle their own usage errors (standalone mode: their usual
+    usage message, exit 2), whichever exception classes the installed typer uses (recent
+    typer releases vendor their own copy of click, so catching `click.ClickException`
+    here misses them). storlab's own errors become one line and exit 2."""
     try:
-        # In non-standalone mode click returns a command's exit code instead of exiting.
-        code = app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="storlab", standalone_mode=True)
     except StorlabError as exc:
-        print(f"storlab: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        print("storlab: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
+        _fail(str(exc), 2)
+    except (IsADirectoryError, NotADirectoryError, FileNotFoundError, PermissionError) as exc:
+        # A path the user gave that a library opened before storlab could check it.
+        _fail(_oserror_line(exc), 2)
+    except UnicodeDecodeError as exc:  # a binary file some reader opened as text
+        _fail(f"input is not UTF-8 text ({exc.reason} at byte {exc.start})", 2)
+    except OSError as exc:  # disk full, I/O error: not bad input, but still one line
+        _fail(_oserror_line(exc), 1)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-    if isinstance(code, int) and code:
-        sys.exit(code)
+
+def _oserror_line(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def _fail(message: str, code: int) -> None:
+    print(f"storlab: error: {message}", file=sys.stderr)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

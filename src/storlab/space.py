@@ -28,7 +28,7 @@ import pandas as pd
 import yaml
 
 from .constraints import Constraint
-from .errors import SpaceError
+from .errors import SpaceError, StorlabError
 from .jsonutil import plain
 
 Kind = Literal["categorical", "ordinal", "integer", "real"]
@@ -305,11 +305,13 @@ class Space:
     @classmethod
     def from_yaml(cls, path: str | Path) -> Space:
         """Load a space from a YAML file; errors name the file, the factor and the problem."""
+        from .fileio import read_text
+
         p = Path(path)
         try:
-            data = yaml.safe_load(p.read_text())
-        except FileNotFoundError:
-            raise SpaceError("file not found", str(p)) from None
+            data = yaml.safe_load(read_text(p))
+        except StorlabError as exc:  # missing, a directory, binary: one line naming the file
+            raise SpaceError(str(exc)) from None
         except yaml.YAMLError as exc:
             raise SpaceError(f"not valid YAML ({str(exc).splitlines()[0]})", str(p)) from None
         if isinstance(data, dict) and "space" in data and "factors" not in data:

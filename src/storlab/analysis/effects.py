@@ -238,6 +238,15 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     y = pd.to_numeric(df[response], errors="coerce")
     if y.isna().any():
         raise AnalysisError(f"response {response!r} has non-numeric values")
+    if not np.isfinite(y.to_numpy(dtype=float)).all():
+        row = int(np.flatnonzero(~np.isfinite(y.to_numpy(dtype=float)))[0])
+        raise AnalysisError(f"response {response!r} row {row + 1} is {y.iloc[row]}: "
+                            "not a finite number")
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = np.sum(np.square(y.to_numpy(dtype=float) - y.mean()))
+    if not np.isfinite(spread):  # least squares would return nan: say why instead
+        raise AnalysisError(f"response {response!r}: values up to {y.abs().max():g} overflow "
+                            "the sums of squares; rescale the column")
     if transform in ("log", "log10") and (y <= 0).any():
         row = int(np.flatnonzero((y <= 0).to_numpy())[0])
         raise AnalysisError(f"--transform {transform} needs {response} > 0; row {row + 1} "

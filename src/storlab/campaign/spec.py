@@ -28,10 +28,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, \
-    model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, \
+    field_validator, model_validator
 
 from ..errors import StorlabError
+from ..fileio import read_text
+from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_WARMUP
+
+# Bounds (storlab.limits) keep a typo from planning more runs than memory holds
+# (`repetitions: 1000000000` once took 15 GB in `storlab status`).
+MAX_PLANNED_RUNS = MAX_RUNS
 
 
 class CampaignError(StorlabError):
@@ -39,7 +45,9 @@ class CampaignError(StorlabError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # No inf/nan for floats; booleans are true/false only (StrictBool below: `shell: 5` or
+    # `shell: "yes"` is refused rather than read as true).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Step(_Model):
@@ -47,9 +55,9 @@ class Step(_Model):
     with shell rules (no shell runs it) unless `shell: true`."""
 
     run: list[str] | str
-    shell: bool = False
+    shell: StrictBool = False
     timeout: float | None = Field(default=None, gt=0)
-    ignore_errors: bool = False
+    ignore_errors: StrictBool = False
 
     @model_validator(mode="after")
     def _split(self) -> Step:
@@ -74,16 +82,16 @@ class DesignSpec(_Model):
     kind: str | None = None
     csv: str | None = None
     configs: list[dict[str, Any]] | None = None
-    runs: int | None = None
-    resolution: int | None = None
+    runs: int | None = Field(default=None, ge=1, le=MAX_PLANNED_RUNS)
+    resolution: int | None = Field(default=None, ge=3, le=16)
     generators: list[str] | None = None
-    center: int = 0
-    replicates: int = 1
+    center: int = Field(default=0, ge=0, le=MAX_PLANNED_RUNS)
+    replicates: int = Field(default=1, ge=1, le=MAX_REPETITIONS)
     fold: str | None = None
     optimize: str | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
     # kind: tune (storlab.tune): runs executed in all, strategy, what to optimise, ...
-    budget: int | None = Field(default=None, ge=1, le=100_000)
+    budget: int | None = Field(default=None, ge=1, le=MAX_PLANNED_RUNS)
     strategy: str = "auto"
     objectives: list[str | dict[str, str]] | None = None
     screen_runs: int | None = Field(default=None, ge=2, le=100_000)
@@ -113,17 +121,17 @@ class CampaignSpec(_Model):
     space: str | dict[str, Any]
     design: DesignSpec
     runner: RunnerSpec
-    repetitions: int = Field(default=1, ge=1)
-    randomize: bool = True
-    seed: int = 0
-    warmup: int = Field(default=0, ge=0)
+    repetitions: int = Field(default=1, ge=1, le=MAX_REPETITIONS)
+    randomize: StrictBool = True
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    warmup: int = Field(default=0, ge=0, le=MAX_WARMUP)
     timeout: float | None = Field(default=None, gt=0)
     vars: dict[str, Any] = Field(default_factory=dict)
     setup: list[Step] = Field(default_factory=list)
     teardown: list[Step] = Field(default_factory=list)
     store: str = "campaign.db"
     workdir: str = "scratch"
-    keep_scratch: bool = False
+    keep_scratch: StrictBool = False
 
     @field_validator("runner", mode="before")
     @classmethod
@@ -144,9 +152,9 @@ def load_spec(path: str | Path) -> CampaignSpec:
     """Read and check a campaign file; errors name the file, the field and the value."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise CampaignError(f"{p}: file not found") from None
+        data = yaml.safe_load(read_text(p))
+    except StorlabError as exc:
+        raise CampaignError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise CampaignError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
@@ -159,3 +167,13 @@ def load_spec(path: str | Path) -> CampaignSpec:
         value = e.get("input")
         shown = "" if isinstance(value, dict) or e["type"] == "missing" else f" (value {value!r})"
         raise CampaignError(f"{p}: field {loc}: {e['msg']}{shown}") from None
+
+
+def check_plan(spec: CampaignSpec, n_configs: int, source: str = "campaign") -> None:
+    """Refuse a plan of more runs than `MAX_PLANNED_RUNS` (configurations x (repetitions +
+    warm-ups)) before anything is allocated for it."""
+    total = n_configs * (spec.repetitions + spec.warmup)
+    if total > MAX_PLANNED_RUNS:
+        raise CampaignError(f"{source}: {n_configs} configurations x {spec.repetitions} "
+                            f"repetitions (+{spec.warmup} warm-up) = {total} runs, more than "
+                            f"{MAX_PLANNED_RUNS}")

@@ -1,10 +1,31 @@
-"""Small helpers the command modules share: JSON output and writing to -o files."""
+"""Small helpers the command modules share: option checks, JSON output, -o files.
+
+The pattern for a command (new commands follow it):
+
+    def my_cmd(
+        results: Path = typer.Argument(..., callback=input_file("RESULTS")),
+        trials: int = typer.Option(20, "--trials", callback=at_least("--trials", 1)),
+        alpha: float = typer.Option(0.05, "--alpha", callback=fraction("--alpha")),
+        output: Optional[Path] = typer.Option(None, "-o", callback=output_file("-o")),
+    ) -> None:
+        table = read_table(results)            # bad file -> one line naming it
+        ...
+        write_frame(df, output)                # storlab.fileio: temp file + rename
+        emit_json(data, output)
+
+Every check runs while the command line is parsed, before the command does anything
+(nothing is measured, started or written when an option is bad), and raises
+StorlabError: `storlab: error: --trials 0: must be at least 1`, exit 2. Then add the
+command's options to tests/test_bad_input.py (a test fails until every numeric and path
+option of every command has a bad-input case there).
+"""
 
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,18 +33,119 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from ..errors import StorlabError
+from ..fileio import check_target, write_text
 from ..jsonutil import to_jsonable
 
 console = Console()
 
 
 def emit_json(data: Any, output: Path | None = None) -> None:
-    """Print `data` as JSON, or write it to `output`."""
+    """Print `data` as JSON, or write it (atomically) to `output`."""
     text = json.dumps(to_jsonable(data), indent=2)
     if output is not None:
-        Path(output).write_text(text + "\n")
+        write_text(output, text + "\n", what="-o")
     else:
         print(text)
+
+
+# ---- option checks (typer callbacks): each returns the value or raises StorlabError ----
+
+def _number(option: str, value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise StorlabError(f"{option} {value}: must be a finite number")
+    return value
+
+
+def _bound(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def at_least(option: str, low: float, high: float | None = None) -> Callable[[Any], Any]:
+    """An int or float option that must be >= `low` (and <= `high`); None passes."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        _number(option, value)
+        if value < low or (high is not None and value > high):
+            rng = (f"at least {_bound(low)}" if high is None
+                   else f"between {_bound(low)} and {_bound(high)}")
+            raise StorlabError(f"{option} {value:g}: must be {rng}")
+        return value
+    return check
+
+
+def positive(option: str) -> Callable[[Any], Any]:
+    """A finite number > 0 (seconds, rates); None passes."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        _number(option, value)
+        if value <= 0:
+            raise StorlabError(f"{option} {value:g}: must be greater than 0")
+        return value
+    return check
+
+
+def fraction(option: str, low_closed: bool = False) -> Callable[[Any], Any]:
+    """A probability strictly between 0 and 1 (alpha, confidence); [0, 1) with
+    `low_closed`."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        _number(option, value)
+        if not ((0 <= value if low_closed else 0 < value) and value < 1):
+            raise StorlabError(f"{option} {value:g}: must be {'in [0, 1)' if low_closed else 'between 0 and 1 (exclusive)'}")
+        return value
+    return check
+
+
+def input_file(what: str, missing: str = "file not found") -> Callable[[Any], Any]:
+    """A path that must be an existing file (not a directory); None passes. Reading it
+    (storlab.fileio.read_text / read_table) then checks its contents."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        p = Path(value)
+        if p.is_dir():
+            raise StorlabError(f"{p}: is a directory, expected a file ({what})")
+        if not p.exists():
+            raise StorlabError(f"{p}: {missing}")
+        return value
+    return check
+
+
+def input_dir(what: str) -> Callable[[Any], Any]:
+    """A path that, when it exists, must be a directory; None passes."""
+    def check(value: Any) -> Any:
+        if value is not None and Path(value).exists() and not Path(value).is_dir():
+            raise StorlabError(f"{what} {value}: not a directory")
+        return value
+    return check
+
+
+def output_file(what: str) -> Callable[[Any], Any]:
+    """A file to write: not a directory, in a directory that exists; None passes."""
+    def check(value: Any) -> Any:
+        if value is not None:
+            check_target(value, what)
+        return value
+    return check
+
+
+def output_dir(what: str) -> Callable[[Any], Any]:
+    """A directory to create or fill (plots): not an existing file, nor under one."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        p = Path(value)
+        for q in (p, *p.parents):
+            if q.exists():
+                if not q.is_dir():
+                    raise StorlabError(f"{what} {p}: {q} is not a directory")
+                break
+        return value
+    return check
 
 
 def frame_table(df: pd.DataFrame, title: str | None = None, floatfmt: str = "{:.4g}") -> Table:

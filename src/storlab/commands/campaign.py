@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import StorlabError
-from ._common import console, emit_json, frame_table
+from ..fileio import write_frame
+from ._common import console, emit_json, frame_table, output_file
 
 def run_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
@@ -20,7 +20,8 @@ def run_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write the summary JSON to a file."),
+                                          help="Write the summary JSON to a file.",
+                                          callback=output_file("-o")),
     wait: bool = typer.Option(False, "--wait",
                               help="If another storlab runs this campaign, wait for it to "
                                    "finish instead of exiting (then run what is left)."),
@@ -57,7 +58,8 @@ def run_cmd(
 def results_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write the table: .csv or .parquet (.json)."),
+                                          help="Write the table: .csv or .parquet (.json).",
+                                          callback=output_file("-o")),
     level: str = typer.Option("config", "--level",
                               help="config (averages per configuration), run (one row "
                                    "per repetition) or host (per-host rows)."),
@@ -68,15 +70,7 @@ def results_cmd(
 
     df = Campaign.load(campaign_file).results(level)
     if output is not None:
-        suffix = output.suffix.lower()
-        if suffix in (".parquet", ".pq"):
-            df.to_parquet(output, index=False)
-        elif suffix == ".csv":
-            df.to_csv(output, index=False)
-        elif suffix == ".json":
-            emit_json(df, output)
-        else:
-            raise StorlabError(f"-o {output}: use a .csv, .parquet or .json file")
+        write_frame(df, output)  # by suffix; a temp file renamed, never a partial export
         if not json_out:
             console.print(f"wrote {len(df)} rows to {output}")
     if json_out:
@@ -103,7 +97,8 @@ def status_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
     failures: bool = typer.Option(False, "--failures", help="Show failed runs' stderr tail."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
+                                          callback=output_file("-o")),
 ) -> None:
     """Runs per status, and the failed runs with the end of their stderr."""
     from ..campaign.campaign import Campaign

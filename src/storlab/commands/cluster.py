@@ -9,16 +9,19 @@ from typing import Optional
 import typer
 
 from ..errors import StorlabError
-from ._common import console, emit_json
+from ..fileio import write_frame
+from ._common import at_least, console, emit_json, input_dir, output_file, positive
 
 cluster_app = typer.Typer(
     name="cluster", no_args_is_help=True, add_completion=False,
     help="Bring a throwaway single-host Ceph or Swift cluster up and down (as root).")
 
 DIR_OPT = typer.Option(None, "--dir", help="Where clusters live "
-                       "(default $STORLAB_CLUSTER_DIR or /tmp/storlab-clusters).")
+                       "(default $STORLAB_CLUSTER_DIR or /tmp/storlab-clusters).",
+                       callback=input_dir("--dir"))
 JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
-OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.")
+OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.",
+                       callback=output_file("-o"))
 
 
 def _kinds(kind: Optional[str]) -> tuple[str, ...]:
@@ -33,18 +36,23 @@ def _kinds(kind: Optional[str]) -> tuple[str, ...]:
 
 def up_cmd(
     kind: str = typer.Argument(..., help="ceph or swift."),
-    osds: int = typer.Option(1, "--osds", help="Ceph: number of OSDs (1-8)."),
+    osds: int = typer.Option(1, "--osds", help="Ceph: number of OSDs (1-8).",
+                             callback=at_least("--osds", 1, 8)),
     replicas: Optional[int] = typer.Option(None, "--replicas",
-                                           help="Replicas (Ceph: min(osds,3); Swift: 3)."),
+                                           help="Replicas (Ceph: min(osds,3); Swift: 3).",
+                                           callback=at_least("--replicas", 1)),
     store: str = typer.Option("memstore", "--store", help="Ceph: memstore or bluestore."),
     osd_size: str = typer.Option("1G", "--osd-size",
                                  help="Ceph: memstore cap / bluestore file size per OSD."),
     rgw: bool = typer.Option(False, "--rgw", help="Ceph: start radosgw (S3) too."),
-    workers: int = typer.Option(1, "--workers", help="Swift: workers per storage server."),
-    proxy_workers: int = typer.Option(2, "--proxy-workers", help="Swift: proxy workers."),
+    workers: int = typer.Option(1, "--workers", help="Swift: workers per storage server.",
+                                callback=at_least("--workers", 1)),
+    proxy_workers: int = typer.Option(2, "--proxy-workers", help="Swift: proxy workers.",
+                                      callback=at_least("--proxy-workers", 1)),
     storage: str = typer.Option("loop", "--storage",
                                 help="Swift: loop (XFS image) or dir (plain directories)."),
-    timeout: float = typer.Option(120, "--timeout", help="Seconds to wait for health."),
+    timeout: float = typer.Option(120, "--timeout", help="Seconds to wait for health.",
+                                  callback=positive("--timeout")),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
@@ -147,13 +155,18 @@ def load_cmd(
                                       "Swift, s3 on Ceph)."),
     mix: str = typer.Option("get:100", "--mix", help="Operation weights, e.g. get:70,put:30."),
     sizes: str = typer.Option("16k", "--sizes", help="Object size or 16k:0.8,1m:0.2."),
-    clients: int = typer.Option(8, "--clients", help="Concurrent clients."),
+    clients: int = typer.Option(8, "--clients", help="Concurrent clients.",
+                                callback=at_least("--clients", 1)),
     rate: Optional[float] = typer.Option(None, "--rate",
-                                         help="Open loop at this many requests/s."),
-    duration: float = typer.Option(10, "--duration", help="Seconds of load."),
-    objects: int = typer.Option(200, "--objects", help="Objects prepared for GETs."),
+                                         help="Open loop at this many requests/s.",
+                                         callback=positive("--rate")),
+    duration: float = typer.Option(10, "--duration", help="Seconds of load.",
+                                   callback=positive("--duration")),
+    objects: int = typer.Option(200, "--objects", help="Objects prepared for GETs.",
+                                callback=at_least("--objects", 1)),
     records: Optional[Path] = typer.Option(None, "--records",
-                                           help="Write per-request records (CSV)."),
+                                           help="Write per-request records (CSV).",
+                                           callback=output_file("--records")),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
@@ -174,7 +187,7 @@ def load_cmd(
                            "objects": objects})
     res = run_load(Target(**resolve_target(opts)), spec)
     if records:
-        res.records.to_csv(records, index=False)
+        write_frame(res.records, records, what="--records", fmt="csv")
     if json_out or output:
         emit_json(res.summary, output)
         return

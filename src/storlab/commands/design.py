@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import AnalysisError, DesignError, StorlabError
-from ._common import console, emit_json, frame_table
+from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
+from ..fileio import save_figure, write_frame
+from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
+                      output_dir, output_file)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,32 +38,32 @@ def _resolution(text: str | None) -> int | None:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """A results table from CSV or Parquet, with a one-line error when unreadable."""
-    import pandas as pd
-    if not path.exists():
-        raise StorlabError(f"{path}: file not found")
-    try:
-        if path.suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
-    except Exception as exc:  # pandas raises many kinds; the user needs one line
-        raise StorlabError(f"{path}: cannot read table ({exc.__class__.__name__}: "
-                           f"{str(exc).splitlines()[0]})") from None
+    """A results table from CSV, Parquet or JSON, with a one-line error when unreadable,
+    empty, with duplicate column names or infinite values (see storlab.fileio)."""
+    from ..fileio import read_table as read
+
+    return read(path)
 
 
 def design_cmd(
-    space_file: Optional[Path] = typer.Argument(None, help="Space YAML file."),
+    space_file: Optional[Path] = typer.Argument(None, help="Space YAML file.",
+                                                callback=input_file("space file")),
     kind: str = typer.Option("fractional", "--kind", "-k", help=f"One of {', '.join(KINDS)}."),
     factors: Optional[int] = typer.Option(None, "--factors",
-                                          help="K two-level factors A, B, ... (no space file)."),
-    runs: Optional[int] = typer.Option(None, "--runs", "-n", help="Run budget / PB size / LHS size."),
+                                          help="K two-level factors A, B, ... (no space file).",
+                                          callback=at_least("--factors", 1, MAX_FACTORS)),
+    runs: Optional[int] = typer.Option(None, "--runs", "-n", help="Run budget / PB size / LHS size.",
+                                       callback=at_least("--runs", 1, MAX_RUNS)),
     resolution: Optional[str] = typer.Option(None, "--resolution", "-r",
                                              help="Minimum resolution: III, IV, V."),
     generator: list[str] = typer.Option([], "--generator", "-g",
                                         help="Generator such as E=ABC (repeatable)."),
-    center: int = typer.Option(0, "--center", help="Center points (numeric factors)."),
-    replicates: int = typer.Option(1, "--replicates", help="Copies of the whole design."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for run order and sampling."),
+    center: int = typer.Option(0, "--center", help="Center points (numeric factors).",
+                               callback=at_least("--center", 0, MAX_RUNS)),
+    replicates: int = typer.Option(1, "--replicates", help="Copies of the whole design.",
+                                   callback=at_least("--replicates", 1, MAX_RUNS)),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for run order and sampling.",
+                                       callback=at_least("--seed", 0, MAX_SEED)),
     no_randomize: bool = typer.Option(False, "--no-randomize", help="Keep standard order."),
     optimize: Optional[str] = typer.Option(None, "--optimize",
                                            help="LHS space-filling: random-cd or lloyd."),
@@ -68,7 +71,8 @@ def design_cmd(
                                        help="Append a foldover: 'all' or a factor name."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write the run table (.csv) or JSON (.json)."),
+                                          help="Write the run table (.csv) or JSON (.json).",
+                                          callback=output_file("-o")),
 ) -> None:
     """Generate a design: full, fractional (2^(k-p)), pb (Plackett-Burman) or lhs."""
     from ..design import make_design
@@ -82,7 +86,7 @@ def design_cmd(
                     seed=seed, randomize_order=not no_randomize, optimize=optimize, fold=fold)
     data = d.to_json()
     if output is not None and output.suffix != ".json":
-        d.table.to_csv(output, index=False)
+        write_frame(d.table, output, fmt="csv")
     if json_out or (output is not None and output.suffix == ".json"):
         emit_json(data, output if output is not None and output.suffix == ".json" else None)
         return
@@ -114,20 +118,26 @@ def design_cmd(
 
 
 def analyze_cmd(
-    results: Path = typer.Argument(..., help="Results table (CSV or Parquet)."),
+    results: Path = typer.Argument(..., help="Results table (CSV or Parquet).",
+                                   callback=input_file("results")),
     response: str = typer.Option(..., "--response", "-y", help="Response column."),
-    space_file: Optional[Path] = typer.Option(None, "--space", help="Space YAML (coding, goal)."),
+    space_file: Optional[Path] = typer.Option(None, "--space", help="Space YAML (coding, goal).",
+                                              callback=input_file("--space")),
     factors: Optional[str] = typer.Option(None, "--factors", help="Factor columns a,b,c."),
     goal: Optional[str] = typer.Option(None, "--goal", help="maximize or minimize."),
-    order: int = typer.Option(2, "--order", help="Highest interaction order to estimate."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    order: int = typer.Option(2, "--order", help="Highest interaction order to estimate.",
+                              callback=at_least("--order", 1)),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level.",
+                                callback=fraction("--alpha")),
     transform: str = typer.Option("none", "--transform",
                                   help="Analyse transform(response): none, log, log10, sqrt "
                                        "(log for throughput/latency spanning decades)."),
-    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG/SVG plots."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG/SVG plots.",
+                                         callback=output_dir("--plots")),
     plot_format: str = typer.Option("png", "--plot-format", help="png or svg."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON here."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON here.",
+                                          callback=output_file("-o")),
 ) -> None:
     """Effects, ANOVA, Lenth's PSE, curvature and recommended settings for one response."""
     from ..analysis.effects import analyze as analyze_effects
@@ -145,7 +155,7 @@ def analyze_cmd(
             raise AnalysisError(f"--plot-format {plot_format!r} must be png or svg")
         plots.mkdir(parents=True, exist_ok=True)
         for kind in PLOT_KINDS:
-            a.plot(kind).savefig(plots / f"{response}-{kind}.{plot_format}", dpi=110)
+            save_figure(a.plot(kind), plots / f"{response}-{kind}.{plot_format}", dpi=110)
     if json_out or output is not None:
         emit_json(a.to_json(), output)
         if not json_out:

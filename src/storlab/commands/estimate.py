@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any, Optional
 import pandas as pd
 import typer
 
-from ._common import console, emit_json, frame_table
+from ..fileio import read_table, read_text, save_figure, write_frame
+from ..limits import MAX_SEED
+from ._common import (at_least, console, emit_json, fraction, frame_table, input_dir,
+                      input_file, output_file, positive)
 
 if TYPE_CHECKING:
     from ..estimate.model import RWModel
@@ -24,8 +27,14 @@ estimate_app = typer.Typer(
 
 JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
 OUT_OPT = typer.Option(None, "-o", "--output",
-                       help="Write the result: .json as JSON, anything else as CSV of the table.")
-CONF_OPT = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
+                       help="Write the result: .json as JSON, anything else as CSV of the table.",
+                       callback=output_file("-o"))
+CONF_OPT = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.",
+                        callback=fraction("--confidence"))
+PLOT_OPT = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf).",
+                        callback=output_file("--plot"))
+SAVE_OPT = typer.Option(None, "--save-model", help="Write the model JSON.",
+                        callback=output_file("--save-model"))
 
 
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -37,12 +46,7 @@ def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
 
 
 def _save_plot(fig: Any, path: Path) -> None:
-    from ..estimate.model import EstimateError
-
-    try:
-        fig.savefig(path, dpi=120)
-    except (OSError, ValueError) as exc:
-        raise EstimateError(f"{path}: cannot write plot ({exc})") from None
+    save_figure(fig, path, dpi=120)
     console.print(f"plot written to {path}")
 
 
@@ -50,7 +54,7 @@ def _write(data: dict[str, Any], table: pd.DataFrame, output: Path | None, as_js
            ) -> bool:
     """Handle --json / -o; True when the readable tables should still be printed."""
     if output is not None and output.suffix.lower() != ".json":
-        table.to_csv(output, index=False)
+        write_frame(table, output, fmt="csv")
     if as_json or (output is not None and output.suffix.lower() == ".json"):
         emit_json(data, output if output is not None and output.suffix.lower() == ".json"
                   else None)
@@ -154,7 +158,8 @@ def prediction_view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit_cmd(
-    results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run."),
+    results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run.",
+                                   callback=input_file("results", missing="no such file")),
     method: str = typer.Option("auto", "--method",
                                help="anchors (0% and 100% read only), anchors3 (0/50/100% "
                                     "by least squares), lsq (all mixes), auto (lsq when "
@@ -169,10 +174,11 @@ def fit_cmd(
     total_col: Optional[str] = typer.Option(None, "--total-col",
                                             help="Total throughput column (split by read %)."),
     threshold: float = typer.Option(0.10, "--threshold",
-                                    help="Warn when C varies more than this across mixes."),
+                                    help="Warn when C varies more than this across mixes.",
+                                    callback=at_least("--threshold", 0)),
     confidence: float = CONF_OPT,
-    save_model: Optional[Path] = typer.Option(None, "--save-model", help="Write the model JSON."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
+    save_model: Optional[Path] = SAVE_OPT,
+    plot: Optional[Path] = PLOT_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
@@ -180,7 +186,7 @@ def fit_cmd(
     from ..estimate.model import METHODS, fit_table, mixed_checks, read_results, split_table
 
     _check_choice(method, METHODS, "--method")
-    df = read_results(results)
+    df = read_table(results)
     model = fit_table(df, method=method, spread_threshold=threshold, read_pct=read_pct_col,
                       size=size_col, read=read_col, write=write_col, total=total_col,
                       source=str(results))
@@ -208,7 +214,8 @@ def fit_cmd(
 
 
 def predict_cmd(
-    model_path: Path = typer.Option(..., "--model", "-m", help="Model JSON from fit/measure."),
+    model_path: Path = typer.Option(..., "--model", "-m", help="Model JSON from fit/measure.",
+                                    callback=input_file("--model", missing="no such model file")),
     read_pct: float = typer.Option(..., "--read-pct", "-r", help="Read percentage, 0-100."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s",
                                         help="Size mix with I/O-count proportions summing to "
@@ -219,7 +226,7 @@ def predict_cmd(
                                  "cost: 1/T = sum P_i/T_i; what measurements support) or "
                                  "slides (the MSST'19 formula 100*sum P_i k_i)."),
     confidence: float = CONF_OPT,
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
+    plot: Optional[Path] = PLOT_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
@@ -227,6 +234,7 @@ def predict_cmd(
     from ..estimate.model import MIXES, RWModel
 
     _check_choice(mix, MIXES, "--mix")
+    read_text(model_path, "--model")  # binary or non-UTF-8: one line naming the file
     model = RWModel.load(model_path)
     pr = model.predict(read_pct, sizes, mix=mix, confidence=confidence)
     table = pr.table()
@@ -242,7 +250,8 @@ def predict_cmd(
 
 def measure_cmd(
     sizes: str = typer.Option("4k,64k", "--sizes", "-s", help="I/O sizes to model."),
-    repeat: int = typer.Option(3, "--repeat", "-n", help="Runs per (size, read %)."),
+    repeat: int = typer.Option(3, "--repeat", "-n", help="Runs per (size, read %).",
+                               callback=at_least("--repeat", 1)),
     validate: Optional[str] = typer.Option(None, "--validate",
                                            help="Read percentages to measure as a check, "
                                                 "e.g. 30,50,70 (not used in the fit; they "
@@ -257,12 +266,14 @@ def measure_cmd(
                                              "percentages, or 70 if none."),
     mixed_pcts: Optional[str] = typer.Option(None, "--mixed-pcts",
                                              help="Read percentages of the --mixed runs."),
-    runtime: float = typer.Option(3.0, "--runtime", help="Seconds per fio run."),
+    runtime: float = typer.Option(3.0, "--runtime", help="Seconds per fio run.",
+                                  callback=positive("--runtime")),
     file_size: str = typer.Option("256m", "--file-size", help="Scratch file size (a device "
                                   "is used whole unless -O size=...)."),
     campaign: Path = typer.Option(Path("estimate-measure"), "--campaign",
                                   help="Campaign directory: design, store and scratch. The "
-                                       "same command resumes it."),
+                                       "same command resumes it.",
+                                  callback=input_dir("--campaign")),
     target: Optional[Path] = typer.Option(None, "--target",
                                           help="Where fio does its I/O: a new file, a "
                                                "directory (a scratch file in it) or a block "
@@ -274,15 +285,18 @@ def measure_cmd(
     fio_option: Optional[list[str]] = typer.Option(None, "--fio-option", "-O",
                                                    help="Extra fio option KEY=VALUE "
                                                         "(repeatable), e.g. -O numjobs=2."),
-    iodepth: int = typer.Option(16, "--iodepth", help="fio iodepth."),
+    iodepth: int = typer.Option(16, "--iodepth", help="fio iodepth.",
+                                callback=at_least("--iodepth", 1)),
     ioengine: str = typer.Option("libaio", "--ioengine", help="fio ioengine."),
     pattern: str = typer.Option("random", "--pattern", help="random or sequential."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the run order."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the run order.",
+                                       callback=at_least("--seed", 0, MAX_SEED)),
     confidence: float = CONF_OPT,
-    save_model: Optional[Path] = typer.Option(None, "--save-model", help="Write the model JSON."),
+    save_model: Optional[Path] = SAVE_OPT,
     runs_out: Optional[Path] = typer.Option(None, "--runs", help="Write every run as CSV "
-                                            "(`estimate fit` reads it)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf)."),
+                                            "(`estimate fit` reads it).",
+                                            callback=output_file("--runs")),
+    plot: Optional[Path] = PLOT_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
@@ -306,7 +320,7 @@ def measure_cmd(
     if save_model is not None:
         res.model.save(save_model)
     if runs_out is not None:
-        res.runs.to_csv(runs_out, index=False)
+        write_frame(res.runs, runs_out, what="--runs", fmt="csv")
     check = res.table()
     data = res.to_dict()
     if _write(data, check, output, json_out):

@@ -9,25 +9,9 @@ from typing import Any, Optional
 import typer
 
 from ..errors import AnalysisError
-from ._common import console, emit_json, frame_table
-
-
-def read_table(path: Path) -> Any:
-    """A results table from CSV, Parquet or JSON records; bad files are one-line errors."""
-    import pandas as pd
-
-    if not path.exists():
-        raise AnalysisError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        if suffix == ".json":
-            return pd.read_json(path)
-        return pd.read_csv(path)
-    except Exception as exc:  # pandas raises many kinds; the user needs the file and why
-        raise AnalysisError(f"{path}: cannot read as a table ({exc.__class__.__name__}: "
-                            f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+from ..fileio import read_table, save_figure
+from ..limits import MAX_SEED
+from ._common import (at_least, console, emit_json, frame_table, input_file, output_file)
 
 
 def _split(value: Optional[str]) -> Optional[list[str]]:
@@ -38,14 +22,12 @@ def _split(value: Optional[str]) -> Optional[list[str]]:
 
 
 def _save_plot(fig: Any, path: Path) -> None:
-    fig.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def importance_cmd(
-    results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json)."),
+    results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json).",
+                                   callback=input_file("results")),
     response: str = typer.Option(..., "--response", "-r", help="Response column to explain."),
     params: Optional[str] = typer.Option(None, "--params", "-p",
                                          help="Comma-separated parameter columns (default: "
@@ -59,10 +41,13 @@ def importance_cmd(
                                        "(paper, eq. 4) or mean (size-weighted; steadier "
                                        "on sampled data)."),
     goal: str = typer.Option("maximize", "--goal", help="maximize or minimize (latency)."),
-    bins: int = typer.Option(4, "--bins", help="Strata for numeric parameters with many values."),
+    bins: int = typer.Option(4, "--bins", help="Strata for numeric parameters with many values.",
+                             callback=at_least("--bins", 2)),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the figure (png, svg, pdf)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
+                                          callback=output_file("-o")),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the figure (png, svg, pdf).",
+                                        callback=output_file("--plot")),
     compare: bool = typer.Option(False, "--compare",
                                  help="Also show ANOVA SS shares and (complete grids) Sobol "
                                       "S1/ST beside the PI shares."),
@@ -129,20 +114,27 @@ def importance_cmd(
 
 
 def importance_eval_cmd(
-    full: Path = typer.Argument(..., help="Complete results table (ground truth)."),
+    full: Path = typer.Argument(..., help="Complete results table (ground truth).",
+                                callback=input_file("results")),
     response: str = typer.Option(..., "--response", "-r", help="Response column."),
     fractions: str = typer.Option("0.001,0.002,0.004,0.01,0.02,0.05", "--fractions",
                                   help="Comma-separated fractions of the dataset to sample."),
-    repeats: int = typer.Option(1000, "--repeats", "-n", help="Repetitions per fraction."),
-    ranks: int = typer.Option(3, "--ranks", help="How many top ranks to check."),
+    repeats: int = typer.Option(1000, "--repeats", "-n", help="Repetitions per fraction.",
+                                callback=at_least("--repeats", 1)),
+    ranks: int = typer.Option(3, "--ranks", help="How many top ranks to check.",
+                              callback=at_least("--ranks", 1)),
     params: Optional[str] = typer.Option(None, "--params", "-p",
                                          help="Comma-separated parameter columns."),
     aggregate: str = typer.Option("max", "--aggregate", help="max (paper) or mean."),
-    seed: int = typer.Option(0, "--seed", help="Seed; same seed, same table."),
-    jobs: int = typer.Option(2, "--jobs", "-j", help="Worker processes."),
+    seed: int = typer.Option(0, "--seed", help="Seed; same seed, same table.",
+                             callback=at_least("--seed", 0, MAX_SEED)),
+    jobs: int = typer.Option(2, "--jobs", "-j", help="Worker processes.",
+                             callback=at_least("--jobs", 1)),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Save Figure 5 (png, svg, pdf)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
+                                          callback=output_file("-o")),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save Figure 5 (png, svg, pdf).",
+                                        callback=output_file("--plot")),
 ) -> None:
     """How often Carver finds the full dataset's top parameters from small LHS subsets."""
     from ..analysis.importance_eval import evaluate
@@ -152,6 +144,9 @@ def importance_eval_cmd(
     except ValueError:
         raise AnalysisError(f"--fractions: {fractions!r} is not a comma-separated list "
                             "of numbers") from None
+    bad = [f for f in fr if not 0 < f <= 1]  # also catches nan
+    if bad or not fr:
+        raise AnalysisError(f"--fractions {fractions}: each must be in (0, 1]")
     df = read_table(full)
     res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=_split(params),
                    aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full))  # type: ignore[arg-type]

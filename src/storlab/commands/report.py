@@ -9,7 +9,10 @@ from typing import Optional
 import typer
 
 from ..errors import StorlabError
-from ._common import console, emit_json, frame_table
+from ..fileio import read_text, save_figure, write_frame
+from ..limits import MAX_SEED
+from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
+                      output_dir, output_file)
 
 # matplotlib, scikit-learn and the report builder load inside the commands.
 
@@ -23,19 +26,24 @@ def _is_campaign(path: Path) -> bool:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        data = yaml.safe_load(read_text(path))
+    except StorlabError:
+        raise
+    except yaml.YAMLError:
         return True  # let the campaign loader report the problem with its own message
     return isinstance(data, dict) and ("runner" in data or "design" in data)
 
 
 def report_cmd(
-    source: Path = typer.Argument(..., help="Campaign YAML file, or a results CSV/Parquet."),
+    source: Path = typer.Argument(..., help="Campaign YAML file, or a results CSV/Parquet.",
+                                  callback=input_file("source")),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="HTML file to write (default: report.html "
-                                               "next to the input)."),
+                                               "next to the input).",
+                                          callback=output_file("-o")),
     space_file: Optional[Path] = typer.Option(None, "--space",
-                                              help="Space YAML (with a results table)."),
+                                              help="Space YAML (with a results table).",
+                                              callback=input_file("--space")),
     response: list[str] = typer.Option([], "--response", "-y",
                                        help="Response to analyse (repeatable; default: the "
                                             "space's responses or the headline metrics)."),
@@ -47,7 +55,8 @@ def report_cmd(
                                                    "this column."),
     metrics: Optional[str] = typer.Option(None, "--metrics",
                                           help="Coverage metrics m1,m2,... (default: all)."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level.",
+                                callback=fraction("--alpha")),
     transform: str = typer.Option("none", "--transform",
                                   help="Effects of transform(response): none, log, log10, "
                                        "sqrt (as storlab analyze --transform)."),
@@ -92,22 +101,28 @@ def report_cmd(
 
 
 def coverage_cmd(
-    results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run."),
+    results: Path = typer.Argument(..., help="Results table (CSV or Parquet), one row per run.",
+                                   callback=input_file("results")),
     by: str = typer.Option(..., "--by", help="Column naming each run's benchmark or workload."),
     metrics: Optional[str] = typer.Option(None, "--metrics",
                                           help="Metric columns m1,m2,... (default: every "
                                                "varying float column)."),
     components: Optional[int] = typer.Option(None, "--components",
                                              help="Independent components (default: enough "
-                                                  "for 95 % of the variance)."),
+                                                  "for 95 % of the variance).",
+                                             callback=at_least("--components", 1)),
     clusters: Optional[int] = typer.Option(None, "--clusters",
-                                           help="k-means clusters (default: best silhouette)."),
+                                           help="k-means clusters (default: best silhouette).",
+                                           callback=at_least("--clusters", 2)),
     log: bool = typer.Option(False, "--log", help="Take logs of the metrics first."),
-    seed: int = typer.Option(0, "--seed", help="Seed of FastICA and k-means."),
-    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG plots."),
+    seed: int = typer.Option(0, "--seed", help="Seed of FastICA and k-means.",
+                             callback=at_least("--seed", 0, MAX_SEED)),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG plots.",
+                                         callback=output_dir("--plots")),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write .html (report), .json or .csv (table)."),
+                                          help="Write .html (report), .json or .csv (table).",
+                                          callback=output_file("-o")),
 ) -> None:
     """Which benchmark covers more of the observed behaviour: ICA + k-means + Ward."""
     from ..analysis.coverage import PLOT_KINDS, coverage
@@ -121,8 +136,8 @@ def coverage_cmd(
     if plots is not None:
         plots.mkdir(parents=True, exist_ok=True)
         for kind in PLOT_KINDS:
-            cov.plot(kind).savefig(plots / f"coverage-{kind}.png", dpi=150,
-                                   bbox_inches="tight")
+            save_figure(cov.plot(kind), plots / f"coverage-{kind}.png", dpi=150,
+                        bbox_inches="tight")
     if output is not None:
         suffix = output.suffix.lower()
         if suffix == ".html":
@@ -132,7 +147,7 @@ def coverage_cmd(
         elif suffix == ".json":
             emit_json(cov.to_dict(), output)
         else:
-            cov.table().to_csv(output, index=False)
+            write_frame(cov.table(), output)
     if json_out:
         emit_json(cov.to_dict())
         return

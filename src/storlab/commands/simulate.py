@@ -9,7 +9,9 @@ import pandas as pd
 import typer
 import yaml
 
-from ._common import console, emit_json, frame_table
+from ..fileio import read_text, save_figure, write_frame, write_text
+from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
+                      output_file)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -29,7 +31,7 @@ def _write_table(df: pd.DataFrame, data: dict[str, Any], output: Path | None, as
     """Handle --json / -o; True when the readable tables should still be printed."""
     is_json = output is not None and output.suffix.lower() == ".json"
     if output is not None and not is_json:
-        df.to_csv(output, index=False)
+        write_frame(df, output, fmt="csv")
     if as_json or is_json:
         emit_json(data, output if is_json else None)
         return not as_json
@@ -37,17 +39,13 @@ def _write_table(df: pd.DataFrame, data: dict[str, Any], output: Path | None, as
 
 
 def _save_fig(fig: Any, path: Path) -> None:
-    from ..sim.cluster import SimError
-
-    try:
-        fig.savefig(path, dpi=120)
-    except (OSError, ValueError) as exc:
-        raise SimError(f"{path}: cannot write plot ({exc})") from None
+    save_figure(fig, path, dpi=120)
     console.print(f"plot written to {path}")
 
 
 def simulate_cmd(
-    cluster: Path = typer.Argument(..., help="Cluster and workload YAML (see examples/sim)."),
+    cluster: Path = typer.Argument(..., help="Cluster and workload YAML (see examples/sim).",
+                                   callback=input_file("cluster")),
     set_: list[str] = typer.Option([], "--set", help="Override a field: nodes=8, disk=ssd_s3700, "
                                    "nic=25, swift.replicas=2, storage.disks.count=24 ..."),
     sweep: list[str] = typer.Option([], "--sweep", help="What-if grid axis NAME=V1,V2 "
@@ -55,28 +53,35 @@ def simulate_cmd(
     analytic: bool = typer.Option(False, "--analytic", help="Solve with mean value analysis "
                                   "instead of simulating (fast, means only)."),
     requests: Optional[int] = typer.Option(None, "--requests", help="Requests to simulate "
-                                           "(overrides workload.requests)."),
+                                           "(overrides workload.requests).",
+                                           callback=at_least("--requests", 1)),
     executor: str = typer.Option("local", "--executor", help="Sweeps: local, serial, dask, "
                                  "or dask://host:port."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel sweep workers."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel sweep workers.",
+                                          callback=at_least("--workers", 1)),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the sweep (or calibration) "
-                                        "plot to this file."),
+                                        "plot to this file.", callback=output_file("--plot")),
     calibrate: Optional[Path] = typer.Option(None, "--calibrate", help="Fit CPU costs and disk "
-                                             "parameters to a CSV of measured throughputs."),
+                                             "parameters to a CSV of measured throughputs.",
+                                             callback=input_file("--calibrate")),
     holdout: float = typer.Option(0.0, "--holdout", help="Calibration: share of points held "
-                                  "out for testing (when the CSV has no split column)."),
+                                  "out for testing (when the CSV has no split column).",
+                                  callback=fraction("--holdout", low_closed=True)),
     save_calibrated: Optional[Path] = typer.Option(None, "--save-calibrated", help="Write the "
-                                                   "calibrated cluster YAML."),
+                                                   "calibrated cluster YAML.",
+                                                   callback=output_file("--save-calibrated")),
     backend: str = typer.Option("rust", "--backend", help="Engine: rust or python."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write results: .json as JSON, else CSV."),
+                                          help="Write results: .json as JSON, else CSV.",
+                                          callback=output_file("-o")),
 ) -> None:
     """Simulate a Swift-like cluster: throughput, latency per operation, utilisation of every
     resource and the bottleneck; --sweep for what-if grids, --calibrate to fit measurements."""
     from ..sim.cluster import SimError, apply_overrides, build_model, load_raw, parse_cluster
 
     src = str(cluster)
+    read_text(cluster)  # binary or non-UTF-8 input: one line naming the file
     raw = load_raw(cluster)
     overrides: dict[str, Any] = _pairs(set_, "--set")
     if requests is not None:
@@ -138,12 +143,10 @@ def _calibrate(raw: dict[str, Any], src: str, csv: Path, holdout: float,
 
     if not 0 <= holdout < 1:
         raise SimError(f"--holdout {holdout}: must be in [0, 1)")
+    read_text(csv, "--calibrate")  # binary or non-UTF-8 input: one line naming the file
     res = calibrate(raw, read_measurements(csv), holdout=holdout, source=str(csv))
     if save is not None:
-        try:
-            save.write_text(yaml.safe_dump(res.raw, sort_keys=False))
-        except OSError as exc:
-            raise SimError(f"{save}: cannot write ({exc.strerror or exc})") from None
+        write_text(save, yaml.safe_dump(res.raw, sort_keys=False), what="--save-calibrated")
     if _write_table(res.points, res.to_dict(), output, as_json):
         console.print(frame_table(res.params_table(), title=f"calibrated multipliers ({src})",
                                   floatfmt="{:.3f}"))

@@ -11,14 +11,12 @@ from typing import Any, Optional
 import typer
 
 from ..errors import StorlabError
-from ._common import console, emit_json, frame_table
+from ..fileio import save_figure
+from ._common import at_least, console, emit_json, frame_table, input_file, output_file
 
 
 def _save_plot(fig: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)  # temp + rename
 
 
 def _num(v: float) -> str:
@@ -42,7 +40,8 @@ def tune_cmd(
     response: Optional[list[str]] = typer.Option(None, "--response", "-y",
                                                  help="Objective(s): NAME or NAME:minimize "
                                                       "(repeat for two)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the file's)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the file's).",
+                                       callback=at_least("--seed", 0, 2**32 - 1)),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
@@ -50,9 +49,11 @@ def tune_cmd(
                                                     "this campaign instead of exiting."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
-                                          help="Write the result JSON to a file."),
+                                          help="Write the result JSON to a file.",
+                                          callback=output_file("-o")),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence (and "
-                                                             "Pareto) plot."),
+                                                             "Pareto) plot.",
+                                        callback=output_file("--plot")),
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
@@ -204,12 +205,14 @@ def confirm_cmd(
                                                 "first)."),
     store: str = typer.Option("confirm.db", "--store",
                               help="Store file, next to the campaign file (resumable)."),
-    seed: int = typer.Option(7, "--seed", help="Seed of the interleaved order."),
+    seed: int = typer.Option(7, "--seed", help="Seed of the interleaved order.",
+                             callback=at_least("--seed", 0, 2**32 - 1)),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
+                                          callback=output_file("-o")),
 ) -> None:
     """Re-run configurations in random interleaved order and compare them (Welch's t-test)."""
     from ..campaign.campaign import Campaign, campaign_space
@@ -279,7 +282,8 @@ def confirm_cmd(
 
 # --------------------------------------------------------------------------- tune-eval
 def tune_eval_cmd(
-    full: Path = typer.Argument(..., help="Complete measured table (.csv, .parquet, .json)."),
+    full: Path = typer.Argument(..., help="Complete measured table (.csv, .parquet, .json).",
+                                callback=input_file("table")),
     response: str = typer.Option(..., "--response", "-y", help="Response column."),
     goal: str = typer.Option("maximize", "--goal", help="maximize or minimize."),
     params: Optional[str] = typer.Option(None, "--params", "-p",
@@ -292,19 +296,23 @@ def tune_eval_cmd(
     strategies: str = typer.Option("storlab,optuna-tpe,random", "--strategies",
                                    help="Comma-separated: storlab, screen-then-tune, tpe, "
                                         "random, optuna-tpe (Optuna alone)."),
-    noise: float = typer.Option(0.0, "--noise", min=0.0, max=1.0,
-                                help="Relative Gaussian noise added to each measured run."),
-    seed: int = typer.Option(0, "--seed", help="Seed."),
+    noise: float = typer.Option(0.0, "--noise", help="Relative Gaussian noise added to each "
+                                                     "measured run (0 to 1).",
+                                callback=at_least("--noise", 0.0, 1.0)),
+    seed: int = typer.Option(0, "--seed", help="Seed.", callback=at_least("--seed", 0, 2**32 - 1)),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence plot."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
+                                          callback=output_file("-o")),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence plot.",
+                                        callback=output_file("--plot")),
 ) -> None:
     """How many runs each tuning strategy needs to get within 1 % and 5 % of a complete
     table's optimum (the table is the oracle)."""
+    from ..fileio import read_table
     from ..tune.evaluate import tune_eval
-    from .importance import _split, read_table
+    from .importance import _split
 
-    df = read_table(full)
+    df = read_table(full, "table")
     names = _split(strategies) or []
     res = tune_eval(df, response, goal=goal, params=_split(params), strategies=names,
                     budget=budget, repeats=repeats, seed=seed, noise=noise)

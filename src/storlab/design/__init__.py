@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import DesignError
+from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
 from ..space import Space
 from .base import Design, add_center_points, randomize, replicate
 from .factorial import foldover, fractional_factorial, full_factorial
@@ -15,7 +16,7 @@ from .pb import plackett_burman
 
 KINDS = ("full", "fractional", "pb", "lhs")
 
-__all__ = ["KINDS", "Design", "add_center_points", "foldover", "fractional_factorial",
+__all__ = ["KINDS", "MAX_FACTORS", "MAX_RUNS", "Design", "add_center_points", "foldover", "fractional_factorial",
            "full_factorial", "lhs_design", "make_design", "plackett_burman", "randomize",
            "replicate"]
 
@@ -31,6 +32,14 @@ def make_design(space: Space, kind: str, *, runs: int | None = None,
     order is shuffled (reproducibly for `seed`) unless `randomize_order` is False.
     `fold` ("all" or a factor name) appends a foldover of a two-level design.
     """
+    if space.k > MAX_FACTORS:
+        raise DesignError(f"{space.k} factors: at most {MAX_FACTORS}")
+    for name, value, low in (("runs", runs, 1), ("center", center, 0),
+                             ("replicates", replicates, 1)):
+        if value is not None and not low <= value <= MAX_RUNS:
+            raise DesignError(f"{name} {value}: must be between {low} and {MAX_RUNS}")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise DesignError(f"seed {seed}: must be between 0 and {MAX_SEED}")
     if kind == "full":
         d = full_factorial(space)
     elif kind == "fractional":
@@ -53,6 +62,10 @@ def make_design(space: Space, kind: str, *, runs: int | None = None,
                               "feasible region or use --kind lhs")
     if fold:
         d = foldover(d, None if fold == "all" else fold)
+    total = (d.runs + center) * replicates
+    if total > MAX_RUNS:
+        raise DesignError(f"{d.runs} runs + {center} center points, x {replicates} "
+                          f"replicates = {total} runs: at most {MAX_RUNS}")
     if center:
         if kind == "lhs":
             raise DesignError("center points belong to two-level designs, not LHS")

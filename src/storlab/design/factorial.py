@@ -48,8 +48,9 @@ def full_factorial(space: Space, two_level: bool | None = None) -> Design:
         two_level = all(len(lv) == 2 for lv in levels)
     if two_level:
         k = space.k
-        if k > 24:
-            raise DesignError(f"a 2^{k} full factorial has {2**k} runs; use --kind fractional")
+        if k > 20:  # 2^20 runs is MAX_RUNS's order; 2**k itself can be a 30000-digit number
+            raise DesignError(f"a 2^{k} full factorial has more than 10^6 runs; use --kind "
+                              "fractional, pb or lhs")
         r = np.arange(2**k)
         coded = np.stack([np.where(r >> j & 1, 1.0, -1.0) for j in range(k)], axis=1)
         meta = {"kind": "full", "levels": 2, "resolution": None, "generators": [],

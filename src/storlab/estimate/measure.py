@@ -37,6 +37,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
+from ..fileio import write_text
 from .model import (
     DEFAULT_MIX, MIXES, Cell, EstimateError, RWModel, check_read_pct, parse_mix, size_bytes,
     size_label,
@@ -383,9 +384,7 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
             raise EstimateError(f"{campaign_dir}: holds another measurement ({name} differs "
                                 "from this command's); give another --campaign or remove it")
     for name, text in (("design.csv", csv_text), ("campaign.yaml", yaml_text)):
-        tmp = campaign_dir / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(campaign_dir / name)
+        write_text(campaign_dir / name, text)  # temp + rename
     notes.append(f"campaign {campaign_dir} (store campaign.db; the same command resumes it)")
     return path, runs, notes
 

@@ -835,9 +835,9 @@ class RWModel:
         }
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return path
+        from ..fileio import write_text
+
+        return write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")  # temp + rename
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], source: str = "model") -> RWModel:

@@ -252,9 +252,9 @@ class Report:
                                                   if s.nav], body, footer)
 
     def write(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.write_text(self.html(), encoding="utf-8")
-        return p
+        from ..fileio import write_text
+
+        return write_text(path, self.html())  # temp file + rename: never a partial report
 
 
 def build_report(inp: ReportInput, responses: Sequence[str] | None = None,

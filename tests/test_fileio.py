@@ -1,0 +1,202 @@
+"""storlab.fileio: every file is written to a temporary name and renamed, so a kill leaves
+the previous file or the complete new one (issue 12, "Exports are atomic")."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from storlab.errors import StorlabError
+from storlab.fileio import (atomic_write, read_table, read_text, save_figure, write_frame,
+                            write_json, write_text)
+
+STORLAB = [sys.executable, "-m", "storlab.cli"]
+
+
+def _temps(d: Path) -> list[Path]:
+    return sorted(d.glob(".*.tmp"))
+
+
+# ---------------------------------------------------------------- the helper itself
+
+def test_atomic_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
+    p = tmp_path / "out.txt"
+    write_text(p, "one\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask  # as a plain open() gives
+    os.chmod(p, 0o640)
+    inode = p.stat().st_ino
+    write_text(p, "two\n")
+    assert p.read_text() == "two\n"
+    assert p.stat().st_ino != inode  # a new file renamed over the old one
+    assert stat.S_IMODE(p.stat().st_mode) == 0o640  # the user's mode is kept
+    assert _temps(tmp_path) == []
+
+
+def test_failure_inside_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
+    p = tmp_path / "out.csv"
+    p.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_write(p) as fh:
+            fh.write("half of the new\n")
+            raise RuntimeError("killed halfway")
+    assert p.read_text() == "old\n"
+    assert _temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("target,message", [
+    ("adir", "is a directory"),
+    ("nodir/x.csv", "does not exist"),
+    ("afile/x.csv", "is not a directory"),
+])
+def test_bad_targets_are_one_line(tmp_path: Path, target: str, message: str) -> None:
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(StorlabError, match=message):
+        write_text(tmp_path / target, "x", what="-o")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
+
+
+def test_frames_round_trip_by_suffix(tmp_path: Path) -> None:
+    df = pd.DataFrame({"a": [1, 2], "b": [0.5, np.nan], "c": ["x", "y"]})
+    for suffix in (".csv", ".parquet", ".json"):
+        write_frame(df, tmp_path / f"t{suffix}")
+        back = read_table(tmp_path / f"t{suffix}")
+        pd.testing.assert_frame_equal(back, df, check_dtype=False)
+    with pytest.raises(StorlabError, match="use a .csv, .parquet or .json"):
+        write_frame(df, tmp_path / "t.txt")
+    write_frame(df, tmp_path / "t.txt", fmt="csv")
+    assert (tmp_path / "t.txt").read_text().startswith("a,b,c\n")
+    write_json(tmp_path / "j.json", {"x": np.float64(np.inf), "n": np.int64(3)})
+    assert json.loads((tmp_path / "j.json").read_text()) == {"x": None, "n": 3}
+
+
+def test_save_figure(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    save_figure(fig, tmp_path / "f.png", close=False)
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    save_figure(fig, tmp_path / "f.svg", close=False)
+    assert b"<svg" in (tmp_path / "f.svg").read_bytes()[:2000]
+    with pytest.raises(StorlabError, match="unknown plot format"):
+        save_figure(fig, tmp_path / "f.xyz")
+    assert not (tmp_path / "f.xyz").exists() and _temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"\x89\xff\xfe garbage", "not a UTF-8 text file"),
+    (b"", "empty file"),
+    (b"a,a,y\n1,2,3\n", "duplicate column name"),
+    (b"a,y\n1,3\n2,inf\n", "not a finite number"),
+    (b"a,y\n1,3\n2,1e400\n", "not a finite number"),
+])
+def test_read_table_refuses(tmp_path: Path, content: bytes, message: str) -> None:
+    p = tmp_path / "t.csv"
+    p.write_bytes(content)
+    with pytest.raises(StorlabError, match=message):
+        read_table(p)
+
+
+def test_read_text_refuses_binary_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_bytes(b"name: x\n\x00\x01")
+    with pytest.raises(StorlabError, match="not a text file"):
+        read_text(tmp_path / "b.yaml")
+    with pytest.raises(StorlabError, match="is a directory"):
+        read_text(tmp_path)
+
+
+# ------------------------------------------------ a real SIGKILL of a real export
+
+def _big_campaign(d: Path, metrics: int = 1000, runs: int = 300) -> Path:
+    """A campaign whose run-level export is ~2 MB of CSV (300 runs x 1000 metrics)."""
+    out = json.dumps({"v": list(range(metrics))})
+    (d / "c.yaml").write_text(yaml.safe_dump({
+        "name": "big", "randomize": False,
+        "space": {"factors": [{"name": "a", "kind": "integer", "range": [1, 100000]}]},
+        "design": {"kind": "lhs", "runs": runs},
+        "runner": {"type": "command", "options": {
+            "command": ["printf", "%s", out],
+            "json_metrics": {f"m{i}": f"v.{i}" for i in range(metrics)}}}}))
+    r = subprocess.run([*STORLAB, "run", str(d / "c.yaml"), "-q"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return d / "c.yaml"
+
+
+def _kill_when_writing(argv: list[str], out_dir: Path, target: Path, delay: float
+                       ) -> tuple[bool, int]:
+    """Start the export; as soon as it starts writing (a new file in `out_dir`, or the
+    target changed), wait `delay` s and SIGKILL it. (killed while running, returncode)"""
+    before = {p.name: p.stat() for p in out_dir.iterdir()}
+
+    def writing() -> bool:
+        for p in out_dir.iterdir():
+            old = before.get(p.name)
+            try:
+                st = p.stat()
+            except FileNotFoundError:
+                continue
+            if old is None or (st.st_ino, st.st_size, st.st_mtime_ns) != \
+                    (old.st_ino, old.st_size, old.st_mtime_ns):
+                return True
+        return False
+
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not writing() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(delay)
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    return killed, proc.wait(timeout=60)
+
+
+def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path) -> None:
+    camp = _big_campaign(tmp_path)
+    out_dir = tmp_path / "exports"
+    out_dir.mkdir()
+    ref = out_dir / "reference.csv"
+    r = subprocess.run([*STORLAB, "results", str(camp), "--level", "run", "-o", str(ref)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    new = ref.read_bytes()
+    ref.unlink()
+    assert len(new) > 1_000_000
+    target = out_dir / "results.csv"
+    old = b"config_id,previous\n1,good export\n"
+    outcomes = []
+    for delay in (0.0, 0.0, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6):
+        target.write_bytes(old)
+        killed, code = _kill_when_writing(
+            [*STORLAB, "results", str(camp), "--level", "run", "-o", str(target)],
+            out_dir, target, delay)
+        got = target.read_bytes()
+        assert got in (old, new), (f"delay {delay}: {len(got)} bytes, neither the old "
+                                   f"export ({len(old)}) nor the new one ({len(new)})")
+        assert got == (old if killed else new) or (killed and got == new)
+        if not killed:
+            assert code == 0
+        leftovers = _temps(out_dir)  # what a kill mid-write leaves: a hidden temp file
+        outcomes.append((delay, killed, got == new, len(leftovers)))
+        for p in leftovers:
+            p.unlink()
+    # The kills did land while the export was being written (else the test proves nothing).
+    assert any(killed and n for _, killed, _, n in outcomes), outcomes
