@@ -35,7 +35,7 @@ from .runners import make_runner
 from .runners._proc import ShellTemplateError, shell_command, template_names
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
-from .spec import CampaignError, CampaignSpec, load_spec
+from .spec import CampaignError, CampaignSpec, check_plan, load_spec
 from .store import DONE, FAILED, Store
 from .task import RunTask, StepSpec, TaskOutcome
 
@@ -85,6 +85,7 @@ class Campaign:
             self.configs: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
         else:
             self.configs = self._configurations()
+            check_plan(spec, len(self.configs), str(self.path))
         self._check_steps()
 
     @property
