@@ -301,3 +301,6 @@ def test_report_has_a_tuning_section(tmp_path: Path) -> None:
     b = out["best"]["config"]
     assert ", ".join(f"{k}={v}" for k, v in b.items()) in text
     assert "recommended vs baseline" in text
+    # The campaign's other views read a tuning store as any other.
+    assert "ok" in cli("status", str(p)).stdout
+    assert "results (config)" in cli("results", str(p)).stdout

@@ -10,6 +10,7 @@ import typer
 
 from ..fileio import write_frame
 from ._common import console, emit_json, frame_table, output_file
+from ._progress import HEADLINE
 
 def run_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
