@@ -147,7 +147,18 @@ class Ring:
         return int(np.count_nonzero(np.any(z[1:] == z[:-1], axis=0)))
 
     def min_zone_duplicates(self) -> int:
-        """Fewest partitions that must share a zone given the weights (pigeonhole)."""
+        """Fewest partitions that must have two replicas in one zone, given how many replicas
+        each zone holds: a partition without a duplicate takes one replica from each of R
+        zones, so at most min over k of (replicas outside the k fullest zones) / (R - k)
+        partitions can go without one."""
+        share = np.sort(np.bincount(self.dev_zone, weights=self.parts_per_device()))[::-1]
+        r = self.replicas
+        rainbow = min(int(share[k:].sum() // (r - k)) for k in range(r))
+        return int(self.partitions - min(self.partitions, rainbow))
+
+    def excess_zone_replicas(self) -> int:
+        """Replicas beyond one per partition in each zone (what placing at most two of a
+        partition's replicas in a zone leaves duplicated)."""
         share = np.bincount(self.dev_zone, weights=self.parts_per_device())
         return int(np.sum(np.maximum(share - self.partitions, 0)))
 

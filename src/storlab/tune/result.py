@@ -75,6 +75,7 @@ class TuneResult:
     strategy: str
     budget: int
     baseline_config: dict[str, Any] | None = None
+    confirm_runs: int = 1
 
     # ------------------------------------------------------------------ derived
     @property
@@ -93,9 +94,11 @@ class TuneResult:
         return sorted(es, key=lambda e: (-e.mean(0), -e.n, e.order))
 
     def best(self) -> Entry | None:
-        """The recommendation: the best mean among the confirmed configurations."""
+        """The recommendation: the best mean among the confirmed configurations that got
+        their full `confirm_runs` (one cut short by the budget cannot win on fewer runs)."""
         c = self.confirmed()
-        return c[0] if c else None
+        full = [e for e in c if e.n >= self.confirm_runs]
+        return (full or c)[0] if c else None
 
     def best_screened(self) -> Entry | None:
         """The best configuration of the first batch: what a screening alone would give."""
@@ -246,4 +249,4 @@ def result_from_campaign(camp: Any) -> TuneResult:
         history = camp.history(store)
     meta = src.meta()
     return TuneResult(src.objectives, history, str(meta["strategy"]), int(meta["budget"]),
-                      meta.get("baseline"))
+                      meta.get("baseline"), int(meta.get("confirm_runs", 1)))
