@@ -18,7 +18,7 @@ from ..jsonutil import plain
 from ..space import Factor, Space, parse_size
 
 #: Above this many combinations a subspace is sampled rather than enumerated.
-ENUMERATE_MAX = 200_000
+ENUMERATE_MAX = 20_000
 
 
 class Domain:

@@ -488,8 +488,7 @@ class ScreenThenTune(OptunaSearch):
         while True:
             settled, active = ranking[:n_settled], ranking[n_settled:]
             fixed = {n: carver.get(n, incumbent[n]) for n in settled}
-            if settled and not self.domain.subspace(active, fixed) and \
-                    self.domain.subspace(active, fixed) is not None:
+            if settled and self.domain.subspace(active, fixed) == []:
                 fixed = {n: incumbent[n] for n in settled}  # Carver's pick is infeasible
             cfg = self.search(history, tally, active, fixed)
             if cfg is not None or n_settled == 0:
