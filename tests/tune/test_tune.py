@@ -199,18 +199,47 @@ def test_sigkill_in_the_middle_resumes_to_the_same_history(tmp_path: Path) -> No
         [(h["config"], h["phase"], h["value"]) for h in full["history"]]
 
 
-def test_budget_can_grow_to_continue(tmp_path: Path) -> None:
+def test_changed_runner_settings_are_refused_not_mixed(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=20, strategy="random")
+    tune_json(p)
+    spec = yaml.safe_load(p.read_text())
+    spec["runner"]["options"]["env"] = {"ORACLE_NOISE": "0.5"}  # another measurement
+    p.write_text(yaml.safe_dump(spec))
+    r = cli("tune", str(p), "--quiet", check=False)
+    assert r.returncode == 2 and "measured with other settings" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_finished_tuning_says_a_larger_budget_does_not_reopen_it(tmp_path: Path) -> None:
     p = campaign(tmp_path, budget=20)
     first = tune_json(p)
     assert len(first["history"]) == 20
-    # The confirmation ended the first search; more budget is not more search.
-    again = tune_json(p, "--budget", "26")
-    assert len(again["history"]) == 20
+    # The confirmation ended the search; more budget is not more search, and it says so.
+    again = cli("tune", str(p), "--quiet", "--budget", "26")
+    assert "does not reopen it" in " ".join(again.stdout.split())
+    assert len(tune_json(p)["history"]) == 20
+    less = cli("tune", str(p), "--quiet", "--budget", "15", check=False)
+    assert less.returncode == 2 and "already holds 20" in less.stderr
+
+
+def test_an_interrupted_tuning_continues_with_more_budget(tmp_path: Path) -> None:
+    p = campaign(tmp_path, budget=16, strategy="tpe")
+    db = tmp_path / "campaign.db"
+    proc = subprocess.Popen([*STORLAB, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ})
+    deadline = time.time() + 60
+    while time.time() < deadline and not (db.exists() and _history_in_store(db)):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    out = tune_json(p, "--budget", "22")
+    assert len(out["history"]) == 22 and "confirm" in out["phases"]
 
 
 @pytest.mark.parametrize("args, design, message", [
     (["--strategy", "nope"], {}, "strategy 'nope'"),
-    (["--budget", "5"], {}, "too small"),
+    (["--budget", "12"], {}, "too small"),
     (["--response", "nosuch"], {}, "'nosuch' is not a metric"),
     ([], {"baseline": {"engine": "psync"}}, "baseline"),
 ])

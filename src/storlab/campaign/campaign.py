@@ -294,8 +294,34 @@ class Campaign:
                        setup=steps("setup"), teardown=steps("teardown"),
                        timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch)
 
+    def _measurement(self) -> dict[str, Any]:
+        """What makes two runs of one configuration the same measurement."""
+        sp = self.spec
+        return json.loads(json.dumps({
+            "runner": sp.runner.type, "options": self.spec.runner.options,
+            "exclude": sp.runner.exclude, "vars": sp.vars,
+            "setup": [st.model_dump() for st in sp.setup],
+            "teardown": [st.model_dump() for st in sp.teardown]}, default=str))
+
+    def _sync_measurement(self, store: Store) -> None:
+        """Refuse to add runs measured differently to a store (a changed runtime, command or
+        step would silently mix two measurements under one configuration)."""
+        now = self._measurement()
+        old = store.get_meta("measurement")
+        if old is not None and json.loads(old) != now:
+            before = json.loads(old)
+            diff = [k for k in now if before.get(k) != now.get(k)]
+            detail = "; ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}"
+                               for k in diff)[:300]
+            raise CampaignError(
+                f"{self.store_path}: its runs were measured with other settings ({detail}); "
+                "move the store away or give it a new name ('store:' in the campaign file)")
+        store.set_meta("measurement", json.dumps(now))
+
     def _sync_plan(self, store: Store) -> None:
-        """Save the plan on the first run; refuse a store written for another plan."""
+        """Save the plan on the first run; refuse a store written for another plan or
+        measured with other runner settings."""
+        self._sync_measurement(store)
         if self.source is not None:
             self._sync_source(store)
             return

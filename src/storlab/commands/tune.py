@@ -62,8 +62,13 @@ def tune_cmd(
     from ..tune.result import result_from_campaign
     from ._progress import campaign_progress
 
+    from ..design import KINDS
+
     spec = load_spec(campaign_file)
     d = spec.design
+    if d.kind is not None and d.kind != "tune" and d.kind not in KINDS:
+        raise StorlabError(f"{campaign_file}: field design.kind: {d.kind!r} must be one of "
+                           f"{', '.join(KINDS)} or tune")
     update: dict[str, Any] = {}
     if d.kind != "tune":
         if budget is None:
@@ -91,6 +96,11 @@ def tune_cmd(
     if update:
         spec = spec.model_copy(update={"design": d.model_copy(update=update)})
     camp = Campaign(spec, campaign_file)
+    done = _runs_done(camp)
+    budget_now = int(camp.source.meta()["budget"])  # type: ignore[union-attr]
+    if done > budget_now:
+        raise StorlabError(f"{camp.store_path}: already holds {done} tuning runs; a budget "
+                           f"of {budget_now} cannot take them back")
     with campaign_progress(f"{camp.name} (tune)", quiet, json_out,
                            tuple(o.name for o in camp.source.objectives)  # type: ignore[union-attr]
                            ) as on_event:
@@ -98,15 +108,33 @@ def tune_cmd(
     res = result_from_campaign(camp)
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
             "interrupted": summary.interrupted}
+    if summary.interrupted:
+        if not json_out:
+            console.print(f"interrupted after {len(res.history)} of {res.budget} runs, before "
+                          "the answer was confirmed: run the same command again to resume")
+        if json_out or output:
+            emit_json(data, output)
+        raise typer.Exit(130)
+    if "confirm" in data["phases"] and len(res.history) < res.budget and not json_out:
+        console.print(f"the tuning ended with its confirmation at {len(res.history)} runs; "
+                      f"a larger budget does not reopen it (tune into a new store, "
+                      "'store:' in the campaign file, to search again)")
     if plot is not None and res.history:
         _save_plot(res.plot(), plot)
     if json_out or output:
         emit_json(data, output)
     if not json_out:
         _print_tune(res, data)
-    if summary.interrupted:
-        console.print("interrupted: run the same command again to resume")
-        raise typer.Exit(130)
+
+
+def _runs_done(camp: Any) -> int:
+    """Measured runs a tuning store already holds (0 without a store)."""
+    from ..campaign.store import Store
+
+    if not camp.store_path.exists():
+        return 0
+    with Store(camp.store_path) as store:
+        return len(camp.history(store))
 
 
 def _print_tune(res: Any, data: dict[str, Any]) -> None:

@@ -165,7 +165,8 @@ class Strategy:
         first = self.start(history, tally, remaining)
         if first:
             return first
-        if self.confirm and remaining <= self.reserve(tally):
+        searched = any(o.phase == "tune" for o in history)
+        if self.confirm and remaining <= self.reserve(tally) and (searched or remaining <= 1):
             return self.confirmation(tally, remaining)
         cfg = self.next_config(history, tally)
         if cfg is None:  # nothing left to try
@@ -182,9 +183,11 @@ class Strategy:
                 "baseline": self.s.baseline}
 
     def min_budget(self) -> int:
-        """The fewest runs that leave room for one proposal and the confirmation."""
-        return 1 + (self.s.confirm_runs if self.confirm else 0) + \
-            (self.s.baseline is not None)
+        """The fewest runs that leave room for one search run and the confirmation of the
+        best, the best screened configuration and the baseline (when it is another)."""
+        essential = 2 + (self.s.baseline is not None)
+        return 1 + (self.s.baseline is not None) + \
+            ((self.s.confirm_runs - 1) * essential if self.confirm else 0)
 
     # -- hooks
     def start(self, history: Sequence[Observation], tally: Tally, remaining: int
@@ -544,6 +547,7 @@ def make_strategy(name: str, domain: Domain, objectives: Sequence[Objective],
         s.name = s.sampler_name = name
     if s.min_budget() > settings.budget:
         raise TuneError(f"budget {settings.budget} is too small for {name}: it needs at "
-                        f"least {s.min_budget()} runs (screening, one search run and "
-                        f"{settings.confirm_runs} confirmation runs)")
+                        f"least {s.min_budget()} runs (the screening, one search run, and "
+                        f"the best, the best screened and the baseline configurations "
+                        f"brought to {settings.confirm_runs} runs each)")
     return s
