@@ -124,7 +124,7 @@ def tune_cmd(
     if json_out or output:
         emit_json(data, output)
     if not json_out:
-        _print_tune(res, data)
+        _print_tune(res, data, {o.name: camp.space.response(o.name).unit for o in res.objectives})
 
 
 def _runs_done(camp: Any) -> int:
@@ -137,7 +137,7 @@ def _runs_done(camp: Any) -> int:
         return len(camp.history(store))
 
 
-def _print_tune(res: Any, data: dict[str, Any]) -> None:
+def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
     ph = ", ".join(f"{k} {v}" for k, v in data["phases"].items())
     console.print(f"{data['strategy']}: {data['runs']} of {data['budget']} runs ({ph}); "
                   f"store {data['store']}")
@@ -153,30 +153,39 @@ def _print_tune(res: Any, data: dict[str, Any]) -> None:
                                                zip(same, res.table()[same].iloc[0]))
         console.print(frame_table(t, title=title))
     b, base, cmp = data["best"], data["baseline"], data["comparison"]
-    name = data["response"]
+    objs = [o["name"] for o in data["objectives"]]
+
+    def measured(e: dict[str, Any]) -> str:
+        """Every objective's mean +/- sd with its unit, and the runs."""
+        parts = [f"{objs[0]} {_num(e['value'])} +/- {_num(e['std'])} {units[objs[0]]}"]
+        parts += [f"{o} {_num(e[o]['mean'])} +/- {_num(e[o]['std'])} {units[o]}"
+                  for o in objs[1:]]
+        return "; ".join(p.rstrip() for p in parts) + f" over {e['runs']} runs"
+
     if b is None:
         console.print("no run produced a value: nothing to recommend (see `storlab status "
                       "--failures`)")
         return
     console.print(f"recommended (measured): {_config_text(b['config'])}")
-    console.print(f"  {name} {_num(b['value'])} +/- {_num(b['std'])} over {b['runs']} runs")
+    console.print(f"  {measured(b)}")
     if base is not None:
-        console.print(f"baseline ({base['kind']}): {_num(base['value'])} +/- "
-                      f"{_num(base['std'])} over {base['runs']} runs")
+        console.print(f"baseline ({base['kind']}): {measured(base)}")
     if cmp is not None:
         if b["config"] == (base or {}).get("config"):
             console.print("the baseline is the best measured configuration")
         else:
-            console.print(f"recommended vs baseline: {100 * cmp['change']:+.1f} %, "
-                          f"{cmp['verdict']}")
+            console.print(f"recommended vs baseline: {100 * cmp['change']:+.1f} % "
+                          f"{objs[0]}, {cmp['verdict']}")
     scr, cs = data.get("best_screened"), data.get("comparison_screened")
     if scr is not None and cs is not None and scr["config"] != b["config"]:
-        console.print(f"best screened: {_num(scr['value'])} +/- {_num(scr['std'])} over "
-                      f"{scr['runs']} runs; recommended vs best screened: "
+        console.print(f"best screened: {measured(scr)}; recommended vs best screened: "
                       f"{100 * cs['change']:+.1f} %, {cs['verdict']}")
     if data["pareto"]:
-        console.print(f"Pareto front: {len(data['pareto'])} measured configurations "
-                      "(--json for all)")
+        n_conf = sum(p["runs"] >= res.confirm_runs for p in data["pareto"])
+        console.print(f"Pareto front: {len(data['pareto'])} measured configurations, "
+                      f"{n_conf} of them confirmed with {res.confirm_runs}+ runs "
+                      "(--json for all; the recommendation is the best on "
+                      f"{objs[0]})")
 
 
 # --------------------------------------------------------------------------- confirm
@@ -269,7 +278,14 @@ def confirm_cmd(
                                    "name": f"{spec.name or Path(campaign_file).stem}-confirm"})
     camp = Campaign(spec, campaign_file)
     with campaign_progress(camp.name, quiet, json_out, (name,)) as on_event:
-        summary = camp.run(executor=executor, on_event=on_event)
+        try:
+            summary = camp.run(executor=executor, on_event=on_event)
+        except StorlabError as exc:
+            if "holds another plan" in str(exc):  # another set of configurations
+                raise StorlabError(f"{camp.store_path}: holds the runs of other "
+                                   "configurations; give this comparison its own "
+                                   "--store FILE") from None
+            raise
     df = camp.results("run")
     groups = []
     for cid, cfg, _ in camp.configs:

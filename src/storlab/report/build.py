@@ -84,6 +84,9 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
             from ..tune.result import result_from_campaign
 
             tuning = result_from_campaign(camp)
+        meta = {"kind": f"tune ({camp.source.meta()['strategy']}, budget "  # type: ignore[union-attr]
+                        f"{camp.source.meta()['budget']} runs)"}  # type: ignore[union-attr]
+        origin = "campaign design (adaptive: configurations proposed as results came in)"
     elif spec.design.kind is not None:
         from ..design import make_design
 

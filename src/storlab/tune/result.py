@@ -217,6 +217,9 @@ class TuneResult:
         ax.step(c["run"], c["best_so_far"], where="post", color="black", lw=1.2,
                 label="best single run so far")
         ob = self.objectives[0]
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("runs executed")
         ax.set_ylabel(f"{ob.name} ({'higher' if ob.goal == 'maximize' else 'lower'} is "
                       "better)")
