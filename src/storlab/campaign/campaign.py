@@ -203,10 +203,11 @@ class Campaign:
         if bad:
             raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
 
-    def preflight(self) -> None:
+    def preflight(self) -> Any:
         """Checks that need the runner: options accepted, targets allowed (a block device or
         an existing file outside the campaign's scratch area without `allow_destructive` is
-        refused here, before any run or step), resolved in a run's scratch directory."""
+        refused here, before any run or step), resolved in a run's scratch directory.
+        Returns the runner (an adaptive campaign checks each new batch with it)."""
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
@@ -219,6 +220,7 @@ class Campaign:
                     check(runner)
                 except StorlabError as exc:
                     raise CampaignError(f"{self.path}: design: {exc}") from None
+        return runner
 
     def _check_targets(self, runner: Any, configs: list[tuple[int, dict[str, Any]]]) -> None:
         """Every configuration's targets, resolved in the run directory fio will use."""
@@ -303,20 +305,28 @@ class Campaign:
             "setup": [st.model_dump() for st in sp.setup],
             "teardown": [st.model_dump() for st in sp.teardown]}, default=str))
 
+    def _keep_meta(self, store: Store, key: str, now: dict[str, Any], what: str,
+                   free: tuple[str, ...] = ()) -> None:
+        """Record settings the store's runs depend on; refuse to go on under others (all but
+        the `free` ones), naming what changed."""
+        old = store.get_meta(key)
+        if old is not None:
+            before = {k: v for k, v in json.loads(old).items() if k not in free}
+            after = {k: v for k, v in now.items() if k not in free}
+            diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            if diff:
+                detail = "; ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
+                                   for k in diff)[:300]
+                raise CampaignError(f"{self.store_path}: {what} ({detail}); move the store "
+                                    "away or give it a new name ('store:' in the campaign "
+                                    "file)")
+        store.set_meta(key, json.dumps(now))
+
     def _sync_measurement(self, store: Store) -> None:
         """Refuse to add runs measured differently to a store (a changed runtime, command or
         step would silently mix two measurements under one configuration)."""
-        now = self._measurement()
-        old = store.get_meta("measurement")
-        if old is not None and json.loads(old) != now:
-            before = json.loads(old)
-            diff = [k for k in now if before.get(k) != now.get(k)]
-            detail = "; ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}"
-                               for k in diff)[:300]
-            raise CampaignError(
-                f"{self.store_path}: its runs were measured with other settings ({detail}); "
-                "move the store away or give it a new name ('store:' in the campaign file)")
-        store.set_meta("measurement", json.dumps(now))
+        self._keep_meta(store, "measurement", self._measurement(),
+                        "its runs were measured with other settings")
 
     def _sync_plan(self, store: Store) -> None:
         """Save the plan on the first run; refuse a store written for another plan or
@@ -345,22 +355,13 @@ class Campaign:
         """An adaptive store remembers its source's settings; any change but the budget
         (which may grow to continue a search) would make the history mean something else."""
         meta = json.loads(json.dumps(self.source.meta()))  # type: ignore[union-attr]
-        old = store.get_meta("source")
-        if old is None:
+        if store.get_meta("source") is None:
             if store.configs():
                 raise CampaignError(f"{self.store_path}: holds a fixed design's runs; set "
                                     "'store:' to a new file for an adaptive design")
             store.set_meta("campaign", str(self.path))
-        else:
-            before = {k: v for k, v in json.loads(old).items() if k != "budget"}
-            now = {k: v for k, v in meta.items() if k != "budget"}
-            if before != now:
-                diff = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
-                raise CampaignError(
-                    f"{self.store_path}: was written by another {meta.get('kind')} design "
-                    f"({', '.join(f'{k}: {before.get(k)!r} -> {now.get(k)!r}' for k in diff)});"
-                    " move the store away or set 'store:' to a new file")
-        store.set_meta("source", json.dumps(meta))
+        self._keep_meta(store, "source", meta,
+                        f"was written by another {meta.get('kind')} design", free=("budget",))
 
     def history(self, store: Store) -> list[Observation]:
         """Every finished measured run, in campaign order, as the design source sees it."""
@@ -423,7 +424,7 @@ class Campaign:
         flight; a second one aborts them (they stay `running` and are repeated next time).
         """
         emit = on_event or (lambda kind, data: None)
-        self.preflight()
+        runner = self.preflight()
         stop = stop or threading.Event()
         with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
             self._sync_plan(store)
@@ -435,7 +436,6 @@ class Campaign:
             summary = RunSummary(planned=planned, already_done=done)
             emit("start", {"planned": planned, "done": done, "todo": len(todo),
                            "store": str(self.store_path)})
-            runner = None
             old = _install_sigint(stop, emit)
             try:
                 while True:
@@ -446,8 +446,6 @@ class Campaign:
                     batch = self.source.ask(self.history(store))
                     if not batch:
                         break
-                    if runner is None:
-                        runner = make_runner(self.spec.runner.type, self.runner_options())
                     self._extend_plan(store, batch, runner)
                     plan = self.plan(store)
                     todo = self.pending(store.statuses(), False, plan)

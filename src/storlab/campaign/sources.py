@@ -3,8 +3,9 @@
 A source answers `ask(history)` with the next batch of configurations to run, given every
 measured run finished so far (in execution order), or an empty list when it has nothing
 more to propose. A fixed design (full, fractional, pb, lhs, csv, a literal list) is the
-trivial source: its whole table, once. An adaptive source (tuning) proposes from the
-results so far. The campaign loop asks only when every run it was given has finished, so
+trivial case: the campaign lays out its whole table up front, in the same store format as
+before, and never asks again. An adaptive source (tuning) proposes from the results so
+far. The campaign loop asks only when every run it was given has finished, so
 an `ask` sees the same history whether or not the campaign was killed and resumed in
 between: a source that is a pure function of (its settings, the history) resumes exactly.
 
@@ -63,26 +64,6 @@ class DesignSource(Protocol):
     def ask(self, history: Sequence[Observation]) -> list[Proposal]: ...
 
     def meta(self) -> dict[str, Any]: ...
-
-
-class FixedSource:
-    """A fixed table of configurations: all of it at the first ask, nothing afterwards."""
-
-    adaptive = False
-
-    def __init__(self, configs: Sequence[Mapping[str, Any]], repetitions: int = 1,
-                 meta: Mapping[str, Any] | None = None) -> None:
-        self.configs = [dict(c) for c in configs]
-        self.repetitions = repetitions
-        self._meta = dict(meta or {})
-
-    def ask(self, history: Sequence[Observation]) -> list[Proposal]:
-        if history:
-            return []
-        return [Proposal(c, self.repetitions, "design") for c in self.configs]
-
-    def meta(self) -> dict[str, Any]:
-        return dict(self._meta)
 
 
 #: Adaptive design kinds and the factory that builds their source:

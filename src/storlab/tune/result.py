@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,8 +79,9 @@ class TuneResult:
     confirm_runs: int = 1
 
     # ------------------------------------------------------------------ derived
-    @property
+    @cached_property
     def tally(self) -> Tally:
+        """The history grouped by configuration (the history does not change)."""
         return Tally(self.history, self.objectives)
 
     def _raw(self, e: Entry, j: int = 0) -> list[float]:
@@ -102,15 +104,13 @@ class TuneResult:
 
     def best_screened(self) -> Entry | None:
         """The best configuration of the first batch: what a screening alone would give."""
-        screened = [e for e in self.tally.ranked() if e.first_phase == "screen"]
-        return screened[0] if screened else None
+        return self.tally.best_screened()
 
     def baseline(self) -> Entry | None:
-        """The default configuration when there is one, else the best screened one."""
-        if self.baseline_config is not None:
-            e = self.tally.entries.get(config_key(self.baseline_config))
-            return e if e is not None and e.n else None
-        return self.best_screened()
+        """The default configuration when there is one (once it has a value), else the best
+        screened one."""
+        e = self.tally.baseline(self.baseline_config)
+        return e if e is not None and e.n else None
 
     def comparison(self, against: Entry | None = None) -> Comparison | None:
         """Welch's test of the recommendation against the baseline (or `against`)."""

@@ -122,6 +122,18 @@ class Tally:
         r = self.ranked()
         return r[0] if r else None
 
+    def best_screened(self) -> Entry | None:
+        """The best configuration the first batch measured (what a screening alone gives)."""
+        screened = [e for e in self.ranked() if e.first_phase == "screen"]
+        return screened[0] if screened else None
+
+    def baseline(self, config: Mapping[str, Any] | None) -> Entry | None:
+        """The given baseline configuration's entry (None before it ran), else the best
+        screened one."""
+        if config is not None:
+            return self.entries.get(config_key(config))
+        return self.best_screened()
+
 
 def observed_values(o: Observation, objectives: Sequence[Objective]) -> list[float] | None:
     """The run's objective values, or None when it failed or lacks a finite value (a failed
@@ -202,12 +214,6 @@ class Strategy:
         raise NotImplementedError
 
     # -- confirmation
-    def baseline(self, tally: Tally) -> Entry | None:
-        """The space's default (given) configuration, else the best screened one."""
-        if self.s.baseline is not None:
-            return tally.entries.get(config_key(self.s.baseline))
-        return self.best_screened(tally)
-
     def candidates(self, tally: Tally) -> list[Entry]:
         """Who gets confirmed, most important first: the best (or the Pareto front, spread
         along the first objective), then the baseline, then the runners-up."""
@@ -221,19 +227,14 @@ class Strategy:
         else:
             top = tally.ranked()[:k]
         out = top[:1]
-        base = self.baseline(tally)
+        base = tally.baseline(self.s.baseline)
         if base is not None and base not in out:
             out.append(base)
-        screened = self.best_screened(tally)
+        screened = tally.best_screened()
         if screened is not None and screened not in out:
             out.append(screened)
         out += [e for e in top[1:] if e not in out]
         return out
-
-    def best_screened(self, tally: Tally) -> Entry | None:
-        """The best configuration the first batch measured (what a screening alone gives)."""
-        screened = [e for e in tally.ranked() if e.first_phase == "screen"]
-        return screened[0] if screened else None
 
     def reserve(self, tally: Tally) -> int:
         return sum(max(0, self.s.confirm_runs - e.n) for e in self.candidates(tally))
