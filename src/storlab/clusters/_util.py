@@ -65,6 +65,9 @@ class Daemon:
                  tie_to_parent: bool = False) -> None:
         self.name, self.argv, self.log, self.pidfile = name, list(argv), log, pidfile
         self.env, self.user, self.tie_to_parent = env, user, tie_to_parent
+        # Kept so that its exit status stays ours: a dropped Popen of a running child is
+        # reaped by the subprocess module's clean-up at the next Popen, status and all.
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> int:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +87,7 @@ class Daemon:
                 raise ClusterError(f"{self.argv[0]}: command not found (run "
                                    "scripts/sysdeps.sh as root)") from None
         self.pidfile.write_text(f"{p.pid}\n{self.argv[0]}\n")
+        self.proc = p
         return p.pid
 
     def alive(self) -> bool:
@@ -94,7 +98,15 @@ class Daemon:
         if not self.alive():
             how = ""
             rec = read_pid(self.pidfile)
-            if rec is not None:
+            if self.proc is not None and rec is not None and rec[0] == self.proc.pid:
+                # Seen dead in /proc, it may still be exiting: give it a moment to be reaped.
+                try:
+                    code = self.proc.wait(timeout=2.0)
+                    how = (f" (killed by signal {-code})" if code < 0 else
+                           f" (exit status {code})")
+                except subprocess.TimeoutExpired:
+                    pass
+            elif rec is not None:
                 try:  # our own child: its exit status says how it ended
                     pid, status = os.waitpid(rec[0], os.WNOHANG)
                     if pid:
