@@ -291,10 +291,12 @@ class FioRunner:
             return res
         res.metrics = summarize(records)
         if self.clients:
-            by_host: dict[str, list[dict[str, Any]]] = {}
+            # one row per fio server: host AND port (two servers on one address are two)
+            by_server: dict[tuple[str, Any], list[dict[str, Any]]] = {}
             for r in records:
-                by_host.setdefault(str(r.get("hostname", "?")), []).append(r)
-            res.rows = [{"host": h, **summarize(rs)} for h, rs in by_host.items()]
+                by_server.setdefault(_server_key(r), []).append(r)
+            res.rows = [{"host": h, "port": port, **summarize(rs)}
+                        for (h, port), rs in by_server.items()]
         res.status = "ok"
         return res
 
@@ -385,13 +387,18 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             m[f"{d}_clat_{suffix}_us"] = v / 1000.0
     m["total_iops"] = m["read_iops"] + m["write_iops"]
     m["total_bw_bytes"] = m["read_bw_bytes"] + m["write_bw_bytes"]
-    hosts: dict[str, list[Mapping[str, Any]]] = {}
+    hosts: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
     for r in records:
-        hosts.setdefault(str(r.get("hostname", "")), []).append(r)
+        hosts.setdefault(_server_key(r), []).append(r)
     for key in ("usr_cpu", "sys_cpu"):
         per_host = [sum(float(r.get(key, 0.0)) for r in rs) for rs in hosts.values()]
         m[key] = sum(per_host) / len(per_host)
     return m
+
+
+def _server_key(record: Mapping[str, Any]) -> tuple[str, Any]:
+    """The fio server a client-mode record came from: (hostname, port); fio reports both."""
+    return str(record.get("hostname", "")), record.get("port")
 
 
 def _fio_percentile(table: Mapping[str, Any], p: float) -> float:
