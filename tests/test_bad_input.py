@@ -333,6 +333,8 @@ CASES: list[Case] = [
     C("cluster load", "swift --duration -1 --dir cl", "--duration"),
     C("cluster load", "swift --duration inf --dir cl", "--duration"),
     C("cluster load", "swift --objects 0 --dir cl", "--objects"),
+    C("cluster load", "swift --timeout 0 --dir cl", "--timeout"),
+    C("cluster load", "swift --timeout nan --dir cl", "--timeout"),
     C("cluster load", "swift --records adir --dir cl", "--records"),
     C("cluster load", "swift --dir garbage.bin", "--dir"),
     C("cluster load", "swift --dir cl -o adir", "-o"),

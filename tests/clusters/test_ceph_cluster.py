@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import stat
 import textwrap
+import time
 
 import pandas as pd
 import pytest
@@ -96,6 +99,81 @@ def test_failing_daemon_start_reports_the_log_tail(tmp_path):
     assert "mon.zz exited during start-up (exit status 3)" in msg
     assert str(tmp_path / "mon.log") in msg
     assert "error: cannot open /nonexistent" in msg and "starting" in msg
+
+
+def _copies(conf, program, *args):
+    """Live processes running `program` with our conf and `args` (a second copy shows)."""
+    out = []
+    for e in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{e}/cmdline", "rb") as fh:
+                cmd = fh.read().decode(errors="replace").split("\0")
+        except (OSError, ValueError):
+            continue
+        if cmd and os.path.basename(cmd[0]) == program and str(conf) in cmd and \
+                all(a in cmd for a in args):
+            out.append(int(e))
+    return out
+
+
+def test_files_are_for_root_only(ceph):
+    c, base, st = ceph
+    d = base / "ceph"
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    for f in ("ceph.conf", "admin.keyring", "mon.keyring", "cluster.json", "mon.a/keyring",
+              "mgr.x/keyring", "osd.0/keyring"):
+        assert stat.S_IMODE((d / f).stat().st_mode) == 0o600, f
+    for sub in ("mon.a", "mgr.x", "osd.0", "log", "run"):
+        assert stat.S_IMODE((d / sub).stat().st_mode) == 0o700, sub
+    # nothing under the state directory is readable by others
+    for p in d.rglob("*"):
+        assert not stat.S_IMODE(p.lstat().st_mode) & 0o077 or p.is_symlink(), p
+
+
+def test_osd_restarts_start_exactly_one_copy(ceph):
+    c, base, st = ceph
+    for _ in range(2):
+        before = _copies(c.conf, "ceph-osd", "-i", "0")
+        assert len(before) == 1
+        c.restart_osds(timeout=120)
+        after = _copies(c.conf, "ceph-osd", "-i", "0")
+        assert len(after) == 1 and after != before
+        assert c.osds_up_in() == {0: (True, True)}
+    s = c.status(probe=True)
+    assert s["healthy"] and s["probe"].startswith("ok"), s
+    # memstore's dump of its store stays out of the log: one line per mount and stop
+    log = (base / "ceph" / "log" / "osd.0.out").read_text()
+    assert log.count("dump: (left out)") >= 4 and '"collections"' not in log
+
+
+def test_killed_osd_is_reported_then_restarted(ceph):
+    c, base, st = ceph
+    pid = _copies(c.conf, "ceph-osd", "-i", "0")[0]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _copies(c.conf, "ceph-osd", "-i", "0") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    s = c.status(probe=True)
+    assert not s["healthy"] and s["daemons"]["osd.0"] is False
+    assert "osd.0 not running" in s["health"] and s["probe"].startswith("failed"), s
+    with pytest.raises(ClusterError, match="osd.0"):
+        c.check_daemons()
+    # a dead OSD is restarted cleanly (memstore reloads what its last clean stop saved)
+    c.restart_osds(timeout=120)
+    assert len(_copies(c.conf, "ceph-osd", "-i", "0")) == 1
+    assert c.status()["healthy"]
+
+
+def test_failed_up_keeps_the_logs(tmp_path, free_ports):
+    c = CephCluster(tmp_path)
+    with pytest.raises(ClusterError) as exc:
+        c.up(CephOptions(mon_port=free_ports(1), tie_to_parent=True), timeout=0.01)
+    msg = str(exc.value)
+    assert f"logs are kept in {tmp_path / 'ceph' / 'log'}" in msg
+    assert (tmp_path / "ceph" / "log" / "mon.a.out").exists()
+    assert sorted(p.name for p in (tmp_path / "ceph").iterdir()) == ["log"]
+    assert c.state() is None and not _copies(c.conf, "ceph-mon")
+    assert c.down()["removed"] and not (tmp_path / "ceph").exists()
 
 
 def test_down_leaves_nothing(ceph, leftovers):

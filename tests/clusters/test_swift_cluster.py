@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import stat
 import textwrap
+import time
 
 import pandas as pd
 import pytest
@@ -133,6 +136,48 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path, opts):
     with pytest.raises(ClusterError, match="replicas 4"):
         c.up(SwiftOptions(replicas=4, **opts))
     assert not (tmp_path / "swift").exists()
+
+
+def test_files_are_private_and_keys_random(swift):
+    c, base, st = swift
+    d = base / "swift"
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    for f in ("proxy-server.conf", "object-server.conf", "cluster.json", "object.ring.gz"):
+        assert stat.S_IMODE((d / f).stat().st_mode) == 0o600, f
+    assert st["key"] != "testing" and len(st["key"]) >= 20
+    assert st["key"] in (d / "proxy-server.conf").read_text()
+    assert st["s3"]["secret_key"] == st["key"]
+
+
+def test_killed_object_server_is_reported(swift):
+    c, base, st = swift
+    obj = c._server_daemon("object")
+    rec = obj.record()
+    os.killpg(rec.pid, signal.SIGKILL)  # the server and its workers
+    deadline = time.monotonic() + 30
+    while obj.state() != "gone" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    s = c.status(probe=True)
+    assert not s["healthy"] and s["daemons"]["object"] is False
+    assert "object not running" in s["health"]
+    assert s["probe"].startswith("failed: 503"), s["probe"]
+    # started again, once: a second start while it runs is refused
+    obj.start()
+    with pytest.raises(ClusterError, match="second copy"):
+        c._server_daemon("object").start()
+    wait_until(lambda: c.status(probe=True)["healthy"], 60, "swift healthy again", [obj])
+
+
+def test_failed_up_keeps_the_logs(tmp_path, free_ports):
+    c = SwiftCluster(tmp_path)
+    base = free_ports(5)
+    with pytest.raises(ClusterError) as exc:
+        c.up(SwiftOptions(port=base + 3, storage_port=base, memcached_port=base + 4,
+                          storage="dir", part_power=6, tie_to_parent=True), timeout=0.01)
+    assert f"logs are kept in {tmp_path / 'swift' / 'log'}" in str(exc.value)
+    assert (tmp_path / "swift" / "log" / "memcached.log").exists()
+    assert sorted(p.name for p in (tmp_path / "swift").iterdir()) == ["log"]
+    assert c.down()["removed"] and not (tmp_path / "swift").exists()
 
 
 def test_down_leaves_nothing(swift, leftovers):

@@ -1,14 +1,18 @@
 """Process plumbing shared by the cluster bring-ups: argv-only commands with a timeout,
-daemons tracked by PID file and stopped by PID, bounded waits that end with the log's tail."""
+daemons tracked by PID file (pid and start time) and stopped by PID, bounded waits that end
+with the exit status and the log's tail, the Ceph admin socket, private file modes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +60,152 @@ def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,
     return cp
 
 
+#: A daemon's log is rotated to `<log>.1` at this size (two generations at most).
+LOG_CAP_BYTES = int(os.environ.get("STORLAB_CLUSTER_LOG_CAP", 32 << 20))
+_LOGCAP = Path(__file__).with_name("_logcap.py")
+#: Files and directories a cluster creates are for root alone (keys, keyrings, configs with
+#: credentials, the monitor's database).
+PRIVATE_UMASK = 0o077
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Create files 0600 and directories 0700 in this block (the process's umask)."""
+    old = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+# ------------------------------------------------------------------ process identity
+RUNNING, EXITING, GONE = "running", "exiting", "gone"
+
+
+def proc_start(pid: int) -> int | None:
+    """Start time of `pid` (field 22 of /proc/PID/stat, clock ticks since boot), or None."""
+    st = _stat(pid)
+    return None if st is None else int(st[19])
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (fields 3.. of proc(5))."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    return fields if len(fields) > 19 else None
+
+
+def proc_state(pid: int, start: int | None, program: str = "") -> str:
+    """RUNNING, EXITING (still in /proc holding what it held: a dying process whose memory
+    is gone, shown with an empty command line, or a zombie leader whose threads still run)
+    or GONE (no such process, another process with a recycled pid, or a bare zombie, which
+    holds nothing). `start` None (a PID file of an older storlab): the command line must
+    name `program` instead."""
+    st = _stat(pid)
+    if st is None or (start is not None and int(st[19]) != start):
+        return GONE
+    if st[0] in (b"Z", b"X"):
+        try:
+            threads = len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            return GONE
+        return EXITING if threads > 1 else GONE
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read()
+    except OSError:
+        return GONE
+    if not cmd:
+        return EXITING
+    if start is None and program:
+        base = os.path.basename(program).encode()
+        # Python daemons (swift) show the interpreter first, the script second.
+        if not any(os.path.basename(c) == base for c in cmd.split(b"\0")[:3]):
+            return GONE
+    return RUNNING
+
+
+def _describe_status(status: int) -> str:
+    """'exit status 3' or 'killed by signal 9 (SIGKILL)' from a wait status code."""
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "?"
+        return f"killed by signal {-status} ({name})"
+    return f"exit status {status}"
+
+
+@dataclass
+class PidRecord:
+    """What a PID file holds: the daemon's pid, program and start time, and those of the
+    log writer that reads its output."""
+
+    pid: int
+    program: str
+    start: int | None
+    log_pid: int | None = None
+    log_start: int | None = None
+
+    def state(self) -> str:
+        return proc_state(self.pid, self.start, self.program)
+
+
+def read_record(pidfile: Path) -> PidRecord | None:
+    try:
+        lines = pidfile.read_text().split("\n")
+        nums = [int(x) if x.strip() else None for x in (lines[2:5] + ["", "", ""])[:3]]
+        return PidRecord(int(lines[0]), lines[1] if len(lines) > 1 else "", *nums)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_pid(pidfile: Path) -> tuple[int, str] | None:
+    rec = read_record(pidfile)
+    return None if rec is None else (rec.pid, rec.program)
+
+
+def _write_record(pidfile: Path, rec: PidRecord) -> None:
+    tmp = pidfile.with_name(pidfile.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("\n".join("" if v is None else str(v) for v in
+                           (rec.pid, rec.program, rec.start, rec.log_pid, rec.log_start))
+                 + "\n")
+    tmp.replace(pidfile)  # atomic: a reader never sees a half-written file
+
+
+def same_argv_pids(argv: Sequence[str]) -> list[int]:
+    """Live (not bare-zombie) processes running exactly `argv` (a Python daemon: the
+    interpreter, then argv): a second copy of a daemon is found by its command line."""
+    want = [a.encode() for a in argv]
+    prog = os.path.basename(want[0])
+    out = []
+    for e in os.listdir("/proc"):
+        if not e.isdigit() or int(e) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{e}/cmdline", "rb") as fh:
+                cmd = fh.read().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        if len(cmd) < len(want) or cmd[len(cmd) - len(want) + 1:] != want[1:]:
+            continue
+        head = cmd[:len(cmd) - len(want) + 1]
+        if any(os.path.basename(c) == prog for c in head) and \
+                proc_state(int(e), None) != GONE:
+            out.append(int(e))
+    return out
+
+
 class Daemon:
-    """One long-running program, started in its own session with output to a log, its PID
-    in a file. The command line is recorded so that a recycled PID is never killed."""
+    """One long-running program, started in its own session, its output written by a log
+    writer that caps the log's size, its pid and start time in a PID file: a recycled pid
+    is never taken for it, and a dying one is never taken for gone."""
 
     def __init__(self, name: str, argv: Sequence[str], log: Path, pidfile: Path,
                  env: Mapping[str, str] | None = None, user: str | None = None,
@@ -68,59 +215,99 @@ class Daemon:
         # Kept so that its exit status stays ours: a dropped Popen of a running child is
         # reaped by the subprocess module's clean-up at the next Popen, status and all.
         self.proc: subprocess.Popen[bytes] | None = None
+        self.writer: subprocess.Popen[bytes] | None = None
+
+    def record(self) -> PidRecord | None:
+        return read_record(self.pidfile)
 
     def start(self) -> int:
+        """Start the program once: refused while a copy of it (this PID file's process, or
+        any process with the same command line) still runs or exits."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.pidfile.parent.mkdir(parents=True, exist_ok=True)
+        rec = self.record()
+        if rec is not None and rec.state() != GONE:
+            raise ClusterError(f"{self.name} is still running (pid {rec.pid}); not starting "
+                               "a second copy")
+        copies = same_argv_pids(self.argv)
+        if copies:
+            raise ClusterError(f"{self.name} is already running as pid(s) {copies} "
+                               f"(`{' '.join(self.argv)}`); not starting a second copy")
         full_env = None if self.env is None else {**os.environ, **self.env}
-        with open(self.log, "ab") as out:
-            try:
-                # cwd: the daemon's own directory, never the caller's (ceph-mon was seen
-                # exiting silently with status 1 in one caller's directory)
-                p = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     cwd=self.pidfile.parent,
-                                     env=full_env, user=self.user,
-                                     preexec_fn=_die_with_parent if self.tie_to_parent
-                                     else None)
-            except FileNotFoundError:
-                raise ClusterError(f"{self.argv[0]}: command not found (run "
-                                   "scripts/sysdeps.sh as root)") from None
-        self.pidfile.write_text(f"{p.pid}\n{self.argv[0]}\n")
-        self.proc = p
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        writer = subprocess.Popen([sys.executable, "-I", str(_LOGCAP), str(self.log),
+                                   str(LOG_CAP_BYTES)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True, umask=PRIVATE_UMASK)
+        assert writer.stdin is not None
+        try:
+            # cwd: the daemon's own directory, never the caller's (ceph-mon was seen
+            # exiting silently with status 1 in one caller's directory)
+            p = subprocess.Popen(self.argv, stdout=writer.stdin, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True,
+                                 cwd=self.pidfile.parent, env=full_env, user=self.user,
+                                 umask=PRIVATE_UMASK,
+                                 preexec_fn=_die_with_parent if self.tie_to_parent else None)
+        except FileNotFoundError:
+            writer.stdin.close()
+            writer.wait()
+            raise ClusterError(f"{self.argv[0]}: command not found (run "
+                               "scripts/sysdeps.sh as root)") from None
+        finally:
+            writer.stdin.close()  # the daemon holds the pipe now: EOF when it exits
+        # The start time is read now: a process that died at once has none (recorded None
+        # would fall back to the command line, so the writer's pid stands in: never ours).
+        start = proc_start(p.pid)
+        _write_record(self.pidfile, PidRecord(p.pid, self.argv[0],
+                                              start if start is not None else -1,
+                                              writer.pid, proc_start(writer.pid)))
+        self.proc, self.writer = p, writer
         return p.pid
 
+    def state(self) -> str:
+        rec = self.record()
+        return GONE if rec is None else rec.state()
+
     def alive(self) -> bool:
-        return pid_alive(self.pidfile)
+        return self.state() == RUNNING
+
+    def exit_status(self, wait: float = 2.0) -> str:
+        """How the process ended ('exit status 3', 'killed by signal 9 (SIGKILL)'), when it
+        is our child; '' when unknown (started by another storlab process)."""
+        rec = self.record()
+        if self.proc is not None and rec is not None and rec.pid == self.proc.pid:
+            try:
+                return _describe_status(self.proc.wait(timeout=wait))
+            except subprocess.TimeoutExpired:
+                return ""
+        return ""
 
     def check_alive(self) -> None:
-        """Raise with the log's tail if the daemon has exited."""
-        if not self.alive():
-            how = ""
-            rec = read_pid(self.pidfile)
-            if self.proc is not None and rec is not None and rec[0] == self.proc.pid:
-                # Seen dead in /proc, it may still be exiting: give it a moment to be reaped.
-                try:
-                    code = self.proc.wait(timeout=2.0)
-                    how = (f" (killed by signal {-code})" if code < 0 else
-                           f" (exit status {code})")
-                except subprocess.TimeoutExpired:
-                    pass
-            elif rec is not None:
-                try:  # our own child: its exit status says how it ended
-                    pid, status = os.waitpid(rec[0], os.WNOHANG)
-                    if pid:
-                        how = (f" (killed by signal {os.WTERMSIG(status)})"
-                               if os.WIFSIGNALED(status) else
-                               f" (exit status {os.WEXITSTATUS(status)})")
-                except ChildProcessError:
-                    pass
-            tail = log_tail(self.log)
-            if not tail:  # output may still be on its way (buffered stdout of a dead child)
-                time.sleep(0.5)
-                tail = log_tail(self.log) or "(the log is empty)"
-            raise ClusterError(f"{self.name} exited during start-up{how}; last lines of "
-                               f"{self.log}:\n{tail}")
+        """Raise with the exit status and the log's tail once the daemon is gone (a daemon
+        that is exiting is not taken for gone yet: its status comes when it is)."""
+        if self.state() != GONE:
+            return
+        how = self.exit_status()
+        how = f" ({how})" if how else ""
+        # started by this process: it died starting; else it died some time before
+        what = "exited during start-up" if self.proc is not None else "is not running"
+        tail = _final_tail(self)
+        raise ClusterError(f"{self.name} {what}{how}; last lines of {self.log}:\n{tail}")
+
+    def stop(self, grace: float = 10.0) -> bool:
+        return stop_pid(self.pidfile, grace)
+
+
+def _final_tail(d: Daemon) -> str:
+    """The log's tail once the log writer has written everything the daemon said."""
+    rec = d.record()
+    if rec is not None and rec.log_pid:
+        _wait_gone(rec.log_pid, rec.log_start, 3.0)
+    tail = log_tail(d.log)
+    if not tail:
+        time.sleep(0.5)
+        tail = log_tail(d.log) or "(the log is empty)"
+    return tail
 
 
 def _die_with_parent() -> None:
@@ -128,38 +315,6 @@ def _die_with_parent() -> None:
     a killed test run cannot leave daemons behind (the helper is shared with the campaign's
     runners)."""
     die_with_parent()
-
-
-def read_pid(pidfile: Path) -> tuple[int, str] | None:
-    try:
-        lines = pidfile.read_text().split("\n")
-        return int(lines[0]), (lines[1] if len(lines) > 1 else "")
-    except (OSError, ValueError):
-        return None
-
-
-def _proc_matches(pid: int, program: str) -> bool:
-    """The process `pid` exists, is not a zombie and runs `program` (guards PID reuse)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        if stat[stat.rfind(b")") + 2:].split()[0] == b"Z":
-            # a zombie leader may still have threads holding locks until they exit
-            return len(os.listdir(f"/proc/{pid}/task")) > 1
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            cmd = fh.read().split(b"\0")
-    except OSError:
-        return False
-    if not program:
-        return True
-    base = os.path.basename(program).encode()
-    # Python daemons (swift) show the interpreter first, the script second.
-    return any(os.path.basename(c) == base for c in cmd[:3])
-
-
-def pid_alive(pidfile: Path) -> bool:
-    rec = read_pid(pidfile)
-    return rec is not None and _proc_matches(*rec)
 
 
 def _reap(pid: int) -> None:
@@ -170,35 +325,58 @@ def _reap(pid: int) -> None:
         pass
 
 
-def stop_pid(pidfile: Path, grace: float = 10.0) -> bool:
-    """SIGTERM the recorded process, SIGKILL it after `grace` seconds; True if one ran."""
-    rec = read_pid(pidfile)
-    if rec is None or not _proc_matches(*rec):
-        pidfile.unlink(missing_ok=True)
-        return False
-    pid, prog = rec
+def _wait_gone(pid: int, start: int | None, timeout: float, program: str = "") -> bool:
+    """Wait until the process is GONE (reaping it if it is our child); True if it is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _reap(pid)
+        if proc_state(pid, start, program) == GONE:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _kill(pid: int, sig: int) -> None:
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, sig)
     except ProcessLookupError:
         pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _proc_matches(pid, prog):
-            break
-        time.sleep(0.1)
-    else:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        for _ in range(300):  # a process in uninterruptible I/O dies when that I/O ends
-            _reap(pid)
-            if not _proc_matches(pid, prog):
-                break
-            time.sleep(0.1)
+
+
+def stop_pid(pidfile: Path, grace: float = 10.0, kill_wait: float = 60.0) -> bool:
+    """SIGTERM the recorded process, SIGKILL it after `grace` seconds, and return only once
+    it is gone (by pid and start time: an exiting process still holds its files and locks);
+    then its log writer. True if one ran. Raises if it outlives SIGKILL by `kill_wait` s
+    (stuck in uninterruptible I/O): the PID file stays, so nothing starts a second copy."""
+    rec = read_record(pidfile)
+    if rec is None or rec.state() == GONE:
+        if rec is not None and rec.log_pid:
+            _wait_gone(rec.log_pid, rec.log_start, 5.0)
+        pidfile.unlink(missing_ok=True)
+        return False
+    _kill(rec.pid, signal.SIGTERM)  # identified by start time above: ours
+    if not _wait_gone(rec.pid, rec.start, grace, rec.program):
+        _kill(rec.pid, signal.SIGKILL)
+        if not _wait_gone(rec.pid, rec.start, kill_wait, rec.program):
+            raise ClusterError(f"pid {rec.pid} ({rec.program}, {pidfile.stem}) is still "
+                               f"there {kill_wait:g} s after SIGKILL")
+    if rec.log_pid and not _wait_gone(rec.log_pid, rec.log_start, 10.0):
+        _kill(rec.log_pid, signal.SIGKILL)
+        _wait_gone(rec.log_pid, rec.log_start, 5.0)
     pidfile.unlink(missing_ok=True)
     return True
+
+
+def pid_alive(pidfile: Path) -> bool:
+    rec = read_record(pidfile)
+    return rec is not None and rec.state() == RUNNING
+
+
+def pid_present(pidfile: Path) -> bool:
+    """Running or still exiting: a new copy must not start yet."""
+    rec = read_record(pidfile)
+    return rec is not None and rec.state() != GONE
 
 
 def pids_with_arg(arg: str) -> list[tuple[int, str]]:
@@ -214,30 +392,56 @@ def pids_with_arg(arg: str) -> list[tuple[int, str]]:
                 cmd = fh.read().split(b"\0")
         except OSError:
             continue
-        if want in cmd and _proc_matches(int(e), ""):
+        if want in cmd and proc_state(int(e), None) != GONE:
             out.append((int(e), cmd[0].decode(errors="replace")))
     return out
 
 
 def stop_strays(arg: str, grace: float = 10.0) -> list[int]:
     """Stop (TERM, then KILL) every process that has `arg` as an argument; their PIDs."""
-    strays = pids_with_arg(arg)
+    strays = [(pid, proc_start(pid)) for pid, _ in pids_with_arg(arg)]
     for pid, _ in strays:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        _kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    for pid, _ in strays:
-        while time.monotonic() < deadline and _proc_matches(pid, ""):
-            _reap(pid)
-            time.sleep(0.1)
-        if _proc_matches(pid, ""):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    for pid, start in strays:
+        if not _wait_gone(pid, start, max(0.0, deadline - time.monotonic())):
+            _kill(pid, signal.SIGKILL)
+            _wait_gone(pid, start, 30.0)
     return [pid for pid, _ in strays]
+
+
+def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: Any) -> Any:
+    """One command on a Ceph daemon's admin socket (what `ceph daemon` does: the JSON
+    command and a NUL; the answer is a 4-byte big-endian length and JSON). Raises
+    ClusterError when the socket does not answer."""
+    import socket
+    import struct
+
+    req = json.dumps({"prefix": prefix, "format": "json", **args}).encode() + b"\0"
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(path))
+            s.sendall(req)
+            head = b""
+            while len(head) < 4:
+                got = s.recv(4 - len(head))
+                if not got:
+                    raise ClusterError(f"admin socket {path}: closed without an answer")
+                head += got
+            (n,) = struct.unpack(">I", head)
+            body = bytearray()
+            while len(body) < n:
+                got = s.recv(n - len(body))
+                if not got:
+                    break
+                body += got
+    except OSError as exc:
+        raise ClusterError(f"admin socket {path}: {exc}") from None
+    try:
+        return json.loads(bytes(body) or b"null")
+    except ValueError:
+        return bytes(body).decode(errors="replace")
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str,
@@ -260,9 +464,29 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str,
 
 
 def save_state(path: Path, state: Mapping[str, Any]) -> None:
+    """Write the state atomically, 0600: it holds the cluster's credentials."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(state, indent=2) + "\n")
+    os.chmod(tmp, 0o600)
     tmp.replace(path)
+
+
+def keep_logs_only(directory: Path, logs: str = "log") -> None:
+    """Remove everything in `directory` but its `logs` subdirectory (a failed bring-up:
+    the state, keys and data go, what the daemons said stays for the diagnosis)."""
+    import shutil
+
+    if not directory.exists():
+        return
+    for entry in directory.iterdir():
+        if entry.name == logs:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def load_state(path: Path) -> dict[str, Any] | None:

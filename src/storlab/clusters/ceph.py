@@ -10,6 +10,8 @@ its own section; a global `keyring =` makes the manager and OSDs authenticate as
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import shutil
 import time
 import uuid
@@ -20,10 +22,15 @@ from typing import Any
 from ._util import (
     DEFAULT_BASE,
     ClusterError,
+    RUNNING,
     Daemon,
+    asok_command,
+    keep_logs_only,
     load_state,
-    pid_alive,
+    pid_present,
     port_free,
+    private_files,
+    read_record,
     run,
     save_state,
     stop_pid,
@@ -141,7 +148,7 @@ class CephCluster:
         if not 1 <= replicas <= o.osds:
             raise ClusterError(f"replicas {replicas} must be between 1 and the OSD count "
                                f"({o.osds}) on a single host")
-        if self.state() is not None or any(pid_alive(p) for p in self._pidfiles()):
+        if self.state() is not None or any(pid_present(p) for p in self._pidfiles()):
             raise ClusterError(f"a ceph cluster already exists in {self.dir}; run "
                                "`storlab cluster down ceph` first")
         for port in (o.mon_port, *((o.rgw_port,) if o.rgw else ())):
@@ -149,23 +156,30 @@ class CephCluster:
                 raise ClusterError(f"port 127.0.0.1:{port} is in use (another cluster?)")
         t0 = time.monotonic()
         shutil.rmtree(self.dir, ignore_errors=True)
-        for sub in ("run", "log", "crash", "mon.a", "mgr.x"):
-            (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        fsid = str(uuid.uuid4())
-        self._write_conf(fsid, o, replicas)
-        state: dict[str, Any] = {
-            "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
-            "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
-            "image": IMAGE, "mon_port": o.mon_port, "started": time.time(), "ready": False,
-            "tie_to_parent": o.tie_to_parent}
-        save_state(self.state_file, state)
-        try:
-            self._bootstrap(o, replicas, timeout)
-            if o.rgw:
-                state.update(self._start_rgw(o, timeout))
-        except BaseException:
-            self.down()
-            raise
+        with private_files():  # keys, keyrings, the conf and the monitor's db: root only
+            self.dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.dir, 0o700)
+            for sub in ("run", "log", "crash", "mon.a", "mgr.x"):
+                (self.dir / sub).mkdir(parents=True, exist_ok=True)
+            fsid = str(uuid.uuid4())
+            self._write_conf(fsid, o, replicas)
+            state: dict[str, Any] = {
+                "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
+                "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
+                "image": IMAGE, "mon_port": o.mon_port, "started": time.time(),
+                "ready": False, "tie_to_parent": o.tie_to_parent}
+            save_state(self.state_file, state)
+            try:
+                self._bootstrap(o, replicas, timeout)
+                if o.rgw:
+                    state.update(self._start_rgw(o, timeout))
+            except BaseException as exc:
+                self.down(keep_logs=True)
+                if isinstance(exc, ClusterError):
+                    raise ClusterError(f"{exc}\n(the daemons' logs are kept in "
+                                       f"{self.dir / 'log'}; `storlab cluster down ceph` "
+                                       "removes them)") from None
+                raise
         state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
         save_state(self.state_file, state)
         return state
@@ -186,8 +200,9 @@ class CephCluster:
         shutil.copy(monkey, d / "mon.a" / "keyring")
         mon = self._daemon("mon.a", ["ceph-mon", "-c", c, "-i", "a", "-d"])
         mon.start()
-        wait_until(lambda: bool(self.ceph("mon", "stat", timeout=15)), timeout, "the monitor",
-                   [mon])
+        # ready: its admin socket says it leads the (one-monitor) quorum
+        wait_until(lambda: self._asok("mon.a", "mon_status").get("state") == "leader",
+                   timeout, "the monitor to lead its quorum", [mon])
         # Small clusters: no noisy defaults (these live in the mon's config database).
         self.ceph("config", "set", "mgr", "mgr/balancer/active", "false", check=False)
         self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
@@ -199,8 +214,7 @@ class CephCluster:
         osds = [self._osd_daemon(i) for i in range(o.osds)]
         for osd in osds:
             osd.start()
-        wait_until(lambda: self.ceph_json("osd", "stat")["num_up_osds"] >= o.osds, timeout,
-                   f"{o.osds} OSD(s) up", [mon, mgr, *osds])
+        self.wait_osds_ready(range(o.osds), timeout, [mon, mgr, *osds])
         self.ceph("osd", "pool", "create", POOL, str(o.pg_num), str(o.pg_num))
         self.ceph("osd", "pool", "set", POOL, "size", str(replicas),
                   "--yes-i-really-mean-it")
@@ -208,6 +222,8 @@ class CephCluster:
         self.wait_healthy(timeout, [mon, mgr, *osds])
         # An RBD image for fio's rbd engine (thin: costs nothing until written).
         run(["rbd", "-c", c, "create", f"{POOL}/{IMAGE}", "--size", "256M"], timeout=60)
+        # what Ceph created with modes of its own (the monitor's store.db is 0755)
+        run(["chmod", "-R", "go-rwx", str(d)])
 
     def _create_osd(self, i: int) -> None:
         d, c = self.dir, str(self.conf)
@@ -223,7 +239,7 @@ class CephCluster:
         run(["ceph-osd", "-c", c, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid], timeout=120)
 
     def _start_rgw(self, o: CephOptions, timeout: float) -> dict[str, Any]:
-        """radosgw with beast on 127.0.0.1 and an S3 user (keys fixed: a throwaway cluster)."""
+        """radosgw with beast on 127.0.0.1 and an S3 user with keys of its own."""
         import urllib.request
 
         d = self.dir
@@ -242,10 +258,12 @@ class CephCluster:
             except OSError as exc:
                 return getattr(exc, "code", None) is not None  # any HTTP answer counts
         wait_until(answers, timeout, f"radosgw on 127.0.0.1:{o.rgw_port}", [rgw])
+        access, secret = "bench" + secrets.token_hex(8), secrets.token_urlsafe(30)
         run(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
-             "--display-name=bench", "--access-key=benchkey", "--secret=benchsecret"], timeout=60)
-        return {"s3": {"endpoint": f"http://127.0.0.1:{o.rgw_port}", "access_key": "benchkey",
-                       "secret_key": "benchsecret", "region": "us-east-1"}}
+             "--display-name=bench", f"--access-key={access}", f"--secret={secret}"],
+            timeout=60)
+        return {"s3": {"endpoint": f"http://127.0.0.1:{o.rgw_port}", "access_key": access,
+                       "secret_key": secret, "region": "us-east-1"}}
 
     # ------------------------------------------------------------------ health
     def health(self) -> tuple[str, list[str]]:
@@ -291,22 +309,68 @@ class CephCluster:
         st = self.state() or {}
         n = int(st.get("osds", 0))
         t0 = time.monotonic()
-        for i in range(n):
-            stop_pid(self._osd_daemon(i).pidfile, grace=30)
         osds = [self._osd_daemon(i) for i in range(n)]
         for osd in osds:
+            # returns once the old process is gone by pid and start time: a dying OSD still
+            # holds its data directory, and a second one must never start beside it
+            stop_pid(osd.pidfile, grace=30)
+        for osd in osds:
             osd.start()
-        wait_until(lambda: self.ceph_json("osd", "stat")["num_up_osds"] >= n, timeout,
-                   f"{n} OSD(s) up after restart", osds)
+        self.wait_osds_ready(range(n), timeout, osds, after="restart")
         self.wait_healthy(timeout)
         return time.monotonic() - t0
+
+    def daemon_states(self, st: dict[str, Any] | None = None) -> dict[str, bool]:
+        """{daemon: running} for every daemon storlab started (a lost PID file: False)."""
+        st = st if st is not None else (self.state() or {})
+        expected = {"mon.a", "mgr.x", *(f"osd.{i}" for i in range(int(st.get("osds", 0))))}
+        if st.get("s3"):
+            expected.add("rgw")
+        running = {}
+        for pf in self._pidfiles():
+            rec = read_record(pf)
+            running[pf.stem] = rec is not None and rec.state() == RUNNING
+        for n in expected - set(running):  # its PID file is gone: it was stopped or lost
+            running[n] = False
+        return dict(sorted(running.items()))
+
+    def check_daemons(self) -> None:
+        """Raise naming every daemon storlab started that no longer runs."""
+        dead = [n for n, ok in self.daemon_states().items() if not ok]
+        if dead:
+            raise ClusterError(f"ceph daemon(s) not running: {', '.join(dead)} (logs in "
+                               f"{self.dir / 'log'}); bring the cluster down and up again")
+
+    def _asok(self, name: str, prefix: str) -> Any:
+        out = asok_command(self.dir / "run" / f"ceph-{name}.asok", prefix)
+        return out if isinstance(out, dict) else {}
+
+    def osds_up_in(self) -> dict[int, tuple[bool, bool]]:
+        """{osd id: (up, in)} from the monitor's OSD map."""
+        dump = self.ceph_json("osd", "dump")
+        return {int(x["osd"]): (bool(x["up"]), bool(x["in"])) for x in dump.get("osds", [])}
+
+    def wait_osds_ready(self, ids: Any, timeout: float, daemons: list[Daemon],
+                        after: str = "start") -> float:
+        """Wait until each OSD says it is active on its admin socket and the OSD map shows
+        it up and in (the OSD's own readiness, not a count that an old copy could fill)."""
+        ids = list(ids)
+
+        def ready() -> bool:
+            if any(self._asok(f"osd.{i}", "status").get("state") != "active" for i in ids):
+                return False
+            m = self.osds_up_in()
+            return all(m.get(i) == (True, True) for i in ids)
+        return wait_until(ready, timeout, f"OSD(s) {ids} active, up and in after {after}",
+                          daemons)
 
     # ------------------------------------------------------------------ down / status
     def _pidfiles(self) -> list[Path]:
         return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
 
-    def down(self) -> dict[str, Any]:
-        """Stop every daemon by its PID file (clients first, monitor last); remove the dir."""
+    def down(self, keep_logs: bool = False) -> dict[str, Any]:
+        """Stop every daemon by its PID file (clients first, monitor last); remove the dir
+        (all but the daemons' logs with `keep_logs`: a failed bring-up keeps them)."""
         stopped = []
         order = sorted(self._pidfiles(), key=lambda p: (p.stem.startswith("mon"),
                                                         p.stem.startswith("mgr"), p.stem))
@@ -316,18 +380,67 @@ class CephCluster:
         # safety net: any daemon still running with our conf lost its PID file somehow
         stopped += [f"pid {p}" for p in stop_strays(str(self.conf))]
         existed = self.dir.exists()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if keep_logs:
+            keep_logs_only(self.dir, "log")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
         return {"kind": "ceph", "stopped": stopped, "removed": str(self.dir) if existed else None}
 
-    def status(self) -> dict[str, Any] | None:
+    def status(self, probe: bool = False) -> dict[str, Any] | None:
+        """State, every daemon storlab started (running or not, with what is known of how
+        it ended), Ceph's own health, OSDs down/out in the OSD map, and with `probe` a tiny
+        object written and read back. `healthy` is True only when all of them agree."""
         st = self.state()
         if st is None:
             return None
-        daemons = {pf.stem: pid_alive(pf) for pf in self._pidfiles()}
-        out = {**st, "daemons": daemons}
-        if daemons.get("mon.a"):
+        running = self.daemon_states(st)
+        out: dict[str, Any] = {**st, "daemons": running}
+        problems = [f"{n} not running" for n, ok in sorted(running.items()) if not ok]
+        if running.get("mon.a"):
             try:
-                out["health"] = self.health()[0]
+                status, checks = self.health()
+                out["ceph_health"] = status + (f" {checks}" if checks else "")
+                if checks:
+                    problems.append(f"ceph reports {status} {checks}")
+                bad = [f"osd.{i}" for i, (up, inn) in sorted(self.osds_up_in().items())
+                       if not (up and inn)]
+                if bad:
+                    problems.append(f"down or out in the OSD map: {', '.join(bad)}")
             except ClusterError as exc:
-                out["health"] = f"unknown ({exc})"
+                problems.append(f"ceph does not answer ({_one_line(exc)})")
+        if probe:
+            out["probe"] = self.probe()
+            if not out["probe"].startswith("ok"):
+                problems.append(f"probe {out['probe']}")
+        out["healthy"] = not problems and bool(st.get("ready"))
+        out["health"] = "HEALTH_OK" if out["healthy"] else "; ".join(problems) or "not ready"
         return out
+
+    def probe(self, timeout: float = 10.0) -> str:
+        """Write a 4 KiB object to the pool and read it back, within `timeout` seconds
+        (librados would wait forever on a dead OSD): 'ok (… ms)' or what failed."""
+        import tempfile
+
+        st = self.state() or {}
+        base = ["rados", "-c", str(self.conf), "-p", str(st.get("pool", POOL)),
+                "--rados-osd-op-timeout", f"{timeout:g}", "--rados-mon-op-timeout",
+                f"{timeout:g}"]
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory() as tmp:
+            src, back = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            data = secrets.token_bytes(4096)
+            with open(src, "wb") as fh:
+                fh.write(data)
+            try:
+                run([*base, "put", "storlab-probe", src], timeout=timeout + 5)
+                run([*base, "get", "storlab-probe", back], timeout=timeout + 5)
+            except ClusterError as exc:
+                return f"failed: {_one_line(exc)}"
+            with open(back, "rb") as fh:
+                if fh.read() != data:
+                    return "failed: the object read back differs from the one written"
+        return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
+
+
+def _one_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

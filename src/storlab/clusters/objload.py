@@ -40,6 +40,18 @@ from ..errors import StorlabError
 
 OPS = ("get", "put", "delete")
 RECORD_COLUMNS = ("t_sched", "t_start", "t_end", "op", "size", "status", "worker")
+#: A record's status when no HTTP answer came: the connection failed, or no answer within
+#: the request timeout (not retried: a dead server must cost one timeout, not two).
+CONN_ERROR, TIMED_OUT = 0, 1
+
+
+def status_text(status: int, timeout: float) -> str:
+    """An HTTP status, or what happened instead, for a message."""
+    if status == CONN_ERROR:
+        return "a connection error (nothing listening, or the connection was dropped)"
+    if status == TIMED_OUT:
+        return f"no answer within {timeout:g} s (timeout)"
+    return f"HTTP {status}"
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
@@ -217,7 +229,7 @@ class _Conn:
 
     def request(self, method: str, name: str | None, body: bytes | None, timeout: float,
                 sink: bytearray) -> tuple[int, int]:
-        """(HTTP status or 0 on a connection error, bytes received)."""
+        """(HTTP status, CONN_ERROR or TIMED_OUT; bytes received)."""
         path = f"{self.prefix}/{self.t.bucket}" + (f"/{name}" if name else "")
         headers = self._headers(method, path, body)
         if body is not None:
@@ -240,11 +252,14 @@ class _Conn:
                 if resp.will_close:
                     self.close()
                 return resp.status, got
+            except TimeoutError:
+                self.close()
+                return TIMED_OUT, 0
             except (OSError, http.client.HTTPException):
                 self.close()
                 if attempt == 1:
-                    return 0, 0
-        return 0, 0
+                    return CONN_ERROR, 0
+        return CONN_ERROR, 0
 
     def close(self) -> None:
         if self.conn is not None:
@@ -263,8 +278,11 @@ def swift_login(target: Target, timeout: float = 10) -> tuple[str, str]:
         if r.status >= 300:
             raise LoadError(f"swift auth at {target.auth_url} answered {r.status}")
         return r.getheader("X-Storage-Url"), r.getheader("X-Auth-Token")
+    except TimeoutError:
+        raise LoadError(f"swift auth at {target.auth_url}: "
+                        f"{status_text(TIMED_OUT, timeout)}") from None
     except OSError as exc:
-        raise LoadError(f"swift auth at {target.auth_url}: {exc}") from None
+        raise LoadError(f"swift auth at {target.auth_url}: connection error ({exc})") from None
     finally:
         c.close()
 
@@ -378,7 +396,7 @@ def _marker(spec: LoadSpec) -> str:
 # ----------------------------------------------------------------------------- run
 def run_load(target: Target, spec: LoadSpec) -> LoadResult:
     """Prepare (unless already done), run the main stage, summarise."""
-    auth = swift_login(target) if target.api == "swift" else None
+    auth = swift_login(target, spec.timeout) if target.api == "swift" else None
     sizes = np.array(list(spec.sizes))
     size_p = np.array(list(spec.sizes.values()))
     payload = _Payload(int(sizes.max()), spec.seed)
@@ -394,7 +412,8 @@ def run_load(target: Target, spec: LoadSpec) -> LoadResult:
     try:
         st, _ = c0.request("PUT", None, None, spec.timeout, sink)
         if st not in (200, 201, 202, 204, 409):
-            raise LoadError(f"creating bucket/container {target.bucket!r} answered {st}")
+            raise LoadError(f"creating bucket/container {target.bucket!r} at "
+                            f"{c0.hostport} got {status_text(st, spec.timeout)}")
         marker = _marker(spec)
         have = False
         if spec.prepare == "auto":
@@ -439,7 +458,7 @@ def _prepare(target: Target, auth: tuple[str, str] | None, spec: LoadSpec,
                 st, _ = c.request("PUT", names[i], payload.make(int(obj_sizes[i]), rng),
                                   spec.timeout, sink)
                 if not 200 <= st < 300:
-                    errors.append(f"{names[i]}: {st}")
+                    errors.append(f"{names[i]}: {status_text(st, spec.timeout)}")
                     if len(errors) > 20:
                         return
         finally:
@@ -619,6 +638,8 @@ def summarize(records: pd.DataFrame, warmup: float = 0.0, rate: float | None = N
         "errors": float(len(done) - len(ok)),
         "ops_per_s": len(ok) / span, "mb_per_s": float(ok["size"].sum()) / 1e6 / span,
         "unserved": float((r["status"] == -2).sum()), "skipped": float((r["status"] == -1).sum()),
+        "conn_errors": float((done["status"] == CONN_ERROR).sum()),
+        "timeouts": float((done["status"] == TIMED_OUT).sum()),
     }
     for op in OPS:
         o = ok[ok["op"] == op]

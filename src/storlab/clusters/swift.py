@@ -10,7 +10,9 @@ the storage policy), which Swift reads from that fixed path: the package's file 
 
 from __future__ import annotations
 
+import os
 import pwd
+import secrets
 import shutil
 import subprocess
 import time
@@ -24,10 +26,14 @@ from typing import Any
 from ._util import (
     DEFAULT_BASE,
     ClusterError,
+    RUNNING,
     Daemon,
+    keep_logs_only,
     load_state,
-    pid_alive,
+    pid_present,
     port_free,
+    private_files,
+    read_record,
     run,
     save_state,
     stop_pid,
@@ -37,7 +43,8 @@ from ._util import (
 
 DEVICES = ("d1", "d2", "d3")
 SERVERS = ("account", "container", "object")
-USER, KEY = "test:tester", "testing"
+#: The benchmark's account and user (tempauth); its key is drawn per cluster.
+USER = "test:tester"
 
 
 @dataclass
@@ -79,7 +86,7 @@ class SwiftCluster:
         return {"object": o.storage_port, "container": o.storage_port + 1,
                 "account": o.storage_port + 2}
 
-    def _write_confs(self, o: SwiftOptions, user: str) -> None:
+    def _write_confs(self, o: SwiftOptions, user: str, key: str, admin_key: str) -> None:
         d = self.dir
         for server, port in self._ports(o).items():
             (d / f"{server}-server.conf").write_text("\n".join([
@@ -99,8 +106,8 @@ class SwiftCluster:
             "tempauth copy slo dlo proxy-server", "",
             "[app:proxy-server]", "use = egg:swift#proxy", "account_autocreate = true", "",
             "[filter:tempauth]", "use = egg:swift#tempauth",
-            "user_admin_admin = admin .admin .reseller_admin",
-            "user_test_tester = testing .admin", "token_life = 86400", "",
+            f"user_admin_admin = {admin_key} .admin .reseller_admin",
+            f"user_test_tester = {key} .admin", "token_life = 86400", "",
             "[filter:s3api]", "use = egg:swift#s3api", "location = us-east-1", "",
             "[filter:cache]", "use = egg:swift#memcache",
             f"memcache_servers = 127.0.0.1:{o.memcached_port}", "",
@@ -157,7 +164,7 @@ class SwiftCluster:
             raise ClusterError("workers and proxy workers must be at least 1")
         if o.storage not in ("loop", "dir"):
             raise ClusterError(f"storage {o.storage!r} must be loop or dir")
-        if self.state() is not None or any(pid_alive(p) for p in self._pidfiles()):
+        if self.state() is not None or any(pid_present(p) for p in self._pidfiles()):
             raise ClusterError(f"a swift cluster already exists in {self.dir}; run "
                                "`storlab cluster down swift` first")
         ports = [o.port, o.memcached_port, *self._ports(o).values()]
@@ -169,29 +176,42 @@ class SwiftCluster:
                                "scripts/sysdeps.sh)")
         t0 = time.monotonic()
         shutil.rmtree(self.dir, ignore_errors=True)
-        for sub in ("run", "log"):
-            (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        # The servers read their confs after dropping to `user`: the swift user only if it
-        # can reach the directory (pytest's and other private temp dirs are 0700).
-        user = "swift" if _user_exists("swift") and _others_can_enter(self.dir) else "root"
-        state: dict[str, Any] = {
-            "kind": "swift", "dir": str(self.dir), "replicas": o.replicas,
-            "workers": o.workers, "proxy_workers": o.proxy_workers, "storage": o.storage,
-            "proxy": f"http://127.0.0.1:{o.port}", "auth_url": f"http://127.0.0.1:{o.port}/auth/v1.0",
-            "user": USER, "key": KEY,
-            "s3": {"endpoint": f"http://127.0.0.1:{o.port}", "access_key": USER,
-                   "secret_key": KEY, "region": "us-east-1"},
-            "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
-        save_state(self.state_file, state)
-        try:
-            self._mount(o, state)
-            run(["chown", "-R", f"{user}:", str(self.node)])
-            self._write_confs(o, user)
-            self._build_rings(o)
-            self._start(o, timeout)
-        except BaseException:
-            self.down()
-            raise
+        # The servers read their confs and rings after dropping to `user`: the swift user
+        # (owning the 0700 directory) only if it can reach it (pytest's and other private
+        # temp dirs are 0700 all the way up), else root.
+        user = ("swift" if _user_exists("swift") and _others_can_enter(self.dir.parent)
+                else "root")
+        key, admin_key = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+        with private_files():  # confs hold the accounts' keys: their owner alone reads them
+            for sub in ("run", "log"):
+                (self.dir / sub).mkdir(parents=True, exist_ok=True)
+            os.chmod(self.dir, 0o700)
+            state: dict[str, Any] = {
+                "kind": "swift", "dir": str(self.dir), "replicas": o.replicas,
+                "workers": o.workers, "proxy_workers": o.proxy_workers, "storage": o.storage,
+                "proxy": f"http://127.0.0.1:{o.port}",
+                "auth_url": f"http://127.0.0.1:{o.port}/auth/v1.0",
+                "user": USER, "key": key, "admin_key": admin_key, "run_as": user,
+                "ports": {**self._ports(o), "proxy": o.port, "memcached": o.memcached_port},
+                "s3": {"endpoint": f"http://127.0.0.1:{o.port}", "access_key": USER,
+                       "secret_key": key, "region": "us-east-1"},
+                "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
+            save_state(self.state_file, state)
+            try:
+                self._mount(o, state)
+                self._write_confs(o, user, key, admin_key)
+                self._build_rings(o)
+                run(["chown", "-R", f"{user}:", str(self.dir)])
+                # what the tools created with modes of their own (rings are 0644)
+                run(["chmod", "-R", "go-rwx", str(self.dir)])
+                self._start(o, timeout)
+            except BaseException as exc:
+                self.down(keep_logs=True)
+                if isinstance(exc, ClusterError):
+                    raise ClusterError(f"{exc}\n(the daemons' logs are kept in "
+                                       f"{self.dir / 'log'}; `storlab cluster down swift` "
+                                       "removes them)") from None
+                raise
         state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
         save_state(self.state_file, state)
         return state
@@ -202,6 +222,7 @@ class SwiftCluster:
                                         str(o.memcached_port), "-U", "0", "-m", "64",
                                         "-u", mc_user])
         mc.start()
+        wait_until(lambda: _memcached_ok(o.memcached_port), timeout, "memcached", [mc])
         daemons = [mc] + [self._server_daemon(s) for s in SERVERS]
         for d in daemons[1:]:
             d.start()
@@ -213,11 +234,12 @@ class SwiftCluster:
                 (*self._ports(o).values(), o.port)]
         wait_until(lambda: all(_http_ok(u) for u in urls), timeout,
                    "the swift servers' healthchecks", daemons)
-        wait_until(lambda: self._account_ok(o.port), timeout,
+        key = (self.state() or {}).get("key", "")
+        wait_until(lambda: self._account_ok(o.port, key), timeout,
                    "an authenticated account on the proxy", daemons)
 
-    def _account_ok(self, port: int) -> bool:
-        url, token = swift_auth(f"http://127.0.0.1:{port}/auth/v1.0", USER, KEY)
+    def _account_ok(self, port: int, key: str) -> bool:
+        url, token = swift_auth(f"http://127.0.0.1:{port}/auth/v1.0", USER, key)
         req = urllib.request.Request(url, method="HEAD", headers={"X-Auth-Token": token})
         with urllib.request.urlopen(req, timeout=5) as r:
             return 200 <= r.status < 300
@@ -226,9 +248,10 @@ class SwiftCluster:
     def _pidfiles(self) -> list[Path]:
         return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
 
-    def down(self) -> dict[str, Any]:
+    def down(self, keep_logs: bool = False) -> dict[str, Any]:
         """Stop every daemon by PID (proxy first), unmount, detach the loop device, remove
-        the directory. Safe to call on a half-built cluster."""
+        the directory (all but the daemons' logs with `keep_logs`). Safe to call on a
+        half-built cluster."""
         stopped = []
         order = sorted(self._pidfiles(), key=lambda p: (p.stem != "proxy",
                                                         p.stem == "memcached", p.stem))
@@ -252,19 +275,61 @@ class SwiftCluster:
             run(["losetup", "-d", dev], check=False)
         existed = self.dir.exists()
         if not _is_mount(self.node):
-            shutil.rmtree(self.dir, ignore_errors=True)
+            if keep_logs:
+                keep_logs_only(self.dir, "log")
+            else:
+                shutil.rmtree(self.dir, ignore_errors=True)
         return {"kind": "swift", "stopped": stopped, "loop_detached": sorted(loops),
                 "removed": str(self.dir) if existed else None}
 
-    def status(self) -> dict[str, Any] | None:
+    def status(self, probe: bool = False) -> dict[str, Any] | None:
+        """State, every daemon storlab started (running or not), each server's own
+        healthcheck, and with `probe` a tiny object PUT and read back through the proxy.
+        `healthy` is True only when all of them agree."""
         st = self.state()
         if st is None:
             return None
-        daemons = {pf.stem: pid_alive(pf) for pf in self._pidfiles()}
-        out = {**st, "daemons": daemons}
-        if daemons.get("proxy"):
-            out["health"] = "ok" if _http_ok(st["proxy"] + "/healthcheck") else "not answering"
+        running = {pf.stem: (read_record(pf) is not None and
+                             read_record(pf).state() == RUNNING) for pf in self._pidfiles()}
+        for n in ("memcached", *SERVERS, "proxy"):
+            running.setdefault(n, False)  # its PID file is gone: stopped or lost
+        out: dict[str, Any] = {**st, "daemons": dict(sorted(running.items()))}
+        problems = [f"{n} not running" for n, ok in sorted(running.items()) if not ok]
+        ports = st.get("ports") or {}
+        for name in (*SERVERS, "proxy"):
+            if running.get(name) and name in ports and \
+                    not _http_ok(f"http://127.0.0.1:{ports[name]}/healthcheck"):
+                problems.append(f"{name} healthcheck does not answer")
+        if probe:
+            out["probe"] = self.probe()
+            if not out["probe"].startswith("ok"):
+                problems.append(f"probe {out['probe']}")
+        out["healthy"] = not problems and bool(st.get("ready"))
+        out["health"] = "ok" if out["healthy"] else "; ".join(problems) or "not ready"
         return out
+
+    def probe(self, timeout: float = 10.0) -> str:
+        """PUT a 4 KiB object through the proxy and GET it back, within `timeout` seconds
+        each: 'ok (… ms)' or what failed (a 503 when the object servers are gone)."""
+        st = self.state() or {}
+        t0 = time.monotonic()
+        data = secrets.token_bytes(4096)
+        try:
+            url, token = swift_auth(st["auth_url"], st["user"], st["key"], timeout=timeout)
+            h = {"X-Auth-Token": token}
+            for method, path, body in (("PUT", "/storlab-probe", None),
+                                       ("PUT", "/storlab-probe/probe", data),
+                                       ("GET", "/storlab-probe/probe", None)):
+                req = urllib.request.Request(url + path, data=body, method=method, headers=h)
+                with urllib.request.urlopen(req, timeout=timeout) as r:
+                    got = r.read()
+            if got != data:
+                return "failed: the object read back differs from the one written"
+        except urllib.error.HTTPError as exc:
+            return f"failed: {exc.code} {exc.reason} on {exc.url}"
+        except (OSError, KeyError) as exc:
+            return f"failed: {type(exc).__name__}: {exc}"
+        return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
 
 
 def swift_auth(auth_url: str, user: str, key: str, timeout: float = 5) -> tuple[str, str]:
@@ -279,6 +344,18 @@ def _http_ok(url: str) -> bool:
         with urllib.request.urlopen(url, timeout=2) as r:
             return r.status == 200
     except (OSError, urllib.error.URLError):
+        return False
+
+
+def _memcached_ok(port: int) -> bool:
+    """memcached answers `version` on its port."""
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.sendall(b"version\r\n")
+            return sock.recv(64).startswith(b"VERSION")
+    except OSError:
         return False
 
 

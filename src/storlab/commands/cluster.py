@@ -103,29 +103,35 @@ def _print_endpoints(st: dict) -> None:
 
 def status_cmd(
     kind: Optional[str] = typer.Argument(None, help="ceph or swift (default both)."),
+    probe: bool = typer.Option(False, "--probe", help="Also write a 4 KiB object and read "
+                               "it back (bounded by 10 s per request)."),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
-    """Show the clusters that are up, their daemons and health."""
+    """Show the clusters that are up, every daemon storlab started, and their health
+    (healthy only if every daemon runs and the cluster's own checks agree). Exit code 1
+    when a cluster is up but not healthy."""
     from ..clusters import get_cluster
 
-    out = {k: get_cluster(k, base).status() for k in _kinds(kind)}
+    out = {k: get_cluster(k, base).status(probe=probe) for k in _kinds(kind)}
     if json_out or output:
         emit_json(out, output)
-        return
-    for k, st in out.items():
-        if st is None:
-            console.print(f"{k}: down")
-            continue
-        alive = sum(st["daemons"].values())
-        console.print(f"{k}: {'up' if st.get('ready') else 'starting/broken'}, "
-                      f"{alive}/{len(st['daemons'])} daemons running, "
-                      f"health {st.get('health', '?')}")
-        dead = [n for n, ok in st["daemons"].items() if not ok]
-        if dead:
-            console.print(f"  not running: {', '.join(dead)}")
-        _print_endpoints(st)
+    else:
+        for k, st in out.items():
+            if st is None:
+                console.print(f"{k}: down")
+                continue
+            alive = sum(st["daemons"].values())
+            console.print(f"{k}: {'up' if st.get('ready') else 'starting/broken'}, "
+                          f"{alive}/{len(st['daemons'])} daemons running, "
+                          f"{'healthy' if st['healthy'] else 'NOT healthy'}: "
+                          f"{st['health']}", markup=False)
+            if st.get("probe"):
+                console.print(f"  probe: {st['probe']}", markup=False)
+            _print_endpoints(st)
+    if any(st is not None and not st["healthy"] for st in out.values()):
+        raise typer.Exit(1)
 
 
 def down_cmd(
@@ -164,6 +170,9 @@ def load_cmd(
                                    callback=positive("--duration")),
     objects: int = typer.Option(200, "--objects", help="Objects prepared for GETs.",
                                 callback=at_least("--objects", 1)),
+    timeout: float = typer.Option(10, "--timeout", help="Seconds a request may take before "
+                                  "it counts as timed out (no retry).",
+                                  callback=positive("--timeout")),
     records: Optional[Path] = typer.Option(None, "--records",
                                            help="Write per-request records (CSV).",
                                            callback=output_file("--records")),
@@ -184,7 +193,7 @@ def load_cmd(
         opts["api"] = api
     spec = load_spec_from({"mix": mix, "sizes": sizes, "clients": clients, "rate": rate,
                            "mode": "open" if rate else "closed", "duration": duration,
-                           "objects": objects})
+                           "objects": objects, "timeout": timeout})
     res = run_load(Target(**resolve_target(opts)), spec)
     if records:
         write_frame(res.records, records, what="--records", fmt="csv")
@@ -192,6 +201,10 @@ def load_cmd(
         emit_json(res.summary, output)
         return
     s = res.summary
+    if s.get("conn_errors") or s.get("timeouts"):
+        console.print(f"{k}: {int(s['conn_errors'])} connection error(s) and "
+                      f"{int(s['timeouts'])} timeout(s) (> {timeout:g} s) among "
+                      f"{int(s['requests'])} requests", markup=False)
     rows = [{"op": op, "ops/s": s[f"{op}_ops_per_s"], "MB/s": s[f"{op}_mb_per_s"],
              "mean ms": s[f"{op}_lat_mean_ms"], "p50 ms": s[f"{op}_lat_p50_ms"],
              "p95 ms": s[f"{op}_lat_p95_ms"], "p99 ms": s[f"{op}_lat_p99_ms"],

@@ -74,7 +74,9 @@ class CephRunner:
         from ...clusters import cluster_state, get_cluster
 
         cluster_state("ceph", self.cluster_dir)  # a clear error when none is up
-        return get_cluster("ceph", self.cluster_dir)
+        c = get_cluster("ceph", self.cluster_dir)
+        c.check_daemons()  # a dead OSD would hang the load (librados waits for it)
+        return c
 
     @staticmethod
     def describe(cluster: Any, name: str) -> dict[str, Any] | None:

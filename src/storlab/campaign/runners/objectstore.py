@@ -152,6 +152,8 @@ class ObjectStoreRunner:
             status = "failed"
             bad = res.records[res.records["status"] >= 300]["status"].value_counts()
             stderr = (f"{int(m['errors'])} of {int(m['requests'])} requests failed "
-                      f"(status counts {bad.to_dict()})")
+                      f"({int(m.get('conn_errors', 0))} connection errors, "
+                      f"{int(m.get('timeouts', 0))} timeouts, HTTP status counts "
+                      f"{bad.to_dict()})")
         return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)

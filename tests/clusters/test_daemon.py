@@ -1,0 +1,98 @@
+"""Daemon start and stop by pid AND start time, on small programs whose lives we control
+(no cluster): one copy only, a dying process is not taken for gone, the exit status or
+signal of a daemon that dies is reported, the log writer caps the log."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from storlab.clusters import ClusterError
+from storlab.clusters._util import (
+    EXITING,
+    GONE,
+    RUNNING,
+    Daemon,
+    proc_state,
+    read_record,
+    stop_pid,
+    wait_until,
+)
+
+
+def _daemon(tmp_path, code: str, name: str = "d") -> Daemon:
+    return Daemon(name, [sys.executable, "-c", code, str(tmp_path)], tmp_path / f"{name}.log",
+                  tmp_path / f"{name}.pid")
+
+
+def test_start_once_stop_exactly(tmp_path):
+    d = _daemon(tmp_path, "import time; print('hello', flush=True); time.sleep(60)")
+    d.start()
+    rec = read_record(d.pidfile)
+    assert rec.state() == RUNNING and rec.start is not None and rec.log_pid
+    wait_until(lambda: "hello" in d.log.read_text(), 20, "the greeting in the log", [d])
+    # a second copy is refused, through this PID file or any other
+    with pytest.raises(ClusterError, match="second copy"):
+        d.start()
+    with pytest.raises(ClusterError, match="second copy"):
+        _daemon(tmp_path, "import time; print('hello', flush=True); time.sleep(60)",
+                "other").start()
+    # a recycled pid (same pid, another start time) is not ours
+    assert proc_state(rec.pid, rec.start + 1) == GONE
+    assert stop_pid(d.pidfile, grace=5)
+    assert proc_state(rec.pid, rec.start) == GONE and not d.pidfile.exists()
+    assert proc_state(rec.log_pid, rec.log_start) == GONE  # the log writer followed
+    assert not stop_pid(d.pidfile)
+
+
+def test_a_dying_process_is_not_gone_until_it_is(tmp_path):
+    """The leader thread exited, another thread still runs (what an exiting daemon looks
+    like in /proc): EXITING, never GONE, so a restart waits for it."""
+    code = ("import ctypes, threading, time\n"
+            "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+            "time.sleep(0.2)\n"
+            "ctypes.CDLL(None).pthread_exit(None)\n")
+    d = _daemon(tmp_path, code)
+    d.start()
+    rec = read_record(d.pidfile)
+    wait_until(lambda: proc_state(rec.pid, rec.start) == EXITING, 20, "the leader to exit")
+    d.check_alive()  # not gone: no "exited" error
+    with pytest.raises(ClusterError, match="second copy"):
+        d.start()
+    assert stop_pid(d.pidfile, grace=5)  # SIGTERM ends the remaining thread
+    assert proc_state(rec.pid, rec.start) == GONE
+
+
+def test_death_by_signal_is_reported(tmp_path):
+    d = _daemon(tmp_path, "import time; print('up', flush=True); time.sleep(60)")
+    d.start()
+    time.sleep(0.3)
+    os.kill(d.proc.pid, signal.SIGKILL)
+    with pytest.raises(ClusterError) as exc:
+        wait_until(lambda: False, 20, "the daemon", [d])
+    assert "d exited during start-up (killed by signal 9 (SIGKILL))" in str(exc.value)
+
+
+def test_log_is_capped_and_memstore_dump_left_out(tmp_path, monkeypatch):
+    import storlab.clusters._util as u
+
+    monkeypatch.setattr(u, "LOG_CAP_BYTES", 20000)
+    dump = ("print('2026-01-01T00:00:00.000+0000 7f 0 memstore(/x/osd.0) dump:{', flush=True)\n"
+            "for i in range(5000): print('    \"name\": \"obj%d\",' % i)\n"
+            "print('}')\n")
+    code = ("for i in range(2000): print('2026-01-01T00:00:00.000+0000 7f 1 line %d' % i)\n"
+            + dump + "print('2026-01-01T00:00:01.000+0000 7f 0 after the dump', flush=True)\n")
+    d = _daemon(tmp_path, code)
+    d.start()
+    wait_until(lambda: d.state() == GONE, 20, "the program to finish")
+    stop_pid(d.pidfile)
+    text = d.log.read_text()
+    old = (tmp_path / "d.log.1").read_text()
+    assert len(text) <= 20000 and len(old) <= 20000
+    assert "obj1" not in text + old and "dump: (left out)" in text + old
+    assert "left out of this log" in text and text.rstrip().endswith("after the dump")
