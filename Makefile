@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SYSSTAMP := .venv/.sysdeps
 DEMO_DIR ?= demo-out
 
-.PHONY: all venv lock sysdeps demo test bench clean
+.PHONY: all venv lock sysdeps demo test bench stress clean
 
 all: test
 
@@ -50,6 +50,11 @@ test: venv sysdeps
 
 bench: venv sysdeps
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# 20 up/restart/down cycles of each cluster under CPU load (root; ~40 min; not in `make test`)
+CYCLES ?= 20
+stress: venv sysdeps
+	$(BIN)/python scripts/stress_clusters.py --cycles $(CYCLES)
 
 clean:
 	rm -rf $(VENV) .venv-uv $(DEMO_DIR) .pytest_cache build dist

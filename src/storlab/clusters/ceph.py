@@ -411,7 +411,7 @@ class CephCluster:
         if probe:
             out["probe"] = self.probe()
             if not out["probe"].startswith("ok"):
-                problems.append(f"probe {out['probe']}")
+                problems.append("probe failed")
         out["healthy"] = not problems and bool(st.get("ready"))
         out["health"] = "HEALTH_OK" if out["healthy"] else "; ".join(problems) or "not ready"
         return out
@@ -431,11 +431,14 @@ class CephCluster:
             data = secrets.token_bytes(4096)
             with open(src, "wb") as fh:
                 fh.write(data)
-            try:
-                run([*base, "put", "storlab-probe", src], timeout=timeout + 5)
-                run([*base, "get", "storlab-probe", back], timeout=timeout + 5)
-            except ClusterError as exc:
-                return f"failed: {_one_line(exc)}"
+            for args in (("put", "storlab-probe", src), ("get", "storlab-probe", back)):
+                try:
+                    r = run([*base, *args], timeout=timeout + 5, check=False)
+                except ClusterError as exc:
+                    return f"failed: rados {args[0]}: {_one_line(exc)}"
+                if r.returncode != 0:
+                    said = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:]
+                    return f"failed: rados {args[0]}: {' '.join(said) or r.returncode}"
             with open(back, "rb") as fh:
                 if fh.read() != data:
                     return "failed: the object read back differs from the one written"

@@ -179,7 +179,7 @@ class SwiftCluster:
         # The servers read their confs and rings after dropping to `user`: the swift user
         # (owning the 0700 directory) only if it can reach it (pytest's and other private
         # temp dirs are 0700 all the way up), else root.
-        user = ("swift" if _user_exists("swift") and _others_can_enter(self.dir.parent)
+        user = ("swift" if _user_exists("swift") and _others_can_enter(self.dir)
                 else "root")
         key, admin_key = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
         with private_files():  # confs hold the accounts' keys: their owner alone reads them
@@ -244,6 +244,23 @@ class SwiftCluster:
         with urllib.request.urlopen(req, timeout=5) as r:
             return 200 <= r.status < 300
 
+    def restart(self, name: str, timeout: float = 60) -> float:
+        """Stop one server (account, container, object or proxy) by pid and start time,
+        start it once, wait until its healthcheck answers. Returns the seconds it took."""
+        if name not in (*SERVERS, "proxy"):
+            raise ClusterError(f"swift daemon {name!r} must be one of "
+                               f"{', '.join((*SERVERS, 'proxy'))}")
+        st = self.state() or {}
+        port = (st.get("ports") or {}).get(name)
+        t0 = time.monotonic()
+        d = self._server_daemon(name) if name != "proxy" else self._daemon(
+            "proxy", ["swift-proxy-server", str(self.dir / "proxy-server.conf"), "-v"])
+        stop_pid(d.pidfile, grace=10)
+        d.start()
+        wait_until(lambda: _http_ok(f"http://127.0.0.1:{port}/healthcheck"), timeout,
+                   f"the {name} server's healthcheck", [d])
+        return time.monotonic() - t0
+
     # ------------------------------------------------------------------ down / status
     def _pidfiles(self) -> list[Path]:
         return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
@@ -303,7 +320,7 @@ class SwiftCluster:
         if probe:
             out["probe"] = self.probe()
             if not out["probe"].startswith("ok"):
-                problems.append(f"probe {out['probe']}")
+                problems.append("probe failed")
         out["healthy"] = not problems and bool(st.get("ready"))
         out["health"] = "ok" if out["healthy"] else "; ".join(problems) or "not ready"
         return out
