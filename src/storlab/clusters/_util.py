@@ -492,6 +492,10 @@ def keep_logs_only(directory: Path, logs: str = "log") -> None:
 def load_state(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
+    except PermissionError:
+        # 0600 in a 0700 directory: another user must not be told "down"
+        raise ClusterError(f"{path.parent}: the cluster's state is readable by root "
+                           "only (run as root)") from None
     except (OSError, ValueError):
         return None
 
