@@ -43,6 +43,7 @@ from ..errors import StorlabError
 from .devices import DeviceModel, DeviceSpec, PRESETS, SMALL_IO, resolve_device
 from .engine import FCFS, HOLD, PS, Routes, Stations
 from .ring import Ring, hash_partition
+from .ringfile import make_ring, resolve_ring_file
 
 OPS = ("PUT", "GET", "DELETE")
 PUT, GET, DELETE = 0, 1, 2
@@ -235,6 +236,19 @@ class Calibration(_Strict):
     disk_bandwidth: float = Field(1.0, gt=0)
 
 
+class RingSpec(_Strict):
+    """Where the object ring comes from and how paths hash (see `storlab.sim.ring`)."""
+
+    #: a ring file written by swift-ring-builder (object.ring.gz); relative to the cluster file
+    file: str | None = None
+    #: swift.conf's swift_hash_path_prefix/suffix (storlab's historical default suffix)
+    hash_path_prefix: str = ""
+    hash_path_suffix: str = "storlab"
+    #: built rings: swift = Swift's builder exactly, fast = its counts and dispersion, vectorised
+    placement: Literal["auto", "swift", "fast"] = "auto"
+    overload: float = Field(0.0, ge=0, description="Swift's builder overload (0.1 = 10 %)")
+
+
 class ClusterSpec(_Strict):
     name: str = "cluster"
     nodes: list[NodeGroup]
@@ -244,6 +258,7 @@ class ClusterSpec(_Strict):
     swift: SwiftSpec = Field(default_factory=SwiftSpec)
     workload: Workload = Field(default_factory=Workload)
     calibration: Calibration = Field(default_factory=lambda: Calibration())
+    ring: RingSpec = Field(default_factory=RingSpec)
     #: deterministic: a visit takes exactly its demand; exponential: demand x Exp(1), which
     #: makes FCFS stations product-form (used to check the simulator against exact MVA).
     service_times: Literal["deterministic", "exponential"] = "deterministic"
@@ -301,6 +316,7 @@ def parse_cluster(data: Mapping[str, Any], source: str = "cluster") -> ClusterSp
 
 def load_cluster(path: str | Path, overrides: Mapping[str, Any] | None = None) -> ClusterSpec:
     raw = load_raw(path)
+    resolve_ring_file(raw, Path(path).parent)
     if overrides:
         raw = apply_overrides(raw, overrides, source=str(path))
     return parse_cluster(raw, str(path))
@@ -546,10 +562,7 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
             dev_zone = node_rack[np.asarray(dev_node, dtype=np.int64)].tolist()
     n_dev = len(dev_node)
     part_power = sw.part_power or int(min(20, max(8, math.ceil(math.log2(n_dev * 100)))))
-    try:
-        ring = Ring.build(dev_node, dev_zone, dev_weight, part_power, sw.replicas, sw.ring_seed)
-    except ValueError as exc:
-        raise SimError(f"ring: {exc}") from None
+    ring = make_ring(spec, dev_node, dev_zone, dev_weight, part_power)
     proxies = np.array([i for i, r in enumerate(role) if r in ("proxy", "both")], dtype=np.int64)
     stations = Stations(kind=np.asarray(kinds, dtype=np.int8),
                         servers=np.asarray(servers, dtype=np.int32), names=names)

@@ -1,19 +1,21 @@
-"""A Swift-like object ring: path -> partition -> replica devices, plus handoffs.
+"""Swift's object ring: path -> partition -> replica devices, plus handoffs.
 
 As in Swift: the partition of an object is the top `part_power` bits of the md5 of
 `prefix + /account/container/object + suffix`; a table `r2p2d[replica, partition]` names the
-device of each replica; the table gives every device a share of the partition-replicas
-proportional to its weight while keeping the replicas of one partition in different zones
-(then nodes) whenever the weights allow it; extra "handoff" devices, preferring unused zones,
-stand in for failed primaries.
+device of each replica; `handoffs` lists the devices that stand in for failed primaries in
+the order Swift's `Ring.get_more_nodes` yields them.
 
-The placement is our own (not Swift's iterative builder), chosen because it is exact and
-vectorised: device quotas by largest remainder; one sequence of P*R slots laid out zone by
-zone and node by node (zone and node order shuffled, each node's slots shuffled among its
-devices); replica row r takes slots [r*P, (r+1)*P). Two positions P apart can only fall in
-the same zone when that zone holds more than P slots, i.e. more than 1/R of the weight, and
-then the number of partitions with a doubled zone is the pigeonhole minimum. Balance is
-within one partition of the weight-fair share, well inside Swift's 1 % rebalance target.
+The table comes from a ring file Swift wrote (`storlab.sim.ringfile`) or is built here:
+`placement="swift"` runs Swift's RingBuilder initial rebalance (`storlab.sim.ringbuild`,
+identical assignments for the same devices and seed); it is pure Python (about 2 s per
+200,000 partition-replicas), so rings larger than `SWIFT_PLACEMENT_LIMIT` use `"fast"`:
+Swift's own per-device counts (same replica plan), laid out as one sequence of P*R slots
+tier by tier (regions, zones, servers in seeded random order, each device's slots
+contiguous), replica row r taking slots [r*P, (r+1)*P) under one partition permutation. A
+contiguous block of c slots holds at most ceil(c/P) of a partition's replicas, so a device
+(at most P slots) never holds two, and every tier keeps Swift's dispersion maximum. Its
+weakness: a device's partitions share their other replicas with few devices (Swift spreads
+them), which concentrates a failed device's load on those.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .ringbuild import RingBuildError, parts_wanted, replica_plan, swift_rebalance
 
 #: Swift's rebalance loop stops once `get_balance()` is below 1 (per cent).
 SWIFT_BALANCE_TARGET = 1.0
@@ -43,9 +47,14 @@ def hash_partition(paths: Iterable[str], part_power: int, prefix: bytes = b"",
     return np.asarray(out, dtype=np.int64)
 
 
+#: Largest partitions x replicas placed by the exact Swift builder when placement is "auto".
+SWIFT_PLACEMENT_LIMIT = 3 << 16
+
+
 @dataclass
 class Ring:
-    """`r2p2d[r, p]`: device of replica r of partition p. Devices carry node, zone, weight."""
+    """`r2p2d[r, p]`: device of replica r of partition p. Devices carry node (the server
+    tier, Swift's IP), zone, region and weight."""
 
     part_power: int
     r2p2d: np.ndarray          # int32 [replicas, 2**part_power]
@@ -55,6 +64,18 @@ class Ring:
     seed: int = 0
     prefix: bytes = b""
     suffix: bytes = b"storlab"
+    dev_region: np.ndarray | None = None   # int per device (None: one region)
+    placement: str = "swift"
+    dev_server: np.ndarray | None = None   # Swift's server tier (IP) per device (None: node)
+
+    def __post_init__(self) -> None:
+        if self.dev_region is None:
+            self.dev_region = np.zeros(self.dev_node.size, dtype=np.int32)
+        if self.dev_server is None:
+            self.dev_server = self.dev_node
+        self._handoff_cache: dict[int, list[int]] = {}
+        self._rows: list[list[int]] | None = None          # r2p2d as lists, for handoffs
+        self._counts: tuple[int, int, int, int] | None = None
 
     @property
     def replicas(self) -> int:
@@ -66,12 +87,16 @@ class Ring:
 
     @classmethod
     def build(cls, dev_node: Sequence[int], dev_zone: Sequence[int], dev_weight: Sequence[float],
-              part_power: int, replicas: int, seed: int = 0) -> "Ring":
-        """Place every partition-replica; see the module docstring for the layout."""
+              part_power: int, replicas: int, seed: int = 0, placement: str = "auto",
+              dev_region: Sequence[int] | None = None, overload: float = 0.0) -> "Ring":
+        """Place every partition-replica as Swift's builder does (see the module docstring);
+        `placement`: "swift" (exact), "fast" (same counts and dispersion), "auto"."""
         node = np.asarray(dev_node, dtype=np.int32)
         zone = np.asarray(dev_zone, dtype=np.int32)
         weight = np.asarray(dev_weight, dtype=float)
-        if not (node.shape == zone.shape == weight.shape) or node.size == 0:
+        region = (np.zeros(node.size, dtype=np.int32) if dev_region is None
+                  else np.asarray(dev_region, dtype=np.int32))
+        if not (node.shape == zone.shape == weight.shape == region.shape) or node.size == 0:
             raise ValueError("ring needs at least one device, with node, zone and weight each")
         if np.any(weight < 0) or weight.sum() <= 0:
             raise ValueError("device weights must be >= 0 with a positive total")
@@ -79,26 +104,29 @@ class Ring:
             raise ValueError(f"part_power {part_power} outside 1..24")
         if replicas < 1:
             raise ValueError(f"replicas {replicas} < 1")
-        parts = 1 << part_power
         if replicas > int(np.count_nonzero(weight)):
             raise ValueError(f"{replicas} replicas need as many devices with weight > 0")
-        quota = _quotas(weight, parts * replicas, cap=parts)
-        rng = np.random.default_rng(seed)
-        # Slot sequence: zones in random order, nodes in random order inside each zone, each
-        # node's slots shuffled among its devices. One float sort does the shuffle: key =
-        # node block number + a uniform fraction.
-        zone_rank = rng.permutation(int(zone.max()) + 1)[zone]
-        node_rank = rng.permutation(int(node.max()) + 1)[node]
-        dev_order = np.lexsort((node_rank, zone_rank))
-        block = np.empty(node.size, dtype=np.int64)
-        sorted_nodes = node[dev_order]
-        block[dev_order] = np.concatenate(([0], np.cumsum(sorted_nodes[1:] != sorted_nodes[:-1])))
-        slots = np.repeat(dev_order.astype(np.int32), quota[dev_order])
-        seq = slots[np.argsort(block[slots] + rng.random(slots.size), kind="stable")]
-        # Same random partition permutation for every row keeps the P-apart pairing.
-        perm = rng.permutation(parts)
-        r2p2d = seq.reshape(replicas, parts)[:, perm]
-        return cls(part_power, np.ascontiguousarray(r2p2d), node, zone, weight, seed)
+        if placement == "auto":
+            placement = "swift" if (replicas << part_power) <= SWIFT_PLACEMENT_LIMIT else "fast"
+        if placement not in ("swift", "fast"):
+            raise ValueError(f"placement {placement!r} is not swift, fast or auto")
+        key = (node.tobytes(), zone.tobytes(), weight.tobytes(), region.tobytes(), part_power,
+               replicas, seed, placement, overload)
+        r2p2d = _BUILD_CACHE.get(key)
+        if r2p2d is None:
+            args = (region.tolist(), zone.tolist(), node.tolist(), weight.tolist())
+            try:
+                if placement == "swift":
+                    r2p2d = swift_rebalance(*args, part_power, replicas, seed, overload)
+                else:
+                    r2p2d = _fast_layout(*args, part_power, replicas, seed, overload)
+            except RingBuildError as exc:
+                raise ValueError(str(exc)) from None
+            if len(_BUILD_CACHE) > 8:  # sweeps rebuild the same ring for every other factor
+                _BUILD_CACHE.clear()
+            _BUILD_CACHE[key] = r2p2d
+        return cls(part_power, r2p2d, node, zone, weight, seed, dev_region=region,
+                   placement=placement)
 
     # -- lookups ---------------------------------------------------------------------------
     def partition(self, paths: Iterable[str]) -> np.ndarray:
@@ -113,18 +141,74 @@ class Ring:
         return seen
 
     def handoffs(self, part: int, count: int | None = None) -> list[int]:
-        """Devices to use when primaries fail: unused zones first, then unused nodes, then
-        the rest; a stable order per partition (seeded by the ring seed and partition)."""
-        primaries = self.get_part_nodes(part)
-        used_zones = set(self.dev_zone[primaries].tolist())
-        used_nodes = set(self.dev_node[primaries].tolist())
-        rng = np.random.default_rng([self.seed, part])
-        order = rng.permutation(self.dev_node.size)
-        order = order[(self.dev_weight[order] > 0) & ~np.isin(order, primaries)]
-        tier = np.where(np.isin(self.dev_zone[order], list(used_zones)),
-                        np.where(np.isin(self.dev_node[order], list(used_nodes)), 2, 1), 0)
-        out = order[np.argsort(tier, kind="stable")].tolist()
-        return out if count is None else out[:count]
+        """Devices that stand in for failed primaries, in Swift's `get_more_nodes` order:
+        walking the ring from a partition picked by md5(str(part)), first devices in unused
+        regions, then unused zones, then unused servers, then any unused device."""
+        out = self._handoff_cache.get(part)
+        if out is None:
+            out = self._more_nodes(part)
+            if len(self._handoff_cache) > 100_000:
+                self._handoff_cache.clear()
+            self._handoff_cache[part] = out
+        return list(out) if count is None else out[:count]
+
+    def _more_nodes(self, part: int) -> list[int]:
+        if self._rows is None:
+            self._rows = self.r2p2d.tolist()
+        rows = self._rows
+        if self._counts is None:
+            # Swift counts only devices holding partitions, so its passes stop early.
+            assigned = np.unique(self.r2p2d)
+            self._counts = (np.unique(self.dev_region[assigned]).size,
+                            len(set(zip(self.dev_region[assigned].tolist(),
+                                        self.dev_zone[assigned].tolist()))),
+                            len(set(zip(self.dev_region[assigned].tolist(),
+                                        self.dev_zone[assigned].tolist(),
+                                        self.dev_server[assigned].tolist()))),
+                            assigned.size)
+        n_reg, n_zone, n_ip, n_dev = self._counts
+        reg = self.dev_region.tolist()
+        zon = self.dev_zone.tolist()
+        ipn = self.dev_server.tolist()
+        prim = self.get_part_nodes(part)
+        used = set(prim)
+        regions = {reg[d] for d in prim}
+        zones = {(reg[d], zon[d]) for d in prim}
+        ips = {(reg[d], zon[d], ipn[d]) for d in prim}
+        parts = self.partitions
+        shift = 32 - self.part_power
+        start = int.from_bytes(hashlib.md5(str(part).encode("ascii")).digest()[:4], "big") >> shift
+        inc = parts // 65536 or 1
+        walk = [*range(start, parts, inc), *range(inc - ((parts - start) % inc), start, inc)]
+        out: list[int] = []
+
+        def take(d: int) -> None:
+            out.append(d)
+            used.add(d)
+            regions.add(reg[d])
+            zones.add((reg[d], zon[d]))
+            ips.add((reg[d], zon[d], ipn[d]))
+
+        # Four passes, each looking for devices new at one tier (region, zone, server, any).
+        tiers = ((lambda d: reg[d], regions, n_reg),
+                 (lambda d: (reg[d], zon[d]), zones, n_zone),
+                 (lambda d: (reg[d], zon[d], ipn[d]), ips, n_ip),
+                 (lambda d: d, used, n_dev))
+        for tier_of, seen, total in tiers:
+            if len(seen) >= total:
+                continue
+            done = False
+            for hp in walk:
+                for row in rows:
+                    d = row[hp]
+                    if d not in used and tier_of(d) not in seen:
+                        take(d)
+                        if len(seen) >= total:
+                            done = True
+                            break
+                if done:
+                    break
+        return out
 
     # -- reports ---------------------------------------------------------------------------
     def parts_per_device(self) -> np.ndarray:
@@ -163,27 +247,28 @@ class Ring:
         return int(np.sum(np.maximum(share - self.partitions, 0)))
 
 
-def _quotas(weight: np.ndarray, total: int, cap: int) -> np.ndarray:
-    """Integer shares of `total` proportional to `weight` (largest remainder), none above
-    `cap` (a device holds at most one replica of a partition); capped excess is spread over
-    the other devices by weight."""
-    quota = np.zeros(weight.size, dtype=np.int64)
-    free = weight > 0
-    remaining = total
-    while remaining > 0:
-        w = np.where(free, weight, 0.0)
-        exact = w / w.sum() * remaining
-        q = np.floor(exact).astype(np.int64)
-        short = remaining - int(q.sum())
-        if short:
-            q[np.argsort(-(exact - q), kind="stable")[:short]] += 1
-        quota += q
-        over = quota > cap
-        if not over.any():
-            break
-        remaining = int((quota[over] - cap).sum())
-        quota[over] = cap
-        free &= ~over
-        if not free.any():
-            raise ValueError("too few devices for the replica count")
-    return quota
+_BUILD_CACHE: dict[tuple, np.ndarray] = {}
+
+
+def _fast_layout(region: list, zone: list, node: list, weight: list[float], part_power: int,
+                 replicas: int, seed: int, overload: float) -> np.ndarray:
+    """Swift's per-device counts laid out tier by tier (see the module docstring)."""
+    n = len(weight)
+    parts = 1 << part_power
+    devs = [(region[i], zone[i], node[i], i) for i in range(n)]
+    plan = replica_plan(devs, weight, parts, replicas, overload)
+    quota = np.maximum(np.asarray(parts_wanted(devs, weight, plan, parts, replicas)), 0)
+    rng = np.random.default_rng(seed)
+    reg = np.asarray(region)
+    zon = np.asarray(zone)
+    nod = np.asarray(node)
+    # Random rank of every region, zone and server; devices sorted by (region, zone, server).
+    rr = rng.permutation(int(reg.max()) + 1)[reg]
+    zr = rng.permutation(int(zon.max()) + 1)[zon]
+    nr = rng.permutation(int(nod.max()) + 1)[nod]
+    order = np.lexsort((np.arange(n), nr, zr, rr))
+    slots = np.repeat(order.astype(np.int32), quota[order])
+    if slots.size != parts * replicas:
+        raise RingBuildError("replica plan does not cover every partition-replica")
+    perm = rng.permutation(parts)
+    return np.ascontiguousarray(slots.reshape(replicas, parts)[:, perm])
