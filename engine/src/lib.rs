@@ -147,6 +147,16 @@ struct Sim<'a> {
     events: u64,
     now: f64,
     stats_start: f64,
+    // Snapshots at the m-th arrival for m in `marks` (arrival order): time and every
+    // station's busy/area integrals since t = 0 (`pre_*` keep what the warm-up reset cleared).
+    marks: &'a [i64],
+    next_mark: usize,
+    n_arr: i64,
+    snap_t: Vec<f64>,
+    snap_busy: Vec<f64>,
+    snap_area: Vec<f64>,
+    pre_busy: Vec<f64>,
+    pre_area: Vec<f64>,
 }
 
 impl<'a> Sim<'a> {
@@ -320,8 +330,10 @@ impl<'a> Sim<'a> {
                     let i = ev.tok.i as usize;
                     self.start[i] = t;
                     if i == self.warmup && self.warmup > 0 {
-                        for s in self.st.iter_mut() {
+                        for (k, s) in self.st.iter_mut().enumerate() {
                             Self::acc(s, t);
+                            self.pre_busy[k] += s.busy;
+                            self.pre_area[k] += s.area;
                             s.busy = 0.0;
                             s.area = 0.0;
                             s.res = 0.0;
@@ -329,6 +341,16 @@ impl<'a> Sim<'a> {
                         }
                         self.stats_start = t;
                     }
+                    while self.next_mark < self.marks.len() && self.marks[self.next_mark] == self.n_arr {
+                        self.snap_t.push(t);
+                        for (k, s) in self.st.iter_mut().enumerate() {
+                            Self::acc(s, t);
+                            self.snap_busy.push(self.pre_busy[k] + s.busy);
+                            self.snap_area.push(self.pre_area[k] + s.area);
+                        }
+                        self.next_mark += 1;
+                    }
+                    self.n_arr += 1;
                     if !self.closed && i + 1 < self.n_req {
                         let tok = Token { v: 0, b: 0, st: 0, i: (i + 1) as u32, t_arr: 0.0 };
                         self.push(self.arrivals[i + 1], ARR, tok);
@@ -405,11 +427,15 @@ type Out<'py> = (
     u64,
     f64,
     f64,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
 );
 
 /// simulate(kind, servers, step_ptr, branch_ptr, quorum, visit_ptr, station, demand,
-/// arrivals, clients, think, warmup) -> (start, finish, busy, area, completions,
-/// residence, events, sim_time, stats_start). `clients <= 0` means open loop.
+/// arrivals, clients, think, warmup, marks) -> (start, finish, busy, area, completions,
+/// residence, events, sim_time, stats_start, snap_t, snap_busy, snap_area). `clients <= 0`
+/// means open loop; snap_busy/snap_area are [len(snap_t), n_stations], row-major.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -426,6 +452,7 @@ fn simulate<'py>(
     clients: i64,
     think: PyReadonlyArray1<'py, f64>,
     warmup: i64,
+    marks: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<Out<'py>> {
     let kind = slice(&kind, "kind")?;
     let servers = slice(&servers, "servers")?;
@@ -437,6 +464,10 @@ fn simulate<'py>(
     let demand = slice(&demand, "demand")?;
     let arrivals = slice(&arrivals, "arrivals")?;
     let think = slice(&think, "think")?;
+    let marks = slice(&marks, "marks")?;
+    if marks.windows(2).any(|w| w[1] <= w[0]) || marks.iter().any(|&m| m < 0) {
+        return Err(PyValueError::new_err("marks must be increasing and >= 0"));
+    }
 
     // Bounds the loop relies on (the Python wrapper checks the rest, with better messages).
     let n_st = kind.len();
@@ -494,6 +525,14 @@ fn simulate<'py>(
         events: 0,
         now: 0.0,
         stats_start: 0.0,
+        marks,
+        next_mark: 0,
+        n_arr: 0,
+        snap_t: Vec::with_capacity(marks.len()),
+        snap_busy: Vec::with_capacity(marks.len() * n_st),
+        snap_area: Vec::with_capacity(marks.len() * n_st),
+        pre_busy: vec![0.0; n_st],
+        pre_area: vec![0.0; n_st],
     };
     py.detach(|| sim.run());
     if !sim.held.is_empty() || sim.queues.iter().zip(&sim.st).any(|(q, s)| s.kind == K_HOLD && !q.is_empty()) {
@@ -507,7 +546,18 @@ fn simulate<'py>(
     let area: Vec<f64> = sim.st.iter().map(|s| s.area).collect();
     let comp: Vec<i64> = sim.st.iter().map(|s| s.comp).collect();
     let res: Vec<f64> = sim.st.iter().map(|s| s.res).collect();
+    if !sim.marks.is_empty() {
+        // A last snapshot at the end of the run closes the last interval.
+        let now = sim.now;
+        sim.snap_t.push(now);
+        for (k, s) in sim.st.iter_mut().enumerate() {
+            Sim::acc(s, now);
+            sim.snap_busy.push(sim.pre_busy[k] + s.busy);
+            sim.snap_area.push(sim.pre_area[k] + s.area);
+        }
+    }
     let (events, now, stats_start) = (sim.events, sim.now, sim.stats_start);
+    let (snap_t, snap_busy, snap_area) = (sim.snap_t, sim.snap_busy, sim.snap_area);
     Ok((
         sim.start.into_pyarray(py),
         sim.finish.into_pyarray(py),
@@ -518,6 +568,9 @@ fn simulate<'py>(
         events,
         now,
         stats_start,
+        snap_t.into_pyarray(py),
+        snap_busy.into_pyarray(py),
+        snap_area.into_pyarray(py),
     ))
 }
 

@@ -66,6 +66,8 @@ def cases(draw):
     else:
         kw = dict(clients=draw(st.integers(1, 4)), think=think)
     kw["warmup"] = draw(st.integers(0, n_req - 1))
+    kw["marks"] = np.array(sorted(draw(st.sets(st.integers(0, n_req - 1), max_size=4))),
+                           dtype=np.int64)
     return stations, routes, kw
 
 
@@ -78,6 +80,14 @@ def test_rust_and_python_backends_identical(case):
     for f in ("start", "finish", "busy", "area", "completions", "residence"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
     assert (a.events, a.sim_time, a.stats_start) == (b.events, b.sim_time, b.stats_start)
+    for f in ("snap_t", "snap_busy", "snap_area"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    if kw["marks"].size:  # one row per mark, then one at the end of the run
+        assert a.snap_busy.shape == (kw["marks"].size + 1, len(stations))
+        assert a.snap_t[-1] == a.sim_time and np.all(np.diff(a.snap_t) >= 0)
+        assert np.all(np.diff(a.snap_busy, axis=0) >= -1e-12)
+        if kw["warmup"] == 0:  # nothing reset: the last row is the engine's totals
+            np.testing.assert_allclose(a.snap_busy[-1], a.busy, rtol=1e-12, atol=1e-12)
     assert np.all(a.finish >= a.start)
     assert a.completions.sum() == (len(routes.station) if kw["warmup"] == 0 else a.completions.sum())
     if kw["warmup"] == 0:

@@ -115,3 +115,28 @@ def test_simulator_runner(tmp_path):
     assert bad.status == "failed" and "disks" in bad.stderr
     fast = SimulatorRunner(SMALL, analytic=True, clients=8)
     assert fast.run({}, tmp_path).metrics["ops_s"] > 0
+
+
+def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path):
+    png = tmp_path / "ts.png"
+    r = storlab("simulate", SMALL, "--requests", 8000, "--set", "object_size=64KiB",
+                "--plot", png)
+    assert r.returncode == 0, r.stderr
+    head = " ".join(r.stdout.split())
+    # The issue: "says 50,000 requests where the table counts 47,500 (warm-up not mentioned)".
+    assert "simulated 8,000 requests; measured the" in head
+    assert "warm-up, the first" in head and "drain" in head and "batch-means" in head
+    assert png.stat().st_size > 10_000
+    d = json.loads(storlab("simulate", SMALL, "--requests", 8000, "--json").stdout)
+    w = d["window"]
+    assert w["requests"] == next(o["count"] for o in d["ops"] if o["op"] == "ALL")
+    assert w["warmup_requests"] >= 400 and w["drain_s"] > 0 and w["to_s"] > w["from_s"]
+    assert {"ops_s_ci95", "lat_mean_ci95_ms"} <= set(d["ops"][0])
+    phases = [row["phase"] for row in d["timeseries"]]
+    assert phases[0] == "warmup" and phases[-1] == "drain" and "steady" in phases
+
+
+def test_plot_with_analytic_alone_is_refused(tmp_path):
+    r = storlab("simulate", SMALL, "--analytic", "--plot", tmp_path / "x.png")
+    assert r.returncode == 2 and "--plot with --analytic" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -59,8 +59,10 @@ def simulate_cmd(
                                  "or dask://host:port."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Parallel sweep workers.",
                                           callback=at_least("--workers", 1)),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the sweep (or calibration) "
-                                        "plot to this file.", callback=output_file("--plot")),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot to this file: a "
+                                        "run's time series (throughput, latency, utilisation "
+                                        "per interval), the sweep or the calibration.",
+                                        callback=output_file("--plot")),
     calibrate: Optional[Path] = typer.Option(None, "--calibrate", help="Fit CPU costs and disk "
                                              "parameters to a CSV of measured throughputs.",
                                              callback=input_file("--calibrate")),
@@ -107,6 +109,9 @@ def simulate_cmd(
         if plot is not None:
             _save_fig(res.plot(), plot)
         return
+    if plot is not None and analytic:
+        raise SimError("--plot with --analytic: a single analytic solution has no time series "
+                       "to plot (simulate, or add --sweep)")
     model = build_model(parse_cluster(raw, src))
     if analytic:
         from ..sim.analytic import analyse
@@ -119,18 +124,40 @@ def simulate_cmd(
     data = rep.to_dict()
     if _write_table(rep.ops, data, output, as_json):
         _print_report(rep, src, analytic)
+    if plot is not None:
+        _save_fig(rep.plot(), plot)
+
+
+def _ops_display(ops: pd.DataFrame) -> pd.DataFrame:
+    """The per-op table with each confidence half-width beside its value."""
+    out = ops.copy()
+    for value, ci in (("ops_s", "ops_s_ci95"), ("lat_mean_ms", "lat_mean_ci95_ms")):
+        if ci in out:
+            out.insert(out.columns.get_loc(value) + 1, f"±{value}",
+                       out.pop(ci))
+    return out
 
 
 def _print_report(rep: Any, src: str, analytic: bool) -> None:
-    how = f"analytic ({rep.method})" if analytic else f"simulated, {rep.requests:,} requests"
-    console.print(frame_table(rep.ops, title=f"{rep.name}: {src} — {rep.loop} loop, {how}"))
+    if analytic:
+        how = f"analytic ({rep.method})"
+    else:
+        w = rep.window
+        how = (f"simulated {rep.requests:,} requests; measured the {w['requests']:,} that "
+               f"finished in the steady window {w['from_s']:.2f}-{w['to_s']:.2f} s (left out: "
+               f"warm-up, the first {w['warmup_requests']:,} requests; drain, "
+               f"{w['drain_s']:.2f} s after the last arrival); ± = 95 % batch-means interval "
+               f"({w['batches']} batches)")
+    console.print(frame_table(_ops_display(rep.ops),
+                              title=f"{rep.name}: {src} — {rep.loop} loop, {how}"))
     console.print(frame_table(rep.util, title="utilisation by resource", floatfmt="{:.3f}"))
     b = rep.bottleneck
     console.print(f"bottleneck: [bold]{b['resource']}[/bold] ({b['station']}, "
                   f"utilisation {b['utilisation']:.1%})")
     if not analytic:
         console.print(f"Little's law check: |L - XW|/L = {rep.littles_law_error:.2e} (system), "
-                      f"{rep.station_littles_error:.2e} (worst station); {rep.events:,} events "
+                      f"{rep.station_littles_error:.2e} (worst station), "
+                      f"{rep.littles_law_system:.2e} (requests in the window); {rep.events:,} events "
                       f"in {rep.wall:.2f} s engine + {rep.build_wall:.2f} s route building")
     for note in rep.notes:
         console.print(f"[yellow]note:[/yellow] {note}")

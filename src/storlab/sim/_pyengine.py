@@ -58,6 +58,7 @@ def simulate_core(
     clients: int,
     think: np.ndarray,
     warmup: int,
+    marks: np.ndarray | None = None,
 ):
     """Run the validated, dtype-converted inputs; returns the tuple the Rust core returns."""
     # Plain Python lists: much faster to index than numpy scalars in a Python loop.
@@ -94,6 +95,17 @@ def simulate_core(
     now = 0.0
     stats_start = 0.0
     next_issue = 0
+    # Snapshots at the m-th arrival for each m in `marks` (sorted; counted in arrival order,
+    # which think times can make differ from request order): time, and every station's busy
+    # and area integrals since t = 0 (the warm-up reset does not clear them).
+    marks_l = [] if marks is None else [int(x) for x in marks]
+    next_mark = 0
+    n_arr = 0
+    snap_t: list[float] = []
+    snap_busy: list[list[float]] = []
+    snap_area: list[list[float]] = []
+    pre_busy = [0.0] * n_st
+    pre_area = [0.0] * n_st
 
     def push(t: float, k: int, a, b) -> None:
         nonlocal seq
@@ -221,9 +233,19 @@ def simulate_core(
             if i == warmup and warmup > 0:
                 for s in range(n_st):
                     acc(s, t)
+                    pre_busy[s] += busy[s]
+                    pre_area[s] += area[s]
                     busy[s] = area[s] = res[s] = 0.0
                     comp[s] = 0
                 stats_start = t
+            while next_mark < len(marks_l) and marks_l[next_mark] == n_arr:
+                for s in range(n_st):
+                    acc(s, t)
+                snap_t.append(t)
+                snap_busy.append([pre_busy[s] + busy[s] for s in range(n_st)])
+                snap_area.append([pre_area[s] + area[s] for s in range(n_st)])
+                next_mark += 1
+            n_arr += 1
             if clients <= 0 and i + 1 < n_req:
                 push(arrivals_l[i + 1], ARR, i + 1, None)
             st = step_ptr_l[i]
@@ -265,6 +287,12 @@ def simulate_core(
 
     if held or any(queue[s] for s in range(n_st) if kind_l[s] == HOLD):
         raise ValueError(_DEADLOCK)
+    if marks_l:  # a last snapshot at the end of the run closes the last interval
+        for s in range(n_st):
+            acc(s, now)
+        snap_t.append(now)
+        snap_busy.append([pre_busy[s] + busy[s] for s in range(n_st)])
+        snap_area.append([pre_area[s] + area[s] for s in range(n_st)])
     return (
         np.array(start, dtype=np.float64),
         np.array(finish, dtype=np.float64),
@@ -275,4 +303,7 @@ def simulate_core(
         events,
         now,
         stats_start,
+        np.array(snap_t, dtype=np.float64),
+        np.array(snap_busy, dtype=np.float64).reshape(len(snap_t), n_st),
+        np.array(snap_area, dtype=np.float64).reshape(len(snap_t), n_st),
     )

@@ -28,6 +28,7 @@ on a disk).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -771,48 +772,91 @@ def _route_templates(model: ClusterModel, req: Requests) -> dict[int, tuple[np.n
     return out
 
 
-def build_routes(model: ClusterModel, req: Requests) -> Routes:
-    """Flatten every op's dense template into the engine's CSR routes, in request order."""
+#: Requests per chunk of route building: bounds the dense temporaries (requests x slots)
+#: whatever the run's length, so memory grows only with the routes themselves.
+ROUTE_CHUNK = 1 << 17
+
+
+def _req_slice(req: Requests, a: int, b: int) -> Requests:
+    """Requests a:b (every per-request array sliced, whatever fields Requests carries)."""
+    n = len(req)
+    kw = {f.name: (v[a:b] if isinstance(v := getattr(req, f.name), np.ndarray)
+                   and v.ndim >= 1 and v.shape[0] == n else v)
+          for f in dataclasses.fields(req)}
+    return Requests(**kw)
+
+
+def _routes_chunk(model: ClusterModel, req: Requests
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                             np.ndarray, np.ndarray]:
+    """One chunk's routes, linear in its requests: every op's dense template is written into
+    [requests, slots] arrays padded to the widest op, and row-major boolean selection
+    flattens them in request order. Returns steps per request, branches per step, quorum
+    per step, visits per branch, station, demand (and the ops)."""
     n = len(req)
     temps = _route_templates(model, req)
+    shapes = {code: (len(t.step_quorum), len(t.branch_step), len(t.slot_branch))
+              for code, (_, t) in temps.items()}
+    S = max(v[0] for v in shapes.values())
+    B = max(v[1] for v in shapes.values())
+    V = max(v[2] for v in shapes.values())
     n_steps = np.zeros(n, dtype=np.int64)
+    n_br = np.zeros(n, dtype=np.int64)
+    bps = np.zeros((n, S), dtype=np.int64)
+    quo = np.zeros((n, S), dtype=np.int32)
+    vpb = np.zeros((n, B), dtype=np.int64)
+    st = np.zeros((n, V), dtype=np.int32)
+    dem = np.zeros((n, V), dtype=np.float64)
+    on = np.zeros((n, V), dtype=bool)
     for code, (idx, t) in temps.items():
-        n_steps[idx] = len(t.step_quorum)
-    step_ptr = np.concatenate(([0], np.cumsum(n_steps)))
-    total_steps = int(step_ptr[-1])
-    branches_per_step = np.zeros(total_steps, dtype=np.int64)
-    quorum = np.zeros(total_steps, dtype=np.int32)
-    for code, (idx, t) in temps.items():
-        bps = np.bincount(np.asarray(t.branch_step), minlength=len(t.step_quorum))
-        sid = step_ptr[idx][:, None] + np.arange(len(t.step_quorum))
-        branches_per_step[sid] = bps
-        quorum[sid] = np.asarray(t.step_quorum, dtype=np.int32)
-    branch_ptr = np.concatenate(([0], np.cumsum(branches_per_step)))
-    total_branches = int(branch_ptr[-1])
-    visits_per_branch = np.zeros(total_branches, dtype=np.int64)
-    dense: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-    for code, (idx, t) in temps.items():
-        on = np.stack(t.cols_on, axis=1)
+        s_, b_, v_ = shapes[code]
+        n_steps[idx] = s_
+        n_br[idx] = b_
+        bps[idx, :s_] = np.bincount(np.asarray(t.branch_step), minlength=s_)
+        quo[idx, :s_] = np.asarray(t.step_quorum, dtype=np.int32)
+        o = np.stack(t.cols_on, axis=1)
         slot_branch = np.asarray(t.slot_branch)
         starts = np.flatnonzero(np.r_[True, slot_branch[1:] != slot_branch[:-1]])
-        counts = np.add.reduceat(on.astype(np.int64), starts, axis=1)
+        counts = np.add.reduceat(o.astype(np.int64), starts, axis=1)
         if np.any(counts == 0):
             raise AssertionError("a route branch has no visit")
-        first_branch = branch_ptr[step_ptr[idx]]
-        visits_per_branch[first_branch[:, None] + np.arange(counts.shape[1])] = counts
-        dense[code] = (idx, on, np.stack(t.cols_st, axis=1), np.stack(t.cols_dem, axis=1))
-    visit_ptr = np.concatenate(([0], np.cumsum(visits_per_branch)))
-    total_visits = int(visit_ptr[-1])
-    station = np.empty(total_visits, dtype=np.int32)
-    demand = np.empty(total_visits, dtype=np.float64)
-    for code, (idx, on, st, dem) in dense.items():
-        first_visit = visit_ptr[branch_ptr[step_ptr[idx]]]
-        # A request's visits are contiguous and in slot order, so position = first + rank.
-        pos = first_visit[:, None] + np.cumsum(on, axis=1) - 1
-        station[pos[on]] = st[on]
-        demand[pos[on]] = dem[on]
+        vpb[idx, :b_] = counts
+        on[idx, :v_] = o
+        st[idx, :v_] = np.stack(t.cols_st, axis=1)
+        dem[idx, :v_] = np.stack(t.cols_dem, axis=1)
+    step_on = np.arange(S) < n_steps[:, None]
+    br_on = np.arange(B) < n_br[:, None]
+    return n_steps, bps[step_on], quo[step_on], vpb[br_on], st[on], dem[on], req.op
+
+
+def build_routes(model: ClusterModel, req: Requests, chunk: int = ROUTE_CHUNK) -> Routes:
+    """Every request's route, flattened into the engine's CSR arrays in request order; built
+    in chunks of `chunk` requests (time and memory linear in the requests)."""
+    n = len(req)
+    parts = [_routes_chunk(model, _req_slice(req, a, min(a + chunk, n)))
+             for a in range(0, n, chunk)]
+
+    def ptr(k: int) -> np.ndarray:
+        out = np.empty(sum(p[k].size for p in parts) + 1, dtype=np.int64)
+        out[0] = 0
+        np.cumsum(np.concatenate([p[k] for p in parts]), out=out[1:])
+        return out
+
+    step_ptr, branch_ptr, visit_ptr = ptr(0), ptr(1), ptr(3)
+    quorum = np.concatenate([p[2] for p in parts])
+    op = np.concatenate([p[6] for p in parts]).astype(np.int8)
+    # The big arrays last, freeing each chunk once copied.
+    station = np.empty(int(visit_ptr[-1]), dtype=np.int32)
+    demand = np.empty(int(visit_ptr[-1]), dtype=np.float64)
+    at = 0
+    for k in range(len(parts)):
+        s_, d_ = parts[k][4], parts[k][5]
+        station[at:at + s_.size] = s_
+        demand[at:at + d_.size] = d_
+        at += s_.size
+        parts[k] = ()  # type: ignore[call-overload]
     return Routes(step_ptr=step_ptr, branch_ptr=branch_ptr, quorum=quorum, visit_ptr=visit_ptr,
-                  station=station, demand=demand, op=req.op.astype(np.int8))
+                  station=station, demand=demand, op=op)
 
 
 # ---------------------------------------------------------------------------------------
@@ -823,10 +867,15 @@ POOL_CLASSES = ("object_workers",)
 
 
 def pick_bottleneck(util: Any) -> dict[str, Any]:
-    """The busiest hardware resource of a utilisation table (pools are not candidates: a
-    worker pool is busy whenever the disks it waits on are)."""
-    hw = util[~util["resource"].isin(POOL_CLASSES)]
-    top = (hw if len(hw) else util).iloc[0]
+    """The busiest resource of a utilisation table. A worker pool counts: when its workers are
+    all taken while the disks behind them are not, the pool is what binds (too few workers).
+    When hardware is within 10 points of the busiest pool, the hardware is named: the pool is
+    then busy mostly because it waits on that nearly saturated hardware."""
+    top = util.sort_values("max", ascending=False, kind="stable").iloc[0]
+    if top["resource"] in POOL_CLASSES:
+        hw = util[~util["resource"].isin(POOL_CLASSES)]
+        if len(hw) and float(hw["max"].max()) >= float(top["max"]) - 0.10:
+            top = hw.sort_values("max", ascending=False, kind="stable").iloc[0]
     return {"resource": top["resource"], "station": top["busiest"],
             "utilisation": float(top["max"])}
 
@@ -848,22 +897,30 @@ def flat_metrics(ops: Any, util: Any, bottleneck: dict[str, Any],
 
 @dataclass
 class SimReport:
-    """One simulated run: per-op throughput and latency, per-resource utilisation, the
-    bottleneck, Little's-law check, and the cost of simulating it."""
+    """One simulated run: per-op throughput and latency over the steady-state window (with
+    batch-means 95 % confidence intervals), per-resource utilisation over the same window,
+    the bottleneck, Little's-law checks, a time series, and the cost of simulating it."""
 
     name: str
     loop: str                      # "closed" | "open"
-    requests: int
-    ops: Any                       # DataFrame: op, count, ops_s, mb_s, lat_* (ms)
+    requests: int                  # simulated, warm-up and drain included
+    ops: Any                       # DataFrame: op, count, ops_s, mb_s, lat_* (ms), *_ci95
     util: Any                      # DataFrame: resource, stations, mean, max, busiest
     bottleneck: dict[str, Any]
-    littles_law_error: float       # |L - X R| / L over all stations together
+    littles_law_error: float       # engine bookkeeping: |L - X R| / L over all stations
     station_littles_error: float   # worst station with >= 1000 visits
     events: int
     sim_time: float
     wall: float                    # engine seconds
     build_wall: float              # route building seconds
     notes: list[str] = field(default_factory=list)
+    #: The measured window: from/to (s), seconds, requests counted, warm-up requests and
+    #: drain seconds left out, batches used for the confidence intervals.
+    window: dict[str, Any] = field(default_factory=dict)
+    #: |L - X R| / L of the requests in the window (L: mean number in the system; closed
+    #: loop without think time, L is the number of clients).
+    littles_law_system: float = float("nan")
+    timeseries: Any = None         # DataFrame: per interval t_from, t_to, phase, ops_s, ...
 
     def table(self):
         return self.ops
@@ -876,11 +933,50 @@ class SimReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "loop": self.loop, "requests": self.requests,
-                "ops": self.ops, "utilisation": self.util, "bottleneck": self.bottleneck,
+                "window": self.window, "ops": self.ops, "utilisation": self.util,
+                "bottleneck": self.bottleneck, "littles_law_system": self.littles_law_system,
                 "littles_law_error": self.littles_law_error,
                 "station_littles_error": self.station_littles_error,
                 "events": self.events, "sim_time_s": self.sim_time, "engine_wall_s": self.wall,
-                "build_wall_s": self.build_wall, "notes": self.notes}
+                "build_wall_s": self.build_wall, "notes": self.notes,
+                "timeseries": self.timeseries}
+
+    def plot(self):
+        """Throughput, mean latency and the busiest station of each resource class per
+        interval; the warm-up and drain left out of the figures are shaded."""
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        ts = self.timeseries
+        mid = (ts["t_from"] + ts["t_to"]) / 2
+        fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+        axes[0].plot(mid, ts["ops_s"], marker="o", ms=3, color="C0")
+        axes[0].axhline(float(self.ops["ops_s"].iloc[0]), color="C0", ls="--", lw=1,
+                        label="steady-state mean")
+        axes[0].set_ylabel("throughput (requests/s)")
+        axes[1].plot(mid, ts["lat_mean_ms"], marker="o", ms=3, color="C1")
+        axes[1].axhline(float(self.ops["lat_mean_ms"].iloc[0]), color="C1", ls="--", lw=1,
+                        label="steady-state mean")
+        axes[1].set_ylabel("mean latency (ms)")
+        for k, col in enumerate(c for c in ts.columns if c.startswith("util_")):
+            axes[2].plot(mid, ts[col] * 100, marker="o", ms=3, color=f"C{k + 2}",
+                         label=col.removeprefix("util_").replace("_", " "))
+        axes[2].set_ylabel("busiest station (% busy)")
+        axes[2].set_ylim(0, 105)
+        axes[2].set_xlabel("simulated time (s)")
+        axes[2].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        w = self.window
+        for ax in axes:
+            ax.grid(alpha=0.3)
+            ax.axvspan(float(ts["t_from"].iloc[0]), w["from_s"], color="0.85", lw=0)
+            ax.axvspan(w["to_s"], float(ts["t_to"].iloc[-1]), color="0.85", lw=0)
+        axes[0].legend(fontsize=8, loc="lower right")
+        axes[0].set_title(f"{self.name}: {self.loop} loop, {self.requests:,} requests; "
+                          "shaded: warm-up and drain (not measured)", fontsize=10)
+        fig.tight_layout()
+        return fig
 
 
 def _n_requests(model: ClusterModel) -> int:
@@ -894,6 +990,37 @@ def _n_requests(model: ClusterModel) -> int:
     from .analytic import analyse
     x = analyse(model).throughput
     return max(2 * int(wl.clients or 1), int(math.ceil(x * wl.duration)))
+
+
+#: Intervals the engine snapshots a run into (its time series), and batches of the
+#: steady-state window for the batch-means confidence intervals.
+INTERVALS = 100
+BATCHES = 20
+
+
+def window_marks(n: int, intervals: int = INTERVALS) -> np.ndarray:
+    """Arrival counts at which the engine snapshots its stations: `intervals` equal shares
+    of the arrivals, the last one at the last arrival (where the drain begins)."""
+    k = max(1, min(intervals, n - 1))
+    return np.unique(np.round(np.linspace(0, max(n - 1, 0), k + 1)).astype(np.int64))
+
+
+def mser(x: np.ndarray) -> int:
+    """MSER truncation point of a series of interval means (White 1997): the d that
+    minimises the squared standard error of the mean of x[d:], searched in the first half."""
+    x = np.asarray(x, dtype=float)
+    if not np.any(np.isfinite(x)):
+        return 0
+    x = np.where(np.isfinite(x), x, np.nanmean(x))  # an interval with no finish: its mean
+    k = x.size
+    if k < 4:
+        return 0
+    tail = x[::-1]
+    cnt = np.arange(1, k + 1)
+    mean = np.cumsum(tail) / cnt
+    var = np.cumsum(tail**2) / cnt - mean**2
+    stat = (var / cnt)[::-1]  # stat[d]: over x[d:], k - d values
+    return int(np.argmin(stat[: k // 2 + 1]))
 
 
 def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | None = None
@@ -914,7 +1041,7 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     build_wall = _time.perf_counter() - t0
     warm = min(int(wl.warmup * n), n - 1)
     notes: list[str] = []
-    kwargs: dict[str, Any] = {"warmup": warm}
+    kwargs: dict[str, Any] = {"warmup": warm, "marks": window_marks(n)}
     if wl.rate is not None:
         kwargs["arrivals"] = req.arrivals
     else:
@@ -932,14 +1059,64 @@ def run_cluster(spec: ClusterSpec, **kw: Any) -> SimReport:
     return run_model(build_model(spec), **kw)
 
 
+def _t95(dof: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, dof)) if dof >= 1 else float("nan")
+
+
 def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 0.0,
               notes: list[str] | None = None) -> SimReport:
+    """Statistics over the steady-state window: from the warm-up's last arrival to the run's
+    last arrival (after it, the population drains: in closed loop fewer clients remain).
+    Throughput counts the requests that finish inside the window; latencies are theirs;
+    utilisations come from the engine's snapshots at the window's edges. Without snapshots
+    (`marks` not given to the engine) the window runs from the warm-up to the last finish."""
     import pandas as pd
 
-    m = np.zeros(len(req), dtype=bool)
-    m[res.warmup:] = True
     lat = res.finish - res.start
-    span = float(res.finish[m].max()) - res.stats_start
+    closed = req.arrivals is None
+    # The engine adds a last snapshot at the end of the run to the marked ones.
+    snap_t = np.asarray(getattr(res, "snap_t", np.zeros(0)))[:-1]
+    warm_rule = f"the first {res.warmup:,} requests (workload.warmup)"
+    if snap_t.size >= 2:
+        marks = window_marks(len(req))
+        marks = marks if marks.size == snap_t.size else np.linspace(0, len(req) - 1,
+                                                                    snap_t.size)
+        # The window opens after the configured warm-up share, later when MSER finds the
+        # interval series of throughput or latency still drifting (a slow transient).
+        x, r = _interval_means(res, lat, snap_t)
+        d_cfg = int(np.searchsorted(marks, res.warmup))
+        d_mser = max(mser(x), mser(r))
+        first = min(max(d_cfg, d_mser), snap_t.size - 2)
+        if d_mser > d_cfg:
+            warm_rule = (f"the first {int(marks[first]):,} requests (MSER: throughput or "
+                         f"latency still drifting after workload.warmup's {res.warmup:,})")
+        else:
+            warm_rule = f"the first {int(marks[first]):,} requests (workload.warmup)"
+        warm_req = int(marks[first])
+        edges = snap_t[first:]
+        t0, t1 = float(edges[0]), float(edges[-1])
+        # Batches: consecutive intervals grouped into at most BATCHES.
+        groups = np.array_split(np.arange(edges.size - 1), min(BATCHES, edges.size - 1))
+        bedges = np.array([edges[g[0]] for g in groups] + [edges[-1]])
+    else:
+        t0 = res.stats_start
+        t1 = float(res.finish[res.warmup:].max())
+        bedges = np.array([t0, t1])
+        first = None
+        warm_req = int(res.warmup)
+    if t1 <= t0:  # a degenerate run (all arrivals at once): count every finish after t0
+        t1 = float(res.finish.max())
+        bedges = np.array([t0, t1])
+    m = (res.finish >= t0) & (res.finish < t1) if first is not None else (
+        np.arange(len(req)) >= res.warmup)
+    span = t1 - t0
+    # Batch means: per batch, the throughput and the mean latency of the requests that
+    # finish in it; the spread of the batch means gives the confidence interval.
+    batch = np.clip(np.searchsorted(bedges, res.finish, side="right") - 1, 0, None)
+    nb = bedges.size - 1
+    blen = np.diff(bedges)
     rows = []
     for code, name in [(None, "ALL"), *enumerate(OPS)]:
         sel = m if code is None else m & (req.op == code)
@@ -947,17 +1124,32 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
         if k == 0:
             continue
         la = lat[sel] * 1e3
-        rows.append({"op": name, "count": k, "ops_s": k / span,
-                     "mb_s": float(req.size[sel].sum()) / span / 1e6 if code != DELETE else 0.0,
-                     "lat_mean_ms": float(la.mean()),
-                     "lat_p50_ms": float(np.percentile(la, 50)),
-                     "lat_p95_ms": float(np.percentile(la, 95)),
-                     "lat_p99_ms": float(np.percentile(la, 99))})
+        row = {"op": name, "count": k, "ops_s": k / span,
+               "mb_s": float(req.size[sel].sum()) / span / 1e6 if code != DELETE else 0.0,
+               "lat_mean_ms": float(la.mean()),
+               "lat_p50_ms": float(np.percentile(la, 50)),
+               "lat_p95_ms": float(np.percentile(la, 95)),
+               "lat_p99_ms": float(np.percentile(la, 99))}
+        if nb >= 2:
+            bi = batch[sel]
+            cnt = np.bincount(bi, minlength=nb)[:nb]
+            xb = cnt / blen
+            lb = np.bincount(bi, weights=la, minlength=nb)[:nb]
+            ok = cnt > 0
+            rb = lb[ok] / cnt[ok]
+            row["ops_s_ci95"] = _t95(nb - 1) * float(np.std(xb, ddof=1)) / math.sqrt(nb)
+            row["lat_mean_ci95_ms"] = (_t95(rb.size - 1) * float(np.std(rb, ddof=1))
+                                       / math.sqrt(rb.size) if rb.size >= 2 else float("nan"))
+        rows.append(row)
     if code_all := [r for r in rows if r["op"] == "ALL"]:
         code_all[0]["mb_s"] = sum(r["mb_s"] for r in rows if r["op"] != "ALL")
     ops = pd.DataFrame(rows)
-    u = res.utilisation()
-    names = model.stations.names or [str(i) for i in range(u.size)]
+    names = model.stations.names or [str(i) for i in range(len(model.stations))]
+    servers = np.asarray(res.servers, dtype=float)
+    if first is not None:
+        u = (res.snap_busy[-2] - res.snap_busy[first]) / (servers * span)
+    else:
+        u = res.utilisation()
     urows = []
     for cls in model.classes():
         idx = np.flatnonzero(model.station_class == cls)
@@ -983,8 +1175,65 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
         st_err = float(np.max(np.abs(Ls - res.residence[busy_st]) / np.maximum(Ls, 1e-300)))
     else:
         st_err = 0.0
-    return SimReport(name=model.spec.name, loop="open" if req.arrivals is not None else "closed",
+    # The system's Little's law over the window: L (time-average requests in the system,
+    # from each request's overlap with the window) against X x R of the counted requests.
+    overlap = np.clip(np.minimum(res.finish, t1) - np.maximum(res.start, t0), 0.0, None)
+    L = float(overlap.sum()) / span
+    X = float(m.sum()) / span
+    R = float(lat[m].mean()) if m.any() else 0.0
+    ll_sys = abs(L - X * R) / L if L > 0 else float("nan")
+    if ll_sys > 0.02:
+        notes.append(f"Little's law over the window is off by {ll_sys:.1%}: latency drifts "
+                     "slowly against the window's length; simulate more requests")
+    window = {"from_s": t0, "to_s": t1, "seconds": span, "requests": int(m.sum()),
+              "warmup_requests": warm_req, "warmup_rule": warm_rule,
+              "drain_s": float(res.sim_time) - t1, "batches": int(nb),
+              "rule": "requests finishing between the warm-up's last arrival and the run's "
+                      "last arrival (after it the population drains)"}
+    ts = _timeseries(model, req, res, lat, t0, t1) if first is not None else None
+    return SimReport(name=model.spec.name, loop="closed" if closed else "open",
                      requests=len(req), ops=ops, util=util, bottleneck=bottleneck,
                      littles_law_error=ll, station_littles_error=st_err, events=res.events,
                      sim_time=res.sim_time, wall=res.wall, build_wall=build_wall,
-                     notes=notes)
+                     notes=notes, window=window, littles_law_system=ll_sys, timeseries=ts)
+
+
+def _interval_means(res: Any, lat: np.ndarray, edges: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Throughput and mean latency of the requests finishing in each interval."""
+    nb = edges.size - 1
+    b = np.searchsorted(edges, res.finish, side="right") - 1
+    ok = (b >= 0) & (b < nb)
+    cnt = np.bincount(b[ok], minlength=nb)[:nb]
+    ls = np.bincount(b[ok], weights=lat[ok], minlength=nb)[:nb]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return cnt / np.diff(edges), np.where(cnt > 0, ls / np.maximum(cnt, 1), np.nan)
+
+
+def _timeseries(model: ClusterModel, req: Requests, res: Any, lat: np.ndarray, t0: float,
+                t1: float) -> Any:
+    """Per interval between snapshots (then the drain, to the last event): throughput and
+    mean latency of the requests finishing in it, and each resource class's busiest
+    station's utilisation."""
+    import pandas as pd
+
+    edges, busy = res.snap_t, res.snap_busy
+    keep = np.flatnonzero(np.diff(edges) > 0)
+    nb = edges.size - 1
+    b = np.searchsorted(edges, res.finish, side="right") - 1
+    b = np.where(res.finish == edges[-1], nb - 1, b)
+    ok = (b >= 0) & (b < nb)
+    cnt = np.bincount(b[ok], minlength=nb)[:nb]
+    ls = np.bincount(b[ok], weights=lat[ok], minlength=nb)[:nb]
+    dt = np.diff(edges)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = {"t_from": edges[:-1], "t_to": edges[1:],
+               "phase": np.where(edges[1:] <= t0 + 1e-12, "warmup",
+                                 np.where(edges[:-1] >= t1 - 1e-12, "drain", "steady")),
+               "ops_s": cnt / dt, "lat_mean_ms": np.where(cnt > 0, ls / np.maximum(cnt, 1), np.nan)
+               * 1e3}
+        servers = np.asarray(res.servers, dtype=float)
+        ub = np.diff(busy, axis=0) / (servers[None, :] * dt[:, None])
+        for cls in model.classes():
+            out[f"util_{cls}"] = ub[:, model.station_class == cls].max(axis=1)
+    return pd.DataFrame(out).iloc[keep].reset_index(drop=True)

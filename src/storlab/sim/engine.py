@@ -110,6 +110,13 @@ class SimResult:
     warmup: int = 0
     stats_start: float = 0.0
     names: list[str] | None = field(default=None, repr=False)
+    #: Snapshots asked with ``marks=``: the time of each marked arrival and every station's
+    #: busy and area integrals from t = 0 up to it ([marks, stations]); differences of two
+    #: rows give any interval's statistics, unaffected by the warm-up reset. A last row is
+    #: added at the end of the run (``sim_time``).
+    snap_t: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    snap_busy: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    snap_area: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
 
     def _mask(self, op: int | None) -> np.ndarray:
         m = np.zeros(len(self.start), dtype=bool)
@@ -197,6 +204,7 @@ def _prepare(
     clients: int | None,
     think: np.ndarray | float,
     warmup: int,
+    marks: np.ndarray | None = None,
 ) -> dict:
     """Validate inputs (vectorised) and convert them to the dtypes both backends use."""
     kind = np.ascontiguousarray(stations.kind, dtype=np.int8)
@@ -258,6 +266,10 @@ def _prepare(
     warmup = int(warmup)
     if warmup < 0 or (n_req and warmup >= n_req):
         raise ValueError(f"warmup must be in [0, {max(n_req - 1, 0)}]")
+    marks_arr = np.ascontiguousarray(np.zeros(0) if marks is None else marks, dtype=np.int64)
+    if marks_arr.ndim != 1 or np.any(np.diff(marks_arr) <= 0) or (
+            marks_arr.size and (marks_arr[0] < 0 or marks_arr[-1] >= max(n_req, 1))):
+        raise ValueError(f"marks must be increasing arrival counts in [0, {max(n_req - 1, 0)}]")
     return dict(
         kind=kind,
         servers=servers,
@@ -272,6 +284,7 @@ def _prepare(
         think=think_arr,
         warmup=warmup,
         op=op,
+        marks=marks_arr,
     )
 
 
@@ -294,6 +307,7 @@ def simulate(
     clients: int | None = None,
     think: np.ndarray | float = 0.0,
     warmup: int = 0,
+    marks: np.ndarray | None = None,
     backend: str = "rust",
 ) -> SimResult:
     """Run the routes over the stations; see the module docstring for the semantics.
@@ -301,9 +315,11 @@ def simulate(
     Open loop: ``arrivals[i]`` (sorted) is request ``i``'s arrival time. Closed loop:
     ``clients`` clients; client ``j`` issues request ``j`` at ``think[j]``; each
     completion issues the next unissued request ``k`` after ``think[k]`` seconds.
+    ``marks``: arrival counts (0-based, increasing) at which every station's integrals are
+    snapshotted (``SimResult.snap_*``), for steady-state windows and time series.
     """
     t0 = time.perf_counter()
-    p = _prepare(stations, routes, arrivals, clients, think, warmup)
+    p = _prepare(stations, routes, arrivals, clients, think, warmup, marks)
     args = (
         p["kind"],
         p["servers"],
@@ -317,6 +333,7 @@ def simulate(
         p["clients"],
         p["think"],
         p["warmup"],
+        p["marks"],
     )
     if backend == "rust":
         out = _rust_core().simulate(*args)
@@ -326,7 +343,9 @@ def simulate(
         out = simulate_core(*args)
     else:
         raise ValueError(f"backend must be 'rust' or 'python', not {backend!r}")
-    start, finish, busy, area, completions, residence, events, sim_time, stats_start = out
+    (start, finish, busy, area, completions, residence, events, sim_time, stats_start,
+     snap_t, snap_busy, snap_area) = out
+    n_snap, n_st = len(snap_t), len(p["kind"])
     return SimResult(
         start=np.asarray(start),
         finish=np.asarray(finish),
@@ -342,4 +361,7 @@ def simulate(
         warmup=p["warmup"],
         stats_start=float(stats_start),
         names=stations.names,
+        snap_t=np.asarray(snap_t),
+        snap_busy=np.asarray(snap_busy).reshape(n_snap, n_st),
+        snap_area=np.asarray(snap_area).reshape(n_snap, n_st),
     )

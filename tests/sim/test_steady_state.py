@@ -1,0 +1,106 @@
+"""The steady-state window: warm-up and drain left out, batch-means intervals, Little's law
+over the window, the time series, and the bottleneck label."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storlab.sim.cluster import (apply_overrides, build_model, load_raw, mser, parse_cluster,
+                                 pick_bottleneck, run_model)
+
+SMALL = Path(__file__).resolve().parents[2] / "examples" / "sim" / "small.yaml"
+
+
+def run(**ov):
+    return run_model(build_model(parse_cluster(apply_overrides(load_raw(SMALL), ov))))
+
+
+@pytest.mark.parametrize("ov", [{"object_size": "64KiB", "requests": 40_000},
+                                {"requests": 200_000}])  # the shipped 16 KiB/16 MiB mix
+def test_littles_law_closed_loop_512_clients_within_1pct(ov):
+    rep = run(clients=512, **ov)
+    x, r = rep.ops.loc[0, "ops_s"], rep.ops.loc[0, "lat_mean_ms"] / 1e3
+    assert x * r == pytest.approx(512, rel=0.01)  # N = X R (no think time)
+    assert rep.littles_law_system < 0.01
+
+
+def test_drain_and_warmup_are_left_out():
+    """A short run measures what a long one does: the drain (clients leaving at the end)
+    once pulled closed-loop throughput 6 % low at this size."""
+    short = run(clients=512, object_size="64KiB", requests=40_000)
+    long = run(clients=512, object_size="64KiB", requests=160_000)
+    w = short.window
+    assert w["to_s"] < short.sim_time and w["drain_s"] > 0 and w["from_s"] > 0
+    assert w["warmup_requests"] >= 2000 and w["requests"] < 40_000 - 2000
+    assert int(short.ops.loc[0, "count"]) == w["requests"]
+    x_s, x_l = short.ops.loc[0, "ops_s"], long.ops.loc[0, "ops_s"]
+    assert x_s == pytest.approx(x_l, rel=0.02)
+    # The 95 % batch-means interval covers the long run's value and narrows with length.
+    assert abs(x_s - x_l) <= short.ops.loc[0, "ops_s_ci95"]
+    assert 0 < long.ops.loc[0, "ops_s_ci95"] < short.ops.loc[0, "ops_s_ci95"]
+    assert np.all(short.ops["lat_mean_ci95_ms"] > 0)
+    # Everything counted with the drain would read lower.
+    all_x = 40_000 / short.sim_time
+    assert all_x < x_s
+
+
+def test_open_loop_window_reads_the_offered_rate():
+    rep = run(rate=800, requests=30_000, object_size="64KiB")
+    lo = rep.ops.loc[0, "ops_s"] - rep.ops.loc[0, "ops_s_ci95"]
+    hi = rep.ops.loc[0, "ops_s"] + rep.ops.loc[0, "ops_s_ci95"]
+    assert lo <= 800 <= hi
+    assert rep.loop == "open" and rep.littles_law_system < 0.02
+
+
+def test_timeseries_covers_the_run_and_marks_phases():
+    rep = run(clients=128, object_size="64KiB", requests=20_000)
+    ts = rep.timeseries
+    assert list(dict.fromkeys(ts["phase"])) == ["warmup", "steady", "drain"]
+    # Every request finishes in exactly one interval.
+    assert (ts["ops_s"] * (ts["t_to"] - ts["t_from"])).sum() == pytest.approx(20_000, abs=1)
+    assert ts["t_from"].iloc[0] == 0.0 and ts["t_to"].iloc[-1] == pytest.approx(rep.sim_time)
+    util = ts[[c for c in ts.columns if c.startswith("util_")]]
+    assert set(util.columns) >= {"util_disk", "util_object_workers", "util_proxy_cpu"}
+    assert np.all((util.values >= -1e-9) & (util.values <= 1 + 1e-9))
+    steady = ts[ts["phase"] == "steady"]
+    assert steady["t_from"].iloc[0] == pytest.approx(rep.window["from_s"])
+    assert steady["t_to"].iloc[-1] == pytest.approx(rep.window["to_s"])
+    d = rep.to_dict()
+    assert d["window"]["seconds"] > 0 and len(d["timeseries"]) == len(ts)
+
+
+def test_timeseries_plot(tmp_path):
+    rep = run(clients=64, object_size="64KiB", requests=5000)
+    fig = rep.plot()
+    assert len(fig.axes) == 3 and fig.axes[2].get_xlabel() == "simulated time (s)"
+    fig.savefig(tmp_path / "ts.png")
+    assert (tmp_path / "ts.png").stat().st_size > 10_000
+
+
+def test_mser_finds_an_initial_transient():
+    rng = np.random.default_rng(0)
+    x = 100 + rng.normal(0, 1, 100)
+    assert mser(x) <= 5
+    x[:20] += np.linspace(30, 0, 20)  # a decaying start-up bias
+    assert 10 <= mser(x) <= 25
+
+
+def test_bottleneck_names_the_busy_worker_pool_not_an_idle_disk():
+    """The issue's case: object workers 99.8 % busy, disks 47 %: the workers bind."""
+    util = pd.DataFrame([
+        {"resource": "object_workers", "max": 0.998, "busiest": "s1/object-workers"},
+        {"resource": "disk", "max": 0.47, "busiest": "s1/disk4"},
+        {"resource": "proxy_cpu", "max": 0.30, "busiest": "p0/cpu"}])
+    assert pick_bottleneck(util)["resource"] == "object_workers"
+    # A pool busy because its disks are saturated: the disk is the cause.
+    util.loc[1, "max"] = 0.97
+    assert pick_bottleneck(util)["resource"] == "disk"
+
+
+def test_bottleneck_on_a_simulated_pool_bound_cluster():
+    rep = run(clients=256, object_size="64KiB", object_workers=2, requests=10_000)
+    u = rep.util.set_index("resource")["max"]
+    assert u["object_workers"] > 0.95 and u["disk"] < 0.8
+    assert rep.bottleneck["resource"] == "object_workers"
