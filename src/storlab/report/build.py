@@ -472,7 +472,9 @@ def _spell(word: str, legend: dict[str, str]) -> str:
 
 
 def _roman(n: int) -> str:
-    return {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}.get(int(n), str(n))
+    from ..design.aliasing import roman
+
+    return roman(n)
 
 
 def _tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
