@@ -104,3 +104,47 @@ def test_analyze_log_transform(tmp_path):
     assert "log(iops)" in human.stdout and "ratio" in human.stdout
     bad = storlab("analyze", tmp_path / "r.csv", "-y", "iops", "--transform", "cube")
     assert bad.returncode == 2 and "transform 'cube'" in bad.stderr
+
+
+def test_design_to_file_prints_a_summary_not_the_whole_table(tmp_path):
+    """`design -o file.csv` on a large LHS: the summary and the first rows on the terminal,
+    every run in the file (rendering 100,000 rows on the terminal took 272 s)."""
+    out = tmp_path / "lhs.csv"
+    r = storlab("design", ROOT / "examples/spaces/fio-pb.yaml", "--kind", "lhs", "--runs",
+                20000, "--seed", 1, "-o", out)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) < 30, r.stdout
+    assert "first 10 of 20000 runs" in " ".join(lines)
+    assert "20000 runs x" in r.stdout and str(out.name) in r.stdout
+    assert len(pd.read_csv(out)) == 20000
+    # Without -o a small design is printed whole, as before.
+    r = storlab("design", "--factors", 3, "--kind", "full")
+    assert r.returncode == 0 and r.stdout.count("\n│") == 8
+
+
+def test_resolution_is_a_roman_numeral_for_every_kind():
+    r = storlab("design", "--factors", 11, "--kind", "pb", "--runs", 12)
+    assert "resolution III" in r.stdout and "resolution 3" not in r.stdout
+    r = storlab("design", "--factors", 6, "--kind", "fractional", "--runs", 32)
+    assert "resolution VI" in r.stdout
+    from storlab.design.aliasing import roman
+
+    assert [roman(n) for n in (3, 4, 5, 6, 9, 14)] == ["III", "IV", "V", "VI", "IX", "XIV"]
+
+
+def test_analyze_pb_writes_no_empty_interaction_plot(tmp_path):
+    """A Plackett-Burman design estimates main effects only: no interaction plot (once an
+    empty picture with a clipped title), and the output says why."""
+    r = storlab("design", "--factors", 7, "--kind", "pb", "--runs", 12, "--seed", 2, "-o",
+                tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(tmp_path / "d.csv")
+    t["y"] = 100 + 10 * t["A"] - 5 * t["C"] + 0.1 * t["run"]
+    t.to_csv(tmp_path / "r.csv", index=False)
+    r = storlab("analyze", tmp_path / "r.csv", "-y", "y", "--factors", "A,B,C,D,E,F,G",
+                "--plots", tmp_path / "plots")
+    assert r.returncode == 0, r.stderr
+    written = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert written == ["y-halfnormal.png", "y-main.png", "y-pareto.png"]
+    assert "no interaction plot" in r.stdout and "main effects only" in r.stdout

@@ -63,7 +63,10 @@ def test_eq2_pi_matches_hand_computation():
 
 @pytest.mark.parametrize("how", ["max", "mean"])
 def test_eq3_eq4_cpi_matches_direct(how):
-    res = importance(HAND, "y", params=["P", "Q", "R"], stop="top:3", aggregate=how)
+    # min_support=1: the third step leaves one configuration per subset (the equations
+    # hold there too; the default refuses such a step)
+    res = importance(HAND, "y", params=["P", "Q", "R"], stop="top:3", aggregate=how,
+                     min_support=1)
     first = res.steps[0].param
     assert first == "P"
     for q in ("Q", "R"):
@@ -128,12 +131,60 @@ def test_weighted_mean_aggregate_also_recovers_order_and_shares_add_up():
     df = planted(seed=3)
     res = importance(df, "tput", stop="top:5", aggregate="mean")
     assert res.selected[:3] == ["A", "B", "C"]
-    # With the weighted mean, step importances partition the variance (like R^2 gains).
-    enc = encode(df, "tput")
-    full_within = pd.DataFrame({"y": enc.y, "k": list(map(tuple, enc.codes))}) \
-        .groupby("k")["y"].var(ddof=0).fillna(0).mean()  # every config once: 0
-    assert sum(s.importance for s in res.steps) == pytest.approx(res.variance - full_within,
+    # The fifth parameter would leave one configuration per value combination: refused.
+    assert len(res.steps) == 4 and "too few" in res.stop_reason
+    # With the weighted mean, step importances partition the variance (like R^2 gains):
+    # together the explained part, Var(S) minus the pooled variance within the subsets.
+    within = df.groupby(res.selected)["tput"].var(ddof=0).mul(
+        df.groupby(res.selected).size()).sum() / len(df)
+    assert sum(s.importance for s in res.steps) == pytest.approx(res.variance - within,
                                                                  rel=1e-9)
+    assert sum(s.share for s in res.steps) == pytest.approx(1 - within / res.variance)
+
+
+def test_max_aggregate_shares_are_shares_of_the_variance():
+    """The max aggregate's CPI is one subset's reduction and can exceed Var(S); the share
+    reported is the part of Var(S) the step explains, so shares stay in [0, 1] and add up
+    to at most 1."""
+    df = planted(seed=5)
+    res = importance(df, "tput", stop="top:4", aggregate="max")
+    assert res.steps[1].importance > res.steps[1].share * res.variance  # B under A = a0
+    assert all(0 <= s.share <= 1 for s in res.steps)
+    assert sum(s.share for s in res.steps) <= 1 + 1e-12
+    within = df.groupby(res.selected)["tput"].var(ddof=0).mul(
+        df.groupby(res.selected).size()).sum() / len(df)
+    assert sum(s.share for s in res.steps) == pytest.approx(1 - within / res.variance)
+
+
+def test_path_describes_the_recommended_combination():
+    """Each step's subset fixes the final best values of the parameters selected so far:
+    the path ends at the recommendation, and its subsets shrink around it."""
+    df = planted(seed=2)
+    res = importance(df, "tput", stop="top:3")
+    best = res.best_values()
+    for i, s in enumerate(res.steps):
+        fixed = {p: best[p] for p in res.selected[:i + 1]}
+        sub = df
+        for p, v in fixed.items():
+            sub = sub[sub[p] == v]
+        assert s.subset_size == len(sub)
+        assert s.subset_mean == pytest.approx(sub["tput"].mean())
+        assert s.subset_rsd == pytest.approx(rsd(sub["tput"].to_numpy()))
+
+
+def test_saturated_table_is_too_few():
+    """11 two-level factors in a 12-run Plackett-Burman: no degree of freedom left."""
+    from storlab.design import make_design
+    from storlab.space import Space
+
+    d = make_design(Space.two_level(11), "pb", runs=12, seed=1)
+    df = d.table[[f.name for f in Space.two_level(11).factors]].copy()
+    df["y"] = np.random.default_rng(0).normal(100, 10, len(df))
+    res = importance(df, "y")
+    assert "saturated" in res.too_few and "12 configurations" in res.too_few
+    assert res.to_dict()["too_few"] == res.too_few
+    ok = importance(planted(), "tput", stop="top:1")
+    assert ok.too_few == ""
 
 
 def test_rsd_stop_rule_and_gain_rule():
@@ -178,9 +229,34 @@ def test_numeric_parameter_with_many_values_is_binned():
     assert len(res.levels["x"]) == 4
     assert res.selected == ["x"]
     assert res.table()["binned"].iloc[0] == "yes"
-    # Without --params, a float column with many values is taken for a response.
-    res = importance(df, "y", stop="top:1")
-    assert list(res.pi) == ["k"]
+    # Without --params, a column with many distinct numbers could be either a parameter or
+    # a measurement: storlab says it cannot tell rather than guess.
+    with pytest.raises(AnalysisError, match="cannot tell whether x is a parameter or a "
+                                            "measurement.*--params.*--space"):
+        importance(df, "y", stop="top:1")
+
+
+def test_storlab_metric_and_bookkeeping_columns_are_never_parameters():
+    """A table `storlab results` wrote: the fio metrics beside the response (few distinct
+    values on a small design) and the design's bookkeeping are not ranked as settings."""
+    from storlab.analysis.importance import is_metric
+
+    df = planted().head(24).copy()  # A, B, C x N1=1, N2=u/v: few values per column
+    rng = np.random.default_rng(4)
+    df["config_id"] = range(1, len(df) + 1)
+    df["std_order"] = df["config_id"]
+    df["read_iops"] = np.round(df["tput"] * 0.7, -1)
+    df["write_iops"] = np.round(df["tput"] * 0.3, -1)
+    df["read_clat_p99_us"] = rng.choice([10.0, 20.0], len(df))
+    df["usr_cpu"] = rng.choice([1.0, 2.0, 3.0], len(df))
+    df["_n_ok"] = 1
+    res = importance(df, "tput", stop="top:2")
+    assert set(res.pi) == {"A", "B", "C", "N1", "N2"}
+    for name in ("total_iops", "read_bw_bytes", "write_clat_p99_9_us", "ops_s",
+                 "get_lat_p99_ms", "reads_per_s", "latency_p95_ms", "util_disk"):
+        assert is_metric(name), name
+    for name in ("bs", "iodepth", "rwmixread", "numjobs", "read_ahead_kb", "journal"):
+        assert not is_metric(name), name
 
 
 def test_parse_stop():

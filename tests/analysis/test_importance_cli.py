@@ -60,7 +60,8 @@ def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
     plot = tmp_path / "imp.png"
     out_json = tmp_path / "imp.json"
     code, out, err = _run(capsys, "importance", str(results), "-r", "latency_ms", "--goal",
-                          "min", "--plot", str(plot), "-o", str(out_json))
+                          "min", "-p", "journal,device,bs,sched", "--plot", str(plot),
+                          "-o", str(out_json))
     assert code == 0, err
     assert "journal" in out and "PI of every parameter" in out
     assert plot.stat().st_size > 1000
@@ -99,3 +100,123 @@ def test_importance_eval_cli(capsys, results, tmp_path):
     code, out, err = _run(capsys, "importance-eval", str(results), "-r", "tput",
                           "--fractions", "0.2,abc")
     assert code == 2 and "--fractions" in err
+
+
+# ----------------------------------------------------------------- which columns are parameters
+@pytest.fixture
+def fio_results(tmp_path):
+    """A table as `storlab results` writes it for an 8-run fio design: three factors, the
+    design's bookkeeping and fio's metrics, each metric with few distinct values (8)."""
+    rng = np.random.default_rng(3)
+    grid = list(itertools.product(["4k", "64k"], [0, 100], [1, 4]))
+    df = pd.DataFrame(grid, columns=["bs", "rwmixread", "iodepth"])
+    df.insert(0, "config_id", range(1, 9))
+    df["std_order"], df["replicate"], df["block"], df["center"] = range(1, 9), 1, 1, False
+    size = df["bs"].map({"4k": 4096, "64k": 65536})
+    iops = np.where(df["rwmixread"] == 100, 9000.0, 3000.0) * (1 + 0.3 * (df["iodepth"] == 4)) \
+        * rng.uniform(0.97, 1.03, 8)
+    df["read_iops"] = iops * df["rwmixread"] / 100
+    df["write_iops"] = iops - df["read_iops"]
+    df["read_clat_p99_us"] = np.where(df["rwmixread"] > 0, rng.uniform(50, 90, 8), np.nan)
+    df["total_iops"] = iops
+    df["total_bw_bytes"] = iops * size
+    df["usr_cpu"] = rng.uniform(1, 5, 8)
+    df["_n_ok"], df["_n_failed"] = 1, 0
+    path = tmp_path / "results.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_importance_without_params_ranks_only_settings(capsys, fio_results):
+    """The README's form (no --params) on a storlab results table: the measured metrics
+    beside the response are never ranked as settings (it once picked read_iops, 85 %)."""
+    code, out, err = _run(capsys, "importance", str(fio_results), "--response",
+                          "total_bw_bytes", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert set(data["pi"]) == {"bs", "rwmixread", "iodepth"}
+    assert {s["param"] for s in data["selected"]} <= {"bs", "rwmixread", "iodepth"}
+    assert all(0 <= s["share"] <= 1 for s in data["selected"])
+
+
+def test_importance_takes_the_parameters_from_a_space(capsys, fio_results, tmp_path):
+    space = tmp_path / "space.yaml"
+    space.write_text("factors:\n  - {name: bs, kind: ordinal, values: [4k, 64k]}\n"
+                     "  - {name: iodepth, kind: integer, values: [1, 4]}\n")
+    code, out, err = _run(capsys, "importance", str(fio_results), "-r", "total_iops",
+                          "--space", str(space), "--json")
+    assert code == 0, err
+    assert set(json.loads(out)["pi"]) == {"bs", "iodepth"}
+    other = tmp_path / "other.yaml"
+    other.write_text("factors:\n  - {name: numjobs, kind: integer, values: [1, 2]}\n")
+    code, out, err = _run(capsys, "importance", str(fio_results), "-r", "total_iops",
+                          "--space", str(other))
+    assert code == 2 and "numjobs" in err and len(err.strip().splitlines()) == 1
+
+
+def test_importance_takes_a_campaign_file(capsys, tmp_path):
+    """A campaign file: its runs and its space's factors (repetitions averaged, their
+    spread shown), as `storlab report` takes it."""
+    import sys
+
+    import yaml
+
+    script = ("import json, sys; n, m = int(sys.argv[1]), sys.argv[2]; "
+              "print(json.dumps({'y': 100 * n + (7 if m == 'b' else 0), 'other': n * 3}))")
+    camp = tmp_path / "campaign.yaml"
+    camp.write_text(yaml.safe_dump({
+        "name": "imp", "seed": 1, "timeout": 60, "repetitions": 2,
+        "space": {"factors": [{"name": "n", "kind": "integer", "values": [1, 2, 3]},
+                              {"name": "m", "kind": "categorical", "values": ["a", "b"]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "command",
+                   "options": {"command": [sys.executable, "-c", script, "{n}", "{m}"],
+                               "json_metrics": {"y": "y", "other": "other"}}}}))
+    code, out, err = _run(capsys, "importance", str(camp), "-r", "y")
+    assert code == 2 and "no runs yet" in err
+    assert main_ok(["run", str(camp), "-q"])
+    capsys.readouterr()
+    code, out, err = _run(capsys, "importance", str(camp), "-r", "y", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert set(data["pi"]) == {"n", "m"}  # not `other`, a measured column
+    assert data["n_rows"] == 12 and data["n_configs"] == 6
+    assert data["selected"][0]["param"] == "n"
+    code, out, err = _run(capsys, "importance", str(camp), "-r", "y", "--space", str(camp))
+    assert code == 2 and "--space" in err
+
+
+def main_ok(argv: list[str]) -> bool:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return not exc.code
+    return True
+
+
+def test_importance_says_when_it_cannot_tell(capsys, results):
+    """`tput` beside `latency_ms`: many distinct numbers, not a name storlab writes; it may
+    be a continuous setting or a measurement, and storlab says it cannot tell."""
+    code, out, err = _run(capsys, "importance", str(results), "-r", "latency_ms")
+    assert code == 2
+    assert "cannot tell whether tput is a parameter or a measurement" in err
+    assert "--params" in err and "--space" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_saturated_design_gets_no_selection(capsys, tmp_path):
+    """11 factors in a 12-run Plackett-Burman: the PI of each, and a plain statement that
+    12 configurations are too few for a greedy selection; no best values, no NaN."""
+    from storlab.design import make_design
+    from storlab.space import Space
+
+    sp = Space.two_level(11)
+    df = make_design(sp, "pb", runs=12, seed=1).table[sp.names].copy()
+    df["total_iops"] = np.random.default_rng(0).normal(1000, 300, 12)
+    path = tmp_path / "pb.csv"
+    df.to_csv(path, index=False)
+    code, out, err = _run(capsys, "importance", str(path), "-r", "total_iops")
+    assert code == 0, err
+    assert "too few configurations for a selection" in out and "saturated" in out
+    assert "best values" not in out and "nan" not in out.lower()
+    assert "PI of every parameter" in out

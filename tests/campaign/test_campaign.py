@@ -350,3 +350,29 @@ def test_dask_executor_on_local_cluster_matches_local(tmp_path: Path) -> None:
         assert rl[k]["status"] == rd[k]["status"] == "ok"
         assert rl[k]["config"] == rd[k]["config"] and rl[k]["seq"] == rd[k]["seq"]
         assert json.loads(rl[k]["metrics"]).keys() == json.loads(rd[k]["metrics"]).keys()
+
+
+# --------------------------------------------------------------------------- failures shown
+@needs_fio
+def test_fio_own_error_is_shown_by_status_and_the_report(tmp_path: Path) -> None:
+    """With an engine fio cannot load, the store keeps fio's stderr and storlab's note
+    after it; `status` (table, --failures, JSON) and the report show fio's own words
+    ("engine nosuchengine not loadable"), not only "no fio JSON document"."""
+    camp = fio_campaign(tmp_path / "c", repetitions=1,
+                        runner={"type": "fio", "options": {**FIO, "ioengine": "nosuchengine"}},
+                        space={"factors": [{"name": "bs", "kind": "ordinal",
+                                            "values": ["4k", "64k"]}]})
+    run = cli("run", str(camp))
+    assert "not loadable" in run.stderr  # the progress line of each failed run
+    table = cli("status", str(camp)).stdout
+    assert "engine nosuchengine not loadable" in table and "no fio JSON document" in table
+    full = cli("status", str(camp), "--failures").stdout
+    assert "engine nosuchengine not loadable" in full
+    data = json.loads(cli("status", str(camp), "--failures", "--json").stdout)
+    assert len(data["failed"]) == 2
+    for f in data["failed"]:
+        assert any("engine nosuchengine not loadable" in ln for ln in f["stderr"])
+        assert f["stderr"][-1] == "storlab: no fio JSON document in the output"
+    cli("report", str(camp), "-o", str(tmp_path / "report.html"))
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("engine nosuchengine not loadable") >= 2

@@ -60,7 +60,26 @@ Goal = Literal["maximize", "minimize"]
 #: Bookkeeping columns of a run table; never treated as parameters.
 BOOKKEEPING = ("run", "std_order", "replicate", "block", "center", "seed", "status",
                "run_id", "config_id", "repetition", "exit_code", "started", "ended",
-               "finished", "duration", "host")
+               "finished", "duration", "host", "key", "seq", "attempts", "n_runs",
+               "stderr", "stderr_tail")
+
+#: The measurement columns storlab's runners write (fio, postmark, sysbench, the simulator,
+#: the object-store load, rados bench): never parameters, whatever their values look like.
+_METRIC = re.compile(r"""^(?:
+    (?:read|write|trim|total)_(?:iops\w*|bw\w*|io_\w+|runtime|(?:c|s)?lat\w*)  # fio
+  | usr_cpu | sys_cpu
+  | \w+_per_s | total_s | transactions_s | total_time_s | total_events  # postmark, sysbench
+  | latency_(?:min|avg|max|p\d+)_ms
+  | (?:(?:get|put|delete|head)_)?(?:ops_s|mb_s|lat_(?:mean|p\d+)_ms)  # simulator
+  | (?:(?:get|put|delete|head)_)?(?:ops_per_s|bytes_per_s|lat_\w+_ms|requests|errors)
+  | util_\w+ | bottleneck_util | prepare_s                           # simulator, load
+)$""", re.VERBOSE)
+
+
+def is_metric(name: str) -> bool:
+    """True for a column name storlab's runners write as a measurement (`total_iops`,
+    `read_clat_p99_us`, `ops_s`, `reads_per_s`, ...)."""
+    return bool(_METRIC.match(str(name)))
 
 
 # --------------------------------------------------------------------------- encoding
@@ -89,7 +108,7 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
         raise AnalysisError(f"{source}: response column {response!r} not found "
                             f"(columns: {', '.join(map(str, df.columns))})")
     if params is None:
-        params = default_params(df, response, max_levels)
+        params = default_params(df, response, max_levels, source)
     params = list(params)
     if not params:
         raise AnalysisError(f"{source}: no parameter columns to analyse (pass --params)")
@@ -150,18 +169,31 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     return Encoded(params, ccodes, levels, mean, configs, binned, len(data), n_dropped)
 
 
-def default_params(df: pd.DataFrame, response: str, max_levels: int = 10) -> list[str]:
-    """Parameter columns when none are named: every column except the response and the
-    bookkeeping ones, and except numeric columns with many distinct values (those are
-    most likely other responses; name them in `params` to have them binned)."""
-    out = []
+def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
+                   source: str = "results") -> list[str]:
+    """Parameter columns when none are named (neither a list nor a space): every column
+    except the response, storlab's bookkeeping columns and its runners' measurement columns
+    (`is_metric`). A numeric column with more than `max_levels` distinct values could be a
+    continuous parameter or another measurement; rather than guess, that is an error asking
+    for the parameters (name them, or give the space)."""
+    out, unclear = [], []
     for c in df.columns:
-        if c == response or str(c) in BOOKKEEPING or str(c).startswith("_"):
+        name = str(c)
+        if c == response or name in BOOKKEEPING or name.startswith("_") or is_metric(name):
             continue
         col = df[c]
-        if pd.api.types.is_float_dtype(col) and col.nunique() > max_levels:
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
+                and col.nunique() > max_levels:
+            unclear.append(name)
             continue
         out.append(c)
+    if unclear:
+        shown = ", ".join(unclear[:6]) + (f" and {len(unclear) - 6} more" if len(unclear) > 6
+                                          else "")
+        raise AnalysisError(f"{source}: cannot tell whether {shown} "
+                            f"{'is a parameter or a measurement' if len(unclear) == 1 else 'are parameters or measurements'} "
+                            "(many distinct numbers): name the parameters with --params, or "
+                            "give the space with --space")
     return out
 
 
@@ -345,12 +377,18 @@ def parse_stop(spec: str | Sequence[StopRule] | StopRule | None) -> list[StopRul
 # --------------------------------------------------------------------------- result
 @dataclass
 class Step:
-    """One greedy step: the parameter chosen and the subset its best value leaves."""
+    """One greedy step: the parameter chosen and the subset it leaves.
+
+    `subset_*` describe the configurations that have the *final* recommended values of the
+    parameters selected up to this step (so the path ends at the recommendation and every
+    row describes the same combination the "best values" name); `best_values` is the
+    combination that was best when this step was taken (it can differ from the final one
+    when a later parameter changes which combination is best)."""
 
     rank: int
     param: str
-    importance: float            # PI for rank 1, CPI afterwards
-    share: float                 # importance / Var(S) of the whole table
+    importance: float            # PI for rank 1, CPI afterwards (the selection criterion)
+    share: float                 # share of Var(S) this step explains (0..1, adds up)
     best_values: dict[str, Any]  # best value combination of all parameters selected so far
     subset_size: int
     subset_mean: float
@@ -379,6 +417,11 @@ class ImportanceResult:
     binned: dict[str, str]
     levels: dict[str, list[Any]]
     configs: pd.DataFrame
+    #: Why the data are too few for a selection to mean anything ("" when they suffice):
+    #: a saturated table (no more configurations than a main-effects model has
+    #: coefficients) separates nothing from noise. The PI table is still computed; a
+    #: selection from such data must not be presented as a finding.
+    too_few: str = ""
 
     @property
     def selected(self) -> list[str]:
@@ -400,10 +443,9 @@ class ImportanceResult:
                  "share": s.share, "best_value": final.get(s.param),
                  "subset_n": s.subset_size, "subset_mean": s.subset_mean,
                  "subset_rsd": s.subset_rsd,
-                 "step_values": ", ".join(f"{k}={v}" for k, v in s.best_values.items()),
                  "binned": "yes" if s.param in self.binned else ""} for s in self.steps]
         cols = ["rank", "param", "importance", "share", "best_value", "subset_n",
-                "subset_mean", "subset_rsd", "step_values", "binned"]
+                "subset_mean", "subset_rsd", "binned"]
         return pd.DataFrame(rows, columns=cols)
 
     def pi_table(self) -> pd.DataFrame:
@@ -422,7 +464,7 @@ class ImportanceResult:
             "stop": [str(r) for r in self.stop], "stop_reason": self.stop_reason,
             "n_rows": self.n_rows, "n_configs": self.n_configs, "n_dropped": self.n_dropped,
             "mean": self.mean, "variance": self.variance, "rsd": self.rsd,
-            "noise_rsd": self.noise_rsd, "binned": self.binned,
+            "noise_rsd": self.noise_rsd, "binned": self.binned, "too_few": self.too_few,
             "selected": [{"rank": s.rank, "param": s.param, "importance": s.importance,
                           "share": s.share, "best_value": final.get(s.param),
                           "step_best_values": s.best_values, "subset_size": s.subset_size,
@@ -499,6 +541,7 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
     tiny = 1e-12 * total_var if total_var > 0 else 0.0
 
     steps: list[Step] = []
+    final_row = 0
     reason = "every parameter selected"
     rsd_all = rsd(y)
     g = np.zeros(n, dtype=np.int64)
@@ -518,16 +561,31 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         if best_v <= tiny:
             reason = "no remaining parameter reduces variance"
             break
-        share = best_v / total_var if total_var > 0 else 0.0
-        if gain_min is not None and share <= gain_min:
+        gain = best_v / total_var if total_var > 0 else 0.0
+        if gain_min is not None and gain <= gain_min:
             reason = (f"best remaining parameter {enc.params[best_j]!r} reduces variance by "
-                      f"{share:.4g} <= {gain_min:g} of the total")
+                      f"{gain:.4g} <= {gain_min:g} of the total")
+            break
+        # The share it explains: the drop in pooled within-subset variance (what the mean
+        # aggregate scores). The max aggregate's CPI is one subset's reduction and can
+        # exceed the whole table's variance, so it is no share.
+        if aggregate == "mean" or not steps:
+            explained = best_v
+        else:
+            red, ng = conditional_reduction(g, n_groups, enc.codes[:, best_j],
+                                            int(nlev[best_j]), yc)
+            explained = aggregate_cpi(red, ng, "mean")
+        share = min(explained / total_var, 1.0) if total_var > 0 else 0.0
+        g2, n2 = _regroup(g, n_groups, enc.codes[:, best_j], int(nlev[best_j]))
+        rows, supported = _best_subset(g2, n2, y, goal, min_support)
+        if not supported:
+            reason = (f"adding {enc.params[best_j]!r} would leave no value combination with "
+                      f"{min_support} or more configurations: too few to go on")
             break
         remaining.remove(best_j)
-        g, n_groups = _regroup(g, n_groups, enc.codes[:, best_j], int(nlev[best_j]))
+        g, n_groups = g2, n2
         chosen = [s.param for s in steps] + [enc.params[best_j]]
-        rows = _best_subset(g, n_groups, y, goal, min_support)
-        first = rows[0]
+        first = final_row = int(rows[0])
         best_values = {p: enc.levels[enc.params.index(p)][enc.codes[first, enc.params.index(p)]]
                        for p in chosen}
         sub = y[rows]
@@ -541,6 +599,7 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         if steps and len(steps) == k:
             reason = "every parameter selected"
 
+    _final_path(enc, steps, final_row)
     spread = enc.configs["std"].to_numpy() / np.abs(enc.configs[response].to_numpy())
     spread = spread[np.isfinite(spread)]
     return ImportanceResult(
@@ -549,21 +608,54 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         n_rows=enc.n_rows, n_configs=n, n_dropped=enc.n_dropped,
         noise_rsd=float(np.median(spread)) if len(spread) else math.nan,
         binned=dict(enc.binned), levels=dict(zip(enc.params, enc.levels)),
-        configs=enc.configs)
+        configs=enc.configs, too_few=too_few(n, nlev))
+
+
+def too_few(n_configs: int, nlev: np.ndarray) -> str:
+    """Why `n_configs` configurations are too few for a selection over parameters with
+    `nlev` levels, or "". A main-effects model has 1 + sum(L - 1) coefficients; with no
+    more configurations than that (a saturated design, e.g. 11 factors in a 12-run
+    Plackett-Burman) every configuration is explained exactly, no degree of freedom is left
+    to tell an effect from noise, and the conditional steps rest on one or two
+    configurations each."""
+    need = 1 + int(np.maximum(nlev - 1, 0).sum())
+    if n_configs > need:
+        return ""
+    return (f"{n_configs} configurations for {len(nlev)} parameters: a main-effects model "
+            f"alone has {need} coefficients, so the table is saturated and a greedy "
+            f"selection would rest on one or two configurations per step; measure at least "
+            f"{need + 1} (more for the conditional steps), or read only the PI of each "
+            "parameter")
+
+
+def _final_path(enc: Encoded, steps: list[Step], final_row: int) -> None:
+    """Each step's subset_* for the final best values of the parameters selected so far
+    (`final_row` is a configuration that has them)."""
+    y = enc.y
+    mask = np.ones(len(y), dtype=bool)
+    for st_ in steps:
+        j = enc.params.index(st_.param)
+        mask &= enc.codes[:, j] == enc.codes[final_row, j]
+        sub = y[mask]
+        st_.subset_size = int(mask.sum())
+        st_.subset_mean = float(sub.mean()) if len(sub) else math.nan
+        st_.subset_rsd = rsd(sub)
 
 
 def _best_subset(g: np.ndarray, n_groups: int, y: np.ndarray, goal: Goal,
-                 min_support: int) -> np.ndarray:
-    """Rows of the subset with the best mean among those with >= min_support rows."""
+                 min_support: int) -> tuple[np.ndarray, bool]:
+    """Rows of the subset with the best mean among those with >= min_support rows, and
+    whether any subset had that many (else the best of all, which the caller may refuse)."""
     cnt = np.bincount(g, minlength=n_groups)
     sums = np.bincount(g, weights=y, minlength=n_groups)
     ok = cnt >= min_support
-    if not ok.any():
+    supported = bool(ok.any())
+    if not supported:
         ok = cnt > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(ok, sums / np.maximum(cnt, 1), np.nan)
     best = int(np.nanargmax(means) if goal == "maximize" else np.nanargmin(means))
-    return np.flatnonzero(g == best)
+    return np.flatnonzero(g == best), supported
 
 
 def sample_study(space: Space, n: int, seed: int | None = None,

@@ -26,6 +26,15 @@ def headline(metrics: dict[str, Any], prefer: tuple[str, ...] = ()) -> str:
     return ""
 
 
+def _why(stderr: str) -> str:
+    """A failed run in one short line: the program's own last line first."""
+    from ..campaign.runners.base import failure_lines
+
+    lines = failure_lines(stderr, 2)
+    text = " / ".join(lines)
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
 @contextmanager
 def campaign_progress(name: str, quiet: bool = False, json_out: bool = False,
                       prefer: tuple[str, ...] = ()) -> Iterator[Event]:
@@ -58,7 +67,7 @@ def campaign_progress(name: str, quiet: bool = False, json_out: bool = False,
             if not res.ok:
                 state["failed"] += 1
             last = f"{data['key']} {res.status} " + (headline(res.metrics, prefer) if res.ok
-                                                     else res.stderr.strip()[-60:])
+                                                     else _why(res.stderr))
             progress.update(state["task"], advance=1, failed=state["failed"], last=last)
             if not show and talk:
                 print(f"  {last}", file=sys.stderr)

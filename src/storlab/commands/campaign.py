@@ -103,6 +103,7 @@ def status_cmd(
 ) -> None:
     """Runs per status, and the failed runs with the end of their stderr."""
     from ..campaign.campaign import Campaign
+    from ..campaign.runners.base import failure_lines
     from ..campaign.store import Store
 
     camp = Campaign.load(campaign_file)
@@ -111,18 +112,23 @@ def status_cmd(
     if camp.store_path.exists():
         with Store(camp.store_path) as store:
             failed = [{"key": r["key"], "status": r["status"], "exit_code": r["exit_code"],
-                       "stderr": (r["stderr_tail"] or "").strip().splitlines()[-1:]}
+                       "stderr": failure_lines(r["stderr_tail"], 5 if failures else 2)}
                       for r in store.runs() if r["status"] in ("failed", "timeout")]
     if json_out or output:
         emit_json({"counts": counts, "failed": failed}, output)
         if json_out:
             return
     console.print(frame_table(counts, title=f"{camp.name}: runs"))
-    if failures and failed:
+    if failed:
         import pandas as pd
 
-        console.print(frame_table(pd.DataFrame([{**f, "stderr": " ".join(f["stderr"])}
-                                                for f in failed]), title="failed runs"))
+        shown = failed if failures else failed[:5]
+        console.print(frame_table(pd.DataFrame([{**f, "stderr": "\n".join(f["stderr"])}
+                                                for f in shown]),
+                                  title="failed runs: the end of their stderr"
+                                        + ("" if failures or len(failed) <= 5 else
+                                           f" (5 of {len(failed)}; --failures: all, with "
+                                           "more lines)")))
 
 
 def register(app: typer.Typer) -> None:

@@ -84,16 +84,18 @@ def design_cmd(
     d = make_design(space, kind, runs=runs, resolution=_resolution(resolution),
                     generators=generator or None, center=center, replicates=replicates,
                     seed=seed, randomize_order=not no_randomize, optimize=optimize, fold=fold)
-    data = d.to_json()
     if output is not None and output.suffix != ".json":
         write_frame(d.table, output, fmt="csv")
     if json_out or (output is not None and output.suffix == ".json"):
-        emit_json(data, output if output is not None and output.suffix == ".json" else None)
+        emit_json(d.to_json(), output if output is not None and output.suffix == ".json"
+                  else None)
         return
+    from ..design.aliasing import roman
+
     m = d.meta
     head = f"[bold]{m['kind']}[/] design: {d.runs} runs, {space.k} factors"
     if m.get("resolution"):
-        head += f", resolution {m.get('resolution_roman') or m['resolution']}"
+        head += f", resolution {m.get('resolution_roman') or roman(m['resolution'])}"
     if m.get("construction"):
         head += f" ({m['construction']})"
     console.print(head)
@@ -112,9 +114,41 @@ def design_cmd(
                       + (" ..." if len(m["aliases"]) > 12 else ""))
     if m.get("dummies"):
         console.print(f"dummy columns for error: {', '.join(m['dummies'])}")
-    console.print(frame_table(d.table))
+    _print_runs(d.table, output)
+
+
+#: Rows of the run table shown on the terminal when a file holds all of it (rendering a
+#: 100,000-row table took 272 s); columns as many as fit the terminal, at most HEAD_COLS.
+HEAD_ROWS, HEAD_COLS = 10, 12
+#: Without -o the whole table is printed up to this many runs.
+FULL_ROWS = 1000
+
+
+def _print_runs(table: pd.DataFrame, output: Path | None) -> None:
+    """The run table, or its first rows and columns and where the rest is."""
+    n, k = table.shape
+    if output is None and n <= FULL_ROWS:
+        console.print(frame_table(table))
+        return
+    rows = table.iloc[:HEAD_ROWS]
+    used, cols = 4, 0  # a rich table's borders
+    for c in table.columns[:HEAD_COLS]:
+        width = max([len(str(c))] + [len(str(v)) for v in rows[c]]) + 3
+        if cols >= 3 and used + width > console.width:
+            break
+        used, cols = used + width, cols + 1
+    head = rows.iloc[:, :cols]
+    more = [f"{n - len(head)} more runs"] if n > len(head) else []
+    if k > cols:
+        rest = [str(c) for c in table.columns[cols:]]
+        more.append(f"{k - cols} more columns: {', '.join(rest[:4])}"
+                    + (", ..." if len(rest) > 4 else ""))
+    console.print(frame_table(head, title=f"first {len(head)} of {n} runs"
+                              + (f" ({'; '.join(more)})" if more else "")))
     if output is not None:
-        console.print(f"wrote {output}")
+        console.print(f"wrote {output}: {n} runs x {k} columns")
+    else:
+        console.print(f"{n} runs: write them all with -o FILE.csv (or --json)")
 
 
 def analyze_cmd(
@@ -154,7 +188,10 @@ def analyze_cmd(
         if plot_format not in ("png", "svg"):
             raise AnalysisError(f"--plot-format {plot_format!r} must be png or svg")
         plots.mkdir(parents=True, exist_ok=True)
+        skipped = _no_interactions(a)
         for kind in PLOT_KINDS:
+            if kind == "interaction" and skipped:
+                continue
             save_figure(a.plot(kind), plots / f"{response}-{kind}.{plot_format}", dpi=110)
     if json_out or output is not None:
         emit_json(a.to_json(), output)
@@ -182,7 +219,19 @@ def analyze_cmd(
     else:
         console.print("no significant effect: no setting to recommend")
     if plots is not None:
-        console.print(f"plots in {plots}/")
+        console.print(f"plots in {plots}/" + (f" (no interaction plot: {skipped})"
+                                               if skipped else ""))
+
+
+def _no_interactions(a: object) -> str:
+    """Why an analysis has no two-factor interaction to plot, or "" when it has one."""
+    eff = a.effects  # type: ignore[attr-defined]
+    if (eff["order"] == 2).any():
+        return ""
+    if any("main effects only" in w for w in a.warnings):  # type: ignore[attr-defined]
+        return ("the design estimates main effects only (its two-factor interactions are "
+                "partially aliased with main effects, as in Plackett-Burman designs)")
+    return "no two-factor interaction was estimated (--order 1, or too few runs)"
 
 
 def register(app: typer.Typer) -> None:

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -12,6 +13,9 @@ from ..errors import AnalysisError
 from ..fileio import read_table, save_figure
 from ..limits import MAX_SEED
 from ._common import (at_least, console, emit_json, frame_table, input_file, output_file)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _split(value: Optional[str]) -> Optional[list[str]]:
@@ -21,17 +25,65 @@ def _split(value: Optional[str]) -> Optional[list[str]]:
     return items or None
 
 
+def _pct1(v: float) -> str:
+    return f"{v:.1%}" if math.isfinite(v) else "-"
+
+
+def _pct2(v: float) -> str:
+    return f"{v:.2%}" if math.isfinite(v) else "-"
+
+
 def _save_plot(fig: Any, path: Path) -> None:
     save_figure(fig, path, dpi=120)
 
 
+def load_source(source: Path, space_file: Optional[Path], params: Optional[list[str]]
+                ) -> tuple[pd.DataFrame, Optional[list[str]]]:
+    """The table to analyse and its parameter columns: from a campaign file (its run table
+    and its space's factors), a table with --space (the space's factors), or a bare table
+    (None: `storlab.analysis.importance.default_params` decides, or says it cannot)."""
+    from ..space import Space
+    from .report import _is_campaign
+
+    if source.suffix.lower() in (".yaml", ".yml"):
+        if not _is_campaign(source):
+            raise AnalysisError(f"{source}: not a campaign file (no runner or design); give "
+                                "a results table (and --space SPACE.yaml)")
+        if space_file is not None:
+            raise AnalysisError("--space is for a results table; a campaign has its own space")
+        from ..campaign.campaign import Campaign
+
+        camp = Campaign.load(source)
+        if not camp.store_path.exists():
+            raise AnalysisError(f"{source}: no runs yet (run it with `storlab run {source}`)")
+        df = camp.results("run")
+        space = camp.space
+    else:
+        df = read_table(source)
+        space = Space.from_yaml(space_file) if space_file is not None else None
+    if params is not None or space is None:
+        return df, params
+    names = [n for n in space.names if n in df.columns]
+    if not names:
+        raise AnalysisError(f"{source}: none of the space's factors ({', '.join(space.names)}) "
+                            "is a column of the table")
+    return df, names
+
+
 def importance_cmd(
-    results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json).",
+    results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json) or a "
+                                             "campaign file.",
                                    callback=input_file("results")),
     response: str = typer.Option(..., "--response", "-r", help="Response column to explain."),
     params: Optional[str] = typer.Option(None, "--params", "-p",
                                          help="Comma-separated parameter columns (default: "
-                                              "every non-response column with few values)."),
+                                              "the space's factors, or on a bare table every "
+                                              "column but storlab's metrics and "
+                                              "bookkeeping)."),
+    space_file: Optional[Path] = typer.Option(None, "--space",
+                                              help="Space YAML: its factors are the "
+                                                   "parameters (with a results table).",
+                                              callback=input_file("--space")),
     stop: str = typer.Option("rsd:0.02", "--stop",
                              help="top:N, rsd:X (best subset's RSD <= X) or gain:X (no "
                                   "parameter reduces variance by > X of the total); "
@@ -58,8 +110,8 @@ def importance_cmd(
     from ..analysis.importance import importance
 
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal)
-    df = read_table(results)
-    res = importance(df, response, params=_split(params), stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
+    df, names = load_source(results, space_file, _split(params))
+    res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
                      goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
     if plot is not None:
         _save_plot(res.plot(), plot)
@@ -67,7 +119,7 @@ def importance_cmd(
     if compare:
         from ..analysis.compare import compare as compare_fn
 
-        cmp = compare_fn(df, response, params=_split(params), bins=bins, source=str(results))
+        cmp = compare_fn(df, response, params=list(res.pi), bins=bins, source=str(results))
     if json_out or output:
         data = res.to_dict()
         if cmp is not None:
@@ -77,34 +129,35 @@ def importance_cmd(
             return
     head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
             + (f", {res.n_dropped} without {response} dropped" if res.n_dropped else "")
-            + f"); {response} mean {res.mean:.4g}, RSD {res.rsd:.2%}")
+            + f"); {response} mean {res.mean:.4g}, RSD {_pct2(res.rsd)}")
     if res.noise_rsd == res.noise_rsd:  # not NaN: repeated runs exist
         head += f"; median run-to-run RSD {res.noise_rsd:.2%}"
     console.print(head)
     for p, note in res.binned.items():
         console.print(f"note: {p}: {note}")
     tab = res.table()
-    if len(tab):
+    if res.too_few:
+        console.print(f"[yellow]too few configurations for a selection:[/] {res.too_few}")
+    elif len(tab):
         final = ", ".join(f"{k}={v}" for k, v in res.best_values().items())
         show = pd.DataFrame({
             "#": tab["rank"], "param": tab["param"],
             "PI/CPI": tab["importance"].map(lambda v: f"{v:.3g}"),
-            "share": tab["share"].map(lambda v: f"{v:.1%}"),
+            "share": tab["share"].map(_pct1),
             "best": tab["best_value"].astype(str),
             "n left": tab["subset_n"],
             "mean": tab["subset_mean"].map(lambda v: f"{v:.5g}"),
-            "RSD": tab["subset_rsd"].map(lambda v: f"{v:.2%}")})
+            "RSD": tab["subset_rsd"].map(_pct2)})
         console.print(frame_table(show, title=f"selected ({res.aggregate} CPI, stop {stop}); "
-                                              "n left/mean/RSD: subset after fixing the "
-                                              "best values so far"))
+                                              "share: of the variance, explained by the "
+                                              "step; n left/mean/RSD: configurations with "
+                                              "the best values so far"))
         console.print(f"best values: {final}")
-        for r, sv in zip(tab["rank"], tab["step_values"]):
-            if not final.startswith(sv):
-                console.print(f"  (step {r} subset: {sv})")
-    console.print(f"stopped: {res.stop_reason}")
+    if not res.too_few:
+        console.print(f"stopped: {res.stop_reason}")
     pt = res.pi_table()
     pt["pi"] = pt["pi"].map(lambda v: f"{v:.4g}")
-    pt["share"] = pt["share"].map(lambda v: f"{v:.1%}")
+    pt["share"] = pt["share"].map(_pct1)
     console.print(frame_table(pt.drop(columns=["binned"]), title="PI of every parameter"))
     if cmp is not None:
         ct = cmp.table()

@@ -64,6 +64,23 @@ def resolution(pattern: Sequence[int]) -> int | None:
     return None
 
 
+def roman(n: int | None) -> str:
+    """A design resolution as it is written: 3 -> 'III', 6 -> 'VI' (any positive n)."""
+    if n is None:
+        return ""
+    n = int(n)
+    if n <= 0:
+        return str(n)
+    out = []
+    for value, numeral in ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"),
+                           (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"),
+                           (5, "V"), (4, "IV"), (1, "I")):
+        while n >= value:
+            out.append(numeral)
+            n -= value
+    return "".join(out)
+
+
 def words_from_matrix(coded: np.ndarray, max_factors: int = 22) -> list[int]:
     """The defining relation read off the columns themselves: every word whose column
     product is constant (+1 or -1) over the runs. Used to check what a design claims."""

@@ -29,7 +29,6 @@ from ..space import Space
 from . import aliasing as al
 from .base import Design, from_coded
 
-ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
 
 
 def design_levels(space: Space) -> list[list[Any]]:
@@ -242,7 +241,7 @@ def _choose_n(k: int, runs: int | None, min_resolution: int | None,
         res = search_generators(k, n, time_limit, min(min_resolution or 3, 5))
         if res is None or (al.resolution(res.wlp) or 99) < (min_resolution or 3):
             raise DesignError(f"no 2^({k}-{k - n}) design of {2**n} runs reaches resolution "
-                              f"{ROMAN.get(min_resolution, min_resolution)}")
+                              f"{al.roman(min_resolution)}")
         return res
     target = min_resolution or 3
     for n in range(n_min, k + 1):
@@ -293,7 +292,7 @@ def fractional_factorial(space: Space, runs: int | None = None,
         "base_factors": n,
         "p": k - n,
         "resolution": res,
-        "resolution_roman": ROMAN.get(res, str(res)) if res else None,
+        "resolution_roman": al.roman(res) if res else None,
         "generators": [f"{labels[n + i]}={'-' if s < 0 else ''}{al.word_name(c, labels)}"
                        for i, (c, s) in enumerate(zip(cols, signs))],
         "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
@@ -381,7 +380,7 @@ def foldover(design: Design, factor: str | None = None) -> Design:
         "kind": f"{design.kind}+foldover",
         "foldover": factor or "all",
         "resolution": res,
-        "resolution_roman": ROMAN.get(res, str(res)) if res else None,
+        "resolution_roman": al.roman(res) if res else None,
         "defining_relation": [al.word_name(w, space.labels) for w in words],
         "wlp": pattern,
         "aliases": al.alias_structure(words, space.k, space.labels),

@@ -272,6 +272,7 @@ def plackett_burman(space: Space, runs: int | None = None) -> Design:
     full = Space(space.factors + dummies, space.constraints, space.responses, space.name,
                  space.labels + [f"d{i + 1}" for i in range(len(dummies))])
     meta = {"kind": "pb", "construction": construction, "resolution": 3,
+            "resolution_roman": "III",
             "dummies": [d.name for d in dummies]}
     d = from_coded(full, x, meta)
     return d

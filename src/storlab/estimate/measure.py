@@ -487,8 +487,10 @@ def _row(run: PlannedRun, order: int, rec: Mapping[str, Any] | None, runtime: fl
                                 f"KiB, requested {exp / 1024:.2f} KiB ({dev:+.1%}, limit "
                                 f"±{tol:.0%})")
     elif rec is not None:
-        tail = (rec.get("stderr_tail") or "").strip().splitlines()
-        row["error"] = tail[-1] if tail else f"exit {rec.get('exit_code')}"
+        from ..campaign.runners.base import failure_lines
+
+        tail = failure_lines(rec.get("stderr_tail"), 2)
+        row["error"] = " / ".join(tail) if tail else f"exit {rec.get('exit_code')}"
     row["config"] = " ".join(f"{k}={v}" for k, v in run.config.items())
     row["key"] = rec["key"] if rec else ""
     return row

@@ -472,7 +472,9 @@ def _spell(word: str, legend: dict[str, str]) -> str:
 
 
 def _roman(n: int) -> str:
-    return {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}.get(int(n), str(n))
+    from ..design.aliasing import roman
+
+    return roman(n)
 
 
 def _tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
@@ -546,11 +548,13 @@ def _progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
                               "A flat stretch is a slow or hung run.")
     bad = runs[runs["status"].isin(["failed", "timeout"])]
     if len(bad):
+        from ..campaign.runners.base import failure_lines
+
         names = [n for n in inp.factors if n in bad.columns]
         html += f"<h3>Failed runs ({len(bad)})</h3>"
         rows = []
         for r in bad.head(50).to_dict("records"):
-            tail = (r.get("stderr") or r.get("stderr_tail") or "").strip().splitlines()[-3:]
+            tail = failure_lines(r.get("stderr") or r.get("stderr_tail") or "", 3)
             rows.append((r, "\n".join(tail)))
         parts = ['<div class="scroll"><table class="data"><thead><tr><th>run</th>'
                  "<th>status</th><th>exit</th><th>configuration</th><th>end of stderr</th>"

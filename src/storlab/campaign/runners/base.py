@@ -29,6 +29,17 @@ class RunResult:
         return self.status == "ok"
 
 
+def failure_lines(stderr: str | None, n: int = 3) -> list[str]:
+    """What a failed run's stderr tail says, for a person: the program's own last `n`
+    non-empty lines (fio's "engine nosuchengine not loadable"), then storlab's diagnosis
+    lines ("storlab: no fio JSON document in the output"), which runners append last and
+    would otherwise push the program's words out of a one-line summary."""
+    lines = [ln.rstrip() for ln in (stderr or "").splitlines() if ln.strip()]
+    ours = [ln for ln in lines if ln.startswith("storlab: ")]
+    theirs = [ln for ln in lines if not ln.startswith("storlab: ")]
+    return theirs[-n:] + ours[-2:]
+
+
 class Runner(Protocol):
     """Runs one configuration. `workdir` is a scratch directory owned by this run."""
 
