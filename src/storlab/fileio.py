@@ -155,9 +155,9 @@ def save_figure(fig: Any, path: str | Path, what: str = "--plot", close: bool = 
             fig.savefig(fh, format=fmt, **savefig_kw)
     finally:
         if close:
-            import matplotlib.pyplot as plt
+            from .plotstyle import close as close_figure
 
-            plt.close(fig)
+            close_figure(fig)
     return p
 
 

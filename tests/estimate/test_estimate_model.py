@@ -301,13 +301,15 @@ def test_size_labels() -> None:
 
 
 def test_plots_return_figures(two_sizes: RWModel) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
     fig = two_sizes.plot(points=11)
-    ax = fig.axes[0]
+    ax, axc = fig.axes[:2]
     assert len(ax.lines) >= 2  # one model line per size
+    assert ax.get_ylabel() == "total I/O rate (IO/s)"
+    # Seed 004's invariance: one C line per size, one point per measured mix.
+    assert sorted(ln.get_label().split(":")[0] for ln in axc.lines
+                  if not ln.get_label().startswith("_")) == ["4k", "64k"]
     fig2 = two_sizes.predict(70, "4k:0.8,64k:0.2").plot(points=11)
-    assert fig2.axes[0].get_xlabel() == "read percentage"
+    assert fig2.axes[0].get_xlabel() == "read share of the I/O (%)"
 
 
 # ----------------------------------------------------------------- model error

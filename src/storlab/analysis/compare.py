@@ -43,24 +43,24 @@ class Comparison:
         return self.frame.copy()
 
     def plot(self) -> Figure:
-        import matplotlib
+        from ..plotstyle import legend_outside, metric_name, styled, subplots
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
+        names = {"pi_share": "Carver PI", "anova_share": "ANOVA sum of squares",
+                 "sobol_s1": "Sobol first order S1", "sobol_st": "Sobol total ST"}
         cols = [c for c in ("pi_share", "anova_share", "sobol_s1", "sobol_st")
                 if self.frame[c].notna().any()]
-        fig, ax = plt.subplots(figsize=(7, 0.4 * len(self.frame) + 1.5),
-                               constrained_layout=True)
-        y = np.arange(len(self.frame))
-        h = 0.8 / len(cols)
-        for i, c in enumerate(cols):
-            ax.barh(y + i * h, self.frame[c].fillna(0), height=h, label=c)
-        ax.set_yticks(y + 0.4 - h / 2, self.frame["param"])
-        ax.invert_yaxis()
-        ax.set_xlabel("share of variance")
-        ax.set_title(f"Importance of each parameter for {self.response}")
-        ax.legend(fontsize=8)
+        with styled():
+            fig, ax = subplots(figsize=(8, 0.45 * len(self.frame) + 1.6))
+            y = np.arange(len(self.frame))
+            h = 0.8 / len(cols)
+            for i, c in enumerate(cols):
+                ax.barh(y + i * h, 100 * self.frame[c].fillna(0), height=h, label=names[c])
+            ax.set_yticks(y + 0.4 - h / 2, self.frame["param"])
+            ax.invert_yaxis()
+            ax.grid(axis="y", visible=False)
+            ax.set_xlabel("share of the variance (%)")
+            ax.set_title(f"Importance of each parameter for {metric_name(self.response)}")
+            legend_outside(ax, title="method", title_fontsize=8)
         return fig
 
 

@@ -109,12 +109,12 @@ class CoverageResult:
         """scatter: runs on the first two components, coloured by group, clusters outlined;
         dendrogram: Ward clustering of the runs, leaves coloured by group;
         coverage: clusters reached and spread per group, with the group x cluster counts."""
-        from . import plots
+        from .. import plotstyle
 
         if kind not in PLOT_KINDS:
             raise AnalysisError(f"coverage plot kind {kind!r} must be one of "
                                 f"{', '.join(PLOT_KINDS)}")
-        with plots.styled():
+        with plotstyle.styled():
             return {"scatter": _scatter, "dendrogram": _dendrogram,
                     "coverage": _bars}[kind](self)
 
@@ -267,13 +267,13 @@ def _relabel(lab: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- plots
 def _group_colors(r: CoverageResult) -> dict[str, str]:
-    from .plots import PALETTE
+    from ..plotstyle import PALETTE
 
     return {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(r.groups)}
 
 
 def _scatter(r: CoverageResult) -> Figure:
-    import matplotlib.pyplot as plt
+    from ..plotstyle import subplots
 
     # Two panels when there are three or more components: clusters that overlap on
     # IC1 x IC2 separate on the next pair.
@@ -281,20 +281,22 @@ def _scatter(r: CoverageResult) -> Figure:
     pairs = [(0, 1)] if nc < 3 else [(0, 1), (2, 3 if nc > 3 else 0)]
     if nc == 1:
         pairs = [(0, -1)]
-    fig, axes = plt.subplots(1, len(pairs), figsize=(5.2 * len(pairs) + 0.6, 4.6),
+    fig, axes = subplots(1, len(pairs), figsize=(5.2 * len(pairs) + 0.6, 4.6),
                              squeeze=False)
     for ax, (i, j) in zip(axes[0], pairs):
         _scatter_panel(r, ax, i, j)
-    axes[0][-1].legend(loc="best", title=r.by, title_fontsize=8)
+    # Below the panels: clusters fill the axes, so a legend inside would cover runs.
+    h, lab = axes[0][-1].get_legend_handles_labels()
+    fig.legend(h, lab, loc="outside lower center", ncol=min(len(lab), 4), title=r.by,
+               title_fontsize=8)
     fig.suptitle(f"Runs on the independent components, by {r.by}")
-    fig.tight_layout()
     return fig
 
 
 def _scatter_panel(r: CoverageResult, ax: Any, i: int, j: int) -> None:
     from scipy.spatial import ConvexHull, QhullError
 
-    from .plots import STYLE
+    from ..plotstyle import STYLE
 
     if j >= 0:
         s = np.column_stack([r.scores[:, i], r.scores[:, j]])
@@ -334,44 +336,56 @@ def _scatter_panel(r: CoverageResult, ax: Any, i: int, j: int) -> None:
 
 
 def _dendrogram(r: CoverageResult) -> Figure:
-    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     from scipy.cluster.hierarchy import dendrogram
 
+    from ..plotstyle import subplots
+
     n = len(r.labels)
-    fig, ax = plt.subplots(figsize=(max(6.4, min(0.16 * n + 2, 12)), 4.4))
+    fig, ax = subplots(figsize=(max(6.4, min(0.12 * n + 2, 12)), 4.4))
     colors = _group_colors(r)
     cut = None
     if r.k > 1:  # the height that cuts the tree into k clusters
         h = r.linkage[:, 2]
         cut = float((h[-r.k] + h[-r.k + 1]) / 2) if r.k < len(h) + 1 else None
-    many = n > 80  # beyond this leaf labels are unreadable: show the top of the tree
-    # Links in one neutral colour: colour belongs to the groups (leaf labels) here.
-    dendrogram(r.linkage, ax=ax, no_labels=many, truncate_mode="lastp" if many else None,
-               p=40, link_color_func=lambda _: "#555555",
-               labels=None if many else [str(g) for g in r.labels])
+    many = n > 2000  # beyond this even the colour strip is mush: show the top of the tree
+    # Links in one neutral colour; the groups are a colour strip under the leaves (text
+    # labels, one per run, are unreadable beyond a few dozen runs and repeat one name).
+    d = dendrogram(r.linkage, ax=ax, no_labels=True, truncate_mode="lastp" if many else None,
+                   p=40, link_color_func=lambda _: "#555555")
+    top = float(r.linkage[:, 2].max()) if len(r.linkage) else 1.0
+    handles: list = []
     if not many:
-        for lbl in ax.get_xticklabels():
-            lbl.set_color(colors.get(lbl.get_text(), "#000000"))
-            lbl.set_fontsize(7 if n > 30 else 8)
+        leaves = np.asarray(d["leaves"])
+        xs = 5.0 + 10.0 * np.arange(len(leaves))
+        groups = [str(r.labels[i]) for i in leaves]
+        ax.bar(xs, 0.05 * top, width=10.0, bottom=-0.075 * top, linewidth=0,
+               color=[colors.get(g, "#000000") for g in groups])
+        ax.set_ylim(-0.09 * top, top * 1.06)
+        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top * 1.06])
+        ax.spines["left"].set_bounds(0, top * 1.06)
+        ax.spines["bottom"].set_visible(False)
+        handles = [Patch(facecolor=colors[g], label=str(g)) for g in r.groups]
+        ax.set_xlabel(f"{n} runs, coloured by {r.by}")
     if cut is not None:
-        ax.axhline(cut, color="#555555", ls="--", lw=0.9, label=f"cut: {r.k} clusters")
-        ax.legend(loc="upper right")
+        handles.append(ax.axhline(cut, color="#555555", ls="--", lw=0.9,
+                                  label=f"cut into {r.k} clusters"))
+    if handles:
+        ax.legend(handles=handles, loc="best", title=r.by, title_fontsize=8)
     ax.grid(axis="x", visible=False)
-    ax.set_ylabel("Ward linkage distance")
-    ax.set_title(f"Cluster dendrogram of runs (leaves labelled by {r.by})"
-                 + ("; top 40 merges" if many else ""))
-    fig.tight_layout()
+    ax.set_ylabel("Ward linkage distance (standardised units)")
+    ax.set_title("Cluster dendrogram of runs" + ("; top 40 merges" if many else ""))
     return fig
 
 
 def _bars(r: CoverageResult) -> Figure:
-    import matplotlib.pyplot as plt
+    from ..plotstyle import subplots
 
     t = r.table()
     t = t[t[r.by] != ALL]
     ct = r.cluster_table()
     colors = _group_colors(r)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.6, 0.35 * len(t) + 2.6),
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(9.6, 0.35 * len(t) + 2.6),
                                    gridspec_kw={"width_ratios": [1, 1.2]})
     y = np.arange(len(t))
     ax1.barh(y, t["clusters"], color=[colors[g] for g in t[r.by]], height=0.6)
@@ -397,5 +411,4 @@ def _bars(r: CoverageResult) -> Figure:
     ax2.set_xlabel("cluster")
     ax2.set_title("Runs per cluster (count)")
     fig.colorbar(im, ax=ax2, shrink=0.8, label="runs")
-    fig.tight_layout()
     return fig

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
@@ -473,34 +474,197 @@ class ImportanceResult:
             "pi": dict(self.pi),
         }
 
-    def plot(self) -> Figure:
-        """Left: every parameter's share of variance (PI); right: mean and RSD of the subset
-        left after each step (Figure 4's path), the RSD stop threshold dashed."""
-        import matplotlib
+    PLOT_KINDS = ("all", "cpi", "subsets", "path", "pi")
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+    def plot(self, kind: str = "all", unit: str | None = None) -> Figure:
+        """The paper's figures for this response. `all` (the default, what `storlab
+        importance --plot` writes): Figure 2 (PI, then CPI, of every parameter at each
+        greedy step, as bars), Figure 3 (mean against RSD of every subset fixed by one or
+        two parameters) and the selection path (mean and RSD left after each step).
+        `cpi`, `subsets` and `path` draw one of them alone; `pi` the PI shares only.
+        `unit` is the response's unit (guessed from its name when not given)."""
+        from ..plotstyle import styled
 
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+        if kind not in self.PLOT_KINDS:
+            raise AnalysisError(f"plot kind {kind!r} must be one of "
+                                f"{', '.join(self.PLOT_KINDS)}")
+        with styled():
+            return self._plot(kind, unit)
+
+    def _plot(self, kind: str, unit: str | None) -> Figure:
+        from ..plotstyle import subplots
+
+        if kind == "pi":
+            fig, ax = subplots(figsize=(6.4, 0.3 * len(self.pi) + 1.6))
+            self._draw_pi(ax)
+            return fig
+        if kind == "cpi":
+            n = max(len(self.steps), 1)
+            fig, axes = subplots(n, 1, figsize=(max(6.4, 0.55 * len(self.pi) + 2.5),
+                                                2.1 * n + 1.0), squeeze=False)
+            self._draw_cpi([r[0] for r in axes])
+            return fig
+        if kind == "subsets":
+            fig, ax = subplots(figsize=(7.6, 4.8))
+            self._draw_subsets(ax, unit)
+            return fig
+        if kind == "path":
+            fig, ax = subplots(figsize=(6.4, 4.2))
+            self._draw_path(ax, unit)
+            return fig
+        from matplotlib.figure import Figure as _Figure
+
+        n = min(max(len(self.steps), 1), 4)
+        fig = _Figure(figsize=(max(11.0, 0.5 * len(self.pi) * n), 8.6), layout="constrained")
+        top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.15])
+        self._draw_cpi(list(np.atleast_1d(top.subplots(1, n))))
+        top.suptitle("Figure 2: importance of each parameter at each greedy step "
+                     "(PI, then CPI given the parameters already selected)",
+                     fontsize=10.5, fontweight="bold")
+        ax3, ax4 = bottom.subplots(1, 2, width_ratios=[1.25, 1])
+        self._draw_subsets(ax3, unit)
+        self._draw_path(ax4, unit)
+        return fig
+
+    def _label(self) -> str:
+        from ..plotstyle import metric_name
+
+        return metric_name(self.response)
+
+    def _draw_pi(self, ax: Any) -> None:
+        from ..plotstyle import STYLE
+
         pt = self.pi_table()
-        ax1.barh(pt["param"][::-1], pt["share"][::-1], color="tab:blue")
-        ax1.set_xlabel("PI / Var(S)  (share of variance)")
-        ax1.set_title(f"Parameter importance: {self.response}")
+        sel = set(self.selected)
+        ax.barh(pt["param"][::-1], 100 * pt["share"][::-1], height=0.65,
+                color=[STYLE["sig"] if p in sel else STYLE["bar"] for p in pt["param"][::-1]])
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel(f"PI: share of the variance of {self._label()} (%)")
+        ax.set_title(f"Parameter importance: {self._label()}")
+
+    def _draw_cpi(self, axes: list[Any]) -> None:
+        """Figure 2: one bar panel per step; the chosen parameter in the accent colour."""
+        from matplotlib.patches import Patch
+
+        from ..plotstyle import STYLE
+
+        order = list(self.pi_table()["param"])  # the same x order in every panel
+        var = self.variance
+        if not self.steps:
+            axes[0].bar(order, [100 * self.pi[p] / var if var > 0 else 0.0 for p in order],
+                        color=STYLE["bar"])
+            axes[0].set_ylabel("PI (% of variance)")
+            axes[0].set_title(f"no parameter selected: {self.stop_reason}", fontsize=9,
+                              fontweight="normal")
+            return
+        before: list[str] = []
+        for ax, s in zip(axes, self.steps):
+            vals = [100 * s.candidates[p] / var if p in s.candidates and var > 0 else 0.0
+                    for p in order]
+            colors = [STYLE["sig"] if p == s.param else STYLE["muted"] if p in before
+                      else STYLE["bar"] for p in order]
+            ax.bar(range(len(order)), vals, color=colors, width=0.7)
+            for x, p in enumerate(order):
+                if p in before:  # already fixed: no bar, say why
+                    ax.annotate("fixed", (x, 0), xytext=(0, 2), textcoords="offset points",
+                                ha="center", va="bottom", fontsize=7, color="#777777")
+            tilt = sum(len(p) for p in order) > 24  # long names would run into each other
+            ax.set_xticks(range(len(order)), order, rotation=30 if tilt else 0,
+                          ha="right" if tilt else "center", rotation_mode="anchor")
+            ax.grid(axis="x", visible=False)
+            given = f" | {', '.join(before)}" if before else ""
+            ax.set_ylabel(("PI" if not before else "CPI") + " (% of variance)")
+            title = f"step {s.rank}: {'PI' if not before else 'CPI'}(X{given})"
+            ax.set_title(textwrap.fill(title, 34), fontsize=9, fontweight="normal")
+            before.append(s.param)
+        axes[0].legend(handles=[Patch(facecolor=STYLE["sig"], label="selected at this step"),
+                                Patch(facecolor=STYLE["bar"], label="other candidates")],
+                       loc="upper right")
+        for ax in axes[len(self.steps):]:
+            ax.axis("off")
+
+    def subsets(self, max_fixed: int = 2) -> pd.DataFrame:
+        """Figure 3's points: every subset of configurations fixed by the values of one or
+        two (up to `max_fixed`) parameters, with its size, mean and RSD of the response
+        (sets of a single configuration have no RSD and are left out)."""
+        import itertools
+
+        params = list(self.pi)
+        rows = []
+        y = self.configs[self.response].to_numpy(dtype=float)
+        for n in range(1, max_fixed + 1):
+            for combo in itertools.combinations(params, n):
+                keys = self.configs[list(combo)].astype(str)
+                by = list(combo) if n > 1 else combo[0]  # a one-name list warns in pandas 3
+                for vals, idx in keys.groupby(by, sort=False).groups.items():
+                    yy = y[self.configs.index.get_indexer(idx)]
+                    if len(yy) < 2:
+                        continue
+                    vals = vals if isinstance(vals, tuple) else (vals,)
+                    rows.append({"n_fixed": n,
+                                 "fixed": ", ".join(f"{p}={v}" for p, v in zip(combo, vals)),
+                                 "size": len(yy), "mean": float(np.mean(yy)), "rsd": rsd(yy)})
+        return pd.DataFrame(rows, columns=["n_fixed", "fixed", "size", "mean", "rsd"])
+
+    def _draw_subsets(self, ax: Any, unit: str | None = None) -> None:
+        """Figure 3: each point a set fixed by N = 1 or 2 parameter values; best values of
+        the greedy steps ringed."""
+        from ..plotstyle import PALETTE, axis_label, format_axis
+
+        t = self.subsets()
+        for n, color, size in ((2, PALETTE[4], 14), (1, PALETTE[3], 46)):
+            g = t[t["n_fixed"] == n]
+            if not g.empty:
+                ax.scatter(g["mean"], 100 * g["rsd"], s=size, color=color, alpha=0.8,
+                           edgecolors="white", linewidths=0.4, zorder=3 if n == 1 else 2,
+                           label=f"{len(g)} sets fixing {n} parameter{'s' * (n > 1)}")
+        for s in self.steps[:2]:  # the greedy choice among these sets, named
+            want = ", ".join(f"{p}={s.best_values[p]}" for p in self.selected[:s.rank])
+            hit = t[t["fixed"] == want]
+            if not hit.empty:
+                r = hit.iloc[0]
+                ax.scatter([r["mean"]], [100 * r["rsd"]], s=140, facecolors="none",
+                           edgecolors="black", linewidths=1.2, zorder=4)
+                ax.annotate(f"step {s.rank}: {want}", (r["mean"], 100 * r["rsd"]),
+                            xytext=(-8, 10 + 12 * (s.rank - 1)), textcoords="offset points",
+                            ha="right", fontsize=7.5,
+                            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                                  "alpha": 0.85})
+        ax.axhline(100 * self.rsd, color="#777777", lw=0.9, ls=":",
+                   label=f"RSD of all {self.n_configs} configurations")
+        ax.set_xlabel("mean " + axis_label(self.response, unit) + " of the set")
+        format_axis(ax.xaxis, self.response, unit)
+        ax.set_ylabel("RSD within the set (%, lower is steadier)")
+        ax.set_ylim(bottom=0)
+        ax.set_title("Figure 3: sets fixing 1 or 2 parameters (best: bottom right)",
+                     fontsize=9)
+        ax.legend(loc="best")
+
+    def _draw_path(self, ax2: Any, unit: str | None = None) -> None:
+        from ..plotstyle import PALETTE, axis_label, format_axis
+
         xs = [0] + [s.rank for s in self.steps]
         means = [self.mean] + [s.subset_mean for s in self.steps]
         rsds = [self.rsd] + [s.subset_rsd for s in self.steps]
-        ax2.plot(xs, means, "o-", color="tab:green", label="mean of subset")
-        ax2.set_xticks(xs, ["all"] + [f"+{s.param}" for s in self.steps], rotation=30,
-                       ha="right")
-        ax2.set_ylabel(f"mean {self.response}")
+        h1 = ax2.plot(xs, means, "o-", color=PALETTE[2], label="mean (left axis)")
+        ax2.set_xticks(xs, ["all"] + [f"+{s.param}" for s in self.steps],
+                       rotation=30 if len(xs) > 3 else 0, ha="right" if len(xs) > 3 else "center")
+        ax2.set_ylabel("mean " + axis_label(self.response, unit) + " of the subset")
+        format_axis(ax2.yaxis, self.response, unit)
         ax3 = ax2.twinx()
-        ax3.plot(xs, [100 * r for r in rsds], "s--", color="tab:red", label="RSD")
+        ax3.grid(False)
+        ax3.spines["right"].set_visible(True)
+        h2 = ax3.plot(xs, [100 * r for r in rsds], "s--", color=PALETTE[5],
+                      label="RSD (right axis)")
         for r in self.stop:
             if r.kind == "rsd":
-                ax3.axhline(100 * r.value, color="tab:red", lw=0.8, ls=":")
-        ax3.set_ylabel("RSD of subset (%)")
-        ax2.set_title("Fixing selected parameters at their best values")
-        return fig
+                h2 += [ax3.axhline(100 * r.value, color=PALETTE[5], lw=0.8, ls=":",
+                                   label=f"RSD stop {100 * r.value:g} %")]
+        ax3.set_ylim(bottom=0)
+        ax3.set_ylabel("RSD of the subset (%)")
+        ax2.set_title("Selection path: the chosen parameters fixed at their best values",
+                      fontsize=9)
+        ax2.legend(handles=h1 + h2, loc="center right")
 
 
 def importance(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,

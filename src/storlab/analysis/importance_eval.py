@@ -255,27 +255,37 @@ class EvalResult:
     def plot(self) -> Figure:
         """Figure 5: x = percentage of the dataset (log2), y = fraction of repetitions that
         found the parameter of each rank; top axis: number of configurations."""
-        import matplotlib
+        from matplotlib.ticker import NullLocator, PercentFormatter
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from ..plotstyle import LINESTYLES, PALETTE, legend_outside, metric_name, styled, subplots
 
-        fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-        pct = np.asarray(self.fractions) * 100
-        styles = ["-", "--", ":", "-."]
-        for r, p in enumerate(self.truth):
-            ax.plot(pct, self.correct[:, r], styles[r % 4], marker="o", ms=3,
-                    label=f"{_ordinal(r + 1)}: {p}")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("percentage of the dataset used (log2)")
-        ax.set_ylabel(f"fraction of {self.repeats} runs correct")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-        n = self.n_configs
-        top = ax.secondary_xaxis("top", functions=(lambda x: x * n / 100,
-                                                   lambda c: c * 100 / n))
-        top.set_xlabel("configurations evaluated")
-        ax.legend(loc="lower right", fontsize=8)
+        with styled():
+            fig, ax = subplots(figsize=(7.4, 4.2))
+            pct = np.asarray(self.fractions) * 100
+            for r, p in enumerate(self.truth):
+                ax.plot(pct, 100 * self.correct[:, r], LINESTYLES[r % 4], marker="o", ms=3.5,
+                        color=PALETTE[r % len(PALETTE)], label=f"{_ordinal(r + 1)}: {p}")
+            # Ticks at the measured fractions, on both axes: the top one says how many
+            # configurations that fraction is (what a user would have to benchmark).
+            ax.set_xscale("log", base=2)
+            ax.set_xlim(pct.min() / 1.25, pct.max() * 1.25)
+            ax.set_xticks(pct, [f"{p:.3g}" for p in pct])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_xlabel("share of the dataset used (%, log2 scale)")
+            ax.set_ylabel(f"runs that found the parameter (% of {self.repeats})")
+            ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
+            ax.set_ylim(-2, 102)
+            top = ax.twiny()
+            top.set_xscale("log", base=2)
+            top.set_xlim(ax.get_xlim())
+            top.set_xticks(pct, [str(s) for s in self.sizes])
+            top.xaxis.set_minor_locator(NullLocator())
+            top.grid(False)
+            top.spines["top"].set_visible(True)
+            top.set_xlabel("configurations evaluated (count)")
+            ax.set_title(f"Figure 5: finding the top {len(self.truth)} parameters of "
+                         f"{metric_name(self.response)} from part of the data", fontsize=9.5)
+            legend_outside(ax, title="rank: parameter", title_fontsize=8)
         return fig
 
 

@@ -429,19 +429,23 @@ class MeasureResult:
 
     def plot(self):
         """The model's plot plus the measured mixed-size points and both mix rules' lines."""
+        from ..plotstyle import styled
+        from .model import iops_legend
+
         fig = self.model.plot()
         ax = fig.axes[0]
         mixed = self.checks[self.checks["kind"] == "mixed"]
         if self.plan.mixed and len(mixed):
-            xs = np.linspace(0, 100, 51)
-            for rule, style in (("harmonic", ":"), ("slides", "--")):
-                ys = [self.model.predict(x, self.plan.mixed, mix=rule).value() for x in xs]
-                ax.plot(xs, ys, style, color="gray",
-                        label=f"{mix_spec(self.plan.mixed)} ({rule})")
-            first = mixed.drop_duplicates("read_pct")
-            ax.plot(first["read_pct"], first["measured_iops"], "s", color="black",
-                    label=f"{mix_spec(self.plan.mixed)} measured")
-            ax.legend(fontsize="small")
+            with styled():
+                xs = np.linspace(0, 100, 51)
+                for rule, style in (("harmonic", ":"), ("slides", "--")):
+                    ys = [self.model.predict(x, self.plan.mixed, mix=rule).value() for x in xs]
+                    ax.plot(xs, ys, style, color="#555555",
+                            label=f"{mix_spec(self.plan.mixed)}: model, {rule} mix rule")
+                first = mixed.drop_duplicates("read_pct")
+                ax.plot(first["read_pct"], first["measured_iops"], "s", color="black",
+                        label=f"{mix_spec(self.plan.mixed)}: measured")
+                iops_legend(ax)
         return fig
 
 

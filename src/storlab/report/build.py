@@ -751,14 +751,7 @@ def _effects_table(eff: pd.DataFrame, response: str) -> str:
 
 def _styled_importance(imp: Any, response: str, unit: str) -> Any:
     """The importance module's figure, with the response's unit on its value axis."""
-    from ..analysis.plots import axis_label, format_axis
-
-    fig = imp.plot()
-    if len(fig.axes) >= 2:
-        ax = fig.axes[1]
-        ax.set_ylabel("mean " + axis_label(response, unit))
-        format_axis(ax.yaxis, response, unit)
-    return fig
+    return imp.plot(unit=unit or None)
 
 
 def _qty(v: float, unit: str) -> str:

@@ -127,13 +127,13 @@ def dl_html(items: Sequence[tuple[str, Any]]) -> str:
 
 def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = True) -> str:
     """A matplotlib Figure as an embedded PNG (<figure> with caption)."""
-    import matplotlib.pyplot as plt
+    from ..plotstyle import close as close_figure
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", facecolor="white")
     width = int(round(fig.get_size_inches()[0] * CSS_DPI))
     if close:
-        plt.close(fig)
+        close_figure(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{esc(alt)}" '

@@ -163,23 +163,34 @@ class CalibrationResult:
                 "cluster": self.raw}
 
     def plot(self):
-        import matplotlib
+        """Predicted against measured throughput of every point (log-log), training and
+        held-out points apart, the diagonal and a ±10 % band for reference."""
+        from ..plotstyle import MARKERS, PALETTE, format_axis, styled, subplots
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(5, 5))
-        for split, g in self.points.groupby("split"):
-            ax.scatter(g["measured"], g["predicted"], label=split)
-        lim = [self.points[["measured", "predicted"]].min().min() * 0.8,
-               self.points[["measured", "predicted"]].max().max() * 1.2]
-        ax.plot(lim, lim, color="grey", lw=1)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("measured ops/s")
-        ax.set_ylabel("predicted ops/s")
-        ax.legend()
-        fig.tight_layout()
+        with styled():
+            fig, ax = subplots(figsize=(5.6, 5.2))
+            lim = [self.points[["measured", "predicted"]].min().min() * 0.8,
+                   self.points[["measured", "predicted"]].max().max() * 1.25]
+            ax.fill_between(lim, [v / 1.1 for v in lim], [v * 1.1 for v in lim],
+                            color="#E3E3E3", alpha=0.7, lw=0, label="within ±10 %")
+            ax.plot(lim, lim, color="#777777", lw=1, label="predicted = measured")
+            names = {"train": "training points", "test": "held-out points"}
+            for i, (split, g) in enumerate(self.points.groupby("split")):
+                mape = float(g["error_pct"].abs().mean())
+                ax.scatter(g["measured"], g["predicted"], color=PALETTE[i],
+                           marker=MARKERS[i], s=28, zorder=3,
+                           label=f"{names.get(str(split), split)} (mean |error| {mape:.1f} %)")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlim(lim)
+            ax.set_ylim(lim)
+            ax.set_aspect("equal")
+            format_axis(ax.xaxis, "ops_s")
+            format_axis(ax.yaxis, "ops_s")
+            ax.set_xlabel("measured throughput (ops/s)")
+            ax.set_ylabel("simulated throughput (ops/s)")
+            ax.set_title("Calibrated simulator against measurements", fontsize=9.5)
+            ax.legend(loc="upper left")
         return fig
 
 

@@ -81,33 +81,37 @@ class SweepResult:
     def plot(self, metric: str = "ops_s"):
         """Throughput (and latency) against the first factor, one line per combination of
         the other factors."""
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from ..plotstyle import (LINESTYLES, MARKERS, PALETTE, axis_label, format_axis,
+                                 styled, subplots)
 
         df = self.table()
         lat = "lat_mean_ms" if self.analytic else "lat_p99_ms"
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         x_name = self.factors[0]
         xs = list(dict.fromkeys(df[x_name].astype(str)))
         others = self.factors[1:]
         groups = df.groupby([df[o].astype(str) for o in others], sort=False) if others else [
             ((), df)]
-        for key, g in groups:
-            key = key if isinstance(key, tuple) else (key,)
-            label = ", ".join(f"{o}={v}" for o, v in zip(others, key)) or "all"
-            pos = [xs.index(v) for v in g[x_name].astype(str)]
-            axes[0].plot(pos, g[metric], marker="o", label=label)
-            axes[1].plot(pos, g[lat], marker="o", label=label)
-        for ax, ylab in ((axes[0], metric), (axes[1], lat)):
-            ax.set_xticks(range(len(xs)), xs)
-            ax.set_xlabel(x_name)
-            ax.set_ylabel(ylab)
-            ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=8)
-        fig.suptitle("storlab simulate sweep" + (" (analytic)" if self.analytic else ""))
-        fig.tight_layout()
+        with styled():
+            fig, axes = subplots(1, 2, figsize=(11, 4.2))
+            for i, (key, g) in enumerate(groups):
+                key = key if isinstance(key, tuple) else (key,)
+                label = ", ".join(f"{o}={v}" for o, v in zip(others, key)) or "all points"
+                pos = [xs.index(v) for v in g[x_name].astype(str)]
+                style = {"color": PALETTE[i % len(PALETTE)], "ls": LINESTYLES[i % 4],
+                         "marker": MARKERS[i % len(MARKERS)]}
+                axes[0].plot(pos, g[metric], label=label, **style)
+                axes[1].plot(pos, g[lat], **style)
+            for ax, col in ((axes[0], metric), (axes[1], lat)):
+                ax.set_xticks(range(len(xs)), xs)
+                ax.set_xlabel(x_name)
+                ax.set_ylabel(axis_label(col))
+                format_axis(ax.yaxis, col)
+                ax.set_ylim(bottom=0)
+            if others:  # which line is which, beside the panels so it covers no data
+                fig.legend(loc="outside right upper", title=", ".join(others),
+                           title_fontsize=8)
+            fig.suptitle("Simulated sweep over " + ", ".join(self.factors)
+                         + (" (analytic model)" if self.analytic else ""))
         return fig
 
 

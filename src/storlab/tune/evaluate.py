@@ -84,26 +84,37 @@ class TuneEvalResult:
 
     def plot(self) -> Figure:
         """Median gap of the best-so-far to the optimum against runs, per strategy."""
-        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-        fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
-        for s in self.strategies:
-            c = self.curves[self.curves["strategy"] == s]
-            med = c.groupby("run")["best_gap"].median()
-            q1 = c.groupby("run")["best_gap"].quantile(0.25)
-            q3 = c.groupby("run")["best_gap"].quantile(0.75)
-            line, = ax.plot(med.index, 100 * med.to_numpy(), label=f"{s} (median)")
-            ax.fill_between(med.index, 100 * q1.to_numpy(), 100 * q3.to_numpy(),
-                            color=line.get_color(), alpha=0.15)
-        for t in self.targets:
-            ax.axhline(100 * t, color="gray", lw=0.8, ls=":")
-        ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylim(bottom=0)  # a gap is never negative
-        ax.set_xlabel("runs executed")
-        ax.set_ylabel(f"gap of best {self.response} so far to the optimum (%)")
-        ax.set_title(f"Tuning on {self.n_configs} measured configurations "
-                     f"({self.repeats} repeats, quartiles shaded)")
-        ax.legend(loc="upper right", fontsize=8)
+        from ..plotstyle import LINESTYLES, PALETTE, legend_outside, metric_name, styled, subplots
+
+        with styled():
+            fig, ax = subplots(figsize=(8.4, 4.3))
+            for i, s in enumerate(self.strategies):
+                c = self.curves[self.curves["strategy"] == s]
+                med = c.groupby("run")["best_gap"].median()
+                q1 = c.groupby("run")["best_gap"].quantile(0.25)
+                q3 = c.groupby("run")["best_gap"].quantile(0.75)
+                col = PALETTE[i % len(PALETTE)]
+                ax.plot(med.index, 100 * med.to_numpy(), LINESTYLES[i % 4], color=col,
+                        label=f"{s}: median")
+                ax.fill_between(med.index, 100 * q1.to_numpy(), 100 * q3.to_numpy(),
+                                color=col, alpha=0.15, lw=0, label=f"{s}: quartiles")
+            for j, t in enumerate(self.targets):
+                ax.axhline(100 * t, color="#777777", lw=0.8, ls=":",
+                           label="target gaps" if j == 0 else None)
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_ylim(bottom=0)  # a gap is never negative
+            ax.yaxis.set_major_locator(FixedLocator([0, 1, 2, 5, 10, 20, 50, 100, 200, 500]))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("runs executed (count)")
+            ax.set_ylabel(f"gap of the best {metric_name(self.response)} so far\n"
+                          "to the optimum (%, symlog)")
+            ax.set_title(f"Tuning on {self.n_configs} measured configurations "
+                         f"({self.repeats} repeats)", fontsize=9.5)
+            legend_outside(ax)
         return fig
 
 

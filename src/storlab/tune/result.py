@@ -203,28 +203,38 @@ class TuneResult:
     def plot(self) -> Figure:
         """Left: each run and the best so far, phases shaded; right (two objectives): the
         measured configurations and the Pareto front."""
-        import matplotlib.pyplot as plt
+        from ..plotstyle import styled
+
+        with styled():
+            return self._plot()
+
+    def _plot(self) -> Figure:
+        from matplotlib.ticker import MaxNLocator
+
+        from ..plotstyle import PALETTE, STYLE, axis_label, format_axis, subplots
 
         two = len(self.objectives) > 1
-        fig, axes = plt.subplots(1, 2 if two else 1, figsize=(11 if two else 7, 4),
-                                 constrained_layout=True, squeeze=False)
+        fig, axes = subplots(1, 2 if two else 1, figsize=(12 if two else 7.4, 4.4),
+                             squeeze=False)
         ax = axes[0][0]
         c = self.curve()
-        colors = {"screen": "tab:blue", "tune": "tab:orange", "confirm": "tab:green"}
+        colors = {"screen": PALETTE[0], "tune": PALETTE[1], "confirm": PALETTE[2]}
+        names = {"screen": "screening runs", "tune": "search runs",
+                 "confirm": "confirmation runs"}
         for ph, g in c.groupby("phase", sort=False):
-            ax.scatter(g["run"], g["value"], s=14, color=colors.get(str(ph), "tab:gray"),
-                       label=f"{ph} runs")
+            ax.scatter(g["run"], g["value"], s=16, color=colors.get(str(ph), STYLE["muted"]),
+                       label=names.get(str(ph), f"{ph} runs"), zorder=3)
         ax.step(c["run"], c["best_so_far"], where="post", color="black", lw=1.2,
                 label="best single run so far")
         ob = self.objectives[0]
-        from matplotlib.ticker import MaxNLocator
-
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("runs executed")
-        ax.set_ylabel(f"{ob.name} ({'higher' if ob.goal == 'maximize' else 'lower'} is "
-                      "better)")
-        ax.set_title(f"Tuning ({self.strategy}): {len(self.history)} of {self.budget} runs")
-        ax.legend(loc="best", fontsize=8)
+        ax.set_xlabel("runs executed (count)")
+        ax.set_ylabel(axis_label(ob.name) + (" ↑ better" if ob.goal == "maximize"
+                                             else " ↓ better"))
+        format_axis(ax.yaxis, ob.name)
+        ax.set_title(f"Tuning ({self.strategy}): {len(self.history)} of {self.budget} runs",
+                     fontsize=9.5)
+        ax.legend(loc="best")
         if two:
             ax2 = axes[0][1]
             t = self.tally
@@ -232,14 +242,18 @@ class TuneResult:
             o1, o2 = self.objectives[:2]
             xs = [o1.score(e.mean(0)) for e in ms]
             ys = [o2.score(e.mean(1)) for e in ms]
-            ax2.scatter(xs, ys, s=14, color="tab:gray", label="measured configurations")
+            ax2.scatter(xs, ys, s=16, color=STYLE["muted"], label="measured configurations")
             front = sorted(t.pareto(), key=lambda e: e.mean(0))
             ax2.plot([o1.score(e.mean(0)) for e in front], [o2.score(e.mean(1)) for e in front],
-                     "o-", color="tab:red", label="Pareto front (measured)")
-            ax2.set_xlabel(f"{o1.name} ({o1.goal})")
-            ax2.set_ylabel(f"{o2.name} ({o2.goal})")
-            ax2.set_title("Trade-off between the two objectives")
-            ax2.legend(loc="best", fontsize=8)
+                     "o-", color=STYLE["sig"], label="Pareto front (measured)")
+            ax2.set_xlabel(axis_label(o1.name) + (" → better" if o1.goal == "maximize"
+                                                  else " ← better"))
+            ax2.set_ylabel(axis_label(o2.name) + (" ↑ better" if o2.goal == "maximize"
+                                                  else " ↓ better"))
+            format_axis(ax2.xaxis, o1.name)
+            format_axis(ax2.yaxis, o2.name)
+            ax2.set_title("Trade-off between the two objectives", fontsize=9.5)
+            ax2.legend(loc="best")
         return fig
 
 

@@ -1,0 +1,181 @@
+"""One style for every figure: readable labels with units, legends that match what they
+name, every plot kind renders, and importing or drawing never switches a user's backend."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+
+from storlab.plotstyle import axis_label, metric_name, metric_unit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _gallery():  # noqa: ANN202 - the script as a module
+    spec = importlib.util.spec_from_file_location("plot_gallery",
+                                                  ROOT / "scripts" / "plot_gallery.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(("name", "label"), [
+    ("ops_s", "throughput (ops/s)"),
+    ("total_bw_bytes", "total bandwidth (B/s)"),
+    ("read_iops", "read I/O rate (IO/s)"),
+    ("lat_mean_ms", "mean latency (ms)"),
+    ("lat_p99_ms", "latency p99 (ms)"),
+    ("read_clat_p99_us", "read completion latency p99 (µs)"),
+    ("write_clat_mean_us", "write mean completion latency (µs)"),
+    ("get_lat_p99_ms", "GET latency p99 (ms)"),
+    ("mb_s", "bandwidth (MB/s)"),
+    ("usr_cpu", "user CPU (%)"),
+    ("read_bw", "read bandwidth (KiB/s)"),  # fio's own field is KiB/s
+])
+def test_storlab_columns_get_readable_labels_with_units(name: str, label: str) -> None:
+    assert axis_label(name) == label
+
+
+def test_unknown_names_stay_and_a_given_unit_wins() -> None:
+    assert metric_name("distance") == "distance"
+    assert axis_label("distance") == "distance"
+    assert axis_label("distance", "m") == "distance (m)"
+    assert metric_unit("total_iops", "ops/s") == "ops/s"
+
+
+def _pareto(significant: bool = True):  # noqa: ANN202
+    from storlab.analysis.effects import analyze
+    from storlab.design import full_factorial
+    from storlab.space import Space
+
+    t = full_factorial(Space.two_level(4)).table.copy()
+    x = t[["A", "B", "C", "D"]].to_numpy(dtype=float)
+    rng = np.random.default_rng(0)
+    if significant:
+        t["total_iops"] = 5e4 + 9e3 * x[:, 0] + rng.normal(0, 500, len(t))
+    else:  # noise only (seed 1: Lenth and ANOVA find nothing)
+        t["total_iops"] = 5e4 + np.random.default_rng(1).normal(0, 500, len(t))
+    a = analyze(t, "total_iops")
+    return a, a.plot("pareto")
+
+
+def test_pareto_legend_swatches_have_the_colours_of_the_bars_they_name() -> None:
+    from storlab.analysis.plots import STYLE
+
+    a, fig = _pareto()
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    bar_colour = {lab: to_hex(p.get_facecolor()) for lab, p in zip(labels, ax.patches)}
+    leg = ax.get_legend()
+    swatch = {t.get_text(): to_hex(h.get_facecolor())
+              for t, h in zip(leg.get_texts(), leg.legend_handles)
+              if t.get_text() in ("significant", "not significant")}
+    assert swatch == {"significant": to_hex(STYLE["sig"]), "not significant": to_hex(STYLE["bar"])}
+    # ...and each is the colour of the bars it names (A, planted, is significant).
+    sig = dict(zip(a.effects["term"], a.effects["significant"]))
+    assert sig["A"] and not all(sig.values())
+    for term, s in sig.items():
+        assert bar_colour[term] == swatch["significant" if s else "not significant"], term
+    # One bar per term and no empty helper bar behind a legend entry.
+    assert len(ax.patches) == len(labels)
+    assert "|effect| on total I/O rate (IO/s)" == ax.get_xlabel()
+
+
+def test_pareto_without_significant_effects_shows_no_significant_swatch() -> None:
+    a, fig = _pareto(significant=False)
+    assert not a.effects["significant"].any()
+    leg = fig.axes[0].get_legend()
+    texts = [t.get_text() for t in leg.get_texts()]
+    assert "significant" not in texts
+
+
+def test_every_plot_kind_renders_with_units_on_its_value_axes(tmp_path: Path) -> None:
+    """The gallery (scripts/plot_gallery.py) draws every kind; each PNG is written and the
+    value axes name their unit."""
+    from storlab.fileio import save_figure
+
+    figs = {}
+    for name, fig in _gallery().draw_all():
+        figs[name] = [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+        save_figure(fig, tmp_path / f"{name}.png")
+    expected = {"effects-pareto", "effects-halfnormal", "effects-main", "effects-interaction",
+                "effects-pb-interaction", "importance", "importance-cpi",
+                "importance-subsets", "importance-path", "importance-eval",
+                "importance-compare", "coverage-scatter", "coverage-dendrogram",
+                "coverage-coverage", "estimate-model", "estimate-prediction", "sim-sweep",
+                "sim-calibration", "tune", "tune-eval", "report-progress"}
+    assert set(figs) == expected
+    for name in expected:
+        data = (tmp_path / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 4_000, name
+    labels = {n: " | ".join(f"{x} / {y}" for x, y in axes) for n, axes in figs.items()}
+    for name, unit in [("effects-pareto", "(IO/s)"), ("effects-main", "(IO/s)"),
+                       ("effects-halfnormal", "(IO/s)"), ("importance", "(B/s)"),
+                       ("importance-subsets", "(B/s)"), ("importance-path", "(B/s)"),
+                       ("estimate-model", "(IO/s)"), ("estimate-prediction", "(IO/s)"),
+                       ("sim-sweep", "throughput (ops/s)"), ("sim-sweep", "latency p99 (ms)"),
+                       ("sim-calibration", "(ops/s)"), ("tune", "(B/s)"), ("tune", "(µs)"),
+                       ("importance-eval", "(%"), ("tune-eval", "(%"),
+                       ("report-progress", "(count)")]:
+        assert unit in labels[name], (name, labels[name])
+    for name, text in labels.items():  # no raw storlab column name on any axis
+        for raw in ("ops_s", "total_bw_bytes", "total_iops", "lat_p99_ms", "read_clat"):
+            assert raw not in text, (name, text)
+
+
+def test_importance_figures_2_and_3() -> None:
+    """Seed 001: Figure 2 (a bar panel per greedy step, the chosen bar highlighted) and
+    Figure 3 (mean against RSD of every set fixed by one or two parameters)."""
+    from storlab.analysis.importance import importance
+    from storlab.plotstyle import STYLE
+
+    df = _gallery()._grid()
+    params = ["bs", "iodepth", "scheduler", "numjobs"]
+    res = importance(df, "total_bw_bytes", params=params, stop="top:2")
+    fig = res.plot("cpi")
+    assert len(fig.axes) == 2
+    for ax, step in zip(fig.axes, res.steps):
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        chosen = [to_hex(p.get_facecolor()) for p in ax.patches]
+        assert chosen[ticks.index(step.param)] == to_hex(STYLE["sig"])
+        assert chosen.count(to_hex(STYLE["sig"])) == 1
+    sets = res.subsets()
+    n_one = sum(df[p].nunique() for p in params)
+    assert (sets["n_fixed"] == 1).sum() == n_one
+    one = sets[sets["fixed"] == "bs=64k"].iloc[0]
+    cfg = res.configs[res.configs["bs"] == "64k"]["total_bw_bytes"]
+    assert one["mean"] == pytest.approx(cfg.mean())
+    assert one["rsd"] == pytest.approx(cfg.std(ddof=1) / cfg.mean())
+    ax = res.plot("subsets").axes[0]
+    assert sum(len(c.get_offsets()) for c in ax.collections[:2]) == len(sets)
+    with pytest.raises(Exception, match="plot kind"):
+        res.plot("pie")
+
+
+def test_importing_and_drawing_keeps_the_users_backend(tmp_path: Path) -> None:
+    """A notebook user's backend survives importing every storlab module and drawing:
+    library code never calls matplotlib.use."""
+    code = f"""
+import importlib, pkgutil, sys
+import matplotlib
+matplotlib.use("svg")
+import storlab
+for m in pkgutil.walk_packages(storlab.__path__, "storlab."):
+    importlib.import_module(m.name)
+sys.path.insert(0, {str(ROOT / "scripts")!r})
+import plot_gallery
+for name, fig in plot_gallery.draw_all(["effects", "estimate", "sim", "report"]):
+    fig.savefig({str(tmp_path)!r} + "/" + name + ".png")
+print(matplotlib.get_backend())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "svg"
+    assert (tmp_path / "sim-sweep.png").read_bytes()[:4] == b"\x89PNG"
