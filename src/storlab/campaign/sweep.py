@@ -203,14 +203,18 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
             row["error"] = err[-1] if err else f"run {(r or {}).get('status', 'missing')}"
         else:
             m = r["metrics"]
-            try:
-                bottleneck = json.loads(r.get("raw") or "{}")["bottleneck"]["resource"]
-            except (ValueError, KeyError, TypeError):
-                bottleneck = ""
+            try:  # the whole report (SimReport.to_dict) is the run's raw output
+                doc = json.loads(r.get("raw") or "{}")
+                bottleneck = doc["bottleneck"]["resource"]
+                total = next((o for o in doc.get("ops") or [] if o.get("op") == "ALL"), {})
+            except (ValueError, KeyError, TypeError, AttributeError):
+                bottleneck, total = "", {}
             row.update({"ops_s": m.get("ops_s", np.nan), "mb_s": m.get("mb_s", np.nan),
                         "lat_mean_ms": m.get("lat_mean_ms", np.nan),
                         "lat_p99_ms": m.get("lat_p99_ms", np.nan), "bottleneck": bottleneck,
                         "bottleneck_util": m.get("bottleneck_util", np.nan)})
+            if total.get("availability") is not None:  # failures were simulated
+                row["availability"] = float(total["availability"])
             row.update({k: v for k, v in m.items() if k.startswith("util_")})
         rows.append(row)
     # The sweep's order: first axis slowest (the design lists the factorial first-fastest).
