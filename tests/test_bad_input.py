@@ -230,6 +230,8 @@ CASES: list[Case] = [
     C("simulate", "cluster.yaml --requests -5", "--requests"),
     C("simulate", "cluster.yaml --sweep nodes=2,3 --workers 0", "--workers"),
     C("simulate", "cluster.yaml --sweep nodes=2,3 --plot adir", "--plot"),
+    C("simulate", "cluster.yaml --sweep nodes=2,3 --campaign cluster.yaml", "--campaign"),
+    C("simulate", "cluster.yaml --sweep nodes=2,3 --executor parallel:0", "--executor"),
     C("simulate", "cluster.yaml --calibrate garbage.csv", "--calibrate"),
     C("simulate", "cluster.yaml --calibrate adir", "--calibrate"),
     C("simulate", "cluster.yaml --calibrate calibration.csv --holdout nan", "--holdout"),

@@ -32,9 +32,10 @@ def test_simulate_json():
     assert d["littles_law_error"] < 0.02
 
 
-def test_sweep_object_workers():
+def test_sweep_object_workers(tmp_path):
     r = storlab("simulate", SMALL, "--set", "object_size=64KiB", "--set", "clients=256",
-                "--requests", 10000, "--sweep", "object_workers=14,28,42", "--json")
+                "--requests", 10000, "--sweep", "object_workers=14,28,42", "--json",
+                "--campaign", tmp_path / "sweep")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
     assert [int(row["object_workers"]) for row in rows] == [14, 28, 42]
@@ -51,7 +52,8 @@ def test_simulate_table_and_analytic():
 def test_sweep_analytic_csv_and_plot(tmp_path):
     out, png = tmp_path / "s.csv", tmp_path / "s.png"
     r = storlab("simulate", SMALL, "--analytic", "--sweep", "nic=10,25", "--sweep",
-                "disk=hdd7200,ssd_s3700", "--executor", "serial", "-o", out, "--plot", png)
+                "disk=hdd7200,ssd_s3700", "--executor", "serial", "-o", out, "--plot", png,
+                "--campaign", tmp_path / "sweep")
     assert r.returncode == 0, r.stderr
     import pandas as pd
     df = pd.read_csv(out)
@@ -62,8 +64,8 @@ def test_sweep_analytic_csv_and_plot(tmp_path):
 
 
 def test_sweep_local_processes():
+    from storlab.campaign.sweep import run_sweep
     from storlab.sim.cluster import load_raw
-    from storlab.sim.sweep import run_sweep
     res = run_sweep(load_raw(SMALL), {"nodes": [2, 4], "requests": [3000]}, executor="local",
                     workers=2)
     assert list(res.table()["nodes"]) == [2, 4] and res.table()["ops_s"].gt(0).all()

@@ -16,7 +16,6 @@ asks again with the same history it would have had.
 
 from __future__ import annotations
 
-import inspect
 import json
 import signal
 import threading
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StorlabError
+from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor
 from .runners import make_runner
@@ -80,6 +80,7 @@ class Campaign:
         self.name = spec.name or self.path.stem
         self.space = self._load_space()
         self.source: DesignSource | None = None
+        self._design_meta: dict[str, Any] = {}
         if spec.design.kind in adaptive_kinds():
             self.source = self._adaptive_source()
             self.configs: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
@@ -121,6 +122,8 @@ class Campaign:
         """(config_id, {factor: value}, {design bookkeeping}) in the design's standard order,
         every one validated against the space (before anything runs)."""
         d = self.spec.design
+        self._design_meta = {"kind": "configs" if d.configs is not None else "csv",
+                             **({"csv": d.csv} if d.csv is not None else {})}
         if d.configs is not None:
             source = f"{self.path}: design.configs"
             table = pd.DataFrame(d.configs)
@@ -146,23 +149,12 @@ class Campaign:
             source = f"{self.path}: design"
             from ..design import make_design
 
-            kw: dict[str, Any] = dict(runs=d.runs, resolution=d.resolution,
-                                      generators=d.generators, center=d.center,
-                                      replicates=d.replicates,
-                                      seed=d.seed if d.seed is not None else self.spec.seed)
-            params = inspect.signature(make_design).parameters
-            if d.fold is not None:
-                kw["fold"] = d.fold
-            if d.optimize is not None:
-                kw["optimize"] = d.optimize
-            # The campaign owns the run order: keep the design in standard order.
-            for name in ("randomize_order", "randomize"):
-                if name in params:
-                    kw[name] = False
             try:
-                table = make_design(self.space, d.kind, **kw).table  # type: ignore[arg-type]
+                design = make_design(self.space, str(d.kind), **design_kwargs(self.spec))
             except StorlabError as exc:
                 raise CampaignError(f"{source}: {exc}") from None
+            self._design_meta = to_jsonable(dict(design.meta))
+            table = design.table
             if "std_order" in table:
                 table = table.sort_values("std_order", kind="stable")
         missing = [n for n in self.space.names if n not in table.columns]
@@ -245,6 +237,37 @@ class Campaign:
 
     def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
+
+    # ------------------------------------------------------------------ design metadata
+    def design_meta_now(self) -> dict[str, Any]:
+        """The design's metadata as this campaign file makes it: a generated design's
+        (kind, resolution, generators, defining relation, aliases, word-length pattern,
+        seed ...), `{kind: csv|configs}`, or an adaptive source's (kind, strategy, ...)."""
+        if self.source is not None:
+            return dict(to_jsonable(self.source.meta()))
+        return dict(self._design_meta)
+
+    def design_meta(self) -> dict[str, Any]:
+        """The metadata of the design the store's runs came from, as the store keeps it
+        (meta key `design`); for a store written before storlab kept it, or no store yet,
+        the campaign file's (`design_meta_now`)."""
+        if self.store_path.exists():
+            with Store(self.store_path) as store:
+                text = store.get_meta("design")
+                if text is None and self.source is not None:
+                    text = store.get_meta("source")
+            if text is not None:
+                return dict(json.loads(text))
+        return self.design_meta_now()
+
+    def stored_runs(self, warmup: bool = False, with_raw: bool = False
+                    ) -> list[dict[str, Any]]:
+        """The store's runs in campaign order (measured only unless `warmup`); none before
+        the first run."""
+        if not self.store_path.exists():
+            return []
+        with Store(self.store_path) as store:
+            return [r for r in store.runs(with_raw) if warmup or not r["warmup"]]
 
     # ------------------------------------------------------------------ plan
     def plan(self, store: Store | None = None) -> list[PlannedRun]:
@@ -332,9 +355,14 @@ class Campaign:
         """Save the plan on the first run; refuse a store written for another plan or
         measured with other runner settings."""
         self._sync_measurement(store)
-        if self.source is not None:
+        if self.source is None:
+            self._sync_configs(store)
+        else:
             self._sync_source(store)
-            return
+        # What readers (the report) know the design by; they never make it again.
+        store.set_meta("design", json.dumps(self.design_meta_now()))
+
+    def _sync_configs(self, store: Store) -> None:
         stored = store.configs()
         current = [(cid, json.loads(json.dumps(cfg)), info) for cid, cfg, info in self.configs]
         if not stored:
@@ -506,6 +534,21 @@ class Campaign:
             s = statuses.get(r.key, "pending")
             counts[s] = counts.get(s, 0) + 1
         return pd.DataFrame({"status": list(counts), "runs": list(counts.values())})
+
+
+def design_kwargs(spec: CampaignSpec) -> dict[str, Any]:
+    """`make_design`'s keywords for the campaign's generated design. The campaign owns the
+    run order, so the design stays in standard order (`randomize_order=False`)."""
+    d = spec.design
+    kw: dict[str, Any] = dict(runs=d.runs, resolution=d.resolution, generators=d.generators,
+                              center=d.center, replicates=d.replicates,
+                              seed=d.seed if d.seed is not None else spec.seed,
+                              randomize_order=False)
+    if d.fold is not None:
+        kw["fold"] = d.fold
+    if d.optimize is not None:
+        kw["optimize"] = d.optimize
+    return kw
 
 
 def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:

@@ -104,16 +104,13 @@ def status_cmd(
     """Runs per status, and the failed runs with the end of their stderr."""
     from ..campaign.campaign import Campaign
     from ..campaign.runners.base import failure_lines
-    from ..campaign.store import Store
+    from ..campaign.store import FAILED
 
     camp = Campaign.load(campaign_file)
     counts = camp.status()
-    failed: list[dict[str, Any]] = []
-    if camp.store_path.exists():
-        with Store(camp.store_path) as store:
-            failed = [{"key": r["key"], "status": r["status"], "exit_code": r["exit_code"],
-                       "stderr": failure_lines(r["stderr_tail"], 5 if failures else 2)}
-                      for r in store.runs() if r["status"] in ("failed", "timeout")]
+    failed = [{"key": r["key"], "status": r["status"], "exit_code": r["exit_code"],
+               "stderr": failure_lines(r["stderr_tail"], 5 if failures else 2)}
+              for r in camp.stored_runs(warmup=True) if r["status"] in FAILED]
     if json_out or output:
         emit_json({"counts": counts, "failed": failed}, output)
         if json_out:

@@ -10,8 +10,8 @@ import typer
 import yaml
 
 from ..fileio import read_text, save_figure, write_frame, write_text
-from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
-                      output_file)
+from ._common import (at_least, console, emit_json, fraction, frame_table, input_dir,
+                      input_file, output_file)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -55,10 +55,17 @@ def simulate_cmd(
     requests: Optional[int] = typer.Option(None, "--requests", help="Requests to simulate "
                                            "(overrides workload.requests).",
                                            callback=at_least("--requests", 1)),
-    executor: str = typer.Option("local", "--executor", help="Sweeps: local, serial, dask, "
-                                 "or dask://host:port."),
+    executor: str = typer.Option("local", "--executor", help="Sweeps: local (processes), "
+                                 "serial, dask (a local Dask cluster), dask://host:port, or "
+                                 "a campaign executor (sequential, parallel:N)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Parallel sweep workers.",
                                           callback=at_least("--workers", 1)),
+    campaign: Optional[Path] = typer.Option(None, "--campaign", help="Sweeps: the campaign "
+                                            "directory (store, design); the same command "
+                                            "resumes it. Default: simulate-sweep/<cluster>-"
+                                            "<digest of the sweep>.",
+                                            callback=input_dir("--campaign")),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Sweeps: no progress."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot to this file: a "
                                         "run's time series (throughput, latency, utilisation "
                                         "per interval), the sweep or the calibration.",
@@ -96,13 +103,19 @@ def simulate_cmd(
         _calibrate(raw, src, calibrate, holdout, save_calibrated, plot, as_json, output)
         return
     if sweep:
-        from ..sim.sweep import parse_sweep, run_sweep
+        from ..campaign.sweep import check_executor, default_directory, run_sweep
+        from ..sim.sweep import parse_sweep
+        from ._progress import campaign_progress
 
-        res = run_sweep(raw, parse_sweep(sweep), analytic=analytic, executor=executor,
-                        workers=workers, source=src, backend=backend)
+        axes = parse_sweep(sweep)
+        check_executor(executor)
+        where = campaign or default_directory(raw, axes, analytic, backend, src)
+        with campaign_progress("sweep", quiet, as_json, prefer=("ops_s",)) as on_event:
+            res = run_sweep(raw, axes, analytic=analytic, executor=executor, workers=workers,
+                            source=src, backend=backend, campaign=where, on_event=on_event)
         df = res.table()
-        if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df},
-                        output, as_json):
+        if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df,
+                             "campaign": str(res.campaign)}, output, as_json):
             cols = [c for c in df.columns if not c.startswith("util_")]
             console.print(frame_table(df[cols], title=f"sweep of {src}"
                                       + (" (analytic)" if analytic else "")))

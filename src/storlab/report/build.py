@@ -73,40 +73,24 @@ class ReportInput:
 def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
     """Load a campaign file: its space, design provenance, run statuses and results."""
     from ..campaign.campaign import Campaign
-    from ..campaign.store import Store
 
     camp = Campaign.load(path)
     spec = camp.spec
     meta, origin = None, ""
     tuning = None
+    stored_meta = camp.design_meta()  # kept in the store; never made again here
     if camp.adaptive:
         if camp.store_path.exists():
             from ..tune.result import result_from_campaign
 
             tuning = result_from_campaign(camp)
-        meta = {"kind": f"tune ({camp.source.meta()['strategy']}, budget "  # type: ignore[union-attr]
-                        f"{camp.source.meta()['budget']} runs)"}  # type: ignore[union-attr]
+        meta = {"kind": f"tune ({stored_meta.get('strategy')}, budget "
+                        f"{stored_meta.get('budget')} runs)"}
         origin = "campaign design (adaptive: configurations proposed as results came in)"
-    elif spec.design.kind is not None:
-        from ..design import make_design
-
-        d = spec.design
-        kw: dict[str, Any] = dict(runs=d.runs, resolution=d.resolution,
-                                  generators=d.generators, center=d.center,
-                                  replicates=d.replicates, randomize_order=False,
-                                  seed=d.seed if d.seed is not None else spec.seed)
-        if d.fold is not None:
-            kw["fold"] = d.fold
-        if d.optimize is not None:
-            kw["optimize"] = d.optimize
-        try:
-            meta, origin = dict(make_design(camp.space, d.kind, **kw).meta), "campaign design"
-        except StorlabError:
-            meta = None
-    stored: dict[str, dict[str, Any]] = {}
+    elif stored_meta.get("kind") not in (None, "csv", "configs"):
+        meta, origin = stored_meta, "campaign design"
+    stored = {r["key"]: r for r in camp.stored_runs()}
     if camp.store_path.exists():
-        with Store(camp.store_path) as store:
-            stored = {r["key"]: r for r in store.runs() if not r["warmup"]}
         results = camp.results(level)
     else:
         results = pd.DataFrame(columns=["config_id", *camp.space.names])

@@ -1,21 +1,18 @@
-"""What-if sweeps: a grid of overrides, each point simulated (or solved analytically) in
-parallel on local processes or a Dask cluster, gathered into one table with a plot."""
+"""What-if sweeps: the sweep's axes (`--sweep NAME=V1,V2`) and its result table with a plot.
+
+The sweep runs as a campaign (the full factorial of the axes, the simulator runner, the
+campaign's executors and store, so it resumes after a kill): `storlab.campaign.sweep`."""
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .cluster import SimError, apply_overrides, build_model, parse_cluster, run_model
-
-#: Columns every sweep row carries (latency percentiles only from the simulator).
-METRIC_COLUMNS = ("ops_s", "mb_s", "lat_mean_ms", "lat_p99_ms", "bottleneck", "bottleneck_util")
+from .cluster import SimError
 
 
 def parse_sweep(items: Sequence[str], source: str = "--sweep") -> dict[str, list[str]]:
@@ -30,47 +27,15 @@ def parse_sweep(items: Sequence[str], source: str = "--sweep") -> dict[str, list
     return out
 
 
-def grid(sweeps: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
-    """Full factorial of the sweep values, first factor varying slowest."""
-    keys = list(sweeps)
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(sweeps[k] for k in keys))]
-
-
-def run_point(raw: Mapping[str, Any], overrides: Mapping[str, Any], analytic: bool = False,
-              source: str = "cluster", backend: str = "rust") -> dict[str, Any]:
-    """One grid point -> one flat row (module level so that processes and Dask can pickle it).
-    A point that cannot be built is kept as a row with its error, the sweep goes on."""
-    row: dict[str, Any] = dict(overrides)
-    try:
-        spec = parse_cluster(apply_overrides(raw, overrides, source), source)
-        model = build_model(spec)
-        if analytic:
-            from .analytic import analyse
-            rep: Any = analyse(model)
-        else:
-            rep = run_model(model, backend=backend)
-    except SimError as exc:
-        row["error"] = str(exc)
-        return row
-    total = rep.ops[rep.ops["op"] == "ALL"].iloc[0]
-    row.update({"ops_s": float(total["ops_s"]), "mb_s": float(total["mb_s"]),
-                "lat_mean_ms": float(total["lat_mean_ms"]),
-                "lat_p99_ms": float(total["lat_p99_ms"]) if "lat_p99_ms" in total else np.nan,
-                "bottleneck": rep.bottleneck["resource"],
-                "bottleneck_util": float(rep.bottleneck["utilisation"])})
-    for k, v in rep.metrics().items():
-        if k.startswith("util_"):
-            row[k] = v
-    return row
-
-
 @dataclass
 class SweepResult:
-    """The grid's results: one row per point, factor columns first."""
+    """The grid's results: one row per point, factor columns first; `campaign` is the
+    directory that keeps its runs (None for a throw-away sweep)."""
 
     factors: list[str]
     rows: pd.DataFrame
     analytic: bool
+    campaign: Path | None = None
 
     def table(self) -> pd.DataFrame:
         df = self.rows.copy()
@@ -113,41 +78,3 @@ class SweepResult:
             fig.suptitle("Simulated sweep over " + ", ".join(self.factors)
                          + (" (analytic model)" if self.analytic else ""))
         return fig
-
-
-def run_sweep(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[Any]], *,
-              analytic: bool = False, executor: str = "local", workers: int | None = None,
-              source: str = "cluster", backend: str = "rust") -> SweepResult:
-    """Run every grid point. `executor`: 'local' (processes), 'serial', or 'dask://host:port'
-    (a running Dask scheduler; 'dask' alone starts a local Dask cluster)."""
-    points = grid(sweeps)
-    if not points:
-        raise SimError(f"{source}: empty sweep")
-    # Validate the first point here so a typo fails fast with one line.
-    parse_cluster(apply_overrides(raw, points[0], source), source)
-    args = [(dict(raw), p, analytic, source, backend) for p in points]
-    if executor == "serial" or len(points) == 1:
-        rows = [run_point(*a) for a in args]
-    elif executor == "local":
-        from concurrent.futures import ProcessPoolExecutor
-
-        n = workers or min(len(points), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            rows = list(pool.map(run_point, *zip(*args)))
-    elif executor.startswith("dask"):
-        from dask.distributed import Client
-
-        address = executor.removeprefix("dask://") if executor.startswith("dask://") else None
-        try:
-            client = Client(address) if address else Client(processes=True,
-                                                             n_workers=workers or None)
-        except OSError as exc:
-            raise SimError(f"--executor {executor}: cannot reach the Dask scheduler ({exc})"
-                           ) from None
-        with client:
-            futures = [client.submit(run_point, *a, pure=False) for a in args]
-            rows = client.gather(futures)
-    else:
-        raise SimError(f"--executor {executor!r}: use local, serial, dask or dask://host:port")
-    df = pd.DataFrame(rows)
-    return SweepResult(list(sweeps), df, analytic)

@@ -150,6 +150,8 @@ class CephRunner:
                                        **self.load_options}).run(load_cfg, workdir, timeout)
         res.metrics.update(info)
         res.started = started
+        if res.ended < started:  # rados bench's results carry no times of their own
+            res.ended = time.time()
         return res
 
     def _rados_bench(self, st: Mapping[str, Any], cfg: Mapping[str, Any], workdir: Path,
