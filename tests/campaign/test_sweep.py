@@ -95,8 +95,9 @@ def test_another_sweep_in_the_same_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SimError, match="holds another sweep"):
         run_sweep(raw, {"nic": ["10", "40"]}, analytic=True, executor="serial",
                   campaign=tmp_path / "c")
+    # the same sweep of the same cluster, named by another path: the same campaign
     again = run_sweep(raw, {"nic": ["10", "25"]}, analytic=True, executor="serial",
-                      campaign=tmp_path / "c")
+                      campaign=tmp_path / "c", source="elsewhere/cluster.yaml")
     assert again.campaign == (tmp_path / "c").absolute() and len(again.rows) == 2
 
 

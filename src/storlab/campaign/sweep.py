@@ -89,7 +89,8 @@ def write_sweep_campaign(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[A
             "repetitions": 1, "randomize": False, "seed": 0,
             "store": "campaign.db", "workdir": "scratch"}
     texts = {"cluster.yaml": yaml.safe_dump(cluster, sort_keys=False),
-             "campaign.yaml": (f"# storlab simulate {source} --sweep: the full factorial of "
+             # (no file name here: the same cluster given by another path is the same sweep)
+             "campaign.yaml": ("# storlab simulate CLUSTER --sweep: the full factorial of "
                                "the axes below, one simulated run each\n"
                                + (f"# constant axes (in cluster.yaml): {json.dumps(fixed)}\n"
                                   if fixed else "")
