@@ -1183,8 +1183,9 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
     window = {"from_s": t0, "to_s": t1, "seconds": span, "requests": int(m.sum()),
               "warmup_requests": warm_req, "warmup_rule": warm_rule,
               "drain_s": float(res.sim_time) - t1, "batches": int(nb),
-              "rule": "requests finishing between the warm-up's last arrival and the run's "
-                      "last arrival (after it the population drains)"}
+              "rule": ("requests finishing between the warm-up's last arrival and the run's "
+                       "last arrival (after it the population drains)") if first is not None
+              else "requests after the warm-up, to the last finish (no engine snapshots)"}
     ts = _timeseries(model, req, res, lat, t0, t1) if first is not None else None
     return SimReport(name=model.spec.name, loop="closed" if closed else "open",
                      requests=len(req), ops=ops, util=util, bottleneck=bottleneck,
