@@ -58,8 +58,11 @@ def test_sweep_analytic_csv_and_plot(tmp_path):
     import pandas as pd
     df = pd.read_csv(out)
     assert len(df) == 4 and {"nic", "disk", "ops_s", "bottleneck", "x_base"} <= set(df.columns)
-    # 25 GbE relieves the proxy NIC of this large-object workload.
-    assert df[df.nic == 25].ops_s.min() > df[df.nic == 10].ops_s.max()
+    # 25 GbE relieves the proxy NIC of this large-object workload; with HDDs the object
+    # workers then bind (the simulator agrees: 862, 941, 916, 2290 ops/s at 40,000 requests).
+    x = df.set_index(["nic", "disk"])["ops_s"]
+    assert x[25, "ssd_s3700"] > 2 * x[10, "ssd_s3700"]
+    assert x[25, "hdd7200"] > x[10, "hdd7200"]
     assert png.stat().st_size > 1000
 
 

@@ -118,7 +118,11 @@ class _Row:
 
 
 def _decompose(model: ClusterModel, n: int) -> list[Demands]:
-    return [demands(_isolate(model, k), n=n) for k in (*PARAMS, "network")]
+    parts = [demands(_isolate(model, k), n=n) for k in (*PARAMS, "network")]
+    # The FCFS residual correction needs each station's demand variability, which does not
+    # add up over parts: take it from the whole nominal model (_combine keeps parts[0]'s).
+    parts[0] = dataclasses.replace(parts[0], scv=demands(model, n=n).scv)
+    return parts
 
 
 def _combine(parts: list[Demands], theta: np.ndarray) -> Demands:

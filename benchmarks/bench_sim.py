@@ -1,0 +1,193 @@
+"""Speed and memory of `storlab simulate` on the 700-node example, against SimPy in the
+same run.
+
+1. examples/sim/cluster700.yaml (700 nodes, 7,800 disks, leaf/spine), 1,000,000 requests
+   (target: under 5 s). Each size runs in a fresh child process, so its peak RSS is its
+   own; wall and CPU seconds are printed per phase (ring + stations, drawing, route
+   building, engine + summary). CPU seconds are what a quiet machine would take as wall
+   time when the machine is shared. Route building is printed per request at two sizes: it
+   must be linear.
+2. Baseline, same run: SimPy executing the same routes (the first 20,000 requests of the
+   700-node run, closed loop with the same clients) with one generic interpreter: FCFS
+   stations as `simpy.Resource(c)`, worker pools as a Resource held through the branch,
+   forks joined at their quorum. SimPy has no processor-sharing resource, so PS stations
+   run as FCFS there (same demands; the latencies differ, the event count does not).
+   Rate = model events (arrivals + visit completions) per wall second of the simulation
+   call, for both engines on the same prefix; the ratio is storlab / SimPy.
+
+    .venv/bin/python benchmarks/bench_sim.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = ROOT / "examples" / "sim" / "cluster700.yaml"
+
+
+def child(requests: int) -> None:
+    """Run in a fresh process: time each phase of one simulation, print JSON."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    from storlab.sim.cluster import build_model, load_raw, parse_cluster, run_model
+
+    marks = [(time.perf_counter(), time.process_time())]
+    model = build_model(parse_cluster(load_raw(CLUSTER)))
+    marks.append((time.perf_counter(), time.process_time()))
+    rep = run_model(model, requests=requests)
+    marks.append((time.perf_counter(), time.process_time()))
+    out = {"requests": requests, "imports_wall": marks[0][0] - w0,
+           "model_wall": marks[1][0] - marks[0][0], "model_cpu": marks[1][1] - marks[0][1],
+           "run_wall": marks[2][0] - marks[1][0], "run_cpu": marks[2][1] - marks[1][1],
+           "build_wall": rep.build_wall, "engine_wall": rep.wall, "events": rep.events,
+           "total_wall": marks[2][0] - w0, "total_cpu": time.process_time() - c0,
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "ops_s": float(rep.ops.ops_s[0]), "ops_s_ci95": float(rep.ops.ops_s_ci95[0]),
+           "lat_mean_ms": float(rep.ops.lat_mean_ms[0]), "bottleneck": rep.bottleneck,
+           "littles": rep.littles_law_system}
+    print(json.dumps(out))
+
+
+def run_child(requests: int) -> dict:
+    r = subprocess.run([sys.executable, __file__, "--child", str(requests)],
+                       capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def routes_per_request(requests: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per 1,000 requests to draw and build the routes."""
+    from storlab.sim.cluster import build_model, build_routes, draw_requests, load_raw, \
+        parse_cluster
+
+    model = build_model(parse_cluster(load_raw(CLUSTER)))
+    draw_requests(model, 10)  # object names hashed once (cached)
+    w, c = time.perf_counter(), time.process_time()
+    build_routes(model, draw_requests(model, requests))
+    return ((time.perf_counter() - w) / requests * 1e3,
+            (time.process_time() - c) / requests * 1e3)
+
+
+def simpy_routes(stations, routes, clients: int, think: np.ndarray) -> tuple[float, int]:
+    """Execute storlab routes with SimPy (closed loop); returns (wall s, model events)."""
+    import simpy
+
+    from storlab.sim.engine import HOLD
+
+    env = simpy.Environment()
+    res = [simpy.Resource(env, capacity=int(c)) for c in stations.servers]
+    hold = (stations.kind == HOLD).tolist()
+    sp, bp, vp = routes.step_ptr.tolist(), routes.branch_ptr.tolist(), routes.visit_ptr.tolist()
+    q, st, dem = routes.quorum.tolist(), routes.station.tolist(), routes.demand.tolist()
+    n = len(sp) - 1
+    nxt = [min(clients, n)]
+
+    def branch(b: int, join: list, ev):
+        held = []
+        for v in range(vp[b], vp[b + 1]):
+            s = st[v]
+            if hold[s]:
+                req = res[s].request()
+                yield req
+                held.append((s, req))
+            else:
+                with res[s].request() as req:
+                    yield req
+                    yield env.timeout(dem[v])
+        for s, req in held:
+            res[s].release(req)
+        join[0] += 1
+        if join[0] == join[1]:
+            ev.succeed()
+
+    def request(i: int):
+        for s in range(sp[i], sp[i + 1]):
+            ev = env.event()
+            join = [0, q[s]]
+            for b in range(bp[s], bp[s + 1]):
+                env.process(branch(b, join, ev))
+            if q[s] > 0:
+                yield ev
+
+    def client(i: int):
+        while True:
+            yield env.timeout(float(think[i]))
+            yield env.process(request(i))
+            if nxt[0] >= n:
+                return
+            i = nxt[0]
+            nxt[0] += 1
+
+    for j in range(nxt[0]):
+        env.process(client(j))
+    t0 = time.perf_counter()
+    env.run()
+    return time.perf_counter() - t0, n + len(st)
+
+
+def baseline(prefix: int) -> None:
+    from storlab.sim import engine
+    from storlab.sim.cluster import build_model, build_routes, draw_requests, load_raw, \
+        parse_cluster
+
+    model = build_model(parse_cluster(load_raw(CLUSTER)))
+    req = draw_requests(model, prefix)
+    routes = build_routes(model, req)
+    clients = int(model.spec.workload.clients or 1)
+    t0 = time.perf_counter()
+    engine.simulate(model.stations, routes, clients=clients, think=req.think)
+    t_storlab = time.perf_counter() - t0
+    t_simpy, ev = simpy_routes(model.stations, routes, clients, req.think)
+    print(f"\nbaseline, same routes ({prefix:,} requests, {ev:,} model events, "
+          f"{clients:,} clients):")
+    print(f"  storlab engine {t_storlab:7.2f} s  {ev / t_storlab:12,.0f} events/s")
+    print(f"  SimPy          {t_simpy:7.2f} s  {ev / t_simpy:12,.0f} events/s")
+    print(f"  storlab / SimPy = {t_simpy / t_storlab:.0f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="100,000 requests, 5,000 for SimPy")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(a.child)
+        return
+    sizes = [100_000] if a.quick else [100_000, 1_000_000]
+    print(f"examples/sim/cluster700.yaml, machine load average {resource_load()}")
+    print(f"{'requests':>10} {'total wall':>10} {'total CPU':>10} {'model':>7} "
+          f"{'run':>7} {'routes':>7} {'engine':>7} {'peak RSS':>9} {'ops/s':>16}")
+    for n in sizes:
+        d = run_child(n)
+        print(f"{n:>10,} {d['total_wall']:>9.2f}s {d['total_cpu']:>9.2f}s "
+              f"{d['model_wall']:>6.2f}s {d['run_wall']:>6.2f}s {d['build_wall']:>6.2f}s "
+              f"{d['engine_wall']:>6.2f}s {d['peak_rss_mb']:>7.0f}MB "
+              f"{d['ops_s']:>9,.0f}±{d['ops_s_ci95']:,.0f}")
+        if n == 1_000_000:
+            print(f"  target < 5 s for 1e6 requests: wall {'met' if d['total_wall'] < 5 else 'NOT met'}"
+                  f", CPU {'met' if d['total_cpu'] < 5 else 'NOT met'}")
+    small, big = (20_000, 200_000) if a.quick else (100_000, 1_000_000)
+    ws, cs = routes_per_request(small)
+    wb, cb = routes_per_request(big)
+    print(f"route building per 1,000 requests: {ws * 1e3:.1f} ms at {small:,}, "
+          f"{wb * 1e3:.1f} ms at {big:,} (CPU {cs * 1e3:.1f} / {cb * 1e3:.1f} ms; "
+          f"ratio {cb / cs:.2f}, 1.0 = linear)")
+    baseline(5_000 if a.quick else 20_000)
+
+
+def resource_load() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()
