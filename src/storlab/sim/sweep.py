@@ -58,6 +58,8 @@ def run_point(raw: Mapping[str, Any], overrides: Mapping[str, Any], analytic: bo
                 "lat_p99_ms": float(total["lat_p99_ms"]) if "lat_p99_ms" in total else np.nan,
                 "bottleneck": rep.bottleneck["resource"],
                 "bottleneck_util": float(rep.bottleneck["utilisation"])})
+    if "availability" in total:  # failures were simulated (storlab.sim.failures)
+        row["availability"] = float(total["availability"])
     for k, v in rep.metrics().items():
         if k.startswith("util_"):
             row[k] = v
@@ -74,6 +76,9 @@ class SweepResult:
 
     def table(self) -> pd.DataFrame:
         df = self.rows.copy()
+        if "availability" in df:  # points without failures lose no request
+            ran = df["error"].isna() if "error" in df else np.ones(len(df), dtype=bool)
+            df.loc[ran & df["availability"].isna(), "availability"] = 1.0
         if "ops_s" in df and len(df) and np.isfinite(df["ops_s"].iloc[0]):
             df["x_base"] = df["ops_s"] / df["ops_s"].iloc[0]  # speed-up over the first point
         return df
