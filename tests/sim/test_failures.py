@@ -168,3 +168,39 @@ def test_bad_failure_fields():
     assert parse_time("250ms") == 0.25 and parse_time("2m") == 120.0
     with pytest.raises(ValueError):
         parse_time("soon")
+
+
+# ---------------------------------------------------------------------------------------
+# as a user runs it
+def _storlab(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+SMALL = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples/sim/small.yaml"
+
+
+def test_sweep_failed_disks_reports_availability():
+    import json
+    r = _storlab("simulate", SMALL, "--set", "object_size=16KiB", "--requests", 5000,
+                 "--sweep", "failed_disks=0,4", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [int(x["failed_disks"]) for x in rows] == [0, 4]
+    assert [x["availability"] for x in rows] == [1.0, 1.0]  # 4 zones: a replica survives
+    assert rows[1]["ops_s"] < 0.9 * rows[0]["ops_s"]        # disk-bound: 44 disks do the work
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--analytic", "--set", "failed_disks=1"], "--analytic does not model failures"),
+    (["--set", "failed_disks=-1"], "failed_disks"),
+    (["--set", "ring.file=nope.ring.gz"], "nope.ring.gz: ring file not found"),
+    (["--set", "ring.placement=exact"], "ring.placement"),
+])
+def test_bad_failure_and_ring_input_exits_2_with_one_line(args, needle):
+    r = _storlab("simulate", SMALL, *args)
+    assert r.returncode == 2, r.stdout
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -121,6 +121,15 @@ def _resolve(model: ClusterModel, f: Failure, dev_failed: np.ndarray,
     dev_failed[d] = True
 
 
+def refuse_analytic(spec: Any) -> None:
+    """The mean-value model has no failures: say so rather than answer without them."""
+    from .cluster import SimError
+
+    if spec.failures or spec.failed_disks or spec.failed_nodes:
+        raise SimError("--analytic does not model failures (failures, failed_disks, "
+                       "failed_nodes): simulate instead")
+
+
 def shortcut_devices(model: ClusterModel, n: int) -> list[int]:
     """`failed_disks: N`: the first disk of storage nodes 0, 1, ... (then their second
     disks), so N failed disks sit on N different nodes as long as there are enough."""

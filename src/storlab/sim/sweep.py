@@ -46,6 +46,8 @@ def run_point(raw: Mapping[str, Any], overrides: Mapping[str, Any], analytic: bo
         model = build_model(spec)
         if analytic:
             from .analytic import analyse
+            from .failures import refuse_analytic
+            refuse_analytic(spec)
             rep: Any = analyse(model)
         else:
             rep = run_model(model, backend=backend)
