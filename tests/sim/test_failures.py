@@ -130,6 +130,31 @@ def test_failed_node_moves_its_proxy_requests_and_disks():
     assert _disk_visits(model, build_routes(model, req))[[2, 3]].sum() == 0
 
 
+def test_failure_window_in_an_open_loop():
+    """Open loop at 100 req/s for 30 s; disks 0 and 1 of 3 down from 10 s to 20 s: GETs
+    arriving then read disk 2, PUTs arriving then fail (1 < quorum 2), everything else is
+    as without failures; availability is the share of PUTs outside the window."""
+    window = [{"device": 0, "at": "10s", "until": "20s"},
+              {"device": 1, "at": 10, "until": 20, "rebuild_mb_s": 30}]
+    spec = _spec(mix={"GET": 0.5, "PUT": 0.5}, failures=window, **{"workload.rate": 100,
+                 "workload.clients": None})
+    model = build_model(spec)
+    plain = draw_requests(build_model(_spec(mix={"GET": 0.5, "PUT": 0.5},
+                                            **{"workload.rate": 100})), 3000)
+    req = draw_requests(model, 3000)
+    inside = (req.arrivals >= 10) & (req.arrivals < 20)
+    assert 800 < inside.sum() < 1200
+    get = req.op == GET
+    assert np.all(req.devs[get & inside, req.read_replica[get & inside]] == 2)
+    assert np.array_equal(req.read_replica[~inside], plain.read_replica[~inside])
+    assert req.ok.tolist() == (~inside | get).tolist()
+    routes = build_routes(model, req)
+    rep = run_model(model, backend="python", requests=3000)
+    ops = rep.ops.set_index("op")
+    assert ops.loc["ALL", "availability"] == pytest.approx(1 - np.mean(inside & (req.op == PUT)))
+    assert routes.n_requests == 3000
+
+
 def test_rebuild_slows_the_surviving_peers():
     a = run_model(build_model(_spec(storage=5, failed_disks=1)), backend="python")
     b = run_model(build_model(_spec(storage=5, failed_disks=1, rebuild_mb_s=60)),
@@ -163,8 +188,10 @@ def test_bad_failures_name_what_is_wrong(extra, match):
 def test_bad_failure_fields():
     with pytest.raises(SimError, match="either a device or a node"):
         _spec(failures=[{"device": 1, "node": 1}])
-    with pytest.raises(SimError, match="whole run"):
-        _spec(failures=[{"device": 1, "at": "10s"}])
+    with pytest.raises(SimError, match="not after at"):
+        _spec(failures=[{"device": 1, "at": "10s", "until": 5}])
+    with pytest.raises(SimError, match="need an open-loop workload"):
+        draw_requests(build_model(_spec(failures=[{"device": 1, "at": "10s"}])), 10)
     assert parse_time("250ms") == 0.25 and parse_time("2m") == 120.0
     with pytest.raises(ValueError):
         parse_time("soon")

@@ -19,8 +19,8 @@ CPU is `min(proxy_workers, cores)` servers, a worker using one core at most. A n
 both gets `min(proxy_workers + object_workers, cores)` CPU servers and the object pool.
 
 Simplifications, on purpose: store-and-forward (a visit ends before the next starts, where
-Swift streams 64 KiB chunks), no container/account updates, no memcache, failures only for
-the whole run (`storlab.sim.failures`); an
+Swift streams 64 KiB chunks), no container/account updates, no memcache, failures as
+`storlab.sim.failures` models them; an
 object's whole payload is one disk I/O (one positioning, then streaming); an object-server
 worker serves one request at a time (no eventlet concurrency inside a worker while it waits
 on a disk).

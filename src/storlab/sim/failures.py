@@ -15,10 +15,12 @@ then follows Swift's proxy:
 
 A failed request costs its proxy's CPU visit only (Swift answers 503 at once) and is left out
 of throughput and latency; the report's `availability` column is the share that succeeded.
-Failures hold for the whole run (`at: 0`, no `until`): routes are built before the
-simulation runs, and in a closed loop a request's start time is not known then.
+A failure holds for the whole run unless it has `at:`/`until:` (`10s`, `2m`); windows need
+an open loop (`workload.rate`), where each request's arrival time, known before the run,
+says which failures it meets. In a closed loop a request's start time is only known once
+simulated (routes are built before the run), so windows are refused there.
 
-Rebuild: `rebuild_mb_s` (per failure) takes that much bandwidth from every surviving disk
+Rebuild: `rebuild_mb_s` (per failure, or top level for the shortcuts) takes that much bandwidth from every surviving disk
 that holds a replica of a failed device's partitions (Swift's replicators read the surviving
 copies and write the handoffs), by lengthening their disk visits by 1 / (1 - share).
 """
@@ -72,10 +74,13 @@ class Failure(BaseModel):
     def _one(self) -> "Failure":
         if (self.device is None) == (self.node is None):
             raise ValueError("a failure names either a device or a node")
-        if self.at != 0 or self.until is not None:
-            raise ValueError("failures hold for the whole run (at: 0, no until): time "
-                             "windows are not simulated yet")
+        if self.until is not None and self.until <= self.at:
+            raise ValueError(f"failure until {self.until} s is not after at {self.at} s")
         return self
+
+    @property
+    def whole_run(self) -> bool:
+        return self.at == 0 and self.until is None
 
 
 @dataclass
@@ -140,92 +145,139 @@ def shortcut_devices(model: ClusterModel, n: int) -> list[int]:
     return order[:n]
 
 
-def failure_state(model: ClusterModel) -> FailureState:
+def failure_state(model: ClusterModel, only: list[Failure] | None = None,
+                  shortcuts: bool = True) -> FailureState:
+    """What is down when `only` (default: every listed failure) and the shortcuts are."""
     from .cluster import SimError
 
     spec = model.spec
     dev_failed = np.zeros(model.ring.dev_node.size, dtype=bool)
     node_failed = np.zeros(model.n_nodes, dtype=bool)
-    for f in spec.failures:
+    chosen = spec.failures if only is None else only
+    for f in chosen:
         _resolve(model, f, dev_failed, node_failed)
-    if spec.failed_disks:
-        if spec.failed_disks > dev_failed.size:
-            raise SimError(f"failed_disks {spec.failed_disks} > the cluster's "
-                           f"{dev_failed.size} disks")
-        dev_failed[shortcut_devices(model, spec.failed_disks)] = True
-    if spec.failed_nodes:
-        storage = list(dict.fromkeys(model.ring.dev_node.tolist()))
-        if spec.failed_nodes > len(storage):
-            raise SimError(f"failed_nodes {spec.failed_nodes} > the cluster's "
-                           f"{len(storage)} storage nodes")
-        for k in storage[:spec.failed_nodes]:
-            node_failed[k] = True
-            dev_failed[model.ring.dev_node == k] = True
-    rebuild = max([f.rebuild_mb_s for f in spec.failures] + [spec.rebuild_mb_s])
+    rebuild = max([f.rebuild_mb_s for f in chosen] + [0.0])
+    if shortcuts:
+        if spec.failed_disks:
+            if spec.failed_disks > dev_failed.size:
+                raise SimError(f"failed_disks {spec.failed_disks} > the cluster's "
+                               f"{dev_failed.size} disks")
+            dev_failed[shortcut_devices(model, spec.failed_disks)] = True
+        if spec.failed_nodes:
+            storage = list(dict.fromkeys(model.ring.dev_node.tolist()))
+            if spec.failed_nodes > len(storage):
+                raise SimError(f"failed_nodes {spec.failed_nodes} > the cluster's "
+                               f"{len(storage)} storage nodes")
+            for k in storage[:spec.failed_nodes]:
+                node_failed[k] = True
+                dev_failed[model.ring.dev_node == k] = True
+        rebuild = max(rebuild, spec.rebuild_mb_s)
     return FailureState(dev_failed, node_failed, rebuild)
+
+
+@dataclass
+class FailurePlan:
+    """Failure states over time: `states[e]` holds from `starts[e]` to the next start;
+    `epoch[i]` is the state request i meets (by its arrival time)."""
+
+    starts: np.ndarray
+    states: list[FailureState]
+    epoch: np.ndarray
+
+    @property
+    def any(self) -> bool:
+        return any(st.any for st in self.states)
+
+
+def failure_plan(model: ClusterModel, req: Requests) -> FailurePlan:
+    """Epochs between failure times. Windows need request times, which only an open loop
+    knows before the run: a closed loop's requests start when the simulation says so."""
+    from .cluster import SimError
+
+    spec = model.spec
+    timed = [f for f in spec.failures if not f.whole_run]
+    n = len(req)
+    if not timed:
+        return FailurePlan(np.zeros(1), [failure_state(model)], np.zeros(n, dtype=np.int64))
+    if req.arrivals is None:
+        raise SimError("failures with at:/until: need an open-loop workload (workload.rate): "
+                       "in a closed loop a request's start time is only known once simulated")
+    times = sorted({0.0, *(f.at for f in timed), *(f.until for f in timed if f.until)})
+    starts = np.asarray(times)
+    states = []
+    for t in times:
+        active = [f for f in spec.failures
+                  if f.at <= t and (f.until is None or t < f.until)]
+        states.append(failure_state(model, active))
+    epoch = np.searchsorted(starts, req.arrivals, side="right") - 1
+    return FailurePlan(starts, states, epoch)
 
 
 def apply_failures(model: ClusterModel, req: Requests) -> Requests:
     """Re-target requests around failed devices and proxies; mark those that fail.
     Without failures the requests come back unchanged (same draws, same results)."""
-    st = failure_state(model)
-    model.extra["failures"] = st
-    if not st.any:
+    plan = failure_plan(model, req)
+    model.extra["failures"] = plan
+    if not plan.any:
         return req
-    from .cluster import DELETE, GET, PUT
-
     n = len(req)
-    R = req.devs.shape[1]
     ok = np.ones(n, dtype=bool)
+    req.proxy = req.proxy.copy()
+    req.read_replica = req.read_replica.copy()
+    req.devs = req.devs.copy()
     rng = np.random.default_rng([model.spec.workload.seed, 7])   # its own stream
-    # Proxies: a dead one's requests move to a live one.
-    dead_p = st.node_failed[req.proxy]
-    live_proxies = model.proxies[~st.node_failed[model.proxies]]
-    if dead_p.any():
-        if live_proxies.size == 0:
-            ok[:] = False
-        else:
-            req.proxy = req.proxy.copy()
-            req.proxy[dead_p] = live_proxies[rng.integers(0, live_proxies.size,
-                                                          int(dead_p.sum()))]
-    alive = ~st.dev_failed[req.devs]                   # [n, R]
-    # GET: a random live primary.
-    get = req.op == GET
-    n_live = alive.sum(axis=1)
-    redo = get & ~alive[np.arange(n), req.read_replica]
-    ok &= ~(get & (n_live == 0))
-    redo &= n_live > 0
-    if redo.any():
-        rows = np.flatnonzero(redo)
-        pick = (rng.random(rows.size) * n_live[rows]).astype(np.int64)   # k-th live one
-        rank = np.cumsum(alive[rows], axis=1) - 1
-        choice = np.argmax((rank == pick[:, None]) & alive[rows], axis=1)
-        req.read_replica = req.read_replica.copy()
-        req.read_replica[rows] = choice
-    # PUT / DELETE: dead primaries replaced by live handoffs, in Swift's order.
-    write = (req.op == PUT) | (req.op == DELETE)
-    hit = write & (n_live < R)
-    if hit.any():
-        part = _request_partitions(model, req)
-        devs = req.devs.copy()
-        quorum = int(model.spec.swift.write_quorum or 1)
-        memo: dict[int, tuple[list[int], bool]] = {}
-        for i in np.flatnonzero(hit).tolist():
-            p = int(part[i])
-            if p not in memo:
-                memo[p] = _write_targets(model, st, p, R, quorum)
-            targets, enough = memo[p]
-            if not enough:
-                ok[i] = False
-                continue
-            devs[i] = targets
-        req.devs = devs
+    for e, st in enumerate(plan.states):
+        if st.any:
+            _apply_state(model, req, np.flatnonzero(plan.epoch == e), st, ok, rng)
     if not ok.any():
         from .cluster import SimError
         raise SimError("failures: every request fails (no live proxy, replica or write "
                        "quorum): nothing to simulate")
     req.ok = ok
     return req
+
+
+def _apply_state(model: ClusterModel, req: Requests, rows: np.ndarray, st: FailureState,
+                 ok: np.ndarray, rng: np.random.Generator) -> None:
+    """Route requests `rows` (one failure state) around what is down, in place."""
+    from .cluster import DELETE, GET, PUT
+
+    R = req.devs.shape[1]
+    # Proxies: a dead one's requests move to a live one.
+    dead_p = rows[st.node_failed[req.proxy[rows]]]
+    live_proxies = model.proxies[~st.node_failed[model.proxies]]
+    if dead_p.size:
+        if live_proxies.size == 0:
+            ok[rows] = False
+        else:
+            req.proxy[dead_p] = live_proxies[rng.integers(0, live_proxies.size, dead_p.size)]
+    alive = ~st.dev_failed[req.devs[rows]]            # [rows, R]
+    op = req.op[rows]
+    # GET: a random live primary.
+    get = op == GET
+    n_live = alive.sum(axis=1)
+    redo = get & ~alive[np.arange(rows.size), req.read_replica[rows]] & (n_live > 0)
+    ok[rows[get & (n_live == 0)]] = False
+    if redo.any():
+        k = np.flatnonzero(redo)
+        pick = (rng.random(k.size) * n_live[k]).astype(np.int64)   # the pick-th live one
+        rank = np.cumsum(alive[k], axis=1) - 1
+        req.read_replica[rows[k]] = np.argmax((rank == pick[:, None]) & alive[k], axis=1)
+    # PUT / DELETE: dead primaries replaced by live handoffs, in Swift's order.
+    hit = rows[((op == PUT) | (op == DELETE)) & (n_live < R)]
+    if hit.size:
+        part = _request_partitions(model, req)
+        quorum = int(model.spec.swift.write_quorum or 1)
+        memo: dict[int, tuple[list[int], bool]] = {}
+        for i in hit.tolist():
+            p = int(part[i])
+            if p not in memo:
+                memo[p] = _write_targets(model, st, p, R, quorum)
+            targets, enough = memo[p]
+            if enough:
+                req.devs[i] = targets
+            else:
+                ok[i] = False
 
 
 def _request_partitions(model: ClusterModel, req: Requests) -> np.ndarray:
@@ -264,9 +316,9 @@ def strip_failed(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
     """Cut from the routes what failures make impossible: a failed request keeps only its
     proxy's CPU visit (a quick 503); a write's branch to a dead device (no live handoff left
     for its slot) is dropped, the step's quorum counting the others."""
-    st: FailureState | None = model.extra.get("failures")
+    plan: FailurePlan | None = model.extra.get("failures")
     ok = req.ok
-    if st is None or not st.any or ok is None:
+    if plan is None or not plan.any or ok is None:
         return routes
     from .engine import Routes as _Routes
 
@@ -285,12 +337,13 @@ def strip_failed(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
     n_v = np.diff(vp)
     v_br = np.repeat(np.arange(bp[-1]), n_v)
     v_req = br_req[v_br]
-    dead_st = np.zeros(model.stations.kind.size, dtype=bool)
-    dead_dev = np.flatnonzero(st.dev_failed)
-    dead_st[model.dev_station[dead_dev]] = True
-    bw = model.dev_bw_station[dead_dev]
-    dead_st[bw[bw >= 0]] = True
-    br_dead = np.bincount(v_br[dead_st[routes.station]], minlength=bp[-1]) > 0
+    # A visit to a disk that is down when its request arrives.
+    st_dev = _station_devices(model)
+    failed = np.stack([st.dev_failed for st in plan.states])      # [epochs, devices]
+    d = st_dev[routes.station]
+    on_disk = np.flatnonzero(d >= 0)
+    dead_v = on_disk[failed[plan.epoch[v_req[on_disk]], d[on_disk]]]
+    br_dead = np.bincount(v_br[dead_v], minlength=bp[-1]) > 0
     keep_step = ok[step_req] | first_step
     keep_br = keep_step[br_step] & np.where(ok[br_req], ~br_dead, first_br)
     # A failed request keeps one visit: its proxy CPU's first.
@@ -316,36 +369,50 @@ def strip_failed(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
                    op=routes.op)
 
 
-def apply_rebuild(model: ClusterModel, routes: Routes) -> Routes:
+def _station_devices(model: ClusterModel) -> np.ndarray:
+    """Device of each station (its disk or its shared-bandwidth station), -1 elsewhere."""
+    out = np.full(model.stations.kind.size, -1, dtype=np.int64)
+    out[model.dev_station] = np.arange(model.dev_station.size)
+    bw = model.dev_bw_station
+    out[bw[bw >= 0]] = np.flatnonzero(bw >= 0)
+    return out
+
+
+def apply_rebuild(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
     """Rebuild traffic: lengthen disk visits on the surviving disks that share partitions
-    with a failed device, by the share of their bandwidth the rebuild takes."""
-    st: FailureState | None = model.extra.get("failures")
-    if st is None or not st.any or st.rebuild_mb_s <= 0:
+    with a failed device, by the share of their bandwidth the rebuild takes, for requests
+    arriving while the failure lasts."""
+    plan: FailurePlan | None = model.extra.get("failures")
+    if plan is None or not any(st.any and st.rebuild_mb_s > 0 for st in plan.states):
         return routes
     from .cluster import SimError
 
     ring = model.ring
-    cols = np.flatnonzero(st.dev_failed[ring.r2p2d].any(axis=0))
-    peers = np.unique(ring.r2p2d[:, cols])
-    peers = peers[~st.dev_failed[peers]]
-    scale = np.ones(model.stations.kind.size)
-    for d in peers.tolist():
-        m = model.models[int(model.dev_model[d])]
-        bw = m.seq_mb_s(False)        # a rebuild streams whole partitions
-        share = st.rebuild_mb_s / bw
-        if share >= 1:
-            raise SimError(f"rebuild_mb_s {st.rebuild_mb_s} takes all of a {m.name} disk's "
-                           f"{bw:.0f} MB/s")
-        scale[model.dev_station[d]] = 1.0 / (1.0 - share)
-        if model.dev_bw_station[d] >= 0:
-            scale[model.dev_bw_station[d]] = 1.0 / (1.0 - share)
-    routes.demand = routes.demand * scale[routes.station]
+    scale = np.ones((len(plan.states), model.stations.kind.size))
+    for e, st in enumerate(plan.states):
+        if not st.any or st.rebuild_mb_s <= 0:
+            continue
+        cols = np.flatnonzero(st.dev_failed[ring.r2p2d].any(axis=0))
+        peers = np.unique(ring.r2p2d[:, cols])
+        for d in peers[~st.dev_failed[peers]].tolist():
+            m = model.models[int(model.dev_model[d])]
+            bw = m.seq_mb_s(False)        # a rebuild streams whole partitions
+            share = st.rebuild_mb_s / bw
+            if share >= 1:
+                raise SimError(f"rebuild_mb_s {st.rebuild_mb_s} takes all of a {m.name} "
+                               f"disk's {bw:.0f} MB/s")
+            scale[e, model.dev_station[d]] = 1.0 / (1.0 - share)
+            if model.dev_bw_station[d] >= 0:
+                scale[e, model.dev_bw_station[d]] = 1.0 / (1.0 - share)
+    v_req = np.repeat(np.arange(len(req)), np.diff(routes.visit_ptr[routes.branch_ptr[
+        routes.step_ptr]]))
+    routes.demand = routes.demand * scale[plan.epoch[v_req], routes.station]
     return routes
 
 
 def adjust_routes(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
     """Both route changes failures make: cuts (`strip_failed`), then rebuild load."""
-    return apply_rebuild(model, strip_failed(model, req, routes))
+    return apply_rebuild(model, req, strip_failed(model, req, routes))
 
 
 def add_availability(report: Any, req: Requests, warmup: int) -> None:
