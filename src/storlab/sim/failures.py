@@ -293,7 +293,7 @@ def _write_targets(model: ClusterModel, st: FailureState, part: int, R: int,
     handoffs in order; (targets, at least `quorum` live)."""
     ring = model.ring
     prim = ring.r2p2d[:, part].tolist()
-    spare = (d for d in ring.handoffs(part) if not st.dev_failed[d])
+    spare = (d for d in ring.iter_handoffs(part) if not st.dev_failed[d])
     out = []
     live = 0
     for d in prim:
