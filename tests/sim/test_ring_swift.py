@@ -123,6 +123,18 @@ def test_built_ring_is_swifts(nodes, zones, pp, replicas, seed):
 
 
 @needs_swift
+def test_cluster700_layout_scaled_down_is_swifts():
+    """cluster700.yaml's leaf-spine layout (a zone per rack of 20 nodes), 60 storage nodes
+    instead of 650 so that Swift's pure-Python builder answers in seconds."""
+    spec = load_cluster(EXAMPLES / "cluster700.yaml", {"nodes": 60, "proxies": 5,
+                                                       "part_power": 11})
+    model = build_model(spec)
+    assert len(set(model.ring.dev_zone.tolist())) == 4 and model.ring.placement == "swift"
+    ref = swift_build(*_layout(model), 11, 3, 0)
+    assert np.array_equal(model.ring.r2p2d, np.asarray(ref["r2p2d"]))
+
+
+@needs_swift
 def test_unequal_weights_and_zones_match_swift():
     rng = np.random.default_rng(5)
     node = np.repeat(np.arange(7), [3, 1, 4, 2, 2, 5, 1])

@@ -128,7 +128,9 @@ def simulate_cmd(
     model = build_model(parse_cluster(raw, src))
     if analytic:
         from ..sim.analytic import analyse
+        from ..sim.failures import refuse_analytic
 
+        refuse_analytic(model.spec)
         rep: Any = analyse(model)
     else:
         from ..sim.cluster import run_model

@@ -19,7 +19,8 @@ CPU is `min(proxy_workers, cores)` servers, a worker using one core at most. A n
 both gets `min(proxy_workers + object_workers, cores)` CPU servers and the object pool.
 
 Simplifications, on purpose: store-and-forward (a visit ends before the next starts, where
-Swift streams 64 KiB chunks), no container/account updates, no memcache, no failures; an
+Swift streams 64 KiB chunks), no container/account updates, no memcache, failures as
+`storlab.sim.failures` models them; an
 object's whole payload is one disk I/O (one positioning, then streaming); an object-server
 worker serves one request at a time (no eventlet concurrency inside a worker while it waits
 on a disk).
@@ -44,6 +45,7 @@ from ..errors import StorlabError
 from .devices import DeviceModel, DeviceSpec, PRESETS, SMALL_IO, resolve_device
 from .engine import FCFS, HOLD, PS, Routes, Stations
 from .ring import Ring, hash_partition
+from .failures import Failure, add_availability, adjust_routes, apply_failures
 from .ringfile import make_ring, resolve_ring_file
 
 OPS = ("PUT", "GET", "DELETE")
@@ -260,6 +262,11 @@ class ClusterSpec(_Strict):
     workload: Workload = Field(default_factory=Workload)
     calibration: Calibration = Field(default_factory=lambda: Calibration())
     ring: RingSpec = Field(default_factory=RingSpec)
+    #: failed devices / nodes for the whole run (see storlab.sim.failures)
+    failures: list[Failure] = Field(default_factory=list)
+    failed_disks: int = Field(0, ge=0, description="shortcut: the first disk of N nodes")
+    failed_nodes: int = Field(0, ge=0, description="shortcut: the first N storage nodes")
+    rebuild_mb_s: float = Field(0.0, ge=0, description="rebuild traffic per surviving disk")
     #: deterministic: a visit takes exactly its demand; exponential: demand x Exp(1), which
     #: makes FCFS stations product-form (used to check the simulator against exact MVA).
     service_times: Literal["deterministic", "exponential"] = "deterministic"
@@ -304,6 +311,7 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         raise SimError(f"{p}:{where}: not valid YAML") from None
     if not isinstance(data, dict):
         raise SimError(f"{p}: top level must be a mapping with nodes:, swift:, workload:")
+    resolve_ring_file(data, p.parent)
     return data
 
 
@@ -317,7 +325,6 @@ def parse_cluster(data: Mapping[str, Any], source: str = "cluster") -> ClusterSp
 
 def load_cluster(path: str | Path, overrides: Mapping[str, Any] | None = None) -> ClusterSpec:
     raw = load_raw(path)
-    resolve_ring_file(raw, Path(path).parent)
     if overrides:
         raw = apply_overrides(raw, overrides, source=str(path))
     return parse_cluster(raw, str(path))
@@ -594,6 +601,8 @@ class Requests:
     read_replica: np.ndarray  # int per request (GET)
     think: np.ndarray     # seconds before issuing (closed loop)
     arrivals: np.ndarray | None  # open loop arrival times
+    part: np.ndarray | None = None    # partition per request
+    ok: np.ndarray | None = None      # False: fails for want of live replicas (failures.py)
 
     def __len__(self) -> int:
         return int(self.op.size)
@@ -636,8 +645,8 @@ def draw_requests(model: ClusterModel, n: int, seed: int | None = None) -> Reque
     arrivals = None
     if wl.rate is not None:
         arrivals = np.cumsum(rng.exponential(1.0 / wl.rate, n))
-    return Requests(op, sizes_obj[obj], proxy, np.ascontiguousarray(devs), read_replica,
-                    think, arrivals)
+    return apply_failures(model, Requests(op, sizes_obj[obj], proxy, np.ascontiguousarray(devs),
+                                          read_replica, think, arrivals, part_obj[obj]))
 
 
 class _Template:
@@ -855,8 +864,9 @@ def build_routes(model: ClusterModel, req: Requests, chunk: int = ROUTE_CHUNK) -
         demand[at:at + d_.size] = d_
         at += s_.size
         parts[k] = ()  # type: ignore[call-overload]
-    return Routes(step_ptr=step_ptr, branch_ptr=branch_ptr, quorum=quorum, visit_ptr=visit_ptr,
-                  station=station, demand=demand, op=op)
+    return adjust_routes(model, req, Routes(
+        step_ptr=step_ptr, branch_ptr=branch_ptr, quorum=quorum, visit_ptr=visit_ptr,
+        station=station, demand=demand, op=op))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1052,7 +1062,9 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     except engine.EngineNotBuiltError:
         notes.append("compiled engine missing: used the slow Python reference engine")
         res = engine.simulate(model.stations, routes, backend="python", **kwargs)
-    return summarise(model, req, res, build_wall, notes)
+    report = summarise(model, req, res, build_wall, notes)
+    add_availability(report, req, warm)
+    return report
 
 
 def run_cluster(spec: ClusterSpec, **kw: Any) -> SimReport:
@@ -1119,6 +1131,8 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
         bedges = np.array([t0, t1])
     m = (res.finish >= t0) & (res.finish < t1) if first is not None else (
         np.arange(len(req)) >= res.warmup)
+    if req.ok is not None:
+        m &= req.ok                 # failed requests: availability, not throughput
     span = t1 - t0
     # Batch means: per batch, the throughput and the mean latency of the requests that
     # finish in it; the spread of the batch means gives the confidence interval.

@@ -20,8 +20,10 @@ them), which concentrates a failed device's load on those.
 
 from __future__ import annotations
 
+import array
 import hashlib
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +76,7 @@ class Ring:
         if self.dev_server is None:
             self.dev_server = self.dev_node
         self._handoff_cache: dict[int, list[int]] = {}
-        self._rows: list[list[int]] | None = None          # r2p2d as lists, for handoffs
+        self._rows: list[array.array] | None = None        # r2p2d rows, for handoffs
         self._counts: tuple[int, int, int, int] | None = None
 
     @property
@@ -144,17 +146,21 @@ class Ring:
         """Devices that stand in for failed primaries, in Swift's `get_more_nodes` order:
         walking the ring from a partition picked by md5(str(part)), first devices in unused
         regions, then unused zones, then unused servers, then any unused device."""
+        if count is not None:
+            return list(itertools.islice(self.iter_handoffs(part), count))
         out = self._handoff_cache.get(part)
         if out is None:
-            out = self._more_nodes(part)
-            if len(self._handoff_cache) > 100_000:
+            out = list(self.iter_handoffs(part))
+            if len(self._handoff_cache) > 10_000:
                 self._handoff_cache.clear()
             self._handoff_cache[part] = out
-        return list(out) if count is None else out[:count]
+        return list(out)
 
-    def _more_nodes(self, part: int) -> list[int]:
-        if self._rows is None:
-            self._rows = self.r2p2d.tolist()
+    def iter_handoffs(self, part: int) -> Iterator[int]:
+        """`handoffs` lazily (a large ring's full list walks every partition)."""
+        if self._rows is None:   # compact rows, fast to index one element at a time
+            self._rows = [array.array("i", np.ascontiguousarray(r, dtype=np.int32).tobytes())
+                          for r in self.r2p2d]
         rows = self._rows
         if self._counts is None:
             # Swift counts only devices holding partitions, so its passes stop early.
@@ -179,11 +185,9 @@ class Ring:
         shift = 32 - self.part_power
         start = int.from_bytes(hashlib.md5(str(part).encode("ascii")).digest()[:4], "big") >> shift
         inc = parts // 65536 or 1
-        walk = [*range(start, parts, inc), *range(inc - ((parts - start) % inc), start, inc)]
-        out: list[int] = []
+        walk = (range(start, parts, inc), range(inc - ((parts - start) % inc), start, inc))
 
         def take(d: int) -> None:
-            out.append(d)
             used.add(d)
             regions.add(reg[d])
             zones.add((reg[d], zon[d]))
@@ -198,17 +202,17 @@ class Ring:
             if len(seen) >= total:
                 continue
             done = False
-            for hp in walk:
+            for hp in itertools.chain(*walk):
                 for row in rows:
                     d = row[hp]
                     if d not in used and tier_of(d) not in seen:
                         take(d)
+                        yield d
                         if len(seen) >= total:
                             done = True
                             break
                 if done:
                     break
-        return out
 
     # -- reports ---------------------------------------------------------------------------
     def parts_per_device(self) -> np.ndarray:

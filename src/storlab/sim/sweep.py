@@ -39,6 +39,9 @@ class SweepResult:
 
     def table(self) -> pd.DataFrame:
         df = self.rows.copy()
+        if "availability" in df:  # points without failures lose no request
+            ran = df["error"].isna() if "error" in df else np.ones(len(df), dtype=bool)
+            df.loc[ran & df["availability"].isna(), "availability"] = 1.0
         if "ops_s" in df and len(df) and np.isfinite(df["ops_s"].iloc[0]):
             df["x_base"] = df["ops_s"] / df["ops_s"].iloc[0]  # speed-up over the first point
         return df

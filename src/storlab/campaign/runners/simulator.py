@@ -73,7 +73,9 @@ class SimulatorRunner:
             model = build_model(spec)
             if self.analytic:
                 from ...sim.analytic import analyse
+                from ...sim.failures import refuse_analytic
 
+                refuse_analytic(spec)  # the MVA model has no failed devices
                 rep: Any = analyse(model)
             else:
                 rep = run_model(model, backend=self.backend)

@@ -1,0 +1,447 @@
+"""Failed devices and nodes: where each request goes instead, and which requests fail.
+
+A cluster file marks devices or nodes failed (`failures: [{device: 3}, {node: store-2}]`,
+or the shortcuts `failed_disks: N` / `failed_nodes: N`, which sweep like any factor). Routing
+then follows Swift's proxy:
+
+- GET: a random live primary (Swift's `sorting_method = shuffle` tries the primaries in
+  random order and skips the dead ones); with every primary down the request fails: the
+  handoffs do not hold the object (rebuild onto them is not modelled).
+- PUT and DELETE: the first `replicas` live devices of primaries-then-handoffs, handoffs in
+  `Ring.get_more_nodes` order (a live primary keeps its replica slot, each dead one is
+  replaced by the next live handoff); the write succeeds when `write_quorum` of them have;
+  with fewer live devices than the quorum it fails.
+- A request whose proxy is down goes to a live proxy; with none, it fails.
+
+A failed request costs its proxy's CPU visit only (Swift answers 503 at once) and is left out
+of throughput and latency; the report's `availability` column is the share that succeeded.
+A failure holds for the whole run unless it has `at:`/`until:` (`10s`, `2m`); windows need
+an open loop (`workload.rate`), where each request's arrival time, known before the run,
+says which failures it meets. In a closed loop a request's start time is only known once
+simulated (routes are built before the run), so windows are refused there.
+
+Rebuild: `rebuild_mb_s` (per failure, or top level for the shortcuts) takes that much bandwidth from every surviving disk
+that holds a replica of a failed device's partitions (Swift's replicators read the surviving
+copies and write the handoffs), by lengthening their disk visits by 1 / (1 - share).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from .cluster import ClusterModel, Requests
+    from .engine import Routes
+
+_TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
+
+
+def parse_time(value: Any) -> float:
+    """Seconds from 10, '10s', '250ms', '2m', '1h'."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a time: {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"time must be >= 0, got {value!r}")
+        return float(value)
+    m = _TIME_RE.match(str(value))
+    if not m:
+        raise ValueError(f"not a time: {value!r} (use 10, 10s, 250ms, 2m)")
+    return float(m.group(1)) * {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2) or "s"]
+
+
+class Failure(BaseModel):
+    """One failed device or node (by index, or by name: `store-3`, `store-3/disk40`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    device: int | str | None = None
+    node: int | str | None = None
+    at: Any = 0
+    until: Any = None
+    rebuild_mb_s: float = Field(0.0, ge=0, description="replication traffic per surviving disk")
+
+    @field_validator("at", "until")
+    @classmethod
+    def _time(cls, v: Any) -> Any:
+        return None if v is None else parse_time(v)
+
+    @model_validator(mode="after")
+    def _one(self) -> "Failure":
+        if (self.device is None) == (self.node is None):
+            raise ValueError("a failure names either a device or a node")
+        if self.until is not None and self.until <= self.at:
+            raise ValueError(f"failure until {self.until} s is not after at {self.at} s")
+        return self
+
+    @property
+    def whole_run(self) -> bool:
+        return self.at == 0 and self.until is None
+
+
+@dataclass
+class FailureState:
+    """What is down, resolved against a built model."""
+
+    dev_failed: np.ndarray     # bool per device
+    node_failed: np.ndarray    # bool per node
+    rebuild_mb_s: float = 0.0
+
+    @property
+    def any(self) -> bool:
+        return bool(self.dev_failed.any() or self.node_failed.any())
+
+
+def _resolve(model: ClusterModel, f: Failure, dev_failed: np.ndarray,
+             node_failed: np.ndarray) -> None:
+    from .cluster import SimError
+
+    names = model.stations.names or []
+    if f.node is not None:
+        if isinstance(f.node, int):
+            k = f.node
+        else:
+            cpu = {names[s]: i for i, s in enumerate(model.node_cpu.tolist())}
+            k = cpu.get(f"{f.node}/cpu", -1)
+        if not 0 <= k < model.n_nodes:
+            raise SimError(f"failures: node {f.node!r} is not a node of this cluster "
+                           f"(0..{model.n_nodes - 1} or a name like "
+                           f"{names[model.node_cpu[0]].removesuffix('/cpu')!r})")
+        node_failed[k] = True
+        dev_failed[model.ring.dev_node == k] = True
+        return
+    n_dev = model.ring.dev_node.size
+    if isinstance(f.device, int):
+        d = f.device
+    else:
+        by_name = {names[s]: i for i, s in enumerate(model.dev_station.tolist())}
+        d = by_name.get(str(f.device), -1)
+    if not 0 <= d < n_dev:
+        raise SimError(f"failures: device {f.device!r} is not a device of this cluster "
+                       f"(0..{n_dev - 1} or a name like {names[model.dev_station[0]]!r})")
+    dev_failed[d] = True
+
+
+def refuse_analytic(spec: Any) -> None:
+    """The mean-value model has no failures: say so rather than answer without them."""
+    from .cluster import SimError
+
+    if spec.failures or spec.failed_disks or spec.failed_nodes:
+        raise SimError("--analytic does not model failures (failures, failed_disks, "
+                       "failed_nodes): simulate instead")
+
+
+def shortcut_devices(model: ClusterModel, n: int) -> list[int]:
+    """`failed_disks: N`: the first disk of storage nodes 0, 1, ... (then their second
+    disks), so N failed disks sit on N different nodes as long as there are enough."""
+    node = model.ring.dev_node
+    nodes = list(dict.fromkeys(node.tolist()))
+    per = [np.flatnonzero(node == k).tolist() for k in nodes]
+    order = [p[j] for j in range(max(map(len, per))) for p in per if j < len(p)]
+    return order[:n]
+
+
+def failure_state(model: ClusterModel, only: list[Failure] | None = None,
+                  shortcuts: bool = True) -> FailureState:
+    """What is down when `only` (default: every listed failure) and the shortcuts are."""
+    from .cluster import SimError
+
+    spec = model.spec
+    dev_failed = np.zeros(model.ring.dev_node.size, dtype=bool)
+    node_failed = np.zeros(model.n_nodes, dtype=bool)
+    chosen = spec.failures if only is None else only
+    for f in chosen:
+        _resolve(model, f, dev_failed, node_failed)
+    rebuild = max([f.rebuild_mb_s for f in chosen] + [0.0])
+    if shortcuts:
+        if spec.failed_disks:
+            if spec.failed_disks > dev_failed.size:
+                raise SimError(f"failed_disks {spec.failed_disks} > the cluster's "
+                               f"{dev_failed.size} disks")
+            dev_failed[shortcut_devices(model, spec.failed_disks)] = True
+        if spec.failed_nodes:
+            storage = list(dict.fromkeys(model.ring.dev_node.tolist()))
+            if spec.failed_nodes > len(storage):
+                raise SimError(f"failed_nodes {spec.failed_nodes} > the cluster's "
+                               f"{len(storage)} storage nodes")
+            for k in storage[:spec.failed_nodes]:
+                node_failed[k] = True
+                dev_failed[model.ring.dev_node == k] = True
+        rebuild = max(rebuild, spec.rebuild_mb_s)
+    return FailureState(dev_failed, node_failed, rebuild)
+
+
+@dataclass
+class FailurePlan:
+    """Failure states over time: `states[e]` holds from `starts[e]` to the next start;
+    `epoch[i]` is the state request i meets (by its arrival time)."""
+
+    starts: np.ndarray
+    states: list[FailureState]
+    epoch: np.ndarray
+
+    @property
+    def any(self) -> bool:
+        return any(st.any for st in self.states)
+
+
+def failure_plan(model: ClusterModel, req: Requests) -> FailurePlan:
+    """Epochs between failure times. Windows need request times, which only an open loop
+    knows before the run: a closed loop's requests start when the simulation says so."""
+    from .cluster import SimError
+
+    spec = model.spec
+    timed = [f for f in spec.failures if not f.whole_run]
+    n = len(req)
+    if not timed:
+        return FailurePlan(np.zeros(1), [failure_state(model)], np.zeros(n, dtype=np.int64))
+    if req.arrivals is None:
+        raise SimError("failures with at:/until: need an open-loop workload (workload.rate): "
+                       "in a closed loop a request's start time is only known once simulated")
+    times = sorted({0.0, *(f.at for f in timed), *(f.until for f in timed if f.until)})
+    starts = np.asarray(times)
+    states = []
+    for t in times:
+        active = [f for f in spec.failures
+                  if f.at <= t and (f.until is None or t < f.until)]
+        states.append(failure_state(model, active))
+    epoch = np.searchsorted(starts, req.arrivals, side="right") - 1
+    return FailurePlan(starts, states, epoch)
+
+
+def apply_failures(model: ClusterModel, req: Requests) -> Requests:
+    """Re-target requests around failed devices and proxies; mark those that fail.
+    Without failures the requests come back unchanged (same draws, same results)."""
+    plan = failure_plan(model, req)
+    model.extra["failures"] = plan
+    if not plan.any:
+        return req
+    n = len(req)
+    ok = np.ones(n, dtype=bool)
+    req.proxy = req.proxy.copy()
+    req.read_replica = req.read_replica.copy()
+    req.devs = req.devs.copy()
+    rng = np.random.default_rng([model.spec.workload.seed, 7])   # its own stream
+    for e, st in enumerate(plan.states):
+        if st.any:
+            _apply_state(model, req, np.flatnonzero(plan.epoch == e), st, ok, rng)
+    if not ok.any():
+        from .cluster import SimError
+        raise SimError("failures: every request fails (no live proxy, replica or write "
+                       "quorum): nothing to simulate")
+    req.ok = ok
+    return req
+
+
+def _apply_state(model: ClusterModel, req: Requests, rows: np.ndarray, st: FailureState,
+                 ok: np.ndarray, rng: np.random.Generator) -> None:
+    """Route requests `rows` (one failure state) around what is down, in place."""
+    from .cluster import DELETE, GET, PUT
+
+    R = req.devs.shape[1]
+    # Proxies: a dead one's requests move to a live one.
+    dead_p = rows[st.node_failed[req.proxy[rows]]]
+    live_proxies = model.proxies[~st.node_failed[model.proxies]]
+    if dead_p.size:
+        if live_proxies.size == 0:
+            ok[rows] = False
+        else:
+            req.proxy[dead_p] = live_proxies[rng.integers(0, live_proxies.size, dead_p.size)]
+    alive = ~st.dev_failed[req.devs[rows]]            # [rows, R]
+    op = req.op[rows]
+    # GET: a random live primary.
+    get = op == GET
+    n_live = alive.sum(axis=1)
+    redo = get & ~alive[np.arange(rows.size), req.read_replica[rows]] & (n_live > 0)
+    ok[rows[get & (n_live == 0)]] = False
+    if redo.any():
+        k = np.flatnonzero(redo)
+        pick = (rng.random(k.size) * n_live[k]).astype(np.int64)   # the pick-th live one
+        rank = np.cumsum(alive[k], axis=1) - 1
+        req.read_replica[rows[k]] = np.argmax((rank == pick[:, None]) & alive[k], axis=1)
+    # PUT / DELETE: dead primaries replaced by live handoffs, in Swift's order.
+    hit = rows[((op == PUT) | (op == DELETE)) & (n_live < R)]
+    if hit.size:
+        part = _request_partitions(model, req)
+        quorum = int(model.spec.swift.write_quorum or 1)
+        memo: dict[int, tuple[list[int], bool]] = {}
+        for i in hit.tolist():
+            p = int(part[i])
+            if p not in memo:
+                memo[p] = _write_targets(model, st, p, R, quorum)
+            targets, enough = memo[p]
+            if enough:
+                req.devs[i] = targets
+            else:
+                ok[i] = False
+
+
+def _request_partitions(model: ClusterModel, req: Requests) -> np.ndarray:
+    """Each request's partition (its primaries' column in r2p2d)."""
+    if req.part is None:
+        raise AssertionError("requests carry no partitions")
+    return req.part
+
+
+def _write_targets(model: ClusterModel, st: FailureState, part: int, R: int,
+                   quorum: int) -> tuple[list[int], bool]:
+    """Replica slots of a write: live primaries in place, dead ones filled from the live
+    handoffs in order; (targets, at least `quorum` live)."""
+    ring = model.ring
+    prim = ring.r2p2d[:, part].tolist()
+    spare = (d for d in ring.iter_handoffs(part) if not st.dev_failed[d])
+    out = []
+    live = 0
+    for d in prim:
+        if not st.dev_failed[d]:
+            out.append(d)
+            live += 1
+            continue
+        nxt = next(spare, None)
+        if nxt is None:
+            out.append(d)      # nowhere to write: this slot stays dead
+        else:
+            out.append(nxt)
+            live += 1
+    # Fewer live devices in the whole ring than replicas: the dead slot stays (its branch is
+    # cut from the route) and the write succeeds if the others reach the quorum.
+    return out, live >= quorum
+
+
+def strip_failed(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
+    """Cut from the routes what failures make impossible: a failed request keeps only its
+    proxy's CPU visit (a quick 503); a write's branch to a dead device (no live handoff left
+    for its slot) is dropped, the step's quorum counting the others."""
+    plan: FailurePlan | None = model.extra.get("failures")
+    ok = req.ok
+    if plan is None or not plan.any or ok is None:
+        return routes
+    from .engine import Routes as _Routes
+
+    n = len(req)
+    sp, bp, vp = routes.step_ptr, routes.branch_ptr, routes.visit_ptr
+    bad = ~ok
+    n_steps = np.diff(sp)
+    step_req = np.repeat(np.arange(n), n_steps)
+    first_step = np.zeros(sp[-1], dtype=bool)
+    first_step[sp[:-1][n_steps > 0]] = True
+    n_br = np.diff(bp)
+    br_step = np.repeat(np.arange(sp[-1]), n_br)
+    first_br = np.zeros(bp[-1], dtype=bool)
+    first_br[bp[:-1][n_br > 0]] = True
+    br_req = step_req[br_step]
+    n_v = np.diff(vp)
+    v_br = np.repeat(np.arange(bp[-1]), n_v)
+    v_req = br_req[v_br]
+    # A visit to a disk that is down when its request arrives.
+    st_dev = _station_devices(model)
+    failed = np.stack([st.dev_failed for st in plan.states])      # [epochs, devices]
+    d = st_dev[routes.station]
+    on_disk = np.flatnonzero(d >= 0)
+    dead_v = on_disk[failed[plan.epoch[v_req[on_disk]], d[on_disk]]]
+    br_dead = np.bincount(v_br[dead_v], minlength=bp[-1]) > 0
+    keep_step = ok[step_req] | first_step
+    keep_br = keep_step[br_step] & np.where(ok[br_req], ~br_dead, first_br)
+    # A failed request keeps one visit: its proxy CPU's first.
+    cpu = model.node_cpu[req.proxy]
+    cand = np.flatnonzero(keep_br[v_br] & bad[v_req] & (routes.station == cpu[v_req]))
+    first_cpu = np.zeros(v_br.size, dtype=bool)
+    if cand.size:
+        _, first = np.unique(v_req[cand], return_index=True)
+        first_cpu[cand[first]] = True
+    keep_v = keep_br[v_br] & (ok[v_req] | first_cpu)
+    visits_per_br = np.bincount(v_br[keep_v], minlength=bp[-1])[keep_br]
+    br_per_step = np.bincount(br_step[keep_br], minlength=sp[-1])[keep_step]
+    if np.any(visits_per_br == 0) or np.any(br_per_step == 0):
+        raise AssertionError("a failed request kept no proxy visit")
+    steps_per_req = np.bincount(step_req[keep_step], minlength=n)
+    quorum = np.minimum(routes.quorum[keep_step], br_per_step)
+    quorum[bad[step_req[keep_step]]] = 1
+    return _Routes(step_ptr=np.concatenate(([0], np.cumsum(steps_per_req))),
+                   branch_ptr=np.concatenate(([0], np.cumsum(br_per_step))),
+                   quorum=quorum.astype(np.int32),
+                   visit_ptr=np.concatenate(([0], np.cumsum(visits_per_br))),
+                   station=routes.station[keep_v], demand=routes.demand[keep_v],
+                   op=routes.op)
+
+
+def _station_devices(model: ClusterModel) -> np.ndarray:
+    """Device of each station (its disk or its shared-bandwidth station), -1 elsewhere."""
+    out = np.full(model.stations.kind.size, -1, dtype=np.int64)
+    out[model.dev_station] = np.arange(model.dev_station.size)
+    bw = model.dev_bw_station
+    out[bw[bw >= 0]] = np.flatnonzero(bw >= 0)
+    return out
+
+
+def apply_rebuild(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
+    """Rebuild traffic: lengthen disk visits on the surviving disks that share partitions
+    with a failed device, by the share of their bandwidth the rebuild takes, for requests
+    arriving while the failure lasts."""
+    plan: FailurePlan | None = model.extra.get("failures")
+    if plan is None or not any(st.any and st.rebuild_mb_s > 0 for st in plan.states):
+        return routes
+    from .cluster import SimError
+
+    ring = model.ring
+    scale = np.ones((len(plan.states), model.stations.kind.size))
+    for e, st in enumerate(plan.states):
+        if not st.any or st.rebuild_mb_s <= 0:
+            continue
+        cols = np.flatnonzero(st.dev_failed[ring.r2p2d].any(axis=0))
+        peers = np.unique(ring.r2p2d[:, cols])
+        for d in peers[~st.dev_failed[peers]].tolist():
+            m = model.models[int(model.dev_model[d])]
+            bw = m.seq_mb_s(False)        # a rebuild streams whole partitions
+            share = st.rebuild_mb_s / bw
+            if share >= 1:
+                raise SimError(f"rebuild_mb_s {st.rebuild_mb_s} takes all of a {m.name} "
+                               f"disk's {bw:.0f} MB/s")
+            scale[e, model.dev_station[d]] = 1.0 / (1.0 - share)
+            if model.dev_bw_station[d] >= 0:
+                scale[e, model.dev_bw_station[d]] = 1.0 / (1.0 - share)
+    v_req = np.repeat(np.arange(len(req)), np.diff(routes.visit_ptr[routes.branch_ptr[
+        routes.step_ptr]]))
+    routes.demand = routes.demand * scale[plan.epoch[v_req], routes.station]
+    return routes
+
+
+def adjust_routes(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
+    """Both route changes failures make: cuts (`strip_failed`), then rebuild load."""
+    return apply_rebuild(model, req, strip_failed(model, req, routes))
+
+
+def add_availability(report: Any, req: Requests, warmup: int) -> None:
+    """`failed` and `availability` columns in the report's ops table (after warm-up)."""
+    ok = req.ok
+    if ok is None:
+        return
+    import pandas as pd
+
+    from .cluster import OPS
+
+    m = np.zeros(len(req), dtype=bool)
+    m[warmup:] = True
+    # An operation whose every request failed has no row yet: add one, with no throughput.
+    missing = [{"op": name, "count": 0, "ops_s": 0.0, "mb_s": 0.0}
+               for code, name in enumerate(OPS)
+               if name not in set(report.ops["op"]) and np.any(m & (req.op == code))]
+    if missing:
+        report.ops = pd.concat([report.ops, pd.DataFrame(missing)], ignore_index=True)
+    failed, avail = [], []
+    for op in report.ops["op"]:
+        sel = m if op == "ALL" else m & (req.op == OPS.index(op))
+        k = int(sel.sum())
+        bad = int((sel & ~ok).sum())
+        failed.append(bad)
+        avail.append(1.0 - bad / k if k else 1.0)
+    report.ops["failed"] = failed
+    report.ops["availability"] = avail
+    lost = int((m & ~ok).sum())
+    if lost:
+        report.notes.append(f"{lost} requests failed (no live replica or quorum): left out of "
+                            "throughput and latency, see availability")

@@ -1,0 +1,233 @@
+"""Failed devices and nodes against hand-computed cases: where requests go (Swift's order),
+quorum writes, availability, latency."""
+
+import numpy as np
+import pytest
+
+from storlab.sim.cluster import (GET, PUT, SimError, apply_overrides, build_model, build_routes,
+                                 draw_requests, parse_cluster, run_model)
+from storlab.sim.failures import parse_time, shortcut_devices
+
+
+def _spec(storage: int = 3, disks: int = 1, mix=None, clients: int = 1, **extra):
+    raw = {"nodes": [{"role": "proxy", "count": 1},
+                     {"role": "storage", "count": storage, "name": "store",
+                      "disks": {"type": "hdd7200", "count": disks}}],
+           "swift": {"part_power": 6, "replicas": 3, "write_quorum": 2},
+           "workload": {"mix": mix or {"GET": 1.0}, "object_size": "64KiB", "clients": clients,
+                        "requests": 3000, "warmup": 0.0, "objects": 2000}}
+    return parse_cluster(apply_overrides(raw, extra) if extra else raw)
+
+
+def _disk_visits(model, routes):
+    disk = np.full(model.stations.kind.size, -1)
+    disk[model.dev_station] = np.arange(model.dev_station.size)
+    d = disk[routes.station]
+    return np.bincount(d[d >= 0], minlength=model.dev_station.size)
+
+
+def test_one_failed_device_gets_go_to_the_other_replicas_at_the_same_latency():
+    """3 nodes x 1 disk, 3 replicas, one client (no queueing), identical nodes: with disk 0
+    down every GET reads disk 1 or 2, half each, none fails, and each takes exactly as
+    long as before (the same visits on an identical node)."""
+    base = run_model(build_model(_spec()), backend="python")
+    model = build_model(_spec(failures=[{"device": 0}]))
+    req = draw_requests(model, 3000)
+    routes = build_routes(model, req)
+    visits = _disk_visits(model, routes)
+    assert visits[0] == 0 and visits.sum() == 3000
+    assert abs(visits[1] - visits[2]) < 4 * np.sqrt(3000)  # a fair coin per request
+    rep = run_model(model, backend="python")
+    row = rep.ops.set_index("op").loc["GET"]
+    assert row["availability"] == 1.0 and row["failed"] == 0
+    assert row["lat_mean_ms"] == pytest.approx(base.ops.set_index("op").loc["GET", "lat_mean_ms"],
+                                               rel=1e-9)
+
+
+def test_put_reaches_quorum_two_of_three_without_a_handoff():
+    """3 devices, 3 replicas, disk 0 down: no handoff exists, so each PUT writes 2 replicas
+    and succeeds on both (quorum 2). One client on identical nodes: the proxy's NIC sends
+    2 copies at once instead of 3 (processor sharing), so a PUT is faster by exactly one
+    copy's time on the wire: 64 KiB / (10 Gb/s x 0.94 payload efficiency)."""
+    base = run_model(build_model(_spec(mix={"PUT": 1.0})), backend="python")
+    model = build_model(_spec(mix={"PUT": 1.0}, failures=[{"device": 0}]))
+    rep = run_model(model, backend="python")
+    row = rep.ops.set_index("op").loc["PUT"]
+    assert row["availability"] == 1.0
+    copy_ms = 65536 / (10e9 / 8 * 0.94) * 1e3
+    assert row["lat_mean_ms"] == pytest.approx(
+        base.ops.set_index("op").loc["PUT", "lat_mean_ms"] - copy_ms, rel=1e-9)
+    routes = build_routes(model, draw_requests(model, 3000))
+    visits = _disk_visits(model, routes)
+    assert visits.tolist() == [0, 3000, 3000]
+
+
+def test_two_failed_devices_fail_every_put_and_no_get():
+    """2 of 3 disks down: a GET still has one replica; a PUT reaches 1 < quorum 2 and fails.
+    Availability is exactly the GET share of the requests."""
+    model = build_model(_spec(mix={"GET": 0.5, "PUT": 0.5}, failed_disks=2))
+    req = draw_requests(model, 3000)
+    assert req.ok.tolist() == (req.op == GET).tolist()
+    rep = run_model(model, backend="python")
+    ops = rep.ops.set_index("op")
+    assert ops.loc["PUT", "availability"] == 0.0
+    assert ops.loc["GET", "availability"] == 1.0
+    assert ops.loc["ALL", "availability"] == pytest.approx(np.mean(req.op == GET))
+    assert ops.loc["ALL", "count"] == np.sum(req.op == GET)   # throughput counts successes
+    assert any("failed" in n for n in rep.notes)
+
+
+def test_all_replicas_down_fails_gets_quickly():
+    """4 nodes x 1 disk, 3 nodes down: each partition has replicas on 3 of the 4 disks, so
+    a GET succeeds exactly when its partition uses the live disk (3 partitions in 4); the
+    others fail, each with its proxy's CPU visit alone."""
+    model = build_model(_spec(storage=4, failed_nodes=3))
+    req = draw_requests(model, 2000)
+    on_live = (req.devs == 3).any(axis=1)
+    assert req.ok.tolist() == on_live.tolist()
+    assert np.bincount(model.ring.r2p2d.ravel()).tolist() == [48] * 4   # 64 parts x 3 / 4
+    assert abs(on_live.mean() - 0.75) < 0.06
+    routes = build_routes(model, req)
+    bad = np.flatnonzero(~req.ok)
+    for i in bad[:50]:
+        s0, s1 = routes.step_ptr[i], routes.step_ptr[i + 1]
+        assert s1 - s0 == 1
+        v0 = routes.visit_ptr[routes.branch_ptr[s0]]
+        v1 = routes.visit_ptr[routes.branch_ptr[s1]]
+        assert routes.station[v0:v1].tolist() == [model.node_cpu[0]]
+    with pytest.raises(SimError, match="every request fails"):
+        draw_requests(build_model(_spec(failed_nodes=3)), 100)
+
+
+def test_writes_go_to_handoffs_in_swifts_order():
+    """6 nodes x 2 disks: a PUT whose primaries include the failed disk writes its replica
+    to the first live device of `get_more_nodes`; the other replicas stay."""
+    model = build_model(_spec(storage=6, disks=2, mix={"PUT": 1.0},
+                              failures=[{"device": "store-2/disk4"}]))
+    req = draw_requests(model, 3000)
+    ring = model.ring
+    hit = 0
+    for i in range(len(req)):
+        prim = ring.r2p2d[:, req.part[i]].tolist()
+        if 4 in prim:
+            hit += 1
+            want = [d if d != 4 else ring.handoffs(int(req.part[i]))[0] for d in prim]
+            assert req.devs[i].tolist() == want
+        else:
+            assert req.devs[i].tolist() == prim
+    assert hit > 100 and req.ok.all()
+    assert _disk_visits(model, build_routes(model, req))[4] == 0
+
+
+def test_failed_node_moves_its_proxy_requests_and_disks():
+    raw = {"nodes": [{"role": "both", "count": 4, "name": "n",
+                      "disks": {"type": "hdd7200", "count": 2}}],
+           "swift": {"part_power": 6}, "workload": {"requests": 2000, "warmup": 0.0},
+           "failures": [{"node": "n-1"}]}
+    model = build_model(parse_cluster(raw))
+    req = draw_requests(model, 2000)
+    assert not np.any(req.proxy == 1) and req.ok.all()
+    assert _disk_visits(model, build_routes(model, req))[[2, 3]].sum() == 0
+
+
+def test_failure_window_in_an_open_loop():
+    """Open loop at 100 req/s for 30 s; disks 0 and 1 of 3 down from 10 s to 20 s: GETs
+    arriving then read disk 2, PUTs arriving then fail (1 < quorum 2), everything else is
+    as without failures; availability is the share of PUTs outside the window."""
+    window = [{"device": 0, "at": "10s", "until": "20s"},
+              {"device": 1, "at": 10, "until": 20, "rebuild_mb_s": 30}]
+    spec = _spec(mix={"GET": 0.5, "PUT": 0.5}, failures=window, **{"workload.rate": 100,
+                 "workload.clients": None})
+    model = build_model(spec)
+    plain = draw_requests(build_model(_spec(mix={"GET": 0.5, "PUT": 0.5},
+                                            **{"workload.rate": 100})), 3000)
+    req = draw_requests(model, 3000)
+    inside = (req.arrivals >= 10) & (req.arrivals < 20)
+    assert 800 < inside.sum() < 1200
+    get = req.op == GET
+    assert np.all(req.devs[get & inside, req.read_replica[get & inside]] == 2)
+    assert np.array_equal(req.read_replica[~inside], plain.read_replica[~inside])
+    assert req.ok.tolist() == (~inside | get).tolist()
+    routes = build_routes(model, req)
+    rep = run_model(model, backend="python", requests=3000)
+    ops = rep.ops.set_index("op")
+    assert ops.loc["ALL", "availability"] == pytest.approx(1 - np.mean(inside & (req.op == PUT)))
+    assert routes.n_requests == 3000
+
+
+def test_rebuild_slows_the_surviving_peers():
+    a = run_model(build_model(_spec(storage=5, failed_disks=1)), backend="python")
+    b = run_model(build_model(_spec(storage=5, failed_disks=1, rebuild_mb_s=60)),
+                  backend="python")
+    # GETs of the failed disk's partitions read its peers, now 1/(1 - 60/MB_s) slower
+    assert b.ops.iloc[0]["lat_mean_ms"] > a.ops.iloc[0]["lat_mean_ms"]
+
+
+def test_no_failure_changes_nothing():
+    model = build_model(_spec(mix={"GET": 0.7, "PUT": 0.3}))
+    req = draw_requests(model, 1000)
+    assert req.ok is None
+
+
+def test_shortcut_spreads_over_nodes():
+    model = build_model(_spec(storage=3, disks=2))
+    assert shortcut_devices(model, 4) == [0, 2, 4, 1]
+
+
+@pytest.mark.parametrize("extra,match", [
+    ({"failures": [{"device": 99}]}, "device 99 is not a device"),
+    ({"failures": [{"node": "nope"}]}, "node 'nope' is not a node"),
+    ({"failed_disks": 9}, "failed_disks 9 > the cluster's 3 disks"),
+    ({"failed_nodes": 4}, "failed_nodes 4 > the cluster's 3 storage nodes"),
+])
+def test_bad_failures_name_what_is_wrong(extra, match):
+    with pytest.raises(SimError, match=match):
+        draw_requests(build_model(_spec(**extra)), 10)
+
+
+def test_bad_failure_fields():
+    with pytest.raises(SimError, match="either a device or a node"):
+        _spec(failures=[{"device": 1, "node": 1}])
+    with pytest.raises(SimError, match="not after at"):
+        _spec(failures=[{"device": 1, "at": "10s", "until": 5}])
+    with pytest.raises(SimError, match="need an open-loop workload"):
+        draw_requests(build_model(_spec(failures=[{"device": 1, "at": "10s"}])), 10)
+    assert parse_time("250ms") == 0.25 and parse_time("2m") == 120.0
+    with pytest.raises(ValueError):
+        parse_time("soon")
+
+
+# ---------------------------------------------------------------------------------------
+# as a user runs it
+def _storlab(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+SMALL = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples/sim/small.yaml"
+
+
+def test_sweep_failed_disks_reports_availability():
+    import json
+    r = _storlab("simulate", SMALL, "--set", "object_size=16KiB", "--requests", 5000,
+                 "--sweep", "failed_disks=0,4", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [int(x["failed_disks"]) for x in rows] == [0, 4]
+    assert [x["availability"] for x in rows] == [1.0, 1.0]  # 4 zones: a replica survives
+    assert rows[1]["ops_s"] < 0.9 * rows[0]["ops_s"]        # disk-bound: 44 disks do the work
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--analytic", "--set", "failed_disks=1"], "--analytic does not model failures"),
+    (["--set", "failed_disks=-1"], "failed_disks"),
+    (["--set", "ring.file=nope.ring.gz"], "nope.ring.gz: ring file not found"),
+    (["--set", "ring.placement=exact"], "ring.placement"),
+])
+def test_bad_failure_and_ring_input_exits_2_with_one_line(args, needle):
+    r = _storlab("simulate", SMALL, *args)
+    assert r.returncode == 2, r.stdout
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
