@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -174,6 +175,9 @@ def main() -> int:
     if os.geteuid() != 0:
         print("stress_clusters: needs root (clusters mount, bind ports, run daemons)")
         return 2
+    # SIGTERM (and SIGINT, ignored in a background job) end it cleanly: down, no leftovers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     load = cpu_load(a.cpu)
     how = "stress-ng" if shutil.which("stress-ng") else "python busy loops"
     print(f"stress: {a.cycles} cycles x {a.kinds}, {a.restarts} restart(s) each, "

@@ -111,9 +111,14 @@ def test_rows_per_server_and_totals_match_fio(fio_hosts, tmp_path):
     doc = parse_json_output(res.raw)
     everyone = [r for r in doc["client_stats"] if r["jobname"] == "All clients"]
     assert len(everyone) == 1
-    assert res.metrics["read_iops"] == pytest.approx(everyone[0]["read"]["iops"], rel=1e-3)
+    # every I/O fio counted is in exactly one per-server record
+    per_server = [r for r in doc["client_stats"] if r["jobname"] != "All clients"]
+    assert sum(r["read"]["total_ios"] for r in per_server) == everyone[0]["read"]["total_ios"]
+    # fio divides the total by the group's run time, storlab sums the servers' rates: the
+    # servers' run times differ by milliseconds (0.2 % seen on a loaded machine)
+    assert res.metrics["read_iops"] == pytest.approx(everyone[0]["read"]["iops"], rel=0.02)
     assert res.metrics["read_bw_bytes"] == pytest.approx(everyone[0]["read"]["bw_bytes"],
-                                                         rel=1e-3)
+                                                         rel=0.02)
 
 
 def test_campaign_keeps_a_row_per_host(fio_hosts, tmp_path):

@@ -168,18 +168,6 @@ def test_killed_object_server_is_reported(swift):
     wait_until(lambda: c.status(probe=True)["healthy"], 60, "swift healthy again", [obj])
 
 
-def test_failed_up_keeps_the_logs(tmp_path, free_ports):
-    c = SwiftCluster(tmp_path)
-    base = free_ports(5)
-    with pytest.raises(ClusterError) as exc:
-        c.up(SwiftOptions(port=base + 3, storage_port=base, memcached_port=base + 4,
-                          storage="dir", part_power=6, tie_to_parent=True), timeout=0.01)
-    assert f"logs are kept in {tmp_path / 'swift' / 'log'}" in str(exc.value)
-    assert (tmp_path / "swift" / "log" / "memcached.log").exists()
-    assert sorted(p.name for p in (tmp_path / "swift").iterdir()) == ["log"]
-    assert c.down()["removed"] and not (tmp_path / "swift").exists()
-
-
 def test_down_leaves_nothing(swift, leftovers):
     """Last in the module: brings the shared cluster down and checks what is left."""
     c, base, _ = swift

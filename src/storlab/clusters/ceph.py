@@ -156,6 +156,7 @@ class CephCluster:
                 raise ClusterError(f"port 127.0.0.1:{port} is in use (another cluster?)")
         t0 = time.monotonic()
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
         with private_files():  # keys, keyrings, the conf and the monitor's db: root only
             self.dir.mkdir(parents=True, exist_ok=True)
             os.chmod(self.dir, 0o700)

@@ -176,6 +176,7 @@ class SwiftCluster:
                                "scripts/sysdeps.sh)")
         t0 = time.monotonic()
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
         # The servers read their confs and rings after dropping to `user`: the swift user
         # (owning the 0700 directory) only if it can reach it (pytest's and other private
         # temp dirs are 0700 all the way up), else root.
