@@ -96,7 +96,7 @@ def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = Tr
         out.append(f"<caption>{esc(caption)}</caption>")
     out.append("<thead><tr>")
     for c in df.columns:
-        label = esc(headers.get(str(c), str(c)))
+        label = _breakable(headers.get(str(c), str(c)))
         inner = f'<button type="button">{label}</button>' if sortable else label
         out.append(f'<th scope="col" data-col="{esc(c)}"'
                    + (' class="num"' if c in num else "") + f">{inner}</th>")
@@ -113,6 +113,16 @@ def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = Tr
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
+
+
+def _breakable(name: str) -> str:
+    """A column heading that may wrap once, at the underscore nearest its middle, when it is
+    long (read_clat_ | p99_us): a wide table then needs less sideways scrolling."""
+    if len(name) <= 12 or "_" not in name:
+        return esc(name)
+    cuts = [i for i, ch in enumerate(name) if ch == "_"]
+    i = min(cuts, key=lambda k: abs(k - len(name) / 2))
+    return esc(name[:i + 1]) + "<wbr>" + esc(name[i + 1:])
 
 
 def dl_html(items: Sequence[tuple[str, Any]]) -> str:
@@ -177,12 +187,20 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px;
   margin: 8px 0; font-size: .93em; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; }
-.scroll { overflow-x: auto; margin: 8px 0 14px; }
+.scroll { overflow-x: auto; margin: 8px 0 14px;
+  /* shadows at an edge with more columns beyond it (they scroll away with the content) */
+  background: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)),
+    linear-gradient(to left, #fff 30%, rgba(255,255,255,0)) 100% 0,
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.18), rgba(0,0,0,0)),
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.18), rgba(0,0,0,0)) 100% 0;
+  background-repeat: no-repeat; background-size: 40px 100%, 40px 100%, 12px 100%, 12px 100%;
+  background-attachment: local, local, scroll, scroll; }
 table.data { border-collapse: collapse; font-size: .86em; font-variant-numeric: tabular-nums; }
 table.data caption { text-align: left; font-weight: 600; padding: 4px 0; color: var(--fg); }
 table.data th, table.data td { padding: 3px 10px; border-bottom: 1px solid var(--line);
   text-align: left; white-space: nowrap; }
-table.data th { background: var(--bg2); font-weight: 600; position: relative; }
+table.data th { background: var(--bg2); font-weight: 600; position: relative;
+  white-space: normal; vertical-align: bottom; min-width: 3em; }
 table.data td.num, table.data th.num { text-align: right; }
 table.data tr.sig td { background: #fff4e5; }
 table.data th button { all: unset; cursor: pointer; display: block; width: 100%; }
