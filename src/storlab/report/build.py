@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,13 +262,17 @@ class Report:
 
 def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
                  coverage_by: str | None = None, coverage_metrics: Sequence[str] | None = None,
-                 alpha: float = 0.05, transform: str = "none") -> Report:
+                 alpha: float = 0.05, transform: str = "none",
+                 progress: Callable[..., None] | None = None) -> Report:
     """Analyse every response (effects on `transform(response)`, see
-    `storlab.analysis.effects.analyze`) and lay out the sections that have data."""
+    `storlab.analysis.effects.analyze`) and lay out the sections that have data.
+    `progress(label, advance=..., total=...)` hears of each part as it is done."""
     from ..analysis.plots import styled
 
     df = inp.results
     resp = _responses(inp, responses)
+    say = progress or (lambda *a, **k: None)
+    say("overview", advance=0, total=len(resp) + 2 + bool(coverage_by))
     data: dict[str, Any] = {"title": inp.title, "source": inp.source, "level": inp.level,
                             "responses": {}}
     sections: list[Section] = []
@@ -279,16 +283,20 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
                   _progress_section(inp, data), _results_section(inp, resp)):
             if s is not None:
                 sections.append(s)
+        say("space, design, progress, results")
         for r in resp:
             sec, d = _response_section(inp, r, alpha, transform)
             data["responses"][r] = d
             sections.append(sec)
+            say(r)
         rw = _rwmix_section(inp, data)
         if rw is not None:
             sections.append(rw)
+        say("read/write-mix model")
         if coverage_by:
             sections.append(_coverage_section(df, coverage_by, coverage_metrics, data,
                                               exclude=inp.factors))
+            say("coverage")
     when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     sub = f"{inp.source} · generated {when}"
     return Report(inp.title, sub, sections, data)
