@@ -361,3 +361,21 @@ def test_results_table_puts_the_responses_first() -> None:
     html = build_report(from_results(df, sp), responses=["total_iops"]).html()
     head = [t for t, _ in parse(html).tables["results-table"][0]]
     assert head[0] == "total_iops" and head[1:] == sp.names
+
+
+def test_page_template_escapes_text_and_inlines_everything() -> None:
+    """The page is the Jinja2 template (package data): title, subtitle and section names
+    are escaped text, the body is the builders' HTML, CSS and script are inline."""
+    from importlib.resources import files
+
+    from storlab.report.html import page
+
+    html = page("<T> & co", "sub <s>", [("a", "A & <b>")], "<p id='x'>body</p>",
+                "<i>foot</i>")
+    assert "<title>&lt;T&gt; &amp; co</title>" in html and "<h1>&lt;T&gt; &amp; co</h1>" in html
+    assert '<a href="#a">A &amp; &lt;b&gt;</a>' in html and "sub &lt;s&gt;" in html
+    assert "<p id='x'>body</p>" in html and "<footer><i>foot</i></footer>" in html
+    assert 'content: " \\2195"' in html  # the CSS, its escapes intact
+    assert "beforeprint" in html and html.startswith("<!DOCTYPE html>")
+    tpl = files("storlab.report") / "templates"
+    assert {p.name for p in tpl.iterdir()} >= {"page.html.j2", "report.css", "report.js"}
