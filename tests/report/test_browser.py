@@ -172,3 +172,57 @@ def test_tables_sort_on_click(page: Any) -> None:
     assert order["up"] == sorted(order["up"]) and len(order["up"]) == 8
     assert order["down"] == sorted(order["down"], reverse=True)
     assert order["aria"] == "descending"
+
+
+@pytest.fixture(scope="module")
+def wide_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A report of 11 factors in a 12-run Plackett-Burman and a 32-run 2^(6-1) with two
+    responses, at a laptop's width: wide tables, Carver's greedy path."""
+    from storlab.design import make_design
+    from storlab.report import build_report, from_results
+    from storlab.space import Space
+
+    d = tmp_path_factory.mktemp("wide")
+    sp = Space.two_level(11)
+    df = make_design(sp, "pb", runs=12, seed=1).table[sp.names].copy()
+    rng = np.random.default_rng(0)
+    df["total_iops"] = 1000 + 300 * df["A"] + rng.normal(0, 20, 12)
+    df["read_clat_p99_us"] = 50 - 5 * df["B"] + rng.normal(0, 1, 12)
+    build_report(from_results(df, sp), responses=["total_iops", "read_clat_p99_us"]) \
+        .write(d / "pb.html")
+    sp6 = Space.two_level(6)
+    f = make_design(sp6, "fractional", runs=32, seed=1).table[sp6.names].copy()
+    f["total_iops"] = 1000 + 300 * f["A"] + 100 * f["A"] * f["B"] + rng.normal(0, 20, 32)
+    build_report(from_results(f, sp6), responses=["total_iops"]).write(d / "ff.html")
+    return {"pb": browser.open((d / "pb.html").as_uri(), width=1100),
+            "ff": browser.open((d / "ff.html").as_uri(), width=1100), "dir": d}
+
+
+def test_wide_results_table_shows_the_responses(wide_page: Any) -> None:
+    """With 11 factors the results table is wider than the page: the responses come first
+    and are in view without scrolling sideways."""
+    page = wide_page["pb"]
+    assert page.errors() == []
+    view = page.eval("""(() => {
+      const box = document.querySelector('#results-table').closest('.scroll')
+                    .getBoundingClientRect();
+      return Array.from(document.querySelectorAll('#results-table th')).map(th => {
+        const r = th.getBoundingClientRect();
+        return [th.dataset.col, r.left >= box.left - 1 && r.right <= box.right + 1];
+      });
+    })()""")
+    shown = dict(view)
+    assert shown["total_iops"] and shown["read_clat_p99_us"], view
+
+
+def test_greedy_path_and_design_tables_fit_the_page(wide_page: Any) -> None:
+    """Carver's greedy path (and every table but the wide results) fits its box: no column
+    cut off at the right edge."""
+    page = wide_page["ff"]
+    assert page.errors() == []
+    over = page.eval("Array.from(document.querySelectorAll('.scroll')).filter(d => "
+                     "d.scrollWidth > d.clientWidth + 1).map(d => "
+                     "(d.querySelector('table') || {}).id || '?')")
+    assert not [t for t in over if t.startswith("importance-")], over
+    ids = page.eval("Array.from(document.querySelectorAll('table')).map(t => t.id)")
+    assert any(i.startswith("importance-") for i in ids), ids

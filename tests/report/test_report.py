@@ -285,3 +285,97 @@ def test_log_transform_report_matches_analyze(tmp_path: Path) -> None:
         assert float(rows[e.term]["ratio"][1]) == pytest.approx(e.ratio, rel=1e-12)
     assert fmt_num(a.recommendation["predicted"]) in html
     assert "analysed as log(iops)" in html
+
+
+# --------------------------------------------------------------------------- partial responses
+def _report_data(html: str) -> dict[str, Any]:
+    return json.loads(re.search(r'<script type="application/json" id="storlab-data">(.*?)'
+                                r"</script>", html, re.S).group(1))
+
+
+def test_response_on_part_of_the_runs_is_analysed_on_those_runs() -> None:
+    """Read latency exists only where the runs read (rwmix = 100): the report says on how
+    many configurations it is analysed, drops the factor that no longer varies, and its
+    numbers are those of the analyses on that subset."""
+    space = Space.from_dict({
+        "factors": [{"name": "bs", "kind": "ordinal", "values": ["4k", "64k"]},
+                    {"name": "rwmix", "kind": "integer", "values": [0, 100]},
+                    {"name": "depth", "kind": "integer", "values": [1, 4]}]})
+    rows = []
+    for bs in ("4k", "64k"):
+        for mix in (0, 100):
+            for depth in (1, 4):
+                for rep in range(2):
+                    lat = (100 + 50 * (bs == "64k") + 10 * (depth == 4) + rep
+                           if mix == 100 else np.nan)
+                    rows.append({"bs": bs, "rwmix": mix, "depth": depth,
+                                 "total_iops": 1000 + 500 * (mix == 0) - 100 * (bs == "64k")
+                                 + 3 * rep, "read_clat_p99_us": lat})
+    df = pd.DataFrame(rows)
+    rep_ = build_report(from_results(df, space), responses=["read_clat_p99_us", "total_iops"])
+    html = rep_.html()
+    sec = html.split('id="resp-read-clat-p99-us"')[1].split("</section>")[0]
+    assert "read_clat_p99_us exists on 8 of 16 configurations (rwmix = 100 only)" in sec
+    assert "over the factors that vary among them (bs, depth)" in sec
+    d = _report_data(html)["responses"]
+    assert d["read_clat_p99_us"]["rows_analysed"] == 8
+    assert d["read_clat_p99_us"]["factors_analysed"] == ["bs", "depth"]
+    sub = df[df["rwmix"] == 100]
+    a = analyze(sub, "read_clat_p99_us", space=space, factors=["bs", "depth"],
+                goal="minimize")
+    terms = {t["term"]: t["effect"] for t in d["read_clat_p99_us"]["effects"]["terms"]}
+    assert terms == pytest.approx(dict(zip(a.effects["term"], a.effects["effect"])))
+    assert set(d["read_clat_p99_us"]["importance"]["pi"]) == {"bs", "depth"}
+    # A response every run has: no such note.
+    assert "exists on" not in html.split('id="resp-total-iops"')[1]
+    # No share of variance above 100 %, in the page's numbers or its tables.
+    for r in d.values():
+        for s in r.get("importance", {}).get("selected", []):
+            assert 0 <= s["share"] <= 1
+
+
+def test_saturated_design_gets_no_carver_path() -> None:
+    """11 factors in 12 runs: the report shows each factor's PI and says the data are too
+    few for a greedy selection; no "Carver path" box rests on one or two runs."""
+    from storlab.design import make_design
+
+    sp = Space.two_level(11)
+    d = make_design(sp, "pb", runs=12, seed=1)
+    df = d.table[sp.names].copy()
+    df["total_iops"] = 1000 + 300 * df["A"] + np.random.default_rng(0).normal(0, 20, 12)
+    html = build_report(from_results(df, sp), responses=["total_iops"]).html()
+    assert "No greedy selection" in html and "saturated" in html
+    assert "Carver path" not in html
+    assert "pi-resp-total-iops" in parse(html).tables
+    assert "resolution" not in html or "III" in html
+
+
+def test_results_table_puts_the_responses_first() -> None:
+    """With many factors the table is wider than the page; the responses come right after
+    the configuration, never scrolled off the right edge."""
+    sp = Space.two_level(11)
+    from storlab.design import make_design
+
+    df = make_design(sp, "pb", runs=12, seed=1).table[sp.names].copy()
+    df["total_iops"] = np.arange(12.0) + 1000
+    html = build_report(from_results(df, sp), responses=["total_iops"]).html()
+    head = [t for t, _ in parse(html).tables["results-table"][0]]
+    assert head[0] == "total_iops" and head[1:] == sp.names
+
+
+def test_page_template_escapes_text_and_inlines_everything() -> None:
+    """The page is the Jinja2 template (package data): title, subtitle and section names
+    are escaped text, the body is the builders' HTML, CSS and script are inline."""
+    from importlib.resources import files
+
+    from storlab.report.html import page
+
+    html = page("<T> & co", "sub <s>", [("a", "A & <b>")], "<p id='x'>body</p>",
+                "<i>foot</i>")
+    assert "<title>&lt;T&gt; &amp; co</title>" in html and "<h1>&lt;T&gt; &amp; co</h1>" in html
+    assert '<a href="#a">A &amp; &lt;b&gt;</a>' in html and "sub &lt;s&gt;" in html
+    assert "<p id='x'>body</p>" in html and "<footer><i>foot</i></footer>" in html
+    assert 'content: " \\2195"' in html  # the CSS, its escapes intact
+    assert "beforeprint" in html and html.startswith("<!DOCTYPE html>")
+    tpl = files("storlab.report") / "templates"
+    assert {p.name for p in tpl.iterdir()} >= {"page.html.j2", "report.css", "report.js"}

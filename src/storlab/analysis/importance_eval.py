@@ -21,9 +21,9 @@ Repetitions run in `n_jobs` processes (default 2); each repetition has its own s
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -297,8 +297,11 @@ def _ordinal(i: int) -> str:
 def evaluate(df: pd.DataFrame, response: str, fractions: Sequence[float],
              repeats: int = 1000, ranks: int = 3, params: Sequence[str] | None = None,
              aggregate: Aggregate = "max", seed: int = 0, n_jobs: int = 2,
-             max_levels: int = 10, bins: int = 4, source: str = "results") -> EvalResult:
-    """Section 5.4's experiment on a complete dataset (see the module docstring)."""
+             max_levels: int = 10, bins: int = 4, source: str = "results",
+             progress: Callable[..., None] | None = None) -> EvalResult:
+    """Section 5.4's experiment on a complete dataset (see the module docstring).
+    `progress(label, advance=repeats done, total=all repeats)` hears of each finished
+    chunk."""
     import time
 
     t0 = time.perf_counter()
@@ -331,13 +334,25 @@ def evaluate(df: pd.DataFrame, response: str, fractions: Sequence[float],
             tasks.append((fi, n, seeds[s:s + chunk]))
     picks = [np.empty((0, ranks), dtype=np.int64) for _ in fr]
     args = (enc.codes, enc.nlev, enc.y)
+    say = progress or (lambda *a, **k: None)
+    say("", advance=0, total=repeats * len(fr))
+
+    def done(fi: int, sd: Sequence[Any]) -> None:
+        say(f"{sizes[fi]} configurations", advance=len(sd))
+
     if n_jobs <= 1:
         _init(*args)
-        results = [_run_chunk(n, sd, ranks, aggregate) for _, n, sd in tasks]
+        results = []
+        for fi, n, sd in tasks:
+            results.append(_run_chunk(n, sd, ranks, aggregate))
+            done(fi, sd)
     else:
         with ProcessPoolExecutor(max_workers=n_jobs, initializer=_init,
                                  initargs=args + (True,)) as ex:
             futs = [ex.submit(_run_chunk, n, sd, ranks, aggregate) for _, n, sd in tasks]
+            for fut in as_completed(futs):
+                fi, _, sd = tasks[futs.index(fut)]
+                done(fi, sd)
             results = [f.result() for f in futs]
     for (fi, _, _), res in zip(tasks, results):
         picks[fi] = np.vstack([picks[fi], res])

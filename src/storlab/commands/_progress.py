@@ -1,6 +1,8 @@
 """The progress display every command that executes runs shares (run, tune, confirm): a rich
 bar on a terminal, one line per finished run otherwise, nothing with --quiet/--json; and
-the campaign lock's messages (waiting, stale lock taken over, leftovers killed)."""
+the campaign lock's messages (waiting, stale lock taken over, leftovers killed).
+`task_progress` is the same bar for long commands that run no campaign (report,
+importance-eval, simulate --calibrate)."""
 
 from __future__ import annotations
 
@@ -88,3 +90,36 @@ def campaign_progress(name: str, quiet: bool = False, json_out: bool = False,
 
     with progress:
         yield on_event
+
+
+Step = Callable[..., None]
+
+
+@contextmanager
+def task_progress(name: str, total: int | None = None, quiet: bool = False
+                  ) -> Iterator[Step]:
+    """Yield `step(label, advance=1, total=None)` for a long command: on a terminal a rich
+    bar on stderr (done/total, elapsed, ETA, what it is doing), removed when done; nothing
+    when stderr is not a terminal or with quiet (--json), so piped output stays the
+    command's own."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    show = not quiet and sys.stderr.isatty()
+    if not show:
+        yield lambda *a, **k: None
+        return
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                        TimeRemainingColumn(), TextColumn("{task.fields[label]}"),
+                        console=Console(stderr=True), transient=True)
+    task = progress.add_task(name, total=total, label="")
+
+    def step(label: str = "", advance: float = 1, total: int | None = None) -> None:
+        if total is not None:
+            progress.update(task, total=total)
+        progress.update(task, advance=advance, label=label)
+
+    with progress:
+        yield step

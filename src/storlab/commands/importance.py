@@ -200,9 +200,13 @@ def importance_eval_cmd(
     bad = [f for f in fr if not 0 < f <= 1]  # also catches nan
     if bad or not fr:
         raise AnalysisError(f"--fractions {fractions}: each must be in (0, 1]")
+    from ._progress import task_progress
+
     df = read_table(full)
-    res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=_split(params),
-                   aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full))  # type: ignore[arg-type]
+    with task_progress("importance-eval", quiet=json_out) as step:
+        res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=_split(params),
+                       aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full),  # type: ignore[arg-type]
+                       progress=step)
     if plot is not None:
         _save_plot(res.plot(), plot)
     if json_out or output:

@@ -86,8 +86,12 @@ def report_cmd(
 
         space = Space.from_yaml(space_file) if space_file else None
         inp = from_results(read_table(source), space, source=str(source))
-    rep = build_report(inp, responses=response or None, coverage_by=coverage_by,
-                       coverage_metrics=_split(metrics), alpha=alpha, transform=transform)
+    from ._progress import task_progress
+
+    with task_progress("report", quiet=json_out) as step:
+        rep = build_report(inp, responses=response or None, coverage_by=coverage_by,
+                           coverage_metrics=_split(metrics), alpha=alpha, transform=transform,
+                           progress=step)
     out = output if output is not None else source.parent / "report.html"
     rep.write(out)
     info = {"output": str(out), "bytes": out.stat().st_size,

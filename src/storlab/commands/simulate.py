@@ -190,7 +190,11 @@ def _calibrate(raw: dict[str, Any], src: str, csv: Path, holdout: float,
     if not 0 <= holdout < 1:
         raise SimError(f"--holdout {holdout}: must be in [0, 1)")
     read_text(csv, "--calibrate")  # binary or non-UTF-8 input: one line naming the file
-    res = calibrate(raw, read_measurements(csv), holdout=holdout, source=str(csv))
+    from ._progress import task_progress
+
+    with task_progress("calibrate", quiet=as_json) as step:
+        res = calibrate(raw, read_measurements(csv), holdout=holdout, source=str(csv),
+                        progress=step)
     if save is not None:
         write_text(save, yaml.safe_dump(res.raw, sort_keys=False), what="--save-calibrated")
     if _write_table(res.points, res.to_dict(), output, as_json):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,13 +246,17 @@ class Report:
 
 def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
                  coverage_by: str | None = None, coverage_metrics: Sequence[str] | None = None,
-                 alpha: float = 0.05, transform: str = "none") -> Report:
+                 alpha: float = 0.05, transform: str = "none",
+                 progress: Callable[..., None] | None = None) -> Report:
     """Analyse every response (effects on `transform(response)`, see
-    `storlab.analysis.effects.analyze`) and lay out the sections that have data."""
+    `storlab.analysis.effects.analyze`) and lay out the sections that have data.
+    `progress(label, advance=..., total=...)` hears of each part as it is done."""
     from ..analysis.plots import styled
 
     df = inp.results
     resp = _responses(inp, responses)
+    say = progress or (lambda *a, **k: None)
+    say("overview", advance=0, total=len(resp) + 2 + bool(coverage_by))
     data: dict[str, Any] = {"title": inp.title, "source": inp.source, "level": inp.level,
                             "responses": {}}
     sections: list[Section] = []
@@ -263,16 +267,20 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
                   _progress_section(inp, data), _results_section(inp, resp)):
             if s is not None:
                 sections.append(s)
+        say("space, design, progress, results")
         for r in resp:
             sec, d = _response_section(inp, r, alpha, transform)
             data["responses"][r] = d
             sections.append(sec)
+            say(r)
         rw = _rwmix_section(inp, data)
         if rw is not None:
             sections.append(rw)
+        say("read/write-mix model")
         if coverage_by:
             sections.append(_coverage_section(df, coverage_by, coverage_metrics, data,
                                               exclude=inp.factors))
+            say("coverage")
     when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     sub = f"{inp.source} · generated {when}"
     return Report(inp.title, sub, sections, data)
@@ -610,11 +618,14 @@ def _results_section(inp: ReportInput, resp: list[str]) -> Section | None:
     shown = df.assign(**{f: df[f].map(_txt) for f in factors
                          if not pd.api.types.is_numeric_dtype(df[f])
                          or pd.api.types.is_bool_dtype(df[f])})
-    main = shown[lead + factors + [r for r in resp if r not in factors]
+    # The responses first, after the configuration's id: with many factors the table is
+    # wider than the page, and what was measured must not be the part scrolled out of view.
+    main = shown[lead + [r for r in resp if r not in factors] + factors
                  + counts].rename(columns={"_n_ok": "ok runs", "_n_failed": "failed runs"})
     html = ("<h2>Results</h2>" + H.table_html(main, table_id="results-table", caption=(
-        f"{len(df)} configurations; responses " + ", ".join(
-            f"{r} ({_unit(inp, r)})" if _unit(inp, r) else r for r in resp))))
+        f"{len(df)} {'configurations' if inp.level == 'config' else 'runs'}; responses "
+        + ", ".join(f"{r} ({_unit(inp, r)})" if _unit(inp, r) else r for r in resp)
+        + (f", then the {len(factors)} factors" if factors else ""))))
     others = [c for c in metrics if c not in resp]
     if others:
         full = shown[lead + factors + [c for c in metrics]]
@@ -637,11 +648,31 @@ def _response_section(inp: ReportInput, response: str, alpha: float, transform: 
             f"({H.esc(goal)})</span></h2>"]
     out: dict[str, Any] = {"unit": unit, "goal": goal}
     notes: list[str] = []
+    # A response some runs do not have (read latency of write-only runs): analysed on the
+    # rows that have it, and only over the factors that still vary among them.
+    df = inp.results
+    have = pd.to_numeric(df[response], errors="coerce").notna()
+    factors = list(inp.factors)
+    what = "configurations" if inp.level == "config" else "rows"
+    out["rows_analysed"], out["rows_total"] = int(have.sum()), len(df)
+    if not have.all():
+        df = df[have]
+        fixed = [f for f in factors if df[f].nunique(dropna=False) <= 1]
+        factors = [f for f in factors if f not in fixed]
+        why = (" (" + ", ".join(f"{f} = {_txt(df[f].iloc[0])}" for f in fixed) + " only)"
+               if fixed and len(df) else "")
+        html.append(f'<p class="warn">{H.esc(response)} exists on {int(have.sum())} of '
+                    f"{len(have)} {what}{H.esc(why)}; the others have no value for it. "
+                    f"Everything below is computed on those {int(have.sum())}"
+                    + (f", over the factors that vary among them "
+                       f"({H.esc(', '.join(factors) or 'none')})" if fixed else "")
+                    + ".</p>")
+        out["factors_analysed"] = factors
     a = None
-    if inp.space is not None and inp.factors:
+    if inp.space is not None and factors and len(df) >= 2:
         try:
-            a = analyze(inp.results, response, space=inp.space, goal=goal, alpha=alpha,
-                        transform=transform)
+            a = analyze(df, response, space=inp.space, factors=factors, goal=goal,
+                        alpha=alpha, transform=transform)
         except AnalysisError as exc:
             notes.append(f"effects analysis not shown: {exc}")
     if a is not None:
@@ -687,22 +718,31 @@ def _response_section(inp: ReportInput, response: str, alpha: float, transform: 
                         f"{H.fmt_num(c['p'])}.</p>")
         notes += a.warnings
     imp = None
-    names = inp.factors or None
-    if names is not None or inp.space is None:
+    names = factors or None
+    if (names is not None or inp.space is None) and len(df) >= 2:
         try:
-            imp = importance(inp.results, response, params=names, goal=goal)  # type: ignore[arg-type]
+            imp = importance(df, response, params=names, goal=goal)  # type: ignore[arg-type]
         except AnalysisError as exc:
             notes.append(f"Carver importance not shown: {exc}")
-    if imp is not None and imp.steps:
+    if imp is not None and imp.too_few:
+        out["importance"] = imp.to_dict()
+        html.append("<h3>Parameter importance (Carver)</h3>"
+                    f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
+        pt = imp.pi_table()
+        pt["share"] = 100.0 * pt["share"]
+        html.append(H.table_html(pt.rename(columns={"share": "share of variance (%)"})
+                                 .drop(columns=["binned"]),
+                                 table_id=f"pi-{sid}",
+                                 caption="PI of each parameter on its own (eq. 2)"))
+    elif imp is not None and imp.steps:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>")
         share = sum(s.share for s in imp.steps)
         html.append(f"<p>Greedy selection ({H.esc(imp.aggregate)} aggregate) stopped: "
                     f"{H.esc(imp.stop_reason)}. The whole table: mean "
                     f"{H.fmt_num(imp.mean)}, RSD {100 * imp.rsd:.3g} %.</p>")
-        if imp.aggregate == "mean":
-            html.append(f"<p>The selected parameters explain {100 * share:.3g} % of the "
-                        "variance.</p>")
+        html.append(f"<p>The selected parameters explain {100 * share:.3g} % of the "
+                    "variance.</p>")
         html.append(H.figure_html(_styled_importance(imp, response, unit),
                                   f"Carver importance of parameters for {response}",
                                   "Left: each parameter's share of the variance on its own "
@@ -710,13 +750,17 @@ def _response_section(inp: ReportInput, response: str, alpha: float, transform: 
                                   "each selected parameter, in order, at its best value."))
         t = imp.table()
         t["subset_rsd"] = 100.0 * t["subset_rsd"]
-        t = t.rename(columns={"subset_n": "runs left", "subset_mean": "mean after",
-                              "subset_rsd": "RSD after (%)", "share": "share of variance"})
+        t["share"] = 100.0 * t["share"]
+        t = t.rename(columns={"subset_n": f"{what} left", "subset_mean": "mean after",
+                              "subset_rsd": "RSD after (%)",
+                              "share": "share of variance (%)"})
         html.append(H.table_html(t.drop(columns=[c for c in ("binned",) if not
                                                  t[c].astype(bool).any()]),
                                  table_id=f"importance-{sid}",
-                                 caption="Greedy path: mean and RSD after each step"))
-    rec = _recommendation(a, imp, response, unit)
+                                 caption="Greedy path: after each step, the "
+                                         f"{what} with the best values so far"))
+    rec = _recommendation(a, imp if imp is not None and not imp.too_few else None,
+                          response, unit)
     if rec:
         html.append("<h3>Recommendation</h3>" + rec)
     if notes:
@@ -767,9 +811,16 @@ def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
         sets = ", ".join(f"<b>{H.esc(k)} = {H.esc(v)}</b>" for k, v in best.items())
         rsd = (f" (RSD {100 * last.subset_rsd:.3g} %)" if math.isfinite(last.subset_rsd)
                else "")
-        parts.append(f'<div class="rec">Carver path: {sets}; the {last.subset_size} '
-                     f"configuration(s) with these values average "
-                     f"{_qty(last.subset_mean, unit)}{rsd}.</div>")
+        target = min((r.value for r in imp.stop if r.kind == "rsd"), default=None)
+        loose = (target is not None and math.isfinite(last.subset_rsd)
+                 and last.subset_rsd > target)
+        parts.append(f'<div class="{"warn" if loose else "rec"}">Carver path: {sets}; the '
+                     f"{last.subset_size} configurations with these values average "
+                     f"{_qty(last.subset_mean, unit)}{rsd}."
+                     + (f" That RSD is above the {100 * target:g} % target: these "
+                        "parameters do not pin the response down, measure more "
+                        "configurations before relying on it." if loose else "")
+                     + "</div>")
     return "".join(parts)
 
 

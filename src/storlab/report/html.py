@@ -2,8 +2,9 @@
 exact value of every number kept in `data-v`), figures embedded as base64 PNG, and one page
 with inline CSS and script (no CDN, no network: the file opens anywhere, prints cleanly).
 
-Written with the standard library (html.escape, base64) rather than a template engine: the
-page is a handful of fixed parts, and a report must not depend on anything to be viewed.
+The page itself is a Jinja2 template (`templates/page.html.j2`, with `report.css` and
+`report.js`, package data; autoescaping): the builders make the sections' HTML with these
+helpers, the template lays out the page. Nothing is fetched to view the result.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = Tr
         out.append(f"<caption>{esc(caption)}</caption>")
     out.append("<thead><tr>")
     for c in df.columns:
-        label = esc(headers.get(str(c), str(c)))
+        label = _breakable(headers.get(str(c), str(c)))
         inner = f'<button type="button">{label}</button>' if sortable else label
         out.append(f'<th scope="col" data-col="{esc(c)}"'
                    + (' class="num"' if c in num else "") + f">{inner}</th>")
@@ -113,6 +114,16 @@ def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = Tr
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
+
+
+def _breakable(name: str) -> str:
+    """A column heading that may wrap once, at the underscore nearest its middle, when it is
+    long (read_clat_ | p99_us): a wide table then needs less sideways scrolling."""
+    if len(name) <= 12 or "_" not in name:
+        return esc(name)
+    cuts = [i for i, ch in enumerate(name) if ch == "_"]
+    i = min(cuts, key=lambda k: abs(k - len(name) / 2))
+    return esc(name[:i + 1]) + "<wbr>" + esc(name[i + 1:])
 
 
 def dl_html(items: Sequence[tuple[str, Any]]) -> str:
@@ -146,142 +157,27 @@ def json_script(data: Any, element_id: str) -> str:
     return f'<script type="application/json" id="{esc(element_id)}">{text}</script>'
 
 
-CSS = """
-:root { --fg:#1d1d1f; --muted:#5f6368; --line:#dadce0; --accent:#0072B2; --bad:#B3261E;
-  --ok:#1E7B4F; --bg2:#f6f7f9; }
-* { box-sizing: border-box; }
-html { -webkit-text-size-adjust: 100%; }
-body { font-family: "DejaVu Sans", "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-  color: var(--fg); margin: 0; line-height: 1.45; font-size: 15px; background: #fff; }
-main { max-width: 1120px; margin: 0 auto; padding: 0 24px 48px; }
-header.top { border-bottom: 3px solid var(--accent); padding: 18px 0 10px; margin-bottom: 6px; }
-header.top h1 { margin: 0 0 2px; font-size: 1.6em; }
-header.top p { margin: 0; color: var(--muted); font-size: .92em; }
-nav.toc { position: sticky; top: 0; background: rgba(255,255,255,.96); z-index: 2;
-  border-bottom: 1px solid var(--line); padding: 6px 0; font-size: .88em; }
-nav.toc a { color: var(--accent); text-decoration: none; margin-right: 14px;
-  white-space: nowrap; }
-nav.toc a:hover { text-decoration: underline; }
-h2 { font-size: 1.3em; margin: 34px 0 8px; padding-bottom: 4px;
-  border-bottom: 1px solid var(--line); }
-h3 { font-size: 1.08em; margin: 22px 0 6px; }
-section { scroll-margin-top: 44px; }
-p.note, .muted { color: var(--muted); font-size: .9em; }
-.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 12px 0; }
-.card { background: var(--bg2); border-radius: 6px; padding: 8px 14px; min-width: 120px; }
-.card b { display: block; font-size: 1.35em; font-variant-numeric: tabular-nums; }
-.card span { color: var(--muted); font-size: .82em; }
-.card.bad b { color: var(--bad); }
-.card.ok b { color: var(--ok); }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px;
-  margin: 8px 0; font-size: .93em; }
-dl.facts dt { color: var(--muted); }
-dl.facts dd { margin: 0; }
-.scroll { overflow-x: auto; margin: 8px 0 14px; }
-table.data { border-collapse: collapse; font-size: .86em; font-variant-numeric: tabular-nums; }
-table.data caption { text-align: left; font-weight: 600; padding: 4px 0; color: var(--fg); }
-table.data th, table.data td { padding: 3px 10px; border-bottom: 1px solid var(--line);
-  text-align: left; white-space: nowrap; }
-table.data th { background: var(--bg2); font-weight: 600; position: relative; }
-table.data td.num, table.data th.num { text-align: right; }
-table.data tr.sig td { background: #fff4e5; }
-table.data th button { all: unset; cursor: pointer; display: block; width: 100%; }
-table.data th button:focus-visible { outline: 2px solid var(--accent); }
-table.sortable th button::after { content: " \\2195"; color: #aaa; font-size: .85em; }
-table.sortable th[aria-sort="ascending"] button::after { content: " \\2191"; color: var(--fg); }
-table.sortable th[aria-sort="descending"] button::after { content: " \\2193"; color: var(--fg); }
-figure { margin: 10px 0 18px; }
-figure img { max-width: 100%; height: auto; display: block; }
-figcaption { color: var(--muted); font-size: .86em; margin-top: 4px; max-width: 760px; }
-.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr));
-  gap: 0 24px; align-items: start; }
-.rec { border-left: 4px solid var(--ok); background: #f1f8f4; padding: 8px 14px;
-  margin: 10px 0; }
-.rec b { font-variant-numeric: tabular-nums; }
-.warn { border-left: 4px solid #E69F00; background: #fff8ec; padding: 6px 12px;
-  margin: 8px 0; font-size: .9em; }
-pre.stderr { background: var(--bg2); padding: 6px 10px; font-size: .8em; margin: 2px 0;
-  white-space: pre-wrap; max-width: 100%; }
-.bar { display: flex; height: 14px; border-radius: 3px; overflow: hidden; margin: 6px 0 2px;
-  background: #e8eaed; max-width: 640px; }
-.bar i { display: block; height: 100%; }
-.legend i { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 10px;
-  border-radius: 2px; vertical-align: -1px; }
-details summary { cursor: pointer; color: var(--accent); margin: 6px 0; }
-code { font-size: .92em; background: var(--bg2); padding: 0 3px; border-radius: 3px; }
-footer { color: var(--muted); font-size: .8em; margin-top: 40px; border-top: 1px solid
-  var(--line); padding-top: 8px; }
-@media (max-width: 720px) { main { padding: 0 12px 32px; } .grid2 { display: block; } }
-@media print {
-  @page { size: A4; margin: 14mm 12mm; }
-  body { font-size: 10pt; }
-  main { max-width: none; padding: 0; }
-  nav.toc, .noprint { display: none; }
-  h2 { break-after: avoid; } h3 { break-after: avoid; }
-  figure, .rec, tr, dl.facts { break-inside: avoid; }
-  .scroll { overflow: visible; }
-  table.data { font-size: 8pt; }
-  table.data th, table.data td { padding: 1px 5px; white-space: normal; }
-  table.sortable th button::after { content: ""; }
-  .grid2 { display: block; }
-  figure img { max-height: 240mm; max-width: 100%; object-fit: contain; }
-  a { color: inherit; text-decoration: none; }
-}
-"""
-
-# Sorting by `data-v` (numbers) or text, toggled per click; printing opens <details>.
-SCRIPT = """
-(function () {
-  function key(td, numeric) {
-    if (!td) return numeric ? NaN : "";
-    var v = td.hasAttribute("data-v") ? td.getAttribute("data-v") : td.textContent;
-    return numeric ? (v === "" ? NaN : parseFloat(v)) : v.toLowerCase();
-  }
-  function sortBy(table, th) {
-    var idx = Array.prototype.indexOf.call(th.parentNode.children, th);
-    var numeric = th.classList.contains("num");
-    var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
-    Array.prototype.forEach.call(th.parentNode.children, function (h) {
-      h.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = key(a.cells[idx], numeric), y = key(b.cells[idx], numeric);
-      if (numeric) {
-        if (isNaN(x) && isNaN(y)) return 0;
-        if (isNaN(x)) return 1;
-        if (isNaN(y)) return -1;
-        return dir * (x - y);
-      }
-      return dir * x.localeCompare(y, undefined, {numeric: true});
-    });
-    rows.forEach(function (r) { body.appendChild(r); });
-  }
-  document.querySelectorAll("table.sortable th button").forEach(function (b) {
-    b.addEventListener("click", function () {
-      var th = b.parentNode;
-      sortBy(th.closest("table"), th);
-    });
-  });
-  window.addEventListener("beforeprint", function () {
-    document.querySelectorAll("details").forEach(function (d) { d.open = true; });
-  });
-})();
-"""
-
-
 def page(title: str, subtitle: str, nav: Sequence[tuple[str, str]], body: str,
          footer: str = "", head_extra: str = "") -> str:
-    """The whole document: inline CSS, a sticky table of contents, the body, the script."""
-    links = "".join(f'<a href="#{esc(i)}">{esc(t)}</a>' for i, t in nav)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            # An empty icon: the browser would otherwise ask for /favicon.ico.
-            '<link rel="icon" href="data:,">'
-            f"<title>{esc(title)}</title><style>{CSS}</style>{head_extra}</head><body>"
-            f'<main><header class="top"><h1>{esc(title)}</h1><p>{esc(subtitle)}</p></header>'
-            + (f'<nav class="toc" aria-label="Sections">{links}</nav>' if nav else "")
-            + body
-            + (f"<footer>{footer}</footer>" if footer else "")
-            + f"</main><script>{SCRIPT}</script></body></html>\n")
+    """The whole document from `templates/page.html.j2` (inline CSS and script, a sticky
+    table of contents): `title`, `subtitle` and `nav` are text (escaped by the template);
+    `body`, `footer` and `head_extra` are HTML the builders made."""
+    from markupsafe import Markup
+
+    return _env().get_template("page.html.j2").render(
+        title=title, subtitle=subtitle, nav=list(nav), body=Markup(body),
+        footer=Markup(footer), head_extra=Markup(head_extra)) + "\n"
+
+
+def _env() -> Any:
+    """The Jinja2 environment of the report templates (package data), autoescaping."""
+    global _ENV
+    if _ENV is None:
+        import jinja2
+
+        _ENV = jinja2.Environment(loader=jinja2.PackageLoader("storlab.report", "templates"),
+                                  autoescape=True, keep_trailing_newline=False)
+    return _ENV
+
+
+_ENV: Any = None

@@ -199,10 +199,13 @@ class CalibrationResult:
 
 
 def calibrate(raw: Mapping[str, Any], measurements: pd.DataFrame, *, holdout: float = 0.0,
-              seed: int = 0, source: str = "cluster", n_demand: int = 4000, fit: bool = True
-              ) -> CalibrationResult:
+              seed: int = 0, source: str = "cluster", n_demand: int = 4000, fit: bool = True,
+              progress: Any = None) -> CalibrationResult:
     """Fit on the train points, predict every point, report the errors. `fit=False` keeps
-    the nominal model (all multipliers 1): the baseline a calibration must beat."""
+    the nominal model (all multipliers 1): the baseline a calibration must beat.
+    `progress(label, advance=..., total=...)` hears of each point modelled and each
+    evaluation of the fit."""
+    say = progress or (lambda *a, **k: None)
     df = measurements.reset_index(drop=True)
     if "split" in df:
         split = df["split"].astype(str).str.lower().where(
@@ -214,16 +217,22 @@ def calibrate(raw: Mapping[str, Any], measurements: pd.DataFrame, *, holdout: fl
             k = max(1, int(round(holdout * len(df))))
             split.iloc[rng.choice(len(df), min(k, len(df) - 1), replace=False)] = "test"
     rows: list[_Row] = []
+    say("modelling the measured points", advance=0, total=len(df))
     for i, rec in enumerate(df.to_dict("records")):
         where = f"{source} row {i + 2}"
         spec = parse_cluster(apply_overrides(raw, _row_overrides(rec, where), where), where)
         model = build_model(spec)
         rows.append(_Row(model, _decompose(model, n_demand), float(rec["ops_s"])))
+        say(f"modelled point {i + 1}")
     train = [r for r, s in zip(rows, split) if s == "train"]
     if fit and not train:
         raise SimError(f"{source}: no training points")
 
+    calls = [0]
+
     def resid(theta: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        say(f"fitting: {calls[0]} evaluations", advance=0)
         r = [np.log(_predict(row, theta) / row.measured) for row in train]
         return np.concatenate([r, RIDGE * theta])
 

@@ -1,0 +1,69 @@
+"""Long commands that run no campaign show progress on a terminal, as `storlab run` does
+(report, importance-eval, simulate --calibrate), and keep piped output clean."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run storlab with stderr on a pseudo-terminal (stdout piped): (code, stdout, what
+    the terminal showed)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "storlab.cli", *args], stdout=subprocess.PIPE,
+                         stderr=slave, text=True, cwd=ROOT,
+                         env={**os.environ, "COLUMNS": "120"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out, _ = p.communicate(timeout=300)
+    os.close(master)
+    return p.returncode, out, b"".join(chunks).decode(errors="replace")
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    grid = list(itertools.product(["a", "b", "c"], ["x", "y"], [1, 2], ["u", "v"]))
+    df = pd.DataFrame(grid, columns=["p", "q", "r", "s"])
+    rng = np.random.default_rng(0)
+    df["y"] = 100 + 30 * (df["p"] == "a") + 5 * (df["q"] == "y") + rng.normal(0, 1, len(df))
+    path = tmp_path / "full.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_importance_eval_shows_progress_on_a_terminal(table: Path) -> None:
+    code, out, tty = on_a_terminal("importance-eval", str(table), "-r", "y", "--fractions",
+                                   "0.5", "--repeats", "40", "--ranks", "1", "-j", "1")
+    assert code == 0, tty
+    assert "importance-eval" in tty and "/40" in tty  # the bar: done/total repetitions
+    assert "ground truth" in out  # the result on stdout, untouched by the bar
+
+
+def test_report_shows_progress_on_a_terminal_and_not_when_piped(table: Path,
+                                                                tmp_path: Path) -> None:
+    html = tmp_path / "r.html"
+    code, out, tty = on_a_terminal("report", str(table), "-y", "y", "-o", str(html))
+    assert code == 0, tty
+    assert "report" in tty and "/3" in tty and html.exists()
+    p = subprocess.run([sys.executable, "-m", "storlab.cli", "report", str(table), "-y", "y",
+                        "-o", str(html)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stderr == ""  # piped: no bar, no escape codes
