@@ -359,7 +359,8 @@ def _dendrogram(r: CoverageResult) -> Figure:
         leaves = np.asarray(d["leaves"])
         xs = 5.0 + 10.0 * np.arange(len(leaves))
         groups = [str(r.labels[i]) for i in leaves]
-        ax.bar(xs, 0.05 * top, width=10.0, bottom=-0.075 * top, linewidth=0,
+        ax.bar(xs, 0.05 * top, width=10.0, bottom=-0.075 * top,
+               linewidth=0.5 if n <= 200 else 0, edgecolor="white",  # one cell per run
                color=[colors.get(g, "#000000") for g in groups])
         ax.set_ylim(-0.09 * top, top * 1.06)
         ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top * 1.06])

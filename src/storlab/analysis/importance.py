@@ -647,8 +647,11 @@ class ImportanceResult:
         means = [self.mean] + [s.subset_mean for s in self.steps]
         rsds = [self.rsd] + [s.subset_rsd for s in self.steps]
         h1 = ax2.plot(xs, means, "o-", color=PALETTE[2], label="mean (left axis)")
+        tilt = len(xs) > 3
         ax2.set_xticks(xs, ["all"] + [f"+{s.param}" for s in self.steps],
-                       rotation=30 if len(xs) > 3 else 0, ha="right" if len(xs) > 3 else "center")
+                       rotation=25 if tilt else 0, ha="right" if tilt else "center",
+                       rotation_mode="anchor")
+        ax2.set_xlim(-0.4, xs[-1] + 0.4)
         ax2.set_ylabel("mean " + axis_label(self.response, unit) + " of the subset")
         format_axis(ax2.yaxis, self.response, unit)
         ax3 = ax2.twinx()

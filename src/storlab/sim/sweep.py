@@ -74,7 +74,8 @@ class SweepResult:
                 ax.set_xlabel(x_name)
                 ax.set_ylabel(axis_label(col))
                 format_axis(ax.yaxis, col)
-                ax.set_ylim(bottom=0)
+                top = float(np.nanmax(df[col])) if len(df) else 1.0
+                ax.set_ylim(0, top * 1.08 if top > 0 else 1.0)  # room above the top line
             if others:  # which line is which, beside the panels so it covers no data
                 fig.legend(loc="outside right upper", title=", ".join(others),
                            title_fontsize=8)
