@@ -49,7 +49,7 @@ def test_importance_json(capsys, results, tmp_path):
 
 
 def test_importance_compare(capsys, results):
-    code, out, err = _run(capsys, "importance", str(results), "-r", "tput", "--params",
+    code, out, err = _run(capsys, "importance", str(results), "-y", "tput", "--params",
                           "journal,device,bs,sched", "--compare", "--json")
     assert code == 0, err
     rows = {r["param"]: r for r in json.loads(out)["compare"]}
@@ -59,7 +59,7 @@ def test_importance_compare(capsys, results):
 def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
     plot = tmp_path / "imp.png"
     out_json = tmp_path / "imp.json"
-    code, out, err = _run(capsys, "importance", str(results), "-r", "latency_ms", "--goal",
+    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--goal",
                           "min", "--plot", str(plot), "-o", str(out_json))
     assert code == 0, err
     assert "journal" in out and "PI of every parameter" in out
@@ -81,13 +81,13 @@ def test_importance_bad_input_exit_2(capsys, results, argv, needle):
 
 
 def test_importance_missing_file(capsys, tmp_path):
-    code, _, err = _run(capsys, "importance", str(tmp_path / "none.csv"), "-r", "y")
+    code, _, err = _run(capsys, "importance", str(tmp_path / "none.csv"), "-y", "y")
     assert code == 2 and "none.csv" in err
 
 
 def test_importance_eval_cli(capsys, results, tmp_path):
     plot = tmp_path / "fig5.png"
-    code, out, err = _run(capsys, "importance-eval", str(results), "-r", "tput",
+    code, out, err = _run(capsys, "importance-eval", str(results), "-y", "tput",
                           "--params", "journal,device,bs,sched", "--fractions", "0.2,0.5",
                           "--repeats", "20", "--ranks", "2", "--jobs", "1", "--json",
                           "--plot", str(plot))
@@ -96,6 +96,6 @@ def test_importance_eval_cli(capsys, results, tmp_path):
     assert [t["param"] for t in data["truth"]] == ["journal", "device"]
     assert [r["configs"] for r in data["table"]] == [5, 12]
     assert plot.exists()
-    code, out, err = _run(capsys, "importance-eval", str(results), "-r", "tput",
+    code, out, err = _run(capsys, "importance-eval", str(results), "-y", "tput",
                           "--fractions", "0.2,abc")
     assert code == 2 and "--fractions" in err
