@@ -1,7 +1,7 @@
 """Regenerate storlab's catalogue of minimum-aberration 2^(k-p) generators.
 
-    .venv/bin/python scripts/ma_catalogue.py [--max-runs 128] [--time-limit 600]
-        [-o src/storlab/design/data/ma_catalogue.json]
+    .venv/bin/python scripts/ma_catalogue.py [--max-runs 128] [--time-limit 300]
+        [-o src/storlab/design/data/ma_catalogue.json] [--resume]
 
 Every case k factors in 2^n runs (k > n, k <= 2^n - 1, 2^n <= --max-runs) is solved by
 storlab's own exact branch and bound (storlab.design.factorial.search_generators, the
@@ -41,15 +41,21 @@ def cases(max_runs: int) -> list[tuple[int, int]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-runs", type=int, default=128)
-    ap.add_argument("--time-limit", type=float, default=600.0,
+    ap.add_argument("--time-limit", type=float, default=300.0,
                     help="seconds per case; a case cut by it is left to the search")
     ap.add_argument("-o", "--output", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the output file's entries and search only the other cases")
     args = ap.parse_args(argv)
     entries: dict[str, dict] = {}
     skipped: dict[str, str] = {}
+    if args.resume and args.output.exists():
+        entries = dict(json.loads(args.output.read_text())["entries"])
     given_up: set[int] = set()
     for k, n in cases(args.max_runs):
         key = f"{k}-{n}"
+        if key in entries:
+            continue
         if n in given_up:  # the search only gets slower with more factors per run size
             skipped[key] = f"not tried: 2^({k - 1}-{k - 1 - n}) was already cut"
             continue

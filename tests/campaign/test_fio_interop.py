@@ -124,9 +124,13 @@ def _digest(p: Path) -> str:
     "write_iolog={victim}",
     "filenam={victim}",          # an abbreviation fio would accept
     "filename=/dev/null:{victim}",
+    "write_bw_log={victim_dir}/victim",   # fio writes <prefix>_bw.1.log
+    "write_lat_log={victim_dir}/victim",
 ])
 def test_guard_checks_what_the_job_file_names(tmp_path: Path, line: str) -> None:
-    victim = tmp_path / "victim.dat"
+    victim = tmp_path / ("victim_bw.1.log" if "_log" in line else "victim.dat")
+    if "lat_log" in line:
+        victim = tmp_path / "victim_clat.1.log"
     victim.write_bytes(os.urandom(1 << 20))
     before = _digest(victim)
     job = "[global]\nioengine=psync\nsize=1M\nrw=write\n[w]\n" + line.format(

@@ -53,3 +53,31 @@ def test_one_command_from_screening_to_full_factorial(tmp_path):
     s = Space.from_yaml(SPACE)
     for k in key:
         assert {str(row[k]) for row in d["table"]} == {str(s[k].low), str(s[k].high)}
+
+
+def test_follow_up_from_a_campaign_file(tmp_path):
+    # a screening campaign run for real (a tiny python program as the benchmark): its file
+    # alone gives the space, the results and the response
+    import yaml
+
+    prog = ("import sys; a = dict(x.split('=') for x in sys.argv[1:]); "
+            "print('score', 10 * int(a['a']) - 3 * int(a['b']) + int(a['c']) + 0.1 * int(a['d']))")
+    spec = {"name": "screen", "seed": 1, "repetitions": 1,
+            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 1]}
+                                  for n in "abcd"],
+                      "responses": [{"name": "score", "goal": "maximize"}]},
+            "design": {"kind": "full"},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, "-c", prog, "a={a}", "b={b}", "c={c}", "d={d}"],
+                "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
+    camp = tmp_path / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec))
+    cli = [sys.executable, "-m", "storlab.cli"]
+    r = subprocess.run([*cli, "run", str(camp), "--quiet"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([*cli, "design", "--follow-up", str(camp), "--top", "2", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["factors"] == ["a", "b"] and d["runs"] == 4 and d["kind"] == "full"

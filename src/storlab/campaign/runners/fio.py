@@ -43,6 +43,8 @@ RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", 
 TARGET_OPTIONS = ("filename", "directory", "filename_format", "opendir")
 #: fio options that name one file fio writes as given (an I/O log, fio's own output).
 WRITTEN_FILES = ("write_iolog", "output")
+#: fio options whose value is a prefix: fio writes `<prefix>_bw.<jobnum>.log` and the like.
+LOG_PREFIXES = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
 #: fio's command-line options (`fio --help`, fio 3.33): not job options; they belong in
 #: `extra_args`, where fio reads them before the job (as runner options or factors they
 #: would land after `--name` on fio's command line).
@@ -55,7 +57,7 @@ COMMAND_LINE_ONLY = frozenset((
     "trigger-file", "trigger-timeout", "trigger", "trigger-remote", "aux-path",
     "append-terse", "latency-log"))
 #: Names whose abbreviations fio would also accept and storlab refuses.
-GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES)
+GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES, *LOG_PREFIXES)
 #: fio's default file name when no `filename` is given.
 DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
 #: How many existing paths a wildcard target (filename_format) or an opendir tree may
@@ -173,14 +175,15 @@ class FioRunner:
         and `$clientuid` as wildcards; the regular files under `opendir`, as themselves and
         under each `directory`. Options given on the command line before the job
         (`extra_args`) are inherited by the job, so they count too."""
-        values: dict[str, list[str]] = {k: [] for k in (*TARGET_OPTIONS, *WRITTEN_FILES)}
+        values: dict[str, list[str]] = {k: [] for k in (*TARGET_OPTIONS, *WRITTEN_FILES,
+                                                        *LOG_PREFIXES)}
         jobnames = {self.job_name}
         for k, v in [*_parse_extra_args(self.extra_args), *opts.items()]:
             if k == "name":
                 jobnames.add(v)
             for t in _target_option(k):
                 values[t].append(v)
-            if k in WRITTEN_FILES:
+            if k in WRITTEN_FILES or k in LOG_PREFIXES:
                 values[k].append(v)
         dirs = [d for v in values["directory"] for d in _split_names(v)]
         bases = [(str(workdir), str(workdir))] + [(d, _join(workdir, d)) for d in dirs]
@@ -206,6 +209,10 @@ class FioRunner:
             # fio's own naming for this job: `<job_name>.<jobnum>.<filenum>` files
             own = f.lower() == DEFAULT_FORMAT.lower() and jobnames == {self.job_name}
             under_all(_format_glob(f, jobnames), True, self.job_name if own else "")
+        for k in LOG_PREFIXES:  # `<prefix>_<kind>.<jobnum>.log` in fio's working directory
+            out.extend(Candidate(_join(workdir, glob.escape(v)) + "_*.log", True, v,
+                                 relative=not os.path.isabs(v), option=k)
+                       for v in values[k])
         for k in WRITTEN_FILES:  # written as named, in fio's working directory
             out.extend(Candidate(_join(workdir, v), False, v,
                                  relative=not os.path.isabs(v)) for v in values[k])
@@ -539,6 +546,7 @@ class Candidate:
     relative: bool = False
     dirs: tuple[str, ...] = ()
     own: str = ""  # with fio's default naming, the job name: `<own>.<n>.<m>` files are fio's
+    option: str = "filename_format"  # what a pattern came from, for the message
 
 
 def _abbreviated(name: str) -> tuple[str, ...]:
@@ -788,8 +796,8 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
         raise _refuse_device(f"{c.given} (as {c.path})")
     for i, p in enumerate(glob.iglob(pattern, include_hidden=True)):
         if i >= MAX_MATCHES:
-            raise CampaignError(f"fio filename_format {c.given}: more than {MAX_MATCHES} "
+            raise CampaignError(f"fio {c.option} {c.given}: more than {MAX_MATCHES} "
                                 "existing paths match it; set allow_destructive: true")
         own = bool(c.own) and re.fullmatch(re.escape(c.own) + r"\.\d+\.\d+",
                                            os.path.basename(p)) is not None
-        _check_path(p, f"{p} (filename_format {c.given})", root, files and not own)
+        _check_path(p, f"{p} ({c.option} {c.given})", root, files and not own)
