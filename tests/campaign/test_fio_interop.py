@@ -149,3 +149,17 @@ def test_runner_options_override_the_job_file(tmp_path: Path) -> None:
     runner = FioRunner(job_file=tmp_path / "j.fio", rw="read")
     opts = runner.job_options({"bs": "8k"}, tmp_path)
     assert opts["rw"] == "read" and opts["bs"] == "8k" and opts["ioengine"] == "psync"
+
+
+def test_campaign_reads_the_job_file_once_into_plain_options(tmp_path: Path) -> None:
+    # workers (a Dask host elsewhere) get options, not a path they may not have
+    camp = campaign(tmp_path / "c", JOB, options={"runtime": 2})
+    c = Campaign.load(camp)
+    opts = c.runner_options()
+    assert "job_file" not in opts
+    assert opts["rw"] == "randread" and opts["runtime"] == 2 and opts["time_based"] == "1"
+    (camp.parent / "base.fio").write_text(JOB.replace("randread", "randwrite"))
+    assert c.runner_options()["rw"] == "randread"  # this invocation keeps what it checked
+    (camp.parent / "base.fio").write_text("[a]\ninclude x.fio\n")
+    with pytest.raises(CampaignError, match="include"):
+        Campaign.load(camp).preflight()

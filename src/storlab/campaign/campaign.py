@@ -243,8 +243,21 @@ class Campaign:
             opts["cluster"] = str((self.dir / c).resolve())
         j = opts.get("job_file")
         if self.spec.runner.type == "fio" and isinstance(j, str):
-            opts["job_file"] = str((self.dir / j).resolve())  # a .fio file beside the campaign
+            # A .fio file beside the campaign, read here into plain options (the runner's own
+            # override it): workers on other hosts need no copy, and what runs is what the
+            # target guard checked.
+            del opts["job_file"]
+            opts = {**self._job_file_options(), **opts}
         return opts
+
+    def _job_file_options(self) -> dict[str, str]:
+        """The fio job file's options, read once: every run of this invocation (and the
+        measurement the store records) uses the same ones, even if the file is edited."""
+        if getattr(self, "_job_opts", None) is None:
+            from .runners.fio import read_job_file
+
+            self._job_opts = read_job_file(self.dir / self.spec.runner.options["job_file"])
+        return dict(self._job_opts)
 
     def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
@@ -304,10 +317,8 @@ class Campaign:
         sp = self.spec
         extra: dict[str, Any] = {}
         if sp.runner.type == "fio" and isinstance(sp.runner.options.get("job_file"), str):
-            from .runners.fio import read_job_file
-
             # the job file's content, not its name: an edited file is another measurement
-            extra["job_file_options"] = read_job_file(self.runner_options()["job_file"])
+            extra["job_file_options"] = self._job_file_options()
         return json.loads(json.dumps({
             **extra, "runner": sp.runner.type, "options": self.spec.runner.options,
             "exclude": sp.runner.exclude, "vars": sp.vars,
