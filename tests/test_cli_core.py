@@ -148,3 +148,19 @@ def test_analyze_pb_writes_no_empty_interaction_plot(tmp_path):
     written = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert written == ["y-halfnormal.png", "y-main.png", "y-pareto.png"]
     assert "no interaction plot" in r.stdout and "main effects only" in r.stdout
+
+
+def test_design_csv_writes_coded_levels_as_integers(tmp_path):
+    # As R's FrF2 writes them: -1/1 (and 0 for center points), never -1.0/1.0.
+    out = tmp_path / "d.csv"
+    r = storlab("design", "--factors", 4, "--kind", "fractional", "--runs", 8, "--center", 2,
+                "-o", out)
+    assert r.returncode == 0, r.stderr
+    lines = out.read_text().splitlines()
+    cells = {c for line in lines[1:] for c in line.split(",")[:4]}
+    assert cells == {"-1", "1", "0"}, lines[:3]
+    back = pd.read_csv(out)
+    assert all(back[c].dtype.kind == "i" for c in "ABCD")
+    # natural values of a space file keep their own form (a real factor stays real)
+    r = storlab("design", "--factors", 2, "--kind", "lhs", "--runs", 5, "-o", out)
+    assert pd.read_csv(out)["A"].dtype.kind == "f"

@@ -29,7 +29,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
     (["design", "--runs", "abc"], "--runs"),              # a value of the wrong type
     (["nosuchcmd"], "nosuchcmd"),                         # an unknown command
     (["estimate", "nosuch"], "nosuch"),                   # ... of a command group
-    (["estimate", "predict", "-r", "50"], "--model"),
+    (["estimate", "predict", "--read-pct", "50"], "--model"),
     (["design", "--factors"], "--factors"),               # an option without its value
 ])
 def test_usage_errors_exit_2_with_usage(args: list[str], says: str, tmp_path: Path) -> None:

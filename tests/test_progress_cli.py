@@ -51,7 +51,7 @@ def table(tmp_path: Path) -> Path:
 
 
 def test_importance_eval_shows_progress_on_a_terminal(table: Path) -> None:
-    code, out, tty = on_a_terminal("importance-eval", str(table), "-r", "y", "--fractions",
+    code, out, tty = on_a_terminal("importance-eval", str(table), "-y", "y", "--fractions",
                                    "0.5", "--repeats", "40", "--ranks", "1", "-j", "1")
     assert code == 0, tty
     assert "importance-eval" in tty and "/40" in tty  # the bar: done/total repetitions

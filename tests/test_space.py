@@ -130,10 +130,21 @@ def test_two_level_names_skip_i():
     assert s.names == list("ABCDEFGHJK")
 
 
-@pytest.mark.parametrize("name,k", [("ceph-filestore-ssd.yaml", 11), ("fio-pb.yaml", 20),
+@pytest.mark.parametrize("name,k", [("ceph-filestore-ssd.yaml", 11),
+                                    ("ceph-filestore-hdd.yaml", 11), ("fio-pb.yaml", 20),
                                     ("postmark-pb.yaml", 10)])
 def test_shipped_examples_load(name, k):
     s = Space.from_yaml(EXAMPLES / name)
     assert s.k == k
     for f in s.factors:
         assert f.contains(f.low) and f.contains(f.high)
+
+
+def test_hdd_example_is_seed_000s_design():
+    # seed 000: a resolution V 2^(11-4) fraction plus 5 center points = 133 runs
+    from storlab.design import make_design
+
+    s = Space.from_yaml(EXAMPLES / "ceph-filestore-hdd.yaml")
+    d = make_design(s, "fractional", resolution=5, center=5, randomize_order=False)
+    assert d.runs == 133 and d.meta["resolution"] == 5
+    assert s.factors[5].high == 10 and s.factors[3].low == 1  # A6 +1 = 10, A4 -1 = 1

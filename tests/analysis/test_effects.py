@@ -235,3 +235,31 @@ def test_bad_transforms(y, transform, msg):
     t["iops"] = y
     with pytest.raises(AnalysisError, match=msg):
         analyze(t, "iops", transform=transform)
+
+
+def test_level_direction_table_per_term_as_seed_000():
+    # Seed 000 prints, per significant term, the level direction and the optimised value:
+    # "A6 +1 10", "A4 -1 1", "A4 * A6 (-1) * (+1) (1) * (10)".
+    import numpy as np
+    import pandas as pd
+
+    from storlab.analysis.effects import analyze
+    from storlab.design import full_factorial
+    from storlab.space import Space
+
+    s = Space.from_dict({"factors": [
+        {"name": "A6", "kind": "integer", "range": [2, 10]},
+        {"name": "A4", "kind": "integer", "range": [1, 5]},
+        {"name": "A1", "kind": "integer", "range": [2, 8]}]})
+    d = full_factorial(s)
+    x = np.vstack([d.coded.to_numpy()] * 2)
+    t = pd.concat([d.table, d.table], ignore_index=True)
+    noise = np.random.default_rng(0).normal(0, 0.5, len(t))
+    t["iops"] = 100 + 20 * x[:, 0] - 15 * x[:, 1] - 8 * x[:, 0] * x[:, 1] + noise
+    a = analyze(t, "iops", space=s)
+    rows = {r["term"]: r for r in a.recommendation["directions"]}
+    assert rows["A6"]["direction"] == "+1" and rows["A6"]["value"] == "10"
+    assert rows["A4"]["direction"] == "-1" and rows["A4"]["value"] == "1"
+    inter = next(r for r in rows.values() if r["kind"] == "interaction")
+    assert inter["direction"] == "(+1) * (-1)" and inter["value"] == "(10) * (1)"
+    assert "A1" not in rows  # not significant: no direction claimed

@@ -49,7 +49,7 @@ def test_importance_json(capsys, results, tmp_path):
 
 
 def test_importance_compare(capsys, results):
-    code, out, err = _run(capsys, "importance", str(results), "-r", "tput", "--params",
+    code, out, err = _run(capsys, "importance", str(results), "-y", "tput", "--params",
                           "journal,device,bs,sched", "--compare", "--json")
     assert code == 0, err
     rows = {r["param"]: r for r in json.loads(out)["compare"]}
@@ -59,7 +59,7 @@ def test_importance_compare(capsys, results):
 def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
     plot = tmp_path / "imp.png"
     out_json = tmp_path / "imp.json"
-    code, out, err = _run(capsys, "importance", str(results), "-r", "latency_ms", "--goal",
+    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--goal",
                           "min", "-p", "journal,device,bs,sched", "--plot", str(plot),
                           "-o", str(out_json))
     assert code == 0, err
@@ -82,13 +82,13 @@ def test_importance_bad_input_exit_2(capsys, results, argv, needle):
 
 
 def test_importance_missing_file(capsys, tmp_path):
-    code, _, err = _run(capsys, "importance", str(tmp_path / "none.csv"), "-r", "y")
+    code, _, err = _run(capsys, "importance", str(tmp_path / "none.csv"), "-y", "y")
     assert code == 2 and "none.csv" in err
 
 
 def test_importance_eval_cli(capsys, results, tmp_path):
     plot = tmp_path / "fig5.png"
-    code, out, err = _run(capsys, "importance-eval", str(results), "-r", "tput",
+    code, out, err = _run(capsys, "importance-eval", str(results), "-y", "tput",
                           "--params", "journal,device,bs,sched", "--fractions", "0.2,0.5",
                           "--repeats", "20", "--ranks", "2", "--jobs", "1", "--json",
                           "--plot", str(plot))
@@ -97,7 +97,7 @@ def test_importance_eval_cli(capsys, results, tmp_path):
     assert [t["param"] for t in data["truth"]] == ["journal", "device"]
     assert [r["configs"] for r in data["table"]] == [5, 12]
     assert plot.exists()
-    code, out, err = _run(capsys, "importance-eval", str(results), "-r", "tput",
+    code, out, err = _run(capsys, "importance-eval", str(results), "-y", "tput",
                           "--fractions", "0.2,abc")
     assert code == 2 and "--fractions" in err
 
@@ -143,13 +143,13 @@ def test_importance_takes_the_parameters_from_a_space(capsys, fio_results, tmp_p
     space = tmp_path / "space.yaml"
     space.write_text("factors:\n  - {name: bs, kind: ordinal, values: [4k, 64k]}\n"
                      "  - {name: iodepth, kind: integer, values: [1, 4]}\n")
-    code, out, err = _run(capsys, "importance", str(fio_results), "-r", "total_iops",
+    code, out, err = _run(capsys, "importance", str(fio_results), "-y", "total_iops",
                           "--space", str(space), "--json")
     assert code == 0, err
     assert set(json.loads(out)["pi"]) == {"bs", "iodepth"}
     other = tmp_path / "other.yaml"
     other.write_text("factors:\n  - {name: numjobs, kind: integer, values: [1, 2]}\n")
-    code, out, err = _run(capsys, "importance", str(fio_results), "-r", "total_iops",
+    code, out, err = _run(capsys, "importance", str(fio_results), "-y", "total_iops",
                           "--space", str(other))
     assert code == 2 and "numjobs" in err and len(err.strip().splitlines()) == 1
 
@@ -172,17 +172,17 @@ def test_importance_takes_a_campaign_file(capsys, tmp_path):
         "runner": {"type": "command",
                    "options": {"command": [sys.executable, "-c", script, "{n}", "{m}"],
                                "json_metrics": {"y": "y", "other": "other"}}}}))
-    code, out, err = _run(capsys, "importance", str(camp), "-r", "y")
+    code, out, err = _run(capsys, "importance", str(camp), "-y", "y")
     assert code == 2 and "no runs yet" in err
     assert main_ok(["run", str(camp), "-q"])
     capsys.readouterr()
-    code, out, err = _run(capsys, "importance", str(camp), "-r", "y", "--json")
+    code, out, err = _run(capsys, "importance", str(camp), "-y", "y", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert set(data["pi"]) == {"n", "m"}  # not `other`, a measured column
     assert data["n_rows"] == 12 and data["n_configs"] == 6
     assert data["selected"][0]["param"] == "n"
-    code, out, err = _run(capsys, "importance", str(camp), "-r", "y", "--space", str(camp))
+    code, out, err = _run(capsys, "importance", str(camp), "-y", "y", "--space", str(camp))
     assert code == 2 and "--space" in err
 
 
@@ -197,7 +197,7 @@ def main_ok(argv: list[str]) -> bool:
 def test_importance_says_when_it_cannot_tell(capsys, results):
     """`tput` beside `latency_ms`: many distinct numbers, not a name storlab writes; it may
     be a continuous setting or a measurement, and storlab says it cannot tell."""
-    code, out, err = _run(capsys, "importance", str(results), "-r", "latency_ms")
+    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms")
     assert code == 2
     assert "cannot tell whether tput is a parameter or a measurement" in err
     assert "--params" in err and "--space" in err
@@ -215,7 +215,7 @@ def test_saturated_design_gets_no_selection(capsys, tmp_path):
     df["total_iops"] = np.random.default_rng(0).normal(1000, 300, 12)
     path = tmp_path / "pb.csv"
     df.to_csv(path, index=False)
-    code, out, err = _run(capsys, "importance", str(path), "-r", "total_iops")
+    code, out, err = _run(capsys, "importance", str(path), "-y", "total_iops")
     assert code == 0, err
     assert "too few configurations for a selection" in out and "saturated" in out
     assert "best values" not in out and "nan" not in out.lower()

@@ -63,7 +63,7 @@ def test_readable_tables_and_files(capsys, tmp_path, results) -> None:
     assert code == 0 and "f_rw model per I/O size" in out
     assert plot.stat().st_size > 1000
     assert set(pd.read_csv(csv)["read_pct"]) == {0, 100}
-    code, out, _ = _run(capsys, "estimate", "predict", "-m", str(model), "-r", "30",
+    code, out, _ = _run(capsys, "estimate", "predict", "-m", str(model), "--read-pct", "30",
                         "-s", "64k", "--mix", "harmonic")
     assert code == 0 and "prediction at 30% read" in out
     # 64k alone at 30% read: 100 / (30/200 + 70/400)
@@ -71,10 +71,10 @@ def test_readable_tables_and_files(capsys, tmp_path, results) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["-r", "101", "-s", "4k:1"], "read percentage 101.0 is outside 0-100"),
-    (["-r", "50", "-s", "4k:0.5,64k:0.6"], "sum to 1.1, not 1"),
-    (["-r", "50", "-s", "8k:1"], "size 8k is not in the model"),
-    (["-r", "50", "-s", "4k:1", "--mix", "cubic"], "--mix 'cubic'"),
+    (["--read-pct", "101", "-s", "4k:1"], "read percentage 101.0 is outside 0-100"),
+    (["--read-pct", "50", "-s", "4k:0.5,64k:0.6"], "sum to 1.1, not 1"),
+    (["--read-pct", "50", "-s", "8k:1"], "size 8k is not in the model"),
+    (["--read-pct", "50", "-s", "4k:1", "--mix", "cubic"], "--mix 'cubic'"),
 ])
 def test_predict_errors_are_one_line(capsys, tmp_path, results, args, message) -> None:
     model = tmp_path / "m.json"
@@ -99,7 +99,7 @@ def test_fit_errors(capsys, tmp_path) -> None:
     code, _, err = _run(capsys, "estimate", "fit", str(nocol))
     assert code == 2 and "no read percentage column" in err
     code, _, err = _run(capsys, "estimate", "predict", "-m", str(tmp_path / "nope.json"),
-                        "-r", "50")
+                        "--read-pct", "50")
     assert code == 2 and "no such model file" in err
 
 
@@ -109,7 +109,7 @@ def test_predict_default_rule_is_harmonic(capsys, tmp_path, results) -> None:
                 "--json")[0] == 0
     rows = {}
     for extra in ([], ["--mix", "harmonic"], ["--mix", "slides"]):
-        code, out, err = _run(capsys, "estimate", "predict", "-m", str(model), "-r", "70",
+        code, out, err = _run(capsys, "estimate", "predict", "-m", str(model), "--read-pct", "70",
                               "-s", "4k:0.8,64k:0.2", "--json", *extra)
         assert code == 0, err
         data = json.loads(out)
@@ -144,7 +144,7 @@ def test_hand_written_model_with_zero_is_refused(capsys, tmp_path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"sizes": [{"size": "4k", "read_iops": 1000,
                                            "write_iops": 0}]}))
-    code, _, err = _run(capsys, "estimate", "predict", "-m", str(path), "-r", "50")
+    code, _, err = _run(capsys, "estimate", "predict", "-m", str(path), "--read-pct", "50")
     assert code == 2 and "100% write throughput is 0" in err
     assert len(err.strip().splitlines()) == 1
 

@@ -492,9 +492,22 @@ def _recommend(eff: pd.DataFrame, codings: list[Coding], kept: list[tuple[int, .
         c = codings[i]
         settings.append({"factor": c.name, "level": int(best[i]),
                          "value": plain(c.natural(best[i]))})
+    # Seed 000's level-direction table: per significant term (largest effect first), the
+    # coded level of each of its factors at the recommendation and the natural value.
+    table = []
+    for t, _ in sig_terms:
+        lv = [int(best[i]) for i in t]
+        vals = [plain(codings[i].natural(best[i])) for i in t]
+        one = len(t) == 1
+        table.append({
+            "term": _term_name(t, names),
+            "kind": "factor" if one else "interaction",
+            "direction": f"{lv[0]:+d}" if one else " * ".join(f"({v:+d})" for v in lv),
+            "value": str(vals[0]) if one else " * ".join(f"({v})" for v in vals)})
     return {
         "goal": goal,
         "settings": settings,
+        "directions": table,
         "predicted": float(predict(best)) if factors else intercept,
         "terms": [r.term for r in sig.itertuples()],
         "others": "no significant effect: set for cost or convenience",

@@ -233,7 +233,23 @@ class Campaign:
         if self.spec.runner.type == "simulator" and isinstance(c, str) \
                 and (self.dir / c).exists():
             opts["cluster"] = str((self.dir / c).resolve())
+        j = opts.get("job_file")
+        if self.spec.runner.type == "fio" and isinstance(j, str):
+            # A .fio file beside the campaign, read here into plain options (the runner's own
+            # override it): workers on other hosts need no copy, and what runs is what the
+            # target guard checked.
+            del opts["job_file"]
+            opts = {**self._job_file_options(), **opts}
         return opts
+
+    def _job_file_options(self) -> dict[str, str]:
+        """The fio job file's options, read once: every run of this invocation (and the
+        measurement the store records) uses the same ones, even if the file is edited."""
+        if getattr(self, "_job_opts", None) is None:
+            from .runners.fio import read_job_file
+
+            self._job_opts = read_job_file(self.dir / self.spec.runner.options["job_file"])
+        return dict(self._job_opts)
 
     def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
@@ -322,8 +338,12 @@ class Campaign:
     def _measurement(self) -> dict[str, Any]:
         """What makes two runs of one configuration the same measurement."""
         sp = self.spec
+        extra: dict[str, Any] = {}
+        if sp.runner.type == "fio" and isinstance(sp.runner.options.get("job_file"), str):
+            # the job file's content, not its name: an edited file is another measurement
+            extra["job_file_options"] = self._job_file_options()
         return json.loads(json.dumps({
-            "runner": sp.runner.type, "options": self.spec.runner.options,
+            **extra, "runner": sp.runner.type, "options": self.spec.runner.options,
             "exclude": sp.runner.exclude, "vars": sp.vars,
             "setup": [st.model_dump() for st in sp.setup],
             "teardown": [st.model_dump() for st in sp.teardown]}, default=str))
@@ -522,6 +542,34 @@ class Campaign:
             configs = store.configs()
             runs = [r for r in store.runs() if not r["warmup"]]
         return results_table(configs, runs, self.space.names, level)
+
+    def export_fio_json(self, directory: Path) -> list[Path]:
+        """Write each successful measured fio run's JSON document to `directory` as
+        `c<config>-r<repetition>.json` (fio's own output, warnings stripped), the form
+        fio-plot and other fio tools read. Returns the files written."""
+        from ..fileio import write_text
+        from .runners.fio import parse_json_output
+
+        if self.spec.runner.type != "fio":
+            raise CampaignError(f"{self.path}: --fio-json needs a fio campaign (runner "
+                                f"{self.spec.runner.type!r})")
+        if not self.store_path.exists():
+            raise CampaignError(f"{self.store_path}: no store yet; run the campaign first")
+        with Store(self.store_path) as store:
+            runs = [r for r in store.runs(with_raw=True) if not r["warmup"]
+                    and r["status"] == "ok"]
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        out = []
+        for r in runs:
+            try:
+                doc = parse_json_output(r["raw"] or "")
+            except ValueError:
+                continue
+            path = directory / f"c{r['config_id']}-r{r['repetition']}.json"
+            write_text(path, json.dumps(doc, indent=2) + "\n", what="--fio-json")
+            out.append(path)
+        return out
 
     def status(self) -> pd.DataFrame:
         """Counts of runs per status (pending = planned but never started)."""

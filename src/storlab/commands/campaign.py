@@ -9,21 +9,21 @@ from typing import Any, Optional
 import typer
 
 from ..fileio import write_frame
-from ._common import console, emit_json, frame_table, output_file
+from ._common import console, emit_json, frame_table, output_dir, output_file
 from ._progress import HEADLINE
 
 def run_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
-    retry_failed: bool = typer.Option(False, "--retry-failed",
+    retry_failed: bool = typer.Option(False, "--retry-failed/--no-retry-failed",
                                       help="Run failed and timed-out runs again."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="No progress bar."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print the summary as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the summary JSON to a file.",
                                           callback=output_file("-o")),
-    wait: bool = typer.Option(False, "--wait",
+    wait: bool = typer.Option(False, "--wait/--no-wait",
                               help="If another storlab runs this campaign, wait for it to "
                                    "finish instead of exiting (then run what is left)."),
 ) -> None:
@@ -64,12 +64,21 @@ def results_cmd(
     level: str = typer.Option("config", "--level",
                               help="config (averages per configuration), run (one row "
                                    "per repetition) or host (per-host rows)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
+    fio_json: Optional[Path] = typer.Option(
+        None, "--fio-json", help="Also write each fio run's own JSON output to this "
+        "directory (c<config>-r<repetition>.json), for fio-plot and other fio tools.",
+        callback=output_dir("--fio-json")),
 ) -> None:
     """Export the campaign's tidy results table (the input of every analysis)."""
     from ..campaign.campaign import Campaign
 
-    df = Campaign.load(campaign_file).results(level)
+    camp = Campaign.load(campaign_file)
+    df = camp.results(level)
+    if fio_json is not None:
+        files = camp.export_fio_json(fio_json)
+        if not json_out:
+            console.print(f"wrote {len(files)} fio JSON files to {fio_json}/")
     if output is not None:
         write_frame(df, output)  # by suffix; a temp file renamed, never a partial export
         if not json_out:
@@ -96,8 +105,8 @@ def _narrow(df: Any) -> Any:
 
 def status_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
-    failures: bool = typer.Option(False, "--failures", help="Show failed runs' stderr tail."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    failures: bool = typer.Option(False, "--failures/--no-failures", help="Show failed runs' stderr tail."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
 ) -> None:

@@ -19,7 +19,7 @@ cluster_app = typer.Typer(
 DIR_OPT = typer.Option(None, "--dir", help="Where clusters live "
                        "(default $STORLAB_CLUSTER_DIR or /tmp/storlab-clusters).",
                        callback=input_dir("--dir"))
-JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
+JSON_OPT = typer.Option(False, "--json/--no-json", help="Print JSON.")
 OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.",
                        callback=output_file("-o"))
 
@@ -44,7 +44,7 @@ def up_cmd(
     store: str = typer.Option("memstore", "--store", help="Ceph: memstore or bluestore."),
     osd_size: str = typer.Option("1G", "--osd-size",
                                  help="Ceph: memstore cap / bluestore file size per OSD."),
-    rgw: bool = typer.Option(False, "--rgw", help="Ceph: start radosgw (S3) too."),
+    rgw: bool = typer.Option(False, "--rgw/--no-rgw", help="Ceph: start radosgw (S3) too."),
     workers: int = typer.Option(1, "--workers", help="Swift: workers per storage server.",
                                 callback=at_least("--workers", 1)),
     proxy_workers: int = typer.Option(2, "--proxy-workers", help="Swift: proxy workers.",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from typing import TYPE_CHECKING
 
@@ -48,7 +48,9 @@ def read_table(path: Path) -> pd.DataFrame:
 def design_cmd(
     space_file: Optional[Path] = typer.Argument(None, help="Space YAML file.",
                                                 callback=input_file("space file")),
-    kind: str = typer.Option("fractional", "--kind", "-k", help=f"One of {', '.join(KINDS)}."),
+    kind: Optional[str] = typer.Option(None, "--kind", "-k",
+                                       help=f"One of {', '.join(KINDS)} (default: fractional; "
+                                            "full with --follow-up)."),
     factors: Optional[int] = typer.Option(None, "--factors",
                                           help="K two-level factors A, B, ... (no space file).",
                                           callback=at_least("--factors", 1, MAX_FACTORS)),
@@ -64,28 +66,46 @@ def design_cmd(
                                    callback=at_least("--replicates", 1, MAX_RUNS)),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for run order and sampling.",
                                        callback=at_least("--seed", 0, MAX_SEED)),
-    no_randomize: bool = typer.Option(False, "--no-randomize", help="Keep standard order."),
+    randomize: bool = typer.Option(True, "--randomize/--no-randomize",
+                                   help="Shuffle the run order (--no-randomize: standard order)."),
     optimize: Optional[str] = typer.Option(None, "--optimize",
                                            help="LHS space-filling: random-cd or lloyd."),
     fold: Optional[str] = typer.Option(None, "--foldover",
                                        help="Append a foldover: 'all' or a factor name."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the run table (.csv) or JSON (.json).",
                                           callback=output_file("-o")),
+    follow_up: Optional[Path] = typer.Option(
+        None, "--follow-up", help="Screening results (a campaign YAML, or a results table "
+        "with the space file): design on its --top factors by main effect.",
+        callback=input_file("--follow-up")),
+    top: int = typer.Option(3, "--top", help="With --follow-up: how many factors to keep.",
+                            callback=at_least("--top", 1, MAX_FACTORS)),
+    response: Optional[str] = typer.Option(None, "--response", "-y",
+                                           help="With --follow-up: the response that ranks "
+                                                "the factors (default: the space's first)."),
 ) -> None:
-    """Generate a design: full, fractional (2^(k-p)), pb (Plackett-Burman) or lhs."""
+    """Generate a design: full, fractional (2^(k-p)), pb (Plackett-Burman) or lhs; with
+    --follow-up, on the key factors of a screening's results (seed 002's next step)."""
     from ..design import make_design
     from ..space import Space
 
-    if (space_file is None) == (factors is None):
-        raise StorlabError("give a space file or --factors K (not both)")
-    space = Space.from_yaml(space_file) if space_file else Space.two_level(factors)  # type: ignore[arg-type]
+    ranking = None
+    if follow_up is not None:
+        space, ranking, response = _follow_up_space(follow_up, space_file, factors, top,
+                                                    response)
+        kind = kind or "full"
+    else:
+        if (space_file is None) == (factors is None):
+            raise StorlabError("give a space file or --factors K (not both)")
+        space = Space.from_yaml(space_file) if space_file else Space.two_level(factors)  # type: ignore[arg-type]
+    kind = kind or "fractional"
     d = make_design(space, kind, runs=runs, resolution=_resolution(resolution),
                     generators=generator or None, center=center, replicates=replicates,
-                    seed=seed, randomize_order=not no_randomize, optimize=optimize, fold=fold)
+                    seed=seed, randomize_order=randomize, optimize=optimize, fold=fold)
     if output is not None and output.suffix != ".json":
-        write_frame(d.table, output, fmt="csv")
+        write_frame(d.export_table(), output, fmt="csv")
     if json_out or (output is not None and output.suffix == ".json"):
         emit_json(d.to_json(), output if output is not None and output.suffix == ".json"
                   else None)
@@ -93,6 +113,9 @@ def design_cmd(
     from ..design.aliasing import roman
 
     m = d.meta
+    if ranking is not None:
+        console.print(frame_table(ranking, title=f"screening: main effects on {response}"))
+        console.print(f"follow-up on the top {top}: {', '.join(space.names)}")
     head = f"[bold]{m['kind']}[/] design: {d.runs} runs, {space.k} factors"
     if m.get("resolution"):
         head += f", resolution {m.get('resolution_roman') or roman(m['resolution'])}"
@@ -106,8 +129,12 @@ def design_cmd(
         console.print(f"word-length pattern (A1..): {m['wlp']}   clear 2FIs: {m['clear_2fi']}")
     if m.get("search"):
         s = m["search"]
-        console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, {s['nodes']} nodes, "
-                      f"{s['seconds']} s")
+        if s.get("source") == "catalogue":
+            console.print("generators: storlab's minimum-aberration catalogue (exact search, "
+                          "stored; scripts/ma_catalogue.py)")
+        else:
+            console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, "
+                          f"{s['nodes']} nodes, {s['seconds']} s")
     if m.get("aliases"):
         shown = [f"{k} = {' = '.join(v)}" for k, v in list(m["aliases"].items())[:12]]
         console.print("aliases (to 2FIs): " + "; ".join(shown)
@@ -151,6 +178,36 @@ def _print_runs(table: pd.DataFrame, output: Path | None) -> None:
         console.print(f"{n} runs: write them all with -o FILE.csv (or --json)")
 
 
+def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, top: int,
+                     response: str | None) -> tuple[Any, Any, str]:
+    """The follow-up's space from a screening: a campaign file (its results and space) or a
+    results table with the space file."""
+    from ..design.followup import follow_up_space
+    from ..space import Space
+
+    if factors is not None:
+        raise StorlabError("--follow-up takes its factors from the screening, not --factors")
+    if path.suffix in (".yaml", ".yml"):
+        from ..campaign.campaign import Campaign
+
+        if space_file is not None:
+            raise StorlabError("--follow-up CAMPAIGN.yaml brings its own space; drop the "
+                               "space file")
+        camp = Campaign.load(path)
+        space, table = camp.space, camp.results("config")
+    else:
+        if space_file is None:
+            raise StorlabError(f"--follow-up {path}: a results table needs the screening's "
+                               "space file: storlab design SPACE.yaml --follow-up RESULTS")
+        space, table = Space.from_yaml(space_file), read_table(path)
+    if response is None:
+        if not space.responses:
+            raise StorlabError("--follow-up needs --response: the space names no response")
+        response = space.responses[0].name
+    sub, ranking = follow_up_space(table, space, response, top)
+    return sub, ranking, response
+
+
 def analyze_cmd(
     results: Path = typer.Argument(..., help="Results table (CSV or Parquet).",
                                    callback=input_file("results")),
@@ -169,7 +226,7 @@ def analyze_cmd(
     plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG/SVG plots.",
                                          callback=output_dir("--plots")),
     plot_format: str = typer.Option("png", "--plot-format", help="png or svg."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON here.",
                                           callback=output_file("-o")),
 ) -> None:
@@ -212,6 +269,12 @@ def analyze_cmd(
     for w in a.warnings:
         console.print(f"[yellow]note:[/] {w}")
     r = a.recommendation
+    if r.get("directions"):
+        import pandas as pd
+
+        console.print(frame_table(pd.DataFrame(r["directions"]).rename(columns={
+            "direction": "level direction", "value": "optimised value"}),
+            title=f"Level directions ({r['goal']}; +1 = high level, -1 = low level)"))
     if r["settings"]:
         sets = ", ".join(f"{s['factor']}={s['value']}" for s in r["settings"])
         console.print(f"[bold green]recommendation[/] ({r['goal']}): {sets}; "

@@ -25,7 +25,7 @@ estimate_app = typer.Typer(
     help="Estimate mixed read/write performance from 100%-read and 100%-write runs "
          "(the f_rw capacity model, MSST 2019).")
 
-JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
+JSON_OPT = typer.Option(False, "--json/--no-json", help="Print JSON.")
 OUT_OPT = typer.Option(None, "-o", "--output",
                        help="Write the result: .json as JSON, anything else as CSV of the table.",
                        callback=output_file("-o"))
@@ -216,7 +216,7 @@ def fit_cmd(
 def predict_cmd(
     model_path: Path = typer.Option(..., "--model", "-m", help="Model JSON from fit/measure.",
                                     callback=input_file("--model", missing="no such model file")),
-    read_pct: float = typer.Option(..., "--read-pct", "-r", help="Read percentage, 0-100."),
+    read_pct: float = typer.Option(..., "--read-pct", help="Read percentage, 0-100."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s",
                                         help="Size mix with I/O-count proportions summing to "
                                              "1, e.g. 4k:0.8,64k:0.2 (default: the model's "
@@ -250,13 +250,14 @@ def predict_cmd(
 
 def measure_cmd(
     sizes: str = typer.Option("4k,64k", "--sizes", "-s", help="I/O sizes to model."),
-    repeat: int = typer.Option(3, "--repeat", "-n", help="Runs per (size, read %).",
-                               callback=at_least("--repeat", 1)),
+    repeat: int = typer.Option(3, "--repeats", "--repeat", "-n",
+                               help="Runs per (size, read %).",
+                               callback=at_least("--repeats", 1)),
     validate: Optional[str] = typer.Option(None, "--validate",
                                            help="Read percentages to measure as a check, "
                                                 "e.g. 30,50,70 (not used in the fit; they "
                                                 "measure the model's error)."),
-    third_anchor: bool = typer.Option(False, "--third-anchor",
+    third_anchor: bool = typer.Option(False, "--third-anchor/--no-third-anchor",
                                       help="Also measure 50% read and fit 0/50/100% by "
                                            "least squares (corrects a bias of the two-point "
                                            "line; gives intervals with model error)."),
@@ -279,7 +280,7 @@ def measure_cmd(
                                                "directory (a scratch file in it) or a block "
                                                "device (default: a file in the campaign "
                                                "directory)."),
-    allow_destructive: bool = typer.Option(False, "--allow-destructive",
+    allow_destructive: bool = typer.Option(False, "--allow-destructive/--no-allow-destructive",
                                            help="Allow a block device or an existing file as "
                                                 "--target: fio overwrites its data."),
     fio_option: Optional[list[str]] = typer.Option(None, "--fio-option", "-O",

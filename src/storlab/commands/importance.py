@@ -74,7 +74,7 @@ def importance_cmd(
     results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json) or a "
                                              "campaign file.",
                                    callback=input_file("results")),
-    response: str = typer.Option(..., "--response", "-r", help="Response column to explain."),
+    response: str = typer.Option(..., "--response", "-y", help="Response column to explain."),
     params: Optional[str] = typer.Option(None, "--params", "-p",
                                          help="Comma-separated parameter columns (default: "
                                               "the space's factors, or on a bare table every "
@@ -95,12 +95,12 @@ def importance_cmd(
     goal: str = typer.Option("maximize", "--goal", help="maximize or minimize (latency)."),
     bins: int = typer.Option(4, "--bins", help="Strata for numeric parameters with many values.",
                              callback=at_least("--bins", 2)),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save the figure (png, svg, pdf).",
                                         callback=output_file("--plot")),
-    compare: bool = typer.Option(False, "--compare",
+    compare: bool = typer.Option(False, "--compare/--no-compare",
                                  help="Also show ANOVA SS shares and (complete grids) Sobol "
                                       "S1/ST beside the PI shares."),
 ) -> None:
@@ -169,7 +169,7 @@ def importance_cmd(
 def importance_eval_cmd(
     full: Path = typer.Argument(..., help="Complete results table (ground truth).",
                                 callback=input_file("results")),
-    response: str = typer.Option(..., "--response", "-r", help="Response column."),
+    response: str = typer.Option(..., "--response", "-y", help="Response column."),
     fractions: str = typer.Option("0.001,0.002,0.004,0.01,0.02,0.05", "--fractions",
                                   help="Comma-separated fractions of the dataset to sample."),
     repeats: int = typer.Option(1000, "--repeats", "-n", help="Repetitions per fraction.",
@@ -183,7 +183,7 @@ def importance_eval_cmd(
                              callback=at_least("--seed", 0, MAX_SEED)),
     jobs: int = typer.Option(2, "--jobs", "-j", help="Worker processes.",
                              callback=at_least("--jobs", 1)),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save Figure 5 (png, svg, pdf).",

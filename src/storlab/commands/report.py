@@ -60,7 +60,7 @@ def report_cmd(
     transform: str = typer.Option("none", "--transform",
                                   help="Effects of transform(response): none, log, log10, "
                                        "sqrt (as storlab analyze --transform)."),
-    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print what was written as JSON."),
 ) -> None:
     """Write one self-contained HTML report of a campaign or a results table.
 
@@ -118,12 +118,12 @@ def coverage_cmd(
     clusters: Optional[int] = typer.Option(None, "--clusters",
                                            help="k-means clusters (default: best silhouette).",
                                            callback=at_least("--clusters", 2)),
-    log: bool = typer.Option(False, "--log", help="Take logs of the metrics first."),
+    log: bool = typer.Option(False, "--log/--no-log", help="Take logs of the metrics first."),
     seed: int = typer.Option(0, "--seed", help="Seed of FastICA and k-means.",
                              callback=at_least("--seed", 0, MAX_SEED)),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG plots.",
                                          callback=output_dir("--plots")),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write .html (report), .json or .csv (table).",
                                           callback=output_file("-o")),

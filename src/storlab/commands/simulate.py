@@ -50,12 +50,12 @@ def simulate_cmd(
                                    "nic=25, swift.replicas=2, storage.disks.count=24 ..."),
     sweep: list[str] = typer.Option([], "--sweep", help="What-if grid axis NAME=V1,V2 "
                                     "(repeat for a full factorial)."),
-    analytic: bool = typer.Option(False, "--analytic", help="Solve with mean value analysis "
+    analytic: bool = typer.Option(False, "--analytic/--no-analytic", help="Solve with mean value analysis "
                                   "instead of simulating (fast, means only)."),
     requests: Optional[int] = typer.Option(None, "--requests", help="Requests to simulate "
                                            "(overrides workload.requests).",
                                            callback=at_least("--requests", 1)),
-    executor: str = typer.Option("local", "--executor", help="Sweeps: local (processes), "
+    executor: str = typer.Option("local", "--executor", "-e", help="Sweeps: local (processes), "
                                  "serial, dask (a local Dask cluster), dask://host:port, or "
                                  "a campaign executor (sequential, parallel:N)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Parallel sweep workers.",
@@ -80,7 +80,7 @@ def simulate_cmd(
                                                    "calibrated cluster YAML.",
                                                    callback=output_file("--save-calibrated")),
     backend: str = typer.Option("rust", "--backend", help="Engine: rust or python."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write results: .json as JSON, else CSV.",
                                           callback=output_file("-o")),

@@ -34,7 +34,7 @@ def tune_cmd(
     budget: Optional[int] = typer.Option(None, "--budget", "-b", min=1, max=100_000,
                                          help="Runs to execute in all (screening, search, "
                                               "confirmation, every repetition)."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s",
+    strategy: Optional[str] = typer.Option(None, "--strategy",
                                            help="auto, screen-then-tune, tpe, gp, nsga2, "
                                                 "random."),
     response: Optional[list[str]] = typer.Option(None, "--response", "-y",
@@ -44,10 +44,10 @@ def tune_cmd(
                                        callback=at_least("--seed", 0, 2**32 - 1)),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-    wait: bool = typer.Option(False, "--wait", help="Wait for another storlab holding "
+    quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="No progress display."),
+    wait: bool = typer.Option(False, "--wait/--no-wait", help="Wait for another storlab holding "
                                                     "this campaign instead of exiting."),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print the result as JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the result JSON to a file.",
                                           callback=output_file("-o")),
@@ -235,7 +235,7 @@ def confirm_cmd(
                                      help="A configuration factor=value,... (repeatable)."),
     against: Optional[str] = typer.Option(None, "--against", "-a",
                                           help="The reference configuration factor=value,..."),
-    runs: int = typer.Option(3, "--runs", "-n", min=2, max=1000,
+    runs: int = typer.Option(3, "--repeats", "--runs", "-n", min=2, max=1000,
                              help="Runs of each configuration (interleaved at random)."),
     response: Optional[str] = typer.Option(None, "--response", "-y",
                                            help="Response to compare (default: the space's "
@@ -246,8 +246,8 @@ def confirm_cmd(
                              callback=at_least("--seed", 0, 2**32 - 1)),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="No progress display."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
 ) -> None:
@@ -344,7 +344,7 @@ def tune_eval_cmd(
                                                      "measured run (0 to 1).",
                                 callback=at_least("--noise", 0.0, 1.0)),
     seed: int = typer.Option(0, "--seed", help="Seed.", callback=at_least("--seed", 0, 2**32 - 1)),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence plot.",

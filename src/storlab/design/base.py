@@ -45,6 +45,17 @@ class Design:
         rows = self.table.sort_values("run")[self.space.names]
         return [{k: plain(v) for k, v in r.items()} for r in rows.to_dict("records")]
 
+    def export_table(self) -> pd.DataFrame:
+        """The run table as a file holds it: a factor given in coded units (all its values
+        -1, 0 or +1, as `--factors K` makes them) is written as integers, `-1`/`1` as R's
+        FrF2 writes them, not `-1.0`/`1.0`; natural values stay as they are."""
+        out = self.table.copy()
+        for name in self.space.names:
+            col = out[name]
+            if col.dtype.kind == "f" and len(col) and col.isin((-1.0, 0.0, 1.0)).all():
+                out[name] = col.astype(np.int64)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         """The design as JSON-ready data: metadata plus the run table."""
         out = to_jsonable(self.meta)
@@ -52,7 +63,7 @@ class Design:
         out["factors"] = self.space.names
         out["labels"] = dict(zip(self.space.labels, self.space.names))
         out["table"] = [{k: plain(v) for k, v in r.items()}
-                        for r in self.table.to_dict("records")]
+                        for r in self.export_table().to_dict("records")]
         return out
 
 

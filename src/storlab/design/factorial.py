@@ -9,11 +9,17 @@ are added, so a partial design already worse than the best complete one is cut. 
 permutations of the base leave the pattern unchanged, so the first added column is taken
 as the canonical one of its weight. No library does this search for us (pyDOE's is
 known to report wrong resolutions; FrF2 uses a stored catalogue), hence the hand code.
+
+The search's answers for the cases it solves exactly up to 128 runs are shipped as a
+catalogue (data/ma_catalogue.json, written by scripts/ma_catalogue.py with this very
+search): `minimum_aberration` looks there first, as FrF2 does, and searches otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 import re
 import time
@@ -95,6 +101,53 @@ class SearchResult:
     exact: bool
     nodes: int
     seconds: float
+    source: str = "search"  # or "catalogue"
+
+
+#: Catalogue cases with more added factors are not generated: their 2^p-word defining
+#: relation is too large to enumerate (the search and the alias table both need it).
+MA_CATALOGUE_MAX_P = 20
+
+
+@functools.cache
+def _catalogue() -> dict[str, dict[str, Any]]:
+    """The shipped catalogue's entries, {"k-n": {"columns": [...], "wlp": [...]}}; empty
+    when the file is missing or unreadable (the search then answers every case)."""
+    from importlib.resources import files
+
+    try:
+        doc = json.loads(files("storlab.design").joinpath("data/ma_catalogue.json")
+                         .read_text(encoding="utf-8"))
+        return dict(doc["entries"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def catalogue_generators(k: int, n: int) -> SearchResult | None:
+    """The catalogued minimum-aberration design of k factors in 2^n runs, or None when the
+    case is not in the catalogue (or its entry does not describe a valid fraction)."""
+    entry = _catalogue().get(f"{k}-{n}")
+    if entry is None:
+        return None
+    cols, pattern = entry.get("columns"), entry.get("wlp")
+    if (not isinstance(cols, list) or len(cols) != k - n or len(set(cols)) != len(cols)
+            or not all(isinstance(c, int) and 0 < c < 1 << n and al.popcount(c) >= 2
+                       for c in cols)
+            or not isinstance(pattern, list) or len(pattern) != k):
+        return None
+    return SearchResult(n, list(cols), list(pattern), True, 0, 0.0, "catalogue")
+
+
+def minimum_aberration(k: int, n: int, time_limit: float = 120.0,
+                       min_resolution: int = 3) -> SearchResult | None:
+    """`search_generators`, answered from the catalogue when the case is in it. The
+    catalogued design has the largest resolution of any fraction of its size, so when it
+    falls short of `min_resolution` no design reaches it (None, as the search says)."""
+    if k - n > 0:
+        hit = catalogue_generators(k, n)
+        if hit is not None:
+            return hit if (al.resolution(hit.wlp) or 99) >= min_resolution else None
+    return search_generators(k, n, time_limit, min_resolution)
 
 
 def _wlp_of(n: int, added: Sequence[int]) -> list[int]:
@@ -238,7 +291,7 @@ def _choose_n(k: int, runs: int | None, min_resolution: int | None,
             raise DesignError(f"{k} two-level factors need at least {2**n_min} runs "
                               f"in a regular fraction, not {runs}")
         n = min(n, k)
-        res = search_generators(k, n, time_limit, min(min_resolution or 3, 5))
+        res = minimum_aberration(k, n, time_limit, min(min_resolution or 3, 5))
         if res is None or (al.resolution(res.wlp) or 99) < (min_resolution or 3):
             raise DesignError(f"no 2^({k}-{k - n}) design of {2**n} runs reaches resolution "
                               f"{al.roman(min_resolution)}")
@@ -247,7 +300,7 @@ def _choose_n(k: int, runs: int | None, min_resolution: int | None,
     for n in range(n_min, k + 1):
         if k - n > 0 and k > _MAX_FACTORS.get(min(target, 5), {}).get(n, k):
             continue  # known bound: no such design of this size exists
-        res = search_generators(k, n, time_limit, min(target, 5))
+        res = minimum_aberration(k, n, time_limit, min(target, 5))
         if res is not None and (al.resolution(res.wlp) or 99) >= target:
             return res
     raise AssertionError("the full factorial always qualifies")  # pragma: no cover
@@ -305,7 +358,7 @@ def fractional_factorial(space: Space, runs: int | None = None,
     }
     if search is not None:
         meta["search"] = {"exact": search.exact, "nodes": search.nodes,
-                          "seconds": round(search.seconds, 4)}
+                          "seconds": round(search.seconds, 4), "source": search.source}
     return from_coded(space, coded, meta)
 
 

@@ -37,12 +37,14 @@ DIRECTIONS = ("read", "write")
 #: Engines whose target is not a local file (no default scratch directory for them).
 REMOTE_ENGINES = {"rbd", "rados", "http", "net", "netsplice", "nfs", "libcufile", "nbd"}
 #: Constructor keywords that configure the runner rather than fio.
-RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args")
+RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
 #: fio options that name the files a job opens (and may create or overwrite).
 TARGET_OPTIONS = ("filename", "directory", "filename_format", "opendir")
 #: fio options that name one file fio writes as given (an I/O log, fio's own output).
 WRITTEN_FILES = ("write_iolog", "output")
+#: fio options whose value is a prefix: fio writes `<prefix>_bw.<jobnum>.log` and the like.
+LOG_PREFIXES = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
 #: fio's command-line options (`fio --help`, fio 3.33): not job options; they belong in
 #: `extra_args`, where fio reads them before the job (as runner options or factors they
 #: would land after `--name` on fio's command line).
@@ -55,7 +57,7 @@ COMMAND_LINE_ONLY = frozenset((
     "trigger-file", "trigger-timeout", "trigger", "trigger-remote", "aux-path",
     "append-terse", "latency-log"))
 #: Names whose abbreviations fio would also accept and storlab refuses.
-GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES)
+GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES, *LOG_PREFIXES)
 #: fio's default file name when no `filename` is given.
 DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
 #: How many existing paths a wildcard target (filename_format) or an opendir tree may
@@ -87,8 +89,10 @@ class FioRunner:
 
     def __init__(self, fio: str = "fio", clients: Sequence[str] | None = None,
                  allow_destructive: bool = False, job_name: str = "storlab",
-                 extra_args: Sequence[str] = (), **options: Any) -> None:
+                 extra_args: Sequence[str] = (), job_file: str | Path | None = None,
+                 **options: Any) -> None:
         self.fio = fio
+        self.job_file = Path(job_file) if job_file is not None else None
         self.clients = [str(c) for c in (clients or [])]
         self.allow_destructive = bool(allow_destructive)
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(job_name)):
@@ -96,7 +100,12 @@ class FioRunner:
                                 "'_', '.' or '-'")
         self.job_name = str(job_name)
         self.extra_args = [str(a) for a in extra_args]
-        self.options = dict(options)
+        # An existing .fio job file is the base job: its options come first, the runner's
+        # options and then each configuration's factors override them. It is read here,
+        # once, into ordinary options, so the target guard and fio's name check see every
+        # one of them (fio itself never reads the file).
+        base = read_job_file(self.job_file) if self.job_file is not None else {}
+        self.options = {**base, **dict(options)}
         self._checked_names: set[frozenset[str]] = set()
         for k, v in _parse_extra_args(self.extra_args):
             _check_option(k, v, jobfile=False, where="extra_args")
@@ -119,12 +128,13 @@ class FioRunner:
         return opts
 
     def metric_names(self) -> set[str]:
-        """Every metric `summarize` reports (a tuning objective must be one of them)."""
+        """Every metric a run reports: storlab's (`summarize`) and fio's own names
+        (`fio_named`); a tuning objective must be one of them."""
         names = {"total_iops", "total_bw_bytes", "usr_cpu", "sys_cpu"}
         for d in DIRECTIONS:
             names |= {f"{d}_iops", f"{d}_bw_bytes", f"{d}_clat_mean_us"}
             names |= {f"{d}_clat_{suffix}_us" for _, suffix in PERCENTILES}
-        return names
+        return names | set(FIO_NAMED)
 
     def check_target(self, config: Mapping[str, Any], base: Path | None = None,
                      workdir: Path | None = None, names: bool = True, files: bool = True
@@ -165,14 +175,15 @@ class FioRunner:
         and `$clientuid` as wildcards; the regular files under `opendir`, as themselves and
         under each `directory`. Options given on the command line before the job
         (`extra_args`) are inherited by the job, so they count too."""
-        values: dict[str, list[str]] = {k: [] for k in (*TARGET_OPTIONS, *WRITTEN_FILES)}
+        values: dict[str, list[str]] = {k: [] for k in (*TARGET_OPTIONS, *WRITTEN_FILES,
+                                                        *LOG_PREFIXES)}
         jobnames = {self.job_name}
         for k, v in [*_parse_extra_args(self.extra_args), *opts.items()]:
             if k == "name":
                 jobnames.add(v)
             for t in _target_option(k):
                 values[t].append(v)
-            if k in WRITTEN_FILES:
+            if k in WRITTEN_FILES or k in LOG_PREFIXES:
                 values[k].append(v)
         dirs = [d for v in values["directory"] for d in _split_names(v)]
         bases = [(str(workdir), str(workdir))] + [(d, _join(workdir, d)) for d in dirs]
@@ -198,6 +209,10 @@ class FioRunner:
             # fio's own naming for this job: `<job_name>.<jobnum>.<filenum>` files
             own = f.lower() == DEFAULT_FORMAT.lower() and jobnames == {self.job_name}
             under_all(_format_glob(f, jobnames), True, self.job_name if own else "")
+        for k in LOG_PREFIXES:  # `<prefix>_<kind>.<jobnum>.log` in fio's working directory
+            out.extend(Candidate(_join(workdir, glob.escape(v)) + "_*.log", True, v,
+                                 relative=not os.path.isabs(v), option=k)
+                       for v in values[k])
         for k in WRITTEN_FILES:  # written as named, in fio's working directory
             out.extend(Candidate(_join(workdir, v), False, v,
                                  relative=not os.path.isabs(v)) for v in values[k])
@@ -289,7 +304,7 @@ class FioRunner:
             if errors:
                 res.stderr = tail(f"{proc.stderr}\nstorlab: fio job error {errors[0]}")
             return res
-        res.metrics = summarize(records)
+        res.metrics = {**summarize(records), **fio_named(records)}
         if self.clients:
             # one row per fio server: host AND port (two servers on one address are two)
             by_server: dict[tuple[str, Any], list[dict[str, Any]]] = {}
@@ -299,6 +314,59 @@ class FioRunner:
                         for (h, port), rs in by_server.items()]
         res.status = "ok"
         return res
+
+
+# ---------------------------------------------------------------------- job files
+_SECTION = re.compile(r"^\[([^\]]*)\]$")
+
+
+def read_job_file(path: str | Path) -> dict[str, str]:
+    """The options of an existing fio job file, as storlab's base job: `[global]` first,
+    then its one job section (which wins). Read as fio reads it: blank lines and lines
+    starting with ';' or '#' skipped, a value cut at ';' or '#', blanks around names and
+    values stripped, a bare option (`time_based`) set to 1. Refused, naming the file and
+    line: several job sections (storlab runs one job per run), `include` (a file storlab
+    would not see), fio's command-line options, `name`, and anything fio would expand or
+    read differently on a command line (`$` variables, control characters...)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CampaignError(f"fio job_file {p}: cannot read it ({exc})") from None
+    sections: dict[str, dict[str, str]] = {}
+    jobs: list[str] = []
+    current: dict[str, str] | None = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        where = f"fio job_file {p}, line {lineno}"
+        if not line or line[0] in ";#":
+            continue
+        m = _SECTION.match(line)
+        if m:
+            name = m.group(1).strip()
+            if name != "global":
+                jobs.append(name)
+                if len(jobs) > 1:
+                    raise CampaignError(f"{where}: a second job [{name}] (after [{jobs[0]}]):"
+                                        " storlab runs one fio job per run; keep one job "
+                                        "section and share options through [global]")
+            current = sections.setdefault(name, {})
+            continue
+        if line.startswith("include ") or line == "include":
+            raise CampaignError(f"{where}: 'include' is refused: storlab checks the options "
+                                "it reads, so put them in this file")
+        if current is None:
+            raise CampaignError(f"{where}: option {line!r} before any [section]")
+        key, eq, value = line.partition("=")
+        key = key.strip()
+        value = re.split(r"[;#]", value, maxsplit=1)[0].strip() if eq else "1"
+        if not _OPTION_NAME.fullmatch(key):
+            raise CampaignError(f"{where}: {key!r} is not a fio option name")
+        _check_option(key, value, jobfile=True, where=where)
+        current[key] = value
+    if not sections:
+        raise CampaignError(f"fio job_file {p}: no [global] or job section")
+    return {**sections.get("global", {}), **(sections[jobs[0]] if jobs else {})}
 
 
 # ---------------------------------------------------------------------- parsing
@@ -401,6 +469,55 @@ def _server_key(record: Mapping[str, Any]) -> tuple[str, Any]:
     return str(record.get("hostname", "")), record.get("port")
 
 
+#: fio's own names (paths in its JSON output, as fio-plot and jq scripts use them) kept
+#: beside storlab's, in fio's units: bw in KiB/s, latencies in ns, runtime in ms.
+FIO_NAMED: tuple[str, ...] = (
+    *(f"fio.{d}.{k}" for d in DIRECTIONS for k in (
+        "iops", "bw", "bw_bytes", "io_bytes", "io_kbytes", "total_ios", "runtime",
+        "slat_ns.mean", "clat_ns.mean", "lat_ns.mean",
+        *(f"clat_ns.percentile.{p:f}" for p, _ in PERCENTILES))),
+    "fio.usr_cpu", "fio.sys_cpu", "fio.ctx", "fio.majf", "fio.minf")
+
+
+def fio_named(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """fio's own metrics under fio's names (`fio.read.iops`, `fio.read.clat_ns.mean`,
+    `fio.read.clat_ns.percentile.99.000000`...). One job record: fio's figures as fio wrote
+    them. Several (numjobs without group_reporting, client/server): counts and rates
+    summed, means weighted by I/O count, percentiles from the merged histogram, runtime the
+    longest, CPU as in `summarize`."""
+    out: dict[str, float] = {}
+    one = len(records) == 1
+    for d in DIRECTIONS:
+        rs = [r[d] for r in records]
+        for k in ("iops", "bw", "bw_bytes", "io_bytes", "io_kbytes", "total_ios"):
+            out[f"fio.{d}.{k}"] = float(sum(float(r.get(k, 0) or 0) for r in rs))
+        out[f"fio.{d}.runtime"] = float(max((float(r.get("runtime", 0) or 0) for r in rs),
+                                            default=0.0))
+        for lat in ("slat_ns", "clat_ns", "lat_ns"):
+            n = sum(int(r.get(lat, {}).get("N", 0)) for r in rs)
+            out[f"fio.{d}.{lat}.mean"] = (
+                sum(float(r[lat]["mean"]) * int(r[lat].get("N", 0)) for r in rs
+                    if int(r.get(lat, {}).get("N", 0))) / n if n else float("nan"))
+        active = [r for r in records if int(r[d]["clat_ns"].get("N", 0))]
+        bins = merge_bins(active, d) if not one else {}
+        for p, _ in PERCENTILES:
+            v = float("nan")
+            if one and active:
+                v = _fio_percentile(active[0][d]["clat_ns"].get("percentile", {}), p)
+                if v != v:
+                    bins = bins or merge_bins(active, d)
+            if v != v and bins:
+                v = percentile_from_bins(bins, p)
+            out[f"fio.{d}.clat_ns.percentile.{p:f}"] = v
+    hosts: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        hosts.setdefault(str(r.get("hostname", "")), []).append(r)
+    for key in ("usr_cpu", "sys_cpu", "ctx", "majf", "minf"):
+        per_host = [sum(float(r.get(key, 0.0) or 0) for r in rs) for rs in hosts.values()]
+        out[f"fio.{key}"] = sum(per_host) / len(per_host) if per_host else float("nan")
+    return out
+
+
 def _fio_percentile(table: Mapping[str, Any], p: float) -> float:
     for k, v in table.items():
         if abs(float(k) - p) < 1e-6:
@@ -436,6 +553,7 @@ class Candidate:
     relative: bool = False
     dirs: tuple[str, ...] = ()
     own: str = ""  # with fio's default naming, the job name: `<own>.<n>.<m>` files are fio's
+    option: str = "filename_format"  # what a pattern came from, for the message
 
 
 def _abbreviated(name: str) -> tuple[str, ...]:
@@ -685,8 +803,8 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
         raise _refuse_device(f"{c.given} (as {c.path})")
     for i, p in enumerate(glob.iglob(pattern, include_hidden=True)):
         if i >= MAX_MATCHES:
-            raise CampaignError(f"fio filename_format {c.given}: more than {MAX_MATCHES} "
+            raise CampaignError(f"fio {c.option} {c.given}: more than {MAX_MATCHES} "
                                 "existing paths match it; set allow_destructive: true")
         own = bool(c.own) and re.fullmatch(re.escape(c.own) + r"\.\d+\.\d+",
                                            os.path.basename(p)) is not None
-        _check_path(p, f"{p} (filename_format {c.given})", root, files and not own)
+        _check_path(p, f"{p} ({c.option} {c.given})", root, files and not own)

@@ -1,0 +1,83 @@
+"""Seed 002's follow-up: a screening's key factors to a full factorial, in one command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from storlab.design import make_design
+from storlab.design.followup import follow_up_space
+from storlab.space import Space
+
+ROOT = Path(__file__).resolve().parents[2]
+SPACE = ROOT / "examples/spaces/fio-pb.yaml"
+
+
+def screening(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A PB(24) screening of the 20 fio factors where three of them matter."""
+    s = Space.from_yaml(SPACE)
+    d = make_design(s, "pb", seed=1)
+    x = d.coded
+    key = [s.names[2], s.names[5], s.names[9]]
+    t = d.table.copy()
+    t["iops"] = (1000 + 300 * x[key[0]] - 200 * x[key[1]] + 120 * x[key[2]]
+                 + np.random.default_rng(2).normal(0, 10, len(t)))
+    p = tmp_path / "screen.csv"
+    t.to_csv(p, index=False)
+    return p, key
+
+
+def test_top_factors_by_main_effect(tmp_path):
+    p, key = screening(tmp_path)
+    import pandas as pd
+
+    sub, ranking = follow_up_space(pd.read_csv(p), Space.from_yaml(SPACE), "iops", 3)
+    assert set(sub.names) == set(key)
+    assert list(ranking["term"][:3]) == key  # |300| > |200| > |120|
+    assert len(ranking) == 20
+
+
+def test_one_command_from_screening_to_full_factorial(tmp_path):
+    p, key = screening(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "storlab.cli", "design", str(SPACE),
+                        "--follow-up", str(p), "-y", "iops", "--top", "3", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["kind"] == "full" and d["runs"] == 8 and set(d["factors"]) == set(key)
+    # each key factor at the screening space's own low and high
+    s = Space.from_yaml(SPACE)
+    for k in key:
+        assert {str(row[k]) for row in d["table"]} == {str(s[k].low), str(s[k].high)}
+
+
+def test_follow_up_from_a_campaign_file(tmp_path):
+    # a screening campaign run for real (a tiny python program as the benchmark): its file
+    # alone gives the space, the results and the response
+    import yaml
+
+    prog = ("import sys; a = dict(x.split('=') for x in sys.argv[1:]); "
+            "print('score', 10 * int(a['a']) - 3 * int(a['b']) + int(a['c']) + 0.1 * int(a['d']))")
+    spec = {"name": "screen", "seed": 1, "repetitions": 1,
+            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 1]}
+                                  for n in "abcd"],
+                      "responses": [{"name": "score", "goal": "maximize"}]},
+            "design": {"kind": "full"},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, "-c", prog, "a={a}", "b={b}", "c={c}", "d={d}"],
+                "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
+    camp = tmp_path / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec))
+    cli = [sys.executable, "-m", "storlab.cli"]
+    r = subprocess.run([*cli, "run", str(camp), "--quiet"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([*cli, "design", "--follow-up", str(camp), "--top", "2", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["factors"] == ["a", "b"] and d["runs"] == 4 and d["kind"] == "full"
