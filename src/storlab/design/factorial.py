@@ -27,9 +27,8 @@ import pandas as pd
 from ..errors import DesignError
 from ..space import Space
 from . import aliasing as al
+from .aliasing import ROMAN
 from .base import Design, from_coded
-
-ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
 
 
 def design_levels(space: Space) -> list[list[Any]]:
@@ -77,9 +76,9 @@ def full_factorial(space: Space, two_level: bool | None = None) -> Design:
 
 def _values(f: Any, levels: list[Any], idx: np.ndarray) -> np.ndarray:
     if f.numeric:
-        from ..space import parse_size
+        from ..units import to_number
 
-        arr = np.array([parse_size(v) for v in levels])
+        arr = np.array([to_number(v) for v in levels])
         arr = arr.astype(np.int64) if f.kind == "integer" else arr
         return arr[idx]
     return np.asarray(levels, dtype=object)[idx]

@@ -28,11 +28,6 @@ import numpy as np
 SWIFT_BALANCE_TARGET = 1.0
 
 
-def object_path(account: str, container: str, obj: str) -> str:
-    """Swift's hashed name: /account/container/object."""
-    return f"/{account}/{container}/{obj}"
-
-
 def hash_partition(paths: Iterable[str], part_power: int, prefix: bytes = b"",
                    suffix: bytes = b"storlab") -> np.ndarray:
     """Partition of each path: top `part_power` bits of md5(prefix + path + suffix)."""

@@ -14,9 +14,6 @@ import pandas as pd
 
 from .cluster import SimError, apply_overrides, build_model, parse_cluster, run_model
 
-#: Columns every sweep row carries (latency percentiles only from the simulator).
-METRIC_COLUMNS = ("ops_s", "mb_s", "lat_mean_ms", "lat_p99_ms", "bottleneck", "bottleneck_util")
-
 
 def parse_sweep(items: Sequence[str], source: str = "--sweep") -> dict[str, list[str]]:
     """['nodes=4,8', 'disk=hdd,ssd'] -> {'nodes': ['4', '8'], 'disk': ['hdd', 'ssd']}."""
