@@ -16,7 +16,6 @@ asks again with the same history it would have had.
 
 from __future__ import annotations
 
-import inspect
 import json
 import signal
 import threading
@@ -31,8 +30,7 @@ import pandas as pd
 from ..errors import StorlabError
 from ..space import Space
 from .executors import make_executor
-from .runners import make_runner
-from .runners._proc import ShellTemplateError, shell_command, template_names
+from .runners import ShellTemplateError, make_runner, shell_command, template_names
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -146,21 +144,15 @@ class Campaign:
             source = f"{self.path}: design"
             from ..design import make_design
 
+            # make_design's keyword-only options are its contract. The campaign owns the
+            # run order, so the design stays in standard order (randomize_order=False).
             kw: dict[str, Any] = dict(runs=d.runs, resolution=d.resolution,
                                       generators=d.generators, center=d.center,
-                                      replicates=d.replicates,
-                                      seed=d.seed if d.seed is not None else self.spec.seed)
-            params = inspect.signature(make_design).parameters
-            if d.fold is not None:
-                kw["fold"] = d.fold
-            if d.optimize is not None:
-                kw["optimize"] = d.optimize
-            # The campaign owns the run order: keep the design in standard order.
-            for name in ("randomize_order", "randomize"):
-                if name in params:
-                    kw[name] = False
+                                      replicates=d.replicates, fold=d.fold, optimize=d.optimize,
+                                      seed=d.seed if d.seed is not None else self.spec.seed,
+                                      randomize_order=False)
             try:
-                table = make_design(self.space, d.kind, **kw).table  # type: ignore[arg-type]
+                table = make_design(self.space, d.kind, **kw).table
             except StorlabError as exc:
                 raise CampaignError(f"{source}: {exc}") from None
             if "std_order" in table:

@@ -14,7 +14,7 @@ from ..limits import MAX_SEED
 from ._common import (at_least, console, emit_json, frame_table, input_file, output_file)
 
 
-def _split(value: Optional[str]) -> Optional[list[str]]:
+def split_names(value: Optional[str]) -> Optional[list[str]]:
     if value is None:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
@@ -59,7 +59,7 @@ def importance_cmd(
 
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal)
     df = read_table(results)
-    res = importance(df, response, params=_split(params), stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
+    res = importance(df, response, params=split_names(params), stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
                      goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
     if plot is not None:
         _save_plot(res.plot(), plot)
@@ -67,7 +67,7 @@ def importance_cmd(
     if compare:
         from ..analysis.compare import compare as compare_fn
 
-        cmp = compare_fn(df, response, params=_split(params), bins=bins, source=str(results))
+        cmp = compare_fn(df, response, params=split_names(params), bins=bins, source=str(results))
     if json_out or output:
         data = res.to_dict()
         if cmp is not None:
@@ -148,7 +148,7 @@ def importance_eval_cmd(
     if bad or not fr:
         raise AnalysisError(f"--fractions {fractions}: each must be in (0, 1]")
     df = read_table(full)
-    res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=_split(params),
+    res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=split_names(params),
                    aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full))  # type: ignore[arg-type]
     if plot is not None:
         _save_plot(res.plot(), plot)
