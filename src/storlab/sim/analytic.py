@@ -36,8 +36,8 @@ import pandas as pd
 
 from . import mva as _mva
 from .engine import HOLD
-from .cluster import (DELETE, OPS, ClusterModel, ClusterSpec, build_model, build_routes,
-                      draw_requests, flat_metrics, pick_bottleneck)
+from .cluster import (DELETE, OPS, ClusterModel, build_routes, draw_requests, flat_metrics,
+                      pick_bottleneck)
 from .queueing import erlang_c
 
 #: Exact load-dependent MVA costs N x (multi-server stations) Python steps; above this, Seidmann.
@@ -172,7 +172,7 @@ def _pools(d: Demands, active: np.ndarray, c_all: np.ndarray, cap: float) -> _Po
                   np.searchsorted(active, st), d.cover[st], where[d.owner[st]])
 
 
-def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = None
+def analyze(model: ClusterModel, method: str = "auto", dem: Demands | None = None
             ) -> AnalyticResult:
     """Mean throughput, per-op latency and utilisations without simulating."""
     wl = model.spec.workload
@@ -267,6 +267,10 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
                           stable, X, ops, util, bottleneck, notes)
 
 
+
+#: The British spelling, kept for existing callers.
+analyse = analyze
+
 def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.ndarray,
                       h: np.ndarray, share: np.ndarray, N: int, Z: float, pools: _Pools
                       ) -> tuple[float, np.ndarray, np.ndarray]:
@@ -313,7 +317,3 @@ def _util_table(model: ClusterModel, U: np.ndarray) -> tuple[pd.DataFrame, dict[
                      "max": float(U[j]), "busiest": names[j]})
     util = pd.DataFrame(rows).sort_values("max", ascending=False, ignore_index=True)
     return util, pick_bottleneck(util)
-
-
-def analyse_spec(spec: ClusterSpec, method: str = "auto") -> AnalyticResult:
-    return analyse(build_model(spec), method)
