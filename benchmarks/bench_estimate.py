@@ -40,7 +40,7 @@ import pandas as pd
 from storlab.estimate.measure import MeasurePlan, MeasureResult, run_plan
 from storlab.estimate.model import Cell, RWModel
 from storlab.estimate.quietdev import QuietDeviceError, quiet_device
-from storlab.space import parse_size
+from storlab.units import parse_size
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 24)

@@ -1,7 +1,50 @@
-"""storlab: design, run, analyse and simulate storage performance experiments."""
+"""storlab: design, run, analyse and simulate storage performance experiments.
 
-from .errors import StorlabError
-from .space import Factor, Response, Space
+The main nouns and verbs, loaded on first use (so `import storlab` is cheap)::
 
-__all__ = ["Factor", "Response", "Space", "StorlabError"]
+    import storlab
+    space = storlab.Space.from_yaml("space.yaml")
+    design = storlab.make_design(space, "fractional", runs=16, seed=1)
+    camp = storlab.Campaign.load("campaign.yaml"); camp.run()
+    storlab.analyze(camp.results(), "iops", space).table()
+    storlab.importance(table, "iops"); storlab.coverage(table, by="system")
+    storlab.RWModel.load("model.json").predict(70, "4k:0.8,64k:0.2")
+    storlab.simulate("examples/sim/small.yaml", clients=128).metrics()
+    storlab.build_report(storlab.report.from_campaign("campaign.yaml")).write("r.html")
+
+Each subpackage (campaign, analysis, sim, design, estimate, tune, report, clusters) has
+its own face; docs/architecture.md is the map.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._lazy import attach
+
 __version__ = "0.1.0"
+
+__all__, __getattr__, __dir__ = attach(__name__, {
+    "StorlabError": ".errors",
+    "Space": ".space", "Factor": ".space", "Response": ".space",
+    "make_design": ".design", "Design": ".design",
+    "Campaign": ".campaign",
+    # the functions, from their modules: `storlab.analysis.importance` is the module
+    "analyze": ".analysis", "importance": ".analysis.importance",
+    "coverage": ".analysis.coverage",
+    "RWModel": ".estimate",
+    "simulate": ".sim",
+    "build_report": ".report",
+})
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
+    from .analysis import analyze
+    from .analysis.coverage import coverage
+    from .analysis.importance import importance
+    from .campaign import Campaign
+    from .design import Design, make_design
+    from .errors import StorlabError
+    from .estimate import RWModel
+    from .report import build_report
+    from .sim import simulate
+    from .space import Factor, Response, Space

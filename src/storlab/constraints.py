@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SpaceError
+from .units import to_number
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -313,9 +314,7 @@ def _as_numbers(arr: np.ndarray) -> np.ndarray:
     try:
         return arr.astype(float)
     except (TypeError, ValueError):
-        from .space import parse_size
-
-        return np.asarray([parse_size(v) for v in arr.reshape(-1)], dtype=float)
+        return np.asarray([to_number(v) for v in arr.reshape(-1)], dtype=float)
 
 
 def _numeric_if_possible(arr: np.ndarray) -> np.ndarray:

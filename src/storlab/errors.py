@@ -23,3 +23,44 @@ class DesignError(StorlabError):
 
 class AnalysisError(StorlabError):
     """A results table does not fit the analysis asked of it."""
+
+
+class UnitsError(StorlabError, ValueError):
+    """A size, rate or mix that does not follow storlab's units grammar (`storlab.units`).
+    Also a ValueError, so validators (pydantic) and older `except ValueError` still see it."""
+
+
+class CampaignError(StorlabError):
+    """A campaign file, its store or its runs cannot be used as asked."""
+
+
+class CampaignLocked(CampaignError):
+    """Another process is writing this campaign."""
+
+
+class TuneError(StorlabError):
+    """A tuning request that cannot be honoured as asked."""
+
+
+class ReportError(StorlabError):
+    """The inputs of a report cannot be used (unknown response, unreadable files...)."""
+
+
+class EstimateError(StorlabError):
+    """Input the read/write-mix model cannot use (0 throughput, bad mix, bad percentage...)."""
+
+
+class QuietDeviceError(EstimateError):
+    """No quiet device could be made here (not root, no zram and no loop devices...)."""
+
+
+class SimError(StorlabError):
+    """A cluster file or override is malformed, or a simulation cannot run as asked."""
+
+
+class ClusterError(StorlabError):
+    """A cluster cannot be brought up, used or brought down as asked."""
+
+
+class LoadError(StorlabError):
+    """A load specification or target that cannot be used."""

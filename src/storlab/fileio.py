@@ -25,8 +25,6 @@ from .errors import StorlabError
 if TYPE_CHECKING:
     import pandas as pd
 
-FRAME_SUFFIXES = (".csv", ".parquet", ".pq", ".json")
-
 
 def _umask() -> int:
     # No API reads the umask without setting it; set it back at once.
@@ -183,6 +181,32 @@ def read_text(path: str | Path, what: str = "") -> str:
     if "\x00" in text:
         raise StorlabError(f"{label}: not a text file (NUL byte at {text.index(chr(0))})")
     return text
+
+
+def read_yaml(path: str | Path, what: str = "") -> Any:
+    """A YAML file's data (the one YAML reader: spaces, campaigns, cluster files). A
+    missing, binary or malformed file is a one-line StorlabError naming the file and,
+    for bad YAML, the line."""
+    import yaml
+
+    p = Path(path)
+    text = read_text(p, what)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        label = f"{what} {p}" if what else str(p)
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise StorlabError(f"{label}: not valid YAML ({where}{problem})") from None
+
+
+#: Columns of a results table that describe a run rather than measure it: never a factor
+#: or a response to the analyses and the report (one definition, imported everywhere).
+BOOKKEEPING: frozenset[str] = frozenset({
+    "run", "std_order", "replicate", "block", "center", "repetition", "status", "seed",
+    "config_id", "run_id", "key", "started", "ended", "finished", "duration", "exit_code",
+    "host", "attempts", "seq", "n_runs", "stderr", "stderr_tail"})
 
 
 def read_table(path: str | Path, what: str = "") -> pd.DataFrame:

@@ -17,7 +17,6 @@ to natural values. Spaces load from YAML:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,30 +24,18 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from .constraints import Constraint
 from .errors import SpaceError, StorlabError
 from .jsonutil import plain
+from .units import to_number
 
 Kind = Literal["categorical", "ordinal", "integer", "real"]
 KINDS: tuple[str, ...] = ("categorical", "ordinal", "integer", "real")
 Goal = Literal["maximize", "minimize"]
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
-_SIZE_MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
-
-
-def parse_size(value: Any) -> float:
-    """A number, or a size such as `4k`, `4KiB`, `16MiB`, `512B` (binary multiples) as bytes."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a number")
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value)
-    m = _SIZE_RE.match(str(value))
-    if not m:
-        raise ValueError(f"{value!r} is not a number or size")
-    return float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+#: The old name of `storlab.units.to_number` (a number, or a size string as its bytes).
+parse_size = to_number
 
 
 def value_kind(f: Factor) -> str:
@@ -109,7 +96,7 @@ class Factor:
         if self.values is not None:
             return any(_same(value, v) for v in self.values)
         try:
-            x = parse_size(value)
+            x = to_number(value)
         except ValueError:
             return False
         lo, hi = self.range  # type: ignore[misc]
@@ -146,7 +133,7 @@ class Factor:
         """Coded values (-1 low, +1 high, linear between for numeric factors; NaN elsewhere)."""
         vals = list(natural)
         if self.numeric:
-            x = np.array([parse_size(v) for v in vals], dtype=float)
+            x = np.array([to_number(v) for v in vals], dtype=float)
             lo, hi = float(self.low), float(self.high)
             if self.log:
                 x, lo, hi = np.log(x), math.log(lo), math.log(hi)
@@ -182,7 +169,7 @@ class Factor:
         levels = self.levels
         assert levels is not None
         if self.numeric:
-            arr = np.asarray([parse_size(v) for v in levels], dtype=float)
+            arr = np.asarray([to_number(v) for v in levels], dtype=float)
             if self.kind == "integer":
                 arr = arr.astype(np.int64)
             return arr[idx]
@@ -305,15 +292,13 @@ class Space:
     @classmethod
     def from_yaml(cls, path: str | Path) -> Space:
         """Load a space from a YAML file; errors name the file, the factor and the problem."""
-        from .fileio import read_text
+        from .fileio import read_yaml
 
         p = Path(path)
         try:
-            data = yaml.safe_load(read_text(p))
-        except StorlabError as exc:  # missing, a directory, binary: one line naming the file
+            data = read_yaml(p)
+        except StorlabError as exc:  # missing, a directory, binary, bad YAML: one line
             raise SpaceError(str(exc)) from None
-        except yaml.YAMLError as exc:
-            raise SpaceError(f"not valid YAML ({str(exc).splitlines()[0]})", str(p)) from None
         if isinstance(data, dict) and "space" in data and "factors" not in data:
             data = data["space"]
         return cls.from_dict(data, source=str(p))
@@ -395,7 +380,7 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
             raise err(f"{_article(kind)} {kind} factor needs 'range: [min, max]' or 'values'")
         if values is not None:
             try:
-                nums = [parse_size(v) for v in values]
+                nums = [to_number(v) for v in values]
             except ValueError as exc:
                 raise err(str(exc)) from None
             if kind == "integer" and any(not x.is_integer() for x in nums):
@@ -404,7 +389,7 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         if not isinstance(rng, (list, tuple)) or len(rng) != 2:
             raise err("'range' must be [min, max]")
         try:
-            lo, hi = (parse_size(x) for x in rng)
+            lo, hi = (to_number(x) for x in rng)
         except ValueError as exc:
             raise err(str(exc)) from None
         if not lo < hi:
@@ -423,7 +408,7 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         f.default = spec["default"]
     if f.numeric:
         try:
-            f.low, f.high = _as_kind(parse_size(low), kind), _as_kind(parse_size(high), kind)
+            f.low, f.high = _as_kind(to_number(low), kind), _as_kind(to_number(high), kind)
         except ValueError as exc:
             raise err(str(exc)) from None
         if f.low == f.high:
@@ -435,7 +420,7 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
                 f.center = int(round(c))
         else:
             try:
-                f.center = _as_kind(parse_size(center), kind)
+                f.center = _as_kind(to_number(center), kind)
             except ValueError as exc:
                 raise err(str(exc)) from None
         for label, v in (("low", f.low), ("high", f.high), ("center", f.center)):
@@ -468,6 +453,6 @@ def _same(a: Any, b: Any) -> bool:
     if a is b or a == b:
         return True
     try:
-        return parse_size(a) == parse_size(b)
+        return to_number(a) == to_number(b)
     except ValueError:
         return str(a) == str(b)

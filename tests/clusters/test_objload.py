@@ -13,7 +13,7 @@ from storlab.clusters.objload import (
     LoadSpec,
     Target,
     _Conn,
-    parse_mix,
+    parse_op_mix,
     parse_sizes,
     summarize,
     time_series,
@@ -24,10 +24,10 @@ def test_size_and_mix_parsing():
     assert parse_sizes("16k:0.8,1MiB:0.2") == {16384: 0.8, 1 << 20: 0.2}
     assert parse_sizes(4096) == {4096: 1.0}
     assert parse_sizes({"4k": 1, "4096": 1}) == {4096: 1.0}
-    assert parse_mix("get:70,put:30") == pytest.approx({"get": 0.7, "put": 0.3, "delete": 0})
+    assert parse_op_mix("get:70,put:30") == pytest.approx({"get": 0.7, "put": 0.3, "delete": 0})
     for bad in ("get:-1", "list:1", {"get": 0}):
         with pytest.raises(LoadError):
-            parse_mix(bad)
+            parse_op_mix(bad)
     with pytest.raises(LoadError, match="not a size"):
         parse_sizes("16 parsecs")
 

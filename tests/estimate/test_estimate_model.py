@@ -12,7 +12,7 @@ import pytest
 
 from storlab.errors import StorlabError
 from storlab.estimate.model import (
-    Cell, EstimateError, RWModel, fit_table, parse_mix, size_label,
+    Cell, EstimateError, RWModel, fit_table, parse_size_mix, size_label,
 )
 
 
@@ -270,7 +270,7 @@ def test_zero_write_in_table_names_the_size() -> None:
 ])
 def test_bad_mixes(spec, message) -> None:
     with pytest.raises(EstimateError, match=message):
-        parse_mix(spec)
+        parse_size_mix(spec)
 
 
 @pytest.mark.parametrize("pct", [-1, 100.5, float("nan"), "seventy"])

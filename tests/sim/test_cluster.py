@@ -41,7 +41,7 @@ def test_ssd_large_io_streams_at_device_bandwidth():
 
 def test_parse_size():
     assert parse_size("4k") == 4096 and parse_size("4KiB") == 4096
-    assert parse_size("4KB") == 4000 and parse_size("16MiB") == 16 << 20
+    assert parse_size("4KB") == 4096 and parse_size("16MiB") == 16 << 20
     assert parse_size(512) == 512
     for bad in ("four", "-1k", 0):
         with pytest.raises(ValueError):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from .importance import _combine, encode, importance
+from .importance import combine, encode, importance
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -94,7 +94,7 @@ def compare(df: pd.DataFrame, response: str, params: Sequence[str] | None = None
         for j, p in enumerate(enc.params):
             s1[p] = res.pi[p] / var
             others = [i for i in range(len(enc.params)) if i != j]
-            key, _ = _combine(enc.codes[:, others], enc.nlev[others])
+            key, _ = combine(enc.codes[:, others], enc.nlev[others])
             _, g = np.unique(key, return_inverse=True)
             g = g.ravel()
             cnt = np.bincount(g)

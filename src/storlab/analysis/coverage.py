@@ -29,14 +29,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnalysisError
+from ..fileio import BOOKKEEPING
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-#: Columns that describe a run rather than measure it.
-BOOKKEEPING = {"run", "std_order", "replicate", "block", "center", "repetition", "status",
-               "config_id", "run_id", "started", "ended", "finished", "duration", "exit_code",
-               "seed", "host", "attempts", "seq"}
 PLOT_KINDS = ("scatter", "dendrogram", "coverage")
 ALL = "(all)"
 

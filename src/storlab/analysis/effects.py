@@ -23,11 +23,10 @@ from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
 from ..errors import AnalysisError
+from ..fileio import BOOKKEEPING
 from ..jsonutil import plain
-from ..space import Factor, Space, parse_size
-
-BOOKKEEPING = {"run", "std_order", "replicate", "block", "center", "repetition", "status",
-               "config_id", "run_id", "started", "ended", "exit_code", "host", "key"}
+from ..space import Factor, Space
+from ..units import to_number
 
 
 @dataclass
@@ -45,8 +44,8 @@ class Coding:
         if self.factor is not None and self.numeric:
             return self.factor.to_coded(values)  # honours log scales
         if self.numeric:
-            x = np.array([parse_size(v) for v in values], dtype=float)
-            lo, hi = parse_size(self.low), parse_size(self.high)
+            x = np.array([to_number(v) for v in values], dtype=float)
+            lo, hi = to_number(self.low), to_number(self.high)
             return 2.0 * (x - lo) / (hi - lo) - 1.0
         out = np.full(len(values), np.nan)
         s = values.astype(str).to_numpy()
@@ -186,7 +185,7 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
 def _coding_from_data(col: pd.Series, name: str, strict: bool = False) -> Coding | None:
     vals = col.dropna().unique()
     try:
-        nums = sorted({parse_size(v) for v in vals})
+        nums = sorted({to_number(v) for v in vals})
         numeric = True
     except ValueError:
         nums, numeric = [], False

@@ -32,7 +32,7 @@ one pass per candidate over the rows, which is what makes the evaluation harness
 of repeated selections, `storlab.analysis.importance_eval`) affordable.
 
 Sampling a study for Carver is the core LHS: `storlab design SPACE.yaml --kind lhs --runs N`
-(library: `storlab.design.lhs.lhs_design`, wrapped by `sample_study` below).
+(library: `storlab.design.lhs.lhs_design`; analysis and design stay independent).
 """
 
 from __future__ import annotations
@@ -47,22 +47,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnalysisError
+from ..fileio import BOOKKEEPING
 from ..jsonutil import plain
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..design.base import Design
-    from ..space import Space
-
 Aggregate = Literal["max", "mean"]
 Goal = Literal["maximize", "minimize"]
-
-#: Bookkeeping columns of a run table; never treated as parameters.
-BOOKKEEPING = ("run", "std_order", "replicate", "block", "center", "seed", "status",
-               "run_id", "config_id", "repetition", "exit_code", "started", "ended",
-               "finished", "duration", "host", "key", "seq", "attempts", "n_runs",
-               "stderr", "stderr_tail")
 
 #: The measurement columns storlab's runners write (fio, postmark, sysbench, the simulator,
 #: the object-store load, rados bench): never parameters, whatever their values look like.
@@ -153,7 +145,7 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
         levels.append(labels)
 
     # Average repeated runs per configuration (paper, sec. 5.1); keep their spread.
-    key, _ = _combine(codes, np.array([len(lv) for lv in levels], dtype=np.int64))
+    key, _ = combine(codes, np.array([len(lv) for lv in levels], dtype=np.int64))
     uniq_key, first, inv = np.unique(key, return_index=True, return_inverse=True)
     n_cfg = len(uniq_key)
     cnt = np.bincount(inv, minlength=n_cfg).astype(float)
@@ -198,7 +190,7 @@ def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
     return out
 
 
-def _combine(codes: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, int]:
+def combine(codes: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, int]:
     """One int64 key per row for the joint value of several coded columns."""
     n, k = codes.shape
     if k == 0:
@@ -823,13 +815,3 @@ def _best_subset(g: np.ndarray, n_groups: int, y: np.ndarray, goal: Goal,
         means = np.where(ok, sums / np.maximum(cnt, 1), np.nan)
     best = int(np.nanargmax(means) if goal == "maximize" else np.nanargmin(means))
     return np.flatnonzero(g == best), supported
-
-
-def sample_study(space: Space, n: int, seed: int | None = None,
-                 optimize: str | None = None) -> Design:
-    """Configurations to run for a Carver study: the core Latin Hypercube design over the
-    (discrete) space, each level covered as evenly as `n` runs allow. Same as
-    `storlab design SPACE.yaml --kind lhs --runs N`."""
-    from ..design.lhs import lhs_design
-
-    return lhs_design(space, n, seed=seed, optimize=optimize)

@@ -54,7 +54,7 @@ class SubsetSampler:
             total *= int(L)
         self.lookup = total < 2**62
         if self.lookup:
-            # Mixed-radix weights: key = codes @ weights, as importance._combine computes.
+            # Mixed-radix weights: key = codes @ weights, as importance.combine computes.
             w = np.ones(k, dtype=np.int64)
             for j in range(k - 2, -1, -1):
                 w[j] = w[j + 1] * self.nlev[j + 1]

@@ -31,8 +31,7 @@ from ..errors import StorlabError
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor
-from .runners import make_runner
-from .runners._proc import ShellTemplateError, shell_command, template_names
+from .runners import ShellTemplateError, make_runner, shell_command, template_names
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec

@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Protocol
 
 from .. import _process
-from .runners._proc import TAG_ENV, run_tag, tail
+from .runners import TAG_ENV, run_tag, tail
 from .runners.base import RunResult
 from .spec import CampaignError
 from .task import RunTask, TaskOutcome, execute_task

@@ -26,11 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import _process
-from .spec import CampaignError
-
-
-class CampaignLocked(CampaignError):
-    """Another process is writing this campaign."""
+from ..errors import CampaignError, CampaignLocked
 
 
 @dataclass(frozen=True)

@@ -27,21 +27,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, \
     field_validator, model_validator
 
-from ..errors import StorlabError
-from ..fileio import read_text
+from ..errors import CampaignError, StorlabError
+from ..fileio import read_yaml
 from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_WARMUP
 
 # Bounds (storlab.limits) keep a typo from planning more runs than memory holds
 # (`repetitions: 1000000000` once took 15 GB in `storlab status`).
 MAX_PLANNED_RUNS = MAX_RUNS
-
-
-class CampaignError(StorlabError):
-    """A campaign file, its store or its runs cannot be used as asked."""
 
 
 class _Model(BaseModel):
@@ -152,11 +147,9 @@ def load_spec(path: str | Path) -> CampaignSpec:
     """Read and check a campaign file; errors name the file, the field and the value."""
     p = Path(path)
     try:
-        data = yaml.safe_load(read_text(p))
+        data = read_yaml(p)
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise CampaignError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise CampaignError(f"{p}: expected a mapping of campaign fields")
     try:

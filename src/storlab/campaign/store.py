@@ -26,7 +26,7 @@ from typing import Any
 from .. import _process
 from ..jsonutil import to_jsonable
 from . import lock
-from .runners._proc import TAG_ENV
+from .runners import TAG_ENV
 from .runners.base import RunResult
 from .spec import CampaignError
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runners import make_runner
-from .runners._proc import ShellTemplateError, run_program, shell_command, substitute, tail
+from .runners import ShellTemplateError, make_runner, run_program, shell_command, substitute, tail
 from .runners.base import RunResult
 
 

@@ -6,11 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .._lazy import attach
 from ._util import DEFAULT_BASE, ClusterError
 
 KINDS = ("ceph", "swift")
 
-__all__ = ["DEFAULT_BASE", "KINDS", "ClusterError", "cluster_state", "get_cluster"]
+# The clusters and the load generator load on first use.
+_lazy_names, __getattr__, __dir__ = attach(__name__, {
+    "CephCluster": ".ceph", "CephOptions": ".ceph", "SwiftCluster": ".swift",
+    "SwiftOptions": ".swift", "LoadSpec": ".objload", "LoadResult": ".objload",
+    "Target": ".objload", "run_load": ".objload", "LoadError": "storlab.errors",
+})
+__all__ = ["DEFAULT_BASE", "KINDS", "ClusterError", "cluster_state", "get_cluster",
+           *_lazy_names]
 
 
 def get_cluster(kind: str, base: str | Path | None = None) -> Any:

@@ -17,15 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from .._process import die_with_parent
-from ..errors import StorlabError
+from ..errors import ClusterError
 
 #: Where clusters live unless told otherwise (one subdirectory per kind).
 DEFAULT_BASE = Path(os.environ.get("STORLAB_CLUSTER_DIR", "/tmp/storlab-clusters"))
 LOG_TAIL_LINES = 25
-
-
-class ClusterError(StorlabError):
-    """A cluster cannot be brought up, used or brought down as asked."""
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -29,14 +29,14 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..errors import StorlabError
+from .. import units
+from ..errors import LoadError, UnitsError
 
 OPS = ("get", "put", "delete")
 RECORD_COLUMNS = ("t_sched", "t_start", "t_end", "op", "size", "status", "worker")
@@ -52,61 +52,30 @@ def status_text(status: int, timeout: float) -> str:
     if status == TIMED_OUT:
         return f"no answer within {timeout:g} s (timeout)"
     return f"HTTP {status}"
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
-
-
-class LoadError(StorlabError):
-    """A load specification or target that cannot be used."""
 
 
 def parse_size(v: Any) -> int:
-    """4096, "16k", "16KiB", "1MiB" -> bytes."""
-    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer()):
-        return int(v)
-    s = str(v).strip().lower().replace(" ", "")
-    num = s.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = s[len(num):]
-    if unit not in _UNITS or not num:
-        raise LoadError(f"object size {v!r} is not a size like 4096, 16k or 1MiB")
-    return int(float(num) * _UNITS[unit])
+    """An object size (4096, "16k", "16KiB", "1MiB") as bytes (`storlab.units` grammar)."""
+    try:
+        return units.parse_size(v, "object size")
+    except UnitsError as exc:
+        raise LoadError(str(exc)) from None
 
 
 def parse_sizes(spec: Any) -> dict[int, float]:
-    """A size distribution: one size, {size: weight}, or "16k:0.8,1m:0.2"."""
-    if isinstance(spec, Mapping):
-        items = list(spec.items())
-    elif isinstance(spec, str) and ":" in spec:
-        items = [tuple(p.split(":", 1)) for p in spec.split(",") if p.strip()]
-    else:
-        items = [(spec, 1.0)]
-    out: dict[int, float] = {}
-    for k, w in items:
-        b, wf = parse_size(k), float(w)
-        if b <= 0 or wf < 0 or not math.isfinite(wf):
-            raise LoadError(f"object size distribution {spec!r}: bad entry {k}:{w}")
-        out[b] = out.get(b, 0.0) + wf
-    tot = sum(out.values())
-    if tot <= 0:
-        raise LoadError(f"object size distribution {spec!r} has no weight")
-    return {k: w / tot for k, w in out.items()}
+    """An object size distribution: one size, {size: weight}, or "16k:0.8,1m:0.2"."""
+    try:
+        return units.parse_size_mix(spec, "object size distribution")
+    except UnitsError as exc:
+        raise LoadError(str(exc)) from None
 
 
-def parse_mix(spec: Any) -> dict[str, float]:
+def parse_op_mix(spec: Any) -> dict[str, float]:
     """{get: 70, put: 30} or "get:70,put:30" -> normalised weights over OPS."""
-    if isinstance(spec, str):
-        spec = dict(p.split(":", 1) for p in spec.split(",") if p.strip())
-    if not isinstance(spec, Mapping):
-        raise LoadError(f"operation mix {spec!r} must map get/put/delete to weights")
-    mix = {str(k).strip().lower(): float(v) for k, v in spec.items()}
-    bad = [k for k in mix if k not in OPS]
-    if bad or any(v < 0 or not math.isfinite(v) for v in mix.values()):
-        raise LoadError(f"operation mix {spec!r}: operations are get, put, delete with "
-                        "non-negative weights")
-    tot = sum(mix.values())
-    if tot <= 0:
-        raise LoadError(f"operation mix {spec!r} has no weight")
-    return {k: mix.get(k, 0.0) / tot for k in OPS}
+    try:
+        return units.parse_op_mix(spec, OPS)
+    except UnitsError as exc:
+        raise LoadError(str(exc)) from None
 
 
 @dataclass
@@ -176,7 +145,7 @@ class LoadSpec:
             raise LoadError(f"prepare {self.prepare!r} must be auto, always or never")
         if self.objects < 1:
             raise LoadError("objects must be at least 1")
-        self.mix = parse_mix(self.mix)  # both idempotent: normalised in, same out
+        self.mix = parse_op_mix(self.mix)  # both idempotent: normalised in, same out
         self.sizes = parse_sizes(self.sizes)
 
 

@@ -26,16 +26,17 @@ import json
 import math
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from ..errors import StorlabError
 from ..fileio import check_target, write_text
 from ..jsonutil import to_jsonable
+
+if TYPE_CHECKING:  # numpy and pandas load when a table is printed, not at start-up
+    import pandas as pd
 
 console = Console()
 
@@ -150,6 +151,8 @@ def output_dir(what: str) -> Callable[[Any], Any]:
 
 def frame_table(df: pd.DataFrame, title: str | None = None, floatfmt: str = "{:.4g}") -> Table:
     """A rich Table of a DataFrame, numbers formatted compactly."""
+    import pandas as pd
+
     t = Table(title=title, title_justify="left")
     for c in df.columns:
         t.add_column(str(c), justify="right" if pd.api.types.is_numeric_dtype(df[c]) else "left")
@@ -159,6 +162,8 @@ def frame_table(df: pd.DataFrame, title: str | None = None, floatfmt: str = "{:.
 
 
 def _fmt(v: Any, floatfmt: str) -> str:
+    import numpy as np
+
     if isinstance(v, (float, np.floating)):
         return "" if not math.isfinite(v) else floatfmt.format(v)
     return str(v)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,34 +14,23 @@ from ..fileio import save_figure, write_frame
 from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
                       output_dir, output_file)
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 # Heavy libraries (statsmodels, matplotlib) load inside the commands, so that `storlab`
 # starts quickly whatever command runs.
 KINDS = ("full", "fractional", "pb", "lhs")
 PLOT_KINDS = ("pareto", "halfnormal", "main", "interaction")
 
-ROMAN = {"III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7, "VIII": 8}
-
-
 def _resolution(text: str | None) -> int | None:
     if text is None:
         return None
+    from ..design.aliasing import ROMAN
+
     t = text.strip().upper()
-    if t in ROMAN:
-        return ROMAN[t]
+    numbers = {v: k for k, v in ROMAN.items()}
+    if t in numbers:
+        return numbers[t]
     if t.isdigit() and int(t) >= 3:
         return int(t)
     raise DesignError(f"--resolution {text!r} must be III, IV, V (or 3, 4, 5, ...)")
-
-
-def read_table(path: Path) -> pd.DataFrame:
-    """A results table from CSV, Parquet or JSON, with a one-line error when unreadable,
-    empty, with duplicate column names or infinite values (see storlab.fileio)."""
-    from ..fileio import read_table as read
-
-    return read(path)
 
 
 def design_cmd(
@@ -233,6 +221,8 @@ def analyze_cmd(
     """Effects, ANOVA, Lenth's PSE, curvature and recommended settings for one response."""
     from ..analysis.effects import analyze as analyze_effects
     from ..space import Space
+
+    from ..fileio import read_table
 
     table = read_table(results)
     space = Space.from_yaml(space_file) if space_file else None

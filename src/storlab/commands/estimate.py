@@ -6,7 +6,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import typer
 
 from ..fileio import read_table, read_text, save_figure, write_frame
@@ -15,6 +14,8 @@ from ._common import (at_least, console, emit_json, fraction, frame_table, input
                       input_file, output_file, positive)
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..estimate.model import RWModel
 
 # The library (scipy.stats) is imported inside the commands: `storlab` loads every command
@@ -94,6 +95,8 @@ def _pct(v: float) -> str:
 def fits_view(fits: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """The per-size fit table narrowed for a terminal."""
     c = f"{confidence:.0%}"
+    import pandas as pd
+
     return pd.DataFrame({
         "size": fits["size"], "fit": fits["method"], "mixes": fits["mixes"],
         "T100 read": [_num(v) for v in fits["T100_read"]],
@@ -108,6 +111,8 @@ def fits_view(fits: pd.DataFrame, confidence: float) -> pd.DataFrame:
 
 def mixes_view(mixes: pd.DataFrame) -> pd.DataFrame:
     """Predicted against measured at each measured mix, narrowed for a terminal."""
+    import pandas as pd
+
     return pd.DataFrame({
         "size": mixes["size"], "read %": [f"{v:g}" for v in mixes["read_pct"]],
         "in fit": ["yes" if u else "no" for u in mixes["used_in_fit"]], "n": mixes["n"],
@@ -121,6 +126,8 @@ def mixes_view(mixes: pd.DataFrame) -> pd.DataFrame:
 
 def checks_view(chk: pd.DataFrame) -> pd.DataFrame:
     """`estimate measure`'s predicted-vs-measured table narrowed for a terminal."""
+    import pandas as pd
+
     return pd.DataFrame({
         "kind": chk["kind"], "size": chk["size"], "read %": [f"{v:g}" for v in chk["read_pct"]],
         "rule": chk["rule"], "n": chk["n"],
@@ -135,6 +142,8 @@ def checks_view(chk: pd.DataFrame) -> pd.DataFrame:
 
 def mixed_view(mixed: pd.DataFrame) -> pd.DataFrame:
     """Mixed-size rows of a results table against both rules, narrowed for a terminal."""
+    import pandas as pd
+
     return pd.DataFrame({
         "mix": mixed["mix"], "read %": [f"{v:g}" for v in mixed["read_pct"]],
         "rule": mixed["rule"], "n": mixed["n"],
@@ -150,6 +159,8 @@ def prediction_view(table: pd.DataFrame) -> pd.DataFrame:
     def col(q: str, scale: float = 1.0) -> list[str]:
         return [_ci(v / scale, lo / scale, hi / scale) for v, lo, hi in
                 zip(table[q], table[f"{q}_lo"], table[f"{q}_hi"])]
+    import pandas as pd
+
     return pd.DataFrame({
         "size": table["size"], "P": [f"{v:g}" for v in table["proportion"]],
         "read IOPS": col("read_iops"), "write IOPS": col("write_iops"),

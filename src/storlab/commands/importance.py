@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _split(value: Optional[str]) -> Optional[list[str]]:
+def split_names(value: Optional[str]) -> Optional[list[str]]:
     if value is None:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
@@ -110,7 +110,7 @@ def importance_cmd(
     from ..analysis.importance import importance
 
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal)
-    df, names = load_source(results, space_file, _split(params))
+    df, names = load_source(results, space_file, split_names(params))
     res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
                      goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
     if plot is not None:
@@ -204,7 +204,7 @@ def importance_eval_cmd(
 
     df = read_table(full)
     with task_progress("importance-eval", quiet=json_out) as step:
-        res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=_split(params),
+        res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=split_names(params),
                        aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full),  # type: ignore[arg-type]
                        progress=step)
     if plot is not None:

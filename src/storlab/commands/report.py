@@ -82,7 +82,7 @@ def report_cmd(
                            "results table and --space SPACE.yaml")
     else:
         from ..space import Space
-        from .design import read_table
+        from ..fileio import read_table
 
         space = Space.from_yaml(space_file) if space_file else None
         inp = from_results(read_table(source), space, source=str(source))
@@ -130,7 +130,7 @@ def coverage_cmd(
 ) -> None:
     """Which benchmark covers more of the observed behaviour: ICA + k-means + Ward."""
     from ..analysis.coverage import PLOT_KINDS, coverage
-    from .design import read_table
+    from ..fileio import read_table
 
     if output is not None and output.suffix.lower() not in (".html", ".json", ".csv"):
         raise StorlabError(f"-o {output}: use a .html, .json or .csv file")

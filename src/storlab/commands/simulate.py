@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import typer
-import yaml
 
 from ..fileio import read_text, save_figure, write_frame, write_text
 from ._common import (at_least, console, emit_json, fraction, frame_table, input_dir,
                       input_file, output_file)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -196,6 +197,8 @@ def _calibrate(raw: dict[str, Any], src: str, csv: Path, holdout: float,
         res = calibrate(raw, read_measurements(csv), holdout=holdout, source=str(csv),
                         progress=step)
     if save is not None:
+        import yaml
+
         write_text(save, yaml.safe_dump(res.raw, sort_keys=False), what="--save-calibrated")
     if _write_table(res.points, res.to_dict(), output, as_json):
         console.print(frame_table(res.params_table(), title=f"calibrated multipliers ({src})",

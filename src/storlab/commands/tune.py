@@ -354,11 +354,11 @@ def tune_eval_cmd(
     table's optimum (the table is the oracle)."""
     from ..fileio import read_table
     from ..tune.evaluate import tune_eval
-    from .importance import _split
+    from .importance import split_names
 
     df = read_table(full, "table")
-    names = _split(strategies) or []
-    res = tune_eval(df, response, goal=goal, params=_split(params), strategies=names,
+    names = split_names(strategies) or []
+    res = tune_eval(df, response, goal=goal, params=split_names(params), strategies=names,
                     budget=budget, repeats=repeats, seed=seed, noise=noise)
     if plot is not None:
         _save_plot(res.plot(), plot)

@@ -28,6 +28,9 @@ def make_design(space: Space, kind: str, *, runs: int | None = None,
                 fold: str | None = None) -> Design:
     """Build a design of `kind` (full, fractional, pb, lhs) over `space`.
 
+    The contract callers rely on (the campaign, the CLI, the report): `space` and `kind`
+    positional, every option keyword-only with these names; None means "the kind's default".
+
     Center points are added before replication, so each replicate carries them; the run
     order is shuffled (reproducibly for `seed`) unless `randomize_order` is False.
     `fold` ("all" or a factor name) appends a foldover of a two-level design.

@@ -11,6 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+#: Resolution in the textbooks' Roman numerals (one definition: design, report, CLI).
+ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
+
 
 def popcount(x: int) -> int:
     return bin(x).count("1")

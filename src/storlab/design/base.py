@@ -12,9 +12,6 @@ import pandas as pd
 from ..jsonutil import plain, to_jsonable
 from ..space import Space
 
-#: Bookkeeping columns of a run table, after the factor columns.
-RUN_COLUMNS = ["run", "std_order", "replicate", "block", "center"]
-
 
 @dataclass
 class Design:

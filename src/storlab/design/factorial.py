@@ -33,6 +33,7 @@ import pandas as pd
 from ..errors import DesignError
 from ..space import Space
 from . import aliasing as al
+from .aliasing import ROMAN
 from .base import Design, from_coded
 
 
@@ -82,9 +83,9 @@ def full_factorial(space: Space, two_level: bool | None = None) -> Design:
 
 def _values(f: Any, levels: list[Any], idx: np.ndarray) -> np.ndarray:
     if f.numeric:
-        from ..space import parse_size
+        from ..units import to_number
 
-        arr = np.array([parse_size(v) for v in levels])
+        arr = np.array([to_number(v) for v in levels])
         arr = arr.astype(np.int64) if f.kind == "integer" else arr
         return arr[idx]
     return np.asarray(levels, dtype=object)[idx]

@@ -39,7 +39,7 @@ from scipy import stats
 
 from ..fileio import write_text
 from .model import (
-    DEFAULT_MIX, MIXES, Cell, EstimateError, RWModel, check_read_pct, parse_mix, size_bytes,
+    DEFAULT_MIX, MIXES, Cell, EstimateError, RWModel, check_read_pct, parse_size_mix, size_bytes,
     size_label,
 )
 
@@ -182,7 +182,7 @@ class MeasurePlan:
         size_bytes(file_size)
         anchors = (0.0, 50.0, 100.0) if third_anchor else (0.0, 100.0)
         val = [p for p in _pcts(validate) if p not in anchors]
-        mix = parse_mix(mixed) if mixed else None
+        mix = parse_size_mix(mixed) if mixed else None
         if mix is not None:
             missing = [size_label(s) for s in mix if s not in bs]
             if missing:

@@ -46,17 +46,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import StorlabError
-from ..space import parse_size
+from .. import units
+from ..errors import EstimateError, StorlabError, UnitsError
 
-Method = Literal["auto", "anchors", "anchors3", "lsq"]
-Mix = Literal["harmonic", "slides"]
 METHODS: tuple[str, ...] = ("auto", "anchors", "anchors3", "lsq")
 MIXES: tuple[str, ...] = ("harmonic", "slides")
 #: The mixing rule measurements support (issue 13); `slides` is the seed's formula.
@@ -71,29 +69,18 @@ QUANTITIES = ("read_iops", "write_iops", "total_iops",
               "read_bw_bytes", "write_bw_bytes", "total_bw_bytes")
 
 
-class EstimateError(StorlabError):
-    """Input the read/write-mix model cannot use (0 throughput, bad mix, bad percentage...)."""
-
-
 # --------------------------------------------------------------------------- small helpers
 
 def size_bytes(value: Any) -> int:
-    """An I/O size ("4k", "64KiB", 4096) as whole bytes; a clear error otherwise."""
+    """An I/O size ("4k", "64KiB", 4096) as whole bytes (`storlab.units` grammar)."""
     try:
-        b = parse_size(value)
-    except ValueError:
-        raise EstimateError(f"I/O size {value!r} is not a size such as 4k or 65536") from None
-    if not math.isfinite(b) or b <= 0 or b != int(b):
-        raise EstimateError(f"I/O size {value!r} must be a positive whole number of bytes")
-    return int(b)
+        return units.parse_size(value, "I/O size")
+    except UnitsError as exc:
+        raise EstimateError(str(exc)) from None
 
 
-def size_label(nbytes: int) -> str:
-    """4096 -> '4k', 1048576 -> '1m', 512 -> '512' (fio's binary suffixes)."""
-    for suffix, mult in (("g", 1024**3), ("m", 1024**2), ("k", 1024)):
-        if nbytes >= mult and nbytes % mult == 0:
-            return f"{nbytes // mult}{suffix}"
-    return str(nbytes)
+#: 4096 -> '4k' (fio's binary suffixes); `storlab.units.format_size`.
+size_label = units.format_size
 
 
 def check_read_pct(value: Any) -> float:
@@ -107,39 +94,12 @@ def check_read_pct(value: Any) -> float:
     return p
 
 
-def parse_mix(spec: str | Mapping[Any, float]) -> dict[int, float]:
+def parse_size_mix(spec: str | Mapping[Any, float]) -> dict[int, float]:
     """Size proportions from "4k:0.8,64k:0.2" (or a mapping) as {bytes: P}; P sum to 1."""
-    if isinstance(spec, Mapping):
-        items = list(spec.items())
-    else:
-        items = []
-        for part in str(spec).split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if ":" in part:
-                s, p = part.split(":", 1)
-            else:
-                s, p = part, "1"
-            items.append((s.strip(), p.strip()))
-    if not items:
-        raise EstimateError(f"size mix {spec!r} is empty; write it as 4k:0.8,64k:0.2")
-    out: dict[int, float] = {}
-    for s, p in items:
-        b = size_bytes(s)
-        try:
-            prop = float(p)
-        except (TypeError, ValueError):
-            raise EstimateError(f"proportion {p!r} of size {s} is not a number") from None
-        if not math.isfinite(prop) or prop < 0:
-            raise EstimateError(f"proportion {p!r} of size {s} must be a number >= 0")
-        if b in out:
-            raise EstimateError(f"size {size_label(b)} appears twice in the mix {spec!r}")
-        out[b] = prop
-    total = sum(out.values())
-    if abs(total - 1.0) > 1e-6:
-        raise EstimateError(f"size proportions sum to {total:g}, not 1 (mix {spec!r})")
-    return out
+    try:
+        return units.parse_size_mix(spec, "size mix", exact=True)
+    except UnitsError as exc:
+        raise EstimateError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- cells
@@ -712,7 +672,7 @@ class RWModel:
                                     "e.g. 4k:0.8,64k:0.2")
             props = {self.sizes[0]: 1.0}
         else:
-            props = parse_mix(proportions)
+            props = parse_size_mix(proportions)
         fits = [self.fit_for(s) for s in props]
         cells = [c for sf in fits for c in sf.cells]
         fun = _predict_flat(fits, list(props.values()), p, mix)
@@ -1169,13 +1129,13 @@ def fit_table(df: pd.DataFrame, method: str = "auto", spread_threshold: float = 
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
-    """A results table from CSV or Parquet, with a clear error if it cannot be read."""
-    path = Path(path)
-    if not path.exists():
-        raise EstimateError(f"{path}: no such file")
+    """A results table (CSV, Parquet, JSON) read by `storlab.fileio.read_table`, the one
+    table reader; its one-line errors become EstimateErrors."""
+    from ..fileio import read_table
+
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
-    except Exception as exc:  # pandas raises many kinds; the user needs one line
-        raise EstimateError(f"{path}: cannot read as a table ({exc})") from None
+        return read_table(path)
+    except EstimateError:
+        raise
+    except StorlabError as exc:
+        raise EstimateError(str(exc)) from None

@@ -18,12 +18,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..space import parse_size
-from .model import EstimateError
-
-
-class QuietDeviceError(EstimateError):
-    """No quiet device could be made here (not root, no zram and no loop devices...)."""
+from ..errors import QuietDeviceError
+from ..units import parse_size
 
 
 @dataclass(frozen=True)
@@ -90,7 +86,7 @@ def quiet_device(size: str | int = "1g", kinds: tuple[str, ...] = ("zram", "loop
     for tool in ("mkfs.ext4", "mount", "umount"):
         if shutil.which(tool) is None:
             raise QuietDeviceError(f"{tool} is not installed")
-    nbytes = int(parse_size(size))
+    nbytes = parse_size(size, "quiet device size")
     reasons = []
     for kind in kinds:
         stack = ExitStack()

@@ -5,14 +5,16 @@
 
 Figures for notebooks come from the analyses themselves (`analyze(...).plot("pareto")`,
 `coverage(...).plot("scatter")`, `importance(...).plot()`, `RWModel.plot()`) and from
-`progress_plot(Campaign.load(path).results("run"))`.
+`progress_plot(Campaign.load(path).results("run"))`. Names load on first use.
 """
 
 from __future__ import annotations
 
-from .build import (Report, ReportError, ReportInput, Section, build_report, coverage_report,
-                    design_from_data, from_campaign, from_results, progress_plot)
+from .._lazy import attach
 
-__all__ = ["Report", "ReportError", "ReportInput", "Section", "build_report",
-           "coverage_report", "design_from_data", "from_campaign", "from_results",
-           "progress_plot"]
+__all__, __getattr__, __dir__ = attach(__name__, {
+    **{n: ".build" for n in (
+        "Report", "ReportInput", "Section", "build_report", "coverage_report",
+        "design_from_data", "from_campaign", "from_results", "progress_plot")},
+    "ReportError": "storlab.errors",
+})

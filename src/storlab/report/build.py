@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import StorlabError
+from ..errors import ReportError, StorlabError
+from ..fileio import BOOKKEEPING
 from ..jsonutil import to_jsonable
 from ..space import Space
 from . import html as H
@@ -34,15 +35,8 @@ HEADLINE = ("total_iops", "total_bw_bytes", "iops", "bw", "bw_bytes", "transacti
             "throughput", "read_clat_p99_us", "write_clat_p99_us")
 DESIGN_COLUMNS = ("std_order", "replicate", "block", "center")
 PRIVATE = ("_n_ok", "_n_failed")
-#: Columns that describe a run rather than measure it.
-BOOKKEEPING = ("config_id", "run", "repetition", "exit_code", "started", "ended", "seq",
-               "attempts")
 STATUS_COLORS = {"ok": "#009E73", "failed": "#D55E00", "timeout": "#CC79A7",
                  "running": "#E69F00", "pending": "#BBBBBB"}
-
-
-class ReportError(StorlabError):
-    """The inputs of a report cannot be used (unknown response, unreadable files...)."""
 
 
 # --------------------------------------------------------------------------- inputs

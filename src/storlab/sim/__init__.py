@@ -1,1 +1,44 @@
-"""storlab.sim"""
+"""The Swift cluster simulator: a cluster file (schema, model, routes) in `cluster`, the
+event engine in `engine`, the analytic (MVA) model in `analytic`, sweeps and calibration.
+
+    import storlab.sim as sim
+    rep = sim.simulate("examples/sim/small.yaml", clients=128)   # a SimReport
+    rep.metrics(); rep.table()
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._lazy import attach
+
+_all, __getattr__, __dir__ = attach(__name__, {
+    "SimError": "storlab.errors", "ClusterSpec": ".cluster", "ClusterModel": ".cluster",
+    "SimReport": ".cluster", "load_cluster": ".cluster", "parse_cluster": ".cluster",
+    "apply_overrides": ".cluster", "build_model": ".cluster", "run_model": ".cluster",
+    "analyze": ".analytic", "AnalyticResult": ".analytic",
+    "run_sweep": ".sweep", "SweepResult": ".sweep",
+    "CalibrationResult": ".calibrate",
+    "Ring": ".ring", "DeviceSpec": ".devices", "resolve_device": ".devices",
+})
+__all__ = sorted([*_all, "simulate"])
+
+
+def simulate(cluster: str | Path | dict[str, Any], *, analytic: bool = False,
+             backend: str = "rust", **overrides: Any) -> Any:
+    """Simulate a cluster file (path) or dict with `overrides` as `--set` gives them
+    (`clients=128`, `object_size="64KiB"`, `storage.disks.count=6` as a dict key): a
+    SimReport from the event engine, or the AnalyticResult of the MVA model."""
+    from .cluster import apply_overrides, build_model, load_raw, parse_cluster, run_model
+
+    src = str(cluster) if isinstance(cluster, (str, Path)) else "cluster"
+    raw = load_raw(cluster) if isinstance(cluster, (str, Path)) else dict(cluster)
+    if overrides:
+        raw = apply_overrides(raw, overrides, source=src)
+    model = build_model(parse_cluster(raw, src))
+    if analytic:
+        from .analytic import analyze
+
+        return analyze(model)
+    return run_model(model, backend=backend)

@@ -215,7 +215,7 @@ def _pools(d: Demands, active: np.ndarray, c_all: np.ndarray, cap: float) -> _Po
                   np.searchsorted(active, st), d.cover[st], where[d.owner[st]])
 
 
-def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = None
+def analyze(model: ClusterModel, method: str = "auto", dem: Demands | None = None
             ) -> AnalyticResult:
     """Mean throughput, per-op latency and utilisations without simulating."""
     wl = model.spec.workload
@@ -325,6 +325,10 @@ def analyse(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
                           stable, X, ops, util, bottleneck, notes)
 
 
+
+#: The British spelling, kept for existing callers.
+analyse = analyze
+
 def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.ndarray,
                       h: np.ndarray, share: np.ndarray, N: int, Z: float, pools: _Pools,
                       scv: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
@@ -375,7 +379,3 @@ def _util_table(model: ClusterModel, U: np.ndarray) -> tuple[pd.DataFrame, dict[
                      "max": float(U[j]), "busiest": names[j]})
     util = pd.DataFrame(rows).sort_values("max", ascending=False, ignore_index=True)
     return util, pick_bottleneck(util)
-
-
-def analyse_spec(spec: ClusterSpec, method: str = "auto") -> AnalyticResult:
-    return analyse(build_model(spec), method)

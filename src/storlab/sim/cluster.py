@@ -31,17 +31,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import StorlabError
+from ..errors import SimError, StorlabError
+from ..units import parse_size  # noqa: F401 (also this module's old name for it)
 from .devices import DeviceModel, DeviceSpec, PRESETS, SMALL_IO, resolve_device
 from .engine import FCFS, HOLD, PS, Routes, Stations
 from .ring import Ring, hash_partition
@@ -50,37 +49,6 @@ from .ringfile import make_ring, resolve_ring_file
 
 OPS = ("PUT", "GET", "DELETE")
 PUT, GET, DELETE = 0, 1, 2
-NIC_SPEEDS = (1, 10, 25, 40, 50, 100)
-
-
-class SimError(StorlabError):
-    """A cluster file or override is malformed, or a simulation cannot run as asked."""
-
-
-# ---------------------------------------------------------------------------------------
-# sizes
-_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?)(b?)\s*$", re.I)
-
-
-def parse_size(value: Any) -> int:
-    """Bytes from 4096, '4k', '4KiB' (binary), '4KB' (decimal), '16MiB', '1.5m'."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a size: {value!r}")
-    if isinstance(value, (int, float)):
-        if value <= 0:
-            raise ValueError(f"size must be > 0, got {value!r}")
-        return int(value)
-    m = _SIZE_RE.match(str(value))
-    if not m:
-        raise ValueError(f"not a size: {value!r}")
-    num, unit, i, b = m.groups()
-    power = "kmgt".find(unit.lower()) + 1 if unit else 0
-    # fio's convention: a bare k/m/g is binary; KB/MB with a B and no i is decimal.
-    base = 1000 if (b and not i) else 1024
-    out = int(round(float(num) * base**power))
-    if out <= 0:
-        raise ValueError(f"size must be > 0, got {value!r}")
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,15 +268,15 @@ def _format_validation(exc: ValidationError, source: str) -> str:
 
 def load_raw(path: str | Path) -> dict[str, Any]:
     """The cluster YAML as a plain dict (overrides are applied to this)."""
+    from ..fileio import read_yaml
+
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise SimError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise SimError(f"{p}:{where}: not valid YAML") from None
+        data = read_yaml(p)
+    except SimError:
+        raise
+    except StorlabError as exc:  # missing, binary, bad YAML (with its line)
+        raise SimError(str(exc)) from None
     if not isinstance(data, dict):
         raise SimError(f"{p}: top level must be a mapping with nodes:, swift:, workload:")
     resolve_ring_file(data, p.parent)
@@ -1065,10 +1033,6 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     report = summarise(model, req, res, build_wall, notes)
     add_availability(report, req, warm)
     return report
-
-
-def run_cluster(spec: ClusterSpec, **kw: Any) -> SimReport:
-    return run_model(build_model(spec), **kw)
 
 
 #: Student's t 97.5 % quantiles for 1..30 degrees of freedom (a table: importing

@@ -34,11 +34,6 @@ from .ringbuild import RingBuildError, parts_wanted, replica_plan, swift_rebalan
 SWIFT_BALANCE_TARGET = 1.0
 
 
-def object_path(account: str, container: str, obj: str) -> str:
-    """Swift's hashed name: /account/container/object."""
-    return f"/{account}/{container}/{obj}"
-
-
 def hash_partition(paths: Iterable[str], part_power: int, prefix: bytes = b"",
                    suffix: bytes = b"storlab") -> np.ndarray:
     """Partition of each path: top `part_power` bits of md5(prefix + path + suffix)."""

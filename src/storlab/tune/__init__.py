@@ -1,7 +1,14 @@
 """Tuning: adaptive design sources behind the campaign's seam (screen -> importance ->
 Optuna search -> confirmation), their results, and offline evaluation against measured
-tables."""
+tables. Names load on first use (Optuna is imported only by a search that needs it)."""
 
-from .strategies import STRATEGIES, Objective, TuneError, TuneSettings, make_strategy
+from __future__ import annotations
 
-__all__ = ["STRATEGIES", "Objective", "TuneError", "TuneSettings", "make_strategy"]
+from .._lazy import attach
+
+__all__, __getattr__, __dir__ = attach(__name__, {
+    "STRATEGIES": ".strategies", "Objective": ".strategies", "TuneSettings": ".strategies",
+    "make_strategy": ".strategies", "TuneError": "storlab.errors",
+    "TuneSource": ".source", "TuneResult": ".result", "result_from_campaign": ".result",
+    "TuneEvalResult": ".evaluate", "tune_eval": ".evaluate",
+})

@@ -15,7 +15,8 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
 
 from ..campaign.sources import config_key
 from ..jsonutil import plain
-from ..space import Factor, Space, parse_size
+from ..space import Factor, Space
+from ..units import to_number
 
 #: Above this many combinations a subspace is sampled rather than enumerated.
 ENUMERATE_MAX = 20_000
@@ -116,8 +117,8 @@ def _index_of(f: Factor, value: Any) -> int:
     if value in levels:
         return levels.index(value)
     try:  # "4k" written where the space lists 4096
-        sizes = [parse_size(v) for v in levels]
-        x = parse_size(value)
+        sizes = [to_number(v) for v in levels]
+        x = to_number(value)
     except ValueError:
         sizes, x = [], None
     if x in sizes:

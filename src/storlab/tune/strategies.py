@@ -29,17 +29,13 @@ import numpy as np
 import pandas as pd
 
 from ..campaign.sources import Observation, Proposal, config_key
-from ..errors import StorlabError
+from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
 from .domain import Domain
 
 STRATEGIES = ("auto", "screen-then-tune", "tpe", "gp", "nsga2", "random")
 #: `auto` screens first when the space has more factors than this.
 HANDFUL = 4
-
-
-class TuneError(StorlabError):
-    """A tuning request that cannot be honoured as asked."""
 
 
 @dataclass(frozen=True)

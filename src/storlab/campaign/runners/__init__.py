@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._proc import (TAG_ENV, ShellTemplateError, SubstitutionError, render_value, run_program,
+                    run_tag, shell_command, substitute, tail, template_names)
 from .base import Runner, RunResult
 
 REGISTRY: dict[str, str] = {
@@ -20,7 +22,10 @@ REGISTRY: dict[str, str] = {
     "ceph": "storlab.campaign.runners.ceph:CephRunner",
 }
 
-__all__ = ["REGISTRY", "RunResult", "Runner", "make_runner"]
+#: The program-running helpers (private module `_proc`) the campaign loop shares with runners.
+__all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
+           "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_value", "run_program",
+           "run_tag", "shell_command", "substitute", "tail", "template_names"]
 
 
 def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:

@@ -29,6 +29,7 @@ from typing import Any
 from ..spec import CampaignError
 from ._proc import render_value, run_program, tail
 from .base import RunResult
+from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
 PERCENTILES: tuple[tuple[float, str], ...] = (
@@ -115,8 +116,10 @@ class FioRunner:
                     ) -> dict[str, str]:
         """The fio options of one run: fixed, then the configuration's, then defaults.
         With `check`, names and values fio would read differently are refused."""
-        opts = {k: render_value(v) for k, v in self.options.items() if v is not None}
-        opts.update({k: render_value(v) for k, v in config.items() if v is not None})
+        # fio_value: fio's default mode reads "4KiB" as 4000 bytes; storlab (and the
+        # analysis of these runs) reads 4096, so such values reach fio as bytes.
+        opts = {k: fio_value(render_value(v)) for k, v in self.options.items() if v is not None}
+        opts.update({k: fio_value(render_value(v)) for k, v in config.items() if v is not None})
         if check:
             for k, v in opts.items():
                 _check_option(k, v, jobfile=bool(self.clients))

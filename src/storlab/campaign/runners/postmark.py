@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...space import parse_size
+from ...units import parse_size
 from ..spec import CampaignError
 from ._proc import render_value, run_program, tail
 from .base import RunResult
@@ -53,7 +53,8 @@ class PostmarkRunner:
         unknown = sorted(set(opts) - set(KNOWN))
         if unknown:
             raise CampaignError(f"postmark: unknown option(s) {unknown}")
-        num = {k: int(parse_size(v)) for k, v in opts.items() if k in NUMERIC}
+        num = {k: parse_size(v, f"postmark option {k}", allow_zero=True)
+               for k, v in opts.items() if k in NUMERIC}
         lines = [f"set location {opts.get('location', workdir)}"]
         if "min_size" in num or "max_size" in num:
             lines.append(f"set size {num.get('min_size', 500)} {num.get('max_size', 10000)}")

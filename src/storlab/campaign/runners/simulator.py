@@ -83,7 +83,7 @@ class SimulatorRunner:
             return RunResult(status="failed", stderr=str(exc), exit_code=2, started=started,
                              ended=time.time())
         ended = time.time()
-        from ...commands._common import to_jsonable
+        from ...jsonutil import to_jsonable
 
         raw = json.dumps(to_jsonable(rep.to_dict()))
         status = "timeout" if timeout is not None and ended - started > timeout else "ok"
