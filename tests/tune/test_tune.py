@@ -157,9 +157,13 @@ def test_two_objectives_give_a_measured_pareto_front_and_plot(tmp_path: Path) ->
 
 def _history_in_store(db: Path) -> list[tuple[str, str]]:
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT r.key, r.config, r.status FROM runs r WHERE r.warmup = 0 "
-                       "ORDER BY r.seq").fetchall()
-    con.close()
+    try:
+        rows = con.execute("SELECT r.key, r.config, r.status FROM runs r WHERE r.warmup = 0 "
+                           "ORDER BY r.seq").fetchall()
+    except sqlite3.OperationalError:  # the file exists a moment before its tables do
+        rows = []
+    finally:
+        con.close()
     return [(k, c) for k, c, s in rows]
 
 
