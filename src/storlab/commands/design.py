@@ -10,7 +10,7 @@ import typer
 
 from ..errors import AnalysisError, DesignError, StorlabError
 from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
-from ..fileio import save_figure, write_frame
+from ..fileio import read_table, save_figure, write_frame
 from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
                       output_dir, output_file)
 
