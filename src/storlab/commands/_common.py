@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import StorlabError
-from ..fileio import check_target, write_text
+from ..fileio import check_target, read_text, write_text
 from ..jsonutil import to_jsonable
 
 if TYPE_CHECKING:  # numpy and pandas load when a table is printed, not at start-up
@@ -167,3 +167,16 @@ def _fmt(v: Any, floatfmt: str) -> str:
     if isinstance(v, (float, np.floating)):
         return "" if not math.isfinite(v) else floatfmt.format(v)
     return str(v)
+
+
+def is_campaign(path: Path) -> bool:
+    """A campaign file names a runner and a design; a space file does not."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(read_text(path))
+    except StorlabError:
+        raise
+    except yaml.YAMLError:
+        return True  # let the campaign loader report the problem with its own message
+    return isinstance(data, dict) and ("runner" in data or "design" in data)

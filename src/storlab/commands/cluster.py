@@ -103,7 +103,7 @@ def _print_endpoints(st: dict) -> None:
 
 def status_cmd(
     kind: Optional[str] = typer.Argument(None, help="ceph or swift (default both)."),
-    probe: bool = typer.Option(False, "--probe", help="Also write a 4 KiB object and read "
+    probe: bool = typer.Option(False, "--probe/--no-probe", help="Also write a 4 KiB object and read "
                                "it back (bounded by 10 s per request)."),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,

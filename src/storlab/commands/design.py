@@ -170,7 +170,7 @@ def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, t
                      response: str | None) -> tuple[Any, Any, str]:
     """The follow-up's space from a screening: a campaign file (its results and space) or a
     results table with the space file."""
-    from ..design.followup import follow_up_space
+    from ..analysis.followup import follow_up_space
     from ..space import Space
 
     if factors is not None:

@@ -43,10 +43,10 @@ def load_source(source: Path, space_file: Optional[Path], params: Optional[list[
     and its space's factors), a table with --space (the space's factors), or a bare table
     (None: `storlab.analysis.importance.default_params` decides, or says it cannot)."""
     from ..space import Space
-    from .report import _is_campaign
+    from ._common import is_campaign
 
     if source.suffix.lower() in (".yaml", ".yml"):
-        if not _is_campaign(source):
+        if not is_campaign(source):
             raise AnalysisError(f"{source}: not a campaign file (no runner or design); give "
                                 "a results table (and --space SPACE.yaml)")
         if space_file is not None:

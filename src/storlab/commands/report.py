@@ -12,6 +12,7 @@ from ..errors import StorlabError
 from ..fileio import read_text, save_figure, write_frame
 from ..limits import MAX_SEED
 from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
+                      is_campaign,
                       output_dir, output_file)
 
 # matplotlib, scikit-learn and the report builder load inside the commands.
@@ -19,19 +20,6 @@ from ._common import (at_least, console, emit_json, fraction, frame_table, input
 
 def _split(text: Optional[str]) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def _is_campaign(path: Path) -> bool:
-    """A campaign file names a runner and a design; a space file does not."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(read_text(path))
-    except StorlabError:
-        raise
-    except yaml.YAMLError:
-        return True  # let the campaign loader report the problem with its own message
-    return isinstance(data, dict) and ("runner" in data or "design" in data)
 
 
 def report_cmd(
@@ -73,7 +61,7 @@ def report_cmd(
         raise StorlabError(f"{source}: file not found")
     if level not in ("config", "run"):
         raise StorlabError(f"--level {level!r} must be config or run")
-    if source.suffix.lower() in (".yaml", ".yml") and _is_campaign(source):
+    if source.suffix.lower() in (".yaml", ".yml") and is_campaign(source):
         if space_file is not None:
             raise StorlabError("--space is for a results table; a campaign has its own space")
         inp = from_campaign(source, level)

@@ -66,7 +66,7 @@ def simulate_cmd(
                                             "resumes it. Default: simulate-sweep/<cluster>-"
                                             "<digest of the sweep>.",
                                             callback=input_dir("--campaign")),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Sweeps: no progress."),
+    quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="Sweeps: no progress."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot to this file: a "
                                         "run's time series (throughput, latency, utilisation "
                                         "per interval), the sweep or the calibration.",

@@ -18,7 +18,7 @@ _all, __getattr__, __dir__ = attach(__name__, {
     "SimReport": ".cluster", "load_cluster": ".cluster", "parse_cluster": ".cluster",
     "apply_overrides": ".cluster", "build_model": ".cluster", "run_model": ".cluster",
     "analyze": ".analytic", "AnalyticResult": ".analytic",
-    "run_sweep": ".sweep", "SweepResult": ".sweep",
+    "SweepResult": ".sweep",
     "CalibrationResult": ".calibrate",
     "Ring": ".ring", "DeviceSpec": ".devices", "resolve_device": ".devices",
 })

@@ -45,10 +45,8 @@ from .devices import DeviceModel, DeviceSpec, PRESETS, SMALL_IO, resolve_device
 from .engine import FCFS, HOLD, PS, Routes, Stations
 from .ring import Ring, hash_partition
 from .failures import Failure, add_availability, adjust_routes, apply_failures
+from .ops import DELETE, GET, OPS, PUT  # re-exported: callers import them from here
 from .ringfile import make_ring, resolve_ring_file
-
-OPS = ("PUT", "GET", "DELETE")
-PUT, GET, DELETE = 0, 1, 2
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..errors import SimError
+from .ops import DELETE, GET, OPS, PUT
+
 if TYPE_CHECKING:
     from .cluster import ClusterModel, Requests
     from .engine import Routes
@@ -98,7 +101,6 @@ class FailureState:
 
 def _resolve(model: ClusterModel, f: Failure, dev_failed: np.ndarray,
              node_failed: np.ndarray) -> None:
-    from .cluster import SimError
 
     names = model.stations.names or []
     if f.node is not None:
@@ -128,7 +130,6 @@ def _resolve(model: ClusterModel, f: Failure, dev_failed: np.ndarray,
 
 def refuse_analytic(spec: Any) -> None:
     """The mean-value model has no failures: say so rather than answer without them."""
-    from .cluster import SimError
 
     if spec.failures or spec.failed_disks or spec.failed_nodes:
         raise SimError("--analytic does not model failures (failures, failed_disks, "
@@ -148,7 +149,6 @@ def shortcut_devices(model: ClusterModel, n: int) -> list[int]:
 def failure_state(model: ClusterModel, only: list[Failure] | None = None,
                   shortcuts: bool = True) -> FailureState:
     """What is down when `only` (default: every listed failure) and the shortcuts are."""
-    from .cluster import SimError
 
     spec = model.spec
     dev_failed = np.zeros(model.ring.dev_node.size, dtype=bool)
@@ -192,7 +192,6 @@ class FailurePlan:
 def failure_plan(model: ClusterModel, req: Requests) -> FailurePlan:
     """Epochs between failure times. Windows need request times, which only an open loop
     knows before the run: a closed loop's requests start when the simulation says so."""
-    from .cluster import SimError
 
     spec = model.spec
     timed = [f for f in spec.failures if not f.whole_run]
@@ -230,7 +229,6 @@ def apply_failures(model: ClusterModel, req: Requests) -> Requests:
         if st.any:
             _apply_state(model, req, np.flatnonzero(plan.epoch == e), st, ok, rng)
     if not ok.any():
-        from .cluster import SimError
         raise SimError("failures: every request fails (no live proxy, replica or write "
                        "quorum): nothing to simulate")
     req.ok = ok
@@ -240,7 +238,6 @@ def apply_failures(model: ClusterModel, req: Requests) -> Requests:
 def _apply_state(model: ClusterModel, req: Requests, rows: np.ndarray, st: FailureState,
                  ok: np.ndarray, rng: np.random.Generator) -> None:
     """Route requests `rows` (one failure state) around what is down, in place."""
-    from .cluster import DELETE, GET, PUT
 
     R = req.devs.shape[1]
     # Proxies: a dead one's requests move to a live one.
@@ -385,7 +382,6 @@ def apply_rebuild(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
     plan: FailurePlan | None = model.extra.get("failures")
     if plan is None or not any(st.any and st.rebuild_mb_s > 0 for st in plan.states):
         return routes
-    from .cluster import SimError
 
     ring = model.ring
     scale = np.ones((len(plan.states), model.stations.kind.size))
@@ -422,7 +418,6 @@ def add_availability(report: Any, req: Requests, warmup: int) -> None:
         return
     import pandas as pd
 
-    from .cluster import OPS
 
     m = np.zeros(len(req), dtype=bool)
     m[warmup:] = True

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import StorlabError
+from ..errors import SimError, StorlabError
 
 if TYPE_CHECKING:
     from .ring import Ring
@@ -172,7 +172,6 @@ def make_ring(spec: Any, dev_node: list[int], dev_zone: list[int], dev_weight: l
               part_power: int) -> Ring:
     """The cluster's ring: read from `ring.file`, else built as Swift's builder would; hashed
     with the cluster's prefix and suffix."""
-    from .cluster import SimError
     from .ring import Ring
 
     rs = spec.ring

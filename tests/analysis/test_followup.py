@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from storlab.design import make_design
-from storlab.design.followup import follow_up_space
+from storlab.analysis.followup import follow_up_space
 from storlab.space import Space
 
 ROOT = Path(__file__).resolve().parents[2]
