@@ -14,6 +14,7 @@ import json
 import re
 import shlex
 import subprocess
+import tempfile
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +42,12 @@ def quoted_commands() -> list[tuple[str, str]]:
 
 def _ratios(cmd: list[str]) -> list[float]:
     """A simulate sweep's throughput at each point against the first point."""
-    p = subprocess.run([sys.executable, "-m", "storlab.cli", *cmd[1:], "--json"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+    # A fresh campaign directory: the default (simulate-sweep/ under the working directory)
+    # would resume an earlier sweep's store instead of simulating again.
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([sys.executable, "-m", "storlab.cli", *cmd[1:], "--json",
+                            "--campaign", str(Path(tmp) / "sweep")], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     rows = data["rows"] if isinstance(data, dict) else data

@@ -38,7 +38,19 @@ from ..jsonutil import to_jsonable
 if TYPE_CHECKING:  # numpy and pandas load when a table is printed, not at start-up
     import pandas as pd
 
-console = Console()
+def _console() -> Console:
+    """The terminal's width on a terminal; into a pipe or a file (CI logs, `| tee`), rich
+    would assume 80 columns and cut numbers to "9.558…": there, wide enough for a table
+    (COLUMNS, when set, still wins)."""
+    import os
+    import sys
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=160)
+
+
+console = _console()
 
 
 def emit_json(data: Any, output: Path | None = None) -> None:
