@@ -40,12 +40,7 @@ LAYERS: list[set[str]] = [
 RANK = {pkg: i for i, rung in enumerate(LAYERS) for pkg in rung}
 
 #: Circles that are known and wait for a split another change owns; each with its reason.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"storlab.sim.cluster", "storlab.sim.analytic"}):
-        "run_model sizes a closed loop run for a duration with the analytic throughput; "
-        "it leaves sim/cluster.py when that module is split (issue 14: spec/model/routes/"
-        "summary), which the simulator work owns",
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 
 @dataclass(frozen=True)

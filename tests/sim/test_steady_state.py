@@ -109,7 +109,7 @@ def test_bottleneck_on_a_simulated_pool_bound_cluster():
 def test_t_quantile_table_matches_scipy():
     from scipy import stats
 
-    from storlab.sim.cluster import _t95
+    from storlab.sim.summary import _t95
 
     for dof in (1, 2, 5, 19, 30, 31, 60, 200):
         assert _t95(dof) == pytest.approx(stats.t.ppf(0.975, dof), rel=2e-3)

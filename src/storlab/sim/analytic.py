@@ -37,8 +37,10 @@ import pandas as pd
 
 from . import mva as _mva
 from .engine import FCFS, HOLD
-from .cluster import (DELETE, OPS, ClusterModel, ClusterSpec, build_model, build_routes,
-                      draw_requests, flat_metrics, pick_bottleneck)
+from .model import ClusterModel, draw_requests
+from .ops import DELETE, OPS
+from .routes import build_routes
+from .summary import flat_metrics, pick_bottleneck
 from .queueing import erlang_c
 
 #: Exact load-dependent MVA costs N x (multi-server stations) Python steps; above this, Seidmann.

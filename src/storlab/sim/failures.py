@@ -38,7 +38,7 @@ from ..errors import SimError
 from .ops import DELETE, GET, OPS, PUT
 
 if TYPE_CHECKING:
-    from .cluster import ClusterModel, Requests
+    from .model import ClusterModel, Requests
     from .engine import Routes
 
 _TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
