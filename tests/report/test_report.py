@@ -111,6 +111,17 @@ def test_fmt_num() -> None:
     assert fmt_num(-2.5e-7) == "-2.5e-07"
 
 
+def test_failed_runs_and_cards_escape_their_text() -> None:
+    from storlab.report.html import macro
+
+    rows = macro("failed_runs")([("k<1>", "failed", "1", "a=<b>", "x & </pre>")])
+    assert "<td>k&lt;1&gt;</td>" in rows and "a=&lt;b&gt;" in rows
+    assert '<pre class="stderr">x &amp; &lt;/pre&gt;</pre>' in rows
+    cards = str(macro("cards")([(12345, "runs <ok>", "ok")]))
+    assert cards == ('<div class="cards"><div class="card ok"><b>12,345</b>'
+                     "<span>runs &lt;ok&gt;</span></div></div>")
+
+
 def test_table_keeps_exact_values_and_escapes() -> None:
     df = pd.DataFrame({"name": ["<b>x</b>", "y"], "v": [1 / 3, float("nan")]})
     html = table_html(df, table_id="t")
@@ -229,6 +240,12 @@ def test_campaign_progress_and_failures(tmp_path: Path) -> None:
 
     fig = progress_plot(Campaign.load(camp).results("run"))
     assert fig.axes[0].get_xlabel().startswith("wall-clock time") and fig.axes[0].lines
+    # A count of runs: whole numbers on its axis, on a detached Figure (no pyplot state).
+    fig.canvas.draw()
+    ticks = [float(x.get_text().replace("−", "-")) for x in fig.axes[0].get_yticklabels()
+             if x.get_text()]
+    assert ticks and all(v.is_integer() for v in ticks)
+    assert fig.canvas.manager is None
     res = records(t.tables["results-table"])
     failed = [r for r in res if r["failed runs"][0] == "2"]
     assert len(failed) == 1 and failed[0]["ops"][0] == ""  # no successful run: no value

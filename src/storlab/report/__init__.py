@@ -13,8 +13,9 @@ from __future__ import annotations
 from .._lazy import attach
 
 __all__, __getattr__, __dir__ = attach(__name__, {
-    **{n: ".build" for n in (
-        "Report", "ReportInput", "Section", "build_report", "coverage_report",
-        "design_from_data", "from_campaign", "from_results", "progress_plot")},
+    **{n: ".build" for n in ("Report", "build_report", "coverage_report")},
+    **{n: ".inputs" for n in ("ReportInput", "design_from_data", "from_campaign",
+                              "from_results")},
+    **{n: ".sections" for n in ("Section", "progress_plot")},
     "ReportError": "storlab.errors",
 })

@@ -3,8 +3,9 @@ exact value of every number kept in `data-v`), figures embedded as base64 PNG, a
 with inline CSS and script (no CDN, no network: the file opens anywhere, prints cleanly).
 
 The page itself is a Jinja2 template (`templates/page.html.j2`, with `report.css` and
-`report.js`, package data; autoescaping): the builders make the sections' HTML with these
-helpers, the template lays out the page. Nothing is fetched to view the result.
+`report.js`, package data; autoescaping), and so are its building blocks (the macros of
+`templates/parts.html.j2`: tables, fact lists, figures, cards, the status bar): the builders
+make the sections' HTML with these helpers, the template lays out the page. Nothing is fetched to view the result.
 """
 
 from __future__ import annotations
@@ -84,56 +85,46 @@ def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = Tr
                table_id: str | None = None, numeric_cols: Iterable[str] | None = None,
                headers: dict[str, str] | None = None, css_class: str = "",
                row_classes: Sequence[str] | None = None) -> str:
-    """A <table> of a DataFrame. Numeric cells carry their exact value in `data-v`;
-    `row_classes` gives each body row a CSS class (e.g. `sig` to highlight it)."""
+    """A <table> of a DataFrame (the `table` macro). Numeric cells carry their exact value
+    in `data-v`; `row_classes` gives each body row a CSS class (e.g. `sig` to highlight it)."""
     headers = headers or {}
     num = set(numeric_cols) if numeric_cols is not None else {
         c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
         and not pd.api.types.is_bool_dtype(df[c])}
-    cls = " ".join(x for x in ("data", "sortable" if sortable else "", css_class) if x)
-    out = [f'<div class="scroll"><table class="{cls}"'
-           + (f' id="{esc(table_id)}"' if table_id else "") + ">"]
-    if caption:
-        out.append(f"<caption>{esc(caption)}</caption>")
-    out.append("<thead><tr>")
-    for c in df.columns:
-        label = _breakable(headers.get(str(c), str(c)))
-        inner = f'<button type="button">{label}</button>' if sortable else label
-        out.append(f'<th scope="col" data-col="{esc(c)}"'
-                   + (' class="num"' if c in num else "") + f">{inner}</th>")
-    out.append("</tr></thead><tbody>")
+    head = [{"col": str(c), "num": c in num, "label": _breakable(headers.get(str(c), str(c)))}
+            for c in df.columns]
+    rows = []
     for i, row in enumerate(df.itertuples(index=False)):
-        rc = row_classes[i] if row_classes is not None else ""
-        out.append(f'<tr class="{esc(rc)}">' if rc else "<tr>")
+        cells = []
         for c, v in zip(df.columns, row):
             if c in num:
-                out.append(f'<td class="num" data-v="{esc(_data_v(v))}">{esc(fmt_num(v))}</td>')
+                cells.append((fmt_num(v), _data_v(v), True))
             else:
                 text = "" if v is None or (isinstance(v, float) and math.isnan(v)) else v
-                out.append(f"<td>{esc(fmt_num(text))}</td>")
-        out.append("</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
+                cells.append((fmt_num(text), "", False))
+        rows.append({"cls": row_classes[i] if row_classes is not None else "", "cells": cells})
+    cls = " ".join(x for x in ("data", "sortable" if sortable else "", css_class) if x)
+    return str(macro("table")({"cls": cls, "id": table_id, "caption": caption,
+                               "sortable": sortable, "head": head, "rows": rows}))
 
 
-def _breakable(name: str) -> str:
+def _breakable(name: str) -> list[str]:
     """A column heading that may wrap once, at the underscore nearest its middle, when it is
-    long (read_clat_ | p99_us): a wide table then needs less sideways scrolling."""
+    long (read_clat_ | p99_us): a wide table then needs less sideways scrolling. The pieces
+    are joined by <wbr> in the template."""
     if len(name) <= 12 or "_" not in name:
-        return esc(name)
+        return [name]
     cuts = [i for i, ch in enumerate(name) if ch == "_"]
     i = min(cuts, key=lambda k: abs(k - len(name) / 2))
-    return esc(name[:i + 1]) + "<wbr>" + esc(name[i + 1:])
+    return [name[:i + 1], name[i + 1:]]
 
 
 def dl_html(items: Sequence[tuple[str, Any]]) -> str:
     """A definition list of (label, value) pairs; values already HTML when they start '<'."""
-    parts = ['<dl class="facts">']
-    for k, v in items:
-        val = v if isinstance(v, str) and v.startswith("<") else esc(fmt_num(v))
-        parts.append(f"<dt>{esc(k)}</dt><dd>{val}</dd>")
-    parts.append("</dl>")
-    return "".join(parts)
+    from markupsafe import Markup
+
+    return str(macro("dl")([(k, Markup(v) if isinstance(v, str) and v.startswith("<")
+                                else fmt_num(v)) for k, v in items]))
 
 
 def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = True) -> str:
@@ -146,9 +137,7 @@ def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = Tr
     if close:
         close_figure(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{esc(alt)}" '
-            f'style="width:{width}px">{cap}</figure>')
+    return str(macro("figure")(f"data:image/png;base64,{data}", alt, width, caption))
 
 
 def json_script(data: Any, element_id: str) -> str:
@@ -177,7 +166,14 @@ def _env() -> Any:
 
         _ENV = jinja2.Environment(loader=jinja2.PackageLoader("storlab.report", "templates"),
                                   autoescape=True, keep_trailing_newline=False)
+        _ENV.filters["num"] = fmt_num
     return _ENV
+
+
+def macro(name: str) -> Any:
+    """A macro of `templates/parts.html.j2` (table, dl, figure, cards, status_bar,
+    failed_runs, sections, footer): call it with text, get escaped HTML (Markup) back."""
+    return getattr(_env().get_template("parts.html.j2").module, name)
 
 
 _ENV: Any = None

@@ -1,0 +1,660 @@
+"""The report's sections: each analysis (design, effects, importance, tuning, progress
+timeline, read/write-mix model, coverage) turned into a `Section` of HTML. A builder returns
+None when it has nothing to show: a section without data is left out, never shown empty."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ReportError, StorlabError
+from ..fileio import BOOKKEEPING
+from . import html as H
+from .inputs import ReportInput
+from .inputs import response_goal as _goal
+from .inputs import response_unit as _unit
+
+ALL_GROUPS = "(all)"  # the coverage table's row for every run together
+DESIGN_COLUMNS = ("std_order", "replicate", "block", "center")
+PRIVATE = ("_n_ok", "_n_failed")
+STATUS_COLORS = {"ok": "#009E73", "failed": "#D55E00", "timeout": "#CC79A7",
+                 "running": "#E69F00", "pending": "#BBBBBB"}
+
+
+@dataclass
+class Section:
+    """One part of the page: its anchor id, its table-of-contents title and its HTML."""
+
+    id: str
+    title: str
+    html: str
+    nav: bool = True
+
+
+# --------------------------------------------------------------------------- sections
+def overview_section(inp: ReportInput, resp: list[str]) -> Section:
+    cards = []
+    if inp.runs is not None:
+        st = inp.runs["status"].value_counts()
+        ok, bad = int(st.get("ok", 0)), int(st.get("failed", 0) + st.get("timeout", 0))
+        cards += [(len(inp.runs), "runs planned", ""), (ok, "runs ok", "ok"),
+                  (bad, "runs failed", "bad" if bad else "")]
+        pend = int(st.get("pending", 0) + st.get("running", 0))
+        if pend:
+            cards.append((pend, "runs not finished", ""))
+    cards.append((len(inp.results), "configurations" if inp.level == "config" else "rows", ""))
+    if inp.space is not None:
+        cards.append((inp.space.k, "factors", ""))
+    cards.append((len(resp), "responses analysed", ""))
+    html = "<h2>Overview</h2>" + str(H.macro("cards")(cards))
+    facts: list[tuple[str, Any]] = [("source", inp.source)]
+    if inp.runner:
+        opts = ", ".join(f"{k}={_short(v)}" for k, v in inp.runner_options.items())
+        facts.append(("runner", f"{inp.runner}" + (f" ({opts})" if opts else "")))
+    if inp.repetitions:
+        facts.append(("repetitions", inp.repetitions))
+    facts.append(("analysed table", "per-configuration means of the successful repetitions"
+                  if inp.level == "config" else "one row per run"))
+    if resp:
+        facts.append(("responses", ", ".join(resp)))
+    return Section("overview", "Overview", html + H.dl_html(facts))
+
+
+def _txt(v: Any) -> str:
+    """A factor value as the user wrote it (4096, not 4096.0)."""
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _short(v: Any, width: int = 60) -> str:
+    text = str(v)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def space_section(inp: ReportInput) -> Section | None:
+    sp = inp.space
+    if sp is None:
+        return None
+    rows = []
+    for lab, f in zip(sp.labels, sp.factors):
+        vals = ", ".join(map(_txt, f.values)) if f.values is not None else (
+            f"{_txt(f.range[0])} … {_txt(f.range[1])}" if f.range else "")
+        rows.append({"label": lab, "factor": f.name, "kind": f.kind + (" (log)" if f.log else ""),
+                     "low": _txt(f.low), "high": _txt(f.high),
+                     "center": "" if f.center is None else _txt(f.center),
+                     "values / range": vals, "unit": f.unit})
+    t = pd.DataFrame(rows)
+    t = t.loc[:, [c for c in t.columns if c not in ("center", "unit") or t[c].astype(bool).any()]]
+    html = "<h2>Parameter space</h2>" + H.table_html(t, sortable=False)
+    if sp.constraints:
+        html += "<p>Constraints: " + "; ".join(f"<code>{H.esc(c.text)}</code>"
+                                               for c in sp.constraints) + "</p>"
+    if sp.responses:
+        html += "<p>Responses: " + "; ".join(
+            H.esc(f"{r.name} ({r.unit}, {r.goal})" if r.unit else f"{r.name} ({r.goal})")
+            for r in sp.responses) + "</p>"
+    return Section("space", "Space", html)
+
+
+def design_section(inp: ReportInput) -> Section | None:
+    m = inp.design_meta
+    if not m:
+        return None
+    facts: list[tuple[str, Any]] = [("kind", m.get("kind", "")
+                                     + (f" ({m['construction']})" if m.get("construction")
+                                        else ""))]
+    runs = m.get("runs")
+    if inp.runs is not None and "config_id" in inp.runs:
+        facts.append(("configurations", int(inp.runs["config_id"].nunique())))
+    elif runs is not None:
+        facts.append(("runs in the table", runs))
+    if m.get("configurations"):
+        facts.append(("distinct configurations", m["configurations"]))
+    if inp.repetitions:
+        facts.append(("repetitions per configuration", inp.repetitions))
+    if m.get("resolution"):
+        facts.append(("resolution", m.get("resolution_roman") or _roman(m["resolution"])))
+    if m.get("generators"):
+        facts.append(("generators", ", ".join(m["generators"])))
+    if m.get("defining_relation"):
+        facts.append(("defining relation", "I = " + " = ".join(m["defining_relation"])))
+    if m.get("wlp") and any(m["wlp"]):
+        facts.append(("word-length pattern (A1, A2, …)", ", ".join(map(str, m["wlp"]))))
+    if "clear_2fi" in m and m.get("defining_relation"):
+        facts.append(("clear two-factor interactions", m["clear_2fi"]))
+    if m.get("center_points"):
+        facts.append(("center points", m["center_points"]))
+    if "main_orthogonal" in m:
+        facts.append(("main effects", "orthogonal to each other" if m["main_orthogonal"]
+                      else "correlated with each other"))
+        facts.append(("largest |correlation| of a 2FI with a main effect",
+                      m["max_main_2fi_corr"]))
+    if m.get("dummies"):
+        facts.append(("dummy columns (error estimate)", ", ".join(m["dummies"])))
+    html = "<h2>Design</h2>" + H.dl_html(facts)
+    if inp.design_origin:
+        html += f'<p class="note">Design properties: {H.esc(inp.design_origin)}.</p>'
+    aliases = m.get("aliases") or {}
+    if aliases and inp.space is not None:
+        legend = {lab: n for lab, n in zip(inp.space.labels, inp.space.names)}
+        # Each alias chain once (AB = CE = DF), main effects first.
+        chains: dict[frozenset[str], list[str]] = {}
+        for k, v in aliases.items():
+            words = sorted({k, *v}, key=lambda w: (_order(w), w))
+            chains.setdefault(frozenset(words), words)
+        ordered = sorted(chains.values(), key=lambda c: (_order(c[0]), c))
+        rows = [{"alias chain (to 2FIs)": " = ".join(c),
+                 "meaning": " = ".join(_spell(w, legend) for w in c)} for c in ordered[:60]]
+        html += ("<h3>Alias structure</h3><p class=\"note\">Effects in one chain cannot be "
+                 "told apart: the estimate of each is the sum of all.</p>"
+                 + H.table_html(pd.DataFrame(rows), sortable=False))
+        if len(ordered) > 60:
+            html += f'<p class="note">{len(ordered) - 60} more chains not shown.</p>'
+        html += '<p class="note">Letters: ' + ", ".join(
+            f"{H.esc(k)} = {H.esc(v)}" for k, v in legend.items()) + "</p>"
+    elif m.get("kind") == "pb" or "main_orthogonal" in m:
+        html += ('<p class="note">Plackett-Burman designs are non-regular: each two-factor '
+                 "interaction is partially aliased with many main effects (no clean alias "
+                 "table exists); main effects are estimated assuming interactions are "
+                 "small.</p>")
+    return Section("design", "Design", html)
+
+
+def _order(word: str) -> int:
+    return len(word.split(":")) if ":" in word else len(word)
+
+
+def _spell(word: str, legend: dict[str, str]) -> str:
+    parts = word.split(":") if ":" in word else list(word)
+    return " × ".join(legend.get(p, p) for p in parts)
+
+
+def _roman(n: int) -> str:
+    from ..design.aliasing import roman
+
+    return roman(n)
+
+
+def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
+    """Best-so-far against runs with the phases, the confirmed configurations, the
+    recommendation against the baseline (Welch), the Pareto front for two objectives."""
+    res = inp.tuning
+    if res is None or not res.history:
+        return None
+    d = res.to_dict()
+    data["tuning"] = {k: v for k, v in d.items() if k != "history"}
+    name = d["response"]
+    unit = _unit(inp, name)
+    phases = ", ".join(f"{k} {v}" for k, v in d["phases"].items())
+    html = [f"<h2>Tuning</h2><p>Strategy <b>{H.esc(d['strategy'])}</b>: {d['runs']} of "
+            f"{d['budget']} runs ({H.esc(phases)}). The recommendation is the best "
+            "<em>measured</em> configuration after the confirmation re-runs, never a "
+            "model's prediction.</p>"]
+    b = d["best"]
+    if b is not None:
+        facts: list[tuple[str, Any]] = [
+            ("recommended", ", ".join(f"{k}={v}" for k, v in b["config"].items())),
+            (f"its {name}", f"{_qty(b['value'], unit)} ± {_qty(b['std'], unit)} over "
+                            f"{b['runs']} runs")]
+        for label, key, cmpkey in (("baseline", "baseline", "comparison"),
+                                   ("best screened", "best_screened", "comparison_screened")):
+            e, c = d.get(key), d.get(cmpkey)
+            if e is None or (key == "best_screened" and c is None):
+                continue
+            kind = f" ({e['kind']})" if "kind" in e else ""
+            facts.append((f"{label}{kind}", f"{_qty(e['value'], unit)} ± "
+                                            f"{_qty(e['std'], unit)} over {e['runs']} runs"))
+            if c is not None and e["config"] != b["config"]:
+                facts.append((f"recommended vs {label}",
+                              f"{100 * c['change']:+.1f} %, {c['verdict']}"))
+            elif e["config"] == b["config"]:
+                facts.append((f"recommended vs {label}", "the same configuration"))
+        html.append(H.dl_html(facts))
+    html.append(H.figure_html(res.plot(), "Tuning convergence",
+                              "Each run's value by phase and the best so far"
+                              + ("; right: the measured Pareto front" if d["pareto"] else "")))
+    t = res.table()
+    if len(t):
+        html.append(H.table_html(t, caption="Confirmed configurations, best first",
+                                 sortable=False))
+    return Section("tuning", "Tuning", "".join(html))
+
+
+def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
+    runs = inp.runs
+    if runs is None or runs.empty:
+        return None
+    counts = runs["status"].value_counts()
+    order = [s for s in ("ok", "failed", "timeout", "running", "pending") if s in counts]
+    order += [s for s in counts.index if s not in order]
+    total = int(counts.sum())
+    data["progress"] = {s: int(counts[s]) for s in order}
+    bar = str(H.macro("status_bar")([(s, f"{100 * counts[s] / total:.3f}",
+                                      STATUS_COLORS.get(s, "#888"), int(counts[s]))
+                                     for s in order]))
+    done = int(counts.get("ok", 0) + counts.get("failed", 0) + counts.get("timeout", 0))
+    html = (f"<h2>Progress and failures</h2><p>{done} of {total} measured runs finished "
+            f"({100 * done / total:.0f} %).</p>" + bar)
+    t = runs.dropna(subset=["started", "ended"]) if {"started", "ended"} <= set(runs) else None
+    if t is not None and len(t) > 1:
+        html += H.figure_html(progress_plot(t), "Cumulative finished runs over the campaign's "
+                              "wall-clock time, failures marked",
+                              "Finished runs over wall-clock time; crosses are failed runs. "
+                              "A flat stretch is a slow or hung run.")
+    bad = runs[runs["status"].isin(["failed", "timeout"])]
+    if len(bad):
+        from ..campaign.runners.base import failure_lines
+
+        names = [n for n in inp.factors if n in bad.columns]
+        html += f"<h3>Failed runs ({len(bad)})</h3>"
+        rows = []
+        for r in bad.head(50).to_dict("records"):
+            tail = failure_lines(r.get("stderr") or r.get("stderr_tail") or "", 3)
+            rows.append((r, "\n".join(tail)))
+        cells = []
+        for r, tail in rows:
+            cfg = ", ".join(f"{n}={r[n]}" for n in names)
+            code = r.get("exit_code")
+            code = "" if code is None or (isinstance(code, float) and math.isnan(code)) \
+                else str(int(code))
+            cells.append((r.get("key", ""), r["status"], code, cfg, tail))
+        html += str(H.macro("failed_runs")(cells))
+        if len(bad) > 50:
+            html += f'<p class="note">{len(bad) - 50} more failed runs not shown.</p>'
+        data["failures"] = [{"key": r.get("key"), "status": r["status"]}
+                            for r, _ in rows]
+    return Section("progress", "Progress", html)
+
+
+def progress_plot(runs: pd.DataFrame) -> Any:
+    """Finished runs over wall-clock time, failures marked: a Figure from a run table with
+    `started`, `ended` (epoch seconds) and `status` (e.g. `Campaign.results("run")`)."""
+    from ..plotstyle import styled
+
+    t = runs.dropna(subset=["started", "ended"])
+    if t.empty:
+        raise ReportError("no finished runs with start and end times to plot")
+    with styled():
+        return _timeline(t)
+
+
+def _timeline(t: pd.DataFrame) -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    from ..plotstyle import subplots
+
+    t = t.sort_values("ended")
+    t0 = float(t["started"].min())
+    x = t["ended"].to_numpy(dtype=float) - t0
+    span = float(x.max()) if len(x) else 0.0
+    scale, unit = (1.0, "s") if span < 180 else (60.0, "min") if span < 3 * 3600 else \
+        (3600.0, "h")
+    x = x / scale
+    y = np.arange(1, len(t) + 1)
+    fig, ax = subplots(figsize=(6.4, 2.6))  # a detached Figure: no pyplot state
+    ax.step(x, y, where="post", color="#0072B2")
+    failed = t["status"].isin(["failed", "timeout"]).to_numpy()
+    if failed.any():
+        ax.scatter(x[failed], y[failed], marker="x", color="#D55E00", zorder=3,
+                   label="failed")
+        ax.legend(loc="lower right")
+    ax.set_xlabel(f"wall-clock time since the first run ({unit})")
+    ax.set_ylabel("finished runs (count)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: no 2.5 runs
+    ax.set_title("Progress")
+    return fig
+
+
+def results_section(inp: ReportInput, resp: list[str]) -> Section | None:
+    df = inp.results
+    if df.empty:
+        return None
+    factors = inp.factors
+    metrics = [c for c in df.columns if c not in factors and c not in DESIGN_COLUMNS
+               and c not in PRIVATE and c not in BOOKKEEPING
+               and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    lead = [c for c in ("config_id",) if c in df.columns]
+    counts = [c for c in PRIVATE if c in df.columns]
+    shown = df.assign(**{f: df[f].map(_txt) for f in factors
+                         if not pd.api.types.is_numeric_dtype(df[f])
+                         or pd.api.types.is_bool_dtype(df[f])})
+    # The responses first, after the configuration's id: with many factors the table is
+    # wider than the page, and what was measured must not be the part scrolled out of view.
+    main = shown[lead + [r for r in resp if r not in factors] + factors
+                 + counts].rename(columns={"_n_ok": "ok runs", "_n_failed": "failed runs"})
+    html = ("<h2>Results</h2>" + H.table_html(main, table_id="results-table", caption=(
+        f"{len(df)} {'configurations' if inp.level == 'config' else 'runs'}; responses "
+        + ", ".join(f"{r} ({_unit(inp, r)})" if _unit(inp, r) else r for r in resp)
+        + (f", then the {len(factors)} factors" if factors else ""))))
+    others = [c for c in metrics if c not in resp]
+    if others:
+        full = shown[lead + factors + [c for c in metrics]]
+        html += ("<details><summary>All measured metrics "
+                 f"({len(metrics)} columns)</summary>" + H.table_html(full) + "</details>")
+    return Section("results", "Results", html)
+
+
+def response_section(inp: ReportInput, response: str, alpha: float, transform: str = "none"
+                      ) -> tuple[Section, dict[str, Any]]:
+    from ..analysis.effects import analyze
+    from ..analysis.importance import importance
+    from ..analysis.plots import axis_label, effects_plot
+    from ..errors import AnalysisError
+
+    unit = _unit(inp, response)
+    goal = _goal(inp, response)
+    sid = "resp-" + "".join(ch if ch.isalnum() else "-" for ch in response)
+    html = [f"<h2>{H.esc(axis_label(response, unit))} <span class='muted'>"
+            f"({H.esc(goal)})</span></h2>"]
+    out: dict[str, Any] = {"unit": unit, "goal": goal}
+    notes: list[str] = []
+    # A response some runs do not have (read latency of write-only runs): analysed on the
+    # rows that have it, and only over the factors that still vary among them.
+    df = inp.results
+    have = pd.to_numeric(df[response], errors="coerce").notna()
+    factors = list(inp.factors)
+    what = "configurations" if inp.level == "config" else "rows"
+    out["rows_analysed"], out["rows_total"] = int(have.sum()), len(df)
+    if not have.all():
+        df = df[have]
+        fixed = [f for f in factors if df[f].nunique(dropna=False) <= 1]
+        factors = [f for f in factors if f not in fixed]
+        why = (" (" + ", ".join(f"{f} = {_txt(df[f].iloc[0])}" for f in fixed) + " only)"
+               if fixed and len(df) else "")
+        html.append(f'<p class="warn">{H.esc(response)} exists on {int(have.sum())} of '
+                    f"{len(have)} {what}{H.esc(why)}; the others have no value for it. "
+                    f"Everything below is computed on those {int(have.sum())}"
+                    + (f", over the factors that vary among them "
+                       f"({H.esc(', '.join(factors) or 'none')})" if fixed else "")
+                    + ".</p>")
+        out["factors_analysed"] = factors
+    a = None
+    if inp.space is not None and factors and len(df) >= 2:
+        try:
+            a = analyze(df, response, space=inp.space, factors=factors, goal=goal,
+                        alpha=alpha, transform=transform)
+        except AnalysisError as exc:
+            notes.append(f"effects analysis not shown: {exc}")
+    if a is not None:
+        out["effects"] = a.to_json()
+        html.append("<h3>Effects</h3>")
+        ln = a.lenth
+        if ln is not None:
+            html.append(f"<p>Lenth's pseudo standard error PSE = <b>{H.fmt_num(ln.pse)}</b>; "
+                        f"margin of error ME = <b>{H.fmt_num(ln.me)}</b>, simultaneous margin "
+                        f"SME = <b>{H.fmt_num(ln.sme)}</b> (α = {alpha:g}, "
+                        f"{ln.df:.3g} df). Effects beyond ME stand out of the noise; beyond SME "
+                        "they do so even allowing for the number of effects tested.</p>")
+        html.append('<div class="grid2">'
+                    + H.figure_html(effects_plot(a, "pareto", unit),
+                                    f"Pareto chart of effects on {response}",
+                                    "Absolute effects, largest on top; orange = significant "
+                                    "(ANOVA p < α, or beyond Lenth's ME where the model has "
+                                    "no error term).")
+                    + H.figure_html(effects_plot(a, "halfnormal", unit),
+                                    f"Half-normal plot of effects on {response}",
+                                    "Inactive effects fall on the dashed null line through "
+                                    "the origin; labelled points stand out of the noise.")
+                    + "</div>")
+        eff = a.effects[a.shown_columns]
+        html.append(_effects_table(eff, response))
+        html.append(H.figure_html(effects_plot(a, "main", unit),
+                                  f"Main-effect plots for {response}",
+                                  "Mean response at each factor's low and high level; the "
+                                  "dotted line is the grand mean. A steep line is a large "
+                                  "effect."))
+        if (a.effects["order"] == 2).any():
+            html.append(H.figure_html(effects_plot(a, "interaction", unit),
+                                      f"Interaction plots for {response}",
+                                      "Non-parallel lines mean the effect of one factor "
+                                      "depends on the level of the other."))
+        html.append("<h3>ANOVA</h3>" + H.table_html(
+            a.anova, table_id=f"anova-{sid}", caption=f"ANOVA of {response} "
+            "(type I sums of squares; pct = share of the total sum of squares)"))
+        if a.curvature is not None:
+            c = a.curvature
+            html.append(f"<p>Curvature: center-point mean {H.fmt_num(c['center_mean'])} vs "
+                        f"factorial mean {H.fmt_num(c['factorial_mean'])}, p = "
+                        f"{H.fmt_num(c['p'])}.</p>")
+        notes += a.warnings
+    imp = None
+    names = factors or None
+    if (names is not None or inp.space is None) and len(df) >= 2:
+        try:
+            imp = importance(df, response, params=names, goal=goal)  # type: ignore[arg-type]
+        except AnalysisError as exc:
+            notes.append(f"Carver importance not shown: {exc}")
+    if imp is not None and imp.too_few:
+        out["importance"] = imp.to_dict()
+        html.append("<h3>Parameter importance (Carver)</h3>"
+                    f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
+        pt = imp.pi_table()
+        pt["share"] = 100.0 * pt["share"]
+        html.append(H.table_html(pt.rename(columns={"share": "share of variance (%)"})
+                                 .drop(columns=["binned"]),
+                                 table_id=f"pi-{sid}",
+                                 caption="PI of each parameter on its own (eq. 2)"))
+    elif imp is not None and imp.steps:
+        out["importance"] = imp.to_dict()
+        html.append("<h3>Parameter importance (Carver)</h3>")
+        share = sum(s.share for s in imp.steps)
+        html.append(f"<p>Greedy selection ({H.esc(imp.aggregate)} aggregate) stopped: "
+                    f"{H.esc(imp.stop_reason)}. The whole table: mean "
+                    f"{H.fmt_num(imp.mean)}, RSD {100 * imp.rsd:.3g} %.</p>")
+        html.append(f"<p>The selected parameters explain {100 * share:.3g} % of the "
+                    "variance.</p>")
+        html.append(H.figure_html(_styled_importance(imp, response, unit),
+                                  f"Carver importance of parameters for {response}",
+                                  "Left: each parameter's share of the variance on its own "
+                                  "(PI). Right: mean and RSD of the runs left after fixing "
+                                  "each selected parameter, in order, at its best value."))
+        t = imp.table()
+        t["subset_rsd"] = 100.0 * t["subset_rsd"]
+        t["share"] = 100.0 * t["share"]
+        t = t.rename(columns={"subset_n": f"{what} left", "subset_mean": "mean after",
+                              "subset_rsd": "RSD after (%)",
+                              "share": "share of variance (%)"})
+        html.append(H.table_html(t.drop(columns=[c for c in ("binned",) if not
+                                                 t[c].astype(bool).any()]),
+                                 table_id=f"importance-{sid}",
+                                 caption="Greedy path: after each step, the "
+                                         f"{what} with the best values so far"))
+    rec = _recommendation(a, imp if imp is not None and not imp.too_few else None,
+                          response, unit)
+    if rec:
+        html.append("<h3>Recommendation</h3>" + rec)
+    if notes:
+        html.append("".join(f'<p class="warn">{H.esc(n)}</p>' for n in notes))
+        out["notes"] = notes
+    return Section(sid, response, "".join(html)), out
+
+
+def _effects_table(eff: pd.DataFrame, response: str) -> str:
+    """The effects table, significant rows highlighted."""
+    return H.table_html(eff, table_id=f"effects-{response}",
+                        caption=f"Effects on {response}, largest first (pct = share of total "
+                                "sum of squares)",
+                        row_classes=["sig" if s else "" for s in eff["significant"]])
+
+
+def _styled_importance(imp: Any, response: str, unit: str) -> Any:
+    """The importance module's figure, with the response's unit on its value axis."""
+    return imp.plot(unit=unit or None)
+
+
+def _qty(v: float, unit: str) -> str:
+    """A quantity in prose: bytes with a prefix (5.93 GB/s), others as in the tables."""
+    from ..analysis.plots import eng
+
+    if unit.startswith("B") and math.isfinite(v) and abs(v) >= 1e4:
+        return f"<b>{H.esc(eng(v))}</b>{H.esc(unit)}"
+    return f"<b>{H.esc(H.fmt_num(v))}</b>" + (f" {H.esc(unit)}" if unit else "")
+
+
+def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
+    parts = []
+    if a is not None:
+        r = a.recommendation
+        if r["settings"]:
+            sets = ", ".join(f"<b>{H.esc(s['factor'])} = {H.esc(s['value'])}</b>"
+                             for s in r["settings"])
+            parts.append(f'<div class="rec">To {H.esc(r["goal"])} {H.esc(response)} '
+                         f"(effects model): {sets}. Predicted {H.esc(response)} = "
+                         f'{_qty(r["predicted"], unit)}. Other factors: '
+                         f'{H.esc(r["others"])}.</div>')
+        else:
+            parts.append('<p class="note">Effects model: no significant effect, so no '
+                         "setting to recommend.</p>")
+    if imp is not None and imp.steps:
+        best = imp.best_values()
+        last = imp.steps[-1]
+        sets = ", ".join(f"<b>{H.esc(k)} = {H.esc(v)}</b>" for k, v in best.items())
+        rsd = (f" (RSD {100 * last.subset_rsd:.3g} %)" if math.isfinite(last.subset_rsd)
+               else "")
+        target = min((r.value for r in imp.stop if r.kind == "rsd"), default=None)
+        loose = (target is not None and math.isfinite(last.subset_rsd)
+                 and last.subset_rsd > target)
+        parts.append(f'<div class="{"warn" if loose else "rec"}">Carver path: {sets}; the '
+                     f"{last.subset_size} configurations with these values average "
+                     f"{_qty(last.subset_mean, unit)}{rsd}."
+                     + (f" That RSD is above the {100 * target:g} % target: these "
+                        "parameters do not pin the response down, measure more "
+                        "configurations before relying on it." if loose else "")
+                     + "</div>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- rw mix
+FIO_READ_PCT = {"read": 100.0, "randread": 100.0, "write": 0.0, "randwrite": 0.0}
+
+
+def _rw_table(inp: ReportInput) -> tuple[pd.DataFrame, str, str] | None:
+    """The results with a read-percentage and an I/O-size column, when the data has them
+    (a `rwmixread`-like column, or fio's `rw` as pure reads/writes), else None."""
+    from ..estimate.model import READ_PCT_NAMES, SIZE_NAMES
+
+    df = inp.results.copy()
+    lower = {str(c).lower(): c for c in df.columns}
+    pct = next((lower[n] for n in READ_PCT_NAMES if n in lower), None)
+    rw = next((lower[n] for n in ("rw", "readwrite") if n in lower), None)
+    if rw is not None and set(df[rw].astype(str)) <= set(FIO_READ_PCT):
+        df["read_pct"] = df[rw].astype(str).map(FIO_READ_PCT)
+        pct = "read_pct"
+    if pct is None:
+        return None
+    size = next((lower[n] for n in SIZE_NAMES if n in lower), None)
+    if size is None:
+        opt = inp.runner_options.get("bs") or inp.runner_options.get("blocksize")
+        if opt is None and inp.runner == "fio":
+            opt = "4k"  # fio's default block size
+        if opt is None:
+            return None
+        df["bs"] = str(opt)
+        size = "bs"
+    return df, pct, size
+
+
+def rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
+    from ..estimate.model import fit_table
+
+    got = _rw_table(inp)
+    if got is None:
+        return None
+    df, pct, size = got
+    if df[pct].nunique() < 2:
+        return None
+    skip = {pct, size, "rw", "readwrite"}
+    others = [f for f in inp.factors if f not in skip and df[f].nunique() > 1]
+    groups = list(df.groupby(others, sort=True)) if others else [((), df)]
+    if len(groups) > 8:
+        return None
+    tables, plots, models = [], [], {}
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or "all runs"
+        try:
+            m = fit_table(g, read_pct=pct, size=size, source=label)
+        except StorlabError:
+            continue
+        if not any(sf.anchor(0.0) and sf.anchor(100.0) for sf in m.fits.values()):
+            continue
+        t = m.table()
+        for n, v in zip(others, key):
+            t.insert(0, n, v)
+        tables.append(t)
+        models[label] = m.to_dict()
+        if len(plots) < 4:
+            fig = m.plot()
+            fig.axes[0].set_title(f"f_rw model: {label}")
+            plots.append(H.figure_html(fig, f"Read/write-mix model for {label}"))
+    if not tables:
+        return None
+    data["rwmix"] = models
+    t = pd.concat(tables, ignore_index=True)
+    cols = [c for c in t.columns if c not in ("C_lo", "C_hi", "f_rw_lo", "f_rw_hi",
+                                                "C_cv", "invariant")] + ["invariant"]
+    html = ("<h2>Read/write-mix model</h2><p>The f_rw capacity model (MSST'19): "
+            "C = T<sub>read</sub> + f<sub>rw</sub>·T<sub>write</sub> is invariant for a given "
+            "I/O size, so the 100 % read and 100 % write runs predict every mix. "
+            + (f"One model per combination of {', '.join(map(H.esc, others))}." if others
+               else "") + "</p>"
+            + H.table_html(t[cols], table_id="rwmix-table",
+                           caption="Per size: anchors (IO/s), f_rw, capacity C and how much "
+                                   "C varies over the measured mixes")
+            + '<div class="grid2">' + "".join(plots) + "</div>")
+    return Section("rwmix", "R/W mix", html)
+
+
+# --------------------------------------------------------------------------- coverage
+def coverage_html(cov: Any, heading: str = "h2") -> str:
+    """The coverage result: conclusion, per-group table, plots."""
+    t = cov.table()
+    groups = t[t[cov.by] != ALL_GROUPS]
+    top = int(groups["clusters"].max())
+    tied = list(groups.loc[groups["clusters"] == top, cov.by])
+    best = cov.best()
+    if len(tied) == 1:
+        verdict = (f"<b>{H.esc(best)}</b> covers most of the observed behaviour: {top} of "
+                   f"{cov.k} clusters, spread "
+                   f"{H.fmt_num(float(groups.loc[groups[cov.by] == best, 'spread'].iloc[0]))}.")
+    else:
+        verdict = (f"{', '.join(f'<b>{H.esc(g)}</b>' for g in tied)} each reach {top} of "
+                   f"{cov.k} clusters; <b>{H.esc(best)}</b> spreads widest.")
+    html = [f"<{heading}>Coverage by {H.esc(cov.by)}</{heading}>",
+            f"<p>{len(cov.labels)} runs, {len(cov.metrics)} metrics "
+            f"({H.esc(', '.join(cov.metrics))}){' (log)' if cov.log else ''}, standardised; "
+            f"{cov.scores.shape[1]} independent components (FastICA); {cov.k} k-means "
+            f"clusters (silhouette {H.fmt_num(cov.k_scores.get(cov.k, math.nan))}); Ward "
+            f"clustering agrees with k-means at adjusted Rand index "
+            f"{H.fmt_num(cov.agreement)}.</p>",
+            f'<div class="rec">{verdict}</div>',
+            H.table_html(t, table_id="coverage-table",
+                         caption="Per group: clusters reached, their share, spread (RMS "
+                                 "distance from the group's centroid in component units) "
+                                 "and range share (mean over components of range / overall "
+                                 "range)"),
+            H.figure_html(cov.plot("coverage"), "Clusters reached per group",
+                          "Clusters each group reaches, and how its runs fall into them."),
+            H.figure_html(cov.plot("scatter"), "Runs on the independent components",
+                          "Each point is a run; grey areas are the k-means clusters."),
+            H.figure_html(cov.plot("dendrogram"), "Cluster dendrogram",
+                          "Ward clustering of the runs on the components; the dashed line "
+                          "cuts the tree into the k-means number of clusters.")]
+    if cov.dropped:
+        html.append('<p class="warn">Left out: ' + "; ".join(map(H.esc, cov.dropped)) + ".</p>")
+    return "".join(html)
+
+
+def coverage_section(df: pd.DataFrame, by: str, metrics: Sequence[str] | None,
+                      data: dict[str, Any], exclude: Sequence[str] = ()) -> Section:
+    from ..analysis.coverage import coverage
+
+    cov = coverage(df, by, metrics=metrics, exclude=exclude)
+    data["coverage"] = cov.to_dict()
+    return Section("coverage", "Coverage", coverage_html(cov))
