@@ -352,3 +352,28 @@ def test_pi_bounds_shift_and_scale(spec, shift, scale):
     for p, v in res.pi.items():
         assert -1e-9 * res.variance <= v <= res.variance * (1 + 1e-9)
         assert moved.pi[p] == pytest.approx(v * scale**2, rel=1e-6, abs=1e-9 * res.variance)
+
+
+def test_a_sparse_step_never_overturns_the_best_values_so_far():
+    """A 12-run Plackett-Burman with a planted a=10 (+30), c=10 (-20), e=fast (+8): the best
+    values stay a=10, c=1. Once no refinement of the best subset keeps two configurations,
+    the selection stops; it once went on and jumped to the only pair left (a=1, c=1, b=1,
+    e=slow), recommending the worst level of the top factor."""
+    from storlab.design import make_design
+    from storlab.space import Space
+
+    sp = Space.from_dict({"factors": [
+        *({"name": n, "kind": "integer", "values": [1, 10]} for n in "abcd"),
+        {"name": "e", "kind": "categorical", "values": ["slow", "fast"]},
+        {"name": "f", "kind": "integer", "values": [1, 10]}]})
+    t = make_design(sp, "pb", runs=12, seed=1).table
+    rng = np.random.default_rng(0)
+    t["tput"] = (100 + 30 * (t.a == 10) - 20 * (t.c == 10) + 8 * (t.e == "fast")
+                 + rng.normal(0, 1, len(t)))
+    res = importance(t, "tput", params=list("abcdef"))
+    assert res.steps[0].best_values == {"a": 10}
+    assert res.steps[1].best_values == {"a": 10, "c": 1}
+    for before, after in zip(res.steps, res.steps[1:]):  # a nested path
+        assert {k: after.best_values[k] for k in before.best_values} == before.best_values
+    assert all(s.subset_size >= 2 for s in res.steps)
+    assert "too few to go on" in res.stop_reason

@@ -741,6 +741,18 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
             reason = (f"adding {enc.params[best_j]!r} would leave no value combination with "
                       f"{min_support} or more configurations: too few to go on")
             break
+        if steps:
+            # The path is nested: the next best values refine the best subset so far. When
+            # no refinement of it keeps min_support configurations, the "best" would jump to
+            # a poorly-supported corner elsewhere (on a 12-run PB: the worst level of the top
+            # factor, the only pair left), so the selection stops here instead.
+            inside = g == g[final_row]
+            if not (np.bincount(g2[inside], minlength=n2) >= min_support).any():
+                held = ", ".join(f"{p}={v}" for p, v in steps[-1].best_values.items())
+                reason = (f"adding {enc.params[best_j]!r} would split the best subset so far "
+                          f"({held}) into value combinations of fewer than {min_support} "
+                          "configurations: too few to go on")
+                break
         remaining.remove(best_j)
         g, n_groups = g2, n2
         chosen = [s.param for s in steps] + [enc.params[best_j]]
