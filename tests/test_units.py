@@ -161,3 +161,14 @@ def test_tools_wrap_the_error_with_their_own_type():
         parse_sizes("16 parsecs")
     with pytest.raises(EstimateError, match="I/O size"):
         size_bytes("4q")
+
+
+def test_fio_time_options_keep_their_minutes(tmp_path):
+    """"1.5m" is 1.5 minutes to fio's runtime, not 1.5 MiB: time options are not converted."""
+    from storlab.campaign.runners.fio import FioRunner
+
+    r = FioRunner(rw="read", bs="4KiB", size="1.5M", runtime="1.5m", ramp_time="2.5s",
+                  filename=str(tmp_path / "f"))
+    opts = r.job_options({}, tmp_path, check=False)
+    assert opts["bs"] == "4096" and opts["size"] == "1572864"
+    assert opts["runtime"] == "1.5m" and opts["ramp_time"] == "2.5s"

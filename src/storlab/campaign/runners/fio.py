@@ -118,8 +118,8 @@ class FioRunner:
         With `check`, names and values fio would read differently are refused."""
         # fio_value: fio's default mode reads "4KiB" as 4000 bytes; storlab (and the
         # analysis of these runs) reads 4096, so such values reach fio as bytes.
-        opts = {k: fio_value(render_value(v)) for k, v in self.options.items() if v is not None}
-        opts.update({k: fio_value(render_value(v)) for k, v in config.items() if v is not None})
+        opts = {k: _as_fio(k, render_value(v)) for k, v in self.options.items() if v is not None}
+        opts.update({k: _as_fio(k, render_value(v)) for k, v in config.items() if v is not None})
         if check:
             for k, v in opts.items():
                 _check_option(k, v, jobfile=bool(self.clients))
@@ -430,6 +430,20 @@ def merge_bins(records: Iterable[Mapping[str, Any]], direction: str) -> dict[int
         for k, v in r[direction]["clat_ns"].get("bins", {}).items():
             out[int(k)] = out.get(int(k), 0) + int(v)
     return out
+
+
+#: fio options whose value is a time: a trailing m is minutes there ("runtime=1.5m"), not
+#: mebibytes, so their values never go through the size conversion.
+TIME_OPTIONS = frozenset({
+    "runtime", "ramp_time", "startdelay", "thinktime", "thinktime_spin", "thinktime_iotime",
+    "latency_target", "latency_window", "max_latency", "steadystate_duration",
+    "steadystate_ramp_time", "ss_dur", "ss_ramp", "job_start_clock_id", "flow_sleep",
+    "rate_cycle"})
+
+
+def _as_fio(name: str, value: str) -> str:
+    """`fio_value` for sizes; time-valued options as given."""
+    return value if name in TIME_OPTIONS else fio_value(value)
 
 
 def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
