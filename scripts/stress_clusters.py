@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +25,7 @@ import time
 import traceback
 from pathlib import Path
 
+from storlab.clusters._util import free_port_block
 from storlab.clusters.ceph import CephCluster, CephOptions
 from storlab.clusters.swift import SwiftCluster, SwiftOptions
 
@@ -60,20 +59,7 @@ def stop_load(handles: list) -> None:
 
 
 def free_block(n: int) -> int:
-    rng = random.Random()
-    for _ in range(500):
-        base = rng.randrange(20000, 40000 - n)
-        ok = True
-        for port in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free block of loopback ports")
+    return free_port_block(n, tries=500)
 
 
 def copies(needle: str) -> dict[str, int]:

@@ -61,24 +61,8 @@ def leftovers():
 
 @pytest.fixture(scope="module")
 def free_ports():
-    """free_ports(n) -> the first of n consecutive free loopback ports, chosen at random so
-    that two test runs on one machine (several engineers, a CI clone) do not collide."""
-    import random
-    import socket
+    """free_ports(n) -> the first of n consecutive free loopback ports (random, so two test
+    runs on one machine do not collide)."""
+    from storlab.clusters._util import free_port_block
 
-    def find(n: int) -> int:
-        rng = random.Random()
-        for _ in range(200):
-            base = rng.randrange(20000, 40000 - n)
-            ok = True
-            for port in range(base, base + n):
-                with socket.socket() as sock:
-                    try:
-                        sock.bind(("127.0.0.1", port))
-                    except OSError:
-                        ok = False
-                        break
-            if ok:
-                return base
-        raise RuntimeError("no free block of loopback ports")
-    return find
+    return free_port_block

@@ -137,22 +137,10 @@ def ceph_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _free_ports(n: int) -> int:
-    """The first of n consecutive free loopback ports (random, so test runs do not
-    collide)."""
-    import random
-    import socket
+    """The first of n consecutive free loopback ports."""
+    from storlab.clusters._util import free_port_block
 
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20000, 40000 - n)
-        try:
-            for port in range(base, base + n):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free block of loopback ports")
+    return free_port_block(n)
 
 
 @pytest.fixture(params=[pytest.param(c, id=c.kind, marks=c.marks) for c in CASES])

@@ -506,3 +506,36 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
     return True
+
+
+def free_port_block(n: int, tries: int = 200) -> int:
+    """The first of `n` consecutive free loopback ports, chosen at random so that two runs
+    on one machine (tests, a stress run, a CI clone) do not collide."""
+    import random
+    import socket
+
+    rng = random.Random()
+    for _ in range(tries):
+        base = rng.randrange(20000, 40000 - n)
+        try:
+            for port in range(base, base + n):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise ClusterError("no free block of loopback ports")
+
+
+@contextlib.contextmanager
+def logs_kept_on_failure(down: Callable[..., Any], log_dir: Path, kind: str) -> Iterator[None]:
+    """A bring-up that fails takes the cluster down but keeps its daemons' logs, and a
+    ClusterError says where they are."""
+    try:
+        yield
+    except BaseException as exc:
+        down(keep_logs=True)
+        if isinstance(exc, ClusterError):
+            raise ClusterError(f"{exc}\n(the daemons' logs are kept in {log_dir}; "
+                               f"`storlab cluster down {kind}` removes them)") from None
+        raise

@@ -21,6 +21,7 @@ from typing import Any
 
 from ._util import (
     DEFAULT_BASE,
+    logs_kept_on_failure,
     ClusterError,
     RUNNING,
     Daemon,
@@ -170,17 +171,10 @@ class CephCluster:
                 "image": IMAGE, "mon_port": o.mon_port, "started": time.time(),
                 "ready": False, "tie_to_parent": o.tie_to_parent}
             save_state(self.state_file, state)
-            try:
+            with logs_kept_on_failure(self.down, self.dir / "log", "ceph"):
                 self._bootstrap(o, replicas, timeout)
                 if o.rgw:
                     state.update(self._start_rgw(o, timeout))
-            except BaseException as exc:
-                self.down(keep_logs=True)
-                if isinstance(exc, ClusterError):
-                    raise ClusterError(f"{exc}\n(the daemons' logs are kept in "
-                                       f"{self.dir / 'log'}; `storlab cluster down ceph` "
-                                       "removes them)") from None
-                raise
         state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
         save_state(self.state_file, state)
         return state

@@ -25,6 +25,7 @@ from typing import Any
 
 from ._util import (
     DEFAULT_BASE,
+    logs_kept_on_failure,
     ClusterError,
     RUNNING,
     Daemon,
@@ -198,7 +199,7 @@ class SwiftCluster:
                        "secret_key": key, "region": "us-east-1"},
                 "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
             save_state(self.state_file, state)
-            try:
+            with logs_kept_on_failure(self.down, self.dir / "log", "swift"):
                 self._mount(o, state)
                 self._write_confs(o, user, key, admin_key)
                 self._build_rings(o)
@@ -206,13 +207,6 @@ class SwiftCluster:
                 # what the tools created with modes of their own (rings are 0644)
                 run(["chmod", "-R", "go-rwx", str(self.dir)])
                 self._start(o, timeout)
-            except BaseException as exc:
-                self.down(keep_logs=True)
-                if isinstance(exc, ClusterError):
-                    raise ClusterError(f"{exc}\n(the daemons' logs are kept in "
-                                       f"{self.dir / 'log'}; `storlab cluster down swift` "
-                                       "removes them)") from None
-                raise
         state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
         save_state(self.state_file, state)
         return state

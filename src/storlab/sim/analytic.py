@@ -40,7 +40,7 @@ from .engine import FCFS, HOLD
 from .model import ClusterModel, draw_requests
 from .ops import DELETE, OPS
 from .routes import build_routes
-from .summary import flat_metrics, pick_bottleneck
+from .summary import flat_metrics, util_table
 from .queueing import erlang_c
 
 #: Exact load-dependent MVA costs N x (multi-server stations) Python steps; above this, Seidmann.
@@ -318,7 +318,7 @@ def analyze(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
         allp = _pools(d, active, c_all, np.inf)
         if allp.idx.size:
             U[allp.idx] = X * allp.V * allp.hold(stretch) / allp.c
-    util, bottleneck = _util_table(model, U)
+    util, bottleneck = util_table(model, U)
     if wl.rate is not None and stable and bottleneck["utilisation"] > 0.8:
         notes.append(f"open loop at {bottleneck['utilisation']:.0%} busy: near saturation the "
                      "mean latency may be off by more than the usual "
@@ -371,13 +371,3 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
     return float(X), stretch, wait
 
 
-def _util_table(model: ClusterModel, U: np.ndarray) -> tuple[pd.DataFrame, dict[str, Any]]:
-    names = model.stations.names or [str(i) for i in range(U.size)]
-    rows = []
-    for cls in model.classes():
-        idx = np.flatnonzero(model.station_class == cls)
-        j = idx[np.argmax(U[idx])]
-        rows.append({"resource": cls, "stations": idx.size, "mean": float(U[idx].mean()),
-                     "max": float(U[j]), "busiest": names[j]})
-    util = pd.DataFrame(rows).sort_values("max", ascending=False, ignore_index=True)
-    return util, pick_bottleneck(util)

@@ -178,6 +178,22 @@ def _t95(dof: int) -> float:
     return _T975[dof - 1] if dof <= len(_T975) else 1.959964 + 2.4 / dof
 
 
+def util_table(model: ClusterModel, U: np.ndarray) -> tuple[Any, dict[str, Any]]:
+    """Utilisation per resource class (mean, max, the busiest station), busiest first, and
+    the bottleneck it names."""
+    import pandas as pd
+
+    names = model.stations.names or [str(i) for i in range(U.size)]
+    rows = []
+    for cls in model.classes():
+        idx = np.flatnonzero(model.station_class == cls)
+        j = idx[np.argmax(U[idx])]
+        rows.append({"resource": cls, "stations": idx.size, "mean": float(U[idx].mean()),
+                     "max": float(U[j]), "busiest": names[j]})
+    util = pd.DataFrame(rows).sort_values("max", ascending=False, ignore_index=True)
+    return util, pick_bottleneck(util)
+
+
 def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 0.0,
               notes: list[str] | None = None) -> SimReport:
     """Statistics over the steady-state window: from the warm-up's last arrival to the run's
@@ -259,20 +275,12 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
     if code_all := [r for r in rows if r["op"] == "ALL"]:
         code_all[0]["mb_s"] = sum(r["mb_s"] for r in rows if r["op"] != "ALL")
     ops = pd.DataFrame(rows)
-    names = model.stations.names or [str(i) for i in range(len(model.stations))]
     servers = np.asarray(res.servers, dtype=float)
     if first is not None:
         u = (res.snap_busy[-2] - res.snap_busy[first]) / (servers * span)
     else:
         u = res.utilisation()
-    urows = []
-    for cls in model.classes():
-        idx = np.flatnonzero(model.station_class == cls)
-        j = idx[np.argmax(u[idx])]
-        urows.append({"resource": cls, "stations": idx.size, "mean": float(u[idx].mean()),
-                      "max": float(u[j]), "busiest": names[j]})
-    util = pd.DataFrame(urows).sort_values("max", ascending=False, ignore_index=True)
-    bottleneck = pick_bottleneck(util)
+    util, bottleneck = util_table(model, u)
     notes = list(notes or [])
     pools = util[util["resource"].isin(POOL_CLASSES)]
     if len(pools) and float(pools["max"].iloc[0]) > 0.95:
