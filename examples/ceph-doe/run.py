@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,21 +22,14 @@ import pandas as pd
 from scipy import stats
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from _cli import storlab  # noqa: E402  (examples/_cli.py)
 OUT = HERE / "out"
 RESPONSE = "write_iops"
 #: Ceph 16 defaults for an SSD-class OSD (the "before" of the confirmation).
 DEFAULTS = {"osd_op_num_shards": 8, "osd_op_num_threads_per_shard": 2,
             "ms_async_op_threads": 3, "ms_dispatch_throttle_bytes": 104857600,
             "objecter_inflight_ops": 1024}
-
-
-def storlab(*args: str) -> str:
-    cmd = [sys.executable, "-m", "storlab.cli", *args]
-    print("$ storlab " + " ".join(args), flush=True)
-    cp = subprocess.run(cmd, text=True, capture_output=True)
-    if cp.returncode != 0:
-        sys.exit(f"storlab {' '.join(args)} failed:\n{cp.stderr}")
-    return cp.stdout
 
 
 def main() -> None:

@@ -18,25 +18,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from _cli import storlab  # noqa: E402  (examples/_cli.py)
 OUT = HERE / "out"
 SIZES = "4k,64k,1m"
 MIX = "4k:0.8,64k:0.2"
-
-
-def storlab(*args: str) -> str:
-    print("$ storlab " + " ".join(args), flush=True)
-    cp = subprocess.run([sys.executable, "-m", "storlab.cli", *args], text=True,
-                        capture_output=True)
-    if cp.returncode != 0:
-        sys.exit(f"storlab {' '.join(args)} failed:\n{cp.stderr}")
-    return cp.stdout
 
 
 def main() -> None:

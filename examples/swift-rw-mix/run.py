@@ -11,23 +11,15 @@ Brings Swift up if it is down (and down again at the end); writes examples/swift
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from _cli import storlab  # noqa: E402  (examples/_cli.py)
 OUT = HERE / "out"
-
-
-def storlab(*args: str) -> str:
-    print("$ storlab " + " ".join(args), flush=True)
-    cp = subprocess.run([sys.executable, "-m", "storlab.cli", *args], text=True,
-                        capture_output=True)
-    if cp.returncode != 0:
-        sys.exit(f"storlab {' '.join(args)} failed:\n{cp.stderr}")
-    return cp.stdout
 
 
 def main() -> None:
