@@ -35,6 +35,7 @@ LAYERS: list[set[str]] = [
     {"report"},                 # HTML report: reads results and design metadata
     {"commands"},               # the CLI's commands: thin
     {"cli"},                    # the `storlab` program
+    {"__main__"},               # `python -m storlab`: runs the program
     {""},                       # `import storlab`: the public face
 ]
 RANK = {pkg: i for i, rung in enumerate(LAYERS) for pkg in rung}

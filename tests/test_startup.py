@@ -1,0 +1,70 @@
+"""Start-up: `storlab --help` and `python -m storlab` load no heavy library.
+
+Every command module is imported at start-up (the CLI registers them all), so one
+top-level `import pandas` in any of them would make every `storlab --help` pay for it.
+What is checked is what gets loaded (in a fresh interpreter), not a timing: timings on a
+shared machine are noise; benchmarks/bench_startup.py measures the CPU time."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+#: Libraries that cost tens to hundreds of milliseconds each to import; the commands
+#: import them inside their bodies, when they are needed.
+HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "sklearn", "statsmodels", "optuna",
+         "dask", "distributed", "jinja2", "yaml", "sqlite3", "storlab.analysis.effects",
+         "storlab.campaign.campaign", "storlab.sim.run", "storlab.report.build")
+
+_PROBE = """
+import sys
+sys.argv = ["storlab", *{args!r}]
+try:
+    import runpy
+    runpy.run_module("storlab", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+print("LOADED", heavy, "EXIT", code, file=sys.stderr)
+"""
+
+
+def _loaded(args: list[str]) -> tuple[list[str], str, str]:
+    p = subprocess.run([sys.executable, "-c", _PROBE.format(args=args, heavy=HEAVY)],
+                       capture_output=True, text=True, timeout=120)
+    line = [ln for ln in p.stderr.splitlines() if ln.startswith("LOADED")][-1]
+    heavy, _, code = line.removeprefix("LOADED ").rpartition(" EXIT ")
+    return ast.literal_eval(heavy), code, p.stdout
+
+
+def test_import_of_the_cli_loads_no_heavy_library():
+    code = ("import sys, storlab.cli\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip()
+    assert out == "[]"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["design", "--help"], ["analyze", "--help"],
+                                  ["run", "--help"], ["simulate", "--help"],
+                                  ["report", "--help"], ["estimate", "fit", "--help"]])
+def test_help_loads_no_heavy_library(args):
+    heavy, code, out = _loaded(args)
+    assert code == "0"
+    assert "Usage: storlab" in out
+    assert heavy == []
+
+
+def test_python_m_storlab_is_the_storlab_program():
+    p = subprocess.run([sys.executable, "-m", "storlab", "--help"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "Usage: storlab" in p.stdout and "design" in p.stdout
+    bad = subprocess.run([sys.executable, "-m", "storlab", "no-such-command"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
