@@ -250,9 +250,13 @@ def test_storlab_metric_and_bookkeeping_columns_are_never_parameters():
     df["read_clat_p99_us"] = rng.choice([10.0, 20.0], len(df))
     df["usr_cpu"] = rng.choice([1.0, 2.0, 3.0], len(df))
     df["_n_ok"] = 1
+    # fio's own names, kept beside storlab's (few values here, so not "cannot tell" either)
+    df["fio.read.iops"] = df["read_iops"]
+    df["fio.write.clat_ns.percentile.99.000000"] = rng.choice([1e4, 2e4], len(df))
     res = importance(df, "tput", stop="top:2")
     assert set(res.pi) == {"A", "B", "C", "N1", "N2"}
-    for name in ("total_iops", "read_bw_bytes", "write_clat_p99_9_us", "ops_s",
+    for name in ("fio.read.iops", "fio.read.bw", "fio.read.clat_ns.percentile.99.000000",
+                 "fio.jobs.0.sync.lat_ns.mean", "total_iops", "read_bw_bytes", "write_clat_p99_9_us", "ops_s",
                  "get_lat_p99_ms", "reads_per_s", "latency_p95_ms", "util_disk"):
         assert is_metric(name), name
     for name in ("bs", "iodepth", "rwmixread", "numjobs", "read_ahead_kb", "journal"):

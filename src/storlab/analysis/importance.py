@@ -66,6 +66,7 @@ _METRIC = re.compile(r"""^(?:
   | (?:(?:get|put|delete|head)_)?(?:ops_s|mb_s|lat_(?:mean|p\d+)_ms)  # simulator
   | (?:(?:get|put|delete|head)_)?(?:ops_per_s|bytes_per_s|lat_\w+_ms|requests|errors)
   | util_\w+ | bottleneck_util | prepare_s                           # simulator, load
+  | fio\..+                     # fio's own names kept beside storlab's (fio.read.iops, ...)
 )$""", re.VERBOSE)
 
 
