@@ -263,3 +263,25 @@ def test_level_direction_table_per_term_as_seed_000():
     inter = next(r for r in rows.values() if r["kind"] == "interaction")
     assert inter["direction"] == "(+1) * (-1)" and inter["value"] == "(10) * (1)"
     assert "A1" not in rows  # not significant: no direction claimed
+
+
+def test_a_response_on_part_of_the_runs_is_analysed_on_those_and_says_so():
+    """Read latency exists only on the runs that read: the analysis uses those runs, says
+    how many, and names the factor the subset holds constant (its effect is not estimable
+    there, rather than silently missing)."""
+    rows = []
+    for i, (a, b, c) in enumerate(itertools.product([-1, 1], repeat=3)):
+        rows.append({"a": a, "rw": "read" if b == 1 else "write", "c": c,
+                     "iops": 100 + 30 * a + 10 * b + i % 3,
+                     "p99": 5.0 + 2 * a + 0.1 * (i % 2) if b == 1 else np.nan})
+    df = pd.DataFrame(rows * 2)
+    res = analyze(df, "p99")
+    assert len(res.data) == 8
+    assert "p99 is present on 8 of 16 runs: analysed on those runs only" in res.warnings
+    assert "constant on the runs with p99, so not estimated: rw=read" in res.warnings
+    assert set(res.effects["term"]) == {"a", "c", "a:c"}
+    assert res.effects.set_index("term").loc["a", "effect"] == pytest.approx(4.0)
+    full = analyze(df, "iops")  # a response every run has: no such note
+    assert not any("present on" in w for w in full.warnings)
+    with pytest.raises(AnalysisError, match="no run has a value of 'p99'"):
+        analyze(df.assign(p99=np.nan), "p99")

@@ -234,6 +234,8 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         raise AnalysisError(f"no response column {response!r} (columns: "
                             f"{', '.join(map(str, results.columns))})")
     df = results[results[response].notna()].reset_index(drop=True)
+    if df.empty:
+        raise AnalysisError(f"no run has a value of {response!r}")
     y = pd.to_numeric(df[response], errors="coerce")
     if y.isna().any():
         raise AnalysisError(f"response {response!r} has non-numeric values")
@@ -285,6 +287,21 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     kept_cols: list[np.ndarray] = []
     aliases: list[str] = []
     notes: list[str] = []
+    if len(df) < len(results):
+        # A response some runs do not produce (read latency on write-only runs, a failed
+        # run): the analysis is of the runs that have it, and the reader must know that.
+        notes.append(f"{response} is present on {len(df)} of {len(results)} runs: analysed "
+                     "on those runs only")
+        try:
+            every = [c.name for c in infer_codings(results, response, space, factors)]
+        except AnalysisError:
+            every = names
+        held = [f"{n}={df[n].iloc[0]}" for n in every if n not in names and n in df.columns]
+        held += [f"{names[j]}={df[names[j]].iloc[int(np.flatnonzero(factorial)[0])]}"
+                 for j in range(k) if np.allclose(xf[:, j], xf[0, j])]
+        if held:
+            notes.append(f"constant on the runs with {response}, so not estimated: "
+                         f"{', '.join(held)}")
     partial = False
     for t in cand:
         col = np.prod(xf[:, list(t)], axis=1)
