@@ -164,3 +164,35 @@ def test_design_csv_writes_coded_levels_as_integers(tmp_path):
     # natural values of a space file keep their own form (a real factor stays real)
     r = storlab("design", "--factors", 2, "--kind", "lhs", "--runs", 5, "-o", out)
     assert pd.read_csv(out)["A"].dtype.kind == "f"
+
+
+def test_analyze_takes_a_campaign_file(tmp_path):
+    """`storlab analyze CAMPAIGN.yaml`: the campaign's runs from its store, its space's
+    factors and goal (as importance and report take it)."""
+    (tmp_path / "campaign.yaml").write_text(f"""
+name: tiny
+space:
+  factors:
+    - {{name: a, kind: integer, values: [1, 2]}}
+    - {{name: b, kind: integer, values: [1, 2]}}
+  responses:
+    - {{name: t, unit: s, goal: minimize}}
+design: {{kind: full}}
+runner:
+  type: command
+  options:
+    command: [{sys.executable}, -c, "print('t', 3 * {{a}} + {{b}})"]
+    regex_metrics: ['t (?P<t>[\\d.]+)']
+""")
+    r = storlab("analyze", "campaign.yaml", "-y", "t", cwd=tmp_path)
+    assert r.returncode == 2 and "no runs yet" in r.stderr and "storlab run" in r.stderr
+    assert storlab("run", "campaign.yaml", "-q", cwd=tmp_path).returncode == 0
+    r = storlab("analyze", "campaign.yaml", "-y", "t", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    a = json.loads(r.stdout)
+    eff = {t["term"]: t["effect"] for t in a["terms"]}
+    assert eff["a"] == pytest.approx(3.0) and eff["b"] == pytest.approx(1.0)
+    assert a["goal"] == "minimize"
+    r = storlab("analyze", "campaign.yaml", "-y", "t", "--space", "campaign.yaml",
+                cwd=tmp_path)
+    assert r.returncode == 2 and "own space" in r.stderr

@@ -192,3 +192,27 @@ def is_campaign(path: Path) -> bool:
     except yaml.YAMLError:
         return True  # let the campaign loader report the problem with its own message
     return isinstance(data, dict) and ("runner" in data or "design" in data)
+
+
+def results_source(source: Path, space_file: Path | None) -> tuple[pd.DataFrame, Any]:
+    """The table to analyse and its space (or None): a campaign file gives its run table
+    (one row per run, from its store) and its own space; a results table is read as it is,
+    with the space of --space if given."""
+    from ..errors import AnalysisError
+    from ..fileio import read_table
+    from ..space import Space
+
+    if source.suffix.lower() in (".yaml", ".yml"):
+        if not is_campaign(source):
+            raise AnalysisError(f"{source}: not a campaign file (no runner or design); give "
+                                "a results table (and --space SPACE.yaml)")
+        if space_file is not None:
+            raise AnalysisError("--space is for a results table; a campaign has its own space")
+        from ..campaign.campaign import Campaign
+
+        camp = Campaign.load(source)
+        if not camp.store_path.exists():
+            raise AnalysisError(f"{source}: no runs yet (run it with `storlab run {source}`)")
+        return camp.results("run"), camp.space
+    space = Space.from_yaml(space_file) if space_file is not None else None
+    return read_table(source), space

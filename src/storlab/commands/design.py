@@ -197,10 +197,12 @@ def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, t
 
 
 def analyze_cmd(
-    results: Path = typer.Argument(..., help="Results table (CSV or Parquet).",
+    results: Path = typer.Argument(..., help="Results table (CSV, Parquet, JSON) or a "
+                                             "campaign file (its runs and its space).",
                                    callback=input_file("results")),
     response: str = typer.Option(..., "--response", "-y", help="Response column."),
-    space_file: Optional[Path] = typer.Option(None, "--space", help="Space YAML (coding, goal).",
+    space_file: Optional[Path] = typer.Option(None, "--space", help="Space YAML (coding, goal) "
+                                                                    "of a results table.",
                                               callback=input_file("--space")),
     factors: Optional[str] = typer.Option(None, "--factors", help="Factor columns a,b,c."),
     goal: Optional[str] = typer.Option(None, "--goal", help="maximize or minimize."),
@@ -220,12 +222,9 @@ def analyze_cmd(
 ) -> None:
     """Effects, ANOVA, Lenth's PSE, curvature and recommended settings for one response."""
     from ..analysis.effects import analyze as analyze_effects
-    from ..space import Space
+    from ._common import results_source
 
-    from ..fileio import read_table
-
-    table = read_table(results)
-    space = Space.from_yaml(space_file) if space_file else None
+    table, space = results_source(results, space_file)
     if goal is not None and goal not in ("maximize", "minimize"):
         raise AnalysisError(f"--goal {goal!r} must be maximize or minimize")
     fac = [f.strip() for f in factors.split(",")] if factors else None

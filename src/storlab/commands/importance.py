@@ -42,25 +42,9 @@ def load_source(source: Path, space_file: Optional[Path], params: Optional[list[
     """The table to analyse and its parameter columns: from a campaign file (its run table
     and its space's factors), a table with --space (the space's factors), or a bare table
     (None: `storlab.analysis.importance.default_params` decides, or says it cannot)."""
-    from ..space import Space
-    from ._common import is_campaign
+    from ._common import results_source
 
-    if source.suffix.lower() in (".yaml", ".yml"):
-        if not is_campaign(source):
-            raise AnalysisError(f"{source}: not a campaign file (no runner or design); give "
-                                "a results table (and --space SPACE.yaml)")
-        if space_file is not None:
-            raise AnalysisError("--space is for a results table; a campaign has its own space")
-        from ..campaign.campaign import Campaign
-
-        camp = Campaign.load(source)
-        if not camp.store_path.exists():
-            raise AnalysisError(f"{source}: no runs yet (run it with `storlab run {source}`)")
-        df = camp.results("run")
-        space = camp.space
-    else:
-        df = read_table(source)
-        space = Space.from_yaml(space_file) if space_file is not None else None
+    df, space = results_source(source, space_file)
     if params is not None or space is None:
         return df, params
     names = [n for n in space.names if n in df.columns]
