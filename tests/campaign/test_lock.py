@@ -228,3 +228,52 @@ def test_lock_is_not_kept_by_a_forked_child_of_a_killed_holder(tmp_path: Path) -
         if child:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _refused_then_waits(store: Path, argv: list[str], cwd: Path) -> str:
+    """With `store`'s lock held here: `argv` is refused with one line that points at the
+    same command's --wait (not at `storlab run`); `argv --wait` waits, says so, and
+    finishes once the lock is released. Returns the waiting command's stdout."""
+    with hold(store):
+        b = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)
+        assert b.returncode == 2, b.stderr
+        lines = b.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"pid {os.getpid()} on " in lines[0], b.stderr
+        assert "give the same command --wait" in lines[0] and "storlab run" not in lines[0]
+        err = cwd / "wait.err"
+        with open(err, "w") as fh:
+            w = subprocess.Popen([*argv, "--wait"], text=True, stdout=subprocess.PIPE,
+                                 stderr=fh, cwd=cwd)
+            try:
+                wait_for(lambda: "waiting for" in err.read_text(), timeout=120)
+                assert w.poll() is None  # still waiting while the lock is held
+            except BaseException:
+                w.kill()
+                raise
+    out, _ = w.communicate(timeout=180)
+    assert w.returncode == 0, err.read_text()
+    return out
+
+
+def test_a_simulate_sweep_waits_with_wait(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    out = _refused_then_waits(
+        sweep / "campaign.db",
+        [*STORLAB, "simulate", str(ROOT / "examples/sim/small.yaml"), "--sweep",
+         "object_workers=14,28", "--analytic", "--campaign", str(sweep), "--json", "-q"],
+        tmp_path)
+    assert [str(r["object_workers"]) for r in json.loads(out)["rows"]] == ["14", "28"]
+
+
+def test_confirm_waits_with_wait(tmp_path: Path) -> None:
+    camp = sleeper_campaign(tmp_path / "c", seconds=0.0, runs=2)
+    (tmp_path / "c" / "go").touch()  # the runs need not wait for the test here
+    out = _refused_then_waits(
+        tmp_path / "c" / "confirm.db",
+        [*STORLAB, "confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
+         "--runs", "2", "-y", "y", "-q", "--json"], tmp_path)
+    assert [c["runs"] for c in json.loads(out)["configs"]] == [2, 2]

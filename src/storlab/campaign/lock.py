@@ -132,8 +132,8 @@ def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], Non
                 if not wait:
                     who = holder.describe() if holder else "another process"
                     raise CampaignLocked(
-                        f"{store}: {what} by {who}; wait for it to finish, "
-                        "or use `storlab run --wait`") from None
+                        f"{store}: {what} by {who}; wait for it to finish, or give "
+                        "the same command --wait") from None
                 if on_wait is not None and told != holder:
                     on_wait(holder)
                     told = holder

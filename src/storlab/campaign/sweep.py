@@ -154,12 +154,13 @@ def campaign_executor(executor: str, workers: int | None, points: int) -> Iterat
 def run_sweep(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[Any]], *,
               analytic: bool = False, executor: str = "local", workers: int | None = None,
               source: str = "cluster", backend: str = "rust",
-              campaign: str | Path | None = None, on_event: Event | None = None
-              ) -> SweepResult:
+              campaign: str | Path | None = None, on_event: Event | None = None,
+              wait: bool = False) -> SweepResult:
     """Run every point of the sweep as a campaign in `campaign` (a directory; resumed when
     it holds this sweep already; None: a temporary one, nothing kept). `executor`: 'local'
     (processes), 'serial', 'dask' (a local Dask cluster), 'dask://host:port', or a
-    campaign executor. `on_event` receives the campaign's progress events."""
+    campaign executor. `on_event` receives the campaign's progress events; `wait`: wait for
+    another storlab running the same sweep directory instead of refusing."""
     from .campaign import Campaign
     from .spec import CampaignError
 
@@ -175,7 +176,7 @@ def run_sweep(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[Any]], *,
         try:
             camp = Campaign.load(path)
             ex = stack.enter_context(campaign_executor(executor, workers, len(camp.configs)))
-            summary = camp.run(executor=ex, retry_failed=True, on_event=on_event)
+            summary = camp.run(executor=ex, retry_failed=True, on_event=on_event, wait=wait)
         except CampaignError as exc:
             raise SimError(str(exc)) from None
         if summary.interrupted:

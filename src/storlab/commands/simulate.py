@@ -67,6 +67,9 @@ def simulate_cmd(
                                             "<digest of the sweep>.",
                                             callback=input_dir("--campaign")),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="Sweeps: no progress."),
+    wait: bool = typer.Option(False, "--wait/--no-wait", help="Sweeps: if another storlab "
+                              "runs this sweep's campaign, wait for it to finish instead of "
+                              "refusing."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the plot to this file: a "
                                         "run's time series (throughput, latency, utilisation "
                                         "per interval), the sweep or the calibration.",
@@ -113,7 +116,8 @@ def simulate_cmd(
         where = campaign or default_directory(raw, axes, analytic, backend, src)
         with campaign_progress("sweep", quiet, as_json, prefer=("ops_s",)) as on_event:
             res = run_sweep(raw, axes, analytic=analytic, executor=executor, workers=workers,
-                            source=src, backend=backend, campaign=where, on_event=on_event)
+                            source=src, backend=backend, campaign=where, on_event=on_event,
+                            wait=wait)
         df = res.table()
         if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df,
                              "campaign": str(res.campaign)}, output, as_json):

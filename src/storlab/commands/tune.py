@@ -247,6 +247,9 @@ def confirm_cmd(
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="No progress display."),
+    wait: bool = typer.Option(False, "--wait/--no-wait", help="If another storlab runs this "
+                              "comparison's store, wait for it to finish instead of "
+                              "refusing."),
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
@@ -279,7 +282,7 @@ def confirm_cmd(
     camp = Campaign(spec, campaign_file)
     with campaign_progress(camp.name, quiet, json_out, (name,)) as on_event:
         try:
-            summary = camp.run(executor=executor, on_event=on_event)
+            summary = camp.run(executor=executor, on_event=on_event, wait=wait)
         except StorlabError as exc:
             if "holds another plan" in str(exc):  # another set of configurations
                 raise StorlabError(f"{camp.store_path}: holds the runs of other "
