@@ -376,3 +376,18 @@ def test_fio_own_error_is_shown_by_status_and_the_report(tmp_path: Path) -> None
     cli("report", str(camp), "-o", str(tmp_path / "report.html"))
     html = (tmp_path / "report.html").read_text()
     assert html.count("engine nosuchengine not loadable") >= 2
+
+
+@needs_fio
+def test_results_table_leaves_out_columns_empty_on_every_row(tmp_path: Path) -> None:
+    """A write-only design has no read latency: the terminal table shows the write p99
+    instead of an empty read p99 column (the export keeps every column)."""
+    camp = fio_campaign(tmp_path / "c", repetitions=1, space={"factors": [
+        {"name": "bs", "kind": "ordinal", "values": ["4k", "64k"]}]},
+        runner={"type": "fio", "options": {**FIO, "rw": "randwrite"}})
+    cli("run", str(camp), "-q")
+    shown = cli("results", str(camp)).stdout
+    header = next(ln for ln in shown.splitlines() if "config_id" in ln)
+    assert "write_clat_p99_us" in header and "read_clat" not in header, shown
+    cli("results", str(camp), "-o", str(tmp_path / "r.csv"))
+    assert pd.read_csv(tmp_path / "r.csv")["read_clat_p99_us"].isna().all()

@@ -91,7 +91,10 @@ def results_cmd(
 
 
 def _narrow(df: Any) -> Any:
-    """Bookkeeping, factors and a few headline metrics: the full table is too wide to read."""
+    """Bookkeeping, factors and a few headline metrics: the full table is too wide to read.
+    A column empty on every row is left out (read latency of a write-only design, a metric
+    no run produced): it would take a headline slot and show nothing."""
+    df = df[[c for c in df.columns if not _empty(df[c])]]
     keep = [c for c in df.columns if c in ("config_id", "repetition", "status", "host")]
     metrics = [c for c in df.columns if df[c].dtype.kind == "f" and c not in keep
                and not c.startswith("_") and c not in ("started", "ended")]
@@ -101,6 +104,11 @@ def _narrow(df: Any) -> Any:
                and c not in ("std_order", "replicate", "block", "center", "exit_code",
                              "started", "ended")]
     return df[keep + factors + (first or metrics)[:3]]
+
+
+def _empty(col: Any) -> bool:
+    """True when no row has a value (NaN, None or an empty string everywhere)."""
+    return bool(col.isna().all() or (col.astype(str).str.strip() == "").all())
 
 
 def status_cmd(
