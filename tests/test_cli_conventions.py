@@ -111,3 +111,17 @@ def test_old_spellings_still_work():
     for cmd, old in (("confirm", "--runs"), ("estimate measure", "--repeat")):
         cmd_obj = dict(COMMANDS)[cmd]
         assert any(old in p.opts for p in _options(cmd_obj)), f"{cmd} {old} was dropped"
+
+
+def test_help_speaks_to_a_storage_engineer_not_to_a_reader_of_the_papers():
+    """A first-day user does not know "seed 002", "the paper, eq. 4" or "Figure 5": help
+    says what a thing does (the methods keep their authors' names)."""
+    import re
+
+    jargon = re.compile(r"\bseed 0\d\d|\bseeds?'s?\b.*\bstep|\bpaper\b|\bFigure \d|"
+                        r"\bsec\. \d|\beq\. \d", re.I)
+    bad = []
+    for name, cmd in COMMANDS:
+        texts = [cmd.help or "", *(getattr(p, "help", None) or "" for p in cmd.params)]
+        bad += [f"{name}: {t}" for t in texts if jargon.search(t)]
+    assert not bad, bad

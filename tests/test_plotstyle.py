@@ -4,6 +4,7 @@ name, every plot kind renders, and importing or drawing never switches a user's 
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,8 +102,13 @@ def test_every_plot_kind_renders_with_units_on_its_value_axes(tmp_path: Path) ->
     from storlab.fileio import save_figure
 
     figs = {}
+    titles = []
     for name, fig in _gallery().draw_all():
         figs[name] = [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+        titles += [(name, t.get_text()) for f in (fig, *fig.subfigs) for t in f.texts]
+        titles += [(name, ax.get_title()) for ax in fig.axes]
+        titles += [(name, f._suptitle.get_text()) for f in (fig, *fig.subfigs)
+                   if f._suptitle is not None]
         save_figure(fig, tmp_path / f"{name}.png")
     expected = {"effects-pareto", "effects-halfnormal", "effects-main", "effects-interaction",
                 "effects-pb-interaction", "importance", "importance-cpi",
@@ -114,6 +120,10 @@ def test_every_plot_kind_renders_with_units_on_its_value_axes(tmp_path: Path) ->
     for name in expected:
         data = (tmp_path / f"{name}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 4_000, name
+    # A user has not read the papers storlab follows: no "Figure 5:", "seed 001", "paper".
+    assert len(titles) > 10
+    jargon = re.compile(r"\bFigure \d|\bseed 0\d\d|\bpaper\b|\bsec\. \d|\beq\. \d", re.I)
+    assert [t for t in titles if jargon.search(t[1])] == []
     labels = {n: " | ".join(f"{x} / {y}" for x, y in axes) for n, axes in figs.items()}
     for name, unit in [("effects-pareto", "(IO/s)"), ("effects-main", "(IO/s)"),
                        ("effects-halfnormal", "(IO/s)"), ("importance", "(B/s)"),

@@ -511,7 +511,7 @@ class ImportanceResult:
         fig = _Figure(figsize=(max(11.0, 0.5 * len(self.pi) * n), 8.6), layout="constrained")
         top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.15])
         self._draw_cpi(list(np.atleast_1d(top.subplots(1, n))))
-        top.suptitle("Figure 2: importance of each parameter at each greedy step "
+        top.suptitle("Importance of each parameter at each greedy step "
                      "(PI, then CPI given the parameters already selected)",
                      fontsize=10.5, fontweight="bold")
         ax3, ax4 = bottom.subplots(1, 2, width_ratios=[1.25, 1])
@@ -629,7 +629,7 @@ class ImportanceResult:
         format_axis(ax.xaxis, self.response, unit)
         ax.set_ylabel("RSD within the set (%, lower is steadier)")
         ax.set_ylim(bottom=0)
-        ax.set_title("Figure 3: sets fixing 1 or 2 parameters (best: bottom right)",
+        ax.set_title("Sets fixing 1 or 2 parameters (best: bottom right)",
                      fontsize=9)
         ax.legend(loc="best")
 

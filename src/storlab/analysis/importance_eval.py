@@ -283,7 +283,7 @@ class EvalResult:
             top.grid(False)
             top.spines["top"].set_visible(True)
             top.set_xlabel("configurations evaluated (count)")
-            ax.set_title(f"Figure 5: finding the top {len(self.truth)} parameters of "
+            ax.set_title(f"Finding the top {len(self.truth)} parameters of "
                          f"{metric_name(self.response)} from part of the data", fontsize=9.5)
             legend_outside(ax, title="rank: parameter", title_fontsize=8)
         return fig

@@ -75,7 +75,7 @@ def design_cmd(
                                                 "the factors (default: the space's first)."),
 ) -> None:
     """Generate a design: full, fractional (2^(k-p)), pb (Plackett-Burman) or lhs; with
-    --follow-up, on the key factors of a screening's results (seed 002's next step)."""
+    --follow-up, on the key factors of a screening's results (the step after screening)."""
     from ..design import make_design
     from ..space import Space
 

@@ -74,7 +74,7 @@ def importance_cmd(
                                   "combine with commas."),
     aggregate: str = typer.Option("max", "--aggregate",
                                   help="CPI over the selected parameters' subsets: max "
-                                       "(paper, eq. 4) or mean (size-weighted; steadier "
+                                       "(Carver's CPI) or mean (size-weighted; steadier "
                                        "on sampled data)."),
     goal: str = typer.Option("maximize", "--goal", help="maximize or minimize (latency)."),
     bins: int = typer.Option(4, "--bins", help="Strata for numeric parameters with many values.",
@@ -88,7 +88,7 @@ def importance_cmd(
                                  help="Also show ANOVA SS shares and (complete grids) Sobol "
                                       "S1/ST beside the PI shares."),
 ) -> None:
-    """Which parameters matter: Carver's PI/CPI and greedy selection (FAST 2020)."""
+    """Which parameters matter: Carver's parameter importance (PI/CPI) and greedy selection."""
     import pandas as pd
 
     from ..analysis.importance import importance
@@ -162,7 +162,9 @@ def importance_eval_cmd(
                               callback=at_least("--ranks", 1)),
     params: Optional[str] = typer.Option(None, "--params", "-p",
                                          help="Comma-separated parameter columns."),
-    aggregate: str = typer.Option("max", "--aggregate", help="max (paper) or mean."),
+    aggregate: str = typer.Option("max", "--aggregate",
+                                  help="CPI over the selected parameters' subsets: max "
+                                       "(Carver's) or mean."),
     seed: int = typer.Option(0, "--seed", help="Seed; same seed, same table.",
                              callback=at_least("--seed", 0, MAX_SEED)),
     jobs: int = typer.Option(2, "--jobs", "-j", help="Worker processes.",
@@ -170,10 +172,13 @@ def importance_eval_cmd(
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Save Figure 5 (png, svg, pdf).",
+    plot: Optional[Path] = typer.Option(None, "--plot",
+                                        help="Save the plot: how often each subset size "
+                                             "finds the top parameters (png, svg, pdf).",
                                         callback=output_file("--plot")),
 ) -> None:
-    """How often Carver finds the full dataset's top parameters from small LHS subsets."""
+    """How often Carver's importance finds the full dataset's top parameters from small
+    Latin Hypercube subsets of it."""
     from ..analysis.importance_eval import evaluate
 
     try:
