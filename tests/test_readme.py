@@ -90,3 +90,35 @@ def test_readme_figure_is_what_its_command_gives(cmd: str, prose: str) -> None:
     for text, value in zip(quoted, got):
         decimals = len(text.split(".")[1])
         assert f"{value:.{decimals}f}" == text, (cmd, quoted, [f"{v:.3f}" for v in got])
+
+
+def saved_examples() -> list[tuple[str, str, list[str]]]:
+    """(file name, its text, the storlab commands of the code block after it) for each
+    README example introduced by 'Save this as `FILE`:'."""
+    text = README.read_text()
+    out = []
+    for m in re.finditer(r"Save this as `([^`]+)`:\n\n```\w*\n(.*?)```\n\n```\n(.*?)```",
+                         text, re.S):
+        cmds = [ln.split("#")[0].strip() for ln in m.group(3).splitlines()]
+        out.append((m.group(1), m.group(2), [c for c in cmds if c.startswith("storlab ")]))
+    return out
+
+
+def test_the_readme_command_runner_example_works_as_written(tmp_path: Path) -> None:
+    """The README's first campaign (dd through `runner: command`), copied to a file as it
+    says, runs, exports and analyses with the commands printed under it."""
+    examples = saved_examples()
+    assert any("type: command" in body for _, body, _ in examples), examples
+    for name, body, cmds in examples:
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body)
+        assert [c.split()[1] for c in cmds] == ["run", "results", "analyze"], cmds
+        outs = []
+        for cmd in cmds:
+            p = subprocess.run([sys.executable, "-m", "storlab", *shlex.split(cmd)[1:]],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=300)
+            assert p.returncode == 0, (cmd, p.stderr)
+            outs.append(p.stdout)
+        assert "ran 8 (ok 8, failed 0)" in outs[0]
+        assert "bs" in outs[2] and "recommendation (minimize)" in outs[2]
