@@ -196,3 +196,28 @@ runner:
     r = storlab("analyze", "campaign.yaml", "-y", "t", "--space", "campaign.yaml",
                 cwd=tmp_path)
     assert r.returncode == 2 and "own space" in r.stderr
+
+
+@pytest.mark.parametrize("columns", [100, 160])
+def test_a_wide_design_is_shown_in_column_blocks_that_fit(columns):
+    """20 factors do not fit one terminal table (rich turned every cell into '…'): the
+    runs come in blocks of columns, each fitting the width and numbering the runs."""
+    import os
+
+    env = {**os.environ, "COLUMNS": str(columns)}
+    r = subprocess.run([sys.executable, "-m", "storlab", "design",
+                        str(ROOT / "examples/spaces/fio-pb.yaml"), "--kind", "pb",
+                        "--no-randomize"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(ln.rstrip()) for ln in lines) <= columns
+    assert "…" not in r.stdout
+    headers = " ".join(ln for ln in lines if ln.startswith("┃"))
+    for name in ("operation", "directio", "buffer_alloc", "dummy3", "thread_count"):
+        assert f" {name} " in headers, name
+    blocks = [ln for ln in lines if ln.startswith("24 runs, columns")]
+    assert len(blocks) >= 2 and blocks[0].startswith("24 runs, columns 1-")
+    assert all(" # " in ln for ln in lines if ln.startswith("┃"))
+    narrow = storlab("design", "--factors", 3, "--kind", "full", "--no-randomize")
+    assert "columns" not in narrow.stdout  # a table that fits stays one table

@@ -173,6 +173,40 @@ def frame_table(df: pd.DataFrame, title: str | None = None, floatfmt: str = "{:.
     return t
 
 
+def fitted_tables(df: pd.DataFrame, width: int, title: str = "",
+                  floatfmt: str = "{:.4g}") -> list[Table]:
+    """`df` as one table, or, when it is wider than `width` characters, as several tables
+    of consecutive columns that each fit, every one starting with the row's number (`#`):
+    rich squeezes a too-wide table into columns of `…` that show nothing."""
+    import pandas as pd
+
+    def w(c: Any) -> int:  # the column's text width plus rich's padding and border
+        return max([len(str(c))] + [len(_fmt(v, floatfmt)) for v in df[c]]) + 3
+
+    widths = [w(c) for c in df.columns]
+    if sum(widths) + 1 <= width or len(df.columns) <= 1:
+        return [frame_table(df, title=title or None, floatfmt=floatfmt)]
+    num = pd.DataFrame({"#": range(1, len(df) + 1)}, index=df.index)
+    room = width - 1 - (len(str(len(df))) + 3)
+    chunks: list[list[int]] = [[]]
+    used = 0
+    for j, cw in enumerate(widths):
+        if chunks[-1] and used + cw > room:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(j)
+        used += cw
+    out = []
+    for part in chunks:
+        cols = [df.columns[j] for j in part]
+        where = (f"columns {part[0] + 1}-{part[-1] + 1} of {len(df.columns)}"
+                 if len(part) > 1 else f"column {part[0] + 1} of {len(df.columns)}")
+        out.append(frame_table(pd.concat([num, df[cols]], axis=1),
+                               title=f"{title + ', ' if title else ''}{where}",
+                               floatfmt=floatfmt))
+    return out
+
+
 def _fmt(v: Any, floatfmt: str) -> str:
     import numpy as np
 

@@ -11,8 +11,8 @@ import typer
 from ..errors import AnalysisError, DesignError, StorlabError
 from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
 from ..fileio import read_table, save_figure, write_frame
-from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
-                      output_dir, output_file)
+from ._common import (at_least, console, emit_json, fitted_tables, fraction, frame_table,
+                      input_file, output_dir, output_file)
 
 # Heavy libraries (statsmodels, matplotlib) load inside the commands, so that `storlab`
 # starts quickly whatever command runs.
@@ -143,7 +143,8 @@ def _print_runs(table: pd.DataFrame, output: Path | None) -> None:
     """The run table, or its first rows and columns and where the rest is."""
     n, k = table.shape
     if output is None and n <= FULL_ROWS:
-        console.print(frame_table(table))
+        for t in fitted_tables(table, console.width, title=f"{n} runs"):
+            console.print(t)
         return
     rows = table.iloc[:HEAD_ROWS]
     used, cols = 4, 0  # a rich table's borders
