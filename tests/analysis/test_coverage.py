@@ -160,3 +160,23 @@ def test_cli(tmp_path: Path, df: pd.DataFrame) -> None:
     p = subprocess.run([*cmd[:-1], "suite"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "no column 'suite'" in p.stderr
+
+
+def test_ties_are_broken_the_same_way_whatever_the_row_order() -> None:
+    """Eight benchmarks of one run each tie on everything (one cluster, no spread): the
+    answer is the first by name in any row order (it was the first row's group), and the
+    tie is reported, not presented as a finding."""
+    rng = np.random.default_rng(1)
+    names = ["zeta", "mu", "alpha", "kappa", "beta", "omega", "delta", "gamma"]
+    df = pd.DataFrame(rng.normal(size=(8, 4)) + np.repeat([[0.0], [6.0]], 4, axis=0),
+                      columns=["read_iops", "write_iops", "usr_cpu", "sys_cpu"])
+    df["benchmark"] = names
+    for rows in (df, df.iloc[::-1], df.sample(frac=1.0, random_state=3)):
+        r = coverage(rows.reset_index(drop=True), "benchmark", n_clusters=2, seed=0)
+        assert r.best() == "alpha"
+        assert r.tied_with_best() == sorted(names)[1:]
+        assert r.to_dict()["best_tied_with"] == sorted(names)[1:]
+    # no tie where the measures differ: fio (four clusters) is not "tied"
+    res = coverage(planted(), "benchmark", metrics=METRICS, seed=0)
+    assert res.best() == "fio" and res.tied_with_best() == []
+    assert list(res.ranking()["benchmark"])[0] == "fio"

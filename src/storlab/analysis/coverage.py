@@ -84,17 +84,40 @@ class CoverageResult:
         return ct.reindex(index=self.groups, columns=range(1, self.k + 1), fill_value=0)
 
     def best(self) -> str:
-        """The group that covers most: most clusters, then widest spread."""
+        """The group that covers most: most clusters, then widest spread, then widest range
+        share, then most runs, then the first name in sorted order. Spreads are compared
+        to 9 significant digits: the same runs in another row order give sums that differ
+        in the last bits, and the answer must not depend on the order of the rows."""
+        return str(self.ranking().iloc[0][self.by])
+
+    def tied_with_best(self) -> list[str]:
+        """The groups equal to `best` on every measure (only the name put it first)."""
+        rank = self.ranking()
+        return [str(g) for g in rank[self.by].iloc[1:][rank["tied"].iloc[1:].cummin()]]
+
+    def ranking(self) -> pd.DataFrame:
+        """The groups' table (without `(all)`) in the order `best` ranks them; `tied`: True
+        where a group ties the one above it on every measure (the name decided)."""
         t = self.table()
-        t = t[t[self.by] != ALL]
-        return str(t.sort_values(["clusters", "spread"], ascending=False).iloc[0][self.by])
+        t = t[t[self.by] != ALL].copy()
+        keys = pd.DataFrame({
+            "c": -t["clusters"],
+            "s": -t["spread"].map(lambda v: float(f"{v:.9g}")),
+            "r": -t["range_share"].map(lambda v: float(f"{v:.9g}")),
+            "n": -t["runs"], "name": t[self.by].astype(str)}, index=t.index)
+        keys = keys.sort_values(["c", "s", "r", "n", "name"], kind="stable")
+        t = t.loc[keys.index].reset_index(drop=True)
+        same = keys[["c", "s", "r", "n"]].reset_index(drop=True)
+        t["tied"] = (same == same.shift()).all(axis=1)
+        return t
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "by": self.by, "metrics": self.metrics, "log": self.log, "seed": self.seed,
             "n_runs": int(len(self.labels)), "components": int(self.scores.shape[1]),
             "clusters": self.k, "silhouette": {str(k): v for k, v in self.k_scores.items()},
-            "agreement_ari": self.agreement, "best": self.best(), "dropped": self.dropped,
+            "agreement_ari": self.agreement, "best": self.best(),
+            "best_tied_with": self.tied_with_best(), "dropped": self.dropped,
             "groups": self.table().to_dict("records"),
             "cluster_counts": {str(g): {str(c): int(n) for c, n in row.items()}
                                for g, row in self.cluster_table().iterrows()},

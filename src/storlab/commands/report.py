@@ -149,7 +149,12 @@ def coverage_cmd(
     console.print(frame_table(cov.table(), title=f"Coverage by {by}"))
     for d in cov.dropped:
         console.print(f"[yellow]left out:[/] {d}")
-    console.print(f"[bold green]{cov.best()}[/] covers the most clusters")
+    tied = cov.tied_with_best()
+    if tied:  # equal on clusters, spread, range and runs: say so rather than pick silently
+        console.print(f"[bold]{cov.best()}[/] and {', '.join(tied)} tie on clusters, spread, "
+                      "range and runs (listed by name)")
+    else:
+        console.print(f"[bold green]{cov.best()}[/] covers the most clusters")
     if output is not None:
         console.print(f"wrote {output}")
     if plots is not None:

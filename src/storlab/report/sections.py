@@ -619,7 +619,11 @@ def coverage_html(cov: Any, heading: str = "h2") -> str:
     top = int(groups["clusters"].max())
     tied = list(groups.loc[groups["clusters"] == top, cov.by])
     best = cov.best()
-    if len(tied) == 1:
+    equal = cov.tied_with_best()
+    if equal:  # the name decided: not a finding
+        verdict = (f"{', '.join(f'<b>{H.esc(g)}</b>' for g in [best, *equal])} tie: each "
+                   f"reaches {top} of {cov.k} clusters with the same spread.")
+    elif len(tied) == 1:
         verdict = (f"<b>{H.esc(best)}</b> covers most of the observed behaviour: {top} of "
                    f"{cov.k} clusters, spread "
                    f"{H.fmt_num(float(groups.loc[groups[cov.by] == best, 'spread'].iloc[0]))}.")
