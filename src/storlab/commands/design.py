@@ -94,9 +94,17 @@ def design_cmd(
                     seed=seed, randomize_order=randomize, optimize=optimize, fold=fold)
     if output is not None and output.suffix != ".json":
         write_frame(d.export_table(), output, fmt="csv")
+    note = None
+    if ranking is not None:
+        from ..analysis.followup import follow_up_note
+
+        note = follow_up_note(ranking, top)
     if json_out or (output is not None and output.suffix == ".json"):
-        emit_json(d.to_json(), output if output is not None and output.suffix == ".json"
-                  else None)
+        data = d.to_json()
+        if ranking is not None:
+            data["follow_up"] = {"response": response, "top": top,
+                                 "ranking": ranking.to_dict("records"), "note": note}
+        emit_json(data, output if output is not None and output.suffix == ".json" else None)
         return
     from ..design.aliasing import roman
 
@@ -104,6 +112,8 @@ def design_cmd(
     if ranking is not None:
         console.print(frame_table(ranking, title=f"screening: main effects on {response}"))
         console.print(f"follow-up on the top {top}: {', '.join(space.names)}")
+        if note:
+            console.print(f"[yellow]note:[/] {note}")
     head = f"[bold]{m['kind']}[/] design: {d.runs} runs, {space.k} factors"
     if m.get("resolution"):
         head += f", resolution {m.get('resolution_roman') or roman(m['resolution'])}"
