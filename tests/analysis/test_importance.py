@@ -381,3 +381,35 @@ def test_a_sparse_step_never_overturns_the_best_values_so_far():
         assert {k: after.best_values[k] for k in before.best_values} == before.best_values
     assert all(s.subset_size >= 2 for s in res.steps)
     assert "too few to go on" in res.stop_reason
+
+
+def test_a_response_on_part_of_the_runs_is_ranked_on_those_and_says_so():
+    """Read p99 exists only on the read runs: importance uses those, says on how many, and
+    leaves out rw (constant there) instead of ranking it last with PI 0; the plot says it
+    under its title."""
+    import itertools
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for a, b, c, rw in itertools.product([1, 2, 4], [8, 16], ["x", "y"], ["read", "write"]):
+        for _ in range(2):
+            rows.append({"a": a, "b": b, "c": c, "rw": rw,
+                         "p99": 100 * a + rng.normal(0, 3) if rw == "read" else np.nan})
+    df = pd.DataFrame(rows)
+    res = importance(df, "p99", params=["a", "b", "c", "rw"], goal="minimize", stop="top:1")
+    assert (res.n_rows, res.n_dropped, res.n_configs) == (24, 24, 12)
+    assert res.held == {"rw": "read"} and "rw" not in res.pi
+    assert res.selected == ["a"] and res.best_values() == {"a": 1}
+    assert res.to_dict()["held"] == {"rw": "read"}
+    assert res.subset_note.endswith("analysed on the 24 of 48 runs that have it; constant "
+                                    "there, so not ranked: rw=read")
+    fig = res.plot()
+    titles = [f._suptitle.get_text() for f in fig.subfigs if f._suptitle is not None]
+    assert any("24 of 48 runs" in t for t in titles)
+    assert any("24 of 48 runs" in t.get_text() for t in res.plot("path").texts)
+    full = importance(df.assign(p99=df["p99"].fillna(1.0)), "p99", params=["a", "b", "c"],
+                      stop="top:1")
+    assert full.subset_note == "" and full.held == {}
+    with pytest.raises(AnalysisError, match="present on 24 of 48 rows, where every parameter "
+                                            "is constant"):
+        importance(df, "p99", params=["rw"])

@@ -89,6 +89,7 @@ class Encoded:
     binned: dict[str, str] = field(default_factory=dict)
     n_rows: int = 0
     n_dropped: int = 0
+    held: dict[str, Any] = field(default_factory=dict)
 
     @property
     def nlev(self) -> np.ndarray:
@@ -124,6 +125,19 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
         raise AnalysisError(f"{source}: response {response!r} has no numeric values")
     data = df.loc[keep, params]
     y_rows = y_all.to_numpy(dtype=float)[keep]
+    # A response only some runs have (read latency where half the runs write): the
+    # analysis is of those runs, and a parameter that varies in the table but is constant
+    # on them (rw=read) explains nothing there; it is left out and named, not ranked last.
+    held: dict[str, Any] = {}
+    if n_dropped:
+        held = {p: plain(data[p].iloc[0]) for p in params
+                if data[p].nunique(dropna=False) == 1 and df[p].nunique(dropna=False) > 1}
+        params = [p for p in params if p not in held]
+        if not params:
+            raise AnalysisError(f"{source}: {response!r} is present on {int(keep.sum())} of "
+                                f"{len(df)} rows, where every parameter is constant "
+                                f"({', '.join(f'{k}={v}' for k, v in held.items())})")
+        data = data[params]
 
     codes = np.empty((len(data), len(params)), dtype=np.int64)
     levels: list[list[Any]] = []
@@ -160,7 +174,7 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     configs[response] = mean
     configs["std"] = std
     configs["n_runs"] = cnt.astype(np.int64)
-    return Encoded(params, ccodes, levels, mean, configs, binned, len(data), n_dropped)
+    return Encoded(params, ccodes, levels, mean, configs, binned, len(data), n_dropped, held)
 
 
 def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
@@ -416,6 +430,22 @@ class ImportanceResult:
     #: coefficients) separates nothing from noise. The PI table is still computed; a
     #: selection from such data must not be presented as a finding.
     too_few: str = ""
+    #: Parameters constant on the rows that have the response (when only some have it),
+    #: with their value there: left out of the ranking.
+    held: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def subset_note(self) -> str:
+        """"" when every row has the response; else on how many it was analysed, and the
+        parameters those rows hold constant."""
+        if not self.n_dropped:
+            return ""
+        note = (f"{self._label()}: analysed on the {self.n_rows} of "
+                f"{self.n_rows + self.n_dropped} runs that have it")
+        if self.held:
+            note += ("; constant there, so not ranked: "
+                     + ", ".join(f"{k}={v}" for k, v in self.held.items()))
+        return note
 
     @property
     def selected(self) -> list[str]:
@@ -459,6 +489,7 @@ class ImportanceResult:
             "n_rows": self.n_rows, "n_configs": self.n_configs, "n_dropped": self.n_dropped,
             "mean": self.mean, "variance": self.variance, "rsd": self.rsd,
             "noise_rsd": self.noise_rsd, "binned": self.binned, "too_few": self.too_few,
+            "held": dict(self.held),
             "selected": [{"rank": s.rank, "param": s.param, "importance": s.importance,
                           "share": s.share, "best_value": final.get(s.param),
                           "step_best_values": s.best_values, "subset_size": s.subset_size,
@@ -482,7 +513,11 @@ class ImportanceResult:
             raise AnalysisError(f"plot kind {kind!r} must be one of "
                                 f"{', '.join(self.PLOT_KINDS)}")
         with styled():
-            return self._plot(kind, unit)
+            fig = self._plot(kind, unit)
+            if self.subset_note and kind != "all":  # "all" says it under its title
+                fig.text(0.5, 0.005, self.subset_note, ha="center", va="bottom",
+                         fontsize=8, color="0.3")
+            return fig
 
     def _plot(self, kind: str, unit: str | None) -> Figure:
         from ..plotstyle import subplots
@@ -512,7 +547,8 @@ class ImportanceResult:
         top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.15])
         self._draw_cpi(list(np.atleast_1d(top.subplots(1, n))))
         top.suptitle("Importance of each parameter at each greedy step "
-                     "(PI, then CPI given the parameters already selected)",
+                     "(PI, then CPI given the parameters already selected)"
+                     + (f"\n{self.subset_note}" if self.subset_note else ""),
                      fontsize=10.5, fontweight="bold")
         ax3, ax4 = bottom.subplots(1, 2, width_ratios=[1.25, 1])
         self._draw_subsets(ax3, unit)
@@ -780,7 +816,7 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         n_rows=enc.n_rows, n_configs=n, n_dropped=enc.n_dropped,
         noise_rsd=float(np.median(spread)) if len(spread) else math.nan,
         binned=dict(enc.binned), levels=dict(zip(enc.params, enc.levels)),
-        configs=enc.configs, too_few=too_few(n, nlev))
+        configs=enc.configs, too_few=too_few(n, nlev), held=dict(enc.held))
 
 
 def too_few(n_configs: int, nlev: np.ndarray) -> str:

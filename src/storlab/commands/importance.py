@@ -112,11 +112,15 @@ def importance_cmd(
         if json_out:
             return
     head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
-            + (f", {res.n_dropped} without {response} dropped" if res.n_dropped else "")
+            + (f" of {res.n_rows + res.n_dropped}: {res.n_dropped} without {response} left "
+               "out" if res.n_dropped else "")
             + f"); {response} mean {res.mean:.4g}, RSD {_pct2(res.rsd)}")
     if res.noise_rsd == res.noise_rsd:  # not NaN: repeated runs exist
         head += f"; median run-to-run RSD {res.noise_rsd:.2%}"
     console.print(head)
+    if res.held:
+        console.print("note: constant on the rows with the response, so not ranked: "
+                      + ", ".join(f"{k}={v}" for k, v in res.held.items()))
     for p, note in res.binned.items():
         console.print(f"note: {p}: {note}")
     tab = res.table()
