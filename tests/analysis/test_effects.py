@@ -285,3 +285,15 @@ def test_a_response_on_part_of_the_runs_is_analysed_on_those_and_says_so():
     assert not any("present on" in w for w in full.warnings)
     with pytest.raises(AnalysisError, match="no run has a value of 'p99'"):
         analyze(df.assign(p99=np.nan), "p99")
+
+
+def test_measurement_columns_are_never_factors_of_a_bare_table():
+    """`storlab results -o` of a 2-configuration fio campaign: every metric has two values,
+    and was taken for a factor ('aliased: write_iops = -bs')."""
+    df = pd.DataFrame({"config_id": [1, 2], "bs": ["4k", "64k"],
+                       "total_iops": [48070.0, 31390.0], "write_iops": [48070.0, 31390.0],
+                       "write_bw_bytes": [1.969e8, 2.057e9], "write_clat_p99_us": [5.8, 52.5],
+                       "fio.write.iops": [48070.0, 31390.0], "usr_cpu": [3.0, 2.0]})
+    res = analyze(df, "total_iops")
+    assert list(res.effects["term"]) == ["bs"]
+    assert not any("aliased" in w for w in res.warnings)

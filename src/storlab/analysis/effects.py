@@ -147,10 +147,13 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
                   factors: Sequence[str] | None = None) -> list[Coding]:
     """Codings of the factor columns: from the space, or read off the data.
 
-    Without a space or a factor list, a factor column is one (other than the response and
-    bookkeeping columns) with two distinct values, or three where the middle numeric
+    Without a space or a factor list, a factor column is one (other than the response,
+    bookkeeping columns and storlab's measurement columns, which on a small design can
+    have two values too) with two distinct values, or three where the middle numeric
     value is the center.
     """
+    from .importance import is_metric
+
     if space is not None:
         names = list(factors) if factors else [n for n in space.names if n in results.columns]
         missing = [n for n in names if n not in results.columns]
@@ -171,7 +174,7 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
         return [_coding_from_data(results[n], n) for n in factors]
     out = []
     for col in results.columns:
-        if col == response or col in BOOKKEEPING or col.startswith("_"):
+        if col == response or col in BOOKKEEPING or col.startswith("_") or is_metric(col):
             continue
         c = _coding_from_data(results[col], col, strict=True)
         if c is not None:
