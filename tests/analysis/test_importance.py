@@ -413,3 +413,33 @@ def test_a_response_on_part_of_the_runs_is_ranked_on_those_and_says_so():
     with pytest.raises(AnalysisError, match="present on 24 of 48 rows, where every parameter "
                                             "is constant"):
         importance(df, "p99", params=["rw"])
+
+
+def test_subset_plot_step_labels_stay_apart_and_inside_and_name_the_best_corner():
+    """The two steps' sets sit almost on one point at the left edge: their labels must
+    neither overlap nor run off the axes, and for a latency the best corner is bottom
+    left."""
+    import itertools
+
+    from matplotlib.text import Annotation, Text
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame([{"a": a, "b": b, "c": c, "p99": 100 * a + rng.normal(0, 3)}
+                       for a, b, c in itertools.product([1, 2, 4], [8, 16], ["x", "y"])
+                       for _ in range(2)])
+    for goal, corner in (("minimize", "bottom left"), ("maximize", "bottom right")):
+        res = importance(df, "p99", params=["a", "b", "c"], goal=goal, stop="top:2")
+        fig = res.plot("subsets")
+        ax = fig.axes[0]
+        assert ax.get_title().endswith(f"(best: {corner})")
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas = FigureCanvasAgg(fig)  # storlab's figures are detached: give it a canvas
+        canvas.draw()
+        r = canvas.get_renderer()
+        # the labels' text (an Annotation's own extent includes its line to the point)
+        boxes = [Text.get_window_extent(t, r) for t in ax.texts if isinstance(t, Annotation)]
+        assert len(boxes) == 2
+        assert not boxes[0].overlaps(boxes[1])
+        area = ax.get_window_extent(r)
+        assert all(area.x0 <= b.x0 and b.x1 <= area.x1 for b in boxes)

@@ -647,6 +647,7 @@ class ImportanceResult:
                 ax.scatter(g["mean"], 100 * g["rsd"], s=size, color=color, alpha=0.8,
                            edgecolors="white", linewidths=0.4, zorder=3 if n == 1 else 2,
                            label=f"{len(g)} sets fixing {n} parameter{'s' * (n > 1)}")
+        lo, hi = (float(t["mean"].min()), float(t["mean"].max())) if len(t) else (0.0, 1.0)
         for s in self.steps[:2]:  # the greedy choice among these sets, named
             want = ", ".join(f"{p}={s.best_values[p]}" for p in self.selected[:s.rank])
             hit = t[t["fixed"] == want]
@@ -654,9 +655,17 @@ class ImportanceResult:
                 r = hit.iloc[0]
                 ax.scatter([r["mean"]], [100 * r["rsd"]], s=140, facecolors="none",
                            edgecolors="black", linewidths=1.2, zorder=4)
+                # Labels point inwards (one at the left edge ran off the axes) and sit on
+                # their own rows of the axes (the two steps' sets often sit on top of
+                # each other, and labels offset from each point then overlapped), with a
+                # line to their set.
+                left = r["mean"] <= (lo + hi) / 2
                 ax.annotate(f"step {s.rank}: {want}", (r["mean"], 100 * r["rsd"]),
-                            xytext=(-8, 10 + 12 * (s.rank - 1)), textcoords="offset points",
-                            ha="right", fontsize=7.5,
+                            xytext=(r["mean"] + (0.04 if left else -0.04) * (hi - lo or 1),
+                                    0.16 + 0.08 * (s.rank - 1)),
+                            textcoords=("data", "axes fraction"),
+                            ha="left" if left else "right", va="center", fontsize=7.5,
+                            arrowprops={"arrowstyle": "-", "color": "0.4", "lw": 0.7},
                             bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                                   "alpha": 0.85})
         ax.axhline(100 * self.rsd, color="#777777", lw=0.9, ls=":",
@@ -665,8 +674,8 @@ class ImportanceResult:
         format_axis(ax.xaxis, self.response, unit)
         ax.set_ylabel("RSD within the set (%, lower is steadier)")
         ax.set_ylim(bottom=0)
-        ax.set_title("Sets fixing 1 or 2 parameters (best: bottom right)",
-                     fontsize=9)
+        corner = "bottom right" if self.goal == "maximize" else "bottom left"
+        ax.set_title(f"Sets fixing 1 or 2 parameters (best: {corner})", fontsize=9)
         ax.legend(loc="best")
 
     def _draw_path(self, ax2: Any, unit: str | None = None) -> None:
