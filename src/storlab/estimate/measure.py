@@ -37,11 +37,11 @@ import pandas as pd
 import yaml
 from scipy import stats
 
+from ..errors import EstimateError
 from ..fileio import write_text
-from .model import (
-    DEFAULT_MIX, MIXES, Cell, EstimateError, RWModel, check_read_pct, parse_size_mix, size_bytes,
-    size_label,
-)
+from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
+from .mixrule import DEFAULT_MIX, MIXES
+from .rwmodel import RWModel
 
 PATTERNS = {"random": ("randread", "randwrite", "randrw"),
             "sequential": ("read", "write", "rw")}
@@ -430,7 +430,7 @@ class MeasureResult:
     def plot(self):
         """The model's plot plus the measured mixed-size points and both mix rules' lines."""
         from ..plotstyle import styled
-        from .model import iops_legend
+        from .plots import iops_legend
 
         fig = self.model.plot()
         ax = fig.axes[0]
