@@ -610,7 +610,7 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
                             "command resumes")
     from ..campaign.store import Store
 
-    with Store(camp.store_path) as store:
+    with Store(camp.store_path, readonly=True) as store:
         recs = {r["key"]: r for r in store.runs() if not r["warmup"]}
     rows = [_row(run, i, recs.get(f"c{i}-r1"), plan.runtime)
             for i, run in enumerate(planned, 1)]

@@ -262,7 +262,7 @@ def result_from_campaign(camp: Any) -> TuneResult:
     from ..campaign.store import Store
 
     src = camp.source
-    with Store(camp.store_path) as store:
+    with Store(camp.store_path, readonly=True) as store:
         history = camp.history(store)
     meta = src.meta()
     return TuneResult(src.objectives, history, str(meta["strategy"]), int(meta["budget"]),
