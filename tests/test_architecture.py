@@ -24,7 +24,7 @@ ROOT = SRC / "storlab"
 LAYERS: list[set[str]] = [
     {"errors", "_lazy"},        # the one error module; lazy package faces
     {"jsonutil", "limits"},     # plain values, shared limits
-    {"units", "plotstyle"},     # the one grammar for sizes, rates and mixes; the figure style
+    {"units", "plotstyle", "result"},  # sizes, rates and mixes; figure style; result shape
     {"fileio", "_process"},     # atomic files and readers; child-process hygiene
     {"constraints"},            # constraint expressions (whitelisted ast)
     {"space"},                  # factors, responses, YAML spaces

@@ -221,7 +221,7 @@ def fit_cmd(
         if save_model is not None:
             console.print(f"model written to {save_model}")
     if plot is not None:
-        _save_plot(model.plot(confidence), plot)
+        _save_plot(model.plot(confidence=confidence), plot)
 
 
 def predict_cmd(

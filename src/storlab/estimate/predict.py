@@ -13,12 +13,16 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EstimateError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .cells import size_label
 from .fit import SizeFit, k_at, solve
 from .mixrule import per_size_rates
 from .uncertainty import check_confidence, delta_var, jacobian, t_bounds
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .rwmodel import RWModel
 
 #: What an interval includes.
@@ -101,9 +105,12 @@ def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct:
 
 
 @dataclass
-class Prediction:
+class Prediction(Result):
     """Predicted read, write and total IOPS and bandwidth at one read percentage for one
     size mix, each with a confidence interval (NaN bounds when replicates are missing)."""
+
+    PLOT_KINDS = ("curve",)
+    ERROR = EstimateError
 
     read_pct: float
     proportions: dict[int, float]
@@ -113,7 +120,7 @@ class Prediction:
     model: RWModel = field(repr=False)
     interval: str = NOISE_ONLY
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         """One row per size and a `total` row: estimates and `_lo`/`_hi` bounds."""
         return self.frame.copy()
 
@@ -125,14 +132,15 @@ class Prediction:
         return float(row.iloc[0][quantity])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"read_pct": self.read_pct, "mix": self.mix, "confidence": self.confidence,
+        return to_jsonable({"read_pct": self.read_pct, "mix": self.mix, "confidence": self.confidence,
                 "interval": self.interval,
                 "proportions": {size_label(s): p for s, p in self.proportions.items()},
-                "rows": self.frame.to_dict("records")}
+                "rows": self.frame.to_dict("records")})
 
-    def plot(self, points: int = 101):
-        """Total IOPS of this size mix against read percentage, the interval band, and
-        the requested read percentage marked."""
+    def plot(self, kind: str | None = None, points: int = 101) -> Figure:
+        """`curve` (the only kind): total IOPS of this size mix against read percentage,
+        the interval band, and the requested read percentage marked."""
+        self.plot_kind(kind)
         from .plots import plot_prediction
 
         return plot_prediction(self, points)

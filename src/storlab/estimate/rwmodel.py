@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EstimateError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
 from .fit import SizeFit, shape_warnings, solve
 from .mixrule import DEFAULT_MIX, check_mix
@@ -28,8 +30,11 @@ MODEL_VERSION = 1
 
 
 @dataclass
-class RWModel:
+class RWModel(Result):
     """Per-I/O-size f_rw fits plus everything needed to predict, check and save them."""
+
+    PLOT_KINDS = ("model",)
+    ERROR = EstimateError
 
     fits: dict[int, SizeFit]
     spread_threshold: float = 0.10
@@ -109,7 +114,7 @@ class RWModel:
                             model_error=model_error)
 
     # -- result tables --------------------------------------------------------------
-    def table(self, confidence: float = 0.95) -> pd.DataFrame:
+    def to_frame(self, confidence: float = 0.95) -> pd.DataFrame:
         """One row per size: anchors, f_rw and C with intervals, fit method, C spread."""
         rows = []
         for sf in self.fits.values():
@@ -160,23 +165,26 @@ class RWModel:
                 })
         return pd.DataFrame(rows)
 
-    def plot(self, confidence: float = 0.95, points: int = 101) -> Figure:
-        """Left: measured total IOPS and the model's line per I/O size; right: C at every
-        measured mix relative to the size's mean C (`plots.plot_model`)."""
+    def plot(self, kind: str | None = None, confidence: float = 0.95, points: int = 101
+             ) -> Figure:
+        """`model` (the only kind). Left: measured total IOPS and the model's line per I/O
+        size; right: C at every measured mix relative to the size's mean C
+        (`plots.plot_model`)."""
+        self.plot_kind(kind)
         from .plots import plot_model
 
         return plot_model(self, confidence, points)
 
     # -- persistence ----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return to_jsonable({
             "format": MODEL_FORMAT, "version": MODEL_VERSION,
             "spread_threshold": self.spread_threshold, "meta": self.meta,
             "sizes": [{"size": sf.label, "size_bytes": sf.size, "method": sf.method,
                        "f_rw": sf.f_rw, "capacity": sf.capacity, "c_spread": sf.c_spread,
                        "cells": [c.to_dict() for c in sf.cells]}
                       for sf in self.fits.values()],
-        }
+        })
 
     def save(self, path: str | Path) -> Path:
         from ..fileio import write_text

@@ -382,7 +382,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         except AnalysisError as exc:
             notes.append(f"effects analysis not shown: {exc}")
     if a is not None:
-        out["effects"] = a.to_json()
+        out["effects"] = a.to_dict()
         html.append("<h3>Effects</h3>")
         ln = a.lenth
         if ln is not None:
