@@ -202,10 +202,11 @@ class AnalyticResult(Result):
         with styled():
             fig, ax = subplots(figsize=(6.8, 0.42 * len(u) + 1.6))
             y = np.arange(len(u))
-            ax.barh(y + 0.2, 100 * u["max"].astype(float), height=0.4, color=PALETTE[1],
-                    label="busiest station")
+            # listed as stacked: the mean above the busiest station in each pair
             ax.barh(y - 0.2, 100 * u["mean"].astype(float), height=0.4, color=PALETTE[0],
                     label="mean over its stations")
+            ax.barh(y + 0.2, 100 * u["max"].astype(float), height=0.4, color=PALETTE[1],
+                    label="busiest station")
             ax.set_yticks(y, u["resource"].astype(str))
             ax.invert_yaxis()
             ax.set_xlim(0, 105)
