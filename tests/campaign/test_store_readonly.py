@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +22,6 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.store import SCHEMA, Store
 from storlab.errors import CampaignError
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 PRINT_Y = [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"]
 NOBODY = 65534
 
@@ -74,8 +74,8 @@ def as_reader() -> list[str]:
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
 
-def test_a_read_only_copy_is_reported_without_a_byte_changed(done: Campaign, world_dir: Path
-                                                             ) -> None:
+def test_a_read_only_copy_is_reported_without_a_byte_changed(
+        done: Campaign, world_dir: Path, storlab_argv: list[str]) -> None:
     copy = world_dir / "copy"
     shutil.copytree(done.path.parent, copy)
     store = copy / done.store_path.relative_to(done.path.parent)
@@ -88,30 +88,29 @@ def test_a_read_only_copy_is_reported_without_a_byte_changed(done: Campaign, wor
     out.mkdir(mode=0o777)
     out.chmod(0o777)
     env = {**os.environ, "MPLCONFIGDIR": str(out / "mpl"), "HOME": str(out)}
-    prefix = as_reader()
-    r = subprocess.run(prefix + STORLAB + ["report", str(copy / "campaign.yaml"), "-o",
+    prefix = as_reader() + storlab_argv
+    r = subprocess.run(prefix + ["report", str(copy / "campaign.yaml"), "-o",
                                            str(out / "report.html")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     html = (out / "report.html").read_text()
     assert "Campaign report: ro" in html and "x0" in html
     for cmd in (["results", str(copy / "campaign.yaml")], ["status", str(copy / "campaign.yaml")]):
-        r = subprocess.run(prefix + STORLAB + cmd, capture_output=True, text=True, env=env,
+        r = subprocess.run(prefix + cmd, capture_output=True, text=True, env=env,
                            timeout=60)
         assert r.returncode == 0, r.stderr
     assert digest(store) == before
     assert sorted(str(p) for p in copy.rglob("*")) == listing  # no store, -wal or -shm made
 
 
-def test_a_missing_store_is_an_error_not_a_new_file(tmp_path: Path) -> None:
+def test_a_missing_store_is_an_error_not_a_new_file(tmp_path: Path, storlab: Any) -> None:
     path = tmp_path / "none" / "store.sqlite"
     with pytest.raises(CampaignError, match="no campaign store"):
         Store(path, readonly=True)
     assert not path.exists() and not path.parent.exists()
 
     camp = Campaign.load(campaign(tmp_path / "fresh"))
-    r = subprocess.run(STORLAB + ["results", str(camp.path)], capture_output=True, text=True,
-                       timeout=60)
+    r = storlab("results", camp.path, timeout=60)
     assert r.returncode != 0 and "no store yet" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # one line, no traceback
     assert not camp.store_path.exists()

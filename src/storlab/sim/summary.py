@@ -104,15 +104,14 @@ class SimReport(Result):
     def plot(self, kind: str | None = None):  # noqa: ANN201 - matplotlib Figure
         """`timeseries` (the only kind): throughput, mean latency and the busiest station of
         each resource class per interval; the warm-up and drain left out are shaded."""
+        # A detached Figure (no pyplot): drawing never picks or switches the backend of
+        # the notebook or program that asked for it; the CLI picks its own.
+        from ..plotstyle import subplots
+
         self.plot_kind(kind)
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
         ts = self.timeseries
         mid = (ts["t_from"] + ts["t_to"]) / 2
-        fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+        fig, axes = subplots(3, 1, figsize=(9, 8), sharex=True, layout=None)
         axes[0].plot(mid, ts["ops_s"], marker="o", ms=3, color="C0")
         axes[0].axhline(float(self.ops["ops_s"].iloc[0]), color="C0", ls="--", lw=1,
                         label="steady-state mean")
