@@ -1,8 +1,6 @@
 """The `storlab design` and `storlab analyze` commands, as a user runs them."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -11,12 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def storlab(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
-
-
-def test_design_quick_lookup_json():
+def test_design_quick_lookup_json(storlab):
     r = storlab("design", "--factors", 5, "--kind", "fractional", "--runs", 8, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
@@ -28,14 +21,14 @@ def test_design_quick_lookup_json():
     assert d["wlp"][:3] == [0, 0, 2] and len(d["table"]) == 8
 
 
-def test_design_pb_default_size():
+def test_design_pb_default_size(storlab):
     r = storlab("design", "--factors", 7, "--kind", "pb", "--json")
     assert json.loads(r.stdout)["runs"] == 8
     r = storlab("design", "--factors", 8, "--kind", "pb", "--json")
     assert json.loads(r.stdout)["runs"] == 12
 
 
-def test_design_space_file_to_csv(tmp_path):
+def test_design_space_file_to_csv(storlab, tmp_path):
     out = tmp_path / "d.csv"
     r = storlab("design", ROOT / "examples/spaces/ceph-filestore-ssd.yaml", "--kind",
                 "fractional", "--resolution", "V", "--center", 5, "--seed", 1, "-o", out)
@@ -45,7 +38,7 @@ def test_design_space_file_to_csv(tmp_path):
     assert len(t) == 128 + 5 and t["center"].sum() == 5
 
 
-def test_analyze_round_trip(tmp_path):
+def test_analyze_round_trip(storlab, tmp_path):
     r = storlab("design", "--factors", 3, "--kind", "full", "--no-randomize", "-o",
                 tmp_path / "d.csv")
     assert r.returncode == 0, r.stderr
@@ -73,14 +66,14 @@ def test_analyze_round_trip(tmp_path):
     (["design", "missing.yaml"], "missing.yaml: file not found"),
     (["analyze", "missing.csv", "--response", "y"], "missing.csv: file not found"),
 ])
-def test_bad_input_one_line_exit_2(args, msg):
+def test_bad_input_one_line_exit_2(storlab, args, msg):
     r = storlab(*args)
     assert r.returncode == 2
     assert msg in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_malformed_space_names_file_and_factor(tmp_path):
+def test_malformed_space_names_file_and_factor(storlab, tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("factors:\n  - {name: bs, kind: ordinal}\n")
     r = storlab("design", p)
@@ -88,7 +81,7 @@ def test_malformed_space_names_file_and_factor(tmp_path):
     assert f"{p}: factor 'bs': an ordinal factor needs 'values'" in r.stderr
 
 
-def test_analyze_log_transform(tmp_path):
+def test_analyze_log_transform(storlab, tmp_path):
     r = storlab("design", "--factors", 3, "--kind", "full", "--no-randomize", "-o",
                 tmp_path / "d.csv")
     assert r.returncode == 0, r.stderr
@@ -106,7 +99,7 @@ def test_analyze_log_transform(tmp_path):
     assert bad.returncode == 2 and "transform 'cube'" in bad.stderr
 
 
-def test_design_to_file_prints_a_summary_not_the_whole_table(tmp_path):
+def test_design_to_file_prints_a_summary_not_the_whole_table(storlab, tmp_path):
     """`design -o file.csv` on a large LHS: the summary and the first rows on the terminal,
     every run in the file (rendering 100,000 rows on the terminal took 272 s)."""
     out = tmp_path / "lhs.csv"
@@ -123,7 +116,7 @@ def test_design_to_file_prints_a_summary_not_the_whole_table(tmp_path):
     assert r.returncode == 0 and r.stdout.count("\n│") == 8
 
 
-def test_resolution_is_a_roman_numeral_for_every_kind():
+def test_resolution_is_a_roman_numeral_for_every_kind(storlab):
     r = storlab("design", "--factors", 11, "--kind", "pb", "--runs", 12)
     assert "resolution III" in r.stdout and "resolution 3" not in r.stdout
     r = storlab("design", "--factors", 6, "--kind", "fractional", "--runs", 32)
@@ -133,7 +126,7 @@ def test_resolution_is_a_roman_numeral_for_every_kind():
     assert [roman(n) for n in (3, 4, 5, 6, 9, 14)] == ["III", "IV", "V", "VI", "IX", "XIV"]
 
 
-def test_analyze_pb_writes_no_empty_interaction_plot(tmp_path):
+def test_analyze_pb_writes_no_empty_interaction_plot(storlab, tmp_path):
     """A Plackett-Burman design estimates main effects only: no interaction plot (once an
     empty picture with a clipped title), and the output says why."""
     r = storlab("design", "--factors", 7, "--kind", "pb", "--runs", 12, "--seed", 2, "-o",
@@ -150,7 +143,7 @@ def test_analyze_pb_writes_no_empty_interaction_plot(tmp_path):
     assert "no interaction plot" in r.stdout and "main effects only" in r.stdout
 
 
-def test_design_csv_writes_coded_levels_as_integers(tmp_path):
+def test_design_csv_writes_coded_levels_as_integers(storlab, tmp_path):
     # As R's FrF2 writes them: -1/1 (and 0 for center points), never -1.0/1.0.
     out = tmp_path / "d.csv"
     r = storlab("design", "--factors", 4, "--kind", "fractional", "--runs", 8, "--center", 2,

@@ -84,12 +84,9 @@ def test_frames_round_trip_by_suffix(tmp_path: Path) -> None:
 
 
 def test_save_figure(tmp_path: Path) -> None:
-    import matplotlib
+    from storlab.plotstyle import subplots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots()
+    fig, ax = subplots()  # a detached Figure: the test picks no backend
     ax.plot([1, 2], [3, 4])
     save_figure(fig, tmp_path / "f.png", close=False)
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -192,7 +192,7 @@ def test_log_transform_gives_ratios_and_predicts_in_natural_units():
     assert {s["factor"]: s["level"] for s in rec["settings"]} == {"A": 1, "B": 1}
     assert rec["predicted"] == pytest.approx(600.0, rel=0.02)
     assert rec["predicted_transformed"] == pytest.approx(np.log(600.0), abs=0.02)
-    assert a.label == "log(iops)" and a.to_json()["transform"] == "log"
+    assert a.label == "log(iops)" and a.to_dict()["transform"] == "log"
     assert not any("extrapolation" in w for w in a.warnings)  # 600 was measured
     # On the raw scale the same data show a large A:B interaction instead.
     raw = analyze(t, "iops").effects.set_index("term")

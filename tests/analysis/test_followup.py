@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,11 +40,9 @@ def test_top_factors_by_main_effect(tmp_path):
     assert len(ranking) == 20
 
 
-def test_one_command_from_screening_to_full_factorial(tmp_path):
+def test_one_command_from_screening_to_full_factorial(storlab, tmp_path):
     p, key = screening(tmp_path)
-    r = subprocess.run([sys.executable, "-m", "storlab.cli", "design", str(SPACE),
-                        "--follow-up", str(p), "-y", "iops", "--top", "3", "--json"],
-                       capture_output=True, text=True, timeout=300)
+    r = storlab("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "3", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["kind"] == "full" and d["runs"] == 8 and set(d["factors"]) == set(key)
@@ -55,7 +52,7 @@ def test_one_command_from_screening_to_full_factorial(tmp_path):
         assert {str(row[k]) for row in d["table"]} == {str(s[k].low), str(s[k].high)}
 
 
-def test_follow_up_from_a_campaign_file(tmp_path):
+def test_follow_up_from_a_campaign_file(storlab, tmp_path):
     # a screening campaign run for real (a tiny python program as the benchmark): its file
     # alone gives the space, the results and the response
     import yaml
@@ -72,12 +69,9 @@ def test_follow_up_from_a_campaign_file(tmp_path):
                 "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
     camp = tmp_path / "campaign.yaml"
     camp.write_text(yaml.safe_dump(spec))
-    cli = [sys.executable, "-m", "storlab.cli"]
-    r = subprocess.run([*cli, "run", str(camp), "--quiet"], capture_output=True, text=True,
-                       timeout=300)
+    r = storlab("run", camp, "--quiet")
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([*cli, "design", "--follow-up", str(camp), "--top", "2", "--json"],
-                       capture_output=True, text=True, timeout=300)
+    r = storlab("design", "--follow-up", camp, "--top", "2", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["factors"] == ["a", "b"] and d["runs"] == 4 and d["kind"] == "full"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,7 +20,6 @@ from storlab.report import build_report, from_campaign, from_results
 from storlab.report.html import fmt_num, table_html
 from storlab.space import Space
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 
 SPACE = {
     "name": "toy",
@@ -132,15 +130,14 @@ def test_table_keeps_exact_values_and_escapes() -> None:
 
 # --------------------------------------------------------------------------- reports
 @pytest.fixture(scope="module")
-def csv_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def csv_report(tmp_path_factory: pytest.TempPathFactory, storlab: Any) -> dict[str, Any]:
     d = tmp_path_factory.mktemp("csvreport")
     space_file = d / "space.yaml"
     space_file.write_text(yaml.safe_dump(SPACE, sort_keys=False))
     df = toy_results()
     df.to_csv(d / "results.csv", index=False)
-    p = subprocess.run([*STORLAB, "report", str(d / "results.csv"), "--space", str(space_file),
-                        "--coverage-by", "sched", "--metrics", "iops,lat_us", "--json"],
-                       capture_output=True, text=True, timeout=180)
+    p = storlab("report", d / "results.csv", "--space", space_file, "--coverage-by", "sched",
+                "--metrics", "iops,lat_us", "--json", timeout=180)
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
     html = Path(info["output"]).read_text()
@@ -256,7 +253,8 @@ def test_campaign_progress_and_failures(tmp_path: Path) -> None:
     assert re.search(r'class="warn">main effect \w+ is correlated', sec)
 
 
-def test_cli_errors_are_one_line(tmp_path: Path, csv_report: dict[str, Any]) -> None:
+def test_cli_errors_are_one_line(tmp_path: Path, csv_report: dict[str, Any], storlab: Any
+                                 ) -> None:
     d = csv_report["dir"]
     cases = [
         ([str(d / "results.csv"), "--space", str(d / "space.yaml"), "--response", "nope"],
@@ -265,8 +263,7 @@ def test_cli_errors_are_one_line(tmp_path: Path, csv_report: dict[str, Any]) -> 
         ([str(d / "missing.yaml")], "file not found"),
     ]
     for args, needle in cases:
-        p = subprocess.run([*STORLAB, "report", *args], capture_output=True, text=True,
-                           timeout=120)
+        p = storlab("report", *args, timeout=120)
         assert p.returncode == 2, (args, p.stderr)
         assert needle in p.stderr and p.stderr.strip().count("\n") == 0, p.stderr
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ..errors import AnalysisError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .importance import combine, encode, importance
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,17 +35,26 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @dataclass
-class Comparison:
-    """Importance of each parameter by several methods (`.table()`, `.plot()`)."""
+class Comparison(Result):
+    """Importance of each parameter by several methods (`.to_frame()`, `.plot()`)."""
+
+    PLOT_KINDS = ("bars",)
+    ERROR = AnalysisError
 
     response: str
     frame: pd.DataFrame
     complete_grid: bool
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         return self.frame.copy()
 
-    def plot(self) -> Figure:
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"response": self.response, "complete_grid": self.complete_grid,
+                            "params": self.frame})
+
+    def plot(self, kind: str | None = None) -> Figure:
+        """`bars` (the only kind): each parameter's share of importance by every method."""
+        self.plot_kind(kind)
         from ..plotstyle import legend_outside, metric_name, styled, subplots
 
         names = {"pi_share": "Carver PI", "anova_share": "ANOVA sum of squares",

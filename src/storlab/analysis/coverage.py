@@ -30,6 +30,8 @@ import pandas as pd
 
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
+from ..jsonutil import to_jsonable
+from ..result import Result
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -39,8 +41,11 @@ ALL = "(all)"
 
 
 @dataclass
-class CoverageResult:
+class CoverageResult(Result):
     """Result of `coverage`: per-group table, component scores, both clusterings."""
+
+    PLOT_KINDS = PLOT_KINDS
+    ERROR = AnalysisError
 
     by: str
     metrics: list[str]
@@ -59,7 +64,7 @@ class CoverageResult:
     log: bool = False
     seed: int = 0
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         """One row per group (plus `(all)`): runs, clusters reached, share, spread, range."""
         out = []
         for g in [*self.groups, ALL]:
@@ -98,7 +103,7 @@ class CoverageResult:
     def ranking(self) -> pd.DataFrame:
         """The groups' table (without `(all)`) in the order `best` ranks them; `tied`: True
         where a group ties the one above it on every measure (the name decided)."""
-        t = self.table()
+        t = self.to_frame()
         t = t[t[self.by] != ALL].copy()
         keys = pd.DataFrame({
             "c": -t["clusters"],
@@ -112,28 +117,26 @@ class CoverageResult:
         return t
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return to_jsonable({
             "by": self.by, "metrics": self.metrics, "log": self.log, "seed": self.seed,
             "n_runs": int(len(self.labels)), "components": int(self.scores.shape[1]),
             "clusters": self.k, "silhouette": {str(k): v for k, v in self.k_scores.items()},
             "agreement_ari": self.agreement, "best": self.best(),
             "best_tied_with": self.tied_with_best(), "dropped": self.dropped,
-            "groups": self.table().to_dict("records"),
+            "groups": self.to_frame().to_dict("records"),
             "cluster_counts": {str(g): {str(c): int(n) for c, n in row.items()}
                                for g, row in self.cluster_table().iterrows()},
             "mixing": {str(m): {str(c): float(v) for c, v in row.items()}
                        for m, row in self.mixing.iterrows()},
-        }
+        })
 
-    def plot(self, kind: str = "scatter") -> Figure:
+    def plot(self, kind: str | None = None) -> Figure:
         """scatter: runs on the first two components, coloured by group, clusters outlined;
         dendrogram: Ward clustering of the runs, leaves coloured by group;
         coverage: clusters reached and spread per group, with the group x cluster counts."""
         from .. import plotstyle
 
-        if kind not in PLOT_KINDS:
-            raise AnalysisError(f"coverage plot kind {kind!r} must be one of "
-                                f"{', '.join(PLOT_KINDS)}")
+        kind = self.plot_kind(kind)
         with plotstyle.styled():
             return {"scatter": _scatter, "dendrogram": _dendrogram,
                     "coverage": _bars}[kind](self)

@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,9 +24,13 @@ from statsmodels.stats.anova import anova_lm
 
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
-from ..jsonutil import plain
+from ..jsonutil import plain, to_jsonable
+from ..result import Result
 from ..space import Factor, Space
 from ..units import to_number
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass
@@ -84,8 +88,11 @@ def lenth(effects: Sequence[float], alpha: float = 0.05) -> Lenth:
 
 
 @dataclass
-class EffectsAnalysis:
+class EffectsAnalysis(Result):
     """Result of `analyze`: effects, ANOVA, Lenth, curvature, aliasing, recommendation."""
+
+    PLOT_KINDS = ("pareto", "halfnormal", "main", "interaction")
+    ERROR = AnalysisError
 
     response: str
     goal: str
@@ -107,7 +114,7 @@ class EffectsAnalysis:
         """The analysed quantity: `log(total_iops)` under a transform, else the response."""
         return self.response if self.transform == "none" else f"{self.transform}({self.response})"
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         return self.effects
 
     @property
@@ -116,7 +123,7 @@ class EffectsAnalysis:
         return ["term", "effect", *(["ratio"] if "ratio" in self.effects else []), "coef",
                 "p", "pct", "significant", "basis"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "response": self.response,
             "goal": self.goal,
@@ -133,13 +140,13 @@ class EffectsAnalysis:
                        lenth_df=self.lenth.df)
         if self.curvature is not None:
             out["curvature"] = self.curvature
-        return out
+        return to_jsonable(out)
 
-    def plot(self, kind: str = "pareto"):  # noqa: ANN201 - matplotlib Figure
-        """A matplotlib Figure: pareto, halfnormal, main, or interaction."""
+    def plot(self, kind: str | None = None) -> Figure:
+        """A matplotlib Figure: pareto (the default), halfnormal, main, or interaction."""
         from . import plots
 
-        return plots.effects_plot(self, kind)
+        return plots.effects_plot(self, self.plot_kind(kind))
 
 
 # --------------------------------------------------------------------------- helpers

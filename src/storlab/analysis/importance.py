@@ -48,7 +48,8 @@ import pandas as pd
 
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
-from ..jsonutil import plain
+from ..jsonutil import plain, to_jsonable
+from ..result import Result
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -405,7 +406,7 @@ class Step:
 
 
 @dataclass
-class ImportanceResult:
+class ImportanceResult(Result):
     """Carver's selection on one response. `.table()` / `.pi_table()` / `.plot()`."""
 
     response: str
@@ -455,7 +456,7 @@ class ImportanceResult:
         """The recommended setting: the best value combination of all selected parameters."""
         return dict(self.steps[-1].best_values) if self.steps else {}
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         """One row per selected parameter, in order (the numbers behind Figure 4).
 
         `best_value` is the parameter's value in the final recommended combination;
@@ -483,7 +484,7 @@ class ImportanceResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: `selected` (ordered, with `param`, `importance`, `best_value`), `pi`."""
         final = self.best_values()
-        return {
+        return to_jsonable({
             "response": self.response, "goal": self.goal, "aggregate": self.aggregate,
             "stop": [str(r) for r in self.stop], "stop_reason": self.stop_reason,
             "n_rows": self.n_rows, "n_configs": self.n_configs, "n_dropped": self.n_dropped,
@@ -496,11 +497,12 @@ class ImportanceResult:
                           "subset_mean": s.subset_mean, "subset_rsd": s.subset_rsd,
                           "candidates": s.candidates} for s in self.steps],
             "pi": dict(self.pi),
-        }
+        })
 
     PLOT_KINDS = ("all", "cpi", "subsets", "path", "pi")
+    ERROR = AnalysisError
 
-    def plot(self, kind: str = "all", unit: str | None = None) -> Figure:
+    def plot(self, kind: str | None = None, unit: str | None = None) -> Figure:
         """The paper's figures for this response. `all` (the default, what `storlab
         importance --plot` writes): Figure 2 (PI, then CPI, of every parameter at each
         greedy step, as bars), Figure 3 (mean against RSD of every subset fixed by one or
@@ -509,9 +511,7 @@ class ImportanceResult:
         `unit` is the response's unit (guessed from its name when not given)."""
         from ..plotstyle import styled
 
-        if kind not in self.PLOT_KINDS:
-            raise AnalysisError(f"plot kind {kind!r} must be one of "
-                                f"{', '.join(self.PLOT_KINDS)}")
+        kind = self.plot_kind(kind)
         with styled():
             fig = self._plot(kind, unit)
             if self.subset_note and kind != "all":  # "all" says it under its title

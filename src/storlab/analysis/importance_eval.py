@@ -29,6 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnalysisError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .importance import Aggregate, encode, greedy_order
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,8 +224,11 @@ def _run_chunk(n: int, seeds: list[np.random.SeedSequence], ranks: int,
 
 # --------------------------------------------------------------------------- result
 @dataclass
-class EvalResult:
+class EvalResult(Result):
     """Fraction of repetitions that found each rank's ground-truth parameter."""
+
+    PLOT_KINDS = ("found",)
+    ERROR = AnalysisError
 
     response: str
     truth: list[str]
@@ -238,7 +243,7 @@ class EvalResult:
     all_correct: np.ndarray      # (n_fractions,): first `ranks` all right, in order
     seconds: float
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         df = pd.DataFrame({"fraction": self.fractions, "configs": self.sizes})
         for r in range(len(self.truth)):
             df[f"rank{r + 1}_correct"] = self.correct[:, r]
@@ -246,15 +251,17 @@ class EvalResult:
         return df
 
     def to_dict(self) -> dict[str, Any]:
-        return {"response": self.response, "n_configs": self.n_configs,
+        return to_jsonable({"response": self.response, "n_configs": self.n_configs,
                 "repeats": self.repeats, "seed": self.seed, "aggregate": self.aggregate,
                 "truth": [{"rank": i + 1, "param": p, "importance": v}
                           for i, (p, v) in enumerate(zip(self.truth, self.truth_importance))],
-                "seconds": self.seconds, "table": self.table()}
+                "seconds": self.seconds, "table": self.to_frame()})
 
-    def plot(self) -> Figure:
-        """Figure 5: x = percentage of the dataset (log2), y = fraction of repetitions that
-        found the parameter of each rank; top axis: number of configurations."""
+    def plot(self, kind: str | None = None) -> Figure:
+        """`found` (the only kind), Figure 5: x = percentage of the dataset (log2), y =
+        fraction of repetitions that found the parameter of each rank; top axis: number of
+        configurations."""
+        self.plot_kind(kind)
         from matplotlib.ticker import NullLocator, PercentFormatter
 
         from ..plotstyle import LINESTYLES, PALETTE, legend_outside, metric_name, styled, subplots

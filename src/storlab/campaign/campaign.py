@@ -267,7 +267,7 @@ class Campaign:
         (meta key `design`); for a store written before storlab kept it, or no store yet,
         the campaign file's (`design_meta_now`)."""
         if self.store_path.exists():
-            with Store(self.store_path) as store:
+            with Store(self.store_path, readonly=True) as store:
                 text = store.get_meta("design")
                 if text is None and self.source is not None:
                     text = store.get_meta("source")
@@ -281,7 +281,7 @@ class Campaign:
         the first run."""
         if not self.store_path.exists():
             return []
-        with Store(self.store_path) as store:
+        with Store(self.store_path, readonly=True) as store:
             return [r for r in store.runs(with_raw) if warmup or not r["warmup"]]
 
     # ------------------------------------------------------------------ plan
@@ -292,7 +292,7 @@ class Campaign:
             if store is None:
                 if not self.store_path.exists():
                     return []
-                with Store(self.store_path) as st:
+                with Store(self.store_path, readonly=True) as st:
                     return self.plan(st)
             cfgs = {cid: cfg for cid, cfg, _ in store.configs()}
             return [PlannedRun(r["key"], r["seq"], r["config_id"], r["repetition"], False,
@@ -537,7 +537,7 @@ class Campaign:
             raise CampaignError(f"level {level!r} must be config, run or host")
         if not self.store_path.exists():
             raise CampaignError(f"{self.store_path}: no store yet; run the campaign first")
-        with Store(self.store_path) as store:
+        with Store(self.store_path, readonly=True) as store:
             configs = store.configs()
             runs = [r for r in store.runs() if not r["warmup"]]
         return results_table(configs, runs, self.space.names, level)
@@ -554,7 +554,7 @@ class Campaign:
                                 f"{self.spec.runner.type!r})")
         if not self.store_path.exists():
             raise CampaignError(f"{self.store_path}: no store yet; run the campaign first")
-        with Store(self.store_path) as store:
+        with Store(self.store_path, readonly=True) as store:
             runs = [r for r in store.runs(with_raw=True) if not r["warmup"]
                     and r["status"] == "ok"]
         directory = Path(directory)
@@ -574,7 +574,7 @@ class Campaign:
         """Counts of runs per status (pending = planned but never started)."""
         statuses: dict[str, str] = {}
         if self.store_path.exists():
-            with Store(self.store_path) as store:
+            with Store(self.store_path, readonly=True) as store:
                 statuses = store.statuses()
         counts: dict[str, int] = {}
         for r in self.plan():

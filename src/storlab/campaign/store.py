@@ -79,10 +79,20 @@ FAILED = ("failed", "timeout")
 
 
 class Store:
-    """SQLite store of a campaign's configurations and runs."""
+    """SQLite store of a campaign's configurations and runs.
 
-    def __init__(self, path: str | Path) -> None:
+    `readonly=True` is how every reader opens it (results, status, report, analyses): the
+    file is opened with SQLite's `mode=ro`, so reading never creates a store, never adds
+    tables or columns to an older one, and works on a read-only copy (a read-only file or
+    directory). A missing store is an error then, not a new empty file."""
+
+    def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
+        self._owner: str | None = None
+        if readonly:
+            self.db = self._open_readonly()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
@@ -98,7 +108,43 @@ class Store:
             if _is_full(exc):
                 raise self._full(exc) from None
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
-        self._owner: str | None = None
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise CampaignError(f"{self.path}: no campaign store here (run the campaign "
+                                "first, or give the campaign file whose store this is)")
+        uri = self.path.resolve().as_uri()
+        try:
+            db = self._connect_ro(uri + "?mode=ro")
+        except sqlite3.OperationalError:
+            # A WAL store needs its -shm/-wal files; a reader cannot create them in a
+            # read-only directory. No writer can work there either (it would need them
+            # too), so the file cannot change under us: open it as immutable.
+            if os.access(self.path.parent, os.W_OK):
+                raise CampaignError(f"{self.path}: cannot open the store for reading") from None
+            try:
+                db = self._connect_ro(uri + "?mode=ro&immutable=1")
+            except sqlite3.DatabaseError as exc:
+                raise CampaignError(f"{self.path}: cannot open the store for reading "
+                                    f"({exc})") from None
+        except sqlite3.DatabaseError as exc:
+            raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"meta", "configs", "runs"} <= tables:
+            db.close()
+            raise CampaignError(f"{self.path}: not a campaign store (it has no runs table)")
+        self._tables = tables
+        return db
+
+    @staticmethod
+    def _connect_ro(uri: str) -> sqlite3.Connection:
+        db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file now
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         self.db.close()
@@ -119,6 +165,8 @@ class Store:
         is taken over (event `takeover`); then processes a killed predecessor left running
         for runs in `scratch` are killed (event `leftovers`), or, if one survives SIGKILL,
         the campaign is refused with one line."""
+        if self.readonly:
+            raise CampaignError(f"{self.path}: opened read-only; runs are not written here")
         emit = on_event or (lambda kind, data: None)
 
         def waiting(holder: lock.Holder | None) -> None:
@@ -161,6 +209,8 @@ class Store:
                 "is gone, then run again")
 
     def _check_writer(self) -> None:
+        if self.readonly:
+            raise CampaignError(f"{self.path}: opened read-only; runs are not written here")
         # Runs are written only under the lock: a second writer would repeat every run.
         if self._owner is None:
             raise CampaignError(f"{self.path}: runs are written only inside "
@@ -207,6 +257,8 @@ class Store:
     def plan_rows(self) -> list[dict[str, Any]]:
         """An adaptive campaign's planned runs, in campaign order."""
         cols = ["key", "seq", "config_id", "repetition", "batch", "phase", "note"]
+        if self.readonly and "plan" not in self._tables:
+            return []  # a store from before adaptive campaigns, read without migrating it
         rows = self.db.execute(f"SELECT {', '.join(cols)} FROM plan ORDER BY seq")
         return [dict(zip(cols, r), note=json.loads(r[-1])) for r in rows]
 

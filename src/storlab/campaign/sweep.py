@@ -192,7 +192,7 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     the COLUMNS, the utilisation of each resource, and `error` for points that failed."""
     from .store import Store
 
-    with Store(camp.store_path) as store:
+    with Store(camp.store_path, readonly=True) as store:
         configs = store.configs()
         runs = {r["config_id"]: r for r in store.runs(with_raw=True) if not r["warmup"]}
     axes = {str(k): list(v) for k, v in sweeps.items()}

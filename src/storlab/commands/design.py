@@ -251,7 +251,7 @@ def analyze_cmd(
                 continue
             save_figure(a.plot(kind), plots / f"{response}-{kind}.{plot_format}", dpi=110)
     if json_out or output is not None:
-        emit_json(a.to_json(), output)
+        emit_json(a.to_dict(), output)
         if not json_out:
             console.print(f"wrote {output}")
         return

@@ -16,7 +16,7 @@ from ._common import (at_least, console, emit_json, fraction, frame_table, input
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..estimate.model import RWModel
+    from ..estimate import RWModel
 
 # The library (scipy.stats) is imported inside the commands: `storlab` loads every command
 # module at start-up, and only `storlab estimate ...` needs it.
@@ -39,7 +39,7 @@ SAVE_OPT = typer.Option(None, "--save-model", help="Write the model JSON.",
 
 
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
-    from ..estimate.model import EstimateError
+    from ..errors import EstimateError
 
     if value not in choices:
         raise EstimateError(f"{option} {value!r} is not one of {', '.join(choices)}")
@@ -194,7 +194,7 @@ def fit_cmd(
     output: Optional[Path] = OUT_OPT,
 ) -> None:
     """Fit f_rw per I/O size from a results table with read %, I/O size and throughput."""
-    from ..estimate.model import METHODS, fit_table, mixed_checks, read_results, split_table
+    from ..estimate import METHODS, fit_table, mixed_checks, read_results, split_table
 
     _check_choice(method, METHODS, "--method")
     df = read_table(results)
@@ -221,7 +221,7 @@ def fit_cmd(
         if save_model is not None:
             console.print(f"model written to {save_model}")
     if plot is not None:
-        _save_plot(model.plot(confidence), plot)
+        _save_plot(model.plot(confidence=confidence), plot)
 
 
 def predict_cmd(
@@ -242,7 +242,7 @@ def predict_cmd(
     output: Optional[Path] = OUT_OPT,
 ) -> None:
     """Predict read, write and total IOPS and bandwidth from a saved model."""
-    from ..estimate.model import MIXES, RWModel
+    from ..estimate import MIXES, RWModel
 
     _check_choice(mix, MIXES, "--mix")
     read_text(model_path, "--model")  # binary or non-UTF-8: one line naming the file

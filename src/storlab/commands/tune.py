@@ -133,7 +133,7 @@ def _runs_done(camp: Any) -> int:
 
     if not camp.store_path.exists():
         return 0
-    with Store(camp.store_path) as store:
+    with Store(camp.store_path, readonly=True) as store:
         return len(camp.history(store))
 
 

@@ -37,11 +37,13 @@ import pandas as pd
 import yaml
 from scipy import stats
 
+from ..errors import EstimateError
 from ..fileio import write_text
-from .model import (
-    DEFAULT_MIX, MIXES, Cell, EstimateError, RWModel, check_read_pct, parse_size_mix, size_bytes,
-    size_label,
-)
+from ..jsonutil import to_jsonable
+from ..result import Result
+from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
+from .mixrule import DEFAULT_MIX, MIXES
+from .rwmodel import RWModel
 
 PATTERNS = {"random": ("randread", "randwrite", "randrw"),
             "sequential": ("read", "write", "rw")}
@@ -390,8 +392,11 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
 
 
 @dataclass
-class MeasureResult:
+class MeasureResult(Result):
     """Every run, the model fitted from the anchors, and predicted against measured."""
+
+    PLOT_KINDS = ("model",)
+    ERROR = EstimateError
 
     plan: MeasurePlan
     runs: pd.DataFrame
@@ -417,20 +422,23 @@ class MeasureResult:
                        "add --validate mixes or --third-anchor to measure the model's error")
         return out
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         """Predicted against measured total IOPS for every measured point."""
         return self.checks.copy()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"plan": self.plan.to_dict(), "notes": self.notes, "warnings": self.warnings,
-                "campaign": str(self.campaign) if self.campaign else None,
-                "model": self.model.to_dict(), "fits": self.model.table(),
-                "checks": self.checks, "runs": self.runs}
+        return to_jsonable({
+            "plan": self.plan.to_dict(), "notes": self.notes, "warnings": self.warnings,
+            "campaign": str(self.campaign) if self.campaign else None,
+            "model": self.model.to_dict(), "fits": self.model.to_frame(),
+            "checks": self.checks, "runs": self.runs})
 
-    def plot(self):
-        """The model's plot plus the measured mixed-size points and both mix rules' lines."""
+    def plot(self, kind: str | None = None):  # noqa: ANN201 - matplotlib Figure
+        """`model` (the only kind): the model's plot plus the measured mixed-size points and
+        both mix rules' lines."""
+        self.plot_kind(kind)
         from ..plotstyle import styled
-        from .model import iops_legend
+        from .plots import iops_legend
 
         fig = self.model.plot()
         ax = fig.axes[0]
@@ -610,7 +618,7 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
                             "command resumes")
     from ..campaign.store import Store
 
-    with Store(camp.store_path) as store:
+    with Store(camp.store_path, readonly=True) as store:
         recs = {r["key"]: r for r in store.runs() if not r["warmup"]}
     rows = [_row(run, i, recs.get(f"c{i}-r1"), plan.runtime)
             for i, run in enumerate(planned, 1)]

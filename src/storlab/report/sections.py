@@ -382,7 +382,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         except AnalysisError as exc:
             notes.append(f"effects analysis not shown: {exc}")
     if a is not None:
-        out["effects"] = a.to_json()
+        out["effects"] = a.to_dict()
         html.append("<h3>Effects</h3>")
         ln = a.lenth
         if ln is not None:
@@ -537,7 +537,7 @@ FIO_READ_PCT = {"read": 100.0, "randread": 100.0, "write": 0.0, "randwrite": 0.0
 def _rw_table(inp: ReportInput) -> tuple[pd.DataFrame, str, str] | None:
     """The results with a read-percentage and an I/O-size column, when the data has them
     (a `rwmixread`-like column, or fio's `rw` as pure reads/writes), else None."""
-    from ..estimate.model import READ_PCT_NAMES, SIZE_NAMES
+    from ..estimate.tables import READ_PCT_NAMES, SIZE_NAMES
 
     df = inp.results.copy()
     lower = {str(c).lower(): c for c in df.columns}
@@ -561,7 +561,7 @@ def _rw_table(inp: ReportInput) -> tuple[pd.DataFrame, str, str] | None:
 
 
 def rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
-    from ..estimate.model import fit_table
+    from ..estimate import fit_table
 
     got = _rw_table(inp)
     if got is None:

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from ..errors import SimError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from . import mva as _mva
 from .engine import FCFS, HOLD
 from .model import ClusterModel, draw_requests
@@ -42,6 +45,9 @@ from .ops import DELETE, OPS
 from .routes import build_routes
 from .summary import flat_metrics, util_table
 from .queueing import erlang_c
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Exact load-dependent MVA costs N x (multi-server stations) Python steps; above this, Seidmann.
 EXACT_BUDGET = 400_000
@@ -157,7 +163,12 @@ def _order_stat(q: float, b: float) -> float:
 
 
 @dataclass
-class AnalyticResult:
+class AnalyticResult(Result):
+    """The analytic (MVA) model's answer: throughput, per-op table, utilisation."""
+
+    PLOT_KINDS = ("utilisation",)
+    ERROR = SimError
+
     name: str
     loop: str
     method: str
@@ -168,7 +179,7 @@ class AnalyticResult:
     bottleneck: dict[str, Any]
     notes: list[str] = field(default_factory=list)
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         return self.ops
 
     def metrics(self) -> dict[str, float]:
@@ -176,9 +187,35 @@ class AnalyticResult:
                             ("ops_s", "mb_s", "lat_mean_ms"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "loop": self.loop, "method": self.method,
-                "stable": self.stable, "throughput": self.throughput, "ops": self.ops,
-                "utilisation": self.util, "bottleneck": self.bottleneck, "notes": self.notes}
+        return to_jsonable({"name": self.name, "loop": self.loop, "method": self.method,
+                            "stable": self.stable, "throughput": self.throughput,
+                            "ops": self.ops, "utilisation": self.util,
+                            "bottleneck": self.bottleneck, "notes": self.notes})
+
+    def plot(self, kind: str | None = None) -> Figure:
+        """`utilisation` (the only kind): mean and busiest-station utilisation of each
+        resource class, the bottleneck's named in the title."""
+        from ..plotstyle import PALETTE, styled, subplots
+
+        self.plot_kind(kind)
+        u = self.util
+        with styled():
+            fig, ax = subplots(figsize=(6.8, 0.42 * len(u) + 1.6))
+            y = np.arange(len(u))
+            # listed as stacked: the mean above the busiest station in each pair
+            ax.barh(y - 0.2, 100 * u["mean"].astype(float), height=0.4, color=PALETTE[0],
+                    label="mean over its stations")
+            ax.barh(y + 0.2, 100 * u["max"].astype(float), height=0.4, color=PALETTE[1],
+                    label="busiest station")
+            ax.set_yticks(y, u["resource"].astype(str))
+            ax.invert_yaxis()
+            ax.set_xlim(0, 105)
+            ax.set_xlabel("utilisation (%)")
+            where = self.bottleneck.get("resource", "?")
+            ax.set_title(f"{self.name}: {self.method}, {self.throughput:,.0f} requests/s; "
+                         f"bottleneck {where}", fontsize=9.5)
+            ax.legend(loc="lower right")
+        return fig
 
 
 @dataclass

@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .analytic import Demands, analyse, demands
 from .cluster import (OPS, SHORT_KEYS, ClusterModel, CpuCosts, OpCost, SimError, apply_overrides,
                       build_model, parse_cluster)
@@ -140,15 +142,18 @@ def _predict(row: _Row, theta: np.ndarray) -> float:
 
 
 @dataclasses.dataclass
-class CalibrationResult:
+class CalibrationResult(Result):
     """Fitted multipliers, the calibrated cluster, and the error of every point."""
+
+    PLOT_KINDS = ("predicted",)
+    ERROR = SimError
 
     params: dict[str, float]
     points: pd.DataFrame   # one row per measurement: measured, predicted, error_pct, split
     raw: dict[str, Any]    # the calibrated cluster as a YAML-ready dict
     cost: float
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         return self.points
 
     def params_table(self) -> pd.DataFrame:
@@ -163,12 +168,13 @@ class CalibrationResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"params": self.params, "summary": self.summary(), "points": self.points,
-                "cluster": self.raw}
+        return to_jsonable({"params": self.params, "summary": self.summary(),
+                            "points": self.points, "cluster": self.raw})
 
-    def plot(self):
-        """Predicted against measured throughput of every point (log-log), training and
-        held-out points apart, the diagonal and a ±10 % band for reference."""
+    def plot(self, kind: str | None = None):  # noqa: ANN201 - matplotlib Figure
+        """`predicted` (the only kind): predicted against measured throughput of every point
+        (log-log), training and held-out points apart, the diagonal and a ±10 % band."""
+        self.plot_kind(kind)
         from ..plotstyle import MARKERS, PALETTE, format_axis, styled, subplots
 
         with styled():

@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SimError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .ops import DELETE, OPS
 from .model import ClusterModel, Requests
 
@@ -50,7 +53,7 @@ def flat_metrics(ops: Any, util: Any, bottleneck: dict[str, Any],
 
 
 @dataclass
-class SimReport:
+class SimReport(Result):
     """One simulated run: per-op throughput and latency over the steady-state window (with
     batch-means 95 % confidence intervals), per-resource utilisation over the same window,
     the bottleneck, Little's-law checks, a time series, and the cost of simulating it."""
@@ -76,7 +79,10 @@ class SimReport:
     littles_law_system: float = float("nan")
     timeseries: Any = None         # DataFrame: per interval t_from, t_to, phase, ops_s, ...
 
-    def table(self):
+    PLOT_KINDS = ("timeseries",)
+    ERROR = SimError
+
+    def to_frame(self):  # noqa: ANN201 - DataFrame (pandas is not imported here)
         return self.ops
 
     def metrics(self) -> dict[str, float]:
@@ -86,26 +92,26 @@ class SimReport:
                              "lat_p99_ms"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "loop": self.loop, "requests": self.requests,
+        return to_jsonable({"name": self.name, "loop": self.loop, "requests": self.requests,
                 "window": self.window, "ops": self.ops, "utilisation": self.util,
                 "bottleneck": self.bottleneck, "littles_law_system": self.littles_law_system,
                 "littles_law_error": self.littles_law_error,
                 "station_littles_error": self.station_littles_error,
                 "events": self.events, "sim_time_s": self.sim_time, "engine_wall_s": self.wall,
                 "build_wall_s": self.build_wall, "notes": self.notes,
-                "timeseries": self.timeseries}
+                "timeseries": self.timeseries})
 
-    def plot(self):
-        """Throughput, mean latency and the busiest station of each resource class per
-        interval; the warm-up and drain left out of the figures are shaded."""
-        import matplotlib
+    def plot(self, kind: str | None = None):  # noqa: ANN201 - matplotlib Figure
+        """`timeseries` (the only kind): throughput, mean latency and the busiest station of
+        each resource class per interval; the warm-up and drain left out are shaded."""
+        # A detached Figure (no pyplot): drawing never picks or switches the backend of
+        # the notebook or program that asked for it; the CLI picks its own.
+        from ..plotstyle import subplots
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
+        self.plot_kind(kind)
         ts = self.timeseries
         mid = (ts["t_from"] + ts["t_to"]) / 2
-        fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+        fig, axes = subplots(3, 1, figsize=(9, 8), sharex=True, layout=None)
         axes[0].plot(mid, ts["ops_s"], marker="o", ms=3, color="C0")
         axes[0].axhline(float(self.ops["ops_s"].iloc[0]), color="C0", ls="--", lw=1,
                         label="steady-state mean")

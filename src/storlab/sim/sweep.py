@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .cluster import SimError
 
 
@@ -28,16 +31,19 @@ def parse_sweep(items: Sequence[str], source: str = "--sweep") -> dict[str, list
 
 
 @dataclass
-class SweepResult:
+class SweepResult(Result):
     """The grid's results: one row per point, factor columns first; `campaign` is the
     directory that keeps its runs (None for a throw-away sweep)."""
+
+    PLOT_KINDS = ("lines",)
+    ERROR = SimError
 
     factors: list[str]
     rows: pd.DataFrame
     analytic: bool
     campaign: Path | None = None
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         df = self.rows.copy()
         if "availability" in df:  # points without failures lose no request
             ran = df["error"].isna() if "error" in df else np.ones(len(df), dtype=bool)
@@ -46,13 +52,19 @@ class SweepResult:
             df["x_base"] = df["ops_s"] / df["ops_s"].iloc[0]  # speed-up over the first point
         return df
 
-    def plot(self, metric: str = "ops_s"):
-        """Throughput (and latency) against the first factor, one line per combination of
-        the other factors."""
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"factors": self.factors, "analytic": self.analytic,
+                            "campaign": None if self.campaign is None else str(self.campaign),
+                            "points": self.to_frame()})
+
+    def plot(self, kind: str | None = None, metric: str = "ops_s"):  # noqa: ANN201 - Figure
+        """`lines` (the only kind): throughput (and latency) against the first factor, one
+        line per combination of the other factors."""
+        self.plot_kind(kind)
         from ..plotstyle import (LINESTYLES, MARKERS, PALETTE, axis_label, format_axis,
                                  styled, subplots)
 
-        df = self.table()
+        df = self.to_frame()
         lat = "lat_mean_ms" if self.analytic else "lat_p99_ms"
         x_name = self.factors[0]
         xs = list(dict.fromkeys(df[x_name].astype(str)))

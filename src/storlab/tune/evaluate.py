@@ -24,7 +24,8 @@ import pandas as pd
 
 from ..campaign.sources import Observation, config_key
 from ..errors import AnalysisError
-from ..jsonutil import plain
+from ..jsonutil import plain, to_jsonable
+from ..result import Result
 from ..space import Factor, Space
 from .domain import Domain
 from .strategies import STRATEGIES, Objective, TuneSettings, make_strategy
@@ -37,7 +38,12 @@ DEFAULT_STRATEGIES = ("storlab", "optuna-tpe", "random")
 
 
 @dataclass
-class TuneEvalResult:
+class TuneEvalResult(Result):
+    """Strategies replayed on a measured table: runs each needed to come near the optimum."""
+
+    PLOT_KINDS = ("gap",)
+    ERROR = AnalysisError
+
     response: str
     goal: str
     budget: int
@@ -60,7 +66,7 @@ class TuneEvalResult:
     def strategies(self) -> list[str]:
         return list(dict.fromkeys(self.curves["strategy"]))
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         rows = []
         final = self.curves.sort_values("run").groupby(["strategy", "repeat"])["best_gap"].last()
         for t in self.targets:
@@ -80,10 +86,12 @@ class TuneEvalResult:
     def to_dict(self) -> dict[str, Any]:
         return {"response": self.response, "goal": self.goal, "budget": self.budget,
                 "repeats": self.repeats, "optimum": self.optimum, "n_configs": self.n_configs,
-                "table": self.table().to_dict("records")}
+                "table": to_jsonable(self.to_frame())}
 
-    def plot(self) -> Figure:
-        """Median gap of the best-so-far to the optimum against runs, per strategy."""
+    def plot(self, kind: str | None = None) -> Figure:
+        """`gap` (the only kind): median gap of the best-so-far to the optimum against runs,
+        per strategy."""
+        self.plot_kind(kind)
         from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
         from ..plotstyle import LINESTYLES, PALETTE, legend_outside, metric_name, styled, subplots

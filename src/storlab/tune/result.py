@@ -14,6 +14,9 @@ import pandas as pd
 from scipy import stats
 
 from ..campaign.sources import Observation, config_key
+from ..errors import TuneError
+from ..jsonutil import to_jsonable
+from ..result import Result
 from .strategies import Entry, Objective, Tally, observed_values
 
 if TYPE_CHECKING:
@@ -68,8 +71,11 @@ def describe(values: Sequence[float]) -> dict[str, Any]:
 
 
 @dataclass
-class TuneResult:
-    """A tuning campaign's history and answer. `.to_dict()`, `.table()`, `.plot()`."""
+class TuneResult(Result):
+    """A tuning campaign's history and answer. `.to_dict()`, `.to_frame()`, `.plot()`."""
+
+    PLOT_KINDS = ("progress",)
+    ERROR = TuneError
 
     objectives: list[Objective]
     history: list[Observation]
@@ -155,7 +161,7 @@ class TuneResult:
             for j, ob in enumerate(self.objectives[1:], 1):
                 row[ob.name] = None if vals is None else vals[j]
             hist.append(row)
-        return {
+        return to_jsonable({
             "strategy": self.strategy, "budget": self.budget, "runs": len(self.history),
             "objectives": [{"name": o.name, "goal": o.goal} for o in self.objectives],
             "response": self.objectives[0].name, "goal": self.objectives[0].goal,
@@ -169,9 +175,9 @@ class TuneResult:
             "candidates": [self.entry_dict(e) for e in self.confirmed()],
             "pareto": [self.entry_dict(e) for e in self.pareto()],
             "history": hist,
-        }
+        })
 
-    def table(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         """The confirmed configurations (best first) with mean, spread and runs."""
         rows = []
         base, best, scr = self.baseline(), self.best(), self.best_screened()
@@ -200,9 +206,10 @@ class TuneResult:
                          "best_so_far": ob.score(best) if math.isfinite(best) else math.nan})
         return pd.DataFrame(rows)
 
-    def plot(self) -> Figure:
-        """Left: each run and the best so far, phases shaded; right (two objectives): the
-        measured configurations and the Pareto front."""
+    def plot(self, kind: str | None = None) -> Figure:
+        """`progress` (the only kind). Left: each run and the best so far, phases shaded;
+        right (two objectives): the measured configurations and the Pareto front."""
+        self.plot_kind(kind)
         from ..plotstyle import styled
 
         with styled():
@@ -262,7 +269,7 @@ def result_from_campaign(camp: Any) -> TuneResult:
     from ..campaign.store import Store
 
     src = camp.source
-    with Store(camp.store_path) as store:
+    with Store(camp.store_path, readonly=True) as store:
         history = camp.history(store)
     meta = src.meta()
     return TuneResult(src.objectives, history, str(meta["strategy"]), int(meta["budget"]),

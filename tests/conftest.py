@@ -1,0 +1,40 @@
+"""Fixtures every test package shares: the `storlab` program as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: The `storlab` program of this checkout, whatever environment runs the tests (an
+#: installed entry point may be another version).
+STORLAB_ARGV = (sys.executable, "-m", "storlab.cli")
+
+Run = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def run_storlab(*args: Any, cwd: str | Path | None = None,
+                env: Mapping[str, str] | None = None, timeout: float = 300,
+                input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`storlab ARGS...` (each argument str()-ed), text output captured; `env` adds to the
+    environment."""
+    return subprocess.run([*STORLAB_ARGV, *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=None if env is None else {**os.environ, **env},
+                          timeout=timeout, input=input)
+
+
+@pytest.fixture(scope="session")
+def storlab() -> Run:
+    """Run the CLI: `storlab("report", path, "-o", out)` -> CompletedProcess."""
+    return run_storlab
+
+
+@pytest.fixture(scope="session")
+def storlab_argv() -> list[str]:
+    """The argv prefix, for a test that starts the program itself (Popen, signals)."""
+    return list(STORLAB_ARGV)
