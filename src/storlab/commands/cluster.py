@@ -53,6 +53,10 @@ def up_cmd(
                                 help="Swift: loop (XFS image) or dir (plain directories)."),
     timeout: float = typer.Option(120, "--timeout", help="Seconds to wait for health.",
                                   callback=positive("--timeout")),
+    bind: str = typer.Option("127.0.0.1", "--bind",
+                             help="Address the daemons listen on: loopback, or a private "
+                             "address of this host that load hosts reach (e.g. the root end "
+                             "of a network-namespace LAN)."),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
@@ -71,12 +75,13 @@ def up_cmd(
         except StorlabError as exc:
             raise ClusterError(f"--osd-size: {exc}") from None
         st = c.up(CephOptions(osds=osds, replicas=replicas, store=store, osd_bytes=size,
-                              rgw=rgw), timeout=timeout)
+                              rgw=rgw, bind=bind), timeout=timeout)
     else:
         from ..clusters.swift import SwiftOptions
 
         st = c.up(SwiftOptions(replicas=replicas or 3, workers=workers,
-                               proxy_workers=proxy_workers, storage=storage), timeout=timeout)
+                               proxy_workers=proxy_workers, storage=storage, bind=bind),
+                 timeout=timeout)
     if json_out or output:
         emit_json(st, output)
         if not json_out:
@@ -155,6 +160,23 @@ def down_cmd(
                           f"{r['removed']}")
 
 
+def client_conf_cmd(
+    dest: Path = typer.Argument(..., help="Directory for ceph.conf and the keyring copy."),
+    base: Optional[Path] = DIR_OPT,
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Write a Ceph client's ceph.conf and admin keyring (mode 600, directory 700) for load
+    hosts, e.g. fio servers in network namespaces: start them with CEPH_CONF=DEST/ceph.conf."""
+    from ..clusters import get_cluster
+
+    got = get_cluster("ceph", base).client_conf(dest)
+    if json_out:
+        emit_json(got, None)
+        return
+    console.print(f"wrote {got['conf']} and {got['keyring']} (mode 600); start load hosts "
+                  f"with CEPH_CONF={got['conf']}", markup=False)
+
+
 def load_cmd(
     kind: str = typer.Argument(..., help="ceph (S3 via radosgw) or swift."),
     api: Optional[str] = typer.Option(None, "--api", help="s3 or swift (default: swift on "
@@ -219,4 +241,5 @@ def register(app: typer.Typer) -> None:
     cluster_app.command("status")(status_cmd)
     cluster_app.command("down")(down_cmd)
     cluster_app.command("load")(load_cmd)
+    cluster_app.command("client-conf")(client_conf_cmd)
     app.add_typer(cluster_app, name="cluster")
