@@ -198,6 +198,11 @@ def load_cmd(
     records: Optional[Path] = typer.Option(None, "--records",
                                            help="Write per-request records (CSV).",
                                            callback=output_file("--records")),
+    dask: Optional[str] = typer.Option(None, "--dask", help="HOST:PORT of a Dask scheduler "
+                                       "whose workers (one per load host) run the load; "
+                                       "merged per host. --clients and --rate are per host."),
+    hosts: int = typer.Option(1, "--hosts", help="With --dask: load hosts to use (one worker "
+                              "on each).", callback=at_least("--hosts", 1)),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
@@ -216,13 +221,30 @@ def load_cmd(
     spec = load_spec_from({"mix": mix, "sizes": sizes, "clients": clients, "rate": rate,
                            "mode": "open" if rate else "closed", "duration": duration,
                            "objects": objects, "timeout": timeout})
-    res = run_load(Target(**resolve_target(opts)), spec)
+    target = Target(**resolve_target(opts))
+    host_rows: list[dict] = []
+    if dask is not None:
+        from ..clusters.fanout import run_load_on_hosts
+
+        addr = dask if "://" in dask else f"tcp://{dask}"
+        multi = run_load_on_hosts(addr, target, spec, hosts)
+        s, host_rows, recs = multi.summary, multi.rows, multi.records
+    elif hosts != 1:
+        raise StorlabError("--hosts needs --dask HOST:PORT (the scheduler of the load hosts)")
+    else:
+        res = run_load(target, spec)
+        s, recs = res.summary, res.records
     if records:
-        write_frame(res.records, records, what="--records", fmt="csv")
+        write_frame(recs, records, what="--records", fmt="csv")
     if json_out or output:
-        emit_json(res.summary, output)
+        emit_json({"merged": s, "hosts": host_rows} if dask is not None else s, output)
         return
-    s = res.summary
+    if host_rows:
+        console.print(frame_table(pd.DataFrame(
+            [{"host": r["host"], "ops/s": r["ops_per_s"], "MB/s": r["mb_per_s"],
+              "mean ms": r["lat_mean_ms"], "p99 ms": r["lat_p99_ms"],
+              "errors": r["errors"]} for r in host_rows]),
+            title=f"{k}: per host ({len(host_rows)})"))
     if s.get("conn_errors") or s.get("timeouts"):
         console.print(f"{k}: {int(s['conn_errors'])} connection error(s) and "
                       f"{int(s['timeouts'])} timeout(s) (> {timeout:g} s) among "
@@ -232,7 +254,9 @@ def load_cmd(
              "p95 ms": s[f"{op}_lat_p95_ms"], "p99 ms": s[f"{op}_lat_p99_ms"],
              "errors": s[f"{op}_errors"]} for op in ("get", "put", "delete")
             if s[f"{op}_ops_per_s"] > 0 or s[f"{op}_errors"] > 0]
-    console.print(frame_table(pd.DataFrame(rows), title=f"{k}: {s['ops_per_s']:.1f} ops/s, "
+    merged = f"{len(host_rows)} hosts, " if host_rows else ""
+    console.print(frame_table(pd.DataFrame(rows), title=f"{k}: {merged}{s['ops_per_s']:.1f} "
+                              "ops/s, "
                               f"{s['mb_per_s']:.2f} MB/s over {s['duration_s']:.1f} s"))
 
 
