@@ -400,8 +400,11 @@ class CephCluster:
         """Stop every daemon by its PID file (clients first, monitor last); remove the dir
         (all but the daemons' logs with `keep_logs`: a failed bring-up keeps them)."""
         stopped = []
+        # radosgw before the OSDs: stopped after them it waits out the whole grace period
+        # (15 s) on requests to OSDs that are gone
         order = sorted(self._pidfiles(), key=lambda p: (p.stem.startswith("mon"),
-                                                        p.stem.startswith("mgr"), p.stem))
+                                                        p.stem.startswith("mgr"),
+                                                        p.stem.startswith("osd"), p.stem))
         for pf in order:
             if stop_pid(pf, grace=15):
                 stopped.append(pf.stem)
