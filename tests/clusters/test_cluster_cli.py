@@ -34,7 +34,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
                         (("up", "ceph", "--bind", "8.8.8.8"), "only a loopback or private"),
                         (("up", "swift", "--bind", "10.255.255.254"), "no interface"),
                         (("up", "ceph", "--bind", "my-host"), "must be an IPv4 address"),
-                        (("client-conf", tmp_path / "cc"), "no ceph cluster is up")):
+                        (("client-conf", tmp_path / "cc"), "no ceph cluster is up"),
+                        (("load", "ceph", "--hosts", "2"), "--hosts needs --dask")):
         r = storlab("cluster", *args, "--dir", tmp_path)
         assert r.returncode == 2, (args, r.stderr)
         assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -215,6 +215,8 @@ def load_cmd(
     from ._common import frame_table
 
     (k,) = _kinds(kind)
+    if hosts != 1 and dask is None:
+        raise StorlabError("--hosts needs --dask HOST:PORT (the scheduler of the load hosts)")
     opts: dict = {"cluster": k, "cluster_dir": base}
     if api:
         opts["api"] = api
@@ -229,8 +231,6 @@ def load_cmd(
         addr = dask if "://" in dask else f"tcp://{dask}"
         multi = run_load_on_hosts(addr, target, spec, hosts)
         s, host_rows, recs = multi.summary, multi.rows, multi.records
-    elif hosts != 1:
-        raise StorlabError("--hosts needs --dask HOST:PORT (the scheduler of the load hosts)")
     else:
         res = run_load(target, spec)
         s, recs = res.summary, res.records
