@@ -6,8 +6,8 @@ in the same run, alternating with two hosts (`--reps` times each):
 
 1. fio (rbd engine, 4 KiB random reads of a written 64 MiB extent, iodepth 16, librbd's
    cache off) on fio servers in client/server mode: 1 server vs 2 servers (one per
-   namespace), the same job on each. IOPS, and CPU seconds per 1000 I/Os of the clients (fio's usr/sys) and of the
-   OSD (/proc/<pid>/stat).
+   namespace), the same job on each. IOPS, and CPU seconds per 1000 I/Os of the clients
+   (fio's usr/sys) and of the OSD (/proc/<pid>/stat).
 2. `cluster load` (S3 GETs of 4 KiB objects through radosgw, 4 clients per host) on Dask
    workers, one per namespace: --hosts 1 vs --hosts 2. ops/s and worker CPU per 1000 ops
    (/proc/<pid>/stat of the worker processes).

@@ -112,7 +112,8 @@ class CephCluster:
             "[global]", f"fsid = {fsid}",
             f"mon host = v2:{o.bind}:{o.mon_port}", "mon initial members = a",
             # every daemon binds (and advertises) the one address clients can reach
-            f"public addr = {o.bind}", f"public network = {o.bind}/32", "ms bind ipv6 = false", "ms bind msgr1 = false",
+            f"public addr = {o.bind}", f"public network = {o.bind}/32",
+            "ms bind ipv6 = false", "ms bind msgr1 = false",
             "auth cluster required = cephx", "auth service required = cephx",
             "auth client required = cephx",
             "auth allow insecure global id reclaim = false",
@@ -172,8 +173,8 @@ class CephCluster:
             state: dict[str, Any] = {
                 "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
                 "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
-                "image": IMAGE, "mon_port": o.mon_port, "bind": o.bind, "started": time.time(),
-                "ready": False, "tie_to_parent": o.tie_to_parent}
+                "image": IMAGE, "mon_port": o.mon_port, "bind": o.bind,
+                "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
             save_state(self.state_file, state)
             with logs_kept_on_failure(self.down, self.dir / "log", "ceph"):
                 self._bootstrap(o, replicas, timeout)
