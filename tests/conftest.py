@@ -1,4 +1,5 @@
-"""Fixtures every test package shares: the `storlab` program as a user runs it."""
+"""Fixtures every test package shares: the `storlab` program as a user runs it, and a LAN of
+network-namespace hosts."""
 
 from __future__ import annotations
 
@@ -38,3 +39,23 @@ def storlab() -> Run:
 def storlab_argv() -> list[str]:
     """The argv prefix, for a test that starts the program itself (Popen, signals)."""
     return list(STORLAB_ARGV)
+
+
+@pytest.fixture(scope="module")
+def lan():
+    """Two network namespaces ("hosts") on a private /24 joined to this namespace by veth
+    pairs on a bridge (storlab.clusters.netns.Lan); removed with everything started in them
+    when the module's tests are done. Skipped, with the reason, without root or iproute2."""
+    from storlab.clusters.netns import Lan, NetnsError, unavailable
+
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    try:
+        net = Lan(2).__enter__()
+    except NetnsError as exc:
+        pytest.skip(f"cannot create network namespaces here: {exc}")
+    try:
+        yield net
+    finally:
+        net.close()

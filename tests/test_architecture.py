@@ -28,7 +28,8 @@ LAYERS: list[set[str]] = [
     {"fileio", "_process"},     # atomic files and readers; child-process hygiene
     {"constraints"},            # constraint expressions (whitelisted ast)
     {"space"},                  # factors, responses, YAML spaces
-    {"sim", "clusters"},        # systems under study: the simulated and the real ones
+    {"sim", "clusters"},        # systems under study: the simulated and the real ones (and
+                                # clusters.netns: namespace "hosts" to load them from)
     {"design", "analysis"},     # samplers and analysers, siblings: neither imports the other
     {"campaign"},               # the run loop, design sources, store, runners, executors
     {"estimate", "tune"},       # built on the run loop (measure, adaptive sources)

@@ -37,6 +37,20 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     assert not any(tmp_path.iterdir())  # nothing was created by refused requests
 
 
+def test_multihost_options_refused_in_one_line(tmp_path):
+    """--bind only on an address of this host that is loopback or private; client-conf and
+    --hosts need what they name."""
+    for args, words in ((("up", "ceph", "--bind", "8.8.8.8"), "only a loopback or private"),
+                        (("up", "swift", "--bind", "10.255.255.254"), "no interface"),
+                        (("up", "ceph", "--bind", "my-host"), "must be an IPv4 address"),
+                        (("client-conf", tmp_path / "cc"), "no ceph cluster is up"),
+                        (("load", "ceph", "--hosts", "2"), "--hosts needs --dask")):
+        r = storlab("cluster", *args, "--dir", tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
 def test_runners_are_registered_and_fail_cleanly_without_a_cluster(tmp_path):
     r = make_runner("objectstore", {"cluster": "swift", "cluster_dir": str(tmp_path),
                                     "duration": 1})

@@ -5,96 +5,33 @@ are keyed by host and port) and totals equal to fio's own "All clients" record."
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
 import textwrap
-import time
 
 import pytest
 
 from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FioRunner, parse_json_output
+from storlab.clusters.netns import wait_port
 
 pytestmark = [pytest.mark.xdist_group("clusters")]
 
 
-def _netns_unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if shutil.which("ip") is None or shutil.which("fio") is None:
-        return "needs `ip` (iproute2) and fio"
-    name = f"stlchk{os.getpid()}"
-    r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
-    if r.returncode != 0:
-        return f"cannot create a network namespace here: {r.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    return None
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-
-def _wait_port(host: str, port: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
-def fio_hosts():
-    """Two namespaces ("hosts") on 10.N.{1,2}.2, three fio servers: two on the first host
-    (ports 8811 and 8812, the case that used to be merged into one row), one on the second."""
-    why = _netns_unavailable()
-    if why:
-        pytest.skip(why)
-    tag = f"{os.getpid() % 100000}"
-    net = 20 + os.getpid() % 200
-    namespaces, servers, links = [], [], []
-    try:
-        for i in (1, 2):
-            ns, outer = f"stl{tag}h{i}", f"stl{tag}v{i}"
-            _ip("netns", "add", ns)
-            namespaces.append(ns)
-            _ip("link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            links.append(outer)
-            _ip("addr", "add", f"10.{net}.{i}.1/24", "dev", outer)
-            _ip("link", "set", outer, "up")
-            _ip("-n", ns, "addr", "add", f"10.{net}.{i}.2/24", "dev", "eth0")
-            _ip("-n", ns, "link", "set", "eth0", "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-        clients = [f"10.{net}.1.2,8811", f"10.{net}.1.2,8812", f"10.{net}.2.2,8811"]
-        for c in clients:
-            host, port = c.split(",")
-            ns = namespaces[int(host.split(".")[2]) - 1]
-            servers.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "fio", f"--server=ip:{host},{port}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for c in clients:
-            host, port = c.split(",")
-            _wait_port(host, int(port))
-        yield clients
-    finally:
-        for s in servers:
-            s.terminate()
-        for s in servers:
-            try:
-                s.wait(10)
-            except subprocess.TimeoutExpired:
-                s.kill()
-                s.wait()
-        for link in links:
-            subprocess.run(["ip", "link", "del", link], capture_output=True)
-        for ns in namespaces:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+def fio_hosts(lan):
+    """Three fio servers on the two namespace hosts of `lan`: two on the first (ports 8811
+    and 8812, the case that used to be merged into one row), one on the second."""
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio")
+    h0, h1 = lan.hosts[0].addr, lan.hosts[1].addr
+    clients = [f"{h0},8811", f"{h0},8812", f"{h1},8811"]
+    for c in clients:
+        host, port = c.split(",")
+        lan.popen(0 if host == h0 else 1, ["fio", f"--server=ip:{host},{port}"])
+    for c in clients:
+        host, port = c.split(",")
+        wait_port(host, int(port))
+    return clients
 
 
 TINY = {"rw": "randread", "bs": "4k", "size": "4m", "runtime": 1, "time_based": 1}

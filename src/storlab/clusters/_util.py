@@ -508,6 +508,27 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def check_bind(addr: str) -> None:
+    """Refuse a bind address that is not one of this host's own loopback or private
+    addresses (a cluster for benchmarks is not for the outside world)."""
+    import ipaddress
+    import socket
+
+    try:
+        ip = ipaddress.IPv4Address(addr)
+    except ValueError:
+        raise ClusterError(f"--bind {addr!r} must be an IPv4 address") from None
+    if not (ip.is_loopback or ip.is_private) or ip.is_unspecified:
+        raise ClusterError(f"--bind {addr}: only a loopback or private address of this "
+                           "host (e.g. the root end of a namespace LAN)")
+    with socket.socket() as s:
+        try:
+            s.bind((addr, 0))
+        except OSError:
+            raise ClusterError(f"--bind {addr}: no interface of this host has that "
+                               "address") from None
+
+
 def free_port_block(n: int, tries: int = 200) -> int:
     """The first of `n` consecutive free loopback ports, chosen at random so that two runs
     on one machine (tests, a stress run, a CI clone) do not collide."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ._util import (
+    check_bind,
     DEFAULT_BASE,
     logs_kept_on_failure,
     ClusterError,
@@ -59,6 +60,7 @@ class CephOptions:
     rgw: bool = False
     rgw_port: int = 7480
     tie_to_parent: bool = False  # daemons die with the starting process (tests)
+    bind: str = "127.0.0.1"  # the one address every daemon listens on and advertises
 
 
 class CephCluster:
@@ -108,8 +110,10 @@ class CephCluster:
                           "bluestore fsck on mount = false", "bdev enable discard = false"]
         lines = [
             "[global]", f"fsid = {fsid}",
-            f"mon host = v2:127.0.0.1:{o.mon_port}", "mon initial members = a",
-            "public network = 127.0.0.0/8", "ms bind ipv6 = false", "ms bind msgr1 = false",
+            f"mon host = v2:{o.bind}:{o.mon_port}", "mon initial members = a",
+            # every daemon binds (and advertises) the one address clients can reach
+            f"public addr = {o.bind}", f"public network = {o.bind}/32",
+            "ms bind ipv6 = false", "ms bind msgr1 = false",
             "auth cluster required = cephx", "auth service required = cephx",
             "auth client required = cephx",
             "auth allow insecure global id reclaim = false",
@@ -132,7 +136,7 @@ class CephCluster:
             "[client.admin]", f"keyring = {d}/admin.keyring", "",
             "[client.rgw.storlab]", f"keyring = {d}/rgw/keyring",
             # tcp_nodelay: without it small GETs wait ~40 ms on delayed ACKs
-            f"rgw frontends = beast endpoint=127.0.0.1:{o.rgw_port} tcp_nodelay=1",
+            f"rgw frontends = beast endpoint={o.bind}:{o.rgw_port} tcp_nodelay=1",
             f"rgw data = {d}/rgw", "rgw thread pool size = 64", "",
         ]
         self.conf.write_text("\n".join(lines))
@@ -152,9 +156,10 @@ class CephCluster:
         if self.state() is not None or any(pid_present(p) for p in self._pidfiles()):
             raise ClusterError(f"a ceph cluster already exists in {self.dir}; run "
                                "`storlab cluster down ceph` first")
+        check_bind(o.bind)
         for port in (o.mon_port, *((o.rgw_port,) if o.rgw else ())):
-            if not port_free(port):
-                raise ClusterError(f"port 127.0.0.1:{port} is in use (another cluster?)")
+            if not port_free(port, o.bind):
+                raise ClusterError(f"port {o.bind}:{port} is in use (another cluster?)")
         t0 = time.monotonic()
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
@@ -168,8 +173,8 @@ class CephCluster:
             state: dict[str, Any] = {
                 "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
                 "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
-                "image": IMAGE, "mon_port": o.mon_port, "started": time.time(),
-                "ready": False, "tie_to_parent": o.tie_to_parent}
+                "image": IMAGE, "mon_port": o.mon_port, "bind": o.bind,
+                "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
             save_state(self.state_file, state)
             with logs_kept_on_failure(self.down, self.dir / "log", "ceph"):
                 self._bootstrap(o, replicas, timeout)
@@ -189,7 +194,7 @@ class CephCluster:
              "--cap", "mds", "allow *"])
         run(["ceph-authtool", str(monkey), "--import-keyring", str(admin)])
         run(["monmaptool", "--create", "--fsid", self.state()["fsid"], "--addv", "a",
-             f"[v2:127.0.0.1:{o.mon_port}]", str(d / "monmap")])
+             f"[v2:{o.bind}:{o.mon_port}]", str(d / "monmap")])
         run(["ceph-mon", "-c", c, "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
              "--keyring", str(monkey)], timeout=60)
         shutil.copy(monkey, d / "mon.a" / "keyring")
@@ -234,7 +239,7 @@ class CephCluster:
         run(["ceph-osd", "-c", c, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid], timeout=120)
 
     def _start_rgw(self, o: CephOptions, timeout: float) -> dict[str, Any]:
-        """radosgw with beast on 127.0.0.1 and an S3 user with keys of its own."""
+        """radosgw with beast on `bind` and an S3 user with keys of its own."""
         import urllib.request
 
         d = self.dir
@@ -248,17 +253,46 @@ class CephCluster:
 
         def answers() -> bool:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{o.rgw_port}/", timeout=2).read()
+                urllib.request.urlopen(f"http://{o.bind}:{o.rgw_port}/", timeout=2).read()
                 return True
             except OSError as exc:
                 return getattr(exc, "code", None) is not None  # any HTTP answer counts
-        wait_until(answers, timeout, f"radosgw on 127.0.0.1:{o.rgw_port}", [rgw])
+        wait_until(answers, timeout, f"radosgw on {o.bind}:{o.rgw_port}", [rgw])
         access, secret = "bench" + secrets.token_hex(8), secrets.token_urlsafe(30)
         run(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
              "--display-name=bench", f"--access-key={access}", f"--secret={secret}"],
             timeout=60)
-        return {"s3": {"endpoint": f"http://127.0.0.1:{o.rgw_port}", "access_key": access,
+        return {"s3": {"endpoint": f"http://{o.bind}:{o.rgw_port}", "access_key": access,
                        "secret_key": secret, "region": "us-east-1"}}
+
+    # ------------------------------------------------------------------ clients
+    def client_conf(self, dest: Path) -> dict[str, str]:
+        """A client's ceph.conf (monitor address, cephx) and a copy of the admin keyring in
+        `dest` (made 0700; both files 0600), for a load host such as a fio server in a
+        network namespace: point it at them with CEPH_CONF. The paths written."""
+        st = self.state()
+        if st is None or not st.get("ready"):
+            raise ClusterError(f"no ceph cluster is up in {self.dir}")
+        dest = Path(dest).resolve()
+        if dest == self.dir or self.dir in dest.parents:
+            raise ClusterError(f"{dest}: not inside the cluster's own directory (it goes "
+                               "away with `cluster down`)")
+        conf, keyring = dest / "ceph.conf", dest / "ceph.client.admin.keyring"
+        with private_files():
+            dest.mkdir(parents=True, exist_ok=True)
+            os.chmod(dest, 0o700)
+            shutil.copyfile(self.dir / "admin.keyring", keyring)
+            conf.write_text("\n".join([
+                "[global]", f"fsid = {st['fsid']}",
+                f"mon host = v2:{st.get('bind', '127.0.0.1')}:{st['mon_port']}",
+                "ms bind msgr1 = false", "auth cluster required = cephx",
+                "auth service required = cephx", "auth client required = cephx",
+                # no admin socket or log under /var on the load host
+                "admin socket = ", "log file = ", "",
+                "[client.admin]", f"keyring = {keyring}", ""]))
+            for f in (conf, keyring):
+                os.chmod(f, 0o600)
+        return {"conf": str(conf), "keyring": str(keyring)}
 
     # ------------------------------------------------------------------ health
     def health(self) -> tuple[str, list[str]]:
@@ -367,8 +401,11 @@ class CephCluster:
         """Stop every daemon by its PID file (clients first, monitor last); remove the dir
         (all but the daemons' logs with `keep_logs`: a failed bring-up keeps them)."""
         stopped = []
+        # radosgw before the OSDs: stopped after them it waits out the whole grace period
+        # (15 s) on requests to OSDs that are gone
         order = sorted(self._pidfiles(), key=lambda p: (p.stem.startswith("mon"),
-                                                        p.stem.startswith("mgr"), p.stem))
+                                                        p.stem.startswith("mgr"),
+                                                        p.stem.startswith("osd"), p.stem))
         for pf in order:
             if stop_pid(pf, grace=15):
                 stopped.append(pf.stem)

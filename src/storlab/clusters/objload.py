@@ -37,6 +37,7 @@ import pandas as pd
 
 from .. import units
 from ..errors import LoadError, UnitsError
+from .netns import is_lan_address
 
 OPS = ("get", "put", "delete")
 RECORD_COLUMNS = ("t_sched", "t_start", "t_end", "op", "size", "status", "worker")
@@ -103,8 +104,9 @@ class Target:
             raise LoadError(f"api {self.api}: missing {', '.join(missing)}")
         for url in (self.endpoint, self.auth_url):
             host = urllib.parse.urlsplit(url).hostname if url else None
-            if host is not None and host not in ("127.0.0.1", "localhost", "::1"):
-                raise LoadError(f"target {url}: only loopback endpoints are allowed")
+            if host is not None and not is_lan_address(host):
+                raise LoadError(f"target {url}: only loopback or private (RFC 1918) "
+                                "endpoints are allowed")
 
 
 @dataclass

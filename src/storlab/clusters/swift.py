@@ -1,5 +1,5 @@
-"""A throwaway OpenStack Swift all-in-one on 127.0.0.1 from Debian's packages, started
-without systemd: memcached, one account, container and object server, a proxy with
+"""A throwaway OpenStack Swift all-in-one on 127.0.0.1 (or `bind`) from Debian's packages,
+started without systemd: memcached, one account, container and object server, a proxy with
 tempauth and s3api; three devices on a loop-mounted XFS image (plain directories when
 loop devices are not available, or when asked).
 
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ._util import (
+    check_bind,
     DEFAULT_BASE,
     logs_kept_on_failure,
     ClusterError,
@@ -60,6 +61,7 @@ class SwiftOptions:
     storage: str = "loop"  # loop (XFS image) | dir
     disk_bytes: int = 2 << 30
     tie_to_parent: bool = False  # daemons die with the starting process (tests)
+    bind: str = "127.0.0.1"  # where the proxy and servers listen (memcached: loopback)
 
 
 class SwiftCluster:
@@ -92,14 +94,14 @@ class SwiftCluster:
         for server, port in self._ports(o).items():
             (d / f"{server}-server.conf").write_text("\n".join([
                 "[DEFAULT]", f"devices = {self.node}", "mount_check = false",
-                "bind_ip = 127.0.0.1", f"bind_port = {port}", f"workers = {o.workers}",
+                f"bind_ip = {o.bind}", f"bind_port = {port}", f"workers = {o.workers}",
                 f"user = {user}", f"swift_dir = {d}", "log_level = WARNING",
                 "log_address = /dev/null-storlab",  # no syslog here: console (-v) only
                 "", "[pipeline:main]", f"pipeline = healthcheck {server}-server", "",
                 f"[app:{server}-server]", f"use = egg:swift#{server}",
                 "[filter:healthcheck]", "use = egg:swift#healthcheck", ""]))
         (d / "proxy-server.conf").write_text("\n".join([
-            "[DEFAULT]", "bind_ip = 127.0.0.1", f"bind_port = {o.port}",
+            "[DEFAULT]", f"bind_ip = {o.bind}", f"bind_port = {o.port}",
             f"workers = {o.proxy_workers}", f"user = {user}", f"swift_dir = {d}",
             "log_level = WARNING", "log_address = /dev/null-storlab", "",
             "[pipeline:main]",
@@ -123,7 +125,7 @@ class SwiftCluster:
             b = str(self.dir / f"{server}.builder")
             run(["swift-ring-builder", b, "create", str(o.part_power), str(o.replicas), "1"])
             devs = [a for z, dev in enumerate(DEVICES, start=1)
-                    for a in (f"r1z{z}-127.0.0.1:{port}/{dev}", "100")]
+                    for a in (f"r1z{z}-{o.bind}:{port}/{dev}", "100")]
             run(["swift-ring-builder", b, "add", *devs])
             # rebalance exits 1 on warnings (e.g. balance) but still writes the ring
             run(["swift-ring-builder", b, "rebalance"], check=False)
@@ -168,10 +170,11 @@ class SwiftCluster:
         if self.state() is not None or any(pid_present(p) for p in self._pidfiles()):
             raise ClusterError(f"a swift cluster already exists in {self.dir}; run "
                                "`storlab cluster down swift` first")
-        ports = [o.port, o.memcached_port, *self._ports(o).values()]
-        busy = [p for p in ports if not port_free(p)]
+        check_bind(o.bind)
+        busy = [p for p in (o.port, *self._ports(o).values()) if not port_free(p, o.bind)]
+        busy += [o.memcached_port] if not port_free(o.memcached_port) else []
         if busy:
-            raise ClusterError(f"port(s) {busy} on 127.0.0.1 are in use (another cluster?)")
+            raise ClusterError(f"port(s) {busy} on {o.bind} are in use (another cluster?)")
         if not Path("/etc/swift/swift.conf").exists():
             raise ClusterError("/etc/swift/swift.conf is missing (install the swift package: "
                                "scripts/sysdeps.sh)")
@@ -191,11 +194,11 @@ class SwiftCluster:
             state: dict[str, Any] = {
                 "kind": "swift", "dir": str(self.dir), "replicas": o.replicas,
                 "workers": o.workers, "proxy_workers": o.proxy_workers, "storage": o.storage,
-                "proxy": f"http://127.0.0.1:{o.port}",
-                "auth_url": f"http://127.0.0.1:{o.port}/auth/v1.0",
+                "bind": o.bind, "proxy": f"http://{o.bind}:{o.port}",
+                "auth_url": f"http://{o.bind}:{o.port}/auth/v1.0",
                 "user": USER, "key": key, "admin_key": admin_key, "run_as": user,
                 "ports": {**self._ports(o), "proxy": o.port, "memcached": o.memcached_port},
-                "s3": {"endpoint": f"http://127.0.0.1:{o.port}", "access_key": USER,
+                "s3": {"endpoint": f"http://{o.bind}:{o.port}", "access_key": USER,
                        "secret_key": key, "region": "us-east-1"},
                 "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
             save_state(self.state_file, state)
@@ -225,16 +228,16 @@ class SwiftCluster:
                                        str(self.dir / "proxy-server.conf"), "-v"])
         proxy.start()
         daemons.append(proxy)
-        urls = [f"http://127.0.0.1:{p}/healthcheck" for p in
+        urls = [f"http://{o.bind}:{p}/healthcheck" for p in
                 (*self._ports(o).values(), o.port)]
         wait_until(lambda: all(_http_ok(u) for u in urls), timeout,
                    "the swift servers' healthchecks", daemons)
         key = (self.state() or {}).get("key", "")
-        wait_until(lambda: self._account_ok(o.port, key), timeout,
+        wait_until(lambda: self._account_ok(o.bind, o.port, key), timeout,
                    "an authenticated account on the proxy", daemons)
 
-    def _account_ok(self, port: int, key: str) -> bool:
-        url, token = swift_auth(f"http://127.0.0.1:{port}/auth/v1.0", USER, key)
+    def _account_ok(self, host: str, port: int, key: str) -> bool:
+        url, token = swift_auth(f"http://{host}:{port}/auth/v1.0", USER, key)
         req = urllib.request.Request(url, method="HEAD", headers={"X-Auth-Token": token})
         with urllib.request.urlopen(req, timeout=5) as r:
             return 200 <= r.status < 300
@@ -252,7 +255,8 @@ class SwiftCluster:
             "proxy", ["swift-proxy-server", str(self.dir / "proxy-server.conf"), "-v"])
         stop_pid(d.pidfile, grace=10)
         d.start()
-        wait_until(lambda: _http_ok(f"http://127.0.0.1:{port}/healthcheck"), timeout,
+        host = st.get("bind", "127.0.0.1")
+        wait_until(lambda: _http_ok(f"http://{host}:{port}/healthcheck"), timeout,
                    f"the {name} server's healthcheck", [d])
         return time.monotonic() - t0
 
@@ -310,7 +314,8 @@ class SwiftCluster:
         ports = st.get("ports") or {}
         for name in (*SERVERS, "proxy"):
             if running.get(name) and name in ports and \
-                    not _http_ok(f"http://127.0.0.1:{ports[name]}/healthcheck"):
+                    not _http_ok(f"http://{st.get('bind', '127.0.0.1')}:{ports[name]}"
+                                 "/healthcheck"):
                 problems.append(f"{name} healthcheck does not answer")
         if probe:
             out["probe"] = self.probe()

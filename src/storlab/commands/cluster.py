@@ -53,6 +53,10 @@ def up_cmd(
                                 help="Swift: loop (XFS image) or dir (plain directories)."),
     timeout: float = typer.Option(120, "--timeout", help="Seconds to wait for health.",
                                   callback=positive("--timeout")),
+    bind: str = typer.Option("127.0.0.1", "--bind",
+                             help="Address the daemons listen on: loopback, or a private "
+                             "address of this host that load hosts reach (e.g. the root end "
+                             "of a network-namespace LAN)."),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
@@ -71,12 +75,13 @@ def up_cmd(
         except StorlabError as exc:
             raise ClusterError(f"--osd-size: {exc}") from None
         st = c.up(CephOptions(osds=osds, replicas=replicas, store=store, osd_bytes=size,
-                              rgw=rgw), timeout=timeout)
+                              rgw=rgw, bind=bind), timeout=timeout)
     else:
         from ..clusters.swift import SwiftOptions
 
         st = c.up(SwiftOptions(replicas=replicas or 3, workers=workers,
-                               proxy_workers=proxy_workers, storage=storage), timeout=timeout)
+                               proxy_workers=proxy_workers, storage=storage, bind=bind),
+                 timeout=timeout)
     if json_out or output:
         emit_json(st, output)
         if not json_out:
@@ -155,6 +160,23 @@ def down_cmd(
                           f"{r['removed']}")
 
 
+def client_conf_cmd(
+    dest: Path = typer.Argument(..., help="Directory for ceph.conf and the keyring copy."),
+    base: Optional[Path] = DIR_OPT,
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Write a Ceph client's ceph.conf and admin keyring (mode 600, directory 700) for load
+    hosts, e.g. fio servers in network namespaces: start them with CEPH_CONF=DEST/ceph.conf."""
+    from ..clusters import get_cluster
+
+    got = get_cluster("ceph", base).client_conf(dest)
+    if json_out:
+        emit_json(got, None)
+        return
+    console.print(f"wrote {got['conf']} and {got['keyring']} (mode 600); start load hosts "
+                  f"with CEPH_CONF={got['conf']}", markup=False)
+
+
 def load_cmd(
     kind: str = typer.Argument(..., help="ceph (S3 via radosgw) or swift."),
     api: Optional[str] = typer.Option(None, "--api", help="s3 or swift (default: swift on "
@@ -176,6 +198,11 @@ def load_cmd(
     records: Optional[Path] = typer.Option(None, "--records",
                                            help="Write per-request records (CSV).",
                                            callback=output_file("--records")),
+    dask: Optional[str] = typer.Option(None, "--dask", help="HOST:PORT of a Dask scheduler "
+                                       "whose workers (one per load host) run the load; "
+                                       "merged per host. --clients and --rate are per host."),
+    hosts: int = typer.Option(1, "--hosts", help="With --dask: load hosts to use (one worker "
+                              "on each).", callback=at_least("--hosts", 1)),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
@@ -188,19 +215,36 @@ def load_cmd(
     from ._common import frame_table
 
     (k,) = _kinds(kind)
+    if hosts != 1 and dask is None:
+        raise StorlabError("--hosts needs --dask HOST:PORT (the scheduler of the load hosts)")
     opts: dict = {"cluster": k, "cluster_dir": base}
     if api:
         opts["api"] = api
     spec = load_spec_from({"mix": mix, "sizes": sizes, "clients": clients, "rate": rate,
                            "mode": "open" if rate else "closed", "duration": duration,
                            "objects": objects, "timeout": timeout})
-    res = run_load(Target(**resolve_target(opts)), spec)
+    target = Target(**resolve_target(opts))
+    host_rows: list[dict] = []
+    if dask is not None:
+        from ..clusters.fanout import run_load_on_hosts
+
+        addr = dask if "://" in dask else f"tcp://{dask}"
+        multi = run_load_on_hosts(addr, target, spec, hosts)
+        s, host_rows, recs = multi.summary, multi.rows, multi.records
+    else:
+        res = run_load(target, spec)
+        s, recs = res.summary, res.records
     if records:
-        write_frame(res.records, records, what="--records", fmt="csv")
+        write_frame(recs, records, what="--records", fmt="csv")
     if json_out or output:
-        emit_json(res.summary, output)
+        emit_json({"merged": s, "hosts": host_rows} if dask is not None else s, output)
         return
-    s = res.summary
+    if host_rows:
+        console.print(frame_table(pd.DataFrame(
+            [{"host": r["host"], "ops/s": r["ops_per_s"], "MB/s": r["mb_per_s"],
+              "mean ms": r["lat_mean_ms"], "p99 ms": r["lat_p99_ms"],
+              "errors": r["errors"]} for r in host_rows]),
+            title=f"{k}: per host ({len(host_rows)})"))
     if s.get("conn_errors") or s.get("timeouts"):
         console.print(f"{k}: {int(s['conn_errors'])} connection error(s) and "
                       f"{int(s['timeouts'])} timeout(s) (> {timeout:g} s) among "
@@ -210,7 +254,9 @@ def load_cmd(
              "p95 ms": s[f"{op}_lat_p95_ms"], "p99 ms": s[f"{op}_lat_p99_ms"],
              "errors": s[f"{op}_errors"]} for op in ("get", "put", "delete")
             if s[f"{op}_ops_per_s"] > 0 or s[f"{op}_errors"] > 0]
-    console.print(frame_table(pd.DataFrame(rows), title=f"{k}: {s['ops_per_s']:.1f} ops/s, "
+    merged = f"{len(host_rows)} hosts, " if host_rows else ""
+    console.print(frame_table(pd.DataFrame(rows), title=f"{k}: {merged}{s['ops_per_s']:.1f} "
+                              "ops/s, "
                               f"{s['mb_per_s']:.2f} MB/s over {s['duration_s']:.1f} s"))
 
 
@@ -219,4 +265,5 @@ def register(app: typer.Typer) -> None:
     cluster_app.command("status")(status_cmd)
     cluster_app.command("down")(down_cmd)
     cluster_app.command("load")(load_cmd)
+    cluster_app.command("client-conf")(client_conf_cmd)
     app.add_typer(cluster_app, name="cluster")

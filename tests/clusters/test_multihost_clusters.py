@@ -1,0 +1,156 @@
+"""Load on a real cluster from several hosts: one Ceph cluster (with radosgw) bound to the
+root end of a two-namespace LAN (`lan`), then
+- a `runner: ceph` campaign whose fio load runs on fio servers inside both namespaces
+  (client/server mode, librados reading `cluster client-conf`'s files): one row per server,
+  keyed by host and port, and run totals equal to their sum and to fio's own aggregate;
+- `storlab cluster load ceph --dask ... --hosts 2` with a Dask worker in each namespace:
+  one row per host, merged totals equal to their sum, every request from one of the hosts.
+One cluster for the module; a few seconds of load per test."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from storlab.campaign.campaign import Campaign
+from storlab.campaign.runners.fio import parse_json_output
+from storlab.campaign.store import Store
+from storlab.clusters.netns import wait_port
+
+pytestmark = [pytest.mark.xdist_group("clusters")]
+
+
+@pytest.fixture(scope="module")
+def ceph_on_lan(lan, tmp_path_factory):
+    """A Ceph cluster with radosgw listening on the LAN's root end; down afterwards."""
+    from storlab.clusters._util import free_port_block
+    from storlab.clusters.ceph import CephCluster, CephOptions
+
+    missing = [p for p in ("ceph-mon", "ceph-osd", "radosgw", "fio") if not shutil.which(p)]
+    if missing:
+        pytest.skip(f"missing {missing}: run scripts/sysdeps.sh as root")
+    base = tmp_path_factory.mktemp("mh")
+    c = CephCluster(base)
+    port = free_port_block(2)
+    try:
+        c.up(CephOptions(bind=lan.gateway, mon_port=port, rgw=True, rgw_port=port + 1,
+                         tie_to_parent=True), timeout=180)
+        # objects for the reads: 16 MiB of the image written once (an unwritten extent of a
+        # thin image is answered by librbd without asking an OSD)
+        subprocess.run(["rbd", "-c", str(c.conf), "bench", "--io-type", "write",
+                        "--io-size", "4M", "--io-total", "16M", "--io-pattern", "seq",
+                        "bench/storlab"], check=True, capture_output=True, timeout=120)
+        yield c
+    finally:
+        c.down()
+
+
+def test_ceph_runner_fio_servers_on_two_hosts(lan, ceph_on_lan, tmp_path):
+    conf = ceph_on_lan.client_conf(tmp_path / "client")
+    clients = []
+    for h in lan.hosts:  # one fio server per host, the cluster's client conf in its env
+        lan.popen(h.index, ["fio", f"--server=ip:{h.addr},8765"],
+                  env={"CEPH_CONF": conf["conf"]})
+        clients.append(f"{h.addr},8765")
+    for h in lan.hosts:
+        wait_port(h.addr, 8765)
+    (tmp_path / "space.yaml").write_text("factors:\n  - {name: bs, kind: categorical, "
+                                         "values: [4k, 16k]}\n")
+    (tmp_path / "c.csv").write_text("bs\n4k\n16k\n")
+    (tmp_path / "camp.yaml").write_text(textwrap.dedent(f"""
+        space: space.yaml
+        design: {{csv: c.csv}}
+        randomize: false
+        timeout: 90
+        runner:
+          type: ceph
+          options:
+            cluster_dir: {ceph_on_lan.dir.parent}
+            load: {{type: fio, options: {{clients: {clients}, rw: randread, size: 16m,
+                                           iodepth: 4, runtime: 2, time_based: 1}}}}
+    """))
+    camp = Campaign.load(tmp_path / "camp.yaml")
+    assert camp.run().ok == 2
+    runs = camp.results("run").set_index("config_id")
+    hosts = camp.results("host")
+    assert len(hosts) == 4
+    for cid, rows in hosts.groupby("config_id"):
+        # one row per fio server (host and port), each of them did I/O on the cluster
+        assert sorted(zip(rows["host"], rows["port"])) == sorted(
+            (h.addr, 8765) for h in lan.hosts)
+        assert (rows["read_iops"] > 0).all()
+        assert rows["read_iops"].sum() == pytest.approx(runs.loc[cid, "read_iops"])
+        assert rows["read_bw_bytes"].sum() == pytest.approx(runs.loc[cid, "read_bw_bytes"])
+    # fio's own "All clients" count of I/Os is the servers' sum (the raw output is stored)
+    with Store(camp.store_path) as store:
+        raws = [r["raw"] for r in store.runs(with_raw=True) if r["status"] == "ok"]
+    assert len(raws) == 2
+    for raw in raws:
+        doc = parse_json_output(raw)
+        every = [r for r in doc["client_stats"] if r["jobname"] == "All clients"][0]
+        per = [r for r in doc["client_stats"] if r["jobname"] != "All clients"]
+        assert sum(r["read"]["total_ios"] for r in per) == every["read"]["total_ios"]
+
+
+@pytest.fixture
+def dask_lan(lan):
+    """A Dask scheduler on the LAN's root end and one single-threaded worker per host;
+    its address as HOST:PORT."""
+    from storlab.clusters._util import free_port_block
+
+    port = free_port_block(1)
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                              "--host", lan.gateway, "--port", str(port), "--no-dashboard"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(lan.gateway, port, timeout=60)
+        workers = [lan.popen(h.index, [sys.executable, "-m", "distributed.cli.dask_worker",
+                                       f"tcp://{lan.gateway}:{port}", "--host", h.addr,
+                                       "--nthreads", "1", "--no-nanny", "--no-dashboard"])
+                   for h in lan.hosts]
+        from distributed import Client
+
+        with Client(f"tcp://{lan.gateway}:{port}", timeout=30) as cl:
+            cl.wait_for_workers(len(lan.hosts), timeout=60)
+        yield f"{lan.gateway}:{port}"
+    finally:
+        for w in locals().get("workers", []):
+            w.terminate()
+            w.wait(20)
+        sched.terminate()
+        sched.wait(20)
+
+
+def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path):
+    recs = tmp_path / "records.csv"
+    r = subprocess.run([sys.executable, "-m", "storlab.cli", "cluster", "load", "ceph",
+                        "--dask", dask_lan, "--hosts", "2", "--duration", "1.5", "--clients",
+                        "2", "--objects", "20", "--mix", "get:80,put:20", "--sizes", "4k",
+                        "--records", str(recs), "--dir", str(ceph_on_lan.dir.parent),
+                        "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    rows, merged = out["hosts"], out["merged"]
+    # one row per namespace host (the workers' addresses), each of them loaded the cluster
+    assert sorted(row["host"].split("//")[1].split(":")[0] for row in rows) == sorted(
+        h.addr for h in lan.hosts)
+    assert all(row["ops_per_s"] > 0 and row["errors"] == 0 for row in rows)
+    for k in ("ops_per_s", "get_ops_per_s", "put_ops_per_s", "mb_per_s", "requests"):
+        assert merged[k] == pytest.approx(sum(row[k] for row in rows)), k
+    assert merged["hosts"] == 2
+    # every request is in the records once, tagged with its host; the merged latency comes
+    # from them all (between the hosts' own)
+    df = pd.read_csv(recs)
+    assert len(df) == merged["requests"]
+    assert df.groupby("host").size().to_dict() == {row["host"]: row["requests"]
+                                                   for row in rows}
+    lo, hi = sorted(row["lat_p50_ms"] for row in rows)
+    assert lo <= merged["lat_p50_ms"] <= hi or math.isclose(lo, hi)
