@@ -1,7 +1,8 @@
 """Design benchmarks: minimum-aberration generator search time for 2^(k-p) designs up to
 64 runs and 16 factors, against brute-force enumeration of every generator set where that
 is feasible in the same run; and LHS generation of 100,000 points x 20 mixed factors
-against scipy's own LatinHypercube.
+against scipy's own LatinHypercube; the compiled search that writes the catalogue against
+the Python one.
 
     .venv/bin/python benchmarks/bench_design.py [--quick]
 """
@@ -77,6 +78,26 @@ def bench_catalogue() -> None:
               f"{t_search:.2f} s, ratio {t_search / max(t_cat, 1e-9):,.0f}x")
 
 
+def bench_compiled(quick: bool) -> None:
+    """The compiled exact search (engine/src/ma.rs, which writes the catalogue) against the
+    Python branch and bound, same cases, same run: CPU seconds (the machine may be shared)."""
+    from storlab_engine import ma_search
+
+    print("\ncompiled exact search (storlab_engine.ma_search) vs Python search_generators, CPU s")
+    print(f"{'case':>12} {'runs':>5} {'A3..A6':<22} {'rust s':>8} {'python s':>9} {'ratio':>8}")
+    cases = [(12, 5), (16, 6), (18, 6), (14, 7)] + ([] if quick else [(20, 6), (19, 5)])
+    for k, n in cases:
+        t0 = time.process_time()
+        _, wlp, exact, _, _ = ma_search(k, n, seconds=600.0)
+        t_rust = time.process_time() - t0
+        t0 = time.process_time()
+        found = search_generators(k, n, time_limit=600.0)
+        t_py = time.process_time() - t0
+        assert exact and found is not None and found.exact and list(wlp) == found.wlp
+        print(f"{f'2^({k}-{k - n})':>12} {2**n:>5} {str(list(wlp)[2:6]):<22} {t_rust:>8.3f} "
+              f"{t_py:>9.3f} {t_py / max(t_rust, 1e-6):>7.0f}x")
+
+
 def bench_lhs(quick: bool) -> None:
     n, d = (20_000 if quick else 100_000), 20
     factors = []
@@ -109,4 +130,5 @@ if __name__ == "__main__":
     args = ap.parse_args()
     bench_search(args.quick)
     bench_catalogue()
+    bench_compiled(args.quick)
     bench_lhs(args.quick)

@@ -12,6 +12,8 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+mod ma;
+
 const ARR: u8 = 0;
 const FDEP: u8 = 1;
 const PDEP: u8 = 2;
@@ -577,6 +579,7 @@ fn simulate<'py>(
 #[pymodule]
 fn storlab_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(ma::ma_search, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -122,15 +122,22 @@ def design_cmd(
     console.print(head)
     if m.get("generators"):
         console.print("generators: " + ", ".join(m["generators"]))
-        console.print("defining relation: I = " + " = ".join(m["defining_relation"]))
+        rel = m["defining_relation"]
+        # thousands of words for many factors: the first ones, the rest are in --json
+        console.print("defining relation: I = " + " = ".join(rel[:DEF_WORDS])
+                      + (f" = ... ({len(rel)} words listed"
+                         + (f", {m['defining_relation_note']}" if m.get("defining_relation_note")
+                            else "") + "; all in --json)" if len(rel) > DEF_WORDS else ""))
     if "wlp" in m and m["kind"] != "full":
         console.print(f"word-length pattern (A1..): {m['wlp']}   clear 2FIs: {m['clear_2fi']}")
     if m.get("search"):
         s = m["search"]
-        if s.get("source") == "catalogue":
+        if s.get("warning"):
+            console.print(f"[bold yellow]warning:[/] {s['warning']}")
+        elif s.get("source") == "catalogue":
             console.print("generators: storlab's minimum-aberration catalogue (exact search, "
                           "stored; scripts/ma_catalogue.py)")
-        else:
+        if s.get("source") != "catalogue":
             console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, "
                           f"{s['nodes']} nodes, {s['seconds']} s")
     if m.get("aliases"):
@@ -141,6 +148,9 @@ def design_cmd(
         console.print(f"dummy columns for error: {', '.join(m['dummies'])}")
     _print_runs(d.table, output)
 
+
+#: Words of the defining relation printed on the terminal (the JSON holds every one).
+DEF_WORDS = 30
 
 #: Rows of the run table shown on the terminal when a file holds all of it (rendering a
 #: 100,000-row table took 272 s); columns as many as fit the terminal, at most HEAD_COLS.

@@ -129,3 +129,97 @@ def clear_effects(words: Sequence[int], k: int) -> tuple[list[int], list[int]]:
     clear_main = [e for e in mains if all(popcount(e ^ w) > 2 for w in short)]
     clear_2fi = [e for e in twos if all(popcount(e ^ w) > 2 for w in short)]
     return clear_main, clear_2fi
+
+
+def wlp_from_columns(n: int, columns: Sequence[int]) -> list[int]:
+    """Word-length pattern of the 2^n-run design whose k factors are these columns (bit i:
+    base factor i), without listing the 2^(k-n) words: by the MacWilliams identity the
+    pattern is the dual weight distribution of the row code, whose weights are
+    #{columns c : u.c odd} over u in GF(2)^n (Python integers: exact for any k)."""
+    k = len(columns)
+    cols = np.asarray(columns, dtype=np.int64)
+    u = np.arange(2**n, dtype=np.int64)[:, None]
+    parity = np.vectorize(popcount, otypes=[np.int64])(u & cols[None, :]) & 1
+    hist = np.bincount(parity.sum(axis=1), minlength=k + 1).tolist()
+    binom = [[_comb(a, b) for b in range(k + 1)] for a in range(k + 1)]
+    out = []
+    for j in range(1, k + 1):
+        total = 0
+        for w, h in enumerate(hist):
+            if h:
+                total += h * sum((-1) ** i * binom[w][i] * binom[k - w][j - i]
+                                 for i in range(min(j, w) + 1) if j - i <= k - w)
+        out.append(total >> n)
+    return out
+
+
+def _comb(a: int, b: int) -> int:
+    from math import comb
+
+    return comb(a, b) if 0 <= b <= a else 0
+
+
+def short_words(columns: Sequence[int], max_len: int = 4) -> list[int]:
+    """The words of length 3 and 4 (up to max_len <= 4) of the design whose factor j is
+    columns[j]: all that aliasing among main effects and 2FIs depends on, found from the
+    pairs of columns (no enumeration of the whole defining relation)."""
+    pos = {c: j for j, c in enumerate(columns)}
+    by_xor: dict[int, list[int]] = {}
+    words: set[int] = set()
+    k = len(columns)
+    for a in range(k):
+        for b in range(a + 1, k):
+            x = columns[a] ^ columns[b]
+            pair = (1 << a) | (1 << b)
+            c = pos.get(x)
+            if c is not None and c > b:
+                words.add(pair | 1 << c)
+            if max_len >= 4:
+                by_xor.setdefault(x, []).append(pair)
+    if max_len >= 4:
+        for pairs in by_xor.values():
+            for i, p in enumerate(pairs):
+                for q in pairs[i + 1:]:
+                    if not p & q:
+                        words.add(p | q)
+    return sorted(words, key=lambda w: (popcount(w), w))
+
+
+def alias_structure_short(words: Sequence[int], k: int, labels: Sequence[str]
+                          ) -> dict[str, list[str]]:
+    """`alias_structure` (to 2FIs) from the words of length 3 and 4 alone, in time linear
+    in their number: each word splits into an effect and its partner of order <= 2."""
+    partners = _short_partners(words, k)
+    order = sorted(partners, key=lambda e: (popcount(e), _pair_rank(e)))
+    return {word_name(e, labels): [word_name(p, labels) for p in
+                                   sorted(partners[e], key=lambda w: (popcount(w), w))]
+            for e in order}
+
+
+def clear_effects_short(words: Sequence[int], k: int) -> tuple[list[int], list[int]]:
+    """`clear_effects` from the words of length 3 and 4, in time linear in their number."""
+    aliased = _short_partners(words, k)
+    mains = [1 << j for j in range(k) if 1 << j not in aliased]
+    twos = [(1 << i) | (1 << j) for i in range(k) for j in range(i + 1, k)
+            if (1 << i) | (1 << j) not in aliased]
+    return mains, twos
+
+
+def _short_partners(words: Sequence[int], k: int) -> dict[int, set[int]]:
+    partners: dict[int, set[int]] = {}
+    for w in words:
+        bits = [1 << j for j in range(k) if w >> j & 1]
+        if len(bits) == 3:
+            for b in bits:
+                partners.setdefault(b, set()).add(w ^ b)
+                partners.setdefault(w ^ b, set()).add(b)
+        elif len(bits) == 4:
+            for i, a in enumerate(bits):
+                for b in bits[i + 1:]:
+                    partners.setdefault(a | b, set()).add(w ^ (a | b))
+    return partners
+
+
+def _pair_rank(e: int) -> tuple[int, ...]:
+    # alias_structure lists 2FIs as (i, j), i < j, i slowest: the bits in ascending order
+    return tuple(j for j in range(e.bit_length()) if e >> j & 1)

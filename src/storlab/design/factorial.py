@@ -105,14 +105,19 @@ class SearchResult:
     source: str = "search"  # or "catalogue"
 
 
-#: Catalogue cases with more added factors are not generated: their 2^p-word defining
-#: relation is too large to enumerate (the search and the alias table both need it).
-MA_CATALOGUE_MAX_P = 20
+#: Defining relations with more words than 2^WORDS_MAX_P are not listed: the pattern then
+#: comes from the MacWilliams identity and aliasing from the words of length 3 and 4.
+WORDS_MAX_P = 16
+
+#: What a user is told when a catalogued design is the best found, not a proven optimum.
+NOT_PROVEN = ("not proven minimum aberration: the best design storlab's exact search met "
+              "within its budget (scripts/ma_catalogue.py); a design with a smaller "
+              "word-length pattern may exist")
 
 
 @functools.cache
 def _catalogue() -> dict[str, dict[str, Any]]:
-    """The shipped catalogue's entries, {"k-n": {"columns": [...], "wlp": [...]}}; empty
+    """The shipped catalogue's entries, {"k-n": {"columns", "wlp", "exact", ...}}; empty
     when the file is missing or unreadable (the search then answers every case)."""
     from importlib.resources import files
 
@@ -125,7 +130,8 @@ def _catalogue() -> dict[str, dict[str, Any]]:
 
 
 def catalogue_generators(k: int, n: int) -> SearchResult | None:
-    """The catalogued minimum-aberration design of k factors in 2^n runs, or None when the
+    """The catalogued design of k factors in 2^n runs (exact=False when the search that
+    made it ran out of budget: then it is not proven minimum aberration), or None when the
     case is not in the catalogue (or its entry does not describe a valid fraction)."""
     entry = _catalogue().get(f"{k}-{n}")
     if entry is None:
@@ -136,25 +142,28 @@ def catalogue_generators(k: int, n: int) -> SearchResult | None:
                        for c in cols)
             or not isinstance(pattern, list) or len(pattern) != k):
         return None
-    return SearchResult(n, list(cols), list(pattern), True, 0, 0.0, "catalogue")
+    return SearchResult(n, list(cols), list(pattern), bool(entry.get("exact", True)),
+                        0, 0.0, "catalogue")
 
 
 def minimum_aberration(k: int, n: int, time_limit: float = 120.0,
                        min_resolution: int = 3) -> SearchResult | None:
     """`search_generators`, answered from the catalogue when the case is in it. The
-    catalogued design has the largest resolution of any fraction of its size, so when it
+    catalogued design has the largest resolution of any fraction of its size (a proven
+    entry; an unproven one is checked by the search when it falls short), so when it
     falls short of `min_resolution` no design reaches it (None, as the search says)."""
     if k - n > 0:
         hit = catalogue_generators(k, n)
         if hit is not None:
-            return hit if (al.resolution(hit.wlp) or 99) >= min_resolution else None
+            if (al.resolution(hit.wlp) or 99) >= min_resolution:
+                return hit
+            if hit.exact:
+                return None
     return search_generators(k, n, time_limit, min_resolution)
 
 
 def _wlp_of(n: int, added: Sequence[int]) -> list[int]:
-    k = n + len(added)
-    gens = [(c | (1 << (n + i))) for i, c in enumerate(added)]  # bits 0..n-1 base, then added
-    return al.wlp(al.subgroup(gens), k)
+    return al.wlp_from_columns(n, [1 << i for i in range(n)] + list(added))
 
 
 def search_generators(k: int, n: int, time_limit: float = 120.0,
@@ -335,16 +344,24 @@ def fractional_factorial(space: Space, runs: int | None = None,
             if c >> b & 1:
                 prod *= base[:, b]
         coded[:, n + i] = s * prod
-    gens = [(c | (1 << (n + i))) for i, c in enumerate(cols)]
-    words = al.subgroup(gens)
+    p = k - n
+    if p <= WORDS_MAX_P:
+        words = al.subgroup([(c | (1 << (n + i))) for i, c in enumerate(cols)])
+        pattern = al.wlp(words, k)
+        aliases = al.alias_structure(words, k, labels)
+    else:  # 2^p words are too many to list: what aliasing needs is the short ones
+        columns = [1 << i for i in range(n)] + list(cols)
+        words = al.short_words(columns)
+        pattern = al.wlp_from_columns(n, columns)
+        aliases = al.alias_structure_short(words, k, labels)
     signed = _word_signs(coded, words)
-    pattern = al.wlp(words, k)
     res = al.resolution(pattern)
-    clear_main, clear_2fi = al.clear_effects(words, k)
+    clear_main, clear_2fi = (al.clear_effects(words, k) if p <= WORDS_MAX_P
+                             else al.clear_effects_short(words, k))
     meta: dict[str, Any] = {
         "kind": "fractional",
         "base_factors": n,
-        "p": k - n,
+        "p": p,
         "resolution": res,
         "resolution_roman": al.roman(res) if res else None,
         "generators": [f"{labels[n + i]}={'-' if s < 0 else ''}{al.word_name(c, labels)}"
@@ -352,23 +369,28 @@ def fractional_factorial(space: Space, runs: int | None = None,
         "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
                               for w in words],
         "wlp": pattern,
-        "aliases": al.alias_structure(words, k, labels),
+        "aliases": aliases,
         "clear_main": [al.word_name(e, labels) for e in clear_main],
         "clear_2fi": len(clear_2fi),
         "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
     }
+    if p > WORDS_MAX_P:
+        meta["defining_relation_note"] = (f"words of length 3 and 4 only (of {2**p - 1})")
     if search is not None:
         meta["search"] = {"exact": search.exact, "nodes": search.nodes,
                           "seconds": round(search.seconds, 4), "source": search.source}
+        if not search.exact:
+            meta["search"]["warning"] = NOT_PROVEN if search.source == "catalogue" else (
+                "not proven minimum aberration: the search stopped at its time limit "
+                f"({time_limit:g} s) with the best design it had met")
     return from_coded(space, coded, meta)
 
 
 def _word_signs(coded: np.ndarray, words: Sequence[int]) -> dict[int, float]:
-    out = {}
-    for w in words:
-        cols = [j for j in range(coded.shape[1]) if w >> j & 1]
-        out[w] = float(np.prod(coded[0, cols]))
-    return out
+    # A word's column product is constant; its sign is the product in the first run, i.e.
+    # -1 to the number of the word's factors that are at -1 there.
+    neg = sum(1 << j for j in range(coded.shape[1]) if coded[0, j] < 0)
+    return {w: -1.0 if al.popcount(w & neg) & 1 else 1.0 for w in words}
 
 
 _GEN_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*([+-]?)\s*([A-Za-z0-9:]+)\s*$")
