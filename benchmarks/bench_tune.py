@@ -103,7 +103,8 @@ def bench_one(name: str, repeats: int, budget: int, seed: int, noise: float,
     s1, t1 = stats[ours]["share_1_within_60"], stats[tpe]["share_1_within_60"]
 
     print(f"\n=== {name}: {len(table):,} configurations, {len(params)} parameters, "
-          f"{response} ({goal}), optimum {res.optimum:.6g}; {repeats} repeats x {budget} runs"
+          f"{response} ({goal}), optimum {res.optimum:.6g}; {repeats} repeats x {budget} runs, "
+          f"seed {seed}"
           f"{f', noise {noise:.0%}' if noise else ''}; {wall:.1f} s")
     print(tab.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"{'strategy':12s} {'runs to 5%':>11s} {'runs to 1%':>11s} {'5% share':>9s} "
@@ -129,7 +130,7 @@ def bench_one(name: str, repeats: int, budget: int, seed: int, noise: float,
         fig.savefig(path, dpi=110)
         print(f"plot: {path}")
     return {"dataset": name, "configs": len(table), "response": response, "goal": goal,
-            "optimum": res.optimum, "repeats": repeats, "budget": budget, "noise": noise,
+            "optimum": res.optimum, "repeats": repeats, "seed": seed, "budget": budget, "noise": noise,
             "seconds": wall, "table": tab.to_dict("records"), "stats": stats,
             "ratio_tpe_over_storlab_runs_to_5": ratio5, "ratio_note": ratio_note,
             "target_5_met": bool(ratio5 >= 2), "target_1_met": bool(s1 > t1)}
@@ -157,7 +158,8 @@ def main() -> None:
     results = [bench_one(n, repeats, args.budget, args.seed, args.noise, not args.no_plot)
                for n in names]
 
-    print("\nsummary (ratio = TPE median runs to 5 % / storlab's; 1 % = share within 60 runs)")
+    print(f"\nsummary, seed {args.seed}, {repeats} repeats (ratio = TPE median runs to 5 % / "
+          f"storlab's; 1 % = share within 60 runs)")
     print(f"{'dataset':12s} {'ratio 5%':>9s} {'storlab 1%':>11s} {'TPE 1%':>7s} "
           f"{'random 1%':>10s}  targets")
     ours, tpe, rnd = _strategies()

@@ -243,7 +243,7 @@ def test_an_interrupted_tuning_continues_with_more_budget(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("args, design, message", [
     (["--strategy", "nope"], {}, "strategy 'nope'"),
-    (["--budget", "12"], {}, "too small"),
+    (["--budget", "10"], {}, "too small"),  # screening 6 + 1 search + 2 x 2 confirmations
     (["--response", "nosuch"], {}, "'nosuch' is not a metric"),
     ([], {"baseline": {"engine": "psync"}}, "baseline"),
 ])
