@@ -350,6 +350,9 @@ CASES: list[Case] = [
     C("cluster load", "swift --records adir --dir cl", "--records"),
     C("cluster load", "swift --dir garbage.bin", "--dir"),
     C("cluster load", "swift --dir cl -o adir", "-o"),
+    C("cluster load", "swift --hosts 0 --dir cl", "--hosts"),
+    C("cluster client-conf", "adir --dir cl", "dest", expect="no ceph cluster is up"),
+    C("cluster client-conf", "cc --dir garbage.bin", "--dir"),
 ]
 
 
