@@ -22,24 +22,33 @@ const K_FCFS: u8 = 0;
 const K_PS: u8 = 1;
 const K_HOLD: u8 = 2;
 
-/// A branch in flight: its current visit, where it belongs, and when it reached the station.
+/// A branch in flight: its current visit, its branch (whose step and request the route
+/// windows give) and when it reached the station. 16 bytes: heap entries stay small.
 #[derive(Clone, Copy)]
 struct Token {
     v: u32,
     b: u32,
-    st: u32,
-    i: u32,
     t_arr: f64,
 }
 
-/// Heap entry. ARR: `tok.i` is the request; FDEP: `tok` is the visit in service;
-/// PDEP: `tok.v` is the station (valid only if `seq` is the station's live departure);
-/// GRANT: `tok` is a HOLD visit that has just obtained its token.
+/// Heap entry, 32 bytes. ARR: `tok.v` is the request; FDEP: `tok` is the visit in service;
+/// PDEP: `tok.v` is the station (see `ps_resched`); GRANT: `tok` is a HOLD visit that has
+/// just obtained its token. `key` is seq << 2 | kind (seqs are unique, so it orders as seq).
 struct Ev {
     t: f64,
-    seq: u64,
-    kind: u8,
+    key: u64,
     tok: Token,
+}
+
+impl Ev {
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.key >> 2
+    }
+    #[inline]
+    fn kind(&self) -> u8 {
+        (self.key & 3) as u8
+    }
 }
 
 /// Min-heap order on (t, seq); `<`/`>` rather than `total_cmp` so -0.0 == 0.0 as in Python.
@@ -56,7 +65,7 @@ fn cmp_key(t1: f64, s1: u64, t2: f64, s2: u64) -> Ordering {
 
 impl PartialEq for Ev {
     fn eq(&self, o: &Self) -> bool {
-        self.seq == o.seq
+        self.key == o.key
     }
 }
 impl Eq for Ev {}
@@ -67,7 +76,7 @@ impl PartialOrd for Ev {
 }
 impl Ord for Ev {
     fn cmp(&self, o: &Self) -> Ordering {
-        cmp_key(o.t, o.seq, self.t, self.seq) // reversed: BinaryHeap is a max-heap
+        cmp_key(o.t, o.key, self.t, self.key) // reversed: BinaryHeap is a max-heap
     }
 }
 
@@ -139,6 +148,8 @@ struct Sim {
     branch_ptr: Vec<i64>,
     quorum: Vec<i32>,
     done: Vec<u32>,
+    step_req: Vec<u32>, // per step: its request
+    br_step: Vec<u32>,  // per branch: its step
     visit_ptr: Vec<i64>,
     station: Vec<i32>,
     demand: Vec<f64>,
@@ -167,6 +178,11 @@ struct Sim {
     n_held: usize,
     jobs: Vec<BinaryHeap<Job>>,
     heap: BinaryHeap<Ev>,
+    /// Events pushed for the current time with a fresh seq (token grants, zero think
+    /// times, zero demands): they come after every heap entry of that time with a smaller
+    /// seq and before any later time, in push order, so a FIFO beside the heap keeps the
+    /// (time, seq) order without a heap push and pop each.
+    imm: VecDeque<Ev>,
     seq: u64,
     next_issue: usize,
     events: u64,
@@ -214,6 +230,8 @@ impl Sim {
             branch_ptr: vec![0],
             quorum: Vec::new(),
             done: Vec::new(),
+            step_req: Vec::new(),
+            br_step: Vec::new(),
             visit_ptr: vec![0],
             station: Vec::new(),
             demand: Vec::new(),
@@ -235,6 +253,7 @@ impl Sim {
             n_held: 0,
             jobs: (0..n_st).map(|_| BinaryHeap::new()).collect(),
             heap: BinaryHeap::with_capacity(1024),
+            imm: VecDeque::with_capacity(256),
             seq,
             next_issue: init_n,
             events: 0,
@@ -274,20 +293,25 @@ impl Sim {
 
     #[inline]
     fn push_seq(&mut self, t: f64, kind: u8, tok: Token, seq: u64) {
-        self.heap.push(Ev { t, seq, kind, tok });
+        self.heap.push(Ev { t, key: seq << 2 | kind as u64, tok });
     }
 
     #[inline]
     fn push(&mut self, t: f64, kind: u8, tok: Token) -> u64 {
         let seq = self.seq;
-        self.heap.push(Ev { t, seq, kind, tok });
+        let ev = Ev { t, key: seq << 2 | kind as u64, tok };
+        if t == self.now {
+            self.imm.push_back(ev);
+        } else {
+            self.heap.push(ev);
+        }
         self.seq += 1;
         seq
     }
 
     #[inline]
     fn arr_tok(i: usize) -> Token {
-        Token { v: 0, b: 0, st: 0, i: i as u32, t_arr: 0.0 }
+        Token { v: i as u32, b: 0, t_arr: 0.0 }
     }
 
     #[inline]
@@ -319,7 +343,7 @@ impl Sim {
         if stn.carrier == u64::MAX || stn.carrier_t > tn {
             stn.carrier = seq;
             stn.carrier_t = tn;
-            let tok = Token { v: s as u32, b: 0, st: 0, i: 0, t_arr: 0.0 };
+            let tok = Token { v: s as u32, b: 0, t_arr: 0.0 };
             self.push_seq(tn, PDEP, tok, seq);
         }
     }
@@ -373,7 +397,7 @@ impl Sim {
                 empty += 1;
             } else {
                 self.left[i - self.req_base] += 1;
-                let tok = Token { v: v as u32, b: b as u32, st: st as u32, i: i as u32, t_arr: t };
+                let tok = Token { v: v as u32, b: b as u32, t_arr: t };
                 self.arrive(self.station_of(v), tok, t);
             }
         }
@@ -446,12 +470,13 @@ impl Sim {
             if self.any_hold {
                 self.release(tok.b as usize, t);
             }
-            self.left[tok.i as usize - self.req_base] -= 1;
-            let st = tok.st as usize;
+            let st = self.br_step[tok.b as usize - self.br_base] as usize;
+            let i = self.step_req[st - self.step_base] as usize;
+            self.left[i - self.req_base] -= 1;
             let k = st - self.step_base;
             self.done[k] += 1;
             if self.done[k] as i64 == self.quorum[k] as i64 {
-                self.step_done(st, tok.i as usize, t);
+                self.step_done(st, i, t);
             }
         }
     }
@@ -494,7 +519,9 @@ impl Sim {
         self.branch_ptr.drain(..ds);
         self.quorum.drain(..ds);
         self.done.drain(..ds);
+        self.step_req.drain(..ds);
         self.visit_ptr.drain(..db);
+        self.br_step.drain(..db);
         self.station.drain(..dv);
         self.demand.drain(..dv);
         if self.any_hold {
@@ -508,15 +535,19 @@ impl Sim {
 
     fn run(&mut self) {
         while self.pending.is_none() && self.init_pushed == self.init_n {
-            let ev = match self.heap.pop() {
-                Some(ev) => ev,
-                None => break,
+            let from_imm = match (self.imm.front(), self.heap.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(a), Some(h)) => cmp_key(a.t, a.key, h.t, h.key) == Ordering::Less,
             };
+            let ev = if from_imm { self.imm.pop_front().unwrap() } else { self.heap.pop().unwrap() };
             let t = ev.t;
-            if ev.kind == PDEP {
+            let (kind, evseq) = (ev.kind(), ev.seq());
+            if kind == PDEP {
                 let stn = &mut self.st[ev.tok.v as usize];
-                if stn.carrier == ev.seq {
-                    if stn.live != ev.seq {
+                if stn.carrier == evseq {
+                    if stn.live != evseq {
                         // The carrier of a later departure: put the real one in its place.
                         stn.carrier = stn.live;
                         stn.carrier_t = stn.live_t;
@@ -531,9 +562,9 @@ impl Sim {
             }
             self.events += 1;
             self.now = t;
-            match ev.kind {
+            match kind {
                 ARR => {
-                    let i = ev.tok.i as usize;
+                    let i = ev.tok.v as usize;
                     self.start[i - self.req_base] = t;
                     if i == self.warmup && self.warmup > 0 {
                         for (k, s) in self.st.iter_mut().enumerate() {
@@ -652,6 +683,13 @@ impl Sim {
         self.branch_ptr.extend(branch_ptr[1..].iter().map(|&x| x + b0));
         self.visit_ptr.extend(visit_ptr[1..].iter().map(|&x| x + v0));
         self.quorum.extend_from_slice(quorum);
+        let r0 = self.fed as u32;
+        for (k, w) in step_ptr.windows(2).enumerate() {
+            self.step_req.extend(std::iter::repeat(r0 + k as u32).take((w[1] - w[0]) as usize));
+        }
+        for (k, w) in branch_ptr.windows(2).enumerate() {
+            self.br_step.extend(std::iter::repeat((s0 + k as i64) as u32).take((w[1] - w[0]) as usize));
+        }
         self.done.extend(std::iter::repeat(0).take(quorum.len()));
         self.station.extend_from_slice(station);
         self.demand.extend_from_slice(demand);
@@ -678,7 +716,7 @@ impl Sim {
             return Err(PyValueError::new_err(format!(
                 "finish() after {} of {} requests were fed", self.fed, self.n_total)));
         }
-        if self.deadlocked() || !self.heap.is_empty() {
+        if self.deadlocked() || !self.heap.is_empty() || !self.imm.is_empty() {
             return Err(PyValueError::new_err(
                 "deadlock: branches still wait for HOLD tokens when no event is left \
                  (a branch takes tokens of pools in an order others reverse, or more than a pool has)",

@@ -10,6 +10,7 @@ same report.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -17,8 +18,12 @@ import numpy as np
 
 from . import engine
 from .model import DRAW_BLOCK, ClusterModel, Requests, iter_requests
-from .routes import build_routes
+from .routes import slice_requests, build_routes
 from .summary import SimReport, Tally, window_marks
+
+#: Requests routed and fed to the engine at a time (a quarter of a draw block): bounds the
+#: route builder's dense temporaries and how far the engine's window reaches.
+FEED_CHUNK = DRAW_BLOCK // 4
 
 
 def service_draws(model: ClusterModel, n_visits: int, block: int) -> np.ndarray:
@@ -35,6 +40,19 @@ def block_service_draws(model: ClusterModel, routes: engine.Routes) -> np.ndarra
     cut = routes.visit_ptr[routes.branch_ptr[routes.step_ptr[np.r_[0:n:DRAW_BLOCK, n]]]]
     return np.concatenate([service_draws(model, int(cut[b + 1] - cut[b]), b)
                            for b in range(cut.size - 1)] or [np.zeros(0)])
+
+
+class _BlockDraws:
+    """A block's `service_draws`, handed out in order as its chunks are routed (drawn in
+    pieces from one generator: numpy's exponential draws the same sequence whether asked
+    for all at once or piece by piece)."""
+
+    def __init__(self, model: ClusterModel, block: int) -> None:
+        seed = model.spec.workload.seed
+        self.rng = np.random.default_rng([seed, 1] if block == 0 else [seed, 1, block])
+
+    def take(self, k: int) -> np.ndarray:
+        return self.rng.exponential(1.0, k)
 
 
 class _Pending:
@@ -82,19 +100,32 @@ def run_stream(model: ClusterModel, n: int) -> tuple[SimReport, Requests | None]
     ops: list[np.ndarray] = []
     oks: list[np.ndarray] = []
     build = 0.0
-    for b, req in enumerate(iter_requests(model, n)):
-        t0 = time.perf_counter()
-        routes = build_routes(model, req)
-        if model.spec.service_times == "exponential":
-            routes.demand *= service_draws(model, routes.demand.size, b)
-        build += time.perf_counter() - t0
-        pend.add(b, req)
-        if req.ok is not None:
-            ops.append(req.op)
-            oks.append(req.ok)
-        done = core.feed(routes, arrivals=req.arrivals, think=req.think)
-        del routes, req
-        _tally(tally, pend, done, core.now, core.snap_times())
+    expo = model.spec.service_times == "exponential"
+    for b, block in enumerate(iter_requests(model, n)):
+        pend.add(b, block)
+        if block.ok is not None:
+            ops.append(block.op)
+            oks.append(block.ok)
+        plan = model.extra.get("failures")
+        draws = None
+        for a in range(0, len(block), FEED_CHUNK):
+            t0 = time.perf_counter()
+            e = min(a + FEED_CHUNK, len(block))
+            req = slice_requests(block, a, e)
+            if plan is not None:       # the block's failure plan, cut to these requests
+                model.extra["failures"] = dataclasses.replace(plan, epoch=plan.epoch[a:e])
+            routes = build_routes(model, req)
+            if expo:
+                # The block's draws (as one call would make them), consumed in order.
+                if draws is None:
+                    draws = _BlockDraws(model, b)
+                routes.demand *= draws.take(routes.demand.size)
+            build += time.perf_counter() - t0
+            done = core.feed(routes, arrivals=req.arrivals, think=req.think)
+            del routes, req
+            _tally(tally, pend, done, core.now, core.snap_times())
+        if plan is not None:
+            model.extra["failures"] = plan
     res = core.finish()
     tally.add(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8),
               np.zeros(0, np.int64), np.zeros(0, bool), res.sim_time, res.snap_t[:-1],
