@@ -373,6 +373,7 @@ class Tally:
         nb = bedges.size - 1
         blen = np.diff(bedges)
         rows = []
+        h_op = hist[win].sum(axis=0, dtype=np.int64)    # [op, bin] over the window
         for code, name in [(None, "ALL"), *enumerate(OPS)]:
             cols = slice(None) if code is None else [code]
             c_i = cnt[win][:, cols].sum(axis=1)      # per window interval
@@ -380,7 +381,7 @@ class Tally:
             if k == 0:
                 continue
             l_i = lat[win][:, cols].sum(axis=1) * 1e3
-            h = hist[win][:, cols].sum(axis=(0, 1))
+            h = h_op.sum(axis=0) if code is None else h_op[code]
             row = {"op": name, "count": k, "ops_s": k / span,
                    "mb_s": float(size[win][:, cols].sum()) / span / 1e6 if code != DELETE
                    else 0.0,
