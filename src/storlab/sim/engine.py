@@ -402,6 +402,7 @@ class Stream:
                                         self.warmup, m, self.n)
         self.fed = 0
         self.last_arrival = 0.0
+        self.wall = time.perf_counter() - self.t0    # seconds spent in the engine
 
     @property
     def now(self) -> float:
@@ -420,6 +421,7 @@ class Stream:
     def feed(self, routes: Routes, *, arrivals: np.ndarray | None = None,
              think: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Add the next chunk of requests; (index, arrival, finish) of those finished."""
+        t0 = time.perf_counter()
         n = routes.n_requests
         if self.closed == (arrivals is not None):
             raise ValueError("give arrivals= in open loop (no clients=) and only then")
@@ -452,11 +454,13 @@ class Stream:
                              station, demand,
                              arrivals if arrivals is not None else np.zeros(0), think_arr)
         self.fed += n
+        self.wall += time.perf_counter() - t0
         return np.asarray(out[0]), np.asarray(out[1]), np.asarray(out[2])
 
     def finish(self) -> SimResult:
         """After the last chunk: the stations' integrals and snapshots (``start`` and
-        ``finish`` are empty: ``feed`` returned them)."""
+        ``finish`` are empty: ``feed`` returned them; ``wall``: time spent in the engine)."""
+        t0 = time.perf_counter()
         (busy, area, completions, residence, events, sim_time, stats_start, snap_t, snap_busy,
          snap_area) = self.core.finish()
         n_snap, n_st = len(snap_t), self.kind.size
@@ -464,7 +468,7 @@ class Stream:
             start=np.zeros(0), finish=np.zeros(0), op=None, busy=np.asarray(busy),
             area=np.asarray(area), completions=np.asarray(completions, dtype=np.int64),
             residence=np.asarray(residence), servers=self.servers, events=int(events),
-            sim_time=float(sim_time), wall=time.perf_counter() - self.t0, warmup=self.warmup,
+            sim_time=float(sim_time), wall=self.wall + time.perf_counter() - t0, warmup=self.warmup,
             stats_start=float(stats_start), names=self.names, snap_t=np.asarray(snap_t),
             snap_busy=np.asarray(snap_busy).reshape(n_snap, n_st),
             snap_area=np.asarray(snap_area).reshape(n_snap, n_st))
