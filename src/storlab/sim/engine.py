@@ -403,6 +403,7 @@ class Stream:
         self.fed = 0
         self.last_arrival = 0.0
         self.wall = time.perf_counter() - self.t0    # seconds spent in the engine
+        self.cpu = 0.0                                 # CPU seconds spent in feed/finish
 
     @property
     def now(self) -> float:
@@ -421,7 +422,7 @@ class Stream:
     def feed(self, routes: Routes, *, arrivals: np.ndarray | None = None,
              think: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Add the next chunk of requests; (index, arrival, finish) of those finished."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = routes.n_requests
         if self.closed == (arrivals is not None):
             raise ValueError("give arrivals= in open loop (no clients=) and only then")
@@ -455,6 +456,7 @@ class Stream:
                              arrivals if arrivals is not None else np.zeros(0), think_arr)
         self.fed += n
         self.wall += time.perf_counter() - t0
+        self.cpu += time.process_time() - c0
         return np.asarray(out[0]), np.asarray(out[1]), np.asarray(out[2])
 
     def finish(self) -> SimResult:

@@ -131,6 +131,7 @@ def run_stream(model: ClusterModel, n: int) -> tuple[SimReport, Requests | None]
               np.zeros(0, np.int64), np.zeros(0, bool), res.sim_time, res.snap_t[:-1],
               final=True)
     report = tally.finish(model, res, closed, build, [])
+    report.engine_cpu = core.cpu
     avail = None
     if ops:
         op, ok = np.concatenate(ops), np.concatenate(oks)

@@ -75,6 +75,7 @@ class SimReport:
     #: loop without think time, L is the number of clients).
     littles_law_system: float = float("nan")
     timeseries: Any = None         # DataFrame: per interval t_from, t_to, phase, ops_s, ...
+    engine_cpu: float = float("nan")   # CPU seconds in the engine (a streamed run)
 
     def table(self):
         return self.ops
