@@ -173,7 +173,7 @@ struct Sim {
     queues: Vec<VecDeque<Token>>, // FCFS waiting jobs; HOLD waiting branches
     any_hold: bool,
     /// Per visit (window like `station`): arrival time at the pool while its HOLD token is
-    /// held (a vector, not a map: a hash per grant and release cost 10 % of the run).
+    /// held (a vector, not a hash map: no hashing per grant and release).
     held_t: Vec<f64>,
     n_held: usize,
     jobs: Vec<BinaryHeap<Job>>,
