@@ -5,8 +5,9 @@ same run.
    (target: under 5 s). Each size runs in a fresh child process, so its peak RSS is its
    own; wall and CPU seconds are printed per phase (ring + stations, drawing, route
    building, engine + summary). CPU seconds are what a quiet machine would take as wall
-   time when the machine is shared. Route building is printed per request at two sizes: it
-   must be linear.
+   time when the machine is shared. A run streams block by block (storlab.sim.stream), so
+   peak RSS must not grow with the requests: the 1e6 / 1e5 ratio is printed (flat: <= 1.2).
+   Route building is printed per request at two sizes: it must be linear.
 2. Baseline, same run: SimPy executing the same routes (the first 20,000 requests of the
    700-node run, closed loop with the same clients) with one generic interpreter: FCFS
    stations as `simpy.Resource(c)`, worker pools as a Resource held through the branch,
@@ -48,6 +49,7 @@ def child(requests: int) -> None:
            "model_wall": marks[1][0] - marks[0][0], "model_cpu": marks[1][1] - marks[0][1],
            "run_wall": marks[2][0] - marks[1][0], "run_cpu": marks[2][1] - marks[1][1],
            "build_wall": rep.build_wall, "engine_wall": rep.wall, "events": rep.events,
+           "engine_cpu": getattr(rep, "engine_cpu", float("nan")),
            "total_wall": marks[2][0] - w0, "total_cpu": time.process_time() - c0,
            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "ops_s": float(rep.ops.ops_s[0]), "ops_s_ci95": float(rep.ops.ops_s_ci95[0]),
@@ -63,14 +65,18 @@ def run_child(requests: int) -> dict:
 
 
 def routes_per_request(requests: int) -> tuple[float, float]:
-    """(wall, CPU) seconds per 1,000 requests to draw and build the routes."""
-    from storlab.sim.cluster import build_model, build_routes, draw_requests, load_raw, \
-        parse_cluster
+    """(wall, CPU) seconds per 1,000 requests to draw and build the routes, block by block
+    as a run streams them (storlab.sim.stream)."""
+    from storlab.sim.cluster import build_model, build_routes, load_raw, parse_cluster
+    from storlab.sim.model import iter_requests
+    from storlab.sim.stream import FEED_CHUNK, slice_requests
 
     model = build_model(parse_cluster(load_raw(CLUSTER)))
-    draw_requests(model, 10)  # object names hashed once (cached)
+    next(iter_requests(model, 10))  # object names hashed once (cached)
     w, c = time.perf_counter(), time.process_time()
-    build_routes(model, draw_requests(model, requests))
+    for block in iter_requests(model, requests):
+        for a in range(0, len(block), FEED_CHUNK):
+            build_routes(model, slice_requests(block, a, min(a + FEED_CHUNK, len(block))))
     return ((time.perf_counter() - w) / requests * 1e3,
             (time.process_time() - c) / requests * 1e3)
 
@@ -160,19 +166,23 @@ def main() -> None:
     if a.child:
         child(a.child)
         return
-    sizes = [100_000] if a.quick else [100_000, 1_000_000]
+    sizes = [20_000, 100_000] if a.quick else [100_000, 1_000_000]
     print(f"examples/sim/cluster700.yaml, machine load average {resource_load()}")
     print(f"{'requests':>10} {'total wall':>10} {'total CPU':>10} {'model':>7} "
-          f"{'run':>7} {'routes':>7} {'engine':>7} {'peak RSS':>9} {'ops/s':>16}")
+          f"{'run':>7} {'routes':>7} {'engine':>7} {'eng CPU':>7} {'peak RSS':>9} {'ops/s':>16}")
+    rss = []
     for n in sizes:
         d = run_child(n)
+        rss.append(d["peak_rss_mb"])
         print(f"{n:>10,} {d['total_wall']:>9.2f}s {d['total_cpu']:>9.2f}s "
               f"{d['model_wall']:>6.2f}s {d['run_wall']:>6.2f}s {d['build_wall']:>6.2f}s "
-              f"{d['engine_wall']:>6.2f}s {d['peak_rss_mb']:>7.0f}MB "
+              f"{d['engine_wall']:>6.2f}s {d['engine_cpu']:>6.2f}s {d['peak_rss_mb']:>7.0f}MB "
               f"{d['ops_s']:>9,.0f}±{d['ops_s_ci95']:,.0f}")
         if n == 1_000_000:
             print(f"  target < 5 s for 1e6 requests: wall {'met' if d['total_wall'] < 5 else 'NOT met'}"
                   f", CPU {'met' if d['total_cpu'] < 5 else 'NOT met'}")
+    print(f"peak RSS {sizes[-1]:,} / {sizes[0]:,} requests = {rss[-1] / rss[0]:.2f} "
+          f"({'flat' if rss[-1] <= 1.2 * rss[0] else 'NOT flat'}: <= 1.20)")
     small, big = (20_000, 200_000) if a.quick else (100_000, 1_000_000)
     ws, cs = routes_per_request(small)
     wb, cb = routes_per_request(big)

@@ -6,7 +6,7 @@
 //! module re-checks only what would make it index out of bounds.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -24,24 +24,33 @@ const K_FCFS: u8 = 0;
 const K_PS: u8 = 1;
 const K_HOLD: u8 = 2;
 
-/// A branch in flight: its current visit, where it belongs, and when it reached the station.
+/// A branch in flight: its current visit, its branch (whose step and request the route
+/// windows give) and when it reached the station. 16 bytes: heap entries stay small.
 #[derive(Clone, Copy)]
 struct Token {
     v: u32,
     b: u32,
-    st: u32,
-    i: u32,
     t_arr: f64,
 }
 
-/// Heap entry. ARR: `tok.i` is the request; FDEP: `tok` is the visit in service;
-/// PDEP: `tok.v` is the station (valid only if `seq` is the station's live departure);
-/// GRANT: `tok` is a HOLD visit that has just obtained its token.
+/// Heap entry, 32 bytes. ARR: `tok.v` is the request; FDEP: `tok` is the visit in service;
+/// PDEP: `tok.v` is the station (see `ps_resched`); GRANT: `tok` is a HOLD visit that has
+/// just obtained its token. `key` is seq << 2 | kind (seqs are unique, so it orders as seq).
 struct Ev {
     t: f64,
-    seq: u64,
-    kind: u8,
+    key: u64,
     tok: Token,
+}
+
+impl Ev {
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.key >> 2
+    }
+    #[inline]
+    fn kind(&self) -> u8 {
+        (self.key & 3) as u8
+    }
 }
 
 /// Min-heap order on (t, seq); `<`/`>` rather than `total_cmp` so -0.0 == 0.0 as in Python.
@@ -58,7 +67,7 @@ fn cmp_key(t1: f64, s1: u64, t2: f64, s2: u64) -> Ordering {
 
 impl PartialEq for Ev {
     fn eq(&self, o: &Self) -> bool {
-        self.seq == o.seq
+        self.key == o.key
     }
 }
 impl Eq for Ev {}
@@ -69,7 +78,7 @@ impl PartialOrd for Ev {
 }
 impl Ord for Ev {
     fn cmp(&self, o: &Self) -> Ordering {
-        cmp_key(o.t, o.seq, self.t, self.seq) // reversed: BinaryHeap is a max-heap
+        cmp_key(o.t, o.key, self.t, self.key) // reversed: BinaryHeap is a max-heap
     }
 }
 
@@ -110,6 +119,9 @@ struct Station {
     vt: f64,       // PS virtual time
     tv: f64,       // PS: when vt was last advanced
     live: u64,     // PS: seq of the valid departure event
+    live_t: f64,   // PS: its time
+    carrier: u64,  // PS: seq of the heap entry standing for it (u64::MAX: none)
+    carrier_t: f64,
 }
 
 #[inline]
@@ -121,37 +133,66 @@ fn rate(n: u32, c: u32) -> f64 {
     }
 }
 
-struct Sim<'a> {
-    step_ptr: &'a [i64],
-    branch_ptr: &'a [i64],
-    quorum: &'a [i32],
-    visit_ptr: &'a [i64],
-    station: &'a [i32],
-    demand: &'a [f64],
-    arrivals: &'a [f64],
-    think: &'a [f64],
+/// The engine's whole state. Routes arrive in chunks (`feed`); the arrays below hold only
+/// the requests still in play, as windows over the run's global indices (`*_base` is the
+/// global index of element 0), so memory stays flat however long the run. Events carry
+/// global indices; a request leaves the window once it has finished and every branch it
+/// started (background replicas included) has ended.
+struct Sim {
+    // Route windows: step_ptr per request (+1), branch_ptr/quorum/done per step,
+    // visit_ptr per branch (+1 for ptrs), station/demand per visit; pointers hold global
+    // indices.
+    req_base: usize,
+    step_base: usize,
+    br_base: usize,
+    v_base: usize,
+    step_ptr: Vec<i64>,
+    branch_ptr: Vec<i64>,
+    quorum: Vec<i32>,
+    done: Vec<u32>,
+    step_req: Vec<u32>, // per step: its request
+    br_step: Vec<u32>,  // per branch: its step
+    visit_ptr: Vec<i64>,
+    station: Vec<i32>,
+    demand: Vec<f64>,
+    arrivals: Vec<f64>,
+    think: Vec<f64>,
+    start: Vec<f64>,
+    /// Per request: 1 until it finishes, plus its branches in flight; 0 = can be dropped.
+    left: Vec<u32>,
+    fed: usize,
+    n_total: usize,
     closed: bool,
-    clients: usize,
     warmup: usize,
-    n_req: usize,
+    /// An arrival whose request has not been fed yet: (request, base time, reserved seq).
+    /// Events stop until it is fed, so the (time, seq) order is the unchunked run's.
+    pending: Option<(usize, f64, u64)>,
+    /// Closed loop: first clients whose arrival (seq = request index) is not pushed yet.
+    init_pushed: usize,
+    init_n: usize,
 
     st: Vec<Station>,
     queues: Vec<VecDeque<Token>>, // FCFS waiting jobs; HOLD waiting branches
     any_hold: bool,
-    held: HashMap<u32, f64>, // HOLD visit -> arrival time at the pool, while its token is held
+    /// Per visit (window like `station`): arrival time at the pool while its HOLD token is
+    /// held (a vector, not a hash map: no hashing per grant and release).
+    held_t: Vec<f64>,
+    n_held: usize,
     jobs: Vec<BinaryHeap<Job>>,
     heap: BinaryHeap<Ev>,
+    /// Events pushed for the current time with a fresh seq (token grants, zero think
+    /// times, zero demands): they come after every heap entry of that time with a smaller
+    /// seq and before any later time, in push order, so a FIFO beside the heap keeps the
+    /// (time, seq) order without a heap push and pop each.
+    imm: VecDeque<Ev>,
     seq: u64,
-    done: Vec<u32>,
-    start: Vec<f64>,
-    finish: Vec<f64>,
     next_issue: usize,
     events: u64,
     now: f64,
     stats_start: f64,
     // Snapshots at the m-th arrival for m in `marks` (arrival order): time and every
     // station's busy/area integrals since t = 0 (`pre_*` keep what the warm-up reset cleared).
-    marks: &'a [i64],
+    marks: Vec<i64>,
     next_mark: usize,
     n_arr: i64,
     snap_t: Vec<f64>,
@@ -159,15 +200,120 @@ struct Sim<'a> {
     snap_area: Vec<f64>,
     pre_busy: Vec<f64>,
     pre_area: Vec<f64>,
+    // Requests finished since the last `take_out`: index, arrival, finish.
+    out_i: Vec<i64>,
+    out_s: Vec<f64>,
+    out_f: Vec<f64>,
 }
 
-impl<'a> Sim<'a> {
+impl Sim {
+    fn new(kind: &[i8], servers: &[i32], clients: i64, warmup: i64, marks: Vec<i64>, n_total: usize) -> Sim {
+        let n_st = kind.len();
+        let stations: Vec<Station> = (0..n_st)
+            .map(|s| Station { kind: kind[s] as u8, c: servers[s] as u32, live: u64::MAX, carrier: u64::MAX, ..Default::default() })
+            .collect();
+        let closed = clients > 0;
+        let init_n = if closed { (clients as usize).min(n_total) } else { 0 };
+        // Reserved sequence numbers, as the unchunked run pushes them first: closed loop,
+        // one per initial client (seq = its index); open loop, seq 0 for the first arrival.
+        let (seq, pending) = if closed {
+            (init_n as u64, None)
+        } else if n_total > 0 {
+            (1, Some((0usize, 0.0, 0u64)))
+        } else {
+            (0, None)
+        };
+        Sim {
+            req_base: 0,
+            step_base: 0,
+            br_base: 0,
+            v_base: 0,
+            step_ptr: vec![0],
+            branch_ptr: vec![0],
+            quorum: Vec::new(),
+            done: Vec::new(),
+            step_req: Vec::new(),
+            br_step: Vec::new(),
+            visit_ptr: vec![0],
+            station: Vec::new(),
+            demand: Vec::new(),
+            arrivals: Vec::new(),
+            think: Vec::new(),
+            start: Vec::new(),
+            left: Vec::new(),
+            fed: 0,
+            n_total,
+            closed,
+            warmup: warmup.max(0) as usize,
+            pending,
+            init_pushed: 0,
+            init_n,
+            st: stations,
+            queues: vec![VecDeque::new(); n_st],
+            any_hold: kind.iter().any(|&k| k as u8 == K_HOLD),
+            held_t: Vec::new(),
+            n_held: 0,
+            jobs: (0..n_st).map(|_| BinaryHeap::new()).collect(),
+            heap: BinaryHeap::with_capacity(1024),
+            imm: VecDeque::with_capacity(256),
+            seq,
+            next_issue: init_n,
+            events: 0,
+            now: 0.0,
+            stats_start: 0.0,
+            snap_t: Vec::with_capacity(marks.len()),
+            snap_busy: Vec::with_capacity(marks.len() * n_st),
+            snap_area: Vec::with_capacity(marks.len() * n_st),
+            marks,
+            next_mark: 0,
+            n_arr: 0,
+            pre_busy: vec![0.0; n_st],
+            pre_area: vec![0.0; n_st],
+            out_i: Vec::new(),
+            out_s: Vec::new(),
+            out_f: Vec::new(),
+        }
+    }
+
+    // Window accessors: global index -> element.
+    #[inline]
+    fn sp(&self, i: usize) -> usize {
+        self.step_ptr[i - self.req_base] as usize
+    }
+    #[inline]
+    fn bp(&self, s: usize) -> usize {
+        self.branch_ptr[s - self.step_base] as usize
+    }
+    #[inline]
+    fn vp(&self, b: usize) -> usize {
+        self.visit_ptr[b - self.br_base] as usize
+    }
+    #[inline]
+    fn station_of(&self, v: usize) -> usize {
+        self.station[v - self.v_base] as usize
+    }
+
+    #[inline]
+    fn push_seq(&mut self, t: f64, kind: u8, tok: Token, seq: u64) {
+        self.heap.push(Ev { t, key: seq << 2 | kind as u64, tok });
+    }
+
     #[inline]
     fn push(&mut self, t: f64, kind: u8, tok: Token) -> u64 {
         let seq = self.seq;
-        self.heap.push(Ev { t, seq, kind, tok });
+        let ev = Ev { t, key: seq << 2 | kind as u64, tok };
+        if t == self.now {
+            self.imm.push_back(ev);
+        } else {
+            self.heap.push(ev);
+        }
         self.seq += 1;
         seq
+    }
+
+    #[inline]
+    fn arr_tok(i: usize) -> Token {
+        Token { v: i as u32, b: 0, t_arr: 0.0 }
     }
 
     #[inline]
@@ -179,6 +325,11 @@ impl<'a> Sim<'a> {
         s.tint = t;
     }
 
+    /// The station's next departure is now at `t + dt`, as event (time, seq) with a fresh
+    /// seq. An arrival usually delays the departure: rather than a heap entry per change
+    /// (most of them superseded), an earlier entry already in the heap (the carrier) stands
+    /// for it and is re-pushed at the true (time, seq) when it comes up. Events still come
+    /// out in exactly the (time, seq) order of one entry per change.
     fn ps_resched(&mut self, s: usize, t: f64) {
         let head = self.jobs[s].peek().expect("PS station with jobs").tag;
         let stn = &self.st[s];
@@ -186,13 +337,21 @@ impl<'a> Sim<'a> {
         if dt < 0.0 {
             dt = 0.0;
         }
-        let tok = Token { v: s as u32, b: 0, st: 0, i: 0, t_arr: 0.0 };
-        let seq = self.push(t + dt, PDEP, tok);
-        self.st[s].live = seq;
+        let (tn, seq) = (t + dt, self.seq);
+        self.seq += 1;
+        let stn = &mut self.st[s];
+        stn.live = seq;
+        stn.live_t = tn;
+        if stn.carrier == u64::MAX || stn.carrier_t > tn {
+            stn.carrier = seq;
+            stn.carrier_t = tn;
+            let tok = Token { v: s as u32, b: 0, t_arr: 0.0 };
+            self.push_seq(tn, PDEP, tok, seq);
+        }
     }
 
     fn arrive(&mut self, s: usize, tok: Token, t: f64) {
-        let d = self.demand[tok.v as usize];
+        let d = self.demand[tok.v as usize - self.v_base];
         let stn = &mut self.st[s];
         Self::acc(stn, t);
         let c = stn.c;
@@ -234,32 +393,43 @@ impl<'a> Sim<'a> {
     /// Launch a step's branches; true when its quorum is already met (empty branches).
     fn start_step(&mut self, st: usize, i: usize, t: f64) -> bool {
         let mut empty = 0u32;
-        for b in self.branch_ptr[st] as usize..self.branch_ptr[st + 1] as usize {
-            let v = self.visit_ptr[b] as usize;
-            if v == self.visit_ptr[b + 1] as usize {
+        for b in self.bp(st)..self.bp(st + 1) {
+            let v = self.vp(b);
+            if v == self.vp(b + 1) {
                 empty += 1;
             } else {
-                let tok = Token { v: v as u32, b: b as u32, st: st as u32, i: i as u32, t_arr: t };
-                self.arrive(self.station[v] as usize, tok, t);
+                self.left[i - self.req_base] += 1;
+                let tok = Token { v: v as u32, b: b as u32, t_arr: t };
+                self.arrive(self.station_of(v), tok, t);
             }
         }
-        self.done[st] += empty;
-        self.done[st] as i64 >= self.quorum[st] as i64
+        let k = st - self.step_base;
+        self.done[k] += empty;
+        self.done[k] as i64 >= self.quorum[k] as i64
     }
 
     fn request_done(&mut self, i: usize, t: f64) {
-        self.finish[i] = t;
-        if self.closed && self.next_issue < self.n_req {
+        self.out_i.push(i as i64);
+        self.out_s.push(self.start[i - self.req_base]);
+        self.out_f.push(t);
+        self.left[i - self.req_base] -= 1;
+        if self.closed && self.next_issue < self.n_total {
             let k = self.next_issue;
-            let tok = Token { v: 0, b: 0, st: 0, i: k as u32, t_arr: 0.0 };
-            self.push(t + self.think[k], ARR, tok);
+            if k < self.fed {
+                let th = self.think[k - self.req_base];
+                self.push(t + th, ARR, Self::arr_tok(k));
+            } else {
+                // Its think time is in a chunk not fed yet: keep its place in the order.
+                self.pending = Some((k, t, self.seq));
+                self.seq += 1;
+            }
             self.next_issue += 1;
         }
     }
 
     fn step_done(&mut self, mut st: usize, i: usize, t: f64) {
         loop {
-            if st + 1 < self.step_ptr[i + 1] as usize {
+            if st + 1 < self.sp(i + 1) {
                 st += 1;
                 if !self.start_step(st, i, t) {
                     return;
@@ -273,12 +443,13 @@ impl<'a> Sim<'a> {
 
     /// The branch has ended: give back every token it holds, in visit order.
     fn release(&mut self, b: usize, t: f64) {
-        for v in self.visit_ptr[b] as usize..self.visit_ptr[b + 1] as usize {
-            let s = self.station[v] as usize;
+        for v in self.vp(b)..self.vp(b + 1) {
+            let s = self.station_of(v);
             if self.st[s].kind != K_HOLD {
                 continue;
             }
-            let t_arr = self.held.remove(&(v as u32)).expect("released token was held");
+            let t_arr = self.held_t[v - self.v_base];
+            self.n_held -= 1;
             let stn = &mut self.st[s];
             Self::acc(stn, t);
             stn.n -= 1;
@@ -294,43 +465,111 @@ impl<'a> Sim<'a> {
 
     fn advance(&mut self, tok: Token, t: f64) {
         let v = tok.v as usize + 1;
-        if v < self.visit_ptr[tok.b as usize + 1] as usize {
+        if v < self.vp(tok.b as usize + 1) {
             let nt = Token { v: v as u32, t_arr: t, ..tok };
-            self.arrive(self.station[v] as usize, nt, t);
+            self.arrive(self.station_of(v), nt, t);
         } else {
             if self.any_hold {
                 self.release(tok.b as usize, t);
             }
-            let st = tok.st as usize;
-            self.done[st] += 1;
-            if self.done[st] as i64 == self.quorum[st] as i64 {
-                self.step_done(st, tok.i as usize, t);
+            let st = self.br_step[tok.b as usize - self.br_base] as usize;
+            let i = self.step_req[st - self.step_base] as usize;
+            self.left[i - self.req_base] -= 1;
+            let k = st - self.step_base;
+            self.done[k] += 1;
+            if self.done[k] as i64 == self.quorum[k] as i64 {
+                self.step_done(st, i, t);
             }
         }
     }
 
-    fn run(&mut self) {
-        if self.closed {
-            self.next_issue = self.clients.min(self.n_req);
-            for j in 0..self.next_issue {
-                let tok = Token { v: 0, b: 0, st: 0, i: j as u32, t_arr: 0.0 };
-                self.push(self.think[j], ARR, tok);
-            }
-        } else if self.n_req > 0 {
-            let tok = Token { v: 0, b: 0, st: 0, i: 0, t_arr: 0.0 };
-            self.push(self.arrivals[0], ARR, tok);
+    /// Push the arrivals that waited for their request's chunk.
+    fn release_pending(&mut self) {
+        while self.init_pushed < self.init_n && self.init_pushed < self.fed {
+            let j = self.init_pushed;
+            let th = self.think[j - self.req_base];
+            self.push_seq(th, ARR, Self::arr_tok(j), j as u64);
+            self.init_pushed += 1;
         }
-        while let Some(ev) = self.heap.pop() {
+        if let Some((k, tb, seq)) = self.pending {
+            if k < self.fed {
+                let t = if self.closed { tb + self.think[k - self.req_base] } else { self.arrivals[k - self.req_base] };
+                self.push_seq(t, ARR, Self::arr_tok(k), seq);
+                self.pending = None;
+            }
+        }
+    }
+
+    /// Drop the leading requests that are done with (finished, no branch in flight).
+    fn compact(&mut self) {
+        let mut r = 0;
+        while r < self.left.len() && self.left[r] == 0 {
+            r += 1;
+        }
+        // After every chunk: waiting until more of the window is dead saved no measurable
+        // time and raised the peak memory (bench_sim: 1.19x from 1e5 to 1e6, not 1.05x).
+        if r == 0 {
+            return;
+        }
+        let s_end = self.step_ptr[r] as usize; // global index of the first step kept
+        let b_end = self.branch_ptr[s_end - self.step_base] as usize;
+        let v_end = self.visit_ptr[b_end - self.br_base] as usize;
+        let (ds, db, dv) = (s_end - self.step_base, b_end - self.br_base, v_end - self.v_base);
+        self.step_ptr.drain(..r);
+        self.start.drain(..r);
+        self.left.drain(..r);
+        self.think.drain(..r.min(self.think.len()));
+        self.arrivals.drain(..r.min(self.arrivals.len()));
+        self.branch_ptr.drain(..ds);
+        self.quorum.drain(..ds);
+        self.done.drain(..ds);
+        self.step_req.drain(..ds);
+        self.visit_ptr.drain(..db);
+        self.br_step.drain(..db);
+        self.station.drain(..dv);
+        self.demand.drain(..dv);
+        if self.any_hold {
+            self.held_t.drain(..dv);
+        }
+        self.req_base += r;
+        self.step_base = s_end;
+        self.br_base = b_end;
+        self.v_base = v_end;
+    }
+
+    fn run(&mut self) {
+        while self.pending.is_none() && self.init_pushed == self.init_n {
+            let from_imm = match (self.imm.front(), self.heap.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(a), Some(h)) => cmp_key(a.t, a.key, h.t, h.key) == Ordering::Less,
+            };
+            let ev = if from_imm { self.imm.pop_front().unwrap() } else { self.heap.pop().unwrap() };
             let t = ev.t;
-            if ev.kind == PDEP && self.st[ev.tok.v as usize].live != ev.seq {
-                continue; // superseded PS departure
+            let (kind, evseq) = (ev.kind(), ev.seq());
+            if kind == PDEP {
+                let stn = &mut self.st[ev.tok.v as usize];
+                if stn.carrier == evseq {
+                    if stn.live != evseq {
+                        // The carrier of a later departure: put the real one in its place.
+                        stn.carrier = stn.live;
+                        stn.carrier_t = stn.live_t;
+                        let (lt, ls) = (stn.live_t, stn.live);
+                        self.push_seq(lt, PDEP, ev.tok, ls);
+                        continue;
+                    }
+                    stn.carrier = u64::MAX;
+                } else {
+                    continue; // superseded by an earlier departure
+                }
             }
             self.events += 1;
             self.now = t;
-            match ev.kind {
+            match kind {
                 ARR => {
-                    let i = ev.tok.i as usize;
-                    self.start[i] = t;
+                    let i = ev.tok.v as usize;
+                    self.start[i - self.req_base] = t;
                     if i == self.warmup && self.warmup > 0 {
                         for (k, s) in self.st.iter_mut().enumerate() {
                             Self::acc(s, t);
@@ -353,12 +592,17 @@ impl<'a> Sim<'a> {
                         self.next_mark += 1;
                     }
                     self.n_arr += 1;
-                    if !self.closed && i + 1 < self.n_req {
-                        let tok = Token { v: 0, b: 0, st: 0, i: (i + 1) as u32, t_arr: 0.0 };
-                        self.push(self.arrivals[i + 1], ARR, tok);
+                    if !self.closed && i + 1 < self.n_total {
+                        if i + 1 < self.fed {
+                            let a = self.arrivals[i + 1 - self.req_base];
+                            self.push(a, ARR, Self::arr_tok(i + 1));
+                        } else {
+                            self.pending = Some((i + 1, 0.0, self.seq));
+                            self.seq += 1;
+                        }
                     }
-                    let st = self.step_ptr[i] as usize;
-                    if st == self.step_ptr[i + 1] as usize {
+                    let st = self.sp(i);
+                    if st == self.sp(i + 1) {
                         self.request_done(i, t);
                     } else if self.start_step(st, i, t) {
                         self.step_done(st, i, t);
@@ -366,14 +610,14 @@ impl<'a> Sim<'a> {
                 }
                 FDEP => {
                     let tok = ev.tok;
-                    let s = self.station[tok.v as usize] as usize;
+                    let s = self.station_of(tok.v as usize);
                     let stn = &mut self.st[s];
                     Self::acc(stn, t);
                     stn.n -= 1;
                     stn.comp += 1;
                     stn.res += t - tok.t_arr;
                     if let Some(nxt) = self.queues[s].pop_front() {
-                        let d = self.demand[nxt.v as usize];
+                        let d = self.demand[nxt.v as usize - self.v_base];
                         self.push(t + d, FDEP, nxt);
                     } else {
                         self.st[s].nbusy -= 1;
@@ -381,7 +625,8 @@ impl<'a> Sim<'a> {
                     self.advance(tok, t);
                 }
                 GRANT => {
-                    self.held.insert(ev.tok.v, ev.tok.t_arr);
+                    self.held_t[ev.tok.v as usize - self.v_base] = ev.tok.t_arr;
+                    self.n_held += 1;
                     self.advance(ev.tok, t);
                 }
                 _ => {
@@ -405,6 +650,98 @@ impl<'a> Sim<'a> {
             }
         }
     }
+
+    /// Append one chunk of routes (local CSR offsets, as `Routes` holds them) and its
+    /// requests' arrival and think times.
+    #[allow(clippy::too_many_arguments)]
+    fn append(&mut self, step_ptr: &[i64], branch_ptr: &[i64], quorum: &[i32], visit_ptr: &[i64],
+              station: &[i32], demand: &[f64], arrivals: &[f64], think: &[f64], n_st: usize) -> PyResult<()> {
+        check_ptr(step_ptr, branch_ptr.len().saturating_sub(1), "step_ptr")?;
+        check_ptr(branch_ptr, visit_ptr.len().saturating_sub(1), "branch_ptr")?;
+        check_ptr(visit_ptr, station.len(), "visit_ptr")?;
+        let n = step_ptr.len() - 1;
+        if quorum.len() != branch_ptr.len() - 1 || demand.len() != station.len() {
+            return Err(PyValueError::new_err("quorum/demand lengths do not match the routes"));
+        }
+        if station.iter().any(|&s| s < 0 || s as usize >= n_st) {
+            return Err(PyValueError::new_err("station index out of range"));
+        }
+        if self.fed + n > self.n_total {
+            return Err(PyValueError::new_err(format!(
+                "fed {} requests, more than the {} announced", self.fed + n, self.n_total)));
+        }
+        if think.len() != n || (!self.closed && arrivals.len() != n) {
+            return Err(PyValueError::new_err("arrivals/think must have one entry per request"));
+        }
+        let (s0, b0, v0) = (
+            *self.step_ptr.last().unwrap(),
+            *self.branch_ptr.last().unwrap(),
+            *self.visit_ptr.last().unwrap(),
+        );
+        let lim = u32::MAX as i64;
+        if v0 + station.len() as i64 >= lim || b0 + quorum.len() as i64 >= lim
+            || s0 + quorum.len() as i64 >= lim || (self.fed + n) as i64 >= lim {
+            return Err(PyValueError::new_err("too many requests, steps or visits for one run (max 2^32 - 1 each)"));
+        }
+        self.step_ptr.extend(step_ptr[1..].iter().map(|&x| x + s0));
+        self.branch_ptr.extend(branch_ptr[1..].iter().map(|&x| x + b0));
+        self.visit_ptr.extend(visit_ptr[1..].iter().map(|&x| x + v0));
+        self.quorum.extend_from_slice(quorum);
+        let r0 = self.fed as u32;
+        for (k, w) in step_ptr.windows(2).enumerate() {
+            self.step_req.extend(std::iter::repeat(r0 + k as u32).take((w[1] - w[0]) as usize));
+        }
+        for (k, w) in branch_ptr.windows(2).enumerate() {
+            self.br_step.extend(std::iter::repeat((s0 + k as i64) as u32).take((w[1] - w[0]) as usize));
+        }
+        self.done.extend(std::iter::repeat(0).take(quorum.len()));
+        self.station.extend_from_slice(station);
+        self.demand.extend_from_slice(demand);
+        if self.any_hold {
+            self.held_t.extend(std::iter::repeat(0.0).take(demand.len()));
+        }
+        if !self.closed {
+            self.arrivals.extend_from_slice(arrivals);
+        }
+        self.think.extend_from_slice(think);
+        self.start.extend(std::iter::repeat(0.0).take(n));
+        self.left.extend(std::iter::repeat(1).take(n));
+        self.fed += n;
+        Ok(())
+    }
+
+    fn deadlocked(&self) -> bool {
+        self.n_held > 0 || self.queues.iter().zip(&self.st).any(|(q, s)| s.kind == K_HOLD && !q.is_empty())
+    }
+
+    /// After the last event: the closing snapshot and the station totals.
+    fn close(&mut self) -> PyResult<()> {
+        if self.fed < self.n_total {
+            return Err(PyValueError::new_err(format!(
+                "finish() after {} of {} requests were fed", self.fed, self.n_total)));
+        }
+        if self.deadlocked() || !self.heap.is_empty() || !self.imm.is_empty() {
+            return Err(PyValueError::new_err(
+                "deadlock: branches still wait for HOLD tokens when no event is left \
+                 (a branch takes tokens of pools in an order others reverse, or more than a pool has)",
+            ));
+        }
+        if !self.marks.is_empty() {
+            // A last snapshot at the end of the run closes the last interval.
+            let now = self.now;
+            self.snap_t.push(now);
+            for (k, s) in self.st.iter_mut().enumerate() {
+                Sim::acc(s, now);
+                self.snap_busy.push(self.pre_busy[k] + s.busy);
+                self.snap_area.push(self.pre_area[k] + s.area);
+            }
+        }
+        Ok(())
+    }
+
+    fn take_out(&mut self) -> (Vec<i64>, Vec<f64>, Vec<f64>) {
+        (std::mem::take(&mut self.out_i), std::mem::take(&mut self.out_s), std::mem::take(&mut self.out_f))
+    }
 }
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
@@ -417,6 +754,51 @@ fn check_ptr(p: &[i64], n: usize, name: &str) -> PyResult<()> {
         return Err(PyValueError::new_err(format!("{name} is not a valid offset array")));
     }
     Ok(())
+}
+
+fn check_stations(kind: &[i8], servers: &[i32], marks: &[i64]) -> PyResult<()> {
+    if marks.windows(2).any(|w| w[1] <= w[0]) || marks.iter().any(|&m| m < 0) {
+        return Err(PyValueError::new_err("marks must be increasing and >= 0"));
+    }
+    if kind.iter().any(|&k| !(k as u8 == K_FCFS || k as u8 == K_PS || k as u8 == K_HOLD) || k < 0) {
+        return Err(PyValueError::new_err("kind must be 0 (FCFS), 1 (PS) or 2 (HOLD)"));
+    }
+    if servers.len() != kind.len() || servers.iter().any(|&c| c < 1) {
+        return Err(PyValueError::new_err("servers must have one entry >= 1 per station"));
+    }
+    Ok(())
+}
+
+type Totals<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    u64,
+    f64,
+    f64,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+fn totals<'py>(py: Python<'py>, sim: &mut Sim) -> Totals<'py> {
+    let busy: Vec<f64> = sim.st.iter().map(|s| s.busy).collect();
+    let area: Vec<f64> = sim.st.iter().map(|s| s.area).collect();
+    let comp: Vec<i64> = sim.st.iter().map(|s| s.comp).collect();
+    let res: Vec<f64> = sim.st.iter().map(|s| s.res).collect();
+    (
+        busy.into_pyarray(py),
+        area.into_pyarray(py),
+        comp.into_pyarray(py),
+        res.into_pyarray(py),
+        sim.events,
+        sim.now,
+        sim.stats_start,
+        std::mem::take(&mut sim.snap_t).into_pyarray(py),
+        std::mem::take(&mut sim.snap_busy).into_pyarray(py),
+        std::mem::take(&mut sim.snap_area).into_pyarray(py),
+    )
 }
 
 type Out<'py> = (
@@ -438,6 +820,7 @@ type Out<'py> = (
 /// arrivals, clients, think, warmup, marks) -> (start, finish, busy, area, completions,
 /// residence, events, sim_time, stats_start, snap_t, snap_busy, snap_area). `clients <= 0`
 /// means open loop; snap_busy/snap_area are [len(snap_t), n_stations], row-major.
+/// The whole run as one chunk of a `Stream`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -459,127 +842,108 @@ fn simulate<'py>(
     let kind = slice(&kind, "kind")?;
     let servers = slice(&servers, "servers")?;
     let step_ptr = slice(&step_ptr, "step_ptr")?;
-    let branch_ptr = slice(&branch_ptr, "branch_ptr")?;
-    let quorum = slice(&quorum, "quorum")?;
-    let visit_ptr = slice(&visit_ptr, "visit_ptr")?;
-    let station = slice(&station, "station")?;
-    let demand = slice(&demand, "demand")?;
-    let arrivals = slice(&arrivals, "arrivals")?;
-    let think = slice(&think, "think")?;
     let marks = slice(&marks, "marks")?;
-    if marks.windows(2).any(|w| w[1] <= w[0]) || marks.iter().any(|&m| m < 0) {
-        return Err(PyValueError::new_err("marks must be increasing and >= 0"));
-    }
-
-    // Bounds the loop relies on (the Python wrapper checks the rest, with better messages).
-    let n_st = kind.len();
+    check_stations(kind, servers, marks)?;
     let n_req = step_ptr.len().saturating_sub(1);
-    if kind.iter().any(|&k| !(k as u8 == K_FCFS || k as u8 == K_PS || k as u8 == K_HOLD) || k < 0) {
-        return Err(PyValueError::new_err("kind must be 0 (FCFS), 1 (PS) or 2 (HOLD)"));
-    }
-    if servers.len() != n_st || servers.iter().any(|&c| c < 1) {
-        return Err(PyValueError::new_err("servers must have one entry >= 1 per station"));
-    }
-    check_ptr(step_ptr, branch_ptr.len().saturating_sub(1), "step_ptr")?;
-    check_ptr(branch_ptr, visit_ptr.len().saturating_sub(1), "branch_ptr")?;
-    check_ptr(visit_ptr, station.len(), "visit_ptr")?;
-    if quorum.len() != branch_ptr.len() - 1 || demand.len() != station.len() {
-        return Err(PyValueError::new_err("quorum/demand lengths do not match the routes"));
-    }
-    if station.iter().any(|&s| s < 0 || s as usize >= n_st) {
-        return Err(PyValueError::new_err("station index out of range"));
-    }
-    if station.len() > u32::MAX as usize || branch_ptr.len() > u32::MAX as usize || n_req > u32::MAX as usize {
-        return Err(PyValueError::new_err("too many requests, steps or visits for one run (max 2^32 - 1 each)"));
-    }
-    let closed = clients > 0;
-    if think.len() != n_req || (!closed && arrivals.len() != n_req) {
-        return Err(PyValueError::new_err("arrivals/think must have one entry per request"));
-    }
-
-    let stations: Vec<Station> = (0..n_st)
-        .map(|s| Station { kind: kind[s] as u8, c: servers[s] as u32, live: u64::MAX, ..Default::default() })
-        .collect();
-    let mut sim = Sim {
-        step_ptr,
-        branch_ptr,
-        quorum,
-        visit_ptr,
-        station,
-        demand,
-        arrivals,
-        think,
-        closed,
-        clients: clients.max(0) as usize,
-        warmup: warmup.max(0) as usize,
-        n_req,
-        st: stations,
-        queues: vec![VecDeque::new(); n_st],
-        any_hold: kind.iter().any(|&k| k as u8 == K_HOLD),
-        held: HashMap::new(),
-        jobs: (0..n_st).map(|_| BinaryHeap::new()).collect(),
-        heap: BinaryHeap::with_capacity(1024),
-        seq: 0,
-        done: vec![0; quorum.len()],
-        start: vec![0.0; n_req],
-        finish: vec![0.0; n_req],
-        next_issue: 0,
-        events: 0,
-        now: 0.0,
-        stats_start: 0.0,
-        marks,
-        next_mark: 0,
-        n_arr: 0,
-        snap_t: Vec::with_capacity(marks.len()),
-        snap_busy: Vec::with_capacity(marks.len() * n_st),
-        snap_area: Vec::with_capacity(marks.len() * n_st),
-        pre_busy: vec![0.0; n_st],
-        pre_area: vec![0.0; n_st],
-    };
+    let mut sim = Sim::new(kind, servers, clients, warmup, marks.to_vec(), n_req);
+    sim.append(step_ptr, slice(&branch_ptr, "branch_ptr")?, slice(&quorum, "quorum")?,
+               slice(&visit_ptr, "visit_ptr")?, slice(&station, "station")?,
+               slice(&demand, "demand")?, slice(&arrivals, "arrivals")?,
+               slice(&think, "think")?, kind.len())?;
+    sim.release_pending();
     py.detach(|| sim.run());
-    if !sim.held.is_empty() || sim.queues.iter().zip(&sim.st).any(|(q, s)| s.kind == K_HOLD && !q.is_empty()) {
-        return Err(PyValueError::new_err(
-            "deadlock: branches still wait for HOLD tokens when no event is left \
-             (a branch takes tokens of pools in an order others reverse, or more than a pool has)",
-        ));
+    sim.close()?;
+    let (idx, s, f) = sim.take_out();
+    let mut start = vec![0.0; n_req];
+    let mut finish = vec![0.0; n_req];
+    for k in 0..idx.len() {
+        start[idx[k] as usize] = s[k];
+        finish[idx[k] as usize] = f[k];
+    }
+    let (busy, area, comp, res, events, now, stats_start, snap_t, snap_busy, snap_area) = totals(py, &mut sim);
+    Ok((start.into_pyarray(py), finish.into_pyarray(py), busy, area, comp, res, events, now,
+        stats_start, snap_t, snap_busy, snap_area))
+}
+
+type Done<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
+/// A run fed its routes chunk by chunk: Stream(kind, servers, clients, warmup, marks,
+/// n_requests), then feed(...) per chunk of requests in order (local CSR offsets), then
+/// finish(). Events are processed as far as the requests fed allow; the result is the
+/// unchunked run's exactly, whatever the chunk sizes, in memory bounded by the requests in
+/// flight.
+#[pyclass]
+struct Stream {
+    sim: Sim,
+    n_st: usize,
+}
+
+#[pymethods]
+impl Stream {
+    #[new]
+    fn new(kind: PyReadonlyArray1<'_, i8>, servers: PyReadonlyArray1<'_, i32>, clients: i64,
+           warmup: i64, marks: PyReadonlyArray1<'_, i64>, n_requests: i64) -> PyResult<Self> {
+        let kind = slice(&kind, "kind")?;
+        let servers = slice(&servers, "servers")?;
+        let marks = slice(&marks, "marks")?;
+        check_stations(kind, servers, marks)?;
+        if n_requests < 0 {
+            return Err(PyValueError::new_err("n_requests must be >= 0"));
+        }
+        Ok(Stream { sim: Sim::new(kind, servers, clients, warmup, marks.to_vec(), n_requests as usize), n_st: kind.len() })
     }
 
-    let busy: Vec<f64> = sim.st.iter().map(|s| s.busy).collect();
-    let area: Vec<f64> = sim.st.iter().map(|s| s.area).collect();
-    let comp: Vec<i64> = sim.st.iter().map(|s| s.comp).collect();
-    let res: Vec<f64> = sim.st.iter().map(|s| s.res).collect();
-    if !sim.marks.is_empty() {
-        // A last snapshot at the end of the run closes the last interval.
-        let now = sim.now;
-        sim.snap_t.push(now);
-        for (k, s) in sim.st.iter_mut().enumerate() {
-            Sim::acc(s, now);
-            sim.snap_busy.push(sim.pre_busy[k] + s.busy);
-            sim.snap_area.push(sim.pre_area[k] + s.area);
-        }
+    /// Add the next chunk of requests and run; returns the requests finished meanwhile as
+    /// (index, arrival, finish), in finishing order.
+    #[allow(clippy::too_many_arguments)]
+    fn feed<'py>(&mut self, py: Python<'py>, step_ptr: PyReadonlyArray1<'py, i64>,
+                 branch_ptr: PyReadonlyArray1<'py, i64>, quorum: PyReadonlyArray1<'py, i32>,
+                 visit_ptr: PyReadonlyArray1<'py, i64>, station: PyReadonlyArray1<'py, i32>,
+                 demand: PyReadonlyArray1<'py, f64>, arrivals: PyReadonlyArray1<'py, f64>,
+                 think: PyReadonlyArray1<'py, f64>) -> PyResult<Done<'py>> {
+        let sim = &mut self.sim;
+        sim.compact();
+        sim.append(slice(&step_ptr, "step_ptr")?, slice(&branch_ptr, "branch_ptr")?,
+                   slice(&quorum, "quorum")?, slice(&visit_ptr, "visit_ptr")?,
+                   slice(&station, "station")?, slice(&demand, "demand")?,
+                   slice(&arrivals, "arrivals")?, slice(&think, "think")?, self.n_st)?;
+        sim.release_pending();
+        py.detach(|| sim.run());
+        let (i, s, f) = sim.take_out();
+        Ok((i.into_pyarray(py), s.into_pyarray(py), f.into_pyarray(py)))
     }
-    let (events, now, stats_start) = (sim.events, sim.now, sim.stats_start);
-    let (snap_t, snap_busy, snap_area) = (sim.snap_t, sim.snap_busy, sim.snap_area);
-    Ok((
-        sim.start.into_pyarray(py),
-        sim.finish.into_pyarray(py),
-        busy.into_pyarray(py),
-        area.into_pyarray(py),
-        comp.into_pyarray(py),
-        res.into_pyarray(py),
-        events,
-        now,
-        stats_start,
-        snap_t.into_pyarray(py),
-        snap_busy.into_pyarray(py),
-        snap_area.into_pyarray(py),
-    ))
+
+    /// After the last chunk: (busy, area, completions, residence, events, sim_time,
+    /// stats_start, snap_t, snap_busy, snap_area), as `simulate` returns them.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Totals<'py>> {
+        self.sim.close()?;
+        Ok(totals(py, &mut self.sim))
+    }
+
+    /// Requests held in the engine's window (not yet done with): for memory tests.
+    #[getter]
+    fn held_requests(&self) -> usize {
+        self.sim.left.len()
+    }
+
+    /// Times of the marked arrivals reached so far.
+    #[getter]
+    fn snap_times<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.sim.snap_t.clone().into_pyarray(py)
+    }
+
+    /// Simulated time of the last event processed.
+    #[getter]
+    fn now(&self) -> f64 {
+        self.sim.now
+    }
 }
 
 #[pymodule]
 fn storlab_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ma::ma_search, m)?)?;
+    m.add_class::<Stream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -43,6 +43,8 @@ __all__ = [
     "simulate",
     "linear_routes",
     "EngineNotBuiltError",
+    "Stream",
+    "compiled",
 ]
 
 
@@ -365,3 +367,119 @@ def simulate(
         snap_busy=np.asarray(snap_busy).reshape(n_snap, n_st),
         snap_area=np.asarray(snap_area).reshape(n_snap, n_st),
     )
+
+
+class Stream:
+    """A run fed its routes in chunks (compiled core only), for runs too long to hold: the
+    engine keeps its state between chunks and holds only the requests in flight, and the
+    result is the same as simulating the joined routes in one call, whatever the chunking.
+
+    ``Stream(stations, n_requests, clients=.. | open_loop=True, warmup=, marks=)``, then
+    ``feed(routes, arrivals=, think=)`` for each chunk of requests in order (routes with
+    chunk-local offsets, as built), which runs as far as the requests fed allow and returns
+    the requests finished meanwhile as (index, arrival, finish) arrays; then ``finish()``,
+    a ``SimResult`` without per-request arrays (they were handed out by ``feed``).
+    """
+
+    def __init__(self, stations: Stations, n_requests: int, *, clients: int | None = None,
+                 warmup: int = 0, marks: np.ndarray | None = None) -> None:
+        self.t0 = time.perf_counter()
+        self.kind = np.ascontiguousarray(stations.kind, dtype=np.int8)
+        self.servers = np.ascontiguousarray(stations.servers, dtype=np.int32)
+        self.names = stations.names
+        self.n = int(n_requests)
+        self.warmup = int(warmup)
+        if clients is not None and int(clients) < 1:
+            raise ValueError("clients must be >= 1")
+        if self.warmup < 0 or (self.n and self.warmup >= self.n):
+            raise ValueError(f"warmup must be in [0, {max(self.n - 1, 0)}]")
+        self.closed = clients is not None
+        m = np.ascontiguousarray(np.zeros(0) if marks is None else marks, dtype=np.int64)
+        if m.ndim != 1 or np.any(np.diff(m) <= 0) or (
+                m.size and (m[0] < 0 or m[-1] >= max(self.n, 1))):
+            raise ValueError(f"marks must be increasing arrival counts in [0, {max(self.n - 1, 0)}]")
+        self.core = _rust_core().Stream(self.kind, self.servers, int(clients) if self.closed else -1,
+                                        self.warmup, m, self.n)
+        self.fed = 0
+        self.last_arrival = 0.0
+        self.wall = time.perf_counter() - self.t0    # seconds spent in the engine
+        self.cpu = 0.0                                 # CPU seconds spent in feed/finish
+
+    @property
+    def now(self) -> float:
+        """Simulated time of the last event processed."""
+        return float(self.core.now)
+
+    @property
+    def held_requests(self) -> int:
+        """Requests the engine still holds (fed, and not done with)."""
+        return int(self.core.held_requests)
+
+    def snap_times(self) -> np.ndarray:
+        """Times of the marked arrivals reached so far."""
+        return np.asarray(self.core.snap_times)
+
+    def feed(self, routes: Routes, *, arrivals: np.ndarray | None = None,
+             think: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Add the next chunk of requests; (index, arrival, finish) of those finished."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        n = routes.n_requests
+        if self.closed == (arrivals is not None):
+            raise ValueError("give arrivals= in open loop (no clients=) and only then")
+        if arrivals is not None:
+            arrivals = np.ascontiguousarray(arrivals, dtype=np.float64)
+            if arrivals.shape != (n,) or not np.all(np.isfinite(arrivals)) or (
+                    n and arrivals[0] < (self.last_arrival if self.fed else 0.0)) or np.any(
+                    np.diff(arrivals) < 0):
+                raise ValueError("arrivals must be finite, >= 0, sorted across chunks, "
+                                 "one per request")
+            if n:
+                self.last_arrival = float(arrivals[-1])
+        think_arr = np.ascontiguousarray(np.broadcast_to(np.asarray(think, dtype=np.float64), (n,)))
+        if not np.all(np.isfinite(think_arr)) or np.any(think_arr < 0):
+            raise ValueError("think times must be finite and >= 0")
+        demand = np.ascontiguousarray(routes.demand, dtype=np.float64)
+        station = np.ascontiguousarray(routes.station, dtype=np.int32)
+        if not np.all(np.isfinite(demand)) or np.any(demand < 0):
+            raise ValueError("routes.demand must be finite and >= 0")
+        if station.size and (station.min() < 0 or station.max() >= self.kind.size):
+            raise ValueError(f"routes.station must index the {self.kind.size} stations")
+        if station.size and np.any(demand[self.kind[station] == HOLD] != 0):
+            raise ValueError("routes.demand must be 0 on visits to HOLD stations")
+        quorum = np.ascontiguousarray(routes.quorum, dtype=np.int32)
+        branch_ptr = np.ascontiguousarray(routes.branch_ptr, dtype=np.int64)
+        if np.any(quorum < 0) or np.any(quorum > np.diff(branch_ptr)):
+            raise ValueError("routes.quorum must be between 0 and the step's number of branches")
+        out = self.core.feed(np.ascontiguousarray(routes.step_ptr, dtype=np.int64), branch_ptr,
+                             quorum, np.ascontiguousarray(routes.visit_ptr, dtype=np.int64),
+                             station, demand,
+                             arrivals if arrivals is not None else np.zeros(0), think_arr)
+        self.fed += n
+        self.wall += time.perf_counter() - t0
+        self.cpu += time.process_time() - c0
+        return np.asarray(out[0]), np.asarray(out[1]), np.asarray(out[2])
+
+    def finish(self) -> SimResult:
+        """After the last chunk: the stations' integrals and snapshots (``start`` and
+        ``finish`` are empty: ``feed`` returned them; ``wall``: time spent in the engine)."""
+        t0 = time.perf_counter()
+        (busy, area, completions, residence, events, sim_time, stats_start, snap_t, snap_busy,
+         snap_area) = self.core.finish()
+        n_snap, n_st = len(snap_t), self.kind.size
+        return SimResult(
+            start=np.zeros(0), finish=np.zeros(0), op=None, busy=np.asarray(busy),
+            area=np.asarray(area), completions=np.asarray(completions, dtype=np.int64),
+            residence=np.asarray(residence), servers=self.servers, events=int(events),
+            sim_time=float(sim_time), wall=self.wall + time.perf_counter() - t0, warmup=self.warmup,
+            stats_start=float(stats_start), names=self.names, snap_t=np.asarray(snap_t),
+            snap_busy=np.asarray(snap_busy).reshape(n_snap, n_st),
+            snap_area=np.asarray(snap_area).reshape(n_snap, n_st))
+
+
+def compiled() -> bool:
+    """Whether the compiled core is importable."""
+    try:
+        _rust_core()
+    except EngineNotBuiltError:
+        return False
+    return True

@@ -212,9 +212,10 @@ def failure_plan(model: ClusterModel, req: Requests) -> FailurePlan:
     return FailurePlan(starts, states, epoch)
 
 
-def apply_failures(model: ClusterModel, req: Requests) -> Requests:
+def apply_failures(model: ClusterModel, req: Requests, stream: int = 0) -> Requests:
     """Re-target requests around failed devices and proxies; mark those that fail.
-    Without failures the requests come back unchanged (same draws, same results)."""
+    Without failures the requests come back unchanged (same draws, same results).
+    `stream`: the block of requests (`model.iter_requests`), each with its own draws."""
     plan = failure_plan(model, req)
     model.extra["failures"] = plan
     if not plan.any:
@@ -224,7 +225,8 @@ def apply_failures(model: ClusterModel, req: Requests) -> Requests:
     req.proxy = req.proxy.copy()
     req.read_replica = req.read_replica.copy()
     req.devs = req.devs.copy()
-    rng = np.random.default_rng([model.spec.workload.seed, 7])   # its own stream
+    seed = model.spec.workload.seed
+    rng = np.random.default_rng([seed, 7] if stream == 0 else [seed, 7, stream])
     for e, st in enumerate(plan.states):
         if st.any:
             _apply_state(model, req, np.flatnonzero(plan.epoch == e), st, ok, rng)

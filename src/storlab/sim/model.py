@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +13,7 @@ import numpy as np
 from .devices import DeviceModel, PRESETS, resolve_device
 from .engine import FCFS, HOLD, PS, Stations
 from .ring import Ring, hash_partition
-from .failures import apply_failures
+from .failures import apply_failures, failure_plan
 from .ops import OPS
 from .ringfile import make_ring
 from .spec import ClusterSpec, size_sampler
@@ -196,32 +198,76 @@ def _object_partitions(ring: Ring, n_obj: int, containers: int) -> np.ndarray:
     if key not in _PART_CACHE:
         if len(_PART_CACHE) > 16:
             _PART_CACHE.clear()
-        names = (f"/AUTH_storlab/bench{k % containers}/obj{k:08d}" for k in range(n_obj))
+        # Formatted as bytes: no str to encode per name (0.26 -> 0.22 s CPU for 200,000).
+        names = (b"/AUTH_storlab/bench%d/obj%08d" % (k % containers, k) for k in range(n_obj))
         _PART_CACHE[key] = hash_partition(names, ring.part_power, ring.prefix, ring.suffix)
     return _PART_CACHE[key]
 
 
-def draw_requests(model: ClusterModel, n: int, seed: int | None = None) -> Requests:
-    """Draw `n` requests of the spec's workload (vectorised)."""
+#: Requests drawn per block: every block after the first has its own random stream
+#: (seed, 2, block), so a run can be drawn, routed and simulated block by block and give the
+#: same requests as drawing it whole; a run of at most DRAW_BLOCK requests draws exactly as
+#: before blocks existed.
+DRAW_BLOCK = 1 << 16
+
+
+def iter_requests(model: ClusterModel, n: int, seed: int | None = None) -> Iterator[Requests]:
+    """The `n` requests of the spec's workload, DRAW_BLOCK at a time (vectorised), each
+    block routed around failures (`model.extra["failures"]` then holds the block's plan)."""
     wl = model.spec.workload
-    rng = np.random.default_rng(wl.seed if seed is None else seed)
+    s = wl.seed if seed is None else seed
+    rng = np.random.default_rng(s)
     n_obj = wl.objects
     sizes_obj = size_sampler(wl.object_size)(rng, n_obj)
     part_obj = _object_partitions(model.ring, n_obj, wl.containers)
     probs = np.array([wl.mix.get(o, 0.0) for o in OPS])
-    op = rng.choice(len(OPS), n, p=probs / probs.sum()).astype(np.int8)
-    if wl.popularity == "zipf":
-        cdf = np.cumsum(1.0 / np.arange(1, n_obj + 1) ** wl.zipf_s)
-        obj = np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right")
-        obj = rng.permutation(n_obj)[np.minimum(obj, n_obj - 1)]  # hot objects spread over the ring
-    else:
-        obj = rng.integers(0, n_obj, n)
-    proxy = model.proxies[rng.integers(0, model.proxies.size, n)]
-    devs = model.ring.r2p2d[:, part_obj[obj]].T
-    read_replica = rng.integers(0, model.ring.replicas, n)
-    think = (rng.exponential(wl.think_ms / 1000.0, n) if wl.think_ms > 0 else np.zeros(n))
-    arrivals = None
-    if wl.rate is not None:
-        arrivals = np.cumsum(rng.exponential(1.0 / wl.rate, n))
-    return apply_failures(model, Requests(op, sizes_obj[obj], proxy, np.ascontiguousarray(devs),
-                                          read_replica, think, arrivals, part_obj[obj]))
+    perm: np.ndarray | None = None
+    cdf = np.cumsum(1.0 / np.arange(1, n_obj + 1) ** wl.zipf_s) if wl.popularity == "zipf" else None
+    t_last = 0.0
+    for b, a in enumerate(range(0, n, DRAW_BLOCK)):
+        m = min(DRAW_BLOCK, n - a)
+        if b:
+            rng = np.random.default_rng([s, 2, b])
+        op = rng.choice(len(OPS), m, p=probs / probs.sum()).astype(np.int8)
+        if cdf is not None:
+            obj = np.searchsorted(cdf, rng.random(m) * cdf[-1], side="right")
+            if perm is None:    # hot objects spread over the ring, the same in every block
+                perm = rng.permutation(n_obj)
+            obj = perm[np.minimum(obj, n_obj - 1)]
+        else:
+            obj = rng.integers(0, n_obj, m)
+        proxy = model.proxies[rng.integers(0, model.proxies.size, m)]
+        devs = model.ring.r2p2d[:, part_obj[obj]].T
+        read_replica = rng.integers(0, model.ring.replicas, m)
+        think = (rng.exponential(wl.think_ms / 1000.0, m) if wl.think_ms > 0 else np.zeros(m))
+        arrivals = None
+        if wl.rate is not None:
+            # t_last + ...: the first block's times are exactly the plain cumsum's.
+            arrivals = t_last + np.cumsum(rng.exponential(1.0 / wl.rate, m))
+            t_last = float(arrivals[-1])
+        yield apply_failures(model, Requests(op, sizes_obj[obj], proxy,
+                                             np.ascontiguousarray(devs), read_replica, think,
+                                             arrivals, part_obj[obj]), stream=b)
+
+
+def concat_requests(blocks: list[Requests]) -> Requests:
+    """Blocks of requests as one (every per-request field concatenated)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    kw = {}
+    for f in dataclasses.fields(Requests):
+        vals = [getattr(r, f.name) for r in blocks]
+        kw[f.name] = None if any(v is None for v in vals) else np.concatenate(vals)
+    return Requests(**kw)
+
+
+def draw_requests(model: ClusterModel, n: int, seed: int | None = None) -> Requests:
+    """Draw `n` requests of the spec's workload (vectorised; the blocks of `iter_requests`
+    joined)."""
+    blocks = list(iter_requests(model, n, seed))
+    if len(blocks) == 1:
+        return blocks[0]
+    req = concat_requests(blocks)
+    # The failure plan of the whole run (each block's covered only its own requests).
+    model.extra["failures"] = failure_plan(model, req)
+    return req

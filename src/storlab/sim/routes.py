@@ -176,7 +176,7 @@ def _route_templates(model: ClusterModel, req: Requests) -> dict[int, tuple[np.n
 ROUTE_CHUNK = 1 << 16
 
 
-def _req_slice(req: Requests, a: int, b: int) -> Requests:
+def slice_requests(req: Requests, a: int, b: int) -> Requests:
     """Requests a:b (every per-request array sliced, whatever fields Requests carries)."""
     n = len(req)
     kw = {f.name: (v[a:b] if isinstance(v := getattr(req, f.name), np.ndarray)
@@ -232,7 +232,7 @@ def build_routes(model: ClusterModel, req: Requests, chunk: int = ROUTE_CHUNK) -
     """Every request's route, flattened into the engine's CSR arrays in request order; built
     in chunks of `chunk` requests (time and memory linear in the requests)."""
     n = len(req)
-    parts = [_routes_chunk(model, _req_slice(req, a, min(a + chunk, n)))
+    parts = [_routes_chunk(model, slice_requests(req, a, min(a + chunk, n)))
              for a in range(0, n, chunk)]
 
     def ptr(k: int) -> np.ndarray:

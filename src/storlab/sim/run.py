@@ -38,12 +38,21 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
 
     wl = model.spec.workload
     n = int(requests) if requests is not None else _n_requests(model)
+    # Block by block, in flat memory (storlab.sim.stream); same result as below. Not for
+    # failure windows in a closed loop: their routes depend on simulated start times.
+    timed = any(not f.whole_run for f in model.spec.failures)
+    if backend == "rust" and engine.compiled() and not (timed and wl.rate is None):
+        from .stream import run_stream
+        report, avail = run_stream(model, n)
+        if avail is not None:
+            add_availability(report, avail, min(int(wl.warmup * n), n - 1))
+        return report
     t0 = _time.perf_counter()
     req = draw_requests(model, n)
     routes = build_routes(model, req)
     if model.spec.service_times == "exponential":
-        rng = np.random.default_rng([wl.seed, 1])
-        routes.demand *= rng.exponential(1.0, routes.demand.size)
+        from .stream import block_service_draws
+        routes.demand *= block_service_draws(model, routes)
     build_wall = _time.perf_counter() - t0
     warm = min(int(wl.warmup * n), n - 1)
     notes: list[str] = []

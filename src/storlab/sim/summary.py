@@ -78,6 +78,7 @@ class SimReport(Result):
     #: loop without think time, L is the number of clients).
     littles_law_system: float = float("nan")
     timeseries: Any = None         # DataFrame: per interval t_from, t_to, phase, ops_s, ...
+    engine_cpu: float = float("nan")   # CPU seconds in the engine (a streamed run)
 
     PLOT_KINDS = ("timeseries",)
     ERROR = SimError
@@ -200,92 +201,300 @@ def util_table(model: ClusterModel, U: np.ndarray) -> tuple[Any, dict[str, Any]]
     return util, pick_bottleneck(util)
 
 
-def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 0.0,
-              notes: list[str] | None = None) -> SimReport:
-    """Statistics over the steady-state window: from the warm-up's last arrival to the run's
-    last arrival (after it, the population drains: in closed loop fewer clients remain).
-    Throughput counts the requests that finish inside the window; latencies are theirs;
-    utilisations come from the engine's snapshots at the window's edges. Without snapshots
-    (`marks` not given to the engine) the window runs from the warm-up to the last finish."""
-    import pandas as pd
+#: Latency percentiles come from log-spaced histograms kept per interval and operation (a
+#: run's window is only chosen at its end, and memory must not grow with the requests):
+#: HIST_PER_OCTAVE bins per doubling from 2**_LOG2_MIN s (1 ns) to 2**_LOG2_MAX s, a value
+#: reported at its bin's geometric centre. A percentile is within LAT_REL_ERR (0.27 %) of
+#: numpy's exact `percentile` of the same latencies, or 1 ns below that (bin 0 holds
+#: [0, 1 ns) and reads 0).
+HIST_PER_OCTAVE = 128
+_LOG2_MIN, _LOG2_MAX = -30, 24
+HIST_BINS = 1 + (_LOG2_MAX - _LOG2_MIN) * HIST_PER_OCTAVE
+LAT_REL_ERR = 2.0 ** (1.0 / (2 * HIST_PER_OCTAVE)) - 1.0
 
-    lat = res.finish - res.start
-    closed = req.arrivals is None
-    # The engine adds a last snapshot at the end of the run to the marked ones.
-    snap_t = np.asarray(getattr(res, "snap_t", np.zeros(0)))[:-1]
-    warm_rule = f"the first {res.warmup:,} requests (workload.warmup)"
-    if snap_t.size >= 2:
-        marks = window_marks(len(req))
-        marks = marks if marks.size == snap_t.size else np.linspace(0, len(req) - 1,
-                                                                    snap_t.size)
+
+def lat_bin(lat: np.ndarray) -> np.ndarray:
+    """Histogram bin of each latency (seconds)."""
+    lat = np.asarray(lat, dtype=float)
+    with np.errstate(divide="ignore"):
+        x = np.floor((np.log2(np.maximum(lat, 2.0 ** (_LOG2_MIN - 1))) - _LOG2_MIN)
+                     * HIST_PER_OCTAVE)
+    return np.where(lat < 2.0 ** _LOG2_MIN, 0, np.clip(x + 1, 1, HIST_BINS - 1)).astype(np.int64)
+
+
+def bin_value(b: np.ndarray | int) -> np.ndarray:
+    """The latency (seconds) a bin stands for: its geometric centre; 0 for bin 0."""
+    b = np.asarray(b)
+    return np.where(b == 0, 0.0, 2.0 ** (_LOG2_MIN + (b - 0.5) / HIST_PER_OCTAVE))
+
+
+def hist_percentile(counts: np.ndarray, q: float) -> float:
+    """numpy's default ('linear') percentile of the values a histogram holds, each read at
+    its bin's value: the two order statistics around the rank, interpolated."""
+    cum = np.cumsum(counts)
+    k = int(cum[-1])
+    h = (k - 1) * q / 100.0
+    lo = math.floor(h)
+    hi = min(lo + 1, k - 1)
+    v = bin_value(np.searchsorted(cum, [lo, hi], side="right"))
+    return float(v[0] + (h - lo) * (v[1] - v[0]))
+
+
+class Tally:
+    """A run's statistics gathered while its requests finish, in memory that does not grow
+    with the run: per interval between the engine's snapshots (the last one: after the last
+    arrival, the drain) the count and summed latency of every finishing request, the time
+    requests spend in the system, and per operation the successful requests' count, bytes,
+    summed latency and latency histogram. The steady-state window (chosen at the end, by
+    MSER over the intervals) is a run of whole intervals, so every figure of `summarise`
+    comes from these sums. Requests are assigned to intervals once no snapshot can come
+    before their finish (finish < the engine's clock); without snapshots (one request) the
+    records are kept as they are."""
+
+    def __init__(self, n: int, warmup: int, marks: np.ndarray) -> None:
+        self.n, self.warmup = int(n), int(warmup)
+        self.marks = np.asarray(marks)
+        K = self.marks.size
+        self.K = K
+        self.keep = K < 2
+        n_ops = len(OPS)
+        self.cnt_all = np.zeros(K, dtype=np.int64)
+        self.lat_all = np.zeros(K)
+        self.area = np.zeros(K)
+        self.full = np.zeros(K + 1, dtype=np.int64)   # difference array: intervals spanned
+        self.cnt = np.zeros((K, n_ops), dtype=np.int64)
+        self.lat = np.zeros((K, n_ops))
+        self.size = np.zeros((K, n_ops))
+        self.hist = np.zeros((K, n_ops, HIST_BINS), dtype=np.int32) if not self.keep else None
+        self.fmax = -math.inf
+        self.at_max: list[np.ndarray] = []     # [op, ok, lat, size] rows finishing at fmax
+        self.pend: list[np.ndarray] = []       # records waiting for their interval
+        self.kept: list[np.ndarray] = []       # without snapshots: every record
+
+    def add(self, idx: np.ndarray, start: np.ndarray, finish: np.ndarray, op: np.ndarray,
+            size: np.ndarray, ok: np.ndarray, now: float, edges: np.ndarray,
+            final: bool = False) -> None:
+        """Requests that finished: index, arrival, finish, op, bytes, success. `edges`: the
+        snapshot times so far; `now`: the engine's clock (later finishes wait); `final`:
+        the run is over and `edges` complete."""
+        rec = np.stack([idx.astype(float), start, finish, op.astype(float),
+                        size.astype(float), ok.astype(float)]) if idx.size else np.zeros((6, 0))
+        if self.keep:
+            self.kept.append(rec)
+            return
+        if self.pend:
+            rec = np.concatenate([*self.pend, rec], axis=1)
+            self.pend = []
+        if not final:
+            later = rec[2] >= now
+            if later.any():
+                self.pend.append(rec[:, later])
+                rec = rec[:, ~later]
+        if rec.shape[1]:
+            self._assign(rec, np.asarray(edges, dtype=float))
+
+    def _assign(self, rec: np.ndarray, edges: np.ndarray) -> None:
+        _, s, f, opf, size, okf = rec
+        op, ok = opf.astype(np.int64), okf > 0
+        K = self.K
+        lat = f - s
+        bf = np.clip(np.searchsorted(edges, f, side="right") - 1, 0, K - 1)
+        bs = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, K - 1)
+        self.cnt_all += np.bincount(bf, minlength=K)
+        self.lat_all += np.bincount(bf, weights=lat, minlength=K)
+        # Time in the system per interval: the part of [start, finish) inside each.
+        same = bs == bf
+        self.area += np.bincount(bs[same], weights=lat[same], minlength=K)
+        d = ~same
+        if d.any():
+            self.area += np.bincount(bs[d], weights=edges[bs[d] + 1] - s[d], minlength=K)
+            self.area += np.bincount(bf[d], weights=f[d] - edges[bf[d]], minlength=K)
+            self.full += np.bincount(bs[d] + 1, minlength=K + 1)
+            self.full -= np.bincount(bf[d], minlength=K + 1)
+        n_ops = len(OPS)
+        g = bf[ok] * n_ops + op[ok]
+        self.cnt += np.bincount(g, minlength=K * n_ops).reshape(K, n_ops)
+        self.lat += np.bincount(g, weights=lat[ok], minlength=K * n_ops).reshape(K, n_ops)
+        self.size += np.bincount(g, weights=size[ok], minlength=K * n_ops).reshape(K, n_ops)
+        np.add.at(self.hist.reshape(-1), g * HIST_BINS + lat_bin(lat[ok]), 1)
+        m = float(f.max())
+        if m >= self.fmax:
+            if m > self.fmax:
+                self.fmax, self.at_max = m, []
+            top = f == m
+            self.at_max.append(np.stack([opf[top], okf[top], lat[top], size[top]]))
+
+    def finish(self, model: ClusterModel, res: Any, closed: bool, build_wall: float,
+               notes: list[str] | None) -> SimReport:
+        """The report, from the sums and the engine's station integrals (`res`)."""
+        if self.keep:
+            return self._finish_kept(model, res, closed, build_wall, notes)
+        import pandas as pd
+
+        K = self.K
+        edges = np.asarray(res.snap_t)[:-1]
+        if edges.size != K:
+            raise ValueError(f"the engine took {edges.size} snapshots, {K} were asked")
+        dt = np.diff(edges)
+        area = self.area.copy()
+        full = np.cumsum(self.full)[:K]
+        area[:K - 1] += full[:K - 1] * dt
         # The window opens after the configured warm-up share, later when MSER finds the
         # interval series of throughput or latency still drifting (a slow transient).
-        x, r = _interval_means(res, lat, snap_t)
-        d_cfg = int(np.searchsorted(marks, res.warmup))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = self.cnt_all[:K - 1] / dt
+            r = np.where(self.cnt_all[:K - 1] > 0,
+                         self.lat_all[:K - 1] / np.maximum(self.cnt_all[:K - 1], 1), np.nan)
+        d_cfg = int(np.searchsorted(self.marks, self.warmup))
         d_mser = max(mser(x), mser(r))
-        first = min(max(d_cfg, d_mser), snap_t.size - 2)
+        first = min(max(d_cfg, d_mser), K - 2)
         if d_mser > d_cfg:
-            warm_rule = (f"the first {int(marks[first]):,} requests (MSER: throughput or "
-                         f"latency still drifting after workload.warmup's {res.warmup:,})")
+            warm_rule = (f"the first {int(self.marks[first]):,} requests (MSER: throughput or "
+                         f"latency still drifting after workload.warmup's {self.warmup:,})")
         else:
-            warm_rule = f"the first {int(marks[first]):,} requests (workload.warmup)"
-        warm_req = int(marks[first])
-        edges = snap_t[first:]
-        t0, t1 = float(edges[0]), float(edges[-1])
-        # Batches: consecutive intervals grouped into at most BATCHES.
-        groups = np.array_split(np.arange(edges.size - 1), min(BATCHES, edges.size - 1))
-        bedges = np.array([edges[g[0]] for g in groups] + [edges[-1]])
-    else:
-        t0 = res.stats_start
-        t1 = float(res.finish[res.warmup:].max())
-        bedges = np.array([t0, t1])
-        first = None
-        warm_req = int(res.warmup)
-    if t1 <= t0:  # a degenerate run (all arrivals at once): count every finish after t0
-        t1 = float(res.finish.max())
-        bedges = np.array([t0, t1])
-    m = (res.finish >= t0) & (res.finish < t1) if first is not None else (
-        np.arange(len(req)) >= res.warmup)
-    if req.ok is not None:
-        m &= req.ok                 # failed requests: availability, not throughput
-    span = t1 - t0
-    # Batch means: per batch, the throughput and the mean latency of the requests that
-    # finish in it; the spread of the batch means gives the confidence interval.
-    batch = np.clip(np.searchsorted(bedges, res.finish, side="right") - 1, 0, None)
-    nb = bedges.size - 1
-    blen = np.diff(bedges)
-    rows = []
-    for code, name in [(None, "ALL"), *enumerate(OPS)]:
-        sel = m if code is None else m & (req.op == code)
-        k = int(sel.sum())
-        if k == 0:
-            continue
-        la = lat[sel] * 1e3
-        row = {"op": name, "count": k, "ops_s": k / span,
-               "mb_s": float(req.size[sel].sum()) / span / 1e6 if code != DELETE else 0.0,
-               "lat_mean_ms": float(la.mean()),
-               "lat_p50_ms": float(np.percentile(la, 50)),
-               "lat_p95_ms": float(np.percentile(la, 95)),
-               "lat_p99_ms": float(np.percentile(la, 99))}
-        if nb >= 2:
-            bi = batch[sel]
-            cnt = np.bincount(bi, minlength=nb)[:nb]
-            xb = cnt / blen
-            lb = np.bincount(bi, weights=la, minlength=nb)[:nb]
-            ok = cnt > 0
-            rb = lb[ok] / cnt[ok]
-            row["ops_s_ci95"] = _t95(nb - 1) * float(np.std(xb, ddof=1)) / math.sqrt(nb)
-            row["lat_mean_ci95_ms"] = (_t95(rb.size - 1) * float(np.std(rb, ddof=1))
-                                       / math.sqrt(rb.size) if rb.size >= 2 else float("nan"))
-        rows.append(row)
-    if code_all := [r for r in rows if r["op"] == "ALL"]:
-        code_all[0]["mb_s"] = sum(r["mb_s"] for r in rows if r["op"] != "ALL")
-    ops = pd.DataFrame(rows)
-    servers = np.asarray(res.servers, dtype=float)
-    if first is not None:
+            warm_rule = f"the first {int(self.marks[first]):,} requests (workload.warmup)"
+        t0, t1 = float(edges[first]), float(edges[-1])
+        cnt, lat, size = self.cnt.copy(), self.lat.copy(), self.size.copy()
+        hist = self.hist
+        if t1 > t0:
+            win = np.arange(first, K - 1)
+            # Batches: consecutive intervals grouped into at most BATCHES.
+            groups = np.array_split(np.arange(win.size), min(BATCHES, win.size))
+            bedges = np.array([edges[first + g[0]] for g in groups] + [edges[-1]])
+            batch_of = np.concatenate([np.full(g.size, k) for k, g in enumerate(groups)])
+        else:
+            # A degenerate run (all arrivals at once): every finish after t0 but the last.
+            t1 = self.fmax
+            win = np.arange(first, K)
+            bedges = np.array([t0, t1])
+            batch_of = np.zeros(win.size, dtype=np.int64)
+            hist = hist.copy()
+            for a in self.at_max:
+                okm = a[1] > 0
+                o = a[0][okm].astype(np.int64)
+                np.subtract.at(cnt[K - 1], o, 1)
+                np.subtract.at(lat[K - 1], o, a[2][okm])
+                np.subtract.at(size[K - 1], o, a[3][okm])
+                np.subtract.at(hist[K - 1], (o, lat_bin(a[2][okm])), 1)
+        span = t1 - t0
+        nb = bedges.size - 1
+        blen = np.diff(bedges)
+        rows = []
+        h_op = hist[win].sum(axis=0, dtype=np.int64)    # [op, bin] over the window
+        for code, name in [(None, "ALL"), *enumerate(OPS)]:
+            cols = slice(None) if code is None else [code]
+            c_i = cnt[win][:, cols].sum(axis=1)      # per window interval
+            k = int(c_i.sum())
+            if k == 0:
+                continue
+            l_i = lat[win][:, cols].sum(axis=1) * 1e3
+            h = h_op.sum(axis=0) if code is None else h_op[code]
+            row = {"op": name, "count": k, "ops_s": k / span,
+                   "mb_s": float(size[win][:, cols].sum()) / span / 1e6 if code != DELETE
+                   else 0.0,
+                   "lat_mean_ms": float(l_i.sum()) / k,
+                   "lat_p50_ms": hist_percentile(h, 50) * 1e3,
+                   "lat_p95_ms": hist_percentile(h, 95) * 1e3,
+                   "lat_p99_ms": hist_percentile(h, 99) * 1e3}
+            if nb >= 2:
+                cb = np.bincount(batch_of, weights=c_i, minlength=nb)
+                lb = np.bincount(batch_of, weights=l_i, minlength=nb)
+                xb = cb / blen
+                okb = cb > 0
+                rb = lb[okb] / cb[okb]
+                row["ops_s_ci95"] = _t95(nb - 1) * float(np.std(xb, ddof=1)) / math.sqrt(nb)
+                row["lat_mean_ci95_ms"] = (_t95(rb.size - 1) * float(np.std(rb, ddof=1))
+                                           / math.sqrt(rb.size) if rb.size >= 2
+                                           else float("nan"))
+            rows.append(row)
+        if code_all := [r for r in rows if r["op"] == "ALL"]:
+            code_all[0]["mb_s"] = sum(r["mb_s"] for r in rows if r["op"] != "ALL")
+        servers = np.asarray(res.servers, dtype=float)
         u = (res.snap_busy[-2] - res.snap_busy[first]) / (servers * span)
-    else:
-        u = res.utilisation()
+        n_win = int(cnt[win].sum())
+        L = float(area[win].sum()) / span
+        X = n_win / span
+        R = float(lat[win].sum()) / n_win if n_win else 0.0
+        window = {"from_s": t0, "to_s": t1, "seconds": span, "requests": n_win,
+                  "warmup_requests": int(self.marks[first]), "warmup_rule": warm_rule,
+                  "drain_s": float(res.sim_time) - t1, "batches": int(nb),
+                  "rule": "requests finishing between the warm-up's last arrival and the "
+                          "run's last arrival (after it the population drains)"}
+        ts = self._timeseries(model, res, t0, t1)
+        return _report(model, res, closed, pd.DataFrame(rows), u, L, X, R, window, ts,
+                       build_wall, notes, self.n)
+
+    def _timeseries(self, model: ClusterModel, res: Any, t0: float, t1: float) -> Any:
+        """Per interval between snapshots (then the drain, to the last event): throughput
+        and mean latency of the requests finishing in it, and each resource class's busiest
+        station's utilisation."""
+        import pandas as pd
+
+        edges, busy = res.snap_t, res.snap_busy
+        keep = np.flatnonzero(np.diff(edges) > 0)
+        cnt, ls = self.cnt_all, self.lat_all
+        dt = np.diff(edges)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = {"t_from": edges[:-1], "t_to": edges[1:],
+                   "phase": np.where(edges[1:] <= t0 + 1e-12, "warmup",
+                                     np.where(edges[:-1] >= t1 - 1e-12, "drain", "steady")),
+                   "ops_s": cnt / dt,
+                   "lat_mean_ms": np.where(cnt > 0, ls / np.maximum(cnt, 1), np.nan) * 1e3}
+            servers = np.asarray(res.servers, dtype=float)
+            ub = np.diff(busy, axis=0) / (servers[None, :] * dt[:, None])
+            for cls in model.classes():
+                out[f"util_{cls}"] = ub[:, model.station_class == cls].max(axis=1)
+        return pd.DataFrame(out).iloc[keep].reset_index(drop=True)
+
+    def _finish_kept(self, model: ClusterModel, res: Any, closed: bool, build_wall: float,
+                     notes: list[str] | None) -> SimReport:
+        """No snapshots: the requests after the warm-up, to the last finish, exactly."""
+        import pandas as pd
+
+        rec = np.concatenate(self.kept, axis=1) if self.kept else np.zeros((6, 0))
+        idx, s, f, opf, size, okf = rec
+        op = opf.astype(np.int64)
+        lat = f - s
+        after = idx >= self.warmup
+        t0 = float(res.stats_start)
+        t1 = float(f[after].max())
+        if t1 <= t0:
+            t1 = float(f.max())
+        m = after & (okf > 0)
+        span = t1 - t0
+        rows = []
+        for code, name in [(None, "ALL"), *enumerate(OPS)]:
+            sel = m if code is None else m & (op == code)
+            k = int(sel.sum())
+            if k == 0:
+                continue
+            la = lat[sel] * 1e3
+            rows.append({"op": name, "count": k, "ops_s": k / span,
+                         "mb_s": float(size[sel].sum()) / span / 1e6 if code != DELETE else 0.0,
+                         "lat_mean_ms": float(la.mean()),
+                         "lat_p50_ms": float(np.percentile(la, 50)),
+                         "lat_p95_ms": float(np.percentile(la, 95)),
+                         "lat_p99_ms": float(np.percentile(la, 99))})
+        if code_all := [r for r in rows if r["op"] == "ALL"]:
+            code_all[0]["mb_s"] = sum(r["mb_s"] for r in rows if r["op"] != "ALL")
+        overlap = np.clip(np.minimum(f, t1) - np.maximum(s, t0), 0.0, None)
+        L = float(overlap.sum()) / span
+        X = float(m.sum()) / span
+        R = float(lat[m].mean()) if m.any() else 0.0
+        window = {"from_s": t0, "to_s": t1, "seconds": span, "requests": int(m.sum()),
+                  "warmup_requests": self.warmup,
+                  "warmup_rule": f"the first {self.warmup:,} requests (workload.warmup)",
+                  "drain_s": float(res.sim_time) - t1, "batches": 1,
+                  "rule": "requests after the warm-up, to the last finish (no engine snapshots)"}
+        return _report(model, res, closed, pd.DataFrame(rows), res.utilisation(), L, X, R,
+                       window, None, build_wall, notes, self.n)
+
+
+def _report(model: ClusterModel, res: Any, closed: bool, ops: Any, u: np.ndarray, L: float,
+            X: float, R: float, window: dict[str, Any], ts: Any, build_wall: float,
+            notes: list[str] | None, n: int) -> SimReport:
+    """The SimReport around a window's figures: utilisation table, bottleneck, notes and
+    the Little's-law checks."""
     util, bottleneck = util_table(model, u)
     notes = list(notes or [])
     pools = util[util["resource"].isin(POOL_CLASSES)]
@@ -304,66 +513,35 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
         st_err = float(np.max(np.abs(Ls - res.residence[busy_st]) / np.maximum(Ls, 1e-300)))
     else:
         st_err = 0.0
-    # The system's Little's law over the window: L (time-average requests in the system,
-    # from each request's overlap with the window) against X x R of the counted requests.
-    overlap = np.clip(np.minimum(res.finish, t1) - np.maximum(res.start, t0), 0.0, None)
-    L = float(overlap.sum()) / span
-    X = float(m.sum()) / span
-    R = float(lat[m].mean()) if m.any() else 0.0
+    # The system's Little's law over the window: L (time-average requests in the system)
+    # against X x R of the counted requests.
     ll_sys = abs(L - X * R) / L if L > 0 else float("nan")
     if ll_sys > 0.02:
         notes.append(f"Little's law over the window is off by {ll_sys:.1%}: latency drifts "
                      "slowly against the window's length; simulate more requests")
-    window = {"from_s": t0, "to_s": t1, "seconds": span, "requests": int(m.sum()),
-              "warmup_requests": warm_req, "warmup_rule": warm_rule,
-              "drain_s": float(res.sim_time) - t1, "batches": int(nb),
-              "rule": ("requests finishing between the warm-up's last arrival and the run's "
-                       "last arrival (after it the population drains)") if first is not None
-              else "requests after the warm-up, to the last finish (no engine snapshots)"}
-    ts = _timeseries(model, req, res, lat, t0, t1) if first is not None else None
     return SimReport(name=model.spec.name, loop="closed" if closed else "open",
-                     requests=len(req), ops=ops, util=util, bottleneck=bottleneck,
+                     requests=n, ops=ops, util=util, bottleneck=bottleneck,
                      littles_law_error=ll, station_littles_error=st_err, events=res.events,
                      sim_time=res.sim_time, wall=res.wall, build_wall=build_wall,
                      notes=notes, window=window, littles_law_system=ll_sys, timeseries=ts)
 
 
-def _interval_means(res: Any, lat: np.ndarray, edges: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Throughput and mean latency of the requests finishing in each interval."""
-    nb = edges.size - 1
-    b = np.searchsorted(edges, res.finish, side="right") - 1
-    ok = (b >= 0) & (b < nb)
-    cnt = np.bincount(b[ok], minlength=nb)[:nb]
-    ls = np.bincount(b[ok], weights=lat[ok], minlength=nb)[:nb]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return cnt / np.diff(edges), np.where(cnt > 0, ls / np.maximum(cnt, 1), np.nan)
-
-
-def _timeseries(model: ClusterModel, req: Requests, res: Any, lat: np.ndarray, t0: float,
-                t1: float) -> Any:
-    """Per interval between snapshots (then the drain, to the last event): throughput and
-    mean latency of the requests finishing in it, and each resource class's busiest
-    station's utilisation."""
-    import pandas as pd
-
-    edges, busy = res.snap_t, res.snap_busy
-    keep = np.flatnonzero(np.diff(edges) > 0)
-    nb = edges.size - 1
-    b = np.searchsorted(edges, res.finish, side="right") - 1
-    b = np.where(res.finish == edges[-1], nb - 1, b)
-    ok = (b >= 0) & (b < nb)
-    cnt = np.bincount(b[ok], minlength=nb)[:nb]
-    ls = np.bincount(b[ok], weights=lat[ok], minlength=nb)[:nb]
-    dt = np.diff(edges)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = {"t_from": edges[:-1], "t_to": edges[1:],
-               "phase": np.where(edges[1:] <= t0 + 1e-12, "warmup",
-                                 np.where(edges[:-1] >= t1 - 1e-12, "drain", "steady")),
-               "ops_s": cnt / dt, "lat_mean_ms": np.where(cnt > 0, ls / np.maximum(cnt, 1), np.nan)
-               * 1e3}
-        servers = np.asarray(res.servers, dtype=float)
-        ub = np.diff(busy, axis=0) / (servers[None, :] * dt[:, None])
-        for cls in model.classes():
-            out[f"util_{cls}"] = ub[:, model.station_class == cls].max(axis=1)
-    return pd.DataFrame(out).iloc[keep].reset_index(drop=True)
+def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 0.0,
+              notes: list[str] | None = None) -> SimReport:
+    """Statistics over the steady-state window: from the warm-up's last arrival to the run's
+    last arrival (after it, the population drains: in closed loop fewer clients remain).
+    Throughput counts the requests that finish inside the window; latencies are theirs
+    (percentiles within LAT_REL_ERR); utilisations come from the engine's snapshots at the
+    window's edges. Without snapshots (`marks` not given to the engine) the window runs
+    from the warm-up to the last finish. A whole run's result, summed as `Tally` sums a
+    streamed one."""
+    n = len(req)
+    snap_t = np.asarray(getattr(res, "snap_t", np.zeros(0)))[:-1]
+    marks = window_marks(n)
+    if snap_t.size >= 2 and marks.size != snap_t.size:    # snapshots asked elsewhere
+        marks = np.linspace(0, n - 1, snap_t.size)
+    tally = Tally(n, res.warmup, marks if snap_t.size >= 2 else np.zeros(0, dtype=np.int64))
+    ok = req.ok if req.ok is not None else np.ones(n, dtype=bool)
+    tally.add(np.arange(n), res.start, res.finish, req.op, req.size, ok, math.inf, snap_t,
+              final=True)
+    return tally.finish(model, res, req.arrivals is None, build_wall, notes)
