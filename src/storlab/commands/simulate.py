@@ -170,6 +170,12 @@ def _print_report(rep: Any, src: str, analytic: bool) -> None:
                f"({w['batches']} batches)")
     console.print(frame_table(_ops_display(rep.ops),
                               title=f"{rep.name}: {src} — {rep.loop} loop, {how}"))
+    for f in getattr(rep, "failures", None) or []:
+        until = "the end" if f["to_s"] is None else f"{f['to_s']:g} s"
+        rebuild = f", rebuild {f['rebuild_mb_s']:g} MB/s" if f["rebuild_mb_s"] else ""
+        console.print(f"failure: {', '.join(f['down'])} down from {f['from_s']:g} s to {until} "
+                      f"({f['placed']}): {f['requests']:,} requests met it, "
+                      f"{f['rerouted']:,} re-routed, {f['failed']:,} failed{rebuild}")
     console.print(frame_table(rep.util, title="utilisation by resource", floatfmt="{:.3f}"))
     b = rep.bottleneck
     console.print(f"bottleneck: [bold]{b['resource']}[/bold] ({b['station']}, "

@@ -181,6 +181,7 @@ class Requests:
     arrivals: np.ndarray | None  # open loop arrival times
     part: np.ndarray | None = None    # partition per request
     ok: np.ndarray | None = None      # False: fails for want of live replicas (failures.py)
+    drawn: "Requests | None" = None   # as drawn, before failures re-routed it (failures.py)
 
     def __len__(self) -> int:
         return int(self.op.size)

@@ -75,6 +75,9 @@ class SimReport:
     #: loop without think time, L is the number of clients).
     littles_law_system: float = float("nan")
     timeseries: Any = None         # DataFrame: per interval t_from, t_to, phase, ops_s, ...
+    #: Failure windows applied (storlab.sim.failures.describe_failures): what was down,
+    #: when, how many requests it re-routed or failed.
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     def table(self):
         return self.ops
@@ -93,7 +96,7 @@ class SimReport:
                 "station_littles_error": self.station_littles_error,
                 "events": self.events, "sim_time_s": self.sim_time, "engine_wall_s": self.wall,
                 "build_wall_s": self.build_wall, "notes": self.notes,
-                "timeseries": self.timeseries}
+                "failures": self.failures, "timeseries": self.timeseries}
 
     def plot(self):
         """Throughput, mean latency and the busiest station of each resource class per
