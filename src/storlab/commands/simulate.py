@@ -118,8 +118,9 @@ def simulate_cmd(
         if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df,
                              "campaign": str(res.campaign)}, output, as_json):
             cols = [c for c in df.columns if not c.startswith("util_")]
-            console.print(frame_table(df[cols], title=f"sweep of {src}"
-                                      + (" (analytic)" if analytic else "")))
+            how = (" (analytic)" if analytic else
+                   "; ± = 95 % batch-means half-width of each simulated run")
+            console.print(frame_table(_ops_display(df[cols]), title=f"sweep of {src}{how}"))
         if plot is not None:
             _save_fig(res.plot(), plot)
         return
