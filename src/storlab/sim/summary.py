@@ -129,6 +129,15 @@ class SimReport:
             ax.grid(alpha=0.3)
             ax.axvspan(float(ts["t_from"].iloc[0]), w["from_s"], color="0.85", lw=0)
             ax.axvspan(w["to_s"], float(ts["t_to"].iloc[-1]), color="0.85", lw=0)
+        end = float(ts["t_to"].iloc[-1])
+        for k, f in enumerate(self.failures):  # failure windows, hatched on every panel
+            if f["from_s"] <= 0 and f["to_s"] is None:
+                continue                        # down for the whole run: nothing to mark
+            for ax in axes:
+                ax.axvspan(f["from_s"], end if f["to_s"] is None else f["to_s"],
+                           facecolor="none", edgecolor="C3", hatch="//", lw=0, alpha=0.5,
+                           label=f"down: {', '.join(f['down'])}" if ax is axes[0] and k < 3
+                           else None)
         axes[0].legend(fontsize=8, loc="lower right")
         axes[0].set_title(f"{self.name}: {self.loop} loop, {self.requests:,} requests; "
                           "shaded: warm-up and drain (not measured)", fontsize=10)
