@@ -8,12 +8,12 @@ prediction is against the mean of its repeats, and beside it stands the measurem
 (how far a single run lies from that mean), so a reader sees whether an error is above the
 noise.
 
-    sudo .venv/bin/python examples/swift-calibrate/run.py          # ~15 minutes here
+    sudo .venv/bin/python examples/swift-calibrate/run.py          # ~20 minutes here
     .venv/bin/python examples/swift-calibrate/run.py --reuse       # re-print from out/
 
-Measurements come from the objectstore load generator (Swift API, closed loop); the cluster
-is brought up once per replica count (3, then 2) in its own directory and port block, and
-down at the end. The failed device is Swift's own failure: its directory is moved away, so
+Measurements come from the objectstore load generator (Swift API, closed loop); each
+repetition brings the cluster up with 3, then 2 replicas (its own directory and port block)
+and down again, so the machine's drift spreads over every group. The failed device is Swift's own failure: its directory is moved away, so
 its object server answers 507 (Insufficient Storage) and the proxy reads the other replicas
 and writes 2 of 3 (quorum). The calibration (`storlab.sim.calibrate`, predictor="simulator")
 fits six multipliers (CPU per operation and per MB for proxy and object server, disk
@@ -35,7 +35,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 SIZES = {"16KiB": 16384, "64KiB": 65536, "256KiB": 262144, "1MiB": 1 << 20}
-REPEATS = 3
+REPEATS = 5
 #: (replicas, failed device, object size, clients, op or mix, split, group)
 PLAN = (
     [(3, False, size, 8, op, "train", "calibration") for size in ("16KiB", "256KiB")
@@ -71,18 +71,21 @@ def measure(duration: float) -> pd.DataFrame:
     if swift.state() is not None:
         swift.down()
     rows = []
-    for replicas in sorted({p[0] for p in PLAN}, reverse=True):
-        port = free_port_block(6)
-        st = swift.up(SwiftOptions(replicas=replicas, workers=1, proxy_workers=2, port=port,
-                                   storage_port=port + 1, memcached_port=port + 4))
-        print(f"swift up with {replicas} replica(s) in {st['up_seconds']} s", flush=True)
-        dev = swift.node / DEVICES[0]
-        aside = swift.node / (DEVICES[0] + ".failed")
-        try:
-            target = Target(api="swift", auth_url=st["auth_url"], user=st["user"],
-                            key=st["key"], bucket="calib")
-            # Repeats interleaved: a slow drift of the machine spreads over every point.
-            for rep in range(REPEATS):
+    # Each repetition brings up every replica count in turn: the machine's drift (this
+    # host is shared) then spreads over every group instead of landing on one of them.
+    for rep in range(REPEATS):
+        for replicas in sorted({p[0] for p in PLAN}, reverse=True):
+            port = free_port_block(6)
+            st = swift.up(SwiftOptions(replicas=replicas, workers=1, proxy_workers=2,
+                                       port=port, storage_port=port + 1,
+                                       memcached_port=port + 4))
+            print(f"[{rep}] swift up with {replicas} replica(s) in {st['up_seconds']} s",
+                  flush=True)
+            dev = swift.node / DEVICES[0]
+            aside = swift.node / (DEVICES[0] + ".failed")
+            try:
+                target = Target(api="swift", auth_url=st["auth_url"], user=st["user"],
+                                key=st["key"], bucket="calib")
                 for failed in (False, True):
                     todo = [p for p in PLAN if p[0] == replicas and p[1] == failed]
                     if not todo:
@@ -107,8 +110,8 @@ def measure(duration: float) -> pd.DataFrame:
                     finally:
                         if failed:
                             aside.rename(dev)
-        finally:
-            swift.down()
+            finally:
+                swift.down()
     return pd.DataFrame(rows)
 
 
