@@ -302,12 +302,15 @@ def test_closed_loop_window_in_the_report():
     """run_model settles a closed loop with a failure window and its report says what was
     down, when, how requests were placed and how many it re-routed."""
     spec = _spec(storage=4, mix={"GET": 0.7, "PUT": 0.3}, clients=8,
-                 failures=[{"device": "store-1/disk1", "at": "0.5s", "until": "1s"}])
+                 failures=[{"device": "store-1/disk1", "at": "2s", "until": "4s"}])
     rep = run_model(build_model(spec), backend="python", requests=3000)
     (f,) = rep.failures
-    assert f["down"] == ["store-1/disk1"] and (f["from_s"], f["to_s"]) == (0.5, 1.0)
+    assert f["down"] == ["store-1/disk1"] and (f["from_s"], f["to_s"]) == (2.0, 4.0)
     assert "closed loop: settled after" in f["placed"]
     assert 0 < f["rerouted"] < f["requests"] and f["failed"] == 0
+    # 3 disks serve while one of 4 is down: fewer requests per second, each slower
+    assert f["ops_s"] < 0.95 * f["ops_s_outside"]
+    assert f["lat_mean_ms"] > f["lat_mean_ms_outside"]
     assert rep.to_dict()["failures"] == rep.failures
     whole = run_model(build_model(_spec(failed_disks=1)), backend="python", requests=500)
     assert whole.failures[0]["placed"] == "whole run" and whole.failures[0]["to_s"] is None

@@ -177,6 +177,12 @@ def _print_report(rep: Any, src: str, analytic: bool) -> None:
         console.print(f"failure: {', '.join(f['down'])} down from {f['from_s']:g} s to {until} "
                       f"({f['placed']}): {f['requests']:,} requests met it, "
                       f"{f['rerouted']:,} re-routed, {f['failed']:,} failed{rebuild}")
+        if f.get("ops_s") is not None:
+            outside = (f"; outside failure windows {f['ops_s_outside']:,.1f} ops/s, "
+                       f"{f['lat_mean_ms_outside']:.2f} ms"
+                       if f.get("ops_s_outside") is not None else "")
+            console.print(f"  while down (measured window): {f['ops_s']:,.1f} ops/s, mean "
+                          f"latency {f['lat_mean_ms']:.2f} ms{outside}")
     console.print(frame_table(rep.util, title="utilisation by resource", floatfmt="{:.3f}"))
     b = rep.bottleneck
     console.print(f"bottleneck: [bold]{b['resource']}[/bold] ({b['station']}, "

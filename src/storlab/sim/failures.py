@@ -493,9 +493,13 @@ def _down_names(model: ClusterModel, st: FailureState) -> list[str]:
     return out
 
 
-def describe_failures(model: ClusterModel, report: Any, req: Requests) -> None:
+def describe_failures(model: ClusterModel, report: Any, req: Requests, res: Any = None
+                      ) -> None:
     """`report.failures`: one entry per failure window (what is down, from/to in simulated
-    seconds, how requests were placed in it, how many it re-routed and failed)."""
+    seconds, how requests were placed in it, how many it re-routed and failed) and, given
+    the engine's result `res`, the throughput and mean latency of the successful requests
+    finishing inside the window against those finishing in the rest of the measured
+    window."""
     plan: FailurePlan | None = model.extra.get("failures")
     if plan is None or not plan.any:
         return
@@ -523,4 +527,29 @@ def describe_failures(model: ClusterModel, report: Any, req: Requests) -> None:
                     "to_s": end, "placed": how, "requests": int(sel.sum()),
                     "rerouted": int((sel & moved & ok).sum()), "failed": int((sel & ~ok).sum()),
                     "rebuild_mb_s": float(st.rebuild_mb_s)})
+    if res is not None and report.window:
+        _window_rates(out, report.window, np.asarray(res.start), np.asarray(res.finish), ok)
     report.failures = out
+
+
+def _window_rates(out: list[dict[str, Any]], window: dict[str, Any], start: np.ndarray,
+                  finish: np.ndarray, ok: np.ndarray) -> None:
+    """Add ops_s / lat_mean_ms inside each failure window and outside every one (both cut
+    to the measured window; None when a part is empty)."""
+    t0, t1 = float(window["from_s"]), float(window["to_s"])
+    counted = ok & (finish >= t0) & (finish < t1)
+    lat = (finish - start) * 1e3
+    in_any = np.zeros(finish.size, dtype=bool)
+    covered = 0.0
+    for f in out:
+        a, b = max(f["from_s"], t0), min(t1 if f["to_s"] is None else f["to_s"], t1)
+        sel = counted & (finish >= a) & (finish < b)
+        in_any |= sel
+        covered += max(b - a, 0.0)
+        f["ops_s"] = float(sel.sum() / (b - a)) if b > a else None
+        f["lat_mean_ms"] = float(lat[sel].mean()) if sel.any() else None
+    rest = counted & ~in_any
+    free = (t1 - t0) - covered
+    for f in out:
+        f["ops_s_outside"] = float(rest.sum() / free) if free > 0 and rest.any() else None
+        f["lat_mean_ms_outside"] = float(lat[rest].mean()) if rest.any() else None

@@ -74,7 +74,7 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
         res = once(req)
     report = summarise(model, req, res, draw_wall + walls[0], notes)
     add_availability(report, req, warm)
-    describe_failures(model, report, req)
+    describe_failures(model, report, req, res)
     return report
 
 

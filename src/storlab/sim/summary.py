@@ -229,6 +229,11 @@ def summarise(model: ClusterModel, req: Requests, res: Any, build_wall: float = 
         x, r = _interval_means(res, lat, snap_t)
         d_cfg = int(np.searchsorted(marks, res.warmup))
         d_mser = max(mser(x), mser(r))
+        plan = model.extra.get("failures")
+        if plan is not None and plan.starts.size > 1:
+            # A failure window is what the run is about, not a transient: MSER would read
+            # its dip as warm-up, so the window opens no later than the first failure.
+            d_mser = min(d_mser, int(np.searchsorted(snap_t, plan.starts[1], side="right")) - 1)
         first = min(max(d_cfg, d_mser), snap_t.size - 2)
         if d_mser > d_cfg:
             warm_rule = (f"the first {int(marks[first]):,} requests (MSER: throughput or "
