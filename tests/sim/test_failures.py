@@ -314,3 +314,29 @@ def test_closed_loop_window_in_the_report():
     assert rep.to_dict()["failures"] == rep.failures
     whole = run_model(build_model(_spec(failed_disks=1)), backend="python", requests=500)
     assert whole.failures[0]["placed"] == "whole run" and whole.failures[0]["to_s"] is None
+
+
+def test_keyed_service_draws_belong_to_their_request():
+    """Exponential service times for the closed-loop fixed point: a request's draws depend
+    on the request and the visit's place in its route only (another request's route may
+    change between passes), and they are Exponential(1)."""
+    from storlab.sim.run import keyed_exponentials
+
+    model = build_model(_spec(storage=4, mix={"GET": 0.5, "PUT": 0.5}))
+    req = draw_requests(model, 4000)
+    a = keyed_exponentials(build_routes(model, req), seed=1)
+    assert a.mean() == pytest.approx(1.0, abs=0.03) and a.var() == pytest.approx(1.0, abs=0.1)
+    # request 0 becomes another operation (a route of another length): every other
+    # request keeps its own draws, visit for visit
+    import dataclasses
+    other = dataclasses.replace(req, op=req.op.copy())
+    other.op[0] = PUT if req.op[0] == GET else GET
+    ra, rb = build_routes(model, req), build_routes(model, other)
+    b = keyed_exponentials(rb, seed=1)
+
+    def from_request_1(routes):
+        return int(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[1]]])
+
+    assert from_request_1(ra) != from_request_1(rb)
+    assert np.array_equal(a[from_request_1(ra):], b[from_request_1(rb):])
+    assert not np.array_equal(a, keyed_exponentials(ra, seed=2))

@@ -88,7 +88,7 @@ def keyed_exponentials(routes: Any, seed: int) -> np.ndarray:
     req_i = np.repeat(np.arange(n_v.size), n_v)
     with np.errstate(over="ignore"):
         z = (req_i.astype(np.uint64) << np.uint64(16)) + pos.astype(np.uint64) \
-            + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+            + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
         z = z + np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
