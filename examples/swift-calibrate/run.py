@@ -103,7 +103,8 @@ def measure(duration: float) -> pd.DataFrame:
                                          "clients": clients, "object_size": size, "op": op,
                                          "split": split, "group": group, "repeat": rep,
                                          "ops_s": s["ops_per_s"], "errors": s["errors"],
-                                         "p50_ms": s["lat_p50_ms"]})
+                                         "p50_ms": s["lat_p50_ms"],
+                                         "load1": os.getloadavg()[0]})
                             print(f"  [{rep}] {group}: {op} {size} x{clients}"
                                   f"{' (d1 failed)' if fail else ''}: {s['ops_per_s']:.1f} "
                                   f"ops/s (errors {s['errors']:.0f})", flush=True)
@@ -173,8 +174,11 @@ def report(meas: pd.DataFrame) -> None:
         f"measured {REPEATS} times per point (interleaved); spread = mean |run - mean of "
         "runs| / mean (what a perfect model would show against one run); mean_noise = "
         "spread / sqrt(repeats - 1) (the noise left in the mean the error is taken "
-        "against); error = predicted / mean of runs - 1. The machine was shared with other "
-        "jobs (load average about 12 on 2 cores) while measuring.",
+        "against); error = predicted / mean of runs - 1.",
+        (f"load average while measuring: {meas['load1'].min():.1f}-{meas['load1'].max():.1f} "
+         f"on {os.cpu_count()} CPUs" if "load1" in meas else
+         "load average while measuring: not recorded (the machine was shared with other "
+         "jobs)"),
         "", "```", table.round(1).to_string(index=False), "```",
         "", "mean absolute error by group, beside the measurement spread:", "", "```",
         by.round(1).to_string(), "```"])
