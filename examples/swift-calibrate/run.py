@@ -1,75 +1,126 @@
-"""Seed 003 on the real Swift all-in-one: calibrate storlab's Swift simulator
-(`storlab.sim.calibrate`) on measurements at a few concurrencies, then predict held-out
-concurrencies, larger object sizes and other replica counts, and report each error;
-variant B adds one larger size to the calibration set.
+"""Accuracy of storlab's Swift simulator against the real Swift all-in-one (seed 003).
 
-    sudo .venv/bin/python examples/swift-calibrate/run.py     # ~5 minutes here
+Calibrate on four measured points (16 KiB and 256 KiB objects, GET and PUT, 8 clients, 3
+replicas: two sizes, one concurrency), then predict held-out points with the calibrated
+simulator: other concurrencies (2, 32 clients), sizes (64 KiB, 1 MiB), read/write mixes,
+a failed device, and 2 replicas. Every point is measured REPEATS times; the error of a
+prediction is against the mean of its repeats, and beside it stands the measurement spread
+(how far a single run lies from that mean), so a reader sees whether an error is above the
+noise.
 
-Measurements come from the objectstore load generator (Swift API, closed loop, 100 % GET or
-100 % PUT); the cluster is brought up once per replica count (3, then 1 and 2) and down at
-the end. Writes examples/swift-calibrate/out/{measurements.csv,points.csv,summary.md}.
+    sudo .venv/bin/python examples/swift-calibrate/run.py          # ~20 minutes here
+    .venv/bin/python examples/swift-calibrate/run.py --reuse       # re-print from out/
+
+Measurements come from the objectstore load generator (Swift API, closed loop); each
+repetition brings the cluster up with 3, then 2 replicas (its own directory and port block)
+and down again, so the machine's drift spreads over every group. The failed device is Swift's own failure: its directory is moved away, so
+its object server answers 507 (Insufficient Storage) and the proxy reads the other replicas
+and writes 2 of 3 (quorum). The calibration (`storlab.sim.calibrate`, predictor="simulator")
+fits six multipliers (CPU per operation and per MB for proxy and object server, disk
+overhead and bandwidth) by simulating the training points; the predictions are simulations
+of the calibrated cluster at each point's settings. Writes examples/swift-calibrate/out/
+{measurements.csv,points.csv,summary.md}.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-SIZES = {"16KiB": 16384, "256KiB": 262144, "1MiB": 1 << 20}
-#: (replicas, object size, clients, op, split, what is held out)
+SIZES = {"16KiB": 16384, "64KiB": 65536, "256KiB": 262144, "1MiB": 1 << 20}
+REPEATS = 5
+#: (replicas, failed device, object size, clients, op or mix, split, group)
 PLAN = (
-    [(3, "16KiB", c, op, "train", "calibration") for c in (2, 8, 32) for op in ("GET", "PUT")]
-    + [(3, "16KiB", c, op, "test", "concurrency") for c in (4, 16) for op in ("GET", "PUT")]
-    + [(3, size, 8, op, "test", f"object size {size}") for size in ("256KiB", "1MiB")
+    [(3, False, size, 8, op, "train", "calibration") for size in ("16KiB", "256KiB")
+     for op in ("GET", "PUT")]
+    + [(3, False, "16KiB", c, op, "test", "concurrency") for c in (2, 32)
        for op in ("GET", "PUT")]
-    + [(r, "16KiB", 8, op, "test", "replicas") for r in (1, 2) for op in ("GET", "PUT")]
+    + [(3, False, size, 8, op, "test", "object size") for size in ("64KiB", "1MiB")
+       for op in ("GET", "PUT")]
+    + [(3, False, "16KiB", 8, mix, "test", "read/write mix")
+       for mix in ("GET:0.8,PUT:0.2", "GET:0.5,PUT:0.5")]
+    + [(3, True, "16KiB", 8, op, "test", "failed device") for op in ("GET", "PUT")]
+    + [(2, False, "16KiB", 8, op, "test", "2 replicas") for op in ("GET", "PUT")]
 )
+
+
+def _mix(op: str) -> dict[str, float]:
+    """'GET' or 'GET:0.8,PUT:0.2' as the load generator's mix."""
+    if ":" not in op:
+        return {op.lower(): 1.0}
+    return {k.strip().lower(): float(v) for k, v in (p.split(":") for p in op.split(","))}
 
 
 def measure(duration: float) -> pd.DataFrame:
     from storlab.clusters import get_cluster
+    from storlab.clusters._util import free_port_block
     from storlab.clusters.objload import LoadSpec, Target, run_load
-    from storlab.clusters.swift import SwiftOptions
+    from storlab.clusters.swift import DEVICES, SwiftOptions
 
-    swift = get_cluster("swift")
+    # Its own directory and ports: another Swift on this machine (a test, a user's) is left
+    # alone, and this one does not meet it.
+    swift = get_cluster("swift", os.environ.get("STORLAB_CALIBRATE_DIR",
+                                                "/tmp/storlab-swift-calibrate"))
     if swift.state() is not None:
-        raise SystemExit("a swift cluster is up: this example brings its own up at several "
-                         "replica counts; run `storlab cluster down swift` first")
+        swift.down()
     rows = []
-    for replicas in sorted({p[0] for p in PLAN}, reverse=True):
-        st = swift.up(SwiftOptions(replicas=replicas, workers=1, proxy_workers=2))
-        print(f"swift up with {replicas} replica(s) in {st['up_seconds']} s", flush=True)
-        try:
-            target = Target(api="swift", auth_url=st["auth_url"], user=st["user"],
-                            key=st["key"], bucket="calib")
-            for r, size, clients, op, split, held in PLAN:
-                if r != replicas:
-                    continue
-                res = run_load(target, LoadSpec(clients=clients, mix={op.lower(): 1.0},
-                                                sizes=SIZES[size], objects=100,
-                                                duration=duration, warmup=1.0))
-                s = res.summary
-                rows.append({"config": f"replicas={r}", "clients": clients,
-                             "object_size": size, "op": op, "split": split, "held_out": held,
-                             "ops_s": s["ops_per_s"], "errors": s["errors"],
-                             "p50_ms": s["lat_p50_ms"]})
-                print(f"  {op} {size} x{clients}: {s['ops_per_s']:.1f} ops/s "
-                      f"(p50 {s['lat_p50_ms']:.1f} ms, errors {s['errors']:.0f})", flush=True)
-        finally:
-            swift.down()
+    # Each repetition brings up every replica count in turn: the machine's drift (this
+    # host is shared) then spreads over every group instead of landing on one of them.
+    for rep in range(REPEATS):
+        for replicas in sorted({p[0] for p in PLAN}, reverse=True):
+            port = free_port_block(6)
+            st = swift.up(SwiftOptions(replicas=replicas, workers=1, proxy_workers=2,
+                                       port=port, storage_port=port + 1,
+                                       memcached_port=port + 4))
+            print(f"[{rep}] swift up with {replicas} replica(s) in {st['up_seconds']} s",
+                  flush=True)
+            dev = swift.node / DEVICES[0]
+            aside = swift.node / (DEVICES[0] + ".failed")
+            try:
+                target = Target(api="swift", auth_url=st["auth_url"], user=st["user"],
+                                key=st["key"], bucket="calib")
+                for failed in (False, True):
+                    todo = [p for p in PLAN if p[0] == replicas and p[1] == failed]
+                    if not todo:
+                        continue
+                    if failed:
+                        dev.rename(aside)   # the object server answers 507 for it
+                    try:
+                        for r, fail, size, clients, op, split, group in todo:
+                            res = run_load(target, LoadSpec(
+                                clients=clients, mix=_mix(op), sizes=SIZES[size], objects=100,
+                                duration=duration, warmup=1.0, seed=rep))
+                            s = res.summary
+                            rows.append({"config": f"replicas={r}"
+                                         + (";failed_disks=1" if fail else ""),
+                                         "clients": clients, "object_size": size, "op": op,
+                                         "split": split, "group": group, "repeat": rep,
+                                         "ops_s": s["ops_per_s"], "errors": s["errors"],
+                                         "p50_ms": s["lat_p50_ms"],
+                                         "load1": os.getloadavg()[0]})
+                            print(f"  [{rep}] {group}: {op} {size} x{clients}"
+                                  f"{' (d1 failed)' if fail else ''}: {s['ops_per_s']:.1f} "
+                                  f"ops/s (errors {s['errors']:.0f})", flush=True)
+                    finally:
+                        if failed:
+                            aside.rename(dev)
+            finally:
+                swift.down()
     return pd.DataFrame(rows)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=float, default=6.0)
+    ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--reuse", action="store_true",
-                    help="Re-fit from out/measurements.csv without measuring again.")
+                    help="Re-fit and re-print from out/measurements.csv without measuring.")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     if args.reuse:
@@ -84,41 +135,59 @@ def report(meas: pd.DataFrame) -> None:
     from storlab.sim.calibrate import calibrate
 
     raw = yaml.safe_load((HERE / "cluster.yaml").read_text())
-    cols = ["config", "clients", "object_size", "op", "split", "ops_s"]
-    nominal = calibrate(raw, meas[cols], fit=False)
-    fitted = calibrate(raw, meas[cols])
-    # Variant B: one larger size (256 KiB) joins the training set, so the per-MB costs are
-    # identifiable; 1 MiB stays held out.
-    with_size = meas[cols].copy()
-    with_size.loc[meas["object_size"] == "256KiB", "split"] = "train"
-    fitted_b = calibrate(raw, with_size)
-    pts = fitted.points.assign(held_out=meas["held_out"].values,
-                               nominal_error_pct=nominal.points["error_pct"].values,
-                               b_split=fitted_b.points["split"].values,
-                               b_predicted=fitted_b.points["predicted"].values,
-                               b_error_pct=fitted_b.points["error_pct"].values)
+    key = ["config", "clients", "object_size", "op"]
+    g = meas.groupby(key + ["split", "group"], sort=False)["ops_s"]
+    pts = g.mean().rename("measured").reset_index()
+    pts["repeats"] = g.size().values
+    # The spread: a single run's mean |distance| from the mean of its repeats (what a
+    # perfect model would still show against one run), in % of that mean.
+    dev = (meas["ops_s"] - g.transform("mean")).abs() / g.transform("mean") * 100
+    pts["spread_pct"] = dev.groupby([meas[k] for k in key], sort=False).mean().values
+    # Fitted on the train points by simulation (the analytic fit as the start); every
+    # point, held out or not, is then a simulation of the calibrated cluster.
+    fit = calibrate(raw, pts.assign(ops_s=pts["measured"])[key + ["split", "ops_s"]],
+                    predictor="simulator", sim_requests=4000)
+    pts["predicted"] = fit.points["predicted"].values
+    pts["error_pct"] = (pts["predicted"] / pts["measured"] - 1) * 100
+    # The noise left in a mean of k runs: E|mean - truth| is about spread / sqrt(k - 1)
+    # (spread being a run's mean |distance| from the sample mean). An error well above it
+    # is the model's; one within it cannot be told from the noise.
+    pts["mean_noise_pct"] = pts["spread_pct"] / np.sqrt(np.maximum(pts["repeats"] - 1, 1))
+    test = pts[pts["split"] == "test"]
     pts.to_csv(OUT / "points.csv", index=False)
-    by = pts.assign(abs_err=pts["error_pct"].abs(), abs_nom=pts["nominal_error_pct"].abs(),
-                    abs_b=pts["b_error_pct"].abs()
-                    ).groupby("held_out", sort=False)[["abs_err", "abs_b", "abs_nom"]].mean()
-    by.columns = ["A: 16KiB-calibrated MAPE %", "B: +256KiB-calibrated MAPE %",
-                  "uncalibrated MAPE %"]
+    by = pts.assign(abs_err=pts["error_pct"].abs()).groupby("group", sort=False).agg(
+        points=("abs_err", "size"), mae_pct=("abs_err", "mean"),
+        spread_pct=("spread_pct", "mean"), mean_noise_pct=("mean_noise_pct", "mean"))
+    by.loc["held-out, all"] = [len(test), float(test["error_pct"].abs().mean()),
+                               float(test["spread_pct"].mean()),
+                               float(test["mean_noise_pct"].mean())]
+    table = pts[key + ["split", "group", "repeats", "measured", "spread_pct",
+                       "mean_noise_pct", "predicted", "error_pct"]]
     text = "\n".join([
-        "# swift-calibrate: measured on this machine",
-        "", "A: calibrated on 16 KiB GET/PUT at 2, 8, 32 clients (3 replicas)",
-        "fitted multipliers A: " + ", ".join(f"{k} {v:.3g}" for k, v in
-                                             fitted.params.items()),
-        "B: the same plus 256 KiB GET/PUT at 8 clients",
-        "fitted multipliers B: " + ", ".join(f"{k} {v:.3g}" for k, v in
-                                             fitted_b.params.items()),
-        "", pts[["config", "clients", "object_size", "op", "split", "held_out", "measured",
-                 "predicted", "error_pct", "b_split", "b_predicted", "b_error_pct",
-                 "nominal_error_pct"]].round(1).to_string(index=False),
-        "", "mean |error| by group:", by.round(1).to_string(),
-        "", f"summary A: {({k: round(v, 1) for k, v in fitted.summary().items()})}",
-        f"summary B: {({k: round(v, 1) for k, v in fitted_b.summary().items()})}"])
+        "# swift-calibrate: the calibrated simulator against the Swift all-in-one",
+        "", "Command: `sudo .venv/bin/python examples/swift-calibrate/run.py` (measures); "
+        "`.venv/bin/python examples/swift-calibrate/run.py --reuse` re-prints from "
+        "out/measurements.csv.",
+        f"Calibrated on: {', '.join(f'{r.op} {r.object_size} x{r.clients}' for r in pts[pts['split'] == 'train'].itertuples())} "
+        "(3 replicas); predictions are simulations of the calibrated cluster.",
+        "fitted multipliers: " + ", ".join(f"{k} {v:.3g}" for k, v in fit.params.items()),
+        f"measured {REPEATS} times per point (interleaved); spread = mean |run - mean of "
+        "runs| / mean (what a perfect model would show against one run); mean_noise = "
+        "spread / sqrt(repeats - 1) (the noise left in the mean the error is taken "
+        "against); error = predicted / mean of runs - 1.",
+        (f"load average while measuring: {meas['load1'].min():.1f}-{meas['load1'].max():.1f} "
+         f"on {os.cpu_count()} CPUs" if "load1" in meas else
+         "load average while measuring: not recorded (the machine was shared with other "
+         "jobs)"),
+        "", "```", table.round(1).to_string(index=False), "```",
+        "", "mean absolute error by group, beside the measurement spread:", "", "```",
+        by.round(1).to_string(), "```"])
     (OUT / "summary.md").write_text(text + "\n")
     print(text)
+    if np.isfinite(by.loc["held-out, all", "mae_pct"]):
+        print(f"\nheld-out MAE {by.loc['held-out, all', 'mae_pct']:.1f} % "
+              f"(spread {by.loc['held-out, all', 'spread_pct']:.1f} %, noise of the mean "
+              f"{by.loc['held-out, all', 'mean_noise_pct']:.1f} %)")
 
 
 if __name__ == "__main__":

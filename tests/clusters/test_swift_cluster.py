@@ -149,6 +149,33 @@ def test_files_are_private_and_keys_random(swift):
     assert st["s3"]["secret_key"] == st["key"]
 
 
+def test_a_failed_device_loses_no_request_as_the_simulator_says(swift):
+    """Swift's own device failure (its directory gone: the object server answers 507) on
+    3 devices and 2 replicas: GETs read the other replica, PUTs write a handoff, no request
+    fails; the simulator of the same layout, with the device failed, says availability 1."""
+    from storlab.sim.cluster import build_model, parse_cluster, run_model
+
+    c, _, st = swift
+    dev = c.node / "d1"
+    aside = c.node / "d1.failed"
+    dev.rename(aside)
+    try:
+        res = run_load(_target(st, "swift"), LoadSpec(clients=2, duration=2, objects=20,
+                                                      mix={"get": 70, "put": 30}))
+    finally:
+        aside.rename(dev)
+    s = res.summary
+    assert s["errors"] == 0 and s["get_ops_per_s"] > 0 and s["put_ops_per_s"] > 0
+    # the device was down for Swift: its object server refused it and the proxy said so
+    log = (c.dir / "log" / "proxy.log").read_text(errors="replace")
+    assert "Insufficient Storage" in log, log[-2000:]
+    sim = {"nodes": [{"role": "both", "count": 1, "disks": {"type": "ssd_s3700", "count": 3}}],
+           "swift": {"replicas": 2, "part_power": 6}, "failed_disks": 1,
+           "workload": {"mix": {"GET": 0.7, "PUT": 0.3}, "clients": 2, "requests": 2000}}
+    rep = run_model(build_model(parse_cluster(sim)), backend="python")
+    assert rep.ops.set_index("op").loc["ALL", "availability"] == 1.0
+
+
 def test_killed_object_server_is_reported(swift):
     c, base, st = swift
     obj = c._server_daemon("object")

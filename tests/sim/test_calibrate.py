@@ -57,3 +57,32 @@ def test_bad_csv(tmp_path):
     p.write_text("clients,object_size,op,ops_s\n1,4k,GET,fast\n")
     with pytest.raises(SimError, match="row 2: ops_s 'fast'"):
         read_measurements(p)
+
+
+def test_simulator_predictor_fits_by_simulation_and_predicts_a_failed_disk():
+    """Measurements from simulating the true cluster (same seed and length, so an exact fit
+    exists): the simulator predictor fits the training points and predicts the held-out
+    failed-disk PUTs, which the analytic predictor (no failures) cannot."""
+    from storlab.sim.cluster import run_model
+
+    truth = calibrated_raw(BASE, TRUTH)
+    rows = []
+    for op, size, cfg, split in [("GET", "4KiB", "base", "train"),
+                                 ("PUT", "4KiB", "base", "train"),
+                                 ("GET", "256KiB", "base", "train"),
+                                 ("PUT", "256KiB", "base", "train"),
+                                 ("PUT", "4KiB", "failed_disks=2", "test")]:
+        ov = {"clients": 8, "mix": f"{op}:1", "object_size": size, "rate": None}
+        if cfg != "base":
+            ov["failed_disks"] = 2
+        rep = run_model(build_model(parse_cluster(apply_overrides(truth, ov))), requests=1500)
+        rows.append({"config": cfg, "clients": 8, "object_size": size, "op": op,
+                     "ops_s": float(rep.ops.iloc[0]["ops_s"]), "split": split})
+    df = pd.DataFrame(rows)
+    sim = calibrate(BASE, df, predictor="simulator", sim_requests=1500)
+    err = sim.points.set_index("split")["error_pct"].abs()
+    assert err["train"].max() < 3.0 and err["test"] < 5.0
+    ana = calibrate(BASE, df)
+    assert abs(ana.points["error_pct"].iloc[-1]) > 2 * err["test"] + 5
+    with pytest.raises(SimError, match="predictor 'fast'"):
+        calibrate(BASE, df, predictor="fast")

@@ -192,8 +192,6 @@ def test_bad_failure_fields():
         _spec(failures=[{"device": 1, "node": 1}])
     with pytest.raises(SimError, match="not after at"):
         _spec(failures=[{"device": 1, "at": "10s", "until": 5}])
-    with pytest.raises(SimError, match="need an open-loop workload"):
-        draw_requests(build_model(_spec(failures=[{"device": 1, "at": "10s"}])), 10)
     assert parse_time("250ms") == 0.25 and parse_time("2m") == 120.0
     with pytest.raises(ValueError):
         parse_time("soon")
@@ -233,3 +231,112 @@ def test_bad_failure_and_ring_input_exits_2_with_one_line(args, needle):
     assert r.returncode == 2, r.stdout
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def _closed_window_run(backend: str = "python", **extra):
+    """A closed loop of 6,000 requests (8 clients, 70 % GET) on 4 nodes x 1 disk, disk 0 down
+    for the middle third of the run's simulated time (measured without the failure first);
+    returns (model, settled requests, routes, result, window)."""
+    from storlab.sim import engine
+    from storlab.sim.failures import settle
+
+    kw = dict(storage=4, mix={"GET": 0.7, "PUT": 0.3}, clients=8, **extra)
+    n = 6000
+    span = run_model(build_model(_spec(**kw)), backend=backend, requests=n).sim_time
+    at, until = span / 3, 2 * span / 3
+    model = build_model(_spec(failures=[{"device": 0, "at": at, "until": until}], **kw))
+    req = draw_requests(model, n)
+    assert model.extra["failures"].provisional
+    kept = {}
+
+    def once(r):
+        kept["routes"] = build_routes(model, r)
+        return engine.simulate(model.stations, kept["routes"], backend=backend, clients=8,
+                               think=r.think)
+
+    req, res = settle(model, req, once)
+    return model, req, kept["routes"], res, (at, until)
+
+
+def test_closed_loop_failure_window_settles_on_simulated_start_times():
+    """Disk 0 down for the middle third of a closed loop: once settled, no request that
+    starts inside the window visits disk 0, requests before and after it do; every request
+    met the failure state of its simulated start (the fixed point holds); throughput drops
+    inside the window (3 disks serve 4 disks' load) and recovers after it."""
+    from storlab.sim.failures import failure_plan
+
+    model, req, routes, res, (at, until) = _closed_window_run()
+    plan = model.extra["failures"]
+    assert plan.passes >= 2
+    start = np.asarray(res.start)
+    assert np.array_equal(failure_plan(model, req.drawn, start).epoch, plan.epoch)
+    inside = (start >= at) & (start < until)
+    disk = np.full(model.stations.kind.size, -1)
+    disk[model.dev_station] = np.arange(model.dev_station.size)
+    n_v = np.diff(routes.visit_ptr[routes.branch_ptr[routes.step_ptr]])
+    v_req = np.repeat(np.arange(len(req)), n_v)
+    d = disk[routes.station]
+
+    def counts(sel):
+        v = sel[v_req] & (d >= 0)
+        return np.bincount(d[v], minlength=4)
+
+    before, during, after = counts(start < at), counts(inside), counts(start >= until)
+    assert during[0] == 0 and during[1:].min() > 200
+    assert before[0] > 200 and after[0] > 200
+    assert req.ok.all()     # 3 live disks: every GET has a replica, every PUT a quorum
+    fin = np.asarray(res.finish)
+
+    def rate(a, b):
+        return np.sum((fin >= a) & (fin < b)) / (b - a)
+
+    third = (until - at)
+    x_before = rate(0.2 * third, at)
+    x_during = rate(at + 0.2 * third, until)
+    x_after = rate(until + 0.2 * third, min(until + third, float(fin.max())) * 0.97)
+    assert x_during < 0.92 * x_before
+    assert x_after == pytest.approx(x_before, rel=0.10)
+
+
+def test_closed_loop_window_in_the_report():
+    """run_model settles a closed loop with a failure window and its report says what was
+    down, when, how requests were placed and how many it re-routed."""
+    spec = _spec(storage=4, mix={"GET": 0.7, "PUT": 0.3}, clients=8,
+                 failures=[{"device": "store-1/disk1", "at": "2s", "until": "4s"}])
+    rep = run_model(build_model(spec), backend="python", requests=3000)
+    (f,) = rep.failures
+    assert f["down"] == ["store-1/disk1"] and (f["from_s"], f["to_s"]) == (2.0, 4.0)
+    assert "closed loop: settled after" in f["placed"]
+    assert 0 < f["rerouted"] < f["requests"] and f["failed"] == 0
+    # 3 disks serve while one of 4 is down: fewer requests per second, each slower
+    assert f["ops_s"] < 0.95 * f["ops_s_outside"]
+    assert f["lat_mean_ms"] > f["lat_mean_ms_outside"]
+    assert rep.to_dict()["failures"] == rep.failures
+    whole = run_model(build_model(_spec(failed_disks=1)), backend="python", requests=500)
+    assert whole.failures[0]["placed"] == "whole run" and whole.failures[0]["to_s"] is None
+
+
+def test_keyed_service_draws_belong_to_their_request():
+    """Exponential service times for the closed-loop fixed point: a request's draws depend
+    on the request and the visit's place in its route only (another request's route may
+    change between passes), and they are Exponential(1)."""
+    from storlab.sim.run import keyed_exponentials
+
+    model = build_model(_spec(storage=4, mix={"GET": 0.5, "PUT": 0.5}))
+    req = draw_requests(model, 4000)
+    a = keyed_exponentials(build_routes(model, req), seed=1)
+    assert a.mean() == pytest.approx(1.0, abs=0.03) and a.var() == pytest.approx(1.0, abs=0.1)
+    # request 0 becomes another operation (a route of another length): every other
+    # request keeps its own draws, visit for visit
+    import dataclasses
+    other = dataclasses.replace(req, op=req.op.copy())
+    other.op[0] = PUT if req.op[0] == GET else GET
+    ra, rb = build_routes(model, req), build_routes(model, other)
+    b = keyed_exponentials(rb, seed=1)
+
+    def from_request_1(routes):
+        return int(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[1]]])
+
+    assert from_request_1(ra) != from_request_1(rb)
+    assert np.array_equal(a[from_request_1(ra):], b[from_request_1(rb):])
+    assert not np.array_equal(a, keyed_exponentials(ra, seed=2))

@@ -41,6 +41,25 @@ def test_sweep_object_workers(tmp_path):
     assert [int(row["object_workers"]) for row in rows] == [14, 28, 42]
     assert rows[1]["ops_s"] > 1.15 * rows[0]["ops_s"]  # HDDs: more workers than cores help
     assert rows[0]["util_object_workers"] > 0.95
+    # each point carries its batch-means 95 % half-widths, small against the value
+    for row in rows:
+        assert 0 < row["ops_s_ci95"] < 0.2 * row["ops_s"]
+        assert 0 < row["lat_mean_ci95_ms"] < 0.2 * row["lat_mean_ms"]
+
+
+def test_sweep_table_shows_the_half_widths(tmp_path):
+    import os
+    r = subprocess.run([sys.executable, "-m", "storlab.cli", "simulate", str(SMALL),
+                        "--requests", "2000", "--sweep", "nodes=2,3", "--executor", "serial",
+                        "--quiet", "--campaign", str(tmp_path / "sweep")],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "COLUMNS": "200"})  # headers not cut to 80
+    assert r.returncode == 0, r.stderr
+    head = next(line for line in r.stdout.splitlines() if "ops_s" in line)
+    cols = [c.strip() for c in head.split("┃") if c.strip()] or head.split()
+    assert cols.index("±ops_s") == cols.index("ops_s") + 1
+    assert cols.index("±lat_mean_ms") == cols.index("lat_mean_ms") + 1
+    assert "95 % batch-means half-width" in r.stdout
 
 
 def test_simulate_table_and_analytic():
@@ -72,6 +91,7 @@ def test_sweep_local_processes():
     res = run_sweep(load_raw(SMALL), {"nodes": [2, 4], "requests": [3000]}, executor="local",
                     workers=2)
     assert list(res.table()["nodes"]) == [2, 4] and res.table()["ops_s"].gt(0).all()
+    assert res.table()["ops_s_ci95"].gt(0).all()
 
 
 def test_calibrate_cli(tmp_path):

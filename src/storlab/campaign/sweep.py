@@ -187,6 +187,14 @@ def run_sweep(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[Any]], *,
                        campaign=None if campaign is None else directory)
 
 
+def _num(v: Any) -> float:
+    """A number from a run's JSON (None, missing or text: NaN)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     """One row per point from the campaign's store, in the sweep's order: the axes, then
     the COLUMNS, the utilisation of each resource, and `error` for points that failed."""
@@ -211,8 +219,13 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
                 total = next((o for o in doc.get("ops") or [] if o.get("op") == "ALL"), {})
             except (ValueError, KeyError, TypeError, AttributeError):
                 bottleneck, total = "", {}
-            row.update({"ops_s": m.get("ops_s", np.nan), "mb_s": m.get("mb_s", np.nan),
+            # The 95 % batch-means half-widths of the run (a simulated point; the
+            # analytic model has none).
+            row.update({"ops_s": m.get("ops_s", np.nan),
+                        "ops_s_ci95": _num(total.get("ops_s_ci95")),
+                        "mb_s": m.get("mb_s", np.nan),
                         "lat_mean_ms": m.get("lat_mean_ms", np.nan),
+                        "lat_mean_ci95_ms": _num(total.get("lat_mean_ci95_ms")),
                         "lat_p99_ms": m.get("lat_p99_ms", np.nan), "bottleneck": bottleneck,
                         "bottleneck_util": m.get("bottleneck_util", np.nan)})
             if total.get("availability") is not None:  # failures were simulated
@@ -224,6 +237,9 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     rows.sort(key=lambda row: tuple(rank[k].get(json.dumps(row[k], default=str), 0)
                                     for k in axes))
     df = pd.DataFrame(rows)
+    for ci in ("ops_s_ci95", "lat_mean_ci95_ms"):  # analytic sweeps: no interval at all
+        if ci in df and df[ci].isna().all():
+            df = df.drop(columns=ci)
     if "error" in df:  # failed points keep their row; the reason goes last
         df = df[[c for c in df.columns if c != "error"] + ["error"]]
     return df

@@ -122,8 +122,9 @@ def simulate_cmd(
         if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df,
                              "campaign": str(res.campaign)}, output, as_json):
             cols = [c for c in df.columns if not c.startswith("util_")]
-            console.print(frame_table(df[cols], title=f"sweep of {src}"
-                                      + (" (analytic)" if analytic else "")))
+            how = (" (analytic)" if analytic else
+                   "; ± = 95 % batch-means half-width of each simulated run")
+            console.print(frame_table(_ops_display(df[cols]), title=f"sweep of {src}{how}"))
         if plot is not None:
             _save_fig(res.plot(), plot)
         return
@@ -174,6 +175,18 @@ def _print_report(rep: Any, src: str, analytic: bool) -> None:
                f"({w['batches']} batches)")
     console.print(frame_table(_ops_display(rep.ops),
                               title=f"{rep.name}: {src} — {rep.loop} loop, {how}"))
+    for f in getattr(rep, "failures", None) or []:
+        until = "the end" if f["to_s"] is None else f"{f['to_s']:g} s"
+        rebuild = f", rebuild {f['rebuild_mb_s']:g} MB/s" if f["rebuild_mb_s"] else ""
+        console.print(f"failure: {', '.join(f['down'])} down from {f['from_s']:g} s to {until} "
+                      f"({f['placed']}): {f['requests']:,} requests met it, "
+                      f"{f['rerouted']:,} re-routed, {f['failed']:,} failed{rebuild}")
+        if f.get("ops_s") is not None:
+            outside = (f"; outside failure windows {f['ops_s_outside']:,.1f} ops/s, "
+                       f"{f['lat_mean_ms_outside']:.2f} ms"
+                       if f.get("ops_s_outside") is not None else "")
+            console.print(f"  while down (measured window): {f['ops_s']:,.1f} ops/s, mean "
+                          f"latency {f['lat_mean_ms']:.2f} ms{outside}")
     console.print(frame_table(rep.util, title="utilisation by resource", floatfmt="{:.3f}"))
     b = rep.bottleneck
     console.print(f"bottleneck: [bold]{b['resource']}[/bold] ({b['station']}, "

@@ -204,13 +204,30 @@ class CalibrationResult(Result):
         return fig
 
 
+def _simulated(raw: Mapping[str, Any], rec: Mapping[str, Any], theta: np.ndarray,
+               requests: int, where: str) -> float:
+    """Throughput the simulator gives at one measured point with multipliers exp(theta)."""
+    from .run import run_model
+
+    cal = calibrated_raw(raw, {k: float(np.exp(t)) for k, t in zip(PARAMS, theta)})
+    spec = parse_cluster(apply_overrides(cal, _row_overrides(rec, where), where), where)
+    rep = run_model(build_model(spec), requests=requests)
+    return float(rep.ops.set_index("op").loc["ALL", "ops_s"])
+
+
 def calibrate(raw: Mapping[str, Any], measurements: pd.DataFrame, *, holdout: float = 0.0,
               seed: int = 0, source: str = "cluster", n_demand: int = 4000, fit: bool = True,
-              progress: Any = None) -> CalibrationResult:
+              progress: Any = None, predictor: str = "analytic",
+              sim_requests: int = 4000) -> CalibrationResult:
     """Fit on the train points, predict every point, report the errors. `fit=False` keeps
     the nominal model (all multipliers 1): the baseline a calibration must beat.
-    `progress(label, advance=..., total=...)` hears of each point modelled and each
-    evaluation of the fit."""
+    `predictor="simulator"` refines the analytic fit with simulations (`sim_requests` each,
+    one seed: common random numbers keep the fit smooth) and predicts every point by
+    simulating it, so what the analytic model leaves out (failures, its own error) does not
+    bias the fit. `progress(label, advance=..., total=...)` hears of each point modelled and
+    each evaluation of the fit."""
+    if predictor not in ("analytic", "simulator"):
+        raise SimError(f"predictor {predictor!r}: use analytic or simulator")
     say = progress or (lambda *a, **k: None)
     df = measurements.reset_index(drop=True)
     if "split" in df:
@@ -247,7 +264,25 @@ def calibrate(raw: Mapping[str, Any], measurements: pd.DataFrame, *, holdout: fl
     if fit:
         sol = least_squares(resid, theta, bounds=(-4.0, 4.0), x_scale=1.0, diff_step=1e-3)
         theta, cost = sol.x, float(sol.cost)
-    pred = np.array([_predict(r, theta) for r in rows])
+    recs = df.to_dict("records")
+    if predictor == "simulator":
+        train_recs = [(i, rec) for i, (rec, s_) in enumerate(zip(recs, split)) if s_ == "train"]
+
+        def sim_resid(th: np.ndarray) -> np.ndarray:
+            calls[0] += 1
+            say(f"fitting by simulation: {calls[0]} evaluations", advance=0)
+            r = [np.log(_simulated(raw, rec, th, sim_requests, f"{source} row {i + 2}")
+                        / rows[i].measured) for i, rec in train_recs]
+            return np.concatenate([r, RIDGE * th])
+
+        if fit:
+            sol = least_squares(sim_resid, theta, bounds=(-4.0, 4.0), x_scale=1.0,
+                                diff_step=2e-2, max_nfev=40 * len(PARAMS))
+            theta, cost = sol.x, float(sol.cost)
+        pred = np.array([_simulated(raw, rec, theta, sim_requests, f"{source} row {i + 2}")
+                         for i, rec in enumerate(recs)])
+    else:
+        pred = np.array([_predict(r, theta) for r in rows])
     meas = np.array([r.measured for r in rows])
     pts = df.copy()
     pts["split"] = split.values

@@ -15,10 +15,14 @@ then follows Swift's proxy:
 
 A failed request costs its proxy's CPU visit only (Swift answers 503 at once) and is left out
 of throughput and latency; the report's `availability` column is the share that succeeded.
-A failure holds for the whole run unless it has `at:`/`until:` (`10s`, `2m`); windows need
-an open loop (`workload.rate`), where each request's arrival time, known before the run,
-says which failures it meets. In a closed loop a request's start time is only known once
-simulated (routes are built before the run), so windows are refused there.
+A failure holds for the whole run unless it has `at:`/`until:` (`10s`, `2m`). In an open loop
+(`workload.rate`) each request's arrival time, known before the run, says which failures it
+meets. In a closed loop a request's start time is only known once simulated, so the run is
+settled by a fixed point (`settle`): simulate, route every request by the failure state at
+its simulated start, simulate again, until no request changes window. It is exact: a
+request's route depends only on its own draws and its window (`apply_failures` draws one
+uniform per request and decision), and the events before the earliest request in a wrong
+window do not change on the next pass, so that request is right from then on.
 
 Rebuild: `rebuild_mb_s` (per failure, or top level for the shortcuts) takes that much bandwidth from every surviving disk
 that holds a replica of a failed device's partitions (Swift's replicators read the surviving
@@ -27,7 +31,9 @@ copies and write the handoffs), by lengthening their disk visits by 1 / (1 - sha
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +41,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import SimError
-from .ops import DELETE, GET, OPS, PUT
+from .ops import DELETE, DRAW_BLOCK, GET, OPS, PUT
 
 if TYPE_CHECKING:
     from .model import ClusterModel, Requests
@@ -178,67 +184,110 @@ def failure_state(model: ClusterModel, only: list[Failure] | None = None,
 @dataclass
 class FailurePlan:
     """Failure states over time: `states[e]` holds from `starts[e]` to the next start;
-    `epoch[i]` is the state request i meets (by its arrival time)."""
+    `epoch[i]` is the state request i meets (by its arrival time). `provisional`: a closed
+    loop's epochs from simulated start times that `settle` must still confirm."""
 
     starts: np.ndarray
     states: list[FailureState]
     epoch: np.ndarray
+    provisional: bool = False
+    passes: int = 0                    # simulations `settle` needed (closed loop)
 
     @property
     def any(self) -> bool:
         return any(st.any for st in self.states)
 
 
-def failure_plan(model: ClusterModel, req: Requests) -> FailurePlan:
-    """Epochs between failure times. Windows need request times, which only an open loop
-    knows before the run: a closed loop's requests start when the simulation says so."""
+def failure_plan(model: ClusterModel, req: Requests, starts: np.ndarray | None = None
+                 ) -> FailurePlan:
+    """Epochs between failure times, by each request's arrival time (open loop) or its
+    simulated start `starts` (closed loop; none yet: every request in the first epoch)."""
 
     spec = model.spec
     timed = [f for f in spec.failures if not f.whole_run]
     n = len(req)
     if not timed:
         return FailurePlan(np.zeros(1), [failure_state(model)], np.zeros(n, dtype=np.int64))
-    if req.arrivals is None:
-        raise SimError("failures with at:/until: need an open-loop workload (workload.rate): "
-                       "in a closed loop a request's start time is only known once simulated")
     times = sorted({0.0, *(f.at for f in timed), *(f.until for f in timed if f.until)})
-    starts = np.asarray(times)
+    begins = np.asarray(times)
     states = []
     for t in times:
         active = [f for f in spec.failures
                   if f.at <= t and (f.until is None or t < f.until)]
         states.append(failure_state(model, active))
-    epoch = np.searchsorted(starts, req.arrivals, side="right") - 1
-    return FailurePlan(starts, states, epoch)
+    closed = req.arrivals is None
+    when = req.arrivals if not closed else (np.zeros(n) if starts is None else starts)
+    epoch = np.searchsorted(begins, when, side="right") - 1
+    return FailurePlan(begins, states, epoch, provisional=closed)
 
 
-def apply_failures(model: ClusterModel, req: Requests, stream: int = 0) -> Requests:
-    """Re-target requests around failed devices and proxies; mark those that fail.
-    Without failures the requests come back unchanged (same draws, same results).
-    `stream`: the block of requests (`model.iter_requests`), each with its own draws."""
-    plan = failure_plan(model, req)
+def apply_failures(model: ClusterModel, req: Requests, starts: np.ndarray | None = None,
+                   stream: int = 0) -> Requests:
+    """Re-target requests around failed devices and proxies; mark those that fail. `req`
+    is left as drawn (the result keeps it as `drawn`, so a closed loop can re-route it by
+    simulated `starts`). Without failures the requests come back unchanged. `stream`: the
+    first draw block of `req` (`model.iter_requests`); each block has its own draws."""
+    base = req.drawn if req.drawn is not None else req
+    plan = failure_plan(model, base, starts)
     model.extra["failures"] = plan
+    n = len(base)
     if not plan.any:
-        return req
-    n = len(req)
+        return base if not plan.provisional else dataclasses.replace(base, drawn=base)
     ok = np.ones(n, dtype=bool)
-    req.proxy = req.proxy.copy()
-    req.read_replica = req.read_replica.copy()
-    req.devs = req.devs.copy()
-    seed = model.spec.workload.seed
-    rng = np.random.default_rng([seed, 7] if stream == 0 else [seed, 7, stream])
+    out = dataclasses.replace(base, proxy=base.proxy.copy(),
+                              read_replica=base.read_replica.copy(), devs=base.devs.copy(),
+                              drawn=base)
+    # One uniform per request and decision (proxy, replica read): a request's route depends
+    # on its own draws and its epoch only, whatever happens to the others (settle needs it).
+    u = _uniforms(model.spec.workload.seed, n, stream)
     for e, st in enumerate(plan.states):
         if st.any:
-            _apply_state(model, req, np.flatnonzero(plan.epoch == e), st, ok, rng)
+            _apply_state(model, out, np.flatnonzero(plan.epoch == e), st, ok, u)
     if not ok.any():
         raise SimError("failures: every request fails (no live proxy, replica or write "
                        "quorum): nothing to simulate")
-    req.ok = ok
-    return req
+    out.ok = ok
+    return out
+
+
+def _uniforms(seed: int, n: int, block: int) -> np.ndarray:
+    """(n, 2) uniforms for requests drawn from `block` on: each draw block of the run has
+    its own stream (seed, 7, block), so a block routed alone and the whole run routed at
+    once (`settle`) give every request the same draws."""
+    parts = []
+    for b, a in enumerate(range(0, max(n, 1), DRAW_BLOCK), start=block):
+        rng = np.random.default_rng([seed, 7] if b == 0 else [seed, 7, b])
+        parts.append(rng.random((min(DRAW_BLOCK, n - a), 2)))
+    return np.concatenate(parts)
+
+
+#: Most simulations `settle` runs before giving up on a closed loop's failure windows.
+MAX_PASSES = 60
+
+
+def settle(model: ClusterModel, req: Requests, simulate: Callable[[Requests], Any]
+           ) -> tuple[Requests, Any]:
+    """A closed loop with failure windows: simulate, re-route every request by the failure
+    state at its simulated start, and repeat until no request changes window (the run is
+    then what a simulator deciding routes at issue time would give). Returns the settled
+    requests and `simulate`'s result for them."""
+    res = simulate(req)
+    plan: FailurePlan = model.extra["failures"]
+    for k in range(1, MAX_PASSES + 1):
+        new = apply_failures(model, req, starts=np.asarray(res.start))
+        moved = int(np.sum(model.extra["failures"].epoch != plan.epoch))
+        if moved == 0:
+            plan.passes = k
+            model.extra["failures"] = plan
+            return req, res
+        req, plan = new, model.extra["failures"]
+        res = simulate(req)
+    raise SimError(f"failure windows in a closed loop: {moved} requests still change window "
+                   f"after {MAX_PASSES} simulations; use an open loop (workload.rate)")
 
 
 def _apply_state(model: ClusterModel, req: Requests, rows: np.ndarray, st: FailureState,
-                 ok: np.ndarray, rng: np.random.Generator) -> None:
+                 ok: np.ndarray, u: np.ndarray) -> None:
     """Route requests `rows` (one failure state) around what is down, in place."""
 
     R = req.devs.shape[1]
@@ -249,7 +298,8 @@ def _apply_state(model: ClusterModel, req: Requests, rows: np.ndarray, st: Failu
         if live_proxies.size == 0:
             ok[rows] = False
         else:
-            req.proxy[dead_p] = live_proxies[rng.integers(0, live_proxies.size, dead_p.size)]
+            req.proxy[dead_p] = live_proxies[np.minimum(
+                (u[dead_p, 0] * live_proxies.size).astype(np.int64), live_proxies.size - 1)]
     alive = ~st.dev_failed[req.devs[rows]]            # [rows, R]
     op = req.op[rows]
     # GET: a random live primary.
@@ -259,7 +309,7 @@ def _apply_state(model: ClusterModel, req: Requests, rows: np.ndarray, st: Failu
     ok[rows[get & (n_live == 0)]] = False
     if redo.any():
         k = np.flatnonzero(redo)
-        pick = (rng.random(k.size) * n_live[k]).astype(np.int64)   # the pick-th live one
+        pick = (u[rows[k], 1] * n_live[k]).astype(np.int64)   # the pick-th live one
         rank = np.cumsum(alive[k], axis=1) - 1
         req.read_replica[rows[k]] = np.argmax((rank == pick[:, None]) & alive[k], axis=1)
     # PUT / DELETE: dead primaries replaced by live handoffs, in Swift's order.
@@ -442,3 +492,76 @@ def add_availability(report: Any, req: Requests, warmup: int) -> None:
     if lost:
         report.notes.append(f"{lost} requests failed (no live replica or quorum): left out of "
                             "throughput and latency, see availability")
+
+
+def _down_names(model: ClusterModel, st: FailureState) -> list[str]:
+    """What a failure state holds down: failed nodes by name, then the devices on live nodes."""
+    names = model.stations.names or []
+    out = [names[model.node_cpu[k]].removesuffix("/cpu") if names else f"node {k}"
+           for k in np.flatnonzero(st.node_failed).tolist()]
+    on_dead = st.node_failed[model.ring.dev_node]
+    out += [names[model.dev_station[d]] if names else f"device {d}"
+            for d in np.flatnonzero(st.dev_failed & ~on_dead).tolist()]
+    return out
+
+
+def describe_failures(model: ClusterModel, report: Any, req: Requests, res: Any = None
+                      ) -> None:
+    """`report.failures`: one entry per failure window (what is down, from/to in simulated
+    seconds, how requests were placed in it, how many it re-routed and failed) and, given
+    the engine's result `res`, the throughput and mean latency of the successful requests
+    finishing inside the window against those finishing in the rest of the measured
+    window."""
+    plan: FailurePlan | None = model.extra.get("failures")
+    if plan is None or not plan.any:
+        return
+    base = req.drawn if req.drawn is not None else req
+    n = len(req)
+    rows = np.arange(n)
+    moved = ((req.proxy != base.proxy) | np.any(req.devs != base.devs, axis=1)
+             | ((req.op == GET) & (req.devs[rows, req.read_replica]
+                                   != base.devs[rows, base.read_replica])))
+    ok = req.ok if req.ok is not None else np.ones(n, dtype=bool)
+    if plan.starts.size == 1:
+        how = "whole run"
+    elif req.arrivals is not None:
+        how = "by arrival time (open loop)"
+    else:
+        how = (f"by simulated start time (closed loop: settled after {plan.passes} "
+               "simulations)")
+    out = []
+    for e, st in enumerate(plan.states):
+        if not st.any:
+            continue
+        sel = plan.epoch == e
+        end = float(plan.starts[e + 1]) if e + 1 < plan.starts.size else None
+        out.append({"down": _down_names(model, st), "from_s": float(plan.starts[e]),
+                    "to_s": end, "placed": how, "requests": int(sel.sum()),
+                    "rerouted": int((sel & moved & ok).sum()), "failed": int((sel & ~ok).sum()),
+                    "rebuild_mb_s": float(st.rebuild_mb_s)})
+    if res is not None and report.window:
+        _window_rates(out, report.window, np.asarray(res.start), np.asarray(res.finish), ok)
+    report.failures = out
+
+
+def _window_rates(out: list[dict[str, Any]], window: dict[str, Any], start: np.ndarray,
+                  finish: np.ndarray, ok: np.ndarray) -> None:
+    """Add ops_s / lat_mean_ms inside each failure window and outside every one (both cut
+    to the measured window; None when a part is empty)."""
+    t0, t1 = float(window["from_s"]), float(window["to_s"])
+    counted = ok & (finish >= t0) & (finish < t1)
+    lat = (finish - start) * 1e3
+    in_any = np.zeros(finish.size, dtype=bool)
+    covered = 0.0
+    for f in out:
+        a, b = max(f["from_s"], t0), min(t1 if f["to_s"] is None else f["to_s"], t1)
+        sel = counted & (finish >= a) & (finish < b)
+        in_any |= sel
+        covered += max(b - a, 0.0)
+        f["ops_s"] = float(sel.sum() / (b - a)) if b > a else None
+        f["lat_mean_ms"] = float(lat[sel].mean()) if sel.any() else None
+    rest = counted & ~in_any
+    free = (t1 - t0) - covered
+    for f in out:
+        f["ops_s_outside"] = float(rest.sum() / free) if free > 0 and rest.any() else None
+        f["lat_mean_ms_outside"] = float(lat[rest].mean()) if rest.any() else None

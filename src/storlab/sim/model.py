@@ -14,7 +14,7 @@ from .devices import DeviceModel, PRESETS, resolve_device
 from .engine import FCFS, HOLD, PS, Stations
 from .ring import Ring, hash_partition
 from .failures import apply_failures, failure_plan
-from .ops import OPS
+from .ops import DRAW_BLOCK, OPS
 from .ringfile import make_ring
 from .spec import ClusterSpec, size_sampler
 
@@ -183,6 +183,7 @@ class Requests:
     arrivals: np.ndarray | None  # open loop arrival times
     part: np.ndarray | None = None    # partition per request
     ok: np.ndarray | None = None      # False: fails for want of live replicas (failures.py)
+    drawn: "Requests | None" = None   # as drawn, before failures re-routed it (failures.py)
 
     def __len__(self) -> int:
         return int(self.op.size)
@@ -204,11 +205,6 @@ def _object_partitions(ring: Ring, n_obj: int, containers: int) -> np.ndarray:
     return _PART_CACHE[key]
 
 
-#: Requests drawn per block: every block after the first has its own random stream
-#: (seed, 2, block), so a run can be drawn, routed and simulated block by block and give the
-#: same requests as drawing it whole; a run of at most DRAW_BLOCK requests draws exactly as
-#: before blocks existed.
-DRAW_BLOCK = 1 << 16
 
 
 def iter_requests(model: ClusterModel, n: int, seed: int | None = None) -> Iterator[Requests]:
@@ -257,7 +253,12 @@ def concat_requests(blocks: list[Requests]) -> Requests:
     kw = {}
     for f in dataclasses.fields(Requests):
         vals = [getattr(r, f.name) for r in blocks]
-        kw[f.name] = None if any(v is None for v in vals) else np.concatenate(vals)
+        if any(v is None for v in vals):
+            kw[f.name] = None
+        elif f.name == "drawn":      # the blocks as drawn, before failures re-routed them
+            kw[f.name] = concat_requests(vals)
+        else:
+            kw[f.name] = np.concatenate(vals)
     return Requests(**kw)
 
 

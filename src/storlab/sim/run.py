@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .failures import add_availability
-from .model import ClusterModel, draw_requests
+from .failures import add_availability, describe_failures, settle
+from .model import ClusterModel, Requests, draw_requests
 from .routes import build_routes
 from .summary import SimReport, summarise, window_marks
 
@@ -38,22 +38,18 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
 
     wl = model.spec.workload
     n = int(requests) if requests is not None else _n_requests(model)
-    # Block by block, in flat memory (storlab.sim.stream); same result as below. Not for
-    # failure windows in a closed loop: their routes depend on simulated start times.
-    timed = any(not f.whole_run for f in model.spec.failures)
-    if backend == "rust" and engine.compiled() and not (timed and wl.rate is None):
+    # Block by block, in flat memory (storlab.sim.stream); same result as below. Not when
+    # failures are modelled: their description (describe_failures) needs every request's
+    # route and times, and a closed loop's windows depend on simulated start times.
+    if backend == "rust" and engine.compiled() and not model.spec.failures:
         from .stream import run_stream
-        report, avail = run_stream(model, n)
-        if avail is not None:
-            add_availability(report, avail, min(int(wl.warmup * n), n - 1))
+        report, _ = run_stream(model, n)
         return report
     t0 = _time.perf_counter()
     req = draw_requests(model, n)
-    routes = build_routes(model, req)
-    if model.spec.service_times == "exponential":
-        from .stream import block_service_draws
-        routes.demand *= block_service_draws(model, routes)
-    build_wall = _time.perf_counter() - t0
+    draw_wall = _time.perf_counter() - t0
+    plan = model.extra.get("failures")
+    settling = plan is not None and plan.provisional
     warm = min(int(wl.warmup * n), n - 1)
     notes: list[str] = []
     kwargs: dict[str, Any] = {"warmup": warm, "marks": window_marks(n)}
@@ -62,11 +58,47 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     else:
         kwargs["clients"] = min(int(wl.clients or 1), n)
         kwargs["think"] = req.think
-    try:
-        res = engine.simulate(model.stations, routes, backend=backend, **kwargs)
-    except engine.EngineNotBuiltError:
-        notes.append("compiled engine missing: used the slow Python reference engine")
-        res = engine.simulate(model.stations, routes, backend="python", **kwargs)
-    report = summarise(model, req, res, build_wall, notes)
+    walls = [0.0]
+    from .stream import block_service_draws
+
+    def once(r: Requests) -> Any:
+        t = _time.perf_counter()
+        routes = build_routes(model, r)
+        if model.spec.service_times == "exponential":
+            routes.demand *= (keyed_exponentials(routes, wl.seed) if settling else
+                              block_service_draws(model, routes))
+        walls[0] += _time.perf_counter() - t
+        try:
+            return engine.simulate(model.stations, routes, backend=backend, **kwargs)
+        except engine.EngineNotBuiltError:
+            if not notes:
+                notes.append("compiled engine missing: used the slow Python reference engine")
+            return engine.simulate(model.stations, routes, backend="python", **kwargs)
+
+    if settling:  # a closed loop with failure windows: routes by simulated start times
+        req, res = settle(model, req, once)
+    else:
+        res = once(req)
+    report = summarise(model, req, res, draw_wall + walls[0], notes)
     add_availability(report, req, warm)
+    describe_failures(model, report, req, res)
     return report
+
+
+def keyed_exponentials(routes: Any, seed: int) -> np.ndarray:
+    """Exponential(1) draws per visit keyed by (request, visit's place in its route): a
+    request's service times do not move when another request's route changes (which the
+    closed-loop failure fixed point needs). A vectorised splitmix64 of the key."""
+    n_v = np.diff(routes.visit_ptr[routes.branch_ptr[routes.step_ptr]])
+    first = np.repeat(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[:-1]]], n_v)
+    pos = np.arange(first.size) - first
+    req_i = np.repeat(np.arange(n_v.size), n_v)
+    with np.errstate(over="ignore"):
+        z = (req_i.astype(np.uint64) << np.uint64(16)) + pos.astype(np.uint64) \
+            + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    return -np.log(u)

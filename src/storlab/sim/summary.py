@@ -79,6 +79,9 @@ class SimReport(Result):
     littles_law_system: float = float("nan")
     timeseries: Any = None         # DataFrame: per interval t_from, t_to, phase, ops_s, ...
     engine_cpu: float = float("nan")   # CPU seconds in the engine (a streamed run)
+    #: Failure windows applied (storlab.sim.failures.describe_failures): what was down,
+    #: when, how many requests it re-routed or failed.
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     PLOT_KINDS = ("timeseries",)
     ERROR = SimError
@@ -100,7 +103,7 @@ class SimReport(Result):
                 "station_littles_error": self.station_littles_error,
                 "events": self.events, "sim_time_s": self.sim_time, "engine_wall_s": self.wall,
                 "build_wall_s": self.build_wall, "notes": self.notes,
-                "timeseries": self.timeseries})
+                "failures": self.failures, "timeseries": self.timeseries})
 
     def plot(self, kind: str | None = None):  # noqa: ANN201 - matplotlib Figure
         """`timeseries` (the only kind): throughput, mean latency and the busiest station of
@@ -133,6 +136,15 @@ class SimReport(Result):
             ax.grid(alpha=0.3)
             ax.axvspan(float(ts["t_from"].iloc[0]), w["from_s"], color="0.85", lw=0)
             ax.axvspan(w["to_s"], float(ts["t_to"].iloc[-1]), color="0.85", lw=0)
+        end = float(ts["t_to"].iloc[-1])
+        for k, f in enumerate(self.failures):  # failure windows, hatched on every panel
+            if f["from_s"] <= 0 and f["to_s"] is None:
+                continue                        # down for the whole run: nothing to mark
+            for ax in axes:
+                ax.axvspan(f["from_s"], end if f["to_s"] is None else f["to_s"],
+                           facecolor="none", edgecolor="C3", hatch="//", lw=0, alpha=0.5,
+                           label=f"down: {', '.join(f['down'])}" if ax is axes[0] and k < 3
+                           else None)
         axes[0].legend(fontsize=8, loc="lower right")
         axes[0].set_title(f"{self.name}: {self.loop} loop, {self.requests:,} requests; "
                           "shaded: warm-up and drain (not measured)", fontsize=10)
@@ -347,6 +359,11 @@ class Tally:
                          self.lat_all[:K - 1] / np.maximum(self.cnt_all[:K - 1], 1), np.nan)
         d_cfg = int(np.searchsorted(self.marks, self.warmup))
         d_mser = max(mser(x), mser(r))
+        plan = model.extra.get("failures")
+        if plan is not None and plan.starts.size > 1:
+            # A failure window is what the run is about, not a transient: MSER would read
+            # its dip as warm-up, so the window opens no later than the first failure.
+            d_mser = min(d_mser, int(np.searchsorted(edges, plan.starts[1], side="right")) - 1)
         first = min(max(d_cfg, d_mser), K - 2)
         if d_mser > d_cfg:
             warm_rule = (f"the first {int(self.marks[first]):,} requests (MSER: throughput or "
