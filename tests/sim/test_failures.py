@@ -198,21 +198,15 @@ def test_bad_failure_fields():
 
 
 # ---------------------------------------------------------------------------------------
-# as a user runs it
-def _storlab(*args):
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
-
-
+# as a user runs it (the `storlab` fixture of tests/conftest.py)
 SMALL = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples/sim/small.yaml"
 
 
-def test_sweep_failed_disks_reports_availability():
+def test_sweep_failed_disks_reports_availability(storlab, tmp_path):
     import json
-    r = _storlab("simulate", SMALL, "--set", "object_size=16KiB", "--requests", 5000,
-                 "--sweep", "failed_disks=0,4", "--json")
+    # In a fresh directory: a sweep resumes the store it finds in ./simulate-sweep.
+    r = storlab("simulate", SMALL, "--set", "object_size=16KiB", "--requests", 5000,
+                "--sweep", "failed_disks=0,4", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
     assert [int(x["failed_disks"]) for x in rows] == [0, 4]
@@ -226,8 +220,8 @@ def test_sweep_failed_disks_reports_availability():
     (["--set", "ring.file=nope.ring.gz"], "nope.ring.gz: ring file not found"),
     (["--set", "ring.placement=exact"], "ring.placement"),
 ])
-def test_bad_failure_and_ring_input_exits_2_with_one_line(args, needle):
-    r = _storlab("simulate", SMALL, *args)
+def test_bad_failure_and_ring_input_exits_2_with_one_line(storlab, args, needle):
+    r = storlab("simulate", SMALL, *args)
     assert r.returncode == 2, r.stdout
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

@@ -134,10 +134,16 @@ def _resolve(model: ClusterModel, f: Failure, dev_failed: np.ndarray,
     dev_failed[d] = True
 
 
+def any_failures(spec: Any) -> bool:
+    """Whether the cluster file models failures (listed, or the failed_disks/failed_nodes
+    shortcuts)."""
+    return bool(spec.failures or spec.failed_disks or spec.failed_nodes)
+
+
 def refuse_analytic(spec: Any) -> None:
     """The mean-value model has no failures: say so rather than answer without them."""
 
-    if spec.failures or spec.failed_disks or spec.failed_nodes:
+    if any_failures(spec):
         raise SimError("--analytic does not model failures (failures, failed_disks, "
                        "failed_nodes): simulate instead")
 

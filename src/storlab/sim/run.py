@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .failures import add_availability, describe_failures, settle
+from .failures import add_availability, any_failures, describe_failures, settle
 from .model import ClusterModel, Requests, draw_requests
 from .routes import build_routes
 from .summary import SimReport, summarise, window_marks
@@ -41,7 +41,7 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     # Block by block, in flat memory (storlab.sim.stream); same result as below. Not when
     # failures are modelled: their description (describe_failures) needs every request's
     # route and times, and a closed loop's windows depend on simulated start times.
-    if backend == "rust" and engine.compiled() and not model.spec.failures:
+    if backend == "rust" and engine.compiled() and not any_failures(model.spec):
         from .stream import run_stream
         report, _ = run_stream(model, n)
         return report
