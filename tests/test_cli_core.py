@@ -1,6 +1,7 @@
 """The `storlab design` and `storlab analyze` commands, as a user runs them."""
 
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -159,7 +160,7 @@ def test_design_csv_writes_coded_levels_as_integers(storlab, tmp_path):
     assert pd.read_csv(out)["A"].dtype.kind == "f"
 
 
-def test_analyze_takes_a_campaign_file(tmp_path):
+def test_analyze_takes_a_campaign_file(storlab, tmp_path):
     """`storlab analyze CAMPAIGN.yaml`: the campaign's runs from its store, its space's
     factors and goal (as importance and report take it)."""
     (tmp_path / "campaign.yaml").write_text(f"""
@@ -192,16 +193,11 @@ runner:
 
 
 @pytest.mark.parametrize("columns", [100, 160])
-def test_a_wide_design_is_shown_in_column_blocks_that_fit(columns):
+def test_a_wide_design_is_shown_in_column_blocks_that_fit(storlab, columns):
     """20 factors do not fit one terminal table (rich turned every cell into '…'): the
     runs come in blocks of columns, each fitting the width and numbering the runs."""
-    import os
-
-    env = {**os.environ, "COLUMNS": str(columns)}
-    r = subprocess.run([sys.executable, "-m", "storlab", "design",
-                        str(ROOT / "examples/spaces/fio-pb.yaml"), "--kind", "pb",
-                        "--no-randomize"], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = storlab("design", ROOT / "examples/spaces/fio-pb.yaml", "--kind", "pb",
+                "--no-randomize", env={"COLUMNS": str(columns)})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert max(len(ln.rstrip()) for ln in lines) <= columns

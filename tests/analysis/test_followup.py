@@ -77,7 +77,7 @@ def test_follow_up_from_a_campaign_file(storlab, tmp_path):
     assert d["factors"] == ["a", "b"] and d["runs"] == 4 and d["kind"] == "full"
 
 
-def test_a_screening_with_no_significant_effect_says_so(tmp_path):
+def test_a_screening_with_no_significant_effect_says_so(storlab, tmp_path):
     """Pure noise: the 'top 3' are the largest noise effects; the command says no main
     effect is significant instead of presenting them as the key factors."""
     import pandas as pd
@@ -88,25 +88,21 @@ def test_a_screening_with_no_significant_effect_says_so(tmp_path):
     t["iops"] = 1000 + np.random.default_rng(10).normal(0, 10, len(t))
     p = tmp_path / "noise.csv"
     t.to_csv(p, index=False)
-    cli = [sys.executable, "-m", "storlab", "design", str(SPACE), "--follow-up", str(p),
-           "-y", "iops", "--top", "3"]
-    r = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    cli = ["design", SPACE, "--follow-up", p, "-y", "iops", "--top", "3"]
+    r = storlab(*cli)
     assert r.returncode == 0, r.stderr
     assert "note: no main effect is significant at alpha 0.05" in " ".join(r.stdout.split())
-    j = json.loads(subprocess.run([*cli, "--json"], capture_output=True, text=True,
-                                  timeout=300).stdout)
+    j = json.loads(storlab(*cli, "--json").stdout)
     assert j["follow_up"]["note"].startswith("no main effect is significant")
     assert not any(row["significant"] for row in j["follow_up"]["ranking"])
     # noise where one effect passes the test by chance: said which are chosen by size
     t["iops"] = 1000 + np.random.default_rng(5).normal(0, 10, len(t))
     t.to_csv(p, index=False)
-    one = json.loads(subprocess.run([*cli, "--json"], capture_output=True, text=True,
-                                    timeout=300).stdout)["follow_up"]
+    one = json.loads(storlab(*cli, "--json").stdout)["follow_up"]
     assert one["note"] == ("only 1 of the top 3 main effects is significant at alpha 0.05; "
                            "directio, files_used chosen by size alone")
     # a screening with three real effects: no note
     good, key = screening(tmp_path)
-    g = json.loads(subprocess.run([*cli[:6], str(good), *cli[7:], "--json"],
-                                  capture_output=True, text=True, timeout=300).stdout)
+    g = json.loads(storlab(*cli[:3], good, *cli[4:], "--json").stdout)
     assert g["follow_up"]["note"] is None
     assert [row["term"] for row in g["follow_up"]["ranking"][:3]] == key
