@@ -258,10 +258,16 @@ class CephCluster:
             except OSError as exc:
                 return getattr(exc, "code", None) is not None  # any HTTP answer counts
         wait_until(answers, timeout, f"radosgw on {o.bind}:{o.rgw_port}", [rgw])
-        access, secret = "bench" + secrets.token_hex(8), secrets.token_urlsafe(30)
-        run(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
-             "--display-name=bench", f"--access-key={access}", f"--secret={secret}"],
-            timeout=60)
+        # radosgw-admin generates the keys: a secret given on its command line would be
+        # readable by every local user in /proc/PID/cmdline while it runs.
+        cp = run(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
+                  "--display-name=bench", "--gen-access-key", "--gen-secret"], timeout=60)
+        try:
+            key = json.loads(cp.stdout)["keys"][0]
+            access, secret = str(key["access_key"]), str(key["secret_key"])
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ClusterError("radosgw-admin user create printed no S3 key: "
+                               + cp.stdout.strip()[-200:]) from None
         return {"s3": {"endpoint": f"http://{o.bind}:{o.rgw_port}", "access_key": access,
                        "secret_key": secret, "region": "us-east-1"}}
 
