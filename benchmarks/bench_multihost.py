@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -83,21 +82,9 @@ def bench_fio(lan: Lan, c: CephCluster, conf: str, seconds: float, reps: int,
 
 
 def bench_objload(lan: Lan, c: CephCluster, seconds: float, reps: int) -> pd.DataFrame:
-    port = free_port_block(1)
-    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                              "--host", lan.gateway, "--port", str(port), "--no-dashboard"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(lan.gateway, port, timeout=60)
-        workers = [lan.popen(h.index, [sys.executable, "-m", "distributed.cli.dask_worker",
-                                       f"tcp://{lan.gateway}:{port}", "--host", h.addr,
-                                       "--nthreads", "1", "--no-nanny", "--no-dashboard"]).pid
-                   for h in lan.hosts]
-        from distributed import Client
-
-        addr = f"tcp://{lan.gateway}:{port}"
-        with Client(addr, timeout=30) as cl:
-            cl.wait_for_workers(2, timeout=60)
+    with lan.dask() as (address, procs):
+        workers = [p.pid for p in procs]
+        addr = f"tcp://{address}"
         s3 = c.state()["s3"]
         target = Target(api="s3", endpoint=s3["endpoint"], access_key=s3["access_key"],
                         secret_key=s3["secret_key"])
@@ -114,9 +101,6 @@ def bench_objload(lan: Lan, c: CephCluster, seconds: float, reps: int) -> pd.Dat
                              "client_cpu_s_per_kio": (cpu_s(workers) - w0) / ops * 1e3,
                              "p50_ms": res.summary["lat_p50_ms"]})
         return pd.DataFrame(rows)
-    finally:
-        sched.terminate()
-        sched.wait(30)
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -102,31 +101,9 @@ def test_ceph_runner_fio_servers_on_two_hosts(lan, ceph_on_lan, tmp_path):
 
 @pytest.fixture
 def dask_lan(lan):
-    """A Dask scheduler on the LAN's root end and one single-threaded worker per host;
-    its address as HOST:PORT."""
-    from storlab.clusters._util import free_port_block
-
-    port = free_port_block(1)
-    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                              "--host", lan.gateway, "--port", str(port), "--no-dashboard"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(lan.gateway, port, timeout=60)
-        workers = [lan.popen(h.index, [sys.executable, "-m", "distributed.cli.dask_worker",
-                                       f"tcp://{lan.gateway}:{port}", "--host", h.addr,
-                                       "--nthreads", "1", "--no-nanny", "--no-dashboard"])
-                   for h in lan.hosts]
-        from distributed import Client
-
-        with Client(f"tcp://{lan.gateway}:{port}", timeout=30) as cl:
-            cl.wait_for_workers(len(lan.hosts), timeout=60)
-        yield f"{lan.gateway}:{port}"
-    finally:
-        for w in locals().get("workers", []):
-            w.terminate()
-            w.wait(20)
-        sched.terminate()
-        sched.wait(20)
+    """A Dask scheduler on the LAN's root end and one worker per host; HOST:PORT."""
+    with lan.dask() as (address, _workers):
+        yield address
 
 
 def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path):

@@ -21,7 +21,9 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+import contextlib
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +153,39 @@ class Lan:
                              start_new_session=True, **kw)
         self._procs.append(p)
         return p
+
+    @contextlib.contextmanager
+    def dask(self, timeout: float = 60) -> Iterator[tuple[str, list[subprocess.Popen[Any]]]]:
+        """A Dask scheduler on the root end and one single-threaded worker per host (the
+        load hosts of `cluster load --dask`); yields the scheduler's HOST:PORT and the
+        workers' processes, and stops them all on the way out."""
+        from distributed import Client
+
+        from ._util import free_port_block
+
+        port = free_port_block(1)
+        sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", self.gateway, "--port", str(port),
+                                  "--no-dashboard"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        workers: list[subprocess.Popen[Any]] = []
+        try:
+            wait_port(self.gateway, port, timeout=timeout)
+            workers = [self.popen(h.index, [sys.executable, "-m", "distributed.cli.dask_worker",
+                                            f"tcp://{self.gateway}:{port}", "--host", h.addr,
+                                            "--nthreads", "1", "--no-nanny", "--no-dashboard"])
+                       for h in self.hosts]
+            with Client(f"tcp://{self.gateway}:{port}", timeout=30) as cl:
+                cl.wait_for_workers(len(self.hosts), timeout=timeout)
+            yield f"{self.gateway}:{port}", workers
+        finally:
+            for p in [*workers, sched]:
+                p.terminate()
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
     # ------------------------------------------------------------------ clean-up
     def pids(self, host: int) -> list[int]:
