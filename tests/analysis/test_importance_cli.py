@@ -68,6 +68,33 @@ def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
     assert json.loads(out_json.read_text())["goal"] == "minimize"
 
 
+def test_importance_takes_the_goal_from_the_space(capsys, results, tmp_path):
+    """A space declaring latency_ms `goal: minimize`: without --goal the best values are the
+    fast ones (it used to assume maximize and name the slowest journal mode as best)."""
+    space = tmp_path / "space.yaml"
+    space.write_text("factors:\n"
+                     "  - {name: journal, kind: categorical, values: [ordered, journal, writeback]}\n"
+                     "  - {name: device, kind: categorical, values: [hdd, ssd]}\n"
+                     "  - {name: bs, kind: integer, values: [1024, 4096]}\n"
+                     "  - {name: sched, kind: categorical, values: [noop, cfq]}\n"
+                     "responses:\n  - {name: latency_ms, unit: ms, goal: minimize}\n")
+    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--space",
+                          str(space), "--stop", "top:2", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["goal"] == "minimize"
+    best = {s["param"]: s["best_value"] for s in data["selected"]}
+    assert best["journal"] != "journal" and best["device"] == "ssd"
+    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--space",
+                          str(space), "--stop", "top:2")
+    assert code == 0, err
+    assert "latency_ms (minimize) mean" in " ".join(out.split())
+    # --goal still overrides the space
+    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--space",
+                          str(space), "--goal", "max", "--stop", "top:2", "--json")
+    assert json.loads(out)["goal"] == "maximize"
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--response", "nope"], "'nope'"),
     (["--response", "tput", "--params", "journal,zzz"], "'zzz'"),

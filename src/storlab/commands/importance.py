@@ -37,21 +37,23 @@ def _save_plot(fig: Any, path: Path) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def load_source(source: Path, space_file: Optional[Path], params: Optional[list[str]]
-                ) -> tuple[pd.DataFrame, Optional[list[str]]]:
-    """The table to analyse and its parameter columns: from a campaign file (its run table
-    and its space's factors), a table with --space (the space's factors), or a bare table
-    (None: `storlab.analysis.importance.default_params` decides, or says it cannot)."""
+def load_source(source: Path, space_file: Optional[Path], params: Optional[list[str]],
+                response: str) -> tuple[pd.DataFrame, Optional[list[str]], str]:
+    """The table to analyse, its parameter columns and the response's goal: from a campaign
+    file (its run table, its space's factors and goals), a table with --space (the space's),
+    or a bare table (parameters None: `storlab.analysis.importance.default_params` decides,
+    or says it cannot; goal maximize)."""
     from ._common import results_source
 
     df, space = results_source(source, space_file)
+    goal = space.response(response).goal if space is not None else "maximize"
     if params is not None or space is None:
-        return df, params
+        return df, params, goal
     names = [n for n in space.names if n in df.columns]
     if not names:
         raise AnalysisError(f"{source}: none of the space's factors ({', '.join(space.names)}) "
                             "is a column of the table")
-    return df, names
+    return df, names, goal
 
 
 def importance_cmd(
@@ -76,7 +78,9 @@ def importance_cmd(
                                   help="CPI over the selected parameters' subsets: max "
                                        "(Carver's CPI) or mean (size-weighted; steadier "
                                        "on sampled data)."),
-    goal: str = typer.Option("maximize", "--goal", help="maximize or minimize (latency)."),
+    goal: Optional[str] = typer.Option(None, "--goal",
+                                       help="maximize or minimize (latency); default: the "
+                                            "space's goal for the response, else maximize."),
     bins: int = typer.Option(4, "--bins", help="Strata for numeric parameters with many values.",
                              callback=at_least("--bins", 2)),
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
@@ -93,8 +97,8 @@ def importance_cmd(
 
     from ..analysis.importance import importance
 
-    goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal)
-    df, names = load_source(results, space_file, split_names(params))
+    df, names, space_goal = load_source(results, space_file, split_names(params), response)
+    goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else space_goal
     res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
                      goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
     if plot is not None:
@@ -114,7 +118,7 @@ def importance_cmd(
     head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
             + (f" of {res.n_rows + res.n_dropped}: {res.n_dropped} without {response} left "
                "out" if res.n_dropped else "")
-            + f"); {response} mean {res.mean:.4g}, RSD {_pct2(res.rsd)}")
+            + f"); {response} ({goal_full}) mean {res.mean:.4g}, RSD {_pct2(res.rsd)}")
     if res.noise_rsd == res.noise_rsd:  # not NaN: repeated runs exist
         head += f"; median run-to-run RSD {res.noise_rsd:.2%}"
     console.print(head)
