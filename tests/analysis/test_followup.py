@@ -77,6 +77,34 @@ def test_follow_up_from_a_campaign_file(storlab, tmp_path):
     assert d["factors"] == ["a", "b"] and d["runs"] == 4 and d["kind"] == "full"
 
 
+def test_follow_up_tests_effects_on_every_run_of_a_campaign(storlab, tmp_path):
+    """Replicated runs are the error term, as in `storlab analyze`: on configuration means a
+    2x2 design's main effects were tested against the interaction alone (1 df) and a large
+    interaction hid two real effects."""
+    import yaml
+
+    # a, b matter; a large a*b interaction; a little run-to-run noise
+    prog = ("import random, sys; a = dict(x.split('=') for x in sys.argv[1:]); "
+            "x, y = int(a['a']), int(a['b']); "
+            "print('score', 10 * x + 6 * y + 40 * x * y + random.gauss(0, 0.3))")
+    spec = {"name": "rep", "seed": 1, "repetitions": 3,
+            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 1]}
+                                  for n in "ab"],
+                      "responses": [{"name": "score", "goal": "maximize"}]},
+            "design": {"kind": "full"},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, "-c", prog, "a={a}", "b={b}"],
+                "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
+    camp = tmp_path / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec))
+    r = storlab("run", camp, "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = storlab("design", "--follow-up", camp, "--top", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    rank = {row["term"]: row for row in json.loads(r.stdout)["follow_up"]["ranking"]}
+    assert rank["a"]["significant"] and rank["b"]["significant"]
+
+
 def test_a_screening_with_no_significant_effect_says_so(storlab, tmp_path):
     """Pure noise: the 'top 3' are the largest noise effects; the command says no main
     effect is significant instead of presenting them as the key factors."""

@@ -203,7 +203,9 @@ def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, t
             raise StorlabError("--follow-up CAMPAIGN.yaml brings its own space; drop the "
                                "space file")
         camp = Campaign.load(path)
-        space, table = camp.space, camp.results("config")
+        # Every run, as `analyze` reads a campaign: configuration means would drop the
+        # replicates and test the effects against the left-out interactions alone.
+        space, table = camp.space, camp.results("run")
     else:
         if space_file is None:
             raise StorlabError(f"--follow-up {path}: a results table needs the screening's "
