@@ -211,7 +211,7 @@ def test_sweep_failed_disks_reports_availability(storlab, tmp_path):
     rows = json.loads(r.stdout)["rows"]
     assert [int(x["failed_disks"]) for x in rows] == [0, 4]
     assert [x["availability"] for x in rows] == [1.0, 1.0]  # 4 zones: a replica survives
-    assert rows[1]["ops_s"] < 0.9 * rows[0]["ops_s"]        # disk-bound: 44 disks do the work
+    assert rows[1]["ops_s"] < 0.9 * rows[0]["ops_s"]        # 4 disks fewer and their GETs re-routed
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -334,3 +334,19 @@ def test_keyed_service_draws_belong_to_their_request():
     assert from_request_1(ra) != from_request_1(rb)
     assert np.array_equal(a[from_request_1(ra):], b[from_request_1(rb):])
     assert not np.array_equal(a, keyed_exponentials(ra, seed=2))
+
+
+def test_failure_windows_are_cut_at_the_end_of_the_run():
+    """A window declared past the run's end is described up to the end, and one starting
+    after it is a note, not a window that 0 requests met (nor a plot 3x too wide)."""
+    span = run_model(build_model(_spec(clients=4)), backend="python").sim_time
+    model = build_model(_spec(clients=4, failures=[
+        {"device": 0, "at": f"{span / 2}s", "until": f"{span * 3}s"},
+        {"device": 1, "at": f"{span * 4}s"}]))
+    rep = run_model(model, backend="python")
+    assert len(rep.failures) == 1
+    f = rep.failures[0]
+    assert f["from_s"] == pytest.approx(span / 2) and f["to_s"] is None
+    assert any("comes after the run's end" in n for n in rep.notes)
+    fig = rep.plot()
+    assert fig.axes[0].get_xlim()[1] <= rep.sim_time * 1.1

@@ -32,6 +32,7 @@ copies and write the handoffs), by lengthening their disk visits by 1 / (1 - sha
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -535,12 +536,21 @@ def describe_failures(model: ClusterModel, report: Any, req: Requests, res: Any 
     else:
         how = (f"by simulated start time (closed loop: settled after {plan.passes} "
                "simulations)")
+    # The run's end: a window is cut there, and one that starts after it is only noted
+    # (its times come from the cluster file, the run's length from the workload).
+    run_end = float(res.sim_time) if res is not None else math.inf
     out = []
     for e, st in enumerate(plan.states):
         if not st.any:
             continue
         sel = plan.epoch == e
+        if plan.starts[e] >= run_end:
+            report.notes.append(f"failure at {plan.starts[e]:g} s comes after the run's end "
+                                f"({run_end:.3g} s): not simulated; simulate more requests")
+            continue
         end = float(plan.starts[e + 1]) if e + 1 < plan.starts.size else None
+        if end is not None and end >= run_end:
+            end = None                  # down until the end of the run
         out.append({"down": _down_names(model, st), "from_s": float(plan.starts[e]),
                     "to_s": end, "placed": how, "requests": int(sel.sum()),
                     "rerouted": int((sel & moved & ok).sum()), "failed": int((sel & ~ok).sum()),
