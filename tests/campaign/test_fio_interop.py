@@ -163,3 +163,21 @@ def test_campaign_reads_the_job_file_once_into_plain_options(tmp_path: Path) -> 
     (camp.parent / "base.fio").write_text("[a]\ninclude x.fio\n")
     with pytest.raises(CampaignError, match="include"):
         Campaign.load(camp).preflight()
+
+
+def test_a_changed_argument_of_a_long_command_is_named(tmp_path: Path) -> None:
+    """The refusal names the argument that changed; it used to cut the whole command list
+    at 300 characters, before the change."""
+    prog = "import sys; " + " ".join(["pass;"] * 80) + " print('t', 1)"
+    camp = tmp_path / "c.yaml"
+    text = (f"space:\n  factors:\n    - {{name: a, kind: integer, values: [1, 2]}}\n"
+            f"design: {{kind: full}}\nrunner:\n  type: command\n  options:\n"
+            f"    command: [{sys.executable}, -c, \"{prog}\", count=32M]\n"
+            f"    regex_metrics: ['t (?P<t>[\\\\d.]+)']\n")
+    camp.write_text(text)
+    assert storlab("run", camp, "--quiet").returncode == 0
+    camp.write_text(text.replace("count=32M", "count=16M"))
+    r = storlab("run", camp, "--quiet")
+    assert r.returncode == 2 and "other settings" in r.stderr, r.stderr
+    assert "'count=32M' -> 'count=16M'" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

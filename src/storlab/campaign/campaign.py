@@ -357,8 +357,9 @@ class Campaign:
             after = {k: v for k, v in now.items() if k not in free}
             diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
             if diff:
-                detail = "; ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
-                                   for k in diff)[:300]
+                changes = [c for k in diff for c in _changes(k, before.get(k), after.get(k))]
+                detail = "; ".join(changes[:5]) + (f"; {len(changes) - 5} more"
+                                                   if len(changes) > 5 else "")
                 raise CampaignError(f"{self.store_path}: {what} ({detail}); move the store "
                                     "away or give it a new name ('store:' in the campaign "
                                     "file)")
@@ -668,3 +669,19 @@ def _install_sigint(stop: threading.Event, emit: Event) -> Any:
 def _restore_sigint(old: Any) -> None:
     if old is not None:
         signal.signal(signal.SIGINT, old)
+
+
+def _changes(path: str, a: Any, b: Any) -> list[str]:
+    """`path: old -> new` for each leaf that differs between two JSON values: a changed
+    argument of a long command is named, not cut off in the middle of the whole list."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [c for k in sorted(set(a) | set(b), key=str) if a.get(k) != b.get(k)
+                for c in _changes(f"{path}.{k}", a.get(k), b.get(k))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [c for i, (x, y) in enumerate(zip(a, b)) if x != y
+                for c in _changes(f"{path}[{i}]", x, y)]
+
+    def short(v: Any) -> str:
+        r = repr(v)
+        return r if len(r) <= 120 else r[:117] + "..."
+    return [f"{path}: {short(a)} -> {short(b)}"]
