@@ -52,25 +52,33 @@ def test_one_command_from_screening_to_full_factorial(storlab, tmp_path):
         assert {str(row[k]) for row in d["table"]} == {str(s[k].low), str(s[k].high)}
 
 
-def test_follow_up_from_a_campaign_file(storlab, tmp_path):
-    # a screening campaign run for real (a tiny python program as the benchmark): its file
-    # alone gives the space, the results and the response
+def _score_campaign(storlab, tmp_path: Path, prog: str, names: str,
+                    repetitions: int = 1) -> Path:
+    """A full factorial over two-level integer factors `names`, run for real with `prog`
+    (a python program given name=value arguments that prints 'score X'); its file."""
     import yaml
 
-    prog = ("import sys; a = dict(x.split('=') for x in sys.argv[1:]); "
-            "print('score', 10 * int(a['a']) - 3 * int(a['b']) + int(a['c']) + 0.1 * int(a['d']))")
-    spec = {"name": "screen", "seed": 1, "repetitions": 1,
+    spec = {"name": "screen", "seed": 1, "repetitions": repetitions,
             "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 1]}
-                                  for n in "abcd"],
+                                  for n in names],
                       "responses": [{"name": "score", "goal": "maximize"}]},
             "design": {"kind": "full"},
             "runner": {"type": "command", "options": {
-                "command": [sys.executable, "-c", prog, "a={a}", "b={b}", "c={c}", "d={d}"],
+                "command": [sys.executable, "-c", prog, *(f"{n}={{{n}}}" for n in names)],
                 "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
     camp = tmp_path / "campaign.yaml"
     camp.write_text(yaml.safe_dump(spec))
     r = storlab("run", camp, "--quiet")
     assert r.returncode == 0, r.stderr
+    return camp
+
+
+def test_follow_up_from_a_campaign_file(storlab, tmp_path):
+    # a screening campaign run for real (a tiny python program as the benchmark): its file
+    # alone gives the space, the results and the response
+    prog = ("import sys; a = dict(x.split('=') for x in sys.argv[1:]); "
+            "print('score', 10 * int(a['a']) - 3 * int(a['b']) + int(a['c']) + 0.1 * int(a['d']))")
+    camp = _score_campaign(storlab, tmp_path, prog, "abcd")
     r = storlab("design", "--follow-up", camp, "--top", "2", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
@@ -81,24 +89,11 @@ def test_follow_up_tests_effects_on_every_run_of_a_campaign(storlab, tmp_path):
     """Replicated runs are the error term, as in `storlab analyze`: on configuration means a
     2x2 design's main effects were tested against the interaction alone (1 df) and a large
     interaction hid two real effects."""
-    import yaml
-
     # a, b matter; a large a*b interaction; a little run-to-run noise
     prog = ("import random, sys; a = dict(x.split('=') for x in sys.argv[1:]); "
             "x, y = int(a['a']), int(a['b']); "
             "print('score', 10 * x + 6 * y + 40 * x * y + random.gauss(0, 0.3))")
-    spec = {"name": "rep", "seed": 1, "repetitions": 3,
-            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 1]}
-                                  for n in "ab"],
-                      "responses": [{"name": "score", "goal": "maximize"}]},
-            "design": {"kind": "full"},
-            "runner": {"type": "command", "options": {
-                "command": [sys.executable, "-c", prog, "a={a}", "b={b}"],
-                "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
-    camp = tmp_path / "campaign.yaml"
-    camp.write_text(yaml.safe_dump(spec))
-    r = storlab("run", camp, "--quiet")
-    assert r.returncode == 0, r.stderr
+    camp = _score_campaign(storlab, tmp_path, prog, "ab", repetitions=3)
     r = storlab("design", "--follow-up", camp, "--top", "2", "--json")
     assert r.returncode == 0, r.stderr
     rank = {row["term"]: row for row in json.loads(r.stdout)["follow_up"]["ranking"]}
