@@ -84,9 +84,9 @@ def test_report_does_not_depend_on_the_chunking(monkeypatch):
     summed latencies to rounding (they are added in another order)."""
     n = 70_000          # two draw blocks
     m = model(requests=n, clients=256, object_size="64KiB")
-    a, _ = stream.run_stream(m, n)
+    a = stream.run_stream(m, n)
     monkeypatch.setattr(stream, "FEED_CHUNK", 3001)
-    b, _ = stream.run_stream(model(requests=n, clients=256, object_size="64KiB"), n)
+    b = stream.run_stream(model(requests=n, clients=256, object_size="64KiB"), n)
     m2 = model(requests=n, clients=256, object_size="64KiB")
     req = draw_requests(m2, n)
     res = engine.simulate(m2.stations, build_routes(m2, req), clients=256, think=req.think,

@@ -43,8 +43,7 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     # route and times, and a closed loop's windows depend on simulated start times.
     if backend == "rust" and engine.compiled() and not any_failures(model.spec):
         from .stream import run_stream
-        report, _ = run_stream(model, n)
-        return report
+        return run_stream(model, n)
     t0 = _time.perf_counter()
     req = draw_requests(model, n)
     draw_wall = _time.perf_counter() - t0

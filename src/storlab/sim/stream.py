@@ -85,10 +85,10 @@ class _Pending:
         return op, size, ok
 
 
-def run_stream(model: ClusterModel, n: int) -> tuple[SimReport, Requests | None]:
-    """Simulate `n` requests block by block on the compiled engine; the report, and for
-    the availability table (only when failures are modelled) every request's op and
-    success (`Requests` with only those fields filled)."""
+def run_stream(model: ClusterModel, n: int) -> SimReport:
+    """Simulate `n` requests block by block on the compiled engine; the report. Runs with
+    failures take `run.run_model`'s whole-run path (their description and availability
+    need every request), so none are collected here."""
     wl = model.spec.workload
     warm = min(int(wl.warmup * n), n - 1)
     marks = window_marks(n)
@@ -97,15 +97,10 @@ def run_stream(model: ClusterModel, n: int) -> tuple[SimReport, Requests | None]
                          else None, warmup=warm, marks=marks)
     tally = Tally(n, warm, marks)
     pend = _Pending()
-    ops: list[np.ndarray] = []
-    oks: list[np.ndarray] = []
     build = 0.0
     expo = model.spec.service_times == "exponential"
     for b, block in enumerate(iter_requests(model, n)):
         pend.add(b, block)
-        if block.ok is not None:
-            ops.append(block.op)
-            oks.append(block.ok)
         plan = model.extra.get("failures")
         draws = None
         for a in range(0, len(block), FEED_CHUNK):
@@ -132,13 +127,7 @@ def run_stream(model: ClusterModel, n: int) -> tuple[SimReport, Requests | None]
               final=True)
     report = tally.finish(model, res, closed, build, [])
     report.engine_cpu = core.cpu
-    avail = None
-    if ops:
-        op, ok = np.concatenate(ops), np.concatenate(oks)
-        e = np.zeros(0)
-        avail = Requests(op=op, size=e, proxy=e, devs=e, read_replica=e, think=e,
-                         arrivals=None, ok=ok)
-    return report, avail
+    return report
 
 
 def _tally(tally: Tally, pend: _Pending, done: Any, now: float, edges: np.ndarray) -> None:
