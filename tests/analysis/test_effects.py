@@ -297,3 +297,60 @@ def test_measurement_columns_are_never_factors_of_a_bare_table():
     res = analyze(df, "total_iops")
     assert list(res.effects["term"]) == ["bs"]
     assert not any("aliased" in w for w in res.warnings)
+
+
+def _two_by_two(rows: list[tuple[int, int, int]]) -> pd.DataFrame:
+    """(a, b, copies) cells of a coded 2x2 with the planted response 10 + 3a + b."""
+    out = [{"A": a, "B": b, "y": 10 + 3 * a + b} for a, b, n in rows for _ in range(n)]
+    return pd.DataFrame(out)
+
+
+def test_a_missing_configuration_does_not_bias_the_effects():
+    """A failed corner (a=+1, b=+1) left three cells: marginal means gave b's effect as -1
+    (its +1 level only seen with a=-1) where it is +2 in every measured pair."""
+    t = _two_by_two([(-1, -1, 2), (1, -1, 2), (-1, 1, 2)])
+    t["y"] += np.tile([0.05, -0.05], 3)  # replicate noise: the fit has error df
+    results = pd.concat([t, pd.DataFrame([{"A": 1, "B": 1, "y": np.nan}] * 2)],
+                        ignore_index=True)
+    a = analyze(results, "y", max_order=1)
+    eff = dict(zip(a.effects["term"], a.effects["effect"]))
+    assert eff["A"] == pytest.approx(6.0) and eff["B"] == pytest.approx(2.0)
+    assert any("not balanced on these runs" in w for w in a.warnings)
+    assert any("recommended configuration ran 2 time(s) without a value" in w
+               for w in a.warnings)
+    assert a.anova["pct"].iloc[:2].isna().all()  # adjusted SS are not shares
+
+
+def test_uneven_replication_does_not_bias_the_effects():
+    t = _two_by_two([(-1, -1, 1), (1, -1, 1), (-1, 1, 1), (1, 1, 3)])
+    t["y"] += np.linspace(-0.01, 0.01, len(t))
+    a = analyze(t, "y", max_order=1)
+    eff = dict(zip(a.effects["term"], a.effects["effect"]))
+    assert eff["A"] == pytest.approx(6.0, abs=0.02) and eff["B"] == pytest.approx(2.0, abs=0.02)
+
+
+def test_analyze_a_campaign_with_a_failing_configuration(storlab, tmp_path):
+    """End to end: a real command campaign whose a=1, b=1 runs exit 3."""
+    import sys
+
+    import yaml
+
+    prog = ("import random, sys; a, b = int(sys.argv[1]), int(sys.argv[2]); "
+            "sys.exit(3) if a and b else print('score', 5 * a + 2 * b + random.gauss(0, 0.1))")
+    spec = {"name": "unbalanced", "seed": 1, "repetitions": 2,
+            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 1]}
+                                  for n in "ab"],
+                      "responses": [{"name": "score", "goal": "maximize"}]},
+            "design": {"kind": "full"},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, "-c", prog, "{a}", "{b}"],
+                "regex_metrics": [r"score (?P<score>[-\d.]+)"]}}}
+    camp = tmp_path / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec))
+    assert storlab("run", camp, "--quiet").returncode == 0
+    r = storlab("analyze", camp, "-y", "score", "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+
+    terms = {t["term"]: t["effect"] for t in json.loads(r.stdout)["terms"]}
+    assert terms["a"] == pytest.approx(5.0, abs=0.5) and terms["b"] == pytest.approx(2.0, abs=0.5)

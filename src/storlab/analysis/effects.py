@@ -332,18 +332,44 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                 continue
         if len(kept) + 1 >= n_f:
             continue  # keep at least one degree of freedom for the mean
+        if abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr):
+            # Unbalanced runs: a column can be a combination of the kept ones (and the
+            # mean) without equalling any one of them; it then has no estimate of its own.
+            xk = np.column_stack([np.ones(n_f), *kept_cols, col])
+            if np.linalg.matrix_rank(xk) < xk.shape[1]:
+                aliases.append(f"{_term_name(t, names)} = a combination of the terms "
+                               "kept on these runs")
+                continue
         kept.append(t)
         kept_cols.append(col)
     if partial:
+        why = ("runs are missing from the design" if len(df) < len(results)
+               else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
-                      "(non-regular design such as Plackett-Burman): main effects only")
+                     f"({why}): main effects only")
 
-    # Effects of every kept term, on the factorial runs.
-    effects = []
-    for t, col in zip(kept, kept_cols):
-        plus, minus = yf[col > 0], yf[col < 0]
-        effects.append({"term": _term_name(t, names), "order": len(t),
-                        "effect": float(plus.mean() - minus.mean())})
+    # Effects of every kept term, on the factorial runs: twice the least-squares
+    # coefficient. On an orthogonal, balanced design that is the difference of the
+    # term's marginal means (the textbook contrast, kept exact below); when a
+    # configuration is missing (a failed run, a response some runs lack) or replicated
+    # unevenly, marginal means mix in the other factors' effects, so only the joint fit
+    # is unbiased.
+    xk = np.column_stack([np.ones(n_f)] + kept_cols) if kept_cols else np.ones((n_f, 1))
+    gram = xk.T @ xk
+    orthogonal = bool(np.allclose(gram, np.diag(np.diag(gram)), atol=1e-9 * n_f))
+    if orthogonal:
+        coefs = [float(yf[col > 0].mean() - yf[col < 0].mean()) / 2.0 for col in kept_cols]
+        intercept = float(yf.mean())
+    else:
+        beta = np.linalg.lstsq(xk, yf, rcond=None)[0]
+        coefs = [float(b) for b in beta[1:]]
+        intercept = float(beta[0])
+        notes.append("the design is not balanced on these runs (a configuration missing or "
+                     "repeated unevenly): effects are least-squares estimates adjusted for "
+                     "each other, not differences of marginal means; the ANOVA uses "
+                     "type II (adjusted) sums of squares where it has error df")
+    effects = [{"term": _term_name(t, names), "order": len(t), "effect": 2.0 * c}
+               for t, c in zip(kept, coefs)]
     eff = pd.DataFrame(effects)
 
     # The OLS model on all runs (center points included, with a curvature indicator).
@@ -368,7 +394,12 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     model = smf.ols("_y ~ " + (" + ".join(terms) if terms else "1"), data=data).fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = anova_lm(model, typ=1)
+        # Sequential (type I) sums of squares are the textbook ones on orthogonal
+        # designs; without orthogonality they depend on the term order, so each term is
+        # adjusted for the others instead.
+        # (With no error df there is no test to adjust: F and p are blanked below.)
+        typ = 1 if orthogonal or saturated else 2
+        table = anova_lm(model, typ=typ)
     if saturated:  # no error df: F and p would be noise
         table["F"] = np.nan
         table["PR(>F)"] = np.nan
@@ -385,6 +416,8 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         "p": table["PR(>F)"].to_numpy(),
     })
     anova["pct"] = 100.0 * anova["ss"] / ss_total if ss_total > 0 else np.nan
+    if not orthogonal:  # adjusted sums of squares overlap: they are not shares of a whole
+        anova.loc[anova["source"] != "error", "pct"] = np.nan
     anova = pd.concat([anova, pd.DataFrame([{"source": "total", "ss": ss_total,
                                              "df": float(len(data) - 1)}])],
                       ignore_index=True)
@@ -433,8 +466,23 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     for a in aliases:
         notes.append(f"aliased: {a} (the effect reported for one is the sum of both)")
 
-    intercept = float(yf.mean())
     rec = _recommend(eff, codings, kept, names, intercept, goal, space)
+    if rec["settings"] and len(df) < len(results):
+        # The model may favour exactly the configuration whose runs have no value (they
+        # failed, or do not produce this response): say so rather than recommend it blind.
+        match = np.ones(len(results), dtype=bool)
+        for st in rec["settings"]:
+            if st["factor"] in results.columns:
+                col = results[st["factor"]]
+                same = col.astype(str).to_numpy() == str(st["value"])
+                if isinstance(st["value"], (int, float)):
+                    same |= pd.to_numeric(col, errors="coerce").to_numpy() == st["value"]
+                match &= same
+        hits = results[match]
+        if len(hits) and hits[response].isna().all():
+            notes.append(f"the recommended configuration ran {len(hits)} time(s) without a "
+                         f"value of {response} (failed, or not produced there): the model "
+                         "extrapolates to it; look at those runs before using it")
     if transform != "none":
         rec["predicted_transformed"] = rec["predicted"]
         rec["predicted"] = float(back(rec["predicted"]))

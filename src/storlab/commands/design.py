@@ -268,7 +268,7 @@ def analyze_cmd(
             console.print(f"wrote {output}")
         return
     console.print(f"[bold]{a.label}[/] ({a.goal}), {len(a.data)} runs, "
-                  f"mean {a.intercept:.4g}")
+                  f"mean {a.data['_y'].mean():.4g}")
     console.print(frame_table(a.effects[a.shown_columns], title="Effects (largest first)"))
     console.print(frame_table(a.anova, title="ANOVA"))
     if a.lenth is not None:
