@@ -350,3 +350,20 @@ def test_failure_windows_are_cut_at_the_end_of_the_run():
     assert any("comes after the run's end" in n for n in rep.notes)
     fig = rep.plot()
     assert fig.axes[0].get_xlim()[1] <= rep.sim_time * 1.1
+
+
+def test_sweep_says_when_points_see_different_outage_shares(storlab, tmp_path):
+    """outage.yaml's node is down from 4 s to 8 s: 16 clients run longer than 64 do, so
+    the same failure covers a different share of each point's measured window."""
+    import json
+    outage = SMALL.parent / "outage.yaml"
+    r = storlab("simulate", outage, "--requests", 20000, "--sweep", "clients=16,64",
+                "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    share = [row["down_share"] for row in doc["rows"]]
+    assert all(0 < s < 1 for s in share) and share[0] > share[1] + 0.05
+    assert len(doc["notes"]) == 1 and "different outage shares" in doc["notes"][0]
+    text = storlab("simulate", outage, "--requests", 20000, "--sweep", "clients=16,64",
+                   cwd=tmp_path)  # resumed from the same sweep directory
+    assert "note: the failure windows cover" in " ".join(text.stdout.split())

@@ -120,11 +120,14 @@ def simulate_cmd(
                             wait=wait)
         df = res.table()
         if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df,
-                             "campaign": str(res.campaign)}, output, as_json):
+                             "campaign": str(res.campaign), "notes": res.notes},
+                        output, as_json):
             cols = [c for c in df.columns if not c.startswith("util_")]
             how = (" (analytic)" if analytic else
                    "; ± = 95 % batch-means half-width of each simulated run")
             console.print(frame_table(_ops_display(df[cols]), title=f"sweep of {src}{how}"))
+            for note in res.notes:
+                console.print(f"note: {note}")
         if plot is not None:
             _save_fig(res.plot(), plot)
         return

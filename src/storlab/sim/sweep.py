@@ -55,7 +55,18 @@ class SweepResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"factors": self.factors, "analytic": self.analytic,
                             "campaign": None if self.campaign is None else str(self.campaign),
-                            "points": self.to_frame()})
+                            "points": self.to_frame(), "notes": self.notes})
+
+    @property
+    def notes(self) -> list[str]:
+        """What a reader must know to compare the points (today: unequal outage shares)."""
+        share = self.rows["down_share"].dropna() if "down_share" in self.rows else []
+        if len(share) > 1 and float(share.max() - share.min()) > 0.05:
+            return [f"the failure windows cover {share.min():.0%} to {share.max():.0%} of "
+                    "the measured window across points (failure times are absolute, run "
+                    "lengths follow the axes): throughput and availability compare "
+                    "different outage shares; see down_share"]
+        return []
 
     def plot(self, kind: str | None = None, metric: str = "ops_s"):  # noqa: ANN201 - Figure
         """`lines` (the only kind): throughput (and latency) against the first factor, one
