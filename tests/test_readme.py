@@ -40,8 +40,8 @@ def quoted_commands() -> list[tuple[str, str]]:
     return out
 
 
-def _ratios(cmd: list[str]) -> list[float]:
-    """A simulate sweep's throughput at each point against the first point."""
+def _sweep_rows(cmd: list[str]) -> list[dict]:
+    """The rows of a simulate sweep run as the README prints it."""
     # A fresh campaign directory: the default (simulate-sweep/ under the working directory)
     # would resume an earlier sweep's store instead of simulating again.
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,14 +50,26 @@ def _ratios(cmd: list[str]) -> list[float]:
                            capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
-    rows = data["rows"] if isinstance(data, dict) else data
-    base = rows[0]["ops_s"]
-    return [r["ops_s"] / base for r in rows[1:]]
+    return data["rows"] if isinstance(data, dict) else data
+
+
+def _ratios(cmd: list[str]) -> list[float]:
+    """A simulate sweep's throughput at each point against the first point."""
+    rows = _sweep_rows(cmd)
+    return [r["ops_s"] / rows[0]["ops_s"] for r in rows[1:]]
+
+
+def _down_shares(cmd: list[str]) -> list[float]:
+    """A simulate sweep's down_share of each point, in percent."""
+    return [100 * r["down_share"] for r in _sweep_rows(cmd)]
 
 
 #: Which quoted commands are checked, how their figures are recomputed, and how the README
 #: writes them: (command pattern, figure pattern in the prose, recompute).
 CHECKS: list[tuple[re.Pattern[str], re.Pattern[str], Callable[[list[str]], list[float]]]] = [
+    # the first pattern that matches a command is its check
+    (re.compile(r"^storlab simulate \S+/outage\.yaml --sweep \w+=[\d,]+$"),
+     re.compile(r"(\d+) % of the"), _down_shares),
     (re.compile(r"^storlab simulate \S+\.yaml .*--sweep \w+=[\d,]+$"),
      re.compile(r"(\d+\.\d+)x"), _ratios),
 ]
@@ -88,7 +100,7 @@ def test_readme_figure_is_what_its_command_gives(cmd: str, prose: str) -> None:
     got = recompute(shlex.split(cmd))
     assert len(quoted) == len(got), (cmd, quoted, got)
     for text, value in zip(quoted, got):
-        decimals = len(text.split(".")[1])
+        decimals = len(text.split(".")[1]) if "." in text else 0
         assert f"{value:.{decimals}f}" == text, (cmd, quoted, [f"{v:.3f}" for v in got])
 
 
