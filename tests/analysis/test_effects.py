@@ -318,7 +318,7 @@ def test_a_missing_configuration_does_not_bias_the_effects():
     assert any("not balanced on these runs" in w for w in a.warnings)
     assert any("recommended configuration ran 2 time(s) without a value" in w
                for w in a.warnings)
-    assert a.anova["pct"].iloc[:2].isna().all()  # adjusted SS are not shares
+    assert a.anova["pct"].iloc[:2].isna().all() and a.ss_type == "II"  # adjusted: no shares
 
 
 def test_uneven_replication_does_not_bias_the_effects():

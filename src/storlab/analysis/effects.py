@@ -108,6 +108,7 @@ class EffectsAnalysis(Result):
     coded: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     intercept: float = 0.0
     transform: str = "none"         # the response was analysed as transform(response)
+    ss_type: str = "I"              # the ANOVA's sums of squares: I, or II when unbalanced
 
     @property
     def label(self) -> str:
@@ -131,6 +132,7 @@ class EffectsAnalysis(Result):
             "terms": self.effects.to_dict("records"),
             "anova": self.anova.to_dict("records"),
             "intercept": self.intercept,
+            "ss_type": self.ss_type,
             "aliases": self.aliases,
             "warnings": self.warnings,
             "recommendation": self.recommendation,
@@ -494,7 +496,8 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                      f"{measured.min():.4g}..{measured.max():.4g}: an extrapolation of the "
                      "model; confirm it with runs")
     return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, aliases, notes,
-                           rec, codings, data, x, intercept, transform)
+                           rec, codings, data, x, intercept, transform,
+                           "I" if orthogonal or saturated else "II")
 
 
 def _pure_error_df(df: pd.DataFrame, names: Sequence[str], is_center: np.ndarray) -> int:

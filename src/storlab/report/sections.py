@@ -415,8 +415,10 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
                                       "Non-parallel lines mean the effect of one factor "
                                       "depends on the level of the other."))
         html.append("<h3>ANOVA</h3>" + H.table_html(
-            a.anova, table_id=f"anova-{sid}", caption=f"ANOVA of {response} "
-            "(type I sums of squares; pct = share of the total sum of squares)"))
+            a.anova, table_id=f"anova-{sid}", caption=f"ANOVA of {response} " + (
+                "(type I sums of squares; pct = share of the total sum of squares)"
+                if a.ss_type == "I" else "(type II sums of squares, each term adjusted "
+                "for the others: unbalanced runs; they overlap, so no shares)")))
         if a.curvature is not None:
             c = a.curvature
             html.append(f"<p>Curvature: center-point mean {H.fmt_num(c['center_mean'])} vs "
