@@ -531,9 +531,12 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
         }
         "complement" | "even" => {
             // "even": for 5 2^(n-4) < k <= 2^(n-1) every resolution IV design is a subset
-            // of the even design (a cap of PG(n-1,2) larger than 5 2^(n-4) lies in an affine
-            // part: Davydov and Tombak 1990; Butler 2003 uses it for MA), and the MA design
-            // has resolution IV there, so cutting F out of the even design covers them all.
+            // of the even design. Its columns are a sum-free set of F_2^n (no a + b = c: no
+            // word of length 3), and Davydov and Tombak (1990) proved that a sum-free set
+            // larger than 5 2^(n-4) lies in an affine hyperplane missing the origin, i.e. in
+            // {c : h.c = 1} (their theorem as restated in the sum-free-set literature, where
+            // sf1(F_2^n) = 5 2^(n-4); Butler 2003 uses it for MA). The MA design has
+            // resolution IV there, so cutting F out of the even design covers them all.
             // (At k = 5 2^(n-4) it fails already: 20 factors in 64 runs, A5 > 0.)
             // Outside that range (k <= 2^(n-1) still) it is a heuristic: exact stays False.
             let even = method == "even";
