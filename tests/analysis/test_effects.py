@@ -112,6 +112,41 @@ def test_curvature_with_center_points():
     assert a.curvature["p"] < 0.001 and a.curvature["p_pure_error"] < 0.001
 
 
+def test_a_saturated_design_never_tests_effects_against_a_pooled_real_one():
+    """2^(5-1), resolution V, unreplicated, all 15 terms estimable: the old code pooled the
+    last two-factor interaction (D:E, planted at 6) as the error and called A, B, C and A:B
+    noise. Every contrast is judged by Lenth's margin instead."""
+    d = fractional_factorial(Space.two_level(5), runs=16)
+    t = d.table.copy()
+    rng = np.random.default_rng(7)
+    t["y"] = (100 + 10 * t["A"] + 5 * t["B"] - 3 * t["C"] + 4 * t["A"] * t["B"]
+              + 6 * t["D"] * t["E"] + rng.normal(0, 0.3, len(t)))
+    a = analyze(t, "y")
+    e = a.effects.set_index("term")
+    assert (e["basis"] == "Lenth ME").all() and e["p"].isna().all()
+    planted = {"A", "B", "C", "A:B", "D:E"}
+    assert planted <= set(e.index[e["significant"]]) and set(e.index[:5]) == planted
+    assert any(w.startswith("saturated:") for w in a.warnings)
+    rec = {s["factor"]: s["level"] for s in a.recommendation["settings"]}
+    assert rec["A"] == 1 and rec["B"] == 1 and rec["C"] == -1 and rec["D"] == rec["E"]
+
+
+def test_significant_curvature_is_said_beside_the_recommendation():
+    """A dome over a 2^2 with center points: the corners' model recommends a corner the
+    center runs already beat; the analysis says so."""
+    s = Space.from_dict({"factors": [{"name": "a", "range": [0.0, 2.0]},
+                                     {"name": "b", "range": [0.0, 2.0]}]})
+    t = make_design(s, "full", center=4, replicates=2, seed=1).table.copy()
+    rng = np.random.default_rng(3)
+    t["y"] = (10 + 0.5 * t["a"] - 3 * ((t["a"] - 1) ** 2 + (t["b"] - 1) ** 2)
+              + rng.normal(0, 0.1, len(t)))
+    a = analyze(t, "y", space=s, goal="maximize")
+    note = next(w for w in a.warnings if w.startswith("curvature is significant"))
+    assert "better than the predicted" in note
+    flat = t.assign(y=10 + 0.5 * t["a"] + rng.normal(0, 0.1, len(t)))
+    assert not any(w.startswith("curvature") for w in analyze(flat, "y", space=s).warnings)
+
+
 def test_replicated_design_uses_anova():
     s = Space.two_level(3)
     d = make_design(s, "full", replicates=3, seed=4)

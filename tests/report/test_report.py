@@ -393,3 +393,19 @@ def test_page_template_escapes_text_and_inlines_everything() -> None:
     assert "beforeprint" in html and html.startswith("<!DOCTYPE html>")
     tpl = files("storlab.report") / "templates"
     assert {p.name for p in tpl.iterdir()} >= {"page.html.j2", "report.css", "report.js"}
+
+
+def test_report_effects_use_every_run_as_analyze_does(tmp_path: Path) -> None:
+    """With repetitions, the report's effects and ANOVA are `analyze`'s (every run, the
+    repeats as pure error), not a fit to configuration means with 2 error df."""
+    from storlab.campaign.campaign import Campaign
+
+    camp = command_campaign(tmp_path / "c", repetitions=3)
+    Campaign.load(camp).run()
+    rep = build_report(from_campaign(camp))
+    got = rep.data["responses"]["ops"]["effects"]
+    want = analyze(Campaign.load(camp).results("run"), "ops",
+                   space=Campaign.load(camp).space).to_dict()
+    assert "Effects and ANOVA use the 9 measured runs of these 3 configurations" in rep.html()
+    assert json.dumps(got["terms"]) == json.dumps(want["terms"])
+    assert json.dumps(got["anova"]) == json.dumps(want["anova"])

@@ -384,15 +384,18 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         terms.append("_curv")
     resid_df = len(data) - 1 - len(terms)
     saturated = resid_df < 1
+    pooled: list[str] = []
     if saturated:
-        # Pool the highest-order interactions as error so that ANOVA has df; the pooled
-        # terms' effects are still reported and judged by Lenth. Main effects are never
-        # pooled: a saturated main-effects model is judged by Lenth alone.
-        order = [i for i in sorted(range(len(kept)), key=lambda i: (-len(kept[i]), -i))
+        # Every run spent on a term: no error of its own. Pooling a term as "error" would
+        # test the others against one effect that may be real (a 2^(5-1) with an active
+        # D:E pooled called A, B, C and A:B noise), so the table pools the smallest
+        # interactions only to show sums of squares, and significance comes from Lenth's
+        # margin on every contrast (Montgomery's approach for unreplicated designs).
+        order = [i for i in sorted(range(len(kept)), key=lambda i: abs(coefs[i]))
                  if len(kept[i]) > 1]
         drop = set(order[: 1 - resid_df])
+        pooled = [_term_name(kept[i], names) for i in sorted(drop)]
         terms = [t for t in terms if t == "_curv" or int(t[1:]) not in drop]
-        saturated = len(data) - 1 - len(terms) < 1
     model = smf.ols("_y ~ " + (" + ".join(terms) if terms else "1"), data=data).fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -402,7 +405,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         # (With no error df there is no test to adjust: F and p are blanked below.)
         typ = 1 if orthogonal or saturated else 2
         table = anova_lm(model, typ=typ)
-    if saturated:  # no error df: F and p would be noise
+    if saturated:  # no error df of its own: F and p would be noise
         table["F"] = np.nan
         table["PR(>F)"] = np.nan
     ss_total = float(((data["_y"] - data["_y"].mean()) ** 2).sum())
@@ -446,6 +449,11 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         if pure_error_df == 0 and has_p.any():
             notes.append("unreplicated: the ANOVA error pools the terms left out of the "
                          "model; Lenth's margins are given for comparison")
+    if saturated:
+        notes.append("saturated: every run is spent on a term, so there is no error to test "
+                     "against; significance is Lenth's margin of error on every contrast"
+                     + (f" (the ANOVA's error row holds the smallest interaction, "
+                        f"{', '.join(pooled)}, for its sums of squares only)" if pooled else ""))
     eff["significant"] = sig.astype(bool)
     eff["basis"] = basis
     eff["pct"] = [float(anova.loc[anova["source"] == t, "pct"].iloc[0])
@@ -490,6 +498,25 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         rec["predicted"] = float(back(rec["predicted"]))
         notes.append(f"analysed as {transform}({response}): effects, ANOVA, Lenth and "
                      f"curvature are on that scale; the prediction is in {response}'s units")
+    if curvature is not None:
+        # The test printed beside the curvature line (the model's error), else the center
+        # points' own pure error when the model has none.
+        p_curv = curvature["p"]
+        if not np.isfinite(p_curv):
+            p_curv = curvature.get("p_pure_error", math.nan)
+        if np.isfinite(p_curv) and p_curv < alpha:
+            # A two-level model is flat between its levels: with real curvature its
+            # recommendation can be worse than the center runs already measured.
+            centre = float(back(curvature["center_mean"]))
+            better = (centre > rec["predicted"]) if goal == "maximize" else (
+                centre < rec["predicted"])
+            notes.append(
+                f"curvature is significant (p = {p_curv:.2g}): {response} bends between the "
+                "levels, which a two-level model cannot represent, so its recommendation "
+                "cannot pick levels"
+                + (f"; the center runs measured {centre:.4g}, better than the predicted "
+                   f"{rec['predicted']:.4g} at the recommendation" if better else "")
+                + "; add axial points (a response-surface design) or tune around the center")
     if rec["settings"] and not measured.min() <= rec["predicted"] <= measured.max():
         notes.append(f"the predicted {response} at the recommendation, "
                      f"{rec['predicted']:.4g}, lies outside the measured "

@@ -38,6 +38,7 @@ class ReportInput:
     runner: str = ""
     runner_options: dict[str, Any] = field(default_factory=dict)
     tuning: Any = None                 # storlab.tune.result.TuneResult (tuning campaigns)
+    run_results: pd.DataFrame | None = None  # one row per measured run (campaigns)
 
     @property
     def factors(self) -> list[str]:
@@ -66,8 +67,10 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
     elif stored_meta.get("kind") not in (None, "csv", "configs"):
         meta, origin = stored_meta, "campaign design"
     stored = {r["key"]: r for r in camp.stored_runs()}
+    run_results = None
     if camp.store_path.exists():
         results = camp.results(level)
+        run_results = results if level == "run" else camp.results("run")
     else:
         results = pd.DataFrame(columns=["config_id", *camp.space.names])
     rows = []
@@ -84,7 +87,8 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
                        results=results, space=camp.space, design_meta=meta,
                        design_origin=origin, runs=pd.DataFrame(rows), level=level,
                        repetitions=spec.repetitions, runner=spec.runner.type,
-                       runner_options=dict(spec.runner.options), tuning=tuning)
+                       runner_options=dict(spec.runner.options), tuning=tuning,
+                       run_results=run_results)
 
 
 def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",

@@ -375,9 +375,21 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
                     + ".</p>")
         out["factors_analysed"] = factors
     a = None
-    if inp.space is not None and factors and len(df) >= 2:
+    # Effects and ANOVA on every measured run, as `storlab analyze CAMPAIGN` does: the
+    # repetitions of a configuration are the pure error. On configuration means the test
+    # had 2 error df where the runs give 22, and the two disagreed on curvature.
+    eff_df = df
+    if inp.run_results is not None and inp.level == "config" and response in inp.run_results:
+        runs = inp.run_results
+        measured = int(pd.to_numeric(runs[response], errors="coerce").notna().sum())
+        if measured > len(df):
+            eff_df = runs  # analyze keeps the runs with a value and says how many
+            html.append(f"<p>Effects and ANOVA use the {measured} measured runs of these "
+                        f"{len(df)} configurations (repeated runs are the pure error), as "
+                        "<code>storlab analyze</code> does.</p>")
+    if inp.space is not None and factors and len(eff_df) >= 2:
         try:
-            a = analyze(df, response, space=inp.space, factors=factors, goal=goal,
+            a = analyze(eff_df, response, space=inp.space, factors=factors, goal=goal,
                         alpha=alpha, transform=transform)
         except AnalysisError as exc:
             notes.append(f"effects analysis not shown: {exc}")
