@@ -1,5 +1,6 @@
-"""What a user sees at the edges of every command (issue 15): output cut short by its
-reader (`storlab ... | head`) is no error (exit 0, nothing on stderr)."""
+"""What a user sees at the edges of every command (issue 15): a usage error is one line and
+exit 2 (no box, no traceback), and output cut short by its reader (`storlab ... | head`)
+is no error (exit 0, nothing on stderr)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,40 @@ def _in_process(args: list[str], capsys) -> tuple[int, str, str]:
         main(args)
     out, err = capsys.readouterr()
     return exit_.value.code, out, err
+
+
+@pytest.mark.parametrize("command", _command_paths())
+def test_every_command_gives_a_usage_error_on_one_line(command, capsys):
+    code, out, err = _in_process([*command.split(), "--no-such-option"], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("storlab: error: No such option: --no-such-option"), err
+    assert f"(Usage: storlab {command} [OPTIONS]" in err, err
+    assert "╭" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,says", [
+    (["analyze"], "Missing argument 'results'."),                      # missing argument
+    (["analyze", "x.csv"], "Missing option '--response'"),             # missing option
+    (["design", "--runs", "abc"], "Invalid value for '--runs' / '-n'"),  # bad int
+    # a bad choice (storlab checks choices itself, naming them)
+    (["design", "--factors", "3", "--kind", "bogus"], "design kind 'bogus' must be one of"),
+    (["nosuchcmd"], "No such command 'nosuchcmd'."),                   # unknown command
+    (["estimate", "nosuch"], "No such command 'nosuch'."),
+    (["design", "--factors"], "Option '--factors' requires an argument."),
+    (["analyze", "x.csv", "-y", "r", "extra"], "Got unexpected extra argument(s) (extra)"),
+])
+def test_usage_errors_are_one_line(args, says, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.csv").write_text("a,r\n1,2\n")
+    code, out, err = _in_process(args, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"storlab: error: {says}"), err
+
+
+def test_no_arguments_still_prints_the_help(capsys):
+    code, out, err = _in_process([], capsys)
+    assert code == 2 and "Usage: storlab [OPTIONS] COMMAND" in out and err == ""
 
 
 def _closed_reader(argv: list[str]) -> subprocess.CompletedProcess[bytes]:

@@ -58,7 +58,8 @@ class StorlabGroup(_NoBoolMetavar, TyperGroup):
     """storlab's command groups (the root, `cluster`, `estimate`)."""
 
     # Help is written while the context is made (`--help`), output while invoking.
-    def make_context(self, *args: object, **kwargs: object) -> typer.Context:  # type: ignore[override]
+    def make_context(  # type: ignore[override]
+            self, *args: object, **kwargs: object) -> typer.Context:
         with _closed_stdout_is_success():
             return super().make_context(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -121,9 +122,8 @@ _use_storlab_command(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point. typer/click handle their own usage errors (standalone mode: their usual
-    usage message, exit 2). storlab's own errors become one line and exit 2; output cut
-    short by its reader (`| head`) exits 0."""
+    """Entry point: storlab's own errors and click's usage errors become one line and exit
+    2; output cut short by its reader (`| head`) exits 0."""
     stdout_was_devnull = _stdout_is_devnull()
     try:
         code = _run(argv)
@@ -139,10 +139,29 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
+def _is_click_error(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is click's exception class `name`, from click itself or the copy that
+    recent typer releases vendor (catching `click.ClickException` misses the latter)."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
+
+
+def _usage_error_line(exc: Exception) -> str:
+    """click's usage error on one line: its message, then the command's usage line."""
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    usage = " ".join(ctx.get_usage().split())
+    return f"{message} ({usage})"
+
+
 def _run(argv: list[str] | None) -> int:
     """Run the command; its exit status (the errors below exit with theirs)."""
     try:
-        app(args=argv, prog_name="storlab", standalone_mode=True)
+        # Not standalone: click's errors come here instead of being printed in a box
+        rv = app(args=argv, prog_name="storlab", standalone_mode=False)
+        # an Exit raised by the command comes back as its code; a command returns None
+        return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except StorlabError as exc:
         _fail(str(exc), 2)
     except (IsADirectoryError, NotADirectoryError, FileNotFoundError, PermissionError) as exc:
@@ -154,7 +173,15 @@ def _run(argv: list[str] | None) -> int:
         _fail(_oserror_line(exc), 1)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
-    return 0  # not reached: standalone, typer exits itself
+    except Exception as exc:
+        if _is_click_error(exc, "NoArgsIsHelpError"):  # `storlab`: typer printed the help
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if _is_click_error(exc, "ClickException"):  # a usage error
+            _fail(_usage_error_line(exc), int(exc.exit_code))  # type: ignore[attr-defined]
+        if _is_click_error(exc, "Abort"):  # click's prompt answered with ^C or ^D
+            _fail("aborted", 1)
+        raise  # a bug: its traceback
+    return 0  # not reached: _fail exits
 
 
 def _oserror_line(exc: OSError) -> str:
