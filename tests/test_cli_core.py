@@ -240,3 +240,19 @@ def test_analyze_prints_levels_as_written(storlab, tmp_path):
     assert r.returncode == 0, r.stderr
     settings = {s["factor"]: s["value"] for s in json.loads(r.stdout)["recommendation"]["settings"]}
     assert settings["bs"] == "4k" and type(settings["iodepth"]) is int
+
+
+def test_design_prints_each_alias_chain_once(storlab):
+    """issue 15: the alias line listed A = BD = CE under A, then BD = A = CE and CE = A = BD."""
+    r = storlab("design", "--factors", 5, "--kind", "fractional", "--runs", 8)
+    assert r.returncode == 0, r.stderr
+    line = " ".join(r.stdout.split()).split("alias chains (to 2FIs): ")[1].split(" 8 runs")[0]
+    chains = line.split("; ")
+    assert chains[0] == "A = BD = CE"
+    assert len({frozenset(c.split(" = ")) for c in chains}) == len(chains) == 7
+    # every alias of the JSON is in one printed chain
+    aliases = json.loads(storlab("design", "--factors", 5, "--kind", "fractional", "--runs",
+                                 8, "--json").stdout)["aliases"]
+    sets = [set(c.split(" = ")) for c in chains]
+    for k, v in aliases.items():
+        assert sum({k, *v} == c for c in sets) == 1, (k, v)

@@ -141,9 +141,14 @@ def design_cmd(
             console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, "
                           f"{s['nodes']} nodes, {s['seconds']} s")
     if m.get("aliases"):
-        shown = [f"{k} = {' = '.join(v)}" for k, v in list(m["aliases"].items())[:12]]
-        console.print("aliases (to 2FIs): " + "; ".join(shown)
-                      + (" ..." if len(m["aliases"]) > 12 else ""))
+        from ..design.aliasing import alias_chains
+
+        # each chain once: the mapping lists A = BD = CE under A, BD and CE
+        chains = alias_chains(m["aliases"])
+        console.print("alias chains (to 2FIs): "
+                      + "; ".join(" = ".join(c) for c in chains[:ALIAS_CHAINS])
+                      + (f"; ... ({len(chains)} chains; every alias in --json)"
+                         if len(chains) > ALIAS_CHAINS else ""))
     if m.get("dummies"):
         console.print(f"dummy columns for error: {', '.join(m['dummies'])}")
     _print_runs(d.table, output)
@@ -151,6 +156,8 @@ def design_cmd(
 
 #: Words of the defining relation printed on the terminal (the JSON holds every one).
 DEF_WORDS = 30
+#: Alias chains printed on the terminal.
+ALIAS_CHAINS = 12
 
 #: Rows of the run table shown on the terminal when a file holds all of it (rendering a
 #: 100,000-row table took 272 s); columns as many as fit the terminal, at most HEAD_COLS.
