@@ -94,16 +94,19 @@ def design_cmd(
                     seed=seed, randomize_order=randomize, optimize=optimize, fold=fold)
     if output is not None and output.suffix != ".json":
         write_frame(d.export_table(), output, fmt="csv")
-    note = None
+    note = correction = None
     if ranking is not None:
-        from ..analysis.followup import follow_up_note
+        from ..analysis.followup import CORRECTION, correction_text, follow_up_note
 
         note = follow_up_note(ranking, top)
+        correction = correction_text(ranking)
     if json_out or (output is not None and output.suffix == ".json"):
         data = d.to_json()
         if ranking is not None:
             data["follow_up"] = {"response": response, "top": top,
-                                 "ranking": ranking.to_dict("records"), "note": note}
+                                 "ranking": ranking.to_dict("records"),
+                                 "correction": CORRECTION.lower(),
+                                 "correction_text": correction, "note": note}
         emit_json(data, output if output is not None and output.suffix == ".json" else None)
         return
     from ..design.aliasing import roman
@@ -111,6 +114,7 @@ def design_cmd(
     m = d.meta
     if ranking is not None:
         console.print(frame_table(ranking, title=f"screening: main effects on {response}"))
+        console.print(correction)
         console.print(f"follow-up on the top {top}: {', '.join(space.names)}")
         if note:
             console.print(f"[yellow]note:[/] {note}")
