@@ -1,5 +1,6 @@
 """The `storlab design` and `storlab analyze` commands, as a user runs them."""
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -210,3 +211,48 @@ def test_a_wide_design_is_shown_in_column_blocks_that_fit(storlab, columns):
     assert all(" # " in ln for ln in lines if ln.startswith("┃"))
     narrow = storlab("design", "--factors", 3, "--kind", "full", "--no-randomize")
     assert "columns" not in narrow.stdout  # a table that fits stays one table
+
+
+def test_analyze_prints_levels_as_written(storlab, tmp_path):
+    """Integer levels print as integers and sizes as written (issue 15: a results file whose
+    columns are read as floats printed bs=4096.0, iodepth=32.0), with or without a space."""
+    rows = []
+    for bs, depth, eng in itertools.product(["4k", "64KiB"], [1, 32], ["libaio", "psync"]):
+        rows.append({"bs": bs, "iodepth": float(depth), "engine": eng,  # iodepth: 1.0, 32.0
+                     "iops": 1000 - 600 * (bs == "64KiB") + 200 * (depth == 32)
+                     + 3 * (eng == "psync")})
+    pd.DataFrame(rows).to_csv(tmp_path / "r.csv", index=False)
+    assert "32.0" in (tmp_path / "r.csv").read_text()
+    r = storlab("analyze", tmp_path / "r.csv", "-y", "iops", "--json")
+    assert r.returncode == 0, r.stderr
+    settings = {s["factor"]: s["value"] for s in json.loads(r.stdout)["recommendation"]["settings"]}
+    assert settings["bs"] == "4k" and settings["iodepth"] == 32
+    assert type(settings["iodepth"]) is int
+    human = storlab("analyze", tmp_path / "r.csv", "-y", "iops")
+    assert "recommendation (maximize): bs=4k, iodepth=32," in human.stdout, human.stdout
+    assert "│ iodepth │ factor │ +1              │ 32 " in human.stdout  # the levels table
+
+    space = tmp_path / "s.yaml"
+    space.write_text("factors:\n  - {name: bs, kind: ordinal, values: [4k, 64KiB]}\n"
+                     "  - {name: iodepth, kind: integer, range: [1, 32]}\n"
+                     "  - {name: engine, kind: categorical, values: [libaio, psync]}\n")
+    r = storlab("analyze", tmp_path / "r.csv", "-y", "iops", "--space", space, "--json")
+    assert r.returncode == 0, r.stderr
+    settings = {s["factor"]: s["value"] for s in json.loads(r.stdout)["recommendation"]["settings"]}
+    assert settings["bs"] == "4k" and type(settings["iodepth"]) is int
+
+
+def test_design_prints_each_alias_chain_once(storlab):
+    """issue 15: the alias line listed A = BD = CE under A, then BD = A = CE and CE = A = BD."""
+    r = storlab("design", "--factors", 5, "--kind", "fractional", "--runs", 8)
+    assert r.returncode == 0, r.stderr
+    line = " ".join(r.stdout.split()).split("alias chains (to 2FIs): ")[1].split(" 8 runs")[0]
+    chains = line.split("; ")
+    assert chains[0] == "A = BD = CE"
+    assert len({frozenset(c.split(" = ")) for c in chains}) == len(chains) == 7
+    # every alias of the JSON is in one printed chain
+    aliases = json.loads(storlab("design", "--factors", 5, "--kind", "fractional", "--runs",
+                                 8, "--json").stdout)["aliases"]
+    sets = [set(c.split(" = ")) for c in chains]
+    for k, v in aliases.items():
+        assert sum({k, *v} == c for c in sets) == 1, (k, v)

@@ -3,9 +3,12 @@ options, calls the library and prints. Bad input exits 2 with one line, no trace
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import pkgutil
 import sys
+from collections.abc import Iterator
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -24,8 +27,45 @@ class _NoBoolMetavar:
         return opt
 
 
+@contextlib.contextmanager
+def _closed_stdout_is_success() -> Iterator[None]:
+    """`storlab ... | head` : the reader closing the pipe early is no error. typer turns a
+    broken pipe into exit 1; stop writing silently and exit 0 instead, as `cat` or `seq` do
+    when `head` has read what it wanted."""
+    try:
+        yield
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        raise typer.Exit(0) from None
+
+
+def _stdout_to_devnull() -> None:
+    """Send what is still buffered for stdout to /dev/null: flushing it into the closed pipe
+    at exit would raise again (Python then prints "Exception ignored" and exits 120)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _stdout_is_devnull() -> bool:
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError):  # no stdout, or not a file
+        return False
+
+
 class StorlabGroup(_NoBoolMetavar, TyperGroup):
     """storlab's command groups (the root, `cluster`, `estimate`)."""
+
+    # Help is written while the context is made (`--help`), output while invoking.
+    def make_context(  # type: ignore[override]
+            self, *args: object, **kwargs: object) -> typer.Context:
+        with _closed_stdout_is_success():
+            return super().make_context(*args, **kwargs)  # type: ignore[arg-type]
+
+    def invoke(self, ctx: typer.Context) -> object:  # type: ignore[override]
+        with _closed_stdout_is_success():
+            return super().invoke(ctx)
 
 
 app = typer.Typer(
@@ -82,12 +122,46 @@ _use_storlab_command(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point. typer/click handle their own usage errors (standalone mode: their usual
-    usage message, exit 2), whichever exception classes the installed typer uses (recent
-    typer releases vendor their own copy of click, so catching `click.ClickException`
-    here misses them). storlab's own errors become one line and exit 2."""
+    """Entry point: storlab's own errors and click's usage errors become one line and exit
+    2; output cut short by its reader (`| head`) exits 0."""
+    stdout_was_devnull = _stdout_is_devnull()
     try:
-        app(args=argv, prog_name="storlab", standalone_mode=True)
+        code = _run(argv)
+    except SystemExit as exc:
+        # rich meets a broken pipe by sending stdout to /dev/null and exiting 1
+        if exc.code != 1 or stdout_was_devnull or not _stdout_is_devnull():
+            raise
+        code = 0
+    try:
+        sys.stdout.flush()  # the last buffered output, while a broken pipe can be caught
+    except BrokenPipeError:
+        _stdout_to_devnull()
+    sys.exit(code)
+
+
+def _is_click_error(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is click's exception class `name`, from click itself or the copy that
+    recent typer releases vendor (catching `click.ClickException` misses the latter)."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
+
+
+def _usage_error_line(exc: Exception) -> str:
+    """click's usage error on one line: its message, then the command's usage line."""
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    usage = " ".join(ctx.get_usage().split())
+    return f"{message} ({usage})"
+
+
+def _run(argv: list[str] | None) -> int:
+    """Run the command; its exit status (the errors below exit with theirs)."""
+    try:
+        # Not standalone: click's errors come here instead of being printed in a box
+        rv = app(args=argv, prog_name="storlab", standalone_mode=False)
+        # an Exit raised by the command comes back as its code; a command returns None
+        return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except StorlabError as exc:
         _fail(str(exc), 2)
     except (IsADirectoryError, NotADirectoryError, FileNotFoundError, PermissionError) as exc:
@@ -99,6 +173,15 @@ def main(argv: list[str] | None = None) -> None:
         _fail(_oserror_line(exc), 1)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Exception as exc:
+        if _is_click_error(exc, "NoArgsIsHelpError"):  # `storlab`: typer printed the help
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if _is_click_error(exc, "ClickException"):  # a usage error
+            _fail(_usage_error_line(exc), int(exc.exit_code))  # type: ignore[attr-defined]
+        if _is_click_error(exc, "Abort"):  # click's prompt answered with ^C or ^D
+            _fail("aborted", 1)
+        raise  # a bug: its traceback
+    return 0  # not reached: _fail exits
 
 
 def _oserror_line(exc: OSError) -> str:

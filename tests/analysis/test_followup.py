@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from storlab.design import make_design
 from storlab.analysis.followup import follow_up_space
@@ -114,18 +115,88 @@ def test_a_screening_with_no_significant_effect_says_so(storlab, tmp_path):
     cli = ["design", SPACE, "--follow-up", p, "-y", "iops", "--top", "3"]
     r = storlab(*cli)
     assert r.returncode == 0, r.stderr
-    assert "note: no main effect is significant at alpha 0.05" in " ".join(r.stdout.split())
+    assert ("note: no main effect is significant at family-wise alpha 0.05 (Holm)"
+            in " ".join(r.stdout.split()))
+    assert ("significance: Holm-adjusted p-values (p_holm) over the 20 main effects'"
+            in " ".join(r.stdout.split()))
     j = json.loads(storlab(*cli, "--json").stdout)
     assert j["follow_up"]["note"].startswith("no main effect is significant")
     assert not any(row["significant"] for row in j["follow_up"]["ranking"])
-    # noise where one effect passes the test by chance: said which are chosen by size
+    # noise where one effect passes the uncorrected test by chance: not after Holm's
+    # correction for the 20 tests (issue 15)
     t["iops"] = 1000 + np.random.default_rng(5).normal(0, 10, len(t))
     t.to_csv(p, index=False)
+    chance = json.loads(storlab(*cli, "--json").stdout)["follow_up"]
+    assert sum(row["p"] < 0.05 for row in chance["ranking"]) == 1
+    assert not any(row["significant"] for row in chance["ranking"])
+    assert chance["note"].startswith("no main effect is significant")
+    # one real effect in the noise: said which of the top 3 are chosen by size alone
+    x = make_design(s, "pb", seed=1).coded
+    t["iops"] += 40 * np.concatenate([x["fsync"], x["fsync"]])
+    t.to_csv(p, index=False)
     one = json.loads(storlab(*cli, "--json").stdout)["follow_up"]
-    assert one["note"] == ("only 1 of the top 3 main effects is significant at alpha 0.05; "
-                           "directio, files_used chosen by size alone")
+    weak = ", ".join(row["term"] for row in one["ranking"][1:3])
+    assert one["ranking"][0]["term"] == "fsync"
+    assert one["note"] == ("only 1 of the top 3 main effects is significant at family-wise "
+                           f"alpha 0.05 (Holm); {weak} chosen by size alone")
     # a screening with three real effects: no note
     good, key = screening(tmp_path)
     g = json.loads(storlab(*cli[:3], good, *cli[4:], "--json").stdout)
     assert g["follow_up"]["note"] is None
     assert [row["term"] for row in g["follow_up"]["ranking"][:3]] == key
+
+
+def _holm_by_hand(p: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, written out: sorted ascending, the i-th (from 0)
+    times (m - i), made monotone, capped at 1."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def test_screening_significance_is_corrected_by_holm(storlab, tmp_path):
+    """20 main effects tested at once: `operation` (an inert factor, p = 0.036 by chance in
+    this screening) is significant uncorrected, not after Holm; the three real ones stay."""
+    p, key = screening(tmp_path)
+    r = storlab("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    f = json.loads(r.stdout)["follow_up"]
+    rank = f["ranking"]
+    assert f["correction"] == "holm" and "Holm-adjusted" in f["correction_text"]
+    assert [row["p_holm"] for row in rank] == \
+        pytest.approx(_holm_by_hand([row["p"] for row in rank]))
+    assert [row["term"] for row in rank if row["significant"]] == key
+    raw_only = [row["term"] for row in rank if row["p"] < 0.05 and not row["significant"]]
+    assert raw_only == [rank[3]["term"]]  # the 4th largest: significant only uncorrected
+    assert f["note"] == ("only 3 of the top 4 main effects are significant at family-wise "
+                         f"alpha 0.05 (Holm); {rank[3]['term']} chosen by size alone")
+    human = storlab("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "4")
+    assert ("significance: Holm-adjusted p-values (p_holm) over the 20 main effects' ANOVA "
+            "p-values, family-wise alpha 0.05") in " ".join(human.stdout.split())
+
+
+def test_a_saturated_screening_corrects_lenth_p_values():
+    """A saturated PB (7 factors in 8 runs) has no ANOVA error: each effect's p comes from
+    Lenth's t (effect / PSE on m/3 df), then Holm."""
+    import pandas as pd
+    from scipy import stats
+
+    from storlab.analysis.effects import lenth
+
+    s = Space.two_level(7)
+    d = make_design(s, "pb", seed=1)
+    t = d.table.copy()
+    t["y"] = (100 + 30 * d.coded["A"] - 12 * d.coded["C"]
+              + np.random.default_rng(1).normal(0, 1, len(t)))
+    sub, rank = follow_up_space(t, s, "y", 2)
+    assert set(sub.names) == {"A", "C"} and set(rank["basis"]) == {"Lenth t"}
+    le = lenth(list(rank["effect"]))
+    expect = 2 * stats.t.sf(np.abs(rank["effect"]) / le.pse, le.df)
+    assert list(rank["p"]) == pytest.approx(list(expect))
+    assert list(rank["p_holm"]) == pytest.approx(_holm_by_hand(list(expect)))
+    assert list(rank.loc[rank["significant"], "term"]) == ["A", "C"]
+    assert isinstance(rank, pd.DataFrame)

@@ -277,3 +277,19 @@ def test_confirm_waits_with_wait(tmp_path: Path) -> None:
         [*STORLAB, "confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
          "--runs", "2", "-y", "y", "-q", "--json"], tmp_path)
     assert [c["runs"] for c in json.loads(out)["configs"]] == [2, 2]
+
+
+@pytest.mark.skipif(__import__("shutil").which("fio") is None, reason="fio is not installed")
+def test_estimate_measure_waits_with_wait(tmp_path: Path) -> None:
+    """`estimate measure` runs through the campaign loop: refused while another storlab holds
+    its campaign, and like `storlab run` it waits with --wait (issue 15: it had no --wait,
+    yet its refusal pointed at one)."""
+    camp = tmp_path / "measure"
+    camp.mkdir()
+    out = _refused_then_waits(
+        camp / "campaign.db",
+        [*STORLAB, "estimate", "measure", "--sizes", "4k", "--repeats", "1", "--runtime",
+         "1", "--file-size", "4m", "--campaign", str(camp), "-O", "numjobs=1", "--json"],
+        tmp_path)
+    runs = json.loads(out)["runs"]
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"ok"}

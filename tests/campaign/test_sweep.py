@@ -108,7 +108,7 @@ def test_a_point_that_cannot_be_built_keeps_its_row_with_the_reason(tmp_path: Pa
     res = run_sweep(load_raw(SMALL), {"replicas": ["3", "100"]}, analytic=True,
                     executor="serial", campaign=tmp_path / "c")
     df = res.table()
-    assert list(df["replicas"]) == ["3", "100"] and df["ops_s"].iloc[0] > 0
+    assert list(df["replicas"]) == [3, 100] and df["ops_s"].iloc[0] > 0
     assert pd.isna(df["ops_s"].iloc[1]) and "100 replicas" in df["error"].iloc[1]
     assert list(df.columns)[-2:] == ["error", "x_base"]
 

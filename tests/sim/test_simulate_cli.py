@@ -165,3 +165,29 @@ def test_plot_with_analytic_alone_is_refused(tmp_path):
     r = storlab("simulate", SMALL, "--analytic", "--plot", tmp_path / "x.png")
     assert r.returncode == 2 and "--plot with --analytic" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_sweep_json_gives_the_axes_their_type(storlab, tmp_path):
+    """Axis values as the simulator read them (issue 15: every value came out a string):
+    numbers as JSON numbers, a size as written with its bytes beside it, words as words."""
+    r = storlab("simulate", SMALL, "--analytic", "--executor", "serial", "--json", "--quiet",
+                "--sweep", "object_workers=14,28", "--sweep", "object_size=64KiB,1MiB",
+                "--sweep", "disk=hdd7200,ssd_s3700", "--sweep", "ghz=2.5,3", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert len(rows) == 16
+    first = rows[0]
+    assert first["object_workers"] == 14 and type(first["object_workers"]) is int
+    assert first["object_size"] == "64KiB" and first["object_size_bytes"] == 65536
+    assert first["disk"] == "hdd7200" and first["ghz"] == 2.5
+    assert {(r["object_size"], r["object_size_bytes"]) for r in rows} == {
+        ("64KiB", 65536), ("1MiB", 1048576)}
+    assert {r["ghz"] for r in rows} == {2.5, 3}
+    # the sweep's order: first axis slowest, as given
+    assert [r["object_workers"] for r in rows] == [14] * 8 + [28] * 8
+    # the terminal table shows the size as written, once
+    human = storlab("simulate", SMALL, "--analytic", "--executor", "serial", "--quiet",
+                    "--sweep", "object_size=64KiB,1MiB", "--sweep", "nodes=2,3",
+                    cwd=tmp_path, env={"COLUMNS": "200"})
+    assert human.returncode == 0, human.stderr
+    assert "64KiB" in human.stdout and "object_size_bytes" not in human.stdout

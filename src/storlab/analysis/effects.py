@@ -194,18 +194,28 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
     return out
 
 
+def _as_written(v: Any) -> Any:
+    """A level as a Python value; whole numbers as ints (a CSV column with a blank cell, or
+    a store's column, is read as floats: bs 4 would print as 4.0)."""
+    v = plain(v)
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
 def _coding_from_data(col: pd.Series, name: str, strict: bool = False) -> Coding | None:
     vals = col.dropna().unique()
     try:
-        nums = sorted({to_number(v) for v in vals})
+        # each level as the data writes it (4, "64k"), not as the float it compares as
+        given = {to_number(v): _as_written(v) for v in vals}
+        nums = sorted(given)
         numeric = True
     except ValueError:
         nums, numeric = [], False
     if numeric:
+        lo, hi = given[nums[0]], given[nums[-1]]
         if len(nums) == 2 or (len(nums) == 3 and math.isclose(nums[1], (nums[0] + nums[2]) / 2)):
-            return Coding(name, nums[0], nums[-1], True, nums[1] if len(nums) == 3 else None)
+            return Coding(name, lo, hi, True, given[nums[1]] if len(nums) == 3 else None)
         if len(nums) == 3 and not strict:  # log-scale center
-            return Coding(name, nums[0], nums[-1], True, nums[1])
+            return Coding(name, lo, hi, True, given[nums[1]])
     else:
         levels = sorted({str(v) for v in vals})
         if len(levels) == 2:

@@ -12,13 +12,19 @@ from ..space import Space
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .effects import Lenth
+
+#: How the screening's significance is corrected for testing every factor at once.
+CORRECTION = "Holm"
+
 
 def follow_up_space(results: pd.DataFrame, space: Space, response: str, top: int,
                     goal: str | None = None, alpha: float = 0.05,
                     transform: str = "none") -> tuple[Space, pd.DataFrame]:
     """The space of the `top` factors with the largest main effects on `response` in the
     screening `results` (kept in the space's order), and the ranking they came from (every
-    factor's main effect, largest first). Main effects only: a screening design cannot
+    factor's main effect, largest first, with `p_holm` and `significant` after Holm's
+    correction for testing them all). Main effects only: a screening design cannot
     separate interactions from them."""
     from ..analysis.effects import analyze
 
@@ -26,12 +32,52 @@ def follow_up_space(results: pd.DataFrame, space: Space, response: str, top: int
         raise DesignError(f"--top {top}: must be at least 1")
     a = analyze(results, response, space=space, goal=goal, alpha=alpha, max_order=1,
                 transform=transform)
-    cols = ["term", "effect", *(c for c in ("pct", "p", "significant") if c in a.effects)]
+    cols = ["term", "effect", *(c for c in ("pct", "p", "basis") if c in a.effects)]
     ranking = a.effects[a.effects["term"].isin(space.names)][cols].reset_index(drop=True)
+    ranking = holm(ranking, a.lenth, alpha)
     if top > len(ranking):
         raise DesignError(f"--top {top}: the screening ranked only {len(ranking)} factors")
     chosen = set(ranking["term"].iloc[:top])
     return space.subspace([n for n in space.names if n in chosen]), ranking
+
+
+def holm(ranking: pd.DataFrame, lenth: Lenth | None, alpha: float) -> pd.DataFrame:
+    """`ranking` (main effects with their ANOVA `p`) with `p_holm`, the p-values adjusted by
+    Holm's step-down over all of them, and `significant` = p_holm < alpha.
+
+    A screening tests every factor at once: at alpha 0.05 one of 20 inert factors passes
+    by chance on average, and the follow-up would spend its runs on it. Holm keeps the
+    family-wise error at alpha (Bonferroni's guarantee, uniformly more powerful). An effect
+    the saturated model leaves without an ANOVA p gets Lenth's: t = effect / PSE on m/3
+    df, the t Lenth's margin of error is built on."""
+    import numpy as np
+    from scipy import stats
+    from statsmodels.stats.multitest import multipletests
+
+    out = ranking.copy()
+    p = out["p"].to_numpy(dtype=float) if "p" in out else np.full(len(out), np.nan)
+    missing = ~np.isfinite(p)
+    if missing.any() and lenth is not None and lenth.pse > 0:
+        t = np.abs(out["effect"].to_numpy(dtype=float)) / lenth.pse
+        p = np.where(missing, 2 * stats.t.sf(t, lenth.df), p)
+        out["p"] = p
+        out["basis"] = np.where(missing, "Lenth t", out.get("basis", "ANOVA"))
+    tested = np.isfinite(p)
+    adjusted = np.full(len(out), np.nan)
+    if tested.any():
+        adjusted[tested] = multipletests(p[tested], alpha=alpha, method="holm")[1]
+    out["p_holm"] = adjusted
+    out["significant"] = np.where(tested, adjusted < alpha, False).astype(bool)
+    first = [c for c in ("term", "effect", "pct", "p", "p_holm", "significant") if c in out]
+    return out[first + [c for c in out.columns if c not in first]]
+
+
+def correction_text(ranking: pd.DataFrame, alpha: float = 0.05) -> str:
+    """The line that says which correction chose the significant factors."""
+    n = int(ranking["p_holm"].notna().sum()) if "p_holm" in ranking else 0
+    bases = sorted({str(b) for b in ranking.get("basis", []) if b}) or ["ANOVA"]
+    return (f"significance: {CORRECTION}-adjusted p-values (p_holm) over the {n} main "
+            f"effects' {' and '.join(bases)} p-values, family-wise alpha {alpha:g}")
 
 
 def follow_up_note(ranking: pd.DataFrame, top: int, alpha: float = 0.05) -> str | None:
@@ -46,10 +92,11 @@ def follow_up_note(ranking: pd.DataFrame, top: int, alpha: float = 0.05) -> str 
     if sig.all():
         return None
     if not ranking["significant"].astype(bool).any():
-        return (f"no main effect is significant at alpha {alpha:g}: the top {top} are only "
+        return (f"no main effect is significant at family-wise alpha {alpha:g} ({CORRECTION}): "
+                f"the top {top} are only "
                 "the largest effects measured, not shown to matter (replicate the screening "
                 "or give it more runs before following it up)")
     weak = ", ".join(str(t) for t in chosen.loc[~sig, "term"])
     n = int(sig.sum())
     return (f"only {n} of the top {top} main effects {'is' if n == 1 else 'are'} significant "
-            f"at alpha {alpha:g}; {weak} chosen by size alone")
+            f"at family-wise alpha {alpha:g} ({CORRECTION}); {weak} chosen by size alone")

@@ -27,7 +27,8 @@ import pandas as pd
 import yaml
 
 from ..fileio import write_text
-from ..sim.cluster import SimError, apply_overrides, parse_cluster
+from ..sim.cluster import (SHORT_KEYS, SimError, apply_overrides, coerce_value, parse_cluster,
+                           parse_size)
 from ..sim.sweep import SweepResult
 
 Event = Callable[[str, dict[str, Any]], None]
@@ -230,7 +231,9 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     rows = []
     for cid, cfg, _ in configs:
         r = runs.get(cid)
-        row: dict[str, Any] = {k: (cfg[k] if k in cfg else v[0]) for k, v in axes.items()}
+        # each axis value as the simulator read it: 14 a number, 64KiB a size string
+        row: dict[str, Any] = {k: coerce_value(cfg[k] if k in cfg else v[0])
+                               for k, v in axes.items()}
         if r is None or r["status"] != "ok":
             err = ((r or {}).get("stderr_tail") or "").strip().splitlines()
             row["error"] = err[-1] if err else f"run {(r or {}).get('status', 'missing')}"
@@ -257,10 +260,18 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
             row.update({k: v for k, v in m.items() if k.startswith("util_")})
         rows.append(row)
     # The sweep's order: first axis slowest (the design lists the factorial first-fastest).
-    rank = {k: {json.dumps(x, default=str): i for i, x in enumerate(v)} for k, v in axes.items()}
+    rank = {k: {json.dumps(coerce_value(x), default=str): i for i, x in enumerate(v)}
+            for k, v in axes.items()}
     rows.sort(key=lambda row: tuple(rank[k].get(json.dumps(row[k], default=str), 0)
                                     for k in axes))
     df = pd.DataFrame(rows)
+    for k in axes:  # object sizes as written ("64KiB") and, beside them, in bytes
+        if SHORT_KEYS.get(k, k) == "workload.object_size":
+            try:
+                nbytes = [parse_size(v) for v in df[k]]
+            except (ValueError, TypeError):  # a size distribution, not one size
+                continue
+            df.insert(df.columns.get_loc(k) + 1, f"{k}_bytes", nbytes)
     for ci in ("ops_s_ci95", "lat_mean_ci95_ms"):  # analytic sweeps: no interval at all
         if ci in df and df[ci].isna().all():
             df = df.drop(columns=ci)

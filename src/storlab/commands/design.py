@@ -94,16 +94,19 @@ def design_cmd(
                     seed=seed, randomize_order=randomize, optimize=optimize, fold=fold)
     if output is not None and output.suffix != ".json":
         write_frame(d.export_table(), output, fmt="csv")
-    note = None
+    note = correction = None
     if ranking is not None:
-        from ..analysis.followup import follow_up_note
+        from ..analysis.followup import CORRECTION, correction_text, follow_up_note
 
         note = follow_up_note(ranking, top)
+        correction = correction_text(ranking)
     if json_out or (output is not None and output.suffix == ".json"):
         data = d.to_json()
         if ranking is not None:
             data["follow_up"] = {"response": response, "top": top,
-                                 "ranking": ranking.to_dict("records"), "note": note}
+                                 "ranking": ranking.to_dict("records"),
+                                 "correction": CORRECTION.lower(),
+                                 "correction_text": correction, "note": note}
         emit_json(data, output if output is not None and output.suffix == ".json" else None)
         return
     from ..design.aliasing import roman
@@ -111,6 +114,7 @@ def design_cmd(
     m = d.meta
     if ranking is not None:
         console.print(frame_table(ranking, title=f"screening: main effects on {response}"))
+        console.print(correction)
         console.print(f"follow-up on the top {top}: {', '.join(space.names)}")
         if note:
             console.print(f"[yellow]note:[/] {note}")
@@ -141,9 +145,14 @@ def design_cmd(
             console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, "
                           f"{s['nodes']} nodes, {s['seconds']} s")
     if m.get("aliases"):
-        shown = [f"{k} = {' = '.join(v)}" for k, v in list(m["aliases"].items())[:12]]
-        console.print("aliases (to 2FIs): " + "; ".join(shown)
-                      + (" ..." if len(m["aliases"]) > 12 else ""))
+        from ..design.aliasing import alias_chains
+
+        # each chain once: the mapping lists A = BD = CE under A, BD and CE
+        chains = alias_chains(m["aliases"])
+        console.print("alias chains (to 2FIs): "
+                      + "; ".join(" = ".join(c) for c in chains[:ALIAS_CHAINS])
+                      + (f"; ... ({len(chains)} chains; every alias in --json)"
+                         if len(chains) > ALIAS_CHAINS else ""))
     if m.get("dummies"):
         console.print(f"dummy columns for error: {', '.join(m['dummies'])}")
     _print_runs(d.table, output)
@@ -151,6 +160,8 @@ def design_cmd(
 
 #: Words of the defining relation printed on the terminal (the JSON holds every one).
 DEF_WORDS = 30
+#: Alias chains printed on the terminal.
+ALIAS_CHAINS = 12
 
 #: Rows of the run table shown on the terminal when a file holds all of it (rendering a
 #: 100,000-row table took 272 s); columns as many as fit the terminal, at most HEAD_COLS.

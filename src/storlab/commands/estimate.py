@@ -311,6 +311,9 @@ def measure_cmd(
     plot: Optional[Path] = PLOT_OPT,
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
+    wait: bool = typer.Option(False, "--wait/--no-wait",
+                              help="If another storlab runs this campaign, wait for it to "
+                                   "finish instead of exiting (then run what is left)."),
 ) -> None:
     """Measure 100%-read and 100%-write per size with fio, fit, and check other mixes.
 
@@ -325,10 +328,16 @@ def measure_cmd(
                              mixed_pcts=mixed_pcts, runtime=runtime, file_size=file_size,
                              iodepth=iodepth, ioengine=ioengine, pattern=pattern, seed=seed,
                              third_anchor=third_anchor, fio=fio_option or [])
+    from ._progress import campaign_progress
+
     quiet = json_out
-    res = run_plan(plan, campaign, target=target, allow_destructive=allow_destructive,
-                   confidence=confidence,
-                   progress=None if quiet else (lambda s: console.print(s, highlight=False)))
+    # campaign_progress quiet: only the lock's messages (waiting for another storlab, a
+    # stale lock taken over), on stderr even with --json; run_plan prints the runs itself
+    with campaign_progress("estimate measure", quiet=True) as lock_events:
+        res = run_plan(plan, campaign, target=target, allow_destructive=allow_destructive,
+                       confidence=confidence, wait=wait, on_event=lock_events,
+                       progress=None if quiet else (lambda s: console.print(s,
+                                                                             highlight=False)))
     if save_model is not None:
         res.model.save(save_model)
     if runs_out is not None:

@@ -122,7 +122,9 @@ def simulate_cmd(
         if _write_table(df, {"factors": res.factors, "analytic": analytic, "rows": df,
                              "campaign": str(res.campaign), "notes": res.notes},
                         output, as_json):
-            cols = [c for c in df.columns if not c.startswith("util_")]
+            # (the bytes of a size axis are for programs: the table shows it as written)
+            cols = [c for c in df.columns if not c.startswith("util_")
+                    and not (c.endswith("_bytes") and c[:-len("_bytes")] in res.factors)]
             how = (" (analytic)" if analytic else
                    "; ± = 95 % batch-means half-width of each simulated run")
             console.print(frame_table(_ops_display(df[cols]), title=f"sweep of {src}{how}"))

@@ -7,7 +7,7 @@ whose column product is constant; two effects are aliased when their XOR is in i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -119,6 +119,21 @@ def alias_structure(words: Sequence[int], k: int, labels: Sequence[str],
         if partners:
             out[word_name(e, labels)] = [word_name(p, labels) for p in partners]
     return out
+
+
+def word_order(word: str) -> int:
+    """The order of a named effect: 1 for `A` or `F26`, 2 for `AB` or `A:F26`."""
+    return len(word.split(":")) if ":" in word else len(word)
+
+
+def alias_chains(aliases: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """Each alias chain once (the mapping lists A = BD = CE under A, BD and CE): its
+    effects by order then name, the chains of main effects first."""
+    chains: dict[frozenset[str], list[str]] = {}
+    for k, v in aliases.items():
+        words = sorted({k, *v}, key=lambda w: (word_order(w), w))
+        chains.setdefault(frozenset(words), words)
+    return sorted(chains.values(), key=lambda c: (word_order(c[0]), c))
 
 
 def clear_effects(words: Sequence[int], k: int) -> tuple[list[int], list[int]]:

@@ -28,7 +28,7 @@ import os
 import random
 import stat
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -558,12 +558,32 @@ def _checks(model: RWModel, ok: pd.DataFrame, plan: MeasurePlan, confidence: flo
               .drop(columns=["_k", "_s", "_r"]).reset_index(drop=True))
 
 
+def _run_order_seed(campaign_dir: Path) -> int:
+    """The run-order seed when none is given: the one the campaign directory's measurement
+    was written with, so that the same command resumes it (or waits for it with --wait);
+    a new one for a new campaign. (An unrecorded random order made every resume of a
+    measurement of more than two runs "another measurement".)"""
+    f = campaign_dir / "campaign.yaml"
+    if f.is_file():
+        try:
+            seed = yaml.safe_load(f.read_text()).get("seed")
+        except (yaml.YAMLError, AttributeError, OSError, UnicodeDecodeError):
+            seed = None
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            return seed
+    return random.SystemRandom().randrange(2**31)
+
+
 def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | None = None,
              allow_destructive: bool = False, confidence: float = 0.95,
-             progress: Callable[[str], None] | None = None, executor: str | None = None
+             progress: Callable[[str], None] | None = None, executor: str | None = None,
+             wait: bool = False,
+             on_event: Callable[[str, dict[str, Any]], None] | None = None
              ) -> MeasureResult:
     """Run the plan as a campaign in `campaign_dir` (resuming what is already stored), fit
-    the model from the anchors, and compare it with every other run."""
+    the model from the anchors, and compare it with every other run. `wait`: wait for
+    another storlab running the same campaign instead of refusing; `on_event` receives
+    every campaign event (the lock's: waiting, takeover, ...)."""
     from ..campaign.campaign import Campaign  # the one run loop (DESIGN.md)
 
     campaign_dir = Path(campaign_dir).absolute()
@@ -571,6 +591,8 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
         raise EstimateError(f"--campaign {campaign_dir}: not a directory")
     tgt = Target.resolve(Path(target) if target is not None else None, campaign_dir,
                          allow_destructive, str(plan.options.get("ioengine", "")))
+    if plan.seed is None:
+        plan = replace(plan, seed=_run_order_seed(campaign_dir))
     path, planned, notes = write_campaign(plan, campaign_dir, tgt, allow_destructive)
     marker = campaign_dir / MARKER
     if tgt.ours and tgt.path is not None:
@@ -582,7 +604,9 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
         camp = Campaign.load(path)
         by_key = {f"c{i}-r1": (i, r) for i, r in enumerate(planned, 1)}
 
-        def on_event(kind: str, data: dict[str, Any]) -> None:
+        def events(kind: str, data: dict[str, Any]) -> None:
+            if on_event is not None:
+                on_event(kind, data)
             if progress is None:
                 return
             if kind == "start" and data["done"]:
@@ -598,7 +622,7 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
                 progress(f"[{i}/{len(planned)}] {run.kind} {run.size} {run.read_pct:g}% "
                          f"read (rep {run.replicate}): {status}")
 
-        summary = camp.run(executor=executor, retry_failed=True, on_event=on_event)
+        summary = camp.run(executor=executor, retry_failed=True, on_event=events, wait=wait)
     except EstimateError:
         raise
     except Exception as exc:  # CampaignError and friends: one line for the user

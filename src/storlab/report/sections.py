@@ -143,12 +143,9 @@ def design_section(inp: ReportInput) -> Section | None:
     aliases = m.get("aliases") or {}
     if aliases and inp.space is not None:
         legend = {lab: n for lab, n in zip(inp.space.labels, inp.space.names)}
-        # Each alias chain once (AB = CE = DF), main effects first.
-        chains: dict[frozenset[str], list[str]] = {}
-        for k, v in aliases.items():
-            words = sorted({k, *v}, key=lambda w: (_order(w), w))
-            chains.setdefault(frozenset(words), words)
-        ordered = sorted(chains.values(), key=lambda c: (_order(c[0]), c))
+        from ..design.aliasing import alias_chains
+
+        ordered = alias_chains(aliases)  # each chain once (AB = CE = DF), main effects first
         rows = [{"alias chain (to 2FIs)": " = ".join(c),
                  "meaning": " = ".join(_spell(w, legend) for w in c)} for c in ordered[:60]]
         html += ("<h3>Alias structure</h3><p class=\"note\">Effects in one chain cannot be "
@@ -164,10 +161,6 @@ def design_section(inp: ReportInput) -> Section | None:
                  "table exists); main effects are estimated assuming interactions are "
                  "small.</p>")
     return Section("design", "Design", html)
-
-
-def _order(word: str) -> int:
-    return len(word.split(":")) if ":" in word else len(word)
 
 
 def _spell(word: str, legend: dict[str, str]) -> str:

@@ -23,7 +23,7 @@ from .routes import ROUTE_CHUNK, build_routes
 from .run import run_model
 from .spec import (SHORT_KEYS, Calibration, ClusterSpec, CpuCosts, CpuSpec, DiskGroup, Network,
                    NodeGroup, OpCost, RingSpec, SizeDist, SwiftSpec, Workload, apply_overrides,
-                   load_cluster, load_raw, parse_cluster, size_sampler)
+                   coerce_value, load_cluster, load_raw, parse_cluster, size_sampler)
 from .summary import (BATCHES, INTERVALS, POOL_CLASSES, SimReport, flat_metrics, mser,
                       pick_bottleneck, summarise, window_marks)
 
@@ -34,7 +34,7 @@ __all__ = [
     "ROUTE_CHUNK", "Requests", "Ring", "RingSpec", "Routes", "SHORT_KEYS", "SMALL_IO",
     "SimError", "SimReport", "SizeDist", "Stations", "StorlabError", "SwiftSpec", "Workload",
     "add_availability", "adjust_routes", "apply_failures", "apply_overrides", "build_model",
-    "build_routes", "draw_requests", "flat_metrics", "hash_partition", "load_cluster",
+    "build_routes", "coerce_value", "draw_requests", "flat_metrics", "hash_partition", "load_cluster",
     "load_raw", "make_ring", "mser", "parse_cluster", "parse_size", "pick_bottleneck",
     "resolve_device", "resolve_ring_file", "run_model", "size_sampler", "summarise",
     "window_marks",

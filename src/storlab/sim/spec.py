@@ -284,8 +284,9 @@ _ROLE_SELECT = {"proxy": ("proxy",), "storage": ("storage", "both"), "both": ("b
                 "*": ("proxy", "storage", "both")}
 
 
-def _coerce(value: Any) -> Any:
-    """Strings from the command line become numbers when they look like numbers."""
+def coerce_value(value: Any) -> Any:
+    """Strings from the command line become numbers when they look like numbers (and
+    "null"/"none" None): the value an override or a sweep axis sets."""
     if isinstance(value, str):
         s = value.strip()
         if s.lower() in ("null", "none"):
@@ -307,7 +308,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any],
     out = copy.deepcopy(dict(raw))
     for key, value in overrides.items():
         path = SHORT_KEYS.get(str(key), str(key)).split(".")
-        value = _coerce(value)
+        value = coerce_value(value)
         head = path[0]
         if head in _ROLE_SELECT:
             groups = [g for g in out.get("nodes") or [] if isinstance(g, dict)
