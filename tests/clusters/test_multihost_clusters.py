@@ -106,13 +106,12 @@ def dask_lan(lan):
         yield address
 
 
-def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path):
+def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path, storlab):
     recs = tmp_path / "records.csv"
-    r = subprocess.run([sys.executable, "-m", "storlab.cli", "cluster", "load", "ceph",
-                        "--dask", dask_lan, "--hosts", "2", "--duration", "1.5", "--clients",
-                        "2", "--objects", "20", "--mix", "get:80,put:20", "--sizes", "4k",
-                        "--records", str(recs), "--dir", str(ceph_on_lan.dir.parent),
-                        "--json"], capture_output=True, text=True, timeout=120)
+    r = storlab("cluster", "load", "ceph", "--dask", dask_lan, "--hosts", "2", "--duration",
+                "1.5", "--clients", "2", "--objects", "20", "--mix", "get:80,put:20",
+                "--sizes", "4k", "--records", str(recs), "--dir", str(ceph_on_lan.dir.parent),
+                "--json", timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     rows, merged = out["hosts"], out["merged"]
