@@ -297,3 +297,12 @@ def test_measurement_columns_are_never_factors_of_a_bare_table():
     res = analyze(df, "total_iops")
     assert list(res.effects["term"]) == ["bs"]
     assert not any("aliased" in w for w in res.warnings)
+
+
+def test_old_to_json_warns_and_returns_to_dict():
+    """`to_json` was renamed `to_dict` (one result shape); code calling the old name still
+    gets the same dictionary, told that the name is deprecated."""
+    a = analyze(seed_table(), "distance")
+    with pytest.warns(DeprecationWarning, match=r"to_json\(\) is deprecated; use to_dict\(\)"):
+        old = a.to_json()
+    assert old == a.to_dict() and old["response"] == "distance" and old["terms"]
