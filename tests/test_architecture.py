@@ -31,7 +31,8 @@ LAYERS: list[set[str]] = [
     {"sim", "clusters"},        # systems under study: the simulated and the real ones (and
                                 # clusters.netns: namespace "hosts" to load them from)
     {"design", "analysis"},     # samplers and analysers, siblings: neither imports the other
-    {"campaign"},               # the run loop, design sources, store, runners, executors
+    {"campaign"},               # the run loop, design sources, store, runners (with the
+                                # object-store load generator they drive), executors
     {"estimate", "tune"},       # built on the run loop (measure, adaptive sources)
     {"report"},                 # HTML report: reads results and design metadata
     {"commands"},               # the CLI's commands: thin

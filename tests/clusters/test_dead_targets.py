@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from storlab.clusters.objload import LoadError, LoadSpec, Target, run_load
+from storlab.campaign.runners.objload import LoadError, LoadSpec, Target, run_load
 
 
 @pytest.fixture
