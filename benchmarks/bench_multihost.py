@@ -34,9 +34,9 @@ import pandas as pd
 from storlab.campaign.runners.fio import FioRunner
 from storlab.clusters._util import free_port_block, read_pid
 from storlab.clusters.ceph import CephCluster, CephOptions
-from storlab.clusters.fanout import run_load_on_hosts
+from storlab.campaign.runners.fanout import run_load_on_hosts
 from storlab.clusters.netns import Lan, wait_port
-from storlab.clusters.objload import LoadSpec, Target
+from storlab.campaign.runners.objload import LoadSpec, Target
 
 TICK = os.sysconf("SC_CLK_TCK")
 

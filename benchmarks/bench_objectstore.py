@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from storlab.clusters.objload import LoadSpec, Target, run_load
+from storlab.campaign.runners.objload import LoadSpec, Target, run_load
 
 TRIVIAL_SERVER = r'''
 import asyncio, sys

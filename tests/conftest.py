@@ -41,6 +41,23 @@ def storlab_argv() -> list[str]:
     return list(STORLAB_ARGV)
 
 
+@pytest.fixture(scope="session")
+def storlab_inprocess() -> Callable[..., Any]:
+    """Run the CLI inside this process (typer's CliRunner), for a test that checks many
+    commands' parsing cheaply (every `--help`): `storlab_inprocess("design", "--help",
+    env={...})` -> click's Result (`exit_code`, `output`). Prefer `storlab` otherwise: only
+    a real process shows what a user sees (exit status, stderr, signals)."""
+    from typer.testing import CliRunner
+
+    from storlab.cli import app
+
+    runner = CliRunner()
+
+    def invoke(*args: Any, env: Mapping[str, str] | None = None) -> Any:
+        return runner.invoke(app, list(map(str, args)), env=env)
+    return invoke
+
+
 @pytest.fixture(scope="module")
 def lan():
     """Two network namespaces ("hosts") on a private /24 joined to this namespace by veth

@@ -31,7 +31,8 @@ LAYERS: list[set[str]] = [
     {"sim", "clusters"},        # systems under study: the simulated and the real ones (and
                                 # clusters.netns: namespace "hosts" to load them from)
     {"design", "analysis"},     # samplers and analysers, siblings: neither imports the other
-    {"campaign"},               # the run loop, design sources, store, runners, executors
+    {"campaign"},               # the run loop, design sources, store, runners (with the
+                                # object-store load generator they drive), executors
     {"estimate", "tune"},       # built on the run loop (measure, adaptive sources)
     {"report"},                 # HTML report: reads results and design metadata
     {"commands"},               # the CLI's commands: thin
@@ -243,3 +244,57 @@ def test_split_packages_keep_their_module_order():
             if a != b and rank[b] >= rank[a]:
                 bad.append(f"{e}  [{a} may not import {b}]")
     assert not bad, "\n".join(bad)
+
+
+# ------------------------------------------------------------------ tests run the program one way
+
+TESTS = Path(__file__).resolve().parent
+
+#: Test files that may start the program by hand, each with its reason; an entry that no
+#: longer does must be removed (the list only shrinks).
+OWN_PROGRAM: dict[str, str] = {
+    "test_startup.py": "checks `python -m storlab` itself (storlab/__main__.py), which the "
+                       "fixtures, running storlab.cli, do not reach",
+}
+
+
+def _own_program(tree: ast.AST) -> list[str]:
+    """Where a test module builds the CLI invocation itself: an argv holding `-m storlab...`,
+    or typer's CliRunner (the shared fixtures in conftest.py are the one way)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            vals = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if any(a == "-m" and isinstance(b, str) and b.split(".")[0] == "storlab"
+                   for a, b in zip(vals, vals[1:])):
+                found.append(f"{node.lineno}: argv `-m {vals[vals.index('-m') + 1]}`")
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "CliRunner"
+                                                      for a in node.names):
+            found.append(f"{node.lineno}: imports CliRunner")
+        elif isinstance(node, ast.Attribute) and node.attr == "CliRunner":
+            found.append(f"{node.lineno}: uses CliRunner")
+    return found
+
+
+def test_tests_run_the_program_through_the_shared_fixtures():
+    """`storlab`, `storlab_argv` and `storlab_inprocess` (tests/conftest.py) are how a test
+    runs the CLI, so that which program is tested is decided in one place."""
+    bad, seen = [], set()
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = str(path.relative_to(TESTS))
+        if rel == "conftest.py":
+            continue
+        hits = _own_program(ast.parse(path.read_text(), str(path)))
+        if hits and rel in OWN_PROGRAM:
+            seen.add(rel)
+        elif hits:
+            bad += [f"tests/{rel}:{h}" for h in hits]
+    assert not bad, "use the storlab / storlab_argv fixtures:\n" + "\n".join(bad)
+    assert seen == set(OWN_PROGRAM), f"remove {sorted(set(OWN_PROGRAM) - seen)} from OWN_PROGRAM"
+
+
+def test_the_program_finder_finds_hand_made_invocations():
+    src = ('import sys, subprocess\nfrom typer.testing import CliRunner\n'
+           'subprocess.run([sys.executable, "-m", "storlab.cli", "run"])\n'
+           'ARGV = (sys.executable, "-m", "storlab")\nsubprocess.run(["python", "-c", "x"])\n')
+    assert sorted(int(h.split(":")[0]) for h in _own_program(ast.parse(src))) == [2, 3, 4]

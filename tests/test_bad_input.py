@@ -20,7 +20,6 @@ import os
 import resource
 import shlex
 import subprocess
-import sys
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,6 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 MEMORY_CAP = 6 * 2**30  # bytes of address space per case: a blow-up raises, not swaps
 
 
@@ -366,11 +364,12 @@ def _cap_memory() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input(case: Case, tmp_path: Path) -> None:
+def test_bad_input(case: Case, tmp_path: Path, storlab_argv: list[str]) -> None:
     make_inputs(tmp_path)
     before = _snapshot(tmp_path)
-    argv = [*STORLAB, *case.command.split(), *shlex.split(case.args)]
+    argv = [*storlab_argv, *case.command.split(), *shlex.split(case.args)]
     env = {**os.environ, "STORLAB_CLUSTER_DIR": str(tmp_path / "cl"), "COLUMNS": "100"}
+    # its own subprocess (not the `storlab` fixture): the child runs under a memory cap
     r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120,
                        preexec_fn=_cap_memory, env=env)
     err = r.stderr.strip()

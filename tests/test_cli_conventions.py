@@ -80,15 +80,9 @@ def test_response_is_y_where_issue_15_asks():
             "tune-eval"} <= names
 
 
-def test_help_usage_and_flags_read_as_in_click():
-    from typer.testing import CliRunner
-
-    from storlab.cli import app
-
-    runner = CliRunner()
+def test_help_usage_and_flags_read_as_in_click(storlab_inprocess: Any) -> None:
     for name, _ in COMMANDS:
-        r = runner.invoke(app, [*name.split(), "--help"], env={"COLUMNS": "120",
-                                                               "NO_COLOR": "1"})
+        r = storlab_inprocess(*name.split(), "--help", env={"COLUMNS": "120", "NO_COLOR": "1"})
         assert r.exit_code == 0, (name, r.output)
         usage = next(line for line in r.output.splitlines() if "Usage:" in line)
         assert "{" not in usage and "}" not in usage, usage
@@ -98,14 +92,9 @@ def test_help_usage_and_flags_read_as_in_click():
         assert "<bool>" not in r.output, (name, r.output)
 
 
-def test_old_spellings_still_work():
-    from typer.testing import CliRunner
-
-    from storlab.cli import app
-
-    runner = CliRunner()
-    r = runner.invoke(app, ["design", "--factors", "3", "--kind", "full", "--no-randomize",
-                            "--json"])
+def test_old_spellings_still_work(storlab_inprocess: Any) -> None:
+    r = storlab_inprocess("design", "--factors", "3", "--kind", "full", "--no-randomize",
+                          "--json")
     assert r.exit_code == 0, r.output
     assert '"std_order": 1' in r.output.split('"table"')[1].split("}")[0]
     for cmd, old in (("confirm", "--runs"), ("estimate measure", "--repeat")):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_help_and_success_exit_0(tmp_path: Path) -> None:
     assert '"runs": 8' in r.stdout
 
 
-def test_usage_errors_with_an_older_typer(tmp_path: Path) -> None:
+def test_usage_errors_with_an_older_typer(tmp_path: Path, storlab: Any) -> None:
     """typer 0.15 raises click's own exceptions (typer 0.29, the locked one, raises its
     vendored copies): both must give the one-line usage error and exit 2."""
     lib = tmp_path / "lib"
@@ -76,12 +77,11 @@ def test_usage_errors_with_an_older_typer(tmp_path: Path) -> None:
     for args, says in ((["design", "--runs", "abc"], "--runs"), (["nosuchcmd"], "nosuchcmd"),
                        (["analyze", "r.csv"], "--response")):
         (tmp_path / "r.csv").write_text("a,r\n1,2\n")
-        r = subprocess.run([sys.executable, "-m", "storlab.cli", *args], capture_output=True,
-                           text=True, env=env, cwd=tmp_path, timeout=120)
+        r = storlab(*args, env={"PYTHONPATH": str(lib)}, cwd=tmp_path, timeout=120)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.startswith("storlab: error: ") and r.stderr.count("\n") == 1
         assert "Usage: storlab" in r.stderr and says in r.stderr, r.stderr
-    r = subprocess.run([sys.executable, "-m", "storlab.cli", "design", "--factors", "3",
-                        "--runs", "0"], capture_output=True, text=True, env=env, timeout=120)
+    r = storlab("design", "--factors", "3", "--runs", "0", env={"PYTHONPATH": str(lib)},
+                timeout=120)
     assert r.returncode == 2 and r.stderr.strip() == \
         "storlab: error: --runs 0: must be between 1 and 1000000"

@@ -8,9 +8,9 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,6 @@ from storlab.errors import StorlabError
 from storlab.fileio import (atomic_write, read_table, read_text, save_figure, write_frame,
                             write_json, write_text)
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 
 
 def _temps(d: Path) -> list[Path]:
@@ -121,7 +120,7 @@ def test_read_text_refuses_binary_and_directories(tmp_path: Path) -> None:
 
 # ------------------------------------------------ a real SIGKILL of a real export
 
-def _big_campaign(d: Path, metrics: int = 1000, runs: int = 300) -> Path:
+def _big_campaign(storlab: Any, d: Path, metrics: int = 1000, runs: int = 300) -> Path:
     """A campaign whose run-level export is ~2 MB of CSV (300 runs x 1000 metrics)."""
     out = json.dumps({"v": list(range(metrics))})
     (d / "c.yaml").write_text(yaml.safe_dump({
@@ -131,8 +130,7 @@ def _big_campaign(d: Path, metrics: int = 1000, runs: int = 300) -> Path:
         "runner": {"type": "command", "options": {
             "command": ["printf", "%s", out],
             "json_metrics": {f"m{i}": f"v.{i}" for i in range(metrics)}}}}))
-    r = subprocess.run([*STORLAB, "run", str(d / "c.yaml"), "-q"], capture_output=True,
-                       text=True, timeout=600)
+    r = storlab("run", str(d / "c.yaml"), "-q", timeout=600)
     assert r.returncode == 0, r.stderr
     return d / "c.yaml"
 
@@ -166,13 +164,13 @@ def _kill_when_writing(argv: list[str], out_dir: Path, target: Path, delay: floa
     return killed, proc.wait(timeout=60)
 
 
-def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path) -> None:
-    camp = _big_campaign(tmp_path)
+def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path, storlab: Any,
+                                                         storlab_argv: list[str]) -> None:
+    camp = _big_campaign(storlab, tmp_path)
     out_dir = tmp_path / "exports"
     out_dir.mkdir()
     ref = out_dir / "reference.csv"
-    r = subprocess.run([*STORLAB, "results", str(camp), "--level", "run", "-o", str(ref)],
-                       capture_output=True, text=True, timeout=300)
+    r = storlab("results", str(camp), "--level", "run", "-o", str(ref), timeout=300)
     assert r.returncode == 0, r.stderr
     new = ref.read_bytes()
     ref.unlink()
@@ -183,7 +181,7 @@ def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path) -> None
     for delay in (0.0, 0.0, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6):
         target.write_bytes(old)
         killed, code = _kill_when_writing(
-            [*STORLAB, "results", str(camp), "--level", "run", "-o", str(target)],
+            [*storlab_argv, "results", str(camp), "--level", "run", "-o", str(target)],
             out_dir, target, delay)
         got = target.read_bytes()
         assert got in (old, new), (f"delay {delay}: {len(got)} bytes, neither the old "

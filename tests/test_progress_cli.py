@@ -7,8 +7,8 @@ import itertools
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,11 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def on_a_terminal(*args: str) -> tuple[int, str, str]:
-    """Run storlab with stderr on a pseudo-terminal (stdout piped): (code, stdout, what
-    the terminal showed)."""
+def on_a_terminal(argv: list[str], *args: str) -> tuple[int, str, str]:
+    """Run storlab (`argv`, the program) with stderr on a pseudo-terminal (stdout piped):
+    (code, stdout, what the terminal showed)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "storlab.cli", *args], stdout=subprocess.PIPE,
+    p = subprocess.Popen([*argv, *args], stdout=subprocess.PIPE,
                          stderr=slave, text=True, cwd=ROOT,
                          env={**os.environ, "COLUMNS": "120"})
     os.close(slave)
@@ -50,20 +50,22 @@ def table(tmp_path: Path) -> Path:
     return path
 
 
-def test_importance_eval_shows_progress_on_a_terminal(table: Path) -> None:
-    code, out, tty = on_a_terminal("importance-eval", str(table), "-y", "y", "--fractions",
-                                   "0.5", "--repeats", "40", "--ranks", "1", "-j", "1")
+def test_importance_eval_shows_progress_on_a_terminal(table: Path,
+                                                      storlab_argv: list[str]) -> None:
+    code, out, tty = on_a_terminal(storlab_argv, "importance-eval", str(table), "-y", "y",
+                                   "--fractions", "0.5", "--repeats", "40", "--ranks", "1",
+                                   "-j", "1")
     assert code == 0, tty
     assert "importance-eval" in tty and "/40" in tty  # the bar: done/total repetitions
     assert "ground truth" in out  # the result on stdout, untouched by the bar
 
 
-def test_report_shows_progress_on_a_terminal_and_not_when_piped(table: Path,
-                                                                tmp_path: Path) -> None:
+def test_report_shows_progress_on_a_terminal_and_not_when_piped(
+        table: Path, tmp_path: Path, storlab: Any, storlab_argv: list[str]) -> None:
     html = tmp_path / "r.html"
-    code, out, tty = on_a_terminal("report", str(table), "-y", "y", "-o", str(html))
+    code, out, tty = on_a_terminal(storlab_argv, "report", str(table), "-y", "y", "-o",
+                                   str(html))
     assert code == 0, tty
     assert "report" in tty and "/3" in tty and html.exists()
-    p = subprocess.run([sys.executable, "-m", "storlab.cli", "report", str(table), "-y", "y",
-                        "-o", str(html)], capture_output=True, text=True, timeout=300)
+    p = storlab("report", str(table), "-y", "y", "-o", str(html), timeout=300)
     assert p.returncode == 0 and p.stderr == ""  # piped: no bar, no escape codes

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import tempfile
-import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,33 +39,33 @@ def quoted_commands() -> list[tuple[str, str]]:
     return out
 
 
-def _sweep_rows(cmd: list[str]) -> list[dict]:
-    """The rows of a simulate sweep run as the README prints it."""
+def _sweep_rows(storlab: Any, cmd: list[str]) -> list[dict]:
+    """The rows of a simulate sweep run as the README prints it (`storlab`: the shared
+    fixture that runs the program)."""
     # A fresh campaign directory: the default (simulate-sweep/ under the working directory)
     # would resume an earlier sweep's store instead of simulating again.
     with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run([sys.executable, "-m", "storlab.cli", *cmd[1:], "--json",
-                            "--campaign", str(Path(tmp) / "sweep")], cwd=ROOT,
-                           capture_output=True, text=True, timeout=300)
+        p = storlab(*cmd[1:], "--json", "--campaign", str(Path(tmp) / "sweep"), cwd=ROOT,
+                    timeout=300)
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     return data["rows"] if isinstance(data, dict) else data
 
 
-def _ratios(cmd: list[str]) -> list[float]:
+def _ratios(storlab: Any, cmd: list[str]) -> list[float]:
     """A simulate sweep's throughput at each point against the first point."""
-    rows = _sweep_rows(cmd)
+    rows = _sweep_rows(storlab, cmd)
     return [r["ops_s"] / rows[0]["ops_s"] for r in rows[1:]]
 
 
-def _down_shares(cmd: list[str]) -> list[float]:
+def _down_shares(storlab: Any, cmd: list[str]) -> list[float]:
     """A simulate sweep's down_share of each point, in percent."""
-    return [100 * r["down_share"] for r in _sweep_rows(cmd)]
+    return [100 * r["down_share"] for r in _sweep_rows(storlab, cmd)]
 
 
 #: Which quoted commands are checked, how their figures are recomputed, and how the README
 #: writes them: (command pattern, figure pattern in the prose, recompute).
-CHECKS: list[tuple[re.Pattern[str], re.Pattern[str], Callable[[list[str]], list[float]]]] = [
+CHECKS: list[tuple[re.Pattern[str], re.Pattern[str], Callable[[Any, list[str]], list[float]]]] = [
     # the first pattern that matches a command is its check
     (re.compile(r"^storlab simulate \S+/outage\.yaml --sweep \w+=[\d,]+$"),
      re.compile(r"(\d+) % of the"), _down_shares),
@@ -94,10 +93,10 @@ def test_the_readme_quotes_checkable_figures() -> None:
 
 
 @pytest.mark.parametrize("cmd, prose", cases(), ids=lambda v: v[:60] if "storlab" in v else "")
-def test_readme_figure_is_what_its_command_gives(cmd: str, prose: str) -> None:
+def test_readme_figure_is_what_its_command_gives(cmd: str, prose: str, storlab: Any) -> None:
     fig, recompute = next((f, r) for c, f, r in CHECKS if c.match(cmd))
     quoted = fig.findall(prose)
-    got = recompute(shlex.split(cmd))
+    got = recompute(storlab, shlex.split(cmd))
     assert len(quoted) == len(got), (cmd, quoted, got)
     for text, value in zip(quoted, got):
         decimals = len(text.split(".")[1]) if "." in text else 0
@@ -116,7 +115,7 @@ def saved_examples() -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def test_the_readme_command_runner_example_works_as_written(tmp_path: Path) -> None:
+def test_the_readme_command_runner_example_works_as_written(tmp_path: Path, storlab: Any) -> None:
     """The README's first campaign (dd through `runner: command`), copied to a file as it
     says, runs, exports and analyses with the commands printed under it."""
     examples = saved_examples()
@@ -128,8 +127,7 @@ def test_the_readme_command_runner_example_works_as_written(tmp_path: Path) -> N
         assert [c.split()[1] for c in cmds] == ["run", "results", "analyze"], cmds
         outs = []
         for cmd in cmds:
-            p = subprocess.run([sys.executable, "-m", "storlab", *shlex.split(cmd)[1:]],
-                               cwd=tmp_path, capture_output=True, text=True, timeout=300)
+            p = storlab(*shlex.split(cmd)[1:], cwd=tmp_path, timeout=300)
             assert p.returncode == 0, (cmd, p.stderr)
             outs.append(p.stdout)
         assert "ran 8 (ok 8, failed 0)" in outs[0]

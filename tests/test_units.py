@@ -155,7 +155,7 @@ def _fio_reads(value: str) -> int:
 
 
 def test_tools_wrap_the_error_with_their_own_type():
-    from storlab.clusters.objload import LoadError, parse_sizes
+    from storlab.campaign.runners.objload import LoadError, parse_sizes
     from storlab.estimate.model import EstimateError, size_bytes
     with pytest.raises(LoadError, match="not a size"):
         parse_sizes("16 parsecs")

@@ -61,7 +61,7 @@ def _mix(op: str) -> dict[str, float]:
 def measure(duration: float) -> pd.DataFrame:
     from storlab.clusters import get_cluster
     from storlab.clusters._util import free_port_block
-    from storlab.clusters.objload import LoadSpec, Target, run_load
+    from storlab.campaign.runners.objload import LoadSpec, Target, run_load
     from storlab.clusters.swift import DEVICES, SwiftOptions
 
     # Its own directory and ports: another Swift on this machine (a test, a user's) is left

@@ -56,7 +56,7 @@ def main() -> None:
 
 
 def evaluate() -> pd.DataFrame:
-    from storlab.clusters.objload import parse_sizes
+    from storlab.campaign.runners.objload import parse_sizes
     from storlab.estimate import RWModel
 
     model = RWModel.load(OUT / "model.json")

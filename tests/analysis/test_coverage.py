@@ -4,9 +4,9 @@ found, and the benchmark whose runs span more of them scores higher (seed 002's 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -146,18 +146,17 @@ def test_json_is_serialisable(result) -> None:  # noqa: ANN001
     assert d["cluster_counts"]["fio"] == {"1": 7, "2": 7, "3": 7, "4": 7}
 
 
-def test_cli(tmp_path: Path, df: pd.DataFrame) -> None:
+def test_cli(tmp_path: Path, df: pd.DataFrame, storlab: Any) -> None:
     csv = tmp_path / "runs.csv"
     df.drop(columns=["planted"]).to_csv(csv, index=False)
-    cmd = [sys.executable, "-m", "storlab.cli", "coverage", str(csv), "--by", "benchmark"]
-    p = subprocess.run([*cmd, "--json", "-o", str(tmp_path / "c.html")], capture_output=True,
-                       text=True, timeout=120)
+    cmd = ["coverage", str(csv), "--by", "benchmark"]
+    p = storlab(*cmd, "--json", "-o", str(tmp_path / "c.html"), timeout=120)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["best"] == "fio" and out["clusters"] == 4
     page = (tmp_path / "c.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and "http" not in page.split("<body>")[1]
-    p = subprocess.run([*cmd[:-1], "suite"], capture_output=True, text=True, timeout=120)
+    p = storlab(*cmd[:-1], "suite", timeout=120)
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "no column 'suite'" in p.stderr
 

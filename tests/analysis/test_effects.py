@@ -389,3 +389,12 @@ def test_analyze_a_campaign_with_a_failing_configuration(storlab, tmp_path):
 
     terms = {t["term"]: t["effect"] for t in json.loads(r.stdout)["terms"]}
     assert terms["a"] == pytest.approx(5.0, abs=0.5) and terms["b"] == pytest.approx(2.0, abs=0.5)
+
+
+def test_old_to_json_warns_and_returns_to_dict():
+    """`to_json` was renamed `to_dict` (one result shape); code calling the old name still
+    gets the same dictionary, told that the name is deprecated."""
+    a = analyze(seed_table(), "distance")
+    with pytest.warns(DeprecationWarning, match=r"to_json\(\) is deprecated; use to_dict\(\)"):
+        old = a.to_json()
+    assert old == a.to_dict() and old["response"] == "distance" and old["terms"]

@@ -22,7 +22,6 @@ import yaml
 from storlab.campaign.campaign import Campaign
 from storlab.campaign.spec import CampaignError
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 FIO = {"ioengine": "psync", "size": "1M", "runtime": "400ms", "time_based": 1}
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 pytestmark = pytest.mark.xdist_group("fio")
@@ -49,11 +48,15 @@ def fio_campaign(d: Path, **fields: Any) -> Path:
     return write_campaign(d, **base)
 
 
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([*STORLAB, *args], capture_output=True, text=True, timeout=240)
-    if check:
-        assert p.returncode == 0, p.stderr
-    return p
+@pytest.fixture
+def cli(storlab: Any) -> Any:
+    """`storlab ARGS...`, asserting success unless check=False."""
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        p = storlab(*args, timeout=240)
+        if check:
+            assert p.returncode == 0, p.stderr
+        return p
+    return run
 
 
 def rows(db: Path) -> dict[str, dict[str, Any]]:
@@ -87,7 +90,7 @@ def command_campaign(d: Path, **fields: Any) -> Path:
 
 # --------------------------------------------------------------------------- fio, end to end
 @needs_fio
-def test_small_fio_campaign_end_to_end(tmp_path: Path) -> None:
+def test_small_fio_campaign_end_to_end(tmp_path: Path, cli: Any) -> None:
     camp = fio_campaign(tmp_path / "c", warmup=1)
     cli("run", str(camp))
     stored = rows(tmp_path / "c" / "campaign.db")
@@ -116,10 +119,11 @@ def test_small_fio_campaign_end_to_end(tmp_path: Path) -> None:
 
 
 @needs_fio
-def test_resume_after_sigkill_keeps_finished_runs(tmp_path: Path) -> None:
+def test_resume_after_sigkill_keeps_finished_runs(tmp_path: Path, cli: Any,
+                                                  storlab_argv: list[str]) -> None:
     camp = fio_campaign(tmp_path / "c", repetitions=2)
     db = tmp_path / "c" / "campaign.db"
-    proc = subprocess.Popen([*STORLAB, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*storlab_argv, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     killed_key = None
     deadline = time.time() + 120
@@ -151,7 +155,7 @@ def test_resume_after_sigkill_keeps_finished_runs(tmp_path: Path) -> None:
 
 
 @needs_fio
-def test_failing_run_is_recorded_and_campaign_goes_on(tmp_path: Path) -> None:
+def test_failing_run_is_recorded_and_campaign_goes_on(tmp_path: Path, cli: Any) -> None:
     camp = fio_campaign(
         tmp_path / "c", repetitions=1,
         space={"factors": [{"name": "rw", "kind": "categorical",
@@ -180,7 +184,7 @@ def _a_block_device() -> str:
     return "/dev/storlab-no-such-disk"
 
 
-def test_block_device_target_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_block_device_target_refused_before_anything_runs(tmp_path: Path, cli: Any) -> None:
     sentinel = tmp_path / "setup-ran"
     camp = fio_campaign(tmp_path / "c", repetitions=1,
                         runner={"type": "fio", "options": {**FIO, "filename": _a_block_device()}},
@@ -192,7 +196,7 @@ def test_block_device_target_refused_before_anything_runs(tmp_path: Path) -> Non
     assert not sentinel.exists() and not (tmp_path / "c" / "campaign.db").exists()
 
 
-def test_existing_file_outside_the_campaign_needs_opt_in(tmp_path: Path) -> None:
+def test_existing_file_outside_the_campaign_needs_opt_in(tmp_path: Path, cli: Any) -> None:
     precious = tmp_path / "precious.dat"
     precious.write_bytes(b"keep me" * 1000)
     camp = fio_campaign(tmp_path / "c", repetitions=1,
@@ -235,7 +239,7 @@ def test_shell_metacharacters_reach_the_program_as_one_argument(tmp_path: Path) 
     assert (m["y"] == m["name"].str.len() * 10 + m["n"]).all()
 
 
-def test_values_are_validated_against_the_space_before_any_step(tmp_path: Path) -> None:
+def test_values_are_validated_against_the_space_before_any_step(tmp_path: Path, cli: Any) -> None:
     d = tmp_path / "c"
     d.mkdir()
     pd.DataFrame({"name": ["plain", "evil"], "n": [1, 2]}).to_csv(d / "configs.csv",
@@ -248,7 +252,7 @@ def test_values_are_validated_against_the_space_before_any_step(tmp_path: Path) 
     assert not sentinel.exists()
 
 
-def test_bad_field_is_one_line_naming_file_field_value(tmp_path: Path) -> None:
+def test_bad_field_is_one_line_naming_file_field_value(tmp_path: Path, cli: Any) -> None:
     camp = command_campaign(tmp_path / "c", repetitions=0)
     p = cli("run", str(camp), check=False)
     assert p.returncode == 2
@@ -286,10 +290,10 @@ def test_timeout_and_failure_of_a_command(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- Ctrl-C
 @needs_fio
-def test_ctrl_c_stops_after_the_current_run(tmp_path: Path) -> None:
+def test_ctrl_c_stops_after_the_current_run(tmp_path: Path, storlab_argv: list[str]) -> None:
     camp = fio_campaign(tmp_path / "c", repetitions=2)
     db = tmp_path / "c" / "campaign.db"
-    proc = subprocess.Popen([*STORLAB, "run", str(camp), "-q"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*storlab_argv, "run", str(camp), "-q"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     interrupted = None
     deadline = time.time() + 60
@@ -354,7 +358,7 @@ def test_dask_executor_on_local_cluster_matches_local(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- failures shown
 @needs_fio
-def test_fio_own_error_is_shown_by_status_and_the_report(tmp_path: Path) -> None:
+def test_fio_own_error_is_shown_by_status_and_the_report(tmp_path: Path, cli: Any) -> None:
     """With an engine fio cannot load, the store keeps fio's stderr and storlab's note
     after it; `status` (table, --failures, JSON) and the report show fio's own words
     ("engine nosuchengine not loadable"), not only "no fio JSON document"."""
@@ -379,7 +383,7 @@ def test_fio_own_error_is_shown_by_status_and_the_report(tmp_path: Path) -> None
 
 
 @needs_fio
-def test_results_table_leaves_out_columns_empty_on_every_row(tmp_path: Path) -> None:
+def test_results_table_leaves_out_columns_empty_on_every_row(tmp_path: Path, cli: Any) -> None:
     """A write-only design has no read latency: the terminal table shows the write p99
     instead of an empty read p99 column (the export keeps every column)."""
     camp = fio_campaign(tmp_path / "c", repetitions=1, space={"factors": [

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import yaml
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 pytestmark = pytest.mark.xdist_group("lock")
 
 # A "benchmark" that, for fill=1, writes into the campaign directory until the disk is full
@@ -66,11 +65,10 @@ def campaign(d: Path) -> Path:
     return p
 
 
-def test_full_disk_is_one_line_and_the_campaign_resumes(small_fs: Path) -> None:
+def test_full_disk_is_one_line_and_the_campaign_resumes(small_fs: Path, storlab: Any) -> None:
     d = small_fs / "c"
     camp = campaign(d)
-    p = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
-                       timeout=120)
+    p = storlab("run", camp, "-q", timeout=120)
     assert p.returncode == 2, (p.returncode, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert "Traceback" not in p.stderr and len(lines) == 1, p.stderr
@@ -87,8 +85,7 @@ def test_full_disk_is_one_line_and_the_campaign_resumes(small_fs: Path) -> None:
     assert '"fill": "1"' in before[-1][2] and len(before) < 4
     (d / "filler.bin").unlink()  # space again
     (d / "enough").touch()  # and the resumed run does not fill the disk anew
-    r = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
-                       timeout=120)
+    r = storlab("run", camp, "-q", timeout=120)
     assert r.returncode == 0, r.stderr
     con = sqlite3.connect(d / "campaign.db")
     after = dict(con.execute("SELECT key, status FROM runs"))

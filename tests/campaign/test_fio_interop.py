@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FIO_NAMED, FioRunner, read_job_file
 from storlab.campaign.spec import CampaignError
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 pytestmark = [pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
               pytest.mark.xdist_group("fio")]
 
@@ -53,11 +51,6 @@ def campaign(d: Path, job: str, factors: list[dict[str, Any]] | None = None,
     return p
 
 
-def storlab(*args: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STORLAB, *map(str, args)], capture_output=True, text=True,
-                          timeout=300)
-
-
 def test_job_file_is_read_as_fio_reads_it(tmp_path: Path) -> None:
     (tmp_path / "j.fio").write_text(JOB)
     assert read_job_file(tmp_path / "j.fio") == {
@@ -74,7 +67,8 @@ def test_job_file_is_read_as_fio_reads_it(tmp_path: Path) -> None:
             read_job_file(tmp_path / "bad.fio")
 
 
-def test_campaign_runs_the_job_file_with_factors_overriding_it(tmp_path: Path) -> None:
+def test_campaign_runs_the_job_file_with_factors_overriding_it(tmp_path: Path,
+                                                               storlab: Any) -> None:
     camp = campaign(tmp_path / "c", JOB)
     r = storlab("run", camp, "--quiet")
     assert r.returncode == 0, r.stderr
@@ -104,7 +98,7 @@ def test_campaign_runs_the_job_file_with_factors_overriding_it(tmp_path: Path) -
         assert doc["jobs"][0]["read"]["iops"] > 0
 
 
-def test_job_file_edit_is_another_measurement(tmp_path: Path) -> None:
+def test_job_file_edit_is_another_measurement(tmp_path: Path, storlab: Any) -> None:
     camp = campaign(tmp_path / "c", JOB)
     assert storlab("run", camp, "--quiet").returncode == 0
     (camp.parent / "base.fio").write_text(JOB.replace("runtime=1", "runtime=2"))
@@ -127,7 +121,7 @@ def _digest(p: Path) -> str:
     "write_bw_log={victim_dir}/victim",   # fio writes <prefix>_bw.1.log
     "write_lat_log={victim_dir}/victim",
 ])
-def test_guard_checks_what_the_job_file_names(tmp_path: Path, line: str) -> None:
+def test_guard_checks_what_the_job_file_names(tmp_path: Path, line: str, storlab: Any) -> None:
     victim = tmp_path / ("victim_bw.1.log" if "_log" in line else "victim.dat")
     if "lat_log" in line:
         victim = tmp_path / "victim_clat.1.log"
@@ -165,7 +159,7 @@ def test_campaign_reads_the_job_file_once_into_plain_options(tmp_path: Path) -> 
         Campaign.load(camp).preflight()
 
 
-def test_a_changed_argument_of_a_long_command_is_named(tmp_path: Path) -> None:
+def test_a_changed_argument_of_a_long_command_is_named(tmp_path: Path, storlab: Any) -> None:
     """The refusal names the argument that changed; it used to cut the whole command list
     at 300 characters, before the change."""
     prog = "import sys; " + " ".join(["pass;"] * 80) + " print('t', 1)"

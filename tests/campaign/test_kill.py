@@ -21,7 +21,6 @@ import yaml
 
 from storlab.campaign.store import Store
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 pytestmark = pytest.mark.xdist_group("lock")
 
@@ -142,27 +141,34 @@ def rows(db: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def kill_storlab_when(camp: Path, ready: Any, *extra: str) -> tuple[int, dict[int, str]]:
+@pytest.fixture
+def kill_storlab_when(storlab_argv: list[str]) -> Any:
     """Start `storlab run`, SIGKILL it once `ready()` holds; its pid and its descendants
     at that moment (pid -> program)."""
-    p = subprocess.Popen([*STORLAB, "run", str(camp), "-q", *extra],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(ready)
-        below = {c: program(c) for c in descendants(p.pid)}
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-    finally:
-        p.kill()
-    return p.pid, below
+    def kill(camp: Path, ready: Any, *extra: str) -> tuple[int, dict[int, str]]:
+        p = subprocess.Popen([*storlab_argv, "run", str(camp), "-q", *extra],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(ready)
+            below = {c: program(c) for c in descendants(p.pid)}
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        finally:
+            p.kill()
+        return p.pid, below
+    return kill
 
 
-def resume(camp: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
-                          timeout=120)
+@pytest.fixture
+def resume(storlab: Any) -> Any:
+    """`storlab run CAMP -q`, finished."""
+    def run(camp: Path) -> subprocess.CompletedProcess[str]:
+        return storlab("run", str(camp), "-q", timeout=120)
+    return run
 
 
-def test_child_dies_with_storlab_and_the_resume_does_not_overlap(tmp_path: Path) -> None:
+def test_child_dies_with_storlab_and_the_resume_does_not_overlap(
+        tmp_path: Path, kill_storlab_when: Any, resume: Any) -> None:
     d = tmp_path / "c"
     camp = child_campaign(d)
     _, below = kill_storlab_when(camp, lambda: log(d))
@@ -180,7 +186,7 @@ def test_child_dies_with_storlab_and_the_resume_does_not_overlap(tmp_path: Path)
     assert all(x["status"] == "ok" for x in after.values()) and after["c1-r1"]["attempts"] == 2
 
 
-def test_detached_grandchild_dies_with_storlab_too(tmp_path: Path) -> None:
+def test_detached_grandchild_dies_with_storlab_too(tmp_path: Path, kill_storlab_when: Any) -> None:
     d = tmp_path / "c"
     camp = child_campaign(d, detach=True)
     _, below = kill_storlab_when(camp, lambda: log(d))
@@ -195,12 +201,13 @@ def test_detached_grandchild_dies_with_storlab_too(tmp_path: Path) -> None:
             os.kill(first["grandchild"], signal.SIGKILL)
 
 
-def test_resume_kills_a_leftover_before_running_again(tmp_path: Path) -> None:
+def test_resume_kills_a_leftover_before_running_again(tmp_path: Path, storlab_argv: list[str],
+                                                      resume: Any) -> None:
     """A process that escaped (here: storlab frozen, the run's guard killed with SIGKILL, so
     nothing was left to kill the detached grandchild) is killed by the resume first."""
     d = tmp_path / "c"
     camp = child_campaign(d, detach=True)
-    p = subprocess.Popen([*STORLAB, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([*storlab_argv, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     grandchild = 0
     try:
@@ -231,7 +238,8 @@ def test_resume_kills_a_leftover_before_running_again(tmp_path: Path) -> None:
                 os.kill(grandchild, signal.SIGKILL)
 
 
-def test_parallel_workers_and_their_children_die_with_storlab(tmp_path: Path) -> None:
+def test_parallel_workers_and_their_children_die_with_storlab(
+        tmp_path: Path, kill_storlab_when: Any, resume: Any) -> None:
     d = tmp_path / "c"
     camp = child_campaign(d, runs=2)
     _, below = kill_storlab_when(camp, lambda: len(log(d)) == 2, "-e", "parallel:2")
@@ -248,7 +256,7 @@ def test_parallel_workers_and_their_children_die_with_storlab(tmp_path: Path) ->
 
 @needs_fio
 @pytest.mark.xdist_group("fio")
-def test_fio_dies_with_storlab(tmp_path: Path) -> None:
+def test_fio_dies_with_storlab(tmp_path: Path, kill_storlab_when: Any, resume: Any) -> None:
     d = tmp_path / "c"
     d.mkdir()
     spec: dict[str, Any] = {
@@ -319,7 +327,8 @@ def test_old_store_gains_the_owner_column(tmp_path: Path) -> None:
         assert [r[1] for r in st.db.execute("PRAGMA table_info(runs)")].count("owner") == 1
 
 
-def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path) -> None:
+def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path, storlab: Any,
+                                                          kill_storlab_when: Any) -> None:
     """A Dask worker finishes a task whose client was SIGKILLed: the resume kills it first
     (on the campaign's host, and through the scheduler on every worker)."""
     from distributed import LocalCluster
@@ -337,8 +346,7 @@ def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path) -> Non
         time.sleep(1.0)
         assert not gone(child)  # the worker goes on with the orphaned task
         (d / "marker").touch()
-        r = subprocess.run([*STORLAB, "run", str(camp), "-q", "-e", addr], capture_output=True,
-                           text=True, timeout=120)
+        r = storlab("run", str(camp), "-q", "-e", addr, timeout=120)
         assert r.returncode == 0, r.stderr
         assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
         assert gone(child)

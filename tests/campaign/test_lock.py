@@ -23,7 +23,6 @@ from storlab.campaign.runners.base import RunResult
 from storlab.campaign.spec import CampaignError
 from storlab.campaign.store import Store
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 pytestmark = pytest.mark.xdist_group("lock")
 
 # A "benchmark" that notes (pid, run, start time) in a log, then waits until the file `go`
@@ -57,9 +56,13 @@ def log_lines(d: Path) -> list[list[str]]:
     return [ln.split() for ln in p.read_text().splitlines()] if p.exists() else []
 
 
-def start(camp: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*STORLAB, "run", str(camp), "-q", *extra], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+@pytest.fixture
+def start(storlab_argv: list[str]) -> Any:
+    """Start `storlab run CAMP -q EXTRA...` in the background (its pipes captured)."""
+    def popen(camp: Path, *extra: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([*storlab_argv, "run", str(camp), "-q", *extra], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return popen
 
 
 def wait_for(pred: Any, timeout: float = 60) -> None:
@@ -77,13 +80,13 @@ def rows(db: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_second_run_is_refused_with_one_line_naming_the_holder(tmp_path: Path) -> None:
+def test_second_run_is_refused_with_one_line_naming_the_holder(tmp_path: Path, start: Any,
+                                                               storlab: Any) -> None:
     camp = sleeper_campaign(tmp_path / "c")
     a = start(camp)
     try:
         wait_for(lambda: log_lines(tmp_path / "c"))  # a is running its first run
-        b = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
-                           timeout=60)
+        b = storlab("run", str(camp), "-q", timeout=60)
         (tmp_path / "c" / "go").touch()
         a_out, a_err = a.communicate(timeout=60)
     finally:
@@ -101,14 +104,15 @@ def test_second_run_is_refused_with_one_line_naming_the_holder(tmp_path: Path) -
                for r in rows(tmp_path / "c" / "campaign.db").values())
 
 
-def test_wait_waits_for_the_holder_then_finds_nothing_left(tmp_path: Path) -> None:
+def test_wait_waits_for_the_holder_then_finds_nothing_left(tmp_path: Path, start: Any,
+                                                           storlab_argv: list[str]) -> None:
     camp = sleeper_campaign(tmp_path / "c")
     a = start(camp)
     try:
         wait_for(lambda: log_lines(tmp_path / "c"))
         err = tmp_path / "b.err"
         with open(err, "w") as fh:
-            b = subprocess.Popen([*STORLAB, "run", str(camp), "-q", "--wait", "--json"],
+            b = subprocess.Popen([*storlab_argv, "run", str(camp), "-q", "--wait", "--json"],
                                  text=True, stdout=subprocess.PIPE, stderr=fh)
             wait_for(lambda: "waiting for" in err.read_text())  # b waits while a runs
             assert b.poll() is None and a.poll() is None
@@ -126,7 +130,7 @@ def test_wait_waits_for_the_holder_then_finds_nothing_left(tmp_path: Path) -> No
     assert len(log_lines(tmp_path / "c")) == 4
 
 
-def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path) -> None:
+def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path, start: Any, storlab: Any) -> None:
     camp = sleeper_campaign(tmp_path / "c")
     d = tmp_path / "c"
     a = start(camp)
@@ -140,8 +144,7 @@ def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path) -> None:
     # the file still names the dead holder; the kernel has released its lock
     assert json.loads((d / "campaign.db.lock").read_text())["pid"] == a.pid
     (d / "go").touch()
-    b = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
-                       timeout=60)
+    b = storlab("run", str(camp), "-q", timeout=60)
     assert b.returncode == 0, b.stderr
     assert f"taking over the lock of {d / 'campaign.db'} left by pid {a.pid} on " in b.stderr
     after = rows(d / "campaign.db")
@@ -149,12 +152,12 @@ def test_lock_of_a_sigkilled_holder_is_taken_over(tmp_path: Path) -> None:
     assert after["c1-r1"]["attempts"] == 2  # the run cut off by the kill, repeated once
     # a clean release leaves nothing to take over
     assert (d / "campaign.db.lock").read_text() == ""
-    c = subprocess.run([*STORLAB, "run", str(camp), "-q"], capture_output=True, text=True,
-                       timeout=60)
+    c = storlab("run", str(camp), "-q", timeout=60)
     assert c.returncode == 0 and "taking over" not in c.stderr
 
 
-def test_two_stores_sharing_one_scratch_directory_do_not_run_at_once(tmp_path: Path) -> None:
+def test_two_stores_sharing_one_scratch_directory_do_not_run_at_once(tmp_path: Path, start: Any,
+                                                                     storlab: Any) -> None:
     d = tmp_path / "c"
     camp = sleeper_campaign(d)
     other = d / "other.yaml"  # same directory, own store, the default scratch directory
@@ -162,8 +165,7 @@ def test_two_stores_sharing_one_scratch_directory_do_not_run_at_once(tmp_path: P
     a = start(camp)
     try:
         wait_for(lambda: log_lines(d))
-        b = subprocess.run([*STORLAB, "run", str(other), "-q"], capture_output=True,
-                           text=True, timeout=60)
+        b = storlab("run", str(other), "-q", timeout=60)
         (d / "go").touch()
         a.communicate(timeout=60)
     finally:
@@ -258,23 +260,23 @@ def _refused_then_waits(store: Path, argv: list[str], cwd: Path) -> str:
     return out
 
 
-def test_a_simulate_sweep_waits_with_wait(tmp_path: Path) -> None:
+def test_a_simulate_sweep_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> None:
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     out = _refused_then_waits(
         sweep / "campaign.db",
-        [*STORLAB, "simulate", str(ROOT / "examples/sim/small.yaml"), "--sweep",
+        [*storlab_argv, "simulate", str(ROOT / "examples/sim/small.yaml"), "--sweep",
          "object_workers=14,28", "--analytic", "--campaign", str(sweep), "--json", "-q"],
         tmp_path)
     assert [str(r["object_workers"]) for r in json.loads(out)["rows"]] == ["14", "28"]
 
 
-def test_confirm_waits_with_wait(tmp_path: Path) -> None:
+def test_confirm_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> None:
     camp = sleeper_campaign(tmp_path / "c", seconds=0.0, runs=2)
     (tmp_path / "c" / "go").touch()  # the runs need not wait for the test here
     out = _refused_then_waits(
         tmp_path / "c" / "confirm.db",
-        [*STORLAB, "confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
+        [*storlab_argv, "confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
          "--runs", "2", "-y", "y", "-q", "--json"], tmp_path)
     assert [c["runs"] for c in json.loads(out)["configs"]] == [2, 2]
 

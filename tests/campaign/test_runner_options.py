@@ -5,7 +5,6 @@ for fio's own option names (asked of the installed fio)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -101,10 +100,9 @@ def _campaign(d: Path, runner: dict[str, Any], factors: list[dict[str, Any]]) ->
 ])
 def test_storlab_run_refuses_with_one_line_before_anything_runs(
         tmp_path: Path, runner: dict[str, Any], factors: list[dict[str, Any]],
-        word: str) -> None:
+        word: str, storlab: Any) -> None:
     camp = _campaign(tmp_path / "c", runner, factors)
-    p = subprocess.run([sys.executable, "-m", "storlab.cli", "run", str(camp)],
-                       capture_output=True, text=True, timeout=120)
+    p = storlab("run", str(camp), timeout=120)
     assert p.returncode == 2, p.stdout + p.stderr
     assert word in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "Traceback" not in p.stderr

@@ -8,9 +8,9 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -21,12 +21,12 @@ from storlab.sim.cluster import SimError, load_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "sim" / "small.yaml"
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 POINTS = 5
 
 
-def sweep_argv(d: Path, *extra: str) -> list[str]:
-    return [*STORLAB, "simulate", str(SMALL), "--requests", "5000", "--sweep",
+def sweep_args(d: Path, *extra: str) -> list[str]:
+    """`storlab`'s arguments for the sweep into campaign `d`."""
+    return ["simulate", str(SMALL), "--requests", "5000", "--sweep",
             "nodes=" + ",".join(str(n) for n in range(2, 2 + POINTS)), "--sweep",
             "replicas=3", "--executor", "serial", "--campaign", str(d), "-o",
             str(d.parent / f"{d.name}.csv"), *extra]
@@ -42,9 +42,10 @@ def ok_runs(db: Path) -> dict[str, float]:
         return {}
 
 
-def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path) -> None:
+def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path, storlab: Any,
+                                                         storlab_argv: list[str]) -> None:
     d = tmp_path / "killed"
-    proc = subprocess.Popen(sweep_argv(d), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*storlab_argv, *sweep_args(d)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     finished: dict[str, float] = {}
     try:
@@ -60,7 +61,7 @@ def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path) -> None
     assert 1 <= len(finished) < POINTS, finished
     assert not (tmp_path / "killed.csv").exists()
 
-    r = subprocess.run(sweep_argv(d), capture_output=True, text=True, timeout=300)
+    r = storlab(*sweep_args(d), timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"{POINTS} runs planned, {len(finished)} done" in r.stderr
     with sqlite3.connect(d / "campaign.db") as c:
@@ -71,7 +72,7 @@ def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path) -> None
         assert rows[key][1:] == (1, ended), key
 
     fresh = tmp_path / "fresh"
-    r2 = subprocess.run(sweep_argv(fresh), capture_output=True, text=True, timeout=300)
+    r2 = storlab(*sweep_args(fresh), timeout=300)
     assert r2.returncode == 0, r2.stderr
     resumed, whole = pd.read_csv(tmp_path / "killed.csv"), pd.read_csv(tmp_path / "fresh.csv")
     assert list(resumed["nodes"]) == list(range(2, 2 + POINTS))  # the sweep's order
@@ -79,7 +80,7 @@ def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path) -> None
     pd.testing.assert_frame_equal(resumed, whole)
 
     # the same command once more: nothing runs again, the same table
-    r3 = subprocess.run(sweep_argv(d, "--json"), capture_output=True, text=True, timeout=300)
+    r3 = storlab(*sweep_args(d, "--json"), timeout=300)
     assert r3.returncode == 0, r3.stderr
     with sqlite3.connect(d / "campaign.db") as c:  # (the run the kill interrupted was
         # attempted twice; nothing is attempted again now)

@@ -22,7 +22,6 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FioRunner
 from storlab.campaign.spec import CampaignError
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 FIO = {"ioengine": "psync", "rw": "write", "bs": "64k", "size": "1M"}
 pytestmark = [pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
               pytest.mark.xdist_group("fio")]
@@ -73,9 +72,12 @@ def campaign(d: Path, options: dict[str, Any], **fields: Any) -> Path:
     return p
 
 
-def run(camp: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STORLAB, "run", str(camp)], capture_output=True, text=True,
-                          timeout=300)
+@pytest.fixture
+def run(storlab: Any) -> Any:
+    """`storlab run CAMP`, finished."""
+    def run_campaign(camp: Path) -> subprocess.CompletedProcess[str]:
+        return storlab("run", str(camp), timeout=300)
+    return run_campaign
 
 
 def assert_refused(p: subprocess.CompletedProcess[str], camp: Path, *words: str) -> None:
@@ -110,7 +112,7 @@ def _device_bypasses(dev: str) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
 
 
 def test_every_block_device_bypass_is_refused_and_nothing_is_written(
-        tmp_path: Path, loopdev: str) -> None:
+        tmp_path: Path, loopdev: str, run: Any) -> None:
     """Every bypass is refused by the preflight; a sample goes through `storlab run` (one
     line, exit 2, no store, the device's bytes unchanged)."""
     before = digest(loopdev)
@@ -126,7 +128,7 @@ def test_every_block_device_bypass_is_refused_and_nothing_is_written(
 
 
 def test_a_symlink_made_by_a_setup_step_is_refused_at_run_time(tmp_path: Path,
-                                                               loopdev: str) -> None:
+                                                               loopdev: str, run: Any) -> None:
     """Preflight cannot see what setup steps create: fio's runner checks again, in the run's
     own directory, right before fio starts."""
     before = digest(loopdev)
@@ -142,7 +144,8 @@ def test_a_symlink_made_by_a_setup_step_is_refused_at_run_time(tmp_path: Path,
     assert digest(loopdev) == before
 
 
-def test_allow_destructive_lets_fio_write_the_device(tmp_path: Path, loopdev: str) -> None:
+def test_allow_destructive_lets_fio_write_the_device(tmp_path: Path, loopdev: str,
+                                                     run: Any) -> None:
     before = digest(loopdev)
     camp = campaign(tmp_path / "c", {"directory": "/dev", "filename":
                                      os.path.basename(loopdev), "allow_destructive": True})
@@ -171,7 +174,7 @@ def _file_bypasses(victim: Path) -> list[dict[str, Any]]:
 
 
 def test_every_existing_file_bypass_is_refused_and_nothing_is_written(
-        tmp_path: Path, victim: Path) -> None:
+        tmp_path: Path, victim: Path, run: Any) -> None:
     o = victim.parent / "o" / "sub"
     o.mkdir(parents=True)
     inner = o / "mail.db"
@@ -190,7 +193,7 @@ def test_every_existing_file_bypass_is_refused_and_nothing_is_written(
 
 
 def test_a_dangerous_value_in_any_configuration_is_refused_before_the_first_run(
-        tmp_path: Path, victim: Path) -> None:
+        tmp_path: Path, victim: Path, run: Any) -> None:
     """The guard covers every configuration of the design, not the first one only."""
     before = digest(victim)
     d = tmp_path / "c"
@@ -201,7 +204,7 @@ def test_a_dangerous_value_in_any_configuration_is_refused_before_the_first_run(
     assert digest(victim) == before
 
 
-def test_allow_destructive_lets_fio_write_the_file(tmp_path: Path, victim: Path) -> None:
+def test_allow_destructive_lets_fio_write_the_file(tmp_path: Path, victim: Path, run: Any) -> None:
     before = digest(victim)
     camp = campaign(tmp_path / "c", {"filename": f"../../../{victim.name}",
                                      "allow_destructive": True})
@@ -210,7 +213,7 @@ def test_allow_destructive_lets_fio_write_the_file(tmp_path: Path, victim: Path)
     assert digest(victim) != before
 
 
-def test_fio_default_names_outside_are_fio_leftovers_and_run(tmp_path: Path) -> None:
+def test_fio_default_names_outside_are_fio_leftovers_and_run(tmp_path: Path, run: Any) -> None:
     """`directory: /mnt/test` without a file name: fio writes `storlab.<n>.<m>` there;
     such files left by an earlier run are fio's, so the campaign resumes."""
     outside = tmp_path / "mnt"
@@ -221,7 +224,7 @@ def test_fio_default_names_outside_are_fio_leftovers_and_run(tmp_path: Path) -> 
 
 
 def test_a_file_the_campaign_creates_outside_does_not_stop_its_next_runs(
-        tmp_path: Path) -> None:
+        tmp_path: Path, run: Any) -> None:
     """Before each run only devices are checked again: the file run 1 created outside is
     not refused for run 2 (preflight already said no file existed there)."""
     target = tmp_path / "mnt" / "bench.dat"
@@ -231,7 +234,7 @@ def test_a_file_the_campaign_creates_outside_does_not_stop_its_next_runs(
     assert target.stat().st_size == 1 << 20
 
 
-def test_targets_inside_the_scratch_area_run(tmp_path: Path) -> None:
+def test_targets_inside_the_scratch_area_run(tmp_path: Path, run: Any) -> None:
     """Ordinary campaigns are not refused: fio's default files in the run's directory, a
     file the campaign keeps in its scratch area, relative names."""
     for i, opts in enumerate(({}, {"filename": "a.dat:b.dat"}, {"filename": "SHARED"},

@@ -66,3 +66,23 @@ def free_ports():
     from storlab.clusters._util import free_port_block
 
     return free_port_block
+
+
+@pytest.fixture
+def two_size_campaign():
+    """two_size_campaign(d, runner, timeout) -> the Campaign (loaded, not run) the multi-host
+    tests drive: `bs` 4k then 16k, a CSV design in that order, each run by `runner` (the
+    campaign's `runner:` mapping), files written in `d`."""
+    import yaml
+
+    from storlab.campaign.campaign import Campaign
+
+    def write(d: Path, runner: dict, timeout: int) -> Campaign:
+        (d / "space.yaml").write_text("factors:\n  - {name: bs, kind: categorical, "
+                                      "values: [4k, 16k]}\n")
+        (d / "c.csv").write_text("bs\n4k\n16k\n")
+        (d / "camp.yaml").write_text(yaml.safe_dump(
+            {"space": "space.yaml", "design": {"csv": "c.csv"}, "randomize": False,
+             "timeout": timeout, "runner": runner}, sort_keys=False))
+        return Campaign.load(d / "camp.yaml")
+    return write

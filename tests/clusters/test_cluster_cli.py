@@ -4,6 +4,7 @@ cluster that is not up."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -13,12 +14,13 @@ import pytest
 from storlab.campaign.runners import make_runner
 
 
-def storlab(*args):
-    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def storlab(storlab):
+    """The shared `storlab` fixture, each command bounded at 120 s."""
+    return functools.partial(storlab, timeout=120)
 
 
-def test_status_and_down_when_nothing_is_up(tmp_path):
+def test_status_and_down_when_nothing_is_up(tmp_path, storlab):
     r = storlab("cluster", "status", "--dir", tmp_path, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"ceph": None, "swift": None}
@@ -26,7 +28,7 @@ def test_status_and_down_when_nothing_is_up(tmp_path):
     assert r.returncode == 0 and "nothing to bring down" in r.stdout
 
 
-def test_bad_input_is_one_line_exit_2(tmp_path):
+def test_bad_input_is_one_line_exit_2(tmp_path, storlab):
     for args, words in ((("up", "minio"), "must be one of ceph, swift"),
                         (("up", "ceph", "--store", "filestore"), "memstore, bluestore"),
                         (("up", "swift", "--replicas", "5"), "replicas 5"),
@@ -37,7 +39,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     assert not any(tmp_path.iterdir())  # nothing was created by refused requests
 
 
-def test_multihost_options_refused_in_one_line(tmp_path):
+def test_multihost_options_refused_in_one_line(tmp_path, storlab):
     """--bind only on an address of this host that is loopback or private; client-conf and
     --hosts need what they name."""
     for args, words in ((("up", "ceph", "--bind", "8.8.8.8"), "only a loopback or private"),

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 
-from storlab.clusters.objload import LoadError, LoadSpec, Target, run_load
+from storlab.campaign.runners.objload import LoadError, LoadSpec, Target, run_load
 
 
 @pytest.fixture
@@ -47,7 +45,7 @@ def test_closed_port_is_a_connection_error():
         run_load(_s3(_closed_port()), LoadSpec(duration=1, clients=2, objects=2, timeout=1))
 
 
-def test_cli_load_against_a_silent_proxy(silent_port, tmp_path):
+def test_cli_load_against_a_silent_proxy(silent_port, tmp_path, storlab):
     """`storlab cluster load` with a cluster whose proxy stopped answering: bounded by
     --timeout, one clear line."""
     d = tmp_path / "swift"
@@ -57,9 +55,8 @@ def test_cli_load_against_a_silent_proxy(silent_port, tmp_path):
         "kind": "swift", "ready": True, "auth_url": f"{url}/auth/v1.0", "user": "test:tester",
         "key": "k", "proxy": url}))
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "storlab.cli", "cluster", "load", "swift",
-                        "--dir", str(tmp_path), "--duration", "1", "--timeout", "2"],
-                       capture_output=True, text=True, timeout=120)
+    r = storlab("cluster", "load", "swift", "--dir", str(tmp_path), "--duration", "1",
+                "--timeout", "2", timeout=120)
     assert r.returncode == 2, r.stderr
     assert "no answer within 2 s (timeout)" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

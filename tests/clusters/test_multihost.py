@@ -6,11 +6,9 @@ are keyed by host and port) and totals equal to fio's own "All clients" record."
 from __future__ import annotations
 
 import shutil
-import textwrap
 
 import pytest
 
-from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FioRunner, parse_json_output
 from storlab.clusters.netns import wait_port
 
@@ -58,22 +56,10 @@ def test_rows_per_server_and_totals_match_fio(fio_hosts, tmp_path):
                                                          rel=0.02)
 
 
-def test_campaign_keeps_a_row_per_host(fio_hosts, tmp_path):
-    (tmp_path / "space.yaml").write_text("factors:\n"
-                                         "  - {name: bs, kind: categorical, "
-                                         "values: [4k, 16k]}\n")
-    (tmp_path / "c.csv").write_text("bs\n4k\n16k\n")
-    (tmp_path / "camp.yaml").write_text(textwrap.dedent(f"""
-        space: space.yaml
-        design: {{csv: c.csv}}
-        randomize: false
-        timeout: 60
-        runner:
-          type: fio
-          options: {{clients: {list(fio_hosts)}, rw: randread, size: 4m, runtime: 1,
-                     time_based: 1}}
-    """))
-    camp = Campaign.load(tmp_path / "camp.yaml")
+def test_campaign_keeps_a_row_per_host(fio_hosts, tmp_path, two_size_campaign):
+    camp = two_size_campaign(tmp_path, {"type": "fio", "options": {
+        "clients": list(fio_hosts), "rw": "randread", "size": "4m", "runtime": 1,
+        "time_based": 1}}, timeout=60)
     assert camp.run().ok == 2
     hosts = camp.results("host")
     runs = camp.results("run").set_index("config_id")

@@ -14,12 +14,10 @@ import math
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pandas as pd
 import pytest
 
-from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import parse_json_output
 from storlab.campaign.store import Store
 from storlab.clusters.netns import wait_port
@@ -52,7 +50,7 @@ def ceph_on_lan(lan, tmp_path_factory):
         c.down()
 
 
-def test_ceph_runner_fio_servers_on_two_hosts(lan, ceph_on_lan, tmp_path):
+def test_ceph_runner_fio_servers_on_two_hosts(lan, ceph_on_lan, tmp_path, two_size_campaign):
     conf = ceph_on_lan.client_conf(tmp_path / "client")
     clients = []
     for h in lan.hosts:  # one fio server per host, the cluster's client conf in its env
@@ -61,22 +59,11 @@ def test_ceph_runner_fio_servers_on_two_hosts(lan, ceph_on_lan, tmp_path):
         clients.append(f"{h.addr},8765")
     for h in lan.hosts:
         wait_port(h.addr, 8765)
-    (tmp_path / "space.yaml").write_text("factors:\n  - {name: bs, kind: categorical, "
-                                         "values: [4k, 16k]}\n")
-    (tmp_path / "c.csv").write_text("bs\n4k\n16k\n")
-    (tmp_path / "camp.yaml").write_text(textwrap.dedent(f"""
-        space: space.yaml
-        design: {{csv: c.csv}}
-        randomize: false
-        timeout: 90
-        runner:
-          type: ceph
-          options:
-            cluster_dir: {ceph_on_lan.dir.parent}
-            load: {{type: fio, options: {{clients: {clients}, rw: randread, size: 16m,
-                                           iodepth: 4, runtime: 2, time_based: 1}}}}
-    """))
-    camp = Campaign.load(tmp_path / "camp.yaml")
+    camp = two_size_campaign(tmp_path, {"type": "ceph", "options": {
+        "cluster_dir": str(ceph_on_lan.dir.parent),
+        "load": {"type": "fio", "options": {"clients": clients, "rw": "randread",
+                                            "size": "16m", "iodepth": 4, "runtime": 2,
+                                            "time_based": 1}}}}, timeout=90)
     assert camp.run().ok == 2
     runs = camp.results("run").set_index("config_id")
     hosts = camp.results("host")
@@ -106,13 +93,12 @@ def dask_lan(lan):
         yield address
 
 
-def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path):
+def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path, storlab):
     recs = tmp_path / "records.csv"
-    r = subprocess.run([sys.executable, "-m", "storlab.cli", "cluster", "load", "ceph",
-                        "--dask", dask_lan, "--hosts", "2", "--duration", "1.5", "--clients",
-                        "2", "--objects", "20", "--mix", "get:80,put:20", "--sizes", "4k",
-                        "--records", str(recs), "--dir", str(ceph_on_lan.dir.parent),
-                        "--json"], capture_output=True, text=True, timeout=120)
+    r = storlab("cluster", "load", "ceph", "--dask", dask_lan, "--hosts", "2", "--duration",
+                "1.5", "--clients", "2", "--objects", "20", "--mix", "get:80,put:20",
+                "--sizes", "4k", "--records", str(recs), "--dir", str(ceph_on_lan.dir.parent),
+                "--json", timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     rows, merged = out["hosts"], out["merged"]

@@ -16,7 +16,7 @@ import pytest
 from storlab.campaign.campaign import Campaign
 from storlab.clusters import ClusterError
 from storlab.clusters._util import Daemon, wait_until
-from storlab.clusters.objload import LoadSpec, Target, run_load
+from storlab.campaign.runners.objload import LoadSpec, Target, run_load
 from storlab.clusters.swift import SwiftCluster, SwiftOptions
 
 _NEED = ("swift-proxy-server", "swift-object-server", "swift-account-server",

@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -170,9 +169,9 @@ def test_the_default_rule_is_the_one_a_shared_device_follows(tmp_path, shm) -> N
 
 
 @needs_fio
-def test_a_killed_measurement_resumes(tmp_path, shm) -> None:
+def test_a_killed_measurement_resumes(tmp_path, shm, storlab_argv) -> None:
     camp = tmp_path / "camp"
-    argv = [sys.executable, "-m", "storlab.cli", "estimate", "measure", "--sizes", "4k",
+    argv = [*storlab_argv, "estimate", "measure", "--sizes", "4k",
             "--repeat", "3", "--runtime", "1", "--file-size", "8m", "--seed", "2",
             "--campaign", str(camp), "--target", str(shm), "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -16,7 +14,6 @@ import yaml
 
 pytestmark = pytest.mark.xdist_group("browser")
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 
 CAMPAIGN = {
     "name": "browser-check",
@@ -37,15 +34,14 @@ CAMPAIGN = {
 }
 
 
-def cli(*args: str) -> str:
-    p = subprocess.run([*STORLAB, *args], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
-
-
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def campaign(tmp_path_factory: pytest.TempPathFactory, storlab: Any) -> dict[str, Any]:
     """Run the campaign with the real fio, then write its report and the analyze JSON."""
+    def cli(*args: str) -> str:
+        p = storlab(*args, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
     d = tmp_path_factory.mktemp("browser")
     camp = d / "campaign.yaml"
     camp.write_text(yaml.safe_dump(CAMPAIGN, sort_keys=False))

@@ -1,8 +1,6 @@
 """`storlab simulate` as a user runs it, and the simulator campaign runner."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,12 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "sim" / "small.yaml"
 
 
-def storlab(*args):
-    return subprocess.run([sys.executable, "-m", "storlab.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
-
-
-def test_simulate_json():
+def test_simulate_json(storlab):
     r = storlab("simulate", SMALL, "--requests", 5000, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
@@ -32,7 +25,7 @@ def test_simulate_json():
     assert d["littles_law_error"] < 0.02
 
 
-def test_sweep_object_workers(tmp_path):
+def test_sweep_object_workers(tmp_path, storlab):
     r = storlab("simulate", SMALL, "--set", "object_size=64KiB", "--set", "clients=256",
                 "--requests", 10000, "--sweep", "object_workers=14,28,42", "--json",
                 "--campaign", tmp_path / "sweep")
@@ -47,13 +40,10 @@ def test_sweep_object_workers(tmp_path):
         assert 0 < row["lat_mean_ci95_ms"] < 0.2 * row["lat_mean_ms"]
 
 
-def test_sweep_table_shows_the_half_widths(tmp_path):
-    import os
-    r = subprocess.run([sys.executable, "-m", "storlab.cli", "simulate", str(SMALL),
-                        "--requests", "2000", "--sweep", "nodes=2,3", "--executor", "serial",
-                        "--quiet", "--campaign", str(tmp_path / "sweep")],
-                       capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "COLUMNS": "200"})  # headers not cut to 80
+def test_sweep_table_shows_the_half_widths(tmp_path, storlab):
+    r = storlab("simulate", str(SMALL), "--requests", "2000", "--sweep", "nodes=2,3",
+                "--executor", "serial", "--quiet", "--campaign", str(tmp_path / "sweep"),
+                timeout=300, env={"COLUMNS": "200"})  # headers not cut to 80
     assert r.returncode == 0, r.stderr
     head = next(line for line in r.stdout.splitlines() if "ops_s" in line)
     cols = [c.strip() for c in head.split("┃") if c.strip()] or head.split()
@@ -62,13 +52,13 @@ def test_sweep_table_shows_the_half_widths(tmp_path):
     assert "95 % batch-means half-width" in r.stdout
 
 
-def test_simulate_table_and_analytic():
+def test_simulate_table_and_analytic(storlab):
     r = storlab("simulate", SMALL, "--analytic", "--set", "nic=25")
     assert r.returncode == 0, r.stderr
     assert "bottleneck:" in r.stdout and "utilisation by resource" in r.stdout
 
 
-def test_sweep_analytic_csv_and_plot(tmp_path):
+def test_sweep_analytic_csv_and_plot(tmp_path, storlab):
     out, png = tmp_path / "s.csv", tmp_path / "s.png"
     r = storlab("simulate", SMALL, "--analytic", "--sweep", "nic=10,25", "--sweep",
                 "disk=hdd7200,ssd_s3700", "--executor", "serial", "-o", out, "--plot", png,
@@ -94,7 +84,7 @@ def test_sweep_local_processes():
     assert res.table()["ops_s_ci95"].gt(0).all()
 
 
-def test_calibrate_cli(tmp_path):
+def test_calibrate_cli(tmp_path, storlab):
     # Every other point of the example (whose header comments the CSV reader skips): the
     # whole file takes ~40 s to fit, too long for the test suite.
     lines = (ROOT / "examples/sim/calibration.csv").read_text().splitlines()
@@ -117,14 +107,14 @@ def test_calibrate_cli(tmp_path):
     (["--sweep", "nodes"], "NAME=V1,V2"),
     (["--executor", "bogus", "--sweep", "nodes=2,3"], "bogus"),
 ])
-def test_bad_input_exits_2_with_one_line(args, needle):
+def test_bad_input_exits_2_with_one_line(args, needle, storlab):
     r = storlab("simulate", SMALL, *args)
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_missing_file():
+def test_missing_file(storlab):
     r = storlab("simulate", "nope.yaml")
     assert r.returncode == 2 and "nope.yaml" in r.stderr
 
@@ -142,7 +132,7 @@ def test_simulator_runner(tmp_path):
     assert fast.run({}, tmp_path).metrics["ops_s"] > 0
 
 
-def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path):
+def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path, storlab):
     png = tmp_path / "ts.png"
     r = storlab("simulate", SMALL, "--requests", 8000, "--set", "object_size=64KiB",
                 "--plot", png)
@@ -161,7 +151,7 @@ def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path):
     assert phases[0] == "warmup" and phases[-1] == "drain" and "steady" in phases
 
 
-def test_plot_with_analytic_alone_is_refused(tmp_path):
+def test_plot_with_analytic_alone_is_refused(tmp_path, storlab):
     r = storlab("simulate", SMALL, "--analytic", "--plot", tmp_path / "x.png")
     assert r.returncode == 2 and "--plot with --analytic" in r.stderr
     assert "Traceback" not in r.stderr

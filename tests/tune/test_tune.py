@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 
-STORLAB = [sys.executable, "-m", "storlab.cli"]
 
 # The planted function. Best: engine=libaio, depth in {16, 32} (an engine x depth
 # interaction), bs=64k, x1=1, x2=0, sched=none -> 213. Constraint: psync never with depth
@@ -75,18 +74,26 @@ def campaign(d: Path, budget: int = 30, env: dict[str, str] | None = None,
     return p
 
 
-def cli(*args: str, check: bool = True, **kw: Any) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([*STORLAB, *args], capture_output=True, text=True, timeout=300, **kw)
-    if check:
-        assert p.returncode == 0, p.stderr
-    return p
+@pytest.fixture
+def cli(storlab: Any) -> Any:
+    """`storlab ARGS...`, asserting success unless check=False."""
+    def run(*args: str, check: bool = True, **kw: Any) -> subprocess.CompletedProcess[str]:
+        p = storlab(*args, timeout=300, **kw)
+        if check:
+            assert p.returncode == 0, p.stderr
+        return p
+    return run
 
 
-def tune_json(path: Path, *args: str) -> dict[str, Any]:
-    return json.loads(cli("tune", str(path), "--json", "--quiet", *args).stdout)
+@pytest.fixture
+def tune_json(cli: Any) -> Any:
+    """`storlab tune PATH --json --quiet ARGS...`, its output read."""
+    def tune(path: Path, *args: str) -> dict[str, Any]:
+        return json.loads(cli("tune", str(path), "--json", "--quiet", *args).stdout)
+    return tune
 
 
-def test_tuning_finds_the_planted_optimum_within_budget(tmp_path: Path) -> None:
+def test_tuning_finds_the_planted_optimum_within_budget(tmp_path: Path, tune_json: Any) -> None:
     out = tune_json(campaign(tmp_path, budget=40))
     best = out["best"]
     assert {k: best["config"][k] for k in BEST} == BEST
@@ -110,7 +117,8 @@ def test_tuning_finds_the_planted_optimum_within_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["tpe", "random", "nsga2"])
-def test_other_strategies_respect_budget_and_constraints(tmp_path: Path, strategy: str) -> None:
+def test_other_strategies_respect_budget_and_constraints(tmp_path: Path, strategy: str,
+                                                         tune_json: Any) -> None:
     out = tune_json(campaign(tmp_path, budget=16, strategy=strategy))
     hist = out["history"]
     assert len(hist) == 16
@@ -119,7 +127,7 @@ def test_other_strategies_respect_budget_and_constraints(tmp_path: Path, strateg
     assert out["best"]["runs"] >= 2
 
 
-def test_noisy_oracle_answer_is_confirmed_against_baseline(tmp_path: Path) -> None:
+def test_noisy_oracle_answer_is_confirmed_against_baseline(tmp_path: Path, tune_json: Any) -> None:
     baseline = {"engine": "psync", "depth": 1, "bs": "4k", "x1": 0, "x2": 0,
                 "sched": "mq-deadline"}
     p = campaign(tmp_path, budget=36, env={"ORACLE_NOISE": "0.03"}, baseline=baseline,
@@ -134,7 +142,7 @@ def test_noisy_oracle_answer_is_confirmed_against_baseline(tmp_path: Path) -> No
     assert out["best"]["value"] > 190
 
 
-def test_failed_runs_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
+def test_failed_runs_are_recorded_and_the_search_goes_on(tmp_path: Path, tune_json: Any) -> None:
     out = tune_json(campaign(tmp_path, budget=24, env={"ORACLE_FAIL": "1"}))
     failed = [h for h in out["history"] if h["status"] != "ok"]
     assert failed and all(h["value"] is None and h["config"]["sched"] == "bfq"
@@ -143,7 +151,8 @@ def test_failed_runs_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None
     assert len(out["history"]) == 24
 
 
-def test_two_objectives_give_a_measured_pareto_front_and_plot(tmp_path: Path) -> None:
+def test_two_objectives_give_a_measured_pareto_front_and_plot(tmp_path: Path,
+                                                              tune_json: Any) -> None:
     plot = tmp_path / "front.png"
     out = tune_json(campaign(tmp_path, budget=24, objectives=["y", {"lat": "minimize"}]),
                     "--plot", str(plot))
@@ -167,12 +176,13 @@ def _history_in_store(db: Path) -> list[tuple[str, str]]:
     return [(k, c) for k, c, s in rows]
 
 
-def test_sigkill_in_the_middle_resumes_to_the_same_history(tmp_path: Path) -> None:
+def test_sigkill_in_the_middle_resumes_to_the_same_history(tmp_path: Path, tune_json: Any,
+                                                           storlab_argv: list[str]) -> None:
     ref = campaign(tmp_path / "ref", budget=20)
     full = tune_json(ref)
     p = campaign(tmp_path / "killed", budget=20, env={"ORACLE_SLEEP": "0.25"})
     db = tmp_path / "killed" / "campaign.db"
-    proc = subprocess.Popen([*STORLAB, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*storlab_argv, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
     done = 0
@@ -203,7 +213,8 @@ def test_sigkill_in_the_middle_resumes_to_the_same_history(tmp_path: Path) -> No
         [(h["config"], h["phase"], h["value"]) for h in full["history"]]
 
 
-def test_changed_runner_settings_are_refused_not_mixed(tmp_path: Path) -> None:
+def test_changed_runner_settings_are_refused_not_mixed(tmp_path: Path, cli: Any,
+                                                       tune_json: Any) -> None:
     p = campaign(tmp_path, budget=20, strategy="random")
     tune_json(p)
     spec = yaml.safe_load(p.read_text())
@@ -214,7 +225,8 @@ def test_changed_runner_settings_are_refused_not_mixed(tmp_path: Path) -> None:
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_a_finished_tuning_says_a_larger_budget_does_not_reopen_it(tmp_path: Path) -> None:
+def test_a_finished_tuning_says_a_larger_budget_does_not_reopen_it(tmp_path: Path, cli: Any,
+                                                                   tune_json: Any) -> None:
     p = campaign(tmp_path, budget=20)
     first = tune_json(p)
     assert len(first["history"]) == 20
@@ -226,10 +238,11 @@ def test_a_finished_tuning_says_a_larger_budget_does_not_reopen_it(tmp_path: Pat
     assert less.returncode == 2 and "already holds 20" in less.stderr
 
 
-def test_an_interrupted_tuning_continues_with_more_budget(tmp_path: Path) -> None:
+def test_an_interrupted_tuning_continues_with_more_budget(tmp_path: Path, tune_json: Any,
+                                                          storlab_argv: list[str]) -> None:
     p = campaign(tmp_path, budget=16, strategy="tpe")
     db = tmp_path / "campaign.db"
-    proc = subprocess.Popen([*STORLAB, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*storlab_argv, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True,
                             env={**os.environ})
     deadline = time.time() + 60
@@ -249,7 +262,7 @@ def test_an_interrupted_tuning_continues_with_more_budget(tmp_path: Path) -> Non
 ])
 def test_bad_requests_are_one_line_before_anything_runs(tmp_path: Path, args: list[str],
                                                         design: dict[str, Any],
-                                                        message: str) -> None:
+                                                        message: str, cli: Any) -> None:
     p = campaign(tmp_path, budget=30, **design)
     r = cli("tune", str(p), "--quiet", *args, check=False)
     assert r.returncode == 2, r.stderr
@@ -259,7 +272,7 @@ def test_bad_requests_are_one_line_before_anything_runs(tmp_path: Path, args: li
         tmp_path / "campaign.db")
 
 
-def test_infeasible_space_is_refused(tmp_path: Path) -> None:
+def test_infeasible_space_is_refused(tmp_path: Path, cli: Any) -> None:
     p = campaign(tmp_path, budget=30)
     spec = yaml.safe_load(p.read_text())
     spec["space"]["constraints"] = ['engine == "psync" and engine == "libaio"']
@@ -268,7 +281,8 @@ def test_infeasible_space_is_refused(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no feasible configuration" in r.stderr
 
 
-def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Path) -> None:
+def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Path, cli: Any,
+                                                                   tune_json: Any) -> None:
     p = campaign(tmp_path, budget=30)
     spec = yaml.safe_load(p.read_text())
     spec["design"] = {"kind": "lhs", "runs": 6}
@@ -280,7 +294,7 @@ def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Pat
     assert out["store"].endswith("tune-tune.db")
 
 
-def test_confirm_compares_interleaved_runs(tmp_path: Path) -> None:
+def test_confirm_compares_interleaved_runs(tmp_path: Path, cli: Any) -> None:
     p = campaign(tmp_path, budget=30)
     best = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none"
     ref = "engine=psync,depth=1,bs=4k,x1=0,x2=0,sched=mq-deadline"
@@ -300,7 +314,7 @@ def test_confirm_compares_interleaved_runs(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "missing" in bad.stderr
 
 
-def test_tune_eval_on_a_complete_table(tmp_path: Path) -> None:
+def test_tune_eval_on_a_complete_table(tmp_path: Path, cli: Any) -> None:
     import itertools
 
     import pandas as pd
@@ -324,7 +338,7 @@ def test_tune_eval_on_a_complete_table(tmp_path: Path) -> None:
     assert plot.stat().st_size > 10_000
 
 
-def test_report_has_a_tuning_section(tmp_path: Path) -> None:
+def test_report_has_a_tuning_section(tmp_path: Path, cli: Any, tune_json: Any) -> None:
     p = campaign(tmp_path, budget=20, strategy="tpe")
     out = tune_json(p)
     html = tmp_path / "r.html"

@@ -144,6 +144,13 @@ class EffectsAnalysis(Result):
             out["curvature"] = self.curvature
         return to_jsonable(out)
 
+    def to_json(self) -> dict[str, Any]:
+        """The old name of `to_dict` (renamed for the one result shape): kept so that code
+        written against it keeps working, with a DeprecationWarning."""
+        warnings.warn("EffectsAnalysis.to_json() is deprecated; use to_dict(), which "
+                      "returns the same dictionary", DeprecationWarning, stacklevel=2)
+        return self.to_dict()
+
     def plot(self, kind: str | None = None) -> Figure:
         """A matplotlib Figure: pareto (the default), halfnormal, main, or interaction."""
         from . import plots

@@ -1,5 +1,6 @@
-"""Throwaway single-host clusters (Ceph, Swift) for trying storlab and for its own tests,
-and the object-store load generator that drives them."""
+"""Throwaway single-host clusters (Ceph, Swift) for trying storlab and for its own tests, and
+network-namespace "hosts" to load them from (`netns`). The object-store load generator that
+drives them is a runner's: `storlab.campaign.runners` (`objload`, `fanout`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from ._util import DEFAULT_BASE, ClusterError
 
 KINDS = ("ceph", "swift")
 
-# The clusters and the load generator load on first use.
+# The clusters load on first use.
 _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "CephCluster": ".ceph", "CephOptions": ".ceph", "SwiftCluster": ".swift",
-    "SwiftOptions": ".swift", "LoadSpec": ".objload", "LoadResult": ".objload",
-    "Target": ".objload", "run_load": ".objload", "LoadError": "storlab.errors",
+    "SwiftOptions": ".swift",
 })
 __all__ = ["DEFAULT_BASE", "KINDS", "ClusterError", "cluster_state", "get_cluster",
            *_lazy_names]

@@ -63,7 +63,7 @@ def up_cmd(
 ) -> None:
     """Bring a cluster up and wait until it serves requests."""
     from ..clusters import ClusterError, get_cluster
-    from ..clusters.objload import parse_size
+    from ..campaign.runners.objload import parse_size
 
     (k,) = _kinds(kind)
     c = get_cluster(k, base)
@@ -211,7 +211,7 @@ def load_cmd(
     import pandas as pd
 
     from ..campaign.runners.objectstore import load_spec_from, resolve_target
-    from ..clusters.objload import Target, run_load
+    from ..campaign.runners.objload import Target, run_load
     from ._common import frame_table
 
     (k,) = _kinds(kind)
@@ -226,7 +226,7 @@ def load_cmd(
     target = Target(**resolve_target(opts))
     host_rows: list[dict] = []
     if dask is not None:
-        from ..clusters.fanout import run_load_on_hosts
+        from ..campaign.runners.fanout import run_load_on_hosts
 
         addr = dask if "://" in dask else f"tcp://{dask}"
         multi = run_load_on_hosts(addr, target, spec, hosts)

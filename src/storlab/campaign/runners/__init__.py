@@ -1,13 +1,18 @@
 """Runners turn one configuration into one measured run (see `base.Runner`).
 
 The registry maps a campaign's `runner.type` to its class, imported only when used (the
-simulator runner lives in another engineer's module and pulls in the simulator)."""
+simulator runner lives in another engineer's module and pulls in the simulator).
+
+The object-store runner's load generator lives here too: `objload` (S3/Swift load from one
+host: `LoadSpec`, `Target`, `run_load`) and `fanout` (the same from several hosts through
+Dask: `run_load_on_hosts`); they load on first use, as the runners do."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
+from ..._lazy import attach
 from ._proc import (TAG_ENV, ShellTemplateError, SubstitutionError, render_value, run_program,
                     run_tag, shell_command, substitute, tail, template_names)
 from .base import Runner, RunResult
@@ -22,10 +27,16 @@ REGISTRY: dict[str, str] = {
     "ceph": "storlab.campaign.runners.ceph:CephRunner",
 }
 
+# The load generator (numpy, pandas) loads on first use.
+_lazy_names, __getattr__, __dir__ = attach(__name__, {
+    "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
+    "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
+})
+
 #: The program-running helpers (private module `_proc`) the campaign loop shares with runners.
 __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
            "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_value", "run_program",
-           "run_tag", "shell_command", "substitute", "tail", "template_names"]
+           "run_tag", "shell_command", "substitute", "tail", "template_names", *_lazy_names]
 
 
 def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:

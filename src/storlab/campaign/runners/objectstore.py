@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...clusters.objload import Target
+from .objload import Target
 from ..spec import CampaignError
 from .base import RunResult
 
@@ -57,7 +57,7 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_option_names() -> set[str]:
     """The load options: LoadSpec's fields and the shorthands `load_spec_from` reads."""
-    from ...clusters.objload import LoadSpec
+    from .objload import LoadSpec
 
     return {f.name for f in dataclasses.fields(LoadSpec)} | {
         "read_pct", "object_size", "size", "get_pct", "put_pct", "delete_pct"}
@@ -65,7 +65,7 @@ def load_option_names() -> set[str]:
 
 def load_spec_from(values: Mapping[str, Any]) -> Any:
     """A LoadSpec from runner options and factors (shorthands resolved)."""
-    from ...clusters.objload import LoadSpec
+    from .objload import LoadSpec
 
     names = {f.name for f in dataclasses.fields(LoadSpec)}
     v = dict(values)
@@ -113,7 +113,7 @@ class ObjectStoreRunner:
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
-        from ...clusters.objload import LoadError, records_to_csv, run_load
+        from .objload import LoadError, records_to_csv, run_load
         from ...errors import StorlabError
 
         started = time.time()

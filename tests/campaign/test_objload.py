@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from storlab.clusters.objload import (
+from storlab.campaign.runners.objload import (
     LoadError,
     LoadSpec,
     Target,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import LoadError
+from ...errors import LoadError
 from .objload import LoadResult, LoadSpec, Target, run_load, summarize
 
 #: Summary keys that add up over hosts (rates over each host's own span, and counts).

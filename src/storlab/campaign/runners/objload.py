@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import units
-from ..errors import LoadError, UnitsError
-from .netns import is_lan_address
+from ... import units
+from ...clusters.netns import is_lan_address
+from ...errors import LoadError, UnitsError
 
 OPS = ("get", "put", "delete")
 RECORD_COLUMNS = ("t_sched", "t_start", "t_end", "op", "size", "status", "worker")
