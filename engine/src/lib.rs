@@ -12,6 +12,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 mod ma;
+mod md5part;
 
 const ARR: u8 = 0;
 const FDEP: u8 = 1;
@@ -982,6 +983,7 @@ impl Stream {
 fn storlab_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ma::ma_search, m)?)?;
+    m.add_function(wrap_pyfunction!(md5part::numbered_partitions, m)?)?;
     m.add_class::<Stream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
