@@ -35,13 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "examples" / "sim" / "cluster700.yaml"
 
 
-def child(requests: int) -> None:
+#: The failure variants timed beside the plain run (cluster-file overrides).
+FAILURES = {"failed_disks=1": {"failed_disks": 1}}
+
+
+def child(requests: int, overrides: dict | None = None) -> None:
     """Run in a fresh process: time each phase of one simulation, print JSON."""
     w0, c0 = time.perf_counter(), time.process_time()
-    from storlab.sim.cluster import build_model, load_raw, parse_cluster, run_model
+    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, run_model
 
     marks = [(time.perf_counter(), time.process_time())]
-    model = build_model(parse_cluster(load_raw(CLUSTER)))
+    model = build_model(parse_cluster(apply_overrides(load_raw(CLUSTER), overrides or {})))
     marks.append((time.perf_counter(), time.process_time()))
     rep = run_model(model, requests=requests)
     marks.append((time.perf_counter(), time.process_time()))
@@ -58,8 +62,9 @@ def child(requests: int) -> None:
     print(json.dumps(out))
 
 
-def run_child(requests: int) -> dict:
-    r = subprocess.run([sys.executable, __file__, "--child", str(requests)],
+def run_child(requests: int, overrides: dict | None = None) -> dict:
+    r = subprocess.run([sys.executable, __file__, "--child", str(requests),
+                        "--overrides", json.dumps(overrides or {})],
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -162,27 +167,32 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="100,000 requests, 5,000 for SimPy")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--overrides", default="{}", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child)
+        child(a.child, json.loads(a.overrides))
         return
     sizes = [20_000, 100_000] if a.quick else [100_000, 1_000_000]
     print(f"examples/sim/cluster700.yaml, machine load average {resource_load()}")
     print(f"{'requests':>10} {'total wall':>10} {'total CPU':>10} {'model':>7} "
           f"{'run':>7} {'routes':>7} {'engine':>7} {'eng CPU':>7} {'peak RSS':>9} {'ops/s':>16}")
-    rss = []
-    for n in sizes:
-        d = run_child(n)
-        rss.append(d["peak_rss_mb"])
-        print(f"{n:>10,} {d['total_wall']:>9.2f}s {d['total_cpu']:>9.2f}s "
-              f"{d['model_wall']:>6.2f}s {d['run_wall']:>6.2f}s {d['build_wall']:>6.2f}s "
-              f"{d['engine_wall']:>6.2f}s {d['engine_cpu']:>6.2f}s {d['peak_rss_mb']:>7.0f}MB "
-              f"{d['ops_s']:>9,.0f}±{d['ops_s_ci95']:,.0f}")
-        if n == 1_000_000:
-            print(f"  target < 5 s for 1e6 requests: wall {'met' if d['total_wall'] < 5 else 'NOT met'}"
-                  f", CPU {'met' if d['total_cpu'] < 5 else 'NOT met'}")
-    print(f"peak RSS {sizes[-1]:,} / {sizes[0]:,} requests = {rss[-1] / rss[0]:.2f} "
-          f"({'flat' if rss[-1] <= 1.2 * rss[0] else 'NOT flat'}: <= 1.20)")
+    for label, ov in [("", {}), *FAILURES.items()]:
+        if label:
+            print(f"with {label}:")
+        rss = []
+        for n in sizes:
+            d = run_child(n, ov)
+            rss.append(d["peak_rss_mb"])
+            print(f"{n:>10,} {d['total_wall']:>9.2f}s {d['total_cpu']:>9.2f}s "
+                  f"{d['model_wall']:>6.2f}s {d['run_wall']:>6.2f}s {d['build_wall']:>6.2f}s "
+                  f"{d['engine_wall']:>6.2f}s {d['engine_cpu']:>6.2f}s "
+                  f"{d['peak_rss_mb']:>7.0f}MB {d['ops_s']:>9,.0f}±{d['ops_s_ci95']:,.0f}")
+            if n == 1_000_000:
+                print(f"  target < 5 s for 1e6 requests: wall "
+                      f"{'met' if d['total_wall'] < 5 else 'NOT met'}, CPU "
+                      f"{'met' if d['total_cpu'] < 5 else 'NOT met'}")
+        print(f"  peak RSS {sizes[-1]:,} / {sizes[0]:,} requests = {rss[-1] / rss[0]:.2f} "
+              f"({'flat' if rss[-1] <= 1.2 * rss[0] else 'NOT flat'}: <= 1.20)")
     small, big = (20_000, 200_000) if a.quick else (100_000, 1_000_000)
     ws, cs = routes_per_request(small)
     wb, cb = routes_per_request(big)

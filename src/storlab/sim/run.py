@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .failures import add_availability, any_failures, describe_failures, settle
+from .failures import add_availability, describe_failures, needs_settle, settle
 from .model import ClusterModel, Requests, draw_requests
 from .routes import build_routes
 from .summary import SimReport, summarise, window_marks
@@ -39,9 +39,9 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     wl = model.spec.workload
     n = int(requests) if requests is not None else _n_requests(model)
     # Block by block, in flat memory (storlab.sim.stream); same result as below. Not when
-    # failures are modelled: their description (describe_failures) needs every request's
-    # route and times, and a closed loop's windows depend on simulated start times.
-    if backend == "rust" and engine.compiled() and not any_failures(model.spec):
+    # a closed loop has failure windows: which window a request meets depends on its
+    # simulated start, settled over whole-run passes (failures.settle).
+    if backend == "rust" and engine.compiled() and n >= 2 and not needs_settle(model.spec):
         from .stream import run_stream
         return run_stream(model, n)
     t0 = _time.perf_counter()

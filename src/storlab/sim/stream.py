@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from . import engine
+from .failures import (FailureCounts, add_availability_counts, any_failures, describe_counts,
+                       failure_starts, window_rates_from_sums)
 from .model import DRAW_BLOCK, ClusterModel, Requests, iter_requests
 from .routes import slice_requests, build_routes
 from .summary import SimReport, Tally, window_marks
@@ -86,22 +88,29 @@ class _Pending:
 
 
 def run_stream(model: ClusterModel, n: int) -> SimReport:
-    """Simulate `n` requests block by block on the compiled engine; the report. Runs with
-    failures take `run.run_model`'s whole-run path (their description and availability
-    need every request), so none are collected here."""
+    """Simulate `n` requests block by block on the compiled engine; the report. Runs whose
+    failures need settling (`failures.needs_settle`) take `run.run_model`'s whole-run path;
+    other failures are counted block by block into the same availability and failure
+    windows the whole-run path reports."""
     wl = model.spec.workload
     warm = min(int(wl.warmup * n), n - 1)
     marks = window_marks(n)
     closed = wl.rate is None
     core = engine.Stream(model.stations, n, clients=min(int(wl.clients or 1), n) if closed
                          else None, warmup=warm, marks=marks)
-    tally = Tally(n, warm, marks)
+    # Failures that need no settling (whole-run ones, or windows by arrival time) route each
+    # block alone: the report's availability and failure windows are summed as blocks go.
+    failing = any_failures(model.spec)
+    tally = Tally(n, warm, marks, fail_starts=failure_starts(model.spec) if failing else None)
+    counts = FailureCounts.zeros(tally.fcnt.shape[1]) if failing else None
     pend = _Pending()
     build = 0.0
     expo = model.spec.service_times == "exponential"
     for b, block in enumerate(iter_requests(model, n)):
         pend.add(b, block)
         plan = model.extra.get("failures")
+        if counts is not None:
+            counts.add(block, plan.epoch, warm, offset=b * DRAW_BLOCK)
         draws = None
         for a in range(0, len(block), FEED_CHUNK):
             t0 = time.perf_counter()
@@ -127,6 +136,17 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
               final=True)
     report = tally.finish(model, res, closed, build, [])
     report.engine_cpu = core.cpu
+    if counts is not None:
+        add_availability_counts(report, counts)
+
+        def rates(out: list[dict[str, Any]], epochs: list[int], window: dict[str, Any]) -> None:
+            # Summed over the window's intervals; in a degenerate run (every arrival at
+            # once) the whole-run path leaves out the last finishes, this does not.
+            if tally.win is not None:
+                window_rates_from_sums(out, epochs, window, tally.fcnt[tally.win].sum(axis=0),
+                                       tally.flat[tally.win].sum(axis=0))
+
+        describe_counts(model, report, model.extra["failures"], counts, closed, res, rates)
     return report
 
 
