@@ -337,7 +337,14 @@ class Tally:
         self.cnt += np.bincount(g, minlength=K * n_ops).reshape(K, n_ops)
         self.lat += np.bincount(g, weights=lat[ok], minlength=K * n_ops).reshape(K, n_ops)
         self.size += np.bincount(g, weights=size[ok], minlength=K * n_ops).reshape(K, n_ops)
-        np.add.at(self.hist.reshape(-1), g * HIST_BINS + lat_bin(lat[ok]), 1)
+        hb = g * HIST_BINS + lat_bin(lat[ok])
+        if hb.size:
+            # A bincount over the few intervals these requests finish in (np.add.at took a
+            # quarter of the tally's time; a bincount over the whole histogram, more).
+            lo = int(hb.min())
+            flat = self.hist.reshape(-1)
+            cnt = np.bincount(hb - lo)
+            flat[lo:lo + cnt.size] += cnt.astype(flat.dtype)
         if self.fail_starts is not None:
             E = self.fcnt.shape[1]
             e = np.clip(np.searchsorted(self.fail_starts, f[ok], side="right") - 1, 0, E - 1)
