@@ -127,14 +127,23 @@ impl Heap {
             if c >= n {
                 break;
             }
-            let mut m = c;
-            let end = (c + ARITY).min(n);
-            for j in c + 1..end {
-                if self.v[j].k < self.v[m].k {
-                    m = j;
+            // The smallest child, as a tournament of selects (no data-dependent branches:
+            // which child wins is unpredictable, and mispredictions dominated the pops).
+            let (m, mk) = if c + ARITY <= n {
+                let w = &self.v[c..c + 4];
+                let (a, ak) = if w[1].k < w[0].k { (c + 1, w[1].k) } else { (c, w[0].k) };
+                let (b, bk) = if w[3].k < w[2].k { (c + 3, w[3].k) } else { (c + 2, w[2].k) };
+                if bk < ak { (b, bk) } else { (a, ak) }
+            } else {
+                let mut m = c;
+                for j in c + 1..n {
+                    if self.v[j].k < self.v[m].k {
+                        m = j;
+                    }
                 }
-            }
-            if self.v[m].k >= last.k {
+                (m, self.v[m].k)
+            };
+            if mk >= last.k {
                 break;
             }
             self.v[i] = self.v[m];
