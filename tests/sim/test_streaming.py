@@ -169,11 +169,12 @@ def test_streamed_run_peak_memory_is_flat():
 
 
 def _whole_run(m, monkeypatch):
-    """run_model on the whole-run path (the one a closed loop with failure windows takes)."""
+    """run_model on the whole-run path (the one it takes without the compiled engine's
+    stream; the engine's one-call `simulate` still runs it)."""
     from storlab.sim import run
 
     with monkeypatch.context() as mp:
-        mp.setattr(run, "needs_settle", lambda spec: True)
+        mp.setattr(engine, "compiled", lambda: False)
         return run.run_model(m)
 
 
@@ -184,16 +185,19 @@ def _whole_run(m, monkeypatch):
      "object_size": "16KiB", "mix": {"GET": 0.7, "PUT": 0.3}},
     # An open loop's node outage from 1 s to 2 s (windows by arrival time).
     {"failures": [{"node": "storage1-1", "at": 1, "until": 2}], "rate": 1500,
-     "requests": 6000, "object_size": "16KiB"}])
+     "requests": 6000, "object_size": "16KiB"},
+    # A closed loop's outage over two draw blocks, exponential service: settled by passes.
+    {"failures": [{"node": "storage1-1", "at": 4, "until": 8}], "requests": 70_000,
+     "clients": 64, "think_ms": 0, "object_size": "16KiB", "service_times": "exponential"}])
 def test_failures_stream_like_the_whole_run(ov, monkeypatch):
-    """A run with failures that need no settling streams (flat memory) and reports what the
-    whole-run path reports for it: same counts, availability and failure windows; summed
-    latencies to rounding."""
+    """A run with failures streams (flat memory; a closed loop's windows: pass by pass) and
+    reports what the whole-run path reports for it: same counts, availability and failure
+    windows; summed latencies to rounding."""
     from storlab.sim import run
 
     streamed = []
-    monkeypatch.setattr(stream, "run_stream", lambda *a, _f=stream.run_stream: streamed.append(1)
-                        or _f(*a))
+    monkeypatch.setattr(stream, "_stream_pass", lambda *a, _f=stream._stream_pass:
+                        streamed.append(1) or _f(*a))
     a = run.run_model(model(**ov))
     assert streamed, "the run did not stream"
     b = _whole_run(model(**ov), monkeypatch)
@@ -214,3 +218,5 @@ def test_failures_stream_like_the_whole_run(ov, monkeypatch):
         assert float(a.ops["availability"].iloc[0]) < 1.0
     else:
         assert a.failures[0]["rerouted"] > 0 and a.failures[0]["ops_s"] is not None
+    if "clients" in ov and "failures" in ov:      # one streamed pass per whole-run pass
+        assert "settled after" in a.failures[0]["placed"] and len(streamed) >= 2

@@ -38,12 +38,12 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
 
     wl = model.spec.workload
     n = int(requests) if requests is not None else _n_requests(model)
-    # Block by block, in flat memory (storlab.sim.stream); same result as below. Not when
-    # a closed loop has failure windows: which window a request meets depends on its
-    # simulated start, settled over whole-run passes (failures.settle).
-    if backend == "rust" and engine.compiled() and n >= 2 and not needs_settle(model.spec):
-        from .stream import run_stream
-        return run_stream(model, n)
+    # Block by block, in flat memory (storlab.sim.stream); same result as below. A closed
+    # loop with failure windows streams each pass of the settling fixed point (keeping one
+    # start time and window per request between passes).
+    if backend == "rust" and engine.compiled() and n >= 2:
+        from .stream import run_settled_stream, run_stream
+        return run_settled_stream(model, n) if needs_settle(model.spec) else run_stream(model, n)
     t0 = _time.perf_counter()
     req = draw_requests(model, n)
     draw_wall = _time.perf_counter() - t0
@@ -84,14 +84,15 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     return report
 
 
-def keyed_exponentials(routes: Any, seed: int) -> np.ndarray:
+def keyed_exponentials(routes: Any, seed: int, first_request: int = 0) -> np.ndarray:
     """Exponential(1) draws per visit keyed by (request, visit's place in its route): a
     request's service times do not move when another request's route changes (which the
-    closed-loop failure fixed point needs). A vectorised splitmix64 of the key."""
+    closed-loop failure fixed point needs). A vectorised splitmix64 of the key.
+    `first_request`: the run's index of the routes' first request (a streamed chunk)."""
     n_v = np.diff(routes.visit_ptr[routes.branch_ptr[routes.step_ptr]])
     first = np.repeat(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[:-1]]], n_v)
     pos = np.arange(first.size) - first
-    req_i = np.repeat(np.arange(n_v.size), n_v)
+    req_i = np.repeat(np.arange(first_request, first_request + n_v.size), n_v)
     with np.errstate(over="ignore"):
         z = (req_i.astype(np.uint64) << np.uint64(16)) + pos.astype(np.uint64) \
             + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from . import engine
-from .failures import (FailureCounts, add_availability_counts, any_failures, describe_counts,
-                       failure_starts, window_rates_from_sums)
+from ..errors import SimError
+from .failures import (MAX_PASSES, FailureCounts, add_availability_counts, any_failures,
+                       apply_failures, describe_counts, failure_starts, needs_settle,
+                       window_rates_from_sums)
 from .model import DRAW_BLOCK, ClusterModel, Requests, iter_requests
 from .routes import slice_requests, build_routes
 from .summary import SimReport, Tally, window_marks
@@ -88,29 +90,81 @@ class _Pending:
 
 
 def run_stream(model: ClusterModel, n: int) -> SimReport:
-    """Simulate `n` requests block by block on the compiled engine; the report. Runs whose
-    failures need settling (`failures.needs_settle`) take `run.run_model`'s whole-run path;
-    other failures are counted block by block into the same availability and failure
-    windows the whole-run path reports."""
+    """Simulate `n` requests block by block on the compiled engine; the report. Failures
+    that need no settling are counted block by block into the same availability and
+    failure windows the whole-run path reports; for those that do, `run_settled_stream`."""
+    return _report(model, _stream_pass(model, n, None))
+
+
+def run_settled_stream(model: ClusterModel, n: int) -> SimReport:
+    """A closed loop with failure windows, streamed: `failures.settle`'s fixed point with
+    each pass run block by block. Pass k routes every request by the window its start fell
+    in on pass k - 1 (pass 1: the first window), until no request changes window; between
+    passes only a start time and a window per request are kept (16 bytes, not the routes).
+    Same passes, routes, service draws (keyed per request) and report as the whole-run
+    `settle`."""
+    begins = failure_starts(model.spec)
+    p = _stream_pass(model, n, None)
+    for k in range(1, MAX_PASSES + 1):
+        new = np.searchsorted(begins, p.starts, side="right") - 1
+        moved = int(np.sum(new != p.epochs))
+        if moved == 0:
+            model.extra["failures"].passes = k
+            return _report(model, p)
+        p = _stream_pass(model, n, p.starts)
+    raise SimError(f"failure windows in a closed loop: {moved} requests still change window "
+                   f"after {MAX_PASSES} simulations; use an open loop (workload.rate)")
+
+
+@dataclasses.dataclass
+class _Pass:
+    """One streamed simulation: its sums, the engine's totals and (settling) each request's
+    start time and the failure window it was routed by."""
+
+    tally: Tally
+    res: Any
+    counts: FailureCounts | None
+    closed: bool
+    build: float
+    cpu: float
+    starts: np.ndarray | None
+    epochs: np.ndarray | None
+
+
+def _stream_pass(model: ClusterModel, n: int, starts: np.ndarray | None) -> _Pass:
+    """Draw, route, feed and tally `n` requests block by block. A closed loop with failure
+    windows (`needs_settle`) routes each request by `starts` (its start on the previous
+    pass; None: the first window), draws service times keyed per request, and returns this
+    pass's starts."""
+    from .run import keyed_exponentials
+
     wl = model.spec.workload
     warm = min(int(wl.warmup * n), n - 1)
     marks = window_marks(n)
     closed = wl.rate is None
     core = engine.Stream(model.stations, n, clients=min(int(wl.clients or 1), n) if closed
                          else None, warmup=warm, marks=marks)
-    # Failures that need no settling (whole-run ones, or windows by arrival time) route each
-    # block alone: the report's availability and failure windows are summed as blocks go.
+    # Failures route each block alone: the report's availability and failure windows are
+    # summed as blocks go.
     failing = any_failures(model.spec)
+    settling = needs_settle(model.spec)
     tally = Tally(n, warm, marks, fail_starts=failure_starts(model.spec) if failing else None)
     counts = FailureCounts.zeros(tally.fcnt.shape[1]) if failing else None
+    new_starts = np.zeros(n) if settling else None
+    epochs = np.zeros(n, dtype=np.int64) if settling else None
     pend = _Pending()
     build = 0.0
     expo = model.spec.service_times == "exponential"
     for b, block in enumerate(iter_requests(model, n)):
+        o = b * DRAW_BLOCK
+        if settling and starts is not None:     # by the previous pass's start times
+            block = apply_failures(model, block, starts=starts[o:o + len(block)], stream=b)
         pend.add(b, block)
         plan = model.extra.get("failures")
+        if epochs is not None:
+            epochs[o:o + len(block)] = plan.epoch
         if counts is not None:
-            counts.add(block, plan.epoch, warm, offset=b * DRAW_BLOCK)
+            counts.add(block, plan.epoch, warm, offset=o)
         draws = None
         for a in range(0, len(block), FEED_CHUNK):
             t0 = time.perf_counter()
@@ -119,7 +173,9 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
             if plan is not None:       # the block's failure plan, cut to these requests
                 model.extra["failures"] = dataclasses.replace(plan, epoch=plan.epoch[a:e])
             routes = build_routes(model, req)
-            if expo:
+            if expo and settling:
+                routes.demand *= keyed_exponentials(routes, wl.seed, o + a)
+            elif expo:
                 # The block's draws (as one call would make them), consumed in order.
                 if draws is None:
                     draws = _BlockDraws(model, b)
@@ -127,6 +183,8 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
             build += time.perf_counter() - t0
             done = core.feed(routes, arrivals=req.arrivals, think=req.think)
             del routes, req
+            if new_starts is not None:
+                new_starts[done[0]] = done[1]
             _tally(tally, pend, done, core.now, core.snap_times())
         if plan is not None:
             model.extra["failures"] = plan
@@ -134,10 +192,16 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
     tally.add(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8),
               np.zeros(0, np.int64), np.zeros(0, bool), res.sim_time, res.snap_t[:-1],
               final=True)
-    report = tally.finish(model, res, closed, build, [])
-    report.engine_cpu = core.cpu
-    if counts is not None:
-        add_availability_counts(report, counts)
+    return _Pass(tally, res, counts, closed, build, core.cpu, new_starts, epochs)
+
+
+def _report(model: ClusterModel, p: _Pass) -> SimReport:
+    """A streamed pass's report, with availability and failure windows when failing."""
+    tally = p.tally
+    report = tally.finish(model, p.res, p.closed, p.build, [])
+    report.engine_cpu = p.cpu
+    if p.counts is not None:
+        add_availability_counts(report, p.counts)
 
         def rates(out: list[dict[str, Any]], epochs: list[int], window: dict[str, Any]) -> None:
             # Summed over the window's intervals; in a degenerate run (every arrival at
@@ -146,7 +210,8 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
                 window_rates_from_sums(out, epochs, window, tally.fcnt[tally.win].sum(axis=0),
                                        tally.flat[tally.win].sum(axis=0))
 
-        describe_counts(model, report, model.extra["failures"], counts, closed, res, rates)
+        describe_counts(model, report, model.extra["failures"], p.counts, p.closed, p.res,
+                        rates)
     return report
 
 
