@@ -111,7 +111,9 @@ def run_settled_stream(model: ClusterModel, n: int) -> SimReport:
         if moved == 0:
             model.extra["failures"].passes = k
             return _report(model, p)
-        p = _stream_pass(model, n, p.starts)
+        starts = p.starts
+        del p           # the last pass's sums go before the next pass builds its own
+        p = _stream_pass(model, n, starts)
     raise SimError(f"failure windows in a closed loop: {moved} requests still change window "
                    f"after {MAX_PASSES} simulations; use an open loop (workload.rate)")
 
