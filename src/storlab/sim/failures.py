@@ -289,7 +289,9 @@ def settle(model: ClusterModel, req: Requests, simulate: Callable[[Requests], An
     """A closed loop with failure windows: simulate, re-route every request by the failure
     state at its simulated start, and repeat until no request changes window (the run is
     then what a simulator deciding routes at issue time would give). Returns the settled
-    requests and `simulate`'s result for them."""
+    requests and `simulate`'s result for them. The compiled engine runs the same fixed
+    point pass by pass in blocks (`stream.run_settled_stream`); this is the whole-run form
+    (the Python engine's)."""
     res = simulate(req)
     plan: FailurePlan = model.extra["failures"]
     for k in range(1, MAX_PASSES + 1):
