@@ -138,8 +138,6 @@ def _stream_pass(model: ClusterModel, n: int, starts: np.ndarray | None) -> _Pas
     windows (`needs_settle`) routes each request by `starts` (its start on the previous
     pass; None: the first window), draws service times keyed per request, and returns this
     pass's starts."""
-    from .run import keyed_exponentials
-
     wl = model.spec.workload
     warm = min(int(wl.warmup * n), n - 1)
     marks = window_marks(n)
@@ -221,3 +219,23 @@ def _tally(tally: Tally, pend: _Pending, done: Any, now: float, edges: np.ndarra
     idx, start, finish = done
     op, size, ok = pend.take(idx)
     tally.add(idx, start, finish, op, size, ok, now, edges)
+
+
+def keyed_exponentials(routes: Any, seed: int, first_request: int = 0) -> np.ndarray:
+    """Exponential(1) draws per visit keyed by (request, visit's place in its route): a
+    request's service times do not move when another request's route changes (which the
+    closed-loop failure fixed point needs). A vectorised splitmix64 of the key.
+    `first_request`: the run's index of the routes' first request (a streamed chunk)."""
+    n_v = np.diff(routes.visit_ptr[routes.branch_ptr[routes.step_ptr]])
+    first = np.repeat(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[:-1]]], n_v)
+    pos = np.arange(first.size) - first
+    req_i = np.repeat(np.arange(first_request, first_request + n_v.size), n_v)
+    with np.errstate(over="ignore"):
+        z = (req_i.astype(np.uint64) << np.uint64(16)) + pos.astype(np.uint64) \
+            + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    return -np.log(u)
