@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storlab.sim.engine import compiled_function
+from storlab.sim.model import OBJ_HEAD, OBJ_MID
 from storlab.sim.ring import SWIFT_BALANCE_TARGET, Ring, hash_partition
 from storlab.sim.ringbuild import parts_wanted, replica_plan
 
@@ -20,6 +22,23 @@ def test_partition_is_top_bits_of_md5():
     paths = [f"/a/c/o{i}" for i in range(20)]
     assert not np.array_equal(hash_partition(paths, 16), hash_partition(paths, 16, suffix=b"x"))
     assert hash_partition([path], 16)[0] >> 6 == want  # more bits refine the same prefix
+
+
+
+@pytest.mark.skipif(compiled_function("numbered_partitions") is None,
+                    reason="needs the compiled engine")
+@pytest.mark.parametrize("part_power,prefix,suffix,containers,n", [
+    (18, b"", b"storlab", 7, 3000),
+    (10, b"pre", b"", 1, 500),
+    (32, b"p" * 70, b"s", 3, 500),          # a name longer than one md5 block
+    (20, b"", b"storlab", 1000, 2000)])
+def test_compiled_partitions_match_hashlib(part_power, prefix, suffix, containers, n):
+    """The engine's md5 of the population's names (what a run draws from) is hashlib's."""
+    names = [OBJ_HEAD + b"%d" % (k % containers) + OBJ_MID + b"%08d" % k for k in range(n)]
+    want = hash_partition(names, part_power, prefix, suffix)
+    got = compiled_function("numbered_partitions")(prefix, OBJ_HEAD, OBJ_MID, containers, 8,
+                                                   n, suffix, part_power)
+    assert np.array_equal(got, want)
 
 
 def _plan_max(ring: Ring) -> dict[tuple, int]:

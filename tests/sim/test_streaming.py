@@ -166,3 +166,57 @@ def test_streamed_run_peak_memory_is_flat():
     peak(2000)                                      # imports and caches out of the way
     a, b = peak(70_000), peak(140_000)
     assert b <= 1.2 * a, (a, b)
+
+
+def _whole_run(m, monkeypatch):
+    """run_model on the whole-run path (the one it takes without the compiled engine's
+    stream; the engine's one-call `simulate` still runs it)."""
+    from storlab.sim import run
+
+    with monkeypatch.context() as mp:
+        mp.setattr(engine, "compiled", lambda: False)
+        return run.run_model(m)
+
+
+@pytest.mark.parametrize("ov", [
+    # Whole-run failures in a closed loop over two draw blocks; with one replica, GETs of
+    # the dead disk's objects fail (no other copy): availability < 1.
+    {"failed_disks": 1, "replicas": 1, "write_quorum": 1, "requests": 70_000, "clients": 64,
+     "object_size": "16KiB", "mix": {"GET": 0.7, "PUT": 0.3}},
+    # An open loop's node outage from 1 s to 2 s (windows by arrival time).
+    {"failures": [{"node": "storage1-1", "at": 1, "until": 2}], "rate": 1500,
+     "requests": 6000, "object_size": "16KiB"},
+    # A closed loop's outage over two draw blocks, exponential service: settled by passes.
+    {"failures": [{"node": "storage1-1", "at": 4, "until": 8}], "requests": 70_000,
+     "clients": 64, "think_ms": 0, "object_size": "16KiB", "service_times": "exponential"}])
+def test_failures_stream_like_the_whole_run(ov, monkeypatch):
+    """A run with failures streams (flat memory; a closed loop's windows: pass by pass) and
+    reports what the whole-run path reports for it: same counts, availability and failure
+    windows; summed latencies to rounding."""
+    from storlab.sim import run
+
+    streamed = []
+    monkeypatch.setattr(stream, "_stream_pass", lambda *a, _f=stream._stream_pass:
+                        streamed.append(1) or _f(*a))
+    a = run.run_model(model(**ov))
+    assert streamed, "the run did not stream"
+    b = _whole_run(model(**ov), monkeypatch)
+    cols = ["op", "count", "ops_s", "mb_s", "lat_p50_ms", "lat_p95_ms", "lat_p99_ms",
+            "failed", "availability"]
+    assert a.ops[cols].equals(b.ops[cols])
+    assert np.allclose(a.ops["lat_mean_ms"], b.ops["lat_mean_ms"], rtol=1e-12, atol=0)
+    assert a.window == b.window and a.util.equals(b.util) and a.notes == b.notes
+    assert a.failures and len(a.failures) == len(b.failures)
+    for fa, fb in zip(a.failures, b.failures):
+        assert fa.keys() == fb.keys()
+        for k, v in fa.items():
+            if isinstance(v, float):
+                assert v == pytest.approx(fb[k], rel=1e-12), k
+            else:
+                assert v == fb[k], k
+    if "failed_disks" in ov:
+        assert float(a.ops["availability"].iloc[0]) < 1.0
+    else:
+        assert a.failures[0]["rerouted"] > 0 and a.failures[0]["ops_s"] is not None
+    if "clients" in ov and "failures" in ov:      # one streamed pass per whole-run pass
+        assert "settled after" in a.failures[0]["placed"] and len(streamed) >= 2

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -474,6 +475,14 @@ class Stream:
             stats_start=float(stats_start), names=self.names, snap_t=np.asarray(snap_t),
             snap_busy=np.asarray(snap_busy).reshape(n_snap, n_st),
             snap_area=np.asarray(snap_area).reshape(n_snap, n_st))
+
+
+def compiled_function(name: str) -> Any:
+    """A function of the compiled core, or None (not built, or built before it existed)."""
+    try:
+        return getattr(_rust_core(), name, None)
+    except EngineNotBuiltError:
+        return None
 
 
 def compiled() -> bool:

@@ -205,20 +205,32 @@ class FailurePlan:
         return any(st.any for st in self.states)
 
 
+def failure_starts(spec: Any) -> np.ndarray:
+    """When each failure state of a run begins (0, then every timed failure's at/until)."""
+    timed = [f for f in spec.failures if not f.whole_run]
+    return np.asarray(sorted({0.0, *(f.at for f in timed),
+                              *(f.until for f in timed if f.until)}))
+
+
+def needs_settle(spec: Any) -> bool:
+    """Whether a run's failures need `settle`'s whole-run fixed point: timed windows in a
+    closed loop (a request's window depends on its simulated start). Every other run with
+    failures routes each draw block alone, so it can stream (storlab.sim.stream)."""
+    return spec.workload.rate is None and failure_starts(spec).size > 1
+
+
 def failure_plan(model: ClusterModel, req: Requests, starts: np.ndarray | None = None
                  ) -> FailurePlan:
     """Epochs between failure times, by each request's arrival time (open loop) or its
     simulated start `starts` (closed loop; none yet: every request in the first epoch)."""
 
     spec = model.spec
-    timed = [f for f in spec.failures if not f.whole_run]
     n = len(req)
-    if not timed:
+    begins = failure_starts(spec)
+    if begins.size == 1:
         return FailurePlan(np.zeros(1), [failure_state(model)], np.zeros(n, dtype=np.int64))
-    times = sorted({0.0, *(f.at for f in timed), *(f.until for f in timed if f.until)})
-    begins = np.asarray(times)
     states = []
-    for t in times:
+    for t in begins.tolist():
         active = [f for f in spec.failures
                   if f.at <= t and (f.until is None or t < f.until)]
         states.append(failure_state(model, active))
@@ -277,7 +289,9 @@ def settle(model: ClusterModel, req: Requests, simulate: Callable[[Requests], An
     """A closed loop with failure windows: simulate, re-route every request by the failure
     state at its simulated start, and repeat until no request changes window (the run is
     then what a simulator deciding routes at issue time would give). Returns the settled
-    requests and `simulate`'s result for them."""
+    requests and `simulate`'s result for them. The compiled engine runs the same fixed
+    point pass by pass in blocks (`stream.run_settled_stream`); this is the whole-run form
+    (the Python engine's)."""
     res = simulate(req)
     plan: FailurePlan = model.extra["failures"]
     for k in range(1, MAX_PASSES + 1):
@@ -470,32 +484,76 @@ def adjust_routes(model: ClusterModel, req: Requests, routes: Routes) -> Routes:
     return apply_rebuild(model, req, strip_failed(model, req, routes))
 
 
+@dataclass
+class FailureCounts:
+    """What the report says about failures, counted from requests a block at a time (so a
+    streamed run needs no per-request arrays): per operation, the requests after the
+    warm-up and those that failed; per failure epoch (by arrival), the requests placed in
+    it, re-routed and failed."""
+
+    total: np.ndarray          # [ops]
+    failed: np.ndarray         # [ops]
+    requests: np.ndarray       # [epochs]
+    rerouted: np.ndarray       # [epochs]
+    failed_epoch: np.ndarray   # [epochs]
+    has_ok: bool = False       # some request carried a success flag (failures applied)
+
+    @classmethod
+    def zeros(cls, epochs: int) -> "FailureCounts":
+        z = np.zeros(epochs, dtype=np.int64)
+        return cls(np.zeros(len(OPS), dtype=np.int64), np.zeros(len(OPS), dtype=np.int64),
+                   z, z.copy(), z.copy())
+
+    def add(self, req: Requests, epoch: np.ndarray, warmup: int, offset: int = 0) -> None:
+        """Requests `offset`.. of the run (`epoch`: each one's failure epoch)."""
+        n = len(req)
+        ok = req.ok if req.ok is not None else np.ones(n, dtype=bool)
+        self.has_ok |= req.ok is not None
+        after = np.arange(offset, offset + n) >= warmup
+        op = req.op.astype(np.int64)
+        self.total += np.bincount(op[after], minlength=len(OPS))
+        self.failed += np.bincount(op[after & ~ok], minlength=len(OPS))
+        base = req.drawn if req.drawn is not None else req
+        rows = np.arange(n)
+        moved = ((req.proxy != base.proxy) | np.any(req.devs != base.devs, axis=1)
+                 | ((req.op == GET) & (req.devs[rows, req.read_replica]
+                                       != base.devs[rows, base.read_replica])))
+        E = self.requests.size
+        self.requests += np.bincount(epoch, minlength=E)
+        self.rerouted += np.bincount(epoch[moved & ok], minlength=E)
+        self.failed_epoch += np.bincount(epoch[~ok], minlength=E)
+
+
 def add_availability(report: Any, req: Requests, warmup: int) -> None:
     """`failed` and `availability` columns in the report's ops table (after warm-up)."""
-    ok = req.ok
-    if ok is None:
+    if req.ok is None:
+        return
+    c = FailureCounts.zeros(1)
+    c.add(req, np.zeros(len(req), dtype=np.int64), warmup)
+    add_availability_counts(report, c)
+
+
+def add_availability_counts(report: Any, c: FailureCounts) -> None:
+    """`add_availability` from counts (a streamed run's)."""
+    if not c.has_ok:
         return
     import pandas as pd
 
-
-    m = np.zeros(len(req), dtype=bool)
-    m[warmup:] = True
     # An operation whose every request failed has no row yet: add one, with no throughput.
     missing = [{"op": name, "count": 0, "ops_s": 0.0, "mb_s": 0.0}
                for code, name in enumerate(OPS)
-               if name not in set(report.ops["op"]) and np.any(m & (req.op == code))]
+               if name not in set(report.ops["op"]) and c.total[code] > 0]
     if missing:
         report.ops = pd.concat([report.ops, pd.DataFrame(missing)], ignore_index=True)
     failed, avail = [], []
     for op in report.ops["op"]:
-        sel = m if op == "ALL" else m & (req.op == OPS.index(op))
-        k = int(sel.sum())
-        bad = int((sel & ~ok).sum())
+        k = int(c.total.sum() if op == "ALL" else c.total[OPS.index(op)])
+        bad = int(c.failed.sum() if op == "ALL" else c.failed[OPS.index(op)])
         failed.append(bad)
         avail.append(1.0 - bad / k if k else 1.0)
     report.ops["failed"] = failed
     report.ops["availability"] = avail
-    lost = int((m & ~ok).sum())
+    lost = int(c.failed.sum())
     if lost:
         report.notes.append(f"{lost} requests failed (no live replica or quorum): left out of "
                             "throughput and latency, see availability")
@@ -522,16 +580,26 @@ def describe_failures(model: ClusterModel, report: Any, req: Requests, res: Any 
     plan: FailurePlan | None = model.extra.get("failures")
     if plan is None or not plan.any:
         return
-    base = req.drawn if req.drawn is not None else req
-    n = len(req)
-    rows = np.arange(n)
-    moved = ((req.proxy != base.proxy) | np.any(req.devs != base.devs, axis=1)
-             | ((req.op == GET) & (req.devs[rows, req.read_replica]
-                                   != base.devs[rows, base.read_replica])))
-    ok = req.ok if req.ok is not None else np.ones(n, dtype=bool)
+    c = FailureCounts.zeros(plan.starts.size)
+    c.add(req, plan.epoch, 0)
+    ok = req.ok if req.ok is not None else np.ones(len(req), dtype=bool)
+
+    def rates(out: list[dict[str, Any]], epochs: list[int], window: dict[str, Any]) -> None:
+        _window_rates(out, window, np.asarray(res.start), np.asarray(res.finish), ok)
+
+    describe_counts(model, report, plan, c, req.arrivals is None, res,
+                    rates if res is not None else None)
+
+
+def describe_counts(model: ClusterModel, report: Any, plan: FailurePlan, c: FailureCounts,
+                    closed: bool, res: Any,
+                    rates: Callable[[list[dict[str, Any]], list[int], dict[str, Any]], None]
+                    | None) -> None:
+    """`describe_failures` from counts: `rates(out, epochs, window)` adds each window's
+    throughput and latency (per request, or from a streamed run's sums)."""
     if plan.starts.size == 1:
         how = "whole run"
-    elif req.arrivals is not None:
+    elif not closed:
         how = "by arrival time (open loop)"
     else:
         how = (f"by simulated start time (closed loop: settled after {plan.passes} "
@@ -539,11 +607,10 @@ def describe_failures(model: ClusterModel, report: Any, req: Requests, res: Any 
     # The run's end: a window is cut there, and one that starts after it is only noted
     # (its times come from the cluster file, the run's length from the workload).
     run_end = float(res.sim_time) if res is not None else math.inf
-    out = []
+    out, epochs = [], []
     for e, st in enumerate(plan.states):
         if not st.any:
             continue
-        sel = plan.epoch == e
         if plan.starts[e] >= run_end:
             report.notes.append(f"failure at {plan.starts[e]:g} s comes after the run's end "
                                 f"({run_end:.3g} s): not simulated; simulate more requests")
@@ -552,12 +619,34 @@ def describe_failures(model: ClusterModel, report: Any, req: Requests, res: Any 
         if end is not None and end >= run_end:
             end = None                  # down until the end of the run
         out.append({"down": _down_names(model, st), "from_s": float(plan.starts[e]),
-                    "to_s": end, "placed": how, "requests": int(sel.sum()),
-                    "rerouted": int((sel & moved & ok).sum()), "failed": int((sel & ~ok).sum()),
+                    "to_s": end, "placed": how, "requests": int(c.requests[e]),
+                    "rerouted": int(c.rerouted[e]), "failed": int(c.failed_epoch[e]),
                     "rebuild_mb_s": float(st.rebuild_mb_s)})
-    if res is not None and report.window:
-        _window_rates(out, report.window, np.asarray(res.start), np.asarray(res.finish), ok)
+        epochs.append(e)
+    if rates is not None and report.window:
+        rates(out, epochs, report.window)
     report.failures = out
+
+
+def window_rates_from_sums(out: list[dict[str, Any]], epochs: list[int],
+                           window: dict[str, Any], cnt: np.ndarray, lat_ms: np.ndarray) -> None:
+    """`_window_rates` from the successful requests' count and summed latency (ms) per
+    failure epoch of their finish, over the measured window (`summary.Tally` sums them)."""
+    t0, t1 = float(window["from_s"]), float(window["to_s"])
+    covered = 0.0
+    for f, e in zip(out, epochs):
+        a, b = max(f["from_s"], t0), min(t1 if f["to_s"] is None else f["to_s"], t1)
+        covered += max(b - a, 0.0)
+        k = int(cnt[e])
+        f["ops_s"] = float(k / (b - a)) if b > a else None
+        f["lat_mean_ms"] = float(lat_ms[e] / k) if k else None
+    rest = np.ones(cnt.size, dtype=bool)
+    rest[epochs] = False
+    k_rest = int(cnt[rest].sum())
+    free = (t1 - t0) - covered
+    for f in out:
+        f["ops_s_outside"] = float(k_rest / free) if free > 0 and k_rest else None
+        f["lat_mean_ms_outside"] = float(lat_ms[rest].sum() / k_rest) if k_rest else None
 
 
 def _window_rates(out: list[dict[str, Any]], window: dict[str, Any], start: np.ndarray,

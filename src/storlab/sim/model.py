@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .devices import DeviceModel, PRESETS, resolve_device
-from .engine import FCFS, HOLD, PS, Stations
+from .engine import FCFS, HOLD, PS, Stations, compiled_function
 from .ring import Ring, hash_partition
 from .failures import apply_failures, failure_plan
 from .ops import DRAW_BLOCK, OPS
@@ -190,6 +190,8 @@ class Requests:
 
 
 _PART_CACHE: dict[tuple, np.ndarray] = {}
+#: Object k of the population is /AUTH_storlab/bench{k % containers}/obj{k:08d}.
+OBJ_HEAD, OBJ_MID = b"/AUTH_storlab/bench", b"/obj"
 
 
 def _object_partitions(ring: Ring, n_obj: int, containers: int) -> np.ndarray:
@@ -199,9 +201,16 @@ def _object_partitions(ring: Ring, n_obj: int, containers: int) -> np.ndarray:
     if key not in _PART_CACHE:
         if len(_PART_CACHE) > 16:
             _PART_CACHE.clear()
-        # Formatted as bytes: no str to encode per name (0.26 -> 0.22 s CPU for 200,000).
-        names = (b"/AUTH_storlab/bench%d/obj%08d" % (k % containers, k) for k in range(n_obj))
-        _PART_CACHE[key] = hash_partition(names, ring.part_power, ring.prefix, ring.suffix)
+        fast = compiled_function("numbered_partitions")
+        if fast is not None and 1 <= ring.part_power <= 32:
+            # The same names hashed in the compiled engine (0.2 -> 0.02 s CPU for 200,000).
+            _PART_CACHE[key] = fast(ring.prefix, OBJ_HEAD, OBJ_MID, containers, 8, n_obj,
+                                    ring.suffix, ring.part_power)
+        else:
+            # Formatted as bytes: no str to encode per name (0.26 -> 0.22 s CPU for 200,000).
+            names = (OBJ_HEAD + b"%d" % (k % containers) + OBJ_MID + b"%08d" % k
+                     for k in range(n_obj))
+            _PART_CACHE[key] = hash_partition(names, ring.part_power, ring.prefix, ring.suffix)
     return _PART_CACHE[key]
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from .failures import add_availability, any_failures, describe_failures, settle
+from .failures import add_availability, describe_failures, needs_settle, settle
 from .model import ClusterModel, Requests, draw_requests
 from .routes import build_routes
+from .stream import block_service_draws, keyed_exponentials, run_settled_stream, run_stream
 from .summary import SimReport, summarise, window_marks
 
 
@@ -38,12 +39,11 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
 
     wl = model.spec.workload
     n = int(requests) if requests is not None else _n_requests(model)
-    # Block by block, in flat memory (storlab.sim.stream); same result as below. Not when
-    # failures are modelled: their description (describe_failures) needs every request's
-    # route and times, and a closed loop's windows depend on simulated start times.
-    if backend == "rust" and engine.compiled() and not any_failures(model.spec):
-        from .stream import run_stream
-        return run_stream(model, n)
+    # Block by block, in flat memory (storlab.sim.stream); same result as below. A closed
+    # loop with failure windows streams each pass of the settling fixed point (keeping one
+    # start time and window per request between passes).
+    if backend == "rust" and engine.compiled() and n >= 2:
+        return run_settled_stream(model, n) if needs_settle(model.spec) else run_stream(model, n)
     t0 = _time.perf_counter()
     req = draw_requests(model, n)
     draw_wall = _time.perf_counter() - t0
@@ -58,7 +58,6 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
         kwargs["clients"] = min(int(wl.clients or 1), n)
         kwargs["think"] = req.think
     walls = [0.0]
-    from .stream import block_service_draws
 
     def once(r: Requests) -> Any:
         t = _time.perf_counter()
@@ -82,22 +81,3 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     add_availability(report, req, warm)
     describe_failures(model, report, req, res)
     return report
-
-
-def keyed_exponentials(routes: Any, seed: int) -> np.ndarray:
-    """Exponential(1) draws per visit keyed by (request, visit's place in its route): a
-    request's service times do not move when another request's route changes (which the
-    closed-loop failure fixed point needs). A vectorised splitmix64 of the key."""
-    n_v = np.diff(routes.visit_ptr[routes.branch_ptr[routes.step_ptr]])
-    first = np.repeat(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[:-1]]], n_v)
-    pos = np.arange(first.size) - first
-    req_i = np.repeat(np.arange(n_v.size), n_v)
-    with np.errstate(over="ignore"):
-        z = (req_i.astype(np.uint64) << np.uint64(16)) + pos.astype(np.uint64) \
-            + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
-    return -np.log(u)

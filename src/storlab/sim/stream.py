@@ -17,6 +17,10 @@ from typing import Any
 import numpy as np
 
 from . import engine
+from ..errors import SimError
+from .failures import (MAX_PASSES, FailureCounts, add_availability_counts, any_failures,
+                       apply_failures, describe_counts, failure_starts, needs_settle,
+                       window_rates_from_sums)
 from .model import DRAW_BLOCK, ClusterModel, Requests, iter_requests
 from .routes import slice_requests, build_routes
 from .summary import SimReport, Tally, window_marks
@@ -86,22 +90,81 @@ class _Pending:
 
 
 def run_stream(model: ClusterModel, n: int) -> SimReport:
-    """Simulate `n` requests block by block on the compiled engine; the report. Runs with
-    failures take `run.run_model`'s whole-run path (their description and availability
-    need every request), so none are collected here."""
+    """Simulate `n` requests block by block on the compiled engine; the report. Failures
+    that need no settling are counted block by block into the same availability and
+    failure windows the whole-run path reports; for those that do, `run_settled_stream`."""
+    return _report(model, _stream_pass(model, n, None))
+
+
+def run_settled_stream(model: ClusterModel, n: int) -> SimReport:
+    """A closed loop with failure windows, streamed: `failures.settle`'s fixed point with
+    each pass run block by block. Pass k routes every request by the window its start fell
+    in on pass k - 1 (pass 1: the first window), until no request changes window; between
+    passes only a start time and a window per request are kept (16 bytes, not the routes).
+    Same passes, routes, service draws (keyed per request) and report as the whole-run
+    `settle`."""
+    begins = failure_starts(model.spec)
+    p = _stream_pass(model, n, None)
+    for k in range(1, MAX_PASSES + 1):
+        new = np.searchsorted(begins, p.starts, side="right") - 1
+        moved = int(np.sum(new != p.epochs))
+        if moved == 0:
+            model.extra["failures"].passes = k
+            return _report(model, p)
+        starts = p.starts
+        del p           # the last pass's sums go before the next pass builds its own
+        p = _stream_pass(model, n, starts)
+    raise SimError(f"failure windows in a closed loop: {moved} requests still change window "
+                   f"after {MAX_PASSES} simulations; use an open loop (workload.rate)")
+
+
+@dataclasses.dataclass
+class _Pass:
+    """One streamed simulation: its sums, the engine's totals and (settling) each request's
+    start time and the failure window it was routed by."""
+
+    tally: Tally
+    res: Any
+    counts: FailureCounts | None
+    closed: bool
+    build: float
+    cpu: float
+    starts: np.ndarray | None
+    epochs: np.ndarray | None
+
+
+def _stream_pass(model: ClusterModel, n: int, starts: np.ndarray | None) -> _Pass:
+    """Draw, route, feed and tally `n` requests block by block. A closed loop with failure
+    windows (`needs_settle`) routes each request by `starts` (its start on the previous
+    pass; None: the first window), draws service times keyed per request, and returns this
+    pass's starts."""
     wl = model.spec.workload
     warm = min(int(wl.warmup * n), n - 1)
     marks = window_marks(n)
     closed = wl.rate is None
     core = engine.Stream(model.stations, n, clients=min(int(wl.clients or 1), n) if closed
                          else None, warmup=warm, marks=marks)
-    tally = Tally(n, warm, marks)
+    # Failures route each block alone: the report's availability and failure windows are
+    # summed as blocks go.
+    failing = any_failures(model.spec)
+    settling = needs_settle(model.spec)
+    tally = Tally(n, warm, marks, fail_starts=failure_starts(model.spec) if failing else None)
+    counts = FailureCounts.zeros(tally.fcnt.shape[1]) if failing else None
+    new_starts = np.zeros(n) if settling else None
+    epochs = np.zeros(n, dtype=np.int64) if settling else None
     pend = _Pending()
     build = 0.0
     expo = model.spec.service_times == "exponential"
     for b, block in enumerate(iter_requests(model, n)):
+        o = b * DRAW_BLOCK
+        if settling and starts is not None:     # by the previous pass's start times
+            block = apply_failures(model, block, starts=starts[o:o + len(block)], stream=b)
         pend.add(b, block)
         plan = model.extra.get("failures")
+        if epochs is not None:
+            epochs[o:o + len(block)] = plan.epoch
+        if counts is not None:
+            counts.add(block, plan.epoch, warm, offset=o)
         draws = None
         for a in range(0, len(block), FEED_CHUNK):
             t0 = time.perf_counter()
@@ -110,7 +173,9 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
             if plan is not None:       # the block's failure plan, cut to these requests
                 model.extra["failures"] = dataclasses.replace(plan, epoch=plan.epoch[a:e])
             routes = build_routes(model, req)
-            if expo:
+            if expo and settling:
+                routes.demand *= keyed_exponentials(routes, wl.seed, o + a)
+            elif expo:
                 # The block's draws (as one call would make them), consumed in order.
                 if draws is None:
                     draws = _BlockDraws(model, b)
@@ -118,6 +183,8 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
             build += time.perf_counter() - t0
             done = core.feed(routes, arrivals=req.arrivals, think=req.think)
             del routes, req
+            if new_starts is not None:
+                new_starts[done[0]] = done[1]
             _tally(tally, pend, done, core.now, core.snap_times())
         if plan is not None:
             model.extra["failures"] = plan
@@ -125,8 +192,26 @@ def run_stream(model: ClusterModel, n: int) -> SimReport:
     tally.add(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8),
               np.zeros(0, np.int64), np.zeros(0, bool), res.sim_time, res.snap_t[:-1],
               final=True)
-    report = tally.finish(model, res, closed, build, [])
-    report.engine_cpu = core.cpu
+    return _Pass(tally, res, counts, closed, build, core.cpu, new_starts, epochs)
+
+
+def _report(model: ClusterModel, p: _Pass) -> SimReport:
+    """A streamed pass's report, with availability and failure windows when failing."""
+    tally = p.tally
+    report = tally.finish(model, p.res, p.closed, p.build, [])
+    report.engine_cpu = p.cpu
+    if p.counts is not None:
+        add_availability_counts(report, p.counts)
+
+        def rates(out: list[dict[str, Any]], epochs: list[int], window: dict[str, Any]) -> None:
+            # Summed over the window's intervals; in a degenerate run (every arrival at
+            # once) the whole-run path leaves out the last finishes, this does not.
+            if tally.win is not None:
+                window_rates_from_sums(out, epochs, window, tally.fcnt[tally.win].sum(axis=0),
+                                       tally.flat[tally.win].sum(axis=0))
+
+        describe_counts(model, report, model.extra["failures"], p.counts, p.closed, p.res,
+                        rates)
     return report
 
 
@@ -134,3 +219,23 @@ def _tally(tally: Tally, pend: _Pending, done: Any, now: float, edges: np.ndarra
     idx, start, finish = done
     op, size, ok = pend.take(idx)
     tally.add(idx, start, finish, op, size, ok, now, edges)
+
+
+def keyed_exponentials(routes: Any, seed: int, first_request: int = 0) -> np.ndarray:
+    """Exponential(1) draws per visit keyed by (request, visit's place in its route): a
+    request's service times do not move when another request's route changes (which the
+    closed-loop failure fixed point needs). A vectorised splitmix64 of the key.
+    `first_request`: the run's index of the routes' first request (a streamed chunk)."""
+    n_v = np.diff(routes.visit_ptr[routes.branch_ptr[routes.step_ptr]])
+    first = np.repeat(routes.visit_ptr[routes.branch_ptr[routes.step_ptr[:-1]]], n_v)
+    pos = np.arange(first.size) - first
+    req_i = np.repeat(np.arange(first_request, first_request + n_v.size), n_v)
+    with np.errstate(over="ignore"):
+        z = (req_i.astype(np.uint64) << np.uint64(16)) + pos.astype(np.uint64) \
+            + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    return -np.log(u)
