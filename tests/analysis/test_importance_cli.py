@@ -247,3 +247,23 @@ def test_saturated_design_gets_no_selection(capsys, tmp_path):
     assert "too few configurations for a selection" in out and "saturated" in out
     assert "best values" not in out and "nan" not in out.lower()
     assert "PI of every parameter" in out
+
+
+def test_importance_counts_configurations_before_binning(capsys, tmp_path):
+    """40 distinct continuous configurations, one run each: 40 configurations, the noise
+    unknown, and the binning's cells named as such (before: '39 configurations', a
+    'median run-to-run RSD' from two different configurations sharing a cell)."""
+    rng = np.random.default_rng(4)
+    n = 40
+    df = pd.DataFrame({p: rng.permutation((np.arange(n) + rng.uniform(size=n)) / n)
+                       for p in "ABCDE"})
+    df["y"] = 100 + 5 * df["A"] + rng.normal(0, 1, n)
+    path = tmp_path / "lhs.csv"
+    df.to_csv(path, index=False)
+    code, out, err = _run(capsys, "importance", str(path), "-y", "y", "--params", "A,B,C,D,E")
+    assert code == 0, err
+    head = " ".join(out.split())
+    assert "40 configurations (40 rows)" in head
+    assert "no repeated configuration: run-to-run noise unknown" in head
+    assert "run-to-run RSD" not in head
+    assert "after binning continuous factors into 4 levels," in head

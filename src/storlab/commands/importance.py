@@ -118,10 +118,13 @@ def importance_cmd(
     head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
             + (f" of {res.n_rows + res.n_dropped}: {res.n_dropped} without {response} left "
                "out" if res.n_dropped else "")
-            + f"); {response} ({goal_full}) mean {res.mean:.4g}, RSD {_pct2(res.rsd)}")
-    if res.noise_rsd == res.noise_rsd:  # not NaN: repeated runs exist
-        head += f"; median run-to-run RSD {res.noise_rsd:.2%}"
-    console.print(head)
+            + f"); {response} ({goal_full}) mean {res.mean:.4g}, RSD {_pct2(res.rsd)}"
+            + f"; {res.noise_note}")
+    console.print(head, highlight=False)
+    if res.source_note:
+        console.print(f"note: {res.source_note}", highlight=False)
+    if res.cells_note:
+        console.print(f"note: {res.cells_note}", highlight=False)
     if res.held:
         console.print("note: constant on the rows with the response, so not ranked: "
                       + ", ".join(f"{k}={v}" for k, v in res.held.items()))

@@ -433,7 +433,9 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     if imp is not None and imp.too_few:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>"
-                    f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
+                    + "".join(f'<p class="warn">{H.esc(n)}.</p>' for n in
+                              (imp.source_note, imp.cells_note) if n)
+                    + f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
         pt = imp.pi_table()
         pt["share"] = 100.0 * pt["share"]
         html.append(H.table_html(pt.rename(columns={"share": "share of variance (%)"})
@@ -443,6 +445,9 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     elif imp is not None and imp.steps:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>")
+        html.append("".join(f'<p class="warn">{H.esc(n)}.</p>' for n in
+                            (imp.source_note, imp.cells_note) if n))
+        html.append(f"<p>{H.esc(imp.n_configs)} configurations; {H.esc(imp.noise_note)}.</p>")
         share = sum(s.share for s in imp.steps)
         html.append(f"<p>Greedy selection ({H.esc(imp.aggregate)} aggregate) stopped: "
                     f"{H.esc(imp.stop_reason)}. The whole table: mean "
