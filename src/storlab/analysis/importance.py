@@ -26,7 +26,8 @@ variance by more than X of the total). Rules combine with commas: `top:4,rsd:0.0
 Repeated runs of one configuration are averaged first (as the paper does); the spread of
 truly repeated configurations (identical raw values, before binning) is summarised as
 `noise_rsd` (NaN when nothing was repeated). Numeric parameters with
-more than `max_levels` distinct values are binned into quantile strata (`binned` says so).
+more than `max_levels` distinct values, or fewer than two configurations per value, are
+binned into quantile strata (`binned` says so).
 
 Everything is computed on small integer codes with `np.bincount` rather than pandas groupby:
 one pass per candidate over the rows, which is what makes the evaluation harness (thousands
@@ -156,10 +157,18 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     binned: dict[str, str] = {}
     for j, p in enumerate(params):
         col = data[p]
+        nu = col.nunique(dropna=True)
+        # Also binned: a numeric parameter with fewer than two configurations per value
+        # (a small space-filling sample, e.g. a tuning campaign's screening). Each value
+        # then holds one configuration and "explains" it, so its PI is nearly the whole
+        # variance whatever its effect (a no-effect factor came first on 10 LHS runs).
+        sparse = nu > bins and 2 * nu > n_raw
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
-                and col.nunique(dropna=True) > max_levels:
+                and (nu > max_levels or sparse):
             cut = pd.qcut(col, q=bins, duplicates="drop")
-            binned[p] = f"{col.nunique()} distinct values binned into {len(cut.cat.categories)} quantile strata"
+            binned[p] = (f"{nu} distinct values"
+                         + (f" among {n_raw} configurations" if nu <= max_levels else "")
+                         + f" binned into {len(cut.cat.categories)} quantile strata")
             c = cut.cat.codes.to_numpy().astype(np.int64)
             labels: list[Any] = [f"[{iv.left:.4g}, {iv.right:.4g}]" for iv in cut.cat.categories]
             if (c < 0).any():  # NaN parameter values become their own stratum

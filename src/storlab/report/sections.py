@@ -425,11 +425,25 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         notes += a.warnings
     imp = None
     names = factors or None
-    if (names is not None or inp.space is None) and len(df) >= 2:
+    imp_df, imp_note = df, ""
+    if inp.tuning is not None:
+        # Carver's method assumes a space-filling sample: only the screening runs are one
+        # (the search holds factors still while it moves others; see tune.result).
+        imp_df = inp.tuning.screening_table()
+        if response in imp_df.columns:
+            imp_df = imp_df[pd.to_numeric(imp_df[response], errors="coerce").notna()]
+        imp_note = (f"importance from the {len(imp_df)} screening runs of a tuning campaign; "
+                    "the search's runs are not a random sample")
+    if (names is not None or inp.space is None) and len(imp_df) >= 2 \
+            and response in imp_df.columns:
         try:
-            imp = importance(df, response, params=names, goal=goal)  # type: ignore[arg-type]
+            imp = importance(imp_df, response, params=names, goal=goal)  # type: ignore[arg-type]
+            imp.source_note = imp_note
         except AnalysisError as exc:
             notes.append(f"Carver importance not shown: {exc}")
+    elif imp_note:
+        notes.append("Carver importance not shown: on a tuning campaign it uses only the "
+                     f"screening runs, and {len(imp_df)} of them have {response}")
     if imp is not None and imp.too_few:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>"

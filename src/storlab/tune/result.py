@@ -135,6 +135,15 @@ class TuneResult(Result):
             out[o.phase or "run"] = out.get(o.phase or "run", 0) + 1
         return out
 
+    def screening_table(self) -> pd.DataFrame:
+        """One row per successful screening run (the space-filling first batch): its
+        configuration and metrics. The search's runs are not: it holds factors at the best
+        values so far while moving others, and a variance-based importance over them credits
+        the held factors with the variance the moved ones cause."""
+        rows = [{"config_id": o.config_id, "repetition": o.repetition, **o.config,
+                 **o.metrics} for o in self.history if o.phase == "screen" and o.ok]
+        return pd.DataFrame(rows)
+
     # ------------------------------------------------------------------ output
     def entry_dict(self, e: Entry) -> dict[str, Any]:
         d: dict[str, Any] = {"config": dict(e.config)}
