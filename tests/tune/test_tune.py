@@ -300,6 +300,24 @@ def test_confirm_compares_interleaved_runs(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "missing" in bad.stderr
 
 
+def test_confirm_shows_failed_runs(tmp_path: Path) -> None:
+    """bfq always fails here: its row says how many runs failed (before: 'runs 0' beside
+    the reference's 3, nothing about the failures), in the table, the JSON and a note."""
+    p = campaign(tmp_path, budget=30, env={"ORACLE_FAIL": "1"})
+    bad = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=bfq"
+    ref = "engine=psync,depth=1,bs=4k,x1=0,x2=0,sched=mq-deadline"
+    r = cli("confirm", str(p), "--config", bad, "--against", ref, "--runs", "3", "--json",
+            "--quiet")
+    out = json.loads(r.stdout)
+    cfg, refrow = out["configs"]
+    assert (cfg["runs"], cfg["failed_runs"]) == (0, 3)
+    assert (refrow["runs"], refrow["failed_runs"]) == (3, 0)
+    assert out["notes"] == ["config 1: 0 of 3 runs gave y; 3 failed"]
+    text = cli("confirm", str(p), "--config", bad, "--against", ref, "--runs", "3",
+               "--quiet", env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "0 (3 failed)" in text and "note: config 1: 0 of 3 runs gave y; 3 failed" in text
+
+
 def test_tune_eval_on_a_complete_table(tmp_path: Path) -> None:
     import itertools
 
