@@ -160,7 +160,11 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         parts = [f"{objs[0]} {_num(e['value'])} +/- {_num(e['std'])} {units[objs[0]]}"]
         parts += [f"{o} {_num(e[o]['mean'])} +/- {_num(e[o]['std'])} {units[o]}"
                   for o in objs[1:]]
-        return "; ".join(p.rstrip() for p in parts) + f" over {e['runs']} runs"
+        text = "; ".join(p.rstrip() for p in parts)
+        if e.get("value_from") == "confirmation runs":
+            return (text + f" over {e['runs']} confirmation runs (all {e['runs_all']} runs: "
+                    f"{_num(e['value_all_runs'])})")
+        return text + f" over {e['runs']} runs"
 
     if b is None:
         console.print("no run produced a value: nothing to recommend (see `storlab status "

@@ -201,7 +201,7 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         facts: list[tuple[str, Any]] = [
             ("recommended", ", ".join(f"{k}={v}" for k, v in b["config"].items())),
             (f"its {name}", f"{_qty(b['value'], unit)} ± {_qty(b['std'], unit)} over "
-                            f"{b['runs']} runs")]
+                            f"{b['runs']} " + _runs_word(b))]
         for label, key, cmpkey in (("baseline", "baseline", "comparison"),
                                    ("best screened", "best_screened", "comparison_screened")):
             e, c = d.get(key), d.get(cmpkey)
@@ -209,7 +209,8 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
                 continue
             kind = f" ({e['kind']})" if "kind" in e else ""
             facts.append((f"{label}{kind}", f"{_qty(e['value'], unit)} ± "
-                                            f"{_qty(e['std'], unit)} over {e['runs']} runs"))
+                                            f"{_qty(e['std'], unit)} over {e['runs']} "
+                                            + _runs_word(e)))
             if c is not None and e["config"] != b["config"]:
                 facts.append((f"recommended vs {label}",
                               f"{100 * c['change']:+.1f} %, {c['verdict']}"))
@@ -338,6 +339,14 @@ def results_section(inp: ReportInput, resp: list[str]) -> Section | None:
         html += ("<details><summary>All measured metrics "
                  f"({len(metrics)} columns)</summary>" + H.table_html(full) + "</details>")
     return Section("results", "Results", html)
+
+
+def _runs_word(e: dict[str, Any]) -> str:
+    """'confirmation runs (all N runs: mean)' when the value is the confirmation runs'."""
+    if e.get("value_from") != "confirmation runs":
+        return "runs"
+    return (f"confirmation runs (mean of all {e['runs_all']} runs, the selecting search "
+            f"run included: {H.fmt_num(e['value_all_runs'])})")
 
 
 def response_section(inp: ReportInput, response: str, alpha: float, transform: str = "none"
