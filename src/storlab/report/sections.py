@@ -345,8 +345,7 @@ def _runs_word(e: dict[str, Any]) -> str:
     """'confirmation runs (all N runs: mean)' when the value is the confirmation runs'."""
     if e.get("value_from") != "confirmation runs":
         return "runs"
-    return (f"confirmation runs (mean of all {e['runs_all']} runs, the selecting search "
-            f"run included: {H.fmt_num(e['value_all_runs'])})")
+    return f"confirmation runs (all {e['runs_all']} runs: {H.fmt_num(e['value_all_runs'])})"
 
 
 def response_section(inp: ReportInput, response: str, alpha: float, transform: str = "none"
@@ -456,7 +455,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     if imp is not None and imp.too_few:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>"
-                    + "".join(f'<p class="warn">{H.esc(n)}.</p>' for n in
+                    + "".join(f'<p class="warn">{H.esc(n[:1].upper() + n[1:])}.</p>' for n in
                               (imp.source_note, imp.cells_note) if n)
                     + f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
         pt = imp.pi_table()
@@ -468,7 +467,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     elif imp is not None and imp.steps:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>")
-        html.append("".join(f'<p class="warn">{H.esc(n)}.</p>' for n in
+        html.append("".join(f'<p class="warn">{H.esc(n[:1].upper() + n[1:])}.</p>' for n in
                             (imp.source_note, imp.cells_note) if n))
         html.append(f"<p>{H.esc(imp.n_configs)} configurations; {H.esc(imp.noise_note)}.</p>")
         share = sum(s.share for s in imp.steps)
