@@ -290,7 +290,7 @@ def _tune_campaign(d) -> str:
                 {"name": "x2", "kind": "categorical", "values": ["a", "b"], "default": "a"},
                 {"name": "x4", "kind": "real", "range": [0, 1], "default": 0.5}],
                 "responses": [{"name": "y", "goal": "maximize"}]},
-            "design": {"kind": "tune", "budget": 30, "screen_runs": 16, "confirm_runs": 2,
+            "design": {"kind": "tune", "budget": 20, "screen_runs": 10, "confirm_runs": 2,
                        "confirm_top": 2},
             "runner": {"type": "command", "options": {
                 "command": [sys.executable, str(d / "oracle.py"), "x1={x1}", "x2={x2}",
@@ -316,7 +316,7 @@ def test_importance_of_a_tuning_campaign_uses_its_screening_runs(capsys, tmp_pat
     code, out, err = _run(capsys, "importance", camp, "-y", "y", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert data["n_rows"] == n  # the screening runs, not all 30
+    assert data["n_rows"] == n  # the screening runs, not all 20
     assert data["source_note"] == (f"importance from the {n} screening runs of a tuning "
                                    "campaign; the search's runs are not a random sample")
     pi = data["pi"]
