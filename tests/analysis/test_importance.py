@@ -443,3 +443,44 @@ def test_subset_plot_step_labels_stay_apart_and_inside_and_name_the_best_corner(
         assert not boxes[0].overlaps(boxes[1])
         area = ax.get_window_extent(r)
         assert all(area.x0 <= b.x0 and b.x1 <= area.x1 for b in boxes)
+
+
+# ------------------------------------------- repeats are identical raw configurations
+def _lhs_like(n: int = 40, seed: int = 4) -> pd.DataFrame:
+    """n distinct continuous configurations (one run each), as an LHS gives: binned into
+    quartiles, some of them share every stratum."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({p: rng.permutation((np.arange(n) + rng.uniform(size=n)) / n * 2 - 1)
+                       for p in "ABCDE"})
+    df["y"] = 100 + 5 * df["A"] + 3 * df["B"] + rng.normal(0, 1, n)
+    return df
+
+
+def test_distinct_configurations_in_one_cell_are_no_repeat():
+    """Two different configurations that fall into the same quantile bins are two
+    configurations, not a repeat: before, 39 configurations and a run-to-run RSD of their
+    difference were reported for 40 distinct single runs."""
+    df = _lhs_like()
+    res = importance(df, "y", params=list("ABCDE"))
+    assert res.n_configs == 40 and res.n_repeated == 0
+    assert res.n_cells < 40  # two configurations share every quartile (the method's cells)
+    assert math.isnan(res.noise_rsd)
+    assert res.noise_note == "no repeated configuration: run-to-run noise unknown"
+    assert res.cells_note == f"after binning continuous factors into 4 levels, {res.n_cells} cells"
+    d = res.to_dict()
+    assert d["n_configs"] == 40 and d["n_cells"] == res.n_cells and d["noise_rsd"] is None
+
+
+def test_run_to_run_rsd_only_from_true_repeats():
+    """Repeating two configurations twice: the noise is their spread alone (the median of
+    their two RSDs), whatever the binning puts together."""
+    df = _lhs_like()
+    rep = df.iloc[[0, 1]].copy()
+    rep["y"] = df["y"].iloc[[0, 1]].to_numpy() * np.array([1.02, 0.9])
+    both = pd.concat([df, rep], ignore_index=True)
+    res = importance(both, "y", params=list("ABCDE"))
+    assert res.n_configs == 40 and res.n_rows == 42 and res.n_repeated == 2
+    expect = [np.std(both["y"].iloc[[i, 40 + i]], ddof=1) / abs(np.mean(both["y"].iloc[[i, 40 + i]]))
+              for i in (0, 1)]
+    assert res.noise_rsd == pytest.approx(float(np.median(expect)), rel=1e-12)
+    assert "over 2 repeated configurations" in res.noise_note

@@ -247,3 +247,90 @@ def test_saturated_design_gets_no_selection(capsys, tmp_path):
     assert "too few configurations for a selection" in out and "saturated" in out
     assert "best values" not in out and "nan" not in out.lower()
     assert "PI of every parameter" in out
+
+
+def test_importance_counts_configurations_before_binning(capsys, tmp_path):
+    """40 distinct continuous configurations, one run each: 40 configurations, the noise
+    unknown, and the binning's cells named as such (before: '39 configurations', a
+    'median run-to-run RSD' from two different configurations sharing a cell)."""
+    rng = np.random.default_rng(4)
+    n = 40
+    df = pd.DataFrame({p: rng.permutation((np.arange(n) + rng.uniform(size=n)) / n)
+                       for p in "ABCDE"})
+    df["y"] = 100 + 5 * df["A"] + rng.normal(0, 1, n)
+    path = tmp_path / "lhs.csv"
+    df.to_csv(path, index=False)
+    code, out, err = _run(capsys, "importance", str(path), "-y", "y", "--params", "A,B,C,D,E")
+    assert code == 0, err
+    head = " ".join(out.split())
+    assert "40 configurations (40 rows)" in head
+    assert "no repeated configuration: run-to-run noise unknown" in head
+    assert "run-to-run RSD" not in head
+    assert "after binning continuous factors into 4 levels," in head
+
+
+# A planted tuning benchmark: x1 matters (a peak at 6), x2 a little, x4 not at all.
+TUNE_ORACLE = r'''
+import sys
+a = dict(s.split("=", 1) for s in sys.argv[1:])
+x1, x4 = int(a["x1"]), float(a["x4"])
+print("y=%.6f" % (100 - 3 * (x1 - 6) ** 2 + {"a": 0, "b": 4}[a["x2"]]))
+'''
+
+
+def _tune_campaign(d) -> str:
+    import sys
+
+    import yaml
+
+    (d / "oracle.py").write_text(TUNE_ORACLE)
+    spec = {"name": "tune-imp",
+            "space": {"factors": [
+                {"name": "x1", "kind": "integer", "range": [1, 8], "default": 2},
+                {"name": "x2", "kind": "categorical", "values": ["a", "b"], "default": "a"},
+                {"name": "x4", "kind": "real", "range": [0, 1], "default": 0.5}],
+                "responses": [{"name": "y", "goal": "maximize"}]},
+            "design": {"kind": "tune", "budget": 20, "screen_runs": 10, "confirm_runs": 2,
+                       "confirm_top": 2},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, str(d / "oracle.py"), "x1={x1}", "x2={x2}",
+                            "x4={x4}"],
+                "regex_metrics": [r"y=(?P<y>[-\d.e]+)"]}},
+            "seed": 7}
+    p = d / "tune.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return str(p)
+
+
+def test_importance_of_a_tuning_campaign_uses_its_screening_runs(capsys, tmp_path, monkeypatch):
+    """The search holds x4 at one value while it moves x1: over all runs x4's values each
+    'explain' a group of runs. Only the screening (a space-filling sample) is analysed,
+    and the output says so."""
+    monkeypatch.chdir(tmp_path)
+    camp = _tune_campaign(tmp_path)
+    code, out, err = _run(capsys, "tune", camp, "--quiet", "--json")
+    assert code == 0, err
+    phases = json.loads(out)["phases"]
+    n = phases["screen"]
+    assert n >= 8 and phases.get("tune", 0) > 0
+    code, out, err = _run(capsys, "importance", camp, "-y", "y", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["n_rows"] == n  # the screening runs, not all 20
+    assert data["source_note"] == (f"importance from the {n} screening runs of a tuning "
+                                   "campaign; the search's runs are not a random sample")
+    pi = data["pi"]
+    assert max(pi, key=pi.get) == "x1"  # x4 first before: its 10 values, one run each
+    code, out, err = _run(capsys, "importance", camp, "-y", "y")
+    assert code == 0, err
+    assert (f"note: importance from the {n} screening runs of a tuning campaign"
+            in " ".join(out.split()))
+    # the report's importance section: the same runs, the same note
+    from storlab.report.build import build_report
+    from storlab.report.inputs import from_campaign
+
+    rep = build_report(from_campaign(camp), responses=["y"])
+    imp = rep.data["responses"]["y"]["importance"]
+    assert imp["n_rows"] == n and imp["source_note"] == data["source_note"]
+    assert imp["pi"] == pytest.approx(pi)
+    assert data["source_note"][1:].replace("'", "&#x27;") in rep.html()

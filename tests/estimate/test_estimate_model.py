@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from storlab.errors import StorlabError
 from storlab.estimate.model import (
@@ -379,3 +381,50 @@ def test_third_anchor_corrects_the_bias() -> None:
     # saved and loaded with its method
     back = RWModel.from_dict(three.to_dict())
     assert back.fit_for("4k").f_rw == pytest.approx(three.fit_for("4k").f_rw)
+
+
+# ------------------------------------------- adding model error never narrows an interval
+
+def _audit_cells(mix_bias: float | None, eps: tuple[float, ...] = (1.1, 0.9)) -> list[Cell]:
+    """The audit's planted table: 4k with 10,000 read / 5,000 write IOPS (f_rw 2), two runs
+    per anchor at +-10 %, and optionally a 50 % mix running `mix_bias` above the law."""
+    def total(p: float) -> float:
+        return 10000 / (p / 100 + 2 * (1 - p / 100))
+    pts = [(100.0, 1.0), (0.0, 1.0)] + ([] if mix_bias is None else [(50.0, 1 + mix_bias)])
+    cells = []
+    for p, bias in pts:
+        t = np.array([total(p) * e * bias for e in eps])
+        cells.append(Cell.from_samples(p, t * p / 100, t * (100 - p) / 100))
+    return cells
+
+
+def _half(pr, q: str = "write_iops") -> float:
+    return (pr.value(f"{q}_hi") - pr.value(f"{q}_lo")) / 2
+
+
+def test_model_error_does_not_narrow_the_audit_interval() -> None:
+    """Same anchors; the mix only adds a model-error term. Before the fix: +-6,353 noise
+    only, +-3,238 with model error (Welch-Satterthwaite df 1 -> ~2 halved the t quantile)."""
+    noise = RWModel.from_cells({"4k": _audit_cells(None)}, method="anchors")
+    both = RWModel.from_cells({"4k": _audit_cells(0.2)}, method="anchors")
+    pn, pb = noise.predict_size("4k", 0), both.predict_size("4k", 0)
+    assert pn.interval.startswith("noise only") and pb.interval == "noise + model error"
+    assert pn.value("write_iops") == pytest.approx(5000) == pb.value("write_iops")
+    assert _half(pn) == pytest.approx(6353, rel=1e-3)  # t(1 df) 12.71 * sd 500
+    assert _half(pb) >= _half(pn)
+
+
+@settings(max_examples=60, deadline=None)
+@given(eps=st.lists(st.floats(0.7, 1.3), min_size=2, max_size=4), bias=st.floats(-0.4, 0.6),
+       pct=st.floats(0, 100), conf=st.sampled_from([0.8, 0.95, 0.99]))
+def test_adding_model_error_never_narrows(eps: list[float], bias: float, pct: float,
+                                          conf: float) -> None:
+    """Any anchor noise (2 to 4 runs each), any model-error variance (learned from a biased
+    mix), any read percentage: the interval with the model error is at least as wide as
+    without it."""
+    assume(max(eps) - min(eps) > 1e-3)
+    m = RWModel.from_cells({"4k": _audit_cells(bias, tuple(eps))}, method="anchors")
+    with_me = m.predict_size("4k", pct, confidence=conf)
+    without = m.predict_size("4k", pct, confidence=conf, model_error=False)
+    for q in ("read_iops", "write_iops", "total_iops"):
+        assert _half(with_me, q) >= _half(without, q) * (1 - 1e-9)

@@ -23,9 +23,11 @@ one with the largest CPI given those already selected, until a stop rule fires:
 best values <= X; default 0.02 as in the paper) or `gain:X` (no remaining parameter reduces
 variance by more than X of the total). Rules combine with commas: `top:4,rsd:0.02`.
 
-Repeated runs of one configuration are averaged first (as the paper does); their spread is
-kept in `ImportanceResult.configs` and summarised as `noise_rsd`. Numeric parameters with
-more than `max_levels` distinct values are binned into quantile strata (`binned` says so).
+Repeated runs of one configuration are averaged first (as the paper does); the spread of
+truly repeated configurations (identical raw values, before binning) is summarised as
+`noise_rsd` (NaN when nothing was repeated). Numeric parameters with
+more than `max_levels` distinct values, or fewer than two configurations per value, are
+binned into quantile strata (`binned` says so).
 
 Everything is computed on small integer codes with `np.bincount` rather than pandas groupby:
 one pass per candidate over the rows, which is what makes the evaluation harness (thousands
@@ -91,6 +93,11 @@ class Encoded:
     n_rows: int = 0
     n_dropped: int = 0
     held: dict[str, Any] = field(default_factory=dict)
+    #: Distinct configurations by their raw parameter values (before any binning), and the
+    #: median RSD of the runs of those measured more than once (NaN: no repeats).
+    n_raw_configs: int = 0
+    noise_rsd: float = math.nan
+    n_repeated: int = 0
 
     @property
     def nlev(self) -> np.ndarray:
@@ -140,15 +147,28 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
                                 f"({', '.join(f'{k}={v}' for k, v in held.items())})")
         data = data[params]
 
+    # Repeats are runs of the same raw configuration, before binning: two distinct
+    # configurations that fall into the same strata are two cells of the method's
+    # averaging, not a repeat, and their difference is no run-to-run noise.
+    n_raw, noise, n_rep = raw_repeats(data, params, y_rows)
+
     codes = np.empty((len(data), len(params)), dtype=np.int64)
     levels: list[list[Any]] = []
     binned: dict[str, str] = {}
     for j, p in enumerate(params):
         col = data[p]
+        nu = col.nunique(dropna=True)
+        # Also binned: a numeric parameter with fewer than two configurations per value
+        # (a small space-filling sample, e.g. a tuning campaign's screening). Each value
+        # then holds one configuration and "explains" it, so its PI is nearly the whole
+        # variance whatever its effect (a no-effect factor came first on 10 LHS runs).
+        sparse = nu > bins and 2 * nu > n_raw
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
-                and col.nunique(dropna=True) > max_levels:
+                and (nu > max_levels or sparse):
             cut = pd.qcut(col, q=bins, duplicates="drop")
-            binned[p] = f"{col.nunique()} distinct values binned into {len(cut.cat.categories)} quantile strata"
+            binned[p] = (f"{nu} distinct values"
+                         + (f" among {n_raw} configurations" if nu <= max_levels else "")
+                         + f" binned into {len(cut.cat.categories)} quantile strata")
             c = cut.cat.codes.to_numpy().astype(np.int64)
             labels: list[Any] = [f"[{iv.left:.4g}, {iv.right:.4g}]" for iv in cut.cat.categories]
             if (c < 0).any():  # NaN parameter values become their own stratum
@@ -175,7 +195,31 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     configs[response] = mean
     configs["std"] = std
     configs["n_runs"] = cnt.astype(np.int64)
-    return Encoded(params, ccodes, levels, mean, configs, binned, len(data), n_dropped, held)
+    return Encoded(params, ccodes, levels, mean, configs, binned, len(data), n_dropped, held,
+                   n_raw, noise, n_rep)
+
+
+def raw_repeats(data: pd.DataFrame, params: Sequence[str], y: np.ndarray
+                ) -> tuple[int, float, int]:
+    """Distinct configurations by their raw values, the median RSD (sample SD over |mean|)
+    of the runs of each configuration run more than once (NaN when none is), and how many
+    configurations were repeated."""
+    if not len(data):
+        return 0, math.nan, 0
+    raw = np.column_stack([pd.factorize(data[p], use_na_sentinel=False)[0]
+                           for p in params]).astype(np.int64)
+    _, inv = np.unique(raw, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    n_cfg = int(inv.max()) + 1
+    cnt = np.bincount(inv, minlength=n_cfg).astype(float)
+    mean = np.bincount(inv, y, minlength=n_cfg) / cnt
+    dev = y - mean[inv]
+    sd = np.sqrt(np.bincount(inv, dev * dev, minlength=n_cfg) / np.maximum(cnt - 1, 1))
+    rep = cnt > 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = sd[rep] / np.abs(mean[rep])
+    spread = spread[np.isfinite(spread)]
+    return n_cfg, float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
 
 
 def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
@@ -420,9 +464,9 @@ class ImportanceResult(Result):
     mean: float
     rsd: float
     n_rows: int
-    n_configs: int
+    n_configs: int               # distinct configurations (raw values, before binning)
     n_dropped: int
-    noise_rsd: float             # median RSD of repeated runs within one configuration
+    noise_rsd: float             # median RSD of repeated runs of one raw configuration
     binned: dict[str, str]
     levels: dict[str, list[Any]]
     configs: pd.DataFrame
@@ -434,6 +478,30 @@ class ImportanceResult(Result):
     #: Parameters constant on the rows that have the response (when only some have it),
     #: with their value there: left out of the ranking.
     held: dict[str, Any] = field(default_factory=dict)
+    #: Cells the method averages: configurations after binning many-valued numeric
+    #: parameters (= n_configs when nothing is binned).
+    n_cells: int = 0
+    #: Configurations measured more than once (what `noise_rsd` is computed from).
+    n_repeated: int = 0
+    #: What the table is (e.g. only a tuning campaign's screening runs), "" when all rows.
+    source_note: str = ""
+
+    @property
+    def noise_note(self) -> str:
+        """The run-to-run noise, or that it is unknown (no configuration was repeated)."""
+        if self.n_repeated == 0:
+            return "no repeated configuration: run-to-run noise unknown"
+        return (f"median run-to-run RSD {self.noise_rsd:.2%} "
+                f"(over {self.n_repeated} repeated configurations)")
+
+    @property
+    def cells_note(self) -> str:
+        """How many cells the binning leaves, "" when nothing is binned."""
+        if not self.binned:
+            return ""
+        q = sorted({len(self.levels[p]) for p in self.binned})
+        return (f"after binning continuous factors into {'/'.join(map(str, q))} levels, "
+                f"{self.n_cells} cells")
 
     @property
     def subset_note(self) -> str:
@@ -489,7 +557,10 @@ class ImportanceResult(Result):
             "stop": [str(r) for r in self.stop], "stop_reason": self.stop_reason,
             "n_rows": self.n_rows, "n_configs": self.n_configs, "n_dropped": self.n_dropped,
             "mean": self.mean, "variance": self.variance, "rsd": self.rsd,
-            "noise_rsd": self.noise_rsd, "binned": self.binned, "too_few": self.too_few,
+            "noise_rsd": self.noise_rsd, "n_repeated": self.n_repeated,
+            "noise_note": self.noise_note, "n_cells": self.n_cells,
+            "cells_note": self.cells_note, "source_note": self.source_note,
+            "binned": self.binned, "too_few": self.too_few,
             "held": dict(self.held),
             "selected": [{"rank": s.rank, "param": s.param, "importance": s.importance,
                           "share": s.share, "best_value": final.get(s.param),
@@ -669,7 +740,7 @@ class ImportanceResult(Result):
                             bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                                   "alpha": 0.85})
         ax.axhline(100 * self.rsd, color="#777777", lw=0.9, ls=":",
-                   label=f"RSD of all {self.n_configs} configurations")
+                   label=f"RSD of all {self.n_cells} cells")
         ax.set_xlabel("mean " + axis_label(self.response, unit) + " of the set")
         format_axis(ax.xaxis, self.response, unit)
         ax.set_ylabel("RSD within the set (%, lower is steadier)")
@@ -817,13 +888,11 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
             reason = "every parameter selected"
 
     _final_path(enc, steps, final_row)
-    spread = enc.configs["std"].to_numpy() / np.abs(enc.configs[response].to_numpy())
-    spread = spread[np.isfinite(spread)]
     return ImportanceResult(
         response=response, goal=goal, aggregate=aggregate, stop=rules, stop_reason=reason,
         steps=steps, pi=pi, variance=total_var, mean=mean_all, rsd=rsd_all,
-        n_rows=enc.n_rows, n_configs=n, n_dropped=enc.n_dropped,
-        noise_rsd=float(np.median(spread)) if len(spread) else math.nan,
+        n_rows=enc.n_rows, n_configs=enc.n_raw_configs, n_cells=n, n_dropped=enc.n_dropped,
+        noise_rsd=enc.noise_rsd, n_repeated=enc.n_repeated,
         binned=dict(enc.binned), levels=dict(zip(enc.params, enc.levels)),
         configs=enc.configs, too_few=too_few(n, nlev), held=dict(enc.held))
 

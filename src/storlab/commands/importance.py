@@ -37,23 +37,54 @@ def _save_plot(fig: Any, path: Path) -> None:
     save_figure(fig, path, dpi=120)
 
 
+#: What importance says when it uses only a tuning campaign's screening runs.
+SCREEN_NOTE = ("importance from the {n} screening runs of a tuning campaign; the search's "
+               "runs are not a random sample")
+
+
+def tuning_screen(source: Path) -> Optional[pd.DataFrame]:
+    """A tuning campaign's screening runs (None for anything else). Carver's method assumes
+    a space-filling or random sample; the local/TPE search holds factors at one value while
+    it varies others, and on all runs a factor with no effect came out first."""
+    from ._common import is_campaign
+
+    if source.suffix.lower() not in (".yaml", ".yml") or not is_campaign(source):
+        return None
+    from ..campaign.campaign import Campaign
+
+    camp = Campaign.load(source)
+    if not camp.adaptive or not camp.store_path.exists():
+        return None
+    from ..tune.result import result_from_campaign
+
+    return result_from_campaign(camp).screening_table()
+
+
 def load_source(source: Path, space_file: Optional[Path], params: Optional[list[str]],
-                response: str) -> tuple[pd.DataFrame, Optional[list[str]], str]:
+                response: str) -> tuple[pd.DataFrame, Optional[list[str]], str, str]:
     """The table to analyse, its parameter columns and the response's goal: from a campaign
-    file (its run table, its space's factors and goals), a table with --space (the space's),
-    or a bare table (parameters None: `storlab.analysis.importance.default_params` decides,
-    or says it cannot; goal maximize)."""
+    file (its run table, its space's factors and goals; a tuning campaign's screening runs
+    only, see `tuning_screen`), a table with --space (the space's), or a bare table
+    (parameters None: `storlab.analysis.importance.default_params` decides, or says it
+    cannot; goal maximize), and a note on what the table is ("" when nothing to say)."""
     from ._common import results_source
 
     df, space = results_source(source, space_file)
+    screen = tuning_screen(source) if space_file is None else None
+    note = ""
+    if screen is not None:
+        if response in df.columns and response not in screen.columns:
+            raise AnalysisError(f"{source}: no screening run of this tuning campaign has "
+                                f"{response!r}")
+        df, note = screen, SCREEN_NOTE.format(n=len(screen))
     goal = space.response(response).goal if space is not None else "maximize"
     if params is not None or space is None:
-        return df, params, goal
+        return df, params, goal, note
     names = [n for n in space.names if n in df.columns]
     if not names:
         raise AnalysisError(f"{source}: none of the space's factors ({', '.join(space.names)}) "
                             "is a column of the table")
-    return df, names, goal
+    return df, names, goal, note
 
 
 def importance_cmd(
@@ -97,10 +128,11 @@ def importance_cmd(
 
     from ..analysis.importance import importance
 
-    df, names, space_goal = load_source(results, space_file, split_names(params), response)
+    df, names, space_goal, note = load_source(results, space_file, split_names(params), response)
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else space_goal
     res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
                      goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
+    res.source_note = note
     if plot is not None:
         _save_plot(res.plot(), plot)
     cmp = None
@@ -118,10 +150,13 @@ def importance_cmd(
     head = (f"{results}: {res.n_configs} configurations ({res.n_rows} rows"
             + (f" of {res.n_rows + res.n_dropped}: {res.n_dropped} without {response} left "
                "out" if res.n_dropped else "")
-            + f"); {response} ({goal_full}) mean {res.mean:.4g}, RSD {_pct2(res.rsd)}")
-    if res.noise_rsd == res.noise_rsd:  # not NaN: repeated runs exist
-        head += f"; median run-to-run RSD {res.noise_rsd:.2%}"
-    console.print(head)
+            + f"); {response} ({goal_full}) mean {res.mean:.4g}, RSD {_pct2(res.rsd)}"
+            + f"; {res.noise_note}")
+    console.print(head, highlight=False)
+    if res.source_note:
+        console.print(f"note: {res.source_note}", highlight=False)
+    if res.cells_note:
+        console.print(f"note: {res.cells_note}", highlight=False)
     if res.held:
         console.print("note: constant on the rows with the response, so not ranked: "
                       + ", ".join(f"{k}={v}" for k, v in res.held.items()))

@@ -160,7 +160,11 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         parts = [f"{objs[0]} {_num(e['value'])} +/- {_num(e['std'])} {units[objs[0]]}"]
         parts += [f"{o} {_num(e[o]['mean'])} +/- {_num(e[o]['std'])} {units[o]}"
                   for o in objs[1:]]
-        return "; ".join(p.rstrip() for p in parts) + f" over {e['runs']} runs"
+        text = "; ".join(p.rstrip() for p in parts)
+        if e.get("value_from") == "confirmation runs":
+            return (text + f" over {e['runs']} confirmation runs (all {e['runs_all']} runs: "
+                    f"{_num(e['value_all_runs'])})")
+        return text + f" over {e['runs']} runs"
 
     if b is None:
         console.print("no run produced a value: nothing to recommend (see `storlab status "
@@ -289,26 +293,39 @@ def confirm_cmd(
                                    "configurations; give this comparison its own "
                                    "--store FILE") from None
             raise
+    from ..campaign.store import FAILED
+
     df = camp.results("run")
     groups = []
     for cid, cfg, _ in camp.configs:
-        ok = df[(df["config_id"] == cid) & (df["status"] == "ok")] if len(df) else df
+        mine = df[df["config_id"] == cid] if len(df) else df
+        ok = mine[mine["status"] == "ok"] if len(mine) else mine
         vals = [float(v) for v in ok.get(name, []) if isinstance(v, (int, float))
                 and math.isfinite(v)]
-        groups.append((cfg, vals))
-    if all(not v for _, v in groups):
+        # A mean over the one run of four that worked is no mean of four: count the rest.
+        failed = int(mine["status"].isin(FAILED).sum()) if len(mine) else 0
+        groups.append((cfg, vals, failed, len(ok) - len(vals)))
+    if all(not v for _, v, _, _ in groups):
         raise StorlabError(f"no run produced {name!r}: see `storlab status --failures` "
                            f"(store {camp.store_path})")
     base = groups[-1] if ref is not None else None
     rows = []
-    for i, (cfg, vals) in enumerate(groups):
+    for i, (cfg, vals, failed, no_value) in enumerate(groups):
         role = "reference" if base is not None and i == len(groups) - 1 else f"config {i + 1}"
-        row: dict[str, Any] = {"role": role, "config": cfg, **describe(vals)}
+        row: dict[str, Any] = {"role": role, "config": cfg, **describe(vals),
+                               "failed_runs": failed, "runs_without_value": no_value}
         if base is not None and i < len(groups) - 1 and vals and base[1]:
             row["comparison"] = Comparison(name, goal, vals, base[1]).to_dict()
         rows.append(row)
+    short = [r for r in rows if r["failed_runs"] or r["runs_without_value"]]
+    notes = [f"{r['role']}: {r['runs']} of {r['runs'] + r['failed_runs'] + r['runs_without_value']}"
+             f" runs gave {name}"
+             + (f"; {r['failed_runs']} failed" if r["failed_runs"] else "")
+             + (f"; {r['runs_without_value']} ran without a value of {name}"
+                if r["runs_without_value"] else "")
+             for r in short]
     data = {"response": name, "goal": goal, "store": str(camp.store_path), "runs": runs,
-            "configs": rows, "interrupted": summary.interrupted}
+            "configs": rows, "notes": notes, "interrupted": summary.interrupted}
     if json_out or output:
         emit_json(data, output)
     if not json_out:
@@ -316,8 +333,10 @@ def confirm_cmd(
 
         console.print(frame_table(pd.DataFrame([{
             "role": r["role"], **r["config"], f"{name} mean": r["mean"],
-            f"{name} sd": r["std"], "runs": r["runs"]} for r in rows]),
+            f"{name} sd": r["std"], "runs": _runs_text(r)} for r in rows]),
             title=f"{name} ({goal}), interleaved runs"))
+        for n in notes:
+            console.print(f"note: {n}", highlight=False)
         for r in rows:
             if "comparison" in r:
                 c = r["comparison"]
@@ -325,6 +344,14 @@ def confirm_cmd(
                               f"{c['verdict']}")
     if summary.interrupted:
         raise typer.Exit(130)
+
+
+def _runs_text(r: dict[str, Any]) -> str:
+    """'1 (3 failed)': the runs with a value and, when any, those that gave none."""
+    extra = [f"{r['failed_runs']} failed"] if r["failed_runs"] else []
+    if r["runs_without_value"]:
+        extra.append(f"{r['runs_without_value']} without value")
+    return f"{r['runs']}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 # --------------------------------------------------------------------------- tune-eval

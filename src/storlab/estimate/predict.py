@@ -18,7 +18,7 @@ from ..result import Result
 from .cells import size_label
 from .fit import SizeFit, k_at, solve
 from .mixrule import per_size_rates
-from .uncertainty import check_confidence, delta_var, jacobian, t_bounds
+from .uncertainty import check_confidence, combined_df, delta_var, jacobian, t_bounds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -76,6 +76,7 @@ def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct:
     fun = predict_flat(fits, list(props.values()), p, mix)
     check_confidence(confidence)
     est, var, wsum, unknown = delta_var(fun, cells)
+    max_df: np.ndarray | None = None
     sds = np.array([sf.model_sd for sf in fits]) if model_error else np.array([math.nan])
     interval = NOISE_ONLY
     if np.all(np.isfinite(sds)):
@@ -86,10 +87,11 @@ def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct:
         msd = np.abs(elas) @ sds
         mvar = msd**2
         mdf = max(1, min(sf.model_df for sf in fits))
+        max_df = combined_df(var, wsum, mdf)
         var = var + mvar
         wsum = wsum + mvar**2 / mdf
         interval = WITH_MODEL
-    lo, hi = t_bounds(est, var, wsum, unknown, confidence)
+    lo, hi = t_bounds(est, var, wsum, unknown, confidence, max_df)
     nq = len(QUANTITIES)
     rows = []
     labels = [sf.label for sf in fits] + ["total"]

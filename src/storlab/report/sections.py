@@ -194,7 +194,7 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         facts: list[tuple[str, Any]] = [
             ("recommended", ", ".join(f"{k}={v}" for k, v in b["config"].items())),
             (f"its {name}", f"{_qty(b['value'], unit)} ± {_qty(b['std'], unit)} over "
-                            f"{b['runs']} runs")]
+                            f"{b['runs']} " + _runs_word(b))]
         for label, key, cmpkey in (("baseline", "baseline", "comparison"),
                                    ("best screened", "best_screened", "comparison_screened")):
             e, c = d.get(key), d.get(cmpkey)
@@ -202,7 +202,8 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
                 continue
             kind = f" ({e['kind']})" if "kind" in e else ""
             facts.append((f"{label}{kind}", f"{_qty(e['value'], unit)} ± "
-                                            f"{_qty(e['std'], unit)} over {e['runs']} runs"))
+                                            f"{_qty(e['std'], unit)} over {e['runs']} "
+                                            + _runs_word(e)))
             if c is not None and e["config"] != b["config"]:
                 facts.append((f"recommended vs {label}",
                               f"{100 * c['change']:+.1f} %, {c['verdict']}"))
@@ -333,6 +334,13 @@ def results_section(inp: ReportInput, resp: list[str]) -> Section | None:
     return Section("results", "Results", html)
 
 
+def _runs_word(e: dict[str, Any]) -> str:
+    """'confirmation runs (all N runs: mean)' when the value is the confirmation runs'."""
+    if e.get("value_from") != "confirmation runs":
+        return "runs"
+    return f"confirmation runs (all {e['runs_all']} runs: {H.fmt_num(e['value_all_runs'])})"
+
+
 def response_section(inp: ReportInput, response: str, alpha: float, transform: str = "none"
                       ) -> tuple[Section, dict[str, Any]]:
     from ..analysis.effects import analyze
@@ -432,15 +440,31 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         notes += a.warnings
     imp = None
     names = factors or None
-    if (names is not None or inp.space is None) and len(df) >= 2:
+    imp_df, imp_note = df, ""
+    if inp.tuning is not None:
+        # Carver's method assumes a space-filling sample: only the screening runs are one
+        # (the search holds factors still while it moves others; see tune.result).
+        imp_df = inp.tuning.screening_table()
+        if response in imp_df.columns:
+            imp_df = imp_df[pd.to_numeric(imp_df[response], errors="coerce").notna()]
+        imp_note = (f"importance from the {len(imp_df)} screening runs of a tuning campaign; "
+                    "the search's runs are not a random sample")
+    if (names is not None or inp.space is None) and len(imp_df) >= 2 \
+            and response in imp_df.columns:
         try:
-            imp = importance(df, response, params=names, goal=goal)  # type: ignore[arg-type]
+            imp = importance(imp_df, response, params=names, goal=goal)  # type: ignore[arg-type]
+            imp.source_note = imp_note
         except AnalysisError as exc:
             notes.append(f"Carver importance not shown: {exc}")
+    elif imp_note:
+        notes.append("Carver importance not shown: on a tuning campaign it uses only the "
+                     f"screening runs, and {len(imp_df)} of them have {response}")
     if imp is not None and imp.too_few:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>"
-                    f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
+                    + "".join(f'<p class="warn">{H.esc(n[:1].upper() + n[1:])}.</p>' for n in
+                              (imp.source_note, imp.cells_note) if n)
+                    + f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
         pt = imp.pi_table()
         pt["share"] = 100.0 * pt["share"]
         html.append(H.table_html(pt.rename(columns={"share": "share of variance (%)"})
@@ -450,6 +474,9 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     elif imp is not None and imp.steps:
         out["importance"] = imp.to_dict()
         html.append("<h3>Parameter importance (Carver)</h3>")
+        html.append("".join(f'<p class="warn">{H.esc(n[:1].upper() + n[1:])}.</p>' for n in
+                            (imp.source_note, imp.cells_note) if n))
+        html.append(f"<p>{H.esc(imp.n_configs)} configurations; {H.esc(imp.noise_note)}.</p>")
         share = sum(s.share for s in imp.steps)
         html.append(f"<p>Greedy selection ({H.esc(imp.aggregate)} aggregate) stopped: "
                     f"{H.esc(imp.stop_reason)}. The whole table: mean "

@@ -91,8 +91,27 @@ class TuneResult(Result):
         return Tally(self.history, self.objectives)
 
     def _raw(self, e: Entry, j: int = 0) -> list[float]:
+        """Every successful run's value of objective j (all phases)."""
         ob = self.objectives[j]
         return [ob.score(v[j]) for v in e.values]  # score() is its own inverse
+
+    @cached_property
+    def _after(self) -> dict[str, list[list[float]]]:
+        """Per configuration key, the raw objective values of its confirmation runs."""
+        out: dict[str, list[list[float]]] = {}
+        for o in self.history:
+            vals = observed_values(o, self.objectives) if o.phase == "confirm" else None
+            if vals is not None:
+                out.setdefault(config_key(o.config), []).append(vals)
+        return out
+
+    def shown(self, e: Entry, j: int = 0) -> list[float]:
+        """The values reported for a configuration: its confirmation runs when it has any,
+        else all its runs. The search run that got a configuration selected is its best
+        draw (winner's curse: 121.6 reported where the truth was 120); the runs measured
+        after the selection are not chosen by their values."""
+        after = self._after.get(config_key(e.config))
+        return [v[j] for v in after] if after else self._raw(e, j)
 
     def confirmed(self) -> list[Entry]:
         """Configurations that were re-run in the confirmation phase (else all measured)."""
@@ -124,7 +143,9 @@ class TuneResult(Result):
         if b is None or base is None:
             return None
         ob = self.objectives[0]
-        return Comparison(ob.name, ob.goal, self._raw(b), self._raw(base))
+        # on the values shown (confirmation runs when there are): the test is of the
+        # numbers the reader sees, and those are free of the selection's bias
+        return Comparison(ob.name, ob.goal, self.shown(b), self.shown(base))
 
     def pareto(self) -> list[Entry]:
         return self.tally.pareto() if len(self.objectives) > 1 else []
@@ -135,15 +156,29 @@ class TuneResult(Result):
             out[o.phase or "run"] = out.get(o.phase or "run", 0) + 1
         return out
 
+    def screening_table(self) -> pd.DataFrame:
+        """One row per successful screening run (the space-filling first batch): its
+        configuration and metrics. The search's runs are not: it holds factors at the best
+        values so far while moving others, and a variance-based importance over them credits
+        the held factors with the variance the moved ones cause."""
+        rows = [{"config_id": o.config_id, "repetition": o.repetition, **o.config,
+                 **o.metrics} for o in self.history if o.phase == "screen" and o.ok]
+        return pd.DataFrame(rows)
+
     # ------------------------------------------------------------------ output
     def entry_dict(self, e: Entry) -> dict[str, Any]:
         d: dict[str, Any] = {"config": dict(e.config)}
+        after = bool(self._after.get(config_key(e.config)))
         for j, ob in enumerate(self.objectives):
-            s = describe(self._raw(e, j))
+            s = describe(self.shown(e, j))
+            a = describe(self._raw(e, j))
             if j == 0:
-                d.update(value=s["mean"], std=s["std"], runs=s["runs"], values=s["values"])
+                d.update(value=s["mean"], std=s["std"], runs=s["runs"], values=s["values"],
+                         value_from="confirmation runs" if after else "all runs",
+                         value_all_runs=a["mean"], std_all_runs=a["std"],
+                         runs_all=a["runs"])
             else:
-                d[ob.name] = s
+                d[ob.name] = {**s, "mean_all_runs": a["mean"], "runs_all": a["runs"]}
         d["failed_runs"] = e.failed
         return d
 
@@ -178,15 +213,18 @@ class TuneResult(Result):
         })
 
     def to_frame(self) -> pd.DataFrame:
-        """The confirmed configurations (best first) with mean, spread and runs."""
+        """The confirmed configurations (best first): mean, spread and runs of their
+        confirmation runs (all runs when none), and the mean over all their runs."""
         rows = []
         base, best, scr = self.baseline(), self.best(), self.best_screened()
         for e in self.confirmed():
             r = {**e.config}
             for j, ob in enumerate(self.objectives):
-                s = describe(self._raw(e, j))
+                s = describe(self.shown(e, j))
                 r[f"{ob.name} mean"], r[f"{ob.name} sd"] = s["mean"], s["std"]
-            r["runs"] = e.n
+            r["runs"] = len(self.shown(e))
+            r[f"{self.objectives[0].name} mean, all runs"] = describe(self._raw(e))["mean"]
+            r["runs, all"] = e.n
             roles = [name for name, x in (("best", best), ("baseline", base),
                                           ("best screened", scr))
                      if x is not None and x.config == e.config]
