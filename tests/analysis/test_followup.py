@@ -200,3 +200,26 @@ def test_a_saturated_screening_corrects_lenth_p_values():
     assert list(rank["p_holm"]) == pytest.approx(_holm_by_hand(list(expect)))
     assert list(rank.loc[rank["significant"], "term"]) == ["A", "C"]
     assert isinstance(rank, pd.DataFrame)
+
+
+def test_a_resolution_v_screening_keeps_its_interactions_out_of_the_error(tmp_path):
+    """2^(5-1) resolution V with a real D:E: in a main-effects-only model D:E and A:B sat in
+    the error and hid B and C (Holm called only A significant); tested with the
+    interactions the design estimates, A, B, C are significant, and the follow-up on them
+    says that D:E, between two factors it leaves out, will not be estimated."""
+    from storlab.analysis.followup import follow_up
+
+    s = Space.two_level(5)
+    t = make_design(s, "fractional", runs=16, seed=1).table.copy()
+    t["y"] = (100 + 10 * t["A"] + 5 * t["B"] - 3 * t["C"] + 4 * t["A"] * t["B"]
+              + 6 * t["D"] * t["E"] + np.random.default_rng(3).normal(0, 0.3, len(t)))
+    sub, ranking, note = follow_up(t, s, "y", 3)
+    assert sub.names == ["A", "B", "C"]
+    assert ranking.set_index("term").loc[["A", "B", "C"], "significant"].all()
+    assert note is not None and note.startswith("significant two-factor interaction D:E")
+    assert "involves D, E" in note
+    # a Plackett-Burman screening cannot separate interactions: no such note
+    import pandas as pd
+
+    pb, _ = screening(tmp_path)
+    assert follow_up(pd.read_csv(pb), Space.from_yaml(SPACE), "iops", 3)[2] is None

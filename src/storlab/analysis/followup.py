@@ -12,7 +12,7 @@ from ..space import Space
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .effects import Lenth
+    from .effects import EffectsAnalysis, Lenth
 
 #: How the screening's significance is corrected for testing every factor at once.
 CORRECTION = "Holm"
@@ -24,21 +24,55 @@ def follow_up_space(results: pd.DataFrame, space: Space, response: str, top: int
     """The space of the `top` factors with the largest main effects on `response` in the
     screening `results` (kept in the space's order), and the ranking they came from (every
     factor's main effect, largest first, with `p_holm` and `significant` after Holm's
-    correction for testing them all). Main effects only: a screening design cannot
-    separate interactions from them."""
+    correction for testing them all). See `follow_up` for the interactions."""
+    sub, ranking, _ = follow_up(results, space, response, top, goal, alpha, transform)
+    return sub, ranking
+
+
+def follow_up(results: pd.DataFrame, space: Space, response: str, top: int,
+              goal: str | None = None, alpha: float = 0.05, transform: str = "none"
+              ) -> tuple[Space, pd.DataFrame, str | None]:
+    """`follow_up_space`, and a note when a significant two-factor interaction involves a
+    factor left out. The main effects are tested in the model with the two-factor
+    interactions the design can estimate (a resolution V fraction): in a main-effects-only
+    model a real interaction sits in the error and hides real main effects. A
+    Plackett-Burman or resolution III screening has none to add: main effects only."""
     from ..analysis.effects import analyze
 
     if top < 1:
         raise DesignError(f"--top {top}: must be at least 1")
-    a = analyze(results, response, space=space, goal=goal, alpha=alpha, max_order=1,
+    a = analyze(results, response, space=space, goal=goal, alpha=alpha, max_order=2,
                 transform=transform)
     cols = ["term", "effect", *(c for c in ("pct", "p", "basis") if c in a.effects)]
-    ranking = a.effects[a.effects["term"].isin(space.names)][cols].reset_index(drop=True)
-    ranking = holm(ranking, a.lenth, alpha)
+    mains = a.effects[(a.effects["order"] == 1) & a.effects["term"].isin(space.names)]
+    ranking = holm(mains[cols].reset_index(drop=True), a.lenth, alpha)
     if top > len(ranking):
         raise DesignError(f"--top {top}: the screening ranked only {len(ranking)} factors")
     chosen = set(ranking["term"].iloc[:top])
-    return space.subspace([n for n in space.names if n in chosen]), ranking
+    sub = space.subspace([n for n in space.names if n in chosen])
+    return sub, ranking, interaction_note(a, space, sorted(chosen))
+
+
+def interaction_note(a: EffectsAnalysis, space: Space, chosen: list[str]) -> str | None:
+    """A warning when the screening resolves a significant two-factor interaction (a
+    resolution V fraction does) between factors the main-effect ranking left out: D:E at
+    12.7 with D and E inert alone would otherwise vanish from the follow-up unseen. None
+    when there is no such term, or the design cannot separate interactions (PB)."""
+    two = a.effects[(a.effects["order"] == 2) & a.effects["significant"].astype(bool)]
+    missed = [(str(t), float(e)) for t, e in zip(two["term"], two["effect"])
+              if any(f not in chosen for f in str(t).split(":"))]
+    if not missed:
+        return None
+    out = sorted({f for t, _ in missed for f in t.split(":") if f not in chosen},
+                 key=lambda f: space.names.index(f) if f in space.names else len(space.names))
+    terms = []
+    for t, e in missed:
+        alias = next((x for x in a.aliases if t in x.replace(" ", "").split("=")), None)
+        terms.append(f"{t} ({e:+.4g}" + (f"; aliased: {alias}" if alias else "") + ")")
+    return (f"significant two-factor interaction{'s' if len(missed) > 1 else ''} "
+            f"{', '.join(terms)} involve{'s' if len(missed) == 1 else ''} {', '.join(out)}, "
+            f"not among the top {len(chosen)} main effects: the follow-up cannot estimate "
+            "it; raise --top or include those factors")
 
 
 def holm(ranking: pd.DataFrame, lenth: Lenth | None, alpha: float) -> pd.DataFrame:

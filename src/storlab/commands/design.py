@@ -79,10 +79,10 @@ def design_cmd(
     from ..design import make_design
     from ..space import Space
 
-    ranking = None
+    ranking = inter = None
     if follow_up is not None:
-        space, ranking, response = _follow_up_space(follow_up, space_file, factors, top,
-                                                    response)
+        space, ranking, response, inter = _follow_up_space(follow_up, space_file, factors,
+                                                           top, response)
         kind = kind or "full"
     else:
         if (space_file is None) == (factors is None):
@@ -98,7 +98,7 @@ def design_cmd(
     if ranking is not None:
         from ..analysis.followup import CORRECTION, correction_text, follow_up_note
 
-        note = follow_up_note(ranking, top)
+        note = "; ".join(n for n in (follow_up_note(ranking, top), inter) if n) or None
         correction = correction_text(ranking)
     if json_out or (output is not None and output.suffix == ".json"):
         data = d.to_json()
@@ -199,10 +199,10 @@ def _print_runs(table: pd.DataFrame, output: Path | None) -> None:
 
 
 def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, top: int,
-                     response: str | None) -> tuple[Any, Any, str]:
+                     response: str | None) -> tuple[Any, Any, str, str | None]:
     """The follow-up's space from a screening: a campaign file (its results and space) or a
     results table with the space file."""
-    from ..analysis.followup import follow_up_space
+    from ..analysis.followup import follow_up
     from ..space import Space
 
     if factors is not None:
@@ -226,8 +226,8 @@ def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, t
         if not space.responses:
             raise StorlabError("--follow-up needs --response: the space names no response")
         response = space.responses[0].name
-    sub, ranking = follow_up_space(table, space, response, top)
-    return sub, ranking, response
+    sub, ranking, inter = follow_up(table, space, response, top)
+    return sub, ranking, response, inter
 
 
 def analyze_cmd(
