@@ -605,6 +605,9 @@ class ScreenThenTune(OptunaSearch):
                         if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
                             continue
                         mean, sd = model.gain(cfg)
+                        # The additive model cannot see the pair's interaction: its prior
+                        # is as wide as the runs' spread, as a main effect's is.
+                        sd = math.sqrt(sd ** 2 + model.spread)
                         key = (mean + self.explore * sd, -(i + j))
                         if best_key is None or key > best_key:
                             best_key, choice = key, cfg
@@ -671,6 +674,7 @@ class LocalModel:
         else:
             yc, s2 = y, 1.0
         s2 = max(s2, noise ** 2)  # identical runs: no spread to scale the prior by
+        self.spread = s2
         n2 = noise ** 2
         XtWX = (X * w[:, None]).T @ X
         self.cov = np.linalg.inv(XtWX / n2 + np.eye(len(cols)) / s2)
