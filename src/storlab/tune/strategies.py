@@ -4,9 +4,10 @@ exactly: the campaign asks again with the same history and gets the same answer.
 
 - `screen-then-tune` (storlab's default for more than a handful of factors): a Latin
   Hypercube screening, Carver's importance ranking on it (seed 001: a few parameters carry
-  most of the variance), then Optuna's TPE over the most important parameters with the
-  others held at the best measured configuration's values, widening to the next parameter
-  whenever the search stalls or the subspace is used up.
+  most of the variance), a measured main-effects guess, one- and two-factor local steps
+  around the best measured configuration, then Optuna's TPE over the most important
+  parameters with the others held at the best measured configuration's values, widening
+  to the next parameter whenever the search stalls or the subspace is used up.
 - `tpe`, `gp`, `nsga2`: Optuna's samplers over the whole space.
 - `random`: unmeasured feasible configurations at random.
 
