@@ -100,6 +100,15 @@ def bench_one(name: str, repeats: int, budget: int, seed: int, noise: float,
                                           f"ratio is a lower bound (budget/{a:.1f})")
     else:
         ratio5, ratio_note = b / a, ""
+    # A flat table: when a large share of all configurations is within 5 %, TPE's (random)
+    # first runs get there at once and no strategy can need half as many runs as that.
+    truth = table.groupby(list(params))[response].mean()
+    gaps = (truth - res.optimum).abs() / (abs(res.optimum) or 1.0)
+    flat = float((gaps <= 0.05 + 1e-12).mean())
+    if b < 2:
+        ratio_note = (f"{flat:.0%} of all configurations are within 5 % of the optimum: "
+                      f"TPE's median of {b:.1f} run(s) cannot be halved (a run count is "
+                      f">= 1), so the 2x target is unreachable on this table")
     s1, t1 = stats[ours]["share_1_within_60"], stats[tpe]["share_1_within_60"]
 
     print(f"\n=== {name}: {len(table):,} configurations, {len(params)} parameters, "
@@ -114,7 +123,8 @@ def bench_one(name: str, repeats: int, budget: int, seed: int, noise: float,
               f"{_fmt_runs(st['median_runs_1'], budget):>11s} {st['share_5']:9.2f} "
               f"{st['share_1_within_60']:9.2f} {st['seconds']:8.2f}")
     verdict5 = "MET" if ratio5 >= 2 else "NOT MET"
-    verdict1 = "MET" if s1 > t1 else "NOT MET"
+    verdict1 = "MET" if s1 > t1 else ("NOT MET: a tie, every repeat of both reaches 1 %"
+                                      if s1 == t1 == 1.0 else "NOT MET")
     print(f"ratio TPE/storlab median runs to 5 %: {ratio5:.2f}  (target >= 2: {verdict5})"
           + (f"  [{ratio_note}]" if ratio_note else ""))
     print(f"reached 1 % within 60 runs: storlab {s1:.2f} vs TPE {t1:.2f} vs random "
@@ -133,7 +143,7 @@ def bench_one(name: str, repeats: int, budget: int, seed: int, noise: float,
             "optimum": res.optimum, "repeats": repeats, "seed": seed, "budget": budget, "noise": noise,
             "seconds": wall, "table": tab.to_dict("records"), "stats": stats,
             "ratio_tpe_over_storlab_runs_to_5": ratio5, "ratio_note": ratio_note,
-            "target_5_met": bool(ratio5 >= 2), "target_1_met": bool(s1 > t1)}
+            "share_of_configs_within_5": flat, "target_5_met": bool(ratio5 >= 2), "target_1_met": bool(s1 > t1)}
 
 
 def main() -> None:

@@ -4,9 +4,10 @@ exactly: the campaign asks again with the same history and gets the same answer.
 
 - `screen-then-tune` (storlab's default for more than a handful of factors): a Latin
   Hypercube screening, Carver's importance ranking on it (seed 001: a few parameters carry
-  most of the variance), then Optuna's TPE over the most important parameters with the
-  others held at the best measured configuration's values, widening to the next parameter
-  whenever the search stalls or the subspace is used up.
+  most of the variance), a measured main-effects guess, one- and two-factor local steps
+  around the best measured configuration, then Optuna's TPE over the most important
+  parameters with the others held at the best measured configuration's values, widening
+  to the next parameter whenever the search stalls or the subspace is used up.
 - `tpe`, `gp`, `nsga2`: Optuna's samplers over the whole space.
 - `random`: unmeasured feasible configurations at random.
 
@@ -355,18 +356,24 @@ class ScreenThenTune(OptunaSearch):
        variance (seed 001), not to estimate every effect.
     2. Carver's greedy importance on the screening (log scale: knobs multiply throughput)
        ranks the factors.
-    3. Each search run, every measured run told to both moves:
+    3. The first search run exploits the screening: the best screened configuration with
+       each factor moved to the level an additive model of all screening runs predicts
+       best (what a main-effects recommendation would be, but measured, not predicted).
+    4. Each later search run, every measured run told to every move:
        - a local step: the best measured configuration with one factor changed to a level
          not yet tried there, the change with the highest upper confidence bound on its
          gain in a local additive model (`LocalModel`; ties in importance order). Storage
          knobs interact (page size x cache, engine x depth), so a one-factor change around
          the incumbent finds what a main-effects model of the screening cannot see;
-       - when no such change promises a gain (a local optimum), Optuna's TPE
+       - when none promises a gain, a two-factor step: two of the `pair_top` most
+         important factors changed together, by the same bound (page size and hash
+         table must move together in Berkeley DB: each alone is worse);
+       - when no such change promises a gain either (a local optimum), Optuna's TPE
          (multivariate, no random start-up: the screening is its start-up) over the
          `focus` most important factors, the others held at the incumbent's values.
-    4. `stall` search runs in a row without a gain of `min_gain` widen the TPE focus by
+    5. `stall` search runs in a row without a gain of `min_gain` widen the TPE focus by
        one factor; a used-up subspace does the same.
-    5. Confirmation (the base class).
+    6. Confirmation (the base class).
 
     Figures on the measured datasets in benchmarks/ (bench_tune.py) are in the README.
     """
@@ -376,6 +383,7 @@ class ScreenThenTune(OptunaSearch):
     min_gain = 0.01      # a smaller relative gain does not end a stall
     focus_share = 0.5    # TPE searches this share of the factors, most important first
     explore = 1.0        # the local step's upper confidence bound, in standard deviations
+    pair_top = 3         # a stuck one-factor step tries pairs of this many top factors
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -505,7 +513,14 @@ class ScreenThenTune(OptunaSearch):
         ranking, _ = self.screening(history)
         best = tally.best()
         incumbent = best.config if best is not None else self.screen_configs()[0]
+        if not any(o.phase == "tune" for o in history):
+            cfg = self.exploit_step(tally, ranking, incumbent)
+            if cfg is not None:
+                return cfg
         cfg = self.local_step(tally, ranking, incumbent)
+        if cfg is not None:
+            return cfg
+        cfg = self.pair_step(tally, ranking, incumbent)
         if cfg is not None:
             return cfg
         n_active = min(len(ranking), self.focus() + self.widenings(history))
@@ -547,6 +562,60 @@ class ScreenThenTune(OptunaSearch):
             return None
         return choice
 
+    def exploit_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
+                     ) -> dict[str, Any] | None:
+        """Right after the screening: the incumbent with every factor set to the level an
+        additive model of all the screening runs (equal weights) predicts best, where that
+        beats the incumbent's level; None when that is the incumbent or already measured."""
+        model = LocalModel(self.domain, tally.measured(), incumbent, decay=1.0)
+        cfg = dict(incumbent)
+        for name in ranking:
+            best_lv, best_gain = cfg[name], 0.0
+            for lv in [plain(v) for v in self.domain.space[name].levels or []]:
+                g, _ = model.gain({**incumbent, name: lv})
+                if g > best_gain:
+                    best_lv, best_gain = lv, g
+            trial = {**cfg, name: best_lv}
+            if self.domain.feasible({n: trial[n] for n in self.domain.names}):
+                cfg = trial
+        cfg = {n: cfg[n] for n in self.domain.names}
+        if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
+            return None
+        return cfg
+
+    def pair_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
+                  ) -> dict[str, Any] | None:
+        """At a local optimum: the incumbent with two of the `pair_top` most important
+        factors changed together to untried levels (page size and hash type must move
+        together when each alone is worse), by the highest upper confidence bound."""
+        model = LocalModel(self.domain, tally.measured(), incumbent)
+        top = [n for n in ranking if self.domain.space[n].levels][:self.pair_top]
+        best_key: tuple[float, int] | None = None
+        choice: dict[str, Any] | None = None
+        for i, a in enumerate(top):
+            for j in range(i + 1, len(top)):
+                b = top[j]
+                for la in [plain(v) for v in self.domain.space[a].levels or []]:
+                    if la == incumbent[a]:
+                        continue
+                    for lb in [plain(v) for v in self.domain.space[b].levels or []]:
+                        if lb == incumbent[b]:
+                            continue
+                        cfg = {**incumbent, a: la, b: lb}
+                        cfg = {n: cfg[n] for n in self.domain.names}
+                        if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
+                            continue
+                        mean, sd = model.gain(cfg)
+                        # The additive model cannot see the pair's interaction: its prior
+                        # is as wide as the runs' spread, as a main effect's is.
+                        sd = math.sqrt(sd ** 2 + model.spread)
+                        key = (mean + self.explore * sd, -(i + j))
+                        if best_key is None or key > best_key:
+                            best_key, choice = key, cfg
+        if best_key is None or best_key[0] <= 0:
+            return None
+        return choice
+
     def widenings(self, history: Sequence[Observation]) -> int:
         """How often the search has stalled so far: `stall` tuning runs in a row without a
         gain of `min_gain` widen the TPE focus by one factor."""
@@ -569,16 +638,22 @@ class ScreenThenTune(OptunaSearch):
 
 
 class LocalModel:
-    """An additive model of the log score (first objective) around the incumbent: ridge
-    (Bayesian linear) regression on one-hot levels, plus a linear trend over the level
-    index of each ordered factor (so a trend carries on to a level not yet measured).
-    Every measured configuration counts with weight `decay` ** (factors in which it
-    differs from the incumbent): storage knobs interact, so what holds near the incumbent
-    counts most. Fitted jointly, one factor's effect is not confounded with another's (a
-    marginal mean would be, on a few runs)."""
+    """An additive model of the log score (first objective) around the incumbent: Bayesian
+    linear regression on one-hot levels, plus a linear trend over the level index of each
+    ordered factor (so a trend carries on to a level not yet measured). Every measured
+    configuration counts with weight `decay` ** (factors in which it differs from the
+    incumbent): storage knobs interact, so what holds near the incumbent counts most.
+    Fitted jointly, one factor's effect is not confounded with another's (a marginal mean
+    would be, on a few runs).
+
+    The prior on each effect is as wide as the runs' spread (effects of the size seen);
+    a run's noise is `noise` (log units: 2 %, a repeat's spread on a steady machine)
+    divided by its weight. So a level measured next to the incumbent is known and not
+    re-tried at every small move of the incumbent, while one measured far from it (or
+    never) stays uncertain and worth a run."""
 
     def __init__(self, domain: Domain, measured: Sequence[Entry],
-                 incumbent: Mapping[str, Any], ridge: float = 1.0, decay: float = 0.5
+                 incumbent: Mapping[str, Any], decay: float = 0.5, noise: float = 0.02
                  ) -> None:
         self.names = [n for n in domain.names if domain.space[n].levels]
         self.levels = {n: [plain(v) for v in domain.space[n].levels or []] for n in self.names}
@@ -599,10 +674,12 @@ class LocalModel:
             s2 = float(np.average(yc ** 2, weights=w)) if len(y) > 1 else 1.0
         else:
             yc, s2 = y, 1.0
-        sw = np.sqrt(w)
-        A = (X * sw[:, None]).T @ (X * sw[:, None]) + ridge * np.eye(len(cols))
-        self.cov = s2 * np.linalg.inv(A)
-        self.coef = self.cov @ ((X * w[:, None]).T @ yc) / s2 if s2 > 0 else np.zeros(len(cols))
+        s2 = max(s2, noise ** 2)  # identical runs: no spread to scale the prior by
+        self.spread = s2
+        n2 = noise ** 2
+        XtWX = (X * w[:, None]).T @ X
+        self.cov = np.linalg.inv(XtWX / n2 + np.eye(len(cols)) / s2)
+        self.coef = self.cov @ ((X * w[:, None]).T @ yc) / n2
 
     def row(self, cfg: Mapping[str, Any]) -> np.ndarray:
         x = np.zeros(len(self.pos))
