@@ -282,7 +282,7 @@ def test_confirm_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> Non
 
 
 @pytest.mark.skipif(__import__("shutil").which("fio") is None, reason="fio is not installed")
-def test_estimate_measure_waits_with_wait(tmp_path: Path) -> None:
+def test_estimate_measure_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> None:
     """`estimate measure` runs through the campaign loop: refused while another storlab holds
     its campaign, and like `storlab run` it waits with --wait (issue 15: it had no --wait,
     yet its refusal pointed at one)."""
@@ -290,7 +290,7 @@ def test_estimate_measure_waits_with_wait(tmp_path: Path) -> None:
     camp.mkdir()
     out = _refused_then_waits(
         camp / "campaign.db",
-        [*STORLAB, "estimate", "measure", "--sizes", "4k", "--repeats", "1", "--runtime",
+        [*storlab_argv, "estimate", "measure", "--sizes", "4k", "--repeats", "1", "--runtime",
          "1", "--file-size", "4m", "--campaign", str(camp), "-O", "numjobs=1", "--json"],
         tmp_path)
     runs = json.loads(out)["runs"]
