@@ -426,3 +426,21 @@ def test_reported_value_is_the_confirmation_runs_mean() -> None:
     t = res.table()
     row = t[t["role"].str.contains("best")].iloc[0]
     assert row["y mean"] == pytest.approx(120.0) and row["y mean, all runs"] == pytest.approx(122.0)
+
+
+def test_best_is_ranked_by_its_confirmation_runs() -> None:
+    """B's lucky search run (140) put its all-runs mean (120) above C's (115); their
+    confirmation runs say C (115, 115) beats B (110, 110): C is the recommendation, so the
+    recommended row never shows a lower mean than another confirmed one (the demo did)."""
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective
+
+    a, b, c = {"k": 1}, {"k": 2}, {"k": 3}
+    hist = _history([("screen", a, 50.0), ("tune", b, 140.0), ("tune", c, 115.0),
+                     ("confirm", b, 110.0), ("confirm", c, 115.0), ("confirm", b, 110.0),
+                     ("confirm", c, 115.0)])
+    res = TuneResult([Objective("y")], hist, "screen-then-tune", 7, confirm_runs=3)
+    assert res.best().config == c
+    assert [e.config for e in res.confirmed()] == [c, b]
+    low = TuneResult([Objective("y", "minimize")], hist, "screen-then-tune", 7, confirm_runs=3)
+    assert low.best().config == b

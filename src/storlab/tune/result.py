@@ -118,7 +118,12 @@ class TuneResult(Result):
         keys = {config_key(o.config) for o in self.history if o.phase == "confirm"}
         t = self.tally
         es = [e for k, e in t.entries.items() if k in keys and e.n] or t.measured()
-        return sorted(es, key=lambda e: (-e.mean(0), -e.n, e.order))
+        # Ranked by the values reported for them (`shown`: the confirmation runs): ranked
+        # by every run, the selecting search run's lucky draw could crown a configuration
+        # whose own confirmation mean is below another's (the demo showed exactly that).
+        ob = self.objectives[0]
+        return sorted(es, key=lambda e: (-ob.score(float(np.mean(self.shown(e, 0)))),
+                                         -e.n, e.order))
 
     def best(self) -> Entry | None:
         """The recommendation: the best mean among the confirmed configurations that got
