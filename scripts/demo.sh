@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# storlab's main demo: tune fio on this machine in 40 runs, the way a storage engineer would
+# storlab's main demo: tune fio on this machine in 60 runs, the way a storage engineer would
 # want it done: screen (a Latin Hypercube), rank the knobs (Carver's importance), search the
 # ones the screening left open (Optuna TPE), then re-run the best candidates, fio's defaults
 # and the best screened configuration, and compare them (Welch). Every run is real fio.
@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 # The campaign's store and scratch files live next to the campaign file: copy it into OUT.
 cp examples/fio-tuning/campaign.yaml examples/fio-tuning/space.yaml "$OUT/"
 
-echo "== 1/2 tune: 40 runs of 2-s fio (screen -> importance -> TPE -> confirm), about 2 minutes"
+echo "== 1/2 tune: 60 runs of 2-s fio (screen -> importance -> local steps, TPE -> confirm), about 2.5 minutes"
 "$STORLAB" tune "$OUT/campaign.yaml" --plot "$OUT/tune.png" -o "$OUT/tune.json"
 
 echo "== 2/2 report: $OUT/report.html (tuning section, results, effects)"
