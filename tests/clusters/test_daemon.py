@@ -98,3 +98,16 @@ def test_log_is_capped_and_memstore_dump_left_out(tmp_path, monkeypatch):
     assert len(text) <= 20000 and len(old) <= 20000
     assert "obj1" not in text + old and "dump: (left out)" in text + old
     assert "left out of this log" in text and text.rstrip().endswith("after the dump")
+
+
+def test_free_ports_stay_below_the_ephemeral_range():
+    """An outgoing connection may take any port of the kernel's ephemeral range between the
+    check and a daemon's bind (a Swift test failed on 127.0.0.1:38218 that way)."""
+    from pathlib import Path
+
+    from storlab.clusters._util import free_port_block
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(50):
+        base = free_port_block(5)
+        assert 1024 <= base and base + 5 <= low

@@ -301,14 +301,19 @@ def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Pat
     assert out["store"].endswith("tune-tune.db")
 
 
+REF = "engine=psync,depth=1,bs=4k,x1=0,x2=0,sched=mq-deadline"
+
+
+def confirm_rows(cli: Any, p: Path, config: str) -> tuple[dict, dict, dict]:
+    """`storlab confirm` of `config` against REF, 3 runs each: (JSON, its row, REF's row)."""
+    out = json.loads(cli("confirm", str(p), "--config", config, "--against", REF, "--runs",
+                         "3", "--json", "--quiet").stdout)
+    return out, *out["configs"]
+
+
 def test_confirm_compares_interleaved_runs(tmp_path: Path, cli: Any) -> None:
     p = campaign(tmp_path, budget=30)
-    best = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none"
-    ref = "engine=psync,depth=1,bs=4k,x1=0,x2=0,sched=mq-deadline"
-    r = cli("confirm", str(p), "--config", best, "--against", ref, "--runs", "3", "--json",
-            "--quiet")
-    out = json.loads(r.stdout)
-    cfg, refrow = out["configs"]
+    _, cfg, refrow = confirm_rows(cli, p, "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none")
     assert cfg["runs"] == refrow["runs"] == 3
     assert cfg["mean"] == pytest.approx(213.0) and refrow["mean"] == pytest.approx(100.0)
     assert cfg["comparison"]["change"] == pytest.approx(1.13)
@@ -326,15 +331,11 @@ def test_confirm_shows_failed_runs(tmp_path: Path, cli: Any) -> None:
     the reference's 3, nothing about the failures), in the table, the JSON and a note."""
     p = campaign(tmp_path, budget=30, env={"ORACLE_FAIL": "1"})
     bad = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=bfq"
-    ref = "engine=psync,depth=1,bs=4k,x1=0,x2=0,sched=mq-deadline"
-    r = cli("confirm", str(p), "--config", bad, "--against", ref, "--runs", "3", "--json",
-            "--quiet")
-    out = json.loads(r.stdout)
-    cfg, refrow = out["configs"]
+    out, cfg, refrow = confirm_rows(cli, p, bad)
     assert (cfg["runs"], cfg["failed_runs"]) == (0, 3)
     assert (refrow["runs"], refrow["failed_runs"]) == (3, 0)
     assert out["notes"] == ["config 1: 0 of 3 runs gave y; 3 failed"]
-    text = cli("confirm", str(p), "--config", bad, "--against", ref, "--runs", "3",
+    text = cli("confirm", str(p), "--config", bad, "--against", REF, "--runs", "3",
                "--quiet", env={**os.environ, "COLUMNS": "200"}).stdout
     assert "0 (3 failed)" in text and "note: config 1: 0 of 3 runs gave y; 3 failed" in text
 

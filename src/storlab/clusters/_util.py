@@ -535,9 +535,18 @@ def free_port_block(n: int, tries: int = 200) -> int:
     import random
     import socket
 
+    # Below the kernel's ephemeral range: a port in it can be taken by any outgoing
+    # connection (Ceph, Dask, an HTTP client) between this check and the daemon's bind,
+    # which made a Swift test fail with "Could not bind to 127.0.0.1:38218".
+    top = 32768
+    try:
+        top = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    top = max(top, 10000 + 2 * n)
     rng = random.Random()
     for _ in range(tries):
-        base = rng.randrange(20000, 40000 - n)
+        base = rng.randrange(max(1024, top - 12768), top - n)
         try:
             for port in range(base, base + n):
                 with socket.socket() as sock:
