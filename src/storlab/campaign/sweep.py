@@ -196,29 +196,6 @@ def _num(v: Any) -> float:
         return float("nan")
 
 
-def _down_share(doc: Mapping[str, Any]) -> float:
-    """The share of the measured window during which something was down. Failure times
-    are absolute while a point's run length follows its axes (clients, load, requests),
-    so two points can see the same failure for different shares of their runs."""
-    w = doc.get("window") or {}
-    try:
-        t0, t1 = float(w["from_s"]), float(w["to_s"])
-    except (KeyError, TypeError, ValueError):
-        return float("nan")
-    if t1 <= t0:
-        return float("nan")
-    spans = sorted((max(float(f["from_s"]), t0),
-                    min(t1 if f.get("to_s") is None else float(f["to_s"]), t1))
-                   for f in doc.get("failures") or [])
-    covered, reach = 0.0, t0
-    for a, b in spans:  # union of the windows
-        a = max(a, reach)
-        if b > a:
-            covered += b - a
-            reach = b
-    return covered / (t1 - t0)
-
-
 def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     """One row per point from the campaign's store, in the sweep's order: the axes, then
     the COLUMNS, the utilisation of each resource, and `error` for points that failed."""
@@ -256,7 +233,8 @@ def sweep_rows(camp: Any, sweeps: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
                         "bottleneck_util": m.get("bottleneck_util", np.nan)})
             if total.get("availability") is not None:  # failures were simulated
                 row["availability"] = float(total["availability"])
-                row["down_share"] = _down_share(doc)
+                # the share of the measured window with something down (the report's)
+                row["down_share"] = _num((doc.get("window") or {}).get("down_share"))
             row.update({k: v for k, v in m.items() if k.startswith("util_")})
         rows.append(row)
     # The sweep's order: first axis slowest (the design lists the factorial first-fastest).

@@ -623,9 +623,27 @@ def describe_counts(model: ClusterModel, report: Any, plan: FailurePlan, c: Fail
                     "rerouted": int(c.rerouted[e]), "failed": int(c.failed_epoch[e]),
                     "rebuild_mb_s": float(st.rebuild_mb_s)})
         epochs.append(e)
-    if rates is not None and report.window:
-        rates(out, epochs, report.window)
+    if report.window:
+        report.window["down_share"] = down_share(out, report.window)
+        if rates is not None:
+            rates(out, epochs, report.window)
     report.failures = out
+
+
+def _spans(out: list[dict[str, Any]], window: dict[str, Any]) -> list[tuple[float, float]]:
+    """Each failure window (disjoint epochs) cut to the measured window: (from, to)."""
+    t0, t1 = float(window["from_s"]), float(window["to_s"])
+    return [(max(f["from_s"], t0), min(t1 if f["to_s"] is None else f["to_s"], t1))
+            for f in out]
+
+
+def down_share(out: list[dict[str, Any]], window: dict[str, Any]) -> float:
+    """The share of the measured window with something down. Failure times are absolute
+    while a run's length follows its workload, so two sweep points can see the same
+    failure for different shares of their runs."""
+    span = float(window["to_s"]) - float(window["from_s"])
+    covered = sum(max(b - a, 0.0) for a, b in _spans(out, window))
+    return covered / span if span > 0 else math.nan
 
 
 def window_rates_from_sums(out: list[dict[str, Any]], epochs: list[int],
@@ -634,8 +652,7 @@ def window_rates_from_sums(out: list[dict[str, Any]], epochs: list[int],
     failure epoch of their finish, over the measured window (`summary.Tally` sums them)."""
     t0, t1 = float(window["from_s"]), float(window["to_s"])
     covered = 0.0
-    for f, e in zip(out, epochs):
-        a, b = max(f["from_s"], t0), min(t1 if f["to_s"] is None else f["to_s"], t1)
+    for f, e, (a, b) in zip(out, epochs, _spans(out, window)):
         covered += max(b - a, 0.0)
         k = int(cnt[e])
         f["ops_s"] = float(k / (b - a)) if b > a else None
@@ -658,8 +675,7 @@ def _window_rates(out: list[dict[str, Any]], window: dict[str, Any], start: np.n
     lat = (finish - start) * 1e3
     in_any = np.zeros(finish.size, dtype=bool)
     covered = 0.0
-    for f in out:
-        a, b = max(f["from_s"], t0), min(t1 if f["to_s"] is None else f["to_s"], t1)
+    for f, (a, b) in zip(out, _spans(out, window)):
         sel = counted & (finish >= a) & (finish < b)
         in_any |= sel
         covered += max(b - a, 0.0)
