@@ -141,9 +141,9 @@ def descendants(root: int) -> list[int]:
     return out
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time (clock ticks since boot), or None if it does not exist or is
-    a zombie (a zombie runs nothing: for our purposes it is gone)."""
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (fields 3.. of proc(5)), or None
+    if the process does not exist."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
@@ -151,7 +151,14 @@ def start_time(pid: int) -> int | None:
         return None
     # The command name may hold spaces and parentheses: parse after the last ')'.
     fields = data[data.rfind(b")") + 2:].split()
-    if not fields or fields[0] in (b"Z", b"X"):
+    return fields if len(fields) > 19 else None
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot), or None if it does not exist or is
+    a zombie (a zombie runs nothing: for our purposes it is gone)."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in (b"Z", b"X"):
         return None
     return int(fields[19])
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._process import die_with_parent
+from .._process import die_with_parent, stat_fields
 from ..errors import ClusterError
 
 #: Where clusters live unless told otherwise (one subdirectory per kind).
@@ -80,19 +80,8 @@ RUNNING, EXITING, GONE = "running", "exiting", "gone"
 
 def proc_start(pid: int) -> int | None:
     """Start time of `pid` (field 22 of /proc/PID/stat, clock ticks since boot), or None."""
-    st = _stat(pid)
+    st = stat_fields(pid)
     return None if st is None else int(st[19])
-
-
-def _stat(pid: int) -> list[bytes] | None:
-    """The fields of /proc/PID/stat after the command name (fields 3.. of proc(5))."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2:].split()
-    return fields if len(fields) > 19 else None
 
 
 def proc_state(pid: int, start: int | None, program: str = "") -> str:
@@ -101,7 +90,7 @@ def proc_state(pid: int, start: int | None, program: str = "") -> str:
     or GONE (no such process, another process with a recycled pid, or a bare zombie, which
     holds nothing). `start` None (a PID file of an older storlab): the command line must
     name `program` instead."""
-    st = _stat(pid)
+    st = stat_fields(pid)
     if st is None or (start is not None and int(st[19]) != start):
         return GONE
     if st[0] in (b"Z", b"X"):
