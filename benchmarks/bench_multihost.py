@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -118,9 +117,7 @@ def main() -> None:
         try:
             c.up(CephOptions(bind=lan.gateway, mon_port=port, rgw=True, rgw_port=port + 1,
                              tie_to_parent=True), timeout=240)
-            subprocess.run(["rbd", "-c", str(c.conf), "bench", "--io-type", "write",
-                            "--io-size", "4M", "--io-total", "64M", "--io-pattern", "seq",
-                            "bench/storlab"], check=True, capture_output=True, timeout=300)
+            c.prefill(64 << 20)
             conf = c.client_conf(work / "client")["conf"]
             # every read goes to the OSD: librbd's cache (32 MiB by default) would answer
             # part of the 64 MiB extent from the client's memory

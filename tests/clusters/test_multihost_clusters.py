@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
 import sys
 
 import pandas as pd
@@ -40,11 +39,7 @@ def ceph_on_lan(lan, tmp_path_factory):
     try:
         c.up(CephOptions(bind=lan.gateway, mon_port=port, rgw=True, rgw_port=port + 1,
                          tie_to_parent=True), timeout=180)
-        # objects for the reads: 16 MiB of the image written once (an unwritten extent of a
-        # thin image is answered by librbd without asking an OSD)
-        subprocess.run(["rbd", "-c", str(c.conf), "bench", "--io-type", "write",
-                        "--io-size", "4M", "--io-total", "16M", "--io-pattern", "seq",
-                        "bench/storlab"], check=True, capture_output=True, timeout=120)
+        c.prefill(16 << 20, timeout=120)  # objects for the reads
         yield c
     finally:
         c.down()

@@ -271,6 +271,14 @@ class CephCluster:
         return {"s3": {"endpoint": f"http://{o.bind}:{o.rgw_port}", "access_key": access,
                        "secret_key": secret, "region": "us-east-1"}}
 
+    def prefill(self, nbytes: int, timeout: float = 300) -> None:
+        """Write the first `nbytes` of the RBD image once (sequential 4 MiB writes): an
+        unwritten extent of a thin image is answered by librbd without asking an OSD, so
+        reads measured on it would measure nothing."""
+        run(["rbd", "-c", str(self.conf), "bench", "--io-type", "write", "--io-size", "4M",
+             "--io-total", str(nbytes), "--io-pattern", "seq", f"{POOL}/{IMAGE}"],
+            timeout=timeout)
+
     # ------------------------------------------------------------------ clients
     def client_conf(self, dest: Path) -> dict[str, str]:
         """A client's ceph.conf (monitor address, cephx) and a copy of the admin keyring in
