@@ -58,6 +58,24 @@ def storlab_inprocess() -> Callable[..., Any]:
     return invoke
 
 
+@pytest.fixture
+def storlab_main(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run `storlab ARGS` through the real entry point (storlab.cli.main) in this process:
+    `storlab_main("estimate", "fit", path)` -> (exit status, stdout, stderr). For tests that
+    make many cheap calls (a subprocess costs ~0.5 s of start-up each)."""
+    from storlab.cli import main
+
+    def call(*args: Any) -> tuple[int, str, str]:
+        try:
+            main(list(map(str, args)))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out, err = capsys.readouterr()
+        return code, out, err
+    return call
+
+
 @pytest.fixture(scope="module")
 def lan():
     """Two network namespaces ("hosts") on a private /24 joined to this namespace by veth

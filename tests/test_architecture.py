@@ -271,14 +271,17 @@ def _own_program(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and any(a.name == "CliRunner"
                                                       for a in node.names):
             found.append(f"{node.lineno}: imports CliRunner")
+        elif (isinstance(node, ast.ImportFrom) and node.module == "storlab.cli"
+              and any(a.name == "main" for a in node.names)):
+            found.append(f"{node.lineno}: imports storlab.cli.main (use storlab_main)")
         elif isinstance(node, ast.Attribute) and node.attr == "CliRunner":
             found.append(f"{node.lineno}: uses CliRunner")
     return found
 
 
 def test_tests_run_the_program_through_the_shared_fixtures():
-    """`storlab`, `storlab_argv` and `storlab_inprocess` (tests/conftest.py) are how a test
-    runs the CLI, so that which program is tested is decided in one place."""
+    """`storlab`, `storlab_argv`, `storlab_inprocess` and `storlab_main` (tests/conftest.py)
+    are how a test runs the CLI, so that which program is tested is decided in one place."""
     bad, seen = [], set()
     for path in sorted(TESTS.rglob("*.py")):
         rel = str(path.relative_to(TESTS))
@@ -296,5 +299,6 @@ def test_tests_run_the_program_through_the_shared_fixtures():
 def test_the_program_finder_finds_hand_made_invocations():
     src = ('import sys, subprocess\nfrom typer.testing import CliRunner\n'
            'subprocess.run([sys.executable, "-m", "storlab.cli", "run"])\n'
-           'ARGV = (sys.executable, "-m", "storlab")\nsubprocess.run(["python", "-c", "x"])\n')
-    assert sorted(int(h.split(":")[0]) for h in _own_program(ast.parse(src))) == [2, 3, 4]
+           'ARGV = (sys.executable, "-m", "storlab")\nsubprocess.run(["python", "-c", "x"])\n'
+           'from storlab.cli import app, main\nfrom storlab.cli import app\n')
+    assert sorted(int(h.split(":")[0]) for h in _own_program(ast.parse(src))) == [2, 3, 4, 6]

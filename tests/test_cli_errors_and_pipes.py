@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from storlab.cli import main
-
 SCRIPT = Path(sys.executable).parent / "storlab"
 
 
@@ -31,18 +29,9 @@ def _command_paths() -> list[str]:
     return list(walk(typer.main.get_command(app), ()))
 
 
-def _in_process(args: list[str], capsys) -> tuple[int, str, str]:
-    """`storlab ARGS` through the real entry point, in this process (21 subprocesses would
-    cost ~10 s of start-up)."""
-    with pytest.raises(SystemExit) as exit_:
-        main(args)
-    out, err = capsys.readouterr()
-    return exit_.value.code, out, err
-
-
 @pytest.mark.parametrize("command", _command_paths())
-def test_every_command_gives_a_usage_error_on_one_line(command, capsys):
-    code, out, err = _in_process([*command.split(), "--no-such-option"], capsys)
+def test_every_command_gives_a_usage_error_on_one_line(command, storlab_main):
+    code, out, err = storlab_main(*command.split(), "--no-such-option")
     assert code == 2 and out == ""
     assert err.count("\n") == 1, err
     assert err.startswith("storlab: error: No such option: --no-such-option"), err
@@ -61,16 +50,16 @@ def test_every_command_gives_a_usage_error_on_one_line(command, capsys):
     (["design", "--factors"], "Option '--factors' requires an argument."),
     (["analyze", "x.csv", "-y", "r", "extra"], "Got unexpected extra argument(s) (extra)"),
 ])
-def test_usage_errors_are_one_line(args, says, capsys, tmp_path, monkeypatch):
+def test_usage_errors_are_one_line(args, says, storlab_main, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.csv").write_text("a,r\n1,2\n")
-    code, out, err = _in_process(args, capsys)
+    code, out, err = storlab_main(*args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"storlab: error: {says}"), err
 
 
-def test_no_arguments_still_prints_the_help(capsys):
-    code, out, err = _in_process([], capsys)
+def test_no_arguments_still_prints_the_help(storlab_main):
+    code, out, err = storlab_main()
     assert code == 2 and "Usage: storlab [OPTIONS] COMMAND" in out and err == ""
 
 

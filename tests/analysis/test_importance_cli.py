@@ -9,18 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from storlab.cli import main
-
-
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 @pytest.fixture
 def results(tmp_path):
@@ -36,8 +24,8 @@ def results(tmp_path):
     return path
 
 
-def test_importance_json(capsys, results, tmp_path):
-    code, out, err = _run(capsys, "importance", str(results), "--response", "tput",
+def test_importance_json(storlab_main, results, tmp_path):
+    code, out, err = storlab_main("importance", str(results), "--response", "tput",
                           "--params", "journal,device,bs,sched", "--stop", "top:2", "--json")
     assert code == 0, err
     data = json.loads(out)
@@ -48,18 +36,18 @@ def test_importance_json(capsys, results, tmp_path):
     assert data["n_rows"] == 48 and data["n_configs"] == 24
 
 
-def test_importance_compare(capsys, results):
-    code, out, err = _run(capsys, "importance", str(results), "-y", "tput", "--params",
+def test_importance_compare(storlab_main, results):
+    code, out, err = storlab_main("importance", str(results), "-y", "tput", "--params",
                           "journal,device,bs,sched", "--compare", "--json")
     assert code == 0, err
     rows = {r["param"]: r for r in json.loads(out)["compare"]}
     assert rows["journal"]["sobol_st"] >= rows["journal"]["sobol_s1"] > 0.5
 
 
-def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
+def test_importance_table_plot_and_output_file(storlab_main, results, tmp_path):
     plot = tmp_path / "imp.png"
     out_json = tmp_path / "imp.json"
-    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--goal",
+    code, out, err = storlab_main("importance", str(results), "-y", "latency_ms", "--goal",
                           "min", "-p", "journal,device,bs,sched", "--plot", str(plot),
                           "-o", str(out_json))
     assert code == 0, err
@@ -68,7 +56,7 @@ def test_importance_table_plot_and_output_file(capsys, results, tmp_path):
     assert json.loads(out_json.read_text())["goal"] == "minimize"
 
 
-def test_importance_takes_the_goal_from_the_space(capsys, results, tmp_path):
+def test_importance_takes_the_goal_from_the_space(storlab_main, results, tmp_path):
     """A space declaring latency_ms `goal: minimize`: without --goal the best values are the
     fast ones (it used to assume maximize and name the slowest journal mode as best)."""
     space = tmp_path / "space.yaml"
@@ -78,19 +66,19 @@ def test_importance_takes_the_goal_from_the_space(capsys, results, tmp_path):
                      "  - {name: bs, kind: integer, values: [1024, 4096]}\n"
                      "  - {name: sched, kind: categorical, values: [noop, cfq]}\n"
                      "responses:\n  - {name: latency_ms, unit: ms, goal: minimize}\n")
-    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--space",
+    code, out, err = storlab_main("importance", str(results), "-y", "latency_ms", "--space",
                           str(space), "--stop", "top:2", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["goal"] == "minimize"
     best = {s["param"]: s["best_value"] for s in data["selected"]}
     assert best["journal"] != "journal" and best["device"] == "ssd"
-    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--space",
+    code, out, err = storlab_main("importance", str(results), "-y", "latency_ms", "--space",
                           str(space), "--stop", "top:2")
     assert code == 0, err
     assert "latency_ms (minimize) mean" in " ".join(out.split())
     # --goal still overrides the space
-    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms", "--space",
+    code, out, err = storlab_main("importance", str(results), "-y", "latency_ms", "--space",
                           str(space), "--goal", "max", "--stop", "top:2", "--json")
     assert json.loads(out)["goal"] == "maximize"
 
@@ -101,21 +89,21 @@ def test_importance_takes_the_goal_from_the_space(capsys, results, tmp_path):
     (["--response", "tput", "--stop", "top:x"], "top:x"),
     (["--response", "tput", "--aggregate", "median"], "median"),
 ])
-def test_importance_bad_input_exit_2(capsys, results, argv, needle):
-    code, out, err = _run(capsys, "importance", str(results), *argv)
+def test_importance_bad_input_exit_2(storlab_main, results, argv, needle):
+    code, out, err = storlab_main("importance", str(results), *argv)
     assert code == 2
     assert needle in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
 
 
-def test_importance_missing_file(capsys, tmp_path):
-    code, _, err = _run(capsys, "importance", str(tmp_path / "none.csv"), "-y", "y")
+def test_importance_missing_file(storlab_main, tmp_path):
+    code, _, err = storlab_main("importance", str(tmp_path / "none.csv"), "-y", "y")
     assert code == 2 and "none.csv" in err
 
 
-def test_importance_eval_cli(capsys, results, tmp_path):
+def test_importance_eval_cli(storlab_main, results, tmp_path):
     plot = tmp_path / "fig5.png"
-    code, out, err = _run(capsys, "importance-eval", str(results), "-y", "tput",
+    code, out, err = storlab_main("importance-eval", str(results), "-y", "tput",
                           "--params", "journal,device,bs,sched", "--fractions", "0.2,0.5",
                           "--repeats", "20", "--ranks", "2", "--jobs", "1", "--json",
                           "--plot", str(plot))
@@ -124,7 +112,7 @@ def test_importance_eval_cli(capsys, results, tmp_path):
     assert [t["param"] for t in data["truth"]] == ["journal", "device"]
     assert [r["configs"] for r in data["table"]] == [5, 12]
     assert plot.exists()
-    code, out, err = _run(capsys, "importance-eval", str(results), "-y", "tput",
+    code, out, err = storlab_main("importance-eval", str(results), "-y", "tput",
                           "--fractions", "0.2,abc")
     assert code == 2 and "--fractions" in err
 
@@ -154,10 +142,10 @@ def fio_results(tmp_path):
     return path
 
 
-def test_importance_without_params_ranks_only_settings(capsys, fio_results):
+def test_importance_without_params_ranks_only_settings(storlab_main, fio_results):
     """The README's form (no --params) on a storlab results table: the measured metrics
     beside the response are never ranked as settings (it once picked read_iops, 85 %)."""
-    code, out, err = _run(capsys, "importance", str(fio_results), "--response",
+    code, out, err = storlab_main("importance", str(fio_results), "--response",
                           "total_bw_bytes", "--json")
     assert code == 0, err
     data = json.loads(out)
@@ -166,22 +154,22 @@ def test_importance_without_params_ranks_only_settings(capsys, fio_results):
     assert all(0 <= s["share"] <= 1 for s in data["selected"])
 
 
-def test_importance_takes_the_parameters_from_a_space(capsys, fio_results, tmp_path):
+def test_importance_takes_the_parameters_from_a_space(storlab_main, fio_results, tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text("factors:\n  - {name: bs, kind: ordinal, values: [4k, 64k]}\n"
                      "  - {name: iodepth, kind: integer, values: [1, 4]}\n")
-    code, out, err = _run(capsys, "importance", str(fio_results), "-y", "total_iops",
+    code, out, err = storlab_main("importance", str(fio_results), "-y", "total_iops",
                           "--space", str(space), "--json")
     assert code == 0, err
     assert set(json.loads(out)["pi"]) == {"bs", "iodepth"}
     other = tmp_path / "other.yaml"
     other.write_text("factors:\n  - {name: numjobs, kind: integer, values: [1, 2]}\n")
-    code, out, err = _run(capsys, "importance", str(fio_results), "-y", "total_iops",
+    code, out, err = storlab_main("importance", str(fio_results), "-y", "total_iops",
                           "--space", str(other))
     assert code == 2 and "numjobs" in err and len(err.strip().splitlines()) == 1
 
 
-def test_importance_takes_a_campaign_file(capsys, tmp_path):
+def test_importance_takes_a_campaign_file(tmp_path, storlab_main):
     """A campaign file: its runs and its space's factors (repetitions averaged, their
     spread shown), as `storlab report` takes it."""
     import sys
@@ -199,39 +187,30 @@ def test_importance_takes_a_campaign_file(capsys, tmp_path):
         "runner": {"type": "command",
                    "options": {"command": [sys.executable, "-c", script, "{n}", "{m}"],
                                "json_metrics": {"y": "y", "other": "other"}}}}))
-    code, out, err = _run(capsys, "importance", str(camp), "-y", "y")
+    code, out, err = storlab_main("importance", str(camp), "-y", "y")
     assert code == 2 and "no runs yet" in err
-    assert main_ok(["run", str(camp), "-q"])
-    capsys.readouterr()
-    code, out, err = _run(capsys, "importance", str(camp), "-y", "y", "--json")
+    assert storlab_main("run", camp, "-q")[0] == 0
+    code, out, err = storlab_main("importance", str(camp), "-y", "y", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert set(data["pi"]) == {"n", "m"}  # not `other`, a measured column
     assert data["n_rows"] == 12 and data["n_configs"] == 6
     assert data["selected"][0]["param"] == "n"
-    code, out, err = _run(capsys, "importance", str(camp), "-y", "y", "--space", str(camp))
+    code, out, err = storlab_main("importance", str(camp), "-y", "y", "--space", str(camp))
     assert code == 2 and "--space" in err
 
 
-def main_ok(argv: list[str]) -> bool:
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return not exc.code
-    return True
-
-
-def test_importance_says_when_it_cannot_tell(capsys, results):
+def test_importance_says_when_it_cannot_tell(storlab_main, results):
     """`tput` beside `latency_ms`: many distinct numbers, not a name storlab writes; it may
     be a continuous setting or a measurement, and storlab says it cannot tell."""
-    code, out, err = _run(capsys, "importance", str(results), "-y", "latency_ms")
+    code, out, err = storlab_main("importance", str(results), "-y", "latency_ms")
     assert code == 2
     assert "cannot tell whether tput is a parameter or a measurement" in err
     assert "--params" in err and "--space" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_saturated_design_gets_no_selection(capsys, tmp_path):
+def test_saturated_design_gets_no_selection(storlab_main, tmp_path):
     """11 factors in a 12-run Plackett-Burman: the PI of each, and a plain statement that
     12 configurations are too few for a greedy selection; no best values, no NaN."""
     from storlab.design import make_design
@@ -242,14 +221,14 @@ def test_saturated_design_gets_no_selection(capsys, tmp_path):
     df["total_iops"] = np.random.default_rng(0).normal(1000, 300, 12)
     path = tmp_path / "pb.csv"
     df.to_csv(path, index=False)
-    code, out, err = _run(capsys, "importance", str(path), "-y", "total_iops")
+    code, out, err = storlab_main("importance", str(path), "-y", "total_iops")
     assert code == 0, err
     assert "too few configurations for a selection" in out and "saturated" in out
     assert "best values" not in out and "nan" not in out.lower()
     assert "PI of every parameter" in out
 
 
-def test_importance_counts_configurations_before_binning(capsys, tmp_path):
+def test_importance_counts_configurations_before_binning(storlab_main, tmp_path):
     """40 distinct continuous configurations, one run each: 40 configurations, the noise
     unknown, and the binning's cells named as such (before: '39 configurations', a
     'median run-to-run RSD' from two different configurations sharing a cell)."""
@@ -260,7 +239,7 @@ def test_importance_counts_configurations_before_binning(capsys, tmp_path):
     df["y"] = 100 + 5 * df["A"] + rng.normal(0, 1, n)
     path = tmp_path / "lhs.csv"
     df.to_csv(path, index=False)
-    code, out, err = _run(capsys, "importance", str(path), "-y", "y", "--params", "A,B,C,D,E")
+    code, out, err = storlab_main("importance", str(path), "-y", "y", "--params", "A,B,C,D,E")
     assert code == 0, err
     head = " ".join(out.split())
     assert "40 configurations (40 rows)" in head
@@ -302,18 +281,18 @@ def _tune_campaign(d) -> str:
     return str(p)
 
 
-def test_importance_of_a_tuning_campaign_uses_its_screening_runs(capsys, tmp_path, monkeypatch):
+def test_importance_of_a_tuning_campaign_uses_its_screening_runs(storlab_main, tmp_path, monkeypatch):
     """The search holds x4 at one value while it moves x1: over all runs x4's values each
     'explain' a group of runs. Only the screening (a space-filling sample) is analysed,
     and the output says so."""
     monkeypatch.chdir(tmp_path)
     camp = _tune_campaign(tmp_path)
-    code, out, err = _run(capsys, "tune", camp, "--quiet", "--json")
+    code, out, err = storlab_main("tune", camp, "--quiet", "--json")
     assert code == 0, err
     phases = json.loads(out)["phases"]
     n = phases["screen"]
     assert n >= 8 and phases.get("tune", 0) > 0
-    code, out, err = _run(capsys, "importance", camp, "-y", "y", "--json")
+    code, out, err = storlab_main("importance", camp, "-y", "y", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["n_rows"] == n  # the screening runs, not all 20
@@ -321,7 +300,7 @@ def test_importance_of_a_tuning_campaign_uses_its_screening_runs(capsys, tmp_pat
                                    "campaign; the search's runs are not a random sample")
     pi = data["pi"]
     assert max(pi, key=pi.get) == "x1"  # x4 first before: its 10 values, one run each
-    code, out, err = _run(capsys, "importance", camp, "-y", "y")
+    code, out, err = storlab_main("importance", camp, "-y", "y")
     assert code == 0, err
     assert (f"note: importance from the {n} screening runs of a tuning campaign"
             in " ".join(out.split()))

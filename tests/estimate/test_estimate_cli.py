@@ -10,18 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from storlab.cli import main
 from storlab.estimate import RWModel
-
-
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -37,9 +26,9 @@ def results(tmp_path):
     return path
 
 
-def test_fit_then_predict_json(capsys, tmp_path, results) -> None:
+def test_fit_then_predict_json(storlab_main, tmp_path, results) -> None:
     model = tmp_path / "model.json"
-    code, out, _ = _run(capsys, "estimate", "fit", str(results), "--save-model", str(model),
+    code, out, _ = storlab_main("estimate", "fit", str(results), "--save-model", str(model),
                         "--json")
     assert code == 0
     data = json.loads(out)
@@ -48,7 +37,7 @@ def test_fit_then_predict_json(capsys, tmp_path, results) -> None:
     assert fits["4k"]["f_rw_lo"] < 2.0 < fits["4k"]["f_rw_hi"]
     assert fits["64k"]["f_rw"] == pytest.approx(0.5)
     assert model.exists()
-    code, out, _ = _run(capsys, "estimate", "predict", "--model", str(model), "--read-pct",
+    code, out, _ = storlab_main("estimate", "predict", "--model", str(model), "--read-pct",
                         "70", "--sizes", "4k:0.8,64k:0.2", "--mix", "slides", "--json")
     assert code == 0
     rows = {r["size"]: r for r in json.loads(out)["rows"]}
@@ -56,14 +45,14 @@ def test_fit_then_predict_json(capsys, tmp_path, results) -> None:
     assert rows["total"]["total_iops"] == pytest.approx(total)
 
 
-def test_readable_tables_and_files(capsys, tmp_path, results) -> None:
+def test_readable_tables_and_files(storlab_main, tmp_path, results) -> None:
     model, plot, csv = tmp_path / "m.json", tmp_path / "fit.png", tmp_path / "mixes.csv"
-    code, out, _ = _run(capsys, "estimate", "fit", str(results), "--save-model", str(model),
+    code, out, _ = storlab_main("estimate", "fit", str(results), "--save-model", str(model),
                         "--plot", str(plot), "-o", str(csv))
     assert code == 0 and "f_rw model per I/O size" in out
     assert plot.stat().st_size > 1000
     assert set(pd.read_csv(csv)["read_pct"]) == {0, 100}
-    code, out, _ = _run(capsys, "estimate", "predict", "-m", str(model), "--read-pct", "30",
+    code, out, _ = storlab_main("estimate", "predict", "-m", str(model), "--read-pct", "30",
                         "-s", "64k", "--mix", "harmonic")
     assert code == 0 and "prediction at 30% read" in out
     # 64k alone at 30% read: 100 / (30/200 + 70/400)
@@ -76,40 +65,40 @@ def test_readable_tables_and_files(capsys, tmp_path, results) -> None:
     (["--read-pct", "50", "-s", "8k:1"], "size 8k is not in the model"),
     (["--read-pct", "50", "-s", "4k:1", "--mix", "cubic"], "--mix 'cubic'"),
 ])
-def test_predict_errors_are_one_line(capsys, tmp_path, results, args, message) -> None:
+def test_predict_errors_are_one_line(storlab_main, tmp_path, results, args, message) -> None:
     model = tmp_path / "m.json"
-    assert _run(capsys, "estimate", "fit", str(results), "--save-model", str(model),
+    assert storlab_main("estimate", "fit", str(results), "--save-model", str(model),
                 "--json")[0] == 0
-    code, out, err = _run(capsys, "estimate", "predict", "-m", str(model), *args)
+    code, out, err = storlab_main("estimate", "predict", "-m", str(model), *args)
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
 
 
-def test_fit_errors(capsys, tmp_path) -> None:
+def test_fit_errors(storlab_main, tmp_path) -> None:
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"size": ["4k", "4k"], "read_pct": [100, 0], "read_iops": [1000, 0],
                   "write_iops": [0, 0]}).to_csv(bad, index=False)
-    code, _, err = _run(capsys, "estimate", "fit", str(bad))
+    code, _, err = storlab_main("estimate", "fit", str(bad))
     assert code == 2 and "size 4k: 100% write throughput is 0" in err
-    code, _, err = _run(capsys, "estimate", "fit", str(tmp_path / "missing.csv"))
+    code, _, err = storlab_main("estimate", "fit", str(tmp_path / "missing.csv"))
     assert code == 2 and "no such file" in err
     nocol = tmp_path / "nocol.csv"
     pd.DataFrame({"size": ["4k"], "iops": [1]}).to_csv(nocol, index=False)
-    code, _, err = _run(capsys, "estimate", "fit", str(nocol))
+    code, _, err = storlab_main("estimate", "fit", str(nocol))
     assert code == 2 and "no read percentage column" in err
-    code, _, err = _run(capsys, "estimate", "predict", "-m", str(tmp_path / "nope.json"),
+    code, _, err = storlab_main("estimate", "predict", "-m", str(tmp_path / "nope.json"),
                         "--read-pct", "50")
     assert code == 2 and "no such model file" in err
 
 
-def test_predict_default_rule_is_harmonic(capsys, tmp_path, results) -> None:
+def test_predict_default_rule_is_harmonic(storlab_main, tmp_path, results) -> None:
     model = tmp_path / "m.json"
-    assert _run(capsys, "estimate", "fit", str(results), "--save-model", str(model),
+    assert storlab_main("estimate", "fit", str(results), "--save-model", str(model),
                 "--json")[0] == 0
     rows = {}
     for extra in ([], ["--mix", "harmonic"], ["--mix", "slides"]):
-        code, out, err = _run(capsys, "estimate", "predict", "-m", str(model), "--read-pct", "70",
+        code, out, err = storlab_main("estimate", "predict", "-m", str(model), "--read-pct", "70",
                               "-s", "4k:0.8,64k:0.2", "--json", *extra)
         assert code == 0, err
         data = json.loads(out)
@@ -131,20 +120,20 @@ def test_predict_default_rule_is_harmonic(capsys, tmp_path, results) -> None:
     ({"read_pct": [100, 0], "read_iops": [0, 0], "write_iops": [0, 10000]},
      "100% read throughput is 0"),
 ])
-def test_zero_or_negative_throughput_anywhere(capsys, tmp_path, rows, message) -> None:
+def test_zero_or_negative_throughput_anywhere(storlab_main, tmp_path, rows, message) -> None:
     path = tmp_path / "bad.csv"
     n = len(rows["read_pct"])
     pd.DataFrame({"size": ["4k"] * n, **rows}).to_csv(path, index=False)
-    code, out, err = _run(capsys, "estimate", "fit", str(path))
+    code, out, err = storlab_main("estimate", "fit", str(path))
     assert code == 2, out
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_hand_written_model_with_zero_is_refused(capsys, tmp_path) -> None:
+def test_hand_written_model_with_zero_is_refused(storlab_main, tmp_path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"sizes": [{"size": "4k", "read_iops": 1000,
                                            "write_iops": 0}]}))
-    code, _, err = _run(capsys, "estimate", "predict", "-m", str(path), "--read-pct", "50")
+    code, _, err = storlab_main("estimate", "predict", "-m", str(path), "--read-pct", "50")
     assert code == 2 and "100% write throughput is 0" in err
     assert len(err.strip().splitlines()) == 1
 
@@ -165,9 +154,9 @@ def shm():
 
 @needs_fio
 @pytest.mark.xdist_group("fio")
-def test_measure_runs_fio_for_real(capsys, tmp_path, shm) -> None:
+def test_measure_runs_fio_for_real(storlab_main, tmp_path, shm) -> None:
     model, runs = tmp_path / "m.json", tmp_path / "runs.csv"
-    code, out, err = _run(capsys, "estimate", "measure", "--sizes", "4k,64k", "--repeat", "2",
+    code, out, err = storlab_main("estimate", "measure", "--sizes", "4k,64k", "--repeat", "2",
                           "--validate", "50", "--mixed", "4k:0.8,64k:0.2",
                           "--runtime", "1", "--file-size", "16m",
                           "--campaign", str(tmp_path / "camp"), "--target", str(shm),
@@ -191,7 +180,7 @@ def test_measure_runs_fio_for_real(capsys, tmp_path, shm) -> None:
     assert "numjobs=1" in data["notes"][-1]
     assert list(shm.iterdir()) == []  # the scratch file is removed
     # whatever storlab writes, storlab reads (issue 15: the mixed rows broke `fit`)
-    code, out, err = _run(capsys, "estimate", "fit", str(runs), "--method", "anchors",
+    code, out, err = storlab_main("estimate", "fit", str(runs), "--method", "anchors",
                           "--json")
     assert code == 0, err
     again = json.loads(out)
@@ -200,17 +189,17 @@ def test_measure_runs_fio_for_real(capsys, tmp_path, shm) -> None:
     assert {m["rule"] for m in again["mixed"]} == {"harmonic", "slides"}
 
 
-def test_measure_bad_options(capsys, tmp_path) -> None:
-    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--mixed", "8k:1")
+def test_measure_bad_options(storlab_main, tmp_path) -> None:
+    code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "--mixed", "8k:1")
     assert code == 2 and "8k, which --sizes does not measure" in err
-    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--campaign",
+    code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "--campaign",
                         str(tmp_path / "c"), "--target", str(tmp_path / "nope" / "f"))
     assert code == 2 and "does not exist" in err
-    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "-O", "bs=8k")
+    code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "-O", "bs=8k")
     assert code == 2 and "--fio-option bs" in err
     precious = tmp_path / "precious.dat"
     precious.write_text("data")
-    code, _, err = _run(capsys, "estimate", "measure", "--sizes", "4k", "--campaign",
+    code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "--campaign",
                         str(tmp_path / "c"), "--target", str(precious))
     assert code == 2 and "--allow-destructive" in err
     assert precious.read_text() == "data"
