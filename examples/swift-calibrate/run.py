@@ -104,6 +104,8 @@ def measure(duration: float) -> pd.DataFrame:
                                          "split": split, "group": group, "repeat": rep,
                                          "ops_s": s["ops_per_s"], "errors": s["errors"],
                                          "p50_ms": s["lat_p50_ms"],
+                                         # Little's law wants the mean (client_delay_ms)
+                                         "lat_mean_ms": s["lat_mean_ms"],
                                          "load1": os.getloadavg()[0]})
                             print(f"  [{rep}] {group}: {op} {size} x{clients}"
                                   f"{' (d1 failed)' if fail else ''}: {s['ops_per_s']:.1f} "
@@ -132,10 +134,23 @@ def main() -> None:
 
 
 def report(meas: pd.DataFrame) -> None:
-    from storlab.sim.calibrate import calibrate
+    from storlab.sim.calibrate import calibrate, client_delay_ms
 
     raw = yaml.safe_load((HERE / "cluster.yaml").read_text())
     key = ["config", "clients", "object_size", "op"]
+    # The load generator's own time per request, outside the latency it records (Little's
+    # law on the training points only): a think time in the simulated closed loop. It
+    # matters where the clients are few (2 clients cannot keep two cores busy while each
+    # spends part of every cycle in the client), not at 8 clients, where the CPU saturates.
+    train_meas = meas[meas["split"] == "train"]
+    think_ms, lat_col = client_delay_ms(train_meas)
+    raw.setdefault("workload", {})["think_ms"] = round(think_ms, 3)
+    little = train_meas.assign(little_ms=train_meas["clients"] * 1000 / train_meas["ops_s"])
+    little["gap_ms"] = little["little_ms"] - little[lat_col]
+    little = little.groupby(key, sort=False).agg(
+        ops_s=("ops_s", "mean"), latency_ms=(lat_col, "mean"), n_over_x_ms=("little_ms", "mean"),
+        gap_median_ms=("gap_ms", "median"), gap_min_ms=("gap_ms", "min"),
+        gap_max_ms=("gap_ms", "max")).reset_index()
     g = meas.groupby(key + ["split", "group"], sort=False)["ops_s"]
     pts = g.mean().rename("measured").reset_index()
     pts["repeats"] = g.size().values
@@ -171,6 +186,13 @@ def report(meas: pd.DataFrame) -> None:
         f"Calibrated on: {', '.join(f'{r.op} {r.object_size} x{r.clients}' for r in pts[pts['split'] == 'train'].itertuples())} "
         "(3 replicas); predictions are simulations of the calibrated cluster.",
         "fitted multipliers: " + ", ".join(f"{k} {v:.3g}" for k, v in fit.params.items()),
+        f"client delay (think time in the simulated closed loop): {think_ms:.2f} ms per "
+        f"request, from Little's law on the training points (N / X - {lat_col}: median over "
+        "repeats, mean over points)"
+        + (" - the load generator's mean latency was not recorded in these measurements, so "
+           "its median stands in: an upper bound on the delay when latencies skew right"
+           if lat_col != "lat_mean_ms" else "") + ":",
+        "", "```", little.round(2).to_string(index=False), "```", "",
         f"measured {REPEATS} times per point (interleaved); spread = mean |run - mean of "
         "runs| / mean (what a perfect model would show against one run); mean_noise = "
         "spread / sqrt(repeats - 1) (the noise left in the mean the error is taken "
