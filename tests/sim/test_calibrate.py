@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from storlab.sim.analytic import analyse
-from storlab.sim.calibrate import calibrate, calibrated_raw, read_measurements
+from storlab.sim.calibrate import calibrate, calibrated_raw, client_delay_ms, read_measurements
 from storlab.sim.cluster import SimError, apply_overrides, build_model, parse_cluster
 
 BASE = {
@@ -86,3 +86,39 @@ def test_simulator_predictor_fits_by_simulation_and_predicts_a_failed_disk():
     assert abs(ana.points["error_pct"].iloc[-1]) > 2 * err["test"] + 5
     with pytest.raises(SimError, match="predictor 'fast'"):
         calibrate(BASE, df, predictor="fast")
+
+
+def test_client_delay_recovers_the_think_time_of_a_simulated_closed_loop():
+    """Little's law over the clients: N / X - mean latency is the think time the simulated
+    load generator spent between a response and its next request."""
+    from storlab.sim.run import run_model
+
+    rows = []
+    for clients in (2, 16):
+        for op in ("GET", "PUT"):
+            ov = {"clients": clients, "mix": f"{op}:1", "object_size": "64KiB", "think_ms": 7.0}
+            rep = run_model(build_model(parse_cluster(apply_overrides(BASE, ov))),
+                            requests=3000)
+            r = rep.ops.set_index("op").loc["ALL"]
+            rows.append({"config": "base", "clients": clients, "object_size": "64KiB",
+                         "op": op, "ops_s": r["ops_s"], "lat_mean_ms": r["lat_mean_ms"],
+                         "p50_ms": r["lat_p50_ms"]})
+    df = pd.DataFrame(rows)
+    z, col = client_delay_ms(df)
+    assert col == "lat_mean_ms"
+    assert z == pytest.approx(7.0, rel=0.08)
+    # Without the mean, the median stands in; without think time there is no delay.
+    assert client_delay_ms(df.drop(columns="lat_mean_ms"))[1] == "p50_ms"
+    none = df.assign(lat_mean_ms=df["clients"] * 1000.0 / df["ops_s"])
+    assert client_delay_ms(none)[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_client_delay_takes_the_median_of_repeats_and_needs_a_latency():
+    # 8 clients at 100 ops/s: N / X = 80 ms; latencies 75, 75 and a stalled run's 20 ms.
+    df = pd.DataFrame({"clients": 8, "object_size": "16KiB", "op": "GET",
+                       "ops_s": [100.0, 100.0, 100.0], "p50_ms": [75.0, 75.0, 20.0]})
+    assert client_delay_ms(df) == (pytest.approx(5.0), "p50_ms")
+    # A latency above N / X (a skewed run) gives no negative delay.
+    assert client_delay_ms(df.assign(p50_ms=90.0))[0] == 0.0
+    with pytest.raises(SimError, match="latency column"):
+        client_delay_ms(df.drop(columns="p50_ms"))

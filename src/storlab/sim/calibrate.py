@@ -42,6 +42,9 @@ _ALIASES = {"concurrency": "clients", "operation": "op", "size": "object_size",
             "measured": "ops_s", "measured_ops_s": "ops_s", "throughput": "ops_s",
             "configuration": "config"}
 RIDGE = 0.05
+#: Latency columns a measurement may carry for `client_delay_ms`, best first: the mean is
+#: what Little's law needs; the median stands in for it when that is all that was recorded.
+LATENCY_COLUMNS = ("lat_mean_ms", "p50_ms", "lat_p50_ms")
 
 
 def read_measurements(path: str | Path) -> pd.DataFrame:
@@ -60,6 +63,30 @@ def read_measurements(path: str | Path) -> pd.DataFrame:
         raise SimError(f"{p}: row {bad.index[0] + 2}: ops_s {bad['ops_s'].iloc[0]!r} is not > 0")
     df["ops_s"] = df["ops_s"].astype(float)
     return df
+
+
+def client_delay_ms(measurements: pd.DataFrame) -> tuple[float, str]:
+    """The per-request time a closed-loop load generator spends outside the latency it
+    measures (choosing a key, building a payload, recording, waiting for its GIL and a core
+    before the next send), by Little's law over the clients: N / X = R + Z, so Z = N / X - R.
+
+    Each row gives one estimate (`clients`, `ops_s` and a latency column, the first of
+    LATENCY_COLUMNS present); the estimates of one point (same config, clients, size, op)
+    are reduced by their median (one stalled run must not set it), the points by their mean.
+    Returns (Z in ms, floored at 0; the latency column used). With the median latency in
+    place of the mean, Z is an upper bound whenever latencies are skewed right (mean > p50).
+    This is a think time in the simulated closed loop: it lowers throughput only where the
+    clients, not the servers, are short (few clients)."""
+    col = next((c for c in LATENCY_COLUMNS if c in measurements), None)
+    if col is None:
+        raise SimError(f"no latency column: need one of {', '.join(LATENCY_COLUMNS)}")
+    df = measurements.copy()
+    df["gap"] = df["clients"].astype(float) * 1000.0 / df["ops_s"].astype(float) - df[col]
+    key = [k for k in ("config", "clients", "object_size", "op") if k in df]
+    per_point = df.groupby(key, sort=False)["gap"].median()
+    if per_point.isna().all():
+        raise SimError(f"no finite {col} to estimate the client delay from")
+    return max(0.0, float(per_point.mean())), col
 
 
 def _row_overrides(row: Mapping[str, Any], source: str) -> dict[str, Any]:
