@@ -409,3 +409,23 @@ def test_report_effects_use_every_run_as_analyze_does(tmp_path: Path) -> None:
     assert "Effects and ANOVA use the 9 measured runs of these 3 configurations" in rep.html()
     assert json.dumps(got["terms"]) == json.dumps(want["terms"])
     assert json.dumps(got["anova"]) == json.dumps(want["anova"])
+
+
+def test_report_importance_noise_is_importance_commands(tmp_path: Path) -> None:
+    """The Carver section reads every run, as `storlab importance CAMPAIGN` does: repeated
+    configurations give the run-to-run noise (configuration means said 'no repeated
+    configuration')."""
+    from storlab.analysis.importance import importance
+    from storlab.campaign.campaign import Campaign
+
+    camp = command_campaign(tmp_path / "c", repetitions=3)
+    Campaign.load(camp).run()
+    rep = build_report(from_campaign(camp))
+    got = rep.data["responses"]["ops"]["importance"]
+    c = Campaign.load(camp)
+    want = importance(c.results("run"), "ops", params=c.space.names)
+    assert want.n_repeated == 3
+    assert got["n_repeated"] == want.n_repeated
+    assert json.dumps(got) == json.dumps(want.to_dict())
+    assert want.noise_note in rep.html()
+    assert "no repeated configuration" not in rep.html()

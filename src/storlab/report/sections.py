@@ -440,7 +440,10 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         notes += a.warnings
     imp = None
     names = factors or None
-    imp_df, imp_note = df, ""
+    # Importance on the same rows as the effects (every run, as `storlab importance
+    # CAMPAIGN` reads them): it averages the repeats itself and keeps their spread as the
+    # run-to-run noise, which configuration means had already thrown away.
+    imp_df, imp_note = eff_df, ""
     if inp.tuning is not None:
         # Carver's method assumes a space-filling sample: only the screening runs are one
         # (the search holds factors still while it moves others; see tune.result).
