@@ -132,6 +132,17 @@ def design_cmd(
                       + (f" = ... ({len(rel)} words listed"
                          + (f", {m['defining_relation_note']}" if m.get("defining_relation_note")
                             else "") + "; all in --json)" if len(rel) > DEF_WORDS else ""))
+    if m.get("folded"):  # the generators above are the folded design's, read off it
+        f = m["folded"]
+        console.print(f"folded over {m['foldover']}: the fraction "
+                      + ", ".join(f["generators"])
+                      + (f" (resolution {roman(f['resolution'])})" if f.get("resolution")
+                         else "") + " and its mirror image, block 2")
+    if "block_generator" in m:
+        bg = m["block_generator"]
+        console.print(f"blocks: {bg} (block 1 at -1, block 2 at +1)" if bg else
+                      "blocks: the foldover repeats the runs (no effect is confounded "
+                      "with blocks)")
     if "wlp" in m and m["kind"] != "full":
         console.print(f"word-length pattern (A1..): {m['wlp']}   clear 2FIs: {m['clear_2fi']}")
     if m.get("search"):

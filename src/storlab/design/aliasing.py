@@ -105,6 +105,56 @@ def words_from_matrix(coded: np.ndarray, max_factors: int = 22) -> list[int]:
     return sorted((int(i) for i in idx if i), key=lambda w: (popcount(w), w))
 
 
+def generators_from_matrix(coded: np.ndarray, extra: np.ndarray | None = None
+                           ) -> tuple[list[int], list[tuple[int, int, int]],
+                                      tuple[int, int] | None]:
+    """A two-level design's generators read off its columns, by Gaussian elimination over
+    GF(2) on the columns' sign patterns (any number of factors, no enumeration of words).
+
+    Factors are taken in order: a factor whose column is not a product of the earlier basic
+    factors' columns (times -1 or +1) is basic, every other one is generated. Returns the
+    basic factors' indices, `(factor, word, sign)` per generated factor (`word`: bitmask of
+    the basic factors whose product, times `sign`, is its column) and, for an `extra`
+    +-1 column (a foldover's block), its `(word, sign)` or None when it is no product of
+    factor columns."""
+    x = np.asarray(coded)
+    n, k = x.shape
+
+    def pattern(col: np.ndarray) -> int:
+        return int.from_bytes(np.packbits(np.asarray(col) < 0).tobytes(), "big")
+
+    ones = pattern(-np.ones(n))
+    basis: list[tuple[int, int]] = []  # (vector, combination), distinct leading bits
+    const = 1 << k                     # the combination bit of the constant -1 column
+
+    def reduce(v: int, combo: int) -> tuple[int, int]:
+        for b, bc in basis:  # by decreasing leading bit: a step never sets a higher bit
+            if v >> (b.bit_length() - 1) & 1:
+                v, combo = v ^ b, combo ^ bc
+        return v, combo
+
+    def insert(v: int, combo: int) -> None:
+        basis.append((v, combo))
+        basis.sort(key=lambda t: -t[0].bit_length())
+
+    insert(ones, const)
+    basic: list[int] = []
+    generated: list[tuple[int, int, int]] = []
+    for j in range(k):
+        v, combo = reduce(pattern(x[:, j]), 1 << j)
+        if v:
+            insert(v, combo)
+            basic.append(j)
+        else:
+            generated.append((j, combo & ~const & ~(1 << j), -1 if combo & const else 1))
+    fold = None
+    if extra is not None:
+        v, combo = reduce(pattern(extra), 0)
+        if not v:
+            fold = (combo & ~const, -1 if combo & const else 1)
+    return basic, generated, fold
+
+
 def alias_structure(words: Sequence[int], k: int, labels: Sequence[str],
                     max_order: int = 2) -> dict[str, list[str]]:
     """For each main effect and two-factor interaction: the effects of order <= max_order
