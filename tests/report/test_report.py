@@ -329,7 +329,8 @@ def test_response_on_part_of_the_runs_is_analysed_on_those_runs() -> None:
     rep_ = build_report(from_results(df, space), responses=["read_clat_p99_us", "total_iops"])
     html = rep_.html()
     sec = html.split('id="resp-read-clat-p99-us"')[1].split("</section>")[0]
-    assert "read_clat_p99_us exists on 8 of 16 configurations (rwmix = 100 only)" in sec
+    # 16 rows of 8 configurations run twice: rows (runs), not configurations
+    assert "read_clat_p99_us exists on 8 of 16 rows (rwmix = 100 only)" in sec
     assert "over the factors that vary among them (bs, depth)" in sec
     d = _report_data(html)["responses"]
     assert d["read_clat_p99_us"]["rows_analysed"] == 8
@@ -429,3 +430,25 @@ def test_report_importance_noise_is_importance_commands(tmp_path: Path) -> None:
     assert json.dumps(got) == json.dumps(want.to_dict())
     assert want.noise_note in rep.html()
     assert "no repeated configuration" not in rep.html()
+
+
+def test_results_table_of_repeated_runs_is_labelled_as_runs() -> None:
+    """A results table whose configurations ran twice (16 rows, 8 configurations) is
+    analysed run by run, as `storlab analyze` does: the report says runs, not '16
+    configurations' of 'per-configuration means'; a table of distinct configurations says
+    configurations."""
+    df = toy_results()
+    space = Space.from_dict(SPACE)
+    html = build_report(from_results(df, space, source="fu.csv")).html()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.split("<script")[0]))
+    assert "one row per run (16 runs of 8 configurations)" in text
+    assert "16 runs; responses" in text
+    assert "per-configuration means" not in text and "16 configurations" not in text
+    imp = _report_data(html)["responses"]["iops"]["importance"]
+    assert imp["n_configs"] == 8 and imp["n_repeated"] == 8
+    t = parse(html).tables["importance-resp-iops"]
+    assert "configurations left" in [c for c, _ in t[0]]
+    first = build_report(from_results(df.iloc[:8], space, source="one.csv")).html()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", first.split("<script")[0]))
+    assert "one row per configuration, as the table gives it" in text
+    assert "8 configurations; responses" in text

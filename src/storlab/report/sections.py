@@ -58,8 +58,9 @@ def overview_section(inp: ReportInput, resp: list[str]) -> Section:
         facts.append(("runner", f"{inp.runner}" + (f" ({opts})" if opts else "")))
     if inp.repetitions:
         facts.append(("repetitions", inp.repetitions))
-    facts.append(("analysed table", "per-configuration means of the successful repetitions"
-                  if inp.level == "config" else "one row per run"))
+    facts.append(("analysed table", inp.analysed or (
+        "per-configuration means of the successful repetitions" if inp.level == "config"
+        else "one row per run")))
     if resp:
         facts.append(("responses", ", ".join(resp)))
     return Section("overview", "Overview", html + H.dl_html(facts))
@@ -494,14 +495,15 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         t = imp.table()
         t["subset_rsd"] = 100.0 * t["subset_rsd"]
         t["share"] = 100.0 * t["share"]
-        t = t.rename(columns={"subset_n": f"{what} left", "subset_mean": "mean after",
+        # Importance averages the repeated runs first: its subsets count configurations.
+        t = t.rename(columns={"subset_n": "configurations left", "subset_mean": "mean after",
                               "subset_rsd": "RSD after (%)",
                               "share": "share of variance (%)"})
         html.append(H.table_html(t.drop(columns=[c for c in ("binned",) if not
                                                  t[c].astype(bool).any()]),
                                  table_id=f"importance-{sid}",
                                  caption="Greedy path: after each step, the "
-                                         f"{what} with the best values so far"))
+                                         "configurations with the best values so far"))
     rec = _recommendation(a, imp if imp is not None and not imp.too_few else None,
                           response, unit)
     if rec:
