@@ -22,15 +22,12 @@ PLOT_KINDS = ("pareto", "halfnormal", "main", "interaction")
 def _resolution(text: str | None) -> int | None:
     if text is None:
         return None
-    from ..design.aliasing import ROMAN
+    from ..design.aliasing import parse_resolution
 
-    t = text.strip().upper()
-    numbers = {v: k for k, v in ROMAN.items()}
-    if t in numbers:
-        return numbers[t]
-    if t.isdigit() and int(t) >= 3:
-        return int(t)
-    raise DesignError(f"--resolution {text!r} must be III, IV, V (or 3, 4, 5, ...)")
+    try:
+        return parse_resolution(text)
+    except ValueError as exc:
+        raise DesignError(f"--{exc}") from None
 
 
 def design_cmd(

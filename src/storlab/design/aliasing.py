@@ -84,6 +84,27 @@ def roman(n: int | None) -> str:
     return "".join(out)
 
 
+#: The resolutions a design may ask for (CLI --resolution and a campaign's design).
+MIN_RESOLUTION, MAX_RESOLUTION = 3, 16
+
+
+def parse_resolution(value: str | int) -> int:
+    """A resolution as written on the command line or in YAML: `V`, `iv`, `5`, 5 (one
+    parser for both). ValueError, naming the accepted spellings, for anything else."""
+    n: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, str):
+        t = value.strip().upper()
+        numerals = {roman(i): i for i in range(MIN_RESOLUTION, MAX_RESOLUTION + 1)}
+        n = numerals.get(t, int(t) if t.isdigit() else None)
+    if n is None or not MIN_RESOLUTION <= n <= MAX_RESOLUTION:
+        raise ValueError(f"resolution {value!r} must be III, IV, V, ... "
+                         f"{roman(MAX_RESOLUTION)} (or {MIN_RESOLUTION}, 4, 5, ... "
+                         f"{MAX_RESOLUTION})")
+    return n
+
+
 def words_from_matrix(coded: np.ndarray, max_factors: int = 22) -> list[int]:
     """The defining relation read off the columns themselves: every word whose column
     product is constant (+1 or -1) over the runs. Used to check what a design claims."""
