@@ -171,6 +171,24 @@ def test_two_objectives_give_a_measured_pareto_front_and_plot(tmp_path: Path,
     assert plot.stat().st_size > 10_000
 
 
+def test_pareto_front_counts_configurations_measured_confirm_runs_times(
+        tmp_path: Path, cli: Any, tune_json: Any) -> None:
+    """With confirm_runs: 2 the confirmation phase brings candidates to two runs in all
+    (one search run, one confirmation run): those are the confirmed ones (it said '0 of
+    them confirmed with 2+ runs' beside three with 2 runs each, counting only the
+    confirmation runs)."""
+    p = campaign(tmp_path, budget=24, strategy="nsga2", confirm_runs=2,
+                 objectives=["y", {"lat": "minimize"}])
+    out = tune_json(p)
+    front = out["pareto"]
+    want = sum(f["runs_all"] >= 2 for f in front)
+    assert want >= 1
+    text = " ".join(cli("tune", str(p), env={**os.environ, "COLUMNS": "200"}).stdout.split())
+    assert (f"Pareto front: {len(front)} measured configurations, {want} of them confirmed "
+            "with 2+ runs") in text
+    assert [f["confirmed"] for f in front] == [f["runs_all"] >= 2 for f in front]
+
+
 def _history_in_store(db: Path) -> list[tuple[str, str]]:
     con = sqlite3.connect(db)
     try:

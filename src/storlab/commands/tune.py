@@ -185,7 +185,9 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         console.print(f"best screened: {measured(scr)}; recommended vs best screened: "
                       f"{100 * cs['change']:+.1f} %, {cs['verdict']}")
     if data["pareto"]:
-        n_conf = sum(p["runs"] >= res.confirm_runs for p in data["pareto"])
+        # runs in all (runs_all), as the confirmation phase counts them: "runs" is only
+        # the confirmation runs, one fewer, and said "0 of them" beside three with 2
+        n_conf = sum(p["confirmed"] for p in data["pareto"])
         console.print(f"Pareto front: {len(data['pareto'])} measured configurations, "
                       f"{n_conf} of them confirmed with {res.confirm_runs}+ runs "
                       "(--json for all; the recommendation is the best on "
