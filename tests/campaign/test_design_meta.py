@@ -104,3 +104,23 @@ def test_an_adaptive_source_keeps_its_strategy(tmp_path: Path) -> None:
     assert meta["budget"] == 6 and "seed" in meta
     inp = from_campaign(p)
     assert inp.design_meta == {"kind": "tune (random, budget 6 runs)"}
+
+
+def test_design_resolution_is_read_as_the_cli_reads_it(tmp_path: Path, storlab) -> None:
+    """`resolution: V` in a campaign file is what `--resolution V` is (it was rejected:
+    'Input should be a valid integer'); a bad spelling is one line, exit 2, for both."""
+    want = make_design(Campaign.load(campaign(tmp_path / "int", {
+        "kind": "fractional", "resolution": 5})).space, "fractional", resolution=5,
+        seed=3, randomize_order=False)
+    for i, spelling in enumerate(("V", "v", "5", 5)):
+        camp = Campaign.load(campaign(tmp_path / f"c{i}", {"kind": "fractional",
+                                                           "resolution": spelling}))
+        assert camp.spec.design.resolution == 5
+        assert len(camp.plan()) == want.runs == 16
+    bad = campaign(tmp_path / "bad", {"kind": "fractional", "resolution": "VX"})
+    r = storlab("status", bad)
+    cli = storlab("design", "--factors", "5", "--resolution", "VX")
+    for out in (r, cli):
+        assert out.returncode == 2 and "Traceback" not in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+        assert "'VX' must be III, IV, V, ... XVI (or 3, 4, 5, ... 16)" in out.stderr

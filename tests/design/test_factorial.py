@@ -127,6 +127,73 @@ def test_full_foldover_of_resolution_iii_gives_iv():
     assert set(f.table["block"]) == {1, 2}
 
 
+def _signed_relation(x: np.ndarray, labels: list[str]) -> set[str]:
+    """The defining relation recomputed from the columns, each word with its sign."""
+    out = set()
+    for w in al.words_from_matrix(x):
+        prod = np.prod(x[:, [j for j in range(x.shape[1]) if w >> j & 1]], axis=1)
+        out.add(("-" if prod[0] < 0 else "") + al.word_name(w, labels))
+    return out
+
+
+def _relation_of_generators(gens: list[str], labels: list[str]) -> set[str]:
+    """The signed words the generators `E=-BCD` span."""
+    pos = {lab: j for j, lab in enumerate(labels)}
+    group = {0: 1}
+    for g in gens:
+        lhs, rhs = g.split("=")
+        sign = -1 if rhs.startswith("-") else 1
+        w = al.parse_word(rhs.lstrip("-"), labels) | 1 << pos[lhs]
+        group.update({a ^ w: s * sign for a, s in list(group.items())})
+    return {("-" if s < 0 else "") + al.word_name(w, labels) for w, s in group.items() if w}
+
+
+@pytest.mark.parametrize("k,runs,fold", [(7, 8, None), (7, 8, "D"), (7, 8, "A"),
+                                         (5, 8, None), (6, 16, None), (9, 16, "B")])
+def test_foldover_generators_are_the_folded_designs(k, runs, fold):
+    """After a foldover the generators are read off the combined columns: they span the
+    defining relation those columns have (the unfolded D=AB, E=AC, ... were printed), and
+    the block column is the product they say."""
+    d = fractional_factorial(Space.two_level(k), runs=runs)
+    f = foldover(d, fold)
+    x, labels = f.coded.to_numpy(), f.space.labels
+    want = _signed_relation(x, labels)
+    assert _relation_of_generators(f.meta["generators"], labels) == want
+    assert set(f.meta["defining_relation"]) == want
+    assert f.meta["p"] == len(f.meta["generators"]) == k - f.meta["base_factors"]
+    assert 2 ** f.meta["base_factors"] == len({tuple(r) for r in x})
+    assert f.meta["folded"]["generators"] == d.meta["generators"]
+    assert "search" not in f.meta  # the search found the unfolded generators only
+    block = np.where(f.table["block"] == 1, -1.0, 1.0)
+    bg = f.meta["block_generator"]
+    if bg is None:  # the mirror image is the fraction itself: blocks are replicates
+        assert len({tuple(r) for r in x}) == len(x) // 2
+    else:
+        rhs = bg.split("=")[1]
+        cols = [labels.index(c) for c in rhs.lstrip("-")]
+        assert np.array_equal(block, (-1 if rhs.startswith("-") else 1)
+                              * np.prod(x[:, cols], axis=1))
+
+
+def test_foldover_cli_prints_the_folded_generators(storlab):
+    """Table output and --json say the same, folded, generators and relation."""
+    import json
+
+    args = ["design", "--factors", "7", "--kind", "fractional", "--runs", "8",
+            "--foldover", "all"]
+    text = storlab(*args)
+    data = json.loads(storlab(*args, "--json").stdout)
+    assert text.returncode == 0
+    x = np.array([[r[c] for c in data["factors"]] for r in data["table"]], dtype=float)
+    labels = list(data["labels"])
+    assert set(data["defining_relation"]) == _signed_relation(x, labels)
+    assert _relation_of_generators(data["generators"], labels) == _signed_relation(x, labels)
+    lines = text.stdout.splitlines()
+    assert "generators: " + ", ".join(data["generators"]) in lines
+    assert "D=AB" not in lines[1]
+    assert f"blocks: {data['block_generator']} (block 1 at -1, block 2 at +1)" in lines
+
+
 def test_single_factor_foldover_clears_that_factor():
     d = fractional_factorial(Space.two_level(7), runs=8)
     f = foldover(d, "A")

@@ -329,7 +329,8 @@ def test_response_on_part_of_the_runs_is_analysed_on_those_runs() -> None:
     rep_ = build_report(from_results(df, space), responses=["read_clat_p99_us", "total_iops"])
     html = rep_.html()
     sec = html.split('id="resp-read-clat-p99-us"')[1].split("</section>")[0]
-    assert "read_clat_p99_us exists on 8 of 16 configurations (rwmix = 100 only)" in sec
+    # 16 rows of 8 configurations run twice: rows (runs), not configurations
+    assert "read_clat_p99_us exists on 8 of 16 rows (rwmix = 100 only)" in sec
     assert "over the factors that vary among them (bs, depth)" in sec
     d = _report_data(html)["responses"]
     assert d["read_clat_p99_us"]["rows_analysed"] == 8
@@ -409,3 +410,45 @@ def test_report_effects_use_every_run_as_analyze_does(tmp_path: Path) -> None:
     assert "Effects and ANOVA use the 9 measured runs of these 3 configurations" in rep.html()
     assert json.dumps(got["terms"]) == json.dumps(want["terms"])
     assert json.dumps(got["anova"]) == json.dumps(want["anova"])
+
+
+def test_report_importance_noise_is_importance_commands(tmp_path: Path) -> None:
+    """The Carver section reads every run, as `storlab importance CAMPAIGN` does: repeated
+    configurations give the run-to-run noise (configuration means said 'no repeated
+    configuration')."""
+    from storlab.analysis.importance import importance
+    from storlab.campaign.campaign import Campaign
+
+    camp = command_campaign(tmp_path / "c", repetitions=3)
+    Campaign.load(camp).run()
+    rep = build_report(from_campaign(camp))
+    got = rep.data["responses"]["ops"]["importance"]
+    c = Campaign.load(camp)
+    want = importance(c.results("run"), "ops", params=c.space.names)
+    assert want.n_repeated == 3
+    assert got["n_repeated"] == want.n_repeated
+    assert json.dumps(got) == json.dumps(want.to_dict())
+    assert want.noise_note in rep.html()
+    assert "no repeated configuration" not in rep.html()
+
+
+def test_results_table_of_repeated_runs_is_labelled_as_runs() -> None:
+    """A results table whose configurations ran twice (16 rows, 8 configurations) is
+    analysed run by run, as `storlab analyze` does: the report says runs, not '16
+    configurations' of 'per-configuration means'; a table of distinct configurations says
+    configurations."""
+    df = toy_results()
+    space = Space.from_dict(SPACE)
+    html = build_report(from_results(df, space, source="fu.csv")).html()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.split("<script")[0]))
+    assert "one row per run (16 runs of 8 configurations)" in text
+    assert "16 runs; responses" in text
+    assert "per-configuration means" not in text and "16 configurations" not in text
+    imp = _report_data(html)["responses"]["iops"]["importance"]
+    assert imp["n_configs"] == 8 and imp["n_repeated"] == 8
+    t = parse(html).tables["importance-resp-iops"]
+    assert "configurations left" in [c for c, _ in t[0]]
+    first = build_report(from_results(df.iloc[:8], space, source="one.csv")).html()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", first.split("<script")[0]))
+    assert "one row per configuration, as the table gives it" in text
+    assert "8 configurations; responses" in text

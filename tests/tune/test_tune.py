@@ -171,6 +171,24 @@ def test_two_objectives_give_a_measured_pareto_front_and_plot(tmp_path: Path,
     assert plot.stat().st_size > 10_000
 
 
+def test_pareto_front_counts_configurations_measured_confirm_runs_times(
+        tmp_path: Path, cli: Any, tune_json: Any) -> None:
+    """With confirm_runs: 2 the confirmation phase brings candidates to two runs in all
+    (one search run, one confirmation run): those are the confirmed ones (it said '0 of
+    them confirmed with 2+ runs' beside three with 2 runs each, counting only the
+    confirmation runs)."""
+    p = campaign(tmp_path, budget=24, strategy="nsga2", confirm_runs=2,
+                 objectives=["y", {"lat": "minimize"}])
+    out = tune_json(p)
+    front = out["pareto"]
+    want = sum(f["runs_all"] >= 2 for f in front)
+    assert want >= 1
+    text = " ".join(cli("tune", str(p), env={**os.environ, "COLUMNS": "200"}).stdout.split())
+    assert (f"Pareto front: {len(front)} measured configurations, {want} of them confirmed "
+            "with 2+ runs") in text
+    assert [f["confirmed"] for f in front] == [f["runs_all"] >= 2 for f in front]
+
+
 def _history_in_store(db: Path) -> list[tuple[str, str]]:
     con = sqlite3.connect(db)
     try:
@@ -362,6 +380,44 @@ def test_tune_eval_on_a_complete_table(tmp_path: Path, cli: Any) -> None:
     assert set(s for s, _ in t) == {"storlab", "optuna-tpe", "random"}
     assert t[("storlab", 0.05)]["reached_share"] >= 0.75
     assert plot.stat().st_size > 10_000
+
+
+def test_tune_eval_median_rule_is_what_it_says(tmp_path: Path, cli: Any) -> None:
+    """Unreached repeats count as infinitely many runs, so the median is a number only
+    when more than half the repeats reach the target: at exactly half it is n/a, and the
+    title says so (it said 'n/a when fewer than half', and n/a showed at 0.5)."""
+    import pandas as pd
+
+    csv = tmp_path / "t.csv"
+    pd.DataFrame({"a": range(8), "y": [10, 20, 15, 12, 11, 9, 8, 7]}).to_csv(csv, index=False)
+    args = ("tune-eval", str(csv), "-y", "y", "--budget", "2", "--repeats", "2",
+            "--strategies", "random", "--seed", "1")
+    rows = json.loads(cli(*args, "--json").stdout)["table"]
+    assert {r["reached_share"] for r in rows} == {0.5}  # seed 1: one repeat of two
+    assert all(r["median_runs"] is None for r in rows)
+    text = cli(*args, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "n/a unless more than half the repeats reach it" in " ".join(text.split())
+    assert text.count("n/a") == 1 + len(rows)
+
+
+def test_tune_eval_median_at_three_of_four() -> None:
+    """More than half reach the target: the median counts the unreached one as infinity."""
+    import pandas as pd
+
+    from storlab.tune.evaluate import TuneEvalResult
+
+    first = {0: 3, 1: 5, 2: 9, 3: None}  # repeat -> run that reached the target
+    rows = [{"strategy": "s", "repeat": r, "run": k,
+             "best_gap": 0.0 if hit is not None and k >= hit else 0.5}
+            for r, hit in first.items() for k in range(1, 11)]
+    res = TuneEvalResult("y", "maximize", 10, 4, (0.01,), 1.0, 10, pd.DataFrame(rows))
+    row = res.to_frame().iloc[0]
+    assert row["reached_share"] == 0.75 and row["median_runs"] == 7.0  # (5 + 9) / 2
+    half = TuneEvalResult("y", "maximize", 10, 4, (0.01,), 1.0, 10, pd.DataFrame(
+        [r for r in rows if r["repeat"] != 1] + [{**r, "repeat": 1, "best_gap": 0.5}
+                                                 for r in rows if r["repeat"] == 1]))
+    row = half.to_frame().iloc[0]
+    assert row["reached_share"] == 0.5 and pd.isna(row["median_runs"])
 
 
 def test_report_has_a_tuning_section(tmp_path: Path, cli: Any, tune_json: Any) -> None:

@@ -78,7 +78,7 @@ class DesignSpec(_Model):
     csv: str | None = None
     configs: list[dict[str, Any]] | None = None
     runs: int | None = Field(default=None, ge=1, le=MAX_PLANNED_RUNS)
-    resolution: int | None = Field(default=None, ge=3, le=16)
+    resolution: int | None = None  # V, IV or 5: as `storlab design --resolution` reads it
     generators: list[str] | None = None
     center: int = Field(default=0, ge=0, le=MAX_PLANNED_RUNS)
     replicates: int = Field(default=1, ge=1, le=MAX_REPETITIONS)
@@ -94,6 +94,13 @@ class DesignSpec(_Model):
     confirm_top: int = Field(default=3, ge=1, le=1000)
     stall: int | None = Field(default=None, ge=1, le=100_000)
     baseline: dict[str, Any] | None = None
+
+    @field_validator("resolution", mode="before")
+    @classmethod
+    def _resolution(cls, v: Any) -> int | None:
+        from ..design.aliasing import parse_resolution
+
+        return None if v is None else parse_resolution(v)
 
     @model_validator(mode="after")
     def _one_source(self) -> DesignSpec:

@@ -22,15 +22,12 @@ PLOT_KINDS = ("pareto", "halfnormal", "main", "interaction")
 def _resolution(text: str | None) -> int | None:
     if text is None:
         return None
-    from ..design.aliasing import ROMAN
+    from ..design.aliasing import parse_resolution
 
-    t = text.strip().upper()
-    numbers = {v: k for k, v in ROMAN.items()}
-    if t in numbers:
-        return numbers[t]
-    if t.isdigit() and int(t) >= 3:
-        return int(t)
-    raise DesignError(f"--resolution {text!r} must be III, IV, V (or 3, 4, 5, ...)")
+    try:
+        return parse_resolution(text)
+    except ValueError as exc:
+        raise DesignError(f"--{exc}") from None
 
 
 def design_cmd(
@@ -132,6 +129,17 @@ def design_cmd(
                       + (f" = ... ({len(rel)} words listed"
                          + (f", {m['defining_relation_note']}" if m.get("defining_relation_note")
                             else "") + "; all in --json)" if len(rel) > DEF_WORDS else ""))
+    if m.get("folded"):  # the generators above are the folded design's, read off it
+        f = m["folded"]
+        console.print(f"folded over {m['foldover']}: the fraction "
+                      + ", ".join(f["generators"])
+                      + (f" (resolution {roman(f['resolution'])})" if f.get("resolution")
+                         else "") + " and its mirror image, block 2")
+    if "block_generator" in m:
+        bg = m["block_generator"]
+        console.print(f"blocks: {bg} (block 1 at -1, block 2 at +1)" if bg else
+                      "blocks: the foldover repeats the runs (no effect is confounded "
+                      "with blocks)")
     if "wlp" in m and m["kind"] != "full":
         console.print(f"word-length pattern (A1..): {m['wlp']}   clear 2FIs: {m['clear_2fi']}")
     if m.get("search"):

@@ -185,7 +185,9 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         console.print(f"best screened: {measured(scr)}; recommended vs best screened: "
                       f"{100 * cs['change']:+.1f} %, {cs['verdict']}")
     if data["pareto"]:
-        n_conf = sum(p["runs"] >= res.confirm_runs for p in data["pareto"])
+        # runs in all (runs_all), as the confirmation phase counts them: "runs" is only
+        # the confirmation runs, one fewer, and said "0 of them" beside three with 2
+        n_conf = sum(p["confirmed"] for p in data["pareto"])
         console.print(f"Pareto front: {len(data['pareto'])} measured configurations, "
                       f"{n_conf} of them confirmed with {res.confirm_runs}+ runs "
                       "(--json for all; the recommendation is the best on "
@@ -383,7 +385,7 @@ def tune_eval_cmd(
     """How many runs each tuning strategy needs to get within 1 % and 5 % of a complete
     table's optimum (the table is the oracle)."""
     from ..fileio import read_table
-    from ..tune.evaluate import tune_eval
+    from ..tune.evaluate import MEDIAN_RULE, tune_eval
     from .importance import split_names
 
     df = read_table(full, "table")
@@ -397,9 +399,10 @@ def tune_eval_cmd(
     if not json_out:
         console.print(f"{full}: {res.n_configs} configurations, optimum {response} "
                       f"{res.optimum:.6g} ({goal}); budget {budget}, {repeats} repeats")
-        console.print(frame_table(res.table(), title="runs to reach within target of the "
-                                                     "optimum (median; n/a when fewer than "
-                                                     "half the repeats reach it)"))
+        t = res.table()
+        t["median_runs"] = [f"{v:g}" if v == v else "n/a" for v in t["median_runs"]]
+        console.print(frame_table(t, title="runs to reach within target of the "
+                                           f"optimum (median; {MEDIAN_RULE})"))
 
 
 def register(app: typer.Typer) -> None:

@@ -84,6 +84,27 @@ def roman(n: int | None) -> str:
     return "".join(out)
 
 
+#: The resolutions a design may ask for (CLI --resolution and a campaign's design).
+MIN_RESOLUTION, MAX_RESOLUTION = 3, 16
+
+
+def parse_resolution(value: str | int) -> int:
+    """A resolution as written on the command line or in YAML: `V`, `iv`, `5`, 5 (one
+    parser for both). ValueError, naming the accepted spellings, for anything else."""
+    n: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, str):
+        t = value.strip().upper()
+        numerals = {roman(i): i for i in range(MIN_RESOLUTION, MAX_RESOLUTION + 1)}
+        n = numerals.get(t, int(t) if t.isdigit() else None)
+    if n is None or not MIN_RESOLUTION <= n <= MAX_RESOLUTION:
+        raise ValueError(f"resolution {value!r} must be III, IV, V, ... "
+                         f"{roman(MAX_RESOLUTION)} (or {MIN_RESOLUTION}, 4, 5, ... "
+                         f"{MAX_RESOLUTION})")
+    return n
+
+
 def words_from_matrix(coded: np.ndarray, max_factors: int = 22) -> list[int]:
     """The defining relation read off the columns themselves: every word whose column
     product is constant (+1 or -1) over the runs. Used to check what a design claims."""
@@ -103,6 +124,56 @@ def words_from_matrix(coded: np.ndarray, max_factors: int = 22) -> list[int]:
     const = np.all(vals == 0, axis=1) | np.all(vals == full, axis=1)
     idx = np.flatnonzero(const)
     return sorted((int(i) for i in idx if i), key=lambda w: (popcount(w), w))
+
+
+def generators_from_matrix(coded: np.ndarray, extra: np.ndarray | None = None
+                           ) -> tuple[list[int], list[tuple[int, int, int]],
+                                      tuple[int, int] | None]:
+    """A two-level design's generators read off its columns, by Gaussian elimination over
+    GF(2) on the columns' sign patterns (any number of factors, no enumeration of words).
+
+    Factors are taken in order: a factor whose column is not a product of the earlier basic
+    factors' columns (times -1 or +1) is basic, every other one is generated. Returns the
+    basic factors' indices, `(factor, word, sign)` per generated factor (`word`: bitmask of
+    the basic factors whose product, times `sign`, is its column) and, for an `extra`
+    +-1 column (a foldover's block), its `(word, sign)` or None when it is no product of
+    factor columns."""
+    x = np.asarray(coded)
+    n, k = x.shape
+
+    def pattern(col: np.ndarray) -> int:
+        return int.from_bytes(np.packbits(np.asarray(col) < 0).tobytes(), "big")
+
+    ones = pattern(-np.ones(n))
+    basis: list[tuple[int, int]] = []  # (vector, combination), distinct leading bits
+    const = 1 << k                     # the combination bit of the constant -1 column
+
+    def reduce(v: int, combo: int) -> tuple[int, int]:
+        for b, bc in basis:  # by decreasing leading bit: a step never sets a higher bit
+            if v >> (b.bit_length() - 1) & 1:
+                v, combo = v ^ b, combo ^ bc
+        return v, combo
+
+    def insert(v: int, combo: int) -> None:
+        basis.append((v, combo))
+        basis.sort(key=lambda t: -t[0].bit_length())
+
+    insert(ones, const)
+    basic: list[int] = []
+    generated: list[tuple[int, int, int]] = []
+    for j in range(k):
+        v, combo = reduce(pattern(x[:, j]), 1 << j)
+        if v:
+            insert(v, combo)
+            basic.append(j)
+        else:
+            generated.append((j, combo & ~const & ~(1 << j), -1 if combo & const else 1))
+    fold = None
+    if extra is not None:
+        v, combo = reduce(pattern(extra), 0)
+        if not v:
+            fold = (combo & ~const, -1 if combo & const else 1)
+    return basic, generated, fold
 
 
 def alias_structure(words: Sequence[int], k: int, labels: Sequence[str],

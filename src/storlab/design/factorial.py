@@ -428,6 +428,73 @@ def _parse_generators(generators: Sequence[str], labels: Sequence[str]
     return n, cols, signs
 
 
+def _relation_from_columns(space: Space, coded: np.ndarray, block: np.ndarray
+                           ) -> dict[str, Any]:
+    """Generators, defining relation, resolution, aliases of a regular two-level design
+    read off its columns (a foldover's are not the folded design's), and which effect the
+    `block` column (-1 first block, +1 second) is confounded with."""
+    k, labels = space.k, space.labels
+    basic, generated, fold = al.generators_from_matrix(coded, block)
+    if 2 ** len(basic) != len({tuple(r) for r in coded}):
+        # Not a regular fraction (a folded Plackett-Burman): no generators; the words are
+        # those whose column product is constant, if any.
+        words = al.words_from_matrix(coded) if k <= 22 else []
+        pattern = al.wlp(words, k)
+        res = al.resolution(pattern)
+        clear_main, clear_2fi = al.clear_effects(words, k)
+        return {"resolution": res, "resolution_roman": al.roman(res) if res else None,
+                "generators": [], "defining_relation": [al.word_name(w, labels)
+                                                        for w in words],
+                "wlp": pattern, "aliases": al.alias_structure(words, k, labels),
+                "clear_main": [al.word_name(e, labels) for e in clear_main],
+                "clear_2fi": len(clear_2fi),
+                "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi]}
+    p = len(generated)
+    # Each factor's column as a product of the basic factors (bit i: i-th basic factor).
+    rank = {j: i for i, j in enumerate(basic)}
+    columns = [0] * k
+    for j in basic:
+        columns[j] = 1 << rank[j]
+    for j, w, _ in generated:
+        columns[j] = sum(1 << rank[b] for b in basic if w >> b & 1)
+    gen_words = [w | 1 << j for j, w, _ in generated]
+    if p <= WORDS_MAX_P:
+        words = al.subgroup(gen_words)
+        pattern = al.wlp(words, k)
+        aliases = al.alias_structure(words, k, labels)
+        clear_main, clear_2fi = al.clear_effects(words, k)
+    else:  # 2^p words are too many to list: what aliasing needs is the short ones
+        words = al.short_words(columns)
+        pattern = al.wlp_from_columns(len(basic), columns)
+        aliases = al.alias_structure_short(words, k, labels)
+        clear_main, clear_2fi = al.clear_effects_short(words, k)
+    signed = _word_signs(coded, words)
+    res = al.resolution(pattern)
+    meta: dict[str, Any] = {
+        "base_factors": len(basic),
+        "p": p,
+        "resolution": res,
+        "resolution_roman": al.roman(res) if res else None,
+        "generators": [f"{labels[j]}={'-' if s < 0 else ''}{al.word_name(w, labels)}"
+                       for j, w, s in generated],
+        "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
+                              for w in words],
+        "wlp": pattern,
+        "aliases": aliases,
+        "clear_main": [al.word_name(e, labels) for e in clear_main],
+        "clear_2fi": len(clear_2fi),
+        "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
+        # The fold factor: a full foldover of a resolution III fraction confounds blocks
+        # with an interaction of the basic factors; None: the foldover repeats the runs.
+        "block_generator": (None if fold is None else
+                            f"block={'-' if fold[1] < 0 else ''}"
+                            f"{al.word_name(fold[0], labels)}"),
+    }
+    meta["defining_relation_note"] = (f"words of length 3 and 4 only (of {2**p - 1})"
+                                      if p > WORDS_MAX_P else None)
+    return meta
+
+
 def foldover(design: Design, factor: str | None = None) -> Design:
     """Full foldover (every sign reversed) or single-factor foldover (`factor` reversed).
 
@@ -447,23 +514,16 @@ def foldover(design: Design, factor: str | None = None) -> Design:
             raise DesignError(f"no factor {factor!r} to fold over")
         mirror[:, space.names.index(factor)] *= -1
     both = np.concatenate([coded, mirror])
-    words = al.words_from_matrix(both) if space.k <= 22 else []
-    pattern = al.wlp(words, space.k)
-    res = al.resolution(pattern)
-    clear_main, clear_2fi = al.clear_effects(words, space.k)
-    meta = dict(design.meta)
-    meta.update({
-        "kind": f"{design.kind}+foldover",
-        "foldover": factor or "all",
-        "resolution": res,
-        "resolution_roman": al.roman(res) if res else None,
-        "defining_relation": [al.word_name(w, space.labels) for w in words],
-        "wlp": pattern,
-        "aliases": al.alias_structure(words, space.k, space.labels),
-        "clear_main": [al.word_name(e, space.labels) for e in clear_main],
-        "clear_2fi": len(clear_2fi),
-        "clear_2fi_list": [al.word_name(e, space.labels) for e in clear_2fi],
-    })
+    block = np.repeat([-1.0, 1.0], len(coded))
+    meta = {k: v for k, v in design.meta.items()
+            if k not in ("search", "defining_relation_note", "base_factors", "p")}
+    if design.meta.get("generators"):  # what was folded; the search found those
+        meta["folded"] = {k: design.meta[k] for k in ("generators", "resolution", "search")
+                          if k in design.meta}
+    meta.update(kind=f"{design.kind}+foldover", foldover=factor or "all",
+                **_relation_from_columns(space, both, block))
+    if not meta.get("defining_relation_note"):
+        meta.pop("defining_relation_note", None)
     out = from_coded(space, both, meta)
     out.table["block"] = np.repeat([1, 2], len(coded))
     return out

@@ -39,6 +39,8 @@ class ReportInput:
     runner_options: dict[str, Any] = field(default_factory=dict)
     tuning: Any = None                 # storlab.tune.result.TuneResult (tuning campaigns)
     run_results: pd.DataFrame | None = None  # one row per measured run (campaigns)
+    #: What one row of `results` is, as the overview says it ("" : from `level`).
+    analysed: str = ""
 
     @property
     def factors(self) -> list[str]:
@@ -88,7 +90,9 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
                        design_origin=origin, runs=pd.DataFrame(rows), level=level,
                        repetitions=spec.repetitions, runner=spec.runner.type,
                        runner_options=dict(spec.runner.options), tuning=tuning,
-                       run_results=run_results)
+                       run_results=run_results,
+                       analysed=("per-configuration means of the successful repetitions"
+                                 if level == "config" else "one row per run"))
 
 
 def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",
@@ -101,10 +105,24 @@ def from_results(results: pd.DataFrame, space: Space | None, source: str = "resu
     runs = None
     if "status" in results.columns:  # a run-level export carries each run's status
         runs = results.assign(key=[f"row {i + 1}" for i in range(len(results))])
+    level, analysed = table_level(results, space)
     return ReportInput(title=title or f"Results report: {Path(source).name}", source=source,
                        results=results, space=space, design_meta=meta,
                        design_origin="read off the results table", runs=runs,
-                       level="run" if "status" in results.columns else "config")
+                       level=level, analysed=analysed)
+
+
+def table_level(results: pd.DataFrame, space: Space | None) -> tuple[str, str]:
+    """Whether a results table holds runs or configurations, and what its rows are: rows
+    that repeat a configuration (fu.csv: 16 configurations x 2 runs) are runs, analysed
+    as such (as `storlab analyze` does), never configuration means."""
+    names = [n for n in space.names if n in results.columns] if space is not None else []
+    n = len(results)
+    n_cfg = int(len(results[names].astype(str).drop_duplicates())) if names else n
+    if "status" in results.columns or n_cfg < n:
+        return "run", (f"one row per run ({n} runs of {n_cfg} configurations)"
+                       if names else "one row per run")
+    return "config", "one row per configuration, as the table gives it"
 
 
 def _space_from_table(df: pd.DataFrame) -> Space | None:

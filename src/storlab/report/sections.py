@@ -58,8 +58,9 @@ def overview_section(inp: ReportInput, resp: list[str]) -> Section:
         facts.append(("runner", f"{inp.runner}" + (f" ({opts})" if opts else "")))
     if inp.repetitions:
         facts.append(("repetitions", inp.repetitions))
-    facts.append(("analysed table", "per-configuration means of the successful repetitions"
-                  if inp.level == "config" else "one row per run"))
+    facts.append(("analysed table", inp.analysed or (
+        "per-configuration means of the successful repetitions" if inp.level == "config"
+        else "one row per run")))
     if resp:
         facts.append(("responses", ", ".join(resp)))
     return Section("overview", "Overview", html + H.dl_html(facts))
@@ -440,7 +441,10 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         notes += a.warnings
     imp = None
     names = factors or None
-    imp_df, imp_note = df, ""
+    # Importance on the same rows as the effects (every run, as `storlab importance
+    # CAMPAIGN` reads them): it averages the repeats itself and keeps their spread as the
+    # run-to-run noise, which configuration means had already thrown away.
+    imp_df, imp_note = eff_df, ""
     if inp.tuning is not None:
         # Carver's method assumes a space-filling sample: only the screening runs are one
         # (the search holds factors still while it moves others; see tune.result).
@@ -491,14 +495,15 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         t = imp.table()
         t["subset_rsd"] = 100.0 * t["subset_rsd"]
         t["share"] = 100.0 * t["share"]
-        t = t.rename(columns={"subset_n": f"{what} left", "subset_mean": "mean after",
+        # Importance averages the repeated runs first: its subsets count configurations.
+        t = t.rename(columns={"subset_n": "configurations left", "subset_mean": "mean after",
                               "subset_rsd": "RSD after (%)",
                               "share": "share of variance (%)"})
         html.append(H.table_html(t.drop(columns=[c for c in ("binned",) if not
                                                  t[c].astype(bool).any()]),
                                  table_id=f"importance-{sid}",
                                  caption="Greedy path: after each step, the "
-                                         f"{what} with the best values so far"))
+                                         "configurations with the best values so far"))
     rec = _recommendation(a, imp if imp is not None and not imp.too_few else None,
                           response, unit)
     if rec:

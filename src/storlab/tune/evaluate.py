@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 BASELINES = ("optuna-tpe", "random")
+
+#: When the median of runs-to-target is a number. A repeat that never reaches the target
+#: counts as infinitely many runs, so the median is finite only when more than half the
+#: repeats reach it: at exactly half (2 of 4) the two middle values are a count and
+#: infinity, and their midpoint is infinite.
+MEDIAN_RULE = "n/a unless more than half the repeats reach it"
 DEFAULT_STRATEGIES = ("storlab", "optuna-tpe", "random")
 
 
@@ -74,8 +80,9 @@ class TuneEvalResult(Result):
             for s in self.strategies:
                 runs = r.loc[r["strategy"] == s, "run"]
                 share = float(runs.notna().mean())
-                # A repeat that never got there counts as infinitely many runs.
-                med = float(np.median(runs.fillna(np.inf).to_numpy()))
+                # A repeat that never got there counts as infinitely many runs (MEDIAN_RULE).
+                med = float(np.median(runs.fillna(np.inf).to_numpy())) if share > 0.5 \
+                    else math.inf
                 rows.append({"strategy": s, "target": t,
                              "median_runs": med if math.isfinite(med) else math.nan,
                              "reached_share": share,

@@ -129,8 +129,14 @@ class TuneResult(Result):
         """The recommendation: the best mean among the confirmed configurations that got
         their full `confirm_runs` (one cut short by the budget cannot win on fewer runs)."""
         c = self.confirmed()
-        full = [e for e in c if e.n >= self.confirm_runs]
+        full = [e for e in c if self.fully_confirmed(e)]
         return (full or c)[0] if c else None
+
+    def fully_confirmed(self, e: Entry) -> bool:
+        """Measured `confirm_runs` times in all (what the confirmation phase brings a
+        candidate to: its search run counts; `runs` of `entry_dict` counts only the
+        confirmation runs, one fewer)."""
+        return e.n >= self.confirm_runs
 
     def best_screened(self) -> Entry | None:
         """The best configuration of the first batch: what a screening alone would give."""
@@ -185,6 +191,7 @@ class TuneResult(Result):
             else:
                 d[ob.name] = {**s, "mean_all_runs": a["mean"], "runs_all": a["runs"]}
         d["failed_runs"] = e.failed
+        d["confirmed"] = self.fully_confirmed(e)
         return d
 
     def to_dict(self) -> dict[str, Any]:
