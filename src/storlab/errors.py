@@ -1,4 +1,5 @@
-"""Errors that reach the user as one line (the CLI prints them and exits 2)."""
+"""Every exception class storlab defines: the errors that reach the user as one line (the CLI
+prints them and exits 2), then the internal signals that storlab catches itself."""
 
 from __future__ import annotations
 
@@ -64,3 +65,29 @@ class ClusterError(StorlabError):
 
 class LoadError(StorlabError):
     """A load specification or target that cannot be used."""
+
+
+class RingFileError(StorlabError):
+    """A ring file is missing, not a Swift ring, or not one storlab can use."""
+
+
+class NetnsError(StorlabError):
+    """A namespace LAN could not be made or used."""
+
+
+# Internal signals: raised and caught inside storlab, which turns them into one of the errors
+# above (or a failed run); they keep their built-in bases because callers catch those too.
+class RingBuildError(ValueError):
+    """The devices cannot hold the replicas (too few devices, no weight)."""
+
+
+class EngineNotBuiltError(ImportError):
+    """The compiled core is missing."""
+
+
+class SubstitutionError(KeyError):
+    """A `{name}` in a template names no factor or variable."""
+
+
+class ShellTemplateError(ValueError):
+    """A `shell: true` template that storlab cannot render safely."""

@@ -225,3 +225,16 @@ def test_two_level_design_refuses_infeasible_runs():
                          "constraints": ["a <= b"]})
     with pytest.raises(DesignError, match="violate"):
         make_design(s, "full")
+
+
+def test_to_dict_is_the_json_and_to_json_its_deprecated_old_name():
+    """One name for JSON-ready data across storlab (issue 14): `Design.to_dict()`, what
+    `storlab design --json` prints; the old `to_json()` still answers, with a warning."""
+    import json
+
+    d = make_design(Space.two_level(5), "fractional", runs=8, seed=1)
+    data = d.to_dict()
+    assert data["runs"] == 8 and data["resolution"] == 3 and len(data["table"]) == 8
+    json.dumps(data, allow_nan=False)  # JSON-ready as it is
+    with pytest.warns(DeprecationWarning, match=r"Design.to_json\(\) is deprecated"):
+        assert d.to_json() == data

@@ -380,13 +380,18 @@ def test_results_table_puts_the_responses_first() -> None:
 
 def test_page_template_escapes_text_and_inlines_everything() -> None:
     """The page is the Jinja2 template (package data): title, subtitle and section names
-    are escaped text, the body is the builders' HTML, CSS and script are inline."""
+    are escaped text, the body is the builders' HTML (Markup from macros; a plain string
+    is text), CSS and script are inline."""
     from importlib.resources import files
+
+    from markupsafe import Markup
 
     from storlab.report.html import page
 
-    html = page("<T> & co", "sub <s>", [("a", "A & <b>")], "<p id='x'>body</p>",
-                "<i>foot</i>")
+    html = page("<T> & co", "sub <s>", [("a", "A & <b>")], Markup("<p id='x'>body</p>"),
+                Markup("<i>foot</i>"))
+    plain = page("t", "s", [], "<b>x</b>")
+    assert "&lt;b&gt;x&lt;/b&gt;" in plain and "<b>x</b>" not in plain
     assert "<title>&lt;T&gt; &amp; co</title>" in html and "<h1>&lt;T&gt; &amp; co</h1>" in html
     assert '<a href="#a">A &amp; &lt;b&gt;</a>' in html and "sub &lt;s&gt;" in html
     assert "<p id='x'>body</p>" in html and "<footer><i>foot</i></footer>" in html

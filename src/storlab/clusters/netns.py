@@ -27,14 +27,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import StorlabError
+from ..errors import NetnsError  # also here for old imports
 
 #: The private range the LANs come from: 10.77.N.0/24 with N picked free.
 PREFIX = "10.77"
-
-
-class NetnsError(StorlabError):
-    """A namespace LAN could not be made or used."""
 
 
 def unavailable() -> str | None:

@@ -98,7 +98,7 @@ def design_cmd(
         note = "; ".join(n for n in (follow_up_note(ranking, top), inter) if n) or None
         correction = correction_text(ranking)
     if json_out or (output is not None and output.suffix == ".json"):
-        data = d.to_json()
+        data = d.to_dict()
         if ranking is not None:
             data["follow_up"] = {"response": response, "top": top,
                                  "ranking": ranking.to_dict("records"),

@@ -138,11 +138,11 @@ def simulate_cmd(
                        "to plot (simulate, or add --sweep)")
     model = build_model(parse_cluster(raw, src))
     if analytic:
-        from ..sim.analytic import analyse
+        from ..sim.analytic import analyze
         from ..sim.failures import refuse_analytic
 
         refuse_analytic(model.spec)
-        rep: Any = analyse(model)
+        rep: Any = analyze(model)
     else:
         from ..sim.cluster import run_model
 

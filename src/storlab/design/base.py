@@ -53,8 +53,9 @@ class Design:
                 out[name] = col.astype(np.int64)
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        """The design as JSON-ready data: metadata plus the run table."""
+    def to_dict(self) -> dict[str, Any]:
+        """The design as JSON-ready data: metadata plus the run table (what `storlab design
+        --json` prints)."""
         out = to_jsonable(self.meta)
         out["runs"] = self.runs
         out["factors"] = self.space.names
@@ -62,6 +63,15 @@ class Design:
         out["table"] = [{k: plain(v) for k, v in r.items()}
                         for r in self.export_table().to_dict("records")]
         return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The old name of `to_dict` (one name for JSON-ready data across storlab): kept so
+        that code written against it keeps working, with a DeprecationWarning."""
+        import warnings
+
+        warnings.warn("Design.to_json() is deprecated; use to_dict(), which returns the same "
+                      "dictionary", DeprecationWarning, stacklevel=2)
+        return self.to_dict()
 
 
 def from_coded(space: Space, coded: np.ndarray, meta: dict[str, Any],

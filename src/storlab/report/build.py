@@ -46,11 +46,9 @@ class Report:
     def html(self) -> str:
         from .. import __version__ as version
 
-        body = str(H.macro("sections")(self.sections))
-        body += H.json_script(to_jsonable(self.data), "storlab-data")
-        footer = str(H.macro("footer")(version))
+        body = H.macro("body")(self.sections, to_jsonable(self.data))
         return H.page(self.title, self.subtitle, [(s.id, s.title) for s in self.sections
-                                                  if s.nav], body, footer)
+                                                  if s.nav], body, H.macro("footer")(version))
 
     def write(self, path: str | Path) -> Path:
         from ..fileio import write_text

@@ -2,18 +2,18 @@
 exact value of every number kept in `data-v`), figures embedded as base64 PNG, and one page
 with inline CSS and script (no CDN, no network: the file opens anywhere, prints cleanly).
 
-The page itself is a Jinja2 template (`templates/page.html.j2`, with `report.css` and
-`report.js`, package data; autoescaping), and so are its building blocks (the macros of
-`templates/parts.html.j2`: tables, fact lists, figures, cards, the status bar): the builders
-make the sections' HTML with these helpers, the template lays out the page. Nothing is fetched to view the result.
+All HTML comes out of Jinja2 templates (package data, autoescaping on): the page
+(`templates/page.html.j2`, with `report.css` and `report.js`), its building blocks (the
+macros of `templates/parts.html.j2`: tables, fact lists, figures, cards, the status bar, the
+JSON block) and the sections (`templates/sections.html.j2`). Python passes text, numbers and
+the Markup that other macros returned; it never writes a tag or escapes by hand
+(tests/report/test_no_html_in_python.py holds this). Nothing is fetched to view the result.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
-import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -25,10 +25,6 @@ import pandas as pd
 #: while the PNG holds 150 dpi so that it stays sharp on HiDPI screens and in print.
 CSS_DPI = 96
 PNG_DPI = 150
-
-
-def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def fmt_num(v: Any) -> str:
@@ -84,7 +80,7 @@ def _data_v(v: Any) -> str:
 def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = True,
                table_id: str | None = None, numeric_cols: Iterable[str] | None = None,
                headers: dict[str, str] | None = None, css_class: str = "",
-               row_classes: Sequence[str] | None = None) -> str:
+               row_classes: Sequence[str] | None = None) -> Any:
     """A <table> of a DataFrame (the `table` macro). Numeric cells carry their exact value
     in `data-v`; `row_classes` gives each body row a CSS class (e.g. `sig` to highlight it)."""
     headers = headers or {}
@@ -104,8 +100,8 @@ def table_html(df: pd.DataFrame, caption: str | None = None, sortable: bool = Tr
                 cells.append((fmt_num(text), "", False))
         rows.append({"cls": row_classes[i] if row_classes is not None else "", "cells": cells})
     cls = " ".join(x for x in ("data", "sortable" if sortable else "", css_class) if x)
-    return str(macro("table")({"cls": cls, "id": table_id, "caption": caption,
-                               "sortable": sortable, "head": head, "rows": rows}))
+    return macro("table")({"cls": cls, "id": table_id, "caption": caption,
+                               "sortable": sortable, "head": head, "rows": rows})
 
 
 def _breakable(name: str) -> list[str]:
@@ -119,15 +115,15 @@ def _breakable(name: str) -> list[str]:
     return [name[:i + 1], name[i + 1:]]
 
 
-def dl_html(items: Sequence[tuple[str, Any]]) -> str:
-    """A definition list of (label, value) pairs; values already HTML when they start '<'."""
+def dl_html(items: Sequence[tuple[str, Any]]) -> Any:
+    """A definition list of (label, value) pairs: a value a macro made (Markup) is shown as
+    it is, any other is text (numbers formatted by `fmt_num`)."""
     from markupsafe import Markup
 
-    return str(macro("dl")([(k, Markup(v) if isinstance(v, str) and v.startswith("<")
-                                else fmt_num(v)) for k, v in items]))
+    return macro("dl")([(k, v if isinstance(v, Markup) else fmt_num(v)) for k, v in items])
 
 
-def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = True) -> str:
+def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = True) -> Any:
     """A matplotlib Figure as an embedded PNG (<figure> with caption)."""
     from ..plotstyle import close as close_figure
 
@@ -137,25 +133,23 @@ def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = Tr
     if close:
         close_figure(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return str(macro("figure")(f"data:image/png;base64,{data}", alt, width, caption))
+    return macro("figure")(f"data:image/png;base64,{data}", alt, width, caption)
 
 
-def json_script(data: Any, element_id: str) -> str:
-    """Machine-readable data in the page (`<script type="application/json">`)."""
-    text = json.dumps(data, allow_nan=False, default=str).replace("</", "<\\/")
-    return f'<script type="application/json" id="{esc(element_id)}">{text}</script>'
+def json_script(data: Any, element_id: str) -> Any:
+    """Machine-readable data in the page (a JSON script element, the `json_script` macro:
+    Jinja2's `tojson`, which escapes <, >, & and ' so that nothing ends the element)."""
+    return macro("json_script")(data, element_id)
 
 
-def page(title: str, subtitle: str, nav: Sequence[tuple[str, str]], body: str,
-         footer: str = "", head_extra: str = "") -> str:
+def page(title: str, subtitle: str, nav: Sequence[tuple[str, str]], body: Any,
+         footer: Any = "", head_extra: Any = "") -> str:
     """The whole document from `templates/page.html.j2` (inline CSS and script, a sticky
-    table of contents): `title`, `subtitle` and `nav` are text (escaped by the template);
-    `body`, `footer` and `head_extra` are HTML the builders made."""
-    from markupsafe import Markup
-
+    table of contents): `title`, `subtitle` and `nav` are text; `body`, `footer` and
+    `head_extra` are shown as HTML when macros made them (Markup), else escaped as text."""
     return _env().get_template("page.html.j2").render(
-        title=title, subtitle=subtitle, nav=list(nav), body=Markup(body),
-        footer=Markup(footer), head_extra=Markup(head_extra)) + "\n"
+        title=title, subtitle=subtitle, nav=list(nav), body=body, footer=footer,
+        head_extra=head_extra) + "\n"
 
 
 def _env() -> Any:
@@ -165,15 +159,21 @@ def _env() -> Any:
         import jinja2
 
         _ENV = jinja2.Environment(loader=jinja2.PackageLoader("storlab.report", "templates"),
-                                  autoescape=True, keep_trailing_newline=False)
+                                  autoescape=True, keep_trailing_newline=False,
+                                  # an absent part (None: no figure, no table) shows nothing
+                                  finalize=lambda v: "" if v is None else v)
         _ENV.filters["num"] = fmt_num
+        # `tojson` as the report's JSON was always written: keys in the analyses' order,
+        # strict JSON (no NaN), anything else as its text.
+        _ENV.policies["json.dumps_kwargs"] = {"allow_nan": False, "default": str}
     return _ENV
 
 
-def macro(name: str) -> Any:
-    """A macro of `templates/parts.html.j2` (table, dl, figure, cards, status_bar,
-    failed_runs, sections, footer): call it with text, get escaped HTML (Markup) back."""
-    return getattr(_env().get_template("parts.html.j2").module, name)
+def macro(name: str, template: str = "parts.html.j2") -> Any:
+    """A macro of a template: `parts.html.j2` (table, dl, figure, cards, status_bar,
+    failed_runs, json_script, body, footer) by default, or `sections.html.j2` (one per
+    section). Call it with text and Markup, get escaped HTML (Markup) back."""
+    return getattr(_env().get_template(template).module, name)
 
 
 _ENV: Any = None

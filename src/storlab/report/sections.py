@@ -26,6 +26,11 @@ STATUS_COLORS = {"ok": "#009E73", "failed": "#D55E00", "timeout": "#CC79A7",
                  "running": "#E69F00", "pending": "#BBBBBB"}
 
 
+def _m(name: str) -> Any:
+    """A macro of `templates/sections.html.j2` (one per section, and their parts)."""
+    return H.macro(name, "sections.html.j2")
+
+
 @dataclass
 class Section:
     """One part of the page: its anchor id, its table-of-contents title and its HTML."""
@@ -51,7 +56,6 @@ def overview_section(inp: ReportInput, resp: list[str]) -> Section:
     if inp.space is not None:
         cards.append((inp.space.k, "factors", ""))
     cards.append((len(resp), "responses analysed", ""))
-    html = "<h2>Overview</h2>" + str(H.macro("cards")(cards))
     facts: list[tuple[str, Any]] = [("source", inp.source)]
     if inp.runner:
         opts = ", ".join(f"{k}={_short(v)}" for k, v in inp.runner_options.items())
@@ -63,7 +67,8 @@ def overview_section(inp: ReportInput, resp: list[str]) -> Section:
         else "one row per run")))
     if resp:
         facts.append(("responses", ", ".join(resp)))
-    return Section("overview", "Overview", html + H.dl_html(facts))
+    return Section("overview", "Overview", _m("overview")(H.macro("cards")(cards),
+                                                          H.dl_html(facts)))
 
 
 def _txt(v: Any) -> str:
@@ -92,15 +97,10 @@ def space_section(inp: ReportInput) -> Section | None:
                      "values / range": vals, "unit": f.unit})
     t = pd.DataFrame(rows)
     t = t.loc[:, [c for c in t.columns if c not in ("center", "unit") or t[c].astype(bool).any()]]
-    html = "<h2>Parameter space</h2>" + H.table_html(t, sortable=False)
-    if sp.constraints:
-        html += "<p>Constraints: " + "; ".join(f"<code>{H.esc(c.text)}</code>"
-                                               for c in sp.constraints) + "</p>"
-    if sp.responses:
-        html += "<p>Responses: " + "; ".join(
-            H.esc(f"{r.name} ({r.unit}, {r.goal})" if r.unit else f"{r.name} ({r.goal})")
-            for r in sp.responses) + "</p>"
-    return Section("space", "Space", html)
+    responses = [f"{r.name} ({r.unit}, {r.goal})" if r.unit else f"{r.name} ({r.goal})"
+                 for r in sp.responses]
+    return Section("space", "Space", _m("space")(H.table_html(t, sortable=False),
+                                                 [c.text for c in sp.constraints], responses))
 
 
 def design_section(inp: ReportInput) -> Section | None:
@@ -138,9 +138,7 @@ def design_section(inp: ReportInput) -> Section | None:
                       m["max_main_2fi_corr"]))
     if m.get("dummies"):
         facts.append(("dummy columns (error estimate)", ", ".join(m["dummies"])))
-    html = "<h2>Design</h2>" + H.dl_html(facts)
-    if inp.design_origin:
-        html += f'<p class="note">Design properties: {H.esc(inp.design_origin)}.</p>'
+    chains, more, letters = None, 0, []
     aliases = m.get("aliases") or {}
     if aliases and inp.space is not None:
         legend = {lab: n for lab, n in zip(inp.space.labels, inp.space.names)}
@@ -149,19 +147,11 @@ def design_section(inp: ReportInput) -> Section | None:
         ordered = alias_chains(aliases)  # each chain once (AB = CE = DF), main effects first
         rows = [{"alias chain (to 2FIs)": " = ".join(c),
                  "meaning": " = ".join(_spell(w, legend) for w in c)} for c in ordered[:60]]
-        html += ("<h3>Alias structure</h3><p class=\"note\">Effects in one chain cannot be "
-                 "told apart: the estimate of each is the sum of all.</p>"
-                 + H.table_html(pd.DataFrame(rows), sortable=False))
-        if len(ordered) > 60:
-            html += f'<p class="note">{len(ordered) - 60} more chains not shown.</p>'
-        html += '<p class="note">Letters: ' + ", ".join(
-            f"{H.esc(k)} = {H.esc(v)}" for k, v in legend.items()) + "</p>"
-    elif m.get("kind") == "pb" or "main_orthogonal" in m:
-        html += ('<p class="note">Plackett-Burman designs are non-regular: each two-factor '
-                 "interaction is partially aliased with many main effects (no clean alias "
-                 "table exists); main effects are estimated assuming interactions are "
-                 "small.</p>")
-    return Section("design", "Design", html)
+        chains = H.table_html(pd.DataFrame(rows), sortable=False)
+        more, letters = max(len(ordered) - 60, 0), list(legend.items())
+    pb = m.get("kind") == "pb" or "main_orthogonal" in m  # non-regular: no alias table
+    return Section("design", "Design", _m("design")(H.dl_html(facts), inp.design_origin,
+                                                    chains, more, letters, pb))
 
 
 def _spell(word: str, legend: dict[str, str]) -> str:
@@ -186,39 +176,39 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
     name = d["response"]
     unit = _unit(inp, name)
     phases = ", ".join(f"{k} {v}" for k, v in d["phases"].items())
-    html = [f"<h2>Tuning</h2><p>Strategy <b>{H.esc(d['strategy'])}</b>: {d['runs']} of "
-            f"{d['budget']} runs ({H.esc(phases)}). The recommendation is the best "
-            "<em>measured</em> configuration after the confirmation re-runs, never a "
-            "model's prediction.</p>"]
+    facts_html = None
     b = d["best"]
     if b is not None:
         facts: list[tuple[str, Any]] = [
             ("recommended", ", ".join(f"{k}={v}" for k, v in b["config"].items())),
-            (f"its {name}", f"{_qty(b['value'], unit)} ± {_qty(b['std'], unit)} over "
-                            f"{b['runs']} " + _runs_word(b))]
+            (f"its {name}", _measured(b, unit))]
         for label, key, cmpkey in (("baseline", "baseline", "comparison"),
                                    ("best screened", "best_screened", "comparison_screened")):
             e, c = d.get(key), d.get(cmpkey)
             if e is None or (key == "best_screened" and c is None):
                 continue
             kind = f" ({e['kind']})" if "kind" in e else ""
-            facts.append((f"{label}{kind}", f"{_qty(e['value'], unit)} ± "
-                                            f"{_qty(e['std'], unit)} over {e['runs']} "
-                                            + _runs_word(e)))
+            facts.append((f"{label}{kind}", _measured(e, unit)))
             if c is not None and e["config"] != b["config"]:
                 facts.append((f"recommended vs {label}",
                               f"{100 * c['change']:+.1f} %, {c['verdict']}"))
             elif e["config"] == b["config"]:
                 facts.append((f"recommended vs {label}", "the same configuration"))
-        html.append(H.dl_html(facts))
-    html.append(H.figure_html(res.plot(), "Tuning convergence",
-                              "Each run's value by phase and the best so far"
-                              + ("; right: the measured Pareto front" if d["pareto"] else "")))
+        facts_html = H.dl_html(facts)
+    fig = H.figure_html(res.plot(), "Tuning convergence",
+                        "Each run's value by phase and the best so far"
+                        + ("; right: the measured Pareto front" if d["pareto"] else ""))
     t = res.table()
-    if len(t):
-        html.append(H.table_html(t, caption="Confirmed configurations, best first",
-                                 sortable=False))
-    return Section("tuning", "Tuning", "".join(html))
+    table = H.table_html(t, caption="Confirmed configurations, best first",
+                         sortable=False) if len(t) else None
+    return Section("tuning", "Tuning", _m("tuning")(d["strategy"], d["runs"], d["budget"],
+                                                    phases, facts_html, fig, table))
+
+
+def _measured(e: dict[str, Any], unit: str) -> Any:
+    """'<b>5.93 G</b>B/s ± <b>…</b> over 3 runs' for a tuning entry (value, std, runs)."""
+    return _m("measured")(_qty(e["value"], unit), _qty(e["std"], unit), e["runs"],
+                          _runs_word(e))
 
 
 def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
@@ -230,15 +220,14 @@ def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
     order += [s for s in counts.index if s not in order]
     total = int(counts.sum())
     data["progress"] = {s: int(counts[s]) for s in order}
-    bar = str(H.macro("status_bar")([(s, f"{100 * counts[s] / total:.3f}",
+    bar = H.macro("status_bar")([(s, f"{100 * counts[s] / total:.3f}",
                                       STATUS_COLORS.get(s, "#888"), int(counts[s]))
-                                     for s in order]))
+                                    for s in order])
     done = int(counts.get("ok", 0) + counts.get("failed", 0) + counts.get("timeout", 0))
-    html = (f"<h2>Progress and failures</h2><p>{done} of {total} measured runs finished "
-            f"({100 * done / total:.0f} %).</p>" + bar)
+    fig = failed = None
     t = runs.dropna(subset=["started", "ended"]) if {"started", "ended"} <= set(runs) else None
     if t is not None and len(t) > 1:
-        html += H.figure_html(progress_plot(t), "Cumulative finished runs over the campaign's "
+        fig = H.figure_html(progress_plot(t), "Cumulative finished runs over the campaign's "
                               "wall-clock time, failures marked",
                               "Finished runs over wall-clock time; crosses are failed runs. "
                               "A flat stretch is a slow or hung run.")
@@ -247,7 +236,6 @@ def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         from ..campaign.runners.base import failure_lines
 
         names = [n for n in inp.factors if n in bad.columns]
-        html += f"<h3>Failed runs ({len(bad)})</h3>"
         rows = []
         for r in bad.head(50).to_dict("records"):
             tail = failure_lines(r.get("stderr") or r.get("stderr_tail") or "", 3)
@@ -259,12 +247,12 @@ def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
             code = "" if code is None or (isinstance(code, float) and math.isnan(code)) \
                 else str(int(code))
             cells.append((r.get("key", ""), r["status"], code, cfg, tail))
-        html += str(H.macro("failed_runs")(cells))
-        if len(bad) > 50:
-            html += f'<p class="note">{len(bad) - 50} more failed runs not shown.</p>'
+        failed = H.macro("failed_runs")(cells)
         data["failures"] = [{"key": r.get("key"), "status": r["status"]}
                             for r, _ in rows]
-    return Section("progress", "Progress", html)
+    return Section("progress", "Progress", _m("progress")(
+        done, total, f"{100 * done / total:.0f}", bar, fig, len(bad), failed,
+        max(len(bad) - 50, 0)))
 
 
 def progress_plot(runs: pd.DataFrame) -> Any:
@@ -323,16 +311,13 @@ def results_section(inp: ReportInput, resp: list[str]) -> Section | None:
     # wider than the page, and what was measured must not be the part scrolled out of view.
     main = shown[lead + [r for r in resp if r not in factors] + factors
                  + counts].rename(columns={"_n_ok": "ok runs", "_n_failed": "failed runs"})
-    html = ("<h2>Results</h2>" + H.table_html(main, table_id="results-table", caption=(
+    table = H.table_html(main, table_id="results-table", caption=(
         f"{len(df)} {'configurations' if inp.level == 'config' else 'runs'}; responses "
         + ", ".join(f"{r} ({_unit(inp, r)})" if _unit(inp, r) else r for r in resp)
-        + (f", then the {len(factors)} factors" if factors else ""))))
+        + (f", then the {len(factors)} factors" if factors else "")))
     others = [c for c in metrics if c not in resp]
-    if others:
-        full = shown[lead + factors + [c for c in metrics]]
-        html += ("<details><summary>All measured metrics "
-                 f"({len(metrics)} columns)</summary>" + H.table_html(full) + "</details>")
-    return Section("results", "Results", html)
+    full = H.table_html(shown[lead + factors + list(metrics)]) if others else None
+    return Section("results", "Results", _m("results")(table, full, len(metrics)))
 
 
 def _runs_word(e: dict[str, Any]) -> str:
@@ -352,16 +337,17 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     unit = _unit(inp, response)
     goal = _goal(inp, response)
     sid = "resp-" + "".join(ch if ch.isalnum() else "-" for ch in response)
-    html = [f"<h2>{H.esc(axis_label(response, unit))} <span class='muted'>"
-            f"({H.esc(goal)})</span></h2>"]
+    what = "configurations" if inp.level == "config" else "rows"
+    # What the `response` macro of sections.html.j2 shows, part by part.
+    r: dict[str, Any] = {"name": response, "label": axis_label(response, unit), "goal": goal,
+                         "what": what, "notes": []}
     out: dict[str, Any] = {"unit": unit, "goal": goal}
-    notes: list[str] = []
+    notes: list[str] = r["notes"]
     # A response some runs do not have (read latency of write-only runs): analysed on the
     # rows that have it, and only over the factors that still vary among them.
     df = inp.results
     have = pd.to_numeric(df[response], errors="coerce").notna()
     factors = list(inp.factors)
-    what = "configurations" if inp.level == "config" else "rows"
     out["rows_analysed"], out["rows_total"] = int(have.sum()), len(df)
     if not have.all():
         df = df[have]
@@ -369,12 +355,8 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         factors = [f for f in factors if f not in fixed]
         why = (" (" + ", ".join(f"{f} = {_txt(df[f].iloc[0])}" for f in fixed) + " only)"
                if fixed and len(df) else "")
-        html.append(f'<p class="warn">{H.esc(response)} exists on {int(have.sum())} of '
-                    f"{len(have)} {what}{H.esc(why)}; the others have no value for it. "
-                    f"Everything below is computed on those {int(have.sum())}"
-                    + (f", over the factors that vary among them "
-                       f"({H.esc(', '.join(factors) or 'none')})" if fixed else "")
-                    + ".</p>")
+        r["partial"] = {"n": int(have.sum()), "total": len(have), "why": why,
+                        "fixed": bool(fixed), "factors": factors}
         out["factors_analysed"] = factors
     a = None
     # Effects and ANOVA on every measured run, as `storlab analyze CAMPAIGN` does: the
@@ -386,9 +368,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         measured = int(pd.to_numeric(runs[response], errors="coerce").notna().sum())
         if measured > len(df):
             eff_df = runs  # analyze keeps the runs with a value and says how many
-            html.append(f"<p>Effects and ANOVA use the {measured} measured runs of these "
-                        f"{len(df)} configurations (repeated runs are the pure error), as "
-                        "<code>storlab analyze</code> does.</p>")
+            r["runs_note"] = {"measured": measured, "configs": len(df)}
     if inp.space is not None and factors and len(eff_df) >= 2:
         try:
             a = analyze(eff_df, response, space=inp.space, factors=factors, goal=goal,
@@ -397,47 +377,37 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
             notes.append(f"effects analysis not shown: {exc}")
     if a is not None:
         out["effects"] = a.to_dict()
-        html.append("<h3>Effects</h3>")
         ln = a.lenth
-        if ln is not None:
-            html.append(f"<p>Lenth's pseudo standard error PSE = <b>{H.fmt_num(ln.pse)}</b>; "
-                        f"margin of error ME = <b>{H.fmt_num(ln.me)}</b>, simultaneous margin "
-                        f"SME = <b>{H.fmt_num(ln.sme)}</b> (α = {alpha:g}, "
-                        f"{ln.df:.3g} df). Effects beyond ME stand out of the noise; beyond SME "
-                        "they do so even allowing for the number of effects tested.</p>")
-        html.append('<div class="grid2">'
-                    + H.figure_html(effects_plot(a, "pareto", unit),
+        e: dict[str, Any] = {"alpha": f"{alpha:g}", "lenth": None if ln is None else {
+            "pse": ln.pse, "me": ln.me, "sme": ln.sme, "df": f"{ln.df:.3g}"}}
+        e["pareto"] = H.figure_html(effects_plot(a, "pareto", unit),
                                     f"Pareto chart of effects on {response}",
                                     "Absolute effects, largest on top; orange = significant "
                                     "(ANOVA p < α, or beyond Lenth's ME where the model has "
                                     "no error term).")
-                    + H.figure_html(effects_plot(a, "halfnormal", unit),
-                                    f"Half-normal plot of effects on {response}",
-                                    "Inactive effects fall on the dashed null line through "
-                                    "the origin; labelled points stand out of the noise.")
-                    + "</div>")
-        eff = a.effects[a.shown_columns]
-        html.append(_effects_table(eff, response))
-        html.append(H.figure_html(effects_plot(a, "main", unit),
+        e["halfnormal"] = H.figure_html(effects_plot(a, "halfnormal", unit),
+                                        f"Half-normal plot of effects on {response}",
+                                        "Inactive effects fall on the dashed null line "
+                                        "through the origin; labelled points stand out of "
+                                        "the noise.")
+        e["table"] = _effects_table(a.effects[a.shown_columns], response)
+        e["main"] = H.figure_html(effects_plot(a, "main", unit),
                                   f"Main-effect plots for {response}",
                                   "Mean response at each factor's low and high level; the "
                                   "dotted line is the grand mean. A steep line is a large "
-                                  "effect."))
+                                  "effect.")
         if (a.effects["order"] == 2).any():
-            html.append(H.figure_html(effects_plot(a, "interaction", unit),
-                                      f"Interaction plots for {response}",
-                                      "Non-parallel lines mean the effect of one factor "
-                                      "depends on the level of the other."))
-        html.append("<h3>ANOVA</h3>" + H.table_html(
+            e["interaction"] = H.figure_html(effects_plot(a, "interaction", unit),
+                                             f"Interaction plots for {response}",
+                                             "Non-parallel lines mean the effect of one "
+                                             "factor depends on the level of the other.")
+        e["anova"] = H.table_html(
             a.anova, table_id=f"anova-{sid}", caption=f"ANOVA of {response} " + (
                 "(type I sums of squares; pct = share of the total sum of squares)"
                 if a.ss_type == "I" else "(type II sums of squares, each term adjusted "
-                "for the others: unbalanced runs; they overlap, so no shares)")))
-        if a.curvature is not None:
-            c = a.curvature
-            html.append(f"<p>Curvature: center-point mean {H.fmt_num(c['center_mean'])} vs "
-                        f"factorial mean {H.fmt_num(c['factorial_mean'])}, p = "
-                        f"{H.fmt_num(c['p'])}.</p>")
+                "for the others: unbalanced runs; they overlap, so no shares)"))
+        e["curvature"] = a.curvature
+        r["effects"] = e
         notes += a.warnings
     imp = None
     names = factors or None
@@ -463,58 +433,50 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     elif imp_note:
         notes.append("Carver importance not shown: on a tuning campaign it uses only the "
                      f"screening runs, and {len(imp_df)} of them have {response}")
-    if imp is not None and imp.too_few:
+    if imp is not None and (imp.too_few or imp.steps):
         out["importance"] = imp.to_dict()
-        html.append("<h3>Parameter importance (Carver)</h3>"
-                    + "".join(f'<p class="warn">{H.esc(n[:1].upper() + n[1:])}.</p>' for n in
-                              (imp.source_note, imp.cells_note) if n)
-                    + f'<p class="warn">No greedy selection: {H.esc(imp.too_few)}.</p>')
-        pt = imp.pi_table()
-        pt["share"] = 100.0 * pt["share"]
-        html.append(H.table_html(pt.rename(columns={"share": "share of variance (%)"})
-                                 .drop(columns=["binned"]),
-                                 table_id=f"pi-{sid}",
-                                 caption="PI of each parameter on its own (eq. 2)"))
-    elif imp is not None and imp.steps:
-        out["importance"] = imp.to_dict()
-        html.append("<h3>Parameter importance (Carver)</h3>")
-        html.append("".join(f'<p class="warn">{H.esc(n[:1].upper() + n[1:])}.</p>' for n in
-                            (imp.source_note, imp.cells_note) if n))
-        html.append(f"<p>{H.esc(imp.n_configs)} configurations; {H.esc(imp.noise_note)}.</p>")
-        share = sum(s.share for s in imp.steps)
-        html.append(f"<p>Greedy selection ({H.esc(imp.aggregate)} aggregate) stopped: "
-                    f"{H.esc(imp.stop_reason)}. The whole table: mean "
-                    f"{H.fmt_num(imp.mean)}, RSD {100 * imp.rsd:.3g} %.</p>")
-        html.append(f"<p>The selected parameters explain {100 * share:.3g} % of the "
-                    "variance.</p>")
-        html.append(H.figure_html(_styled_importance(imp, response, unit),
-                                  f"Carver importance of parameters for {response}",
-                                  "Left: each parameter's share of the variance on its own "
-                                  "(PI). Right: mean and RSD of the runs left after fixing "
-                                  "each selected parameter, in order, at its best value."))
-        t = imp.table()
-        t["subset_rsd"] = 100.0 * t["subset_rsd"]
-        t["share"] = 100.0 * t["share"]
-        # Importance averages the repeated runs first: its subsets count configurations.
-        t = t.rename(columns={"subset_n": "configurations left", "subset_mean": "mean after",
-                              "subset_rsd": "RSD after (%)",
-                              "share": "share of variance (%)"})
-        html.append(H.table_html(t.drop(columns=[c for c in ("binned",) if not
-                                                 t[c].astype(bool).any()]),
-                                 table_id=f"importance-{sid}",
-                                 caption="Greedy path: after each step, the "
-                                         "configurations with the best values so far"))
-    rec = _recommendation(a, imp if imp is not None and not imp.too_few else None,
-                          response, unit)
-    if rec:
-        html.append("<h3>Recommendation</h3>" + rec)
+        i: dict[str, Any] = {"warnings": [n[:1].upper() + n[1:] for n in
+                                          (imp.source_note, imp.cells_note) if n],
+                             "too_few": imp.too_few}
+        if imp.too_few:
+            pt = imp.pi_table()
+            pt["share"] = 100.0 * pt["share"]
+            i["table"] = H.table_html(pt.rename(columns={"share": "share of variance (%)"})
+                                      .drop(columns=["binned"]),
+                                      table_id=f"pi-{sid}",
+                                      caption="PI of each parameter on its own (eq. 2)")
+        else:
+            i.update(n_configs=imp.n_configs, noise_note=imp.noise_note,
+                     aggregate=imp.aggregate, stop_reason=imp.stop_reason, mean=imp.mean,
+                     rsd=f"{100 * imp.rsd:.3g}",
+                     share=f"{100 * sum(s.share for s in imp.steps):.3g}")
+            i["figure"] = H.figure_html(_styled_importance(imp, response, unit),
+                                        f"Carver importance of parameters for {response}",
+                                        "Left: each parameter's share of the variance on its "
+                                        "own (PI). Right: mean and RSD of the runs left after "
+                                        "fixing each selected parameter, in order, at its "
+                                        "best value.")
+            t = imp.table()
+            t["subset_rsd"] = 100.0 * t["subset_rsd"]
+            t["share"] = 100.0 * t["share"]
+            # Importance averages the repeated runs first: its subsets count configurations.
+            t = t.rename(columns={"subset_n": "configurations left", "subset_mean": "mean after",
+                                  "subset_rsd": "RSD after (%)",
+                                  "share": "share of variance (%)"})
+            i["table"] = H.table_html(t.drop(columns=[c for c in ("binned",) if not
+                                                      t[c].astype(bool).any()]),
+                                      table_id=f"importance-{sid}",
+                                      caption="Greedy path: after each step, the "
+                                              "configurations with the best values so far")
+        r["importance"] = i
+    r["recommendation"] = _recommendation(a, imp if imp is not None and not imp.too_few
+                                          else None, response, unit)
     if notes:
-        html.append("".join(f'<p class="warn">{H.esc(n)}</p>' for n in notes))
         out["notes"] = notes
-    return Section(sid, response, "".join(html)), out
+    return Section(sid, response, _m("response")(r)), out
 
 
-def _effects_table(eff: pd.DataFrame, response: str) -> str:
+def _effects_table(eff: pd.DataFrame, response: str) -> Any:
     """The effects table, significant rows highlighted."""
     return H.table_html(eff, table_id=f"effects-{response}",
                         caption=f"Effects on {response}, largest first (pct = share of total "
@@ -527,46 +489,36 @@ def _styled_importance(imp: Any, response: str, unit: str) -> Any:
     return imp.plot(unit=unit or None)
 
 
-def _qty(v: float, unit: str) -> str:
+def _qty(v: float, unit: str) -> Any:
     """A quantity in prose: bytes with a prefix (5.93 GB/s), others as in the tables."""
     from ..analysis.plots import eng
 
     if unit.startswith("B") and math.isfinite(v) and abs(v) >= 1e4:
-        return f"<b>{H.esc(eng(v))}</b>{H.esc(unit)}"
-    return f"<b>{H.esc(H.fmt_num(v))}</b>" + (f" {H.esc(unit)}" if unit else "")
+        return _m("qty")(eng(v), unit, True)
+    return _m("qty")(H.fmt_num(v), unit, False)
 
 
-def _recommendation(a: Any, imp: Any, response: str, unit: str) -> str:
-    parts = []
+def _recommendation(a: Any, imp: Any, response: str, unit: str) -> Any:
+    """The effects model's settings and the Carver path's, or None when neither exists."""
+    eff = carver = None
     if a is not None:
         r = a.recommendation
-        if r["settings"]:
-            sets = ", ".join(f"<b>{H.esc(s['factor'])} = {H.esc(s['value'])}</b>"
-                             for s in r["settings"])
-            parts.append(f'<div class="rec">To {H.esc(r["goal"])} {H.esc(response)} '
-                         f"(effects model): {sets}. Predicted {H.esc(response)} = "
-                         f'{_qty(r["predicted"], unit)}. Other factors: '
-                         f'{H.esc(r["others"])}.</div>')
-        else:
-            parts.append('<p class="note">Effects model: no significant effect, so no '
-                         "setting to recommend.</p>")
+        eff = {"settings": [(s["factor"], s["value"]) for s in r["settings"]],
+               "goal": r["goal"], "others": r["others"],
+               "predicted": _qty(r["predicted"], unit) if r["settings"] else None}
     if imp is not None and imp.steps:
-        best = imp.best_values()
         last = imp.steps[-1]
-        sets = ", ".join(f"<b>{H.esc(k)} = {H.esc(v)}</b>" for k, v in best.items())
-        rsd = (f" (RSD {100 * last.subset_rsd:.3g} %)" if math.isfinite(last.subset_rsd)
-               else "")
         target = min((r.value for r in imp.stop if r.kind == "rsd"), default=None)
         loose = (target is not None and math.isfinite(last.subset_rsd)
                  and last.subset_rsd > target)
-        parts.append(f'<div class="{"warn" if loose else "rec"}">Carver path: {sets}; the '
-                     f"{last.subset_size} configurations with these values average "
-                     f"{_qty(last.subset_mean, unit)}{rsd}."
-                     + (f" That RSD is above the {100 * target:g} % target: these "
-                        "parameters do not pin the response down, measure more "
-                        "configurations before relying on it." if loose else "")
-                     + "</div>")
-    return "".join(parts)
+        carver = {"sets": list(imp.best_values().items()), "size": last.subset_size,
+                  "mean": _qty(last.subset_mean, unit),
+                  "rsd": (f" (RSD {100 * last.subset_rsd:.3g} %)"
+                          if math.isfinite(last.subset_rsd) else ""),
+                  "loose": loose, "target": f"{100 * target:g}" if loose else ""}
+    if eff is None and carver is None:
+        return None
+    return _m("recommendation")(response, eff, carver)
 
 
 # --------------------------------------------------------------------------- rw mix
@@ -638,21 +590,16 @@ def rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
     t = pd.concat(tables, ignore_index=True)
     cols = [c for c in t.columns if c not in ("C_lo", "C_hi", "f_rw_lo", "f_rw_hi",
                                                 "C_cv", "invariant")] + ["invariant"]
-    html = ("<h2>Read/write-mix model</h2><p>The f_rw capacity model (MSST'19): "
-            "C = T<sub>read</sub> + f<sub>rw</sub>·T<sub>write</sub> is invariant for a given "
-            "I/O size, so the 100 % read and 100 % write runs predict every mix. "
-            + (f"One model per combination of {', '.join(map(H.esc, others))}." if others
-               else "") + "</p>"
-            + H.table_html(t[cols], table_id="rwmix-table",
-                           caption="Per size: anchors (IO/s), f_rw, capacity C and how much "
-                                   "C varies over the measured mixes")
-            + '<div class="grid2">' + "".join(plots) + "</div>")
-    return Section("rwmix", "R/W mix", html)
+    table = H.table_html(t[cols], table_id="rwmix-table",
+                         caption="Per size: anchors (IO/s), f_rw, capacity C and how much "
+                                 "C varies over the measured mixes")
+    return Section("rwmix", "R/W mix", _m("rwmix")(others, table, plots))
 
 
 # --------------------------------------------------------------------------- coverage
-def coverage_html(cov: Any, heading: str = "h2") -> str:
-    """The coverage result: conclusion, per-group table, plots."""
+def coverage_html(cov: Any, heading: str = "h2") -> Any:
+    """The coverage result: conclusion, per-group table, plots (HTML, the `coverage`
+    macro)."""
     t = cov.table()
     groups = t[t[cov.by] != ALL_GROUPS]
     top = int(groups["clusters"].max())
@@ -660,38 +607,30 @@ def coverage_html(cov: Any, heading: str = "h2") -> str:
     best = cov.best()
     equal = cov.tied_with_best()
     if equal:  # the name decided: not a finding
-        verdict = (f"{', '.join(f'<b>{H.esc(g)}</b>' for g in [best, *equal])} tie: each "
-                   f"reaches {top} of {cov.k} clusters with the same spread.")
+        verdict = {"kind": "tie", "names": [best, *equal], "top": top}
     elif len(tied) == 1:
-        verdict = (f"<b>{H.esc(best)}</b> covers most of the observed behaviour: {top} of "
-                   f"{cov.k} clusters, spread "
-                   f"{H.fmt_num(float(groups.loc[groups[cov.by] == best, 'spread'].iloc[0]))}.")
+        verdict = {"kind": "one", "best": best, "top": top,
+                   "spread": float(groups.loc[groups[cov.by] == best, "spread"].iloc[0])}
     else:
-        verdict = (f"{', '.join(f'<b>{H.esc(g)}</b>' for g in tied)} each reach {top} of "
-                   f"{cov.k} clusters; <b>{H.esc(best)}</b> spreads widest.")
-    html = [f"<{heading}>Coverage by {H.esc(cov.by)}</{heading}>",
-            f"<p>{len(cov.labels)} runs, {len(cov.metrics)} metrics "
-            f"({H.esc(', '.join(cov.metrics))}){' (log)' if cov.log else ''}, standardised; "
-            f"{cov.scores.shape[1]} independent components (FastICA); {cov.k} k-means "
-            f"clusters (silhouette {H.fmt_num(cov.k_scores.get(cov.k, math.nan))}); Ward "
-            f"clustering agrees with k-means at adjusted Rand index "
-            f"{H.fmt_num(cov.agreement)}.</p>",
-            f'<div class="rec">{verdict}</div>',
-            H.table_html(t, table_id="coverage-table",
+        verdict = {"kind": "several", "names": tied, "best": best, "top": top}
+    figures = [
+        H.figure_html(cov.plot("coverage"), "Clusters reached per group",
+                      "Clusters each group reaches, and how its runs fall into them."),
+        H.figure_html(cov.plot("scatter"), "Runs on the independent components",
+                      "Each point is a run; grey areas are the k-means clusters."),
+        H.figure_html(cov.plot("dendrogram"), "Cluster dendrogram",
+                      "Ward clustering of the runs on the components; the dashed line "
+                      "cuts the tree into the k-means number of clusters.")]
+    table = H.table_html(t, table_id="coverage-table",
                          caption="Per group: clusters reached, their share, spread (RMS "
                                  "distance from the group's centroid in component units) "
                                  "and range share (mean over components of range / overall "
-                                 "range)"),
-            H.figure_html(cov.plot("coverage"), "Clusters reached per group",
-                          "Clusters each group reaches, and how its runs fall into them."),
-            H.figure_html(cov.plot("scatter"), "Runs on the independent components",
-                          "Each point is a run; grey areas are the k-means clusters."),
-            H.figure_html(cov.plot("dendrogram"), "Cluster dendrogram",
-                          "Ward clustering of the runs on the components; the dashed line "
-                          "cuts the tree into the k-means number of clusters.")]
-    if cov.dropped:
-        html.append('<p class="warn">Left out: ' + "; ".join(map(H.esc, cov.dropped)) + ".</p>")
-    return "".join(html)
+                                 "range)")
+    return _m("coverage")({
+        "heading": heading, "by": cov.by, "n_runs": len(cov.labels), "metrics": cov.metrics,
+        "log": cov.log, "components": cov.scores.shape[1], "k": cov.k,
+        "silhouette": cov.k_scores.get(cov.k, math.nan), "agreement": cov.agreement,
+        "verdict": verdict, "table": table, "figures": figures, "dropped": cov.dropped})
 
 
 def coverage_section(df: pd.DataFrame, by: str, metrics: Sequence[str] | None,

@@ -32,7 +32,7 @@ from scipy.optimize import least_squares
 
 from ..jsonutil import to_jsonable
 from ..result import Result
-from .analytic import Demands, analyse, demands
+from .analytic import Demands, analyze, demands
 from .cluster import (OPS, SHORT_KEYS, ClusterModel, CpuCosts, OpCost, SimError, apply_overrides,
                       build_model, parse_cluster)
 
@@ -165,7 +165,7 @@ def _combine(parts: list[Demands], theta: np.ndarray) -> Demands:
 
 
 def _predict(row: _Row, theta: np.ndarray) -> float:
-    return float(analyse(row.model, dem=_combine(row.parts, theta)).throughput)
+    return float(analyze(row.model, dem=_combine(row.parts, theta)).throughput)
 
 
 @dataclasses.dataclass

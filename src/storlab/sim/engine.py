@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import EngineNotBuiltError  # sim.run catches engine.EngineNotBuiltError
+
 FCFS, PS, HOLD = 0, 1, 2
 
 __all__ = [
@@ -47,10 +49,6 @@ __all__ = [
     "Stream",
     "compiled",
 ]
-
-
-class EngineNotBuiltError(ImportError):
-    """The compiled core is missing."""
 
 
 @dataclass

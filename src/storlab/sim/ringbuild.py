@@ -28,11 +28,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..errors import RingBuildError  # re-exported: sim.ring catches it
+
 Tier = tuple
-
-
-class RingBuildError(ValueError):
-    """The devices cannot hold the replicas (too few devices, no weight)."""
 
 
 def _weighted_replicas(devs: list[tuple], weights: list[float], parts: int,

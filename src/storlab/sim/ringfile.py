@@ -19,14 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import SimError, StorlabError
+from ..errors import RingFileError, SimError  # RingFileError: also here for old imports
 
 if TYPE_CHECKING:
     from .ring import Ring
-
-
-class RingFileError(StorlabError):
-    """A ring file is missing, not a Swift ring, or not one storlab can use."""
 
 
 @dataclass

@@ -21,15 +21,12 @@ from typing import Any
 import numpy as np
 
 from ..._process import descendants, guard_child
+from ...errors import ShellTemplateError, SubstitutionError  # re-exported by runners
 
 #: How much of stderr a run keeps (the tail is where programs say what went wrong).
 STDERR_TAIL = 4000
 
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.]*)\}")
-
-
-class SubstitutionError(KeyError):
-    """A `{name}` in a template names no factor or variable."""
 
 
 def render_value(value: Any) -> str:
@@ -62,10 +59,6 @@ def substitute(template: str, values: Mapping[str, Any]) -> str:
         return render_value(values[name])
 
     return _FIELD.sub(repl, template)
-
-
-class ShellTemplateError(ValueError):
-    """A `shell: true` template that storlab cannot render safely."""
 
 
 def env_name(name: str) -> str:

@@ -72,11 +72,11 @@ class SimulatorRunner:
             spec = parse_cluster(apply_overrides(self.raw, overrides, self.source), self.source)
             model = build_model(spec)
             if self.analytic:
-                from ...sim.analytic import analyse
+                from ...sim.analytic import analyze
                 from ...sim.failures import refuse_analytic
 
                 refuse_analytic(spec)  # the MVA model has no failed devices
-                rep: Any = analyse(model)
+                rep: Any = analyze(model)
             else:
                 rep = run_model(model, backend=self.backend)
         except SimError as exc:
