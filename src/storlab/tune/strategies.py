@@ -365,9 +365,11 @@ class ScreenThenTune(OptunaSearch):
          gain in a local additive model (`LocalModel`; ties in importance order). Storage
          knobs interact (page size x cache, engine x depth), so a one-factor change around
          the incumbent finds what a main-effects model of the screening cannot see;
-       - when none promises a gain, a two-factor step: two of the `pair_top` most
-         important factors changed together, by the same bound (page size and hash
-         table must move together in Berkeley DB: each alone is worse);
+       - when none promises a gain, a two-factor step: two of the `pair_top` factors with
+         the largest one-factor effects around the incumbent (`local_ranking`) changed
+         together, by the same bound (page size and hash table must move together in
+         Berkeley DB: each alone is worse, and the hash table's importance over the whole
+         space is near zero);
        - when no such change promises a gain either (a local optimum), Optuna's TPE
          (multivariate, no random start-up: the screening is its start-up) over the
          `focus` most important factors, the others held at the incumbent's values.
@@ -587,9 +589,10 @@ class ScreenThenTune(OptunaSearch):
 
     def pair_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
                   ) -> dict[str, Any] | None:
-        """At a local optimum: the incumbent with two of the `pair_top` most important
-        factors changed together to untried levels (page size and hash type must move
-        together when each alone is worse), by the highest upper confidence bound."""
+        """At a local optimum: the incumbent with two of the `pair_top` factors with the
+        largest local effects (`local_ranking`) changed together to untried levels (page
+        size and hash type must move together when each alone is worse), by the highest
+        upper confidence bound."""
         model = LocalModel(self.domain, tally.measured(), incumbent)
         top = self.local_ranking(model, ranking, incumbent)[:self.pair_top]
         best_key: tuple[float, int] | None = None
