@@ -71,3 +71,23 @@ def test_first_search_run_combines_the_screenings_best_levels() -> None:
     proposal = s.ask(hist)
     assert len(proposal) == 1 and proposal[0].phase == "tune"
     assert proposal[0].config == {"page_kib": 1, "hash": 1, "crypto": 0, "stats": 1}
+
+
+def test_local_model_keeps_a_wide_prior_only_for_factors_it_has_not_compared() -> None:
+    # Around the incumbent: page size measured at both levels (a 2x effect), stats measured
+    # at both levels with no effect, hash never varied. The per-factor priors follow what
+    # the runs show: stats' shrinks to noise size, page's and hash's stay wide, so an
+    # untried hash level is still worth a run and an untried stats level is not.
+    from storlab.tune.strategies import LocalModel
+
+    inc = {"page_kib": 4, "hash": 0, "crypto": 0, "stats": 0}
+    rows = [(inc, 100.0), ({**inc, "page_kib": 1}, 200.0), ({**inc, "stats": 1}, 100.5),
+            ({**inc, "crypto": 1}, 50.0)]
+    s = _strategy()
+    tally = Tally(_history([(c, v, "screen") for c, v in rows]), s.objectives)
+    model = LocalModel(s.domain, tally.measured(), inc)
+    assert model.prior["stats"] < model.prior["hash"] / 20
+    assert model.prior["page_kib"] > model.prior["stats"] * 20
+    _, sd_stats = model.gain({**inc, "stats": 1})
+    _, sd_hash = model.gain({**inc, "hash": 1})
+    assert sd_stats < sd_hash / 5
