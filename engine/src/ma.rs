@@ -17,7 +17,11 @@
 //!   3-words (or, at equal A3, 4-words) than the best has.
 //! - `complement`: for many factors the f = 2^n - 1 - k columns left out are few. Every
 //!   set F of f columns of rank r is equivalent to one holding the r unit vectors of its
-//!   span, so enumerating those (no bound) and scoring PG(n-1,2) \ F covers every design.
+//!   span, so enumerating those and scoring PG(n-1,2) \ F covers every design. The
+//!   design's A3 and A4 follow F's (Tang and Wu 1996, Chen and Hedayat 1996): more lines
+//!   (3-words) in F, or as many and fewer 4-words, make a better design, so a partial F
+//!   whose most lines any completion can reach (or, at a tie, whose 4-words already) fall
+//!   short of the incumbent's is cut. `complement_all` is the same enumeration unbounded.
 //!
 //! Both stop at a node or time budget; `exact` then says whether the search finished.
 
@@ -569,7 +573,9 @@ impl Complement<'_> {
 pub type Found = (Vec<u32>, Vec<u128>, bool, u64, f64);
 
 /// Exact minimum-aberration search (see the module docs). `initial` seeds the incumbent
-/// (any valid design: it only speeds the bound up); `method` is "direct" or "complement".
+/// (any valid design: it only speeds the bound up); `method` is "direct", "even",
+/// "complement" (bounded by the left-out set's lines and 4-words) or "complement_all" (the
+/// same enumeration without that bound: the check of the bound).
 pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<Vec<u32>>,
               method: &str) -> Result<Found, String> {
     if !(2..=7).contains(&n) || k <= n || k >= 1 << n {
@@ -587,7 +593,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
         best.offer(wlp_of(n, &init), init);
     }
     let budget = Budget { start, seconds, max_nodes, nodes: 0, cut: false };
-    let method = if method == "complement" && k + 1 == 1 << n { "direct" } else { method };
+    let method = if method.starts_with("complement") && k + 1 == 1 << n { "direct" } else { method };
     match method {
         "direct" => {
             let orb = Orbits::new(n, true);
@@ -608,7 +614,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
             let w = s.best.wlp.ok_or("no design")?;
             Ok((s.best.cols, w, !s.budget.cut, s.budget.nodes, start.elapsed().as_secs_f64()))
         }
-        "complement" | "even" => {
+        "complement" | "complement_all" | "even" => {
             // "even": for 5 2^(n-4) < k <= 2^(n-1) every resolution IV design is a subset
             // of the even design. Its columns are a sum-free set of F_2^n (no a + b = c: no
             // word of length 3), and Davydov and Tombak (1990) proved that a sum-free set
@@ -670,7 +676,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
                         start, seconds, max_nodes: if max_nodes > 0 { max_nodes.saturating_sub(nodes).max(1) } else { 0 },
                         nodes: 0, cut: false },
                     buf: Vec::new(),
-                    bound: !even, pairs: vec![0; 1 << n], lines: 0, a4: 0, best_fa,
+                    bound: method == "complement", pairs: vec![0; 1 << n], lines: 0, a4: 0, best_fa,
                     cap: (f as u64).saturating_sub(1) / 2,
                 };
                 for &c in &fx {
@@ -702,7 +708,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
             }
             Ok((best_cols, w, !cut && proof, nodes, start.elapsed().as_secs_f64()))
         }
-        _ => Err(format!("method must be 'direct' or 'complement', not {method:?}")),
+        _ => Err(format!("method must be 'direct', 'even', 'complement' or 'complement_all', not {method:?}")),
     }
 }
 
