@@ -1,12 +1,13 @@
 """Regenerate storlab's catalogue of minimum-aberration 2^(k-p) generators.
 
     .venv/bin/python scripts/ma_catalogue.py [--max-runs 128] [--nodes 300000]
-        [--complement-nodes 8000000] [--workers 2] [-o src/storlab/design/data/ma_catalogue.json]
+        [--complement-nodes 8000000] [--workers 2]
+        [-o src/storlab/design/data/ma_catalogue.json]
 
 Every case k factors in 2^n runs (n < k <= 2^n - 1, 2^n <= --max-runs: 219 cases up to
 128 runs) gets an entry, found by the compiled exact search (storlab_engine.ma_search,
-engine/src/ma.rs), each search seeded with the best design met so far, until one finishes inside its node
-budget:
+engine/src/ma.rs), each search seeded with the best design met so far, until one
+finishes inside its node budget:
 
 - "direct": branch and bound over the added columns (finishes for every case up to 32
   runs and for the smaller factor counts of 64 and 128 runs);
@@ -20,6 +21,8 @@ budget:
 An entry whose searches all ran out of nodes keeps the best design any of them met, with
 "exact": false; storlab then tells the user it is not proven minimum aberration. The budget
 is in nodes, not seconds, so the file is the same on any machine (no timestamps either).
+With the defaults: 146 of the 219 cases proven (every one up to 64 runs), 462 s of CPU
+(user time of `time ... --workers 2`, on a loaded 2-core machine).
 """
 
 from __future__ import annotations
