@@ -22,6 +22,8 @@
 //!   (3-words) in F, or as many and fewer 4-words, make a better design, so a partial F
 //!   whose most lines any completion can reach (or, at a tie, whose 4-words already) fall
 //!   short of the incumbent's is cut. `complement_all` is the same enumeration unbounded.
+//!   `even` cuts F out of the even design instead, where neither has lines and again
+//!   A4(D) = C4 + A4(F): a partial F with more 4-words than the incumbent's is cut.
 //!
 //! Both stop at a node or time budget; `exact` then says whether the search finished.
 
@@ -502,7 +504,9 @@ impl Complement<'_> {
             return true;
         }
         v.select_nth_unstable_by(need - 1, |a, b| b.cmp(a));
-        let ub = (2 * self.lines + v[..need].iter().sum::<u64>()) / 2;
+        // In the even design (an affine hyperplane missing the origin) no three columns
+        // sum to zero: F has no lines, and the design's A4 is C4 + A4(F) there too.
+        let ub = if self.hbit != 0 { 0 } else { (2 * self.lines + v[..need].iter().sum::<u64>()) / 2 };
         ub < b3 || (ub == b3 && self.a4 > b4)
     }
 
@@ -529,6 +533,9 @@ impl Complement<'_> {
             if self.bound {
                 self.best_fa = Some((self.lines, self.a4));
             }
+        } else if self.bound && self.best_fa.is_none() && self.best.wlp.as_ref() == Some(&w) {
+            // an incumbent given in other coordinates: an F as good has its (A3, A4)
+            self.best_fa = Some((self.lines, self.a4));
         }
     }
 
@@ -653,14 +660,15 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
             let mut best_cols = best.cols.clone();
             let rmin = if even { 0 } else { 1 };
             // The incumbent's (A3, A4) of its left-out set, for the complement's bound.
-            let mut best_fa = match (&best.wlp, even) {
-                (Some(_), false) => {
+            // (Only when the incumbent lies in the universe, as it always does in PG(n-1,2).)
+            let mut best_fa = match &best.wlp {
+                Some(_) => {
                     let mut d: Vec<u32> = (0..n).map(|i| 1u32 << i).collect();
                     d.extend(&best.cols);
                     let fset: Vec<u32> = universe.iter().copied().filter(|c| !d.contains(c)).collect();
-                    Some(fstats(n, &fset))
+                    (fset.len() == f).then(|| fstats(n, &fset))
                 }
-                _ => None,
+                None => None,
             };
             for r in rmin..=dims {
                 let fx = fixed(r);
@@ -676,7 +684,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
                         start, seconds, max_nodes: if max_nodes > 0 { max_nodes.saturating_sub(nodes).max(1) } else { 0 },
                         nodes: 0, cut: false },
                     buf: Vec::new(),
-                    bound: method == "complement", pairs: vec![0; 1 << n], lines: 0, a4: 0, best_fa,
+                    bound: method != "complement_all", pairs: vec![0; 1 << n], lines: 0, a4: 0, best_fa,
                     cap: (f as u64).saturating_sub(1) / 2,
                 };
                 for &c in &fx {
