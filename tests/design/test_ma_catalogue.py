@@ -199,3 +199,33 @@ def test_bounded_complement_search_agrees_with_plain_enumeration():
         assert list(bounded) == ENTRIES[f"{k}-{n}"]["wlp"], (k, n)
         if n <= 4:
             assert list(ma_search(k, n, method="direct")[1]) == list(plain), (k, n)
+
+
+@given(st.integers(3, 6).flatmap(lambda n: st.tuples(
+    st.just(n), st.integers(2, 2 ** (n - 1) - 2).flatmap(lambda f: st.tuples(
+        st.lists(st.integers(0, 2 ** (n - 1) - 1), min_size=f, max_size=f, unique=True),
+        st.lists(st.integers(0, 2 ** (n - 1) - 1), min_size=f, max_size=f, unique=True))))))
+@settings(max_examples=100, deadline=None)
+def test_inside_the_even_design_a4_follows_the_left_out_columns(case):
+    # the even search's cut: D1, D2 cut out of the even design {c : bit n-1 set} leaving
+    # F1, F2 of one size have no 3-words, and their A4 differ as the F's do
+    n, (f1, f2) = case
+    top = 1 << (n - 1)
+    even = [c | top for c in range(2 ** (n - 1))]
+    w = {}
+    for name, f in (("1", {c | top for c in f1}), ("2", {c | top for c in f2})):
+        w["F" + name] = al.wlp_from_columns(n, sorted(f)) + [0] * 4
+        w["D" + name] = al.wlp_from_columns(n, [c for c in even if c not in f]) + [0] * 4
+    assert w["D1"][2] == w["D2"][2] == w["F1"][2] == w["F2"][2] == 0
+    assert w["D1"][3] - w["D2"][3] == w["F1"][3] - w["F2"][3]
+
+
+def test_bounded_even_search_agrees_with_the_direct_search():
+    # 16 and 32 runs in the even search's range, where the direct search proves the
+    # pattern on its own
+    from storlab_engine import ma_search
+
+    for k, n in [(k, n) for n in (4, 5) for k in range(5 * 2 ** (n - 4) + 1, 2 ** (n - 1) + 1)]:
+        _, even, exact, _, _ = ma_search(k, n, max_nodes=2_000_000, method="even")
+        _, direct, done, _, _ = ma_search(k, n, max_nodes=2_000_000, method="direct")
+        assert exact and done and list(even) == list(direct), (k, n)
