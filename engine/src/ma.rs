@@ -17,7 +17,13 @@
 //!   3-words (or, at equal A3, 4-words) than the best has.
 //! - `complement`: for many factors the f = 2^n - 1 - k columns left out are few. Every
 //!   set F of f columns of rank r is equivalent to one holding the r unit vectors of its
-//!   span, so enumerating those (no bound) and scoring PG(n-1,2) \ F covers every design.
+//!   span, so enumerating those and scoring PG(n-1,2) \ F covers every design. The
+//!   design's A3 and A4 follow F's (Tang and Wu 1996, Chen and Hedayat 1996): more lines
+//!   (3-words) in F, or as many and fewer 4-words, make a better design, so a partial F
+//!   whose most lines any completion can reach (or, at a tie, whose 4-words already) fall
+//!   short of the incumbent's is cut. `complement_all` is the same enumeration unbounded.
+//!   `even` cuts F out of the even design instead, where neither has lines and again
+//!   A4(D) = C4 + A4(F): a partial F with more 4-words than the incumbent's is cut.
 //!
 //! Both stop at a node or time budget; `exact` then says whether the search finished.
 
@@ -424,9 +430,86 @@ struct Complement<'a> {
     best_f: Vec<u32>,
     budget: Budget,
     buf: Vec<u16>,
+    /// Bound on (only for the whole PG(n-1,2) as universe, see `fstats`): pairs[x] =
+    /// #{unordered {a, b} in F : a + b = x}; lines = A3(F); a4 = A4(F); the incumbent's
+    /// (A3(F), A4(F)); the per-point line cap (f - 1) / 2.
+    bound: bool,
+    pairs: Vec<u32>,
+    lines: u64,
+    a4: u64,
+    best_fa: Option<(u64, u64)>,
+    cap: u64,
+}
+
+/// (A3, A4) of a set of distinct nonzero columns: its lines (a + b + c = 0) and 4-words.
+pub fn fstats(n: usize, f: &[u32]) -> (u64, u64) {
+    let mut pairs = vec![0u32; 1 << n];
+    let (mut l, mut a4x3) = (0u64, 0u64);
+    for (i, &c) in f.iter().enumerate() {
+        l += pairs[c as usize] as u64;
+        a4x3 += f[..i].iter().map(|&a| pairs[(c ^ a) as usize] as u64).sum::<u64>();
+        for &a in &f[..i] {
+            pairs[(c ^ a) as usize] += 1;
+        }
+    }
+    (l, a4x3 / 3)
 }
 
 impl Complement<'_> {
+    fn push_f(&mut self, c: u32) {
+        add_col(&mut self.cntf, c, 1);
+        if self.bound {
+            self.lines += self.pairs[c as usize] as u64;
+            let x3: u64 = self.fcols.iter().map(|&a| self.pairs[(c ^ a) as usize] as u64).sum();
+            self.a4 += x3 / 3;
+            for &a in &self.fcols {
+                self.pairs[(c ^ a) as usize] += 1;
+            }
+        }
+        self.fcols.push(c);
+    }
+
+    fn pop_f(&mut self) {
+        let c = self.fcols.pop().unwrap();
+        add_col(&mut self.cntf, c, -1);
+        if self.bound {
+            for &a in &self.fcols {
+                self.pairs[(c ^ a) as usize] -= 1;
+            }
+            let x3: u64 = self.fcols.iter().map(|&a| self.pairs[(c ^ a) as usize] as u64).sum();
+            self.a4 -= x3 / 3;
+            self.lines -= self.pairs[c as usize] as u64;
+        }
+    }
+
+    /// Whether no completion of F (with columns of index >= start) can beat the incumbent.
+    /// The design's pattern follows F's (Tang and Wu 1996; Chen and Hedayat 1996): with
+    /// D = PG(n-1,2) minus F, A3(D) = C3 - A3(F) and A4(D) = C4 + c A3(F) + A4(F) (C3, C4,
+    /// c depend on n and k only), so a better D needs more lines in F, or as many and no
+    /// more 4-words. Lines only appear as columns are added: the new ones through one new
+    /// point c number pairs[c] now; a new point lies on at most cap lines of F in all and
+    /// on at most need - 1 lines with another new point, each such line counted at least
+    /// twice over the new points.
+    fn hopeless(&self, start: usize) -> bool {
+        let Some((b3, b4)) = self.best_fa else { return false };
+        let need = self.f - self.fcols.len();
+        let ncand = self.orb.cands.len();
+        let mut v: Vec<u64> = (start..ncand)
+            .map(|i| {
+                let g = self.pairs[(self.orb.cands[i] | self.hbit) as usize] as u64;
+                2 * g + ((need as u64) - 1).min(self.cap.saturating_sub(g))
+            })
+            .collect();
+        if v.len() < need {
+            return true;
+        }
+        v.select_nth_unstable_by(need - 1, |a, b| b.cmp(a));
+        // In the even design (an affine hyperplane missing the origin) no three columns
+        // sum to zero: F has no lines, and the design's A4 is C4 + A4(F) there too.
+        let ub = if self.hbit != 0 { 0 } else { (2 * self.lines + v[..need].iter().sum::<u64>()) / 2 };
+        ub < b3 || (ub == b3 && self.a4 > b4)
+    }
+
     fn leaf(&mut self) {
         let mut h = vec![0u64; self.k + 1];
         h[0] += 1;
@@ -447,6 +530,12 @@ impl Complement<'_> {
         if self.best.wlp.as_ref().is_none_or(|b| w < *b) {
             self.best.wlp = Some(w);
             self.best_f = self.fcols.clone();
+            if self.bound {
+                self.best_fa = Some((self.lines, self.a4));
+            }
+        } else if self.bound && self.best_fa.is_none() && self.best.wlp.as_ref() == Some(&w) {
+            // an incumbent given in other coordinates: an F as good has its (A3, A4)
+            self.best_fa = Some((self.lines, self.a4));
         }
     }
 
@@ -456,6 +545,9 @@ impl Complement<'_> {
         }
         if self.fcols.len() == self.f {
             self.leaf();
+            return;
+        }
+        if self.bound && self.hopeless(start) {
             return;
         }
         let need = self.f - self.fcols.len();
@@ -472,11 +564,9 @@ impl Complement<'_> {
                 self.orb.is_min(&s, &mut self.buf)
             };
             if canon {
-                self.fcols.push(c);
-                add_col(&mut self.cntf, c, 1);
+                self.push_f(c);
                 self.dfs(idx + 1, r);
-                add_col(&mut self.cntf, c, -1);
-                self.fcols.pop();
+                self.pop_f();
             }
             self.chosen.pop();
             if self.budget.cut {
@@ -490,7 +580,9 @@ impl Complement<'_> {
 pub type Found = (Vec<u32>, Vec<u128>, bool, u64, f64);
 
 /// Exact minimum-aberration search (see the module docs). `initial` seeds the incumbent
-/// (any valid design: it only speeds the bound up); `method` is "direct" or "complement".
+/// (any valid design: it only speeds the bound up); `method` is "direct", "even",
+/// "complement" (bounded by the left-out set's lines and 4-words) or "complement_all" (the
+/// same enumeration without that bound: the check of the bound).
 pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<Vec<u32>>,
               method: &str) -> Result<Found, String> {
     if !(2..=7).contains(&n) || k <= n || k >= 1 << n {
@@ -508,7 +600,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
         best.offer(wlp_of(n, &init), init);
     }
     let budget = Budget { start, seconds, max_nodes, nodes: 0, cut: false };
-    let method = if method == "complement" && k + 1 == 1 << n { "direct" } else { method };
+    let method = if method.starts_with("complement") && k + 1 == 1 << n { "direct" } else { method };
     match method {
         "direct" => {
             let orb = Orbits::new(n, true);
@@ -529,7 +621,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
             let w = s.best.wlp.ok_or("no design")?;
             Ok((s.best.cols, w, !s.budget.cut, s.budget.nodes, start.elapsed().as_secs_f64()))
         }
-        "complement" | "even" => {
+        "complement" | "complement_all" | "even" => {
             // "even": for 5 2^(n-4) < k <= 2^(n-1) every resolution IV design is a subset
             // of the even design. Its columns are a sum-free set of F_2^n (no a + b = c: no
             // word of length 3), and Davydov and Tombak (1990) proved that a sum-free set
@@ -567,6 +659,17 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
             let mut best_w = best.wlp.clone();
             let mut best_cols = best.cols.clone();
             let rmin = if even { 0 } else { 1 };
+            // The incumbent's (A3, A4) of its left-out set, for the complement's bound.
+            // (Only when the incumbent lies in the universe, as it always does in PG(n-1,2).)
+            let mut best_fa = match &best.wlp {
+                Some(_) => {
+                    let mut d: Vec<u32> = (0..n).map(|i| 1u32 << i).collect();
+                    d.extend(&best.cols);
+                    let fset: Vec<u32> = universe.iter().copied().filter(|c| !d.contains(c)).collect();
+                    (fset.len() == f).then(|| fstats(n, &fset))
+                }
+                None => None,
+            };
             for r in rmin..=dims {
                 let fx = fixed(r);
                 if fx.len() > f || f - fx.len() > (1 << r) - 1 - r {
@@ -581,12 +684,14 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
                         start, seconds, max_nodes: if max_nodes > 0 { max_nodes.saturating_sub(nodes).max(1) } else { 0 },
                         nodes: 0, cut: false },
                     buf: Vec::new(),
+                    bound: method != "complement_all", pairs: vec![0; 1 << n], lines: 0, a4: 0, best_fa,
+                    cap: (f as u64).saturating_sub(1) / 2,
                 };
                 for &c in &fx {
-                    s.fcols.push(c);
-                    add_col(&mut s.cntf, c, 1);
+                    s.push_f(c);
                 }
                 s.dfs(0, r);
+                best_fa = s.best_fa;
                 nodes += s.budget.nodes;
                 cut |= s.budget.cut;
                 if !s.best_f.is_empty() {
@@ -611,7 +716,7 @@ pub fn search(k: usize, n: usize, seconds: f64, max_nodes: u64, initial: Option<
             }
             Ok((best_cols, w, !cut && proof, nodes, start.elapsed().as_secs_f64()))
         }
-        _ => Err(format!("method must be 'direct' or 'complement', not {method:?}")),
+        _ => Err(format!("method must be 'direct', 'even', 'complement' or 'complement_all', not {method:?}")),
     }
 }
 
