@@ -331,41 +331,69 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         if held:
             notes.append(f"constant on the runs with {response}, so not estimated: "
                          f"{', '.join(held)}")
+    # Which terms the model can hold is a property of the DESIGN, the distinct
+    # configurations, not of how often each ran: uneven repeats or one failed run of a
+    # replicated configuration leave every interaction estimable, and the fit below (least
+    # squares on all runs) adjusts for the unevenness. Correlations are therefore taken
+    # over the distinct configuration rows.
+    xu = np.unique(xf, axis=0)
+    n_u = len(xu)
+    regular, incomplete = _regularity(xu)
+    resid_room = n_f - 1  # parameters (mean included) the runs can carry with error df
     partial = False
+    correlated: list[str] = []
     for t in cand:
-        col = np.prod(xf[:, list(t)], axis=1)
+        col = np.prod(xu[:, list(t)], axis=1)
         if np.allclose(col, col[0]):
-            continue  # constant over the runs: part of the defining relation
-        corr = [float(col @ c) / n_f for c in kept_cols]
+            continue  # constant over the configurations: part of the defining relation
+        corr = [float(col @ c) / n_u for c in kept_cols]
         full = [i for i, r in enumerate(corr) if abs(abs(r) - 1) < 1e-9]
         if full:
             aliases.append(f"{_term_name(t, names)} = "
                            f"{'-' if corr[full[0]] < 0 else ''}{_term_name(kept[full[0]], names)}")
             continue
-        if any(abs(r) > 1e-9 for r in corr):
-            if len(t) == 1:
+        skewed = abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr)
+        if skewed:
+            if len(t) == 1 and not incomplete:
                 notes.append(f"main effect {names[t[0]]} is correlated with another; "
                              "estimates are not independent")
-            else:
+            elif len(t) > 1 and not incomplete:
+                # A non-regular design (Plackett-Burman): interactions are partially
+                # aliased with main effects by construction and cannot be separated.
                 partial = True
                 continue
-        if len(kept) + 1 >= n_f:
+            elif len(t) > 1 and len(kept) + 2 > resid_room:
+                continue  # a correlated term needs error df left to be judged
+        if len(kept) + 1 >= n_u:
             continue  # keep at least one degree of freedom for the mean
-        if abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr):
-            # Unbalanced runs: a column can be a combination of the kept ones (and the
-            # mean) without equalling any one of them; it then has no estimate of its own.
-            xk = np.column_stack([np.ones(n_f), *kept_cols, col])
+        if skewed:
+            # Missing configurations: a column can be a combination of the kept ones (and
+            # the mean) without equalling any one of them; it then has no estimate of its own.
+            xk = np.column_stack([np.ones(n_u), *kept_cols, col])
             if np.linalg.matrix_rank(xk) < xk.shape[1]:
                 aliases.append(f"{_term_name(t, names)} = a combination of the terms "
                                "kept on these runs")
                 continue
+            if incomplete:
+                correlated.append(_term_name(t, names))
         kept.append(t)
         kept_cols.append(col)
+    # Back to one row per run for the fit.
+    kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]
     if partial:
-        why = ("runs are missing from the design" if len(df) < len(results)
+        why = ("runs are missing from the design" if len(df) < len(results) and not regular
                else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
                      f"({why}): main effects only")
+    if correlated:
+        lost = _missing_configurations(results, response, codings, xu)
+        notes.append(
+            f"{incomplete} configuration(s) of the design have no run with {response}"
+            + (f" ({'; '.join(lost)})" if lost else "")
+            + ": the design is no longer orthogonal, so "
+            + ", ".join(correlated) + " are partially aliased (correlated) with other terms; "
+            "they are kept and every effect is adjusted for the others (least squares), "
+            "with wider standard errors")
 
     # Effects of every kept term, on the factorial runs: twice the least-squares
     # coefficient. On an orthogonal, balanced design that is the difference of the
@@ -392,10 +420,16 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     eff = pd.DataFrame(effects)
 
     # The OLS model on all runs (center points included, with a curvature indicator).
-    data = pd.DataFrame({f"T{i}": np.prod(x[:, list(t)], axis=1) for i, t in enumerate(kept)})
+    # One coded column per factor (X0, X1, ...) and interactions as patsy products of
+    # them, so that the type II sums of squares respect marginality (a main effect is
+    # adjusted for the other main effects and the interactions without it, as
+    # statsmodels' `A*B*C` formula does), not for its own interactions.
+    used = sorted({j for t in kept for j in t})
+    data = pd.DataFrame({f"X{j}": x[:, j] for j in used})
     data["_y"] = y.to_numpy()
     n_c = int(is_center.sum())
-    terms = [f"T{i}" for i in range(len(kept))]
+    tname = [":".join(f"X{j}" for j in t) for t in kept]
+    terms = list(tname)
     if n_c and n_f:
         data["_curv"] = is_center.astype(float)
         terms.append("_curv")
@@ -412,7 +446,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                  if len(kept[i]) > 1]
         drop = set(order[: 1 - resid_df])
         pooled = [_term_name(kept[i], names) for i in sorted(drop)]
-        terms = [t for t in terms if t == "_curv" or int(t[1:]) not in drop]
+        terms = [t for t in terms if t not in {tname[i] for i in drop}]
     model = smf.ols("_y ~ " + (" + ".join(terms) if terms else "1"), data=data).fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -426,7 +460,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         table["F"] = np.nan
         table["PR(>F)"] = np.nan
     ss_total = float(((data["_y"] - data["_y"].mean()) ** 2).sum())
-    label = {f"T{i}": _term_name(t, names) for i, t in enumerate(kept)}
+    label = {tname[i]: _term_name(t, names) for i, t in enumerate(kept)}
     label["_curv"] = "curvature"
     label["Residual"] = "error"
     anova = pd.DataFrame({
@@ -543,6 +577,59 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                            rec, codings, data, x, intercept, transform,
                            "I" if orthogonal or saturated else "II")
 
+
+
+def _regularity(xu: np.ndarray) -> tuple[bool, int]:
+    """Whether the distinct two-level configurations `xu` form a regular fraction (a full
+    factorial or a 2^(k-p)), and, if they are one with configurations missing, how many.
+
+    The smallest regular fraction holding the configurations has 2^r points, r the GF(2)
+    rank of their differences from the first one. A set of exactly 2^r is regular; more
+    than half of one is read as a regular design whose missing points all failed (a
+    Plackett-Burman of N runs fills a small share of its 2^r); anything else is a
+    non-regular design, whose interactions stay out of the model.
+    """
+    bits = (xu < 0).astype(np.uint8)
+    rows = bits[1:] ^ bits[0]
+    rank = 0
+    m = rows.copy()
+    ncol = m.shape[1]
+    for c in range(ncol):  # Gaussian elimination over GF(2)
+        piv = np.flatnonzero(m[rank:, c]) if rank < len(m) else []
+        if len(piv) == 0:
+            continue
+        p = rank + int(piv[0])
+        m[[rank, p]] = m[[p, rank]]
+        hit = np.flatnonzero(m[:, c])
+        hit = hit[hit != rank]
+        m[hit] ^= m[rank]
+        rank += 1
+        if rank == len(m):
+            break
+    size = 2 ** rank
+    n = len(xu)
+    if n == size:
+        return True, 0
+    if 2 * n > size:
+        return False, size - n
+    return False, 0
+
+
+def _missing_configurations(results: pd.DataFrame, response: str,
+                            codings: Sequence[Coding], xu: np.ndarray) -> list[str]:
+    """The configurations among `results` none of whose runs has `response` (all failed),
+    as "A=1, B=-1" strings; empty when the table does not list failed runs."""
+    try:
+        xa = np.column_stack([c.code(results[c.name]) for c in codings])
+    except (KeyError, ValueError, TypeError):
+        return []
+    have = {tuple(r) for r in xu}
+    out: list[str] = []
+    for row in np.unique(xa[np.isclose(np.abs(xa), 1.0).all(axis=1)], axis=0):
+        if tuple(row) not in have:
+            out.append(", ".join(f"{c.name}={plain(c.natural(v))}"
+                                 for c, v in zip(codings, row)))
+    return out
 
 def _pure_error_df(df: pd.DataFrame, names: Sequence[str], is_center: np.ndarray) -> int:
     """Degrees of freedom from repeated configurations (center points included)."""
