@@ -256,3 +256,13 @@ def test_design_prints_each_alias_chain_once(storlab):
     sets = [set(c.split(" = ")) for c in chains]
     for k, v in aliases.items():
         assert sum({k, *v} == c for c in sets) == 1, (k, v)
+
+
+def test_analyze_prints_three_factor_terms_as_written(storlab, tmp_path):
+    """rich reads `:b:` as an emoji code: the term A:B:C came out as "A🅱C" (audit F7a)."""
+    rows = [dict(A=a, B=b, C=c, y=10 + a + 2 * b + 3 * a * b * c + 0.01 * i)
+            for i, (a, b, c) in enumerate(itertools.product([-1, 1], repeat=3))]
+    pd.DataFrame(rows + rows).to_csv(tmp_path / "r.csv", index=False)
+    r = storlab("analyze", tmp_path / "r.csv", "-y", "y", "--order", 3)
+    assert r.returncode == 0, r.stderr
+    assert "A:B:C" in r.stdout and "🅱" not in r.stdout
