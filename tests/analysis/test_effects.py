@@ -500,3 +500,31 @@ def test_a_configuration_lost_entirely_keeps_interactions_and_says_they_correlat
     note = next(w for w in a.warnings if "partially aliased (correlated)" in w)
     assert "A=1, B=1, C=1" in note and "A:C" in note
     assert a.effects.set_index("term").loc["A:C", "significant"]
+
+
+def test_main_effects_plot_draws_adjusted_means_on_unbalanced_runs():
+    """Audit F2: on uneven repeats the plot drew raw marginal means (B spanned -5.5) beside
+    the table's least-squares effect (-8.1, planted -8). Now each panel spans the table's
+    effect, and the title says the means are adjusted; balanced runs keep raw means."""
+    t = _full3(lambda a, b, c: {(1, 1, 1): 4, (-1, -1, -1): 3}.get((a, b, c), 2),
+               lambda a, b, c: 50 + 6 * a - 4 * b + 2 * c + 3 * a * c, 1.0, 7)
+    a = analyze(t, "y")
+    effect = dict(zip(a.effects["term"], a.effects["effect"]))
+    fig = a.plot("main")
+    for ax in fig.axes[:3]:
+        lo, hi = ax.lines[-1].get_ydata()
+        assert hi - lo == pytest.approx(effect[ax.get_title()], rel=1e-9)
+    assert "adjusted" in fig._suptitle.get_text()
+    raw = t.groupby("B")["y"].mean()
+    assert abs(raw[1] - raw[-1] - effect["B"]) > 1  # the old line was off by that much
+    fig = a.plot("interaction")
+    ac = next(ax for ax in fig.axes if ax.get_title().startswith("A:C"))
+    (l1, h1), (l2, h2) = (ln.get_ydata() for ln in ac.lines[:2])
+    assert (h2 - l2) - (h1 - l1) == pytest.approx(2 * effect["A:C"], rel=1e-9)
+    b = analyze(seed_table(), "distance")
+    fig = b.plot("main")
+    lo, hi = fig.axes[0].lines[-1].get_ydata()
+    y = np.array(Y)
+    signs = seed_table()["A"].to_numpy()
+    assert (lo, hi) == pytest.approx((y[signs < 0].mean(), y[signs > 0].mean()))
+    assert "adjusted" not in fig._suptitle.get_text()

@@ -109,6 +109,18 @@ class EffectsAnalysis(Result):
     intercept: float = 0.0
     transform: str = "none"         # the response was analysed as transform(response)
     ss_type: str = "I"              # the ANOVA's sums of squares: I, or II when unbalanced
+    balanced: bool = True           # orthogonal, balanced runs: marginal means are the effects
+
+    def adjusted_mean(self, levels: dict[str, float]) -> float:
+        """The model's least-squares (estimated marginal) mean at coded `levels` of some
+        factors, the others averaged over their two levels: every term with a factor not
+        in `levels` averages to zero, so this is the intercept plus the terms within."""
+        out = self.intercept
+        for r in self.effects.itertuples():
+            parts = str(r.term).split(":")
+            if all(p in levels for p in parts):
+                out += float(r.coef) * float(np.prod([levels[p] for p in parts]))
+        return out
 
     @property
     def label(self) -> str:
@@ -575,7 +587,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                      "model; confirm it with runs")
     return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, aliases, notes,
                            rec, codings, data, x, intercept, transform,
-                           "I" if orthogonal or saturated else "II")
+                           "I" if orthogonal or saturated else "II", orthogonal)
 
 
 
