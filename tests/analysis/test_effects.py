@@ -528,3 +528,44 @@ def test_main_effects_plot_draws_adjusted_means_on_unbalanced_runs():
     signs = seed_table()["A"].to_numpy()
     assert (lo, hi) == pytest.approx((y[signs < 0].mean(), y[signs > 0].mean()))
     assert "adjusted" not in fig._suptitle.get_text()
+
+
+SPC = {"factors": [{"name": "eng", "kind": "categorical", "values": ["psync", "libaio"]},
+                   {"name": "iodepth", "kind": "integer", "range": [1, 64], "log": True},
+                   {"name": "bs", "kind": "ordinal", "values": ["4k", "16k", "64k"]}],
+       "responses": [{"name": "iops", "goal": "maximize"}]}
+
+
+def _spc_runs(curve: float) -> tuple[Space, pd.DataFrame]:
+    """The audit's fc5r: the 8-run two-level design with a center run, twice, over a space
+    whose eng and bs have no center (the center runs sit at psync and 4k). iops is additive
+    (+300 libaio, +100 iodepth 64 on a log scale, +200 bs 64k) plus `curve` at the center."""
+    s = Space.from_dict(SPC)
+    t = make_design(s, "fractional", runs=8, center=1, replicates=2, seed=1).table.copy()
+    rng = np.random.default_rng(5)
+    lib = (t["eng"] == "libaio").to_numpy()
+    deep = np.log2(t["iodepth"].astype(float).to_numpy()) / 6.0  # 0 .. 1
+    big = (t["bs"].astype(str) == "64k").to_numpy()
+    t["iops"] = (1000 + 300 * lib + 100 * deep + 200 * big + curve * t["center"].astype(float)
+                 + rng.normal(0, 3, len(t)))
+    return s, t
+
+
+def test_curvature_with_categorical_factors_compares_like_with_like():
+    """Audit F6: the center runs sit at the categorical factors' low levels, so the plain
+    factorial mean (1299 vs 1048) measured eng's and bs's effects and the pure-error test
+    called that curvature (p 0.005). The comparison is now with the factorial runs at the
+    same eng and bs; the ANOVA curvature test (which adjusts for them) is unchanged."""
+    s, t = _spc_runs(0.0)
+    assert (t.loc[t["center"], "eng"] == "psync").all()
+    a = analyze(t, "iops", space=s)
+    c = a.curvature
+    assert abs(c["center_mean"] - c["factorial_mean"]) < 15   # flat: only noise
+    assert c["p_pure_error"] > 0.01 and c["p"] > 0.01
+    assert c["matched_levels"] == ["eng=psync, bs=4k"] and c["n_factorial"] > 0
+    curv = a.anova.set_index("source").loc["curvature", "ss"]
+    assert c["ss"] == pytest.approx(curv, rel=1e-6)   # the adjusted test's own SS
+    s, t = _spc_runs(80.0)                                    # a real bump at the center
+    c = analyze(t, "iops", space=s).curvature
+    assert c["center_mean"] - c["factorial_mean"] == pytest.approx(80, abs=15)
+    assert c["p"] < 0.01 and c["p_pure_error"] < 0.05

@@ -527,15 +527,10 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
 
     curvature = None
     if n_c and n_f:
-        yc = y.to_numpy()[is_center]
-        ss_c = n_f * n_c * (yf.mean() - yc.mean()) ** 2 / (n_f + n_c)
-        curvature = {"center_mean": float(yc.mean()), "factorial_mean": float(yf.mean()),
-                     "ss": float(ss_c), "p": float(p_of.get("curvature", np.nan))}
-        if n_c >= 2:
-            ms_pe = float(np.var(yc, ddof=1))
-            f_stat = ss_c / ms_pe if ms_pe > 0 else math.inf
-            curvature["F_pure_error"] = f_stat
-            curvature["p_pure_error"] = float(stats.f.sf(f_stat, 1, n_c - 1))
+        curvature = _curvature(x, y.to_numpy(), is_center, codings)
+        curvature["p"] = float(p_of.get("curvature", np.nan))
+        if "confounded" in curvature:
+            notes.append(curvature.pop("confounded"))
     for a in aliases:
         notes.append(f"aliased: {a} (the effect reported for one is the sum of both)")
 
@@ -641,6 +636,54 @@ def _missing_configurations(results: pd.DataFrame, response: str,
         if tuple(row) not in have:
             out.append(", ".join(f"{c.name}={plain(c.natural(v))}"
                                  for c, v in zip(codings, row)))
+    return out
+
+
+def _curvature(x: np.ndarray, y: np.ndarray, is_center: np.ndarray,
+               codings: Sequence[Coding]) -> dict[str, Any]:
+    """Center runs against factorial runs. A categorical factor has no center: center
+    runs sit at one of its levels, so the plain factorial mean would mix that factor's
+    effect into the comparison (center mean 1048 vs factorial mean 1299, all of it the
+    engine's effect). The center runs are therefore compared with the factorial runs at
+    the same categorical levels (each center group with its own, weighted by its size):
+    a one-df contrast, tested against the center runs' pure error within groups."""
+    cat = [j for j, c in enumerate(codings) if not c.numeric]
+    yc_all, xc = y[is_center], x[is_center]
+    xf, yf = x[~is_center], y[~is_center]
+    n_c = len(yc_all)
+    out: dict[str, Any] = {}
+    if not cat:
+        groups = [(np.ones(n_c, bool), np.ones(len(yf), bool))]
+    else:
+        keys = {tuple(r) for r in xc[:, cat]}
+        groups = [(np.all(xc[:, cat] == k, axis=1), np.all(xf[:, cat] == k, axis=1))
+                  for k in sorted(keys)]
+        levels = sorted({", ".join(f"{codings[j].name}={plain(codings[j].natural(v))}"
+                                   for j, v in zip(cat, k)) for k in keys})
+        out["matched_levels"] = levels
+        if any(not gf.any() for _, gf in groups):
+            # No factorial run at a center group's levels: nothing to compare it with.
+            out.update(center_mean=float(yc_all.mean()), factorial_mean=float(yf.mean()),
+                       ss=math.nan)
+            out["confounded"] = (
+                "the center runs sit at " + "; ".join(levels) + ", where no factorial run "
+                "is: their comparison with the factorial mean is confounded with those "
+                "factors' effects (the ANOVA's curvature test adjusts for them)")
+            return out
+    w = np.array([gc.sum() for gc, _ in groups], dtype=float) / n_c
+    yf_means = np.array([yf[gf].mean() for _, gf in groups])
+    matched = float(w @ yf_means)
+    d = float(yc_all.mean()) - matched
+    var_unit = 1.0 / n_c + float(sum(wi ** 2 / gf.sum() for wi, (_, gf) in zip(w, groups)))
+    out.update(center_mean=float(yc_all.mean()), factorial_mean=matched,
+               ss=d * d / var_unit, n_factorial=int(sum(gf.sum() for _, gf in groups)))
+    pe_df = n_c - len(groups)
+    if pe_df >= 1:
+        ss_pe = sum(float(((yc_all[gc] - yc_all[gc].mean()) ** 2).sum()) for gc, _ in groups)
+        ms_pe = ss_pe / pe_df
+        f_stat = out["ss"] / ms_pe if ms_pe > 0 else math.inf
+        out["F_pure_error"] = f_stat
+        out["p_pure_error"] = float(stats.f.sf(f_stat, 1, pe_df))
     return out
 
 def _pure_error_df(df: pd.DataFrame, names: Sequence[str], is_center: np.ndarray) -> int:

@@ -434,8 +434,11 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
                 "for the others: unbalanced runs; they overlap, so no shares)")))
         if a.curvature is not None:
             c = a.curvature
+            at = (f" (the {c['n_factorial']} factorial runs at the center runs' "
+                  f"{H.esc('; '.join(c['matched_levels']))})" if "n_factorial" in c
+                  and c.get("matched_levels") else "")
             html.append(f"<p>Curvature: center-point mean {H.fmt_num(c['center_mean'])} vs "
-                        f"factorial mean {H.fmt_num(c['factorial_mean'])}, p = "
+                        f"factorial mean {H.fmt_num(c['factorial_mean'])}{at}, p = "
                         f"{H.fmt_num(c['p'])}.</p>")
         notes += a.warnings
     imp = None
