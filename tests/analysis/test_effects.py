@@ -569,3 +569,18 @@ def test_curvature_with_categorical_factors_compares_like_with_like():
     c = analyze(t, "iops", space=s).curvature
     assert c["center_mean"] - c["factorial_mean"] == pytest.approx(80, abs=15)
     assert c["p"] < 0.01 and c["p_pure_error"] < 0.05
+
+
+def test_plackett_burman_keeps_main_effects_only_with_a_failed_run():
+    """The distinct-configuration rule must not read a non-regular design as a regular one
+    with configurations lost: 4 factors in a 12-run PB (11 distinct configurations of 16),
+    with or without a failed run, stay main effects only."""
+    rng = np.random.default_rng(1)
+    t = make_design(Space.two_level(4), "pb", runs=12, seed=1).table.copy()
+    t["y"] = 10 + 3 * t["A"] + rng.normal(0, 1, len(t))
+    for failed in (False, True):
+        if failed:
+            t.loc[3, "y"] = np.nan
+        a = analyze(t, "y", factors=list("ABCD"))
+        assert sorted(a.effects["term"]) == list("ABCD")
+        assert any("non-regular design such as Plackett-Burman" in w for w in a.warnings)

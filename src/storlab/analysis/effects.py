@@ -350,10 +350,13 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     # over the distinct configuration rows.
     xu = np.unique(xf, axis=0)
     n_u = len(xu)
-    regular, incomplete = _regularity(xu)
+    planned_runs = (_planned_runs(results, codings) if len(df) < len(results) else None)
+    planned = np.unique(planned_runs, axis=0) if planned_runs is not None else None
+    regular, incomplete = _regularity(xu, planned_runs if planned_runs is not None else xf)
     resid_room = n_f - 1  # parameters (mean included) the runs can carry with error df
     partial = False
     correlated: list[str] = []
+    no_room: list[str] = []
     for t in cand:
         col = np.prod(xu[:, list(t)], axis=1)
         if np.allclose(col, col[0]):
@@ -375,6 +378,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                 partial = True
                 continue
             elif len(t) > 1 and len(kept) + 2 > resid_room:
+                no_room.append(_term_name(t, names))
                 continue  # a correlated term needs error df left to be judged
         if len(kept) + 1 >= n_u:
             continue  # keep at least one degree of freedom for the mean
@@ -393,19 +397,24 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     # Back to one row per run for the fit.
     kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]
     if partial:
-        why = ("runs are missing from the design" if len(df) < len(results) and not regular
+        lost_runs = planned is not None and len(planned) == _gf2_span(planned)
+        why = ("runs are missing from the design" if lost_runs
                else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
                      f"({why}): main effects only")
     if correlated:
-        lost = _missing_configurations(results, response, codings, xu)
+        have = {tuple(r) for r in xu}
+        lost = [", ".join(f"{c.name}={plain(c.natural(v))}" for c, v in zip(codings, row))
+                for row in (planned if planned is not None else []) if tuple(row) not in have]
         notes.append(
             f"{incomplete} configuration(s) of the design have no run with {response}"
             + (f" ({'; '.join(lost)})" if lost else "")
             + ": the design is no longer orthogonal, so "
             + ", ".join(correlated) + " are partially aliased (correlated) with other terms; "
             "they are kept and every effect is adjusted for the others (least squares), "
-            "with wider standard errors")
+            "with wider standard errors"
+            + (f"; left out, for want of runs to estimate and test them: {', '.join(no_room)}"
+               if no_room else ""))
 
     # Effects of every kept term, on the factorial runs: twice the least-squares
     # coefficient. On an orthogonal, balanced design that is the difference of the
@@ -586,57 +595,63 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
 
 
 
-def _regularity(xu: np.ndarray) -> tuple[bool, int]:
-    """Whether the distinct two-level configurations `xu` form a regular fraction (a full
-    factorial or a 2^(k-p)), and, if they are one with configurations missing, how many.
-
-    The smallest regular fraction holding the configurations has 2^r points, r the GF(2)
-    rank of their differences from the first one. A set of exactly 2^r is regular; more
-    than half of one is read as a regular design whose missing points all failed (a
-    Plackett-Burman of N runs fills a small share of its 2^r); anything else is a
-    non-regular design, whose interactions stay out of the model.
-    """
-    bits = (xu < 0).astype(np.uint8)
-    rows = bits[1:] ^ bits[0]
+def _gf2_span(xu: np.ndarray) -> int:
+    """Points in the smallest regular fraction holding the configurations `xu`: 2^r, r the
+    GF(2) rank of their differences from the first one."""
+    m = ((xu[1:] < 0) ^ (xu[0] < 0)).astype(np.uint8)
     rank = 0
-    m = rows.copy()
-    ncol = m.shape[1]
-    for c in range(ncol):  # Gaussian elimination over GF(2)
-        piv = np.flatnonzero(m[rank:, c]) if rank < len(m) else []
+    for c in range(m.shape[1]):  # Gaussian elimination over GF(2)
+        if rank == len(m):
+            break
+        piv = np.flatnonzero(m[rank:, c])
         if len(piv) == 0:
             continue
         p = rank + int(piv[0])
         m[[rank, p]] = m[[p, rank]]
         hit = np.flatnonzero(m[:, c])
-        hit = hit[hit != rank]
-        m[hit] ^= m[rank]
+        m[hit[hit != rank]] ^= m[rank]
         rank += 1
-        if rank == len(m):
-            break
-    size = 2 ** rank
+    return 2 ** rank
+
+
+def _regularity(xu: np.ndarray, runs: np.ndarray) -> tuple[bool, int]:
+    """Whether the distinct two-level configurations `xu` form a regular fraction (a full
+    factorial or a 2^(k-p)) and, if they are one with configurations lost (every run of
+    them failed), how many are missing.
+
+    `runs` are the coded runs as planned (failed ones included when the table lists them).
+    A regular plan less some configurations is that case. Otherwise a set of more than half
+    of its smallest regular fraction is read as such, unless the plan is an orthogonal
+    array (main-effect columns balanced and orthogonal over the runs or the configurations):
+    a non-regular design such as Plackett-Burman, whose interactions stay out of the model.
+    """
     n = len(xu)
+    size = _gf2_span(xu)
     if n == size:
         return True, 0
-    if 2 * n > size:
+    plan = np.unique(runs, axis=0)
+    if len(plan) == _gf2_span(plan) and {tuple(r) for r in xu} <= {tuple(r) for r in plan}:
+        return False, len(plan) - n
+
+    def strength2(m: np.ndarray) -> bool:
+        gram = m.T @ m
+        return bool(np.allclose(m.sum(axis=0), 0)
+                    and np.allclose(gram, np.diag(np.diag(gram))))
+
+    if 2 * n > size and not (strength2(runs) or strength2(xu)):
         return False, size - n
     return False, 0
 
 
-def _missing_configurations(results: pd.DataFrame, response: str,
-                            codings: Sequence[Coding], xu: np.ndarray) -> list[str]:
-    """The configurations among `results` none of whose runs has `response` (all failed),
-    as "A=1, B=-1" strings; empty when the table does not list failed runs."""
+def _planned_runs(results: pd.DataFrame, codings: Sequence[Coding]) -> np.ndarray | None:
+    """The coded factorial runs of `results`, those without a value included (failed
+    runs), or None when they cannot be coded."""
     try:
         xa = np.column_stack([c.code(results[c.name]) for c in codings])
     except (KeyError, ValueError, TypeError):
-        return []
-    have = {tuple(r) for r in xu}
-    out: list[str] = []
-    for row in np.unique(xa[np.isclose(np.abs(xa), 1.0).all(axis=1)], axis=0):
-        if tuple(row) not in have:
-            out.append(", ".join(f"{c.name}={plain(c.natural(v))}"
-                                 for c, v in zip(codings, row)))
-    return out
+        return None
+    xa = xa[np.isclose(np.abs(xa), 1.0).all(axis=1)]
+    return xa if len(xa) else None
 
 
 def _curvature(x: np.ndarray, y: np.ndarray, is_center: np.ndarray,
