@@ -369,7 +369,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
             continue
         skewed = abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr)
         if skewed:
-            if len(t) == 1 and not incomplete:
+            if len(t) == 1:
                 notes.append(f"main effect {names[t[0]]} is correlated with another; "
                              "estimates are not independent")
             elif len(t) > 1 and not incomplete:
@@ -390,7 +390,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                 aliases.append(f"{_term_name(t, names)} = a combination of the terms "
                                "kept on these runs")
                 continue
-            if incomplete:
+            if incomplete and len(t) > 1:
                 correlated.append(_term_name(t, names))
         kept.append(t)
         kept_cols.append(col)
@@ -409,7 +409,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         notes.append(
             f"{incomplete} configuration(s) of the design have no run with {response}"
             + (f" ({'; '.join(lost)})" if lost else "")
-            + ": the design is no longer orthogonal, so "
+            + ": the design is no longer orthogonal, so the interactions "
             + ", ".join(correlated) + " are partially aliased (correlated) with other terms; "
             "they are kept and every effect is adjusted for the others (least squares), "
             "with wider standard errors"
