@@ -402,17 +402,18 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
                      f"({why}): main effects only")
-    if correlated:
+    if correlated or no_room:
         have = {tuple(r) for r in xu}
         lost = [", ".join(f"{c.name}={plain(c.natural(v))}" for c, v in zip(codings, row))
                 for row in (planned if planned is not None else []) if tuple(row) not in have]
         notes.append(
             f"{incomplete} configuration(s) of the design have no run with {response}"
             + (f" ({'; '.join(lost)})" if lost else "")
-            + ": the design is no longer orthogonal, so the interactions "
-            + ", ".join(correlated) + " are partially aliased (correlated) with other terms; "
-            "they are kept and every effect is adjusted for the others (least squares), "
-            "with wider standard errors"
+            + ": the design is no longer orthogonal"
+            + (", so the interactions " + ", ".join(correlated) + " are partially aliased "
+               "(correlated) with other terms; they are kept and every effect is adjusted "
+               "for the others (least squares), with wider standard errors"
+               if correlated else "")
             + (f"; left out, for want of runs to estimate and test them: {', '.join(no_room)}"
                if no_room else ""))
 
