@@ -256,3 +256,43 @@ def test_design_prints_each_alias_chain_once(storlab):
     sets = [set(c.split(" = ")) for c in chains]
     for k, v in aliases.items():
         assert sum({k, *v} == c for c in sets) == 1, (k, v)
+
+
+def test_analyze_prints_three_factor_terms_as_written(storlab, tmp_path):
+    """rich reads `:b:` as an emoji code: the term A:B:C came out as "A🅱C" (audit F7a)."""
+    rows = [dict(A=a, B=b, C=c, y=10 + a + 2 * b + 3 * a * b * c + 0.01 * i)
+            for i, (a, b, c) in enumerate(itertools.product([-1, 1], repeat=3))]
+    pd.DataFrame(rows + rows).to_csv(tmp_path / "r.csv", index=False)
+    r = storlab("analyze", tmp_path / "r.csv", "-y", "y", "--order", 3)
+    assert r.returncode == 0, r.stderr
+    assert "A:B:C" in r.stdout and "🅱" not in r.stdout
+
+
+def test_analyze_curvature_line_compares_center_runs_at_their_categorical_levels(
+        storlab, tmp_path):
+    """Audit F6: `center mean 1048 vs factorial mean 1299` compared psync/4k center runs
+    with every engine and size; the line now names the levels it compares at."""
+    import re
+
+    import numpy as np
+
+    (tmp_path / "s.yaml").write_text(
+        "factors:\n"
+        "  - {name: eng, kind: categorical, values: [psync, libaio]}\n"
+        "  - {name: iodepth, kind: integer, range: [1, 64], log: true}\n"
+        "  - {name: bs, kind: ordinal, values: [4k, 16k, 64k]}\n"
+        "responses: [{name: iops, goal: maximize}]\n")
+    r = storlab("design", tmp_path / "s.yaml", "--kind", "fractional", "--runs", 8,
+                "--center", 1, "--replicates", 2, "--seed", 1, "-o", tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(tmp_path / "d.csv")
+    t["iops"] = (1000 + 300 * (t["eng"] == "libaio") + 100 * np.log2(t["iodepth"]) / 6
+                 + 200 * (t["bs"] == "64k") + np.random.default_rng(5).normal(0, 3, len(t)))
+    t.to_csv(tmp_path / "r.csv", index=False)
+    r = storlab("analyze", tmp_path / "r.csv", "--space", tmp_path / "s.yaml", "-y", "iops")
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())  # rich may wrap the line
+    m = re.search(r"curvature: center mean ([\d.]+) vs factorial mean ([\d.]+) \(the "
+                  r"\d+ factorial runs at the center runs' eng=psync, bs=4k\)", out)
+    assert m, out
+    assert abs(float(m[1]) - float(m[2])) < 15

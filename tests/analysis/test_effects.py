@@ -398,3 +398,189 @@ def test_old_to_json_warns_and_returns_to_dict():
     with pytest.warns(DeprecationWarning, match=r"to_json\(\) is deprecated; use to_dict\(\)"):
         old = a.to_json()
     assert old == a.to_dict() and old["response"] == "distance" and old["terms"]
+
+
+# ------------------------------------------------------------------ uneven runs (audit F1)
+def _full3(reps, planted, sd, seed, skip=()):
+    """A full 2^3 with `reps(A, B, C)` runs per configuration, less the (A, B, C, r) runs in
+    `skip`; y = planted(A, B, C) + N(0, sd)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for a, b, c in itertools.product([-1, 1], repeat=3):
+        for r in range(reps(a, b, c)):
+            y = planted(a, b, c) + rng.normal(0, sd)
+            rows.append(dict(A=a, B=b, C=c, y=np.nan if (a, b, c, r) in skip else y))
+    return pd.DataFrame(rows)
+
+
+def _ols_type2(t: pd.DataFrame, formula: str):
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    m = smf.ols(formula, t.dropna(subset=["y"])).fit()
+    return m, sm.stats.anova_lm(m, typ=2)
+
+
+def _assert_matches_ols(a, t: pd.DataFrame, formula: str) -> None:
+    """Coefficients, type II sums of squares, F, p and the error MS of `a` are those of
+    statsmodels' ols + anova_lm(typ=2) on the same runs."""
+    m, table = _ols_type2(t, formula)
+    coef = dict(zip(a.effects["term"], a.effects["coef"]))
+    for term, b in m.params.items():
+        if term != "Intercept":
+            assert coef[term] == pytest.approx(b, abs=1e-9), term
+    anova = a.anova.set_index("source")
+    for term, row in table.iterrows():
+        src = "error" if term == "Residual" else term
+        assert anova.loc[src, "ss"] == pytest.approx(row["sum_sq"], rel=1e-9), term
+        if term != "Residual":
+            assert anova.loc[src, "F"] == pytest.approx(row["F"], rel=1e-9), term
+            assert anova.loc[src, "p"] == pytest.approx(row["PR(>F)"], rel=1e-6), term
+    assert a.ss_type == "II"
+
+
+def test_failed_runs_keep_every_interaction_of_a_measured_design():
+    """The audit's campaign c2: a full 2^3, 3 repeats, y = 50 + 6A - 4B + 2C + 3AC, 5 of 24
+    runs failed but every configuration measured. All interactions stay estimable; the
+    old code dropped A:C ("partially aliased ... main effects only") and called C inert."""
+    skip = {(1, -1, -1, 1), (1, -1, -1, 2), (-1, 1, -1, 0), (1, 1, -1, 0), (1, 1, 1, 1)}
+    t = _full3(lambda *_: 3, lambda a, b, c: 50 + 6 * a - 4 * b + 2 * c + 3 * a * c, 2.0,
+               5, skip)
+    a = analyze(t, "y")
+    assert not any("main effects only" in w for w in a.warnings)
+    _assert_matches_ols(a, t, "y ~ (A + B + C)**2")
+    e = a.effects.set_index("term")
+    assert e.loc["A:C", "significant"] and e.loc["A:C", "coef"] == pytest.approx(3, abs=1.5)
+    rec = {s["factor"]: s["level"] for s in a.recommendation["settings"]}
+    assert rec == {"A": 1, "B": -1, "C": 1}   # max of 6A - 4B + 2C + 3AC
+
+
+def test_uneven_repeats_keep_interactions_and_pick_the_right_level():
+    """The audit's gen_unb2: two failed runs of a 3-repeat 2^3, y = ... + 1.5C - 2.5AC:
+    with A high, C's best level is low (1.5 - 2.5 < 0)."""
+    t = _full3(lambda *_: 3, lambda a, b, c: 50 + 6 * a - 4 * b + 1.5 * c - 2.5 * a * c,
+               0.5, 11, {(1, 1, 1, 0), (-1, 1, -1, 2)})
+    a = analyze(t, "y")
+    _assert_matches_ols(a, t, "y ~ (A + B + C)**2")
+    rec = {s["factor"]: s["level"] for s in a.recommendation["settings"]}
+    assert rec == {"A": 1, "B": -1, "C": -1}
+    # without failures, uneven repeats (the audit's gen_unb): the same holds
+    t = _full3(lambda a, b, c: {(1, 1, 1): 4, (-1, -1, -1): 3}.get((a, b, c), 2),
+               lambda a, b, c: 50 + 6 * a - 4 * b + 2 * c + 3 * a * c, 1.0, 7)
+    a = analyze(t, "y")
+    _assert_matches_ols(a, t, "y ~ (A + B + C)**2")
+    assert not any("correlated" in w or "aliased" in w for w in a.warnings)
+
+
+def test_replicated_fraction_less_one_run_keeps_its_interactions():
+    """A 2^(5-1) resolution V (E = ABCD), twice, less one run (the audit's c1_minus1):
+    A:B, planted at 4, stays with its F in the thousands."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for a, b, c, d in itertools.product([-1, 1], repeat=4):
+        for _ in range(2):
+            rows.append(dict(A=a, B=b, C=c, D=d, E=a * b * c * d,
+                             y=100 + 5 * a + 3 * c + 4 * a * b + rng.normal(0, 0.7)))
+    t = pd.DataFrame(rows).iloc[1:].reset_index(drop=True)
+    a = analyze(t, "y")
+    _assert_matches_ols(a, t, "y ~ (A + B + C + D + E)**2")
+    e = a.effects.set_index("term")
+    assert e.loc["A:B", "significant"] and e.loc["A:B", "coef"] == pytest.approx(4, abs=0.5)
+
+
+def test_a_configuration_lost_entirely_keeps_interactions_and_says_they_correlate():
+    """Every run of (1, 1, 1) failed: the seven configurations left are not orthogonal, but
+    the two-factor model is still full rank with error df: it is kept (as statsmodels fits
+    it) and the note names the partially aliased terms and the lost configuration."""
+    skip = {(1, 1, 1, r) for r in range(3)}
+    t = _full3(lambda *_: 3, lambda a, b, c: 50 + 6 * a - 4 * b + 2 * c + 3 * a * c, 1.0,
+               5, skip)
+    a = analyze(t, "y")
+    _assert_matches_ols(a, t, "y ~ (A + B + C)**2")
+    note = next(w for w in a.warnings if "partially aliased (correlated)" in w)
+    assert "A=1, B=1, C=1" in note and "A:C" in note
+    assert a.effects.set_index("term").loc["A:C", "significant"]
+
+
+def test_main_effects_plot_draws_adjusted_means_on_unbalanced_runs():
+    """Audit F2: on uneven repeats the plot drew raw marginal means (B spanned -5.5) beside
+    the table's least-squares effect (-8.1, planted -8). Now each panel spans the table's
+    effect, and the title says the means are adjusted; balanced runs keep raw means."""
+    t = _full3(lambda a, b, c: {(1, 1, 1): 4, (-1, -1, -1): 3}.get((a, b, c), 2),
+               lambda a, b, c: 50 + 6 * a - 4 * b + 2 * c + 3 * a * c, 1.0, 7)
+    a = analyze(t, "y")
+    effect = dict(zip(a.effects["term"], a.effects["effect"]))
+    fig = a.plot("main")
+    for ax in fig.axes[:3]:
+        lo, hi = ax.lines[-1].get_ydata()
+        assert hi - lo == pytest.approx(effect[ax.get_title()], rel=1e-9)
+    assert "adjusted" in fig._suptitle.get_text()
+    raw = t.groupby("B")["y"].mean()
+    assert abs(raw[1] - raw[-1] - effect["B"]) > 1  # the old line was off by that much
+    fig = a.plot("interaction")
+    ac = next(ax for ax in fig.axes if ax.get_title().startswith("A:C"))
+    (l1, h1), (l2, h2) = (ln.get_ydata() for ln in ac.lines[:2])
+    assert (h2 - l2) - (h1 - l1) == pytest.approx(2 * effect["A:C"], rel=1e-9)
+    b = analyze(seed_table(), "distance")
+    fig = b.plot("main")
+    lo, hi = fig.axes[0].lines[-1].get_ydata()
+    y = np.array(Y)
+    signs = seed_table()["A"].to_numpy()
+    assert (lo, hi) == pytest.approx((y[signs < 0].mean(), y[signs > 0].mean()))
+    assert "adjusted" not in fig._suptitle.get_text()
+
+
+SPC = {"factors": [{"name": "eng", "kind": "categorical", "values": ["psync", "libaio"]},
+                   {"name": "iodepth", "kind": "integer", "range": [1, 64], "log": True},
+                   {"name": "bs", "kind": "ordinal", "values": ["4k", "16k", "64k"]}],
+       "responses": [{"name": "iops", "goal": "maximize"}]}
+
+
+def _spc_runs(curve: float) -> tuple[Space, pd.DataFrame]:
+    """The audit's fc5r: the 8-run two-level design with a center run, twice, over a space
+    whose eng and bs have no center (the center runs sit at psync and 4k). iops is additive
+    (+300 libaio, +100 iodepth 64 on a log scale, +200 bs 64k) plus `curve` at the center."""
+    s = Space.from_dict(SPC)
+    t = make_design(s, "fractional", runs=8, center=1, replicates=2, seed=1).table.copy()
+    rng = np.random.default_rng(5)
+    lib = (t["eng"] == "libaio").to_numpy()
+    deep = np.log2(t["iodepth"].astype(float).to_numpy()) / 6.0  # 0 .. 1
+    big = (t["bs"].astype(str) == "64k").to_numpy()
+    t["iops"] = (1000 + 300 * lib + 100 * deep + 200 * big + curve * t["center"].astype(float)
+                 + rng.normal(0, 3, len(t)))
+    return s, t
+
+
+def test_curvature_with_categorical_factors_compares_like_with_like():
+    """Audit F6: the center runs sit at the categorical factors' low levels, so the plain
+    factorial mean (1299 vs 1048) measured eng's and bs's effects and the pure-error test
+    called that curvature (p 0.005). The comparison is now with the factorial runs at the
+    same eng and bs; the ANOVA curvature test (which adjusts for them) is unchanged."""
+    s, t = _spc_runs(0.0)
+    assert (t.loc[t["center"], "eng"] == "psync").all()
+    a = analyze(t, "iops", space=s)
+    c = a.curvature
+    assert abs(c["center_mean"] - c["factorial_mean"]) < 15   # flat: only noise
+    assert c["p_pure_error"] > 0.01 and c["p"] > 0.01
+    assert c["matched_levels"] == ["eng=psync, bs=4k"] and c["n_factorial"] > 0
+    curv = a.anova.set_index("source").loc["curvature", "ss"]
+    assert c["ss"] == pytest.approx(curv, rel=1e-6)   # the adjusted test's own SS
+    s, t = _spc_runs(80.0)                                    # a real bump at the center
+    c = analyze(t, "iops", space=s).curvature
+    assert c["center_mean"] - c["factorial_mean"] == pytest.approx(80, abs=15)
+    assert c["p"] < 0.01 and c["p_pure_error"] < 0.05
+
+
+def test_plackett_burman_keeps_main_effects_only_with_a_failed_run():
+    """The distinct-configuration rule must not read a non-regular design as a regular one
+    with configurations lost: 4 factors in a 12-run PB (11 distinct configurations of 16),
+    with or without a failed run, stay main effects only."""
+    rng = np.random.default_rng(1)
+    t = make_design(Space.two_level(4), "pb", runs=12, seed=1).table.copy()
+    t["y"] = 10 + 3 * t["A"] + rng.normal(0, 1, len(t))
+    for failed in (False, True):
+        if failed:
+            t.loc[3, "y"] = np.nan
+        a = analyze(t, "y", factors=list("ABCD"))
+        assert sorted(a.effects["term"]) == list("ABCD")
+        assert any("non-regular design such as Plackett-Burman" in w for w in a.warnings)

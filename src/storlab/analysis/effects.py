@@ -109,6 +109,18 @@ class EffectsAnalysis(Result):
     intercept: float = 0.0
     transform: str = "none"         # the response was analysed as transform(response)
     ss_type: str = "I"              # the ANOVA's sums of squares: I, or II when unbalanced
+    balanced: bool = True           # orthogonal, balanced runs: marginal means are the effects
+
+    def adjusted_mean(self, levels: dict[str, float]) -> float:
+        """The model's least-squares (estimated marginal) mean at coded `levels` of some
+        factors, the others averaged over their two levels: every term with a factor not
+        in `levels` averages to zero, so this is the intercept plus the terms within."""
+        out = self.intercept
+        for r in self.effects.itertuples():
+            parts = str(r.term).split(":")
+            if all(p in levels for p in parts):
+                out += float(r.coef) * float(np.prod([levels[p] for p in parts]))
+        return out
 
     @property
     def label(self) -> str:
@@ -331,41 +343,79 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         if held:
             notes.append(f"constant on the runs with {response}, so not estimated: "
                          f"{', '.join(held)}")
+    # Which terms the model can hold is a property of the DESIGN, the distinct
+    # configurations, not of how often each ran: uneven repeats or one failed run of a
+    # replicated configuration leave every interaction estimable, and the fit below (least
+    # squares on all runs) adjusts for the unevenness. Correlations are therefore taken
+    # over the distinct configuration rows.
+    xu = np.unique(xf, axis=0)
+    n_u = len(xu)
+    planned_runs = (_planned_runs(results, codings) if len(df) < len(results) else None)
+    planned = np.unique(planned_runs, axis=0) if planned_runs is not None else None
+    regular, incomplete = _regularity(xu, planned_runs if planned_runs is not None else xf)
+    resid_room = n_f - 1  # parameters (mean included) the runs can carry with error df
     partial = False
+    correlated: list[str] = []
+    no_room: list[str] = []
     for t in cand:
-        col = np.prod(xf[:, list(t)], axis=1)
+        col = np.prod(xu[:, list(t)], axis=1)
         if np.allclose(col, col[0]):
-            continue  # constant over the runs: part of the defining relation
-        corr = [float(col @ c) / n_f for c in kept_cols]
+            continue  # constant over the configurations: part of the defining relation
+        corr = [float(col @ c) / n_u for c in kept_cols]
         full = [i for i, r in enumerate(corr) if abs(abs(r) - 1) < 1e-9]
         if full:
             aliases.append(f"{_term_name(t, names)} = "
                            f"{'-' if corr[full[0]] < 0 else ''}{_term_name(kept[full[0]], names)}")
             continue
-        if any(abs(r) > 1e-9 for r in corr):
+        skewed = abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr)
+        if skewed:
             if len(t) == 1:
                 notes.append(f"main effect {names[t[0]]} is correlated with another; "
                              "estimates are not independent")
-            else:
+            elif len(t) > 1 and not incomplete:
+                # A non-regular design (Plackett-Burman): interactions are partially
+                # aliased with main effects by construction and cannot be separated.
                 partial = True
                 continue
-        if len(kept) + 1 >= n_f:
+            elif len(t) > 1 and len(kept) + 2 > resid_room:
+                no_room.append(_term_name(t, names))
+                continue  # a correlated term needs error df left to be judged
+        if len(kept) + 1 >= n_u:
             continue  # keep at least one degree of freedom for the mean
-        if abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr):
-            # Unbalanced runs: a column can be a combination of the kept ones (and the
-            # mean) without equalling any one of them; it then has no estimate of its own.
-            xk = np.column_stack([np.ones(n_f), *kept_cols, col])
+        if skewed:
+            # Missing configurations: a column can be a combination of the kept ones (and
+            # the mean) without equalling any one of them; it then has no estimate of its own.
+            xk = np.column_stack([np.ones(n_u), *kept_cols, col])
             if np.linalg.matrix_rank(xk) < xk.shape[1]:
                 aliases.append(f"{_term_name(t, names)} = a combination of the terms "
                                "kept on these runs")
                 continue
+            if incomplete and len(t) > 1:
+                correlated.append(_term_name(t, names))
         kept.append(t)
         kept_cols.append(col)
+    # Back to one row per run for the fit.
+    kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]
     if partial:
-        why = ("runs are missing from the design" if len(df) < len(results)
+        lost_runs = planned is not None and len(planned) == _gf2_span(planned)
+        why = ("runs are missing from the design" if lost_runs
                else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
                      f"({why}): main effects only")
+    if correlated or no_room:
+        have = {tuple(r) for r in xu}
+        lost = [", ".join(f"{c.name}={plain(c.natural(v))}" for c, v in zip(codings, row))
+                for row in (planned if planned is not None else []) if tuple(row) not in have]
+        notes.append(
+            f"{incomplete} configuration(s) of the design have no run with {response}"
+            + (f" ({'; '.join(lost)})" if lost else "")
+            + ": the design is no longer orthogonal"
+            + (", so the interactions " + ", ".join(correlated) + " are partially aliased "
+               "(correlated) with other terms; they are kept and every effect is adjusted "
+               "for the others (least squares), with wider standard errors"
+               if correlated else "")
+            + (f"; left out, for want of runs to estimate and test them: {', '.join(no_room)}"
+               if no_room else ""))
 
     # Effects of every kept term, on the factorial runs: twice the least-squares
     # coefficient. On an orthogonal, balanced design that is the difference of the
@@ -392,10 +442,16 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     eff = pd.DataFrame(effects)
 
     # The OLS model on all runs (center points included, with a curvature indicator).
-    data = pd.DataFrame({f"T{i}": np.prod(x[:, list(t)], axis=1) for i, t in enumerate(kept)})
+    # One coded column per factor (X0, X1, ...) and interactions as patsy products of
+    # them, so that the type II sums of squares respect marginality (a main effect is
+    # adjusted for the other main effects and the interactions without it, as
+    # statsmodels' `A*B*C` formula does), not for its own interactions.
+    used = sorted({j for t in kept for j in t})
+    data = pd.DataFrame({f"X{j}": x[:, j] for j in used})
     data["_y"] = y.to_numpy()
     n_c = int(is_center.sum())
-    terms = [f"T{i}" for i in range(len(kept))]
+    tname = [":".join(f"X{j}" for j in t) for t in kept]
+    terms = list(tname)
     if n_c and n_f:
         data["_curv"] = is_center.astype(float)
         terms.append("_curv")
@@ -412,7 +468,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                  if len(kept[i]) > 1]
         drop = set(order[: 1 - resid_df])
         pooled = [_term_name(kept[i], names) for i in sorted(drop)]
-        terms = [t for t in terms if t == "_curv" or int(t[1:]) not in drop]
+        terms = [t for t in terms if t not in {tname[i] for i in drop}]
     model = smf.ols("_y ~ " + (" + ".join(terms) if terms else "1"), data=data).fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -426,7 +482,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         table["F"] = np.nan
         table["PR(>F)"] = np.nan
     ss_total = float(((data["_y"] - data["_y"].mean()) ** 2).sum())
-    label = {f"T{i}": _term_name(t, names) for i, t in enumerate(kept)}
+    label = {tname[i]: _term_name(t, names) for i, t in enumerate(kept)}
     label["_curv"] = "curvature"
     label["Residual"] = "error"
     anova = pd.DataFrame({
@@ -481,15 +537,10 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
 
     curvature = None
     if n_c and n_f:
-        yc = y.to_numpy()[is_center]
-        ss_c = n_f * n_c * (yf.mean() - yc.mean()) ** 2 / (n_f + n_c)
-        curvature = {"center_mean": float(yc.mean()), "factorial_mean": float(yf.mean()),
-                     "ss": float(ss_c), "p": float(p_of.get("curvature", np.nan))}
-        if n_c >= 2:
-            ms_pe = float(np.var(yc, ddof=1))
-            f_stat = ss_c / ms_pe if ms_pe > 0 else math.inf
-            curvature["F_pure_error"] = f_stat
-            curvature["p_pure_error"] = float(stats.f.sf(f_stat, 1, n_c - 1))
+        curvature = _curvature(x, y.to_numpy(), is_center, codings)
+        curvature["p"] = float(p_of.get("curvature", np.nan))
+        if "confounded" in curvature:
+            notes.append(curvature.pop("confounded"))
     for a in aliases:
         notes.append(f"aliased: {a} (the effect reported for one is the sum of both)")
 
@@ -541,8 +592,115 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                      "model; confirm it with runs")
     return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, aliases, notes,
                            rec, codings, data, x, intercept, transform,
-                           "I" if orthogonal or saturated else "II")
+                           "I" if orthogonal or saturated else "II", orthogonal)
 
+
+
+def _gf2_span(xu: np.ndarray) -> int:
+    """Points in the smallest regular fraction holding the configurations `xu`: 2^r, r the
+    GF(2) rank of their differences from the first one."""
+    m = ((xu[1:] < 0) ^ (xu[0] < 0)).astype(np.uint8)
+    rank = 0
+    for c in range(m.shape[1]):  # Gaussian elimination over GF(2)
+        if rank == len(m):
+            break
+        piv = np.flatnonzero(m[rank:, c])
+        if len(piv) == 0:
+            continue
+        p = rank + int(piv[0])
+        m[[rank, p]] = m[[p, rank]]
+        hit = np.flatnonzero(m[:, c])
+        m[hit[hit != rank]] ^= m[rank]
+        rank += 1
+    return 2 ** rank
+
+
+def _regularity(xu: np.ndarray, runs: np.ndarray) -> tuple[bool, int]:
+    """Whether the distinct two-level configurations `xu` form a regular fraction (a full
+    factorial or a 2^(k-p)) and, if they are one with configurations lost (every run of
+    them failed), how many are missing.
+
+    `runs` are the coded runs as planned (failed ones included when the table lists them).
+    A regular plan less some configurations is that case. Otherwise a set of more than half
+    of its smallest regular fraction is read as such, unless the plan is an orthogonal
+    array (main-effect columns balanced and orthogonal over the runs or the configurations):
+    a non-regular design such as Plackett-Burman, whose interactions stay out of the model.
+    """
+    n = len(xu)
+    size = _gf2_span(xu)
+    if n == size:
+        return True, 0
+    plan = np.unique(runs, axis=0)
+    if len(plan) == _gf2_span(plan) and {tuple(r) for r in xu} <= {tuple(r) for r in plan}:
+        return False, len(plan) - n
+
+    def strength2(m: np.ndarray) -> bool:
+        gram = m.T @ m
+        return bool(np.allclose(m.sum(axis=0), 0)
+                    and np.allclose(gram, np.diag(np.diag(gram))))
+
+    if 2 * n > size and not (strength2(runs) or strength2(xu)):
+        return False, size - n
+    return False, 0
+
+
+def _planned_runs(results: pd.DataFrame, codings: Sequence[Coding]) -> np.ndarray | None:
+    """The coded factorial runs of `results`, those without a value included (failed
+    runs), or None when they cannot be coded."""
+    try:
+        xa = np.column_stack([c.code(results[c.name]) for c in codings])
+    except (KeyError, ValueError, TypeError):
+        return None
+    xa = xa[np.isclose(np.abs(xa), 1.0).all(axis=1)]
+    return xa if len(xa) else None
+
+
+def _curvature(x: np.ndarray, y: np.ndarray, is_center: np.ndarray,
+               codings: Sequence[Coding]) -> dict[str, Any]:
+    """Center runs against factorial runs. A categorical factor has no center: center
+    runs sit at one of its levels, so the plain factorial mean would mix that factor's
+    effect into the comparison (center mean 1048 vs factorial mean 1299, all of it the
+    engine's effect). The center runs are therefore compared with the factorial runs at
+    the same categorical levels (each center group with its own, weighted by its size):
+    a one-df contrast, tested against the center runs' pure error within groups."""
+    cat = [j for j, c in enumerate(codings) if not c.numeric]
+    yc_all, xc = y[is_center], x[is_center]
+    xf, yf = x[~is_center], y[~is_center]
+    n_c = len(yc_all)
+    out: dict[str, Any] = {}
+    if not cat:
+        groups = [(np.ones(n_c, bool), np.ones(len(yf), bool))]
+    else:
+        keys = {tuple(r) for r in xc[:, cat]}
+        groups = [(np.all(xc[:, cat] == k, axis=1), np.all(xf[:, cat] == k, axis=1))
+                  for k in sorted(keys)]
+        levels = sorted({", ".join(f"{codings[j].name}={plain(codings[j].natural(v))}"
+                                   for j, v in zip(cat, k)) for k in keys})
+        out["matched_levels"] = levels
+        if any(not gf.any() for _, gf in groups):
+            # No factorial run at a center group's levels: nothing to compare it with.
+            out.update(center_mean=float(yc_all.mean()), factorial_mean=float(yf.mean()),
+                       ss=math.nan)
+            out["confounded"] = (
+                "the center runs sit at " + "; ".join(levels) + ", where no factorial run "
+                "is: their comparison with the factorial mean is confounded with those "
+                "factors' effects (the ANOVA's curvature test adjusts for them)")
+            return out
+    w = np.array([gc.sum() for gc, _ in groups], dtype=float) / n_c
+    yf_means = np.array([yf[gf].mean() for _, gf in groups])
+    matched = float(w @ yf_means)
+    d = float(yc_all.mean()) - matched
+    var_unit = 1.0 / n_c + float(sum(wi ** 2 / gf.sum() for wi, (_, gf) in zip(w, groups)))
+    out.update(center_mean=float(yc_all.mean()), factorial_mean=matched,
+               ss=d * d / var_unit, n_factorial=int(sum(gf.sum() for _, gf in groups)))
+    pe_df = n_c - len(groups)
+    if pe_df >= 1:
+        ss_pe = sum(float(((yc_all[gc] - yc_all[gc].mean()) ** 2).sum()) for gc, _ in groups)
+        ms_pe = ss_pe / pe_df
+        f_stat = out["ss"] / ms_pe if ms_pe > 0 else math.inf
+        out["F_pure_error"] = f_stat
+        out["p_pure_error"] = float(stats.f.sf(f_stat, 1, pe_df))
+    return out
 
 def _pure_error_df(df: pd.DataFrame, names: Sequence[str], is_center: np.ndarray) -> int:
     """Degrees of freedom from repeated configurations (center points included)."""

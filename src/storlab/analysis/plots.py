@@ -126,9 +126,16 @@ def _main(a: EffectsAnalysis, unit: str | None = None) -> Figure:
     y = a.data["_y"].to_numpy()
     for j, c in enumerate(a.codings):
         ax = axes[j // cols][j % cols]
-        xs = _coded_column(a, j)
-        lo, hi = y[xs < -0.5].mean(), y[xs > 0.5].mean()
-        ax.axhline(y.mean(), color=STYLE["muted"], lw=0.9, ls=":")
+        if a.balanced:
+            xs = _coded_column(a, j)
+            lo, hi, mid = y[xs < -0.5].mean(), y[xs > 0.5].mean(), y.mean()
+        else:
+            # Unbalanced runs: a raw marginal mean mixes in the other factors' effects
+            # (B's line spanned -5.5 where the table's effect is -8.1), so the model's
+            # adjusted means are drawn, whose difference is the table's effect.
+            lo, hi = (a.adjusted_mean({c.name: s}) for s in (-1.0, 1.0))
+            mid = a.intercept
+        ax.axhline(mid, color=STYLE["muted"], lw=0.9, ls=":")
         ax.plot([0, 1], [lo, hi], marker="o", color=STYLE["bar"])
         ax.set_xticks([0, 1], [_level(c.low), _level(c.high)])
         ax.set_xlim(-0.3, 1.3)
@@ -138,8 +145,13 @@ def _main(a: EffectsAnalysis, unit: str | None = None) -> Figure:
         axes[j // cols][j % cols].axis("off")
     for r in range(rows):
         axes[r][0].set_ylabel(axis_label(a.response, unit))
-    fig.suptitle(f"Main effects: mean {metric_name(a.response)} at each factor's low and "
-                 "high level")
+    if a.balanced:
+        fig.suptitle(f"Main effects: mean {metric_name(a.response)} at each factor's low "
+                     "and high level")
+    else:
+        fig.suptitle(f"Main effects: least-squares (adjusted) mean {metric_name(a.response)} "
+                     "at each factor's low and high level\n(unbalanced runs: raw means would "
+                     "mix in the other factors' effects)")
     return fig
 
 
@@ -172,7 +184,10 @@ def _interaction(a: EffectsAnalysis, unit: str | None = None) -> Figure:
         i, j = (names.index(p) for p in r["term"].split(":"))
         xi, xj = _coded_column(a, i), _coded_column(a, j)
         for lvl, style, color in ((-1, "--", PALETTE[0]), (1, "-", PALETTE[1])):
-            m = [y[(xi * s > 0.5) & (xj * lvl > 0.5)].mean() for s in (-1, 1)]
+            if a.balanced:
+                m = [y[(xi * s > 0.5) & (xj * lvl > 0.5)].mean() for s in (-1, 1)]
+            else:  # the model's adjusted cell means, as for the main effects
+                m = [a.adjusted_mean({names[i]: s, names[j]: lvl}) for s in (-1, 1)]
             ax.plot([0, 1], m, marker="o", ls=style, color=color,
                     label=f"{names[j]} = {_level(a.codings[j].natural(lvl))}")
         ax.set_xticks([0, 1], [_level(a.codings[i].low), _level(a.codings[i].high)])
@@ -187,7 +202,8 @@ def _interaction(a: EffectsAnalysis, unit: str | None = None) -> Figure:
     for r in range(rows):
         axes[r][0].set_ylabel(axis_label(a.response, unit))
     fig.suptitle(f"Interactions: {metric_name(a.response)} (largest first; lines that are "
-                 "not parallel interact)")
+                 "not parallel interact)" + ("" if a.balanced else
+                                             "\nleast-squares (adjusted) means: unbalanced runs"))
     return fig
 
 

@@ -41,13 +41,14 @@ if TYPE_CHECKING:  # numpy and pandas load when a table is printed, not at start
 def _console() -> Console:
     """The terminal's width on a terminal; into a pipe or a file (CI logs, `| tee`), rich
     would assume 80 columns and cut numbers to "9.558…": there, wide enough for a table
-    (COLUMNS, when set, still wins)."""
+    (COLUMNS, when set, still wins). Emoji codes off: rich would print the term A:B:C
+    as "A🅱C" (`:b:` is an emoji name)."""
     import os
     import sys
 
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=160)
+        return Console(emoji=False)
+    return Console(width=160, emoji=False)
 
 
 console = _console()

@@ -113,7 +113,8 @@ def task_progress(name: str, total: int | None = None, quiet: bool = False
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                         TimeRemainingColumn(), TextColumn("{task.fields[label]}"),
-                        console=Console(stderr=True), transient=True)
+                        console=Console(stderr=True, emoji=False),  # a:b: in labels
+                        transient=True)
     task = progress.add_task(name, total=total, label="")
 
     def step(label: str = "", advance: float = 1, total: int | None = None) -> None:

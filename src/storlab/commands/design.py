@@ -295,8 +295,11 @@ def analyze_cmd(
                       f"SME {a.lenth.sme:.4g} (df {a.lenth.df:.3g})")
     if a.curvature is not None:
         c = a.curvature
+        at = (f" (the {c['n_factorial']} factorial runs at the center runs' "
+              f"{'; '.join(c['matched_levels'])})" if "n_factorial" in c
+              and c.get("matched_levels") else "")
         console.print(f"curvature: center mean {c['center_mean']:.4g} vs factorial mean "
-                      f"{c['factorial_mean']:.4g}, p = {c['p']:.3g}")
+                      f"{c['factorial_mean']:.4g}{at}, p = {c['p']:.3g}")
     for w in a.warnings:
         console.print(f"[yellow]note:[/] {w}")
     r = a.recommendation
