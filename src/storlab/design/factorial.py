@@ -354,26 +354,13 @@ def fractional_factorial(space: Space, runs: int | None = None,
         words = al.short_words(columns)
         pattern = al.wlp_from_columns(n, columns)
         aliases = al.alias_structure_short(words, k, labels)
-    signed = _word_signs(coded, words)
-    res = al.resolution(pattern)
-    clear_main, clear_2fi = (al.clear_effects(words, k) if p <= WORDS_MAX_P
-                             else al.clear_effects_short(words, k))
-    meta: dict[str, Any] = {
-        "kind": "fractional",
-        "base_factors": n,
-        "p": p,
-        "resolution": res,
-        "resolution_roman": al.roman(res) if res else None,
-        "generators": [f"{labels[n + i]}={'-' if s < 0 else ''}{al.word_name(c, labels)}"
-                       for i, (c, s) in enumerate(zip(cols, signs))],
-        "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
-                              for w in words],
-        "wlp": pattern,
-        "aliases": aliases,
-        "clear_main": [al.word_name(e, labels) for e in clear_main],
-        "clear_2fi": len(clear_2fi),
-        "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
-    }
+    clear = (al.clear_effects(words, k) if p <= WORDS_MAX_P
+             else al.clear_effects_short(words, k))
+    generators = [f"{labels[n + i]}={'-' if s < 0 else ''}{al.word_name(c, labels)}"
+                  for i, (c, s) in enumerate(zip(cols, signs))]
+    meta: dict[str, Any] = {"kind": "fractional",
+                            **_relation_meta(labels, coded, n, generators, words, pattern,
+                                             aliases, clear)}
     if p > WORDS_MAX_P:
         meta["defining_relation_note"] = (f"words of length 3 and 4 only (of {2**p - 1})")
     if search is not None:
@@ -428,6 +415,30 @@ def _parse_generators(generators: Sequence[str], labels: Sequence[str]
     return n, cols, signs
 
 
+def _relation_meta(labels: list[str], coded: np.ndarray, base_factors: int,
+                   generators: list[str], words: list[int], pattern: list[int],
+                   aliases: Any, clear: tuple[list[int], list[int]]) -> dict[str, Any]:
+    """The aliasing part of a regular fraction's metadata (a built design's and a folded
+    one's), its defining relation signed as the columns `coded` have it."""
+    signed = _word_signs(coded, words)
+    res = al.resolution(pattern)
+    clear_main, clear_2fi = clear
+    return {
+        "base_factors": base_factors,
+        "p": len(labels) - base_factors,
+        "resolution": res,
+        "resolution_roman": al.roman(res) if res else None,
+        "generators": generators,
+        "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
+                              for w in words],
+        "wlp": pattern,
+        "aliases": aliases,
+        "clear_main": [al.word_name(e, labels) for e in clear_main],
+        "clear_2fi": len(clear_2fi),
+        "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
+    }
+
+
 def _relation_from_columns(space: Space, coded: np.ndarray, block: np.ndarray
                            ) -> dict[str, Any]:
     """Generators, defining relation, resolution, aliases of a regular two-level design
@@ -462,28 +473,17 @@ def _relation_from_columns(space: Space, coded: np.ndarray, block: np.ndarray
         words = al.subgroup(gen_words)
         pattern = al.wlp(words, k)
         aliases = al.alias_structure(words, k, labels)
-        clear_main, clear_2fi = al.clear_effects(words, k)
+        clear = al.clear_effects(words, k)
     else:  # 2^p words are too many to list: what aliasing needs is the short ones
         words = al.short_words(columns)
         pattern = al.wlp_from_columns(len(basic), columns)
         aliases = al.alias_structure_short(words, k, labels)
-        clear_main, clear_2fi = al.clear_effects_short(words, k)
-    signed = _word_signs(coded, words)
-    res = al.resolution(pattern)
+        clear = al.clear_effects_short(words, k)
+    generators = [f"{labels[j]}={'-' if s < 0 else ''}{al.word_name(w, labels)}"
+                  for j, w, s in generated]
     meta: dict[str, Any] = {
-        "base_factors": len(basic),
-        "p": p,
-        "resolution": res,
-        "resolution_roman": al.roman(res) if res else None,
-        "generators": [f"{labels[j]}={'-' if s < 0 else ''}{al.word_name(w, labels)}"
-                       for j, w, s in generated],
-        "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
-                              for w in words],
-        "wlp": pattern,
-        "aliases": aliases,
-        "clear_main": [al.word_name(e, labels) for e in clear_main],
-        "clear_2fi": len(clear_2fi),
-        "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
+        **_relation_meta(labels, coded, len(basic), generators, words, pattern, aliases,
+                         clear),
         # The fold factor: a full foldover of a resolution III fraction confounds blocks
         # with an interaction of the basic factors; None: the foldover repeats the runs.
         "block_generator": (None if fold is None else
