@@ -394,6 +394,14 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                 correlated.append(_term_name(t, names))
         kept.append(t)
         kept_cols.append(col)
+    if no_room and correlated:
+        # Not every correlated interaction fits: keeping the first ones in list order would
+        # blame a left-out active interaction (D:E) on those kept (A:B, A:C, ...) and on the
+        # main effects. All or none: main effects and the still orthogonal terms only.
+        drop = set(correlated)
+        kept = [t for t in kept if _term_name(t, names) not in drop]
+        no_room = correlated + no_room
+        correlated = []
     # Back to one row per run for the fit.
     kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]
     if partial:
@@ -414,7 +422,8 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                "(correlated) with other terms; they are kept and every effect is adjusted "
                "for the others (least squares), with wider standard errors"
                if correlated else "")
-            + (f"; left out, for want of runs to estimate and test them: {', '.join(no_room)}"
+            + (f"; left out, for want of runs to estimate and test them all (keeping some "
+               "would blame the others' effects on them): " + ", ".join(no_room)
                if no_room else ""))
 
     # Effects of every kept term, on the factorial runs: twice the least-squares
