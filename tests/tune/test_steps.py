@@ -91,3 +91,30 @@ def test_local_model_keeps_a_wide_prior_only_for_factors_it_has_not_compared() -
     _, sd_stats = model.gain({**inc, "stats": 1})
     _, sd_hash = model.gain({**inc, "hash": 1})
     assert sd_stats < sd_hash / 5
+
+
+def test_local_model_keeps_a_wide_prior_for_a_level_never_run() -> None:
+    # Cache sizes 1-8 measured flat around the incumbent, 16 and 32 never run: the flat
+    # levels must not make the untried ones "known" (a cache or queue-depth knee sits at
+    # the extremes). Before, the factor's one prior was averaged over run and unrun levels
+    # and collapsed to the noise floor: sd 0.03 for cache=32 against 0.18 for an untried
+    # hash level.
+    from storlab.space import Factor, Space
+    from storlab.tune.strategies import LocalModel
+
+    space = Space([Factor("cache", "integer", values=[1, 2, 4, 8, 16, 32]),
+                   Factor("hash", "integer", values=[0, 1]),
+                   Factor("crypto", "integer", values=[0, 1])])
+    s = make_strategy("screen-then-tune", Domain(space), [Objective("ops", "maximize")],
+                      TuneSettings(budget=40, seed=3))
+    inc = {"cache": 1, "hash": 0, "crypto": 0}
+    rows = [(inc, 100.0), ({**inc, "cache": 2}, 100.5), ({**inc, "cache": 4}, 99.8),
+            ({**inc, "cache": 8}, 100.2), ({**inc, "crypto": 1}, 50.0)]
+    tally = Tally(_history([(c, v, "screen") for c, v in rows]), s.objectives)
+    model = LocalModel(s.domain, tally.measured(), inc)
+    _, sd_hash = model.gain({**inc, "hash": 1})
+    for level in (16, 32):
+        _, sd = model.gain({**inc, "cache": level})
+        assert sd > sd_hash / 2, (level, sd, sd_hash)
+    _, sd_seen = model.gain({**inc, "cache": 4})
+    assert sd_seen < sd_hash / 5  # a level run next to the incumbent is known

@@ -135,8 +135,9 @@ class TuneResult(Result):
     def fully_confirmed(self, e: Entry) -> bool:
         """Measured `confirm_runs` times in all (what the confirmation phase brings a
         candidate to: its search run counts; `runs` of `entry_dict` counts only the
-        confirmation runs, one fewer)."""
-        return e.n >= self.confirm_runs
+        confirmation runs, one fewer). Only a configuration the confirmation phase re-ran:
+        one measured that often by the search alone was not confirmed."""
+        return config_key(e.config) in self._after and e.n >= self.confirm_runs
 
     def best_screened(self) -> Entry | None:
         """The best configuration of the first batch: what a screening alone would give."""

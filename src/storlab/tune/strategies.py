@@ -708,19 +708,26 @@ class LocalModel:
         XtWX = (X * w[:, None]).T @ X
         Xty = (X * w[:, None]).T @ yc
         group = np.array([self.names.index(c[0]) for c in cols], dtype=int)
+        # Only levels some run has measured inform their factor's prior: a level never run
+        # keeps the wide one (flat cache sizes 1-8 say nothing of the knee at 32).
+        seen = np.diag(XtWX) > 0
         prior = np.full(len(self.names), s2)
+
+        def col_prior(prior: np.ndarray) -> np.ndarray:
+            return np.where(seen, prior[group], s2)
         for _ in range(self.ard_steps):
             # Each factor's prior from the effects the runs show for it (EM for a grouped
             # automatic relevance determination): a factor whose levels were measured and
             # barely differ is not worth a run at each new incumbent, while a factor whose
             # levels were never compared keeps the wide prior.
-            cov = np.linalg.inv(XtWX / n2 + np.diag(1.0 / prior[group]))
+            cov = np.linalg.inv(XtWX / n2 + np.diag(1.0 / col_prior(prior)))
             coef = cov @ Xty / n2
             second = coef ** 2 + np.diag(cov)
-            prior = np.array([min(s2, max(n2, float(second[group == g].mean())))
+            prior = np.array([min(s2, max(n2, float(second[(group == g) & seen].mean())))
+                              if ((group == g) & seen).any() else s2
                               for g in range(len(self.names))])
         self.prior = dict(zip(self.names, prior))
-        self.cov = np.linalg.inv(XtWX / n2 + np.diag(1.0 / prior[group]))
+        self.cov = np.linalg.inv(XtWX / n2 + np.diag(1.0 / col_prior(prior)))
         self.coef = self.cov @ Xty / n2
 
     def row(self, cfg: Mapping[str, Any]) -> np.ndarray:
