@@ -120,5 +120,8 @@ def test_client_delay_takes_the_median_of_repeats_and_needs_a_latency():
     assert client_delay_ms(df) == (pytest.approx(5.0), "p50_ms")
     # A latency above N / X (a skewed run) gives no negative delay.
     assert client_delay_ms(df.assign(p50_ms=90.0))[0] == 0.0
-    with pytest.raises(SimError, match="latency column"):
+    with pytest.raises(SimError, match="no latency values"):
         client_delay_ms(df.drop(columns="p50_ms"))
+    # An empty mean column (runs measured before it was recorded) falls back to p50.
+    assert client_delay_ms(df.assign(lat_mean_ms=float("nan"))) == (pytest.approx(5.0),
+                                                                     "p50_ms")

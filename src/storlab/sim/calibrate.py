@@ -77,11 +77,16 @@ def client_delay_ms(measurements: pd.DataFrame) -> tuple[float, str]:
     place of the mean, Z is an upper bound whenever latencies are skewed right (mean > p50).
     This is a think time in the simulated closed loop: it lowers throughput only where the
     clients, not the servers, are short (few clients)."""
-    col = next((c for c in LATENCY_COLUMNS if c in measurements), None)
+    # The first column with a number in it: a CSV may carry an empty lat_mean_ms beside
+    # a filled p50 (runs measured before the mean was recorded).
+    col = next((c for c in LATENCY_COLUMNS if c in measurements
+                and pd.to_numeric(measurements[c], errors="coerce").notna().any()), None)
     if col is None:
-        raise SimError(f"no latency column: need one of {', '.join(LATENCY_COLUMNS)}")
+        raise SimError("no latency values: need one of the columns "
+                       f"{', '.join(LATENCY_COLUMNS)} with numbers in it")
     df = measurements.copy()
-    df["gap"] = df["clients"].astype(float) * 1000.0 / df["ops_s"].astype(float) - df[col]
+    df["gap"] = (df["clients"].astype(float) * 1000.0 / df["ops_s"].astype(float)
+                 - pd.to_numeric(df[col], errors="coerce"))
     key = [k for k in ("config", "clients", "object_size", "op") if k in df]
     per_point = df.groupby(key, sort=False)["gap"].median()
     if per_point.isna().all():
