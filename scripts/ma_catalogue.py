@@ -107,13 +107,27 @@ def main(argv: list[str] | None = None) -> int:
         print("the compiled search handles up to 128 runs", file=sys.stderr)
         return 2
     todo = cases(args.max_runs)
+    old = json.loads(args.output.read_text())["entries"] if args.output.exists() else {}
+    dropped = set(old) - {f"{k}-{n}" for k, n in todo}
+    if dropped:  # checked before hours of search, not after
+        print(f"{args.output} holds {len(dropped)} cases this run would drop (up to "
+              f"{args.max_runs} runs): give another -o for a partial catalogue",
+              file=sys.stderr)
+        return 2
     entries: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(args.workers) as pool:
         for key, entry, line in pool.map(solve, todo, [args.nodes] * len(todo),
                                          [args.complement_nodes] * len(todo)):
             print(line, flush=True)
             entries[key] = entry
-    _no_worse(args.output, entries)
+    worse = _worse(old, entries)
+    if worse:
+        # Keep the search's work beside the catalogue, not over it.
+        side = args.output.with_suffix(".rejected.json")
+        _write(side, args.max_runs, args.nodes, args.complement_nodes, entries)
+        print(f"not written to {args.output} (written to {side}): worse than the "
+              f"catalogue in {len(worse)} cases: {'; '.join(worse[:5])}", file=sys.stderr)
+        return 1
     _write(args.output, args.max_runs, args.nodes, args.complement_nodes, entries)
     proven = sum(e["exact"] for e in entries.values())
     print(f"{len(entries)} cases written to {args.output}: {proven} proven minimum "
@@ -121,16 +135,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _no_worse(path: Path, entries: dict[str, dict[str, Any]]) -> None:
-    """Refuse to replace a catalogued design by one with a larger pattern, or a proven
-    entry by an unproven one (a weaker search or a smaller budget would)."""
-    if not path.exists():
-        return
-    old = json.loads(path.read_text())["entries"]
+def _worse(old: dict[str, dict[str, Any]], entries: dict[str, dict[str, Any]]
+           ) -> list[str]:
+    """Cases where `entries` would replace a catalogued design by one with a larger
+    pattern, or a proven entry by an unproven one (a weaker search or a smaller budget
+    would)."""
+    out = []
     for key, e in entries.items():
-        if key in old:
-            assert e["wlp"] <= old[key]["wlp"], (key, e["wlp"], old[key]["wlp"])
-            assert e["exact"] or not old[key]["exact"], key
+        if key in old and e["wlp"] > old[key]["wlp"]:
+            out.append(f"{key}: pattern {e['wlp']} > {old[key]['wlp']}")
+        elif key in old and old[key]["exact"] and not e["exact"]:
+            out.append(f"{key}: proven before, not proven now")
+    return out
 
 
 def _write(path: Path, max_runs: int, nodes: int, complement_nodes: int,
