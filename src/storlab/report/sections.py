@@ -393,9 +393,11 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         e["table"] = _effects_table(a.effects[a.shown_columns], response)
         e["main"] = H.figure_html(effects_plot(a, "main", unit),
                                   f"Main-effect plots for {response}",
-                                  "Mean response at each factor's low and high level; the "
-                                  "dotted line is the grand mean. A steep line is a large "
-                                  "effect.")
+                                  ("Mean response" if a.balanced else
+                                   "Least-squares (adjusted) mean response, the runs being "
+                                   "unbalanced,")
+                                  + " at each factor's low and high level; the dotted line "
+                                  "is the grand mean. A steep line is a large effect.")
         if (a.effects["order"] == 2).any():
             e["interaction"] = H.figure_html(effects_plot(a, "interaction", unit),
                                              f"Interaction plots for {response}",
