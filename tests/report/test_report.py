@@ -192,6 +192,28 @@ def test_results_without_space_or_responses(tmp_path: Path) -> None:
     assert "plain.csv" in rep.html()
 
 
+@pytest.mark.parametrize("response", ["y", "total_bw_bytes"])
+def test_a_bare_table_shows_its_factors_beside_any_response(tmp_path: Path, storlab: Any,
+                                                            response: str) -> None:
+    """A results table without a space: its factors are read off beside the response the
+    user names. Before, a response of their own (`y`) left the results table with y alone
+    and called 4 configurations x 2 runs "8 configurations"; a size factor (bs 4k/64k)
+    beside a headline metric ended in a traceback (float('4k'))."""
+    rows = [{"eng": e, "bs": b, response: (10 if e == "psync" else 5) + (3 if b == "64k" else 0)
+             + 0.1 * r} for r in range(2) for e in ("<b>libaio</b>", "psync")
+            for b in ("4k", "64k")]
+    pd.DataFrame(rows).to_csv(tmp_path / "r.csv", index=False)
+    p = storlab("report", tmp_path / "r.csv", "-y", response, "-o", tmp_path / "r.html",
+                timeout=180)
+    assert p.returncode == 0, p.stderr
+    page = (tmp_path / "r.html").read_text()
+    results = page[page.index('<section id="results">'):]
+    results = results[:results.index("</section>")]
+    assert "<caption>8 runs; responses " in results and "then the 2 factors" in results
+    assert 'data-col="eng"' in results and 'data-col="bs"' in results
+    assert "&lt;b&gt;libaio&lt;/b&gt;" in results and "<b>libaio" not in page
+    assert '<section id="design">' in page
+
 def command_campaign(d: Path, **fields: Any) -> Path:
     """A campaign of a tiny Python 'benchmark' that fails for one configuration."""
     bench = ("import json, sys; t, m = int(sys.argv[1]), sys.argv[2]\n"

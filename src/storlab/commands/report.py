@@ -73,7 +73,8 @@ def report_cmd(
         from ..fileio import read_table
 
         space = Space.from_yaml(space_file) if space_file else None
-        inp = from_results(read_table(source), space, source=str(source))
+        inp = from_results(read_table(source), space, source=str(source),
+                           responses=response or None)
     from ._progress import task_progress
 
     with task_progress("report", quiet=json_out) as step:

@@ -96,11 +96,12 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
 
 
 def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",
-                 title: str | None = None) -> ReportInput:
+                 title: str | None = None, responses: Sequence[str] | None = None
+                 ) -> ReportInput:
     """A results table (and optionally its space) without a campaign: no progress section;
-    the design is read off the table."""
+    the design is read off the table (its factors beside `responses`, the report's)."""
     if space is None:
-        space = _space_from_table(results)
+        space = _space_from_table(results, responses)
     meta = design_from_data(results, space) if space is not None and len(results) else None
     runs = None
     if "status" in results.columns:  # a run-level export carries each run's status
@@ -125,13 +126,16 @@ def table_level(results: pd.DataFrame, space: Space | None) -> tuple[str, str]:
     return "config", "one row per configuration, as the table gives it"
 
 
-def _space_from_table(df: pd.DataFrame) -> Space | None:
-    """Two-level factor columns read off the data (as `storlab analyze` does without a space)."""
+def _space_from_table(df: pd.DataFrame, responses: Sequence[str] | None = None
+                      ) -> Space | None:
+    """Two-level factor columns read off the data (as `storlab analyze` does without a
+    space), beside the first of `responses` the table has, else of HEADLINE (a user's own
+    response `y` must not leave the report without factors: a results table of y alone)."""
     from ..analysis.effects import infer_codings
     from ..errors import AnalysisError
     from ..space import Factor
 
-    resp = next((c for c in HEADLINE if c in df.columns), None)
+    resp = next((c for c in [*(responses or []), *HEADLINE] if c in df.columns), None)
     if resp is None:
         return None
     try:
@@ -140,7 +144,9 @@ def _space_from_table(df: pd.DataFrame) -> Space | None:
         return None
     facs = []
     for c in codings:
-        if c.numeric:
+        # Sizes ("4k", "64k") are coded as numbers but written as text: such a factor is
+        # kept with its values as the table writes them (float("4k") raised a traceback).
+        if c.numeric and all(isinstance(v, (int, float, np.number)) for v in (c.low, c.high)):
             kind = "integer" if float(c.low).is_integer() and float(c.high).is_integer() \
                 else "real"
             facs.append(Factor(c.name, kind, range=(c.low, c.high), low=c.low, high=c.high,
