@@ -501,3 +501,27 @@ def test_best_is_ranked_by_its_confirmation_runs() -> None:
     assert [e.config for e in res.confirmed()] == [c, b]
     low = TuneResult([Objective("y", "minimize")], hist, "screen-then-tune", 7, confirm_runs=3)
     assert low.best().config == b
+
+
+def test_best_screened_is_the_one_confirmation_reran() -> None:
+    """The audit's pb2: the best screened S (150) is confirmed at 141 and 143, so its
+    all-run mean (144.7) fell below T's single screening run (146). Judged on all runs the
+    baseline became T, never re-run ("over 1 runs"), compared by Welch with nothing. The
+    best screened is judged on its screening runs: S, the one confirmation re-ran."""
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective, Tally
+
+    s, t, b = {"k": 1}, {"k": 2}, {"k": 3}
+    hist = _history([("screen", s, 150.0), ("screen", t, 146.0), ("tune", b, 170.0),
+                     ("confirm", s, 141.0), ("confirm", b, 171.0), ("confirm", s, 143.0),
+                     ("confirm", b, 169.0)])
+    res = TuneResult([Objective("y")], hist, "screen-then-tune", 7, confirm_runs=3)
+    d = res.to_dict()
+    assert d["best_screened"]["config"] == s and d["baseline"]["config"] == s
+    assert d["baseline"]["values"] == [141.0, 143.0]
+    from scipy import stats
+
+    assert d["comparison"]["pvalue"] == pytest.approx(
+        stats.ttest_ind([171.0, 169.0], [141.0, 143.0], equal_var=False).pvalue)
+    # stable: the same answer before the confirmation ran (what chose who to re-run)
+    assert Tally(hist[:3], [Objective("y")]).best_screened().config == s

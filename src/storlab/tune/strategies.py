@@ -70,6 +70,7 @@ class Entry:
     order: int
     values: list[list[float]] = field(default_factory=list)  # per ok run, per objective
     failed: int = 0
+    screened: list[list[float]] = field(default_factory=list)  # the screening-phase runs'
 
     @property
     def n(self) -> int:
@@ -95,6 +96,8 @@ class Tally:
                 e.failed += 1
             else:
                 e.values.append([ob.score(v) for ob, v in zip(self.objectives, vals)])
+                if o.phase == "screen":
+                    e.screened.append(e.values[-1])
 
     def measured(self) -> list[Entry]:
         return [e for e in self.entries.values() if e.n]
@@ -120,9 +123,15 @@ class Tally:
         return r[0] if r else None
 
     def best_screened(self) -> Entry | None:
-        """The best configuration the first batch measured (what a screening alone gives)."""
-        screened = [e for e in self.ranked() if e.first_phase == "screen"]
-        return screened[0] if screened else None
+        """The best configuration the first batch measured (what a screening alone gives),
+        judged on its screening runs only: later runs of a screened configuration must not
+        change which one it was, else the confirmation re-runs one configuration and the
+        report compares against another that was never re-run."""
+        screened = [e for e in self.measured() if e.screened]
+        if not screened:
+            return None
+        return min(screened, key=lambda e: (-float(np.mean([v[0] for v in e.screened])),
+                                            e.order))
 
     def baseline(self, config: Mapping[str, Any] | None) -> Entry | None:
         """The given baseline configuration's entry (None before it ran), else the best
