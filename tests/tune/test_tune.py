@@ -525,3 +525,25 @@ def test_best_screened_is_the_one_confirmation_reran() -> None:
         stats.ttest_ind([171.0, 169.0], [141.0, 143.0], equal_var=False).pvalue)
     # stable: the same answer before the confirmation ran (what chose who to re-run)
     assert Tally(hist[:3], [Objective("y")]).best_screened().config == s
+
+
+def test_report_uses_the_design_the_tuning_ran(tmp_path: Path, storlab_main: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file says y and screen-then-tune on 30 runs; `storlab tune -y lat:minimize
+    --strategy random --budget 7` ran. The report rebuilt the section from the file: ranked
+    on y, "screen-then-tune: 7 of 30 runs". It reads the store's design metadata."""
+    monkeypatch.chdir(tmp_path)
+    p = campaign(tmp_path, budget=30, strategy="screen-then-tune")
+    code, out, err = storlab_main("tune", p, "--json", "--quiet", "-y", "lat:minimize",
+                                  "--strategy", "random", "--budget", "7")
+    assert code == 0, err
+    best = json.loads(out)["best"]
+    html = tmp_path / "r.html"
+    code, _, err = storlab_main("report", p, "-o", html)
+    assert code == 0, err
+    text = html.read_text()
+    sec = text[text.index('id="tuning"'):]
+    sec = sec[:sec.index("</section>")]
+    assert "random" in sec and "screen-then-tune" not in sec and "of 30" not in sec
+    assert "its lat" in sec and "its y" not in sec
+    assert ", ".join(f"{k}={v}" for k, v in best["config"].items()) in sec

@@ -316,12 +316,16 @@ class TuneResult(Result):
 
 
 def result_from_campaign(camp: Any) -> TuneResult:
-    """The TuneResult of a tuning campaign's store."""
+    """The TuneResult of a tuning campaign's store, read with the design the store's runs
+    came from (its stored metadata: `storlab tune -y p99:minimize --strategy nsga2` over a
+    file that says y and auto), not the campaign file's as it reads now."""
     from ..campaign.store import Store
 
     src = camp.source
     with Store(camp.store_path, readonly=True) as store:
         history = camp.history(store)
-    meta = src.meta()
-    return TuneResult(src.objectives, history, str(meta["strategy"]), int(meta["budget"]),
+    meta = {**src.meta(), **camp.design_meta()}
+    objectives = [Objective(str(n), str(g)) for n, g in meta.get("objectives") or []] \
+        or list(src.objectives)
+    return TuneResult(objectives, history, str(meta["strategy"]), int(meta["budget"]),
                       meta.get("baseline"), int(meta.get("confirm_runs", 1)))
