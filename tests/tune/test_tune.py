@@ -547,3 +547,28 @@ def test_report_uses_the_design_the_tuning_ran(tmp_path: Path, storlab_main: Any
     assert "random" in sec and "screen-then-tune" not in sec and "of 30" not in sec
     assert "its lat" in sec and "its y" not in sec
     assert ", ".join(f"{k}={v}" for k, v in best["config"].items()) in sec
+
+
+def test_pareto_front_is_computed_on_the_values_it_shows() -> None:
+    """t3_4: the front was computed on all-run means and shown with confirmation means, so
+    listed entries dominated each other. A: search run (160, lat 11), confirmed at 140 and
+    140 (lat 11): all runs (146.7, 11), shown (140, 11). B: one run (145, 10.5). On all
+    runs both are on the front; on the values shown B dominates A."""
+    from storlab.campaign.sources import Observation
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective
+
+    a, b = {"k": 1}, {"k": 2}
+    rows = [("tune", a, 160.0, 11.0), ("tune", b, 145.0, 10.5), ("confirm", a, 140.0, 11.0),
+            ("confirm", a, 140.0, 11.0)]
+    hist = [Observation(f"r{i}", i, 0, 1, cfg, "ok", {"y": y, "lat": lat}, ph)
+            for i, (ph, cfg, y, lat) in enumerate(rows)]
+    res = TuneResult([Objective("y"), Objective("lat", "minimize")], hist, "nsga2", 4,
+                     confirm_runs=3)
+    shown = [(p["value"], p["lat"]["mean"]) for p in res.to_dict()["pareto"]]
+    assert shown == [(145.0, 10.5)]
+    for y, lat in shown:  # no listed entry dominates another on the listed values
+        assert not any(y2 >= y and lat2 <= lat and (y2, lat2) != (y, lat)
+                       for y2, lat2 in shown)
+    front = res.plot().axes[1].lines[0]  # the plot draws the same front
+    assert list(front.get_xdata()) == [145.0] and list(front.get_ydata()) == [10.5]

@@ -159,8 +159,24 @@ class TuneResult(Result):
         # numbers the reader sees, and those are free of the selection's bias
         return Comparison(ob.name, ob.goal, self.shown(b), self.shown(base))
 
+    def point(self, e: Entry) -> list[float]:
+        """A configuration's scores (larger better) on the values shown for it: the means of
+        its confirmation runs when it has any, else of all its runs."""
+        return [ob.score(float(np.mean(self.shown(e, j))))
+                for j, ob in enumerate(self.objectives)]
+
     def pareto(self) -> list[Entry]:
-        return self.tally.pareto() if len(self.objectives) > 1 else []
+        """The measured Pareto front on the values shown (`point`), best first on the first
+        objective. On one definition with the JSON and the plot: a front computed on
+        all-run means but shown with confirmation means listed entries that dominate each
+        other."""
+        if len(self.objectives) < 2:
+            return []
+        es = self.tally.measured()
+        m = np.array([self.point(e) for e in es])
+        front = [e for i, e in enumerate(es)
+                 if not np.any(np.all(m >= m[i], axis=1) & np.any(m > m[i], axis=1))]
+        return sorted(front, key=lambda e: (-self.point(e)[0], e.order))
 
     def phases(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -295,15 +311,15 @@ class TuneResult(Result):
         ax.legend(loc="best")
         if two:
             ax2 = axes[0][1]
-            t = self.tally
-            ms = t.measured()
             o1, o2 = self.objectives[:2]
-            xs = [o1.score(e.mean(0)) for e in ms]
-            ys = [o2.score(e.mean(1)) for e in ms]
-            ax2.scatter(xs, ys, s=16, color=STYLE["muted"], label="measured configurations")
-            front = sorted(t.pareto(), key=lambda e: e.mean(0))
-            ax2.plot([o1.score(e.mean(0)) for e in front], [o2.score(e.mean(1)) for e in front],
-                     "o-", color=STYLE["sig"], label="Pareto front (measured)")
+            # the values shown everywhere else: confirmation means where re-run
+            pts = [self.point(e) for e in self.tally.measured()]
+            ax2.scatter([o1.score(p[0]) for p in pts], [o2.score(p[1]) for p in pts], s=16,
+                        color=STYLE["muted"], label="measured configurations")
+            front = [self.point(e) for e in self.pareto()]
+            ax2.plot([o1.score(p[0]) for p in front], [o2.score(p[1]) for p in front],
+                     "o-", color=STYLE["sig"],
+                     label="Pareto front (confirmation means where re-run)")
             ax2.set_xlabel(axis_label(o1.name) + (" → better" if o1.goal == "maximize"
                                                   else " ← better"))
             ax2.set_ylabel(axis_label(o2.name) + (" ↑ better" if o2.goal == "maximize"
