@@ -572,3 +572,26 @@ def test_pareto_front_is_computed_on_the_values_it_shows() -> None:
                        for y2, lat2 in shown)
     front = res.plot().axes[1].lines[0]  # the plot draws the same front
     assert list(front.get_xdata()) == [145.0] and list(front.get_ydata()) == [10.5]
+
+
+def test_a_default_baseline_that_failed_every_run_is_said(tmp_path: Path, storlab_main: Any,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """dfl: the declared baseline failed each of its runs; baseline and comparison were null
+    and nothing said so. The terminal, the JSON and the report say it."""
+    monkeypatch.chdir(tmp_path)
+    base = {"engine": "psync", "depth": 1, "bs": "4k", "x1": 0, "x2": 0, "sched": "bfq"}
+    p = campaign(tmp_path, budget=8, env={"ORACLE_FAIL": "1"}, strategy="random",
+                 baseline=base)
+    code, out, err = storlab_main("tune", p, "--quiet")
+    assert code == 0, err
+    out = " ".join(out.split())  # the console wraps long lines
+    assert "note: the default configuration (engine=psync" in out
+    assert "failed its only run" in out
+    code, out, err = storlab_main("tune", p, "--quiet", "--json")
+    d = json.loads(out)
+    assert d["baseline"] is None and d["baseline_failed_runs"] == 1
+    assert len(d["notes"]) == 1 and "failed its only run" in d["notes"][0]
+    code, _, err = storlab_main("report", p, "-o", tmp_path / "r.html")
+    assert code == 0, err
+    assert "failed its only run: no baseline" in (tmp_path / "r.html").read_text()

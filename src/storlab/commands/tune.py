@@ -170,6 +170,8 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         console.print("no run produced a value: nothing to recommend (see `storlab status "
                       "--failures`)")
         return
+    for n in data.get("notes", []):
+        console.print(f"note: {n}", highlight=False)
     console.print(f"recommended (measured): {_config_text(b['config'])}")
     console.print(f"  {measured(b)}")
     if base is not None:

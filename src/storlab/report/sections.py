@@ -194,6 +194,7 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
                               f"{100 * c['change']:+.1f} %, {c['verdict']}"))
             elif e["config"] == b["config"]:
                 facts.append((f"recommended vs {label}", "the same configuration"))
+        facts += [("note", n) for n in d["notes"]]
         facts_html = H.dl_html(facts)
     fig = H.figure_html(res.plot(), "Tuning convergence",
                         "Each run's value by phase and the best so far"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 ALPHA = 0.05
+_NONE = Entry({}, "", -1)  # a configuration not measured yet: no runs, none failed
 
 
 @dataclass
@@ -149,6 +150,20 @@ class TuneResult(Result):
         e = self.tally.baseline(self.baseline_config)
         return e if e is not None and e.n else None
 
+    def notes(self) -> list[str]:
+        """What the answer lacks and why, said rather than left out: a declared default
+        configuration whose every run failed has no value, so there is no baseline and no
+        comparison (it vanished from the output without a word)."""
+        out = []
+        if self.baseline_config is not None:
+            e = self.tally.baseline(self.baseline_config)
+            if e is not None and not e.n and e.failed:
+                cfg = ", ".join(f"{k}={v}" for k, v in self.baseline_config.items())
+                runs = "its only run" if e.failed == 1 else f"all its {e.failed} runs"
+                out.append(f"the default configuration ({cfg}) failed {runs}: no baseline "
+                           "to compare against (see `storlab status --failures`)")
+        return out
+
     def comparison(self, against: Entry | None = None) -> Comparison | None:
         """Welch's test of the recommendation against the baseline (or `against`)."""
         b, base = self.best(), against or self.baseline()
@@ -236,6 +251,9 @@ class TuneResult(Result):
             "best_screened": None if scr is None else self.entry_dict(scr),
             "comparison_screened": None if scr is None or self.baseline_config is None
             else self.comparison(scr).to_dict(),  # type: ignore[union-attr]
+            "baseline_failed_runs": None if base is not None or self.baseline_config is None
+            else self.tally.entries.get(config_key(self.baseline_config), _NONE).failed,
+            "notes": self.notes(),
             "candidates": [self.entry_dict(e) for e in self.confirmed()],
             "pareto": [self.entry_dict(e) for e in self.pareto()],
             "history": hist,
