@@ -595,3 +595,28 @@ def test_a_default_baseline_that_failed_every_run_is_said(tmp_path: Path, storla
     code, _, err = storlab_main("report", p, "-o", tmp_path / "r.html")
     assert code == 0, err
     assert "failed its only run: no baseline" in (tmp_path / "r.html").read_text()
+
+
+def test_repetitions_are_refused_and_warmups_said(tmp_path: Path, storlab_main: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """t5: `repetitions: 2` was silently ignored by a tuning design and `warmup: 1` runs were
+    executed beside a budget said to count every run. Repetitions: one line, exit 2, nothing
+    run. Warm-ups: said beside the budget (terminal and JSON)."""
+    monkeypatch.chdir(tmp_path)
+    p = campaign(tmp_path, budget=5, strategy="random")
+    spec = yaml.safe_load(p.read_text())
+    p.write_text(yaml.safe_dump({**spec, "repetitions": 2}))
+    code, out, err = storlab_main("tune", p, "--quiet")
+    assert code == 2 and "repetitions: 2 does not apply" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "campaign.db").exists() or not _history_in_store(
+        tmp_path / "campaign.db")
+    p.write_text(yaml.safe_dump({**spec, "warmup": 1}))
+    code, out, err = storlab_main("tune", p, "--quiet", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    n_configs = len({json.dumps(h["config"], sort_keys=True) for h in d["history"]})
+    assert d["runs"] == 5 and d["warmup_runs"] >= n_configs
+    code, out, err = storlab_main("tune", p, "--quiet")
+    assert f"5 of 5 runs (screen 4, confirm 1) + {d['warmup_runs']} warm-up runs (not counted" \
+        in " ".join(out.split())

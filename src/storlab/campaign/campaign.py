@@ -112,6 +112,10 @@ class Campaign:
     def _adaptive_source(self) -> DesignSource:
         d = self.spec.design
         seed = d.seed if d.seed is not None else self.spec.seed
+        if self.spec.repetitions != 1:  # it was ignored without a word
+            raise CampaignError(f"{self.path}: repetitions: {self.spec.repetitions} does not "
+                                f"apply to a {d.kind} design (its confirmation re-runs the "
+                                "candidates: design.confirm_runs); remove it")
         try:
             return make_source(str(d.kind), self.space, d, seed)
         except StorlabError as exc:

@@ -106,8 +106,10 @@ def tune_cmd(
                            ) as on_event:
         summary = camp.run(executor=executor, on_event=on_event, wait=wait)
     res = result_from_campaign(camp)
+    # Warm-ups are not in the history the strategy counts: said beside the budget.
+    warm = sum(bool(r["warmup"]) for r in camp.stored_runs(warmup=True))
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
-            "interrupted": summary.interrupted}
+            "warmup_runs": warm, "interrupted": summary.interrupted}
     if summary.interrupted:
         if not json_out:
             console.print(f"interrupted after {len(res.history)} of {res.budget} runs, before "
@@ -139,7 +141,9 @@ def _runs_done(camp: Any) -> int:
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
     ph = ", ".join(f"{k} {v}" for k, v in data["phases"].items())
-    console.print(f"{data['strategy']}: {data['runs']} of {data['budget']} runs ({ph}); "
+    warm = (f" + {data['warmup_runs']} warm-up runs (not counted in the budget)"
+            if data.get("warmup_runs") else "")
+    console.print(f"{data['strategy']}: {data['runs']} of {data['budget']} runs ({ph}){warm}; "
                   f"store {data['store']}")
     t = res.table()
     if len(t):
