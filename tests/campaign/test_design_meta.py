@@ -96,7 +96,7 @@ def test_csv_and_literal_designs_say_so_and_the_report_reads_them_off_the_data(
 
 def test_an_adaptive_source_keeps_its_strategy(tmp_path: Path) -> None:
     p = campaign(tmp_path, {"kind": "tune", "budget": 6, "strategy": "random",
-                            "objectives": ["y"]}, factors=2)
+                            "objectives": [{"y": "maximize"}]}, factors=2)
     camp = Campaign.load(p)
     camp.run()
     meta = stored(camp)

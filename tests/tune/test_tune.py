@@ -282,7 +282,10 @@ def test_an_interrupted_tuning_continues_with_more_budget(tmp_path: Path, tune_j
 @pytest.mark.parametrize("args, design, message", [
     (["--strategy", "nope"], {}, "strategy 'nope'"),
     (["--budget", "10"], {}, "too small"),  # screening 6 + 1 search + 2 x 2 confirmations
-    (["--response", "nosuch"], {}, "'nosuch' is not a metric"),
+    (["--response", "nosuch:maximize"], {}, "'nosuch' is not a metric"),
+    # an undeclared response's goal is never guessed (p99 was tuned to maximize)
+    (["--response", "p99"], {}, "'p99' is not declared in the space, so its goal is unknown"),
+    ([], {"objectives": ["p99"]}, "-y p99:minimize or :maximize"),
     ([], {"baseline": {"engine": "psync"}}, "baseline"),
 ])
 def test_bad_requests_are_one_line_before_anything_runs(tmp_path: Path, args: list[str],

@@ -61,10 +61,10 @@ def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
     out = []
     for item in spec:
         if isinstance(item, str):
-            name, goal = item, space.response(item).goal
+            name, goal = item, declared_goal(space, item)
         elif "name" in item:
-            name, goal = str(item["name"]), str(item.get("goal", space.response(
-                str(item["name"])).goal))
+            name = str(item["name"])
+            goal = str(item["goal"]) if "goal" in item else declared_goal(space, name)
         elif len(item) == 1:
             name, goal = next(iter(item.items()))
         else:
@@ -78,6 +78,16 @@ def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
     if len(out) > 2:
         raise TuneError("at most two objectives (throughput and tail latency, say)")
     return out
+
+
+def declared_goal(space: Space, name: str) -> str:
+    """The goal the space declares for a response; an undeclared one needs its goal said
+    (a p99 left to default to maximize would be tuned the wrong way without a word)."""
+    if any(r.name == name for r in space.responses):
+        return space.response(name).goal
+    raise TuneError(f"response {name!r} is not declared in the space, so its goal is "
+                    f"unknown: give it (-y {name}:minimize or :maximize; {{{name}: minimize}} "
+                    "in design.objectives)")
 
 
 def check_feasible(domain: Domain, seed: int) -> None:
