@@ -623,3 +623,30 @@ def test_repetitions_are_refused_and_warmups_said(tmp_path: Path, storlab_main: 
     code, out, err = storlab_main("tune", p, "--quiet")
     assert f"5 of 5 runs (screen 4, confirm 1) + {d['warmup_runs']} warm-up runs (not counted" \
         in " ".join(out.split())
+
+
+def test_confirm_refuses_an_unknown_response_before_running(tmp_path: Path,
+                                                            storlab_main: Any,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """`confirm -y zzz` ran every run, then said no run produced 'zzz'; `tune` refuses
+    before running, and so does `confirm` now. An undeclared response needs its goal."""
+    monkeypatch.chdir(tmp_path)
+    p = campaign(tmp_path)
+    cfg = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none"
+    code, _, err = storlab_main("confirm", p, "--config", cfg, "--against", REF, "-n", "2",
+                                "-y", "zzz", "--quiet")
+    assert code == 2 and "'zzz' is not a metric of this runner" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list((tmp_path / "scratch").glob("c*"))  # nothing ran
+    spec = yaml.safe_load(p.read_text())
+    spec["space"]["responses"] = spec["space"]["responses"][:1]  # lat undeclared
+    p.write_text(yaml.safe_dump(spec))
+    code, _, err = storlab_main("confirm", p, "--config", cfg, "--against", REF, "-n", "2",
+                                "-y", "lat", "--quiet")
+    assert code == 2 and "'lat' is not declared in the space" in err
+    code, out, err = storlab_main("confirm", p, "--config", cfg, "--against", REF, "-n", "2",
+                                  "-y", "lat:minimize", "--quiet", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["goal"] == "minimize" and d["response"] == "lat"

@@ -250,8 +250,8 @@ def confirm_cmd(
     runs: int = typer.Option(3, "--repeats", "--runs", "-n", min=2, max=1000,
                              help="Runs of each configuration (interleaved at random)."),
     response: Optional[str] = typer.Option(None, "--response", "-y",
-                                           help="Response to compare (default: the space's "
-                                                "first)."),
+                                           help="Response to compare, NAME or NAME:minimize "
+                                                "(default: the space's first)."),
     store: str = typer.Option("confirm.db", "--store",
                               help="Store file, next to the campaign file (resumable)."),
     seed: int = typer.Option(7, "--seed", help="Seed of the interleaved order.",
@@ -280,10 +280,15 @@ def confirm_cmd(
     allc = configs + ([ref] if ref is not None else [])
     if len({config_key(c) for c in allc}) != len(allc):
         raise StorlabError("the same configuration is given twice")
-    name = response or (space.responses[0].name if space.responses else None)
-    if name is None:
+    from ..tune.source import check_metrics, declared_goal
+
+    name, _, goal = (response or (space.responses[0].name if space.responses else "")
+                     ).partition(":")
+    if not name:
         raise StorlabError("name the response to compare with --response")
-    goal = space.response(name).goal
+    if goal not in ("", "maximize", "minimize"):
+        raise StorlabError(f"--response {response}: the goal must be maximize or minimize")
+
     design = spec.design.model_copy(update={
         "kind": None, "csv": None, "configs": allc, "budget": None, "runs": None,
         "resolution": None, "generators": None, "center": 0, "replicates": 1, "fold": None,
@@ -292,6 +297,9 @@ def confirm_cmd(
                                    "seed": seed, "store": store,
                                    "name": f"{spec.name or Path(campaign_file).stem}-confirm"})
     camp = Campaign(spec, campaign_file)
+    # before anything runs (it ran every run, then said no run produced it)
+    check_metrics(camp.preflight(), [name])
+    goal = goal or declared_goal(space, name)
     with campaign_progress(camp.name, quiet, json_out, (name,)) as on_event:
         try:
             summary = camp.run(executor=executor, on_event=on_event, wait=wait)

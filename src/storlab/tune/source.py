@@ -37,15 +37,21 @@ class TuneSource:
 
     def check(self, runner: Any) -> None:
         """Refuse, before anything runs, a response the runner cannot produce."""
-        names = getattr(runner, "metric_names", None)
-        known = names() if callable(names) else None
-        if known is None:
-            return
-        missing = [o.name for o in self.objectives if o.name not in known]
-        if missing:
-            raise TuneError(f"response {missing[0]!r} is not a metric of this runner; it "
-                            f"gives {', '.join(sorted(known)[:12])}"
-                            + (" ..." if len(known) > 12 else ""))
+        check_metrics(runner, [o.name for o in self.objectives])
+
+
+def check_metrics(runner: Any, wanted: Sequence[str]) -> None:
+    """Refuse a response the runner cannot produce (when the runner can say what it gives),
+    before anything runs: `tune` and `confirm` alike."""
+    names = getattr(runner, "metric_names", None)
+    known = names() if callable(names) else None
+    if known is None:
+        return
+    missing = [n for n in wanted if n not in known]
+    if missing:
+        raise TuneError(f"response {missing[0]!r} is not a metric of this runner; it "
+                        f"gives {', '.join(sorted(known)[:12])}"
+                        + (" ..." if len(known) > 12 else ""))
 
 
 def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
