@@ -650,3 +650,42 @@ def test_confirm_refuses_an_unknown_response_before_running(tmp_path: Path,
     assert code == 0, err
     d = json.loads(out)
     assert d["goal"] == "minimize" and d["response"] == "lat"
+
+
+@pytest.mark.parametrize("columns, args, message", [
+    (["y"], [], "no parameter column besides the response 'y'"),  # was a pandas traceback
+    (["p1", "p2", "y"], ["--params", "p1,y"], "--params names the response 'y'"),
+    (["p1", "p2", "zero"], [], "the optimum y is 0"),  # 1 % of 0 was an absolute gap
+])
+def test_tune_eval_refuses_a_table_it_cannot_judge(tmp_path: Path, storlab_main: Any,
+                                                   columns: list[str], args: list[str],
+                                                   message: str) -> None:
+    import pandas as pd
+
+    rows = [{"p1": a, "p2": b, "y": float(10 * a + b), "zero": float(10 * a + b - 22)}
+            for a in (0, 1, 2) for b in (0, 1, 2)]
+    df = pd.DataFrame(rows)[columns].rename(columns={"zero": "y"})
+    csv = tmp_path / "t.csv"
+    df.to_csv(csv, index=False)
+    code, _, err = storlab_main("tune-eval", csv, "-y", "y", "-b", "6", "-n", "1",
+                                "--strategies", "random", *args)
+    assert code == 2 and message in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_tune_eval_says_which_columns_are_parameters(tmp_path: Path,
+                                                     storlab_main: Any) -> None:
+    """extra.csv: a latency column beside y became a parameter without a word."""
+    import pandas as pd
+
+    rows = [{"p1": a, "p2": b, "y": float(10 * a + b + 1), "lat": 1.0 / (10 * a + b + 1)}
+            for a in (0, 1, 2) for b in (0, 1, 2)]
+    csv = tmp_path / "t.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    code, out, err = storlab_main("tune-eval", csv, "-y", "y", "-b", "6", "-n", "1",
+                                  "--strategies", "random")
+    assert code == 0, err
+    assert "parameters: p1, p2, lat (every column but y; --params to choose)" in out
+    code, out, err = storlab_main("tune-eval", csv, "-y", "y", "-b", "6", "-n", "1",
+                                  "--strategies", "random", "--params", "p1,p2", "--json")
+    assert json.loads(out)["params"] == ["p1", "p2"]

@@ -413,6 +413,11 @@ def tune_eval_cmd(
     if not json_out:
         console.print(f"{full}: {res.n_configs} configurations, optimum {response} "
                       f"{res.optimum:.6g} ({goal}); budget {budget}, {repeats} repeats")
+        # every other column is a parameter unless --params says: a metric column (lat
+        # beside y) would silently become one
+        how = "given by --params" if params else f"every column but {response}; --params " \
+                                                 "to choose"
+        console.print(f"parameters: {', '.join(res.params)} ({how})", highlight=False)
         t = res.table()
         t["median_runs"] = [f"{v:g}" if v == v else "n/a" for v in t["median_runs"]]
         console.print(frame_table(t, title="runs to reach within target of the "

@@ -59,6 +59,7 @@ class TuneEvalResult(Result):
     n_configs: int
     curves: pd.DataFrame        # strategy, repeat, run, best_gap
     seconds: dict[str, float] = field(default_factory=dict)
+    params: list[str] = field(default_factory=list)  # the columns taken as parameters
 
     def runs_to(self, gap: float) -> pd.DataFrame:
         """Per strategy and repeat, the first run whose best-so-far is within `gap`."""
@@ -93,7 +94,7 @@ class TuneEvalResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return {"response": self.response, "goal": self.goal, "budget": self.budget,
                 "repeats": self.repeats, "optimum": self.optimum, "n_configs": self.n_configs,
-                "table": to_jsonable(self.to_frame())}
+                "params": list(self.params), "table": to_jsonable(self.to_frame())}
 
     def plot(self, kind: str | None = None) -> Figure:
         """`gap` (the only kind): median gap of the best-so-far to the optimum against runs,
@@ -173,9 +174,15 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     y = pd.to_numeric(table[response], errors="coerce")
     if params is None:
         params = [c for c in table.columns if c != response and not str(c).startswith("_")]
+    elif response in params:
+        raise AnalysisError(f"--params names the response {response!r}: list the "
+                            "configuration's parameters only")
     missing = [p for p in params if p not in table.columns]
     if missing:
         raise AnalysisError(f"parameter(s) {missing} are not columns of the table")
+    if not params:
+        raise AnalysisError(f"the table has no parameter column besides the response "
+                            f"{response!r}")
     df = table.loc[y.notna() & np.isfinite(y), list(params)].copy()
     df[response] = y[df.index].astype(float)
     df = df.groupby(list(params), dropna=False, sort=False)[response].mean().reset_index()
@@ -184,7 +191,10 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     truth = {config_key({n: plain(r[n]) for n in names}): float(r[response])
              for r in df.to_dict("records")}
     optimum = max(truth.values()) if goal == "maximize" else min(truth.values())
-    scale = abs(optimum) or 1.0
+    if optimum == 0:  # 1 % of 0 is 0: no relative target exists (it was silently absolute)
+        raise AnalysisError(f"the optimum {response} is 0: the gap to it (1 %, 5 %) is "
+                            "relative and undefined there; shift or invert the response")
+    scale = abs(optimum)
     domain = Domain(space, [dict(zip(names, k)) for k in
                             df[names].itertuples(index=False, name=None)])
     obj = Objective(response, goal)
@@ -209,7 +219,7 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
         seconds[s] = time.perf_counter() - t0
     curves = pd.DataFrame(rows, columns=["strategy", "repeat", "run", "best_gap"])
     return TuneEvalResult(response, goal, budget, repeats, tuple(targets), optimum, len(truth),
-                          _pad(curves, budget), seconds)
+                          _pad(curves, budget), seconds, list(names))
 
 
 def _pad(curves: pd.DataFrame, budget: int) -> pd.DataFrame:
