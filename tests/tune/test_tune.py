@@ -689,3 +689,20 @@ def test_tune_eval_says_which_columns_are_parameters(tmp_path: Path,
     code, out, err = storlab_main("tune-eval", csv, "-y", "y", "-b", "6", "-n", "1",
                                   "--strategies", "random", "--params", "p1,p2", "--json")
     assert json.loads(out)["params"] == ["p1", "p2"]
+
+
+def test_table_says_the_confirmation_runs_that_failed() -> None:
+    """A candidate whose confirmation runs failed (2 of 3) showed as "runs 1" in the tune
+    table and the report; `confirm` says "1 (2 failed)", and so does the table now. A failed
+    search run is not among the confirmation runs the row's mean is drawn from."""
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective
+
+    a, b, c = {"k": 1}, {"k": 2}, {"k": 3}
+    hist = _history([("screen", a, 50.0), ("tune", c, None), ("tune", c, 90.0),
+                     ("tune", b, 100.0), ("confirm", b, 99.0), ("confirm", b, None),
+                     ("confirm", b, None), ("confirm", c, 91.0), ("confirm", c, 92.0),
+                     ("confirm", a, 49.0), ("confirm", a, None)])
+    res = TuneResult([Objective("y")], hist, "screen-then-tune", 11, confirm_runs=3)
+    runs = {r["k"]: r["runs"] for r in res.table().to_dict("records")}
+    assert runs == {2: "1 (2 failed)", 3: "2", 1: "1 (1 failed)"}

@@ -106,6 +106,22 @@ class TuneResult(Result):
                 out.setdefault(config_key(o.config), []).append(vals)
         return out
 
+    @cached_property
+    def _failed_after(self) -> dict[str, int]:
+        """Per configuration key, its confirmation runs that gave no value."""
+        out: dict[str, int] = {}
+        for o in self.history:
+            if o.phase == "confirm" and observed_values(o, self.objectives) is None:
+                k = config_key(o.config)
+                out[k] = out.get(k, 0) + 1
+        return out
+
+    def shown_failed(self, e: Entry) -> int:
+        """The failed runs among those `shown` is drawn from: its confirmation runs when
+        any gave a value, else all its runs."""
+        k = config_key(e.config)
+        return self._failed_after.get(k, 0) if self._after.get(k) else e.failed
+
     def shown(self, e: Entry, j: int = 0) -> list[float]:
         """The values reported for a configuration: its confirmation runs when it has any,
         else all its runs. The search run that got a configuration selected is its best
@@ -269,7 +285,10 @@ class TuneResult(Result):
             for j, ob in enumerate(self.objectives):
                 s = describe(self.shown(e, j))
                 r[f"{ob.name} mean"], r[f"{ob.name} sd"] = s["mean"], s["std"]
-            r["runs"] = len(self.shown(e))
+            # '1 (2 failed)' as `confirm` says it: a mean of the one run of three that
+            # worked is no mean of three
+            bad = self.shown_failed(e)
+            r["runs"] = f"{len(self.shown(e))}" + (f" ({bad} failed)" if bad else "")
             r[f"{self.objectives[0].name} mean, all runs"] = describe(self._raw(e))["mean"]
             r["runs, all"] = e.n
             roles = [name for name, x in (("best", best), ("baseline", base),
