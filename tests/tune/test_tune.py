@@ -314,9 +314,11 @@ def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Pat
     p = campaign(tmp_path, budget=30)
     spec = yaml.safe_load(p.read_text())
     spec["design"] = {"kind": "lhs", "runs": 6}
-    p.write_text(yaml.safe_dump(spec))
+    p.write_text(yaml.safe_dump({**spec, "repetitions": 2}))
     r = cli("tune", str(p), "--quiet", check=False)
     assert r.returncode == 2 and "--budget" in r.stderr
+    r = cli("tune", str(p), "--quiet", "--budget", "18", "--strategy", "tpe")
+    assert "repetitions: 2 do not apply to tuning" in " ".join(r.stdout.split())
     out = tune_json(p, "--budget", "18", "--strategy", "tpe")
     assert len(out["history"]) == 18
     assert out["store"].endswith("tune-tune.db")

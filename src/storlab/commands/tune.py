@@ -79,7 +79,11 @@ def tune_cmd(
                   "fold": None, "optimize": None}
         if spec.store == "campaign.db":  # never mix with the fixed design's runs
             spec = spec.model_copy(update={"store": f"{Path(campaign_file).stem}-tune.db"})
-        if spec.repetitions != 1:
+        if spec.repetitions != 1:  # said, not dropped in silence
+            if not json_out:
+                console.print(f"note: the fixed design's repetitions: {spec.repetitions} do "
+                              "not apply to tuning (its confirmation re-runs the candidates)",
+                              highlight=False)
             spec = spec.model_copy(update={"repetitions": 1})
     if budget is not None:
         update["budget"] = budget
