@@ -277,7 +277,7 @@ def test_confirm_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> Non
     out = _refused_then_waits(
         tmp_path / "c" / "confirm.db",
         [*storlab_argv, "confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
-         "--runs", "2", "-y", "y", "-q", "--json"], tmp_path)
+         "--runs", "2", "-y", "y:maximize", "-q", "--json"], tmp_path)
     assert [c["runs"] for c in json.loads(out)["configs"]] == [2, 2]
 
 

@@ -5,7 +5,7 @@ import hashlib
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from storlab.sim.engine import compiled_function
@@ -50,6 +50,8 @@ def _plan_max(ring: Ring) -> dict[tuple, int]:
 
 
 @settings(max_examples=30, deadline=None)
+@example(nodes=2, disks=[5, 2, 1, 1, 1, 1, 1, 1], zones=1, seed=0, replicas=4,
+         weights=[0.5, 0.5, 1.0, 2.0, 1.0, 0.5, 1.0] + [0.5] * 33, placement="fast")
 @given(nodes=st.integers(1, 8), disks=st.lists(st.integers(1, 5), min_size=8, max_size=8),
        zones=st.integers(1, 4), seed=st.integers(0, 1000), replicas=st.sampled_from([1, 2, 3, 4]),
        weights=st.lists(st.sampled_from([0.5, 1.0, 2.0, 4.0]), min_size=40, max_size=40),
@@ -71,8 +73,13 @@ def test_no_device_holds_two_replicas(nodes, disks, zones, seed, replicas, weigh
     devs, plan = _plan_max(ring)
     assert ring.parts_per_device().sum() == ring.partitions * replicas
     if placement == "fast":
-        want = parts_wanted(devs, weight.tolist(), plan, ring.partitions, replicas)
-        assert ring.parts_per_device().tolist() == want
+        want = np.asarray(parts_wanted(devs, weight.tolist(), plan, ring.partitions, replicas))
+        # Swift's counts, but for a tier they put over its plan by float rounding (a server
+        # planned for 1 replica got 257 of 256 partitions): that excess moves elsewhere
+        over = sum(max(0, int(want[[i for i, d in enumerate(devs) if d[:k] == t]].sum())
+                       - plan[t][2] * ring.partitions)
+                   for k in (1, 2, 3) for t in {d[:k] for d in devs})
+        assert np.abs(ring.parts_per_device() - want).sum() <= 2 * over
     for k, key in ((1, ring.dev_region), (2, ring.dev_zone), (3, ring.dev_node)):
         for p in range(ring.partitions):
             tiers = [devs[x][:k] for x in ring.r2p2d[:, p]]

@@ -258,7 +258,8 @@ def _fast_layout(region: list, zone: list, node: list, weight: list[float], part
     parts = 1 << part_power
     devs = [(region[i], zone[i], node[i], i) for i in range(n)]
     plan = replica_plan(devs, weight, parts, replicas, overload)
-    quota = np.maximum(np.asarray(parts_wanted(devs, weight, plan, parts, replicas)), 0)
+    quota = _fit_tiers(np.maximum(np.asarray(parts_wanted(devs, weight, plan, parts,
+                                                          replicas)), 0), devs, plan, parts)
     rng = np.random.default_rng(seed)
     reg = np.asarray(region)
     zon = np.asarray(zone)
@@ -273,3 +274,37 @@ def _fast_layout(region: list, zone: list, node: list, weight: list[float], part
         raise RingBuildError("replica plan does not cover every partition-replica")
     perm = rng.permutation(parts)
     return np.ascontiguousarray(slots.reshape(replicas, parts)[:, perm])
+
+
+def _fit_tiers(quota: np.ndarray, devs: list[tuple], plan: dict, parts: int) -> np.ndarray:
+    """Swift's per-device counts, trimmed so that no region, zone, server or device has more
+    slots than its plan's maximum replicas times the partitions: the layout keeps a tier's
+    dispersion only then. Swift's counts can exceed it by float rounding (a server planned
+    for 1 replica at target 0.9999999999999996 got 257 of 256 partitions, and the layout put
+    two replicas of a partition on it); Swift's own placement then leaves a device short,
+    here the excess moves one slot at a time from the tier's fullest device to the device
+    whose other tiers have the most room."""
+    quota = quota.copy()
+    tiers = [[d[:k] for k in (1, 2, 3, 4)] for d in devs]  # region .. device
+    members: dict[tuple, list[int]] = {}
+    for i, ts in enumerate(tiers):
+        for t in ts:
+            members.setdefault(t, []).append(i)
+
+    def room(t: tuple) -> int:
+        return plan[t][2] * parts - int(quota[members[t]].sum()) if t in plan else 0
+
+    for t, idx in members.items():
+        while room(t) < 0:
+            give = max(idx, key=lambda i: (quota[i], -i))
+            # a tier both devices share keeps its count: only the receiver's others need room
+            others = {j: [u for u in tiers[j] if u not in tiers[give]]
+                      for j in range(len(devs)) if j not in idx and 0 < quota[j] < parts}
+            take = {j: min(room(u) for u in us) for j, us in others.items()
+                    if us and all(room(u) > 0 for u in us)}
+            if not take:
+                break  # nowhere to go: the layout refuses or keeps Swift's count
+            j = max(take, key=lambda j: (take[j], -j))
+            quota[give] -= 1
+            quota[j] += 1
+    return quota
