@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from storlab.campaign.campaign import Campaign
 from storlab.campaign.store import Store
 from storlab.design import make_design
+from storlab.errors import StorlabError
 from storlab.report.build import from_campaign
 
 PRINT_Y = [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"]
@@ -104,6 +106,25 @@ def test_an_adaptive_source_keeps_its_strategy(tmp_path: Path) -> None:
     assert meta["budget"] == 6 and "seed" in meta
     inp = from_campaign(p)
     assert inp.design_meta == {"kind": "tune (random, budget 6 runs)"}
+
+
+def test_a_store_tuned_on_an_undeclared_response_keeps_its_recorded_goal(tmp_path: Path
+                                                                         ) -> None:
+    """An undeclared response needs its goal said; a store tuned when `objectives: [y]`
+    meant maximize (its design metadata says so) is still read: status and report loaded
+    the file and refused it."""
+    p = campaign(tmp_path, {"kind": "tune", "budget": 6, "strategy": "random",
+                            "objectives": [{"y": "maximize"}]}, factors=2)
+    Campaign.load(p).run()
+    spec = yaml.safe_load(p.read_text())
+    spec["design"]["objectives"] = ["y"]  # the file as it was written then
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    camp = Campaign.load(p)
+    assert [(o.name, o.goal) for o in camp.source.objectives] == [("y", "maximize")]
+    assert from_campaign(p).design_meta == {"kind": "tune (random, budget 6 runs)"}
+    camp.store_path.rename(tmp_path / "old.db")  # no store: the goal must be said
+    with pytest.raises(StorlabError, match="goal is unknown"):
+        Campaign.load(p)
 
 
 def test_design_resolution_is_read_as_the_cli_reads_it(tmp_path: Path, storlab) -> None:

@@ -577,6 +577,10 @@ def test_pareto_front_is_computed_on_the_values_it_shows() -> None:
                        for y2, lat2 in shown)
     front = res.plot().axes[1].lines[0]  # the plot draws the same front
     assert list(front.get_xdata()) == [145.0] and list(front.get_ydata()) == [10.5]
+    # the recommendation (A, the best confirmed) is off that front: said, not hidden
+    d = res.to_dict()
+    assert d["best"]["config"] == a
+    assert any("not on the measured Pareto front" in n for n in d["notes"])
 
 
 def test_a_default_baseline_that_failed_every_run_is_said(tmp_path: Path, storlab_main: Any,

@@ -116,10 +116,28 @@ class Campaign:
             raise CampaignError(f"{self.path}: repetitions: {self.spec.repetitions} does not "
                                 f"apply to a {d.kind} design (its confirmation re-runs the "
                                 "candidates: design.confirm_runs); remove it")
+        if d.objectives:
+            # A store tuned when an undeclared response defaulted to maximize keeps the goal
+            # it was tuned with (its design metadata has it): status and report still read it.
+            declared = {r.name for r in self.space.responses}
+            goals = self._stored_goals()
+            d = d.model_copy(update={"objectives": [
+                {o: goals[o]} if isinstance(o, str) and o not in declared and o in goals
+                else o for o in d.objectives]})
         try:
             return make_source(str(d.kind), self.space, d, seed)
         except StorlabError as exc:
             raise CampaignError(f"{self.path}: design: {exc}") from None
+
+    def _stored_goals(self) -> dict[str, str]:
+        """The objectives' goals as the store's design metadata recorded them ({} without
+        a store)."""
+        if not self.store_path.exists():
+            return {}
+        with Store(self.store_path, readonly=True) as store:
+            text = store.get_meta("design") or store.get_meta("source")
+        objectives = json.loads(text).get("objectives") if text else None
+        return {str(n): str(g) for n, g in objectives or []}
 
     def _configurations(self) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
         """(config_id, {factor: value}, {design bookkeeping}) in the design's standard order,

@@ -169,7 +169,8 @@ class TuneResult(Result):
     def notes(self) -> list[str]:
         """What the answer lacks and why, said rather than left out: a declared default
         configuration whose every run failed has no value, so there is no baseline and no
-        comparison (it vanished from the output without a word)."""
+        comparison (it vanished from the output without a word); a recommendation that the
+        measured Pareto front leaves out."""
         out = []
         if self.baseline_config is not None:
             e = self.tally.baseline(self.baseline_config)
@@ -178,6 +179,13 @@ class TuneResult(Result):
                 runs = "its only run" if e.failed == 1 else f"all its {e.failed} runs"
                 out.append(f"the default configuration ({cfg}) failed {runs}: no baseline "
                            "to compare against (see `storlab status --failures`)")
+        b, front = self.best(), self.pareto()
+        if b is not None and front and b not in front:
+            # its confirmation means against others' single search runs (not re-run, and
+            # the luck that got them there inflates them): said, not hidden
+            out.append("the recommended configuration is not on the measured Pareto front: "
+                       "configurations measured once and not re-run dominate its confirmation "
+                       "means; re-run them (storlab confirm) before trusting the front")
         return out
 
     def comparison(self, against: Entry | None = None) -> Comparison | None:
