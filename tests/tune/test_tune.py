@@ -656,6 +656,13 @@ def test_confirm_refuses_an_unknown_response_before_running(tmp_path: Path,
     assert code == 0, err
     d = json.loads(out)
     assert d["goal"] == "minimize" and d["response"] == "lat"
+    # a tuning file that gives the goal in its objectives is enough (it was refused)
+    spec["design"]["objectives"] = [{"y": "maximize"}, {"lat": "minimize"}]
+    p.write_text(yaml.safe_dump(spec))
+    code, out, err = storlab_main("confirm", p, "--config", cfg, "--against", REF, "-n", "2",
+                                  "-y", "lat", "--quiet", "--json")
+    assert code == 0, err
+    assert json.loads(out)["goal"] == "minimize"
 
 
 @pytest.mark.parametrize("columns, args, message", [

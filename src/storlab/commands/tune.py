@@ -284,7 +284,7 @@ def confirm_cmd(
     allc = configs + ([ref] if ref is not None else [])
     if len({config_key(c) for c in allc}) != len(allc):
         raise StorlabError("the same configuration is given twice")
-    from ..tune.source import check_metrics, declared_goal
+    from ..tune.source import check_metrics, declared_goal, objectives_given
 
     name, _, goal = (response or (space.responses[0].name if space.responses else "")
                      ).partition(":")
@@ -303,7 +303,10 @@ def confirm_cmd(
     camp = Campaign(spec, campaign_file)
     # before anything runs (it ran every run, then said no run produced it)
     check_metrics(camp.preflight(), [name])
-    goal = goal or declared_goal(space, name)
+    # the goal given, else the file's objectives' (a tuning file says {p99: minimize}),
+    # else the space's declaration
+    file_goals = {o.name: o.goal for o in objectives_given(spec.design.objectives)}
+    goal = goal or file_goals.get(name) or declared_goal(space, name)
     with campaign_progress(camp.name, quiet, json_out, (name,)) as on_event:
         try:
             summary = camp.run(executor=executor, on_event=on_event, wait=wait)

@@ -86,6 +86,19 @@ def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
     return out
 
 
+def objectives_given(spec: Sequence[str | dict[str, str]] | None) -> list[Objective]:
+    """The objectives whose goal the list itself gives (`{p99: minimize}`, `{name: p99,
+    goal: minimize}`); bare names are left out."""
+    out = []
+    for item in spec or []:
+        if isinstance(item, dict) and "name" in item and "goal" in item:
+            out.append(Objective(str(item["name"]), str(item["goal"])))
+        elif isinstance(item, dict) and len(item) == 1 and "name" not in item:
+            name, goal = next(iter(item.items()))
+            out.append(Objective(str(name), str(goal)))
+    return out
+
+
 def declared_goal(space: Space, name: str) -> str:
     """The goal the space declares for a response; an undeclared one needs its goal said
     (a p99 left to default to maximize would be tuned the wrong way without a word)."""
