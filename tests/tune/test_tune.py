@@ -321,6 +321,7 @@ def test_fixed_design_file_is_tuned_with_budget_into_its_own_store(tmp_path: Pat
     assert "repetitions: 2 do not apply to tuning" in " ".join(r.stdout.split())
     out = tune_json(p, "--budget", "18", "--strategy", "tpe")
     assert len(out["history"]) == 18
+    assert any("repetitions: 2 do not apply" in n for n in out["notes"])  # JSON too
     assert out["store"].endswith("tune-tune.db")
 
 
@@ -475,7 +476,7 @@ def test_reported_value_is_the_confirmation_runs_mean() -> None:
     assert best["runs"] == 2 and best["values"] == [119.0, 121.0]
     assert best["value_from"] == "confirmation runs"
     assert best["value_all_runs"] == pytest.approx(122.0) and best["runs_all"] == 3
-    assert best["failed_runs"] == 1
+    assert (best["failed_runs"], best["failed_runs_all"]) == (0, 1)  # failed in the search
     assert base["value"] == pytest.approx(50.0) and base["runs"] == 2
     from scipy import stats
 
@@ -719,3 +720,12 @@ def test_table_says_the_confirmation_runs_that_failed() -> None:
     res = TuneResult([Objective("y")], hist, "screen-then-tune", 11, confirm_runs=3)
     runs = {r["k"]: r["runs"] for r in res.table().to_dict("records")}
     assert runs == {2: "1 (2 failed)", 3: "2", 1: "1 (1 failed)"}
+    # the JSON says the same beside runs, and over all runs beside runs_all (c failed once
+    # in the search, not in its confirmation)
+    failed = {e["config"]["k"]: (e["failed_runs"], e["runs"], e["failed_runs_all"],
+                                 e["runs_all"]) for e in res.to_dict()["candidates"]}
+    assert failed[2] == (2, 1, 2, 2) and failed[3] == (0, 2, 1, 3)
+    # a declared baseline not run yet (interrupted) has no failed runs to count
+    res = TuneResult([Objective("y")], hist, "screen-then-tune", 11, baseline_config={"k": 9},
+                     confirm_runs=3)
+    assert res.to_dict()["baseline_failed_runs"] is None

@@ -12,7 +12,8 @@ import typer
 
 from ..errors import StorlabError
 from ..fileio import save_figure
-from ._common import at_least, console, emit_json, frame_table, input_file, output_file
+from ._common import (at_least, console, emit_json, fitted_tables, frame_table, input_file,
+                      output_file)
 
 
 def _save_plot(fig: Any, path: Path) -> None:
@@ -66,6 +67,7 @@ def tune_cmd(
 
     spec = load_spec(campaign_file)
     d = spec.design
+    notes: list[str] = []  # what the command changed on the way, said at the end
     if d.kind is not None and d.kind != "tune" and d.kind not in KINDS:
         raise StorlabError(f"{campaign_file}: field design.kind: {d.kind!r} must be one of "
                            f"{', '.join(KINDS)} or tune")
@@ -79,11 +81,9 @@ def tune_cmd(
                   "fold": None, "optimize": None}
         if spec.store == "campaign.db":  # never mix with the fixed design's runs
             spec = spec.model_copy(update={"store": f"{Path(campaign_file).stem}-tune.db"})
-        if spec.repetitions != 1:  # said, not dropped in silence
-            if not json_out:
-                console.print(f"note: the fixed design's repetitions: {spec.repetitions} do "
-                              "not apply to tuning (its confirmation re-runs the candidates)",
-                              highlight=False)
+        if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
+            notes.append(f"the fixed design's repetitions: {spec.repetitions} do not apply "
+                         "to tuning (its confirmation re-runs the candidates)")
             spec = spec.model_copy(update={"repetitions": 1})
     if budget is not None:
         update["budget"] = budget
@@ -114,6 +114,7 @@ def tune_cmd(
     warm = sum(bool(r["warmup"]) for r in camp.stored_runs(warmup=True))
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
             "warmup_runs": warm, "interrupted": summary.interrupted}
+    data["notes"] = notes + data["notes"]
     if summary.interrupted:
         if not json_out:
             console.print(f"interrupted after {len(res.history)} of {res.budget} runs, before "
@@ -159,7 +160,9 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         if same:
             title += "; all have " + ", ".join(f"{c}={t0}" for c, t0 in
                                                zip(same, res.table()[same].iloc[0]))
-        console.print(frame_table(t, title=title))
+        # split by columns when wider than the terminal (rich wrapped the role column)
+        for part in fitted_tables(t, console.width, title=title):
+            console.print(part)
     b, base, cmp = data["best"], data["baseline"], data["comparison"]
     objs = [o["name"] for o in data["objectives"]]
 

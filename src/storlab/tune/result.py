@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 ALPHA = 0.05
-_NONE = Entry({}, "", -1)  # a configuration not measured yet: no runs, none failed
 
 
 @dataclass
@@ -246,7 +245,9 @@ class TuneResult(Result):
                          runs_all=a["runs"])
             else:
                 d[ob.name] = {**s, "mean_all_runs": a["mean"], "runs_all": a["runs"]}
-        d["failed_runs"] = e.failed
+        # beside `runs` and `runs_all`: the failed runs among the runs `value` is drawn from
+        # (the table's "1 (2 failed)") and among all of them
+        d["failed_runs"], d["failed_runs_all"] = self.shown_failed(e), e.failed
         d["confirmed"] = self.fully_confirmed(e)
         return d
 
@@ -275,8 +276,10 @@ class TuneResult(Result):
             "best_screened": None if scr is None else self.entry_dict(scr),
             "comparison_screened": None if scr is None or self.baseline_config is None
             else self.comparison(scr).to_dict(),  # type: ignore[union-attr]
+            # None when there is a baseline, or its runs have not been made (interrupted)
             "baseline_failed_runs": None if base is not None or self.baseline_config is None
-            else self.tally.entries.get(config_key(self.baseline_config), _NONE).failed,
+            else getattr(self.tally.entries.get(config_key(self.baseline_config)), "failed",
+                         None),
             "notes": self.notes(),
             "candidates": [self.entry_dict(e) for e in self.confirmed()],
             "pareto": [self.entry_dict(e) for e in self.pareto()],
