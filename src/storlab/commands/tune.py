@@ -39,8 +39,10 @@ def tune_cmd(
                                            help="auto, screen-then-tune, tpe, gp, nsga2, "
                                                 "random."),
     response: Optional[list[str]] = typer.Option(None, "--response", "-y",
-                                                 help="Objective(s): NAME or NAME:minimize "
-                                                      "(repeat for two)."),
+                                                 help="Objective(s): NAME, NAME:minimize or "
+                                                      "NAME:maximize (repeat for two); a "
+                                                      "response the space does not declare "
+                                                      "needs its goal."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the file's).",
                                        callback=at_least("--seed", 0, 2**32 - 1)),
     executor: str = typer.Option("sequential", "--executor", "-e",
@@ -257,8 +259,9 @@ def confirm_cmd(
     runs: int = typer.Option(3, "--repeats", "--runs", "-n", min=2, max=1000,
                              help="Runs of each configuration (interleaved at random)."),
     response: Optional[str] = typer.Option(None, "--response", "-y",
-                                           help="Response to compare, NAME or NAME:minimize "
-                                                "(default: the space's first)."),
+                                           help="Response to compare: NAME, NAME:minimize "
+                                                "or NAME:maximize (default: the space's "
+                                                "first); an undeclared one needs its goal."),
     store: str = typer.Option("confirm.db", "--store",
                               help="Store file, next to the campaign file (resumable)."),
     seed: int = typer.Option(7, "--seed", help="Seed of the interleaved order.",
