@@ -607,6 +607,19 @@ def test_a_default_baseline_that_failed_every_run_is_said(tmp_path: Path, storla
     assert "failed its only run: no baseline" in (tmp_path / "r.html").read_text()
 
 
+def test_a_default_that_keeps_failing_is_retried_once(tmp_path: Path, tune_json: Any
+                                                     ) -> None:
+    """dfl: a declared default whose every run failed was re-run confirm_runs (3) times in
+    the confirmation, 3 more failures of the budget; now one retry (a transient failure
+    gets its second chance), and the search has the runs."""
+    base = {"engine": "psync", "depth": 1, "bs": "4k", "x1": 0, "x2": 0, "sched": "bfq"}
+    out = tune_json(campaign(tmp_path, budget=20, env={"ORACLE_FAIL": "1"},
+                             strategy="random", baseline=base))
+    mine = [h for h in out["history"] if h["config"] == base]
+    assert [(h["phase"], h["value"]) for h in mine] == [("screen", None), ("confirm", None)]
+    assert len(out["history"]) == 20 and out["baseline_failed_runs"] == 2
+
+
 def test_repetitions_are_refused_and_warmups_said(tmp_path: Path, storlab_main: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """t5: `repetitions: 2` was silently ignored by a tuning design and `warmup: 1` runs were

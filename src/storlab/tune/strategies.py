@@ -242,13 +242,21 @@ class Strategy:
         out += [e for e in top[1:] if e not in out]
         return out
 
+    def wanted(self, e: Entry) -> int:
+        """Confirmation runs a candidate still needs: up to `confirm_runs` in all, but one
+        retry for a configuration whose every run failed (a transient failure gets a second
+        chance; a declared default that always fails cost confirm_runs more failures)."""
+        if not e.n and e.failed:
+            return 1
+        return max(0, self.s.confirm_runs - e.n)
+
     def reserve(self, tally: Tally) -> int:
-        return sum(max(0, self.s.confirm_runs - e.n) for e in self.candidates(tally))
+        return sum(self.wanted(e) for e in self.candidates(tally))
 
     def confirmation(self, tally: Tally, remaining: int) -> list[Proposal]:
         out = []
         for e in self.candidates(tally):
-            need = min(max(0, self.s.confirm_runs - e.n), remaining)
+            need = min(self.wanted(e), remaining)
             if need:
                 out.append(Proposal(dict(e.config), need, "confirm"))
                 remaining -= need
