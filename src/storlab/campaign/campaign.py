@@ -132,12 +132,8 @@ class Campaign:
     def _stored_goals(self) -> dict[str, str]:
         """The objectives' goals as the store's design metadata recorded them ({} without
         a store)."""
-        if not self.store_path.exists():
-            return {}
-        with Store(self.store_path, readonly=True) as store:
-            text = store.get_meta("design") or store.get_meta("source")
-        objectives = json.loads(text).get("objectives") if text else None
-        return {str(n): str(g) for n, g in objectives or []}
+        meta = self._stored_design_meta(adaptive=True) or {}
+        return {str(n): str(g) for n, g in meta.get("objectives") or []}
 
     def _configurations(self) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
         """(config_id, {factor: value}, {design bookkeeping}) in the design's standard order,
@@ -288,14 +284,19 @@ class Campaign:
         """The metadata of the design the store's runs came from, as the store keeps it
         (meta key `design`); for a store written before storlab kept it, or no store yet,
         the campaign file's (`design_meta_now`)."""
-        if self.store_path.exists():
-            with Store(self.store_path, readonly=True) as store:
-                text = store.get_meta("design")
-                if text is None and self.source is not None:
-                    text = store.get_meta("source")
-            if text is not None:
-                return dict(json.loads(text))
-        return self.design_meta_now()
+        meta = self._stored_design_meta(adaptive=self.source is not None)
+        return meta if meta is not None else self.design_meta_now()
+
+    def _stored_design_meta(self, adaptive: bool) -> dict[str, Any] | None:
+        """The design metadata the store keeps (key `design`; an adaptive source's store
+        written before it: key `source`), None without a store or either key."""
+        if not self.store_path.exists():
+            return None
+        with Store(self.store_path, readonly=True) as store:
+            text = store.get_meta("design")
+            if text is None and adaptive:
+                text = store.get_meta("source")
+        return dict(json.loads(text)) if text is not None else None
 
     def stored_runs(self, warmup: bool = False, with_raw: bool = False
                     ) -> list[dict[str, Any]]:

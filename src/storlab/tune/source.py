@@ -66,16 +66,13 @@ def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
         return [Objective(r.name, r.goal)]
     out = []
     for item in spec:
-        if isinstance(item, str):
-            name, goal = item, declared_goal(space, item)
-        elif "name" in item:
-            name = str(item["name"])
-            goal = str(item["goal"]) if "goal" in item else declared_goal(space, name)
-        elif len(item) == 1:
-            name, goal = next(iter(item.items()))
-        else:
+        parsed = _name_and_goal(item)
+        if parsed is None:
             raise TuneError(f"objective {item!r}: write a name, {{name: goal}} or "
                             "{name: ..., goal: ...}")
+        name, goal = parsed
+        if goal is None:
+            goal = declared_goal(space, name)
         if goal not in ("maximize", "minimize"):
             raise TuneError(f"objective {name!r}: goal {goal!r} must be maximize or minimize")
         out.append(Objective(str(name), str(goal)))
@@ -89,14 +86,21 @@ def objectives_from(space: Space, spec: Sequence[str | dict[str, str]] | None
 def objectives_given(spec: Sequence[str | dict[str, str]] | None) -> list[Objective]:
     """The objectives whose goal the list itself gives (`{p99: minimize}`, `{name: p99,
     goal: minimize}`); bare names are left out."""
-    out = []
-    for item in spec or []:
-        if isinstance(item, dict) and "name" in item and "goal" in item:
-            out.append(Objective(str(item["name"]), str(item["goal"])))
-        elif isinstance(item, dict) and len(item) == 1 and "name" not in item:
-            name, goal = next(iter(item.items()))
-            out.append(Objective(str(name), str(goal)))
-    return out
+    parsed = [_name_and_goal(item) for item in spec or []]
+    return [Objective(p[0], p[1]) for p in parsed if p is not None and p[1] is not None]
+
+
+def _name_and_goal(item: str | dict[str, Any]) -> tuple[str, str | None] | None:
+    """One objective as written: (name, its goal or None when left out); None when the item
+    has none of the shapes `name`, `{name: goal}`, `{name: ..., goal: ...}`."""
+    if isinstance(item, str):
+        return item, None
+    if "name" in item:
+        return str(item["name"]), (str(item["goal"]) if "goal" in item else None)
+    if len(item) == 1:
+        name, goal = next(iter(item.items()))
+        return str(name), str(goal)
+    return None
 
 
 def declared_goal(space: Space, name: str) -> str:
