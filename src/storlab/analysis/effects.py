@@ -352,7 +352,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     n_u = len(xu)
     planned_runs = (_planned_runs(results, codings) if len(df) < len(results) else None)
     planned = np.unique(planned_runs, axis=0) if planned_runs is not None else None
-    regular, incomplete = _regularity(xu, planned_runs if planned_runs is not None else xf)
+    incomplete = _lost_configurations(xu, planned_runs if planned_runs is not None else xf)
     resid_room = n_f - 1  # parameters (mean included) the runs can carry with error df
     partial = False
     correlated: list[str] = []
@@ -624,10 +624,10 @@ def _gf2_span(xu: np.ndarray) -> int:
     return 2 ** rank
 
 
-def _regularity(xu: np.ndarray, runs: np.ndarray) -> tuple[bool, int]:
-    """Whether the distinct two-level configurations `xu` form a regular fraction (a full
-    factorial or a 2^(k-p)) and, if they are one with configurations lost (every run of
-    them failed), how many are missing.
+def _lost_configurations(xu: np.ndarray, runs: np.ndarray) -> int:
+    """How many configurations a regular fraction (a full factorial or a 2^(k-p)) lost
+    (every run of them failed) when the distinct two-level configurations `xu` are one such
+    fraction less some; 0 when they are the whole fraction or none.
 
     `runs` are the coded runs as planned (failed ones included when the table lists them).
     A regular plan less some configurations is that case. Otherwise a set of more than half
@@ -638,10 +638,10 @@ def _regularity(xu: np.ndarray, runs: np.ndarray) -> tuple[bool, int]:
     n = len(xu)
     size = _gf2_span(xu)
     if n == size:
-        return True, 0
+        return 0
     plan = np.unique(runs, axis=0)
     if len(plan) == _gf2_span(plan) and {tuple(r) for r in xu} <= {tuple(r) for r in plan}:
-        return False, len(plan) - n
+        return len(plan) - n
 
     def strength2(m: np.ndarray) -> bool:
         gram = m.T @ m
@@ -649,8 +649,8 @@ def _regularity(xu: np.ndarray, runs: np.ndarray) -> tuple[bool, int]:
                     and np.allclose(gram, np.diag(np.diag(gram))))
 
     if 2 * n > size and not (strength2(runs) or strength2(xu)):
-        return False, size - n
-    return False, 0
+        return size - n
+    return 0
 
 
 def _planned_runs(results: pd.DataFrame, codings: Sequence[Coding]) -> np.ndarray | None:

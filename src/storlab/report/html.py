@@ -136,12 +136,6 @@ def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = Tr
     return macro("figure")(f"data:image/png;base64,{data}", alt, width, caption)
 
 
-def json_script(data: Any, element_id: str) -> Any:
-    """Machine-readable data in the page (a JSON script element, the `json_script` macro:
-    Jinja2's `tojson`, which escapes <, >, & and ' so that nothing ends the element)."""
-    return macro("json_script")(data, element_id)
-
-
 def page(title: str, subtitle: str, nav: Sequence[tuple[str, str]], body: Any,
          footer: Any = "", head_extra: Any = "") -> str:
     """The whole document from `templates/page.html.j2` (inline CSS and script, a sticky
