@@ -344,25 +344,12 @@ def fractional_factorial(space: Space, runs: int | None = None,
             if c >> b & 1:
                 prod *= base[:, b]
         coded[:, n + i] = s * prod
-    p = k - n
-    if p <= WORDS_MAX_P:
-        words = al.subgroup([(c | (1 << (n + i))) for i, c in enumerate(cols)])
-        pattern = al.wlp(words, k)
-        aliases = al.alias_structure(words, k, labels)
-    else:  # 2^p words are too many to list: what aliasing needs is the short ones
-        columns = [1 << i for i in range(n)] + list(cols)
-        words = al.short_words(columns)
-        pattern = al.wlp_from_columns(n, columns)
-        aliases = al.alias_structure_short(words, k, labels)
-    clear = (al.clear_effects(words, k) if p <= WORDS_MAX_P
-             else al.clear_effects_short(words, k))
     generators = [f"{labels[n + i]}={'-' if s < 0 else ''}{al.word_name(c, labels)}"
                   for i, (c, s) in enumerate(zip(cols, signs))]
-    meta: dict[str, Any] = {"kind": "fractional",
-                            **_relation_meta(labels, coded, n, generators, words, pattern,
-                                             aliases, clear)}
-    if p > WORDS_MAX_P:
-        meta["defining_relation_note"] = (f"words of length 3 and 4 only (of {2**p - 1})")
+    meta: dict[str, Any] = {
+        "kind": "fractional",
+        **_relation_meta(labels, coded, [1 << i for i in range(n)] + list(cols),
+                         [c | 1 << (n + i) for i, c in enumerate(cols)], generators)}
     if search is not None:
         meta["search"] = {"exact": search.exact, "nodes": search.nodes,
                           "seconds": round(search.seconds, 4), "source": search.source}
@@ -415,28 +402,55 @@ def _parse_generators(generators: Sequence[str], labels: Sequence[str]
     return n, cols, signs
 
 
-def _relation_meta(labels: list[str], coded: np.ndarray, base_factors: int,
-                   generators: list[str], words: list[int], pattern: list[int],
-                   aliases: Any, clear: tuple[list[int], list[int]]) -> dict[str, Any]:
-    """The aliasing part of a regular fraction's metadata (a built design's and a folded
-    one's), its defining relation signed as the columns `coded` have it."""
-    signed = _word_signs(coded, words)
+def _alias_meta(labels: list[str], generators: list[str], relation: list[str],
+                pattern: list[int], aliases: Any, clear: tuple[list[int], list[int]]
+                ) -> dict[str, Any]:
+    """Resolution, generators, the named defining relation, pattern, aliases and clear
+    effects: the metadata every two-level design with words lists, regular or not."""
     res = al.resolution(pattern)
     clear_main, clear_2fi = clear
     return {
-        "base_factors": base_factors,
-        "p": len(labels) - base_factors,
         "resolution": res,
         "resolution_roman": al.roman(res) if res else None,
         "generators": generators,
-        "defining_relation": [("-" if signed[w] < 0 else "") + al.word_name(w, labels)
-                              for w in words],
+        "defining_relation": relation,
         "wlp": pattern,
         "aliases": aliases,
         "clear_main": [al.word_name(e, labels) for e in clear_main],
         "clear_2fi": len(clear_2fi),
         "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi],
     }
+
+
+def _relation_meta(labels: list[str], coded: np.ndarray, columns: list[int],
+                   gen_words: list[int], generators: list[str],
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The aliasing part of a regular fraction's metadata (a built design's and a folded
+    one's): its defining relation (signed as the columns `coded` have it), pattern,
+    aliases and clear effects. `columns[j]`: factor j's column as a product of the basic
+    factors (bit i: i-th basic factor); `gen_words`: one generator word per added factor.
+    `extra` entries come before the note that only the short words are listed (the one
+    place that note is written)."""
+    k, p = len(labels), len(gen_words)
+    if p <= WORDS_MAX_P:
+        words = al.subgroup(gen_words)
+        pattern = al.wlp(words, k)
+        aliases = al.alias_structure(words, k, labels)
+        clear = al.clear_effects(words, k)
+    else:  # 2^p words are too many to list: what aliasing needs is the short ones
+        words = al.short_words(columns)
+        pattern = al.wlp_from_columns(k - p, columns)
+        aliases = al.alias_structure_short(words, k, labels)
+        clear = al.clear_effects_short(words, k)
+    signed = _word_signs(coded, words)
+    relation = [("-" if signed[w] < 0 else "") + al.word_name(w, labels) for w in words]
+    meta: dict[str, Any] = {"base_factors": k - p, "p": p,
+                            **_alias_meta(labels, generators, relation, pattern, aliases,
+                                          clear),
+                            **(extra or {})}
+    if p > WORDS_MAX_P:
+        meta["defining_relation_note"] = f"words of length 3 and 4 only (of {2**p - 1})"
+    return meta
 
 
 def _relation_from_columns(space: Space, coded: np.ndarray, block: np.ndarray
@@ -450,17 +464,9 @@ def _relation_from_columns(space: Space, coded: np.ndarray, block: np.ndarray
         # Not a regular fraction (a folded Plackett-Burman): no generators; the words are
         # those whose column product is constant, if any.
         words = al.words_from_matrix(coded) if k <= 22 else []
-        pattern = al.wlp(words, k)
-        res = al.resolution(pattern)
-        clear_main, clear_2fi = al.clear_effects(words, k)
-        return {"resolution": res, "resolution_roman": al.roman(res) if res else None,
-                "generators": [], "defining_relation": [al.word_name(w, labels)
-                                                        for w in words],
-                "wlp": pattern, "aliases": al.alias_structure(words, k, labels),
-                "clear_main": [al.word_name(e, labels) for e in clear_main],
-                "clear_2fi": len(clear_2fi),
-                "clear_2fi_list": [al.word_name(e, labels) for e in clear_2fi]}
-    p = len(generated)
+        return _alias_meta(labels, [], [al.word_name(w, labels) for w in words],
+                           al.wlp(words, k), al.alias_structure(words, k, labels),
+                           al.clear_effects(words, k))
     # Each factor's column as a product of the basic factors (bit i: i-th basic factor).
     rank = {j: i for i, j in enumerate(basic)}
     columns = [0] * k
@@ -468,31 +474,14 @@ def _relation_from_columns(space: Space, coded: np.ndarray, block: np.ndarray
         columns[j] = 1 << rank[j]
     for j, w, _ in generated:
         columns[j] = sum(1 << rank[b] for b in basic if w >> b & 1)
-    gen_words = [w | 1 << j for j, w, _ in generated]
-    if p <= WORDS_MAX_P:
-        words = al.subgroup(gen_words)
-        pattern = al.wlp(words, k)
-        aliases = al.alias_structure(words, k, labels)
-        clear = al.clear_effects(words, k)
-    else:  # 2^p words are too many to list: what aliasing needs is the short ones
-        words = al.short_words(columns)
-        pattern = al.wlp_from_columns(len(basic), columns)
-        aliases = al.alias_structure_short(words, k, labels)
-        clear = al.clear_effects_short(words, k)
     generators = [f"{labels[j]}={'-' if s < 0 else ''}{al.word_name(w, labels)}"
                   for j, w, s in generated]
-    meta: dict[str, Any] = {
-        **_relation_meta(labels, coded, len(basic), generators, words, pattern, aliases,
-                         clear),
-        # The fold factor: a full foldover of a resolution III fraction confounds blocks
-        # with an interaction of the basic factors; None: the foldover repeats the runs.
-        "block_generator": (None if fold is None else
-                            f"block={'-' if fold[1] < 0 else ''}"
-                            f"{al.word_name(fold[0], labels)}"),
-    }
-    meta["defining_relation_note"] = (f"words of length 3 and 4 only (of {2**p - 1})"
-                                      if p > WORDS_MAX_P else None)
-    return meta
+    # The fold factor: a full foldover of a resolution III fraction confounds blocks with
+    # an interaction of the basic factors; None: the foldover repeats the runs.
+    block_generator = (None if fold is None else
+                       f"block={'-' if fold[1] < 0 else ''}{al.word_name(fold[0], labels)}")
+    return _relation_meta(labels, coded, columns, [w | 1 << j for j, w, _ in generated],
+                          generators, {"block_generator": block_generator})
 
 
 def foldover(design: Design, factor: str | None = None) -> Design:
@@ -522,8 +511,6 @@ def foldover(design: Design, factor: str | None = None) -> Design:
                           if k in design.meta}
     meta.update(kind=f"{design.kind}+foldover", foldover=factor or "all",
                 **_relation_from_columns(space, both, block))
-    if not meta.get("defining_relation_note"):
-        meta.pop("defining_relation_note", None)
     out = from_coded(space, both, meta)
     out.table["block"] = np.repeat([1, 2], len(coded))
     return out
