@@ -352,7 +352,11 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     n_u = len(xu)
     planned_runs = (_planned_runs(results, codings) if len(df) < len(results) else None)
     planned = np.unique(planned_runs, axis=0) if planned_runs is not None else None
-    incomplete = _lost_configurations(xu, planned_runs if planned_runs is not None else xf)
+    # The planned configurations form a regular fraction (a full factorial or a 2^(k-p)):
+    # those without a run with the response are lost ones, not a non-regular design.
+    regular_plan = planned is not None and len(planned) == _gf2_span(planned)
+    incomplete = _lost_configurations(xu, planned_runs if planned_runs is not None else xf,
+                                      planned if regular_plan else None)
     resid_room = n_f - 1  # parameters (mean included) the runs can carry with error df
     partial = False
     correlated: list[str] = []
@@ -405,8 +409,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     # Back to one row per run for the fit.
     kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]
     if partial:
-        lost_runs = planned is not None and len(planned) == _gf2_span(planned)
-        why = ("runs are missing from the design" if lost_runs
+        why = ("runs are missing from the design" if regular_plan
                else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
                      f"({why}): main effects only")
@@ -624,24 +627,29 @@ def _gf2_span(xu: np.ndarray) -> int:
     return 2 ** rank
 
 
-def _lost_configurations(xu: np.ndarray, runs: np.ndarray) -> int:
+def _lost_configurations(xu: np.ndarray, runs: np.ndarray,
+                         regular_plan: np.ndarray | None) -> int:
     """How many configurations a regular fraction (a full factorial or a 2^(k-p)) lost
     (every run of them failed) when the distinct two-level configurations `xu` are one such
     fraction less some; 0 when they are the whole fraction or none.
 
-    `runs` are the coded runs as planned (failed ones included when the table lists them).
-    A regular plan less some configurations is that case. Otherwise a set of more than half
-    of its smallest regular fraction is read as such, unless the plan is an orthogonal
-    array (main-effect columns balanced and orthogonal over the runs or the configurations):
-    a non-regular design such as Plackett-Burman, whose interactions stay out of the model.
+    `runs` are the coded runs as planned (failed ones included when the table lists them);
+    `regular_plan` their distinct configurations when those form a regular fraction (the
+    caller has them), else None. A regular plan less some configurations is that case.
+    Otherwise a set of more than half of its smallest regular fraction is read as such,
+    unless the plan is an orthogonal array (main-effect columns balanced and orthogonal
+    over the runs or the configurations): a non-regular design such as Plackett-Burman,
+    whose interactions stay out of the model.
     """
     n = len(xu)
     size = _gf2_span(xu)
     if n == size:
         return 0
-    plan = np.unique(runs, axis=0)
-    if len(plan) == _gf2_span(plan) and {tuple(r) for r in xu} <= {tuple(r) for r in plan}:
-        return len(plan) - n
+    # Without a regular plan of their own the runs' configurations are `xu` itself, which
+    # is no regular fraction here (n != size): nothing to compare with.
+    if regular_plan is not None and ({tuple(r) for r in xu}
+                                     <= {tuple(r) for r in regular_plan}):
+        return len(regular_plan) - n
 
     def strength2(m: np.ndarray) -> bool:
         gram = m.T @ m
