@@ -39,7 +39,8 @@ class ReportInput:
     runner_options: dict[str, Any] = field(default_factory=dict)
     tuning: Any = None                 # storlab.tune.result.TuneResult (tuning campaigns)
     run_results: pd.DataFrame | None = None  # one row per measured run (campaigns)
-    #: What one row of `results` is, as the overview says it ("" : from `level`).
+    #: What one row of `results` is, as the overview says it ("": a campaign's, from
+    #: `level`: per-configuration means, or one row per run).
     analysed: str = ""
 
     @property
@@ -90,9 +91,7 @@ def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
                        design_origin=origin, runs=pd.DataFrame(rows), level=level,
                        repetitions=spec.repetitions, runner=spec.runner.type,
                        runner_options=dict(spec.runner.options), tuning=tuning,
-                       run_results=run_results,
-                       analysed=("per-configuration means of the successful repetitions"
-                                 if level == "config" else "one row per run"))
+                       run_results=run_results)
 
 
 def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",
@@ -106,20 +105,23 @@ def from_results(results: pd.DataFrame, space: Space | None, source: str = "resu
     runs = None
     if "status" in results.columns:  # a run-level export carries each run's status
         runs = results.assign(key=[f"row {i + 1}" for i in range(len(results))])
-    level, analysed = table_level(results, space)
+    level, analysed = table_level(results, space, meta)
     return ReportInput(title=title or f"Results report: {Path(source).name}", source=source,
                        results=results, space=space, design_meta=meta,
                        design_origin="read off the results table", runs=runs,
                        level=level, analysed=analysed)
 
 
-def table_level(results: pd.DataFrame, space: Space | None) -> tuple[str, str]:
+def table_level(results: pd.DataFrame, space: Space | None,
+                meta: dict[str, Any] | None) -> tuple[str, str]:
     """Whether a results table holds runs or configurations, and what its rows are: rows
     that repeat a configuration (fu.csv: 16 configurations x 2 runs) are runs, analysed
-    as such (as `storlab analyze` does), never configuration means."""
+    as such (as `storlab analyze` does), never configuration means. `meta`:
+    `design_from_data`'s, which has counted the configurations (None without rows)."""
     names = [n for n in space.names if n in results.columns] if space is not None else []
     n = len(results)
-    n_cfg = int(len(results[names].astype(str).drop_duplicates())) if names else n
+    # Without factor columns (or rows) each row is its own configuration.
+    n_cfg = int(meta["configurations"]) if names and meta else n
     if "status" in results.columns or n_cfg < n:
         return "run", (f"one row per run ({n} runs of {n_cfg} configurations)"
                        if names else "one row per run")
