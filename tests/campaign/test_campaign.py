@@ -252,6 +252,22 @@ def test_values_are_validated_against_the_space_before_any_step(tmp_path: Path, 
     assert not sentinel.exists()
 
 
+@pytest.mark.parametrize("make, says", [
+    (lambda f: f.mkdir(), "is a directory"),                 # was an IsADirectoryError
+    (lambda f: f.write_bytes(b"name,n\n\xe9,1\n"), "not a UTF-8 text file"),  # a traceback too
+    (lambda f: f.write_text("name,n,n\nplain,1,1\n"), "duplicate column name(s) 'n'"),
+])
+def test_a_design_csv_is_read_as_every_table_is(tmp_path: Path, make: Any, says: str) -> None:
+    d = tmp_path / "c"
+    d.mkdir()
+    make(d / "configs.csv")
+    camp = command_campaign(d, design={"csv": "configs.csv"})
+    with pytest.raises(CampaignError) as err:
+        Campaign.load(camp)
+    assert str(err.value).startswith(f"{camp}: field design.csv: {d / 'configs.csv'}: ")
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
 def test_bad_field_is_one_line_naming_file_field_value(tmp_path: Path, cli: Any) -> None:
     camp = command_campaign(tmp_path / "c", repetitions=0)
     p = cli("run", str(camp), check=False)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StorlabError
+from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor
@@ -149,13 +150,10 @@ class Campaign:
                 raise CampaignError(f"{source}: {extra} are not factors of the space")
         elif d.csv is not None:
             source = str(self.dir / d.csv)
-            try:
-                table = pd.read_csv(self.dir / d.csv)
-            except FileNotFoundError:
-                raise CampaignError(f"{self.path}: field design.csv: file {source} not found"
-                                    ) from None
-            except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-                raise CampaignError(f"{source}: not a readable CSV ({exc})") from None
+            try:  # the one table reader: its errors read as every other table's
+                table = read_table(self.dir / d.csv)
+            except StorlabError as exc:
+                raise CampaignError(f"{self.path}: field design.csv: {exc}") from None
             extra = [c for c in table.columns
                      if c not in self.space.names and c not in (*DESIGN_COLUMNS, "run")]
             if extra:
