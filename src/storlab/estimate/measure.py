@@ -37,8 +37,8 @@ import pandas as pd
 import yaml
 from scipy import stats
 
-from ..errors import EstimateError
-from ..fileio import write_text
+from ..errors import EstimateError, StorlabError
+from ..fileio import read_yaml, write_text
 from ..jsonutil import to_jsonable
 from ..result import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
@@ -565,9 +565,9 @@ def _run_order_seed(campaign_dir: Path) -> int:
     measurement of more than two runs "another measurement".)"""
     f = campaign_dir / "campaign.yaml"
     if f.is_file():
-        try:
-            seed = yaml.safe_load(f.read_text()).get("seed")
-        except (yaml.YAMLError, AttributeError, OSError, UnicodeDecodeError):
+        try:  # an unreadable file is a new measurement's: its errors are not the user's
+            seed = read_yaml(f).get("seed")
+        except (StorlabError, AttributeError):
             seed = None
         if isinstance(seed, int) and not isinstance(seed, bool):
             return seed
