@@ -137,13 +137,11 @@ def tune_cmd(
 
 
 def _runs_done(camp: Any) -> int:
-    """Measured runs a tuning store already holds (0 without a store)."""
-    from ..campaign.store import Store
+    """Measured runs a tuning store already holds, finished or failed, as its history
+    counts them (0 without a store): read through the campaign, never a Store of our own."""
+    from ..campaign.store import DONE, FAILED
 
-    if not camp.store_path.exists():
-        return 0
-    with Store(camp.store_path, readonly=True) as store:
-        return len(camp.history(store))
+    return sum(r["status"] in DONE + FAILED for r in camp.stored_runs())
 
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
