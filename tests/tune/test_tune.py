@@ -742,3 +742,40 @@ def test_table_says_the_confirmation_runs_that_failed() -> None:
     res = TuneResult([Objective("y")], hist, "screen-then-tune", 11, baseline_config={"k": 9},
                      confirm_runs=3)
     assert res.to_dict()["baseline_failed_runs"] is None
+
+
+@pytest.mark.parametrize("goal,a,b,verdict,change", [
+    # 997 against -167 under maximize: better, and no percentage over a negative mean
+    # (the ratio read -696 %, worse)
+    ("maximize", [996.0, 997.0, 998.0], [-168.0, -167.0, -166.0], "better", None),
+    ("maximize", [1004.0, 1005.0, 1006.0], [-1.0, 0.0, 1.0], "better", None),  # "+nan %"
+    ("minimize", [996.0, 997.0, 998.0], [-168.0, -167.0, -166.0], "worse", None),
+    ("minimize", [-20.0, -21.0, -19.0], [-9.0, -10.0, -11.0], "better", None),
+    ("maximize", [199.0, 200.0, 201.0], [99.0, 100.0, 101.0], "better", 1.0),
+])
+def test_comparison_verdict_comes_from_the_means_not_the_ratio(
+        goal: str, a: list[float], b: list[float], verdict: str, change: float | None) -> None:
+    from storlab.tune.result import Comparison, change_text
+
+    c = Comparison("y", goal, a, b)
+    d = c.to_dict()
+    assert d["verdict"].startswith(verdict)
+    assert d["difference"] == pytest.approx(sum(a) / 3 - sum(b) / 3)
+    if change is None:
+        assert d["change"] is None
+        text = change_text(d["change"], d["difference"], "ops/s")
+        assert "%" not in text.split("(")[0] and "ops/s" in text and "nan" not in text
+    else:
+        assert d["change"] == pytest.approx(change)
+        assert change_text(d["change"], d["difference"]) == "+100.0 %"
+
+
+def test_confirm_against_a_negative_reference_says_better(tmp_path: Path, cli: Any) -> None:
+    """The terminal line of `confirm` against a reference whose mean is negative."""
+    p = campaign(tmp_path, budget=30)
+    (tmp_path / "oracle.py").write_text(ORACLE.replace('print(json.dumps({"y": y',
+                                                       'print(json.dumps({"y": y - 150'))
+    r = cli("confirm", str(p), "--config", "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none",
+            "--against", REF, "--runs", "2", "--quiet")
+    line = [ln for ln in r.stdout.splitlines() if "vs reference" in ln][0]
+    assert "+113 " in line and "better" in line and "%" not in line.split("(")[0]

@@ -147,6 +147,8 @@ def _runs_done(camp: Any) -> int:
 
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
+    from ..tune.result import change_text
+
     ph = ", ".join(f"{k} {v}" for k, v in data["phases"].items())
     warm = (f" + {data['warmup_runs']} warm-up runs (not counted in the budget)"
             if data.get("warmup_runs") else "")
@@ -193,12 +195,14 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         if b["config"] == (base or {}).get("config"):
             console.print("the baseline is the best measured configuration")
         else:
-            console.print(f"recommended vs baseline: {100 * cmp['change']:+.1f} % "
+            console.print(f"recommended vs baseline: "
+                          f"{change_text(cmp['change'], cmp['difference'], units[objs[0]])} "
                           f"{objs[0]}, {cmp['verdict']}")
     scr, cs = data.get("best_screened"), data.get("comparison_screened")
     if scr is not None and cs is not None and scr["config"] != b["config"]:
         console.print(f"best screened: {measured(scr)}; recommended vs best screened: "
-                      f"{100 * cs['change']:+.1f} %, {cs['verdict']}")
+                      f"{change_text(cs['change'], cs['difference'], units[objs[0]])}, "
+                      f"{cs['verdict']}")
     if data["pareto"]:
         # runs in all (runs_all), as the confirmation phase counts them: "runs" is only
         # the confirmation runs, one fewer, and said "0 of them" beside three with 2
@@ -280,7 +284,7 @@ def confirm_cmd(
     from ..campaign.campaign import Campaign, campaign_space
     from ..campaign.sources import config_key
     from ..campaign.spec import load_spec
-    from ..tune.result import Comparison, describe
+    from ..tune.result import Comparison, change_text, describe
     from ._progress import campaign_progress
 
     spec = load_spec(campaign_file)
@@ -368,8 +372,9 @@ def confirm_cmd(
             console.print(f"note: {n}", highlight=False)
         for r in rows:
             if "comparison" in r:
-                c = r["comparison"]
-                console.print(f"{r['role']} vs reference: {100 * c['change']:+.1f} %, "
+                c, unit = r["comparison"], space.response(name).unit
+                console.print(f"{r['role']} vs reference: "
+                              f"{change_text(c['change'], c['difference'], unit)}, "
                               f"{c['verdict']}")
     if summary.interrupted:
         raise typer.Exit(130)

@@ -35,10 +35,27 @@ class Comparison:
     b: list[float]
 
     @property
-    def change(self) -> float:
-        """Relative change of a's mean over b's (+ is larger, whatever the goal)."""
+    def difference(self) -> float:
+        """a's mean minus b's (+ is larger, whatever the goal)."""
+        return float(np.mean(self.a)) - float(np.mean(self.b))
+
+    @property
+    def change(self) -> float | None:
+        """Relative change of a's mean over b's (+ is larger, whatever the goal); None when
+        b's mean is not positive: a ratio over a negative or zero mean has no meaning (over
+        -167, a 997 reads -696 %)."""
         mb = float(np.mean(self.b))
-        return float(np.mean(self.a)) / mb - 1.0 if mb else math.nan
+        return float(np.mean(self.a)) / mb - 1.0 if mb > 0 else None
+
+    @property
+    def better(self) -> bool:
+        """Whether a's mean is better than b's for the goal (from the means, not a ratio)."""
+        return (self.difference > 0) == (self.goal == "maximize")
+
+    def change_text(self, unit: str = "") -> str:
+        """'+12.3 %', or the absolute difference '+1164 ms' when the baseline's mean is not
+        positive (no percentage means anything there)."""
+        return change_text(self.change, self.difference, unit)
 
     @property
     def pvalue(self) -> float:
@@ -53,14 +70,23 @@ class Comparison:
         p = self.pvalue
         if math.isnan(p):
             return "too few runs to tell (need 2 or more each)"
-        better = (self.change > 0) == (self.goal == "maximize")
         if p >= ALPHA:
             return f"within noise (Welch p = {p:.2g} >= {ALPHA})"
-        return f"{'better' if better else 'worse'} (Welch p = {p:.2g})"
+        return f"{'better' if self.better else 'worse'} (Welch p = {p:.2g})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"response": self.response, "goal": self.goal, "change": self.change,
-                "pvalue": self.pvalue, "verdict": self.verdict}
+                "difference": self.difference, "pvalue": self.pvalue,
+                "verdict": self.verdict}
+
+
+def change_text(change: float | None, difference: float, unit: str = "") -> str:
+    """A comparison's change as printed (terminal and report, from its JSON): the relative
+    change, else (a baseline mean <= 0) the absolute difference with its unit."""
+    if change is not None:
+        return f"{100 * change:+.1f} %"
+    return f"{difference:+.4g} {unit}".rstrip() + \
+        " (difference: no % over a baseline mean <= 0)"
 
 
 def describe(values: Sequence[float]) -> dict[str, Any]:
