@@ -779,3 +779,32 @@ def test_confirm_against_a_negative_reference_says_better(tmp_path: Path, cli: A
             "--against", REF, "--runs", "2", "--quiet")
     line = [ln for ln in r.stdout.splitlines() if "vs reference" in ln][0]
     assert "+113 " in line and "better" in line and "%" not in line.split("(")[0]
+
+
+def test_a_dominant_real_factor_is_searched(tmp_path: Path, tune_json: Any) -> None:
+    """Planted: y = 1000 - 2000 (d - 0.7)^2 - 5 (a - 2)^2, d a `real` factor (no listed
+    levels), b, c, e null. Local steps move only listed levels, so d stayed at its best
+    screened value (0.628, y 989.7) for every search run; a stall now hands the asks to
+    TPE, which moves d."""
+    (tmp_path / "f.py").write_text(
+        "import sys\na, b, c, d, e = map(float, sys.argv[1:6])\n"
+        "print(f'tput: {1000 - 2000 * (d - 0.7) ** 2 - 5 * (a - 2) ** 2:.4f}')\n")
+    spec = {"name": "realfactor",
+            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 4]}
+                                  for n in "abc"]
+                      + [{"name": "d", "kind": "real", "range": [0, 1]},
+                         {"name": "e", "kind": "integer", "range": [0, 4]}],
+                      "responses": [{"name": "tput", "unit": "ops/s", "goal": "maximize"}]},
+            "design": {"kind": "tune", "budget": 32, "strategy": "screen-then-tune"},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, str(tmp_path / "f.py"), "{a}", "{b}", "{c}", "{d}",
+                            "{e}"],
+                "regex_metrics": [r"tput: (?P<tput>[-\d.]+)"]}},
+            "seed": 11}
+    p = tmp_path / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tune_json(p)
+    ds = {h["config"]["d"] for h in out["history"] if h["phase"] == "tune"}
+    assert len(ds) > 3  # the search moved d
+    assert abs(out["best"]["config"]["d"] - 0.7) < 0.05
+    assert out["best"]["value"] > 995
