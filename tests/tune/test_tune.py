@@ -808,3 +808,24 @@ def test_a_dominant_real_factor_is_searched(tmp_path: Path, tune_json: Any) -> N
     assert len(ds) > 3  # the search moved d
     assert abs(out["best"]["config"]["d"] - 0.7) < 0.05
     assert out["best"]["value"] > 995
+
+
+def test_every_warmup_is_stored_and_counted(tmp_path: Path, tune_json: Any) -> None:
+    """tune3: warm-ups were keyed `c<c>-w1`, so a configuration warmed again before its
+    confirmation runs replaced its screening warm-up's record: 14 ran, 11 stored and said.
+    Now each is keyed by the measured run it precedes; the count is what ran."""
+    p = campaign(tmp_path, budget=14)
+    log = tmp_path / "calls.log"
+    (tmp_path / "oracle.py").write_text(
+        f"open({str(log)!r}, 'a').write('x\\n')\n" + ORACLE)
+    p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "warmup": 1}))
+    out = tune_json(p)
+    calls = len(log.read_text().splitlines())
+    confirmed = {json.dumps(h["config"], sort_keys=True) for h in out["history"]
+                 if h["phase"] == "confirm"}
+    assert confirmed  # configurations warmed in two batches
+    assert out["runs"] == 14 and out["warmup_runs"] == calls - 14
+    con = sqlite3.connect(tmp_path / "campaign.db")
+    n_warm = con.execute("SELECT count(*) FROM runs WHERE warmup = 1").fetchone()[0]
+    con.close()
+    assert n_warm == calls - 14

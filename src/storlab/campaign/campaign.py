@@ -2,9 +2,9 @@
 executor into the store; resumable, and exportable as the tidy results table.
 
 Plan: configuration `c` (1-based, the design's standard order) and repetition `r` make the
-run `c<c>-r<r>`; warm-up runs of `c` are `c<c>-w<i>`. The measured runs are shuffled with
-the campaign's seed (`randomize: true`), and a configuration's warm-ups go right before its
-first pending measured run. The plan is saved in the store the first time, so a resume or an
+run `c<c>-r<r>`; the warm-up runs before it are `c<c>-r<r>-w<i>`. The measured runs are
+shuffled with the campaign's seed (`randomize: true`), and a configuration's warm-ups go
+right before its first pending measured run (of each batch, in an adaptive campaign). The plan is saved in the store the first time, so a resume or an
 export sees exactly the configurations that were run.
 
 Configurations come from a design source (`sources.py`): a fixed design gives its whole
@@ -341,7 +341,11 @@ class Campaign:
         for r in todo:
             if r.config_id not in warmed and self.spec.warmup:
                 warmed.add(r.config_id)
-                out += [PlannedRun(f"c{r.config_id}-w{w}", r.seq, r.config_id, 1 - w, True,
+                # keyed by the measured run they precede: a configuration warmed again in
+                # a later batch (a tuning's confirmation) kept the key `c<c>-w1` and
+                # replaced the earlier warm-up's record (14 ran, 11 stored and counted); a
+                # resume re-warms before the same run under the same key
+                out += [PlannedRun(f"{r.key}-w{w}", r.seq, r.config_id, 1 - w, True,
                                    r.config) for w in range(1, self.spec.warmup + 1)]
             out.append(r)
         return out
