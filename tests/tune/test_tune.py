@@ -829,3 +829,32 @@ def test_every_warmup_is_stored_and_counted(tmp_path: Path, tune_json: Any) -> N
     n_warm = con.execute("SELECT count(*) FROM runs WHERE warmup = 1").fetchone()[0]
     con.close()
     assert n_warm == calls - 14
+
+
+def test_a_tuned_fixed_design_is_read_with_store(tmp_path: Path, storlab_main: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `storlab tune --budget N` of a fixed-design file, status, results and report of
+    the file said nothing ('0 of 120 measured runs finished', 'no store yet'): the runs are
+    in NAME-tune.db. They say so in one line, and read it with --store."""
+    monkeypatch.chdir(tmp_path)
+    p = campaign(tmp_path)
+    spec = yaml.safe_load(p.read_text())
+    spec["space"]["constraints"] = []  # a full design cannot skip runs
+    p.write_text(yaml.safe_dump({**spec, "design": {"kind": "full"}}))
+    code, _, err = storlab_main("tune", p, "--budget", "6", "--strategy", "random", "--quiet")
+    assert code == 0, err
+    hint = "add --store tune-tune.db"
+    code, out, err = storlab_main("status", p)
+    assert code == 0 and hint in " ".join(out.split())
+    code, out, err = storlab_main("results", p)
+    assert code == 2 and hint in err and len(err.strip().splitlines()) == 1
+    code, out, err = storlab_main("status", p, "--store", "tune-tune.db", "--json")
+    assert code == 0, err
+    assert json.loads(out)["counts"] == [{"status": "ok", "runs": 6}]
+    code, out, err = storlab_main("results", p, "--store", "tune-tune.db", "--level", "run",
+                                  "--json")
+    assert code == 0 and len(json.loads(out)) == 6
+    code, out, err = storlab_main("report", p, "--store", "tune-tune.db", "-o",
+                                  tmp_path / "r.html")
+    assert code == 0, err
+    assert "Tuning" in out and "6 of 6" in (tmp_path / "r.html").read_text()

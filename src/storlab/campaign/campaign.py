@@ -94,8 +94,25 @@ class Campaign:
         return self.source is not None
 
     @classmethod
-    def load(cls, path: str | Path) -> Campaign:
-        return cls(load_spec(path), path)
+    def load(cls, path: str | Path, store: str | None = None) -> Campaign:
+        """The campaign of a file; with `store`, read from that store file (next to the
+        file) instead of the file's `store:`, as the tuning it holds when `storlab tune`
+        wrote it from a fixed design (`tune_store`)."""
+        spec = load_spec(path)
+        if store is not None:
+            spec = spec.model_copy(update={"store": store})
+            spec = _as_stored_tuning(spec, Path(path).resolve().parent / store)
+        return cls(spec, path)
+
+    def tune_store_note(self) -> str | None:
+        """One line when this fixed design's store has no runs but `storlab tune` wrote a
+        store beside it (its runs went there, and read 'no store yet' here)."""
+        other = self.dir / tune_store(self.path)
+        if self.adaptive or other == self.store_path or not other.exists() or \
+                self.stored_runs():
+            return None
+        return (f"`storlab tune` wrote this file's runs to {other.name}, not "
+                f"{self.spec.store}: add --store {other.name}")
 
     # ------------------------------------------------------------------ loading
     @property
@@ -609,6 +626,30 @@ class Campaign:
             s = statuses.get(r.key, "pending")
             counts[s] = counts.get(s, 0) + 1
         return pd.DataFrame({"status": list(counts), "runs": list(counts.values())})
+
+
+def tune_store(campaign_file: str | Path) -> str:
+    """The store `storlab tune` uses for a fixed design's file: never its `campaign.db`."""
+    return f"{Path(campaign_file).stem}-tune.db"
+
+
+def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
+    """`spec` read as the tuning its store holds, when the store holds one and the file
+    has a fixed design (`storlab tune --budget N` of a fixed design), else unchanged."""
+    if spec.design.kind in adaptive_kinds() or not store.exists():
+        return spec
+    with Store(store, readonly=True) as st:
+        text = st.get_meta("source")
+    meta = dict(json.loads(text)) if text else {}
+    if meta.get("kind") not in adaptive_kinds():
+        return spec
+    design = spec.design.model_copy(update={
+        "kind": meta["kind"], "csv": None, "configs": None, "runs": None, "resolution": None,
+        "generators": None, "center": 0, "replicates": 1, "fold": None, "optimize": None,
+        "budget": meta.get("budget"), "strategy": meta.get("strategy"),
+        "objectives": [{"name": n, "goal": g} for n, g in meta.get("objectives") or []]
+        or None})
+    return spec.model_copy(update={"design": design, "repetitions": 1})
 
 
 def design_kwargs(spec: CampaignSpec) -> dict[str, Any]:

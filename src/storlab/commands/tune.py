@@ -60,7 +60,7 @@ def tune_cmd(
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
-    from ..campaign.campaign import Campaign
+    from ..campaign.campaign import Campaign, tune_store
     from ..campaign.spec import load_spec
     from ..tune.result import result_from_campaign
     from ._progress import campaign_progress
@@ -82,7 +82,7 @@ def tune_cmd(
                   "resolution": None, "generators": None, "center": 0, "replicates": 1,
                   "fold": None, "optimize": None}
         if spec.store == "campaign.db":  # never mix with the fixed design's runs
-            spec = spec.model_copy(update={"store": f"{Path(campaign_file).stem}-tune.db"})
+            spec = spec.model_copy(update={"store": tune_store(campaign_file)})
         if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
             notes.append(f"the fixed design's repetitions: {spec.repetitions} do not apply "
                          "to tuning (its confirmation re-runs the candidates)")
