@@ -858,3 +858,21 @@ def test_a_tuned_fixed_design_is_read_with_store(tmp_path: Path, storlab_main: A
                                   tmp_path / "r.html")
     assert code == 0, err
     assert "Tuning" in out and "6 of 6" in (tmp_path / "r.html").read_text()
+
+
+def test_tuning_plot_axes_name_the_declared_units() -> None:
+    """The axes read 'tput ↑ better' with no unit; every axis names its unit."""
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective
+
+    a, b = {"k": 1}, {"k": 2}
+    hist = _history([("screen", a, 50.0), ("screen", b, 100.0), ("confirm", b, 99.0)])
+    for o in hist:
+        o.metrics["lat"] = 1000.0 / o.metrics["y"]
+    res = TuneResult([Objective("y"), Objective("lat", "minimize")], hist, "nsga2", 3,
+                     units={"y": "ops/s", "lat": "ms"})
+    fig = res.plot()
+    left, right = fig.axes[:2]
+    assert left.get_ylabel() == "y (ops/s) ↑ better"
+    assert right.get_xlabel() == "y (ops/s) → better"
+    assert right.get_ylabel().startswith("latency (ms)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +109,8 @@ class TuneResult(Result):
     budget: int
     baseline_config: dict[str, Any] | None = None
     confirm_runs: int = 1
+    #: the objectives' units as the space declares them (the plots' axes name them)
+    units: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ derived
     @cached_property
@@ -377,9 +379,10 @@ class TuneResult(Result):
         ob = self.objectives[0]
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("runs executed (count)")
-        ax.set_ylabel(axis_label(ob.name) + (" ↑ better" if ob.goal == "maximize"
-                                             else " ↓ better"))
-        format_axis(ax.yaxis, ob.name)
+        u = self.units
+        ax.set_ylabel(axis_label(ob.name, u.get(ob.name)) + (" ↑ better" if ob.goal ==
+                                                             "maximize" else " ↓ better"))
+        format_axis(ax.yaxis, ob.name, u.get(ob.name))
         ax.set_title(f"Tuning ({self.strategy}): {len(self.history)} of {self.budget} runs",
                      fontsize=9.5)
         ax.legend(loc="best")
@@ -394,12 +397,12 @@ class TuneResult(Result):
             ax2.plot([o1.score(p[0]) for p in front], [o2.score(p[1]) for p in front],
                      "o-", color=STYLE["sig"],
                      label="Pareto front (confirmation means where re-run)")
-            ax2.set_xlabel(axis_label(o1.name) + (" → better" if o1.goal == "maximize"
-                                                  else " ← better"))
-            ax2.set_ylabel(axis_label(o2.name) + (" ↑ better" if o2.goal == "maximize"
-                                                  else " ↓ better"))
-            format_axis(ax2.xaxis, o1.name)
-            format_axis(ax2.yaxis, o2.name)
+            ax2.set_xlabel(axis_label(o1.name, u.get(o1.name))
+                           + (" → better" if o1.goal == "maximize" else " ← better"))
+            ax2.set_ylabel(axis_label(o2.name, u.get(o2.name))
+                           + (" ↑ better" if o2.goal == "maximize" else " ↓ better"))
+            format_axis(ax2.xaxis, o1.name, u.get(o1.name))
+            format_axis(ax2.yaxis, o2.name, u.get(o2.name))
             ax2.set_title("Trade-off between the two objectives", fontsize=9.5)
             ax2.legend(loc="best")
         return fig
@@ -417,5 +420,6 @@ def result_from_campaign(camp: Any) -> TuneResult:
     meta = {**src.meta(), **camp.design_meta()}
     objectives = [Objective(str(n), str(g)) for n, g in meta.get("objectives") or []] \
         or list(src.objectives)
+    units = {r.name: r.unit for r in camp.space.responses if r.unit}
     return TuneResult(objectives, history, str(meta["strategy"]), int(meta["budget"]),
-                      meta.get("baseline"), int(meta.get("confirm_runs", 1)))
+                      meta.get("baseline"), int(meta.get("confirm_runs", 1)), units)
