@@ -742,3 +742,137 @@ def test_table_says_the_confirmation_runs_that_failed() -> None:
     res = TuneResult([Objective("y")], hist, "screen-then-tune", 11, baseline_config={"k": 9},
                      confirm_runs=3)
     assert res.to_dict()["baseline_failed_runs"] is None
+
+
+@pytest.mark.parametrize("goal,a,b,verdict,change", [
+    # 997 against -167 under maximize: better, and no percentage over a negative mean
+    # (the ratio read -696 %, worse)
+    ("maximize", [996.0, 997.0, 998.0], [-168.0, -167.0, -166.0], "better", None),
+    ("maximize", [1004.0, 1005.0, 1006.0], [-1.0, 0.0, 1.0], "better", None),  # "+nan %"
+    ("minimize", [996.0, 997.0, 998.0], [-168.0, -167.0, -166.0], "worse", None),
+    ("minimize", [-20.0, -21.0, -19.0], [-9.0, -10.0, -11.0], "better", None),
+    ("maximize", [199.0, 200.0, 201.0], [99.0, 100.0, 101.0], "better", 1.0),
+])
+def test_comparison_verdict_comes_from_the_means_not_the_ratio(
+        goal: str, a: list[float], b: list[float], verdict: str, change: float | None) -> None:
+    from storlab.tune.result import Comparison, change_text
+
+    c = Comparison("y", goal, a, b)
+    d = c.to_dict()
+    assert d["verdict"].startswith(verdict)
+    assert d["difference"] == pytest.approx(sum(a) / 3 - sum(b) / 3)
+    if change is None:
+        assert d["change"] is None
+        text = change_text(d["change"], d["difference"], "ops/s")
+        assert "%" not in text.split("(")[0] and "ops/s" in text and "nan" not in text
+    else:
+        assert d["change"] == pytest.approx(change)
+        assert change_text(d["change"], d["difference"]) == "+100.0 %"
+
+
+def test_confirm_against_a_negative_reference_says_better(tmp_path: Path, cli: Any) -> None:
+    """The terminal line of `confirm` against a reference whose mean is negative."""
+    p = campaign(tmp_path, budget=30)
+    (tmp_path / "oracle.py").write_text(ORACLE.replace('print(json.dumps({"y": y',
+                                                       'print(json.dumps({"y": y - 150'))
+    r = cli("confirm", str(p), "--config", "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none",
+            "--against", REF, "--runs", "2", "--quiet")
+    line = [ln for ln in r.stdout.splitlines() if "vs reference" in ln][0]
+    assert "+113 " in line and "better" in line and "%" not in line.split("(")[0]
+
+
+def test_a_dominant_real_factor_is_searched(tmp_path: Path, tune_json: Any) -> None:
+    """Planted: y = 1000 - 2000 (d - 0.7)^2 - 5 (a - 2)^2, d a `real` factor (no listed
+    levels), b, c, e null. Local steps move only listed levels, so d stayed at its best
+    screened value (0.628, y 989.7) for every search run; a stall now hands the asks to
+    TPE, which moves d."""
+    (tmp_path / "f.py").write_text(
+        "import sys\na, b, c, d, e = map(float, sys.argv[1:6])\n"
+        "print(f'tput: {1000 - 2000 * (d - 0.7) ** 2 - 5 * (a - 2) ** 2:.4f}')\n")
+    spec = {"name": "realfactor",
+            "space": {"factors": [{"name": n, "kind": "integer", "range": [0, 4]}
+                                  for n in "abc"]
+                      + [{"name": "d", "kind": "real", "range": [0, 1]},
+                         {"name": "e", "kind": "integer", "range": [0, 4]}],
+                      "responses": [{"name": "tput", "unit": "ops/s", "goal": "maximize"}]},
+            "design": {"kind": "tune", "budget": 32, "strategy": "screen-then-tune"},
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, str(tmp_path / "f.py"), "{a}", "{b}", "{c}", "{d}",
+                            "{e}"],
+                "regex_metrics": [r"tput: (?P<tput>[-\d.]+)"]}},
+            "seed": 11}
+    p = tmp_path / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tune_json(p)
+    ds = {h["config"]["d"] for h in out["history"] if h["phase"] == "tune"}
+    assert len(ds) > 3  # the search moved d
+    assert abs(out["best"]["config"]["d"] - 0.7) < 0.05
+    assert out["best"]["value"] > 995
+
+
+def test_every_warmup_is_stored_and_counted(tmp_path: Path, tune_json: Any) -> None:
+    """tune3: warm-ups were keyed `c<c>-w1`, so a configuration warmed again before its
+    confirmation runs replaced its screening warm-up's record: 14 ran, 11 stored and said.
+    Now each is keyed by the measured run it precedes; the count is what ran."""
+    p = campaign(tmp_path, budget=14)
+    log = tmp_path / "calls.log"
+    (tmp_path / "oracle.py").write_text(
+        f"open({str(log)!r}, 'a').write('x\\n')\n" + ORACLE)
+    p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "warmup": 1}))
+    out = tune_json(p)
+    calls = len(log.read_text().splitlines())
+    confirmed = {json.dumps(h["config"], sort_keys=True) for h in out["history"]
+                 if h["phase"] == "confirm"}
+    assert confirmed  # configurations warmed in two batches
+    assert out["runs"] == 14 and out["warmup_runs"] == calls - 14
+    con = sqlite3.connect(tmp_path / "campaign.db")
+    n_warm = con.execute("SELECT count(*) FROM runs WHERE warmup = 1").fetchone()[0]
+    con.close()
+    assert n_warm == calls - 14
+
+
+def test_a_tuned_fixed_design_is_read_with_store(tmp_path: Path, storlab_main: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `storlab tune --budget N` of a fixed-design file, status, results and report of
+    the file said nothing ('0 of 120 measured runs finished', 'no store yet'): the runs are
+    in NAME-tune.db. They say so in one line, and read it with --store."""
+    monkeypatch.chdir(tmp_path)
+    p = campaign(tmp_path)
+    spec = yaml.safe_load(p.read_text())
+    spec["space"]["constraints"] = []  # a full design cannot skip runs
+    p.write_text(yaml.safe_dump({**spec, "design": {"kind": "full"}}))
+    code, _, err = storlab_main("tune", p, "--budget", "6", "--strategy", "random", "--quiet")
+    assert code == 0, err
+    hint = "add --store tune-tune.db"
+    code, out, err = storlab_main("status", p)
+    assert code == 0 and hint in " ".join(out.split())
+    code, out, err = storlab_main("results", p)
+    assert code == 2 and hint in err and len(err.strip().splitlines()) == 1
+    code, out, err = storlab_main("status", p, "--store", "tune-tune.db", "--json")
+    assert code == 0, err
+    assert json.loads(out)["counts"] == [{"status": "ok", "runs": 6}]
+    code, out, err = storlab_main("results", p, "--store", "tune-tune.db", "--level", "run",
+                                  "--json")
+    assert code == 0 and len(json.loads(out)) == 6
+    code, out, err = storlab_main("report", p, "--store", "tune-tune.db", "-o",
+                                  tmp_path / "r.html")
+    assert code == 0, err
+    assert "Tuning" in out and "6 of 6" in (tmp_path / "r.html").read_text()
+
+
+def test_tuning_plot_axes_name_the_declared_units() -> None:
+    """The axes read 'tput ↑ better' with no unit; every axis names its unit."""
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective
+
+    a, b = {"k": 1}, {"k": 2}
+    hist = _history([("screen", a, 50.0), ("screen", b, 100.0), ("confirm", b, 99.0)])
+    for o in hist:
+        o.metrics["lat"] = 1000.0 / o.metrics["y"]
+    res = TuneResult([Objective("y"), Objective("lat", "minimize")], hist, "nsga2", 3,
+                     units={"y": "ops/s", "lat": "ms"})
+    fig = res.plot()
+    left, right = fig.axes[:2]
+    assert left.get_ylabel() == "y (ops/s) ↑ better"
+    assert right.get_xlabel() == "y (ops/s) → better"
+    assert right.get_ylabel().startswith("latency (ms)")

@@ -2,9 +2,9 @@
 executor into the store; resumable, and exportable as the tidy results table.
 
 Plan: configuration `c` (1-based, the design's standard order) and repetition `r` make the
-run `c<c>-r<r>`; warm-up runs of `c` are `c<c>-w<i>`. The measured runs are shuffled with
-the campaign's seed (`randomize: true`), and a configuration's warm-ups go right before its
-first pending measured run. The plan is saved in the store the first time, so a resume or an
+run `c<c>-r<r>`; the warm-up runs before it are `c<c>-r<r>-w<i>`. The measured runs are
+shuffled with the campaign's seed (`randomize: true`), and a configuration's warm-ups go
+right before its first pending measured run (of each batch, in an adaptive campaign). The plan is saved in the store the first time, so a resume or an
 export sees exactly the configurations that were run.
 
 Configurations come from a design source (`sources.py`): a fixed design gives its whole
@@ -95,8 +95,25 @@ class Campaign:
         return self.source is not None
 
     @classmethod
-    def load(cls, path: str | Path) -> Campaign:
-        return cls(load_spec(path), path)
+    def load(cls, path: str | Path, store: str | None = None) -> Campaign:
+        """The campaign of a file; with `store`, read from that store file (next to the
+        file) instead of the file's `store:`, as the tuning it holds when `storlab tune`
+        wrote it from a fixed design (`tune_store`)."""
+        spec = load_spec(path)
+        if store is not None:
+            spec = spec.model_copy(update={"store": store})
+            spec = _as_stored_tuning(spec, Path(path).resolve().parent / store)
+        return cls(spec, path)
+
+    def tune_store_note(self) -> str | None:
+        """One line when this fixed design's store has no runs but `storlab tune` wrote a
+        store beside it (its runs went there, and read 'no store yet' here)."""
+        other = self.dir / tune_store(self.path)
+        if self.adaptive or other == self.store_path or not other.exists() or \
+                self.stored_runs():
+            return None
+        return (f"`storlab tune` wrote this file's runs to {other.name}, not "
+                f"{self.spec.store}: add --store {other.name}")
 
     # ------------------------------------------------------------------ loading
     @property
@@ -339,7 +356,11 @@ class Campaign:
         for r in todo:
             if r.config_id not in warmed and self.spec.warmup:
                 warmed.add(r.config_id)
-                out += [PlannedRun(f"c{r.config_id}-w{w}", r.seq, r.config_id, 1 - w, True,
+                # keyed by the measured run they precede: a configuration warmed again in
+                # a later batch (a tuning's confirmation) kept the key `c<c>-w1` and
+                # replaced the earlier warm-up's record (14 ran, 11 stored and counted); a
+                # resume re-warms before the same run under the same key
+                out += [PlannedRun(f"{r.key}-w{w}", r.seq, r.config_id, 1 - w, True,
                                    r.config) for w in range(1, self.spec.warmup + 1)]
             out.append(r)
         return out
@@ -603,6 +624,30 @@ class Campaign:
             s = statuses.get(r.key, "pending")
             counts[s] = counts.get(s, 0) + 1
         return pd.DataFrame({"status": list(counts), "runs": list(counts.values())})
+
+
+def tune_store(campaign_file: str | Path) -> str:
+    """The store `storlab tune` uses for a fixed design's file: never its `campaign.db`."""
+    return f"{Path(campaign_file).stem}-tune.db"
+
+
+def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
+    """`spec` read as the tuning its store holds, when the store holds one and the file
+    has a fixed design (`storlab tune --budget N` of a fixed design), else unchanged."""
+    if spec.design.kind in adaptive_kinds() or not store.exists():
+        return spec
+    with Store(store, readonly=True) as st:
+        text = st.get_meta("source")
+    meta = dict(json.loads(text)) if text else {}
+    if meta.get("kind") not in adaptive_kinds():
+        return spec
+    design = spec.design.model_copy(update={
+        "kind": meta["kind"], "csv": None, "configs": None, "runs": None, "resolution": None,
+        "generators": None, "center": 0, "replicates": 1, "fold": None, "optimize": None,
+        "budget": meta.get("budget"), "strategy": meta.get("strategy"),
+        "objectives": [{"name": n, "goal": g} for n, g in meta.get("objectives") or []]
+        or None})
+    return spec.model_copy(update={"design": design, "repetitions": 1})
 
 
 def design_kwargs(spec: CampaignSpec) -> dict[str, Any]:

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS configs (
     design    TEXT NOT NULL         -- JSON design bookkeeping (std_order, center, ...)
 );
 CREATE TABLE IF NOT EXISTS runs (
-    key         TEXT PRIMARY KEY,   -- c<config_id>-r<repetition> or c<config_id>-w<i>
+    key         TEXT PRIMARY KEY,   -- c<config_id>-r<repetition>, its warm-ups <that>-w<i>
     seq         INTEGER NOT NULL,   -- position in the campaign's run order
     config_id   INTEGER NOT NULL,
     repetition  INTEGER NOT NULL,   -- 1..R; warm-up runs count 0, -1, ...

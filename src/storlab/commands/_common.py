@@ -216,6 +216,19 @@ def _fmt(v: Any, floatfmt: str) -> str:
     return str(v)
 
 
+#: the help of `--store` on the commands that read a campaign's store
+STORE_HELP = ("Store file to read, next to the campaign file (default: the file's store:); "
+              "the one `storlab tune` wrote from a fixed design (NAME-tune.db) is read as "
+              "that tuning.")
+
+
+def campaign_store_note(camp: Any) -> None:
+    """Say in one line where the runs are when `storlab tune` put them beside the store."""
+    note = camp.tune_store_note()
+    if note is not None:
+        console.print(f"note: {note}", highlight=False)
+
+
 def is_campaign(path: Path) -> bool:
     """A campaign file names a runner and a design; a space file does not."""
     import yaml

@@ -8,8 +8,10 @@ from typing import Any, Optional
 
 import typer
 
+from ..errors import StorlabError
 from ..fileio import write_frame
-from ._common import console, emit_json, frame_table, output_dir, output_file
+from ._common import STORE_HELP, campaign_store_note, console, emit_json, frame_table, \
+    output_dir, output_file
 from ._progress import HEADLINE
 
 def run_cmd(
@@ -69,11 +71,17 @@ def results_cmd(
         None, "--fio-json", help="Also write each fio run's own JSON output to this "
         "directory (c<config>-r<repetition>.json), for fio-plot and other fio tools.",
         callback=output_dir("--fio-json")),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Export the campaign's tidy results table (the input of every analysis)."""
     from ..campaign.campaign import Campaign
 
-    camp = Campaign.load(campaign_file)
+    camp = Campaign.load(campaign_file, store)
+    note = camp.tune_store_note()
+    if note is not None and not camp.store_path.exists():
+        raise StorlabError(f"{camp.store_path}: no store yet; {note}")
+    if note is not None and not json_out:
+        campaign_store_note(camp)
     df = camp.results(level)
     if fio_json is not None:
         files = camp.export_fio_json(fio_json)
@@ -117,13 +125,14 @@ def status_cmd(
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Runs per status, and the failed runs with the end of their stderr."""
     from ..campaign.campaign import Campaign
     from ..campaign.runners.base import failure_lines
     from ..campaign.store import FAILED
 
-    camp = Campaign.load(campaign_file)
+    camp = Campaign.load(campaign_file, store)
     counts = camp.status()
     failed = [{"key": r["key"], "status": r["status"], "exit_code": r["exit_code"],
                "stderr": failure_lines(r["stderr_tail"], 5 if failures else 2)}
@@ -133,6 +142,7 @@ def status_cmd(
         if json_out:
             return
     console.print(frame_table(counts, title=f"{camp.name}: runs"))
+    campaign_store_note(camp)
     if failed:
         import pandas as pd
 

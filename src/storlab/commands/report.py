@@ -11,9 +11,8 @@ import typer
 from ..errors import StorlabError
 from ..fileio import read_text, save_figure, write_frame
 from ..limits import MAX_SEED
-from ._common import (at_least, console, emit_json, fraction, frame_table, input_file,
-                      is_campaign,
-                      output_dir, output_file)
+from ._common import (STORE_HELP, at_least, campaign_store_note, console, emit_json,
+                      fraction, frame_table, input_file, is_campaign, output_dir, output_file)
 
 # matplotlib, scikit-learn and the report builder load inside the commands.
 
@@ -49,6 +48,7 @@ def report_cmd(
                                   help="Effects of transform(response): none, log, log10, "
                                        "sqrt (as storlab analyze --transform)."),
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print what was written as JSON."),
+    store: Optional[str] = typer.Option(None, "--store", help="Campaigns: " + STORE_HELP),
 ) -> None:
     """Write one self-contained HTML report of a campaign or a results table.
 
@@ -64,7 +64,13 @@ def report_cmd(
     if source.suffix.lower() in (".yaml", ".yml") and is_campaign(source):
         if space_file is not None:
             raise StorlabError("--space is for a results table; a campaign has its own space")
-        inp = from_campaign(source, level)
+        inp = from_campaign(source, level, store)
+        if not json_out:
+            from ..campaign.campaign import Campaign
+
+            campaign_store_note(Campaign.load(source, store))
+    elif store is not None:
+        raise StorlabError("--store is for a campaign file; a results table is its own data")
     elif source.suffix.lower() in (".yaml", ".yml"):
         raise StorlabError(f"{source}: not a campaign file (no runner or design); give a "
                            "results table and --space SPACE.yaml")

@@ -60,7 +60,7 @@ def tune_cmd(
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
-    from ..campaign.campaign import Campaign
+    from ..campaign.campaign import Campaign, tune_store
     from ..campaign.spec import load_spec
     from ..tune.result import result_from_campaign
     from ._progress import campaign_progress
@@ -82,7 +82,7 @@ def tune_cmd(
                   "resolution": None, "generators": None, "center": 0, "replicates": 1,
                   "fold": None, "optimize": None}
         if spec.store == "campaign.db":  # never mix with the fixed design's runs
-            spec = spec.model_copy(update={"store": f"{Path(campaign_file).stem}-tune.db"})
+            spec = spec.model_copy(update={"store": tune_store(campaign_file)})
         if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
             notes.append(f"the fixed design's repetitions: {spec.repetitions} do not apply "
                          "to tuning (its confirmation re-runs the candidates)")
@@ -145,6 +145,8 @@ def _runs_done(camp: Any) -> int:
 
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
+    from ..tune.result import change_text
+
     ph = ", ".join(f"{k} {v}" for k, v in data["phases"].items())
     warm = (f" + {data['warmup_runs']} warm-up runs (not counted in the budget)"
             if data.get("warmup_runs") else "")
@@ -191,12 +193,14 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         if b["config"] == (base or {}).get("config"):
             console.print("the baseline is the best measured configuration")
         else:
-            console.print(f"recommended vs baseline: {100 * cmp['change']:+.1f} % "
+            console.print(f"recommended vs baseline: "
+                          f"{change_text(cmp['change'], cmp['difference'], units[objs[0]])} "
                           f"{objs[0]}, {cmp['verdict']}")
     scr, cs = data.get("best_screened"), data.get("comparison_screened")
     if scr is not None and cs is not None and scr["config"] != b["config"]:
         console.print(f"best screened: {measured(scr)}; recommended vs best screened: "
-                      f"{100 * cs['change']:+.1f} %, {cs['verdict']}")
+                      f"{change_text(cs['change'], cs['difference'], units[objs[0]])}, "
+                      f"{cs['verdict']}")
     if data["pareto"]:
         # runs in all (runs_all), as the confirmation phase counts them: "runs" is only
         # the confirmation runs, one fewer, and said "0 of them" beside three with 2
@@ -278,7 +282,7 @@ def confirm_cmd(
     from ..campaign.campaign import Campaign, campaign_space
     from ..campaign.sources import config_key
     from ..campaign.spec import load_spec
-    from ..tune.result import Comparison, describe
+    from ..tune.result import Comparison, change_text, describe
     from ._progress import campaign_progress
 
     spec = load_spec(campaign_file)
@@ -366,8 +370,9 @@ def confirm_cmd(
             console.print(f"note: {n}", highlight=False)
         for r in rows:
             if "comparison" in r:
-                c = r["comparison"]
-                console.print(f"{r['role']} vs reference: {100 * c['change']:+.1f} %, "
+                c, unit = r["comparison"], space.response(name).unit
+                console.print(f"{r['role']} vs reference: "
+                              f"{change_text(c['change'], c['difference'], unit)}, "
                               f"{c['verdict']}")
     if summary.interrupted:
         raise typer.Exit(130)

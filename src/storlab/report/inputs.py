@@ -50,11 +50,13 @@ class ReportInput:
         return []
 
 
-def from_campaign(path: str | Path, level: str = "config") -> ReportInput:
-    """Load a campaign file: its space, design provenance, run statuses and results."""
+def from_campaign(path: str | Path, level: str = "config", store: str | None = None
+                  ) -> ReportInput:
+    """Load a campaign file: its space, design provenance, run statuses and results (from
+    `store` when given: `Campaign.load`)."""
     from ..campaign.campaign import Campaign
 
-    camp = Campaign.load(path)
+    camp = Campaign.load(path, store)
     spec = camp.spec
     meta, origin = None, ""
     tuning = None

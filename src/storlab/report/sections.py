@@ -168,6 +168,8 @@ def _roman(n: int) -> str:
 def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
     """Best-so-far against runs with the phases, the confirmed configurations, the
     recommendation against the baseline (Welch), the Pareto front for two objectives."""
+    from ..tune.result import change_text
+
     res = inp.tuning
     if res is None or not res.history:
         return None
@@ -191,7 +193,8 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
             facts.append((f"{label}{kind}", _measured(e, unit)))
             if c is not None and e["config"] != b["config"]:
                 facts.append((f"recommended vs {label}",
-                              f"{100 * c['change']:+.1f} %, {c['verdict']}"))
+                              f"{change_text(c['change'], c['difference'], unit)}, "
+                              f"{c['verdict']}"))
             elif e["config"] == b["config"]:
                 facts.append((f"recommended vs {label}", "the same configuration"))
         facts += [("note", n) for n in d["notes"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +35,27 @@ class Comparison:
     b: list[float]
 
     @property
-    def change(self) -> float:
-        """Relative change of a's mean over b's (+ is larger, whatever the goal)."""
+    def difference(self) -> float:
+        """a's mean minus b's (+ is larger, whatever the goal)."""
+        return float(np.mean(self.a)) - float(np.mean(self.b))
+
+    @property
+    def change(self) -> float | None:
+        """Relative change of a's mean over b's (+ is larger, whatever the goal); None when
+        b's mean is not positive: a ratio over a negative or zero mean has no meaning (over
+        -167, a 997 reads -696 %)."""
         mb = float(np.mean(self.b))
-        return float(np.mean(self.a)) / mb - 1.0 if mb else math.nan
+        return float(np.mean(self.a)) / mb - 1.0 if mb > 0 else None
+
+    @property
+    def better(self) -> bool:
+        """Whether a's mean is better than b's for the goal (from the means, not a ratio)."""
+        return (self.difference > 0) == (self.goal == "maximize")
+
+    def change_text(self, unit: str = "") -> str:
+        """'+12.3 %', or the absolute difference '+1164 ms' when the baseline's mean is not
+        positive (no percentage means anything there)."""
+        return change_text(self.change, self.difference, unit)
 
     @property
     def pvalue(self) -> float:
@@ -53,14 +70,23 @@ class Comparison:
         p = self.pvalue
         if math.isnan(p):
             return "too few runs to tell (need 2 or more each)"
-        better = (self.change > 0) == (self.goal == "maximize")
         if p >= ALPHA:
             return f"within noise (Welch p = {p:.2g} >= {ALPHA})"
-        return f"{'better' if better else 'worse'} (Welch p = {p:.2g})"
+        return f"{'better' if self.better else 'worse'} (Welch p = {p:.2g})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"response": self.response, "goal": self.goal, "change": self.change,
-                "pvalue": self.pvalue, "verdict": self.verdict}
+                "difference": self.difference, "pvalue": self.pvalue,
+                "verdict": self.verdict}
+
+
+def change_text(change: float | None, difference: float, unit: str = "") -> str:
+    """A comparison's change as printed (terminal and report, from its JSON): the relative
+    change, else (a baseline mean <= 0) the absolute difference with its unit."""
+    if change is not None:
+        return f"{100 * change:+.1f} %"
+    return f"{difference:+.4g} {unit}".rstrip() + \
+        " (difference: no % over a baseline mean <= 0)"
 
 
 def describe(values: Sequence[float]) -> dict[str, Any]:
@@ -83,6 +109,8 @@ class TuneResult(Result):
     budget: int
     baseline_config: dict[str, Any] | None = None
     confirm_runs: int = 1
+    #: the objectives' units as the space declares them (the plots' axes name them)
+    units: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ derived
     @cached_property
@@ -351,9 +379,10 @@ class TuneResult(Result):
         ob = self.objectives[0]
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("runs executed (count)")
-        ax.set_ylabel(axis_label(ob.name) + (" ↑ better" if ob.goal == "maximize"
-                                             else " ↓ better"))
-        format_axis(ax.yaxis, ob.name)
+        u = self.units
+        ax.set_ylabel(axis_label(ob.name, u.get(ob.name)) + (" ↑ better" if ob.goal ==
+                                                             "maximize" else " ↓ better"))
+        format_axis(ax.yaxis, ob.name, u.get(ob.name))
         ax.set_title(f"Tuning ({self.strategy}): {len(self.history)} of {self.budget} runs",
                      fontsize=9.5)
         ax.legend(loc="best")
@@ -368,12 +397,12 @@ class TuneResult(Result):
             ax2.plot([o1.score(p[0]) for p in front], [o2.score(p[1]) for p in front],
                      "o-", color=STYLE["sig"],
                      label="Pareto front (confirmation means where re-run)")
-            ax2.set_xlabel(axis_label(o1.name) + (" → better" if o1.goal == "maximize"
-                                                  else " ← better"))
-            ax2.set_ylabel(axis_label(o2.name) + (" ↑ better" if o2.goal == "maximize"
-                                                  else " ↓ better"))
-            format_axis(ax2.xaxis, o1.name)
-            format_axis(ax2.yaxis, o2.name)
+            ax2.set_xlabel(axis_label(o1.name, u.get(o1.name))
+                           + (" → better" if o1.goal == "maximize" else " ← better"))
+            ax2.set_ylabel(axis_label(o2.name, u.get(o2.name))
+                           + (" ↑ better" if o2.goal == "maximize" else " ↓ better"))
+            format_axis(ax2.xaxis, o1.name, u.get(o1.name))
+            format_axis(ax2.yaxis, o2.name, u.get(o2.name))
             ax2.set_title("Trade-off between the two objectives", fontsize=9.5)
             ax2.legend(loc="best")
         return fig
@@ -391,5 +420,6 @@ def result_from_campaign(camp: Any) -> TuneResult:
     meta = {**src.meta(), **camp.design_meta()}
     objectives = [Objective(str(n), str(g)) for n, g in meta.get("objectives") or []] \
         or list(src.objectives)
+    units = {r.name: r.unit for r in camp.space.responses if r.unit}
     return TuneResult(objectives, history, str(meta["strategy"]), int(meta["budget"]),
-                      meta.get("baseline"), int(meta.get("confirm_runs", 1)))
+                      meta.get("baseline"), int(meta.get("confirm_runs", 1)), units)

@@ -538,15 +538,24 @@ class ScreenThenTune(OptunaSearch):
             cfg = self.exploit_step(tally, ranking, incumbent)
             if cfg is not None:
                 return cfg
-        cfg = self.local_step(tally, ranking, incumbent)
-        if cfg is not None:
-            return cfg
-        cfg = self.pair_step(tally, ranking, incumbent)
-        if cfg is not None:
-            return cfg
-        n_active = min(len(ranking), self.focus() + self.widenings(history))
+        widened, stalled = self.stall_state(history)
+        # Local and pair steps move only factors with listed levels: in a space with range
+        # factors (a `real` one) they always find an untried level of some null factor, so
+        # TPE, the only move of a range factor, never got a turn (d stayed at its screened
+        # 0.628 for 26 runs while it carried the response). There, a stall hands the asks
+        # to TPE until one gains.
+        ranged = [n for n in ranking if self.domain.space[n].levels is None]
+        if not (ranged and stalled):
+            cfg = self.local_step(tally, ranking, incumbent)
+            if cfg is not None:
+                return cfg
+            cfg = self.pair_step(tally, ranking, incumbent)
+            if cfg is not None:
+                return cfg
+        n_active = min(len(ranking), self.focus() + widened)
         while True:
-            active = ranking[:n_active]
+            # a range factor is always searched: no other step moves it
+            active = ranking[:n_active] + [n for n in ranged if n not in ranking[:n_active]]
             fixed = {n: incumbent[n] for n in ranking[n_active:]}
             cfg = self.search(history, tally, active, fixed)
             if cfg is not None or n_active >= len(ranking):
@@ -656,8 +665,13 @@ class ScreenThenTune(OptunaSearch):
     def widenings(self, history: Sequence[Observation]) -> int:
         """How often the search has stalled so far: `stall` tuning runs in a row without a
         gain of `min_gain` widen the TPE focus by one factor."""
+        return self.stall_state(history)[0]
+
+    def stall_state(self, history: Sequence[Observation]) -> tuple[int, bool]:
+        """(how often the search has stalled, whether it has not gained since its last
+        stall): `stall` tuning runs in a row without a gain of `min_gain` are a stall."""
         best = -math.inf
-        since, widened = 0, 0
+        since, widened, stalled = 0, 0, False
         limit = self.s.stall or max(4, self.focus())
         for o in history:
             vals = observed_values(o, self.objectives)
@@ -666,12 +680,12 @@ class ScreenThenTune(OptunaSearch):
                 best = max(best, score)
                 continue
             if score > best + self.min_gain * abs(best):
-                best, since = score, 0
+                best, since, stalled = score, 0, False
             else:
                 best, since = max(best, score), since + 1
             if since >= limit:
-                widened, since = widened + 1, 0
-        return widened
+                widened, since, stalled = widened + 1, 0, True
+        return widened, stalled
 
 
 class LocalModel:
