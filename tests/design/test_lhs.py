@@ -48,6 +48,19 @@ def test_constraints_never_violated(n, seed, cap):
             assert sorted(np.floor(u[:, j] * n).astype(int)) == list(range(n))
 
 
+def test_the_extra_runs_go_to_levels_drawn_with_the_seed():
+    # 6 runs of a 5-level factor: one level twice. floor(stratum * L / n) doubled the first
+    # level in every design, a bias towards whatever a space lists first.
+    s = Space.from_dict({"factors": [{"name": "bs", "kind": "ordinal",
+                                      "values": ["1k", "4k", "8k", "16k", "32k"]}]})
+    doubled = set()
+    for seed in range(40):
+        counts = lhs_design(s, 6, seed=seed).table["bs"].value_counts()
+        assert sorted(counts) == [1, 1, 1, 1, 2]
+        doubled.add(counts.idxmax())
+    assert doubled == {"1k", "4k", "8k", "16k", "32k"}
+
+
 def test_deterministic_and_optimised():
     s = Space.from_dict(MIXED)
     a = make_design(s, "lhs", runs=20, seed=3)

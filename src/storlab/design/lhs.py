@@ -2,8 +2,8 @@
 
 Continuous factors take the sampled coordinate directly. Discrete factors (categorical,
 ordinal, listed values, narrow integer ranges) take their level from the stratum index,
-level = floor(stratum * L / n), so each of L levels appears floor(n/L) or ceil(n/L) times:
-as evenly as n runs allow. Constraints are honoured by swapping values between rows
+in order, so each of L levels appears floor(n/L) or ceil(n/L) times: as evenly as n runs
+allow, the levels that get the extra run drawn with the seed. Constraints are honoured by swapping values between rows
 within one column, which keeps every column's strata; only when swaps cannot repair a row
 is it redrawn (and `meta["strata_exact"]` says so).
 """
@@ -31,7 +31,7 @@ def lhs_design(space: Space, n: int, seed: int | None = None,
     rng = np.random.default_rng(seed)
     sampler = qmc.LatinHypercube(d=space.k, optimization=optimize, rng=rng)
     u = sampler.random(n)
-    table = _natural(space, u)
+    table = _natural(space, u, rng)
     strata_exact = True
     if space.constraints:
         table, u, strata_exact = _honour_constraints(space, table, u, rng, max_repair)
@@ -45,17 +45,28 @@ def lhs_design(space: Space, n: int, seed: int | None = None,
     return Design(space, table, pd.DataFrame(u, columns=space.names), meta)
 
 
-def _natural(space: Space, u: np.ndarray) -> pd.DataFrame:
+def _natural(space: Space, u: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
     n = u.shape[0]
     cols = {}
     for j, f in enumerate(space.factors):
         levels = f.levels
         if levels is not None:
             stratum = np.minimum(np.floor(u[:, j] * n).astype(np.int64), n - 1)
-            cols[f.name] = f.level_values(stratum * len(levels) // n)
+            cols[f.name] = f.level_values(_level_of_stratum(len(levels), n, rng)[stratum])
         else:
             cols[f.name] = f.from_unit(u[:, j])
     return pd.DataFrame(cols)
+
+
+def _level_of_stratum(n_levels: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Level index of each of the n strata, in level order: every level floor(n/L) times,
+    and n mod L levels, drawn at random, once more. (floor(stratum * L / n) always gave
+    the extra runs to the same levels, the first one among them: 6 runs of a 5-level
+    factor measured its first level twice in every design.)"""
+    counts = np.full(n_levels, n // n_levels)
+    if n % n_levels:
+        counts[rng.choice(n_levels, n % n_levels, replace=False)] += 1
+    return np.repeat(np.arange(n_levels), counts)
 
 
 def _honour_constraints(space: Space, table: pd.DataFrame, u: np.ndarray,
