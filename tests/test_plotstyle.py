@@ -189,3 +189,32 @@ print(matplotlib.get_backend())
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "svg"
     assert (tmp_path / "sim-sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_effects_on_a_log_response_tick_plain_numbers_not_milli() -> None:
+    """Audit LOW-1: on log(total_iops) the effects are below 1 and the Pareto axis read
+    "500m" (matplotlib's EngFormatter). Ticks, and the Lenth labels beside them, are now
+    plain below 1000; large values keep their k/M prefix."""
+    from storlab.analysis.effects import analyze
+    from storlab.design import full_factorial
+    from storlab.plotstyle import eng
+    from storlab.space import Space
+
+    t = full_factorial(Space.two_level(4)).table.copy()
+    x = t[["A", "B", "C", "D"]].to_numpy(dtype=float)
+    t["total_iops"] = 5e4 * np.exp(0.6 * x[:, 0] + np.random.default_rng(0).normal(0, 0.02,
+                                                                                    len(t)))
+    a = analyze(t, "total_iops", transform="log")
+    for kind in ("pareto", "halfnormal"):
+        ax = a.plot(kind).axes[0]
+        values = ax.get_xticks()
+        ticks = ax.xaxis.get_major_formatter().format_ticks(values)
+        assert 0 < values[1] < 1, values  # sub-unit ticks, where "m" came in
+        assert [float(s) for s in ticks] == pytest.approx(list(values)), ticks
+        legend = [s.get_text() for s in ax.get_legend().get_texts()]
+        assert any(s.startswith("Lenth ME 0.") for s in legend), legend
+    assert (eng(0.0015), eng(94_900), eng(999_960), eng(-0.5)) == ("0.0015", "94.9k", "1M",
+                                                                  "-0.5")
+    ax = _pareto()[1].axes[0]
+    ticks = ax.xaxis.get_major_formatter().format_ticks(ax.get_xticks())
+    assert "10k" in ticks, ticks

@@ -194,29 +194,31 @@ def axis_label(name: str, unit: str | None = None) -> str:
     return f"{label} ({u})" if u else label
 
 
-_PREFIX = {-12: "p", -9: "n", -6: "µ", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T",
-           15: "P"}
+_PREFIX = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P"}
 
 
-def eng(value: float) -> str:
-    """A number with an engineering prefix and 3 significant digits: 94.9k, 2.27M, 1.5m."""
+def eng(value: float, digits: int = 3) -> str:
+    """A number with an engineering prefix from 1000 up and `digits` significant digits:
+    94.9k, 2.27M; below 1000 a plain number (0.5, 0.0015), since a sub-unit prefix reads
+    as a unit ("500m" for half a log unit, "m" for milli beside "M" for mega)."""
     x = float(value)
-    if x == 0 or not np.isfinite(x):
-        return f"{x:g}"
-    e = int(np.floor(np.log10(abs(x)) / 3) * 3)
-    e = min(max(e, -12), 15)
+    if not np.isfinite(x) or abs(float(f"{x:.{digits}g}")) < 1000:
+        return f"{x:.{digits}g}"
+    e = min(int(np.floor(np.log10(abs(x)) / 3) * 3), 15)
     m = x / 10.0 ** e
-    if abs(float(f"{m:.3g}")) >= 1000 and e + 3 in _PREFIX:  # 999.96k rounds to 1.00M
+    if abs(float(f"{m:.{digits}g}")) >= 1000 and e + 3 in _PREFIX:  # 999.96k is 1.00M
         e, m = e + 3, m / 1000
-    return f"{m:.3g}{_PREFIX[e]}"
+    return f"{m:.{digits}g}{_PREFIX[e]}"
 
 
 def format_axis(axis: Any, name: str, unit: str | None = None) -> None:
-    """Tick labels with engineering prefixes in the metric's unit (10k, 350M, 1.2m)."""
-    from matplotlib.ticker import EngFormatter
+    """Tick labels with engineering prefixes from 1000 up in the metric's unit (10k, 350M)
+    and plain numbers below (0.5, not matplotlib's EngFormatter "500m")."""
+    from matplotlib.ticker import FuncFormatter
 
     u = metric_unit(name, unit)
     if u == "%":
         return
     # The unit is in the axis label; ticks carry only the prefix, so they stay short.
-    axis.set_major_formatter(EngFormatter(unit="", places=None, sep=""))
+    # Six significant digits, as EngFormatter's: a tick at 10,250 reads 10.25k, not 10.2k.
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: eng(v, 6)))

@@ -604,3 +604,15 @@ def test_a_lost_configuration_without_room_for_every_interaction_keeps_none():
     assert e.loc["A", "significant"] and e.loc["A", "effect"] == pytest.approx(16, abs=3)
     note = next(w for w in a.warnings if "left out" in w)
     assert "D:E" in note and "A:B" in note
+
+
+def test_an_interaction_the_lost_configuration_leaves_no_room_for_is_named():
+    """Audit MED-2: a 2^2 run twice whose (+1, +1) failed both times leaves three
+    configurations, room for the mean and two main effects only; A:B was dropped without
+    a word. The note now names it and the lost configuration."""
+    rows = [dict(A=a, B=b, y=np.nan if (a, b) == (1, 1) else 10 * a + b + 0.01 * r)
+            for r in range(2) for a, b in itertools.product([-1, 1], repeat=2)]
+    a = analyze(pd.DataFrame(rows), "y")
+    assert sorted(a.effects["term"]) == ["A", "B"]
+    note = next(w for w in a.warnings if "left out" in w)
+    assert note.endswith(": A:B") and "A=1, B=1" in note

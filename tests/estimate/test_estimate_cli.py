@@ -189,6 +189,27 @@ def test_measure_runs_fio_for_real(storlab_main, tmp_path, shm) -> None:
     assert {m["rule"] for m in again["mixed"]} == {"harmonic", "slides"}
 
 
+@needs_fio
+@pytest.mark.xdist_group("fio")
+def test_measure_writes_its_runs_into_the_campaign_it_creates(storlab_main, tmp_path, shm,
+                                                              monkeypatch) -> None:
+    """Audit LOW-2: `--campaign est --runs est/runs.csv` was refused ("directory est does
+    not exist") although the command creates est. Outputs there now pass; one in a missing
+    directory elsewhere is still refused before any run (and no campaign is created)."""
+    monkeypatch.chdir(tmp_path)
+    common = ("estimate", "measure", "--sizes", "4k", "--repeats", "1", "--runtime", "1",
+              "--file-size", "4m", "--target", str(shm), "--json")
+    code, _, err = storlab_main(*common, "--campaign", "est2", "--runs", "nope/runs.csv")
+    assert code == 2 and "directory nope does not exist" in err
+    assert not (tmp_path / "est2").exists()
+    code, out, err = storlab_main(*common, "--campaign", "est", "--runs", "est/runs.csv",
+                                  "--save-model", "est/model.json")
+    assert code == 0, err
+    runs = pd.read_csv(tmp_path / "est" / "runs.csv")
+    assert len(runs) == len(json.loads(out)["runs"]) == 2
+    assert RWModel.load(tmp_path / "est" / "model.json").fit_for("4k").f_rw > 0
+
+
 def test_measure_bad_options(storlab_main, tmp_path) -> None:
     code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "--mixed", "8k:1")
     assert code == 2 and "8k, which --sizes does not measure" in err

@@ -479,3 +479,37 @@ def test_results_table_of_repeated_runs_is_labelled_as_runs() -> None:
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", first.split("<script")[0]))
     assert "one row per configuration, as the table gives it" in text
     assert "8 configurations; responses" in text
+
+
+# --------------------------------------------------------------------------- rw mix
+def _rw_results(mixes: tuple[int, ...]) -> pd.DataFrame:
+    """Two runs per (bs, read %) of a device whose C = T_read + 0.1 T_write holds at 0, 50
+    and 100 % read (the slides' model, so the 50 % mix is on it)."""
+    rows = []
+    for bs, cap in (("4k", 10000.0), ("64k", 2000.0)):
+        for mix in mixes:
+            total = cap / (mix / 100 + 0.1 * (1 - mix / 100))
+            for rep in range(2):
+                t = total * (1 + 0.001 * rep)
+                rows.append({"bs": bs, "rwmixread": mix, "read_iops": t * mix / 100,
+                             "write_iops": t * (1 - mix / 100), "total_iops": t})
+    return pd.DataFrame(rows)
+
+
+def test_rwmix_with_the_two_anchors_alone_says_invariance_is_not_tested() -> None:
+    """Audit MED-4: 100 % read and 100 % write alone define C, so its spread is 0 by
+    construction; the section said "invariant yes". It now says not tested; a third
+    mix is tested (and found invariant)."""
+    html = build_report(from_results(_rw_results((0, 100)), None),
+                        responses=["total_iops"]).html()
+    t = parse(html)
+    rows = records(t.tables["rwmix-table"])
+    assert [r["invariant"][0] for r in rows] == [
+        "not tested (only the 100 % read and 100 % write anchors)"] * 2
+    assert all(r["C_spread"][0] == "" for r in rows)
+    assert "whether C is invariant is not tested" in html
+    html = build_report(from_results(_rw_results((0, 50, 100)), None),
+                        responses=["total_iops"]).html()
+    rows = records(parse(html).tables["rwmix-table"])
+    assert [r["invariant"][0] for r in rows] == ["yes", "yes"]
+    assert "whether C is invariant is not tested" not in html

@@ -385,6 +385,10 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                 no_room.append(_term_name(t, names))
                 continue  # a correlated term needs error df left to be judged
         if len(kept) + 1 >= n_u:
+            if incomplete and len(t) > 1:
+                # The lost configurations took the room this interaction needed: say so,
+                # as for the interactions left out above, not drop it unseen.
+                no_room.append(_term_name(t, names))
             continue  # keep at least one degree of freedom for the mean
         if skewed:
             # Missing configurations: a column can be a combination of the kept ones (and
@@ -425,7 +429,9 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                "(correlated) with other terms; they are kept and every effect is adjusted "
                "for the others (least squares), with wider standard errors"
                if correlated else "")
-            + (f"; left out, for want of runs to estimate and test them all (keeping some "
+            + ("; left out, for want of runs to estimate and test it: " + no_room[0]
+               if len(no_room) == 1 else
+               "; left out, for want of runs to estimate and test them all (keeping some "
                "would blame the others' effects on them): " + ", ".join(no_room)
                if no_room else ""))
 

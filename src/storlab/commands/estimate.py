@@ -36,6 +36,13 @@ PLOT_OPT = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf).",
                         callback=output_file("--plot"))
 SAVE_OPT = typer.Option(None, "--save-model", help="Write the model JSON.",
                         callback=output_file("--save-model"))
+# `measure`'s outputs may go in the campaign directory it creates (est/runs.csv): they
+# are checked in the command, once the campaign's path is known (_check_outputs).
+M_OUT_OPT = typer.Option(None, "-o", "--output",
+                         help="Write the result: .json as JSON, anything else as CSV of the "
+                              "table.")
+M_PLOT_OPT = typer.Option(None, "--plot", help="Write the plot (png, svg, pdf).")
+M_SAVE_OPT = typer.Option(None, "--save-model", help="Write the model JSON.")
 
 
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -304,13 +311,12 @@ def measure_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the run order.",
                                        callback=at_least("--seed", 0, MAX_SEED)),
     confidence: float = CONF_OPT,
-    save_model: Optional[Path] = SAVE_OPT,
+    save_model: Optional[Path] = M_SAVE_OPT,
     runs_out: Optional[Path] = typer.Option(None, "--runs", help="Write every run as CSV "
-                                            "(`estimate fit` reads it).",
-                                            callback=output_file("--runs")),
-    plot: Optional[Path] = PLOT_OPT,
+                                            "(`estimate fit` reads it)."),
+    plot: Optional[Path] = M_PLOT_OPT,
     json_out: bool = JSON_OPT,
-    output: Optional[Path] = OUT_OPT,
+    output: Optional[Path] = M_OUT_OPT,
     wait: bool = typer.Option(False, "--wait/--no-wait",
                               help="If another storlab runs this campaign, wait for it to "
                                    "finish instead of exiting (then run what is left)."),
@@ -328,6 +334,8 @@ def measure_cmd(
                              mixed_pcts=mixed_pcts, runtime=runtime, file_size=file_size,
                              iodepth=iodepth, ioengine=ioengine, pattern=pattern, seed=seed,
                              third_anchor=third_anchor, fio=fio_option or [])
+    _check_outputs(campaign, {"--save-model": save_model, "--runs": runs_out, "--plot": plot,
+                              "-o": output})
     from ._progress import campaign_progress
 
     quiet = json_out
@@ -358,6 +366,21 @@ def measure_cmd(
             console.print(f"model written to {save_model}")
     if plot is not None:
         _save_plot(res.plot(), plot)
+
+
+def _check_outputs(campaign: Path, outputs: dict[str, Path | None]) -> None:
+    """Each output file can be written: checked before the runs, not after them. One in
+    the campaign directory passes while that directory does not exist yet: the
+    measurement creates it (`--campaign est --runs est/runs.csv`)."""
+    from ..fileio import check_target
+
+    home = campaign.resolve()
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        if path.parent.resolve() == home and not home.exists():
+            continue
+        check_target(path, what)
 
 
 def register(app: typer.Typer) -> None:

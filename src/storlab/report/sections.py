@@ -594,12 +594,19 @@ def rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         return None
     data["rwmix"] = models
     t = pd.concat(tables, ignore_index=True)
+    # Two measured mixes fix C and f_rw exactly (C_spread is 0 by construction): the
+    # invariance the model rests on is untested there, not confirmed, as `estimate`'s
+    # "model error: unknown" says.
+    untested = t["mixes"] < 3
+    t["C_spread"] = t["C_spread"].where(~untested)
+    t["invariant"] = ["not tested (only the 100 % read and 100 % write anchors)" if u
+                      else "yes" if v else "no" for u, v in zip(untested, t["invariant"])]
     cols = [c for c in t.columns if c not in ("C_lo", "C_hi", "f_rw_lo", "f_rw_hi",
                                                 "C_cv", "invariant")] + ["invariant"]
     table = H.table_html(t[cols], table_id="rwmix-table",
                          caption="Per size: anchors (IO/s), f_rw, capacity C and how much "
                                  "C varies over the measured mixes")
-    return Section("rwmix", "R/W mix", _m("rwmix")(others, table, plots))
+    return Section("rwmix", "R/W mix", _m("rwmix")(others, table, plots, bool(untested.all())))
 
 
 # --------------------------------------------------------------------------- coverage
