@@ -807,7 +807,7 @@ def test_a_dominant_real_factor_is_searched(tmp_path: Path, tune_json: Any) -> N
     ds = {h["config"]["d"] for h in out["history"] if h["phase"] == "tune"}
     assert len(ds) > 3  # the search moved d
     assert abs(out["best"]["config"]["d"] - 0.7) < 0.05
-    assert out["best"]["value"] > 995
+    assert out["best"]["value"] > 990  # within 1 % (a one step off 2 costs 5)
 
 
 def test_every_warmup_is_stored_and_counted(tmp_path: Path, tune_json: Any) -> None:
