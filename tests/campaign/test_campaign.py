@@ -411,3 +411,32 @@ def test_results_table_leaves_out_columns_empty_on_every_row(tmp_path: Path, cli
     assert "write_clat_p99_us" in header and "read_clat" not in header, shown
     cli("results", str(camp), "-o", str(tmp_path / "r.csv"))
     assert pd.read_csv(tmp_path / "r.csv")["read_clat_p99_us"].isna().all()
+
+
+def test_an_lhs_planned_before_the_seeded_extra_levels_resumes(tmp_path: Path) -> None:
+    """A store planned by storlab before the LHS drew which levels get the extra runs (its
+    design meta has no `extra_levels`) resumes with that plan instead of being refused as
+    another plan."""
+    from storlab.campaign.store import Store
+    from storlab.design import make_design
+
+    camp = command_campaign(tmp_path / "c", repetitions=1, seed=7,
+                            design={"kind": "lhs", "runs": 6})
+    spec = yaml.safe_load(camp.read_text())
+    spec["space"]["factors"][1]["values"] = [1, 2, 3, 4, 5]
+    camp.write_text(yaml.safe_dump(spec))
+    c = Campaign.load(camp)
+    old = make_design(c.space, "lhs", runs=6, seed=7, randomize_order=False,
+                      extra_levels="first")
+    new = [cfg for _, cfg, _ in c.configs]
+    planned = [{n: (int(v) if n == "n" else v) for n, v in row.items() if n in c.space.names}
+               for row in old.table.to_dict("records")]
+    assert planned != new  # the two mappings differ for this seed
+    with Store(c.store_path) as st:  # the earlier version's plan and metadata
+        st.save_configs([(i, cfg, {}) for i, cfg in enumerate(planned, start=1)])
+        meta = {k: v for k, v in old.meta.items() if k != "extra_levels"}
+        st.set_meta("design", json.dumps(meta, default=str))
+    Campaign.load(camp).run()
+    ran = sorted(json.dumps(json.loads(r["config"]), sort_keys=True)
+                 for r in rows(c.store_path).values())
+    assert ran == sorted(json.dumps(p, sort_keys=True) for p in planned)

@@ -76,3 +76,22 @@ def test_lhs_errors():
         make_design(s, "lhs")
     with pytest.raises(DesignError):
         lhs_design(s, 5, optimize="magic")
+
+
+def test_more_levels_than_runs_keeps_the_strata():
+    # 1000 integer levels in 10 runs: one value from each tenth of the range (drawing the
+    # extra levels at random, as a first fix did, lost strata: 7 of 10 for seed 2)
+    s = Space.from_dict({"factors": [{"name": "n", "kind": "integer", "range": [1, 1000]}]})
+    for seed in range(20):
+        v = np.sort(lhs_design(s, 10, seed=seed).table["n"].to_numpy())
+        assert sorted((v - 1) // 100) == list(range(10))
+
+
+def test_the_first_mapping_is_kept_for_plans_made_with_it():
+    s = Space.from_dict({"factors": [{"name": "bs", "kind": "ordinal",
+                                      "values": ["1k", "4k", "8k", "16k", "32k"]}]})
+    for seed in range(10):
+        d = lhs_design(s, 6, seed=seed, extra_levels="first")
+        assert d.table["bs"].value_counts()["1k"] == 2 and d.meta["extra_levels"] == "first"
+    with pytest.raises(DesignError, match="extra_levels"):
+        lhs_design(s, 6, extra_levels="last")

@@ -181,8 +181,15 @@ class Campaign:
             source = f"{self.path}: design"
             from ..design import make_design
 
+            kw = design_kwargs(self.spec)
+            stored = self._stored_design_meta(adaptive=False)
+            if d.kind == "lhs" and stored is not None and stored.get("kind") == "lhs" and \
+                    "extra_levels" not in stored:
+                # planned before the LHS drew which levels get the extra runs: resume it
+                # with the mapping it was planned with, not refuse it as another plan
+                kw["extra_levels"] = "first"
             try:
-                design = make_design(self.space, str(d.kind), **design_kwargs(self.spec))
+                design = make_design(self.space, str(d.kind), **kw)
             except StorlabError as exc:
                 raise CampaignError(f"{source}: {exc}") from None
             self._design_meta = to_jsonable(dict(design.meta))

@@ -25,7 +25,7 @@ def make_design(space: Space, kind: str, *, runs: int | None = None,
                 resolution: int | None = None, generators: Sequence[str] | None = None,
                 center: int = 0, replicates: int = 1, seed: int | None = None,
                 randomize_order: bool = True, optimize: str | None = None,
-                fold: str | None = None) -> Design:
+                fold: str | None = None, extra_levels: str = "seeded") -> Design:
     """Build a design of `kind` (full, fractional, pb, lhs) over `space`.
 
     The contract callers rely on (the campaign, the CLI, the report): `space` and `kind`
@@ -34,6 +34,8 @@ def make_design(space: Space, kind: str, *, runs: int | None = None,
     Center points are added before replication, so each replicate carries them; the run
     order is shuffled (reproducibly for `seed`) unless `randomize_order` is False.
     `fold` ("all" or a factor name) appends a foldover of a two-level design.
+    `extra_levels` (LHS only): "seeded", or "first" to rebuild a plan made before the LHS
+    drew which levels get the extra runs (`lhs_design`).
     """
     if space.k > MAX_FACTORS:
         raise DesignError(f"{space.k} factors: at most {MAX_FACTORS}")
@@ -52,7 +54,7 @@ def make_design(space: Space, kind: str, *, runs: int | None = None,
     elif kind == "lhs":
         if runs is None:
             raise DesignError("an LHS design needs --runs N")
-        d = lhs_design(space, runs, seed=seed, optimize=optimize)
+        d = lhs_design(space, runs, seed=seed, optimize=optimize, extra_levels=extra_levels)
     else:
         raise DesignError(f"design kind {kind!r} must be one of {', '.join(KINDS)}")
     if space.constraints and kind != "lhs":

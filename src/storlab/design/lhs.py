@@ -3,7 +3,9 @@
 Continuous factors take the sampled coordinate directly. Discrete factors (categorical,
 ordinal, listed values, narrow integer ranges) take their level from the stratum index,
 in order, so each of L levels appears floor(n/L) or ceil(n/L) times: as evenly as n runs
-allow, the levels that get the extra run drawn with the seed. Constraints are honoured by swapping values between rows
+allow, the levels that get the extra run drawn with the seed (`extra_levels="seeded"`; the
+earlier mapping, `"first"`, gave them to the same levels in every design and is kept only so a
+campaign planned with it resumes). Constraints are honoured by swapping values between rows
 within one column, which keeps every column's strata; only when swaps cannot repair a row
 is it redrawn (and `meta["strata_exact"]` says so).
 """
@@ -19,19 +21,23 @@ from ..space import Space
 from .base import Design
 
 OPTIMIZATIONS = (None, "random-cd", "lloyd")
+EXTRA_LEVELS = ("seeded", "first")
 
 
 def lhs_design(space: Space, n: int, seed: int | None = None,
-               optimize: str | None = None, max_repair: int = 2000) -> Design:
+               optimize: str | None = None, max_repair: int = 2000,
+               extra_levels: str = "seeded") -> Design:
     """`n` Latin Hypercube runs over `space`, reproducible for a seed."""
     if n < 1:
         raise DesignError(f"an LHS design needs at least one run, not {n}")
     if optimize not in OPTIMIZATIONS:
         raise DesignError(f"optimisation {optimize!r} must be one of random-cd, lloyd")
+    if extra_levels not in EXTRA_LEVELS:
+        raise DesignError(f"extra_levels {extra_levels!r} must be one of seeded, first")
     rng = np.random.default_rng(seed)
     sampler = qmc.LatinHypercube(d=space.k, optimization=optimize, rng=rng)
     u = sampler.random(n)
-    table = _natural(space, u, rng)
+    table = _natural(space, u, rng if extra_levels == "seeded" else None)
     strata_exact = True
     if space.constraints:
         table, u, strata_exact = _honour_constraints(space, table, u, rng, max_repair)
@@ -41,32 +47,29 @@ def lhs_design(space: Space, n: int, seed: int | None = None,
     table["block"] = 1
     table["center"] = False
     meta = {"kind": "lhs", "seed": seed, "optimization": optimize,
-            "strata_exact": strata_exact, "resolution": None}
+            "strata_exact": strata_exact, "resolution": None, "extra_levels": extra_levels}
     return Design(space, table, pd.DataFrame(u, columns=space.names), meta)
 
 
-def _natural(space: Space, u: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+def _natural(space: Space, u: np.ndarray, rng: np.random.Generator | None) -> pd.DataFrame:
+    """The design's values; discrete levels from the strata (`rng`: the seeded offset)."""
     n = u.shape[0]
     cols = {}
     for j, f in enumerate(space.factors):
         levels = f.levels
         if levels is not None:
             stratum = np.minimum(np.floor(u[:, j] * n).astype(np.int64), n - 1)
-            cols[f.name] = f.level_values(_level_of_stratum(len(levels), n, rng)[stratum])
+            # Stratum s takes level floor((s + o) * L / n): with o = 0 (the earlier mapping)
+            # the levels that get floor(n/L) + 1 runs were the same in every design (6 runs
+            # of a 5-level factor measured its first level twice, always); a seeded offset o
+            # in [0, 1) gives the extra runs to each level equally often and keeps the
+            # strata (L > n: evenly spaced levels, shifted).
+            offset = rng.random() if rng is not None else 0.0
+            idx = np.floor((stratum + offset) * len(levels) / n).astype(np.int64)
+            cols[f.name] = f.level_values(np.minimum(idx, len(levels) - 1))  # float rounding
         else:
             cols[f.name] = f.from_unit(u[:, j])
     return pd.DataFrame(cols)
-
-
-def _level_of_stratum(n_levels: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Level index of each of the n strata, in level order: every level floor(n/L) times,
-    and n mod L levels, drawn at random, once more. (floor(stratum * L / n) always gave
-    the extra runs to the same levels, the first one among them: 6 runs of a 5-level
-    factor measured its first level twice in every design.)"""
-    counts = np.full(n_levels, n // n_levels)
-    if n % n_levels:
-        counts[rng.choice(n_levels, n % n_levels, replace=False)] += 1
-    return np.repeat(np.arange(n_levels), counts)
 
 
 def _honour_constraints(space: Space, table: pd.DataFrame, u: np.ndarray,
