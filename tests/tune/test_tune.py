@@ -876,3 +876,25 @@ def test_tuning_plot_axes_name_the_declared_units() -> None:
     assert left.get_ylabel() == "y (ops/s) ↑ better"
     assert right.get_xlabel() == "y (ops/s) → better"
     assert right.get_ylabel().startswith("latency (ms)")
+
+
+def test_store_of_another_campaign_file_is_refused(tmp_path: Path, storlab_main: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review LOW-4: `results a.yaml --store ../b/campaign.db` printed b's runs as a's. The
+    store names the campaign file that wrote it (meta `campaign`): another one is refused
+    in one line, exit 2; a store that names none is read as before."""
+    monkeypatch.chdir(tmp_path)
+    a, b = (campaign(tmp_path / d, budget=6, strategy="random") for d in "ab")
+    code, _, err = storlab_main("tune", b, "--quiet")
+    assert code == 0, err
+    for cmd in ("status", "results", "report"):
+        code, out, err = storlab_main(cmd, a, "--store", "../b/campaign.db")
+        assert code == 2 and "another campaign file" in err, (cmd, out, err)
+        assert len(err.strip().splitlines()) == 1
+    con = sqlite3.connect(tmp_path / "b" / "campaign.db")
+    con.execute("DELETE FROM meta WHERE key = 'campaign'")
+    con.commit()
+    con.close()
+    code, out, err = storlab_main("results", a, "--store", "../b/campaign.db", "--level",
+                                  "run", "--json")
+    assert code == 0 and len(json.loads(out)) == 6, err

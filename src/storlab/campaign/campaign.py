@@ -101,6 +101,7 @@ class Campaign:
         wrote it from a fixed design (`tune_store`)."""
         spec = load_spec(path)
         if store is not None:
+            _check_store_campaign(Path(path).resolve().parent / store, Path(path))
             spec = spec.model_copy(update={"store": store})
             spec = _as_stored_tuning(spec, Path(path).resolve().parent / store)
         return cls(spec, path)
@@ -629,6 +630,19 @@ class Campaign:
 def tune_store(campaign_file: str | Path) -> str:
     """The store `storlab tune` uses for a fixed design's file: never its `campaign.db`."""
     return f"{Path(campaign_file).stem}-tune.db"
+
+
+def _check_store_campaign(store: Path, campaign_file: Path) -> None:
+    """Refuse a store another campaign file wrote (its meta `campaign`): read as this
+    file's, it showed that campaign's runs under this one's name. A store that does not
+    name its campaign (written before storlab recorded it) is taken as it is."""
+    if not store.exists():
+        return
+    with Store(store, readonly=True) as st:
+        owner = st.get_meta("campaign")
+    if owner is not None and Path(owner).resolve() != campaign_file.resolve():
+        raise CampaignError(f"{store}: holds the runs of another campaign file ({owner}), "
+                            f"not {campaign_file}")
 
 
 def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
