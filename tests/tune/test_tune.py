@@ -898,3 +898,22 @@ def test_store_of_another_campaign_file_is_refused(tmp_path: Path, storlab_main:
     code, out, err = storlab_main("results", a, "--store", "../b/campaign.db", "--level",
                                   "run", "--json")
     assert code == 0 and len(json.loads(out)) == 6, err
+
+
+def test_a_warmup_cut_off_under_an_old_key_is_not_counted(tmp_path: Path,
+                                                           tune_json: Any) -> None:
+    """Review LOW-1: a warm-up killed while running under the old key `c<c>-w<i>` (a store
+    written by an earlier storlab) is never reused under the new `c<c>-r<r>-w<i>` keys, and
+    tune counted it in warmup_runs. Only warm-ups that finished or failed count."""
+    p = campaign(tmp_path, budget=11)
+    p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "warmup": 1}))
+    first = tune_json(p)
+    con = sqlite3.connect(tmp_path / "campaign.db")
+    con.execute("INSERT INTO runs (key, seq, config_id, repetition, warmup, config, status) "
+                "SELECT 'c1-w1', seq, config_id, 0, 1, config, 'running' FROM runs "
+                "WHERE key = 'c1-r1'")
+    con.commit()
+    con.close()
+    again = tune_json(p)
+    assert again["runs"] == first["runs"] == 11
+    assert again["warmup_runs"] == first["warmup_runs"] > 0

@@ -359,8 +359,10 @@ class Campaign:
                 warmed.add(r.config_id)
                 # keyed by the measured run they precede: a configuration warmed again in
                 # a later batch (a tuning's confirmation) kept the key `c<c>-w1` and
-                # replaced the earlier warm-up's record (14 ran, 11 stored and counted); a
-                # resume re-warms before the same run under the same key
+                # replaced the earlier warm-up's record (14 ran, 11 stored and counted). A
+                # resume re-warms before the same run under the same key, for warm-ups
+                # this version wrote; one an earlier version left under `c<c>-w<i>` is
+                # not reused (tune counts only finished or failed warm-ups)
                 out += [PlannedRun(f"{r.key}-w{w}", r.seq, r.config_id, 1 - w, True,
                                    r.config) for w in range(1, self.spec.warmup + 1)]
             out.append(r)

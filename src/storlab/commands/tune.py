@@ -112,8 +112,13 @@ def tune_cmd(
                            ) as on_event:
         summary = camp.run(executor=executor, on_event=on_event, wait=wait)
     res = result_from_campaign(camp)
-    # Warm-ups are not in the history the strategy counts: said beside the budget.
-    warm = sum(bool(r["warmup"]) for r in camp.stored_runs(warmup=True))
+    # Warm-ups are not in the history the strategy counts: said beside the budget. Only
+    # those that finished or failed: one cut off while running under a key no resume asks
+    # for again (an earlier storlab's c<c>-w<i>) stays 'running' in the store for good.
+    from ..campaign.store import DONE, FAILED
+
+    warm = sum(bool(r["warmup"]) and r["status"] in DONE + FAILED
+               for r in camp.stored_runs(warmup=True))
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
             "warmup_runs": warm, "interrupted": summary.interrupted}
     data["notes"] = notes + data["notes"]
