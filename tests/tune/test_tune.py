@@ -917,3 +917,27 @@ def test_a_warmup_cut_off_under_an_old_key_is_not_counted(tmp_path: Path,
     again = tune_json(p)
     assert again["runs"] == first["runs"] == 11
     assert again["warmup_runs"] == first["warmup_runs"] > 0
+
+
+def test_a_design_given_another_source_keeps_none_of_the_fixed_designs_options() -> None:
+    """Review LOW-3: tune (a fixed file tuned), confirm (its configurations) and a tuning
+    store read with --store each wrote the same reset by hand. One helper; every option of
+    a generated design (any field neither a source, the seed nor a tuning option) is back
+    to its default, so a new one cannot be forgotten at one of the three places."""
+    from storlab.campaign.spec import DesignSpec
+
+    fixed = DesignSpec(kind="fractional", runs=8, resolution=4, generators=["D=ABC"],
+                       center=2, replicates=2, fold="full", optimize="d", seed=7)
+    blank = DesignSpec(kind="full")
+    tuning = {"budget", "strategy", "objectives", "screen_runs", "confirm_runs",
+              "confirm_top", "stall", "baseline"}
+    generated = set(DesignSpec.model_fields) - tuning - {"kind", "csv", "configs", "seed"}
+    assert generated  # runs, resolution, generators, center, replicates, fold, optimize
+    tuned = fixed.with_source(kind="tune", budget=20)
+    listed = fixed.with_source(configs=[{"a": 1}], budget=None)
+    for d in (tuned, listed):
+        assert {f: getattr(d, f) for f in generated} == {f: getattr(blank, f)
+                                                          for f in generated}
+        assert d.seed == 7 and DesignSpec.model_validate(d.model_dump()) == d
+    assert (tuned.kind, tuned.budget, tuned.configs) == ("tune", 20, None)
+    assert (listed.kind, listed.configs) == (None, [{"a": 1}])

@@ -657,12 +657,9 @@ def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
     meta = dict(json.loads(text)) if text else {}
     if meta.get("kind") not in adaptive_kinds():
         return spec
-    design = spec.design.model_copy(update={
-        "kind": meta["kind"], "csv": None, "configs": None, "runs": None, "resolution": None,
-        "generators": None, "center": 0, "replicates": 1, "fold": None, "optimize": None,
-        "budget": meta.get("budget"), "strategy": meta.get("strategy"),
-        "objectives": [{"name": n, "goal": g} for n, g in meta.get("objectives") or []]
-        or None})
+    design = spec.design.with_source(
+        kind=meta["kind"], budget=meta.get("budget"), strategy=meta.get("strategy"),
+        objectives=[{"name": n, "goal": g} for n, g in meta.get("objectives") or []] or None)
     return spec.model_copy(update={"design": design, "repetitions": 1})
 
 
