@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -891,6 +892,11 @@ def test_store_of_another_campaign_file_is_refused(tmp_path: Path, storlab_main:
         code, out, err = storlab_main(cmd, a, "--store", "../b/campaign.db")
         assert code == 2 and "another campaign file" in err, (cmd, out, err)
         assert len(err.strip().splitlines()) == 1
+    # a copied campaign directory's store names the original file: its own store is read
+    shutil.copytree(tmp_path / "b", tmp_path / "c")
+    code, out, err = storlab_main("status", tmp_path / "c" / "tune.yaml", "--store",
+                                  "campaign.db", "--json")
+    assert code == 0 and json.loads(out)["counts"] == [{"status": "ok", "runs": 6}], err
     con = sqlite3.connect(tmp_path / "b" / "campaign.db")
     con.execute("DELETE FROM meta WHERE key = 'campaign'")
     con.commit()

@@ -101,7 +101,11 @@ class Campaign:
         wrote it from a fixed design (`tune_store`)."""
         spec = load_spec(path)
         if store is not None:
-            _check_store_campaign(Path(path).resolve().parent / store, Path(path))
+            own = {Path(path).resolve().parent / n for n in (spec.store, tune_store(path))}
+            if Path(path).resolve().parent / store not in own:
+                # the file's own stores are read as without --store (a campaign directory
+                # moved or copied keeps its old path in their meta)
+                _check_store_campaign(Path(path).resolve().parent / store, Path(path))
             spec = spec.model_copy(update={"store": store})
             spec = _as_stored_tuning(spec, Path(path).resolve().parent / store)
         return cls(spec, path)
