@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -876,3 +877,73 @@ def test_tuning_plot_axes_name_the_declared_units() -> None:
     assert left.get_ylabel() == "y (ops/s) ↑ better"
     assert right.get_xlabel() == "y (ops/s) → better"
     assert right.get_ylabel().startswith("latency (ms)")
+
+
+def test_store_of_another_campaign_file_is_refused(tmp_path: Path, storlab_main: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review LOW-4: `results a.yaml --store ../b/campaign.db` printed b's runs as a's. The
+    store names the campaign file that wrote it (meta `campaign`): another one is refused
+    in one line, exit 2; a store that names none is read as before."""
+    monkeypatch.chdir(tmp_path)
+    a, b = (campaign(tmp_path / d, budget=6, strategy="random") for d in "ab")
+    code, _, err = storlab_main("tune", b, "--quiet")
+    assert code == 0, err
+    for cmd in ("status", "results", "report"):
+        code, out, err = storlab_main(cmd, a, "--store", "../b/campaign.db")
+        assert code == 2 and "another campaign file" in err, (cmd, out, err)
+        assert len(err.strip().splitlines()) == 1
+    # a copied campaign directory's store names the original file: its own store is read
+    shutil.copytree(tmp_path / "b", tmp_path / "c")
+    code, out, err = storlab_main("status", tmp_path / "c" / "tune.yaml", "--store",
+                                  "campaign.db", "--json")
+    assert code == 0 and json.loads(out)["counts"] == [{"status": "ok", "runs": 6}], err
+    con = sqlite3.connect(tmp_path / "b" / "campaign.db")
+    con.execute("DELETE FROM meta WHERE key = 'campaign'")
+    con.commit()
+    con.close()
+    code, out, err = storlab_main("results", a, "--store", "../b/campaign.db", "--level",
+                                  "run", "--json")
+    assert code == 0 and len(json.loads(out)) == 6, err
+
+
+def test_a_warmup_cut_off_under_an_old_key_is_not_counted(tmp_path: Path,
+                                                           tune_json: Any) -> None:
+    """Review LOW-1: a warm-up killed while running under the old key `c<c>-w<i>` (a store
+    written by an earlier storlab) is never reused under the new `c<c>-r<r>-w<i>` keys, and
+    tune counted it in warmup_runs. Only warm-ups that finished or failed count."""
+    p = campaign(tmp_path, budget=11)
+    p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "warmup": 1}))
+    first = tune_json(p)
+    con = sqlite3.connect(tmp_path / "campaign.db")
+    con.execute("INSERT INTO runs (key, seq, config_id, repetition, warmup, config, status) "
+                "SELECT 'c1-w1', seq, config_id, 0, 1, config, 'running' FROM runs "
+                "WHERE key = 'c1-r1'")
+    con.commit()
+    con.close()
+    again = tune_json(p)
+    assert again["runs"] == first["runs"] == 11
+    assert again["warmup_runs"] == first["warmup_runs"] > 0
+
+
+def test_a_design_given_another_source_keeps_none_of_the_fixed_designs_options() -> None:
+    """Review LOW-3: tune (a fixed file tuned), confirm (its configurations) and a tuning
+    store read with --store each wrote the same reset by hand. One helper; every option of
+    a generated design (any field neither a source, the seed nor a tuning option) is back
+    to its default, so a new one cannot be forgotten at one of the three places."""
+    from storlab.campaign.spec import DesignSpec
+
+    fixed = DesignSpec(kind="fractional", runs=8, resolution=4, generators=["D=ABC"],
+                       center=2, replicates=2, fold="full", optimize="d", seed=7)
+    blank = DesignSpec(kind="full")
+    tuning = {"budget", "strategy", "objectives", "screen_runs", "confirm_runs",
+              "confirm_top", "stall", "baseline"}
+    generated = set(DesignSpec.model_fields) - tuning - {"kind", "csv", "configs", "seed"}
+    assert generated  # runs, resolution, generators, center, replicates, fold, optimize
+    tuned = fixed.with_source(kind="tune", budget=20)
+    listed = fixed.with_source(configs=[{"a": 1}], budget=None)
+    for d in (tuned, listed):
+        assert {f: getattr(d, f) for f in generated} == {f: getattr(blank, f)
+                                                          for f in generated}
+        assert d.seed == 7 and DesignSpec.model_validate(d.model_dump()) == d
+    assert (tuned.kind, tuned.budget, tuned.configs) == ("tune", 20, None)
+    assert (listed.kind, listed.configs) == (None, [{"a": 1}])

@@ -361,6 +361,10 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     partial = False
     correlated: list[str] = []
     no_room: list[str] = []
+    # Interactions the lost configurations left no degree of freedom for: named in the
+    # note only. They must not feed the all-or-none rule below, which is about correlated
+    # terms competing for error df (it would drop the kept ones and bias main effects).
+    unroomed: list[str] = []
     for t in cand:
         col = np.prod(xu[:, list(t)], axis=1)
         if np.allclose(col, col[0]):
@@ -388,7 +392,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
             if incomplete and len(t) > 1:
                 # The lost configurations took the room this interaction needed: say so,
                 # as for the interactions left out above, not drop it unseen.
-                no_room.append(_term_name(t, names))
+                unroomed.append(_term_name(t, names))
             continue  # keep at least one degree of freedom for the mean
         if skewed:
             # Missing configurations: a column can be a combination of the kept ones (and
@@ -417,7 +421,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                else "non-regular design such as Plackett-Burman")
         notes.append("two-factor interactions are partially aliased with main effects "
                      f"({why}): main effects only")
-    if correlated or no_room:
+    if correlated or no_room or unroomed:
         have = {tuple(r) for r in xu}
         lost = [", ".join(f"{c.name}={plain(c.natural(v))}" for c, v in zip(codings, row))
                 for row in (planned if planned is not None else []) if tuple(row) not in have]
@@ -433,7 +437,10 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                if len(no_room) == 1 else
                "; left out, for want of runs to estimate and test them all (keeping some "
                "would blame the others' effects on them): " + ", ".join(no_room)
-               if no_room else ""))
+               if no_room else "")
+            + ("; left out, the lost configuration(s) leaving no degree of freedom for "
+               + ("it: " if len(unroomed) == 1 else "them: ") + ", ".join(unroomed)
+               if unroomed else ""))
 
     # Effects of every kept term, on the factorial runs: twice the least-squares
     # coefficient. On an orthogonal, balanced design that is the difference of the

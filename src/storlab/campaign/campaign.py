@@ -101,6 +101,11 @@ class Campaign:
         wrote it from a fixed design (`tune_store`)."""
         spec = load_spec(path)
         if store is not None:
+            own = {Path(path).resolve().parent / n for n in (spec.store, tune_store(path))}
+            if Path(path).resolve().parent / store not in own:
+                # the file's own stores are read as without --store (a campaign directory
+                # moved or copied keeps its old path in their meta)
+                _check_store_campaign(Path(path).resolve().parent / store, Path(path))
             spec = spec.model_copy(update={"store": store})
             spec = _as_stored_tuning(spec, Path(path).resolve().parent / store)
         return cls(spec, path)
@@ -365,8 +370,10 @@ class Campaign:
                 warmed.add(r.config_id)
                 # keyed by the measured run they precede: a configuration warmed again in
                 # a later batch (a tuning's confirmation) kept the key `c<c>-w1` and
-                # replaced the earlier warm-up's record (14 ran, 11 stored and counted); a
-                # resume re-warms before the same run under the same key
+                # replaced the earlier warm-up's record (14 ran, 11 stored and counted). A
+                # resume re-warms before the same run under the same key, for warm-ups
+                # this version wrote; one an earlier version left under `c<c>-w<i>` is
+                # not reused (tune counts only finished or failed warm-ups)
                 out += [PlannedRun(f"{r.key}-w{w}", r.seq, r.config_id, 1 - w, True,
                                    r.config) for w in range(1, self.spec.warmup + 1)]
             out.append(r)
@@ -638,6 +645,19 @@ def tune_store(campaign_file: str | Path) -> str:
     return f"{Path(campaign_file).stem}-tune.db"
 
 
+def _check_store_campaign(store: Path, campaign_file: Path) -> None:
+    """Refuse a store another campaign file wrote (its meta `campaign`): read as this
+    file's, it showed that campaign's runs under this one's name. A store that does not
+    name its campaign (written before storlab recorded it) is taken as it is."""
+    if not store.exists():
+        return
+    with Store(store, readonly=True) as st:
+        owner = st.get_meta("campaign")
+    if owner is not None and Path(owner).resolve() != campaign_file.resolve():
+        raise CampaignError(f"{store}: holds the runs of another campaign file ({owner}), "
+                            f"not {campaign_file}")
+
+
 def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
     """`spec` read as the tuning its store holds, when the store holds one and the file
     has a fixed design (`storlab tune --budget N` of a fixed design), else unchanged."""
@@ -648,12 +668,9 @@ def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
     meta = dict(json.loads(text)) if text else {}
     if meta.get("kind") not in adaptive_kinds():
         return spec
-    design = spec.design.model_copy(update={
-        "kind": meta["kind"], "csv": None, "configs": None, "runs": None, "resolution": None,
-        "generators": None, "center": 0, "replicates": 1, "fold": None, "optimize": None,
-        "budget": meta.get("budget"), "strategy": meta.get("strategy"),
-        "objectives": [{"name": n, "goal": g} for n, g in meta.get("objectives") or []]
-        or None})
+    design = spec.design.with_source(
+        kind=meta["kind"], budget=meta.get("budget"), strategy=meta.get("strategy"),
+        objectives=[{"name": n, "goal": g} for n, g in meta.get("objectives") or []] or None)
     return spec.model_copy(update={"design": design, "repetitions": 1})
 
 

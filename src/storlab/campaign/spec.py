@@ -111,6 +111,16 @@ class DesignSpec(_Model):
             raise ValueError("a tune design needs 'budget' (runs executed in all)")
         return self
 
+    def with_source(self, **update: Any) -> DesignSpec:
+        """This design read from another source (`kind`, `csv` or `configs` in `update`, with
+        its own options): the other sources cleared and every generated-design option
+        (runs, resolution, generators, center, replicates, fold, optimize) back to its
+        default, so none of the file's fixed design leaks into the new one."""
+        reset: dict[str, Any] = {"kind": None, "csv": None, "configs": None, "runs": None,
+                                 "resolution": None, "generators": None, "center": 0,
+                                 "replicates": 1, "fold": None, "optimize": None}
+        return self.model_copy(update={**reset, **update})
+
 
 class RunnerSpec(_Model):
     type: str

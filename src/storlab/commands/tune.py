@@ -78,9 +78,7 @@ def tune_cmd(
         if budget is None:
             raise StorlabError(f"{campaign_file}: its design is not a tuning one; give "
                                "--budget N to tune over its space")
-        update = {"kind": "tune", "csv": None, "configs": None, "runs": None,
-                  "resolution": None, "generators": None, "center": 0, "replicates": 1,
-                  "fold": None, "optimize": None}
+        d = d.with_source(kind="tune")
         if spec.store == "campaign.db":  # never mix with the fixed design's runs
             spec = spec.model_copy(update={"store": tune_store(campaign_file)})
         if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
@@ -112,8 +110,13 @@ def tune_cmd(
                            ) as on_event:
         summary = camp.run(executor=executor, on_event=on_event, wait=wait)
     res = result_from_campaign(camp)
-    # Warm-ups are not in the history the strategy counts: said beside the budget.
-    warm = sum(bool(r["warmup"]) for r in camp.stored_runs(warmup=True))
+    # Warm-ups are not in the history the strategy counts: said beside the budget. Only
+    # those that finished or failed: one cut off while running under a key no resume asks
+    # for again (an earlier storlab's c<c>-w<i>) stays 'running' in the store for good.
+    from ..campaign.store import DONE, FAILED
+
+    warm = sum(bool(r["warmup"]) and r["status"] in DONE + FAILED
+               for r in camp.stored_runs(warmup=True))
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
             "warmup_runs": warm, "interrupted": summary.interrupted}
     data["notes"] = notes + data["notes"]
@@ -301,10 +304,7 @@ def confirm_cmd(
     if goal not in ("", "maximize", "minimize"):
         raise StorlabError(f"--response {response}: the goal must be maximize or minimize")
 
-    design = spec.design.model_copy(update={
-        "kind": None, "csv": None, "configs": allc, "budget": None, "runs": None,
-        "resolution": None, "generators": None, "center": 0, "replicates": 1, "fold": None,
-        "optimize": None})
+    design = spec.design.with_source(configs=allc, budget=None)
     spec = spec.model_copy(update={"design": design, "repetitions": runs, "randomize": True,
                                    "seed": seed, "store": store,
                                    "name": f"{spec.name or Path(campaign_file).stem}-confirm"})

@@ -52,11 +52,6 @@ class Comparison:
         """Whether a's mean is better than b's for the goal (from the means, not a ratio)."""
         return (self.difference > 0) == (self.goal == "maximize")
 
-    def change_text(self, unit: str = "") -> str:
-        """'+12.3 %', or the absolute difference '+1164 ms' when the baseline's mean is not
-        positive (no percentage means anything there)."""
-        return change_text(self.change, self.difference, unit)
-
     @property
     def pvalue(self) -> float:
         if len(self.a) < 2 or len(self.b) < 2:

@@ -662,11 +662,6 @@ class ScreenThenTune(OptunaSearch):
             size[n] = max(gains, default=0.0)
         return sorted(names, key=lambda n: -size[n])
 
-    def widenings(self, history: Sequence[Observation]) -> int:
-        """How often the search has stalled so far: `stall` tuning runs in a row without a
-        gain of `min_gain` widen the TPE focus by one factor."""
-        return self.stall_state(history)[0]
-
     def stall_state(self, history: Sequence[Observation]) -> tuple[int, bool]:
         """(how often the search has stalled, whether it has not gained since its last
         stall): `stall` tuning runs in a row without a gain of `min_gain` are a stall."""
