@@ -4,8 +4,9 @@ executor into the store; resumable, and exportable as the tidy results table.
 Plan: configuration `c` (1-based, the design's standard order) and repetition `r` make the
 run `c<c>-r<r>`; the warm-up runs before it are `c<c>-r<r>-w<i>`. The measured runs are
 shuffled with the campaign's seed (`randomize: true`), and a configuration's warm-ups go
-right before its first pending measured run (of each batch, in an adaptive campaign). The plan is saved in the store the first time, so a resume or an
-export sees exactly the configurations that were run.
+right before its first pending measured run (of each batch, in an adaptive campaign). The
+plan is saved in the store the first time, so a resume or an export sees exactly the
+configurations that were run.
 
 Configurations come from a design source (`sources.py`): a fixed design gives its whole
 table up front; an adaptive one (`design: {kind: tune, ...}`) is asked for the next batch
