@@ -437,6 +437,7 @@ def test_an_lhs_planned_before_the_seeded_extra_levels_resumes(tmp_path: Path) -
         meta = {k: v for k, v in old.meta.items() if k != "extra_levels"}
         st.set_meta("design", json.dumps(meta, default=str))
     Campaign.load(camp).run()
+    Campaign.load(camp).run()  # and again: the mapping it resumed with is recorded
     ran = sorted(json.dumps(json.loads(r["config"]), sort_keys=True)
                  for r in rows(c.store_path).values())
     assert ran == sorted(json.dumps(p, sort_keys=True) for p in planned)

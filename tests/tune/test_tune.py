@@ -897,6 +897,9 @@ def test_store_of_another_campaign_file_is_refused(tmp_path: Path, storlab_main:
     code, out, err = storlab_main("status", tmp_path / "c" / "tune.yaml", "--store",
                                   "campaign.db", "--json")
     assert code == 0 and json.loads(out)["counts"] == [{"status": "ok", "runs": 6}], err
+    code, out, err = storlab_main("status", tmp_path / "c" / "tune.yaml", "--store",
+                                  "../c/campaign.db", "--json")  # the same store, via ..
+    assert code == 0 and json.loads(out)["counts"] == [{"status": "ok", "runs": 6}], err
     con = sqlite3.connect(tmp_path / "b" / "campaign.db")
     con.execute("DELETE FROM meta WHERE key = 'campaign'")
     con.commit()

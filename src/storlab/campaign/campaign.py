@@ -102,8 +102,9 @@ class Campaign:
         wrote it from a fixed design (`tune_store`)."""
         spec = load_spec(path)
         if store is not None:
-            own = {Path(path).resolve().parent / n for n in (spec.store, tune_store(path))}
-            if Path(path).resolve().parent / store not in own:
+            here = Path(path).resolve().parent
+            own = {(here / n).resolve() for n in (spec.store, tune_store(path))}
+            if (here / store).resolve() not in own:
                 # the file's own stores are read as without --store (a campaign directory
                 # moved or copied keeps its old path in their meta)
                 _check_store_campaign(Path(path).resolve().parent / store, Path(path))
@@ -189,11 +190,10 @@ class Campaign:
 
             kw = design_kwargs(self.spec)
             stored = self._stored_design_meta(adaptive=False)
-            if d.kind == "lhs" and stored is not None and stored.get("kind") == "lhs" and \
-                    "extra_levels" not in stored:
-                # planned before the LHS drew which levels get the extra runs: resume it
-                # with the mapping it was planned with, not refuse it as another plan
-                kw["extra_levels"] = "first"
+            if d.kind == "lhs" and stored is not None and stored.get("kind") == "lhs":
+                # resume with the mapping the plan was made with (none recorded: made before
+                # the LHS drew which levels get the extra runs), not refuse it as another plan
+                kw["extra_levels"] = stored.get("extra_levels", "first")
             try:
                 design = make_design(self.space, str(d.kind), **kw)
             except StorlabError as exc:
