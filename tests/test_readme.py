@@ -2,7 +2,8 @@
 exactly as printed, gives today (issue 15: the README said 1.28x/1.39x for a command that
 gives 1.05x/1.05x; those figures needed two more --set options).
 
-The README is parsed, not copied: each backticked `storlab ...` command in prose is found
+The README and the reference pages in docs/ are parsed, not copied: each backticked
+`storlab ...` command in prose is found
 with the figures written before it (back to the previous command or the paragraph's
 start); a command kind this file knows how to check is run with `--json` added and its
 figures recomputed. A figure is written to the precision it is quoted at, so the check
@@ -22,12 +23,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The README and the reference pages it links to (figures live beside their commands there).
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def pages_text() -> str:
+    """Every page, one after another (paragraphs never span two pages)."""
+    return "\n\n".join(p.read_text() for p in PAGES)
 
 
 def quoted_commands() -> list[tuple[str, str]]:
     """(command, the prose before it) for each backticked storlab command in a paragraph."""
     out = []
-    text = README.read_text()
+    text = pages_text()
     for para in re.split(r"\n\s*\n", text):
         if para.lstrip().startswith("```"):
             continue
@@ -106,7 +114,7 @@ def test_readme_figure_is_what_its_command_gives(cmd: str, prose: str, storlab: 
 def saved_examples() -> list[tuple[str, str, list[str]]]:
     """(file name, its text, the storlab commands of the code block after it) for each
     README example introduced by 'Save this as `FILE`:'."""
-    text = README.read_text()
+    text = pages_text()
     out = []
     for m in re.finditer(r"Save this as `([^`]+)`:\n\n```\w*\n(.*?)```\n\n```\n(.*?)```",
                          text, re.S):
@@ -132,3 +140,49 @@ def test_the_readme_command_runner_example_works_as_written(tmp_path: Path, stor
             outs.append(p.stdout)
         assert "ran 8 (ok 8, failed 0)" in outs[0]
         assert "bs" in outs[2] and "recommendation (minimize)" in outs[2]
+
+
+def test_readme_starts_with_the_two_commands_then_a_short_quick_start() -> None:
+    """A newcomer reads `make demo` and `make test` first, then a quick start of about ten
+    lines (install, the demo, tuning their own system), and only then the reference."""
+    text = README.read_text()
+    first_block = re.search(r"```\n(.*?)```", text, re.S)
+    assert first_block is not None
+    assert [ln.split()[:2] for ln in first_block.group(1).splitlines()] == [
+        ["make", "demo"], ["make", "test"]]
+    heads = re.findall(r"^## (.+)$", text, re.M)
+    assert heads[0] == "Quick start", heads
+    assert heads.index("Reference") > heads.index("Quick start")
+    quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```\n(.*?)```", quick, re.S)
+    assert block is not None
+    lines = block.group(1).splitlines()
+    assert 8 <= len(lines) <= 12, lines
+    assert any(ln.startswith("make demo") for ln in lines)
+    assert any(ln.startswith("storlab tune ") for ln in lines)
+    assert len(text.splitlines()) < 400   # the reference lives in docs/
+
+
+def test_pages_cite_papers_not_files_a_clone_lacks() -> None:
+    """No page points to files outside the repository (the project's notes, the papers' text
+    files) or speaks of them by number: the papers are cited by title, venue and year."""
+    bad = re.compile(r"shared/|seeds?/|\bseed 00\d|\b00\d_[0-9a-f]{16}\b|\bthe issue'?s?\b"
+                     r"|\bissue \d+", re.I)
+    for page in PAGES:
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            assert not bad.search(line), f"{page.name}:{n}: {line}"
+    text = " ".join(README.read_text().split())
+    for title, venue in [("A Case Study with Ceph Storage", "SDC"),
+                         ("Carver: Finding Important Parameters", "FAST 2020"),
+                         ("Parameter Selection on Storage System Benchmarks", "SNAPI 2011"),
+                         ("Storage Systems using Swift Simulator", "SDC 2016"),
+                         ("Minimal Measurement Data", "MSST 2019")]:
+        i = text.find(title)
+        assert i >= 0, title
+        assert venue in text[i:i + 200], (title, venue)
+
+
+def test_reference_links_point_to_pages_that_exist() -> None:
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#]+\.md)\)", page.read_text()):
+            assert (page.parent / target).exists(), (page.name, target)

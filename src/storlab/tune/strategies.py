@@ -394,7 +394,7 @@ class ScreenThenTune(OptunaSearch):
        one factor; a used-up subspace does the same.
     6. Confirmation (the base class).
 
-    Figures on the measured datasets in benchmarks/ (bench_tune.py) are in the README.
+    Figures on the measured datasets in benchmarks/ (bench_tune.py) are in docs/tuning.md.
     """
 
     name = "screen-then-tune"
