@@ -85,6 +85,10 @@ def test_campaign_runs_the_job_file_with_factors_overriding_it(tmp_path: Path,
         assert row["fio.read.clat_ns.percentile.99.000000"] == pytest.approx(
             row["read_clat_p99_us"] * 1000)
     assert set(FIO_NAMED) <= set(df.columns)
+    # each run's fio JSON, written beside the store as the run finished (campaign.db ->
+    # campaign-fio/c<config>-r<repetition>.json), the same document --fio-json exports
+    beside = sorted((camp.parent / "campaign-fio").glob("*.json"))
+    assert [f.name for f in beside] == ["c1-r1.json", "c2-r1.json"]
     # every run's fio JSON, as fio-plot reads a directory of them
     out = tmp_path / "fio-json"
     r = storlab("results", camp, "-o", tmp_path / "r.csv", "--fio-json", out)
@@ -96,6 +100,7 @@ def test_campaign_runs_the_job_file_with_factors_overriding_it(tmp_path: Path,
         opts = doc["jobs"][0]["job options"]
         assert opts["rw"] == "randread" and opts["bs"] in ("4k", "16k")
         assert doc["jobs"][0]["read"]["iops"] > 0
+        assert json.loads((camp.parent / "campaign-fio" / f.name).read_text()) == doc
 
 
 def test_job_file_edit_is_another_measurement(tmp_path: Path, storlab: Any) -> None:

@@ -576,6 +576,9 @@ class Campaign:
     def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,
                 emit: Event) -> None:
         store.record(out.key, out.result, out.host)
+        if not r.warmup and out.result.ok and self.spec.runner.type == "fio":
+            # fio's own document as a plain file beside the store, for fio-plot and scripts
+            self._write_fio_json(self.fio_json_dir, r.config_id, r.repetition, out.result.raw)
         if not r.warmup:
             summary.ran += 1
             if out.result.ok:
@@ -600,13 +603,34 @@ class Campaign:
             runs = [r for r in store.runs() if not r["warmup"]]
         return results_table(configs, runs, self.space.names, level)
 
+    @property
+    def fio_json_dir(self) -> Path:
+        """Where a fio campaign writes each measured run's fio JSON as it finishes:
+        `<store's directory>/<store's name without .db>-fio/c<config>-r<repetition>.json`
+        (campaign.db -> campaign-fio/, tune.db -> tune-fio/)."""
+        return self.store_path.parent / f"{self.store_path.stem}-fio"
+
+    @staticmethod
+    def _write_fio_json(directory: Path, config_id: int, repetition: int,
+                        raw: str | None) -> Path | None:
+        """One run's fio document (warnings around it stripped) as
+        `directory/c<config>-r<repetition>.json`; None when the output holds none."""
+        from ..fileio import write_text
+        from .runners.fio import parse_json_output
+
+        try:
+            doc = parse_json_output(raw or "")
+        except ValueError:
+            return None
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"c{config_id}-r{repetition}.json"
+        write_text(path, json.dumps(doc, indent=2) + "\n", what="fio JSON")
+        return path
+
     def export_fio_json(self, directory: Path) -> list[Path]:
         """Write each successful measured fio run's JSON document to `directory` as
         `c<config>-r<repetition>.json` (fio's own output, warnings stripped), the form
         fio-plot and other fio tools read. Returns the files written."""
-        from ..fileio import write_text
-        from .runners.fio import parse_json_output
-
         if self.spec.runner.type != "fio":
             raise CampaignError(f"{self.path}: --fio-json needs a fio campaign (runner "
                                 f"{self.spec.runner.type!r})")
@@ -619,13 +643,9 @@ class Campaign:
         directory.mkdir(parents=True, exist_ok=True)
         out = []
         for r in runs:
-            try:
-                doc = parse_json_output(r["raw"] or "")
-            except ValueError:
-                continue
-            path = directory / f"c{r['config_id']}-r{r['repetition']}.json"
-            write_text(path, json.dumps(doc, indent=2) + "\n", what="--fio-json")
-            out.append(path)
+            path = self._write_fio_json(directory, r["config_id"], r["repetition"], r["raw"])
+            if path is not None:
+                out.append(path)
         return out
 
     def status(self) -> pd.DataFrame:

@@ -5,6 +5,7 @@ tune-eval` (replay tuning strategies against a complete measured table)."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -57,6 +58,10 @@ def tune_cmd(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save the convergence (and "
                                                              "Pareto) plot.",
                                         callback=output_file("--plot")),
+    optuna_storage: Optional[str] = typer.Option(
+        None, "--optuna-storage", help="Also write every run as a trial of an Optuna study "
+        "named after the campaign in this Optuna RDB storage (sqlite:///study.db), for "
+        "optuna-dashboard and optuna.load_study."),
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
@@ -99,6 +104,9 @@ def tune_cmd(
         update["objectives"] = objs
     if update:
         spec = spec.model_copy(update={"design": d.model_copy(update=update)})
+    if optuna_storage is not None and not re.match(r"^[a-z][a-z0-9+]*://", optuna_storage):
+        raise StorlabError(f"--optuna-storage {optuna_storage!r}: not a database URL (an "
+                           "Optuna RDB storage such as sqlite:///study.db)")
     camp = Campaign(spec, campaign_file)
     done = _runs_done(camp)
     budget_now = int(camp.source.meta()["budget"])  # type: ignore[union-attr]
@@ -120,6 +128,11 @@ def tune_cmd(
     data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
             "warmup_runs": warm, "interrupted": summary.interrupted}
     data["notes"] = notes + data["notes"]
+    if optuna_storage is not None:  # interrupted too: the runs so far are worth a look
+        from ..tune.optuna_export import export_study
+
+        n = export_study(res, camp.space, optuna_storage, camp.name)
+        data["optuna"] = {"storage": optuna_storage, "study": camp.name, "trials": n}
     if summary.interrupted:
         if not json_out:
             console.print(f"interrupted after {len(res.history)} of {res.budget} runs, before "
@@ -137,6 +150,10 @@ def tune_cmd(
         emit_json(data, output)
     if not json_out:
         _print_tune(res, data, {o.name: camp.space.response(o.name).unit for o in res.objectives})
+        if "optuna" in data:
+            console.print(f"wrote {data['optuna']['trials']} runs as trials of the Optuna "
+                          f"study {camp.name!r} in {optuna_storage} (optuna-dashboard "
+                          f"{optuna_storage})")
 
 
 def _runs_done(camp: Any) -> int:

@@ -1,0 +1,90 @@
+"""A tuning campaign's history as an Optuna study in an Optuna RDB storage
+(`storlab tune --optuna-storage sqlite:///study.db`), so the tools Optuna users already
+have (optuna-dashboard, `optuna.load_study`, their notebooks) open it.
+
+Every measured run is one trial, in execution order: its configuration as the trial's
+params (a factor with listed levels as a categorical distribution of those levels, a range
+as an int or float distribution), its objective values, state COMPLETE or FAIL (a failed
+run has no value), and user attrs `phase` (screen, tune, confirm), `run`, `key`,
+`config_id`, `replicate`, `status` and the run's metrics. The study is rewritten whole on
+each export, so exporting again after a resume gives the same study plus the new runs."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StorlabError
+from ..jsonutil import plain
+from ..space import Factor, Space
+from .domain import Domain
+from .strategies import observed_values
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+
+    from .result import TuneResult
+
+
+def distribution(f: Factor) -> BaseDistribution:
+    """The factor as the dashboard should show it: its own values, not indices."""
+    from optuna.distributions import (CategoricalDistribution, FloatDistribution,
+                                      IntDistribution)
+
+    if f.values is not None:  # listed levels (a range's integers are no list of choices)
+        return CategoricalDistribution([plain(v) for v in f.levels or []])
+    lo, hi = f.range  # type: ignore[misc]
+    if f.kind == "integer":
+        return IntDistribution(int(lo), int(hi), log=f.log)
+    return FloatDistribution(float(lo), float(hi), log=f.log)
+
+
+def _param(domain: Domain, f: Factor, value: Any) -> Any:
+    """A run's value as one of the distribution's choices ("4k" where 4096 is listed)."""
+    if f.values is None:
+        return int(value) if f.kind == "integer" else float(value)
+    if f.kind == "categorical":
+        return plain(value)
+    return plain((f.levels or [])[domain.to_param(f.name, value)])
+
+
+def export_study(result: TuneResult, space: Space, storage: str, study_name: str) -> int:
+    """Write `result`'s history to `storage` as the study `study_name` (replacing a study
+    of that name). Returns the number of trials written."""
+    import optuna
+    from optuna.trial import TrialState, create_trial
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        storage_obj = optuna.storages.RDBStorage(storage)
+    except Exception as exc:  # a bad URL, a driver that is missing, an unwritable file
+        raise StorlabError(f"--optuna-storage {storage}: {str(exc).splitlines()[0]}") from None
+    try:
+        optuna.delete_study(study_name=study_name, storage=storage_obj)
+    except KeyError:
+        pass
+    study = optuna.create_study(storage=storage_obj, study_name=study_name,
+                                directions=[o.goal for o in result.objectives])
+    study.set_metric_names([o.name for o in result.objectives])  # the dashboard's labels
+    study.set_user_attr("strategy", result.strategy)
+    study.set_user_attr("budget", result.budget)
+    best = result.best()
+    if best is not None:
+        study.set_user_attr("recommended", {k: plain(v) for k, v in best.config.items()})
+    domain = Domain(space)
+    dists = {f.name: distribution(f) for f in space.factors}
+    trials = []
+    for i, o in enumerate(result.history, 1):
+        params = {n: _param(domain, space[n], o.config[n]) for n in dists if n in o.config}
+        vals = observed_values(o, result.objectives)
+        attrs = {"phase": o.phase, "run": i, "key": o.key, "config_id": o.config_id,
+                 "replicate": o.repetition, "status": o.status,
+                 "metrics": {k: float(v) for k, v in o.metrics.items()
+                             if isinstance(v, (int, float)) and math.isfinite(v)}}
+        trials.append(create_trial(
+            params=params, distributions={n: dists[n] for n in params},
+            values=None if vals is None else [float(v) for v in vals],
+            state=TrialState.FAIL if vals is None else TrialState.COMPLETE,
+            user_attrs=attrs))
+    study.add_trials(trials)
+    return len(trials)

@@ -1,0 +1,92 @@
+"""`storlab tune --optuna-storage URL`: the tuning history as an Optuna study that Optuna's own
+API (and so optuna-dashboard, which reads the same storage) opens: one trial per measured
+run, in order, with the factor values as params, the values, FAIL for a failed run, and the
+phase and replicate as user attrs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState
+
+# y = f(mode, depth, x); mode "broken" fails (exit 1), so the history holds failed runs.
+PROGRAM = r'''
+import json, sys
+mode, depth, x = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if mode == "broken":
+    sys.exit("broken: no such mode")
+print(json.dumps({"y": {"a": 10, "b": 20}[mode] + depth - abs(x - 7)}))
+'''
+
+
+def _campaign(d: Path) -> Path:
+    (d / "f.py").write_text(PROGRAM)
+    spec = {
+        "name": "exported",
+        "space": {"factors": [
+            {"name": "mode", "kind": "categorical", "values": ["a", "b", "broken"]},
+            {"name": "depth", "kind": "ordinal", "values": [1, 4, 16]},
+            {"name": "x", "kind": "integer", "range": [0, 10]}],
+            "responses": [{"name": "y", "goal": "maximize"}]},
+        "design": {"kind": "tune", "budget": 16, "strategy": "tpe", "confirm_runs": 2},
+        "runner": {"type": "command", "options": {
+            "command": [sys.executable, str(d / "f.py"), "{mode}", "{depth}", "{x}"],
+            "json_metrics": {"y": "y"}}},
+        "seed": 5, "timeout": 60,
+    }
+    p = d / "c.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab: Any) -> None:
+    camp = _campaign(tmp_path)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    p = storlab("tune", camp, "--json", "--quiet", "--optuna-storage", url, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["optuna"] == {"storage": url, "study": "exported", "trials": 16}
+    study = optuna.load_study(study_name="exported", storage=url)
+    trials = study.get_trials(deepcopy=False)
+    hist = out["history"]
+    assert len(trials) == len(hist) == 16
+    assert study.direction == optuna.study.StudyDirection.MAXIMIZE
+    assert study.metric_names == ["y"]
+    for t, h in zip(trials, hist):
+        assert t.user_attrs["run"] == h["run"] and t.user_attrs["key"] == h["key"]
+        assert t.user_attrs["phase"] == h["phase"]
+        assert t.user_attrs["replicate"] >= 1
+        assert t.params == h["config"]
+        if h["status"] == "ok":
+            assert t.state == TrialState.COMPLETE and t.value == pytest.approx(h["value"])
+            assert t.user_attrs["metrics"]["y"] == pytest.approx(h["value"])
+        else:
+            assert t.state == TrialState.FAIL and t.value is None
+    assert any(t.state == TrialState.FAIL for t in trials)  # the broken mode was tried
+    assert {t.user_attrs["phase"] for t in trials} >= {"screen", "confirm"}
+    d = trials[0].distributions
+    assert d["mode"] == CategoricalDistribution(["a", "b", "broken"])
+    assert d["depth"] == CategoricalDistribution([1, 4, 16])
+    assert d["x"] == IntDistribution(0, 10)
+    # Optuna's best is the best single run; storlab's answer (a confirmed mean) is an attr
+    assert study.best_value == pytest.approx(max(h["value"] for h in hist if h["value"]))
+    assert study.user_attrs["recommended"] == out["best"]["config"]
+
+    # exporting again (a resume of the finished tuning) rewrites the study, not appends
+    p = storlab("tune", camp, "--quiet", "--optuna-storage", url, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "wrote 16 runs as trials of the Optuna study 'exported'" in p.stdout
+    assert len(optuna.load_study(study_name="exported", storage=url).trials) == 16
+
+
+def test_a_storage_that_is_no_url_is_one_line(tmp_path: Path, storlab: Any) -> None:
+    p = storlab("tune", _campaign(tmp_path), "--optuna-storage", "study.db")
+    assert p.returncode == 2 and "not a database URL" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "study.db").exists()
