@@ -2,10 +2,20 @@
 # Install the Debian packages storlab's runners and tests drive, only when missing.
 # Each scripts/sysdeps.d/*.txt lists "command package" pairs (one feature per file):
 # the package is installed when the command is not on PATH.
+#   bash scripts/sysdeps.sh            every list (make test)
+#   bash scripts/sysdeps.sh fio ...    only sysdeps.d/fio.txt ... (make demo)
 set -euo pipefail
 cd "$(dirname "$0")"
+lists=(sysdeps.d/*.txt)
+if [ $# -gt 0 ]; then
+  lists=()
+  for name in "$@"; do
+    [ -f "sysdeps.d/$name.txt" ] || { echo "storlab: no list scripts/sysdeps.d/$name.txt" >&2; exit 2; }
+    lists+=("sysdeps.d/$name.txt")
+  done
+fi
 need=()
-for list in sysdeps.d/*.txt; do
+for list in "${lists[@]}"; do
   while read -r cmd pkg; do
     case "$cmd" in ''|'#'*) continue ;; esac
     command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
