@@ -62,8 +62,9 @@ def main(out: Path, device: str, wall: float) -> None:
         e, c = tune.get(key), tune.get(cmp_key)
         if e is None or c is None:
             continue
-        change = f"{100 * c['change']:+.1f} %" if c.get("change") is not None else \
-            f"{c['difference']:+.3g} B/s"
+        ch = c.get("change")
+        change = f"{c['difference']:+.3g} B/s" if ch is None else \
+            f"{1 + ch:.0f}x" if ch >= 2 else f"{100 * ch:+.1f} %"  # 190x, not +18900 %
         print(f"  vs {label} ({config_text(e['config'])}): {gbs(e['value'])} "
               f"(CV {cv(e['values']):.1f} %): recommended {change}, {c['verdict']}")
     spreads = [cv(c["values"]) for c in tune["candidates"] if len(c["values"]) > 1]

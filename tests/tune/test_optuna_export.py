@@ -51,6 +51,7 @@ def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab: Any
     url = f"sqlite:///{tmp_path / 'study.db'}"
     p = storlab("tune", camp, "--json", "--quiet", "--optuna-storage", url, timeout=300)
     assert p.returncode == 0, p.stderr
+    assert "Warning" not in p.stderr, p.stderr  # no library warning on the terminal
     out = json.loads(p.stdout)
     assert out["optuna"] == {"storage": url, "study": "exported", "trials": 16}
     study = optuna.load_study(study_name="exported", storage=url)

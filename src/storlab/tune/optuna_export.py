@@ -12,6 +12,7 @@ each export, so exporting again after a resume gives the same study plus the new
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StorlabError
@@ -65,7 +66,9 @@ def export_study(result: TuneResult, space: Space, storage: str, study_name: str
         pass
     study = optuna.create_study(storage=storage_obj, study_name=study_name,
                                 directions=[o.goal for o in result.objectives])
-    study.set_metric_names([o.name for o in result.objectives])  # the dashboard's labels
+    with warnings.catch_warnings():  # "experimental" since Optuna 3.2: not the user's concern
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.name for o in result.objectives])  # the dashboard's labels
     study.set_user_attr("strategy", result.strategy)
     study.set_user_attr("budget", result.budget)
     best = result.best()
