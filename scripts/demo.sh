@@ -113,7 +113,7 @@ if ! finished; then
   echo "== 2/4 noise check: 5 runs of $NOISE_CONFIG (4 s each)"
   "$STORLAB" confirm "$OUT/campaign.yaml" --config "$NOISE_CONFIG" --runs 5 --store noise.db \
     --quiet -o "$OUT/noise.json" >/dev/null
-  echo "== 3/4 tune: 40 runs of 3 s random reads, direct=1 (screen -> importance -> search -> confirm), about 3.5 minutes"
+  echo "== 3/4 tune: 44 runs of 2 s random reads, direct=1 (screen -> importance -> search -> confirm), about 3-5 minutes"
 fi
 "$STORLAB" tune "$OUT/campaign.yaml" --plot "$OUT/tune.png" -o "$OUT/tune.json" \
   --optuna-storage "sqlite:///$OUT/study.db"
