@@ -24,7 +24,7 @@ command -v fio >/dev/null || { echo "demo: fio is not installed (make demo insta
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 IMG="$OUT/disk.img"
-LOOP="" ZRAM=""
+LOOP="" ZRAM="" RESUMED=""
 
 cleanup() {
   set +e
@@ -86,6 +86,7 @@ if [ -f "$OUT/campaign.yaml" ]; then
   DEVICE="$(sed -n 's/^ *filename: *\([^ ]*\).*/\1/p' "$OUT/campaign.yaml")"
   DESCRIPTION="$(cat "$OUT/device.txt" 2>/dev/null || echo "$DEVICE")"
   if finished; then
+    RESUMED=resumed
     echo "demo: resumed: $OUT holds a finished tuning; its answer again, nothing re-run"
     echo "      (to start afresh: rm -rf $OUT, then make demo)"
   else
@@ -123,6 +124,6 @@ echo "== 4/4 report: $OUT/report.html (tuning section, results, effects)"
 "$STORLAB" results "$OUT/campaign.yaml" --level run -o "$OUT/runs.csv" >/dev/null
 echo
 echo "== what the demo measured"
-"$PYTHON" scripts/demo_summary.py "$OUT" "$DESCRIPTION" "$(( $(date +%s) - start ))"
+"$PYTHON" scripts/demo_summary.py "$OUT" "$DESCRIPTION" "$(( $(date +%s) - start ))" $RESUMED
 echo "outputs in $OUT/: tune.json, tune.png, report.html, runs.csv, tune-fio/ (each run's fio"
 echo "JSON), study.db (optuna-dashboard sqlite:///$OUT/study.db)"

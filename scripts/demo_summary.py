@@ -2,7 +2,7 @@
 the recommendation with its 95 % interval, the comparisons and how noisy each confirmed
 configuration was, read from the JSON files `storlab confirm` and `storlab tune` wrote.
 
-    python scripts/demo_summary.py OUT_DIR DEVICE_DESCRIPTION WALL_SECONDS"""
+    python scripts/demo_summary.py OUT_DIR DEVICE_DESCRIPTION WALL_SECONDS [resumed]"""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def config_text(cfg: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in cfg.items())
 
 
-def main(out: Path, device: str, wall: float) -> None:
+def main(out: Path, device: str, wall: float, resumed: bool = False) -> None:
     tune = json.loads((out / "tune.json").read_text())
     noise = json.loads((out / "noise.json").read_text())
     print(f"device: {device}")
@@ -72,8 +72,12 @@ def main(out: Path, device: str, wall: float) -> None:
         print(f"noise in the confirmation: CV {min(spreads):.1f} % to {max(spreads):.1f} % "
               f"over the {len(spreads)} configurations re-run")
     m, s = divmod(round(wall), 60)
-    print(f"wall time: {m} min {s:02d} s ({tune['runs']} tuning runs, {n['runs']} noise runs)")
+    if resumed:
+        print(f"wall time of this call: {m} min {s:02d} s (resumed: nothing measured again)")
+    else:
+        print(f"wall time: {m} min {s:02d} s ({tune['runs']} tuning runs, {n['runs']} noise "
+              "runs)")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]))
+    main(Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4:] == ["resumed"])
