@@ -167,7 +167,9 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     # repeat, and their difference is no run-to-run noise.
     factors = [pd.factorize(data[p], sort=True, use_na_sentinel=False) for p in params]
     cols = [c.astype(np.int64, copy=False) for c, _ in factors]
-    n_raw, noise, n_rep = raw_repeats(cols, [len(u) for _, u in factors], y_rows)
+    raw_inv, n_raw = dense_ids(*combine(cols, [len(u) for _, u in factors]))
+    raw_stats = group_stats(raw_inv, n_raw, y_rows)
+    noise, n_rep = repeat_noise(*raw_stats)
 
     levels: list[list[Any]] = []
     binned: dict[str, str] = {}
@@ -194,12 +196,14 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
                 cols[j] = c
         levels.append(labels)
 
-    # Average repeated runs per configuration (paper, sec. 5.1); keep their spread.
-    inv, n_cfg = dense_ids(*combine(cols, [len(lv) for lv in levels]))
-    cnt = np.bincount(inv, minlength=n_cfg).astype(float)
-    mean = np.bincount(inv, y_rows, minlength=n_cfg) / cnt
-    dev = y_rows - mean[inv]
-    var = np.bincount(inv, dev * dev, minlength=n_cfg) / np.maximum(cnt - 1, 1)
+    # Average repeated runs per configuration (paper, sec. 5.1); keep their spread. With
+    # nothing binned, the cells are the raw configurations, already counted.
+    if binned:
+        inv, n_cfg = dense_ids(*combine(cols, [len(lv) for lv in levels]))
+        cnt, mean, ss = group_stats(inv, n_cfg, y_rows)
+    else:
+        inv, n_cfg, (cnt, mean, ss) = raw_inv, n_raw, raw_stats
+    var = ss / np.maximum(cnt - 1, 1)
     std = np.where(cnt > 1, np.sqrt(var), np.nan)
     first = np.empty(n_cfg, dtype=np.int64)
     first[inv] = np.arange(len(inv))  # one row of each configuration (they share codes)
@@ -224,24 +228,25 @@ def dense_ids(key: np.ndarray, total: int) -> tuple[np.ndarray, int]:
     return ids.astype(np.int64, copy=False), len(uniq)
 
 
-def raw_repeats(raw: Sequence[np.ndarray], nlev: Sequence[int], y: np.ndarray
-                ) -> tuple[int, float, int]:
-    """Distinct configurations of the raw value codes `raw` (one array per parameter,
-    `nlev` values each), the median RSD (sample SD over |mean|) of the runs of each
-    configuration run more than once (NaN when none is), and how many configurations
-    were repeated."""
-    if not len(y):
-        return 0, math.nan, 0
-    inv, n_cfg = dense_ids(*combine(raw, nlev))
-    cnt = np.bincount(inv, minlength=n_cfg).astype(float)
-    mean = np.bincount(inv, y, minlength=n_cfg) / cnt
+def group_stats(inv: np.ndarray, n: int, y: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group of `inv` (ids 0..n-1): row count (float), mean of y, and the sum of
+    squared deviations from that mean."""
+    cnt = np.bincount(inv, minlength=n).astype(float)
+    mean = np.bincount(inv, y, minlength=n) / cnt
     dev = y - mean[inv]
-    sd = np.sqrt(np.bincount(inv, dev * dev, minlength=n_cfg) / np.maximum(cnt - 1, 1))
+    return cnt, mean, np.bincount(inv, dev * dev, minlength=n)
+
+
+def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[float, int]:
+    """The median RSD (sample SD over |mean|) of the runs of each configuration run more
+    than once (NaN when none is), and how many configurations were repeated."""
+    sd = np.sqrt(ss / np.maximum(cnt - 1, 1))
     rep = cnt > 1
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = sd[rep] / np.abs(mean[rep])
     spread = spread[np.isfinite(spread)]
-    return n_cfg, float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
+    return float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
 
 
 def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
@@ -844,7 +849,8 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
     total_var = population_var(y)
     mean_all = float(np.mean(y))
     yc = y - mean_all
-    pis = pi_all(enc.codes, nlev, yc)
+    codes = np.asfortranarray(enc.codes)  # each candidate's column read whole, contiguous
+    pis = pi_all(codes, nlev, yc)
     pi = {p: float(v) for p, v in zip(enc.params, pis)}
 
     top_n = min((int(r.value) for r in rules if r.kind == "top"), default=k)
@@ -867,7 +873,7 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
             reason = f"top {top_n} selected"
             break
         sc = pis[remaining] if not steps else candidate_scores(
-            enc.codes, nlev, remaining, g, n_groups, yc, aggregate)
+            codes, nlev, remaining, g, n_groups, yc, aggregate)
         cand = {enc.params[j]: float(v) for j, v in zip(remaining, sc)}
         best_j, best_v = remaining[int(np.argmax(sc))], float(np.max(sc))
         if best_v <= tiny:
@@ -884,11 +890,11 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         if aggregate == "mean" or not steps:
             explained = best_v
         else:
-            red, ng = conditional_reduction(g, n_groups, enc.codes[:, best_j],
+            red, ng = conditional_reduction(g, n_groups, codes[:, best_j],
                                             int(nlev[best_j]), yc)
             explained = aggregate_cpi(red, ng, "mean")
         share = min(explained / total_var, 1.0) if total_var > 0 else 0.0
-        g2, n2 = _regroup(g, n_groups, enc.codes[:, best_j], int(nlev[best_j]))
+        g2, n2 = _regroup(g, n_groups, codes[:, best_j], int(nlev[best_j]))
         rows, supported = _best_subset(g2, n2, y, goal, min_support)
         if not supported:
             reason = (f"adding {enc.params[best_j]!r} would leave no value combination with "
