@@ -1,20 +1,35 @@
 """Speed of Carver's importance (storlab.analysis.importance) against a straightforward
 pandas-groupby implementation, measured in the same run.
 
+0. The whole `storlab importance TABLE.csv -y tput --stop top:4` command on a
+   500,000-row CSV (10 categorical parameters), start-up and CSV reading included, against
+   a whole plain-pandas program doing the same (import pandas, `pd.read_csv`, the groupby
+   greedy below), each a fresh process; wall time (median of --repeats) and CPU time.
+   Run as the environment is (PYTHONDONTWRITEBYTECODE, OPENBLAS_CORETYPE and the load
+   average are printed); with PYTHONDONTWRITEBYTECODE set, storlab's modules are compiled
+   from source on every start, so a second row gives storlab byte-code caches (in a
+   temporary PYTHONPYCACHEPREFIX), as an installed copy has them.
 1. Greedy top-4 on a 500,000-row table, 10 categorical parameters (2-7 values each).
 2. The section 5.4 harness: 1000 repetitions x 10 fractions on a 6,624-configuration
    dataset (Ext4-like: 7 parameters, 9,072 combinations, some forbidden), 2 processes.
    The pandas baseline runs the same subsets single-process on fewer repetitions; its
    per-repetition time is scaled to the full count (said so in the output).
 
-    .venv/bin/python benchmarks/bench_importance.py [--quick]
+    .venv/bin/python benchmarks/bench_importance.py [--quick] [--command-only] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -93,11 +108,82 @@ def timed(fn, repeat: int = 3):
     return best, out
 
 
+# ------------------------------------------------------------------ whole commands
+def run_timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds (user + system of the child) of one run, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, p.stdout
+
+
+def pandas_program(csv: str) -> None:
+    """The plain-pandas whole program the command is measured against (`--pandas-program`):
+    import, read, average repeats and select by groupby, print the selection."""
+    df = pd.read_csv(csv)
+    params = [c for c in df.columns if c != "tput"]
+    print(",".join(p for p, _ in pandas_greedy(df, "tput", params, 4)))
+
+
+def whole_commands(rows: int, repeats: int) -> list[tuple[str, float, float, float, float]]:
+    """(case, storlab wall, storlab cpu, pandas wall, pandas cpu) medians."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = str(Path(tmp) / "results.csv")
+        big_table(rows).to_csv(csv, index=False)
+        env = dict(os.environ)
+        cached = dict(env, PYTHONPYCACHEPREFIX=str(Path(tmp) / "pyc"))
+        cached.pop("PYTHONDONTWRITEBYTECODE", None)
+        ours = [sys.executable, "-m", "storlab", "importance", csv, "-y", "tput",
+                "--stop", "top:4"]
+        theirs = [sys.executable, __file__, "--pandas-program", csv]
+        run_timed(ours, cached)  # fills the byte-code cache
+        run_timed(theirs, env)   # and the page cache
+        times: dict[str, list[tuple[float, float]]] = {"as is": [], "pyc": [], "pandas": []}
+        selected = ""
+        for _ in range(repeats):  # interleaved, so load changes hit every case alike
+            w, c, text = run_timed(ours, env)
+            times["as is"].append((w, c))
+            times["pyc"].append(run_timed(ours, cached)[:2])
+            w, c, selected = run_timed(theirs, env)
+            times["pandas"].append((w, c))
+        picked = [ln.split()[3] for ln in text.splitlines()
+                  if ln.startswith("│") and ln.split()[1].isdigit()]
+        assert picked == selected.strip().split(","), (picked, selected)
+        med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+               for k, v in times.items()}
+        pw, pc = med["pandas"]
+        out.append((f"command, {rows:,}-row CSV, as is", *med["as is"], pw, pc))
+        out.append((f"command, {rows:,}-row CSV, storlab .pyc cached", *med["pyc"], pw, pc))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    ap.add_argument("--command-only", action="store_true",
+                    help="only the whole-command case (0)")
+    ap.add_argument("--repeats", type=int, default=5, help="runs of each whole command")
+    ap.add_argument("--pandas-program", metavar="CSV", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.pandas_program:
+        pandas_program(args.pandas_program)
+        return
     rows = 50_000 if args.quick else 500_000
+    print(f"environment: {os.cpu_count()} CPUs, load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, PYTHONDONTWRITEBYTECODE="
+          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
+    print(f"{'case':52s} {'storlab s':>10s} {'cpu s':>7s} {'pandas s':>9s} {'cpu s':>7s} "
+          f"{'ratio':>7s}  (wall, median of {args.repeats}; ratio of wall)")
+    for name, w, c, pw, pc in whole_commands(rows, args.repeats):
+        print(f"{name:52s} {w:10.3f} {c:7.3f} {pw:9.3f} {pc:7.3f} {pw / w:6.1f}x")
+    print()
+    if args.command_only:
+        return
     repeats = 50 if args.quick else 1000
     base_reps = 5 if args.quick else 20
     fractions = [0.001, 0.002, 0.004, 0.008, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05]

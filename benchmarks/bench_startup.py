@@ -4,24 +4,32 @@ command's help) against `python -c pass` measured in the same run, as a ratio.
 CPU time (user + system of the child, from resource.getrusage) rather than wall time: on a
 machine shared with other jobs the wall clock mostly measures the queue.
 
+Run as the environment is, and once more with storlab's byte-code cached (a temporary
+PYTHONPYCACHEPREFIX): with PYTHONDONTWRITEBYTECODE set (as on the development machine)
+Python compiles storlab's modules from source on every start, which an installed copy (pip
+byte-compiles) does not.
+
     .venv/bin/python benchmarks/bench_startup.py [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
-def cpu_of(argv: list[str]) -> float:
+def cpu_of(argv: list[str], env: dict[str, str] | None = None) -> float:
     """CPU seconds (user + system) one run of `argv` takes."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                   env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -37,18 +45,28 @@ def main() -> None:
         "python -m storlab --help": [sys.executable, "-m", "storlab", "--help"],
         "storlab design --help": [script, "design", "--help"],
     }
-    for argv in cases.values():  # warm the byte-code cache and the page cache
-        cpu_of(argv)
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for _ in range(args.repeats):  # interleaved, so load changes hit every case alike
-        for name, argv in cases.items():
-            times[name].append(cpu_of(argv))
-    base = statistics.median(times["python -c pass"])
-    print(f"CPU time, median of {args.repeats} runs (user + system)")
-    print(f"{'command':28} {'median s':>9} {'min s':>7} {'vs python -c pass':>18}")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"{name:28} {med:9.3f} {min(ts):7.3f} {med / base:17.1f}x")
+    with tempfile.TemporaryDirectory() as tmp:
+        cached = dict(os.environ, PYTHONPYCACHEPREFIX=tmp)
+        cached.pop("PYTHONDONTWRITEBYTECODE", None)
+        envs = {"as is": None, "pyc": cached}
+        for argv in cases.values():  # warm the byte-code cache and the page cache
+            cpu_of(argv, cached)
+        times: dict[tuple[str, str], list[float]] = {(k, e): [] for k in cases for e in envs}
+        for _ in range(args.repeats):  # interleaved, so load changes hit every case alike
+            for name, argv in cases.items():
+                for e, env in envs.items():
+                    times[name, e].append(cpu_of(argv, env))
+    base = statistics.median(times["python -c pass", "as is"])
+    print(f"CPU time, median of {args.repeats} runs (user + system); load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; PYTHONDONTWRITEBYTECODE="
+          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
+    print(f"{'command':28} {'as is s':>8} {'min s':>7} {'.pyc s':>7} {'min s':>7} "
+          f"{'vs python -c pass':>18}")
+    for name in cases:
+        a, c = times[name, "as is"], times[name, "pyc"]
+        print(f"{name:28} {statistics.median(a):8.3f} {min(a):7.3f} "
+              f"{statistics.median(c):7.3f} {min(c):7.3f} "
+              f"{statistics.median(a) / base:17.1f}x")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@ class _NoBoolMetavar:
         opt = super().get_help_option(ctx)  # type: ignore[misc]
         if opt is not None and opt.metavar is None:
             opt.metavar = ""
+        if opt is not None and opt.default is None:
+            # Absent, typer's --help is None, which it coerces to a bool through a pydantic
+            # adapter: importing pydantic for that took 0.1 s of every `storlab X --help`.
+            opt.default = False
         return opt
 
 

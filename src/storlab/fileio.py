@@ -164,6 +164,11 @@ def save_figure(fig: Any, path: str | Path, what: str = "--plot", close: bool = 
 def read_text(path: str | Path, what: str = "") -> str:
     """A UTF-8 text file's contents; a missing file, a directory or binary data is a
     one-line StorlabError naming the file."""
+    return _read_checked(path, what)[1]
+
+
+def _read_checked(path: str | Path, what: str = "") -> tuple[bytes, str]:
+    """`read_text`'s checks, returning the bytes as read and the text."""
     p = Path(path)
     label = f"{what} {p}" if what else str(p)
     try:
@@ -180,7 +185,18 @@ def read_text(path: str | Path, what: str = "") -> str:
         raise StorlabError(f"{label}: not a UTF-8 text file (byte {exc.start})") from None
     if "\x00" in text:
         raise StorlabError(f"{label}: not a text file (NUL byte at {text.index(chr(0))})")
-    return text
+    return data, text
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of `text` one by one (csv.reader reads only the header's), without the
+    copy of the whole text that `splitlines` or `io.StringIO` makes."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 def read_yaml(path: str | Path, what: str = "") -> Any:
@@ -228,20 +244,21 @@ def read_table(path: str | Path, what: str = "") -> pd.DataFrame:
             df = pd.read_parquet(p)
             names = [str(c) for c in df.columns]
         else:
-            text = read_text(p, what)
-            if not text.strip():
+            data, text = _read_checked(p, what)
+            if not text or text.isspace():  # (not text.strip(), without copying the text)
                 raise StorlabError(f"{label}: empty file")
-            if suffix == ".json":
-                import io
+            import io
 
+            if suffix == ".json":
                 df = pd.read_json(io.StringIO(text))
                 names = [str(c) for c in df.columns]
             else:
                 import csv
-                import io
 
-                names = next(csv.reader(io.StringIO(text)), [])
-                df = pd.read_csv(io.StringIO(text))
+                names = next(csv.reader(_lines(text)), [])
+                # The bytes as read: pandas parses UTF-8 bytes directly, where text
+                # would be encoded back first (0.1 s on a 24 MB table).
+                df = pd.read_csv(io.BytesIO(data))
     except StorlabError:
         raise
     except Exception as exc:  # pandas and pyarrow raise many kinds; the user needs one line

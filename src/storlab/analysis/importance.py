@@ -43,6 +43,7 @@ import math
 import re
 import textwrap
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
@@ -88,7 +89,9 @@ class Encoded:
     codes: np.ndarray            # (n_configs, k) int64, code of each parameter's value
     levels: list[list[Any]]      # value labels per parameter, indexed by code
     y: np.ndarray                # mean response per configuration
-    configs: pd.DataFrame        # parameter values + mean, std, n_runs per configuration
+    std: np.ndarray              # sample SD of its runs per configuration (NaN: one run)
+    n_runs: np.ndarray           # runs per configuration
+    response: str
     binned: dict[str, str] = field(default_factory=dict)
     n_rows: int = 0
     n_dropped: int = 0
@@ -102,6 +105,17 @@ class Encoded:
     @property
     def nlev(self) -> np.ndarray:
         return np.array([len(lv) for lv in self.levels], dtype=np.int64)
+
+    @cached_property
+    def configs(self) -> pd.DataFrame:
+        """Parameter values + mean, std, n_runs per configuration (made when first asked
+        for: the selection itself needs only the codes)."""
+        configs = pd.DataFrame({p: np.asarray(self.levels[j], dtype=object)[self.codes[:, j]]
+                                for j, p in enumerate(self.params)})
+        configs[self.response] = self.y
+        configs["std"] = self.std
+        configs["n_runs"] = self.n_runs
+        return configs
 
 
 def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
@@ -147,79 +161,92 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
                                 f"({', '.join(f'{k}={v}' for k, v in held.items())})")
         data = data[params]
 
-    # Repeats are runs of the same raw configuration, before binning: two distinct
-    # configurations that fall into the same strata are two cells of the method's
-    # averaging, not a repeat, and their difference is no run-to-run noise.
-    n_raw, noise, n_rep = raw_repeats(data, params, y_rows)
+    # One factorisation per column serves the raw configurations and the codes. Repeats
+    # are runs of the same raw configuration, before binning: two distinct configurations
+    # that fall into the same strata are two cells of the method's averaging, not a
+    # repeat, and their difference is no run-to-run noise.
+    factors = [pd.factorize(data[p], sort=True, use_na_sentinel=False) for p in params]
+    cols = [c.astype(np.int64, copy=False) for c, _ in factors]
+    raw_inv, n_raw = dense_ids(*combine(cols, [len(u) for _, u in factors]))
+    raw_stats = group_stats(raw_inv, n_raw, y_rows)
+    noise, n_rep = repeat_noise(*raw_stats)
 
-    codes = np.empty((len(data), len(params)), dtype=np.int64)
     levels: list[list[Any]] = []
     binned: dict[str, str] = {}
     for j, p in enumerate(params):
         col = data[p]
-        nu = col.nunique(dropna=True)
-        # Also binned: a numeric parameter with fewer than two configurations per value
-        # (a small space-filling sample, e.g. a tuning campaign's screening). Each value
-        # then holds one configuration and "explains" it, so its PI is nearly the whole
-        # variance whatever its effect (a no-effect factor came first on 10 LHS runs).
-        sparse = nu > bins and 2 * nu > n_raw
-        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
-                and (nu > max_levels or sparse):
-            cut = pd.qcut(col, q=bins, duplicates="drop")
-            binned[p] = (f"{nu} distinct values"
-                         + (f" among {n_raw} configurations" if nu <= max_levels else "")
-                         + f" binned into {len(cut.cat.categories)} quantile strata")
-            c = cut.cat.codes.to_numpy().astype(np.int64)
-            labels: list[Any] = [f"[{iv.left:.4g}, {iv.right:.4g}]" for iv in cut.cat.categories]
-            if (c < 0).any():  # NaN parameter values become their own stratum
-                c = np.where(c < 0, len(labels), c)
-                labels.append("NA")
-        else:
-            c, uniq = pd.factorize(col, sort=True, use_na_sentinel=False)
-            labels = [plain(v) for v in uniq]
-        codes[:, j] = c
+        labels: list[Any] = [plain(v) for v in factors[j][1]]
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            nu = col.nunique(dropna=True)
+            # Also binned: a numeric parameter with fewer than two configurations per value
+            # (a small space-filling sample, e.g. a tuning campaign's screening). Each value
+            # then holds one configuration and "explains" it, so its PI is nearly the whole
+            # variance whatever its effect (a no-effect factor came first on 10 LHS runs).
+            sparse = nu > bins and 2 * nu > n_raw
+            if nu > max_levels or sparse:
+                cut = pd.qcut(col, q=bins, duplicates="drop")
+                binned[p] = (f"{nu} distinct values"
+                             + (f" among {n_raw} configurations" if nu <= max_levels else "")
+                             + f" binned into {len(cut.cat.categories)} quantile strata")
+                c = cut.cat.codes.to_numpy().astype(np.int64)
+                labels = [f"[{iv.left:.4g}, {iv.right:.4g}]" for iv in cut.cat.categories]
+                if (c < 0).any():  # NaN parameter values become their own stratum
+                    c = np.where(c < 0, len(labels), c)
+                    labels.append("NA")
+                cols[j] = c
         levels.append(labels)
 
-    # Average repeated runs per configuration (paper, sec. 5.1); keep their spread.
-    key, _ = combine(codes, np.array([len(lv) for lv in levels], dtype=np.int64))
-    uniq_key, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    n_cfg = len(uniq_key)
-    cnt = np.bincount(inv, minlength=n_cfg).astype(float)
-    mean = np.bincount(inv, y_rows, minlength=n_cfg) / cnt
-    dev = y_rows - mean[inv]
-    var = np.bincount(inv, dev * dev, minlength=n_cfg) / np.maximum(cnt - 1, 1)
+    # Average repeated runs per configuration (paper, sec. 5.1); keep their spread. With
+    # nothing binned, the cells are the raw configurations, already counted.
+    if binned:
+        inv, n_cfg = dense_ids(*combine(cols, [len(lv) for lv in levels]))
+        cnt, mean, ss = group_stats(inv, n_cfg, y_rows)
+    else:
+        inv, n_cfg, (cnt, mean, ss) = raw_inv, n_raw, raw_stats
+    var = ss / np.maximum(cnt - 1, 1)
     std = np.where(cnt > 1, np.sqrt(var), np.nan)
-    ccodes = codes[first]
-    configs = pd.DataFrame({p: np.asarray(levels[j], dtype=object)[ccodes[:, j]]
-                            for j, p in enumerate(params)})
-    configs[response] = mean
-    configs["std"] = std
-    configs["n_runs"] = cnt.astype(np.int64)
-    return Encoded(params, ccodes, levels, mean, configs, binned, len(data), n_dropped, held,
-                   n_raw, noise, n_rep)
+    first = np.empty(n_cfg, dtype=np.int64)
+    first[inv] = np.arange(len(inv))  # one row of each configuration (they share codes)
+    ccodes = np.empty((n_cfg, len(params)), dtype=np.int64)
+    for j, c in enumerate(cols):
+        ccodes[:, j] = c[first]
+    return Encoded(params, ccodes, levels, mean, std, cnt.astype(np.int64), response, binned,
+                   len(data), n_dropped, held, n_raw, noise, n_rep)
 
 
-def raw_repeats(data: pd.DataFrame, params: Sequence[str], y: np.ndarray
-                ) -> tuple[int, float, int]:
-    """Distinct configurations by their raw values, the median RSD (sample SD over |mean|)
-    of the runs of each configuration run more than once (NaN when none is), and how many
-    configurations were repeated."""
-    if not len(data):
-        return 0, math.nan, 0
-    raw = np.column_stack([pd.factorize(data[p], use_na_sentinel=False)[0]
-                           for p in params]).astype(np.int64)
-    _, inv = np.unique(raw, axis=0, return_inverse=True)
-    inv = inv.ravel()
-    n_cfg = int(inv.max()) + 1
-    cnt = np.bincount(inv, minlength=n_cfg).astype(float)
-    mean = np.bincount(inv, y, minlength=n_cfg) / cnt
+def dense_ids(key: np.ndarray, total: int) -> tuple[np.ndarray, int]:
+    """Number the distinct values of `key` (ints in [0, total)) 0, 1, ... in increasing
+    order (as `np.unique(key, return_inverse=True)` does), and how many there are.
+
+    By counting when the key space is small against the rows, else by hashing
+    (`pd.factorize`): both linear, where `np.unique` sorts the rows (3 s on 500,000)."""
+    if total <= max(4 * len(key), 1 << 16):
+        present = np.bincount(key, minlength=total) > 0
+        rank = np.cumsum(present) - 1
+        return rank[key], int(rank[-1]) + 1 if total else 0
+    ids, uniq = pd.factorize(key, sort=True)
+    return ids.astype(np.int64, copy=False), len(uniq)
+
+
+def group_stats(inv: np.ndarray, n: int, y: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group of `inv` (ids 0..n-1): row count (float), mean of y, and the sum of
+    squared deviations from that mean."""
+    cnt = np.bincount(inv, minlength=n).astype(float)
+    mean = np.bincount(inv, y, minlength=n) / cnt
     dev = y - mean[inv]
-    sd = np.sqrt(np.bincount(inv, dev * dev, minlength=n_cfg) / np.maximum(cnt - 1, 1))
+    return cnt, mean, np.bincount(inv, dev * dev, minlength=n)
+
+
+def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[float, int]:
+    """The median RSD (sample SD over |mean|) of the runs of each configuration run more
+    than once (NaN when none is), and how many configurations were repeated."""
+    sd = np.sqrt(ss / np.maximum(cnt - 1, 1))
     rep = cnt > 1
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = sd[rep] / np.abs(mean[rep])
     spread = spread[np.isfinite(spread)]
-    return n_cfg, float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
+    return float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
 
 
 def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
@@ -250,21 +277,25 @@ def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
     return out
 
 
-def combine(codes: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, int]:
-    """One int64 key per row for the joint value of several coded columns."""
-    n, k = codes.shape
-    if k == 0:
+def combine(codes: np.ndarray | Sequence[np.ndarray], nlev: Sequence[int] | np.ndarray
+            ) -> tuple[np.ndarray, int]:
+    """One int64 key per row for the joint value of several coded columns (a 2-D array,
+    one column per parameter, or a list of 1-D columns), and the size of the key space."""
+    cols = list(codes.T) if isinstance(codes, np.ndarray) else list(codes)
+    n = codes.shape[0] if isinstance(codes, np.ndarray) else len(cols[0]) if cols else 0
+    if not cols:
         return np.zeros(n, dtype=np.int64), 1
     total = 1
     for L in nlev:
         total *= max(int(L), 1)
     if total < 2**62:
         key = np.zeros(n, dtype=np.int64)
-        for j in range(k):
-            key = key * max(int(nlev[j]), 1) + codes[:, j]
+        for c, L in zip(cols, nlev):
+            key *= max(int(L), 1)
+            key += c
         return key, total
     # Too many joint values for a mixed-radix key: number the distinct rows instead.
-    _, inv = np.unique(codes, axis=0, return_inverse=True)
+    _, inv = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
     inv = inv.ravel().astype(np.int64)
     return inv, int(inv.max()) + 1
 
@@ -338,11 +369,17 @@ def candidate_scores(codes: np.ndarray, nlev: np.ndarray, cols: Sequence[int],
                                                               int(nlev[j]), y), aggregate)
                          for j in cols])
     off = np.concatenate([[0], np.cumsum(L)[:-1]]).astype(np.int64)
-    cell = (g * C)[:, None] + (codes[:, cols] + off[None, :])
-    m = n_groups * C
-    cnt = np.bincount(cell.ravel(), minlength=m).reshape(n_groups, C)
-    sums = np.bincount(cell.ravel(), weights=np.repeat(y, len(cols)),
-                       minlength=m).reshape(n_groups, C)
+    # One pair of bincounts per candidate over its (subset, value) cells, placed side by
+    # side: the same sums, in the same row order, as one pass over every candidate's cells
+    # at once, without the rows x candidates temporaries that pass needs.
+    cnt = np.empty((n_groups, C), dtype=np.int64)
+    sums = np.empty((n_groups, C))
+    for j, o, Lj in zip(cols, off, L):
+        Lj = int(Lj)
+        cell = g * Lj + codes[:, j] if n_groups > 1 else codes[:, j]
+        cnt[:, o:o + Lj] = np.bincount(cell, minlength=n_groups * Lj).reshape(n_groups, Lj)
+        sums[:, o:o + Lj] = np.bincount(cell, weights=y,
+                                        minlength=n_groups * Lj).reshape(n_groups, Lj)
     ng = np.bincount(g, minlength=n_groups)
     mg = np.bincount(g, weights=y, minlength=n_groups) / np.maximum(ng, 1)
     dev = sums / np.maximum(cnt, 1) - mg[:, None]  # empty cells have cnt 0: never count
@@ -358,9 +395,7 @@ def _regroup(g: np.ndarray, n_groups: int, q: np.ndarray, n_q: int) -> tuple[np.
     g2 = g * n_q + q
     n2 = n_groups * n_q
     if n2 > max(2 * len(g), 1024):
-        _, g2 = np.unique(g2, return_inverse=True)
-        g2 = g2.ravel().astype(np.int64)
-        n2 = int(g2.max()) + 1 if len(g2) else 1
+        g2, n2 = dense_ids(g2, n2) if len(g2) else (g2, 1)
     return g2, n2
 
 
@@ -469,7 +504,8 @@ class ImportanceResult(Result):
     noise_rsd: float             # median RSD of repeated runs of one raw configuration
     binned: dict[str, str]
     levels: dict[str, list[Any]]
-    configs: pd.DataFrame
+    #: The encoded table the selection ran on (`configs` comes from it).
+    encoded: Encoded = field(repr=False, compare=False)
     #: Why the data are too few for a selection to mean anything ("" when they suffice):
     #: a saturated table (no more configurations than a main-effects model has
     #: coefficients) separates nothing from noise. The PI table is still computed; a
@@ -485,6 +521,11 @@ class ImportanceResult(Result):
     n_repeated: int = 0
     #: What the table is (e.g. only a tuning campaign's screening runs), "" when all rows.
     source_note: str = ""
+
+    @property
+    def configs(self) -> pd.DataFrame:
+        """One row per configuration: parameter values, mean response, std, n_runs."""
+        return self.encoded.configs
 
     @property
     def noise_note(self) -> str:
@@ -808,7 +849,8 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
     total_var = population_var(y)
     mean_all = float(np.mean(y))
     yc = y - mean_all
-    pis = pi_all(enc.codes, nlev, yc)
+    codes = np.asfortranarray(enc.codes)  # each candidate's column read whole, contiguous
+    pis = pi_all(codes, nlev, yc)
     pi = {p: float(v) for p, v in zip(enc.params, pis)}
 
     top_n = min((int(r.value) for r in rules if r.kind == "top"), default=k)
@@ -831,7 +873,7 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
             reason = f"top {top_n} selected"
             break
         sc = pis[remaining] if not steps else candidate_scores(
-            enc.codes, nlev, remaining, g, n_groups, yc, aggregate)
+            codes, nlev, remaining, g, n_groups, yc, aggregate)
         cand = {enc.params[j]: float(v) for j, v in zip(remaining, sc)}
         best_j, best_v = remaining[int(np.argmax(sc))], float(np.max(sc))
         if best_v <= tiny:
@@ -848,11 +890,11 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         if aggregate == "mean" or not steps:
             explained = best_v
         else:
-            red, ng = conditional_reduction(g, n_groups, enc.codes[:, best_j],
+            red, ng = conditional_reduction(g, n_groups, codes[:, best_j],
                                             int(nlev[best_j]), yc)
             explained = aggregate_cpi(red, ng, "mean")
         share = min(explained / total_var, 1.0) if total_var > 0 else 0.0
-        g2, n2 = _regroup(g, n_groups, enc.codes[:, best_j], int(nlev[best_j]))
+        g2, n2 = _regroup(g, n_groups, codes[:, best_j], int(nlev[best_j]))
         rows, supported = _best_subset(g2, n2, y, goal, min_support)
         if not supported:
             reason = (f"adding {enc.params[best_j]!r} would leave no value combination with "
@@ -894,7 +936,7 @@ def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggreg
         n_rows=enc.n_rows, n_configs=enc.n_raw_configs, n_cells=n, n_dropped=enc.n_dropped,
         noise_rsd=enc.noise_rsd, n_repeated=enc.n_repeated,
         binned=dict(enc.binned), levels=dict(zip(enc.params, enc.levels)),
-        configs=enc.configs, too_few=too_few(n, nlev), held=dict(enc.held))
+        encoded=enc, too_few=too_few(n, nlev), held=dict(enc.held))
 
 
 def too_few(n_configs: int, nlev: np.ndarray) -> str:
