@@ -20,6 +20,15 @@ def _save_plot(fig: Any, path: Path) -> None:
     save_figure(fig, path, dpi=120)  # temp + rename
 
 
+def share_option(option: str) -> Any:
+    """A share strictly between 0 and 1 (None passes)."""
+    def check(value: Any) -> Any:
+        if value is not None and not (isinstance(value, (int, float)) and 0 < value < 1):
+            raise StorlabError(f"{option} {value}: must be between 0 and 1, both excluded")
+        return value
+    return check
+
+
 def _num(v: float) -> str:
     return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4g}"
 
@@ -45,6 +54,10 @@ def tune_cmd(
                                                       "needs its goal."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the file's).",
                                        callback=at_least("--seed", 0, 2**32 - 1)),
+    confirm_share: Optional[float] = typer.Option(
+        None, "--confirm-share", help="Share of the budget kept for racing the leading "
+        "candidates, between 0 and 1 exclusive (default: the file's, else 0.5).",
+        callback=share_option("--confirm-share")),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="No progress display."),
@@ -91,6 +104,8 @@ def tune_cmd(
         update["strategy"] = strategy
     if seed is not None:
         update["seed"] = seed
+    if confirm_share is not None:
+        update["confirm_share"] = confirm_share
     if response:
         objs: list[Any] = []
         for r in response:
