@@ -25,10 +25,11 @@ every comparison is against one pooled noise estimate:
   dropped; one between 0 and `DELTA` is equivalent for practical purposes. Each round
   gives the leader one run and each live challenger one (best bound first, at most
   `top` - 1 of them). The race is decided when no challenger is live.
-- **The answer.** The candidates the race could not separate from the leader (their
-  lower bound on leader - candidate is <= 0) are *tied*; the recommendation is the tied
-  candidate with the highest lower confidence bound on its own mean (the best value it is
-  sure to give), not the highest mean (that choice would be made by noise). Its interval
+- **The answer.** The raced candidates still live when the runs run out (the race could
+  not show that they are not more than `DELTA` better than the leader) are *tied* with
+  it; the recommendation is the tied candidate with the highest mean after shrinking each
+  raced candidate's mean toward their common mean by its uncertainty (empirical Bayes: a
+  mean over few runs cannot win on one lucky draw), then the most runs. Its interval
   is Student's t on its runs after the first, with the pooled noise, two-sided at
   `CONFIDENCE` and Bonferroni-simultaneous over every raced candidate, so it covers the
   true value of whichever candidate ends up chosen.
@@ -51,6 +52,8 @@ CONFIDENCE = 0.95
 #: Indifference zone: a challenger that cannot be more than this much better (relative)
 #: than the leader is not worth more runs.
 DELTA = 0.01
+#: The race decides nothing before its noise estimate has this many degrees of freedom.
+MIN_DOF = 4
 #: Default share of the budget kept for confirmation (racing).
 CONFIRM_SHARE = 0.5
 
@@ -117,10 +120,9 @@ class Race:
         self.tau2 = max(float(means.var(ddof=1)) - noise, (0.1 * self.sigma) ** 2)
 
     def shrunk(self, a: Arm) -> float:
-        """A raced candidate's mean (runs after its first) shrunk toward the raced
-        candidates' common mean by its uncertainty; a configuration measured once keeps
-        its single draw (it only decides whether the draw is worth a second run)."""
-        if not math.isfinite(self.tau2) or self.sigma is None or not a.repeated:
+        """A configuration's mean (runs after its first; its single draw when measured
+        once) shrunk toward the raced candidates' common mean by its uncertainty."""
+        if not math.isfinite(self.tau2) or self.sigma is None:
             return a.mean
         w = self.tau2 / (self.tau2 + self.sigma ** 2 / a.n)
         return self.center + w * (a.mean - self.center)
@@ -128,7 +130,7 @@ class Race:
     def post_var(self, a: Arm) -> float:
         """Posterior variance of a's true value (race scale) under the shrinkage."""
         assert self.sigma is not None
-        if not math.isfinite(self.tau2) or not a.repeated:
+        if not math.isfinite(self.tau2):
             return self.sigma ** 2 / a.n
         return 1.0 / (1.0 / self.tau2 + a.n / self.sigma ** 2)
 
@@ -244,17 +246,25 @@ def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: floa
         return r
     lead = r.leader
     zone = r.zone(lead)
+    early = dof < MIN_DOF  # a noise estimate of 1-3 degrees of freedom is too often small
     for c in arms:
         if c is lead:
             continue
         g = r.upper_gain(c, lead)
-        if g >= zone:
+        # Equivalence (0 <= bound < zone) is judged on two runs after the first each: one
+        # more run each is cheap next to recommending on a lucky pair.
+        few = c.repeated and min(c.n, lead.n) < 2
+        if g >= zone or (g >= 0 and (few or early)) or (early and c.repeated):
             r.live.append(c)
         elif g < 0:
             r.dropped.append(c)
-    cands = rep or [lead]
-    r.tied = [lead] + [c for c in cands if c is not lead and not r.separated(c, lead)]
-    r.chosen = max(r.tied, key=lambda a: (r.shrunk(a), a.n, -a.entry.order))
+    # Tied: raced candidates that may still be more than the indifference zone better
+    # (one that cannot is worse or equivalent for practical purposes).
+    r.tied = [lead] + [c for c in r.live if c.repeated]
+    # A configuration measured once that the race left live competes on its shrunk draw:
+    # with little noise (tau2 >> sigma^2) a better single run wins, with much it cannot.
+    pool = r.tied + [c for c in r.live if not c.repeated and math.isfinite(r.tau2)]
+    r.chosen = max(pool, key=lambda a: (r.shrunk(a), a.n, -a.entry.order))
     return r
 
 
