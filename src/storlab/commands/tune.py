@@ -205,6 +205,10 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         console.print(f"note: {n}", highlight=False)
     console.print(f"recommended (measured): {_config_text(b['config'])}")
     console.print(f"  {measured(b)}")
+    from ..tune.result import race_lines
+
+    for line in race_lines(data, units[objs[0]]):
+        console.print(f"  {line}", highlight=False)
     if base is not None:
         console.print(f"baseline ({base['kind']}): {measured(base)}")
     if cmp is not None:
@@ -417,9 +421,14 @@ def tune_eval_cmd(
     strategies: str = typer.Option("storlab,optuna-tpe,random", "--strategies",
                                    help="Comma-separated: storlab, screen-then-tune, tpe, "
                                         "random, optuna-tpe (Optuna alone)."),
-    noise: float = typer.Option(0.0, "--noise", help="Relative Gaussian noise added to each "
-                                                     "measured run (0 to 1).",
+    noise: float = typer.Option(0.0, "--noise", help="Lognormal noise on each measured run: "
+                                                     "the table value times exp(NOISE x "
+                                                     "N(0,1)) (0 to 1).",
                                 callback=at_least("--noise", 0.0, 1.0)),
+    confirm_share: float = typer.Option(0.5, "--confirm-share",
+                                        help="Share of storlab's budget kept for racing "
+                                             "(0 to 1, both excluded).",
+                                        callback=share_option("--confirm-share")),
     seed: int = typer.Option(0, "--seed", help="Seed.", callback=at_least("--seed", 0, 2**32 - 1)),
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
@@ -436,7 +445,8 @@ def tune_eval_cmd(
     df = read_table(full, "table")
     names = split_names(strategies) or []
     res = tune_eval(df, response, goal=goal, params=split_names(params), strategies=names,
-                    budget=budget, repeats=repeats, seed=seed, noise=noise)
+                    budget=budget, repeats=repeats, seed=seed, noise=noise,
+                    confirm_share=confirm_share)
     if plot is not None:
         _save_plot(res.plot(), plot)
     if json_out or output:
@@ -453,6 +463,10 @@ def tune_eval_cmd(
         t["median_runs"] = [f"{v:g}" if v == v else "n/a" for v in t["median_runs"]]
         console.print(frame_table(t, title="runs to reach within target of the "
                                            f"optimum (median; {MEDIAN_RULE})"))
+        console.print("recommended_share: tunings whose recommended configuration (storlab's "
+                      "answer; a baseline's best observation) is truly within the target; "
+                      "median_recommended_gap: its true gap"
+                      + (f" (noise {noise:g}, lognormal)" if noise else ""), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

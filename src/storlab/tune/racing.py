@@ -40,12 +40,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
-from .strategies import Entry, Objective, Tally
+if TYPE_CHECKING:
+    from .strategies import Entry, Objective, Tally
 
 #: Confidence of the race's decisions and of the recommendation's interval.
 CONFIDENCE = 0.95
@@ -216,7 +217,7 @@ class Race:
 def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: float = DELTA
          ) -> Race:
     """The race over every measured configuration of the tally (first objective)."""
-    ob: Objective = tally.objectives[0]
+    ob: Objective = tally.objectives[0]  # noqa: F821 (typing only)
     measured = tally.measured()
     raw = {id(e): [ob.score(v[0]) for v in e.values] for e in measured}  # the values
     positive = bool(measured) and all(x > 0 for e in measured for x in raw[id(e)])

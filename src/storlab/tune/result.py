@@ -85,6 +85,43 @@ def change_text(change: float | None, difference: float, unit: str = "") -> str:
         " (difference: no % over a baseline mean <= 0)"
 
 
+def race_lines(data: dict[str, Any], unit: str) -> list[str]:
+    """The recommendation's interval, the noise it rests on, and a tie with its rule (one
+    objective): what the terminal and the report say under the recommendation."""
+    r, b = data.get("race"), data.get("best")
+    if not r or not b:
+        return []
+    out = []
+    iv = b.get("interval")
+    name = data["response"]
+    if iv is None:
+        out.append("no interval: no configuration was measured twice, so the run-to-run "
+                   "noise is unknown")
+    else:
+        noise = (f"{100 * r['noise']:.1f} % run to run" if r["noise_scale"].startswith(
+            "relative") else f"{_fmt(r['noise'])} {unit} run to run".replace("  ", " "))
+        out.append(f"{100 * r['confidence']:.0f} % interval of its true {name}: "
+                   f"{_fmt(iv[0])} to {_fmt(iv[1])} {unit}".rstrip()
+                   + f" (noise {noise}, pooled from repeats with {r['noise_dof']} degrees "
+                   "of freedom)")
+    if r["tied"]:
+        others = [c for c in r["tied"] if c != b["config"]]
+        diff = [", ".join(f"{k}={v}" for k, v in c.items() if b["config"].get(k) != v)
+                for c in others]
+        out.append(f"not separated at {100 * r['confidence']:.0f} % within the budget from "
+                   f"{len(others)} other candidate(s) (differing in: {'; '.join(diff)}); "
+                   f"chosen: {r['tie_rule']}")
+    elif r["decided"]:
+        out.append(f"the race separated it from every other candidate at "
+                   f"{100 * r['confidence']:.0f} % (or showed them within "
+                   f"{100 * r['indifference']:.0f} %)")
+    return out
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.4g}"
+
+
 def describe(values: Sequence[float]) -> dict[str, Any]:
     v = np.asarray(values, dtype=float)
     return {"mean": float(v.mean()) if len(v) else math.nan,
@@ -405,6 +442,20 @@ class TuneResult(Result):
         ax.step(c["run"], c["best_so_far"], where="post", color="black", lw=1.2,
                 label="best single run so far")
         ob = self.objectives[0]
+        # What the user acts on: the confirmed means (runs after the selecting one), the
+        # recommendation's with its interval, and the baseline's.
+        b, base = self.best(), self.baseline()
+        iv = self.interval()
+        if b is not None:
+            m = float(np.mean(self.shown(b)))
+            ax.axhline(m, color=PALETTE[3], lw=1.4, ls="--",
+                       label="recommended: confirmed mean"
+                       + (f", {100 * self.race.confidence:.0f} % interval" if iv else ""))
+            if iv is not None:
+                ax.axhspan(iv[0], iv[1], color=PALETTE[3], alpha=0.15, lw=0)
+        if base is not None and (b is None or base.config != b.config):
+            ax.axhline(float(np.mean(self.shown(base))), color=STYLE["muted"], lw=1.2,
+                       ls=":", label="baseline: confirmed mean")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("runs executed (count)")
         u = self.units
