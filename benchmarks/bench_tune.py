@@ -68,33 +68,56 @@ def _fmt_runs(v: float, budget: int) -> str:
 STRATS = ("storlab", "optuna-tpe", "optuna-tpe-norepeat", "random")
 
 
-def cell(name: str, noise: float, budget: int, seed_sets: int, repeats: int,
-         strategies: tuple[str, ...], confirm_share: float) -> dict:
-    """One dataset, noise and budget, pooled over the seed sets."""
+BASELINES = ("optuna-tpe", "optuna-tpe-norepeat", "random")
+
+
+def pooled(name: str, noise: float, budgets: list[int], seed_sets: int, repeats: int,
+           strategies: tuple[str, ...], confirm_share: float) -> list[dict]:
+    """One dataset and noise, every budget, pooled over the seed sets. storlab is run at
+    each budget (its confirmation share depends on it); a baseline once at the largest
+    (it does not know its budget): its recommendation at a smaller budget is its best
+    observation among its first runs."""
     from storlab.tune.evaluate import tune_eval
 
     table, response, goal, params = load_dataset(name)
-    rec: dict[str, list[float]] = {s: [] for s in strategies}
-    runs5: dict[str, list[float]] = {s: [] for s in strategies}
-    secs: dict[str, float] = {s: 0.0 for s in strategies}
+    top = max(budgets)
+    rec = {(s, b): [] for s in strategies for b in budgets}
+    runs5 = {(s, b): [] for s in strategies for b in budgets}
+    secs = {(s, b): 0.0 for s in strategies for b in budgets}
     for ss in range(1, seed_sets + 1):
-        res = tune_eval(table, response, goal=goal, params=params, strategies=strategies,
-                        budget=budget, repeats=repeats, seed=ss, targets=(0.05,),
-                        noise=noise, confirm_share=confirm_share)
-        r = res.recommended
+        base = tuple(s for s in strategies if s in BASELINES)
+        if base:
+            res = tune_eval(table, response, goal=goal, params=params, strategies=base,
+                            budget=top, repeats=repeats, seed=ss, targets=(0.05,),
+                            noise=noise, confirm_share=confirm_share)
+            rc = res.rec_curve
+            for s in base:
+                for b in budgets:
+                    g = rc[(rc["strategy"] == s) & (rc["run"] == b)]["rec_gap"]
+                    rec[(s, b)] += [float(x) for x in g]
+                    runs5[(s, b)] += list(_runs_to(res, s, 0.05, b, repeats))
+                    secs[(s, b)] += float(res.seconds.get(s, 0.0)) * b / top
+        if "storlab" in strategies:
+            for b in budgets:
+                res = tune_eval(table, response, goal=goal, params=params,
+                                strategies=("storlab",), budget=b, repeats=repeats, seed=ss,
+                                targets=(0.05,), noise=noise, confirm_share=confirm_share)
+                r = res.recommended
+                rec[("storlab", b)] += [float(x) for x in r["rec_gap"]]
+                runs5[("storlab", b)] += list(_runs_to(res, "storlab", 0.05, b, repeats))
+                secs[("storlab", b)] += float(res.seconds.get("storlab", 0.0))
+    out = []
+    for b in budgets:
+        c = {"dataset": name, "noise": noise, "budget": b, "tunings": seed_sets * repeats,
+             "strategies": {}}
         for s in strategies:
-            rec[s] += [float(x) for x in r.loc[r["strategy"] == s, "rec_gap"]]
-            runs5[s] += list(_runs_to(res, s, 0.05, budget, repeats))
-            secs[s] += float(res.seconds.get(s, 0.0))
-    out = {"dataset": name, "noise": noise, "budget": budget, "tunings": seed_sets * repeats,
-           "strategies": {}}
-    for s in strategies:
-        g, r5 = np.array(rec[s]), np.array(runs5[s])
-        out["strategies"][s] = {
-            "recommended_within_5": float(np.mean(g <= 0.05 + 1e-12)),
-            "median_recommended_gap": float(np.median(g)),
-            "reached_5": float(np.mean(np.isfinite(r5))),
-            "median_runs_to_5": _median(r5), "seconds": secs[s]}
+            g, r5 = np.array(rec[(s, b)]), np.array(runs5[(s, b)])
+            c["strategies"][s] = {
+                "recommended_within_5": float(np.mean(g <= 0.05 + 1e-12)),
+                "median_recommended_gap": float(np.median(g)),
+                "reached_5": float(np.mean(np.isfinite(r5))),
+                "median_runs_to_5": _median(r5), "seconds": secs[(s, b)]}
+        out.append(c)
     return out
 
 
@@ -110,6 +133,7 @@ def main() -> None:
     ap.add_argument("--datasets", default=",".join(NAMES),
                     help=f"comma-separated, from {', '.join(NAMES)}")
     ap.add_argument("--strategies", default=",".join(STRATS))
+    ap.add_argument("--output", default=None, help="file name under .bench-out/")
     args = ap.parse_args()
     if args.quick:
         args.seed_sets, args.repeats, args.budgets, args.noises = 1, 2, "60", "0,0.10"
@@ -137,10 +161,11 @@ def main() -> None:
     t00 = time.perf_counter()
     for name in names:
         for noise in noises:
-            for b in budgets:
-                t0 = time.perf_counter()
-                c = cell(name, noise, b, args.seed_sets, args.repeats, strategies,
-                         args.confirm_share)
+            t0 = time.perf_counter()
+            cells = pooled(name, noise, budgets, args.seed_sets, args.repeats, strategies,
+                           args.confirm_share)
+            for c in cells:
+                b = c["budget"]
                 results.append(c)
                 parts = []
                 for s, st in c["strategies"].items():
@@ -150,7 +175,8 @@ def main() -> None:
                                     f"{_fmt_runs(st['median_runs_to_5'], b)}"
                                     if noise == 0 else ""))
                 print(f"{name:10s} noise {noise:.2f} budget {b:2d} ({c['tunings']} tunings, "
-                      f"{time.perf_counter() - t0:.0f} s): " + " | ".join(parts), flush=True)
+                      f"{time.perf_counter() - t0:.0f} s for the noise level): "
+                      + " | ".join(parts), flush=True)
     print(f"\ntargets per dataset (storlab; {time.perf_counter() - t00:.0f} s in all):")
     for name in names:
         mine = {(c["noise"], c["budget"]): c["strategies"] for c in results
@@ -172,8 +198,9 @@ def main() -> None:
                             f"{_fmt_runs(b, max(budgets))} ({'MET' if a <= b else 'NOT MET'})")
         print("; ".join(line))
     OUT.mkdir(exist_ok=True)
-    (OUT / "bench_tune.json").write_text(json.dumps(results, indent=1, default=float))
-    print(f"numbers: {OUT / 'bench_tune.json'}")
+    path = OUT / (args.output or "bench_tune.json")
+    path.write_text(json.dumps(results, indent=1, default=float))
+    print(f"numbers: {path}")
 
 
 if __name__ == "__main__":

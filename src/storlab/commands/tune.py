@@ -142,7 +142,8 @@ def tune_cmd(
         if json_out or output:
             emit_json(data, output)
         raise typer.Exit(130)
-    if "confirm" in data["phases"] and len(res.history) < res.budget and not json_out:
+    if "confirm" in data["phases"] and len(res.history) < res.budget and not json_out \
+            and data.get("race") is None:
         console.print(f"the tuning ended with its confirmation at {len(res.history)} runs; "
                       f"a larger budget does not reopen it (tune into a new store, "
                       "'store:' in the campaign file, to search again)")

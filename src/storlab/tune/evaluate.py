@@ -65,6 +65,9 @@ class TuneEvalResult(Result):
     recommended: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["strategy", "repeat", "rec_gap"]))
     noise: float = 0.0
+    #: baselines only: the true gap of what each would recommend after each run
+    rec_curve: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["strategy", "repeat", "run", "rec_gap"]))
 
     def runs_to(self, gap: float) -> pd.DataFrame:
         """Per strategy and repeat, the first run whose best-so-far is within `gap`."""
@@ -229,14 +232,17 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
                   "responses": [{"name": response, "goal": goal}]}
     rows: list[tuple[str, int, int, float]] = []
     recs: list[tuple[str, int, float]] = []
+    prefix_rows: list[tuple[str, int, int, float]] = []
     seconds: dict[str, float] = {}
     for s in strategies:
         t0 = time.perf_counter()
         for r in range(repeats):
             rng = np.random.default_rng([seed, r, 11])
+            prefix: list[str] = []
             measured, rec = _replay(s, domain, obj, budget, seed * 100_003 + r, truth, noise,
                                     rng, confirm_runs, user_space if full else None,
-                                    confirm_share)
+                                    confirm_share, prefix)
+            prefix_rows += [(s, r, i, gap(truth[k])) for i, k in enumerate(prefix, 1)]
             best = math.inf
             for i, k in enumerate(measured, 1):
                 best = min(best, gap(truth[k]))
@@ -248,7 +254,9 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     curves = pd.DataFrame(rows, columns=["strategy", "repeat", "run", "best_gap"])
     return TuneEvalResult(response, goal, budget, repeats, tuple(targets), optimum, len(truth),
                           _pad(curves, budget), seconds, list(names),
-                          pd.DataFrame(recs, columns=["strategy", "repeat", "rec_gap"]), noise)
+                          pd.DataFrame(recs, columns=["strategy", "repeat", "rec_gap"]), noise,
+                          pd.DataFrame(prefix_rows,
+                                       columns=["strategy", "repeat", "run", "rec_gap"]))
 
 
 def _pad(curves: pd.DataFrame, budget: int) -> pd.DataFrame:
@@ -272,16 +280,22 @@ def _noisy(truth: dict[str, float], k: str, noise: float, rng: np.random.Generat
 def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: int,
             truth: dict[str, float], noise: float, rng: np.random.Generator,
             confirm_runs: int, user_space: dict[str, Any] | None = None,
-            confirm_share: float = 0.5) -> tuple[list[str], str | None]:
-    """The configuration keys one strategy measured, in order, and the one it recommends."""
+            confirm_share: float = 0.5, prefix: list[str] | None = None
+            ) -> tuple[list[str], str | None]:
+    """The configuration keys one strategy measured, in order, and the one it recommends.
+    A baseline (which does not know its budget) also appends to `prefix` what it would
+    recommend after each run: its recommendation at any smaller budget."""
     if strategy in ("optuna-tpe", "optuna-tpe-norepeat"):
         return _optuna_tpe(domain, obj, budget, seed, truth, noise, rng,
-                           repeat=strategy == "optuna-tpe")
+                           repeat=strategy == "optuna-tpe", prefix=prefix)
     if strategy == "random":
         keys = list(truth)
         out = [keys[i] for i in rng.integers(len(keys), size=budget)]
         vals = [_noisy(truth, k, noise, rng) for k in out]
-        return out, out[int(np.argmax([obj.score(v) for v in vals]))]
+        scores = [obj.score(v) for v in vals]
+        if prefix is not None:
+            prefix += [out[int(np.argmax(scores[:i]))] for i in range(1, len(out) + 1)]
+        return out, out[int(np.argmax(scores))]
     from ..campaign.spec import DesignSpec
     from .result import TuneResult
     from .source import TuneSource, make_source
@@ -323,7 +337,8 @@ def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: in
 
 def _optuna_tpe(domain: Domain, obj: Objective, budget: int, seed: int,
                 truth: dict[str, float], noise: float, rng: np.random.Generator,
-                repeat: bool = True) -> tuple[list[str], str | None]:
+                repeat: bool = True, prefix: list[str] | None = None
+                ) -> tuple[list[str], str | None]:
     """Optuna's TPE as a user would run it: default sampler, one trial per run, the
     recommendation its best observation (`study.best_trial`); proposals outside the table
     told as failed. `repeat=False`: a configuration already measured is told its earlier
@@ -359,4 +374,6 @@ def _optuna_tpe(domain: Domain, obj: Objective, budget: int, seed: int,
             out.append(k)
             if best is None or obj.score(v) > best[0]:
                 best = (obj.score(v), k)
+            if prefix is not None:
+                prefix.append(best[1])
     return out, None if best is None else best[1]

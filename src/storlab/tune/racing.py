@@ -173,7 +173,10 @@ class Race:
     # ------------------------------------------------------------------ output
     @property
     def decided(self) -> bool:
-        return self.leader is not None and self.sigma is not None and not self.live
+        """No challenger left, and the leader has two runs after its first (its mean and
+        the comparison with the baseline rest on more than one run)."""
+        return self.leader is not None and self.sigma is not None and not self.live \
+            and self.leader.n >= 2
 
     def to_value(self, z: float) -> float:
         """A race-scale number back in the response's units."""
@@ -205,7 +208,7 @@ class Race:
         if self.sigma is None:  # no repeats yet: re-run the top candidates to learn noise
             order = sorted(self.arms, key=lambda a: -a.mean)[:self.top]
             return [a.entry for a in order][:limit]
-        if not self.live:
+        if self.decided:
             return []
         out = [self.leader.entry]
         lead = self.leader
