@@ -92,6 +92,8 @@ class DesignSpec(_Model):
     screen_runs: int | None = Field(default=None, ge=2, le=100_000)
     confirm_runs: int = Field(default=3, ge=1, le=1000)
     confirm_top: int = Field(default=3, ge=1, le=1000)
+    # share of the budget kept for racing the leading candidates (one objective)
+    confirm_share: float = Field(default=0.5, gt=0, lt=1)
     stall: int | None = Field(default=None, ge=1, le=100_000)
     baseline: dict[str, Any] | None = None
 

@@ -21,6 +21,15 @@ def _save_plot(fig: Any, path: Path) -> None:
     save_figure(fig, path, dpi=120)  # temp + rename
 
 
+def share_option(option: str) -> Any:
+    """A share strictly between 0 and 1 (None passes)."""
+    def check(value: Any) -> Any:
+        if value is not None and not (isinstance(value, (int, float)) and 0 < value < 1):
+            raise StorlabError(f"{option} {value}: must be between 0 and 1, both excluded")
+        return value
+    return check
+
+
 def _num(v: float) -> str:
     return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4g}"
 
@@ -46,6 +55,10 @@ def tune_cmd(
                                                       "needs its goal."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the file's).",
                                        callback=at_least("--seed", 0, 2**32 - 1)),
+    confirm_share: Optional[float] = typer.Option(
+        None, "--confirm-share", help="Share of the budget kept for racing the leading "
+        "candidates, between 0 and 1 exclusive (default: the file's, else 0.5).",
+        callback=share_option("--confirm-share")),
     executor: str = typer.Option("sequential", "--executor", "-e",
                                  help="sequential, parallel[:N], or dask://host:port."),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="No progress display."),
@@ -96,6 +109,8 @@ def tune_cmd(
         update["strategy"] = strategy
     if seed is not None:
         update["seed"] = seed
+    if confirm_share is not None:
+        update["confirm_share"] = confirm_share
     if response:
         objs: list[Any] = []
         for r in response:
@@ -140,7 +155,8 @@ def tune_cmd(
         if json_out or output:
             emit_json(data, output)
         raise typer.Exit(130)
-    if "confirm" in data["phases"] and len(res.history) < res.budget and not json_out:
+    if "confirm" in data["phases"] and len(res.history) < res.budget and not json_out \
+            and data.get("race") is None:
         console.print(f"the tuning ended with its confirmation at {len(res.history)} runs; "
                       f"a larger budget does not reopen it (tune into a new store, "
                       "'store:' in the campaign file, to search again)")
@@ -207,6 +223,10 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         console.print(f"note: {n}", highlight=False)
     console.print(f"recommended (measured): {_config_text(b['config'])}")
     console.print(f"  {measured(b)}")
+    from ..tune.result import race_lines
+
+    for line in race_lines(data, units[objs[0]]):
+        console.print(f"  {line}", highlight=False)
     if base is not None:
         console.print(f"baseline ({base['kind']}): {measured(base)}")
     if cmp is not None:
@@ -419,9 +439,14 @@ def tune_eval_cmd(
     strategies: str = typer.Option("storlab,optuna-tpe,random", "--strategies",
                                    help="Comma-separated: storlab, screen-then-tune, tpe, "
                                         "random, optuna-tpe (Optuna alone)."),
-    noise: float = typer.Option(0.0, "--noise", help="Relative Gaussian noise added to each "
-                                                     "measured run (0 to 1).",
+    noise: float = typer.Option(0.0, "--noise", help="Lognormal noise on each measured run: "
+                                                     "the table value times exp(NOISE x "
+                                                     "N(0,1)) (0 to 1).",
                                 callback=at_least("--noise", 0.0, 1.0)),
+    confirm_share: float = typer.Option(0.5, "--confirm-share",
+                                        help="Share of storlab's budget kept for racing "
+                                             "(0 to 1, both excluded).",
+                                        callback=share_option("--confirm-share")),
     seed: int = typer.Option(0, "--seed", help="Seed.", callback=at_least("--seed", 0, 2**32 - 1)),
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
@@ -438,7 +463,8 @@ def tune_eval_cmd(
     df = read_table(full, "table")
     names = split_names(strategies) or []
     res = tune_eval(df, response, goal=goal, params=split_names(params), strategies=names,
-                    budget=budget, repeats=repeats, seed=seed, noise=noise)
+                    budget=budget, repeats=repeats, seed=seed, noise=noise,
+                    confirm_share=confirm_share)
     if plot is not None:
         _save_plot(res.plot(), plot)
     if json_out or output:
@@ -455,6 +481,10 @@ def tune_eval_cmd(
         t["median_runs"] = [f"{v:g}" if v == v else "n/a" for v in t["median_runs"]]
         console.print(frame_table(t, title="runs to reach within target of the "
                                            f"optimum (median; {MEDIAN_RULE})"))
+        console.print("recommended_share: tunings whose recommended configuration (storlab's "
+                      "answer; a baseline's best observation) is truly within the target; "
+                      "median_recommended_gap: its true gap"
+                      + (f" (noise {noise:g}, lognormal)" if noise else ""), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -184,6 +184,9 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         facts: list[tuple[str, Any]] = [
             ("recommended", ", ".join(f"{k}={v}" for k, v in b["config"].items())),
             (f"its {name}", _measured(b, unit))]
+        from ..tune.result import race_lines
+
+        facts += [("confirmation", line) for line in race_lines(d, unit)]
         for label, key, cmpkey in (("baseline", "baseline", "comparison"),
                                    ("best screened", "best_screened", "comparison_screened")):
             e, c = d.get(key), d.get(cmpkey)
@@ -200,7 +203,9 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         facts += [("note", n) for n in d["notes"]]
         facts_html = H.dl_html(facts)
     fig = H.figure_html(res.plot(), "Tuning convergence",
-                        "Each run's value by phase and the best so far"
+                        "Each run's value by phase, the best single run so far, and the "
+                        "confirmed means of the recommendation (with its interval) and of "
+                        "the baseline"
                         + ("; right: the measured Pareto front" if d["pareto"] else ""))
     t = res.table()
     table = H.table_html(t, caption="Confirmed configurations, best first",

@@ -33,7 +33,7 @@ from .strategies import STRATEGIES, Objective, TuneSettings, make_strategy
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-BASELINES = ("optuna-tpe", "random")
+BASELINES = ("optuna-tpe", "optuna-tpe-norepeat", "random")
 
 #: When the median of runs-to-target is a number. A repeat that never reaches the target
 #: counts as infinitely many runs, so the median is finite only when more than half the
@@ -60,6 +60,14 @@ class TuneEvalResult(Result):
     curves: pd.DataFrame        # strategy, repeat, run, best_gap
     seconds: dict[str, float] = field(default_factory=dict)
     params: list[str] = field(default_factory=list)  # the columns taken as parameters
+    #: strategy, repeat, rec_gap: the true gap of the configuration each tuning recommends
+    #: (storlab's answer; a baseline's best observation, what its user acts on)
+    recommended: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["strategy", "repeat", "rec_gap"]))
+    noise: float = 0.0
+    #: baselines only: the true gap of what each would recommend after each run
+    rec_curve: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["strategy", "repeat", "run", "rec_gap"]))
 
     def runs_to(self, gap: float) -> pd.DataFrame:
         """Per strategy and repeat, the first run whose best-so-far is within `gap`."""
@@ -84,10 +92,17 @@ class TuneEvalResult(Result):
                 # A repeat that never got there counts as infinitely many runs (MEDIAN_RULE).
                 med = float(np.median(runs.fillna(np.inf).to_numpy())) if share > 0.5 \
                     else math.inf
+                rec = self.recommended
+                rec = rec.loc[rec["strategy"] == s, "rec_gap"].astype(float)
                 rows.append({"strategy": s, "target": t,
                              "median_runs": med if math.isfinite(med) else math.nan,
                              "reached_share": share,
                              "median_final_gap": float(final.loc[s].median()),
+                             # what the user acts on: the recommendation's true gap
+                             "recommended_share": float((rec <= t + 1e-12).mean())
+                             if len(rec) else math.nan,
+                             "median_recommended_gap": float(rec.median())
+                             if len(rec) else math.nan,
                              "seconds": self.seconds.get(s, math.nan)})
         return pd.DataFrame(rows)
 
@@ -155,17 +170,24 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
               params: Sequence[str] | None = None,
               strategies: Sequence[str] = DEFAULT_STRATEGIES, budget: int = 60,
               repeats: int = 30, seed: int = 0, targets: Sequence[float] = (0.01, 0.05),
-              noise: float = 0.0, confirm_runs: int = 3,
+              noise: float = 0.0, confirm_runs: int = 3, confirm_share: float = 0.5,
               progress: Callable[[str, int], None] | None = None) -> TuneEvalResult:
     """Replay each strategy `repeats` times against the table (one row per configuration;
-    repeated rows are averaged). `noise` adds that relative Gaussian noise to each measured
-    run (the gap is always judged on the table's true values)."""
+    repeated rows are averaged). `noise` multiplies each measured run by fresh lognormal
+    noise exp(noise * N(0, 1)) (the gap is always judged on the table's true values).
+    storlab's strategies run through the same design source as `storlab tune`
+    (`tune.source.make_source` on the space as a user writes it, batches asked when the
+    last one finished and shuffled as the campaign shuffles them), and are scored on the
+    true value of the configuration they recommend (`TuneResult.best`)."""
     if response not in table.columns:
         raise AnalysisError(f"response {response!r} is not a column of the table")
     if goal not in ("maximize", "minimize"):
         raise AnalysisError(f"goal {goal!r} must be maximize or minimize")
     if budget < 2 or repeats < 1:
         raise AnalysisError("need --budget >= 2 and --repeats >= 1")
+    if not 0 < confirm_share < 1:
+        raise AnalysisError(f"confirm share {confirm_share:g} must be between 0 and 1, both "
+                            "excluded")
     for s in strategies:
         if s != "storlab" and s not in STRATEGIES and s not in BASELINES:
             raise AnalysisError(f"strategy {s!r} must be storlab, one of "
@@ -202,24 +224,39 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     def gap(v: float) -> float:
         return max(0.0, (optimum - v) / scale if goal == "maximize" else (v - optimum) / scale)
 
+    # The space as a user writes it (numeric levels ordinal, text categorical); a table
+    # that is not a full factorial keeps its rows as the feasible set (no constraint
+    # language says "a row of this table").
+    full = len(truth) == math.prod(len(f.levels or []) for f in space.factors)
+    user_space = {"factors": [f.to_dict() for f in space.factors],
+                  "responses": [{"name": response, "goal": goal}]}
     rows: list[tuple[str, int, int, float]] = []
+    recs: list[tuple[str, int, float]] = []
+    prefix_rows: list[tuple[str, int, int, float]] = []
     seconds: dict[str, float] = {}
     for s in strategies:
         t0 = time.perf_counter()
         for r in range(repeats):
             rng = np.random.default_rng([seed, r, 11])
-            measured = _replay(s, domain, obj, budget, seed * 100_003 + r, truth, noise, rng,
-                               confirm_runs)
+            prefix: list[str] = []
+            measured, rec = _replay(s, domain, obj, budget, seed * 100_003 + r, truth, noise,
+                                    rng, confirm_runs, user_space if full else None,
+                                    confirm_share, prefix)
+            prefix_rows += [(s, r, i, gap(truth[k])) for i, k in enumerate(prefix, 1)]
             best = math.inf
             for i, k in enumerate(measured, 1):
                 best = min(best, gap(truth[k]))
                 rows.append((s, r, i, best))
+            recs.append((s, r, gap(truth[rec]) if rec is not None else math.inf))
             if progress is not None:
                 progress(s, r)
         seconds[s] = time.perf_counter() - t0
     curves = pd.DataFrame(rows, columns=["strategy", "repeat", "run", "best_gap"])
     return TuneEvalResult(response, goal, budget, repeats, tuple(targets), optimum, len(truth),
-                          _pad(curves, budget), seconds, list(names))
+                          _pad(curves, budget), seconds, list(names),
+                          pd.DataFrame(recs, columns=["strategy", "repeat", "rec_gap"]), noise,
+                          pd.DataFrame(prefix_rows,
+                                       columns=["strategy", "repeat", "run", "rec_gap"]))
 
 
 def _pad(curves: pd.DataFrame, budget: int) -> pd.DataFrame:
@@ -234,38 +271,78 @@ def _pad(curves: pd.DataFrame, budget: int) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True)
 
 
+def _noisy(truth: dict[str, float], k: str, noise: float, rng: np.random.Generator
+           ) -> float:
+    """One measured run: the true value times fresh lognormal noise."""
+    return truth[k] * math.exp(noise * rng.standard_normal()) if noise else truth[k]
+
+
 def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: int,
             truth: dict[str, float], noise: float, rng: np.random.Generator,
-            confirm_runs: int) -> list[str]:
-    """The configuration keys one strategy measured, in order."""
-    if strategy == "optuna-tpe":
-        return _optuna_tpe(domain, obj, budget, seed, truth, noise, rng)
+            confirm_runs: int, user_space: dict[str, Any] | None = None,
+            confirm_share: float = 0.5, prefix: list[str] | None = None
+            ) -> tuple[list[str], str | None]:
+    """The configuration keys one strategy measured, in order, and the one it recommends.
+    A baseline (which does not know its budget) also appends to `prefix` what it would
+    recommend after each run: its recommendation at any smaller budget."""
+    if strategy in ("optuna-tpe", "optuna-tpe-norepeat"):
+        return _optuna_tpe(domain, obj, budget, seed, truth, noise, rng,
+                           repeat=strategy == "optuna-tpe", prefix=prefix)
     if strategy == "random":
         keys = list(truth)
-        return [keys[i] for i in rng.integers(len(keys), size=budget)]
+        out = [keys[i] for i in rng.integers(len(keys), size=budget)]
+        vals = [_noisy(truth, k, noise, rng) for k in out]
+        scores = [obj.score(v) for v in vals]
+        if prefix is not None:
+            prefix += [out[int(np.argmax(scores[:i]))] for i in range(1, len(out) + 1)]
+        return out, out[int(np.argmax(scores))]
+    from ..campaign.spec import DesignSpec
+    from .result import TuneResult
+    from .source import TuneSource, make_source
+
     name = "auto" if strategy == "storlab" else strategy
-    strat = make_strategy(name, domain, [obj], TuneSettings(budget=budget, seed=seed,
-                                                            confirm_runs=confirm_runs))
+    if user_space is not None:  # as `storlab tune` builds it from a campaign file
+        design = DesignSpec(kind="tune", budget=budget, strategy=name,
+                            objectives=[{obj.name: obj.goal}], confirm_runs=confirm_runs,
+                            confirm_share=confirm_share)
+        source = make_source(Space.from_dict(user_space), design, seed)
+    else:
+        source = TuneSource(make_strategy(name, domain, [obj], TuneSettings(
+            budget=budget, seed=seed, confirm_runs=confirm_runs,
+            confirm_share=confirm_share)))
     history: list[Observation] = []
     out: list[str] = []
+    n_batch = 0
     while len(history) < budget:
-        batch = strat.ask(history)
+        batch = source.ask(history)
         if not batch:
             break
-        for p in batch:
-            for _ in range(p.repetitions):
-                k = config_key(p.config)
-                v = truth[k] * (1.0 + noise * rng.standard_normal()) if noise else truth[k]
-                history.append(Observation(f"r{len(history) + 1}", len(history) + 1, 0, 1,
-                                           p.config, "ok", {obj.name: v}, p.phase, p.note))
-                out.append(k)
-    return out[:budget]
+        runs = [p for p in batch for _ in range(p.repetitions)]
+        # the campaign shuffles each batch's runs, seeded by its number
+        order = np.random.default_rng([seed, n_batch]).permutation(len(runs))
+        n_batch += 1
+        for j in order:
+            p = runs[j]
+            k = config_key(p.config)
+            history.append(Observation(f"r{len(history) + 1}", len(history) + 1, 0, 1,
+                                       p.config, "ok", {obj.name: _noisy(truth, k, noise, rng)},
+                                       p.phase, p.note))
+            out.append(k)
+    strat = source.strategy
+    res = TuneResult([obj], history, strat.name, budget, strat.s.baseline,
+                     strat.s.confirm_runs, {}, strat.s.confirm_top)
+    b = res.best()
+    return out[:budget], None if b is None else config_key(b.config)
 
 
 def _optuna_tpe(domain: Domain, obj: Objective, budget: int, seed: int,
-                truth: dict[str, float], noise: float, rng: np.random.Generator) -> list[str]:
-    """Optuna's TPE as a user would run it: default sampler, one trial per run (a repeated
-    configuration is measured again); proposals outside the table told as failed."""
+                truth: dict[str, float], noise: float, rng: np.random.Generator,
+                repeat: bool = True, prefix: list[str] | None = None
+                ) -> tuple[list[str], str | None]:
+    """Optuna's TPE as a user would run it: default sampler, one trial per run, the
+    recommendation its best observation (`study.best_trial`); proposals outside the table
+    told as failed. `repeat=False`: a configuration already measured is told its earlier
+    value and not run again (no run spent)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -275,18 +352,28 @@ def _optuna_tpe(domain: Domain, obj: Objective, budget: int, seed: int,
         study = optuna.create_study(direction=obj.goal,
                                     sampler=optuna.samplers.TPESampler(seed=seed))
         out: list[str] = []
+        seen: dict[str, float] = {}
+        best: tuple[float, str] | None = None
         misses = 0
         while len(out) < budget:
             t = study.ask(dists)
             cfg = {n: domain.from_param(n, t.params[n]) for n in domain.names}
             k = config_key(cfg)
-            if k not in truth:
-                study.tell(t, state=optuna.trial.TrialState.FAIL)
+            if k not in truth or (not repeat and k in seen):
+                if k in truth:
+                    study.tell(t, seen[k])
+                else:
+                    study.tell(t, state=optuna.trial.TrialState.FAIL)
                 misses += 1
                 if misses > 200 * budget:  # the table is too sparse for the sampler
                     break
                 continue
-            v = truth[k] * (1.0 + noise * rng.standard_normal()) if noise else truth[k]
+            v = _noisy(truth, k, noise, rng)
+            seen[k] = v
             study.tell(t, v)
             out.append(k)
-    return out
+            if best is None or obj.score(v) > best[0]:
+                best = (obj.score(v), k)
+            if prefix is not None:
+                prefix.append(best[1])
+    return out, None if best is None else best[1]

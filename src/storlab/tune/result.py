@@ -17,6 +17,7 @@ from ..campaign.sources import Observation, config_key
 from ..errors import TuneError
 from ..jsonutil import to_jsonable
 from ..result import Result
+from .racing import Race, race, race_summary
 from .strategies import Entry, Objective, Tally, observed_values
 
 if TYPE_CHECKING:
@@ -84,6 +85,43 @@ def change_text(change: float | None, difference: float, unit: str = "") -> str:
         " (difference: no % over a baseline mean <= 0)"
 
 
+def race_lines(data: dict[str, Any], unit: str) -> list[str]:
+    """The recommendation's interval, the noise it rests on, and a tie with its rule (one
+    objective): what the terminal and the report say under the recommendation."""
+    r, b = data.get("race"), data.get("best")
+    if not r or not b:
+        return []
+    out = []
+    iv = b.get("interval")
+    name = data["response"]
+    if iv is None:
+        out.append("no interval: no configuration was measured twice, so the run-to-run "
+                   "noise is unknown")
+    else:
+        noise = (f"{100 * r['noise']:.1f} % run to run" if r["noise_scale"].startswith(
+            "relative") else f"{_fmt(r['noise'])} {unit} run to run".replace("  ", " "))
+        out.append(f"{100 * r['confidence']:.0f} % interval of its true {name}: "
+                   f"{_fmt(iv[0])} to {_fmt(iv[1])} {unit}".rstrip()
+                   + f" (noise {noise}, pooled from repeats with {r['noise_dof']} degrees "
+                   "of freedom)")
+    if r["tied"]:
+        others = [c for c in r["tied"] if c != b["config"]]
+        diff = [", ".join(f"{k}={v}" for k, v in c.items() if b["config"].get(k) != v)
+                for c in others]
+        out.append(f"not separated at {100 * r['confidence']:.0f} % within the budget from "
+                   f"{len(others)} other candidate(s) (differing in: {'; '.join(diff)}); "
+                   f"chosen: {r['tie_rule']}")
+    elif r["decided"]:
+        out.append(f"the race separated it from every other candidate at "
+                   f"{100 * r['confidence']:.0f} % (or showed them within "
+                   f"{100 * r['indifference']:.0f} %)")
+    return out
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.4g}"
+
+
 def describe(values: Sequence[float]) -> dict[str, Any]:
     v = np.asarray(values, dtype=float)
     return {"mean": float(v.mean()) if len(v) else math.nan,
@@ -106,6 +144,8 @@ class TuneResult(Result):
     confirm_runs: int = 1
     #: the objectives' units as the space declares them (the plots' axes name them)
     units: dict[str, str] = field(default_factory=dict)
+    #: candidates raced at once (the design's confirm_top)
+    confirm_top: int = 3
 
     # ------------------------------------------------------------------ derived
     @cached_property
@@ -161,12 +201,28 @@ class TuneResult(Result):
         # by every run, the selecting search run's lucky draw could crown a configuration
         # whose own confirmation mean is below another's (the demo showed exactly that).
         ob = self.objectives[0]
-        return sorted(es, key=lambda e: (-ob.score(float(np.mean(self.shown(e, 0)))),
-                                         -e.n, e.order))
+        out = sorted(es, key=lambda e: (-ob.score(float(np.mean(self.shown(e, 0)))),
+                                        -e.n, e.order))
+        if len(self.objectives) == 1 and self.race.chosen is not None:
+            # the recommendation first (a tie is settled by a stated rule, not the mean)
+            pick = self.race.chosen.entry
+            out = [e for e in out if e is pick] + [e for e in out if e is not pick]
+        return out
+
+    @cached_property
+    def race(self) -> Race:
+        """The race over the history (tune/racing.py): noise, tie, interval."""
+        return race(self.tally, self.confirm_top)
 
     def best(self) -> Entry | None:
-        """The recommendation: the best mean among the confirmed configurations that got
-        their full `confirm_runs` (one cut short by the budget cannot win on fewer runs)."""
+        """The recommendation. One objective: the race's choice (tune/racing.py: among the
+        candidates it could not separate, the highest lower confidence bound, means over
+        the runs after each one's selecting first run). Two: the best mean among the
+        confirmed configurations that got their full `confirm_runs` (one cut short by the
+        budget cannot win on fewer runs)."""
+        if len(self.objectives) == 1:
+            r = self.race
+            return None if r.chosen is None else r.chosen.entry
         c = self.confirmed()
         full = [e for e in c if self.fully_confirmed(e)]
         return (full or c)[0] if c else None
@@ -293,7 +349,9 @@ class TuneResult(Result):
             "objectives": [{"name": o.name, "goal": o.goal} for o in self.objectives],
             "response": self.objectives[0].name, "goal": self.objectives[0].goal,
             "phases": self.phases(),
-            "best": None if b is None else self.entry_dict(b),
+            "best": None if b is None else {**self.entry_dict(b),
+                                            "interval": self.interval()},
+            "race": self.race_dict(),
             "baseline": None if base is None else {"kind": base_kind, **self.entry_dict(base)},
             "comparison": None if cmp is None else cmp.to_dict(),
             "best_screened": None if scr is None else self.entry_dict(scr),
@@ -308,6 +366,18 @@ class TuneResult(Result):
             "pareto": [self.entry_dict(e) for e in self.pareto()],
             "history": hist,
         })
+
+    def interval(self) -> list[float] | None:
+        """The recommendation's interval on its true value (one objective; tune/racing.py),
+        None without repeats to estimate the noise from."""
+        if len(self.objectives) != 1:
+            return None
+        iv = self.race.interval()
+        return None if iv is None else [iv[0], iv[1]]
+
+    def race_dict(self) -> dict[str, Any] | None:
+        """The race's noise estimate, confidence, tie and rule (one objective)."""
+        return race_summary(self.race) if len(self.objectives) == 1 else None
 
     def to_frame(self) -> pd.DataFrame:
         """The confirmed configurations (best first): mean, spread and runs of their
@@ -372,6 +442,20 @@ class TuneResult(Result):
         ax.step(c["run"], c["best_so_far"], where="post", color="black", lw=1.2,
                 label="best single run so far")
         ob = self.objectives[0]
+        # What the user acts on: the confirmed means (runs after the selecting one), the
+        # recommendation's with its interval, and the baseline's.
+        b, base = self.best(), self.baseline()
+        iv = self.interval()
+        if b is not None:
+            m = float(np.mean(self.shown(b)))
+            ax.axhline(m, color=PALETTE[3], lw=1.4, ls="--",
+                       label="recommended: confirmed mean"
+                       + (f", {100 * self.race.confidence:.0f} % interval" if iv else ""))
+            if iv is not None:
+                ax.axhspan(iv[0], iv[1], color=PALETTE[3], alpha=0.15, lw=0)
+        if base is not None and (b is None or base.config != b.config):
+            ax.axhline(float(np.mean(self.shown(base))), color=STYLE["muted"], lw=1.2,
+                       ls=":", label="baseline: confirmed mean")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("runs executed (count)")
         u = self.units
@@ -417,4 +501,5 @@ def result_from_campaign(camp: Any) -> TuneResult:
         or list(src.objectives)
     units = {r.name: r.unit for r in camp.space.responses if r.unit}
     return TuneResult(objectives, history, str(meta["strategy"]), int(meta["budget"]),
-                      meta.get("baseline"), int(meta.get("confirm_runs", 1)), units)
+                      meta.get("baseline"), int(meta.get("confirm_runs", 1)), units,
+                      int(meta.get("confirm_top", 3)))

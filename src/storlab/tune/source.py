@@ -149,5 +149,6 @@ def make_source(space: Space, design: DesignSpec, seed: int) -> TuneSource:
     settings = TuneSettings(budget=int(design.budget or 0), seed=seed,
                             screen_runs=design.screen_runs, confirm_runs=design.confirm_runs,
                             confirm_top=design.confirm_top, stall=design.stall,
+                            confirm_share=design.confirm_share,
                             baseline=baseline)
     return TuneSource(make_strategy(design.strategy, domain, objectives, settings))

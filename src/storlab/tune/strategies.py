@@ -58,6 +58,8 @@ class TuneSettings:
     confirm_top: int = 3
     stall: int | None = None
     baseline: dict[str, Any] | None = None
+    #: share of the budget kept for racing the leading candidates (one objective)
+    confirm_share: float = 0.5
 
 
 # --------------------------------------------------------------------------- tally
@@ -177,7 +179,10 @@ class Strategy:
     def ask(self, history: Sequence[Observation]) -> list[Proposal]:
         used = len(history)
         remaining = self.s.budget - used
-        if remaining <= 0 or any(o.phase == "confirm" for o in history):
+        # A fixed confirmation ends the tuning; a race goes on while runs remain (once it
+        # has decided, the search gets the runs back; a new leader is raced in turn).
+        if remaining <= 0 or (not self.racing() and any(o.phase == "confirm"
+                                                        for o in history)):
             return []
         tally = Tally(history, self.objectives)
         first = self.start(history, tally, remaining)
@@ -185,7 +190,9 @@ class Strategy:
             return first
         searched = any(o.phase == "tune" for o in history)
         if self.confirm and remaining <= self.reserve(tally) and (searched or remaining <= 1):
-            return self.confirmation(tally, remaining)
+            out = self.confirmation(tally, remaining)
+            if out or not self.racing():
+                return out
         cfg = self.next_config(history, tally)
         if cfg is None:  # nothing left to try
             return self.confirmation(tally, remaining) if self.confirm else []
@@ -198,7 +205,9 @@ class Strategy:
         return {"strategy": self.name, "seed": self.s.seed, "budget": self.s.budget,
                 "objectives": [[o.name, o.goal] for o in self.objectives],
                 "confirm_runs": self.s.confirm_runs, "confirm_top": self.s.confirm_top,
-                "baseline": self.s.baseline}
+                "baseline": self.s.baseline,
+                **({"confirm": "racing", "confirm_share": self.s.confirm_share}
+                   if self.racing() else {})}
 
     def min_budget(self) -> int:
         """The fewest runs that leave room for one search run and the confirmation of the
@@ -220,6 +229,11 @@ class Strategy:
         raise NotImplementedError
 
     # -- confirmation
+    def racing(self) -> bool:
+        """One objective is confirmed by a race (tune/racing.py); two by re-running the
+        Pareto candidates `confirm_runs` times."""
+        return self.confirm and len(self.objectives) == 1
+
     def candidates(self, tally: Tally) -> list[Entry]:
         """Who gets confirmed, most important first: the best (or the Pareto front, spread
         along the first objective), then the baseline, then the runners-up."""
@@ -251,15 +265,41 @@ class Strategy:
         return max(0, self.s.confirm_runs - e.n)
 
     def reserve(self, tally: Tally) -> int:
-        return sum(self.wanted(e) for e in self.candidates(tally))
+        """Runs kept for the confirmation: what the candidates still want, and when
+        racing at least `confirm_share` of the budget (the race's runs)."""
+        fixed = sum(self.wanted(e) for e in self.candidates(tally))
+        if not self.racing():
+            return fixed
+        return max(fixed, math.ceil(self.s.confirm_share * self.s.budget))
 
     def confirmation(self, tally: Tally, remaining: int) -> list[Proposal]:
+        if self.racing():
+            return self.race_round(tally, remaining)
         out = []
         for e in self.candidates(tally):
             need = min(self.wanted(e), remaining)
             if need:
                 out.append(Proposal(dict(e.config), need, "confirm"))
                 remaining -= need
+        return out
+
+    def race_round(self, tally: Tally, remaining: int) -> list[Proposal]:
+        """One round of the race (tune/racing.py), after the baseline got its
+        `confirm_runs` (the comparison the answer reports): [] once the race is decided."""
+        from .racing import race
+
+        out: list[Proposal] = []
+        base = tally.baseline(self.s.baseline)
+        if base is not None:
+            need = min(self.wanted(base), remaining)
+            if need:
+                out.append(Proposal(dict(base.config), need, "confirm"))
+                remaining -= need
+        r = race(tally, self.s.confirm_top)
+        for e in r.round(remaining):
+            if base is not None and e is base and out:
+                continue  # already re-run in this round
+            out.append(Proposal(dict(e.config), 1, "confirm"))
         return out
 
     # -- helpers for the samplers
