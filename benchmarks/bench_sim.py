@@ -251,6 +251,66 @@ def window_check(quick: bool) -> None:
           "(throughput and latency)")
 
 
+#: Configurations for the analytic model against the simulator: the examples, then planted
+#: ones (closed and open loop, HDD and SSD, disk-, worker-, CPU- and network-bound).
+ANALYTIC_CASES = [
+    ("small.yaml as shipped", "small.yaml", {}),
+    ("cluster700.yaml as shipped", "cluster700.yaml", {}),
+    ("HDD, 64 KiB, 3 ops, 128 clients", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "clients": 128}),
+    ("HDD, 64 KiB, 3 ops, 28 workers", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "clients": 128,
+      "object_workers": 28}),
+    ("SSD, 64 KiB, 3 ops, 256 clients", "small.yaml",
+     {"disk": "ssd_s3700", "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
+      "clients": 256}),
+    ("SSD, 1 MiB, 1 GbE (network)", "small.yaml",
+     {"disk": "ssd_s3700", "nic": 1, "object_size": "1MiB", "mix": "GET:0.7,PUT:0.3",
+      "clients": 64}),
+    ("HDD, think 50 ms, 3 ops", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "clients": 256,
+      "think_ms": 50}),
+    ("open loop, HDD, 1,500/s, 3 ops", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "rate": 1500}),
+    ("open loop, SSD, 3,000/s, 3 ops", "small.yaml",
+     {"disk": "ssd_s3700", "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
+      "rate": 3000}),
+]
+
+
+def analytic_check(quick: bool) -> None:
+    """4. The analytic (MVA) model against the simulator per operation: throughput and mean
+    latency, relative error of the analytic figure; the simulator's 95 % interval beside."""
+    from storlab.sim.analytic import analyse
+    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
+        run_model
+
+    n_small, n_big = (40_000, 100_000) if quick else (100_000, 300_000)
+    print(f"\nanalytic model against the simulator ({n_small:,} requests; cluster700 "
+          f"{n_big:,}); error = analytic / simulated - 1:")
+    print(f"{'configuration':<34} {'bound by':<15} {'op':<7} {'sim ops/s':>16} {'err':>7} "
+          f"{'sim lat ms':>15} {'err':>7}")
+    worst = {"ops_s": 0.0, "lat_mean_ms": 0.0}
+    for label, f, ov in ANALYTIC_CASES:
+        m = build_model(parse_cluster(apply_overrides(load_raw(ROOT / "examples" / "sim" / f),
+                                                      ov)))
+        a = analyse(m)
+        rep = run_model(m, requests=n_big if f == "cluster700.yaml" else n_small)
+        A, S = a.ops.set_index("op"), rep.ops.set_index("op")
+        for op in S.index:
+            ex, el = (A.loc[op, k] / S.loc[op, k] - 1 for k in ("ops_s", "lat_mean_ms"))
+            if op != "ALL":
+                worst["ops_s"] = max(worst["ops_s"], abs(ex))
+                worst["lat_mean_ms"] = max(worst["lat_mean_ms"], abs(el))
+            print(f"{label if op == 'ALL' else '':<34} "
+                  f"{rep.bottleneck['resource'] if op == 'ALL' else '':<15} {op:<7} "
+                  f"{S.loc[op, 'ops_s']:>9.0f}±{S.loc[op, 'ops_s_ci95']:<6.0f} {ex:>+7.1%} "
+                  f"{S.loc[op, 'lat_mean_ms']:>8.2f}±{S.loc[op, 'lat_mean_ci95_ms']:<6.2f} "
+                  f"{el:>+7.1%}")
+    print(f"worst per-operation error: throughput {worst['ops_s']:.1%}, mean latency "
+          f"{worst['lat_mean_ms']:.1%} (target: 10 %)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="100,000 requests, 5,000 for SimPy")
@@ -258,12 +318,17 @@ def main() -> None:
     ap.add_argument("--overrides", default="{}", help=argparse.SUPPRESS)
     ap.add_argument("--fidelity", action="store_true",
                     help="only the steady-state window and analytic-model checks")
+    ap.add_argument("--analytic", action="store_true", help="only the analytic-model check")
     a = ap.parse_args()
     if a.child:
         child(a.child, json.loads(a.overrides))
         return
     if a.fidelity:
         window_check(a.quick)
+        analytic_check(a.quick)
+        return
+    if a.analytic:
+        analytic_check(a.quick)
         return
     sizes = [20_000, 100_000] if a.quick else [100_000, 1_000_000]
     print(f"examples/sim/cluster700.yaml, machine load average {resource_load()}")
