@@ -177,16 +177,7 @@ def baseline(prefix: int) -> None:
 
 #: A product-form cluster (GET-only, exponential service, pools never exhausted): exact MVA
 #: is its answer (the theory test's configuration, tests/sim/test_steady_state.py).
-PRODUCT_FORM = {
-    "nodes": [
-        {"role": "proxy", "count": 2, "cpu": {"cores": 4}, "nic": 10},
-        {"role": "storage", "count": 4, "cpu": {"cores": 4}, "nic": 10,
-         "disks": {"type": "hdd7200", "count": 3}},
-    ],
-    "swift": {"part_power": 10, "object_workers": 1000},
-    "workload": {"mix": {"GET": 1.0}, "object_size": "64KiB", "objects": 5000},
-    "service_times": "exponential",
-}
+PRODUCT_FORM = ROOT / "examples" / "sim" / "productform.yaml"
 
 #: small.yaml with a storage node down for the whole run and three operations.
 AFTER_FAILURE = {"failed_nodes": 1, "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
@@ -217,7 +208,7 @@ def window_check(quick: bool) -> None:
             stream.window_marks = marks
             lit, rat = [], []
             for seed in range(1, seeds + 1):
-                m = build_model(parse_cluster(apply_overrides(PRODUCT_FORM, {
+                m = build_model(parse_cluster(apply_overrides(load_raw(PRODUCT_FORM), {
                     "clients": clients, "think_ms": z_ms, "requests": n, "seed": seed})))
                 x_mva = analyse(m).throughput
                 rep = run_model(m)

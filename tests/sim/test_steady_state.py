@@ -117,16 +117,7 @@ def test_t_quantile_table_matches_scipy():
 
 #: A product-form cluster (GET-only, exponential service, worker pools it never exhausts):
 #: exact MVA is its answer.
-PRODUCT_FORM = {
-    "nodes": [
-        {"role": "proxy", "count": 2, "cpu": {"cores": 4}, "nic": 10},
-        {"role": "storage", "count": 4, "cpu": {"cores": 4}, "nic": 10,
-         "disks": {"type": "hdd7200", "count": 3}},
-    ],
-    "swift": {"part_power": 10, "object_workers": 1000},
-    "workload": {"mix": {"GET": 1.0}, "object_size": "64KiB", "objects": 5000, "seed": 5},
-    "service_times": "exponential",
-}
+PRODUCT_FORM = load_raw(SMALL.parent / "productform.yaml")
 
 
 @pytest.mark.parametrize("clients, think_ms", [(64, 20.0), (512, 100.0)])
