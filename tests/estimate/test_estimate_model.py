@@ -452,9 +452,9 @@ def test_pooled_model_error_covers_at_the_stated_rate() -> None:
     """Planted data with known noise (5 % per run, 4 runs per mix) and a model error of
     known spread (each size off the law by a bias drawn with SD 5 % at 50 % read): fitted
     from 0/100 %, its error learned from 30/70 % of all three sizes, the 95 % interval at
-    50 % (measured nowhere) covers the truth at about its rate. Each size's own two mixes
-    (2 df) gave 99.7 % (t quantile 4.3) and came out 0 whenever noise hid them; noise-only
-    intervals cover 57 %."""
+    50 % (measured nowhere) covers the truth at about its rate (91.7 % of 180). Each
+    size's own two mixes (2 df, t quantile 4.3) cover 99.4 %; noise-only intervals
+    58.9 %."""
     sizes = {"4k": (1000.0, 400.0), "64k": (300.0, 150.0), "1m": (40.0, 30.0)}
     hits = {"pooled": 0, "own": 0, "noise": 0}
     total = 0
