@@ -3,8 +3,13 @@ the simulator.
 
 The per-station demands come from the very routes the simulator runs (averaged over a
 sample of drawn requests), so both models see one network. Requests of all operations are
-merged into one class weighted by the mix; an operation's mean response is its own demand at
-each station times that station's residence per unit of demand.
+merged into one class weighted by the mix (its exact shares, not the sample's); an
+operation's mean response is its own demand plus the station's queueing: in proportion to
+its demand at processor-sharing stations, per visit at FCFS ones (a visit waits for the
+work ahead of it, whatever its own size), and at a fork the quorum's order statistic of the
+branches' waits at distinct nodes (at a station every branch visits, such as the proxy's
+NIC, they wait together). A station whose work all runs under a pool with no more tokens
+than its servers never queues.
 
 * No fork (GET only, or one replica) and a modest network: exact MVA with load-dependent
   multi-server stations (`storlab.sim.mva.mva`). With exponential service this network is
