@@ -240,6 +240,27 @@ def window_check(quick: bool) -> None:
               f"{'yes' if ok else 'NO':>7}")
     print("  within: the two means differ by less than the shorter run's 95 % interval "
           "(throughput and latency)")
+    # Why: each operation's mean latency over 20 slices of the longer run's window, as
+    # shipped (write quorum 2 of 3: a third branch runs on after the reply) and with
+    # write_quorum 3 (nothing left running).
+    print(f"\nPUT and GET mean latency (ms) over 20 slices of the {lengths[1]:,}-request "
+          "window, min-max:")
+    for wq in (2, 3):
+        rep = reps[1] if wq == 2 else run_model(build_model(parse_cluster(apply_overrides(
+            load_raw(ROOT / "examples" / "sim" / "small.yaml"),
+            {**AFTER_FAILURE, "requests": lengths[1], "write_quorum": wq}))))
+        ts = rep.timeseries[rep.timeseries["phase"] == "steady"]
+        slices = np.array_split(np.arange(len(ts)), 20)
+        dt = (ts["t_to"] - ts["t_from"]).to_numpy()
+        cnt = ts["ops_s"].to_numpy() * dt
+        span = {}
+        for op in ("put", "get"):
+            # per-slice means weighted by the interval's finishes (the op's share is even)
+            lat = ts[f"{op}_lat_mean_ms"].to_numpy()
+            m = [float(np.average(lat[g], weights=cnt[g])) for g in slices]
+            span[op] = f"{min(m):.1f}-{max(m):.1f}"
+        print(f"  write_quorum {wq}: PUT {span['put']}, GET {span['get']}, total "
+              f"{rep.ops.loc[0, 'lat_mean_ms']:.1f}")
 
 
 #: Configurations for the analytic model against the simulator: the examples, then planted

@@ -531,8 +531,8 @@ class Tally:
 
     def _timeseries(self, model: ClusterModel, res: Any, t0: float, t1: float) -> Any:
         """Per interval between snapshots (then the drain, to the last event): throughput
-        and mean latency of the requests finishing in it, and each resource class's busiest
-        station's utilisation."""
+        and mean latency of the requests finishing in it (also per operation), and each
+        resource class's busiest station's utilisation."""
         import pandas as pd
 
         edges, busy = res.snap_t, res.snap_busy
@@ -545,6 +545,13 @@ class Tally:
                                      np.where(edges[:-1] >= t1 - 1e-12, "drain", "steady")),
                    "ops_s": cnt / dt,
                    "lat_mean_ms": np.where(cnt > 0, ls / np.maximum(cnt, 1), np.nan) * 1e3}
+            # Each operation's own mean latency (successful requests): an operation can
+            # swing while the total holds.
+            for o, name in enumerate(OPS):
+                if self.cnt[:, o].any():
+                    c_o = self.cnt[:, o]
+                    out[f"{name.lower()}_lat_mean_ms"] = np.where(
+                        c_o > 0, self.lat[:, o] / np.maximum(c_o, 1), np.nan) * 1e3
             servers = np.asarray(res.servers, dtype=float)
             ub = np.diff(busy, axis=0) / (servers[None, :] * dt[:, None])
             for cls in model.classes():
