@@ -175,14 +175,172 @@ def baseline(prefix: int) -> None:
     print(f"  storlab / SimPy = {t_simpy / t_storlab:.0f}x")
 
 
+#: A product-form cluster (GET-only, exponential service, pools never exhausted): exact MVA
+#: is its answer (the theory test's configuration, tests/sim/test_steady_state.py).
+PRODUCT_FORM = ROOT / "examples" / "sim" / "productform.yaml"
+
+#: small.yaml with a storage node down for the whole run and three operations.
+AFTER_FAILURE = {"failed_nodes": 1, "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
+                 "clients": 128}
+
+
+def window_check(quick: bool) -> None:
+    """3. The steady-state window against theory: with think time, X (R + Z) / N (Z: the
+    mean of the think times drawn) and X against exact MVA at 64 and 512 clients, over
+    seeds; the baseline is the previous window (closed at the last arrival), patched in
+    for the same runs. Then each operation's throughput and mean latency after a failure
+    at two run lengths, with their 95 % intervals."""
+    from storlab.sim import stream
+    from storlab.sim.analytic import analyse
+    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
+        run_model
+    from storlab.sim.model import draw_requests
+    from storlab.sim.summary import window_marks
+
+    n, seeds = (40_000, 3) if quick else (100_000, 5)
+    print(f"\nsteady-state window with think time, product-form cluster, {n:,} requests, "
+          f"{seeds} seeds (exact MVA as reference):")
+    print(f"{'clients':>8} {'Z ms':>6} {'window':>12} {'X(R+Z)/N mean':>14} {'min':>7} "
+          f"{'max':>7} {'X/X_mva mean':>13} {'min':>7} {'max':>7}")
+    for clients, z_ms in ((64, 20.0), (512, 100.0)):
+        for label, marks in (("last arrival", lambda k, c=None: window_marks(k)),
+                             ("n - N", window_marks)):
+            stream.window_marks = marks
+            lit, rat = [], []
+            for seed in range(1, seeds + 1):
+                m = build_model(parse_cluster(apply_overrides(load_raw(PRODUCT_FORM), {
+                    "clients": clients, "think_ms": z_ms, "requests": n, "seed": seed})))
+                x_mva = analyse(m).throughput
+                rep = run_model(m)
+                x, r = rep.ops.loc[0, "ops_s"], rep.ops.loc[0, "lat_mean_ms"] / 1e3
+                z = float(draw_requests(m, n).think.mean())
+                lit.append(x * (r + z) / clients)
+                rat.append(x / x_mva)
+            print(f"{clients:>8} {z_ms:>6g} {label:>12} {np.mean(lit):>14.4f} {min(lit):>7.4f} "
+                  f"{max(lit):>7.4f} {np.mean(rat):>13.4f} {min(rat):>7.4f} {max(rat):>7.4f}")
+    stream.window_marks = window_marks
+    lengths = (20_000, 100_000) if quick else (60_000, 300_000)
+    print(f"\nper operation after a failure (examples/sim/small.yaml, {AFTER_FAILURE}):")
+    reps = [run_model(build_model(parse_cluster(apply_overrides(
+        load_raw(ROOT / "examples" / "sim" / "small.yaml"), {**AFTER_FAILURE, "requests": k}))))
+        for k in lengths]
+    for rep, k in zip(reps, lengths):
+        print(f"  {k:,} requests: window opens after {rep.window['warmup_rule']}")
+    a, b = (r.ops.set_index("op") for r in reps)
+    print(f"{'op':>8} {'ops/s ' + format(lengths[0], ','):>20} {format(lengths[1], ','):>16} "
+          f"{'lat ms ' + format(lengths[0], ','):>20} {format(lengths[1], ','):>16} "
+          f"{'within':>7}")
+    for op in ("PUT", "GET", "DELETE"):
+        ok = all(abs(a.loc[op, c] - b.loc[op, c]) <= a.loc[op, ci]
+                 for c, ci in (("ops_s", "ops_s_ci95"), ("lat_mean_ms", "lat_mean_ci95_ms")))
+        print(f"{op:>8} {a.loc[op, 'ops_s']:>13.1f}±{a.loc[op, 'ops_s_ci95']:<6.1f}"
+              f"{b.loc[op, 'ops_s']:>9.1f}±{b.loc[op, 'ops_s_ci95']:<6.1f}"
+              f"{a.loc[op, 'lat_mean_ms']:>13.2f}±{a.loc[op, 'lat_mean_ci95_ms']:<6.2f}"
+              f"{b.loc[op, 'lat_mean_ms']:>9.2f}±{b.loc[op, 'lat_mean_ci95_ms']:<6.2f}"
+              f"{'yes' if ok else 'NO':>7}")
+    print("  within: the two means differ by less than the shorter run's 95 % interval "
+          "(throughput and latency)")
+    # Why: each operation's mean latency over 20 slices of the longer run's window, as
+    # shipped (write quorum 2 of 3: a third branch runs on after the reply) and with
+    # write_quorum 3 (nothing left running).
+    print(f"\nPUT and GET mean latency (ms) over 20 slices of the {lengths[1]:,}-request "
+          "window, min-max:")
+    for wq in (2, 3):
+        rep = reps[1] if wq == 2 else run_model(build_model(parse_cluster(apply_overrides(
+            load_raw(ROOT / "examples" / "sim" / "small.yaml"),
+            {**AFTER_FAILURE, "requests": lengths[1], "write_quorum": wq}))))
+        ts = rep.timeseries[rep.timeseries["phase"] == "steady"]
+        slices = np.array_split(np.arange(len(ts)), 20)
+        dt = (ts["t_to"] - ts["t_from"]).to_numpy()
+        cnt = ts["ops_s"].to_numpy() * dt
+        span = {}
+        for op in ("put", "get"):
+            # per-slice means weighted by the interval's finishes (the op's share is even)
+            lat = ts[f"{op}_lat_mean_ms"].to_numpy()
+            m = [float(np.average(lat[g], weights=cnt[g])) for g in slices]
+            span[op] = f"{min(m):.1f}-{max(m):.1f}"
+        print(f"  write_quorum {wq}: PUT {span['put']}, GET {span['get']}, total "
+              f"{rep.ops.loc[0, 'lat_mean_ms']:.1f}")
+
+
+#: Configurations for the analytic model against the simulator: the examples, then planted
+#: ones (closed and open loop, HDD and SSD, disk-, worker-, CPU- and network-bound).
+ANALYTIC_CASES = [
+    ("small.yaml as shipped", "small.yaml", {}),
+    ("cluster700.yaml as shipped", "cluster700.yaml", {}),
+    ("HDD, 64 KiB, 3 ops, 128 clients", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "clients": 128}),
+    ("HDD, 64 KiB, 3 ops, 28 workers", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "clients": 128,
+      "object_workers": 28}),
+    ("SSD, 64 KiB, 3 ops, 256 clients", "small.yaml",
+     {"disk": "ssd_s3700", "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
+      "clients": 256}),
+    ("SSD, 1 MiB, 1 GbE (network)", "small.yaml",
+     {"disk": "ssd_s3700", "nic": 1, "object_size": "1MiB", "mix": "GET:0.7,PUT:0.3",
+      "clients": 64}),
+    ("HDD, think 50 ms, 3 ops", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "clients": 256,
+      "think_ms": 50}),
+    ("open loop, HDD, 1,500/s, 3 ops", "small.yaml",
+     {"object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1", "rate": 1500}),
+    ("open loop, SSD, 3,000/s, 3 ops", "small.yaml",
+     {"disk": "ssd_s3700", "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
+      "rate": 3000}),
+]
+
+
+def analytic_check(quick: bool) -> None:
+    """4. The analytic (MVA) model against the simulator per operation: throughput and mean
+    latency, relative error of the analytic figure; the simulator's 95 % interval beside."""
+    from storlab.sim.analytic import analyse
+    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
+        run_model
+
+    n_small, n_big = (40_000, 100_000) if quick else (100_000, 300_000)
+    print(f"\nanalytic model against the simulator ({n_small:,} requests; cluster700 "
+          f"{n_big:,}); error = analytic / simulated - 1:")
+    print(f"{'configuration':<34} {'bound by':<15} {'op':<7} {'sim ops/s':>16} {'err':>7} "
+          f"{'sim lat ms':>15} {'err':>7}")
+    worst = {"ops_s": 0.0, "lat_mean_ms": 0.0}
+    for label, f, ov in ANALYTIC_CASES:
+        m = build_model(parse_cluster(apply_overrides(load_raw(ROOT / "examples" / "sim" / f),
+                                                      ov)))
+        a = analyse(m)
+        rep = run_model(m, requests=n_big if f == "cluster700.yaml" else n_small)
+        A, S = a.ops.set_index("op"), rep.ops.set_index("op")
+        for op in S.index:
+            ex, el = (A.loc[op, k] / S.loc[op, k] - 1 for k in ("ops_s", "lat_mean_ms"))
+            if op != "ALL":
+                worst["ops_s"] = max(worst["ops_s"], abs(ex))
+                worst["lat_mean_ms"] = max(worst["lat_mean_ms"], abs(el))
+            print(f"{label if op == 'ALL' else '':<34} "
+                  f"{rep.bottleneck['resource'] if op == 'ALL' else '':<15} {op:<7} "
+                  f"{S.loc[op, 'ops_s']:>9.0f}±{S.loc[op, 'ops_s_ci95']:<6.0f} {ex:>+7.1%} "
+                  f"{S.loc[op, 'lat_mean_ms']:>8.2f}±{S.loc[op, 'lat_mean_ci95_ms']:<6.2f} "
+                  f"{el:>+7.1%}")
+    print(f"worst per-operation error: throughput {worst['ops_s']:.1%}, mean latency "
+          f"{worst['lat_mean_ms']:.1%} (target: 10 %)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="100,000 requests, 5,000 for SimPy")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--overrides", default="{}", help=argparse.SUPPRESS)
+    ap.add_argument("--fidelity", action="store_true",
+                    help="only the steady-state window and analytic-model checks")
+    ap.add_argument("--analytic", action="store_true", help="only the analytic-model check")
     a = ap.parse_args()
     if a.child:
         child(a.child, json.loads(a.overrides))
+        return
+    if a.fidelity:
+        window_check(a.quick)
+        analytic_check(a.quick)
+        return
+    if a.analytic:
+        analytic_check(a.quick)
         return
     sizes = [20_000, 100_000] if a.quick else [100_000, 1_000_000]
     print(f"examples/sim/cluster700.yaml, machine load average {resource_load()}")

@@ -428,3 +428,62 @@ def test_adding_model_error_never_narrows(eps: list[float], bias: float, pct: fl
     without = m.predict_size("4k", pct, confidence=conf, model_error=False)
     for q in ("read_iops", "write_iops", "total_iops"):
         assert _half(with_me, q) >= _half(without, q) * (1 - 1e-9)
+
+
+# ------------------------------------------- model error pooled over sizes: coverage
+
+def _curved_cells(rng: np.random.Generator, r: float, w: float, bias: float,
+                  pcts: tuple[float, ...], n: int, cv: float) -> list[Cell]:
+    """Cells of a device off the f_rw law by `bias` * 4 q (1 - q) (q: the read share), each
+    with `n` replicates of known relative noise `cv`."""
+    out = []
+    for p in pcts:
+        t = _curved_truth(r, w, p, bias) * (1 + cv * rng.standard_normal(n))
+        out.append(Cell.from_samples(p, t * p / 100, t * (100 - p) / 100))
+    return out
+
+
+def _curved_truth(r: float, w: float, p: float, bias: float) -> float:
+    q = p / 100
+    return 100 / (p / r + (100 - p) / w) * (1 + bias * 4 * q * (1 - q))
+
+
+def test_pooled_model_error_covers_at_the_stated_rate() -> None:
+    """Planted data with known noise (5 % per run, 4 runs per mix) and a model error of
+    known spread (each size off the law by a bias drawn with SD 5 % at 50 % read): fitted
+    from 0/100 %, its error learned from 30/70 % of all three sizes, the 95 % interval at
+    50 % (measured nowhere) covers the truth at about its rate (91.7 % of 180). Each
+    size's own two mixes (2 df, t quantile 4.3) cover 99.4 %; noise-only intervals
+    58.9 %."""
+    sizes = {"4k": (1000.0, 400.0), "64k": (300.0, 150.0), "1m": (40.0, 30.0)}
+    hits = {"pooled": 0, "own": 0, "noise": 0}
+    total = 0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        bias = {s: rng.normal(0, 0.05) for s in sizes}
+        m = RWModel.from_cells({s: _curved_cells(rng, r, w, bias[s], (0, 30, 70, 100), 4, 0.05)
+                                for s, (r, w) in sizes.items()}, method="anchors")
+        assert m.model_error()[1] == 6
+        for s, (r, w) in sizes.items():
+            truth = _curved_truth(r, w, 50, bias[s])
+            total += 1
+            for k, kw in (("pooled", {}), ("own", {"pool": False}),
+                          ("noise", {"model_error": False})):
+                pr = m.predict_size(s, 50, **kw)
+                hits[k] += pr.value("total_iops_lo") <= truth <= pr.value("total_iops_hi")
+    rate = {k: v / total for k, v in hits.items()}
+    assert 0.90 <= rate["pooled"] <= 0.985, rate
+    assert rate["own"] > 0.99 and rate["noise"] < 0.75, rate
+
+
+def test_pooled_model_error_reaches_a_size_without_mixes() -> None:
+    """A size measured only at its anchors takes the model error the other sizes show."""
+    rng = np.random.default_rng(5)
+    m = RWModel.from_cells({"4k": _curved_cells(rng, 1000, 400, 0.08, (0, 30, 70, 100), 4, 0.01),
+                            "64k": _curved_cells(rng, 300, 150, 0.0, (0, 100), 4, 0.01)},
+                           method="anchors")
+    sd, df = m.model_error()
+    assert df == 2 and 0.04 < sd < 0.09
+    assert math.isnan(m.fit_for("64k").model_sd)
+    assert m.predict_size("64k", 50).interval == "noise + model error"
+    assert m.predict_size("64k", 50, pool=False).interval.startswith("noise only")

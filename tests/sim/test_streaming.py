@@ -90,7 +90,7 @@ def test_report_does_not_depend_on_the_chunking(monkeypatch):
     m2 = model(requests=n, clients=256, object_size="64KiB")
     req = draw_requests(m2, n)
     res = engine.simulate(m2.stations, build_routes(m2, req), clients=256, think=req.think,
-                          warmup=int(m2.spec.workload.warmup * n), marks=window_marks(n))
+                          warmup=int(m2.spec.workload.warmup * n), marks=window_marks(n, 256))
     c = summarise(m2, req, res)
     for other in (b, c):
         for col in ("op", "count", "ops_s", "mb_s", "lat_p50_ms", "lat_p95_ms", "lat_p99_ms",

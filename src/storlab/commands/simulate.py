@@ -176,7 +176,7 @@ def _print_report(rep: Any, src: str, analytic: bool) -> None:
         how = (f"simulated {rep.requests:,} requests; measured the {w['requests']:,} that "
                f"finished in the steady window {w['from_s']:.2f}-{w['to_s']:.2f} s (left out: "
                f"warm-up, the first {w['warmup_requests']:,} requests; drain, "
-               f"{w['drain_s']:.2f} s after the last arrival); ± = 95 % batch-means interval "
+               f"{w['drain_s']:.2f} s after the window); ± = 95 % batch-means interval "
                f"({w['batches']} batches)")
     console.print(frame_table(_ops_display(rep.ops),
                               title=f"{rep.name}: {src} — {rep.loop} loop, {how}"))

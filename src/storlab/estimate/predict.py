@@ -65,8 +65,25 @@ def predict_flat(fits: Sequence[SizeFit], props: Sequence[float], read_pct: floa
     return fun
 
 
+def pooled_model_error(fits: Sequence[SizeFit]) -> tuple[float, int]:
+    """The model's relative error beyond noise and its degrees of freedom, pooled over every
+    size's cross-validated mixes (each (size, mix) left out in turn: `SizeFit.cv_errors`).
+    One size has two or three such mixes, too few to tell a model error from noise: with
+    a size's own the method-of-moments estimate came out 0 for every size on zram (its
+    mean excess over noise was negative), and a held-out mix's interval was noise-only.
+    NaN (and 0 df) when no size has a mix beyond its fit."""
+    cv = [sf.cv_errors() for sf in fits]
+    cv = [c for c in cv if not c.empty]
+    if not cv:
+        return math.nan, 0
+    allcv = pd.concat(cv, ignore_index=True)
+    excess = allcv["rel_err"].to_numpy() ** 2 - allcv["noise_var"].to_numpy()
+    return float(math.sqrt(max(0.0, float(excess.mean())))), int(len(allcv))
+
+
 def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct: float,
-                  mix: str, confidence: float, model_error: bool
+                  mix: str, confidence: float, model_error: bool,
+                  pooled: tuple[float, int] | None = None
                   ) -> tuple[pd.DataFrame, str]:
     """The prediction's table (one row per size and a `total` row: estimates and `_lo`/`_hi`
     bounds) and what its intervals include. The model's error enters when every size of
@@ -78,6 +95,10 @@ def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct:
     est, var, wsum, unknown = delta_var(fun, cells)
     max_df: np.ndarray | None = None
     sds = np.array([sf.model_sd for sf in fits]) if model_error else np.array([math.nan])
+    mdf = max(1, min((sf.model_df for sf in fits), default=1))
+    if model_error and pooled is not None and math.isfinite(pooled[0]):
+        # The model's error pooled over every size (see `pooled_model_error`).
+        sds, mdf = np.full(len(fits), pooled[0]), max(1, int(pooled[1]))
     interval = NOISE_ONLY
     if np.all(np.isfinite(sds)):
         # d output / d ln k_i; sizes' model errors taken as fully correlated (the sum of
@@ -86,7 +107,6 @@ def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct:
         elas = jacobian(lambda s: fun(theta, np.exp(s)), np.zeros(len(fits)))
         msd = np.abs(elas) @ sds
         mvar = msd**2
-        mdf = max(1, min(sf.model_df for sf in fits))
         max_df = combined_df(var, wsum, mdf)
         var = var + mvar
         wsum = wsum + mvar**2 / mdf

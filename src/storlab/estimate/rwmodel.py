@@ -19,7 +19,7 @@ from ..result import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
 from .fit import SizeFit, shape_warnings, solve
 from .mixrule import DEFAULT_MIX, check_mix
-from .predict import Prediction, predict_frame
+from .predict import Prediction, pooled_model_error, predict_frame
 from .uncertainty import delta_interval
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class RWModel(Result):
 
     def predict(self, read_pct: float, proportions: Mapping[Any, float] | str | None = None,
                 mix: str = DEFAULT_MIX, confidence: float = 0.95,
-                model_error: bool = True) -> Prediction:
+                model_error: bool = True, pool: bool = True) -> Prediction:
         """Read, write, total IOPS and bandwidth at `read_pct` for a size mix given as
         {size: P} or "4k:0.8,64k:0.2" (I/O-count proportions summing to 1). It may be
         omitted only when the model has a single size. The intervals include the model's
@@ -104,19 +104,27 @@ class RWModel(Result):
         else:
             props = parse_size_mix(proportions)
         fits = [self.fit_for(s) for s in props]
-        frame, interval = predict_frame(fits, props, p, mix, confidence, model_error)
+        frame, interval = predict_frame(fits, props, p, mix, confidence, model_error,
+                                        self.model_error() if pool else None)
         return Prediction(p, props, mix, confidence, frame, self, interval)
 
     def predict_size(self, size: Any, read_pct: float, confidence: float = 0.95,
-                     model_error: bool = True) -> Prediction:
+                     model_error: bool = True, pool: bool = True) -> Prediction:
         """Shortcut for one size alone."""
         return self.predict(read_pct, {size_bytes(size): 1.0}, confidence=confidence,
-                            model_error=model_error)
+                            model_error=model_error, pool=pool)
+
+    def model_error(self) -> tuple[float, int]:
+        """The model's relative error beyond noise and its degrees of freedom, from every
+        size's and mix's leave-one-out errors pooled (`pool=False` in `predict` uses each
+        size's own instead)."""
+        return pooled_model_error(list(self.fits.values()))
 
     # -- result tables --------------------------------------------------------------
     def to_frame(self, confidence: float = 0.95) -> pd.DataFrame:
         """One row per size: anchors, f_rw and C with intervals, fit method, C spread."""
         rows = []
+        pooled_sd, pooled_df = self.model_error()
         for sf in self.fits.values():
             pcts = np.array([c.read_pct for c in sf.cells])
 
@@ -134,6 +142,8 @@ class RWModel(Result):
                 "C": cap, "C_lo": lo[0], "C_hi": hi[0],
                 "C_spread": sf.c_spread, "C_cv": sf.c_cv,
                 "model_sd": sf.model_sd, "model_df": sf.model_df,
+                # what predictions use: every size's leave-one-out errors pooled
+                "model_sd_pooled": pooled_sd, "model_df_pooled": pooled_df,
                 "invariant": bool(len(sf.cells) < 3 or sf.c_spread <= self.spread_threshold),
             })
         return pd.DataFrame(rows)

@@ -51,11 +51,13 @@ def run_model(model: ClusterModel, *, backend: str = "rust", requests: int | Non
     settling = plan is not None and plan.provisional
     warm = min(int(wl.warmup * n), n - 1)
     notes: list[str] = []
-    kwargs: dict[str, Any] = {"warmup": warm, "marks": window_marks(n)}
+    closed = wl.rate is None
+    clients = min(int(wl.clients or 1), n) if closed else None
+    kwargs: dict[str, Any] = {"warmup": warm, "marks": window_marks(n, clients)}
     if wl.rate is not None:
         kwargs["arrivals"] = req.arrivals
     else:
-        kwargs["clients"] = min(int(wl.clients or 1), n)
+        kwargs["clients"] = clients
         kwargs["think"] = req.think
     walls = [0.0]
 

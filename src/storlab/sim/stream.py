@@ -140,10 +140,10 @@ def _stream_pass(model: ClusterModel, n: int, starts: np.ndarray | None) -> _Pas
     pass's starts."""
     wl = model.spec.workload
     warm = min(int(wl.warmup * n), n - 1)
-    marks = window_marks(n)
     closed = wl.rate is None
-    core = engine.Stream(model.stations, n, clients=min(int(wl.clients or 1), n) if closed
-                         else None, warmup=warm, marks=marks)
+    clients = min(int(wl.clients or 1), n) if closed else None
+    marks = window_marks(n, clients)
+    core = engine.Stream(model.stations, n, clients=clients, warmup=warm, marks=marks)
     # Failures route each block alone: the report's availability and failure windows are
     # summed as blocks go.
     failing = any_failures(model.spec)
