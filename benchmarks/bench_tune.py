@@ -170,9 +170,9 @@ def main() -> None:
                 parts = []
                 for s, st in c["strategies"].items():
                     parts.append(f"{s} rec5 {st['recommended_within_5']:.2f} gap "
-                                 f"{100 * st['median_recommended_gap']:.1f}%"
-                                 + (f" reach5 {st['reached_5']:.2f} runs5 "
-                                    f"{_fmt_runs(st['median_runs_to_5'], b)}"
+                                 f"{100 * st['median_recommended_gap']:.1f}% "
+                                 f"reach5 {st['reached_5']:.2f}"
+                                 + (f" runs5 {_fmt_runs(st['median_runs_to_5'], b)}"
                                     if noise == 0 else ""))
                 print(f"{name:10s} noise {noise:.2f} budget {b:2d} ({c['tunings']} tunings, "
                       f"{time.perf_counter() - t0:.0f} s for the noise level): "

@@ -17,14 +17,16 @@ every comparison is against one pooled noise estimate:
   is the mean of the runs *after* the first as soon as there is one; the first run still
   counts in the noise estimate and in deciding whether a once-measured configuration is
   worth a run (optimism is the right bias there).
-- **The race.** The leader is the best mean among configurations measured twice or more.
-  A challenger stays in the race while its one-sided upper bound on (challenger - leader)
-  is above the indifference zone `DELTA` (1 %: a smaller difference is not worth runs):
-  the bound uses Student's t at `CONFIDENCE` with a Bonferroni split over the `top`
-  candidates compared. A challenger whose bound falls below 0 is clearly worse and
-  dropped; one between 0 and `DELTA` is equivalent for practical purposes. Each round
-  gives the leader one run and each live challenger one (best bound first, at most
-  `top` - 1 of them). The race is decided when no challenger is live.
+- **The race.** The leader is the best shrunk mean (below) among configurations measured
+  twice or more. A challenger stays in the race while its one-sided upper bound on
+  (challenger - leader) is above the indifference zone `DELTA` (1 %: a smaller difference
+  is not worth runs): the bound uses Student's t at `CONFIDENCE` with a Bonferroni split
+  over the `top` candidates compared. A challenger whose bound falls below 0 is clearly
+  worse and dropped; one between 0 and `DELTA` is equivalent for practical purposes, once
+  both have two runs after their first. Nothing is decided before the noise estimate has
+  `MIN_DOF` degrees of freedom. Each round gives the leader one run and the `top` - 1 live
+  challengers most likely (posterior) to beat it one each. The race is decided when no
+  challenger is live and the leader has two runs after its first.
 - **The answer.** The raced candidates still live when the runs run out (the race could
   not show that they are not more than `DELTA` better than the leader) are *tied* with
   it; the recommendation is the tied candidate with the highest mean after shrinking each
@@ -38,7 +40,6 @@ every comparison is against one pooled noise estimate:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,6 @@ CONFIDENCE = 0.95
 DELTA = 0.01
 #: The race decides nothing before its noise estimate has this many degrees of freedom.
 MIN_DOF = 4
-#: Default share of the budget kept for confirmation (racing).
-CONFIRM_SHARE = 0.5
 
 
 @dataclass
@@ -156,19 +155,9 @@ class Race:
         measured once is judged on its (optimistic) single draw."""
         return (c.mean - lead.mean) + self.q_one() * self.diff_se(c, lead)
 
-    def separated(self, c: Arm, lead: Arm) -> bool:
-        """Whether the leader is better than c at the race's confidence."""
-        return (lead.mean - c.mean) - self.q_one() * self.diff_se(c, lead) > 0
-
     def zone(self, lead: Arm) -> float:
         """The indifference zone on the race's scale."""
         return math.log1p(self.delta) if self.log else self.delta * abs(lead.mean)
-
-    def lower(self, a: Arm) -> float:
-        """One-sided lower confidence bound on a's own mean (the tie-break)."""
-        if self.sigma is None:
-            return a.mean
-        return a.mean - self.q_one() * self.sigma / math.sqrt(a.n)
 
     # ------------------------------------------------------------------ output
     @property
@@ -220,7 +209,7 @@ class Race:
 def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: float = DELTA
          ) -> Race:
     """The race over every measured configuration of the tally (first objective)."""
-    ob: Objective = tally.objectives[0]  # noqa: F821 (typing only)
+    ob: Objective = tally.objectives[0]
     measured = tally.measured()
     raw = {id(e): [ob.score(v[0]) for v in e.values] for e in measured}  # the values
     positive = bool(measured) and all(x > 0 for e in measured for x in raw[id(e)])
@@ -272,8 +261,7 @@ def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: floa
     return r
 
 
-def race_summary(r: Race, describe_config: Mapping[str, Any] | None = None
-                 ) -> dict[str, Any]:
+def race_summary(r: Race) -> dict[str, Any]:
     """The race as JSON: noise, confidence, interval, tie and the rule that chose."""
     iv = r.interval()
     noise = None
@@ -293,11 +281,6 @@ def race_summary(r: Race, describe_config: Mapping[str, Any] | None = None
     }
 
 
-def chosen_entry(tally: Tally, top: int = 5) -> Entry | None:
-    r = race(tally, top)
-    return None if r.chosen is None else r.chosen.entry
-
-
-__all__ = ["CONFIDENCE", "CONFIRM_SHARE", "DELTA", "Arm", "Race", "race", "race_summary",
-           "chosen_entry"]
+__all__ = ["CONFIDENCE", "DELTA", "MIN_DOF", "Arm", "Race", "race",
+           "race_summary"]
 

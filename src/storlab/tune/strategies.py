@@ -284,19 +284,20 @@ class Strategy:
         return out
 
     def race_round(self, tally: Tally, remaining: int) -> list[Proposal]:
-        """One round of the race (tune/racing.py), after the baseline got its
-        `confirm_runs` (the comparison the answer reports): [] once the race is decided."""
+        """The baseline's runs up to its `confirm_runs` (the comparison the answer
+        reports), then one round of the race (tune/racing.py): [] once both are done."""
         from .racing import race
 
         out: list[Proposal] = []
         base = tally.baseline(self.s.baseline)
         if base is not None:
-            need = min(self.wanted(base), remaining)
+            # one retry for a baseline whose every run failed, then no more
+            need = 0 if not base.n and base.failed > 1 else self.wanted(base)
+            need = min(need, remaining)
             if need:
                 out.append(Proposal(dict(base.config), need, "confirm"))
                 remaining -= need
-        r = race(tally, self.s.confirm_top)
-        for e in r.round(remaining):
+        for e in race(tally, self.s.confirm_top).round(remaining):
             if base is not None and e is base and out:
                 continue  # already re-run in this round
             out.append(Proposal(dict(e.config), 1, "confirm"))
