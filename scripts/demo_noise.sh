@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # How steady the demo's device is, and whether longer runs would help: 5 repeats of two
-# configurations at two run lengths, interleaved (3 s then 8 s, five times), on a loop
+# configurations at two run lengths, interleaved (SHORT s then LONG s, five times; 3 and 8
+# unless SHORT= and LONG= say otherwise), on a loop
 # device with direct I/O over a 1 GiB file (as scripts/demo.sh builds it), fio random
 # reads with direct=1 and 1 s of ramp-up. Prints each run's MB/s, the mean and the
 # coefficient of variation, and the load average before and after. As root, ~3 minutes:
 #   bash scripts/demo_noise.sh [DIR]        (the image goes to DIR, default /var/tmp)
 set -euo pipefail
 dir="${1:-/var/tmp}"
+short_s="${SHORT:-3}" long_s="${LONG:-8}"
 img="$(mktemp "$dir/storlab-noise.XXXXXX")"
 loop=""
 trap '[ -n "$loop" ] && losetup -d "$loop"; rm -f "$img"' EXIT
@@ -23,9 +25,9 @@ for cfg in "--ioengine=libaio --iodepth=16 --numjobs=1 --bs=64k" \
   short="" long=""
   for _ in 1 2 3 4 5; do
     # shellcheck disable=SC2086
-    short="$short $(one --runtime=3 $cfg)"; long="$long $(one --runtime=8 $cfg)"
+    short="$short $(one --runtime="$short_s" $cfg)"; long="$long $(one --runtime="$long_s" $cfg)"
   done
-  for pair in "3:$short" "8:$long"; do
+  for pair in "$short_s:$short" "$long_s:$long"; do
     python3 -c 'import sys, statistics as s
 v = [float(x) for x in sys.argv[2].split()]
 print(f"{sys.argv[1]}: MB/s", " ".join(f"{x:.0f}" for x in v),

@@ -57,6 +57,7 @@ def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab: Any
     study = optuna.load_study(study_name="exported", storage=url)
     trials = study.get_trials(deepcopy=False)
     hist = out["history"]
+    assert [t.datetime_start for t in trials] == sorted(t.datetime_start for t in trials)
     assert len(trials) == len(hist) == 16
     assert study.direction == optuna.study.StudyDirection.MAXIMIZE
     assert study.metric_names == ["y"]
@@ -65,6 +66,7 @@ def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab: Any
         assert t.user_attrs["phase"] == h["phase"]
         assert t.user_attrs["replicate"] >= 1
         assert t.params == h["config"]
+        assert t.datetime_start is not None and t.datetime_complete >= t.datetime_start
         if h["status"] == "ok":
             assert t.state == TrialState.COMPLETE and t.value == pytest.approx(h["value"])
             assert t.user_attrs["metrics"]["y"] == pytest.approx(h["value"])

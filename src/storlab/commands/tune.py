@@ -146,7 +146,8 @@ def tune_cmd(
     if optuna_storage is not None:  # interrupted too: the runs so far are worth a look
         from ..tune.optuna_export import export_study
 
-        n = export_study(res, camp.space, optuna_storage, camp.name)
+        n = export_study(res, camp.space, optuna_storage, camp.name,
+                         {r["key"]: (r["started"], r["ended"]) for r in camp.stored_runs()})
         data["optuna"] = {"storage": optuna_storage, "study": camp.name, "trials": n}
     if summary.interrupted:
         if not json_out:

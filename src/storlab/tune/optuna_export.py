@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StorlabError
@@ -49,9 +51,11 @@ def _param(domain: Domain, f: Factor, value: Any) -> Any:
     return plain((f.levels or [])[domain.to_param(f.name, value)])
 
 
-def export_study(result: TuneResult, space: Space, storage: str, study_name: str) -> int:
+def export_study(result: TuneResult, space: Space, storage: str, study_name: str,
+                 times: Mapping[str, tuple[float | None, float | None]] | None = None) -> int:
     """Write `result`'s history to `storage` as the study `study_name` (replacing a study
-    of that name). Returns the number of trials written."""
+    of that name); `times` (run key -> start, end in epoch seconds) dates the trials, so
+    a dashboard's timeline shows when each run was made. Returns the trials written."""
     import optuna
     from optuna.trial import TrialState, create_trial
 
@@ -84,10 +88,14 @@ def export_study(result: TuneResult, space: Space, storage: str, study_name: str
                  "replicate": o.repetition, "status": o.status,
                  "metrics": {k: float(v) for k, v in o.metrics.items()
                              if isinstance(v, (int, float)) and math.isfinite(v)}}
-        trials.append(create_trial(
-            params=params, distributions={n: dists[n] for n in params},
-            values=None if vals is None else [float(v) for v in vals],
-            state=TrialState.FAIL if vals is None else TrialState.COMPLETE,
-            user_attrs=attrs))
+        t = create_trial(params=params, distributions={n: dists[n] for n in params},
+                         values=None if vals is None else [float(v) for v in vals],
+                         state=TrialState.FAIL if vals is None else TrialState.COMPLETE,
+                         user_attrs=attrs)
+        start, end = (times or {}).get(o.key, (None, None))
+        if start and end:
+            t.datetime_start = datetime.fromtimestamp(start)
+            t.datetime_complete = datetime.fromtimestamp(end)
+        trials.append(t)
     study.add_trials(trials)
     return len(trials)
