@@ -422,7 +422,8 @@ def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path, storla
         (d / "io" / "marker").touch()
         r = storlab("run", str(camp), "-q", "-e", addr, timeout=120)
         assert r.returncode == 0, r.stderr
-        assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
+        # the program and its sandbox (bwrap and the namespace's init carry the tag too)
+        assert "killing 3 process(es) left running for run(s) c1-r1" in r.stderr
         assert gone(child)
         again = [e for e in log(d) if e["key"] == "v0"]
         assert len(again) == 2 and again[1]["overlap"] == []
