@@ -156,6 +156,21 @@ def _plain(path: str) -> bool:
     return os.path.realpath(path) == os.path.abspath(path)
 
 
+#: Directories of the system itself: declared as a target directory (fio `directory: /`),
+#: they open only with `allow_destructive`.
+SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
+               "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var")
+
+
+def _system(path: str) -> bool:
+    """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
+    (programs and their state)."""
+    p = os.path.abspath(path)
+    return p in SYSTEM_DIRS or any(p == d or p.startswith(d + "/") for d in
+                                   ("/etc", "/usr", "/boot", "/var/lib", "/bin", "/sbin",
+                                    "/lib", "/lib64", "/root"))
+
+
 def _is_device(path: str) -> bool:
     """A block or character device node (following links)."""
     try:
@@ -172,8 +187,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
     Without `allow_destructive` a target opens only as named, without a link on the way:
     a directory, a regular file with one hard link, or a file not yet made (its directory
-    opens); a path through a link (or /proc/self/...), a file with several links and a
-    device stay shut (the static checks refuse existing files outside the scratch area with
+    opens); a path through a link (or /proc/self/...), a file with several links, a
+    system directory (`SYSTEM_DIRS`) and a device stay shut (the static checks refuse existing files outside the scratch area with
     a message first). With `allow_destructive` targets are resolved (links, /proc/self/...)
     and open as what they name: a device node is bound into the private /dev, writable.
     """
@@ -182,6 +197,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     w = Walls(writable=[os.path.abspath(cwd)], device_writes=allow)
     for t in [*targets, *decl.paths]:
         t = os.path.abspath(t)
+        if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
+            continue
         if allow:
             real = os.path.realpath(t)
             if _is_device(real):
@@ -197,6 +214,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
             w.devices.append((os.path.realpath(t), t))
             continue
         if not _plain(t):
+            continue
+        if os.path.isdir(t) and _system(t):
             continue
         if os.path.isdir(t) or (os.path.isfile(t) and os.stat(t).st_nlink == 1):
             w.writable.append(t)

@@ -236,10 +236,13 @@ class FioRunner:
         """The paths this job declares, for its sandbox (`_sandbox.walls_for` decides what
         opens): each target and written file fio may open, the directory of a wildcard
         (fio's own file names, log prefixes), each `directory` entry."""
-        out = [_join(workdir, d) for k, v in [*_parse_extra_args(self.extra_args),
-                                               *opts.items()]
+        given = [*_parse_extra_args(self.extra_args), *opts.items()]
+        out = [_join(workdir, d) for k, v in given
                if "directory" in _target_option(k) for d in _split_names(v)]
+        written = {v for k, v in given if k in WRITTEN_FILES}
         for c in self.fio_targets(opts, workdir):
+            if not self.allow_destructive and c.given in written and os.path.lexists(c.path):
+                continue  # fio would replace it whole: only a new one is the campaign's
             out.append(os.path.dirname(c.path) if c.pattern else c.path)
         return [p for p in out if not glob.has_magic(p)]
 
