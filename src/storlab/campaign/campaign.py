@@ -33,8 +33,8 @@ from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor
-from .runners import (ShellTemplateError, make_runner, require_sandbox, run_identity,
-                      shell_command, template_names)
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, require_sandbox,
+                      run_identity, shell_command, template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -412,6 +412,25 @@ class Campaign:
         return [f"{part}[{i}]: {s.run if isinstance(s.run, str) else ' '.join(s.run)}"
                 for part in ("setup", "teardown")
                 for i, s in enumerate(getattr(self.spec, part)) if s.system_writable]
+
+    def sandbox_summary(self) -> list[str]:
+        """How this campaign's programs run, for `storlab status` and the report: one line
+        for the sandbox (what it opens besides each run's directory), then one per step
+        declared `system_writable` (it runs outside). Empty for a runner that starts no
+        program and has no steps."""
+        if self.spec.runner.type not in PROGRAM_RUNNERS and not (self.spec.setup
+                                                                   or self.spec.teardown):
+            return []
+        if unsandboxed():
+            head = f"off ({UNSANDBOXED_ENV}=1): programs run with the whole system writable"
+        else:
+            sb = self.spec.sandbox
+            extra = ", ".join(sb.writable) or "nothing else"
+            dev = self.spec.runner.options.get("allow_destructive") or sb.allow_destructive
+            head = (f"bwrap: read-only system; writable: each run's directory, the runner's "
+                    f"targets, {extra}; declared devices "
+                    + ("writable (allow_destructive)" if dev else "not openable"))
+        return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:
         """What makes two runs of one configuration the same measurement."""

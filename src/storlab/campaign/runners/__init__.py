@@ -15,7 +15,8 @@ from typing import Any
 from ..._lazy import attach
 from ._proc import (TAG_ENV, ShellTemplateError, SubstitutionError, campaign_identity,
                     output_files, render_value, run_identity, run_program, run_tag, shell_command, substitute, tail, template_names)
-from ._sandbox import UNSANDBOXED_ENV, Declared, declared, require_sandbox, system_writable
+from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, require_sandbox, system_writable,
+                       unsandboxed)
 from .base import Runner, RunResult
 
 REGISTRY: dict[str, str] = {
@@ -41,6 +42,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
            "run_tag", "shell_command", "substitute", "tail", "template_names", "output_files",
            "campaign_identity", "run_identity",
            "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox", "system_writable",
+           "unsandboxed",
            *_lazy_names]
 
 
