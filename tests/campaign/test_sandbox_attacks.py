@@ -13,10 +13,9 @@ import hashlib
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,23 +36,6 @@ FIO = {"ioengine": "psync", "rw": "write", "bs": "4k", "size": "64k"}
 def digest(p: str | Path, n: int = 4 << 20) -> str:
     with open(p, "rb") as fh:
         return hashlib.sha256(fh.read(n)).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def loopdev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real block device: a loop device over a 4 MiB file of zeros."""
-    if shutil.which("losetup") is None:
-        pytest.skip("losetup not available")
-    img = tmp_path_factory.mktemp("loop") / "disk.img"
-    img.write_bytes(b"\0" * (4 << 20))
-    p = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip(f"losetup cannot attach a loop device here: {p.stderr.strip()}")
-    dev = p.stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
 @dataclass
