@@ -146,3 +146,25 @@ def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_what_a_declaration_opens(tmp_path: Path) -> None:
+    """Without allow_destructive: directories, single-link files and new files' directories,
+    named without links; never a system directory, a link, a hard-linked file or /proc."""
+    from storlab.campaign.runners._sandbox import walls_for
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "hard").write_text("x")
+    os.link(tmp_path / "hard", tmp_path / "hard2")
+    os.symlink(tmp_path / "file", tmp_path / "link")
+    targets = [str(tmp_path / n) for n in ("dir", "file", "hard", "link", "new/x")] + [
+        str(tmp_path / "newfile"), "/", "/etc", "/etc/storlab-new", "/usr/share",
+        "/proc/self/root/tmp"]
+    w = walls_for(str(run), targets)
+    assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
+                                         str(tmp_path / "file"), str(tmp_path)])
+    w = walls_for(str(run), [str(tmp_path / "link")], allow_destructive=True)
+    assert w.writable == [str(run), str(tmp_path / "file")]

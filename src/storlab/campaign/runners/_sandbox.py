@@ -188,9 +188,11 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     Without `allow_destructive` a target opens only as named, without a link on the way:
     a directory, a regular file with one hard link, or a file not yet made (its directory
     opens); a path through a link (or /proc/self/...), a file with several links, a
-    system directory (`SYSTEM_DIRS`) and a device stay shut (the static checks refuse existing files outside the scratch area with
-    a message first). With `allow_destructive` targets are resolved (links, /proc/self/...)
-    and open as what they name: a device node is bound into the private /dev, writable.
+    system directory (`_system`) and a device stay shut (the static checks refuse
+    existing files outside the scratch area with a message first). With
+    `allow_destructive` targets are resolved (links followed) and open as what they name:
+    a device node is bound into the private /dev, writable. `/proc/...` targets never
+    open (storlab's /proc/self is not the program's: declare the real path).
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
@@ -199,19 +201,18 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         t = os.path.abspath(t)
         if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
             continue
+        if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
+            real = os.path.realpath(t)
+            w.devices.append((real, real))
+            if t != real and t.startswith("/dev/"):  # /dev/disk/by-id/... inside too
+                w.devices.append((real, t))
+            continue
         if allow:
             real = os.path.realpath(t)
-            if _is_device(real):
-                w.devices.append((real, real))
-                if t != real and t.startswith("/dev/"):
-                    w.devices.append((real, t))
-            elif os.path.exists(real):
+            if os.path.exists(real):
                 w.writable.append(real)
             elif os.path.isdir(os.path.dirname(real)):
                 w.writable.append(os.path.dirname(real))
-            continue
-        if _is_device(t):  # visible inside, not openable (read-only and nodev)
-            w.devices.append((os.path.realpath(t), t))
             continue
         if not _plain(t):
             continue
@@ -220,7 +221,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         if os.path.isdir(t) or (os.path.isfile(t) and os.stat(t).st_nlink == 1):
             w.writable.append(t)
         elif not os.path.lexists(t) and os.path.isdir(os.path.dirname(t)) \
-                and _plain(os.path.dirname(t)):
+                and _plain(os.path.dirname(t)) and not _system(os.path.dirname(t)):
             w.writable.append(os.path.dirname(t))
     return w
 
