@@ -55,6 +55,13 @@ def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storl
         in r.stdout
     js = json.loads(storlab("status", camp, "--json").stdout)
     assert js["sandbox"][1] == "setup[0]: sysctl -w vm.swappiness=10"
+    from storlab.report.inputs import from_campaign
+    from storlab.report.sections import overview_section
+
+    inp = from_campaign(camp)
+    assert inp.sandbox == js["sandbox"]
+    html = overview_section(inp, []).html
+    assert "outside the sandbox" in html and "sysctl -w vm.swappiness=10" in html
 
 
 def test_no_namespaces_refuses_in_one_line_unless_opted_out(tmp_path: Path, storlab: Any
