@@ -42,7 +42,7 @@ lock: $(UV)
 sysdeps:
 	@bash scripts/sysdeps.sh
 
-# The demo needs fio and losetup only (scripts/sysdeps.d/fio.txt), not the clusters' packages.
+# The demo needs fio, losetup and bubblewrap only (scripts/sysdeps.d/fio.txt), not the clusters' packages.
 demo: venv
 	@bash scripts/sysdeps.sh fio
 	bash scripts/demo.sh $(DEMO_DIR)

@@ -18,12 +18,12 @@ import yaml
 
 pytestmark = pytest.mark.xdist_group("lock")
 
-# A "benchmark" that, for fill=1, writes into the campaign directory until the disk is full
-# (unless the file `enough` is there).
+# A "benchmark" that, for fill=1, writes into the campaign's directory `fill` (declared
+# writable for its sandbox) until the disk is full (unless the file `enough` is there).
 FILLER = r"""
 import json, os, sys
 if sys.argv[2] == "1" and not os.path.exists(os.path.join(sys.argv[1], "enough")):
-    with open(os.path.join(sys.argv[1], "filler.bin"), "ab") as fh:
+    with open(os.path.join(sys.argv[1], "fill", "filler.bin"), "ab") as fh:
         try:
             while True:
                 fh.write(b"x" * 65536)
@@ -49,7 +49,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
 
 
 def campaign(d: Path) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
+    (d / "fill").mkdir(parents=True, exist_ok=True)
     spec: dict[str, Any] = {
         "name": "full", "seed": 1, "timeout": 60, "randomize": False,
         "space": {"factors": [{"name": "fill", "kind": "categorical", "values": ["0", "1"]},
@@ -59,6 +59,7 @@ def campaign(d: Path) -> Path:
                    "options": {"command": [sys.executable, "-c", FILLER, str(d), "{fill}"],
                                "json_metrics": {"y": "y"}}},
         "repetitions": 1,
+        "sandbox": {"writable": ["fill"]},
     }
     p = d / "campaign.yaml"
     p.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -83,7 +84,7 @@ def test_full_disk_is_one_line_and_the_campaign_resumes(small_fs: Path, storlab:
     assert [s for _, s, _ in before] == ["ok"] * (len(before) - 1) + ["running"], before
     filled = before[-1][0]
     assert '"fill": "1"' in before[-1][2] and len(before) < 4
-    (d / "filler.bin").unlink()  # space again
+    (d / "fill" / "filler.bin").unlink()  # space again
     (d / "enough").touch()  # and the resumed run does not fill the disk anew
     r = storlab("run", camp, "-q", timeout=120)
     assert r.returncode == 0, r.stderr

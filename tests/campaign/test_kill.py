@@ -24,26 +24,24 @@ from storlab.campaign.store import Store
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 pytestmark = pytest.mark.xdist_group("lock")
 
-# A "benchmark": notes its pid (and a detached grandchild's) and which processes of earlier
-# attempts are still alive as it starts, then sleeps 30 s unless the marker file exists.
+# A "benchmark": notes its pid (and a detached grandchild's), whether an earlier attempt of
+# its run still holds the run's lock file (the grandchild inherits it), then sleeps 30 s
+# unless the marker file exists. It runs in the run's sandbox: its pids are the sandbox's
+# own (`log` finds them on the host) and it writes only to the declared directory `io`.
 CHILD = r"""
-import json, os, subprocess, sys, time
+import fcntl, json, os, subprocess, sys, time
 log, key, marker, detach = sys.argv[1:5]
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except OSError:
-        return False
-
-earlier = [int(w) for ln in open(log).read().splitlines() if os.path.exists(log)
-           for w in ln.split()[1:] if w.isdigit()] if os.path.exists(log) else []
+held = open(os.path.join(os.path.dirname(log), "lock." + key), "a")
+try:
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    busy = ""
+except BlockingIOError:  # an earlier attempt (or what it started) still runs
+    busy = "1"
 line = f"{key} {os.getpid()}"
 if detach == "1" and not os.path.exists(marker):
-    g = subprocess.Popen(["sleep", "60"], start_new_session=True)  # leaves the group
+    g = subprocess.Popen(["sleep", "60"], start_new_session=True, pass_fds=[held.fileno()])
     line += f" {g.pid}"
-line += " overlap=" + ",".join(str(p) for p in earlier if alive(p)) + f" t={time.time()}"
+line += f" overlap={busy} t={time.time()}"
 with open(log, "a") as fh:
     fh.write(line + "\n")
 if not os.path.exists(marker):
@@ -55,33 +53,79 @@ ESCAPED = CHILD.replace("{", "{{").replace("}", "}}")  # no `{name}` fields for 
 
 
 def child_campaign(d: Path, detach: bool = False, runs: int = 2) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
+    io = d / "io"
+    io.mkdir(parents=True, exist_ok=True)
     spec: dict[str, Any] = {
         "name": "kill", "seed": 1, "timeout": 120, "randomize": False,
         "space": {"factors": [{"name": "n", "kind": "categorical",
                                "values": [f"v{i}" for i in range(runs)]}]},
         "design": {"kind": "full"},
         "runner": {"type": "command",
-                   "options": {"command": [sys.executable, "-c", ESCAPED, str(d / "log.txt"),
-                                           "{n}", str(d / "marker"), str(int(detach))],
+                   "options": {"command": [sys.executable, "-c", ESCAPED, str(io / "log.txt"),
+                                           "{n}", str(io / "marker"), str(int(detach))],
                                "json_metrics": {"y": "y"}}},
         "repetitions": 1,
+        "sandbox": {"writable": ["io"]},  # the log, the marker, the lock files
     }
     p = d / "campaign.yaml"
     p.write_text(yaml.safe_dump(spec, sort_keys=False))
     return p
 
 
+def _status_nspid(pid: int) -> list[int]:
+    try:
+        for ln in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if ln.startswith("NSpid:"):
+                return [int(x) for x in ln.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []
+
+
+def host_pid(ns_pid: int, like: Any) -> int:
+    """The host pid of the process the sandbox calls `ns_pid` and for which `like(pid)`
+    holds; -1 if there is none (it is gone)."""
+    for e in os.listdir("/proc"):
+        if e.isdigit() and _status_nspid(int(e))[-1:] == [ns_pid] and like(int(e)):
+            return int(e)
+    return -1
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def _pidns(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+_HOST: dict[tuple[str, int], tuple[int, int | None]] = {}
+
+
 def log(d: Path) -> list[dict[str, Any]]:
-    p = d / "log.txt"
+    """The children's lines, their pids as the host sees them (found once, while alive)."""
+    p = d / "io" / "log.txt"
     out = []
-    for ln in (p.read_text().splitlines() if p.exists() else []):
+    for i, ln in enumerate(p.read_text().splitlines() if p.exists() else []):
         w = ln.split()
         pids = [int(x) for x in w[1:] if x.isdigit()]
+        if (str(p), i) not in _HOST:
+            child = host_pid(pids[0], lambda h: str(p) in _argv(h) and w[0] in _argv(h))
+            grand = None
+            if len(pids) > 1:
+                grand = host_pid(pids[1], lambda h: _pidns(h) == _pidns(child)) \
+                    if child > 0 else -1
+            _HOST[(str(p), i)] = (child, grand)
+        child, grand = _HOST[(str(p), i)]
         ov = next(x for x in w if x.startswith("overlap="))[len("overlap="):]
-        out.append({"key": w[0], "pid": pids[0], "grandchild": pids[1] if len(pids) > 1
-                    else None, "overlap": [int(x) for x in ov.split(",") if x],
-                    "t": float(w[-1][2:])})
+        out.append({"key": w[0], "pid": child, "grandchild": grand,
+                    "overlap": [int(x) for x in ov.split(",") if x], "t": float(w[-1][2:])})
     return out
 
 
@@ -177,7 +221,7 @@ def test_child_dies_with_storlab_and_the_resume_does_not_overlap(
     took = seconds_until_gone(list(below))
     print(f"children gone {took:.3f} s after SIGKILL of storlab")
     assert took < 2.0, f"{[p for p in below if not gone(p)]} still running"
-    (d / "marker").touch()
+    (d / "io" / "marker").touch()
     r = resume(camp)
     assert r.returncode == 0, r.stderr
     again = [e for e in log(d) if e["key"] == "v0"]
@@ -202,18 +246,21 @@ def test_detached_grandchild_dies_with_storlab_too(tmp_path: Path, kill_storlab_
 
 
 def test_resume_kills_a_leftover_before_running_again(tmp_path: Path, storlab_argv: list[str],
-                                                      resume: Any) -> None:
-    """A process that escaped (here: storlab frozen, the run's guard killed with SIGKILL, so
-    nothing was left to kill the detached grandchild) is killed by the resume first."""
+                                                      storlab: Any) -> None:
+    """A process that escaped is killed by the resume first. In the sandbox nothing escapes
+    (the whole PID namespace dies with its guard); unsandboxed (STORLAB_UNSANDBOXED=1, as a
+    `system_writable` step runs) it can: here storlab is frozen and the run's guard killed
+    with SIGKILL, so nothing was left to kill the detached grandchild."""
     d = tmp_path / "c"
     camp = child_campaign(d, detach=True)
+    env = {**os.environ, "STORLAB_UNSANDBOXED": "1"}
     p = subprocess.Popen([*storlab_argv, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+                         stderr=subprocess.DEVNULL, env=env)
     grandchild = 0
     try:
-        wait_for(lambda: log(d))
-        first = log(d)[0]
-        grandchild = first["grandchild"]
+        wait_for(lambda: (d / "io" / "log.txt").exists())
+        w = [int(x) for x in (d / "io" / "log.txt").read_text().split()[1:3]]
+        first, grandchild = {"pid": w[0]}, w[1]  # unsandboxed: the host's own pids
         with open(f"/proc/{first['pid']}/stat") as fh:
             guard = int(fh.read().rsplit(")", 1)[1].split()[1])
         p.send_signal(signal.SIGSTOP)  # so that it cannot record the run as failed
@@ -222,20 +269,47 @@ def test_resume_kills_a_leftover_before_running_again(tmp_path: Path, storlab_ar
         p.wait()
         assert seconds_until_gone([first["pid"]]) < 2.0  # the program died with its guard
         assert not gone(grandchild)  # but this one is left over
-        (d / "marker").touch()
-        r = resume(camp)
+        (d / "io" / "marker").touch()
+        r = storlab("run", str(camp), "-q", timeout=120, env={"STORLAB_UNSANDBOXED": "1"})
         assert r.returncode == 0, r.stderr
         assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
         assert f"{grandchild} (sleep 60)" in r.stderr
         assert gone(grandchild)
-        again = [e for e in log(d) if e["key"] == "v0"]
-        assert len(again) == 2 and again[1]["overlap"] == []  # dead before the run restarted
+        again = [e for e in (d / "io" / "log.txt").read_text().splitlines()
+                 if e.startswith("v0 ")]
+        assert len(again) == 2 and "overlap= " in again[1]  # dead before the run restarted
         assert all(x["status"] == "ok" for x in rows(d / "campaign.db").values())
     finally:
         p.kill()
         if grandchild and not gone(grandchild):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(grandchild, signal.SIGKILL)
+
+
+def test_sandboxed_run_leaves_nothing_when_its_guard_is_killed(
+        tmp_path: Path, storlab_argv: list[str]) -> None:
+    """The same escape attempt inside the sandbox: killing the run's guard ends the PID
+    namespace, the detached grandchild with it; nothing is left for a resume to find."""
+    d = tmp_path / "c"
+    camp = child_campaign(d, detach=True)
+    p = subprocess.Popen([*storlab_argv, "run", str(camp), "-q"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: log(d) and log(d)[0]["grandchild"])
+        first = log(d)[0]
+        assert first["pid"] > 0 and first["grandchild"] > 0
+        guard = first["pid"]
+        while "bwrap" not in program(guard):  # up to the sandbox, then its guard
+            with open(f"/proc/{guard}/stat") as fh:
+                guard = int(fh.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{guard}/stat") as fh:
+            guard = int(fh.read().rsplit(")", 1)[1].split()[1])
+        p.send_signal(signal.SIGSTOP)
+        os.kill(guard, signal.SIGKILL)
+        assert seconds_until_gone([first["pid"], first["grandchild"]]) < 2.0
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_parallel_workers_and_their_children_die_with_storlab(
@@ -248,7 +322,7 @@ def test_parallel_workers_and_their_children_die_with_storlab(
     took = seconds_until_gone(list(below))
     print(f"workers and children gone {took:.3f} s after SIGKILL of storlab")
     assert took < 2.0, f"{[p for p in below if not gone(p)]} still running"
-    (d / "marker").touch()
+    (d / "io" / "marker").touch()
     r = resume(camp)
     assert r.returncode == 0, r.stderr
     assert all(x["status"] == "ok" for x in rows(d / "campaign.db").values())
@@ -345,21 +419,24 @@ def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path, storla
         child = log(d)[0]["pid"]
         time.sleep(1.0)
         assert not gone(child)  # the worker goes on with the orphaned task
-        (d / "marker").touch()
+        (d / "io" / "marker").touch()
         r = storlab("run", str(camp), "-q", "-e", addr, timeout=120)
         assert r.returncode == 0, r.stderr
-        assert "killing 1 process(es) left running for run(s) c1-r1" in r.stderr
+        # the program and its sandbox (bwrap and the namespace's init carry the tag too)
+        assert "killing 3 process(es) left running for run(s) c1-r1" in r.stderr
         assert gone(child)
         again = [e for e in log(d) if e["key"] == "v0"]
         assert len(again) == 2 and again[1]["overlap"] == []
         # the workers' own check: a tagged process on a worker's host is killed through the
         # scheduler (here the worker shares our host)
-        scratch = d / "scratch"
+        from storlab.campaign.runners import campaign_identity
+
+        owner = campaign_identity(d / "campaign.db")
         stray = subprocess.Popen(["sleep", "60"], start_new_session=True,
-                                 env={**os.environ, "STORLAB_RUN": str(scratch / "c2-r1")})
+                                 env={**os.environ, "STORLAB_RUN": f"{owner}/c2-r1"})
         ex = DaskExecutor(addr.replace("dask://", "tcp://"))
         try:
-            ex._reap(str(scratch))
+            ex._reap(owner)
         finally:
             ex.client.close()
         assert stray.wait(timeout=5) == -signal.SIGKILL
@@ -370,27 +447,45 @@ def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path, storla
 def test_program_status_and_output_pass_through_the_guard(tmp_path: Path) -> None:
     from storlab.campaign.runners._proc import run_program
 
-    out = run_program(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    out = run_program(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path)
     assert (out.exit_code, out.stdout, out.stderr) == (3, "out\n", "err\n")
-    assert run_program(["sh", "-c", "kill -9 $$"]).exit_code == -signal.SIGKILL
-    assert run_program("cat", shell=True, stdin_text="hello").stdout == "hello"
-    missing = run_program(["/nonexistent/program"])
+    # in the sandbox, bwrap's init reports a death by signal as 128 + the signal
+    assert run_program(["sh", "-c", "kill -9 $$"], cwd=tmp_path).exit_code == \
+        128 + signal.SIGKILL
+    assert run_program("cat", shell=True, stdin_text="hello", cwd=tmp_path).stdout == "hello"
+    missing = run_program(["/nonexistent/program"], cwd=tmp_path)
     assert missing.exit_code is None and "cannot start" in missing.stderr
 
 
 def test_timeout_kills_a_detached_grandchild_whose_parent_exited(tmp_path: Path) -> None:
-    """The subshell exits at once, so its setsid'd `sleep` is nobody's child any more: it is
-    found below the guard (a subreaper) and killed with the rest on timeout (it used to live
-    on, holding the output pipe, so the 1-second timeout returned only after 60 s)."""
+    """The subshell exits at once, so its setsid'd `sleep` is nobody's child any more, and
+    it holds the program's stdout open: the 1-second timeout still holds (it used to return
+    only after 60 s), and the sleep dies with the sandbox's PID namespace."""
     from storlab.campaign.runners._proc import run_program
 
-    pidfile = tmp_path / "pid"
-    out = run_program(["sh", "-c", f"(setsid sleep 60 & echo $! > {pidfile}); sleep 30"],
-                      timeout=1.0)
-    assert out.timed_out and out.ended - out.started < 10
-    pid = int(pidfile.read_text())
+    unique = f"{60 + (os.getpid() % 1000) / 1000:.3f}"  # finds the sleep on the host
+    out = run_program(["sh", "-c", f"(setsid sleep {unique} &); echo started; sleep 30"],
+                      timeout=1.0, cwd=tmp_path)
+    assert out.timed_out and out.ended - out.started < 10 and out.stdout == "started\n"
+    left = [int(e) for e in os.listdir("/proc") if e.isdigit()
+            and program(int(e)) == "sleep" and unique in _argv(int(e))]
     try:
-        assert seconds_until_gone([pid]) < 2.0
+        assert seconds_until_gone(left) < 2.0
     finally:
-        if not gone(pid):
-            os.kill(pid, signal.SIGKILL)
+        for pid in left:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_detached_child_ends_with_the_program_and_does_not_hold_the_run(
+        tmp_path: Path) -> None:
+    """A program that leaves a daemon behind (holding stdout open) returns when it exits,
+    and the daemon ends with the sandbox."""
+    from storlab.campaign.runners._proc import run_program
+
+    unique = f"{70 + (os.getpid() % 1000) / 1000:.3f}"
+    out = run_program(["sh", "-c", f"setsid sleep {unique} & echo done"], timeout=30,
+                      cwd=tmp_path)
+    assert out.exit_code == 0 and out.stdout == "done\n" and out.ended - out.started < 5
+    time.sleep(0.2)
+    assert not [e for e in os.listdir("/proc") if e.isdigit() and unique in _argv(int(e))]

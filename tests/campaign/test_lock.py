@@ -25,8 +25,9 @@ from storlab.campaign.store import Store
 
 pytestmark = pytest.mark.xdist_group("lock")
 
-# A "benchmark" that notes (pid, run, start time) in a log, then waits until the file `go`
-# exists (the test decides when runs may finish), then sleeps a little.
+# A "benchmark" that notes (pid, run, start time) in a log (in `io/`, the directory its
+# sandbox may write besides its run's), then waits until the file `go` exists (the test
+# decides when runs may finish), then sleeps a little.
 SLEEPER = ("import json, os, sys, time; "
            "open(sys.argv[1], 'a').write(f'{os.getpid()} {sys.argv[2]} {time.time()}\\n'); "
            "[time.sleep(0.05) for _ in range(1200) if not os.path.exists(sys.argv[4])]; "
@@ -34,17 +35,18 @@ SLEEPER = ("import json, os, sys, time; "
 
 
 def sleeper_campaign(d: Path, seconds: float = 0.1, runs: int = 4) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
+    (d / "io").mkdir(parents=True, exist_ok=True)
     spec: dict[str, Any] = {
         "name": "lock", "seed": 1, "timeout": 60, "randomize": False,
         "space": {"factors": [{"name": "n", "kind": "categorical",
                                "values": [f"v{i}" for i in range(runs)]}]},
         "design": {"kind": "full"},
         "runner": {"type": "command",
-                   "options": {"command": [sys.executable, "-c", SLEEPER, str(d / "log.txt"),
+                   "options": {"command": [sys.executable, "-c", SLEEPER, str(d / "io" / "log.txt"),
                                            "{n}", str(seconds), str(d / "go")],
                                "json_metrics": {"y": "y"}}},
         "repetitions": 1,
+        "sandbox": {"writable": ["io"]},
     }
     p = d / "campaign.yaml"
     p.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -52,7 +54,7 @@ def sleeper_campaign(d: Path, seconds: float = 0.1, runs: int = 4) -> Path:
 
 
 def log_lines(d: Path) -> list[list[str]]:
-    p = d / "log.txt"
+    p = d / "io" / "log.txt"
     return [ln.split() for ln in p.read_text().splitlines()] if p.exists() else []
 
 

@@ -10,8 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +28,6 @@ pytestmark = [pytest.mark.skipif(shutil.which("fio") is None, reason="fio not in
 def digest(path: str | Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
-
-
-@pytest.fixture
-def loopdev() -> Iterator[str]:
-    """A real 4 MiB loop device over random bytes in /tmp."""
-    if os.geteuid() != 0 or shutil.which("losetup") is None:
-        pytest.skip("needs root and losetup")
-    d = Path(tempfile.mkdtemp(prefix="storlab-loop-", dir="/tmp"))
-    backing = d / "disk.img"
-    backing.write_bytes(os.urandom(4 << 20))
-    p = subprocess.run(["losetup", "-f", "--show", str(backing)], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        shutil.rmtree(d)
-        pytest.skip(f"losetup failed: {p.stderr.strip()}")
-    dev = p.stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

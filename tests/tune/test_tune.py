@@ -831,7 +831,9 @@ def test_every_warmup_is_stored_and_counted(tmp_path: Path, tune_json: Any) -> N
     log = tmp_path / "calls.log"
     (tmp_path / "oracle.py").write_text(
         f"open({str(log)!r}, 'a').write('x\\n')\n" + ORACLE)
-    p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "warmup": 1}))
+    log.write_text("")  # the one file outside its run directory the oracle may write
+    p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "warmup": 1,
+                                 "sandbox": {"writable": ["calls.log"]}}))
     out = tune_json(p)
     calls = len(log.read_text().splitlines())
     confirmed = {json.dumps(h["config"], sort_keys=True) for h in out["history"]

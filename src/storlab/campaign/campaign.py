@@ -33,7 +33,8 @@ from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor
-from .runners import ShellTemplateError, make_runner, shell_command, template_names
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, require_sandbox,
+                      run_identity, shell_command, template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -244,11 +245,17 @@ class Campaign:
         """Checks that need the runner: options accepted, targets allowed (a block device or
         an existing file outside the campaign's scratch area without `allow_destructive` is
         refused here, before any run or step), resolved in a run's scratch directory.
-        Returns the runner (an adaptive campaign checks each new batch with it)."""
+        Returns the runner (an adaptive campaign checks each new batch with it). Refused too
+        when the run's programs cannot be sandboxed here (`require_sandbox`)."""
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
             raise CampaignError(f"{self.path}: field runner: {exc}") from None
+        if self.spec.runner.type in PROGRAM_RUNNERS or self.spec.setup or self.spec.teardown:
+            try:
+                require_sandbox()
+            except CampaignError as exc:
+                raise CampaignError(f"{self.path}: {exc}") from None
         self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in self.configs])
         if self.source is not None:
             check = getattr(self.source, "check", None)
@@ -383,13 +390,47 @@ class Campaign:
     def task(self, r: PlannedRun) -> RunTask:
         values = {**self.spec.vars, **r.config, "campaign_dir": str(self.dir), "key": r.key,
                   "config_id": r.config_id, "repetition": r.repetition}
-        steps = lambda part: [StepSpec(s.run, s.shell, s.timeout, s.ignore_errors)  # noqa: E731
-                              for s in getattr(self.spec, part)]
+        steps = lambda part: [StepSpec(s.run, s.shell, s.timeout, s.ignore_errors,  # noqa: E731
+                                       s.system_writable) for s in getattr(self.spec, part)]
         return RunTask(key=r.key, config=dict(r.config), runner_type=self.spec.runner.type,
                        runner_options=self.runner_options(), values=values,
                        workdir=str(self.scratch / r.key), exclude=list(self.spec.runner.exclude),
                        setup=steps("setup"), teardown=steps("teardown"),
-                       timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch)
+                       timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch,
+                       writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
+                       allow_destructive=self.spec.sandbox.allow_destructive,
+                       output_dir=str(self.output_dir), tag=run_identity(self.store_path, r.key))
+
+    @property
+    def output_dir(self) -> Path:
+        """Where each run's whole stdout and stderr go (`<key>.stdout`, `<key>.stderr`): a
+        directory beside the store; the store keeps their tails."""
+        return self.store_path.with_name(self.store_path.name + ".output")
+
+    def system_writable_steps(self) -> list[str]:
+        """The steps declared to run outside the sandbox, as `setup[i]: command`."""
+        return [f"{part}[{i}]: {s.run if isinstance(s.run, str) else ' '.join(s.run)}"
+                for part in ("setup", "teardown")
+                for i, s in enumerate(getattr(self.spec, part)) if s.system_writable]
+
+    def sandbox_summary(self) -> list[str]:
+        """How this campaign's programs run, for `storlab status` and the report: one line
+        for the sandbox (what it opens besides each run's directory), then one per step
+        declared `system_writable` (it runs outside). Empty for a runner that starts no
+        program and has no steps."""
+        if self.spec.runner.type not in PROGRAM_RUNNERS and not (self.spec.setup
+                                                                   or self.spec.teardown):
+            return []
+        if unsandboxed():
+            head = f"off ({UNSANDBOXED_ENV}=1): programs run with the whole system writable"
+        else:
+            sb = self.spec.sandbox
+            extra = ", ".join(sb.writable) or "nothing else"
+            dev = self.spec.runner.options.get("allow_destructive") or sb.allow_destructive
+            head = (f"bwrap: read-only system; writable: each run's directory, the runner's "
+                    f"targets, {extra}; declared devices "
+                    + ("writable (allow_destructive)" if dev else "not openable"))
+        return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:
         """What makes two runs of one configuration the same measurement."""
@@ -659,6 +700,11 @@ class Campaign:
             s = statuses.get(r.key, "pending")
             counts[s] = counts.get(s, 0) + 1
         return pd.DataFrame({"status": list(counts), "runs": list(counts.values())})
+
+
+#: Runners that start programs (each in its sandbox); the simulator and the object-store
+#: load generator run in storlab's own process.
+PROGRAM_RUNNERS = ("fio", "command", "postmark", "sysbench", "ceph")
 
 
 def tune_store(campaign_file: str | Path) -> str:

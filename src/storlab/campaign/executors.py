@@ -44,10 +44,10 @@ class Executor(Protocol):
 
 def execute(task: RunTask) -> TaskOutcome:
     """Run one task wherever the executor put it: its programs are tagged with the run's
-    scratch directory, and anything that escapes the task (e.g. its scratch directory cannot
+    identity (`run_identity`; without one, its scratch directory), and anything that escapes the task (e.g. its scratch directory cannot
     be made on a full disk) fails this run, not the campaign."""
     try:
-        with run_tag(os.path.abspath(task.workdir)):
+        with run_tag(task.tag or os.path.abspath(task.workdir)):
             return execute_task(task)
     except Exception as exc:
         now = time.time()
@@ -171,26 +171,28 @@ class DaskExecutor(_WindowedExecutor):
             first = next(it, None)
             if first is None:
                 return
-            self._reap(os.path.dirname(os.path.abspath(first.workdir)))
+            self._reap(first.tag.partition("/")[0] if first.tag
+                       else os.path.dirname(os.path.abspath(first.workdir)))
             yield from super().run(itertools.chain([first], it), on_submit, stop)
         finally:
             self.client.close()
 
-    def _reap(self, scratch: str) -> None:
+    def _reap(self, owner: str) -> None:
         """A killed campaign process leaves its runs going on the workers (a Dask worker
         finishes a task whose client is gone): kill them on every worker first, as the
         campaign process does on its own host, so that no run is measured twice at once."""
-        for worker, left in self.client.run(reap_leftovers, scratch).items():
+        for worker, left in self.client.run(reap_leftovers, owner).items():
             if left:
                 raise CampaignError(
                     f"Dask worker {worker}: process {left[0]} left by an earlier storlab run of "
                     "this campaign survived SIGKILL; wait until it is gone, then run again")
 
 
-def reap_leftovers(scratch: str) -> list[str]:
-    """Kill the processes on this host started for runs under `scratch`; those that survive
-    SIGKILL, as `pid (command)`."""
-    left = _process.kill_and_wait(_process.tagged(TAG_ENV, scratch))
+def reap_leftovers(owner: str) -> list[str]:
+    """Kill the processes on this host started for runs of the campaign `owner` (its
+    `campaign_identity`: tags `<owner>/<key>`); those that survive SIGKILL, as
+    `pid (command)`."""
+    left = _process.kill_and_wait(_process.tagged(TAG_ENV, owner))
     return [f"{p.pid} ({p.command[:60]})" for p in left]
 
 

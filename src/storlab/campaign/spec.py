@@ -11,11 +11,15 @@
     randomize: true                 # shuffle all (configuration, repetition) runs ...
     seed: 7                         # ... reproducibly; also the design's seed
     warmup: 1                       # discarded runs before each configuration's first run
-    timeout: 60                     # seconds per run
+    timeout: 60                     # seconds per run (default 3600; null: none)
     vars: {device: /dev/loop0}      # names for the steps besides the factors
+    sandbox:                        # what the run's programs may write besides their run
+      writable: [/mnt/test]         # directory (and the runner's declared targets)
+      allow_destructive: false      # declared devices and existing files writable
     setup:                          # argv templates; values become whole argv elements
-      - [mkfs.ext4, -F, -b, "{block_size}", "{device}"]
-      - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true}
+      - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
+      - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
+         system_writable: true}     # outside the sandbox: shown by status and report
     teardown: ["umount {mnt}"]     # a string is split like a shell would, then templated
 
 Relative paths are relative to the campaign file's directory.
@@ -53,6 +57,7 @@ class Step(_Model):
     shell: StrictBool = False
     timeout: float | None = Field(default=None, gt=0)
     ignore_errors: StrictBool = False
+    system_writable: StrictBool = False  # runs outside the sandbox (mkfs, mount, sysctl)
 
     @model_validator(mode="after")
     def _split(self) -> Step:
@@ -130,6 +135,19 @@ class RunnerSpec(_Model):
     exclude: list[str] = Field(default_factory=list)
 
 
+#: Seconds a run may take unless the campaign file says `timeout:` (`null`: no limit).
+DEFAULT_RUN_TIMEOUT = 3600.0
+
+
+class SandboxSpec(_Model):
+    """What the programs of a run may write besides their run directory and the runner's
+    declared targets: `writable` paths (relative to the campaign file), and whether devices
+    and existing files among them open for writing (`allow_destructive`)."""
+
+    writable: list[str] = Field(default_factory=list)
+    allow_destructive: StrictBool = False
+
+
 class CampaignSpec(_Model):
     name: str = ""
     space: str | dict[str, Any]
@@ -139,7 +157,8 @@ class CampaignSpec(_Model):
     randomize: StrictBool = True
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     warmup: int = Field(default=0, ge=0, le=MAX_WARMUP)
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=DEFAULT_RUN_TIMEOUT, gt=0)
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     vars: dict[str, Any] = Field(default_factory=dict)
     setup: list[Step] = Field(default_factory=list)
     teardown: list[Step] = Field(default_factory=list)

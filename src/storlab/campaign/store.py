@@ -26,7 +26,7 @@ from typing import Any
 from .. import _process
 from ..jsonutil import to_jsonable
 from . import lock
-from .runners import TAG_ENV
+from .runners import TAG_ENV, campaign_identity
 from .runners.base import RunResult
 from .spec import CampaignError
 
@@ -184,18 +184,19 @@ class Store:
                 scratch_lock.enter_context(lock.hold(
                     Path(os.path.abspath(scratch)), wait=wait, on_wait=waiting,
                     what="scratch directory is in use (by another campaign's store)"))
-                self._reap(Path(scratch), emit)
+                self._reap(emit)
             self._owner = _dumps({"pid": me.pid, "start": me.start, "host": me.host})
             try:
                 yield
             finally:
                 self._owner = None
 
-    def _reap(self, scratch: Path, emit: Callable[[str, dict[str, Any]], None]) -> None:
+    def _reap(self, emit: Callable[[str, dict[str, Any]], None]) -> None:
         """Kill what earlier (killed) writers left running for this campaign's runs. We hold
-        the lock, so every process tagged with a run of this campaign is such a leftover:
-        running a run again next to it would measure both at once."""
-        found = _process.tagged(TAG_ENV, os.path.abspath(scratch))
+        the lock, so every process tagged with a run of this campaign (its identity, a
+        digest of this store's path: never another campaign's, wherever it lies) is such a
+        leftover: running a run again next to it would measure both at once."""
+        found = _process.tagged(TAG_ENV, campaign_identity(self.path))
         if not found:
             return
         emit("leftovers", {"processes": [(p.pid, p.command) for p in found],

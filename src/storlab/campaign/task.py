@@ -8,12 +8,18 @@ import shutil
 import socket
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runners import ShellTemplateError, make_runner, run_program, shell_command, substitute, tail
+from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
+                      run_program, shell_command, substitute, system_writable, tail)
 from .runners.base import RunResult
+
+
+#: The file that marks a run directory as storlab's (to delete when the run is done again).
+RUN_MARK = ".storlab-run"
 
 
 @dataclass
@@ -24,6 +30,7 @@ class StepSpec:
     shell: bool = False
     timeout: float | None = None
     ignore_errors: bool = False
+    system_writable: bool = False  # runs outside the sandbox (formats, mounts, sysctl)
 
 
 @dataclass
@@ -39,6 +46,10 @@ class RunTask:
     teardown: list[StepSpec] = field(default_factory=list)
     timeout: float | None = None
     keep_scratch: bool = False
+    writable: list[str] = field(default_factory=list)  # the campaign's `sandbox.writable`
+    allow_destructive: bool = False  # the campaign's `sandbox.allow_destructive`
+    output_dir: str | None = None  # the runs' whole stdout/stderr files, beside the store
+    tag: str | None = None  # the run's identity (`run_tag`); default: its directory
 
 
 @dataclass
@@ -48,11 +59,12 @@ class TaskOutcome:
     host: str
 
 
-def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float | None
-             ) -> tuple[bool, str, int | None]:
+def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float | None,
+             walls: tuple[list[str], bool] = ([], False)) -> tuple[bool, str, int | None]:
     """Run one step; (succeeded, message, exit code). Values become whole argv elements;
     with `shell: true` they reach the shell through the environment (STORLAB_<NAME>), never
-    as command text (see `shell_command`)."""
+    as command text (see `shell_command`). It runs in the run's sandbox, opened for the
+    runner's `walls` (targets, allow_destructive), unless declared `system_writable`."""
     env: dict[str, str] | None = None
     if step.shell:
         try:
@@ -62,8 +74,11 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
             return False, f"step `{step.run}`: {exc}", None
     else:
         argv = [substitute(a, values) for a in step.run]
-    out = run_program(argv, cwd=cwd, timeout=step.timeout or timeout, shell=step.shell,
-                      env=env)
+    with ExitStack() as stack:
+        if step.system_writable:
+            stack.enter_context(system_writable())
+        out = run_program(argv, cwd=cwd, timeout=step.timeout or timeout, shell=step.shell,
+                          env=env, targets=walls[0], allow_destructive=walls[1])
     shown = argv if isinstance(argv, str) else " ".join(argv)
     if out.timed_out:
         return False, f"step `{shown}` timed out\n{out.stderr}", out.exit_code
@@ -73,37 +88,73 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
 
 
 def execute_task(task: RunTask) -> TaskOutcome:
-    """Setup, run, teardown in the run's own scratch directory. Never raises for a failed
-    benchmark: the failure (with its stderr) is the outcome."""
+    """Setup, run, teardown in the run's own scratch directory, each program in the run's
+    sandbox, its whole output appended to the run's files in `output_dir`. Never raises for
+    a failed benchmark: the failure (with its stderr) is the outcome."""
     started = time.time()
     workdir = Path(task.workdir)
+    if workdir.is_symlink() or (workdir.exists() and any(workdir.iterdir())
+                                and not (workdir / RUN_MARK).is_file()):
+        # not a directory storlab made (a `workdir:` that reaches somebody's directory):
+        # never delete it, never run in it
+        return TaskOutcome(task.key, RunResult(
+            "failed", stderr=f"storlab: {workdir} exists and is not a run directory storlab "
+            f"made (no {RUN_MARK} in it); refusing to delete or use it", started=started,
+            ended=time.time()), socket.gethostname())
     if workdir.exists():  # left over by a killed attempt
         shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / RUN_MARK).write_bytes(b"")
+    with ExitStack() as stack:
+        stack.enter_context(declared(Declared(
+            tuple(task.writable), task.allow_destructive)))
+        if task.output_dir is not None:
+            out = Path(task.output_dir)
+            out.mkdir(parents=True, exist_ok=True)
+            for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
+                (out / f"{task.key}.{suffix}").write_bytes(b"")
+            stack.enter_context(output_files(out / f"{task.key}.stdout",
+                                             out / f"{task.key}.stderr"))
+        result = _execute(task, workdir, started)
+    if result.ok and not task.keep_scratch:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return TaskOutcome(task.key, result, socket.gethostname())
+
+
+def _execute(task: RunTask, workdir: Path, started: float) -> RunResult:
     values = {**task.values, "workdir": str(workdir)}
+    cfg = {k: v for k, v in task.config.items() if k not in task.exclude}
+    runner: Any = None
+    walls: tuple[list[str], bool] = ([], False)
+    made: Exception | None = None
+    try:
+        runner = make_runner(task.runner_type, task.runner_options)
+        if hasattr(runner, "sandbox"):
+            walls = runner.sandbox(cfg, workdir)
+    except Exception as exc:  # a runner bug or refusal fails this run, not the campaign
+        made = exc
     result: RunResult | None = None
     for step in task.setup:
-        ok, msg, code = run_step(step, values, workdir, task.timeout)
+        ok, msg, code = run_step(step, values, workdir, task.timeout, walls)
         if not ok and not step.ignore_errors:
             result = RunResult("failed", stderr=tail(f"setup: {msg}"), exit_code=code,
                                started=started, ended=time.time())
             break
     if result is None:
-        cfg = {k: v for k, v in task.config.items() if k not in task.exclude}
         try:
-            runner = make_runner(task.runner_type, task.runner_options)
+            if made is not None:
+                raise made
             result = runner.run(cfg, workdir, task.timeout)
         except Exception as exc:  # a runner bug or refusal fails this run, not the campaign
             result = RunResult("failed", stderr=tail(f"{type(exc).__name__}: {exc}\n"
                                                      f"{traceback.format_exc()}"),
                                started=started, ended=time.time())
+    assert result is not None
     for step in task.teardown:
-        ok, msg, code = run_step(step, values, workdir, task.timeout)
+        ok, msg, code = run_step(step, values, workdir, task.timeout, walls)
         if not ok and not step.ignore_errors:
             result.stderr = tail(f"{result.stderr}\nteardown: {msg}")
             if result.ok:  # the system may be left in an unknown state: do not trust it
                 result.status = "failed"
                 result.exit_code = code
-    if result.ok and not task.keep_scratch:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return TaskOutcome(task.key, result, socket.gethostname())
+    return result

@@ -137,12 +137,16 @@ def status_cmd(
     failed = [{"key": r["key"], "status": r["status"], "exit_code": r["exit_code"],
                "stderr": failure_lines(r["stderr_tail"], 5 if failures else 2)}
               for r in camp.stored_runs(warmup=True) if r["status"] in FAILED]
+    sandbox = camp.sandbox_summary()
     if json_out or output:
-        emit_json({"counts": counts, "failed": failed}, output)
+        emit_json({"counts": counts, "failed": failed, "sandbox": sandbox}, output)
         if json_out:
             return
     console.print(frame_table(counts, title=f"{camp.name}: runs"))
     campaign_store_note(camp)
+    for i, line in enumerate(sandbox):
+        console.print(("sandbox: " if i == 0 else "outside the sandbox (system_writable): ")
+                      + line, highlight=False, markup=False, soft_wrap=True)
     if failed:
         import pandas as pd
 

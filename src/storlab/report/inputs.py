@@ -42,6 +42,9 @@ class ReportInput:
     #: What one row of `results` is, as the overview says it ("": a campaign's, from
     #: `level`: per-configuration means, or one row per run).
     analysed: str = ""
+    #: How the campaign's programs ran: the sandbox line and the steps declared
+    #: `system_writable` (outside the sandbox), for the overview.
+    sandbox: list[str] = field(default_factory=list)
 
     @property
     def factors(self) -> list[str]:
@@ -93,7 +96,7 @@ def from_campaign(path: str | Path, level: str = "config", store: str | None = N
                        design_origin=origin, runs=pd.DataFrame(rows), level=level,
                        repetitions=spec.repetitions, runner=spec.runner.type,
                        runner_options=dict(spec.runner.options), tuning=tuning,
-                       run_results=run_results)
+                       run_results=run_results, sandbox=camp.sandbox_summary())
 
 
 def from_results(results: pd.DataFrame, space: Space | None, source: str = "results",

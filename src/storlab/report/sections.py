@@ -62,6 +62,8 @@ def overview_section(inp: ReportInput, resp: list[str]) -> Section:
         facts.append(("runner", f"{inp.runner}" + (f" ({opts})" if opts else "")))
     if inp.repetitions:
         facts.append(("repetitions", inp.repetitions))
+    for i, line in enumerate(inp.sandbox):
+        facts.append(("sandbox" if i == 0 else "outside the sandbox", line))
     facts.append(("analysed table", inp.analysed or (
         "per-configuration means of the successful repetitions" if inp.level == "config"
         else "one row per run")))

@@ -13,8 +13,10 @@ import importlib
 from typing import Any
 
 from ..._lazy import attach
-from ._proc import (TAG_ENV, ShellTemplateError, SubstitutionError, render_value, run_program,
-                    run_tag, shell_command, substitute, tail, template_names)
+from ._proc import (TAG_ENV, ShellTemplateError, SubstitutionError, campaign_identity,
+                    output_files, render_value, run_identity, run_program, run_tag, shell_command, substitute, tail, template_names)
+from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, require_sandbox, system_writable,
+                       unsandboxed)
 from .base import Runner, RunResult
 
 REGISTRY: dict[str, str] = {
@@ -33,10 +35,15 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
 })
 
-#: The program-running helpers (private module `_proc`) the campaign loop shares with runners.
+#: The program-running helpers (private modules `_proc`, `_sandbox`) the campaign loop shares
+#: with runners.
 __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
            "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_value", "run_program",
-           "run_tag", "shell_command", "substitute", "tail", "template_names", *_lazy_names]
+           "run_tag", "shell_command", "substitute", "tail", "template_names", "output_files",
+           "campaign_identity", "run_identity",
+           "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox", "system_writable",
+           "unsandboxed",
+           *_lazy_names]
 
 
 def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:

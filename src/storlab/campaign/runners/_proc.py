@@ -5,12 +5,15 @@ shell commands whose values arrive through the environment (`shell_command`)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..._process import descendants, guard_child
-from ...errors import ShellTemplateError, SubstitutionError  # re-exported by runners
+from ...errors import CampaignError, ShellTemplateError, SubstitutionError  # re-exported
+from . import _sandbox
 
 #: How much of stderr a run keeps (the tail is where programs say what went wrong).
 STDERR_TAIL = 4000
@@ -157,10 +161,23 @@ def template_names(template: str) -> set[str]:
     return {m.group(1) for m in _FIELD.finditer(template) if m.group(1)}
 
 
-#: Environment variable naming the run a program was started for (its scratch directory).
+#: Environment variable naming the run a program was started for (`run_identity`).
 #: Inherited by everything the program starts, so a resume can find and kill what a killed
 #: storlab left running for its runs, even processes that left the process group.
 TAG_ENV = "STORLAB_RUN"
+
+
+def campaign_identity(store: str | os.PathLike[str]) -> str:
+    """A campaign's identity in its runs' tags: a digest of its store's real path. Fixed
+    length, so no campaign's identity is a prefix of another's (a path prefix was: a
+    campaign in a parent directory killed a live run of another nested below it)."""
+    real = os.path.realpath(os.fspath(store)).encode("utf-8", "surrogateescape")
+    return hashlib.sha256(real).hexdigest()[:20]
+
+
+def run_identity(store: str | os.PathLike[str], key: str) -> str:
+    """The tag of run `key` of the campaign whose store is `store`: `<identity>/<key>`."""
+    return f"{campaign_identity(store)}/{key}"
 _RUN_TAG: ContextVar[str | None] = ContextVar("storlab_run_tag", default=None)
 
 
@@ -174,9 +191,30 @@ def run_tag(tag: str) -> Iterator[None]:
         _RUN_TAG.reset(token)
 
 
+#: How much of stdout a run keeps in the store (and hands its runner to parse): a fio JSON
+#: document is far smaller; a program that prints more has its whole stream in the run's
+#: output file beside the store, and only this tail in memory and in the store.
+STDOUT_TAIL = 16 << 20
+
+_STREAMS: ContextVar[tuple[str, str] | None] = ContextVar("storlab_streams", default=None)
+
+
+@contextmanager
+def output_files(stdout: str | os.PathLike[str], stderr: str | os.PathLike[str]
+                 ) -> Iterator[None]:
+    """Programs started inside append their whole stdout and stderr to these files (each
+    after a header line naming the program); without, to anonymous temporary files."""
+    token = _STREAMS.set((os.fspath(stdout), os.fspath(stderr)))
+    try:
+        yield
+    finally:
+        _STREAMS.reset(token)
+
+
 @dataclass
 class ProcOutcome:
-    """What one program run gave back."""
+    """What one program run gave back: the tails of its output (`STDOUT_TAIL`,
+    `STDERR_TAIL`), whether it was cut (`stdout_cut`), and where the whole of it is."""
 
     stdout: str
     stderr: str
@@ -184,53 +222,109 @@ class ProcOutcome:
     timed_out: bool
     started: float
     ended: float
+    stdout_cut: bool = False
+    stdout_file: str | None = None
+
+
+def _open_stream(path: str | None, header: bytes) -> tuple[Any, int]:
+    """(binary file, offset where this program's output starts)."""
+    if path is None:
+        return tempfile.TemporaryFile(), 0
+    fh = open(path, "a+b")
+    fh.write(header)
+    fh.flush()
+    return fh, fh.tell()
+
+
+def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
+    """The last `limit` bytes written after `start`, as text; and whether more was written."""
+    end = fh.seek(0, os.SEEK_END)
+    begin = max(start, end - limit)
+    fh.seek(begin)
+    return fh.read(end - begin).decode("utf-8", "replace"), begin > start
 
 
 def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None = None,
                 timeout: float | None = None, env: Mapping[str, str] | None = None,
-                shell: bool = False, stdin_text: str | None = None) -> ProcOutcome:
-    """Run `argv` (a list; a string only with `shell=True`) and collect its output.
+                shell: bool = False, stdin_text: str | None = None,
+                targets: Sequence[str] = (), allow_destructive: bool = False) -> ProcOutcome:
+    """Run `argv` (a list; a string only with `shell=True`) inside its sandbox and collect
+    its output.
 
-    The child gets its own session so a terminal Ctrl-C reaches storlab only (it stops
-    cleanly after the current run instead of cutting the benchmark short), and so a timeout
-    can kill the program together with anything it started. It dies with storlab, together
-    with everything it started (a guard process, see `_process.guard_child`: the parent-death
-    signal is tied to the calling thread, which always waits here for the child, so it fires
-    when storlab dies), and it carries the run's tag (`run_tag`).
+    The sandbox (`_sandbox.wrap`) opens `cwd` and the declared `targets` (the runner's; the
+    campaign's own declarations come from `_sandbox.declared`); everything else is
+    read-only, and every process of the program dies when its first one ends, on a timeout,
+    or with storlab. stdout and stderr stream to files (`output_files`), never into memory:
+    the outcome holds their tails. The child gets its own session so a terminal Ctrl-C
+    reaches storlab only (it stops cleanly after the current run), and a guard process
+    (`_process.guard_child`) kills it when storlab dies, also when it runs unsandboxed.
+    It carries the run's tag (`run_tag`).
     """
     if shell and not isinstance(argv, str):
         argv = " ".join(shlex.quote(a) for a in argv)
     if not shell and isinstance(argv, str):
         raise TypeError("argv must be a list unless shell=True")
-    full_env = None
+    program = ["/bin/sh", "-c", argv] if isinstance(argv, str) else list(argv)
+    full_env = dict(os.environ)
+    full_env.update({k: str(v) for k, v in (env or {}).items()})
     tag = _RUN_TAG.get()
-    if env or tag:
-        full_env = dict(os.environ)
-        full_env.update({k: str(v) for k, v in (env or {}).items()})
-        if tag:
-            full_env[TAG_ENV] = tag
+    if tag:
+        full_env[TAG_ENV] = tag
     started = time.time()
+    if not shell:  # a missing program is told as before, not as bwrap's exit 1
+        exe = program[0] if os.sep in program[0] else shutil.which(
+            program[0], path=full_env.get("PATH", os.defpath))
+        if exe is not None and cwd is not None:
+            exe = os.path.join(os.fspath(cwd), exe)
+        if exe is None or not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            return ProcOutcome("", f"cannot start {argv!r}: no such executable program",
+                               None, False, started, time.time())
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=full_env, shell=shell, text=True,
-                                stdin=subprocess.PIPE if stdin_text is not None else
-                                subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, errors="replace",
-                                preexec_fn=functools.partial(guard_child, os.getpid()))
-    except OSError as exc:  # program missing or not executable: a failed run, not a crash
-        return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started, time.time())
-    timed_out = False
-    try:
-        out, err = proc.communicate(stdin_text, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        out, err = proc.communicate()
-    except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
-        _kill_group(proc)
-        proc.wait()
-        raise
-    return ProcOutcome(out or "", err or "", proc.returncode, timed_out, started, time.time())
+        wrapped = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
+                                targets, allow_destructive)
+    except CampaignError as exc:
+        return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
+    paths = _STREAMS.get() or (None, None)
+    shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
+    out_f, out_at = _open_stream(paths[0], b"\n=== storlab: " + shown[:500] + b" ===\n")
+    err_f, err_at = _open_stream(paths[1], b"\n=== storlab: " + shown[:500] + b" ===\n")
+    with out_f, err_f:
+        try:
+            proc = subprocess.Popen(wrapped, cwd=cwd, env=full_env,
+                                    stdin=subprocess.PIPE if stdin_text is not None else
+                                    subprocess.DEVNULL, stdout=out_f, stderr=err_f,
+                                    start_new_session=True,
+                                    preexec_fn=functools.partial(guard_child, os.getpid()))
+        except OSError as exc:  # program missing or not executable: a failed run, not a crash
+            return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
+                               time.time())
+        timed_out = False
+        try:
+            if stdin_text is not None:
+                assert proc.stdin is not None
+                try:
+                    proc.stdin.write(stdin_text.encode())
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            # Only the program's own end counts: no pipe to drain, so a detached child that
+            # keeps stdout open cannot hold the run past its timeout.
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            proc.wait()
+        except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
+            _kill_group(proc)
+            proc.wait()
+            raise
+        ended = time.time()
+        out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
+        err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
+    if cut:
+        err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
+                + (f" (whole stream: {paths[0]})" if paths[0] else ""))
+    return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

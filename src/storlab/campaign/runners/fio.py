@@ -225,6 +225,27 @@ class FioRunner:
                                  dirs=tuple(b for _, b in bases[1:])))
         return out
 
+    def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
+        """What this run declares for the sandbox of the campaign's steps: (targets,
+        allow_destructive); a setup step may lay out fio's files."""
+        workdir = Path(workdir).absolute()
+        return (self.sandbox_targets(self.job_options(config, workdir, check=False), workdir),
+                self.allow_destructive)
+
+    def sandbox_targets(self, opts: Mapping[str, str], workdir: Path) -> list[str]:
+        """The paths this job declares, for its sandbox (`_sandbox.walls_for` decides what
+        opens): each target and written file fio may open, the directory of a wildcard
+        (fio's own file names, log prefixes), each `directory` entry."""
+        given = [*_parse_extra_args(self.extra_args), *opts.items()]
+        out = [_join(workdir, d) for k, v in given
+               if "directory" in _target_option(k) for d in _split_names(v)]
+        written = {v for k, v in given if k in WRITTEN_FILES}
+        for c in self.fio_targets(opts, workdir):
+            if not self.allow_destructive and c.given in written and os.path.lexists(c.path):
+                continue  # fio would replace it whole: only a new one is the campaign's
+            out.append(os.path.dirname(c.path) if c.pattern else c.path)
+        return [p for p in out if not glob.has_magic(p)]
+
     def check_option_names(self, opts: Mapping[str, str]) -> None:
         """Refuse option names the installed fio does not know (a typo would make fio
         fail every run, or worse, be read as an abbreviation of another option): fio's own
@@ -290,7 +311,9 @@ class FioRunner:
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
-        proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout)
+        proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout,
+                           targets=self.sandbox_targets(opts, workdir),
+                           allow_destructive=self.allow_destructive)
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:

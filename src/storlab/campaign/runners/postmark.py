@@ -73,13 +73,21 @@ class PostmarkRunner:
                 raise CampaignError("postmark: option values cannot hold newlines")
         return "\n".join(lines) + "\n"
 
+    def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
+        """What a run declares for its sandbox: postmark's `location` (its directory of
+        files), when not the run's own directory."""
+        loc = {**self.options, **config}.get("location")
+        return ([str(Path(workdir).absolute() / render_value(loc))] if loc is not None
+                else []), False
+
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "postmark.cfg"
         cfg.write_text(self.script(config, workdir))
-        proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout)
+        proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout,
+                           targets=self.sandbox(config, workdir)[0])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:

@@ -1,0 +1,76 @@
+"""Cost of the run sandbox: wall time of one program start through `run_program` inside
+bubblewrap against the same start unsandboxed (STORLAB_UNSANDBOXED=1), measured in the
+same run, interleaved, for `true` (the pure overhead) and a 1-second fio job (what a run
+costs). Prints the median per-run overhead in ms and the ratio, in wall time: CPU time
+cannot be compared (the processes of a PID namespace are reaped inside it and their
+rusage does not reach storlab), so on a loaded machine take the lowest of a few runs.
+
+    .venv/bin/python benchmarks/bench_sandbox.py [--repeats N] [--fio-repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from storlab.campaign.runners import UNSANDBOXED_ENV, run_program  # noqa: E402
+
+
+def timed(fn: Callable[[], object], sandboxed: bool) -> float:
+    """Wall seconds of one run, sandboxed or not."""
+    if sandboxed:
+        os.environ.pop(UNSANDBOXED_ENV, None)
+    else:
+        os.environ[UNSANDBOXED_ENV] = "1"
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=40, help="runs of `true` per arm")
+    ap.add_argument("--fio-repeats", type=int, default=5, help="1-s fio runs per arm")
+    args = ap.parse_args()
+    if shutil.which("bwrap") is None:
+        sys.exit("bwrap is not installed (Debian package bubblewrap)")
+    with tempfile.TemporaryDirectory() as d:
+        def true() -> None:
+            out = run_program(["true"], cwd=d)
+            assert out.exit_code == 0, out.stderr
+
+        def fio() -> None:
+            out = run_program(["fio", "--name=b", "--ioengine=psync", "--rw=randread",
+                               "--bs=4k", "--size=4M", "--runtime=1", "--time_based",
+                               f"--directory={d}", "--output-format=json"], cwd=d)
+            assert out.exit_code == 0, out.stderr
+
+        cases = [("true", true, args.repeats)]
+        if shutil.which("fio") and args.fio_repeats:
+            cases.append(("fio, 1 s", fio, args.fio_repeats))
+        print(f"wall time per run, median of interleaved runs ({os.cpu_count()} CPUs, load "
+              f"{os.getloadavg()[0]:.1f})")
+        print(f"{'program':10} {'runs':>5} {'bare ms':>9} {'bwrap ms':>9} "
+              f"{'overhead ms':>12} {'ratio':>7}")
+        for name, fn, n in cases:
+            timed(fn, True), timed(fn, False)  # warm caches and the bwrap probe
+            bare, boxed = [], []
+            for _ in range(n):
+                boxed.append(timed(fn, True))
+                bare.append(timed(fn, False))
+            b, s = statistics.median(bare) * 1e3, statistics.median(boxed) * 1e3
+            print(f"{name:10} {n:5d} {b:9.1f} {s:9.1f} {s - b:12.1f} {s / b:6.2f}x")
+        os.environ.pop(UNSANDBOXED_ENV, None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""The run sandbox as a user meets it: what `storlab status` says about it, the one-line
+refusal when namespaces cannot be made (and the opt-out), the run's resources (a default
+timeout, output streamed to files with bounded tails in the store), and leftovers matched
+by the campaign's identity, never by a path prefix."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from storlab.campaign.spec import DEFAULT_RUN_TIMEOUT, load_spec
+
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
+              pytest.mark.xdist_group("lock")]
+
+
+def command_campaign(d: Path, command: list[str], **extra: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    spec: dict[str, Any] = {
+        "name": "sb", "seed": 1, "randomize": False,
+        "space": {"factors": [{"name": "n", "kind": "categorical", "values": ["a", "b"]}]},
+        "design": {"configs": [{"n": "a"}]},
+        "runner": {"type": "command", "options": {"command": command,
+                                                  "json_metrics": {"y": "y"}}},
+        **extra,
+    }
+    p = d / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+ECHO = ["sh", "-c", "echo '{\"y\": 1}'"]
+
+
+def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storlab: Any) -> None:
+    camp = command_campaign(tmp_path / "c", ECHO, sandbox={"writable": ["data"]}, setup=[
+        {"run": "sysctl -w vm.swappiness=10", "system_writable": True}, "true"])
+    r = storlab("status", camp)
+    assert r.returncode == 0, r.stderr
+    assert "sandbox: bwrap: read-only system; writable: each run's directory, the " \
+           "runner's targets, data; declared devices not openable" in r.stdout
+    assert "outside the sandbox (system_writable): setup[0]: sysctl -w vm.swappiness=10" \
+        in r.stdout
+    js = json.loads(storlab("status", camp, "--json").stdout)
+    assert js["sandbox"][1] == "setup[0]: sysctl -w vm.swappiness=10"
+    from storlab.report.inputs import from_campaign
+    from storlab.report.sections import overview_section
+
+    inp = from_campaign(camp)
+    assert inp.sandbox == js["sandbox"]
+    html = overview_section(inp, []).html
+    assert "outside the sandbox" in html and "sysctl -w vm.swappiness=10" in html
+
+
+def test_no_namespaces_refuses_in_one_line_unless_opted_out(tmp_path: Path, storlab: Any
+                                                           ) -> None:
+    """A stand-in bwrap that fails as bwrap does when the kernel refuses namespaces."""
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    camp = command_campaign(tmp_path / "c", ECHO)
+    t0 = time.monotonic()
+    r = storlab("run", camp, "-q", env={"STORLAB_BWRAP": str(fake)})
+    assert r.returncode == 2 and time.monotonic() - t0 < 10
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert "the kernel refused the namespaces (bwrap: No permissions to creating new " \
+           "namespace)" in lines[0] and "STORLAB_UNSANDBOXED=1" in lines[0]
+    assert not (tmp_path / "c" / "campaign.db").exists() or "ok 1" not in r.stdout
+    r = storlab("run", camp, "-q", env={"STORLAB_BWRAP": str(fake), "STORLAB_UNSANDBOXED": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "off (STORLAB_UNSANDBOXED=1)" in storlab(
+        "status", camp, env={"STORLAB_UNSANDBOXED": "1"}).stdout
+
+
+def test_default_timeout_is_stated_and_overridable(tmp_path: Path) -> None:
+    camp = command_campaign(tmp_path / "a", ECHO)
+    assert load_spec(camp).timeout == DEFAULT_RUN_TIMEOUT == 3600
+    camp = command_campaign(tmp_path / "b", ECHO, timeout=5)
+    assert load_spec(camp).timeout == 5
+    camp = command_campaign(tmp_path / "c", ECHO, timeout=None)
+    assert load_spec(camp).timeout is None
+
+
+def test_a_flood_on_stdout_streams_to_a_file_and_the_store_keeps_a_tail(
+        tmp_path: Path, storlab: Any) -> None:
+    """64 MiB on stdout (then the metric): the run is ok, the store holds 16 MiB of it, the
+    file beside the store the whole stream."""
+    flood = ["sh", "-c", "head -c 67108864 /dev/zero | tr '\\0' 'x'; echo; "
+             "echo '{\"y\": 1}'"]
+    camp = command_campaign(tmp_path / "c", flood, timeout=60)
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(tmp_path / "c" / "campaign.db")
+    status, raw, err = con.execute("SELECT status, length(raw), stderr_tail FROM runs"
+                                   ).fetchone()
+    con.close()
+    assert status == "ok" and raw <= 16 << 20
+    assert "stdout was longer than 16 MiB; kept its tail (whole stream:" in err
+    whole = tmp_path / "c" / "campaign.db.output" / "c1-r1.stdout"
+    assert whole.stat().st_size > 64 << 20
+
+
+def test_a_program_run_holds_little_memory_whatever_it_prints(tmp_path: Path) -> None:
+    """run_program on 512 MiB of output: storlab's peak memory stays near the tail's."""
+    code = textwrap.dedent(f"""
+        import resource
+        from storlab.campaign.runners import run_program
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out = run_program(["sh", "-c", "head -c 536870912 /dev/zero"], cwd={str(tmp_path)!r})
+        assert out.exit_code == 0 and out.stdout_cut, out
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+        """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.split()[-1]) < 120, p.stdout  # MiB above the start (tail: 16 MiB)
+
+
+def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
+    """A campaign in a parent directory (its scratch holds the nested campaign) reaps only
+    its own runs: the nested campaign's live run survives."""
+    from storlab.campaign.executors import reap_leftovers
+    from storlab.campaign.runners import campaign_identity, run_identity
+
+    parent = tmp_path / "p"
+    nested = parent / "scratch" / "inner"
+    nested.mkdir(parents=True)
+    theirs = subprocess.Popen(["sleep", "60"], start_new_session=True, env={
+        **os.environ, "STORLAB_RUN": run_identity(nested / "campaign.db", "c1-r1")})
+    ours = subprocess.Popen(["sleep", "60"], start_new_session=True, env={
+        **os.environ, "STORLAB_RUN": run_identity(parent / "campaign.db", "c1-r1")})
+    try:
+        time.sleep(0.2)
+        assert reap_leftovers(campaign_identity(parent / "campaign.db")) == []
+        assert ours.wait(timeout=5) == -signal.SIGKILL
+        assert theirs.poll() is None
+    finally:
+        for p in (ours, theirs):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_what_a_declaration_opens(tmp_path: Path) -> None:
+    """Without allow_destructive: directories, single-link files and new files' directories,
+    named without links; never a system directory, a link, a hard-linked file or /proc."""
+    from storlab.campaign.runners._sandbox import walls_for
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "hard").write_text("x")
+    os.link(tmp_path / "hard", tmp_path / "hard2")
+    os.symlink(tmp_path / "file", tmp_path / "link")
+    targets = [str(tmp_path / n) for n in ("dir", "file", "hard", "link", "new/x")] + [
+        str(tmp_path / "newfile"), "/", "/etc", "/etc/storlab-new", "/usr/share",
+        "/proc/self/root/tmp"]
+    w = walls_for(str(run), targets)
+    assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
+                                         str(tmp_path / "file"), str(tmp_path)])
+    w = walls_for(str(run), [str(tmp_path / "link")], allow_destructive=True)
+    assert w.writable == [str(run), str(tmp_path / "file")]

@@ -1,0 +1,305 @@
+"""The sandbox against an attacker: for each route by which a run could write somebody's
+file or a block device, real fio or a real command runs it inside the run's sandbox (real
+bwrap) and the victim file and a real loop device stay untouched without an opt-in, and
+are written with it (declared in `sandbox.writable` with `allow_destructive`).
+
+Runs go through the worker's own path (`execute_task`): the static checks of preflight are
+skipped on purpose, so what holds here is the kernel's doing. Each fio run writes 64 KiB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storlab.campaign.task import RunTask, StepSpec, execute_task
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
+    pytest.mark.xdist_group("fio"),
+]
+
+FIO = {"ioengine": "psync", "rw": "write", "bs": "4k", "size": "64k"}
+
+
+def digest(p: str | Path, n: int = 4 << 20) -> str:
+    with open(p, "rb") as fh:
+        return hashlib.sha256(fh.read(n)).hexdigest()
+
+
+@dataclass
+class Lab:
+    """A tmp directory with a victim file, the device, an evil script that writes both, and
+    the campaign's scratch area."""
+
+    root: Path
+    dev: str
+    victim: Path = field(init=False)
+    evil: Path = field(init=False)
+    scratch: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.victim = self.root / "victim.dat"
+        self.victim.write_bytes(b"VICTIM\n" * 150_000)  # larger than fio's size: written in place
+        self.scratch = self.root / "scratch"
+        self.scratch.mkdir()
+        self.evil = self.root / "evil.sh"
+        self.evil.write_text(textwrap.dedent(f"""\
+            #!/bin/sh
+            printf PWNED | dd of={self.victim} conv=notrunc 2>/dev/null
+            printf PWNED | dd of={self.dev} conv=notrunc 2>/dev/null
+            exit 0
+            """))
+        self.evil.chmod(0o755)
+        # the device starts as zeros again for every test
+        with open(self.dev, "r+b") as fh:
+            fh.write(b"\0" * (1 << 20))
+
+    def state(self) -> tuple[str, str]:
+        return digest(self.victim), digest(self.dev)
+
+    def run(self, runner: str, options: dict[str, Any], opt_in: bool, *,
+            setup: list[StepSpec] | None = None, workdir: Path | None = None,
+            key: str = "c1-r1") -> Any:
+        opts = dict(options)
+        if opt_in and runner == "fio":
+            opts["allow_destructive"] = True
+        task = RunTask(key=key, config={}, runner_type=runner, runner_options=opts, values={},
+                       workdir=str(workdir or self.scratch / key), setup=setup or [],
+                       timeout=30, writable=[str(self.victim), self.dev] if opt_in else [],
+                       allow_destructive=opt_in, output_dir=str(self.root / "out"))
+        return execute_task(task).result
+
+
+@pytest.fixture
+def lab(tmp_path: Path, loopdev: str) -> Lab:
+    return Lab(tmp_path, loopdev)
+
+
+def evil_argv(lab: Lab) -> list[str]:
+    return ["sh", "-c", f"{lab.evil}; echo '{{\"y\": 1}}'"]
+
+
+def cmd(argv: list[str]) -> dict[str, Any]:
+    return {"command": argv, "json_metrics": {"y": "y"}}
+
+
+# Each route: (name, what it aims at, how: lab -> (runner, options, extra keywords)).
+Route = Callable[[Lab], tuple[str, dict[str, Any], dict[str, Any]]]
+
+
+def _link(lab: Lab, name: str, to: str) -> str:
+    os.symlink(to, lab.scratch / name)
+    return f"../{name}"
+
+
+def _iolog(lab: Lab) -> str:
+    p = lab.root / "replay.log"
+    # absolute names, with a `filename` in the job (with fio's `directory` before the
+    # log's names, fio 3.33 crashes replaying)
+    names = [str(lab.victim), lab.dev]
+    lines = ["fio version 2 iolog", *(f"{f} add" for f in names)]
+    for f in names:  # (fio 3.33 crashes on an `add` after other files' I/O)
+        lines += [f"{f} open", f"{f} write 0 4096", f"{f} close"]
+    p.write_text("\n".join(lines) + "\n")
+    return str(p)
+
+
+ROUTES: dict[str, tuple[str, Route]] = {
+    "link in the scratch area -> victim file": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": _link(lab, "l", str(lab.victim))}, {})),
+    "link in the scratch area -> device": ("device", lambda lab: (
+        "fio", {**FIO, "filename": _link(lab, "l", lab.dev)}, {})),
+    "by-id style link -> device": ("device", lambda lab: (
+        "fio", {**FIO, "filename": str(_byid(lab))}, {})),
+    "/proc/self/root/... -> victim file": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": f"/proc/self/root{lab.victim}"}, {})),
+    "/proc/self/cwd/../.. -> victim file": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": "/proc/self/cwd/../../victim.dat"}, {})),
+    "read_iolog replay of both": ("both", lambda lab: (
+        "fio", {"ioengine": "psync", "read_iolog": _iolog(lab), "filename": "x.dat",
+                "size": "64k"}, {})),
+    "write_iolog onto the victim file": ("victim", lambda lab: (
+        "fio", {**FIO, "write_iolog": str(lab.victim)}, {})),
+    "exec_prerun": ("both", lambda lab: ("fio", {**FIO, "exec_prerun": str(lab.evil)}, {})),
+    "exec_postrun": ("both", lambda lab: ("fio", {**FIO, "exec_postrun": str(lab.evil)}, {})),
+    "ioengine=exec": ("both", lambda lab: (
+        "fio", {"ioengine": "exec", "program": str(lab.evil), "size": "4k",
+                "runtime": "300ms", "time_based": 1}, {})),
+    "trigger command": ("both", lambda lab: (
+        "command", cmd(["sh", "-c", f"touch trig; fio --name=t --filename=t.dat --size=64k "
+                        f"--rw=write --trigger-file=trig --trigger={lab.evil} "
+                        "--output-format=json >/dev/null; echo '{\"y\": 1}'"]), {})),
+    "setup step swaps the target for a link": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": "target.dat"},
+        {"setup": [StepSpec(["ln", "-sf", str(lab.victim), "target.dat"])]})),
+    "fio --output onto the device": ("device", lambda lab: (
+        "command", cmd(["sh", "-c", f"fio --name=o --filename=o.dat --size=64k --rw=write "
+                        f"--output={lab.dev}; echo '{{\"y\": 1}}'"]), {})),
+    "fio --output onto the victim file": ("victim", lambda lab: (
+        "fio", {**FIO}, {"extra": ["--output=" + str(lab.victim)]})),
+    "workdir climbing out to a shared directory": ("victim", lambda lab: (
+        "command", cmd(["sh", "-c", "printf PWNED | dd of=../../victim.dat conv=notrunc; "
+                        "echo '{\"y\": 1}'"]),
+        {"workdir": lab.root / "shared" / "c1-r1"})),
+    "command writes the device node directly": ("device", lambda lab: (
+        "command", cmd(["sh", "-c", f"printf PWNED | dd of={lab.dev} conv=notrunc; "
+                        "echo '{\"y\": 1}'"]), {})),
+    "setup step writes both": ("both", lambda lab: (
+        "command", cmd(["sh", "-c", "echo '{\"y\": 1}'"]),
+        {"setup": [StepSpec(str(lab.evil), shell=True)]})),
+    "writing through /proc/1/root": ("victim", lambda lab: (
+        "command", cmd(["sh", "-c", f"printf PWNED | dd of=/proc/1/root{lab.victim} "
+                        "conv=notrunc; echo '{\"y\": 1}'"]), {})),
+}
+
+
+def _byid(lab: Lab) -> Path:
+    d = lab.root / "disk" / "by-id"
+    d.mkdir(parents=True)
+    os.symlink(lab.dev, d / "ata-STORLAB_TEST")
+    return d / "ata-STORLAB_TEST"
+
+
+def _changed(before: tuple[str, str], after: tuple[str, str], aim: str) -> list[str]:
+    names = ("victim", "device")
+    return [n for n, b, a in zip(names, before, after) if b != a and aim in (n, "both")]
+
+
+def _go(lab: Lab, name: str, opt_in: bool) -> tuple[str, Any]:
+    aim, make = ROUTES[name]
+    runner, opts, kw = make(lab)
+    extra = kw.pop("extra", None)
+    if extra:
+        opts["extra_args"] = extra
+    return aim, lab.run(runner, opts, opt_in, **kw)
+
+
+@pytest.mark.parametrize("name", list(ROUTES))
+def test_route_leaves_victim_and_device_untouched_without_opt_in(lab: Lab, name: str) -> None:
+    before = lab.state()
+    aim, res = _go(lab, name, opt_in=False)
+    after = lab.state()
+    assert after == before, (name, res.status, res.stderr[-400:])
+
+
+@pytest.mark.parametrize("name", list(ROUTES))
+def test_route_writes_with_opt_in(lab: Lab, name: str) -> None:
+    before = lab.state()
+    aim, res = _go(lab, name, opt_in=True)
+    changed = _changed(before, lab.state(), aim)
+    want = ["victim", "device"] if aim == "both" else [aim]
+    assert changed == want, (name, res.status, res.stderr[-600:])
+
+
+# ---------------------------------------------------------------- routes with no opt-in
+def _inside(lab: Lab, script: str, opt_in: bool = False) -> Any:
+    return lab.run("command", cmd(["sh", "-c", script + "; echo '{\"y\": 1}'"]), opt_in)
+
+
+def test_mknod_inside_the_sandbox_is_refused(lab: Lab) -> None:
+    """A node made for the loop device's numbers (even with the device declared): no
+    CAP_MKNOD, and every writable mount is nodev."""
+    st = os.stat(lab.dev)
+    before = lab.state()
+    res = _inside(lab, f"mknod d b {os.major(st.st_rdev)} {os.minor(st.st_rdev)} 2>&1; "
+                  "printf PWNED | dd of=d conv=notrunc 2>&1; ls -l d", opt_in=False)
+    assert lab.state() == before
+    assert "Operation not permitted" in res.raw + res.stderr, res.raw
+
+
+def test_mount_and_remount_are_refused(lab: Lab) -> None:
+    before = lab.state()
+    res = _inside(lab, f"mount -o remount,rw / 2>&1; mount {lab.dev} /mnt 2>&1; "
+                  f"mount --bind {lab.root} . 2>&1; printf PWNED > {lab.victim} 2>&1")
+    assert lab.state() == before
+    assert "permission denied" in (res.raw + res.stderr).lower(), res.raw + res.stderr
+
+
+def test_sysctl_and_sys_writes_are_refused(lab: Lab) -> None:
+    """/proc is private and read-only; /sys is read-only: no sysctl, no device setting."""
+    name = os.path.basename(lab.dev)
+    ra = Path(f"/sys/block/{name}/queue/read_ahead_kb")
+    swappiness = Path("/proc/sys/vm/swappiness")
+    before = (ra.read_text(), swappiness.read_text())
+    res = _inside(lab, f"echo 4 > {ra} 2>&1; echo 7 > {swappiness} 2>&1")
+    assert (ra.read_text(), swappiness.read_text()) == before
+    assert (res.raw + res.stderr).count("Read-only file system") == 2, res.raw + res.stderr
+
+
+def test_system_writable_step_is_the_declared_way_out(lab: Lab) -> None:
+    """The same /sys write as a `system_writable` step changes the device's setting."""
+    ra = Path(f"/sys/block/{os.path.basename(lab.dev)}/queue/read_ahead_kb")
+    old = ra.read_text().strip()
+    new = "4" if old != "4" else "8"
+    try:
+        res = lab.run("command", cmd(["sh", "-c", "echo '{\"y\": 1}'"]), False, setup=[
+            StepSpec(f"echo {new} > {ra}", shell=True, system_writable=True)])
+        assert res.status == "ok", res.stderr
+        assert ra.read_text().strip() == new
+    finally:
+        ra.write_text(old)
+
+
+def test_open_by_handle_at_is_refused(lab: Lab) -> None:
+    """The bind-mount escape: a file handle of the victim opened through the writable run
+    directory's mount. CAP_DAC_READ_SEARCH is dropped: EPERM."""
+    code = textwrap.dedent(f"""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(8 + 128)
+        ctypes.c_uint.from_buffer(buf).value = 128
+        mnt = ctypes.c_int()
+        r = libc.name_to_handle_at(-100, b"{lab.victim}", buf, ctypes.byref(mnt), 0)
+        assert r == 0, os.strerror(ctypes.get_errno())
+        here = os.open(".", os.O_RDONLY)
+        fd = libc.open_by_handle_at(here, buf, os.O_WRONLY)
+        if fd >= 0:
+            os.write(fd, b"PWNED")
+        print("open_by_handle_at:", os.strerror(ctypes.get_errno()) if fd < 0 else "opened")
+        print('{{"y": 1}}')
+        """)
+    before = lab.state()
+    res = lab.run("command", cmd([sys.executable, "-c", code]), False)
+    assert lab.state() == before
+    assert "open_by_handle_at: Operation not permitted" in res.raw, res.raw + res.stderr
+
+
+def test_a_hard_link_in_the_scratch_area_stays_shut(lab: Lab) -> None:
+    """A hard link to the victim placed in the scratch area (the same bytes): fio may name
+    it, the walls do not open a file with several links without the opt-in."""
+    os.link(lab.victim, lab.scratch / "hl.dat")
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "filename": "../hl.dat"}, False)
+    assert lab.state() == before, res.stderr
+    assert res.status == "failed"
+
+
+def test_storlab_never_deletes_a_directory_it_did_not_make(lab: Lab) -> None:
+    """A `workdir` that reaches somebody's directory: the run directory is not wiped."""
+    theirs = lab.root / "shared" / "c1-r1"
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("mine")
+    res = lab.run("command", cmd(["sh", "-c", "echo '{\"y\": 1}'"]), False, workdir=theirs)
+    assert res.status == "failed" and "not a run directory storlab made" in res.stderr
+    assert (theirs / "notes.txt").read_text() == "mine"
+
+
+def test_the_device_is_absent_or_unopenable_without_opt_in(lab: Lab) -> None:
+    """What the program sees: undeclared, no such node (a write makes a file in the private
+    /dev); declared without allow_destructive, a node that cannot be opened."""
+    res = lab.run("fio", {**FIO, "filename": lab.dev}, False)
+    assert res.status == "failed" and "block device" in res.stderr  # the friendly check
+    mode = stat.S_IMODE(os.stat(lab.dev).st_mode)
+    assert mode  # the host's node is as it was
