@@ -12,6 +12,12 @@ from typing import Any
 
 import pytest
 
+# xdist groups (`make test` runs `-n 2 --dist loadgroup`): a group keeps tests on one worker,
+# one after the other. Only what needs that is grouped: a module sharing a module-scoped
+# cluster or browser ("ceph", "clusters", "browser"; one group per cluster kind, so Ceph and
+# Swift run side by side) and the kill/lock tests ("lock"). The real-fio tests share nothing
+# (temporary directories, free ports, `losetup -f`) and are spread over both workers.
+
 #: The `storlab` program of this checkout, whatever environment runs the tests (an
 #: installed entry point may be another version).
 STORLAB_ARGV = (sys.executable, "-m", "storlab.cli")

@@ -24,8 +24,6 @@ from storlab.campaign.spec import CampaignError
 
 FIO = {"ioengine": "psync", "size": "1M", "runtime": "400ms", "time_based": 1}
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
-pytestmark = pytest.mark.xdist_group("fio")
-
 
 def write_campaign(d: Path, **fields: Any) -> Path:
     d.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,7 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FIO_NAMED, FioRunner, read_job_file
 from storlab.campaign.spec import CampaignError
 
-pytestmark = [pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
-              pytest.mark.xdist_group("fio")]
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
 JOB = """; a job file as people keep them
 [global]

@@ -17,8 +17,7 @@ from storlab.campaign.runners.fio import (METRICS, FioRunner, job_records, parse
                                           percentile_from_bins, summarize)
 from storlab.campaign.spec import CampaignError
 
-pytestmark = [pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
-              pytest.mark.xdist_group("fio")]
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
 TINY = dict(ioengine="psync", size="2M", runtime=1, time_based=1)
 

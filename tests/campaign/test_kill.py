@@ -329,7 +329,6 @@ def test_parallel_workers_and_their_children_die_with_storlab(
 
 
 @needs_fio
-@pytest.mark.xdist_group("fio")
 def test_fio_dies_with_storlab(tmp_path: Path, kill_storlab_when: Any, resume: Any) -> None:
     d = tmp_path / "c"
     d.mkdir()

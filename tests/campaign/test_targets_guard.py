@@ -21,8 +21,7 @@ from storlab.campaign.runners.fio import FioRunner
 from storlab.campaign.spec import CampaignError
 
 FIO = {"ioengine": "psync", "rw": "write", "bs": "64k", "size": "1M"}
-pytestmark = [pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
-              pytest.mark.xdist_group("fio")]
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
 
 def digest(path: str | Path) -> str:

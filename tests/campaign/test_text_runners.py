@@ -11,8 +11,6 @@ from storlab.campaign.runners.postmark import PostmarkRunner, parse_terse
 from storlab.campaign.runners.sysbench import SysbenchRunner
 from storlab.campaign.spec import CampaignError
 
-pytestmark = pytest.mark.xdist_group("fio")
-
 
 @pytest.mark.skipif(shutil.which("postmark") is None, reason="postmark not installed")
 def test_postmark_runs_and_parses(tmp_path: Path) -> None:

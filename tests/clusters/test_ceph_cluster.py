@@ -19,8 +19,11 @@ from storlab.clusters._util import Daemon, wait_until
 from storlab.clusters.ceph import CephCluster, CephOptions
 
 _NEED = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "rados", "fio")
+# Its own group ("ceph"), apart from the other clusters' ("clusters"): one worker keeps a
+# module's cluster to itself (module fixture), and the Ceph and Swift tests, each a few
+# minutes on 2 cores, run side by side instead of one after the other.
 pytestmark = [
-    pytest.mark.xdist_group("clusters"),
+    pytest.mark.xdist_group("ceph"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a Ceph cluster needs root"),
     pytest.mark.skipif(any(shutil.which(p) is None for p in _NEED),
                        reason="Ceph packages missing: run scripts/sysdeps.sh as root"),

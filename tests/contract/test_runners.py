@@ -68,7 +68,8 @@ _CEPH = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "rados")
 
 
 def _cluster_marks(what: str, programs: tuple[str, ...]) -> list[Any]:
-    return [pytest.mark.xdist_group("clusters"),
+    # the cluster tests' own groups (tests/clusters): one module-scoped cluster each
+    return [pytest.mark.xdist_group("ceph" if what == "Ceph" else "clusters"),
             pytest.mark.skipif(os.geteuid() != 0, reason=f"a {what} cluster needs root"),
             pytest.mark.skipif(any(shutil.which(p) is None for p in programs),
                                reason=f"{what} packages missing: run scripts/sysdeps.sh")]

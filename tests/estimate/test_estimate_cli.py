@@ -153,7 +153,6 @@ def shm():
 
 
 @needs_fio
-@pytest.mark.xdist_group("fio")
 def test_measure_runs_fio_for_real(storlab_main, tmp_path, shm) -> None:
     model, runs = tmp_path / "m.json", tmp_path / "runs.csv"
     code, out, err = storlab_main("estimate", "measure", "--sizes", "4k,64k", "--repeat", "2",
@@ -190,7 +189,6 @@ def test_measure_runs_fio_for_real(storlab_main, tmp_path, shm) -> None:
 
 
 @needs_fio
-@pytest.mark.xdist_group("fio")
 def test_measure_writes_its_runs_into_the_campaign_it_creates(storlab_main, tmp_path, shm,
                                                               monkeypatch) -> None:
     """Audit LOW-2: `--campaign est --runs est/runs.csv` was refused ("directory est does

@@ -26,8 +26,6 @@ from storlab.estimate.measure import (
 from storlab.estimate.model import EstimateError
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
-pytestmark = pytest.mark.xdist_group("fio")
-
 
 @pytest.fixture
 def shm():

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Sequence
@@ -622,107 +621,20 @@ class ImportanceResult(Result):
         `cpi`, `subsets` and `path` draw one of them alone; `pi` the PI shares only.
         `unit` is the response's unit (guessed from its name when not given)."""
         from ..plotstyle import styled
+        from .plots import importance_figure
 
         kind = self.plot_kind(kind)
         with styled():
-            fig = self._plot(kind, unit)
+            fig = importance_figure(self, kind, unit)
             if self.subset_note and kind != "all":  # "all" says it under its title
                 fig.text(0.5, 0.005, self.subset_note, ha="center", va="bottom",
                          fontsize=8, color="0.3")
             return fig
 
-    def _plot(self, kind: str, unit: str | None) -> Figure:
-        from ..plotstyle import subplots
-
-        if kind == "pi":
-            fig, ax = subplots(figsize=(6.4, 0.3 * len(self.pi) + 1.6))
-            self._draw_pi(ax)
-            return fig
-        if kind == "cpi":
-            n = max(len(self.steps), 1)
-            fig, axes = subplots(n, 1, figsize=(max(6.4, 0.55 * len(self.pi) + 2.5),
-                                                2.1 * n + 1.0), squeeze=False)
-            self._draw_cpi([r[0] for r in axes])
-            return fig
-        if kind == "subsets":
-            fig, ax = subplots(figsize=(7.6, 4.8))
-            self._draw_subsets(ax, unit)
-            return fig
-        if kind == "path":
-            fig, ax = subplots(figsize=(6.4, 4.2))
-            self._draw_path(ax, unit)
-            return fig
-        from matplotlib.figure import Figure as _Figure
-
-        n = min(max(len(self.steps), 1), 4)
-        fig = _Figure(figsize=(max(11.0, 0.5 * len(self.pi) * n), 8.6), layout="constrained")
-        top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.15])
-        self._draw_cpi(list(np.atleast_1d(top.subplots(1, n))))
-        top.suptitle("Importance of each parameter at each greedy step "
-                     "(PI, then CPI given the parameters already selected)"
-                     + (f"\n{self.subset_note}" if self.subset_note else ""),
-                     fontsize=10.5, fontweight="bold")
-        ax3, ax4 = bottom.subplots(1, 2, width_ratios=[1.25, 1])
-        self._draw_subsets(ax3, unit)
-        self._draw_path(ax4, unit)
-        return fig
-
     def _label(self) -> str:
         from ..plotstyle import metric_name
 
         return metric_name(self.response)
-
-    def _draw_pi(self, ax: Any) -> None:
-        from ..plotstyle import STYLE
-
-        pt = self.pi_table()
-        sel = set(self.selected)
-        ax.barh(pt["param"][::-1], 100 * pt["share"][::-1], height=0.65,
-                color=[STYLE["sig"] if p in sel else STYLE["bar"] for p in pt["param"][::-1]])
-        ax.grid(axis="y", visible=False)
-        ax.set_xlabel(f"PI: share of the variance of {self._label()} (%)")
-        ax.set_title(f"Parameter importance: {self._label()}")
-
-    def _draw_cpi(self, axes: list[Any]) -> None:
-        """Figure 2: one bar panel per step; the chosen parameter in the accent colour."""
-        from matplotlib.patches import Patch
-
-        from ..plotstyle import STYLE
-
-        order = list(self.pi_table()["param"])  # the same x order in every panel
-        var = self.variance
-        if not self.steps:
-            axes[0].bar(order, [100 * self.pi[p] / var if var > 0 else 0.0 for p in order],
-                        color=STYLE["bar"])
-            axes[0].set_ylabel("PI (% of variance)")
-            axes[0].set_title(f"no parameter selected: {self.stop_reason}", fontsize=9,
-                              fontweight="normal")
-            return
-        before: list[str] = []
-        for ax, s in zip(axes, self.steps):
-            vals = [100 * s.candidates[p] / var if p in s.candidates and var > 0 else 0.0
-                    for p in order]
-            colors = [STYLE["sig"] if p == s.param else STYLE["muted"] if p in before
-                      else STYLE["bar"] for p in order]
-            ax.bar(range(len(order)), vals, color=colors, width=0.7)
-            for x, p in enumerate(order):
-                if p in before:  # already fixed: no bar, say why
-                    ax.annotate("fixed", (x, 0), xytext=(0, 2), textcoords="offset points",
-                                ha="center", va="bottom", fontsize=7, color="#777777")
-            tilt = sum(len(p) for p in order) > 24  # long names would run into each other
-            ax.set_xticks(range(len(order)), order, rotation=30 if tilt else 0,
-                          ha="right" if tilt else "center", rotation_mode="anchor")
-            ax.grid(axis="x", visible=False)
-            given = f" | {', '.join(before)}" if before else ""
-            ax.set_ylabel(("PI" if not before else "CPI") + " (% of variance)")
-            title = f"step {s.rank}: {'PI' if not before else 'CPI'}(X{given})"
-            ax.set_title(textwrap.fill(title, 34), fontsize=9, fontweight="normal")
-            before.append(s.param)
-        axes[0].legend(handles=[Patch(facecolor=STYLE["sig"], label="selected at this step"),
-                                Patch(facecolor=STYLE["bar"], label="other candidates")],
-                       loc="upper right")
-        for ax in axes[len(self.steps):]:
-            ax.axis("off")
 
     def subsets(self, max_fixed: int = 2) -> pd.DataFrame:
         """Figure 3's points: every subset of configurations fixed by the values of one or
@@ -747,77 +659,6 @@ class ImportanceResult(Result):
                                  "size": len(yy), "mean": float(np.mean(yy)), "rsd": rsd(yy)})
         return pd.DataFrame(rows, columns=["n_fixed", "fixed", "size", "mean", "rsd"])
 
-    def _draw_subsets(self, ax: Any, unit: str | None = None) -> None:
-        """Figure 3: each point a set fixed by N = 1 or 2 parameter values; best values of
-        the greedy steps ringed."""
-        from ..plotstyle import PALETTE, axis_label, format_axis
-
-        t = self.subsets()
-        for n, color, size in ((2, PALETTE[4], 14), (1, PALETTE[3], 46)):
-            g = t[t["n_fixed"] == n]
-            if not g.empty:
-                ax.scatter(g["mean"], 100 * g["rsd"], s=size, color=color, alpha=0.8,
-                           edgecolors="white", linewidths=0.4, zorder=3 if n == 1 else 2,
-                           label=f"{len(g)} sets fixing {n} parameter{'s' * (n > 1)}")
-        lo, hi = (float(t["mean"].min()), float(t["mean"].max())) if len(t) else (0.0, 1.0)
-        for s in self.steps[:2]:  # the greedy choice among these sets, named
-            want = ", ".join(f"{p}={s.best_values[p]}" for p in self.selected[:s.rank])
-            hit = t[t["fixed"] == want]
-            if not hit.empty:
-                r = hit.iloc[0]
-                ax.scatter([r["mean"]], [100 * r["rsd"]], s=140, facecolors="none",
-                           edgecolors="black", linewidths=1.2, zorder=4)
-                # Labels point inwards (one at the left edge ran off the axes) and sit on
-                # their own rows of the axes (the two steps' sets often sit on top of
-                # each other, and labels offset from each point then overlapped), with a
-                # line to their set.
-                left = r["mean"] <= (lo + hi) / 2
-                ax.annotate(f"step {s.rank}: {want}", (r["mean"], 100 * r["rsd"]),
-                            xytext=(r["mean"] + (0.04 if left else -0.04) * (hi - lo or 1),
-                                    0.16 + 0.08 * (s.rank - 1)),
-                            textcoords=("data", "axes fraction"),
-                            ha="left" if left else "right", va="center", fontsize=7.5,
-                            arrowprops={"arrowstyle": "-", "color": "0.4", "lw": 0.7},
-                            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
-                                  "alpha": 0.85})
-        ax.axhline(100 * self.rsd, color="#777777", lw=0.9, ls=":",
-                   label=f"RSD of all {self.n_cells} cells")
-        ax.set_xlabel("mean " + axis_label(self.response, unit) + " of the set")
-        format_axis(ax.xaxis, self.response, unit)
-        ax.set_ylabel("RSD within the set (%, lower is steadier)")
-        ax.set_ylim(bottom=0)
-        corner = "bottom right" if self.goal == "maximize" else "bottom left"
-        ax.set_title(f"Sets fixing 1 or 2 parameters (best: {corner})", fontsize=9)
-        ax.legend(loc="best")
-
-    def _draw_path(self, ax2: Any, unit: str | None = None) -> None:
-        from ..plotstyle import PALETTE, axis_label, format_axis
-
-        xs = [0] + [s.rank for s in self.steps]
-        means = [self.mean] + [s.subset_mean for s in self.steps]
-        rsds = [self.rsd] + [s.subset_rsd for s in self.steps]
-        h1 = ax2.plot(xs, means, "o-", color=PALETTE[2], label="mean (left axis)")
-        tilt = len(xs) > 3
-        ax2.set_xticks(xs, ["all"] + [f"+{s.param}" for s in self.steps],
-                       rotation=25 if tilt else 0, ha="right" if tilt else "center",
-                       rotation_mode="anchor")
-        ax2.set_xlim(-0.4, xs[-1] + 0.4)
-        ax2.set_ylabel("mean " + axis_label(self.response, unit) + " of the subset")
-        format_axis(ax2.yaxis, self.response, unit)
-        ax3 = ax2.twinx()
-        ax3.grid(False)
-        ax3.spines["right"].set_visible(True)
-        h2 = ax3.plot(xs, [100 * r for r in rsds], "s--", color=PALETTE[5],
-                      label="RSD (right axis)")
-        for r in self.stop:
-            if r.kind == "rsd":
-                h2 += [ax3.axhline(100 * r.value, color=PALETTE[5], lw=0.8, ls=":",
-                                   label=f"RSD stop {100 * r.value:g} %")]
-        ax3.set_ylim(bottom=0)
-        ax3.set_ylabel("RSD of the subset (%)")
-        ax2.set_title("Selection path: the chosen parameters fixed at their best values",
-                      fontsize=9)
-        ax2.legend(handles=h1 + h2, loc="center right")
 
 
 def importance(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,

@@ -248,7 +248,6 @@ def results_source(source: Path, space_file: Path | None) -> tuple[pd.DataFrame,
     with the space of --space if given."""
     from ..errors import AnalysisError
     from ..fileio import read_table
-    from ..space import Space
 
     if source.suffix.lower() in (".yaml", ".yml"):
         if not is_campaign(source):
@@ -262,5 +261,9 @@ def results_source(source: Path, space_file: Path | None) -> tuple[pd.DataFrame,
         if not camp.store_path.exists():
             raise AnalysisError(f"{source}: no runs yet (run it with `storlab run {source}`)")
         return camp.results("run"), camp.space
-    space = Space.from_yaml(space_file) if space_file is not None else None
+    if space_file is None:  # (the space module and its YAML parser load only for a space)
+        return read_table(source), None
+    from ..space import Space
+
+    space = Space.from_yaml(space_file)
     return read_table(source), space
