@@ -217,9 +217,12 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
 
 
 def _measured(e: dict[str, Any], unit: str) -> Any:
-    """'<b>5.93 G</b>B/s ± <b>…</b> over 3 runs' for a tuning entry (value, std, runs)."""
-    return _m("measured")(_qty(e["value"], unit), _qty(e["std"], unit), e["runs"],
-                          _runs_word(e))
+    """'<b>5.93 G</b>B/s ± <b>…</b> over 3 runs' for a tuning entry (value, std, runs);
+    no spread for a single run (its std is null: the best screened is judged on its one
+    screening run)."""
+    std = e.get("std")
+    spread = _qty(std, unit) if std is not None and math.isfinite(std) else None
+    return _m("measured")(_qty(e["value"], unit), spread, e["runs"], _runs_word(e))
 
 
 def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
