@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from ..errors import StorlabError
 from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
-from .executors import make_executor
+from .executors import make_executor, requested_width
 from .runners import ShellTemplateError, make_runner, shell_command, template_names
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
@@ -530,6 +530,7 @@ class Campaign:
         """
         emit = on_event or (lambda kind, data: None)
         runner = self.preflight()
+        self._check_width(executor)
         stop = stop or threading.Event()
         with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
             self._sync_plan(store)
@@ -543,17 +544,11 @@ class Campaign:
                            "store": str(self.store_path)})
             old = _install_sigint(stop, emit)
             try:
-                while True:
+                if self.source is None:
                     if todo:
                         self._run_batch(store, todo, executor, summary, emit, stop)
-                    if stop.is_set() or self.source is None:
-                        break
-                    batch = self.source.ask(self.history(store))
-                    if not batch:
-                        break
-                    self._extend_plan(store, batch, runner)
-                    plan = self.plan(store)
-                    todo = self.pending(store.statuses(), False, plan)
+                else:
+                    self._run_adaptive(store, todo, executor, summary, emit, stop, runner)
             finally:
                 _restore_sigint(old)
             summary.interrupted = stop.is_set()
@@ -571,6 +566,79 @@ class Campaign:
             emit("submit", {"key": r.key, "config": r.config})
 
         for out in ex.run((self.task(r) for r in todo), on_submit, stop.is_set):
+            self._finish(store, by_key[out.key], out, summary, emit)
+
+    def _check_width(self, executor: str | None) -> None:
+        """Refuse, before anything runs, `parallel:N` with more workers than an adaptive
+        design's budget, or with a source that proposes one run at a time (N - 1 slots
+        would stay idle)."""
+        width = requested_width(executor)
+        if self.source is None or width is None or width <= 1:
+            return
+        budget = int(self.source.meta().get("budget") or 0)
+        if budget and width > budget:
+            raise CampaignError(f"--executor {executor}: {width} workers for a budget of "
+                                f"{budget} runs; use at most parallel:{budget}")
+        if not getattr(self.source, "batches", False):
+            raise CampaignError(f"--executor {executor}: the {self.source.meta().get('kind')} "
+                                "design proposes one run at a time; use --executor "
+                                "sequential")
+
+    def _run_adaptive(self, store: Store, todo: list[PlannedRun], executor: str | None,
+                      summary: RunSummary, emit: Event, stop: threading.Event,
+                      runner: Any) -> None:
+        """Run what is planned, then ask the source for more, until it has nothing more.
+        With one run at a time it is asked when every run has finished; a source that
+        `batches` is asked again whenever a slot frees (its pending runs are those asked
+        for and not finished), so a parallel executor keeps N runs in flight. Each batch
+        is saved in the store's plan before its first run starts: a killed campaign
+        resumes the runs that were in flight under their own keys."""
+        source = self.source
+        assert source is not None
+        ex = make_executor(executor)
+        batches = bool(getattr(source, "batches", False)) and ex.width > 1
+        queue = list(todo)
+        by_key = {r.key: r for r in todo}
+        started: set[str] = set()   # handed to the executor by this invocation
+        finished: set[str] = set()
+
+        def on_submit(t: RunTask) -> None:
+            r = by_key[t.key]
+            started.add(r.key)
+            store.mark_running(r.key, r.seq, r.config_id, r.repetition, r.warmup, r.config)
+            emit("submit", {"key": r.key, "config": r.config})
+
+        def feed() -> Iterator[RunTask | None]:
+            while True:
+                if queue:
+                    yield self.task(queue.pop(0))
+                    continue
+                busy = bool(started - finished)
+                if busy and not batches:
+                    yield None  # asked only when every run has finished
+                    continue
+                if busy:
+                    plan_rows = store.plan_rows()
+                    done = store.statuses()
+                    pending = [Proposal(dict(r.config), 1, p["phase"], p["note"])
+                               for r, p in zip(self.plan(store), plan_rows)
+                               if done.get(r.key) not in DONE + FAILED]
+                    batch = source.ask(self.history(store), pending)  # type: ignore[call-arg]
+                else:
+                    batch = source.ask(self.history(store))
+                if not batch:
+                    if busy:
+                        yield None  # more once a run in flight has finished
+                        continue
+                    return
+                self._extend_plan(store, batch, runner)
+                fresh = [r for r in self.plan(store) if r.key not in by_key]
+                new = self.pending(store.statuses(), False, fresh)
+                by_key.update((r.key, r) for r in new)
+                queue.extend(new)
+
+        for out in ex.run(feed(), on_submit, stop.is_set):
+            finished.add(out.key)
             self._finish(store, by_key[out.key], out, summary, emit)
 
     def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,

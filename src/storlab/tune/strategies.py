@@ -173,8 +173,18 @@ class Strategy:
         if settings.baseline is not None and not domain.feasible(settings.baseline):
             raise TuneError(f"the baseline {settings.baseline} is not a feasible configuration")
 
+    #: Whether the search can propose a run while others are in flight (`ask_more`).
+    batches = True
+    #: The move `next_config` made, when it names it (see `move_note`).
+    move = ""
+
     # -- the protocol
-    def ask(self, history: Sequence[Observation]) -> list[Proposal]:
+    def ask(self, history: Sequence[Observation],
+            pending: Sequence[Proposal] = ()) -> list[Proposal]:
+        """The next runs given the finished ones; with runs still in flight (`pending`, a
+        parallel executor's free slot), `ask_more`."""
+        if pending:
+            return self.ask_more(history, pending)
         used = len(history)
         remaining = self.s.budget - used
         if remaining <= 0 or any(o.phase == "confirm" for o in history):
@@ -186,13 +196,70 @@ class Strategy:
         searched = any(o.phase == "tune" for o in history)
         if self.confirm and remaining <= self.reserve(tally) and (searched or remaining <= 1):
             return self.confirmation(tally, remaining)
+        self.move = ""
         cfg = self.next_config(history, tally)
         if cfg is None:  # nothing left to try
             return self.confirmation(tally, remaining) if self.confirm else []
         # A sampler's first draws are random (TPE's start-up trials): they are this
         # strategy's screening, and its best is the baseline when the space has no default.
         early = sum(o.phase in ("screen", "tune") for o in history) < self.random_start
-        return [Proposal(cfg, 1, "screen" if early else "tune")]
+        return [Proposal(cfg, 1, "screen" if early else "tune", self.move_note())]
+
+    def ask_more(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                 ) -> list[Proposal]:
+        """One more search run while `pending` runs are in flight, or [] to wait for them.
+
+        The pending configurations count as measured at the incumbent's value (a constant
+        liar at the best value: Ginsbourger, Le Riche and Carraro, "Kriging is well-suited
+        to parallelize optimization", 2010): they are never proposed twice, the local
+        model sees no gain where a run is on its way and turns to another factor, and TPE
+        models them as trials. The lie never reaches a decision: the screening, the switch
+        to confirmation and the confirmation itself wait for the runs in flight and see
+        only finished runs."""
+        remaining = self.s.budget - len(history) - len(pending)
+        if remaining <= 0 or not self.batch_ready(history, pending):
+            return []
+        if any(o.phase == "confirm" for o in history) or \
+                any(p.phase == "confirm" for p in pending):
+            return []
+        tally = Tally(history, self.objectives)
+        if self.confirm and remaining <= self.reserve(tally):
+            return []  # the confirmation decides on finished runs only
+        lied = [*history, *self.lies(tally, pending)]
+        self.move = ""
+        cfg = self.next_config(lied, Tally(lied, self.objectives))
+        if cfg is None:
+            return []
+        early = sum(o.phase in ("screen", "tune") for o in history) + \
+            sum(p.phase in ("screen", "tune") for p in pending) < self.random_start
+        return [Proposal(cfg, 1, "screen" if early else "tune", self.move_note())]
+
+    def move_note(self) -> dict[str, Any]:
+        """The note a search run carries into the store when `next_config` named its
+        move (`move`: e.g. an escape from a local optimum, which later asks count)."""
+        return {"move": self.move} if self.move else {}
+
+    def batch_ready(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                    ) -> bool:
+        """Whether a search run can be proposed while `pending` are in flight."""
+        return True
+
+    def lies(self, tally: Tally, pending: Sequence[Proposal]) -> list[Observation]:
+        """The pending runs as observations at the incumbent's values (phase `pending`, so
+        no stall count or phase test reads them as search runs); failed when nothing has a
+        value yet (known to be on its way, never proposed again)."""
+        best = tally.best()
+        out = []
+        for i, p in enumerate(pending):
+            metrics: dict[str, float] = {}
+            if best is not None:
+                # Entry values are scores (larger better): back to the metric's own sign
+                metrics = {ob.name: ob.score(best.mean(j))
+                           for j, ob in enumerate(self.objectives)}
+            out.append(Observation(f"pending-{i}", 0, 0, 0, dict(p.config),
+                                   "ok" if metrics else "failed", metrics, "pending",
+                                   dict(p.note)))
+        return out
 
     def meta(self) -> dict[str, Any]:
         return {"strategy": self.name, "seed": self.s.seed, "budget": self.s.budget,
@@ -403,6 +470,10 @@ class ScreenThenTune(OptunaSearch):
     focus_share = 0.5    # TPE searches this share of the factors, most important first
     explore = 1.0        # the local step's upper confidence bound, in standard deviations
     pair_top = 3         # a stuck one-factor step tries pairs of this many top factors
+    escape = True        # leave a local optimum by group moves (`escape_step`)
+    escape_group = 3     # ... that change at least this many factors at once
+    escape_basins = 3    # ... restarting from at most this many other basins
+    escape_every = 1     # ... after this many search runs without a gain or escape
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -439,6 +510,12 @@ class ScreenThenTune(OptunaSearch):
                 {config_key(c) for c in configs}:
             props.insert(0, Proposal(dict(self.s.baseline), 1, "screen", {"baseline": True}))
         return props
+
+    def batch_ready(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                    ) -> bool:
+        """The search ranks factors on the whole screening: it waits for it to finish."""
+        return any(o.phase == "screen" for o in history) and \
+            not any(p.phase == "screen" for p in pending)
 
     def screen_configs(self) -> list[dict[str, Any]]:
         """A Latin Hypercube over the space (every level of every factor as evenly as the
@@ -552,6 +629,13 @@ class ScreenThenTune(OptunaSearch):
             cfg = self.pair_step(tally, ranking, incumbent)
             if cfg is not None:
                 return cfg
+            # A local optimum for one- and two-factor moves: every `escape_every` search
+            # runs without a gain, leave it by a group move (TPE's turn otherwise).
+            if self.escape and self.since_escape(history) >= self.escape_every:
+                cfg = self.escape_step(tally, ranking, incumbent)
+                if cfg is not None:
+                    self.move = "escape"
+                    return cfg
         n_active = min(len(ranking), self.focus() + widened)
         while True:
             # a range factor is always searched: no other step moves it
@@ -591,6 +675,65 @@ class ScreenThenTune(OptunaSearch):
         if best_key is not None and best_key[0] <= 0 and not any_gain:
             return None
         return choice
+
+    def escape_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
+                    ) -> dict[str, Any] | None:
+        """Out of a local optimum that no one- or two-factor move leaves: a move that
+        changes `escape_group` or more factors at once, towards another basin.
+
+        First the configuration an additive model of every run (equal weights) predicts
+        best, when it differs from the incumbent in that many factors (the group of
+        factors moved together); else a restart of the local search from another basin:
+        a one- or two-factor step (the local steps' bound, in the local model around that
+        point) from the best measured configurations that differ from the incumbent in
+        `escape_group` or more factors, best first (at most `escape_basins` of them).
+        Storage optima can sit several factors away from the runner-up basin: on a fio
+        table, engine, depth and direct I/O must change together, and each change alone
+        or in pairs is worse."""
+        names = [n for n in self.domain.names if self.domain.space[n].levels]
+
+        def apart(cfg: Mapping[str, Any]) -> int:
+            return sum(plain(cfg[n]) != plain(incumbent[n]) for n in names)
+
+        cfg = self.exploit_step(tally, ranking, incumbent)
+        if cfg is not None and apart(cfg) >= self.escape_group:
+            return cfg
+        for e in self.basins(tally, incumbent)[:self.escape_basins]:
+            cfg = self.local_step(tally, ranking, e.config)
+            if cfg is None:
+                cfg = self.pair_step(tally, ranking, e.config)
+            if cfg is not None:
+                return cfg
+        return None
+
+    def basins(self, tally: Tally, incumbent: Mapping[str, Any]) -> list[Entry]:
+        """Measured configurations that head another basin, best first: at least
+        `escape_group` factors from the incumbent, and no better measured configuration
+        within two factors of them (a point on the incumbent's own slope has one)."""
+        names = [n for n in self.domain.names if self.domain.space[n].levels]
+
+        def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+            return sum(plain(a[n]) != plain(b[n]) for n in names)
+
+        ranked = tally.ranked()
+        out = []
+        for i, e in enumerate(ranked):
+            if apart(e.config, incumbent) >= self.escape_group and \
+                    not any(apart(e.config, b.config) <= 2 for b in ranked[:i]):
+                out.append(e)
+        return out
+
+    def since_escape(self, history: Sequence[Observation]) -> int:
+        """Search runs (and pending ones) since the last gain or escape move."""
+        best, n = -math.inf, 0
+        for o in history:
+            vals = observed_values(o, self.objectives)
+            score = self.objectives[0].score(vals[0]) if vals is not None else -math.inf
+            if o.phase in ("tune", "pending"):
+                gain = score > best + self.min_gain * abs(best)
+                n = 0 if gain or o.note.get("move") == "escape" else n + 1
+            best = max(best, score)
+        return n
 
     def exploit_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
                      ) -> dict[str, Any] | None:
