@@ -10,9 +10,10 @@ configurations that were run.
 
 Configurations come from a design source (`sources.py`): a fixed design gives its whole
 table up front; an adaptive one (`design: {kind: tune, ...}`) is asked for the next batch
-whenever every planned run has finished, and its batches are saved in the store as they
-come (`plan` table), so a killed adaptive campaign resumes the batch it was in and then
-asks again with the same history it would have had.
+whenever every planned run has finished (with a parallel executor and a source that
+batches: whenever a slot frees, told the runs still in flight), and its batches are saved
+in the store as they come (`plan` table), so a killed adaptive campaign resumes the batch
+it was in and then asks again with the same history it would have had.
 """
 
 from __future__ import annotations
