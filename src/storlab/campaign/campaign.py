@@ -614,17 +614,13 @@ class Campaign:
                 if queue:
                     yield self.task(queue.pop(0))
                     continue
-                busy = bool(started - finished)
+                inflight = len(started - finished)
+                busy = inflight > 0
                 if busy and not batches:
                     yield None  # asked only when every run has finished
                     continue
                 if busy:
-                    plan_rows = store.plan_rows()
-                    done = store.statuses()
-                    pending = [Proposal(dict(r.config), 1, p["phase"], p["note"])
-                               for r, p in zip(self.plan(store), plan_rows)
-                               if done.get(r.key) not in DONE + FAILED]
-                    batch = source.ask(self.history(store), pending)  # type: ignore[call-arg]
+                    batch = self._ask_pending(store, ex.width - inflight)
                 else:
                     batch = source.ask(self.history(store))
                 if not batch:
@@ -641,6 +637,22 @@ class Campaign:
         for out in ex.run(feed(), on_submit, stop.is_set):
             finished.add(out.key)
             self._finish(store, by_key[out.key], out, summary, emit)
+
+    def _ask_pending(self, store: Store, free: int) -> list[Proposal]:
+        """Ask a batching source for up to `free` runs, one at a time, each told the runs
+        in flight and those it proposed before (the store is read once for all)."""
+        done = store.statuses()
+        pending = [Proposal(dict(r.config), 1, p["phase"], p["note"])
+                   for r, p in zip(self.plan(store), store.plan_rows())
+                   if done.get(r.key) not in DONE + FAILED]
+        history = self.history(store)
+        batch: list[Proposal] = []
+        for _ in range(max(1, free)):
+            more = self.source.ask(history, pending + batch)  # type: ignore[union-attr,call-arg]
+            if not more:
+                break
+            batch += more
+        return batch
 
     def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,
                 emit: Event) -> None:
