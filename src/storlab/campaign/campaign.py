@@ -610,17 +610,22 @@ class Campaign:
             emit("submit", {"key": r.key, "config": r.config})
 
         def feed() -> Iterator[RunTask | None]:
+            planned_at = -1  # the plan's size when the source said "once they finish"
             while True:
                 if queue:
                     yield self.task(queue.pop(0))
                     continue
-                inflight = len(started - finished)
-                busy = inflight > 0
-                if busy and not batches:
-                    yield None  # asked only when every run has finished
+                busy = bool(started - finished)
+                if busy and (not batches or planned_at == len(by_key)):
+                    yield None  # asked when every run has finished, or the plan grew
                     continue
                 if busy:
-                    batch = self._ask_pending(store, ex.width - inflight)
+                    batch = self._ask_pending(store, ex.width)
+                    if batch is None:  # an older run is still in flight
+                        yield None
+                        continue
+                    if not batch:  # not with these runs pending: ask once all finished
+                        planned_at = len(by_key)
                 else:
                     batch = source.ask(self.history(store))
                 if not batch:
@@ -638,21 +643,26 @@ class Campaign:
             finished.add(out.key)
             self._finish(store, by_key[out.key], out, summary, emit)
 
-    def _ask_pending(self, store: Store, free: int) -> list[Proposal]:
-        """Ask a batching source for up to `free` runs, one at a time, each told the runs
-        in flight and those it proposed before (the store is read once for all)."""
+    def _ask_pending(self, store: Store, width: int) -> list[Proposal] | None:
+        """Ask a batching source for a run while others are in flight, or None to wait.
+
+        What it is told depends on the plan's order, never on which runs happened to finish
+        first: every planned run but the newest `width - 1` must have finished (else wait
+        for them), those are its history, and the newest `width - 1` are pending whether
+        finished or not. So the same seed and width give the same proposals, resumed after
+        a kill or not, at the price of a slot left idle while an older run finishes after a
+        newer one."""
+        plan = self.plan(store)
+        rows = store.plan_rows()
         done = store.statuses()
+        cut = max(0, len(plan) - (width - 1))
+        if any(done.get(r.key) not in DONE + FAILED for r in plan[:cut]):
+            return None
+        older = {r.key for r in plan[:cut]}
+        history = [o for o in self.history(store) if o.key in older]
         pending = [Proposal(dict(r.config), 1, p["phase"], p["note"])
-                   for r, p in zip(self.plan(store), store.plan_rows())
-                   if done.get(r.key) not in DONE + FAILED]
-        history = self.history(store)
-        batch: list[Proposal] = []
-        for _ in range(max(1, free)):
-            more = self.source.ask(history, pending + batch)  # type: ignore[union-attr,call-arg]
-            if not more:
-                break
-            batch += more
-        return batch
+                   for r, p in zip(plan[cut:], rows[cut:])]
+        return self.source.ask(history, pending)  # type: ignore[union-attr,call-arg]
 
     def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,
                 emit: Event) -> None:
