@@ -648,14 +648,16 @@ class ScreenThenTune(OptunaSearch):
             n_active += 1  # this subspace is used up: widen
 
     def local_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any],
-                   any_gain: bool = False) -> dict[str, Any] | None:
+                   any_gain: bool = False, away: Mapping[str, Any] | None = None
+                   ) -> dict[str, Any] | None:
         """The incumbent with one factor changed to an untried level: the change with the
         highest upper confidence bound (`explore` standard deviations) on its gain in a
         local additive model (`LocalModel`), ties broken by importance rank. A change
         with no evidence near the incumbent is uncertain, so it is tried before a change
         the runs so far showed to be bad. None when no change's bound is above zero (a
         local optimum: TPE's turn) unless `any_gain`. Factors without listed levels are
-        left to TPE."""
+        left to TPE. With `away`, only configurations `escape_group` or more factors from
+        it (an escape's restart from another basin must not step back)."""
         model = LocalModel(self.domain, tally.measured(), incumbent)
         rank = {n: i for i, n in enumerate(ranking)}
         best_key: tuple[float, int] | None = None
@@ -666,7 +668,8 @@ class ScreenThenTune(OptunaSearch):
                     continue
                 cfg = {**incumbent, name: lv}
                 cfg = {n: cfg[n] for n in self.domain.names}
-                if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
+                if config_key(cfg) in tally.entries or not self.domain.feasible(cfg) or \
+                        not self._away(cfg, away):
                     continue
                 mean, sd = model.gain(cfg)
                 key = (mean + self.explore * sd, -rank[name])
@@ -678,50 +681,47 @@ class ScreenThenTune(OptunaSearch):
 
     def escape_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
                     ) -> dict[str, Any] | None:
-        """Out of a local optimum that no one- or two-factor move leaves: a move that
-        changes `escape_group` or more factors at once, towards another basin.
+        """Out of a local optimum that no one- or two-factor move leaves: a configuration
+        `escape_group` or more factors from the incumbent, towards another basin.
 
         First the configuration an additive model of every run (equal weights) predicts
-        best, when it differs from the incumbent in that many factors (the group of
-        factors moved together); else a restart of the local search from another basin:
-        a one- or two-factor step (the local steps' bound, in the local model around that
-        point) from the best measured configurations that differ from the incumbent in
-        `escape_group` or more factors, best first (at most `escape_basins` of them).
-        Storage optima can sit several factors away from the runner-up basin: on a fio
-        table, engine, depth and direct I/O must change together, and each change alone
-        or in pairs is worse."""
-        names = [n for n in self.domain.names if self.domain.space[n].levels]
-
-        def apart(cfg: Mapping[str, Any]) -> int:
-            return sum(plain(cfg[n]) != plain(incumbent[n]) for n in names)
-
+        best, when it is that far (the group of factors moved together); else a restart
+        of the local search from another basin: a one- or two-factor step (the local
+        steps' bound, in the local model around that point) from the best measured heads
+        of other basins (`basins`, at most `escape_basins`), to a configuration that far
+        from the incumbent. Storage optima can sit several factors away from the runner-up
+        basin, where each change alone or in pairs is worse."""
         cfg = self.exploit_step(tally, ranking, incumbent)
-        if cfg is not None and apart(cfg) >= self.escape_group:
+        if cfg is not None and self._away(cfg, incumbent):
             return cfg
         for e in self.basins(tally, incumbent)[:self.escape_basins]:
-            cfg = self.local_step(tally, ranking, e.config)
+            cfg = self.local_step(tally, ranking, e.config, away=incumbent)
             if cfg is None:
-                cfg = self.pair_step(tally, ranking, e.config)
+                cfg = self.pair_step(tally, ranking, e.config, away=incumbent)
             if cfg is not None:
                 return cfg
         return None
 
+    def _away(self, cfg: Mapping[str, Any], ref: Mapping[str, Any] | None) -> bool:
+        """Whether `cfg` differs from `ref` in `escape_group` or more listed factors (always
+        true without `ref`)."""
+        if ref is None:
+            return True
+        return sum(plain(cfg[n]) != plain(ref[n]) for n in self.domain.names
+                   if self.domain.space[n].levels) >= self.escape_group
+
     def basins(self, tally: Tally, incumbent: Mapping[str, Any]) -> list[Entry]:
-        """Measured configurations that head another basin, best first: at least
-        `escape_group` factors from the incumbent, and no better measured configuration
-        within two factors of them (a point on the incumbent's own slope has one)."""
+        """Measured configurations that head another basin, best first: two or more
+        factors from the incumbent, and no better measured configuration one factor from
+        them (a point on the incumbent's own slope has one: the local steps measured it)."""
         names = [n for n in self.domain.names if self.domain.space[n].levels]
 
         def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
             return sum(plain(a[n]) != plain(b[n]) for n in names)
 
         ranked = tally.ranked()
-        out = []
-        for i, e in enumerate(ranked):
-            if apart(e.config, incumbent) >= self.escape_group and \
-                    not any(apart(e.config, b.config) <= 2 for b in ranked[:i]):
-                out.append(e)
-        return out
+        return [e for i, e in enumerate(ranked) if apart(e.config, incumbent) >= 2 and
+                not any(apart(e.config, b.config) == 1 for b in ranked[:i])]
 
     def since_escape(self, history: Sequence[Observation]) -> int:
         """Search runs (and pending ones) since the last gain or escape move."""
@@ -756,8 +756,8 @@ class ScreenThenTune(OptunaSearch):
             return None
         return cfg
 
-    def pair_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
-                  ) -> dict[str, Any] | None:
+    def pair_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any],
+                  away: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """At a local optimum: the incumbent with two of the `pair_top` factors with the
         largest local effects (`local_ranking`) changed together to untried levels (page
         size and hash type must move together when each alone is worse), by the highest
@@ -777,7 +777,8 @@ class ScreenThenTune(OptunaSearch):
                             continue
                         cfg = {**incumbent, a: la, b: lb}
                         cfg = {n: cfg[n] for n in self.domain.names}
-                        if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
+                        if config_key(cfg) in tally.entries or \
+                                not self.domain.feasible(cfg) or not self._away(cfg, away):
                             continue
                         mean, sd = model.gain(cfg)
                         # The additive model cannot see the pair's interaction: its prior
