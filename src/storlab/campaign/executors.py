@@ -31,8 +31,8 @@ from .spec import CampaignError
 from .task import RunTask, TaskOutcome, execute_task
 
 Submit = Callable[[RunTask], None]
-_END = object()
 Stop = Callable[[], bool]
+_END = object()
 
 
 class Executor(Protocol):
@@ -72,8 +72,8 @@ class SequentialExecutor:
         for t in tasks:
             if stop():
                 return
-            if t is None:  # nothing is in flight here: the feed asks again
-                continue
+            if t is None:  # nothing is ever in flight here to wait for
+                raise CampaignError("internal: the task feed waits with nothing in flight")
             on_submit(t)
             yield execute(t)
 
