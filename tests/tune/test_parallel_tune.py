@@ -206,3 +206,14 @@ def test_screen_then_tune_waits_for_its_screening_and_for_confirmation() -> None
     # decides on finished runs only
     assert batch[0].phase == "confirm"
     assert s.ask(hist[:-1], [Proposal(hist[-1].config, 1, "tune")]) == []
+
+
+def test_a_source_that_cannot_batch_is_refused_with_parallel(tmp_path: Path) -> None:
+    from storlab.campaign.campaign import Campaign
+    from storlab.campaign.spec import CampaignError
+
+    camp = Campaign.load(campaign(tmp_path, budget=14, sleep=0))
+    camp.source.strategy.batches = False  # type: ignore[union-attr]
+    with pytest.raises(CampaignError, match="proposes one run at a time"):
+        camp.run(executor="parallel:2")
+    assert not stored(tmp_path / "campaign.db")
