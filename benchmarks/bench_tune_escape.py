@@ -43,14 +43,11 @@ def basins() -> tuple[pd.DataFrame, str, str, list[str]]:
 
 def runs_to(res, target: float, budget: int, repeats: int) -> np.ndarray:
     """Runs each replay needed to come within `target` of the optimum (inf: never)."""
-    c = res.curves
-    c = c[(c["strategy"] == "storlab") & (c["best_gap"] <= target + 1e-12)]
-    first = c.groupby("repeat")["run"].min()
-    out = np.full(repeats, math.inf)
-    for r, n in first.items():
-        if n <= budget:
-            out[int(r)] = float(n)
-    return out
+    c = res.curves[res.curves["strategy"] == "storlab"]
+    hit = c["run"].where((c["best_gap"] <= target + 1e-12) & (c["run"] <= budget))
+    first = hit.groupby(c["repeat"]).min()  # NaN where a replay never got there
+    out = np.array([first.get(r, math.nan) for r in range(repeats)], dtype=float)
+    return np.nan_to_num(out, nan=math.inf)
 
 
 def main() -> None:
