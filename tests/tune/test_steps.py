@@ -118,3 +118,49 @@ def test_local_model_keeps_a_wide_prior_for_a_level_never_run() -> None:
         assert sd > sd_hash / 2, (level, sd, sd_hash)
     _, sd_seen = model.gain({**inc, "cache": 4})
     assert sd_seen < sd_hash / 5  # a level run next to the incumbent is known
+
+
+def test_escape_moves_several_factors_at_once_to_another_basin() -> None:
+    # Two basins three factors apart: a = all zeros (wide), b = (0, 0, 2, 2, 2), 4 % higher
+    # and narrow. From a every one- and two-factor change is worse (each alone costs 20 %,
+    # and b's basin is still two or one factor away); a screening run lies in b's basin.
+    a, b = (0, 0, 0, 0, 0), (0, 0, 2, 2, 2)
+    names = ["f0", "f1", "f2", "f3", "f4"]
+
+    def y(c: dict[str, Any]) -> float:
+        x = tuple(c[n] for n in names)
+        da = sum(p != q for p, q in zip(x, a))
+        db = sum(p != q for p, q in zip(x, b))
+        return max(100 * 0.8 ** da, 104 * 0.8 ** db)
+
+    grid = pd.DataFrame([dict(zip(names, c)) for c in itertools.product(range(3), repeat=5)])
+    s = make_strategy("screen-then-tune", Domain(space_from_table(grid, names)),
+                      [Objective("ops", "maximize")], TuneSettings(budget=60, seed=1))
+    assert isinstance(s, ScreenThenTune)
+    cfg = lambda x: dict(zip(names, x))  # noqa: E731
+    screen = [cfg((1, 0, 2, 2, 2)), cfg((2, 1, 0, 1, 0)), cfg((1, 2, 1, 0, 2)),
+              cfg((2, 2, 2, 1, 1)), cfg((0, 1, 1, 2, 1)), cfg((1, 1, 0, 0, 2))]
+    around = [cfg(a)] + [cfg(tuple(lv if i == j else 0 for j in range(5)))
+                         for i in range(5) for lv in (1, 2)]
+    hist = _history([(c, y(c), "screen") for c in screen] +
+                    [(c, y(c), "tune") for c in around])
+    tally = Tally(hist, s.objectives)
+    ranking, _ = s.screening(hist)
+    assert tally.best().config == cfg(a)
+    # a local optimum for one- and two-factor moves...
+    assert s.local_step(tally, ranking, cfg(a)) is None
+    assert s.pair_step(tally, ranking, cfg(a)) is None
+    # ...that the next search run leaves by a group move towards the other basin
+    step = s.ask(hist)[0]
+    assert step.note == {"move": "escape"}
+    assert sum(step.config[n] != 0 for n in names) >= 3
+    # Escape moves, the other asks' turn between them, reach b's peak within a few runs.
+    for _ in range(8):
+        if any(o.config == cfg(b) for o in hist):
+            break
+        p = s.ask(hist)[0]
+        hist += _history([(p.config, y(p.config), p.phase)])
+    assert any(o.config == cfg(b) for o in hist)
+    # Off, the same history goes elsewhere: TPE's turn at a local optimum
+    s.escape = False
+    assert s.ask(hist[:len(screen) + len(around)])[0].note == {}

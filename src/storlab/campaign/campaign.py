@@ -10,9 +10,10 @@ configurations that were run.
 
 Configurations come from a design source (`sources.py`): a fixed design gives its whole
 table up front; an adaptive one (`design: {kind: tune, ...}`) is asked for the next batch
-whenever every planned run has finished, and its batches are saved in the store as they
-come (`plan` table), so a killed adaptive campaign resumes the batch it was in and then
-asks again with the same history it would have had.
+whenever every planned run has finished (with a parallel executor and a source that
+batches: whenever a slot frees, told the runs still in flight), and its batches are saved
+in the store as they come (`plan` table), so a killed adaptive campaign resumes the batch
+it was in and then asks again with the same history it would have had.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from ..errors import StorlabError
 from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
-from .executors import make_executor
+from .executors import make_executor, requested_width
 from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, require_sandbox,
                       run_identity, shell_command, template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
@@ -571,6 +572,7 @@ class Campaign:
         """
         emit = on_event or (lambda kind, data: None)
         runner = self.preflight()
+        self._check_width(executor)
         stop = stop or threading.Event()
         with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
             self._sync_plan(store)
@@ -584,17 +586,11 @@ class Campaign:
                            "store": str(self.store_path)})
             old = _install_sigint(stop, emit)
             try:
-                while True:
+                if self.source is None:
                     if todo:
                         self._run_batch(store, todo, executor, summary, emit, stop)
-                    if stop.is_set() or self.source is None:
-                        break
-                    batch = self.source.ask(self.history(store))
-                    if not batch:
-                        break
-                    self._extend_plan(store, batch, runner)
-                    plan = self.plan(store)
-                    todo = self.pending(store.statuses(), False, plan)
+                else:
+                    self._run_adaptive(store, todo, executor, summary, emit, stop, runner)
             finally:
                 _restore_sigint(old)
             summary.interrupted = stop.is_set()
@@ -613,6 +609,101 @@ class Campaign:
 
         for out in ex.run((self.task(r) for r in todo), on_submit, stop.is_set):
             self._finish(store, by_key[out.key], out, summary, emit)
+
+    def _check_width(self, executor: str | None) -> None:
+        """Refuse, before anything runs, `parallel:N` with more workers than an adaptive
+        design's budget, or with a source that proposes one run at a time (N - 1 slots
+        would stay idle)."""
+        width = requested_width(executor)
+        if self.source is None or width is None or width <= 1:
+            return
+        budget = int(self.source.meta().get("budget") or 0)
+        if budget and width > budget:
+            raise CampaignError(f"--executor {executor}: {width} workers for a budget of "
+                                f"{budget} runs; use at most parallel:{budget}")
+        if not getattr(self.source, "batches", False):
+            raise CampaignError(f"--executor {executor}: the {self.source.meta().get('kind')} "
+                                "design proposes one run at a time; use --executor "
+                                "sequential")
+
+    def _run_adaptive(self, store: Store, todo: list[PlannedRun], executor: str | None,
+                      summary: RunSummary, emit: Event, stop: threading.Event,
+                      runner: Any) -> None:
+        """Run what is planned, then ask the source for more, until it has nothing more.
+        With one run at a time it is asked when every run has finished; a source that
+        `batches` is asked again whenever a slot frees (its pending runs are those asked
+        for and not finished), so a parallel executor keeps N runs in flight. Each batch
+        is saved in the store's plan before its first run starts: a killed campaign
+        resumes the runs that were in flight under their own keys."""
+        source = self.source
+        assert source is not None
+        ex = make_executor(executor)
+        batches = bool(getattr(source, "batches", False)) and ex.width > 1
+        queue = list(todo)
+        by_key = {r.key: r for r in todo}
+        started: set[str] = set()   # handed to the executor by this invocation
+        finished: set[str] = set()
+
+        def on_submit(t: RunTask) -> None:
+            r = by_key[t.key]
+            started.add(r.key)
+            store.mark_running(r.key, r.seq, r.config_id, r.repetition, r.warmup, r.config)
+            emit("submit", {"key": r.key, "config": r.config})
+
+        def feed() -> Iterator[RunTask | None]:
+            planned_at = -1  # the plan's size when the source said "once they finish"
+            while True:
+                if queue:
+                    yield self.task(queue.pop(0))
+                    continue
+                busy = bool(started - finished)
+                if busy and (not batches or planned_at == len(by_key)):
+                    yield None  # asked when every run has finished, or the plan grew
+                    continue
+                if busy:
+                    batch = self._ask_pending(store, ex.width)
+                    if batch is None:  # an older run is still in flight
+                        yield None
+                        continue
+                    if not batch:  # not with these runs pending: ask once all finished
+                        planned_at = len(by_key)
+                else:
+                    batch = source.ask(self.history(store))
+                if not batch:
+                    if busy:
+                        yield None  # more once a run in flight has finished
+                        continue
+                    return
+                self._extend_plan(store, batch, runner)
+                fresh = [r for r in self.plan(store) if r.key not in by_key]
+                new = self.pending(store.statuses(), False, fresh)
+                by_key.update((r.key, r) for r in new)
+                queue.extend(new)
+
+        for out in ex.run(feed(), on_submit, stop.is_set):
+            finished.add(out.key)
+            self._finish(store, by_key[out.key], out, summary, emit)
+
+    def _ask_pending(self, store: Store, width: int) -> list[Proposal] | None:
+        """Ask a batching source for a run while others are in flight, or None to wait.
+
+        What it is told depends on the plan's order, never on which runs happened to finish
+        first: every planned run but the newest `width - 1` must have finished (else wait
+        for them), those are its history, and the newest `width - 1` are pending whether
+        finished or not. So the same seed and width give the same proposals, resumed after
+        a kill or not, at the price of a slot left idle while an older run finishes after a
+        newer one."""
+        plan = self.plan(store)
+        rows = store.plan_rows()
+        done = store.statuses()
+        cut = max(0, len(plan) - (width - 1))
+        if any(done.get(r.key) not in DONE + FAILED for r in plan[:cut]):
+            return None
+        older = {r.key for r in plan[:cut]}
+        history = [o for o in self.history(store) if o.key in older]
+        pending = [Proposal(dict(r.config), 1, p["phase"], p["note"])
+                   for r, p in zip(plan[cut:], rows[cut:])]
+        return self.source.ask(history, pending)  # type: ignore[union-attr,call-arg]
 
     def _finish(self, store: Store, r: PlannedRun, out: TaskOutcome, summary: RunSummary,
                 emit: Event) -> None:

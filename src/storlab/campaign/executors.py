@@ -32,13 +32,19 @@ from .task import RunTask, TaskOutcome, execute_task
 
 Submit = Callable[[RunTask], None]
 Stop = Callable[[], bool]
+_END = object()
 
 
 class Executor(Protocol):
     """Runs tasks; calls `on_submit` just before each task starts, stops handing out new
-    tasks once `stop()` is true, and yields outcomes as they finish."""
+    tasks once `stop()` is true, and yields outcomes as they finish. The task iterable is
+    read lazily, one task per free slot: an adaptive campaign proposes the next run when a
+    slot frees. It may yield `None` ("nothing to hand out until a run in flight finishes"),
+    never while nothing is in flight."""
 
-    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+    width: int
+
+    def run(self, tasks: Iterable[RunTask | None], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]: ...
 
 
@@ -59,11 +65,15 @@ def execute(task: RunTask) -> TaskOutcome:
 class SequentialExecutor:
     """One run after the other, in this process."""
 
-    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+    width = 1
+
+    def run(self, tasks: Iterable[RunTask | None], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]:
         for t in tasks:
             if stop():
                 return
+            if t is None:  # nothing is ever in flight here to wait for
+                raise CampaignError("internal: the task feed waits with nothing in flight")
             on_submit(t)
             yield execute(t)
 
@@ -86,16 +96,21 @@ class _WindowedExecutor:
 
     def _wait_one(self, pending: set[Any]) -> tuple[set[Any], set[Any]]: ...
 
-    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+    def run(self, tasks: Iterable[RunTask | None], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]:
         it = iter(tasks)
         inflight: dict[Any, RunTask] = {}
         exhausted = False
         while True:
             while not exhausted and not stop() and len(inflight) < self.width:
-                t = next(it, None)
-                if t is None:
+                t = next(it, _END)
+                if t is _END:
                     exhausted = True
+                    break
+                if t is None:  # the feed waits for a run in flight to finish
+                    if not inflight:
+                        raise CampaignError("internal: the task feed waits with nothing "
+                                            "in flight")
                     break
                 on_submit(t)
                 inflight[self._submit(t)] = t
@@ -131,7 +146,7 @@ class ParallelExecutor(_WindowedExecutor):
         done, rest = wait(pending, return_when=FIRST_COMPLETED)
         return set(done), set(rest)
 
-    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+    def run(self, tasks: Iterable[RunTask | None], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]:
         try:
             yield from super().run(tasks, on_submit, stop)
@@ -164,7 +179,7 @@ class DaskExecutor(_WindowedExecutor):
         res = dwait(list(pending), return_when="FIRST_COMPLETED")
         return set(res.done), set(res.not_done)
 
-    def run(self, tasks: Iterable[RunTask], on_submit: Submit, stop: Stop
+    def run(self, tasks: Iterable[RunTask | None], on_submit: Submit, stop: Stop
             ) -> Iterator[TaskOutcome]:
         try:
             it = iter(tasks)
@@ -194,6 +209,13 @@ def reap_leftovers(owner: str) -> list[str]:
     `pid (command)`."""
     left = _process.kill_and_wait(_process.tagged(TAG_ENV, owner))
     return [f"{p.pid} ({p.command[:60]})" for p in left]
+
+
+def requested_width(spec: str | None) -> int | None:
+    """The N of `parallel:N` (None for any other executor, or a malformed N, which
+    `make_executor` refuses)."""
+    n = (spec or "").strip().partition("parallel:")[2]
+    return int(n) if (spec or "").strip().startswith("parallel:") and n.isdigit() else None
 
 
 def make_executor(spec: str | None) -> Executor:

@@ -5,9 +5,13 @@ measured run finished so far (in execution order), or an empty list when it has 
 more to propose. A fixed design (full, fractional, pb, lhs, csv, a literal list) is the
 trivial case: the campaign lays out its whole table up front, in the same store format as
 before, and never asks again. An adaptive source (tuning) proposes from the results so
-far. The campaign loop asks only when every run it was given has finished, so
-an `ask` sees the same history whether or not the campaign was killed and resumed in
-between: a source that is a pure function of (its settings, the history) resumes exactly.
+far. With one run at a time the campaign loop asks only when every run it was given has
+finished, so an `ask` sees the same history whether or not the campaign was killed and
+resumed in between: a source that is a pure function of (its settings, the history)
+resumes exactly. A source that `batches` is also asked whenever an executor slot frees,
+with the runs still in flight (`pending`), so N runs stay in flight; which runs have
+finished at that moment depends on timing, so a parallel tuning is not replayed run for
+run, but no run is lost or repeated by a kill.
 
 New strategies plug in here without touching the run loop: register a factory under a
 design `kind` in `SOURCES` ("module:callable", imported only when that kind is used).
@@ -62,6 +66,9 @@ class DesignSource(Protocol):
     adaptive: bool
 
     def ask(self, history: Sequence[Observation]) -> list[Proposal]: ...
+
+    # A source that can propose while runs are in flight also has `batches = True` and
+    # `ask(history, pending)`, pending being the asked-for runs not finished yet.
 
     def meta(self) -> dict[str, Any]: ...
 

@@ -29,8 +29,14 @@ class TuneSource:
     def objectives(self) -> list[Objective]:
         return self.strategy.objectives
 
-    def ask(self, history: Sequence[Observation]) -> list[Proposal]:
-        return self.strategy.ask(history)
+    @property
+    def batches(self) -> bool:
+        """Whether it can propose runs while others are in flight (a parallel executor)."""
+        return self.strategy.batches
+
+    def ask(self, history: Sequence[Observation], pending: Sequence[Proposal] = ()
+            ) -> list[Proposal]:
+        return self.strategy.ask(history, pending)
 
     def meta(self) -> dict[str, Any]:
         return {"kind": "tune", **self.strategy.meta()}

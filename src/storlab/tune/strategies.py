@@ -175,8 +175,18 @@ class Strategy:
         if settings.baseline is not None and not domain.feasible(settings.baseline):
             raise TuneError(f"the baseline {settings.baseline} is not a feasible configuration")
 
+    #: Whether the search can propose a run while others are in flight (`ask_more`).
+    batches = True
+    #: The move `next_config` made, when it names it (see `move_note`).
+    move = ""
+
     # -- the protocol
-    def ask(self, history: Sequence[Observation]) -> list[Proposal]:
+    def ask(self, history: Sequence[Observation],
+            pending: Sequence[Proposal] = ()) -> list[Proposal]:
+        """The next runs given the finished ones; with runs still in flight (`pending`, a
+        parallel executor's free slot), `ask_more`."""
+        if pending:
+            return self.ask_more(history, pending)
         used = len(history)
         remaining = self.s.budget - used
         # A fixed confirmation ends the tuning; a race goes on while runs remain (once it
@@ -193,13 +203,70 @@ class Strategy:
             out = self.confirmation(tally, remaining)
             if out or not self.racing():
                 return out
+        self.move = ""
         cfg = self.next_config(history, tally)
         if cfg is None:  # nothing left to try
             return self.confirmation(tally, remaining) if self.confirm else []
         # A sampler's first draws are random (TPE's start-up trials): they are this
         # strategy's screening, and its best is the baseline when the space has no default.
         early = sum(o.phase in ("screen", "tune") for o in history) < self.random_start
-        return [Proposal(cfg, 1, "screen" if early else "tune")]
+        return [Proposal(cfg, 1, "screen" if early else "tune", self.move_note())]
+
+    def ask_more(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                 ) -> list[Proposal]:
+        """One more search run while `pending` runs are in flight, or [] to wait for them.
+
+        The pending configurations count as measured at the incumbent's value (a constant
+        liar at the best value: Ginsbourger, Le Riche and Carraro, "Kriging is well-suited
+        to parallelize optimization", 2010): they are never proposed twice, the local
+        model sees no gain where a run is on its way and turns to another factor, and TPE
+        models them as trials. The lie never reaches a decision: the screening, the switch
+        to confirmation and the confirmation itself wait for the runs in flight and see
+        only finished runs."""
+        remaining = self.s.budget - len(history) - len(pending)
+        if remaining <= 0 or not self.batch_ready(history, pending):
+            return []
+        if any(o.phase == "confirm" for o in history) or \
+                any(p.phase == "confirm" for p in pending):
+            return []
+        tally = Tally(history, self.objectives)
+        if self.confirm and remaining <= self.reserve(tally):
+            return []  # the confirmation decides on finished runs only
+        lied = [*history, *self.lies(tally, pending)]
+        self.move = ""
+        cfg = self.next_config(lied, Tally(lied, self.objectives))
+        if cfg is None:
+            return []
+        early = sum(o.phase in ("screen", "tune") for o in history) + \
+            sum(p.phase in ("screen", "tune") for p in pending) < self.random_start
+        return [Proposal(cfg, 1, "screen" if early else "tune", self.move_note())]
+
+    def move_note(self) -> dict[str, Any]:
+        """The note a search run carries into the store when `next_config` named its
+        move (`move`: e.g. an escape from a local optimum, which later asks count)."""
+        return {"move": self.move} if self.move else {}
+
+    def batch_ready(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                    ) -> bool:
+        """Whether a search run can be proposed while `pending` are in flight."""
+        return True
+
+    def lies(self, tally: Tally, pending: Sequence[Proposal]) -> list[Observation]:
+        """The pending runs as observations at the incumbent's values (phase `pending`, so
+        no stall count or phase test reads them as search runs); failed when nothing has a
+        value yet (known to be on its way, never proposed again)."""
+        best = tally.best()
+        out = []
+        for i, p in enumerate(pending):
+            metrics: dict[str, float] = {}
+            if best is not None:
+                # Entry values are scores (larger better): back to the metric's own sign
+                metrics = {ob.name: ob.score(best.mean(j))
+                           for j, ob in enumerate(self.objectives)}
+            out.append(Observation(f"pending-{i}", 0, 0, 0, dict(p.config),
+                                   "ok" if metrics else "failed", metrics, "pending",
+                                   dict(p.note)))
+        return out
 
     def meta(self) -> dict[str, Any]:
         return {"strategy": self.name, "seed": self.s.seed, "budget": self.s.budget,
@@ -444,6 +511,10 @@ class ScreenThenTune(OptunaSearch):
     focus_share = 0.5    # TPE searches this share of the factors, most important first
     explore = 1.0        # the local step's upper confidence bound, in standard deviations
     pair_top = 3         # a stuck one-factor step tries pairs of this many top factors
+    escape = True        # leave a local optimum by group moves (`escape_step`)
+    escape_group = 3     # ... that change at least this many factors at once
+    escape_basins = 3    # ... restarting from at most this many other basins
+    escape_every = 1     # ... after this many search runs without a gain or escape
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -480,6 +551,12 @@ class ScreenThenTune(OptunaSearch):
                 {config_key(c) for c in configs}:
             props.insert(0, Proposal(dict(self.s.baseline), 1, "screen", {"baseline": True}))
         return props
+
+    def batch_ready(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                    ) -> bool:
+        """The search ranks factors on the whole screening: it waits for it to finish."""
+        return any(o.phase == "screen" for o in history) and \
+            not any(p.phase == "screen" for p in pending)
 
     def screen_configs(self) -> list[dict[str, Any]]:
         """A Latin Hypercube over the space (every level of every factor as evenly as the
@@ -593,6 +670,13 @@ class ScreenThenTune(OptunaSearch):
             cfg = self.pair_step(tally, ranking, incumbent)
             if cfg is not None:
                 return cfg
+            # A local optimum for one- and two-factor moves: every `escape_every` search
+            # runs without a gain, leave it by a group move (TPE's turn otherwise).
+            if self.escape and self.since_escape(history) >= self.escape_every:
+                cfg = self.escape_step(tally, ranking, incumbent)
+                if cfg is not None:
+                    self.move = "escape"
+                    return cfg
         n_active = min(len(ranking), self.focus() + widened)
         while True:
             # a range factor is always searched: no other step moves it
@@ -605,14 +689,16 @@ class ScreenThenTune(OptunaSearch):
             n_active += 1  # this subspace is used up: widen
 
     def local_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any],
-                   any_gain: bool = False) -> dict[str, Any] | None:
+                   any_gain: bool = False, away: Mapping[str, Any] | None = None
+                   ) -> dict[str, Any] | None:
         """The incumbent with one factor changed to an untried level: the change with the
         highest upper confidence bound (`explore` standard deviations) on its gain in a
         local additive model (`LocalModel`), ties broken by importance rank. A change
         with no evidence near the incumbent is uncertain, so it is tried before a change
         the runs so far showed to be bad. None when no change's bound is above zero (a
         local optimum: TPE's turn) unless `any_gain`. Factors without listed levels are
-        left to TPE."""
+        left to TPE. With `away`, only configurations `escape_group` or more factors from
+        it (an escape's restart from another basin must not step back)."""
         model = LocalModel(self.domain, tally.measured(), incumbent)
         rank = {n: i for i, n in enumerate(ranking)}
         best_key: tuple[float, int] | None = None
@@ -623,7 +709,8 @@ class ScreenThenTune(OptunaSearch):
                     continue
                 cfg = {**incumbent, name: lv}
                 cfg = {n: cfg[n] for n in self.domain.names}
-                if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
+                if config_key(cfg) in tally.entries or not self.domain.feasible(cfg) or \
+                        not self._away(cfg, away):
                     continue
                 mean, sd = model.gain(cfg)
                 key = (mean + self.explore * sd, -rank[name])
@@ -632,6 +719,62 @@ class ScreenThenTune(OptunaSearch):
         if best_key is not None and best_key[0] <= 0 and not any_gain:
             return None
         return choice
+
+    def escape_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
+                    ) -> dict[str, Any] | None:
+        """Out of a local optimum that no one- or two-factor move leaves: a configuration
+        `escape_group` or more factors from the incumbent, towards another basin.
+
+        First the configuration an additive model of every run (equal weights) predicts
+        best, when it is that far (the group of factors moved together); else a restart
+        of the local search from another basin: a one- or two-factor step (the local
+        steps' bound, in the local model around that point) from the best measured heads
+        of other basins (`basins`, at most `escape_basins`), to a configuration that far
+        from the incumbent. Storage optima can sit several factors away from the runner-up
+        basin, where each change alone or in pairs is worse."""
+        cfg = self.exploit_step(tally, ranking, incumbent)
+        if cfg is not None and self._away(cfg, incumbent):
+            return cfg
+        for e in self.basins(tally, incumbent)[:self.escape_basins]:
+            cfg = self.local_step(tally, ranking, e.config, away=incumbent)
+            if cfg is None:
+                cfg = self.pair_step(tally, ranking, e.config, away=incumbent)
+            if cfg is not None:
+                return cfg
+        return None
+
+    def _away(self, cfg: Mapping[str, Any], ref: Mapping[str, Any] | None) -> bool:
+        """Whether `cfg` differs from `ref` in `escape_group` or more listed factors (always
+        true without `ref`)."""
+        if ref is None:
+            return True
+        return sum(plain(cfg[n]) != plain(ref[n]) for n in self.domain.names
+                   if self.domain.space[n].levels) >= self.escape_group
+
+    def basins(self, tally: Tally, incumbent: Mapping[str, Any]) -> list[Entry]:
+        """Measured configurations that head another basin, best first: two or more
+        factors from the incumbent, and no better measured configuration one factor from
+        them (a point on the incumbent's own slope has one: the local steps measured it)."""
+        names = [n for n in self.domain.names if self.domain.space[n].levels]
+
+        def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+            return sum(plain(a[n]) != plain(b[n]) for n in names)
+
+        ranked = tally.ranked()
+        return [e for i, e in enumerate(ranked) if apart(e.config, incumbent) >= 2 and
+                not any(apart(e.config, b.config) == 1 for b in ranked[:i])]
+
+    def since_escape(self, history: Sequence[Observation]) -> int:
+        """Search runs (and pending ones) since the last gain or escape move."""
+        best, n = -math.inf, 0
+        for o in history:
+            vals = observed_values(o, self.objectives)
+            score = self.objectives[0].score(vals[0]) if vals is not None else -math.inf
+            if o.phase in ("tune", "pending"):
+                gain = score > best + self.min_gain * abs(best)
+                n = 0 if gain or o.note.get("move") == "escape" else n + 1
+            best = max(best, score)
+        return n
 
     def exploit_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
                      ) -> dict[str, Any] | None:
@@ -654,8 +797,8 @@ class ScreenThenTune(OptunaSearch):
             return None
         return cfg
 
-    def pair_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any]
-                  ) -> dict[str, Any] | None:
+    def pair_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any],
+                  away: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """At a local optimum: the incumbent with two of the `pair_top` factors with the
         largest local effects (`local_ranking`) changed together to untried levels (page
         size and hash type must move together when each alone is worse), by the highest
@@ -675,7 +818,8 @@ class ScreenThenTune(OptunaSearch):
                             continue
                         cfg = {**incumbent, a: la, b: lb}
                         cfg = {n: cfg[n] for n in self.domain.names}
-                        if config_key(cfg) in tally.entries or not self.domain.feasible(cfg):
+                        if config_key(cfg) in tally.entries or \
+                                not self.domain.feasible(cfg) or not self._away(cfg, away):
                             continue
                         mean, sd = model.gain(cfg)
                         # The additive model cannot see the pair's interaction: its prior

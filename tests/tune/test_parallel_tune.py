@@ -1,0 +1,219 @@
+"""Parallel tuning through the real CLI: `--executor parallel:N` keeps N runs of a tuning in
+flight (the search proposes while runs are pending), a SIGKILL with N in flight resumes
+without a lost or repeated run and to the same tuning as an uninterrupted one, and the
+proposals of one batch are distinct. The runs are
+a command that sleeps, then prints a planted function of its configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from storlab.campaign.sources import Observation, Proposal, config_key
+from storlab.tune.domain import Domain
+from storlab.tune.strategies import Objective, TuneSettings, make_strategy
+from storlab.space import Space
+
+# Additive with one interaction; best a=2, b=2, c=0, d=2, e=2 -> 154.
+ORACLE = r'''
+import json, os, sys, time
+cfg = dict(a.split("=", 1) for a in sys.argv[1:])
+a, b, c, d = (int(cfg[k]) for k in "abcd")
+time.sleep(float(os.environ.get("ORACLE_SLEEP", "0")))
+y = 100 + 10 * a + 8 * b - 4 * c + 3 * d + (10 if a == 2 and b == 2 else 0) + int(cfg["e"])
+print(json.dumps({"y": y}))
+'''
+FACTORS = [{"name": n, "kind": "integer", "values": [0, 1, 2]} for n in "abcde"]
+
+
+def campaign(d: Path, budget: int, sleep: float, **design: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "oracle.py").write_text(ORACLE)
+    spec = {
+        "name": "parallel",
+        "space": {"factors": FACTORS, "responses": [{"name": "y", "goal": "maximize"}]},
+        "design": {"kind": "tune", "budget": budget, **design},
+        "runner": {"type": "command", "options": {
+            "command": [sys.executable, str(d / "oracle.py"),
+                        *[f"{n}={{{n}}}" for n in "abcde"]],
+            "json_metrics": {"y": "y"}, "env": {"ORACLE_SLEEP": str(sleep)}}},
+        "seed": 5,
+        "timeout": 60,
+    }
+    p = d / "tune.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+def stored(db: Path) -> list[dict[str, Any]]:
+    if not db.exists():  # connecting would create it, and storlab refuse it
+        return []
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT key, config, status, started, ended, attempts FROM runs "
+                           "WHERE warmup = 0 ORDER BY seq").fetchall()
+    except sqlite3.OperationalError:  # tables not created yet
+        rows = []
+    finally:
+        con.close()
+    return [dict(zip(("key", "config", "status", "started", "ended", "attempts"), r))
+            for r in rows]
+
+
+def most_in_flight(runs: list[dict[str, Any]]) -> int:
+    """The largest number of runs whose [started, ended] intervals overlap."""
+    edges = sorted([(r["started"], 1) for r in runs] + [(r["ended"], -1) for r in runs],
+                   key=lambda e: (e[0], e[1]))
+    now = top = 0
+    for _, step in edges:
+        now += step
+        top = max(top, now)
+    return top
+
+
+def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab: Any) -> None:
+    p = campaign(tmp_path, budget=16, sleep=0.6)
+    r = storlab("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    hist = out["history"]
+    assert len(hist) == 16 and {h["phase"] for h in hist} == {"screen", "tune", "confirm"}
+    runs = stored(tmp_path / "campaign.db")
+    assert len(runs) == 16 and all(r["status"] == "ok" and r["attempts"] == 1 for r in runs)
+    assert most_in_flight(runs) == 3
+    # The search runs in flight together were distinct configurations: no search run
+    # repeats a configuration measured or pending before it.
+    search = [config_key(h["config"]) for h in hist if h["phase"] != "confirm"]
+    assert len(search) == len(set(search))
+    # Confirmation still comes after every search run, on finished runs only.
+    phases = [h["phase"] for h in hist]
+    assert phases.index("confirm") > max(i for i, ph in enumerate(phases) if ph == "tune")
+    assert out["best"]["config"]["a"] == 2 and out["best"]["config"]["b"] == 2
+
+
+def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
+        tmp_path: Path, storlab: Any, storlab_argv: list[str]) -> None:
+    ref = storlab("tune", str(campaign(tmp_path / "ref", budget=16, sleep=0.1)), "--executor",
+                  "parallel:3", "--json", "--quiet", timeout=300)
+    assert ref.returncode == 0, ref.stderr
+    p = campaign(tmp_path / "killed", budget=16, sleep=1.0)
+    db = tmp_path / "killed" / "campaign.db"
+    proc = subprocess.Popen([*storlab_argv, "tune", str(p), "--executor", "parallel:3",
+                             "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    runs: list[dict[str, Any]] = []
+    while time.time() < deadline:  # kill in the search, with three runs in flight
+        runs = stored(db)
+        done = [r for r in runs if r["status"] == "ok"]
+        if len(done) >= 6 and sum(r["status"] == "running" for r in runs) == 3:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = stored(db)
+    cut = [r["key"] for r in before if r["status"] == "running"]
+    assert len(cut) == 3, before
+    finished = {r["key"]: r for r in before if r["status"] == "ok"}
+    r = storlab("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    after = stored(db)
+    keys = [a["key"] for a in after]
+    assert len(after) == len(set(keys)) == 16 == len(json.loads(r.stdout)["history"])
+    for a in after:
+        assert a["status"] == "ok"
+        if a["key"] in finished:  # finished before the kill: kept, not run again
+            assert (a["started"], a["ended"], a["attempts"]) == \
+                (finished[a["key"]]["started"], finished[a["key"]]["ended"], 1)
+    # the runs cut off by the kill ran again under their own keys, once
+    assert all(next(a for a in after if a["key"] == k)["attempts"] == 2 for k in cut)
+    # What the search is told depends on the plan's order, not on which run finished
+    # first: the same seed and width give the same tuning, killed or not, runs of 0.1 s
+    # or 1 s.
+    assert [(h["config"], h["phase"], h["value"]) for h in json.loads(r.stdout)["history"]] \
+        == [(h["config"], h["phase"], h["value"]) for h in json.loads(ref.stdout)["history"]]
+
+
+def test_more_workers_than_the_budget_is_refused_before_anything_runs(
+        tmp_path: Path, storlab: Any) -> None:
+    p = campaign(tmp_path, budget=14, sleep=0)
+    r = storlab("tune", str(p), "--executor", "parallel:20", "--quiet", timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "20 workers for a budget of 14" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+    assert not stored(tmp_path / "campaign.db")
+
+
+def _space() -> Space:
+    return Space.from_dict({"factors": FACTORS, "responses": [{"name": "y"}]})
+
+
+def _y(c: dict[str, Any]) -> float:
+    a, b, cc, d = (int(c[k]) for k in "abcd")
+    return 100 + 10 * a + 8 * b - 4 * cc + 3 * d + (10 if a == 2 and b == 2 else 0) + c["e"]
+
+
+@pytest.mark.parametrize("strategy", ["screen-then-tune", "tpe", "random"])
+def test_a_batch_asked_with_runs_pending_is_distinct(strategy: str) -> None:
+    s = make_strategy(strategy, Domain(_space()), [Objective("y")],
+                      TuneSettings(budget=40, seed=2))
+    hist: list[Observation] = []
+    while len(hist) < 12:  # finished runs, asked one at a time
+        for p in s.ask(hist):
+            hist.append(Observation(f"r{len(hist)}", len(hist), 0, 1, p.config, "ok",
+                                    {"y": _y(p.config)}, p.phase, p.note))
+    pending: list[Proposal] = []
+    for _ in range(4):  # a free slot each time, earlier proposals still running
+        more = s.ask(hist, pending)
+        assert len(more) == 1
+        pending += more
+    keys = [config_key(p.config) for p in pending]
+    assert len(set(keys)) == 4
+    assert not set(keys) & {config_key(o.config) for o in hist}
+    # With the runs pending the budget is counted: never more than it allows.
+    assert s.ask(hist, [Proposal(p.config, 1, "tune") for p in pending] * 7) == []
+
+
+def test_screen_then_tune_waits_for_its_screening_and_for_confirmation() -> None:
+    s = make_strategy("screen-then-tune", Domain(_space()), [Objective("y")],
+                      TuneSettings(budget=20, seed=2))
+    screen = s.ask([])
+    assert all(p.phase == "screen" for p in screen)
+    first = Observation("r0", 0, 0, 1, screen[0].config, "ok", {"y": _y(screen[0].config)},
+                        "screen")
+    # the ranking needs the whole screening: no search run while part of it is pending
+    assert s.ask([first], screen[1:]) == []
+    hist = [Observation(f"r{i}", i, 0, 1, p.config, "ok", {"y": _y(p.config)}, "screen")
+            for i, p in enumerate(screen)]
+    while len(hist) < 20:
+        batch = s.ask(hist)
+        if batch[0].phase == "confirm":
+            break
+        hist.append(Observation(f"r{len(hist)}", len(hist), 0, 1, batch[0].config, "ok",
+                                {"y": _y(batch[0].config)}, batch[0].phase))
+    # at the switch to confirmation, a run in flight makes it wait: the confirmation
+    # decides on finished runs only
+    assert batch[0].phase == "confirm"
+    assert s.ask(hist[:-1], [Proposal(hist[-1].config, 1, "tune")]) == []
+
+
+def test_a_source_that_cannot_batch_is_refused_with_parallel(tmp_path: Path) -> None:
+    from storlab.campaign.campaign import Campaign
+    from storlab.campaign.spec import CampaignError
+
+    camp = Campaign.load(campaign(tmp_path, budget=14, sleep=0))
+    camp.source.strategy.batches = False  # type: ignore[union-attr]
+    with pytest.raises(CampaignError, match="proposes one run at a time"):
+        camp.run(executor="parallel:2")
+    assert not stored(tmp_path / "campaign.db")
