@@ -95,9 +95,13 @@ def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab: Any) ->
     # repeats a configuration measured or pending before it.
     search = [config_key(h["config"]) for h in hist if h["phase"] != "confirm"]
     assert len(search) == len(set(search))
-    # Confirmation still comes after every search run, on finished runs only.
+    # The race starts on finished runs only: every run planned before the first
+    # confirmation run had ended when it started (a decided race may hand runs back to
+    # the search afterwards, so search runs can follow it).
     phases = [h["phase"] for h in hist]
-    assert phases.index("confirm") > max(i for i, ph in enumerate(phases) if ph == "tune")
+    first = phases.index("confirm")
+    assert json.loads(runs[first]["config"]) == hist[first]["config"]  # plan order
+    assert max(r["ended"] for r in runs[:first]) <= runs[first]["started"]
     assert out["best"]["config"]["a"] == 2 and out["best"]["config"]["b"] == 2
 
 
