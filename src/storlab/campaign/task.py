@@ -4,6 +4,7 @@ the teardown steps; the outcome goes back to the campaign process, the store's o
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
@@ -20,6 +21,15 @@ from .runners.base import RunResult
 
 #: The file that marks a run directory as storlab's (to delete when the run is done again).
 RUN_MARK = ".storlab-run"
+#: The mark of a scratch area storlab made itself: only there do files outside a run's own
+#: directory count as the campaign's (a `workdir:` reaching a shared directory does not).
+SCRATCH_MARK = ".storlab-scratch"
+
+
+def own_scratch(scratch: Path) -> bool:
+    """Whether `scratch` is storlab's own: not made yet (the first run makes it, marked)
+    or marked (`SCRATCH_MARK`)."""
+    return not os.path.lexists(scratch) or (scratch / SCRATCH_MARK).is_file()
 
 
 @dataclass
@@ -103,6 +113,9 @@ def execute_task(task: RunTask) -> TaskOutcome:
             ended=time.time()), socket.gethostname())
     if workdir.exists():  # left over by a killed attempt
         shutil.rmtree(workdir, ignore_errors=True)
+    if not os.path.lexists(workdir.parent):  # the scratch area: storlab's own, marked
+        workdir.parent.mkdir(parents=True, exist_ok=True)
+        (workdir.parent / SCRATCH_MARK).write_bytes(b"")
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / RUN_MARK).write_bytes(b"")
     with ExitStack() as stack:
