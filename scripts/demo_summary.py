@@ -53,10 +53,16 @@ def main(out: Path, device: str, wall: float, resumed: bool = False) -> None:
           + ", ".join(gbs(v) for v in n["values"])
           + f"; mean {gbs(n['mean'])}, run-to-run spread (CV) {cv(n['values']):.1f} %")
     best = tune["best"]
-    lo, hi = interval(best["values"])
+    # the race's interval (simultaneous over the raced candidates) when the tuning raced
+    lo, hi = best.get("interval") or interval(best["values"])
     print(f"recommended: {config_text(best['config'])}")
     print(f"  {gbs(best['value'])}, 95 % interval {gbs(lo)} .. {gbs(hi)} "
           f"({best['runs']} confirmation runs, CV {cv(best['values']):.1f} %)")
+    race = tune.get("race") or {}
+    tied = [c for c in race.get("tied", []) if c != best["config"]]
+    if tied:
+        print(f"  not separated from {len(tied)} other candidate(s) at "
+              f"{100 * race['confidence']:.0f} % within the budget; chosen: {race['tie_rule']}")
     for label, key, cmp_key in (("fio's defaults", "baseline", "comparison"),
                                 ("best screened", "best_screened", "comparison_screened")):
         e, c = tune.get(key), tune.get(cmp_key)
@@ -65,8 +71,9 @@ def main(out: Path, device: str, wall: float, resumed: bool = False) -> None:
         ch = c.get("change")
         change = f"{c['difference']:+.3g} B/s" if ch is None else \
             f"{1 + ch:.0f}x" if ch >= 2 else f"{100 * ch:+.1f} %"  # 190x, not +18900 %
+        spread = f"CV {cv(e['values']):.1f} %" if len(e["values"]) > 1 else "1 run"
         print(f"  vs {label} ({config_text(e['config'])}): {gbs(e['value'])} "
-              f"(CV {cv(e['values']):.1f} %): recommended {change}, {c['verdict']}")
+              f"({spread}): recommended {change}, {c['verdict']}")
     spreads = [cv(c["values"]) for c in tune["candidates"] if len(c["values"]) > 1]
     if spreads:
         print(f"noise in the confirmation: CV {min(spreads):.1f} % to {max(spreads):.1f} % "
