@@ -135,3 +135,27 @@ def test_the_replay_is_the_cli_tuning(table: Any, tmp_path: Path, storlab_main: 
                     for h in cli["history"]]
             assert ev.curves["best_gap"].tolist() == pytest.approx(
                 [min(gaps[:i]) for i in range(1, budget + 1)])
+
+
+def test_a_table_no_space_describes_is_replayed_on_its_rows() -> None:
+    """A sample of a grid (not every combination, no constraint says which) is tuned by
+    the campaign loop with the table's rows as the feasible set: nothing else runs, and
+    tune_eval judges it on them."""
+    from storlab.tune.domain import Domain
+
+    rows = [{"a": a, "b": b, "c": c, "y": 10 + a * b + (c == "z")}
+            for a, b, c in itertools.product(range(4), range(4), ["x", "y", "z"])]
+    df = pd.DataFrame(rows).sample(30, random_state=1)
+    params = ["a", "b", "c"]
+    space = space_from_table(df, params)
+    truth = {config_key({p: r[p] for p in params}): float(r["y"])
+             for r in df.to_dict("records")}
+    res = replay_tuning({"factors": [f.to_dict() for f in space.factors]}, truth,
+                        Objective("y", "maximize"), 16, 3, 0.1,
+                        candidates=Domain(space, df[params].to_dict("records")))
+    assert len(res.history) == 16
+    assert all(o.status == "ok" and config_key(o.config) in truth for o in res.history)
+    ev = tune_eval(df, "y", params=params, strategies=("storlab",), budget=16, repeats=2,
+                   noise=0.1)
+    assert ev.n_configs == 30 and len(ev.recommended) == 2
+    assert ev.recommended["rec_gap"].notna().all()

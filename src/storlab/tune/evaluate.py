@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..campaign.sources import Observation, config_key
+from ..campaign.sources import config_key
 from ..errors import AnalysisError
 from ..jsonutil import plain, to_jsonable
 from ..result import Result
@@ -260,8 +260,8 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
             rng = np.random.default_rng([seed, r, 11])
             prefix: list[str] = []
             measured, rec = _replay(s, domain, obj, budget, seed * 100_003 + r, truth, noise,
-                                    rng, confirm_runs, user_space if full else None,
-                                    confirm_share, prefix)
+                                    rng, confirm_runs, user_space, confirm_share,
+                                    prefix, full)
             prefix_rows += [(s, r, i, gap(truth[k])) for i, k in enumerate(prefix, 1)]
             best = math.inf
             for i, k in enumerate(measured, 1):
@@ -313,11 +313,13 @@ def _noisy(truth: dict[str, float], k: str, noise: float, rng: np.random.Generat
 def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: int,
             truth: dict[str, float], noise: float, rng: np.random.Generator,
             confirm_runs: int, user_space: dict[str, Any] | None = None,
-            confirm_share: float = 0.5, prefix: list[str] | None = None
-            ) -> tuple[list[str], str | None]:
+            confirm_share: float = 0.5, prefix: list[str] | None = None,
+            full: bool = True) -> tuple[list[str], str | None]:
     """The configuration keys one strategy measured, in order, and the one it recommends.
     A baseline (which does not know its budget) also appends to `prefix` what it would
-    recommend after each run: its recommendation at any smaller budget."""
+    recommend after each run: its recommendation at any smaller budget. storlab's are
+    `replay_tuning` on `user_space` (the campaign file's space), or on the table's rows
+    unless `full` (the table is every feasible configuration of that space)."""
     if strategy in ("optuna-tpe", "optuna-tpe-norepeat"):
         return _optuna_tpe(domain, obj, budget, seed, truth, noise, rng,
                            repeat=strategy == "optuna-tpe", prefix=prefix)
@@ -330,20 +332,12 @@ def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: in
             prefix += [out[int(np.argmax(scores[:i]))] for i in range(1, len(out) + 1)]
         return out, out[int(np.argmax(scores))]
     name = "auto" if strategy == "storlab" else strategy
-    res = replay_tuning(user_space if user_space is not None else _space_dict(domain.space, obj),
+    res = replay_tuning(user_space or {"factors": [f.to_dict() for f in domain.space.factors]},
                         truth, obj, budget, seed, noise, name, confirm_runs, confirm_share,
-                        candidates=None if user_space is not None else domain)
+                        candidates=None if full else domain)
     out = [config_key(o.config) for o in res.history]
     b = res.best()
     return out[:budget], None if b is None else config_key(b.config)
-
-
-def _space_dict(space: Space, obj: Objective) -> dict[str, Any]:
-    """The space as a campaign file writes it, with the objective as its response."""
-    return {"factors": [f.to_dict() for f in space.factors],
-            **({"constraints": [c.text for c in space.constraints]}
-               if space.constraints else {}),
-            "responses": [{"name": obj.name, "goal": obj.goal}]}
 
 
 def run_noise(seed: int, key: str, noise: float) -> float:
