@@ -442,7 +442,10 @@ def replay_tuning(space: Mapping[str, Any], truth: Mapping[str, float], obj: Obj
             camp.source = TuneSource(make_strategy(strategy, candidates, [obj], TuneSettings(
                 budget=budget, seed=seed, confirm_runs=confirm_runs,
                 confirm_share=confirm_share)))
-        camp.run(executor="sequential")
+        if camp.run(executor="sequential").interrupted:
+            # the loop takes Ctrl-C as "stop after this run": a truncated tuning would be
+            # scored as a finished one, so the evaluation stops as Ctrl-C always stopped it
+            raise KeyboardInterrupt
         return result_from_campaign(camp)
 
 
