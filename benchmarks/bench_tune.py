@@ -2,11 +2,14 @@
 configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL; provenance in
 its README).
 
-Each dataset is the oracle. Every run of a configuration is its table value times fresh
-lognormal noise exp(noise * N(0, 1)). storlab tunes through the same design source as
-`storlab tune` (the space written as a user writes it: numeric levels ordinal, text
-categorical; `storlab.tune.evaluate.tune_eval`) and is scored on the TRUE value of the
-configuration it recommends (`best.config`). Baselines, measured in the same run:
+Each dataset is the oracle. Every run of a configuration is its table value times
+lognormal noise exp(noise * N(0, 1)). storlab tunes as `storlab tune` runs: a campaign file
+written as a user writes it (numeric levels ordinal, text categorical), the campaign loop and
+its store in a temporary directory, a runner that looks each configuration up in the table
+and draws the run's noise from (seed, run key) (`storlab.tune.evaluate.replay_tuning`;
+tests/tune/test_replay_cli.py checks it against the CLI with a `command` runner), and is
+scored on the TRUE value of the configuration the CLI recommends (`best.config`).
+Baselines, measured in the same run (fresh noise per run):
 
 - `optuna-tpe`: Optuna's TPESampler with its defaults, as an Optuna user gets it: every
   trial a run (repeats included), the recommendation `study.best_trial` (best observation);

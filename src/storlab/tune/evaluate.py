@@ -8,21 +8,33 @@ as their libraries run them: `optuna-tpe` (Optuna's TPESampler with its defaults
 trial is a run, repeats included) and `random` (uniform draws from the feasible table,
 repeats included). Configurations outside the table are infeasible: never run, never
 counted (a proposal outside it is told as failed and asked again).
+
+storlab's strategies are replayed through the campaign loop `storlab tune` runs: a campaign
+file written as a user writes it (numeric levels ordinal, text categorical, the table's
+constraints), its store in a temporary directory and `TableOracle` as its runner, an
+in-process runner that looks each configuration up in the table. Batches, their shuffle,
+the store's history, resume bookkeeping and the recommendation are the CLI's own.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import time
+import uuid
 import warnings
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ..campaign.sources import Observation, config_key
+from ..campaign.sources import config_key
 from ..errors import AnalysisError
 from ..jsonutil import plain, to_jsonable
 from ..result import Result
@@ -32,6 +44,9 @@ from .strategies import STRATEGIES, Objective, TuneSettings, make_strategy
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from ..campaign.runners import RunResult
+    from .result import TuneResult
 
 BASELINES = ("optuna-tpe", "optuna-tpe-norepeat", "random")
 
@@ -171,14 +186,18 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
               strategies: Sequence[str] = DEFAULT_STRATEGIES, budget: int = 60,
               repeats: int = 30, seed: int = 0, targets: Sequence[float] = (0.01, 0.05),
               noise: float = 0.0, confirm_runs: int = 3, confirm_share: float = 0.5,
-              progress: Callable[[str, int], None] | None = None) -> TuneEvalResult:
+              progress: Callable[[str, int], None] | None = None,
+              constraints: Sequence[str] = ()) -> TuneEvalResult:
     """Replay each strategy `repeats` times against the table (one row per configuration;
-    repeated rows are averaged). `noise` multiplies each measured run by fresh lognormal
-    noise exp(noise * N(0, 1)) (the gap is always judged on the table's true values).
-    storlab's strategies run through the same design source as `storlab tune`
-    (`tune.source.make_source` on the space as a user writes it, batches asked when the
-    last one finished and shuffled as the campaign shuffles them), and are scored on the
-    true value of the configuration they recommend (`TuneResult.best`)."""
+    repeated rows are averaged). `noise` multiplies each measured run by lognormal noise
+    exp(noise * N(0, 1)) (the gap is always judged on the table's true values; storlab's
+    runs draw it from (seed, run key): `run_noise`). storlab's strategies run as `storlab
+    tune` runs them (`replay_tuning`: a campaign file with the space as a user writes it
+    and `constraints`, the campaign loop and store, tuning seed `seed * 100003 + repeat`)
+    and are scored on the true value of the configuration the CLI recommends
+    (`TuneResult.best`). A table that is neither every combination of its levels nor,
+    with `constraints`, every feasible one is replayed with its rows as the feasible set
+    (which no campaign file can say)."""
     if response not in table.columns:
         raise AnalysisError(f"response {response!r} is not a column of the table")
     if goal not in ("maximize", "minimize"):
@@ -224,12 +243,13 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     def gap(v: float) -> float:
         return max(0.0, (optimum - v) / scale if goal == "maximize" else (v - optimum) / scale)
 
-    # The space as a user writes it (numeric levels ordinal, text categorical); a table
-    # that is not a full factorial keeps its rows as the feasible set (no constraint
-    # language says "a row of this table").
-    full = len(truth) == math.prod(len(f.levels or []) for f in space.factors)
+    # The space as a user writes it (numeric levels ordinal, text categorical, the
+    # constraints given); a table that is not every feasible configuration keeps its rows
+    # as the feasible set (no constraint language says "a row of this table").
     user_space = {"factors": [f.to_dict() for f in space.factors],
+                  **({"constraints": list(constraints)} if constraints else {}),
                   "responses": [{"name": response, "goal": goal}]}
+    full = _covers(Space.from_dict(user_space, source="constraints"), domain, len(truth))
     rows: list[tuple[str, int, int, float]] = []
     recs: list[tuple[str, int, float]] = []
     prefix_rows: list[tuple[str, int, int, float]] = []
@@ -240,12 +260,13 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
             rng = np.random.default_rng([seed, r, 11])
             prefix: list[str] = []
             measured, rec = _replay(s, domain, obj, budget, seed * 100_003 + r, truth, noise,
-                                    rng, confirm_runs, user_space if full else None,
-                                    confirm_share, prefix)
+                                    rng, confirm_runs, user_space, confirm_share,
+                                    prefix, full)
             prefix_rows += [(s, r, i, gap(truth[k])) for i, k in enumerate(prefix, 1)]
             best = math.inf
             for i, k in enumerate(measured, 1):
-                best = min(best, gap(truth[k]))
+                if k in truth:  # a failed run (not in the table) measured nothing
+                    best = min(best, gap(truth[k]))
                 rows.append((s, r, i, best))
             recs.append((s, r, gap(truth[rec]) if rec is not None else math.inf))
             if progress is not None:
@@ -257,6 +278,18 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
                           pd.DataFrame(recs, columns=["strategy", "repeat", "rec_gap"]), noise,
                           pd.DataFrame(prefix_rows,
                                        columns=["strategy", "repeat", "run", "rec_gap"]))
+
+
+def _covers(space: Space, domain: Domain, n_rows: int) -> bool:
+    """Whether the table's rows are every feasible configuration of `space` (a row that
+    breaks its constraints is refused)."""
+    for c in domain.candidates or []:
+        if not all(con(c) for con in space.constraints):
+            raise AnalysisError(f"table row {c} breaks the constraints")
+    if not space.constraints:
+        return n_rows == math.prod(len(f.levels or []) for f in space.factors)
+    pool = Domain(space).subspace(space.names, {})
+    return pool is not None and len(pool) == n_rows
 
 
 def _pad(curves: pd.DataFrame, budget: int) -> pd.DataFrame:
@@ -280,11 +313,13 @@ def _noisy(truth: dict[str, float], k: str, noise: float, rng: np.random.Generat
 def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: int,
             truth: dict[str, float], noise: float, rng: np.random.Generator,
             confirm_runs: int, user_space: dict[str, Any] | None = None,
-            confirm_share: float = 0.5, prefix: list[str] | None = None
-            ) -> tuple[list[str], str | None]:
+            confirm_share: float = 0.5, prefix: list[str] | None = None,
+            full: bool = True) -> tuple[list[str], str | None]:
     """The configuration keys one strategy measured, in order, and the one it recommends.
     A baseline (which does not know its budget) also appends to `prefix` what it would
-    recommend after each run: its recommendation at any smaller budget."""
+    recommend after each run: its recommendation at any smaller budget. storlab's are
+    `replay_tuning` on `user_space` (the campaign file's space), or on the table's rows
+    unless `full` (the table is every feasible configuration of that space)."""
     if strategy in ("optuna-tpe", "optuna-tpe-norepeat"):
         return _optuna_tpe(domain, obj, budget, seed, truth, noise, rng,
                            repeat=strategy == "optuna-tpe", prefix=prefix)
@@ -296,43 +331,122 @@ def _replay(strategy: str, domain: Domain, obj: Objective, budget: int, seed: in
         if prefix is not None:
             prefix += [out[int(np.argmax(scores[:i]))] for i in range(1, len(out) + 1)]
         return out, out[int(np.argmax(scores))]
-    from ..campaign.spec import DesignSpec
-    from .result import TuneResult
-    from .source import TuneSource, make_source
-
     name = "auto" if strategy == "storlab" else strategy
-    if user_space is not None:  # as `storlab tune` builds it from a campaign file
-        design = DesignSpec(kind="tune", budget=budget, strategy=name,
-                            objectives=[{obj.name: obj.goal}], confirm_runs=confirm_runs,
-                            confirm_share=confirm_share)
-        source = make_source(Space.from_dict(user_space), design, seed)
-    else:
-        source = TuneSource(make_strategy(name, domain, [obj], TuneSettings(
-            budget=budget, seed=seed, confirm_runs=confirm_runs,
-            confirm_share=confirm_share)))
-    history: list[Observation] = []
-    out: list[str] = []
-    n_batch = 0
-    while len(history) < budget:
-        batch = source.ask(history)
-        if not batch:
-            break
-        runs = [p for p in batch for _ in range(p.repetitions)]
-        # the campaign shuffles each batch's runs, seeded by its number
-        order = np.random.default_rng([seed, n_batch]).permutation(len(runs))
-        n_batch += 1
-        for j in order:
-            p = runs[j]
-            k = config_key(p.config)
-            history.append(Observation(f"r{len(history) + 1}", len(history) + 1, 0, 1,
-                                       p.config, "ok", {obj.name: _noisy(truth, k, noise, rng)},
-                                       p.phase, p.note))
-            out.append(k)
-    strat = source.strategy
-    res = TuneResult([obj], history, strat.name, budget, strat.s.baseline,
-                     strat.s.confirm_runs, {}, strat.s.confirm_top)
+    res = replay_tuning(user_space or {"factors": [f.to_dict() for f in domain.space.factors]},
+                        truth, obj, budget, seed, noise, name, confirm_runs, confirm_share,
+                        candidates=None if full else domain)
+    out = [config_key(o.config) for o in res.history]
     b = res.best()
     return out[:budget], None if b is None else config_key(b.config)
+
+
+def run_noise(seed: int, key: str, noise: float) -> float:
+    """The factor one run's value is multiplied by: exp(noise * N(0, 1)), the normal drawn
+    from numpy's default generator seeded with [seed, CRC-32 of the run key] (`c3-r2`), so
+    a run's noise depends on the tuning and the run alone, not on how it is replayed (the
+    campaign loop or a benchmark program the CLI runs)."""
+    if not noise:
+        return 1.0
+    z = np.random.default_rng([seed, zlib.crc32(key.encode())]).standard_normal()
+    return math.exp(noise * float(z))
+
+
+#: The runner type the replay's campaign file names (`TableOracle`, registered on use).
+ORACLE_RUNNER = "table-oracle"
+_ORACLES: dict[str, Mapping[str, float]] = {}
+
+
+class TableOracle:
+    """An in-process runner whose benchmark is a measured table: a run of a configuration
+    is its table value times `run_noise(seed, run key, noise)`; a configuration the table
+    lacks fails its run, as a benchmark that cannot run it would. `oracle` names a table
+    `replay_tuning` holds for the length of one campaign (sequential executor only: a
+    worker process would not see it)."""
+
+    name = ORACLE_RUNNER
+
+    def __init__(self, oracle: str, response: str, noise: float = 0.0, seed: int = 0) -> None:
+        if oracle not in _ORACLES:
+            raise AnalysisError(f"table oracle {oracle!r} is not loaded in this process")
+        self.truth, self.response = _ORACLES[oracle], response
+        self.noise, self.seed = float(noise), int(seed)
+
+    def metric_names(self) -> list[str]:
+        return [self.response]
+
+    def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
+            ) -> RunResult:
+        from ..campaign.runners import RunResult
+
+        now = time.time()
+        v = self.truth.get(config_key(dict(config)))
+        if v is None:
+            return RunResult("failed", stderr=f"{dict(config)}: not a row of the table",
+                             exit_code=1, started=now, ended=now)
+        # the campaign runs each run in scratch/<run key>
+        v *= run_noise(self.seed, Path(workdir).name, self.noise)
+        return RunResult("ok", {self.response: v}, started=now, ended=now)
+
+
+@contextmanager
+def _oracle(truth: Mapping[str, float]) -> Iterator[str]:
+    from ..campaign.runners import REGISTRY
+
+    REGISTRY.setdefault(ORACLE_RUNNER, f"{__name__}:TableOracle")
+    token = uuid.uuid4().hex
+    _ORACLES[token] = truth
+    try:
+        yield token
+    finally:
+        del _ORACLES[token]
+
+
+def _scratch_root() -> str | None:
+    """A memory-backed directory for the replay's store when there is one: the store
+    commits every run with synchronous=FULL, which on a disk costs more than the tuning."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def replay_tuning(space: Mapping[str, Any], truth: Mapping[str, float], obj: Objective,
+                  budget: int, seed: int, noise: float = 0.0, strategy: str = "auto",
+                  confirm_runs: int = 3, confirm_share: float = 0.5,
+                  candidates: Domain | None = None) -> TuneResult:
+    """One `storlab tune` of the table `truth` (config_key -> value), through the campaign
+    loop: a campaign file with `space` (as a user writes it), `design: {kind: tune, budget,
+    strategy, objectives, confirm_runs, confirm_share}` and `seed`, run to its end with the
+    sequential executor, its result read from the store as the CLI reads it
+    (`result_from_campaign`). Each run measures `truth` times `run_noise(seed, run key,
+    noise)`. `candidates`: a table no space can describe (not every combination of its
+    levels, and no constraints given): the campaign's source is the strategy on those rows,
+    which a campaign file cannot say; the loop is still the CLI's."""
+    import yaml
+
+    from ..campaign.campaign import Campaign
+    from .result import result_from_campaign
+    from .source import TuneSource
+
+    with _oracle(truth) as token, \
+            tempfile.TemporaryDirectory(prefix="storlab-replay-", dir=_scratch_root()) as d:
+        spec = {"name": "replay", "space": dict(space),
+                "design": {"kind": "tune", "budget": budget, "strategy": strategy,
+                           "objectives": [{obj.name: obj.goal}], "confirm_runs": confirm_runs,
+                           "confirm_share": confirm_share},
+                "runner": {"type": ORACLE_RUNNER, "options": {
+                    "oracle": token, "response": obj.name, "noise": noise, "seed": seed}},
+                "seed": seed}
+        path = Path(d) / "tune.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        camp = Campaign.load(path)
+        if candidates is not None:
+            camp.source = TuneSource(make_strategy(strategy, candidates, [obj], TuneSettings(
+                budget=budget, seed=seed, confirm_runs=confirm_runs,
+                confirm_share=confirm_share)))
+        if camp.run(executor="sequential").interrupted:
+            # the loop takes Ctrl-C as "stop after this run": a truncated tuning would be
+            # scored as a finished one, so the evaluation stops as Ctrl-C always stopped it
+            raise KeyboardInterrupt
+        return result_from_campaign(camp)
 
 
 def _optuna_tpe(domain: Domain, obj: Objective, budget: int, seed: int,
