@@ -362,6 +362,8 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         for v in items if isinstance(items, list) else ():
             if isinstance(v, float) and not math.isfinite(v):
                 raise err(f"'{label}' holds {v}, not a finite number")
+            if isinstance(v, str) and "\0" in v:
+                raise err(f"'{label}' holds a NUL byte, which no program argument can carry")
             if isinstance(v, (list, dict)):
                 raise err(f"'{label}' holds {v!r}: a value is a number or a word, not a "
                           "list or mapping")
