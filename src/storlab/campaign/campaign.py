@@ -33,7 +33,8 @@ from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor
-from .runners import ShellTemplateError, make_runner, shell_command, template_names
+from .runners import (ShellTemplateError, make_runner, render_argv, reserved_env_clash,
+                      shell_command, template_names)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -223,6 +224,11 @@ class Campaign:
 
     def _check_steps(self) -> None:
         known = set(self.space.names) | set(self.spec.vars) | set(BUILTINS)
+        clash = reserved_env_clash(set(self.space.names) | set(self.spec.vars))
+        if clash:
+            what = "factor" if clash[0] in self.space.names else "field vars:"
+            raise CampaignError(f"{self.path}: {what} {clash[0]!r} would reach shell steps as "
+                                f"{clash[1]}, storlab's own environment variable; rename it")
         for part in ("setup", "teardown"):
             for i, step in enumerate(getattr(self.spec, part)):
                 for t in step.templates:
@@ -231,11 +237,13 @@ class Campaign:
                         raise CampaignError(
                             f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
                             "factor, a var or one of " + ", ".join(BUILTINS))
-                if step.shell:  # values reach shell steps through the environment
-                    try:
+                try:  # values reach shell steps (and `sh -c` scripts) through the environment
+                    if step.shell:
                         shell_command(str(step.run), dict.fromkeys(known, ""))
-                    except ShellTemplateError as exc:
-                        raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
+                    else:
+                        render_argv(step.templates, dict.fromkeys(known, ""))
+                except ShellTemplateError as exc:
+                    raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
         bad = [n for n in self.spec.runner.exclude if n not in self.space.names]
         if bad:
             raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
@@ -249,6 +257,12 @@ class Campaign:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:
             raise CampaignError(f"{self.path}: field runner: {exc}") from None
+        names = getattr(runner, "check_fields", None)
+        if names is not None:  # every {field} is known before the first run
+            try:
+                names({n for n in self.space.names if n not in self.spec.runner.exclude})
+            except CampaignError as exc:
+                raise CampaignError(f"{self.path}: field runner: {exc}") from None
         self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in self.configs])
         if self.source is not None:
             check = getattr(self.source, "check", None)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runners import ShellTemplateError, make_runner, run_program, shell_command, substitute, tail
+from .runners import (ShellTemplateError, make_runner, render_argv, run_program, shell_command,
+                      tail)
 from .runners.base import RunResult
 
 
@@ -60,8 +61,11 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
             argv, env = shell_command(str(step.run), values)
         except ShellTemplateError as exc:
             return False, f"step `{step.run}`: {exc}", None
-    else:
-        argv = [substitute(a, values) for a in step.run]
+    else:  # a `sh -c SCRIPT` step gets its values in the script as a shell step does
+        try:
+            argv, env = render_argv(step.run, values)
+        except ShellTemplateError as exc:
+            return False, f"step `{' '.join(step.run)}`: {exc}", None
     out = run_program(argv, cwd=cwd, timeout=step.timeout or timeout, shell=step.shell,
                       env=env)
     shown = argv if isinstance(argv, str) else " ".join(argv)
