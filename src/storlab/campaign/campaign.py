@@ -102,6 +102,8 @@ class Campaign:
         file) instead of the file's `store:`, as the tuning it holds when `storlab tune`
         wrote it from a fixed design (`tune_store`)."""
         spec = load_spec(path)
+        if store is None:
+            _check_own_store(Path(path).resolve().parent / spec.store, Path(path))
         if store is not None:
             here = Path(path).resolve().parent
             own = {(here / n).resolve() for n in (spec.store, tune_store(path))}
@@ -671,6 +673,21 @@ def _check_store_campaign(store: Path, campaign_file: Path) -> None:
     if owner is not None and Path(owner).resolve() != campaign_file.resolve():
         raise CampaignError(f"{store}: holds the runs of another campaign file ({owner}), "
                             f"not {campaign_file}")
+
+
+def _check_own_store(store: Path, campaign_file: Path) -> None:
+    """Refuse a file's own `store:` when another campaign file of its directory wrote it (two
+    files left at the default `campaign.db`: the second "ran 0" and showed the first's runs
+    as its own). A store whose recorded file has this file's name is taken (a campaign
+    directory moved or copied keeps its old path in the store)."""
+    if not store.is_file():
+        return
+    with Store(store, readonly=True) as st:
+        owner = st.get_meta("campaign")
+    if owner is not None and Path(owner).name != campaign_file.name:
+        raise CampaignError(f"{campaign_file}: its store {store.name} holds the runs of "
+                            f"another campaign file ({Path(owner).name}); give this file its "
+                            "own 'store:' (two campaign files share a store only by mistake)")
 
 
 def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:
