@@ -3,15 +3,14 @@ answers with a result (exit 0) or one line (exit 2), never a traceback. The file
 from fragments users actually write and get wrong: unquoted YAML 1.1 words, dates, anchors,
 tags, huge and non-finite numbers, reserved and empty names, duplicate keys and columns.
 
-Runs in this process (`storlab.cli.main`), a modest number of examples: a few seconds."""
+Runs in this process (`storlab_main`), a modest number of examples: a few seconds."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -91,56 +90,46 @@ def csv_text(draw: st.DrawFn) -> str:
     return "\n".join(",".join(r) for r in [cols, *rows]) + "\n"
 
 
-def _run(*args: str) -> tuple[int, str]:
-    """storlab ARGS in this process: (exit status, stderr)."""
-    from storlab.cli import main
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, err.getvalue()
-
-
-def _check(code: int, err: str, text: str) -> None:
+def _check(result: tuple[int, str, str], text: str) -> None:
+    code, _, err = result
     assert "Traceback" not in err, (text, err)
     assert code in (0, 2), (code, text, err[-2000:])
     if code == 2:
         assert err.startswith("storlab: error: ") and err.count("\n") == 1, (text, err)
 
 
+# storlab_main (the real entry point, in this process) reads its output from pytest's capsys,
+# which each call empties: safe to share between examples.
 CASES = settings(max_examples=25, deadline=None, derandomize=True,
-                 suppress_health_check=[HealthCheck.too_slow])
+                 suppress_health_check=[HealthCheck.too_slow,
+                                        HealthCheck.function_scoped_fixture])
 
 
 @CASES
 @given(space_text())
-def test_any_space_file(text: str) -> None:
+def test_any_space_file(storlab_main: Any, text: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "space.yaml"
         p.write_text(text)
-        _check(*_run("design", str(p), "-o", str(Path(d) / "d.csv")), text)
+        _check(storlab_main("design", str(p), "-o", str(Path(d) / "d.csv")), text)
 
 
 @CASES
 @given(campaign_text())
-def test_any_campaign_file(text: str) -> None:
+def test_any_campaign_file(storlab_main: Any, text: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "space.yaml").write_text("factors:\n  - {name: a, values: [1, 2]}\n")
         p = Path(d) / "c.yaml"
         p.write_text(text)
-        _check(*_run("status", str(p)), text)
+        _check(storlab_main("status", str(p)), text)
         assert sorted(os.listdir(d)) == ["c.yaml", "space.yaml"], text  # status writes nothing
 
 
 @CASES
 @given(csv_text(), st.sampled_from(["analyze", "importance"]))
-def test_any_csv_table(text: str, command: str) -> None:
+def test_any_csv_table(storlab_main: Any, text: str, command: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "r.csv"
         p.write_text(text)
         first = text.split("\n", 1)[0].split(",")[-1] or "y"
-        _check(*_run(command, str(p), "-y", first), text)
+        _check(storlab_main(command, str(p), "-y", first), text)
