@@ -291,8 +291,10 @@ def _strict_loader() -> Any:
         return _LOADER
     import yaml
 
-    def where(node: Any) -> str:
-        return f"line {node.start_mark.line + 1}"
+    def where(node: Any, loader: Any = None) -> str:
+        """"line N" and, for a mapping's value, "line N: key" (the field the user wrote)."""
+        key = getattr(loader, "value_keys", {}).get(id(node)) if loader is not None else None
+        return f"line {node.start_mark.line + 1}" + (f": {key}" if key is not None else "")
 
     class StrictLoader(yaml.SafeLoader):
         depth = 0
@@ -309,12 +311,15 @@ def _strict_loader() -> Any:
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
+            if not hasattr(self, "value_keys"):
+                self.value_keys: dict[int, Any] = {}
+            for key_node, value_node in node.value:
                 try:
                     key = self.construct_object(key_node, deep=True)
                     hash(key)
                 except TypeError:
                     continue  # unhashable keys: SafeLoader's own error follows
+                self.value_keys[id(value_node)] = key
                 if key in seen and key != "<<":
                     raise _YamlRefusal(f"{where(key_node)}: duplicate key {key!r} (first on "
                                        f"line {seen[key]}); YAML would keep only the last")
@@ -325,20 +330,20 @@ def _strict_loader() -> Any:
         text = str(node.value)
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
-        raise _YamlRefusal(f"{where(node)}: {text!r} is a YAML 1.1 boolean; write "
+        raise _YamlRefusal(f"{where(node, loader)}: {text!r} is a YAML 1.1 boolean; write "
                            f"\"{text}\" (quoted) for the word, or true/false")
 
     def timestamp(loader: Any, node: Any) -> str:
         return str(node.value)  # a date stays the text written (2024-01-31), never a date
 
     def binary(loader: Any, node: Any) -> Any:
-        raise _YamlRefusal(f"{where(node)}: a !!binary value cannot reach a program; "
+        raise _YamlRefusal(f"{where(node, loader)}: a !!binary value cannot reach a program; "
                            "write the text")
 
     def integer(loader: Any, node: Any) -> int:
         n = yaml.SafeLoader.construct_yaml_int(loader, node)
         if not -(2**63) <= n < 2**63:
-            raise _YamlRefusal(f"{where(node)}: {node.value} is beyond a 64-bit integer "
+            raise _YamlRefusal(f"{where(node, loader)}: {node.value} is beyond a 64-bit integer "
                                f"(\u00b1{2**63})")
         return n
 
