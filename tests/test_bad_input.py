@@ -61,7 +61,7 @@ responses:
 CAMPAIGN = """name: c
 space: space.yaml
 design: {kind: full}
-runner: {type: command, options: {command: ["true"]}}
+runner: {type: command, options: {command: ["true"], regex_metrics: ['t (?P<t>\\d+)']}}
 repetitions: %s
 setup: %s
 """

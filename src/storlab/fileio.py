@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,8 +38,18 @@ def check_target(path: str | Path, what: str = "") -> Path:
     """`path` as a Path, or a one-line error when it cannot be a file we write."""
     p = Path(path)
     label = f"{what} {p}" if what else str(p)
+    _check_path_text(p, label)
     if p.is_dir():
         raise StorlabError(f"{label}: is a directory, expected a file name")
+    try:
+        st = p.stat()
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # the file is written beside and renamed over: a device or FIFO would be replaced
+        # (as root, /dev/full became a regular file) and nothing would reach the device
+        raise StorlabError(f"{label}: is {_kind(st.st_mode)}, not a regular file; give a "
+                           "file name (without -o a command prints to stdout)")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.exists():
         raise StorlabError(f"{label}: directory {parent} does not exist")
@@ -161,24 +172,81 @@ def save_figure(fig: Any, path: str | Path, what: str = "--plot", close: bool = 
 
 # ---------------------------------------------------------------------------- reading
 
-def read_text(path: str | Path, what: str = "") -> str:
-    """A UTF-8 text file's contents; a missing file, a directory or binary data is a
-    one-line StorlabError naming the file."""
-    return _read_checked(path, what)[1]
+#: The largest input file storlab reads (a space, a campaign, a results table): far above
+#: any real one, and a bound on what an endless stream or a wrong file can cost.
+MAX_INPUT_BYTES = 512 * 2**20
+#: The largest YAML file: spaces, campaigns and clusters are a few kB, and PyYAML reads
+#: about 1 MB a second (a longer list of configurations belongs in a CSV: design.csv).
+MAX_YAML_BYTES = 256 * 2**10
+#: Deepest nesting of a YAML document (a campaign nests 4 levels; PyYAML recurses per level).
+MAX_YAML_DEPTH = 64
 
 
-def _read_checked(path: str | Path, what: str = "") -> tuple[bytes, str]:
-    """`read_text`'s checks, returning the bytes as read and the text."""
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 2**20 else f"{n >> 10} KiB"
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def _check_path_text(p: Path, label: str) -> None:
+    if "\x00" in str(p):
+        raise StorlabError(f"{label!r}: a file name cannot hold a NUL byte")
+
+
+def check_input(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> Path:
+    """`path` as a Path when it is a regular file storlab may read, else a one-line error:
+    missing, a directory, a FIFO, a device or a socket (checked before opening: opening a
+    FIFO blocks, /dev/zero never ends), or larger than `limit` bytes."""
     p = Path(path)
     label = f"{what} {p}" if what else str(p)
+    _check_path_text(p, label)
     try:
-        data = p.read_bytes()
+        st = p.stat()
+    except FileNotFoundError:
+        raise StorlabError(f"{label}: file not found") from None
+    except OSError as exc:
+        raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StorlabError(f"{label}: is a directory, expected a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StorlabError(f"{label}: is {_kind(st.st_mode)}, not a regular file")
+    if st.st_size > limit:
+        raise StorlabError(f"{label}: {st.st_size} bytes, more than the {_size(limit)} "
+                           "storlab reads from such a file")
+    return p
+
+
+def read_text(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> str:
+    """A UTF-8 text file's contents; a missing file, a directory, a FIFO or device, a file
+    over `limit` bytes or binary data is a one-line StorlabError naming the file."""
+    return _read_checked(path, what, limit)[1]
+
+
+def _read_checked(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES
+                  ) -> tuple[bytes, str]:
+    """`read_text`'s checks, returning the bytes as read and the text."""
+    p = check_input(path, what, limit)
+    label = f"{what} {p}" if what else str(p)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(limit + 1)  # a file that grows while read stays bounded
     except IsADirectoryError:
         raise StorlabError(f"{label}: is a directory, expected a file") from None
     except FileNotFoundError:
         raise StorlabError(f"{label}: file not found") from None
     except OSError as exc:
         raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise StorlabError(f"{label}: more than the {_size(limit)} storlab reads from such "
+                           "a file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -202,19 +270,106 @@ def _lines(text: str) -> Iterator[str]:
 def read_yaml(path: str | Path, what: str = "") -> Any:
     """A YAML file's data (the one YAML reader: spaces, campaigns, cluster files). A
     missing, binary or malformed file is a one-line StorlabError naming the file and,
-    for bad YAML, the line."""
+    for bad YAML, the line. The reader is YAML 1.2-minded where 1.1 surprises
+    (`_StrictLoader`): `yes/no/on/off` are refused (quote them, or write true/false), a
+    duplicate key is refused, dates stay the text written, binary values and integers
+    beyond 64 bits are refused, nesting is bounded."""
     import yaml
 
     p = Path(path)
-    text = read_text(p, what)
+    label = f"{what} {p}" if what else str(p)
+    text = read_text(p, what, MAX_YAML_BYTES)
     try:
-        return yaml.safe_load(text)
+        data = yaml.load(text, Loader=_strict_loader())  # noqa: S506 (a SafeLoader subclass)
+    except _YamlRefusal as exc:
+        raise StorlabError(f"{label}: {exc}") from None
+    except RecursionError:
+        raise StorlabError(f"{label}: nested more than {MAX_YAML_DEPTH} levels deep") from None
     except yaml.YAMLError as exc:
-        label = f"{what} {p}" if what else str(p)
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         where = f"line {mark.line + 1}: " if mark is not None else ""
         raise StorlabError(f"{label}: not valid YAML ({where}{problem})") from None
+    return data
+
+
+class _YamlRefusal(Exception):
+    """A YAML value storlab refuses (its message names the line and says what to write)."""
+
+
+_LOADER: Any = None
+
+
+def _strict_loader() -> Any:
+    """The SafeLoader subclass behind `read_yaml` (built once, on first use: yaml loads
+    lazily)."""
+    global _LOADER
+    if _LOADER is not None:
+        return _LOADER
+    import yaml
+
+    def where(node: Any, loader: Any = None) -> str:
+        """"line N" and, for a mapping's value, "line N: key" (the field the user wrote)."""
+        key = getattr(loader, "value_keys", {}).get(id(node)) if loader is not None else None
+        return f"line {node.start_mark.line + 1}" + (f": {key}" if key is not None else "")
+
+    class StrictLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > MAX_YAML_DEPTH:
+                    raise _YamlRefusal(f"{where(self.peek_event())}: nested more than "
+                                       f"{MAX_YAML_DEPTH} levels deep")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            if not hasattr(self, "value_keys"):
+                self.value_keys: dict[int, Any] = {}
+            for key_node, value_node in node.value:
+                try:
+                    key = self.construct_object(key_node, deep=True)
+                    hash(key)
+                except TypeError:
+                    continue  # unhashable keys: SafeLoader's own error follows
+                self.value_keys[id(value_node)] = key
+                if key in seen and key != "<<":
+                    raise _YamlRefusal(f"{where(key_node)}: duplicate key {key!r} (first on "
+                                       f"line {seen[key]}); YAML would keep only the last")
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    def boolean(loader: Any, node: Any) -> bool:
+        text = str(node.value)
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise _YamlRefusal(f"{where(node, loader)}: {text!r} is a YAML 1.1 boolean; write "
+                           f"\"{text}\" (quoted) for the word, or true/false")
+
+    def timestamp(loader: Any, node: Any) -> str:
+        return str(node.value)  # a date stays the text written (2024-01-31), never a date
+
+    def binary(loader: Any, node: Any) -> Any:
+        raise _YamlRefusal(f"{where(node, loader)}: a !!binary value cannot reach a program; "
+                           "write the text")
+
+    def integer(loader: Any, node: Any) -> int:
+        n = yaml.SafeLoader.construct_yaml_int(loader, node)
+        if not -(2**63) <= n < 2**63:
+            raise _YamlRefusal(f"{where(node, loader)}: {node.value} is beyond a 64-bit integer "
+                               f"(\u00b1{2**63})")
+        return n
+
+    StrictLoader.add_constructor("tag:yaml.org,2002:bool", boolean)
+    StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    StrictLoader.add_constructor("tag:yaml.org,2002:binary", binary)
+    StrictLoader.add_constructor("tag:yaml.org,2002:int", integer)
+    _LOADER = StrictLoader
+    return _LOADER
 
 
 #: Columns of a results table that describe a run rather than measure it: never a factor
@@ -223,6 +378,14 @@ BOOKKEEPING: frozenset[str] = frozenset({
     "run", "std_order", "replicate", "block", "center", "repetition", "status", "seed",
     "config_id", "run_id", "key", "started", "ended", "finished", "duration", "exit_code",
     "host", "attempts", "seq", "n_runs", "stderr", "stderr_tail"})
+
+
+def _check_width(n: int, label: str) -> None:
+    from .limits import MAX_COLUMNS
+
+    if n > MAX_COLUMNS:
+        raise StorlabError(f"{label}: {n} columns, more than the {MAX_COLUMNS} storlab reads "
+                           "(one column per factor or response)")
 
 
 def read_table(path: str | Path, what: str = "") -> pd.DataFrame:
@@ -237,8 +400,7 @@ def read_table(path: str | Path, what: str = "") -> pd.DataFrame:
     suffix = p.suffix.lower()
     if p.is_dir():
         raise StorlabError(f"{label}: is a directory, expected a table file")
-    if not p.exists():
-        raise StorlabError(f"{label}: file not found")
+    check_input(p, what)
     try:
         if suffix in (".parquet", ".pq"):
             df = pd.read_parquet(p)
@@ -256,6 +418,7 @@ def read_table(path: str | Path, what: str = "") -> pd.DataFrame:
                 import csv
 
                 names = next(csv.reader(_lines(text)), [])
+                _check_width(len(names), label)
                 # The bytes as read: pandas parses UTF-8 bytes directly, where text
                 # would be encoded back first (0.1 s on a 24 MB table).
                 df = pd.read_csv(io.BytesIO(data))
@@ -265,6 +428,7 @@ def read_table(path: str | Path, what: str = "") -> pd.DataFrame:
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise StorlabError(f"{label}: cannot read as a table ({exc.__class__.__name__}: "
                            f"{first})") from None
+    _check_width(len(names), label)
     dup = sorted({n.strip() for n in names if [m.strip() for m in names].count(n.strip()) > 1})
     if dup:
         raise StorlabError(f"{label}: duplicate column name(s) {', '.join(map(repr, dup))}")

@@ -7,3 +7,6 @@ MAX_FACTORS = 1000            # factors of a design
 MAX_REPETITIONS = 1000        # repetitions (and replicates) of each configuration
 MAX_WARMUP = 100              # discarded warm-up runs per configuration
 MAX_SEED = 2**32 - 1          # numpy's seeds are 0 .. 2**32 - 1
+MAX_COLUMNS = 10_000          # columns of a results table read from a file
+MAX_LEVELS = 100_000          # values of one factor (a typo's million levels hung the designs)
+MAX_TIMEOUT = 30 * 86400      # seconds for one run or step (30 days; 1e308 is a typo)

@@ -28,6 +28,7 @@ import pandas as pd
 from .constraints import Constraint
 from .errors import SpaceError, StorlabError
 from .jsonutil import plain
+from .limits import MAX_LEVELS
 from .units import to_number
 
 Kind = Literal["categorical", "ordinal", "integer", "real"]
@@ -342,7 +343,7 @@ class Space:
 def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
     if not isinstance(spec, dict) or "name" not in spec:
         raise SpaceError("each factor needs a mapping with a 'name'", source, f"factors[{index}]")
-    name = str(spec["name"])
+    name = _factor_name(spec["name"], source, index)
 
     def err(msg: str) -> SpaceError:
         return SpaceError(msg, source, f"factor {name!r}")
@@ -354,6 +355,18 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         raise err(f"unknown field(s) {extra}")
     values = spec.get("values", spec.get("levels"))
     rng = spec.get("range")
+    if isinstance(values, list) and len(values) > MAX_LEVELS:
+        raise err(f"{len(values)} values, more than {MAX_LEVELS} (a factor with that many "
+                  "levels is a range: give 'range: [min, max]')")
+    for label, items in (("values", values), ("range", rng)):
+        for v in items if isinstance(items, list) else ():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise err(f"'{label}' holds {v}, not a finite number")
+            if isinstance(v, str) and "\0" in v:
+                raise err(f"'{label}' holds a NUL byte, which no program argument can carry")
+            if isinstance(v, (list, dict)):
+                raise err(f"'{label}' holds {v!r}: a value is a number or a word, not a "
+                          "list or mapping")
     kind = spec.get("kind")
     if kind is None:  # infer: a range means numeric, numbers mean ordinal, else categorical
         if rng is not None:
@@ -392,6 +405,10 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
             lo, hi = (to_number(x) for x in rng)
         except ValueError as exc:
             raise err(str(exc)) from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise err(f"range [{rng[0]}, {rng[1]}] is not finite")
+        if kind == "integer" and max(abs(lo), abs(hi)) >= 2**63:
+            raise err(f"range [{rng[0]}, {rng[1]}] is beyond a 64-bit integer")
         if not lo < hi:
             raise err(f"range [{rng[0]}, {rng[1]}] must have min < max")
         if log and lo <= 0:
@@ -435,6 +452,29 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
         if _same(low, high):
             raise err("low and high must differ")
     return f
+
+
+#: Names a factor cannot take: the results table's own columns (`fileio.BOOKKEEPING`: a
+#: factor `config_id` vanished from the results) and the names steps get from storlab.
+RESERVED_NAMES: frozenset[str] = frozenset({"workdir", "campaign_dir", "warmup"})
+
+
+def _factor_name(raw: Any, source: str | None, index: int) -> str:
+    """A factor's name, checked: text, not empty, no control characters, not reserved."""
+    from .fileio import BOOKKEEPING
+
+    where = f"factors[{index}]"
+    if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+        raise SpaceError(f"name {raw!r} must be a word", source, where)
+    name = str(raw)
+    if not name.strip():
+        raise SpaceError("a factor's name cannot be empty", source, where)
+    if any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise SpaceError(f"name {name!r} holds a control character", source, where)
+    if name in BOOKKEEPING or name in RESERVED_NAMES or name.startswith("_"):
+        raise SpaceError(f"name {name!r} is reserved (a column storlab adds to every result, "
+                         "or a name it gives the steps); rename the factor", source, where)
+    return name
 
 
 def _article(word: str) -> str:

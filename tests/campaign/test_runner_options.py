@@ -44,8 +44,9 @@ def test_unknown_runner_options_are_refused(kind: str, options: dict[str, Any],
 
 
 @pytest.mark.parametrize("kind,options", [
-    ("command", {"command": ["echo", "{x}"], "x": 1}),
-    ("command", {"command": ["echo"], "env": {"A": "{x}"}, "x": 1}),
+    ("command", {"command": ["echo", "{x}"], "x": 1, "regex_metrics": []}),
+    ("command", {"command": ["echo"], "env": {"A": "{x}"}, "x": 1,
+                 "json_metrics": {"y": "y"}}),
     pytest.param("sysbench", {"file_total_size": "1M", "threads": 2, "time": 1},
                  marks=needs["sysbench"]),
     ("postmark", {"number": 10, "transactions": 20}),

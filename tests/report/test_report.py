@@ -100,7 +100,8 @@ def records(rows: list[list[tuple[str, str | None]]]) -> list[dict[str, tuple[st
 # --------------------------------------------------------------------------- helpers
 def test_fmt_num() -> None:
     assert fmt_num(1234567.89) == "1,234,568"
-    assert fmt_num(9.879e18) == "9.879e+18"
+    assert fmt_num(9.879e18) == "9.879E"  # an SI prefix, as 667.8P beside it (no e+18)
+    assert fmt_num(2.5e30) == "2.5e+30"  # beyond yotta: an exponent
     assert fmt_num(501_312_345.0) == "501.3M" and fmt_num(-5.9316e9) == "-5.932G"
     assert fmt_num(999_960_000.0) == "1G"
     assert fmt_num(0.0188812) == "0.01888"

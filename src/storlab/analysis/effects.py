@@ -229,7 +229,7 @@ def _coding_from_data(col: pd.Series, name: str, strict: bool = False) -> Coding
         numeric = True
     except ValueError:
         nums, numeric = [], False
-    if numeric:
+    if numeric and nums:  # (an empty column has no levels: refused below)
         lo, hi = given[nums[0]], given[nums[-1]]
         if len(nums) == 2 or (len(nums) == 3 and math.isclose(nums[1], (nums[0] + nums[2]) / 2)):
             return Coding(name, lo, hi, True, given[nums[1]] if len(nums) == 3 else None)

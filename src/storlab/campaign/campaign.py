@@ -34,8 +34,9 @@ from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor, requested_width
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, require_sandbox,
-                      run_identity, shell_command, template_names, unsandboxed)
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, render_argv,
+                      require_sandbox, reserved_env_clash, run_identity, shell_command,
+                      template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -103,6 +104,8 @@ class Campaign:
         file) instead of the file's `store:`, as the tuning it holds when `storlab tune`
         wrote it from a fixed design (`tune_store`)."""
         spec = load_spec(path)
+        if store is None:
+            _check_own_store(Path(path).resolve().parent / spec.store, Path(path))
         if store is not None:
             here = Path(path).resolve().parent
             own = {(here / n).resolve() for n in (spec.store, tune_store(path))}
@@ -225,6 +228,11 @@ class Campaign:
 
     def _check_steps(self) -> None:
         known = set(self.space.names) | set(self.spec.vars) | set(BUILTINS)
+        clash = reserved_env_clash(set(self.space.names) | set(self.spec.vars))
+        if clash:
+            what = "factor" if clash[0] in self.space.names else "field vars:"
+            raise CampaignError(f"{self.path}: {what} {clash[0]!r} would reach shell steps as "
+                                f"{clash[1]}, storlab's own environment variable; rename it")
         for part in ("setup", "teardown"):
             for i, step in enumerate(getattr(self.spec, part)):
                 for t in step.templates:
@@ -233,11 +241,13 @@ class Campaign:
                         raise CampaignError(
                             f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
                             "factor, a var or one of " + ", ".join(BUILTINS))
-                if step.shell:  # values reach shell steps through the environment
-                    try:
+                try:  # values reach shell steps (and `sh -c` scripts) through the environment
+                    if step.shell:
                         shell_command(str(step.run), dict.fromkeys(known, ""))
-                    except ShellTemplateError as exc:
-                        raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
+                    else:
+                        render_argv(step.templates, dict.fromkeys(known, ""))
+                except ShellTemplateError as exc:
+                    raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
         bad = [n for n in self.spec.runner.exclude if n not in self.space.names]
         if bad:
             raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
@@ -257,6 +267,12 @@ class Campaign:
                 require_sandbox()
             except CampaignError as exc:
                 raise CampaignError(f"{self.path}: {exc}") from None
+        names = getattr(runner, "check_fields", None)
+        if names is not None:  # every {field} is known before the first run
+            try:
+                names({n for n in self.space.names if n not in self.spec.runner.exclude})
+            except CampaignError as exc:
+                raise CampaignError(f"{self.path}: field runner: {exc}") from None
         self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in self.configs])
         if self.source is not None:
             check = getattr(self.source, "check", None)
@@ -824,6 +840,21 @@ def _check_store_campaign(store: Path, campaign_file: Path) -> None:
     if owner is not None and Path(owner).resolve() != campaign_file.resolve():
         raise CampaignError(f"{store}: holds the runs of another campaign file ({owner}), "
                             f"not {campaign_file}")
+
+
+def _check_own_store(store: Path, campaign_file: Path) -> None:
+    """Refuse a file's own `store:` when another campaign file of its directory wrote it (two
+    files left at the default `campaign.db`: the second "ran 0" and showed the first's runs
+    as its own). A store whose recorded file has this file's name is taken (a campaign
+    directory moved or copied keeps its old path in the store)."""
+    if not store.is_file():
+        return
+    with Store(store, readonly=True) as st:
+        owner = st.get_meta("campaign")
+    if owner is not None and Path(owner).name != campaign_file.name:
+        raise CampaignError(f"{campaign_file}: its store {store.name} holds the runs of "
+                            f"another campaign file ({Path(owner).name}); give this file its "
+                            "own 'store:' (two campaign files share a store only by mistake)")
 
 
 def _as_stored_tuning(spec: CampaignSpec, store: Path) -> CampaignSpec:

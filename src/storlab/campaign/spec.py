@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 
 from ..errors import CampaignError, StorlabError
 from ..fileio import read_yaml
-from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_WARMUP
+from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP
 
 # Bounds (storlab.limits) keep a typo from planning more runs than memory holds
 # (`repetitions: 1000000000` once took 15 GB in `storlab status`).
@@ -55,7 +55,7 @@ class Step(_Model):
 
     run: list[str] | str
     shell: StrictBool = False
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
     ignore_errors: StrictBool = False
     system_writable: StrictBool = False  # runs outside the sandbox (mkfs, mount, sysctl)
 
@@ -157,7 +157,7 @@ class CampaignSpec(_Model):
     randomize: StrictBool = True
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     warmup: int = Field(default=0, ge=0, le=MAX_WARMUP)
-    timeout: float | None = Field(default=DEFAULT_RUN_TIMEOUT, gt=0)
+    timeout: float | None = Field(default=DEFAULT_RUN_TIMEOUT, gt=0, le=MAX_TIMEOUT)
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     vars: dict[str, Any] = Field(default_factory=dict)
     setup: list[Step] = Field(default_factory=list)
@@ -165,6 +165,25 @@ class CampaignSpec(_Model):
     store: str = "campaign.db"
     workdir: str = "scratch"
     keep_scratch: StrictBool = False
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if any(ord(c) < 32 for c in v):
+            raise ValueError("a campaign name is one line of text")
+        return v
+
+    @field_validator("store", "workdir")
+    @classmethod
+    def _inside(cls, v: str) -> str:
+        # the store and the scratch directory (emptied after each run) live inside the
+        # campaign's directory: `workdir: ../..` would have emptied a parent directory
+        parts = Path(v).parts
+        if not v or Path(v).is_absolute() or ".." in parts or not parts or \
+                parts == (".",):
+            raise ValueError("must be a name inside the campaign's directory (no '..', not "
+                             "absolute)")
+        return v
 
     @field_validator("runner", mode="before")
     @classmethod
@@ -190,6 +209,9 @@ def load_spec(path: str | Path) -> CampaignSpec:
         raise CampaignError(str(exc)) from None
     if not isinstance(data, dict):
         raise CampaignError(f"{p}: expected a mapping of campaign fields")
+    nul = _nul_field(data)
+    if nul is not None:  # a path or argument with a NUL byte cannot reach the system
+        raise CampaignError(f"{p}: field {nul}: holds a NUL byte")
     try:
         return CampaignSpec.model_validate(data)
     except ValidationError as exc:
@@ -197,7 +219,22 @@ def load_spec(path: str | Path) -> CampaignSpec:
         loc = ".".join(str(x) for x in e["loc"]) or "(top)"
         value = e.get("input")
         shown = "" if isinstance(value, dict) or e["type"] == "missing" else f" (value {value!r})"
-        raise CampaignError(f"{p}: field {loc}: {e['msg']}{shown}") from None
+        msg = str(e['msg']).removeprefix("Value error, ")
+        raise CampaignError(f"{p}: field {loc}: {msg}{shown}") from None
+
+
+def _nul_field(data: Any, where: str = "") -> str | None:
+    """The dotted field of the first text (key or value) holding a NUL byte, or None."""
+    items = data.items() if isinstance(data, dict) else \
+        enumerate(data) if isinstance(data, list) else ()
+    for k, v in items:
+        here = f"{where}.{k}" if where else str(k)
+        if (isinstance(k, str) and "\0" in k) or (isinstance(v, str) and "\0" in v):
+            return here
+        inner = _nul_field(v, here)
+        if inner is not None:
+            return inner
+    return None
 
 
 def check_plan(spec: CampaignSpec, n_configs: int, source: str = "campaign") -> None:

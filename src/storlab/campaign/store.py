@@ -74,6 +74,18 @@ CREATE TABLE IF NOT EXISTS plan (
 );
 """
 
+#: The store's format, kept in SQLite's `user_version`: raised only when an older storlab
+#: could not read or would damage the store (a new nullable column is not such a change).
+#: A store of a higher format is refused, never reused.
+FORMAT = 1
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
 DONE = ("ok",)
 FAILED = ("failed", "timeout")
 
@@ -95,7 +107,10 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            if not self.path.exists():
+                self._create()
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._check_format(self.db)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
@@ -104,10 +119,52 @@ class Store:
             for name, kind in ADDED_COLUMNS:
                 if name not in have:  # a store written by an older storlab
                     self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            if self.db.execute("PRAGMA user_version").fetchone()[0] < FORMAT:
+                self.db.execute(f"PRAGMA user_version={FORMAT}")
         except sqlite3.DatabaseError as exc:
             if _is_full(exc):
                 raise self._full(exc) from None
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
+
+    def _create(self) -> None:
+        """Make the store complete under a temporary name, then link it into place: three
+        `storlab run`s started at once on a new campaign saw a store with no tables yet
+        ("not a campaign store") when one was created in place. The first link wins; the
+        others open the store it made."""
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".new",
+                                   dir=self.path.parent)
+        os.close(fd)
+        try:
+            db = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(SCHEMA)
+                db.executescript(PLAN_SCHEMA)
+                db.execute(f"PRAGMA user_version={FORMAT}")
+            finally:
+                db.close()
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                try:
+                    os.unlink(leftover)
+                except FileNotFoundError:
+                    pass
+
+    def _check_format(self, db: sqlite3.Connection) -> None:
+        """Refuse a store a newer storlab wrote in a format this one does not know (it was
+        reused and overwritten)."""
+        have = db.execute("PRAGMA user_version").fetchone()[0]
+        if have > FORMAT:
+            db.close()
+            raise CampaignError(f"{self.path}: written by a newer storlab (store format "
+                                f"{have}; this storlab {_version()} reads format {FORMAT} "
+                                "and older): upgrade storlab to use it")
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not self.path.is_file():
@@ -129,6 +186,7 @@ class Store:
                                     f"({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
+        self._check_format(db)
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not {"meta", "configs", "runs"} <= tables:
             db.close()

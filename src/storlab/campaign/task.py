@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
-                      run_program, shell_command, substitute, system_writable, tail)
+                      render_argv, run_program, shell_command, system_writable, tail)
 from .runners.base import RunResult
 
 
@@ -82,8 +82,11 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
             argv, env = shell_command(str(step.run), values)
         except ShellTemplateError as exc:
             return False, f"step `{step.run}`: {exc}", None
-    else:
-        argv = [substitute(a, values) for a in step.run]
+    else:  # a `sh -c SCRIPT` step gets its values in the script as a shell step does
+        try:
+            argv, env = render_argv(step.run, values)
+        except ShellTemplateError as exc:
+            return False, f"step `{' '.join(step.run)}`: {exc}", None
     with ExitStack() as stack:
         if step.system_writable:
             stack.enter_context(system_writable())

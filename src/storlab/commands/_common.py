@@ -208,6 +208,21 @@ def fitted_tables(df: pd.DataFrame, width: int, title: str = "",
     return out
 
 
+def common_scale(values: Any, digits: int = 4) -> tuple[list[str], str]:
+    """A numeric column in one unit: (texts, scale) where scale is "" or "×1e18" and every
+    text is value / scale to `digits` significant digits of the largest (a column once
+    showed `2.565e+18` beside `667.8P`). NaN shows as "-"."""
+    xs = [float(v) for v in values]
+    finite = [abs(x) for x in xs if math.isfinite(x) and x != 0]
+    e = int(math.floor(math.log10(max(finite)) / 3) * 3) if finite else 0
+    if -3 <= e <= 3:
+        e = 0  # plain numbers read best unscaled
+    lead = int(math.floor(math.log10(max(finite)))) - e if finite else 0
+    decimals = max(0, digits - 1 - lead)
+    texts = ["-" if not math.isfinite(x) else f"{x / 10.0 ** e:.{decimals}f}" for x in xs]
+    return texts, (f"×1e{e}" if e else "")
+
+
 def _fmt(v: Any, floatfmt: str) -> str:
     import numpy as np
 

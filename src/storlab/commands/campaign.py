@@ -83,6 +83,12 @@ def results_cmd(
     if note is not None and not json_out:
         campaign_store_note(camp)
     df = camp.results(level)
+    if level == "host" and not len(df):
+        # per-host rows come from runs that load from several hosts; a blank line said nothing
+        raise StorlabError(f"{campaign_file}: no per-host rows: only multi-client runs (fio "
+                           "client/server, objectstore or ceph from several hosts) record "
+                           f"them, and this {camp.spec.runner.type} campaign's runs have none; "
+                           "use --level run or --level config")
     if fio_json is not None:
         files = camp.export_fio_json(fio_json)
         if not json_out:

@@ -270,8 +270,18 @@ def analyze_cmd(
     if goal is not None and goal not in ("maximize", "minimize"):
         raise AnalysisError(f"--goal {goal!r} must be maximize or minimize")
     fac = [f.strip() for f in factors.split(",")] if factors else None
-    a = analyze_effects(table, response, space=space, factors=fac, goal=goal, alpha=alpha,
-                        max_order=order, transform=transform)
+    try:
+        a = analyze_effects(table, response, space=space, factors=fac, goal=goal, alpha=alpha,
+                            max_order=order, transform=transform)
+    except AnalysisError as exc:
+        if TWO_LEVEL_ONLY not in str(exc):
+            raise
+        # a tuning or a sampled design: point to the analysis that reads any runs
+        what = _sampled_kind(results)
+        raise AnalysisError(
+            (f"{results}: {what}'s runs are not a two-level design" if what else str(exc))
+            + f"; `storlab importance {results} -y {response}` ranks the factors of any "
+            "runs") from None
     if plots is not None:
         if plot_format not in ("png", "svg"):
             raise AnalysisError(f"--plot-format {plot_format!r} must be png or svg")
@@ -318,6 +328,26 @@ def analyze_cmd(
     if plots is not None:
         console.print(f"plots in {plots}/" + (f" (no interaction plot: {skipped})"
                                                if skipped else ""))
+
+
+#: The words of effects.analyze's refusal of runs that are not a two-level design.
+TWO_LEVEL_ONLY = "this analysis is for two-level designs"
+
+
+def _sampled_kind(path: Path) -> str:
+    """"a tuning campaign" / "an lhs campaign" when `path` is a campaign file whose design
+    is not two-level, else ""."""
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return ""
+    from ..campaign.spec import load_spec
+
+    try:
+        kind = load_spec(path).design.kind
+    except StorlabError:
+        return ""
+    if kind == "tune":
+        return "a tuning campaign"
+    return "an LHS campaign" if kind == "lhs" else ""
 
 
 def _no_interactions(a: object) -> str:

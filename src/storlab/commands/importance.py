@@ -12,7 +12,8 @@ import typer
 from ..errors import AnalysisError
 from ..fileio import read_table, save_figure
 from ..limits import MAX_SEED
-from ._common import (at_least, console, emit_json, frame_table, input_file, output_file)
+from ._common import (at_least, common_scale, console, emit_json, frame_table, input_file,
+                      output_file)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -167,9 +168,10 @@ def importance_cmd(
         console.print(f"[yellow]too few configurations for a selection:[/] {res.too_few}")
     elif len(tab):
         final = ", ".join(f"{k}={v}" for k, v in res.best_values().items())
+        imp_text, imp_scale = common_scale(tab["importance"])
         show = pd.DataFrame({
             "#": tab["rank"], "param": tab["param"],
-            "PI/CPI": tab["importance"].map(lambda v: f"{v:.3g}"),
+            f"PI/CPI {imp_scale}".rstrip(): imp_text,
             "share": tab["share"].map(_pct1),
             "best": tab["best_value"].astype(str),
             "n left": tab["subset_n"],
@@ -177,18 +179,31 @@ def importance_cmd(
             "RSD": tab["subset_rsd"].map(_pct2)})
         console.print(frame_table(show, title=f"selected ({res.aggregate} CPI, stop {stop}); "
                                               "share: of the variance, explained by the "
-                                              "step; n left/mean/RSD: configurations with "
-                                              "the best values so far"))
+                                              f"step (together {_pct1(tab['share'].sum())}); "
+                                              "n left/mean/RSD: configurations with the "
+                                              "best values so far"))
         console.print(f"best values: {final}")
     if not res.too_few:
         console.print(f"stopped: {res.stop_reason}")
     pt = res.pi_table()
-    pt["pi"] = pt["pi"].map(lambda v: f"{v:.4g}")
+    total = float(pt["share"].sum())
+    pi_text, pi_scale = common_scale(pt["pi"])
+    pt["pi"] = pi_text
     pt["share"] = pt["share"].map(_pct1)
-    console.print(frame_table(pt.drop(columns=["binned"]), title="PI of every parameter"))
+    pt = pt.rename(columns={"pi": f"pi {pi_scale}".rstrip(), "share": "share alone"})
+    # Each PI is one parameter's share on its own: parameters that vary together in sampled
+    # runs explain some variance twice, so the column need not add up to 100 %.
+    console.print(frame_table(pt.drop(columns=["binned"]), title=(
+        "PI of every parameter, each on its own" + (
+            f" (together {_pct1(total)}: these shares overlap, parameters that vary together "
+            "in these runs explain the same variance; the selected steps above add up)"
+            if total > 1.005 else f" (together {_pct1(total)})"))))
     if cmp is not None:
         ct = cmp.table()
-        console.print(frame_table(ct, title="importance by other methods (shares of variance)"
+        console.print(frame_table(ct, title="importance by other methods, each a share of the "
+                                  "variance per parameter (PI and S1 first order; ST counts "
+                                  "an interaction in each parameter it involves, so its "
+                                  "column adds up to 100 % or more)"
                                   + ("" if cmp.complete_grid else
                                      "; Sobol needs a complete grid"), floatfmt="{:.3f}"))
 

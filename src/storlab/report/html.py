@@ -51,11 +51,12 @@ def fmt_num(v: Any) -> str:
     return str(v)
 
 
-SI = {6: "M", 9: "G", 12: "T", 15: "P"}
+SI = {6: "M", 9: "G", 12: "T", 15: "P", 18: "E", 21: "Z", 24: "Y"}
 
 
 def _si(x: float) -> str:
-    """501.3M, 5.932G; beyond peta an exponent (sums of squares get that large)."""
+    """501.3M, 5.932G, 2.565E (sums of squares and variances get that large: a column once
+    read 2.565e+18 beside 667.8P); beyond yotta an exponent."""
     e = int(math.floor(math.log10(abs(x)) / 3) * 3)
     m = x / 10.0 ** e
     if abs(float(f"{m:.4g}")) >= 1000:

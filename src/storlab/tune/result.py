@@ -4,6 +4,7 @@ the measured Pareto front for two objectives, every run in execution order, and 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -59,7 +60,18 @@ class Comparison:
             return math.nan
         if np.std(self.a) == 0 and np.std(self.b) == 0:
             return 0.0 if np.mean(self.a) != np.mean(self.b) else 1.0
-        return float(stats.ttest_ind(self.a, self.b, equal_var=False).pvalue)
+        with warnings.catch_warnings():
+            # runs that agree to ~15 digits make scipy warn of "catastrophic cancellation"
+            # on the terminal; the p-value of such runs is still the one to report
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return float(stats.ttest_ind(self.a, self.b, equal_var=False).pvalue)
+
+    @property
+    def runs_needed(self) -> int | None:
+        """Runs per side that would detect the observed difference with 80 % power at
+        ALPHA (Welch's test, the observed means and spreads taken as true: an estimate),
+        None when that is more than `MAX_RUNS_NEEDED` or cannot be estimated."""
+        return runs_to_settle(self.a, self.b)
 
     @property
     def verdict(self) -> str:
@@ -67,13 +79,62 @@ class Comparison:
         if math.isnan(p):
             return "too few runs to tell (need 2 or more each)"
         if p >= ALPHA:
-            return f"within noise (Welch p = {p:.2g} >= {ALPHA})"
+            n = min(len(self.a), len(self.b))
+            runs = f"{n} runs each" if len(self.a) == len(self.b) else \
+                f"{len(self.a)} and {len(self.b)} runs"
+            need = self.runs_needed
+            hint = (f"about {need} runs each would settle it (80 % power; an estimate from "
+                    "the observed spread)" if need is not None else
+                    f"the difference is small against the run-to-run spread (more than "
+                    f"{MAX_RUNS_NEEDED} runs each would be needed to tell)")
+            return f"not significant with {runs} (Welch p = {p:.2g} >= {ALPHA}): {hint}"
         return f"{'better' if self.better else 'worse'} (Welch p = {p:.2g})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"response": self.response, "goal": self.goal, "change": self.change,
                 "difference": self.difference, "pvalue": self.pvalue,
-                "verdict": self.verdict}
+                "runs_needed": self.runs_needed, "verdict": self.verdict}
+
+
+#: The largest number of runs per side `runs_to_settle` looks for.
+MAX_RUNS_NEEDED = 1000
+
+
+def runs_to_settle(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA,
+                   power: float = 0.8) -> int | None:
+    """The smallest number of runs per side at which Welch's test would find the observed
+    difference of means with `power`, taking the observed means and standard deviations
+    as the truth (noncentral t with Welch's degrees of freedom). None when the runs cannot
+    say (fewer than 2, no difference) or more than MAX_RUNS_NEEDED would be needed."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    diff = abs(float(np.mean(a)) - float(np.mean(b)))
+    va, vb = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+    if diff == 0 or not math.isfinite(diff) or va + vb == 0:
+        return None
+
+    def achieved(n: int) -> float:
+        qa, qb = va / n, vb / n
+        se = math.sqrt(qa + qb)
+        df = (qa + qb) ** 2 / (qa ** 2 / (n - 1) + qb ** 2 / (n - 1))
+        crit = float(stats.t.ppf(1 - alpha / 2, df))
+        ncp = diff / se
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
+
+    lo, hi = 2, 2
+    while achieved(hi) < power:  # double, then bisect: power grows with n
+        lo, hi = hi, hi * 2
+        if hi > MAX_RUNS_NEEDED * 2:
+            return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if achieved(mid) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi if hi <= MAX_RUNS_NEEDED else None
 
 
 def change_text(change: float | None, difference: float, unit: str = "") -> str:

@@ -13,8 +13,10 @@ import importlib
 from typing import Any
 
 from ..._lazy import attach
-from ._proc import (TAG_ENV, ShellTemplateError, SubstitutionError, campaign_identity,
-                    output_files, render_value, run_identity, run_program, run_tag, shell_command, substitute, tail, template_names)
+from ._proc import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionError,
+                    campaign_identity, output_files, render_argv, render_value,
+                    reserved_env_clash, run_identity, run_program, run_tag, shell_command,
+                    substitute, tail, template_names)
 from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, require_sandbox, system_writable,
                        unsandboxed)
 from .base import Runner, RunResult
@@ -38,11 +40,11 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
 #: The program-running helpers (private modules `_proc`, `_sandbox`) the campaign loop shares
 #: with runners.
 __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
-           "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_value", "run_program",
-           "run_tag", "shell_command", "substitute", "tail", "template_names", "output_files",
-           "campaign_identity", "run_identity",
-           "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox", "system_writable",
-           "unsandboxed",
+           "RESERVED_ENV", "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_argv",
+           "render_value", "reserved_env_clash", "run_program", "run_tag", "shell_command",
+           "substitute", "tail", "template_names", "output_files", "campaign_identity",
+           "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
+           "system_writable", "unsandboxed",
            *_lazy_names]
 
 
@@ -57,7 +59,39 @@ def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:
         factory = getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError) as exc:
         raise CampaignError(f"runner {kind!r} is not available here ({exc})") from None
+    options = dict(options or {})
+    _check_signature(kind, factory, options)
     try:
-        return factory(**(options or {}))
+        return factory(**options)
     except TypeError as exc:
         raise CampaignError(f"runner {kind!r}: bad options ({exc})") from None
+
+
+def _check_signature(kind: str, factory: Any, options: dict[str, Any]) -> None:
+    """Refuse a missing required option or (for a runner without free-form options) an
+    unknown one, with a "did you mean" (a typo `comand:` read as `CommandRunner.__init__()
+    missing 1 required positional argument`)."""
+    import difflib
+    import inspect
+
+    from ..spec import CampaignError
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return
+    named = [n for n, p in params.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    free = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    unknown = [k for k in options if k not in named]
+    for n in named:
+        if params[n].default is params[n].empty and n not in options:
+            near = difflib.get_close_matches(n, unknown, n=1)
+            raise CampaignError(f"runner {kind!r} needs option {n!r}"
+                                + (f" (you wrote {near[0]!r}: did you mean {n!r}?)"
+                                   if near else ""))
+    if unknown and not free:
+        near = difflib.get_close_matches(unknown[0], named, n=1)
+        raise CampaignError(f"runner {kind!r}: unknown option {unknown[0]!r}"
+                            + (f" (did you mean {near[0]!r}?)" if near else "")
+                            + f"; its options are {', '.join(named)}")

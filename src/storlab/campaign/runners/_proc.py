@@ -161,6 +161,61 @@ def template_names(template: str) -> set[str]:
     return {m.group(1) for m in _FIELD.finditer(template) if m.group(1)}
 
 
+#: Programs whose `-c SCRIPT` argument is shell text (a wrapper before them, such as
+#: `env`, `sudo` or `timeout 5`, changes nothing: the shell is found anywhere in argv).
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "posh", "yash"})
+
+
+def shell_script_index(argv: Sequence[str]) -> int | None:
+    """The position of the script in a `sh -c SCRIPT ...` argv (flags may combine: `-ec`,
+    `-xc`, `-o pipefail -c`), or None when no shell reads a script from argv."""
+    for i, a in enumerate(argv):
+        if os.path.basename(a) not in SHELLS:
+            continue
+        j = i + 1
+        while j < len(argv) and argv[j].startswith(("-", "+")) and argv[j] not in ("-", "--"):
+            if argv[j] in ("-o", "+o", "-O", "+O"):  # takes a value: `-o pipefail`
+                j += 2
+                continue
+            if "c" in argv[j][1:] and not argv[j].startswith("--"):
+                return j + 1 if j + 1 < len(argv) else None
+            j += 1
+        return None
+    return None
+
+
+def render_argv(templates: Sequence[str], values: Mapping[str, Any]
+                ) -> tuple[list[str], dict[str, str]]:
+    """An argv template rendered: each `{name}` becomes a whole argv element's text, except
+    in the script of `sh -c SCRIPT` (`bash -c`, `sudo sh -ec`, ...), where a value would be
+    read as shell code: there it becomes a quoted reference to an environment variable
+    (`shell_command`), returned with the argv for the program's environment."""
+    k = shell_script_index(templates)
+    env: dict[str, str] = {}
+    out = []
+    for i, t in enumerate(templates):
+        if i == k:
+            text, env = shell_command(t, values)
+            out.append(text)
+        else:
+            out.append(substitute(t, values))
+    return out, env
+
+
+#: storlab's own environment variables: a factor or var whose variable (`env_name`) would
+#: be one of these is refused when the campaign loads (a factor `Run` was overwritten by
+#: the run's tag STORLAB_RUN in every shell step).
+RESERVED_ENV = frozenset({"STORLAB_RUN", "STORLAB_CLUSTER_DIR", "STORLAB_CLUSTER_LOG_CAP"})
+
+
+def reserved_env_clash(names: Sequence[str] | set[str]) -> tuple[str, str] | None:
+    """The first (name, variable) whose variable is one of storlab's own, or None."""
+    for n in sorted(names):
+        if env_name(n) in RESERVED_ENV:
+            return n, env_name(n)
+    return None
+
+
 #: Environment variable naming the run a program was started for (`run_identity`).
 #: Inherited by everything the program starts, so a resume can find and kill what a killed
 #: storlab left running for its runs, even processes that left the process group.

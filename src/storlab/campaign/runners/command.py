@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._proc import (ShellTemplateError, SubstitutionError, render_value, run_program,
-                    shell_command, substitute, tail, template_names)
+from ._proc import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
+                    render_value, reserved_env_clash, run_program, shell_command, substitute,
+                    tail, template_names)
 from .base import RunResult
 
 
@@ -85,6 +86,33 @@ class CommandRunner:
                 + (f" (did you mean {near[0]!r}?)" if near else "")
                 + f"; options are {', '.join(OPTIONS)}, and constants named by a "
                 "{field} of the command or env")
+        if json_metrics is None and regex_metrics is None:
+            # every run was "ok" with no value, and `tune` said so only at the end
+            raise CampaignError(
+                "command runner: no metric: add json_metrics ({name: key.path}) or "
+                "regex_metrics (['n: (?P<n>\\d+)']); regex_metrics: [] runs it for its exit "
+                "status only")
+        mine = sorted(k for k in self.env if k in RESERVED_ENV)
+        clash = reserved_env_clash(set(fixed))
+        if mine or clash:
+            var = mine[0] if mine else clash[1]  # type: ignore[index]
+            raise CampaignError(f"command runner: {var} is storlab's own environment "
+                                "variable; rename " + (f"env {var}" if mine else
+                                                       f"the option {clash[0]!r}"))
+
+    def check_fields(self, names: set[str]) -> None:
+        """Refuse a `{field}` of the command or env that is neither one of `names` (the
+        factors this runner gets), a fixed option nor `workdir`: before any run, not as a
+        failure of every run."""
+        temps = [self.command] if isinstance(self.command, str) else list(self.command)
+        used = set().union(*(template_names(t) for t in temps),
+                           *(template_names(str(v)) for v in self.env.values()))
+        missing = sorted(used - set(names) - set(self.fixed) - {"workdir"})
+        if missing:
+            near = difflib.get_close_matches(missing[0], sorted(names), n=1)
+            raise CampaignError(f"command runner: {{{missing[0]}}} is neither a factor nor a "
+                                "fixed option" + (f" (did you mean {{{near[0]}}}?)"
+                                                  if near else ""))
 
     def argv(self, config: Mapping[str, Any], workdir: Path) -> list[str] | str:
         """The program's argv, or with `shell: true` the shell command (its values are in
@@ -97,7 +125,7 @@ class CommandRunner:
         try:
             if isinstance(self.command, str):
                 return shell_command(self.command, values)
-            out = [substitute(a, values) for a in self.command]
+            out, env = render_argv(self.command, values)
         except SubstitutionError as exc:
             raise CampaignError(f"command runner: {{{exc.args[0]}}} is neither a factor nor a "
                                 "fixed option") from None
@@ -105,7 +133,7 @@ class CommandRunner:
             raise CampaignError(f"command runner: {exc}") from None
         if self.args:
             out += [f"--{k}={render_value(v)}" for k, v in config.items()]
-        return out, {}
+        return out, env
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
