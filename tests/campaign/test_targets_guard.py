@@ -230,30 +230,28 @@ def test_targets_inside_the_scratch_area_run(tmp_path: Path, run: Any) -> None:
 
 def test_a_workdir_climbing_out_to_a_shared_directory_is_not_the_campaigns(
         tmp_path: Path, run: Any) -> None:
-    """`workdir: ../shared` reaches a directory storlab did not make: a file there (outside
-    the run's own directory) is somebody's and refused without allow_destructive; a scratch
-    area storlab made itself outside the campaign's directory stays the campaign's."""
+    """`workdir: ../shared` is refused when the campaign loads; a scratch directory that is
+    a link to a shared directory is somebody's: a file there (outside the run's own
+    directory) is refused without allow_destructive, and written with it."""
     shared = tmp_path / "shared"
     shared.mkdir()
     victim = shared / "victim.dat"
     victim.write_bytes(os.urandom(1 << 20))
     before = digest(victim)
-    camp = campaign(tmp_path / "c", {"filename": "../victim.dat"}, workdir="../shared")
+    p = run(campaign(tmp_path / "c0", {"filename": "../victim.dat"}, workdir="../shared"))
+    assert p.returncode == 2 and "field workdir" in p.stderr, p.stdout + p.stderr
+    camp = campaign(tmp_path / "c", {"filename": "../victim.dat"})
+    (tmp_path / "c" / "scratch").symlink_to(shared)
     p = run(camp)
-    assert p.returncode == 2 and "not made by storlab" in p.stderr, p.stdout + p.stderr
+    assert p.returncode == 2 and "leads outside the campaign's directory" in p.stderr, \
+        p.stdout + p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert digest(victim) == before
-    p = run(campaign(tmp_path / "c2", {"filename": "../victim.dat", "allow_destructive": True},
-                     workdir="../shared"))
+    camp = campaign(tmp_path / "c2", {"filename": "../victim.dat", "allow_destructive": True})
+    (tmp_path / "c2" / "scratch").symlink_to(shared)
+    p = run(camp)
     assert p.returncode == 0, p.stderr
     assert digest(victim) != before
-    # storlab's own scratch area outside the campaign: made and marked by the first run, so
-    # a file the campaign keeps there is its own on the next run
-    camp = campaign(tmp_path / "c3", {}, workdir="../own-scratch")
-    assert run(camp).returncode == 0
-    (tmp_path / "own-scratch" / "kept.dat").write_bytes(b"x" * (1 << 20))
-    Campaign.load(campaign(tmp_path / "c3", {"filename": "../kept.dat"},
-                           workdir="../own-scratch")).preflight()
 
 
 # ------------------------------------------------------------------ the runner itself

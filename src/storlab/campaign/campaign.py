@@ -41,7 +41,7 @@ from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
 from .store import DONE, FAILED, Store
-from .task import SCRATCH_MARK, RunTask, StepSpec, TaskOutcome, own_scratch
+from .task import RunTask, StepSpec, TaskOutcome
 
 #: Names the step templates may use besides the factors and `vars`.
 BUILTINS = ("workdir", "campaign_dir", "key", "config_id", "repetition")
@@ -287,21 +287,19 @@ class Campaign:
         """Every configuration's targets, resolved in the run directory fio will use."""
         check = getattr(runner, "check_target", None)
         if check is not None:
-            own = own_scratch(self.scratch) or \
-                self.scratch.resolve().is_relative_to(self.dir.resolve())
+            # `workdir:` is a name inside the campaign's directory, but a link there may
+            # lead elsewhere (a shared directory): there only the run's own directory is
+            # the campaign's
+            own = self.scratch.resolve().is_relative_to(self.dir.resolve())
             for cid, cfg in configs:
                 run_dir = self.scratch / f"c{cid}-r1"
                 try:
-                    # a scratch area outside the campaign's directory that storlab did not
-                    # make (a `workdir:` reaching a shared directory) is somebody's: only the
-                    # run's own directory is the campaign's there
                     check(self._runner_config(cfg), base=self.scratch if own else run_dir,
                           workdir=run_dir)
                 except CampaignError as exc:
                     hint = "" if own else (
-                        f" ({self.scratch} is outside the campaign's directory and was not "
-                        f"made by storlab, no {SCRATCH_MARK} in it: only each run's own "
-                        "directory counts as the campaign's there)")
+                        f" ({self.scratch} leads outside the campaign's directory: only "
+                        "each run's own directory counts as the campaign's there)")
                     raise CampaignError(f"{self.path}: {exc}{hint}") from None
 
     def runner_options(self) -> dict[str, Any]:

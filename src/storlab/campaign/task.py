@@ -21,15 +21,6 @@ from .runners.base import RunResult
 
 #: The file that marks a run directory as storlab's (to delete when the run is done again).
 RUN_MARK = ".storlab-run"
-#: The mark of a scratch area storlab made itself: only there do files outside a run's own
-#: directory count as the campaign's (a `workdir:` reaching a shared directory does not).
-SCRATCH_MARK = ".storlab-scratch"
-
-
-def own_scratch(scratch: Path) -> bool:
-    """Whether `scratch` is storlab's own: not made yet (the first run makes it, marked)
-    or marked (`SCRATCH_MARK`)."""
-    return not os.path.lexists(scratch) or (scratch / SCRATCH_MARK).is_file()
 
 
 @dataclass
@@ -116,9 +107,6 @@ def execute_task(task: RunTask) -> TaskOutcome:
             ended=time.time()), socket.gethostname())
     if workdir.exists():  # left over by a killed attempt
         shutil.rmtree(workdir, ignore_errors=True)
-    if not os.path.lexists(workdir.parent):  # the scratch area: storlab's own, marked
-        workdir.parent.mkdir(parents=True, exist_ok=True)
-        (workdir.parent / SCRATCH_MARK).write_bytes(b"")
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / RUN_MARK).write_bytes(b"")
     with ExitStack() as stack:

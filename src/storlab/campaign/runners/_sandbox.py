@@ -196,7 +196,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
-    w = Walls(writable=[os.path.abspath(cwd)], device_writes=allow)
+    # the run's directory at its real path: bwrap cannot make a mount point through a link
+    # (a scratch directory that is a link elsewhere); the program still reaches it by `cwd`
+    w = Walls(writable=[os.path.realpath(cwd)], device_writes=allow)
     for t in [*targets, *decl.paths]:
         t = os.path.abspath(t)
         if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
