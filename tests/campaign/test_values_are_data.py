@@ -1,6 +1,6 @@
 """Values are data in argv too: a `sh -c SCRIPT` argv (the command runner's, a setup step's,
-a string step split into one) gets its values in the script as quoted references to the
-environment, as `shell: true` does. Every payload runs through the real bash and sh;
+a string step split into one) gets its values in the script as quoted words, one word each
+where it stands (a wrapper such as `sudo` or `env -i` may drop the environment). Every payload runs through the real bash and sh;
 nothing it carries may execute, and the script receives the value exactly."""
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ PAYLOADS = ["$(touch PWNED)", "`touch PWNED`", "; touch PWNED", "'; touch PWNED;
     ["bash", "-c", "printf '%s' {v} > out"],
     ["/bin/sh", "-ec", "printf '%s' \"{v}\" > out"],
     ["env", "A=1", "bash", "-o", "pipefail", "-c", "printf '%s' '{v}' > out"],
+    # a wrapper that drops the environment (as sudo's env_reset does): the value is in the
+    # script itself, not in a variable the wrapper would clear
+    ["env", "-i", "sh", "-c", "printf '%s' {v} > out"],
+    ["env", "-i", "bash", "-c", "printf '%s' \"{v}\" > out"],
+    ["env", "-i", "bash", "-c", "printf '%s' '{v}' > out"],
 ])
 def test_a_shell_script_in_argv_gets_values_as_data(tmp_path: Path, argv: list[str]) -> None:
     for i, payload in enumerate(PAYLOADS):
@@ -68,3 +73,10 @@ def test_which_argument_is_a_script(argv: list[str], index: int | None) -> None:
 def test_outside_a_script_values_stay_whole_arguments() -> None:
     argv, env = _proc.render_argv(["printf", "%s", "{v}"], {"v": "$(touch x)"})
     assert argv == ["printf", "%s", "$(touch x)"] and env == {}
+
+
+def test_a_placeholder_in_backquotes_of_a_sh_c_script_is_refused(tmp_path: Path) -> None:
+    """Text inside backquotes is parsed twice: a quoted value could end them."""
+    ok, msg, _ = run_step(StepSpec(["sh", "-c", "echo `echo {v}` > out"]), {"v": "x"},
+                          tmp_path, 10)
+    assert not ok and "backquotes" in msg and not (tmp_path / "out").exists()

@@ -70,7 +70,17 @@ def env_name(name: str) -> str:
     return "STORLAB_" + re.sub(r"[^A-Za-z0-9_]", "_", name).upper()
 
 
-def shell_command(template: str, values: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+def _literal(text: str, state: str) -> str:
+    """`text` as one quoted shell word where it stands: single-quoted outside quotes, with
+    `\\ $ ` "` escaped inside double quotes, the single quote closed around it inside one."""
+    if state == '"':
+        return re.sub(r'([\\$`"])', r"\\\1", text)
+    quoted = shlex.quote(text)
+    return f"'{quoted}'" if state == "'" else quoted
+
+
+def shell_command(template: str, values: Mapping[str, Any], literal: bool = False
+                  ) -> tuple[str, dict[str, str]]:
     """A `shell: true` template as (command text, environment).
 
     Values never become shell text: every value goes into an environment variable
@@ -80,6 +90,11 @@ def shell_command(template: str, values: Mapping[str, Any]) -> tuple[str, dict[s
     around it). A shell expands a variable once and never reads its value as code, so
     `$(touch x)`, backquotes, quotes or newlines in a value reach the program as text.
     Placeholders in here-documents are refused (write `$STORLAB_NAME` there).
+
+    With `literal` (the script of an argv `sh -c SCRIPT`, whose environment a wrapper such
+    as `sudo`, `env -i` or `ssh` may drop) each value is written into the text as one
+    quoted word instead (`_literal`); placeholders inside backquotes are then refused
+    (their text is parsed twice: write `$( )`).
     """
     env: dict[str, str] = {}
     owner: dict[str, str] = {}
@@ -114,8 +129,15 @@ def shell_command(template: str, values: Mapping[str, Any]) -> tuple[str, dict[s
                 if heredoc:
                     raise ShellTemplateError(
                         f"{{{name}}} in a here-document: write ${env_name(name)} there")
-                ref = "${" + env_name(name) + "}"
-                out.append({"": f'"{ref}"', '"': ref, "'": f"'\"{ref}\"'"}[state])
+                if literal:
+                    if any(o[2] == "`" for o in outer):
+                        raise ShellTemplateError(
+                            f"{{{name}}} inside backquotes in a sh -c script: write $( ) "
+                            "instead")
+                    out.append(_literal(env[env_name(name)], state))
+                else:
+                    ref = "${" + env_name(name) + "}"
+                    out.append({"": f'"{ref}"', '"': ref, "'": f"'\"{ref}\"'"}[state])
             i = m.end()
             continue
         out.append(c)
@@ -188,14 +210,15 @@ def render_argv(templates: Sequence[str], values: Mapping[str, Any]
                 ) -> tuple[list[str], dict[str, str]]:
     """An argv template rendered: each `{name}` becomes a whole argv element's text, except
     in the script of `sh -c SCRIPT` (`bash -c`, `sudo sh -ec`, ...), where a value would be
-    read as shell code: there it becomes a quoted reference to an environment variable
-    (`shell_command`), returned with the argv for the program's environment."""
+    read as shell code: there it is written as one quoted word (`shell_command` with
+    `literal`: a wrapper such as `sudo` or `env -i` drops the environment a reference would
+    need). The values' environment is returned too, for scripts that read `$STORLAB_NAME`."""
     k = shell_script_index(templates)
     env: dict[str, str] = {}
     out = []
     for i, t in enumerate(templates):
         if i == k:
-            text, env = shell_command(t, values)
+            text, env = shell_command(t, values, literal=True)
             out.append(text)
         else:
             out.append(substitute(t, values))
