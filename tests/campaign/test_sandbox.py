@@ -175,3 +175,25 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
                                          str(tmp_path / "file"), str(tmp_path)])
     w = walls_for(str(run), [str(tmp_path / "link")], allow_destructive=True)
     assert w.writable == [str(run), str(tmp_path / "file")]
+
+
+def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area(
+        tmp_path: Path, storlab: Any) -> None:
+    """A run directory an older storlab (or a killed attempt before the mark) left in the
+    campaign's own scratch area is cleared and reused on resume; behind a link leading out
+    of the campaign's directory it is refused, never deleted."""
+    camp = command_campaign(tmp_path / "own", ECHO)
+    left = tmp_path / "own" / "scratch" / "c1-r1"
+    left.mkdir(parents=True)
+    (left / "job.fio").write_text("left by an older storlab\n")
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 0 and "ok 1, failed 0" in p.stdout, p.stdout + p.stderr
+    assert not (left / "job.fio").exists()
+    theirs = tmp_path / "shared"
+    (theirs / "c1-r1").mkdir(parents=True)
+    (theirs / "c1-r1" / "data").write_text("somebody's\n")
+    camp = command_campaign(tmp_path / "linked", ECHO)
+    (tmp_path / "linked" / "scratch").symlink_to(theirs)
+    p = storlab("run", str(camp), timeout=120)
+    assert "ok 0, failed 1" in p.stdout, p.stdout + p.stderr
+    assert (theirs / "c1-r1" / "data").read_text() == "somebody's\n"

@@ -136,6 +136,12 @@ class Campaign:
     def scratch(self) -> Path:
         return self.dir / self.spec.workdir
 
+    def own_scratch(self) -> bool:
+        """Whether the scratch area is the campaign's own: `workdir:` is a name inside the
+        campaign's directory, but a link there may lead elsewhere (a shared directory),
+        where only each run's own directory is the campaign's."""
+        return self.scratch.resolve().is_relative_to(self.dir.resolve())
+
     def _load_space(self) -> Space:
         return campaign_space(self.spec, self.path)
 
@@ -287,10 +293,7 @@ class Campaign:
         """Every configuration's targets, resolved in the run directory fio will use."""
         check = getattr(runner, "check_target", None)
         if check is not None:
-            # `workdir:` is a name inside the campaign's directory, but a link there may
-            # lead elsewhere (a shared directory): there only the run's own directory is
-            # the campaign's
-            own = self.scratch.resolve().is_relative_to(self.dir.resolve())
+            own = self.own_scratch()
             for cid, cfg in configs:
                 run_dir = self.scratch / f"c{cid}-r1"
                 try:
@@ -422,6 +425,7 @@ class Campaign:
                        workdir=str(self.scratch / r.key), exclude=list(self.spec.runner.exclude),
                        setup=steps("setup"), teardown=steps("teardown"),
                        timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch,
+                       own_scratch=self.own_scratch(),
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
                        output_dir=str(self.output_dir), tag=run_identity(self.store_path, r.key))

@@ -4,7 +4,6 @@ the teardown steps; the outcome goes back to the campaign process, the store's o
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import time
@@ -51,6 +50,10 @@ class RunTask:
     allow_destructive: bool = False  # the campaign's `sandbox.allow_destructive`
     output_dir: str | None = None  # the runs' whole stdout/stderr files, beside the store
     tag: str | None = None  # the run's identity (`run_tag`); default: its directory
+    #: The run's directory lies in the campaign's own scratch area (inside its directory, no
+    #: link leading out): one left there without storlab's mark (by an older storlab, or a
+    #: killed attempt) is the campaign's, cleared and reused; elsewhere it is refused.
+    own_scratch: bool = False
 
 
 @dataclass
@@ -97,7 +100,8 @@ def execute_task(task: RunTask) -> TaskOutcome:
     a failed benchmark: the failure (with its stderr) is the outcome."""
     started = time.time()
     workdir = Path(task.workdir)
-    if workdir.is_symlink() or (workdir.exists() and any(workdir.iterdir())
+    if workdir.is_symlink() or (workdir.exists() and not task.own_scratch
+                                and any(workdir.iterdir())
                                 and not (workdir / RUN_MARK).is_file()):
         # not a directory storlab made (a `workdir:` that reaches somebody's directory):
         # never delete it, never run in it
