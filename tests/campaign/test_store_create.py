@@ -4,9 +4,11 @@ campaign: two read the store while the first was still creating its tables and e
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +76,18 @@ def test_a_store_from_a_newer_storlab_is_refused(tmp_path: Path, readonly: bool)
     with pytest.raises(CampaignError, match="written by a newer storlab"):
         Store(p, readonly=readonly)
     assert p.read_bytes() == before
+
+
+def test_a_file_system_without_hard_links_still_gets_its_store(tmp_path: Path,
+                                                               monkeypatch: Any) -> None:
+    """vfat and some FUSE/SMB mounts refuse link(): the store is renamed into place."""
+    import errno
+
+    def no_link(src: Any, dst: Any) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    s = Store(tmp_path / "c.db")
+    s.db.close()
+    assert Store(tmp_path / "c.db", readonly=True).db is not None
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".new")]

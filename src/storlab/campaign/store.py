@@ -133,8 +133,12 @@ class Store:
         others open the store it made."""
         import tempfile
 
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".new",
-                                   dir=self.path.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".new",
+                                       dir=self.path.parent)
+        except OSError as exc:
+            raise CampaignError(f"{self.path}: cannot create the store "
+                                f"({exc.strerror or exc})") from None
         os.close(fd)
         try:
             db = sqlite3.connect(tmp, isolation_level=None)
@@ -149,6 +153,9 @@ class Store:
                 os.link(tmp, self.path)
             except FileExistsError:
                 pass  # another process made it first: use theirs
+            except OSError:  # no hard links here (vfat, some FUSE/SMB mounts): rename, which
+                if not self.path.exists():  # replaces, so only when no store is there yet
+                    os.replace(tmp, self.path)
         finally:
             for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
                 try:
