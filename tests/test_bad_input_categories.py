@@ -79,6 +79,18 @@ def test_bad_space_files(name: str, text: str, words: tuple[str, ...], tmp_path:
     _one_line(code, err, *words)
 
 
+@pytest.mark.parametrize("command", [["importance", "-y", "x"], ["analyze", "-y", "x"]])
+def test_a_deep_yaml_given_where_a_campaign_or_table_goes(
+        command: list[str], tmp_path: Path, storlab_main: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analyses ask whether a .yaml is a campaign with the one YAML reader too (a
+    RecursionError traceback before)."""
+    monkeypatch.chdir(tmp_path)
+    Path("deep.yaml").write_text("x: " + "[" * 20000 + "\n")
+    code, out, err = storlab_main(command[0], "deep.yaml", *command[1:])
+    _one_line(code, err, "deep.yaml", "nested")
+
+
 def test_dates_and_true_false_are_accepted(tmp_path: Path, storlab_main: Any,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A date stays the text written (never a datetime); true/false stay booleans."""

@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import StorlabError
-from ..fileio import check_target, read_text, write_text
+from ..fileio import check_target, read_yaml, write_text
 from ..jsonutil import to_jsonable
 
 if TYPE_CHECKING:  # numpy and pandas load when a table is printed, not at start-up
@@ -245,15 +245,10 @@ def campaign_store_note(camp: Any) -> None:
 
 
 def is_campaign(path: Path) -> bool:
-    """A campaign file names a runner and a design; a space file does not."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(read_text(path))
-    except StorlabError:
-        raise
-    except yaml.YAMLError:
-        return True  # let the campaign loader report the problem with its own message
+    """A campaign file names a runner and a design; a space file does not. Read with the
+    one YAML reader (its size, depth and duplicate-key checks: a deeply nested file was a
+    RecursionError traceback here)."""
+    data = read_yaml(path)
     return isinstance(data, dict) and ("runner" in data or "design" in data)
 
 
