@@ -12,6 +12,8 @@ every comparison is against one pooled noise estimate:
   configuration, screening replicates) adds its spread to one pooled estimate, on the log
   scale when every value is positive (storage noise is multiplicative: a 10 % spread is
   10 % at 100 MB/s and at 1 GB/s), with its degrees of freedom (Student's t uses them).
+  On the log scale only configurations in contention count (mean within a factor of 2 of
+  the best repeated one, `_contenders`): a slow baseline's spread is not the contenders'.
 - **Selection bias.** A configuration's first run is the draw that got it selected (the
   search keeps what measured high: winner's curse). Its mean in the race and in the answer
   is the mean of the runs *after* the first as soon as there is one; the first run still
@@ -206,6 +208,25 @@ class Race:
         return out[:limit]
 
 
+#: On the log scale, a repeated configuration more than this far below the best repeated
+#: one (a factor of 2) is out of contention, and its spread is not the contenders' noise.
+CONTENTION = math.log(2.0)
+
+
+def _contenders(arms: list[Arm], log: bool) -> list[Arm]:
+    """The arms whose repeats estimate the noise. Storage noise is not the same everywhere:
+    fio's defaults (one 4 KiB read in flight) spread 40-80 % on a shared disk where deep
+    queues spread 5-15 %, and pooling them made every contender look as noisy as the
+    slowest baseline. On the log scale only the repeated arms within `CONTENTION` of the
+    best repeated mean count, unless they hold fewer than `MIN_DOF` degrees of freedom."""
+    rep = [a for a in arms if len(a.z) > 1]
+    if not log or not rep:
+        return rep
+    best = max(float(np.mean(a.z)) for a in rep)
+    near = [a for a in rep if float(np.mean(a.z)) >= best - CONTENTION]
+    return near if sum(len(a.z) - 1 for a in near) >= MIN_DOF else rep
+
+
 def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: float = DELTA
          ) -> Race:
     """The race over every measured configuration of the tally (first objective)."""
@@ -220,7 +241,7 @@ def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: floa
 
     arms = [Arm(e, [scale(x) for x in raw[id(e)]]) for e in measured]
     ss, dof = 0.0, 0
-    for a in arms:
+    for a in _contenders(arms, positive):
         if len(a.z) > 1:
             z = np.asarray(a.z)
             ss += float(((z - z.mean()) ** 2).sum())
