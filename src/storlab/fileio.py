@@ -117,6 +117,20 @@ def write_text(path: str | Path, text: str, what: str = "") -> Path:
     return Path(path)
 
 
+def write_fresh(path: str | Path, data: str | bytes = b"") -> Path:
+    """Make `path` anew with `data`, never through a link: whatever entry is there (a link
+    a campaign's step planted, pointing at a device or somebody's file) is removed, not
+    followed, and the file is created exclusively (O_EXCL | O_NOFOLLOW). For the files
+    storlab itself writes beside a run's programs (job files, configs, output streams)."""
+    p = Path(path)
+    p.unlink(missing_ok=True)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666 & ~_umask())
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data.encode() if isinstance(data, str) else data)
+    return p
+
+
 def write_bytes(path: str | Path, data: bytes, what: str = "") -> Path:
     """Write `data` atomically."""
     with atomic_write(path, "wb", what=what) as fh:

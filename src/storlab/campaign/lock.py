@@ -112,7 +112,8 @@ def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], Non
     each new holder waited for)."""
     path = lock_path(store)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # never through a link (one to a victim file was truncated by the holder record)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise CampaignError(f"{path}: cannot open the campaign's lock file ({exc.strerror})"
                             ) from None

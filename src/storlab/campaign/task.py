@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fileio import write_fresh
 from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
                       render_argv, run_program, shell_command, system_writable, tail)
 from .runners.base import RunResult
@@ -120,7 +121,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
             out = Path(task.output_dir)
             out.mkdir(parents=True, exist_ok=True)
             for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
-                (out / f"{task.key}.{suffix}").write_bytes(b"")
+                write_fresh(out / f"{task.key}.{suffix}")  # never through a planted link
             stack.enter_context(output_files(out / f"{task.key}.stdout",
                                              out / f"{task.key}.stderr"))
         result = _execute(task, workdir, started)

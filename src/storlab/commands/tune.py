@@ -5,6 +5,7 @@ tune-eval` (replay tuning strategies against a complete measured table)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -12,7 +13,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import StorlabError
-from ..fileio import save_figure
+from ..fileio import check_target, save_figure
 from ._common import (at_least, console, emit_json, fitted_tables, frame_table, input_file,
                       output_file)
 
@@ -122,6 +123,15 @@ def tune_cmd(
     if optuna_storage is not None and not re.match(r"^[a-z][a-z0-9+]*://", optuna_storage):
         raise StorlabError(f"--optuna-storage {optuna_storage!r}: not a database URL (an "
                            "Optuna RDB storage such as sqlite:///study.db)")
+    if optuna_storage is not None and optuna_storage.startswith("sqlite:///"):
+        # SQLite writes through a link and into a device as into a file (a study.db linked
+        # to /dev/loop0 had a database written over the device's first blocks)
+        db = optuna_storage[len("sqlite:///"):]
+        if os.path.islink(db):
+            raise StorlabError(f"--optuna-storage {optuna_storage}: {db} is a symbolic link; "
+                               "name the database file itself")
+        if db and db != ":memory:":
+            check_target(db, "--optuna-storage")
     camp = Campaign(spec, campaign_file)
     done = _runs_done(camp)
     budget_now = int(camp.source.meta()["budget"])  # type: ignore[union-attr]

@@ -38,7 +38,7 @@ import yaml
 from scipy import stats
 
 from ..errors import EstimateError, StorlabError
-from ..fileio import read_yaml, write_text
+from ..fileio import read_yaml, write_fresh, write_text
 from ..jsonutil import to_jsonable
 from ..result import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
@@ -598,7 +598,7 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
     if tgt.ours and tgt.path is not None:
         # our own scratch file, left by a killed run: fio lays it out again
         tgt.path.unlink(missing_ok=True)
-        marker.write_text(f"{tgt.path}\n")
+        write_fresh(marker, f"{tgt.path}\n")  # never through a link planted there
     load0 = os.getloadavg()[0]
     try:
         camp = Campaign.load(path)

@@ -308,7 +308,8 @@ def _open_stream(path: str | None, header: bytes) -> tuple[Any, int]:
     """(binary file, offset where this program's output starts)."""
     if path is None:
         return tempfile.TemporaryFile(), 0
-    fh = open(path, "a+b")
+    fh = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW |
+                           os.O_CLOEXEC, 0o644), "a+b")
     fh.write(header)
     fh.flush()
     return fh, fh.tell()

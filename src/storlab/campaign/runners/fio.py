@@ -29,6 +29,7 @@ from typing import Any
 from ..spec import CampaignError
 from ._proc import render_value, run_program, tail
 from .base import RunResult
+from ...fileio import write_fresh
 from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
@@ -296,8 +297,7 @@ class FioRunner:
             if "\n" in v or "\n" in k:
                 raise CampaignError(f"fio option {k!r} has a newline in its value")
             lines.append(f"{k}={v}")
-        path.write_text("\n".join(lines) + "\n")
-        return path
+        return write_fresh(path, "\n".join(lines) + "\n")  # a step may have left a link
 
     # ------------------------------------------------------------------ run
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...fileio import write_fresh
 from ...units import parse_size
 from ..spec import CampaignError
 from ._proc import render_value, run_program, tail
@@ -85,7 +86,7 @@ class PostmarkRunner:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "postmark.cfg"
-        cfg.write_text(self.script(config, workdir))
+        write_fresh(cfg, self.script(config, workdir))  # a step may have left a link there
         proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout,
                            targets=self.sandbox(config, workdir)[0])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),

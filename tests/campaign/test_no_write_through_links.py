@@ -1,0 +1,112 @@
+"""Files storlab itself writes outside the sandbox (a runner's job file or config, the
+runs' output streams, the writer lock, an Optuna study) never follow a link a campaign
+planted: a setup step or the campaign's author could point one at a victim file or a
+device. Each case plants the link, runs the real CLI, and compares the victim's bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from storlab.fileio import write_fresh
+
+
+def digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    v = tmp_path / "victim.dat"
+    v.write_bytes(os.urandom(1 << 16))
+    return v
+
+
+def campaign(d: Path, runner: dict[str, Any], factor: dict[str, Any] | None = None,
+             **extra: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "links", "seed": 1, "timeout": 30, "repetitions": 1,
+            "space": {"factors": [factor or {"name": "n", "kind": "ordinal",
+                                             "values": [10, 20]}],
+                      "responses": [{"name": "y", "goal": "maximize"}]},
+            "design": {"kind": "full"}, "runner": runner, **extra}
+    p = d / "campaign.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return p
+
+
+ECHO = {"type": "command", "options": {"command": ["sh", "-c", "echo '{\"y\": {n}}'"],
+                                       "json_metrics": {"y": "y"}}}
+
+
+def test_write_fresh_replaces_a_link_and_never_follows_it(tmp_path: Path, victim: Path
+                                                          ) -> None:
+    before = digest(victim)
+    link = tmp_path / "job.fio"
+    link.symlink_to(victim)
+    write_fresh(link, "[job]\n")
+    assert not link.is_symlink() and link.read_text() == "[job]\n"
+    assert digest(victim) == before
+
+
+@pytest.mark.skipif(shutil.which("postmark") is None, reason="postmark not installed")
+def test_a_setup_step_linking_postmark_cfg(tmp_path: Path, victim: Path, storlab: Any
+                                           ) -> None:
+    before = digest(victim)
+    camp = campaign(tmp_path / "c", {"type": "postmark", "options": {"transactions": 50}},
+                    {"name": "number", "kind": "integer", "values": [10, 20]},
+                    setup=[["ln", "-sf", str(victim), "postmark.cfg"]])
+    p = storlab("run", str(camp), timeout=120)
+    assert "ok 2, failed 0" in p.stdout, p.stdout + p.stderr  # it ran, on its own config
+    assert digest(victim) == before
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_setup_step_linking_the_fio_job_file(tmp_path: Path, victim: Path, storlab: Any
+                                               ) -> None:
+    """Client mode writes job.fio before connecting (no server needed to show it)."""
+    before = digest(victim)
+    camp = campaign(tmp_path / "c", {"type": "fio", "options": {
+        "clients": ["127.0.0.1"], "rw": "read", "size": "1M"}},
+        {"name": "bs", "kind": "ordinal", "values": ["4k", "8k"]},
+        setup=[["ln", "-sf", str(victim), "job.fio"]], timeout=10)
+    p = storlab("run", str(camp), timeout=120)
+    assert "ran 2" in p.stdout, p.stdout + p.stderr  # it ran (and failed: no fio server)
+    assert digest(victim) == before
+
+
+def test_a_planted_output_stream_link(tmp_path: Path, victim: Path, storlab: Any) -> None:
+    before = digest(victim)
+    camp = campaign(tmp_path / "c", ECHO)
+    out = tmp_path / "c" / "campaign.db.output"
+    out.mkdir()
+    (out / "c1-r1.stdout").symlink_to(victim)
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+    assert digest(victim) == before and not (out / "c1-r1.stdout").is_symlink()
+
+
+def test_a_planted_lock_link(tmp_path: Path, victim: Path, storlab: Any) -> None:
+    before = digest(victim)
+    camp = campaign(tmp_path / "c", ECHO)
+    (tmp_path / "c" / "campaign.db.lock").symlink_to(victim)
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 2 and "lock" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert digest(victim) == before
+
+
+def test_an_optuna_storage_through_a_link(tmp_path: Path, victim: Path, storlab: Any) -> None:
+    before = digest(victim)
+    d = tmp_path / "t"
+    camp = campaign(d, ECHO, design={"kind": "tune", "budget": 6, "strategy": "random"})
+    (d / "study.db").symlink_to(victim)
+    p = storlab("tune", str(camp), "--optuna-storage", f"sqlite:///{d / 'study.db'}",
+                timeout=120)
+    assert p.returncode == 2 and "symbolic link" in p.stderr, p.stdout + p.stderr
+    assert digest(victim) == before
