@@ -181,7 +181,8 @@ def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area
         tmp_path: Path, storlab: Any) -> None:
     """A run directory an older storlab (or a killed attempt before the mark) left in the
     campaign's own scratch area is cleared and reused on resume; behind a link leading out
-    of the campaign's directory it is refused, never deleted."""
+    of the campaign's directory it is refused, never deleted, unless this run's own mark is
+    in it (another campaign's run there is not this one's)."""
     camp = command_campaign(tmp_path / "own", ECHO)
     left = tmp_path / "own" / "scratch" / "c1-r1"
     left.mkdir(parents=True)
@@ -192,6 +193,7 @@ def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area
     theirs = tmp_path / "shared"
     (theirs / "c1-r1").mkdir(parents=True)
     (theirs / "c1-r1" / "data").write_text("somebody's\n")
+    (theirs / "c1-r1" / ".storlab-run").write_text("another-campaign/c1-r1")  # not ours
     camp = command_campaign(tmp_path / "linked", ECHO)
     (tmp_path / "linked" / "scratch").symlink_to(theirs)
     p = storlab("run", str(camp), timeout=120)

@@ -292,7 +292,7 @@ def test_storlab_never_deletes_a_directory_it_did_not_make(lab: Lab) -> None:
     theirs.mkdir(parents=True)
     (theirs / "notes.txt").write_text("mine")
     res = lab.run("command", cmd(["sh", "-c", "echo '{\"y\": 1}'"]), False, workdir=theirs)
-    assert res.status == "failed" and "not a run directory storlab made" in res.stderr
+    assert res.status == "failed" and "not a run directory this campaign made" in res.stderr
     assert (theirs / "notes.txt").read_text() == "mine"
 
 

@@ -95,25 +95,33 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
     return True, "", 0
 
 
+def _marked(workdir: Path, mark: bytes) -> bool:
+    """Whether `workdir` carries this run's mark (its identity, written when made)."""
+    try:
+        return (workdir / RUN_MARK).read_bytes() == mark
+    except OSError:
+        return False
+
+
 def execute_task(task: RunTask) -> TaskOutcome:
     """Setup, run, teardown in the run's own scratch directory, each program in the run's
     sandbox, its whole output appended to the run's files in `output_dir`. Never raises for
     a failed benchmark: the failure (with its stderr) is the outcome."""
     started = time.time()
     workdir = Path(task.workdir)
+    mark = (task.tag or str(workdir)).encode()  # which run made it: this one, or another's
     if workdir.is_symlink() or (workdir.exists() and not task.own_scratch
-                                and any(workdir.iterdir())
-                                and not (workdir / RUN_MARK).is_file()):
-        # not a directory storlab made (a `workdir:` that reaches somebody's directory):
-        # never delete it, never run in it
+                                and any(workdir.iterdir()) and not _marked(workdir, mark)):
+        # not a directory this run made (a scratch link that reaches somebody's directory,
+        # or another campaign's run there): never delete it, never run in it
         return TaskOutcome(task.key, RunResult(
-            "failed", stderr=f"storlab: {workdir} exists and is not a run directory storlab "
-            f"made (no {RUN_MARK} in it); refusing to delete or use it", started=started,
-            ended=time.time()), socket.gethostname())
+            "failed", stderr=f"storlab: {workdir} exists and is not a run directory this "
+            f"campaign made (no {RUN_MARK} of its own in it); refusing to delete or use it",
+            started=started, ended=time.time()), socket.gethostname())
     if workdir.exists():  # left over by a killed attempt
         shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / RUN_MARK).write_bytes(b"")
+    write_fresh(workdir / RUN_MARK, mark)
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
             tuple(task.writable), task.allow_destructive)))
