@@ -91,3 +91,8 @@ class SubstitutionError(KeyError):
 
 class ShellTemplateError(ValueError):
     """A `shell: true` template that storlab cannot render safely."""
+
+
+class YamlRefusal(ValueError):
+    """A YAML value storlab's reader refuses (fileio's loader raises it with the line and
+    what to write; read_yaml turns it into a one-line StorlabError naming the file)."""

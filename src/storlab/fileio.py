@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .errors import StorlabError
+from .errors import StorlabError, YamlRefusal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -295,7 +295,7 @@ def read_yaml(path: str | Path, what: str = "") -> Any:
     text = read_text(p, what, MAX_YAML_BYTES)
     try:
         data = yaml.load(text, Loader=_strict_loader())  # noqa: S506 (a SafeLoader subclass)
-    except _YamlRefusal as exc:
+    except YamlRefusal as exc:
         raise StorlabError(f"{label}: {exc}") from None
     except RecursionError:
         raise StorlabError(f"{label}: nested more than {MAX_YAML_DEPTH} levels deep") from None
@@ -305,10 +305,6 @@ def read_yaml(path: str | Path, what: str = "") -> Any:
         where = f"line {mark.line + 1}: " if mark is not None else ""
         raise StorlabError(f"{label}: not valid YAML ({where}{problem})") from None
     return data
-
-
-class _YamlRefusal(Exception):
-    """A YAML value storlab refuses (its message names the line and says what to write)."""
 
 
 _LOADER: Any = None
@@ -334,7 +330,7 @@ def _strict_loader() -> Any:
             self.depth += 1
             try:
                 if self.depth > MAX_YAML_DEPTH:
-                    raise _YamlRefusal(f"{where(self.peek_event())}: nested more than "
+                    raise YamlRefusal(f"{where(self.peek_event())}: nested more than "
                                        f"{MAX_YAML_DEPTH} levels deep")
                 return super().compose_node(parent, index)
             finally:
@@ -352,7 +348,7 @@ def _strict_loader() -> Any:
                     continue  # unhashable keys: SafeLoader's own error follows
                 self.value_keys[id(value_node)] = key
                 if key in seen and key != "<<":
-                    raise _YamlRefusal(f"{where(key_node)}: duplicate key {key!r} (first on "
+                    raise YamlRefusal(f"{where(key_node)}: duplicate key {key!r} (first on "
                                        f"line {seen[key]}); YAML would keep only the last")
                 seen[key] = key_node.start_mark.line + 1
             return super().construct_mapping(node, deep=deep)
@@ -361,20 +357,20 @@ def _strict_loader() -> Any:
         text = str(node.value)
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
-        raise _YamlRefusal(f"{where(node, loader)}: {text!r} is a YAML 1.1 boolean; write "
+        raise YamlRefusal(f"{where(node, loader)}: {text!r} is a YAML 1.1 boolean; write "
                            f"\"{text}\" (quoted) for the word, or true/false")
 
     def timestamp(loader: Any, node: Any) -> str:
         return str(node.value)  # a date stays the text written (2024-01-31), never a date
 
     def binary(loader: Any, node: Any) -> Any:
-        raise _YamlRefusal(f"{where(node, loader)}: a !!binary value cannot reach a program; "
+        raise YamlRefusal(f"{where(node, loader)}: a !!binary value cannot reach a program; "
                            "write the text")
 
     def integer(loader: Any, node: Any) -> int:
         n = yaml.SafeLoader.construct_yaml_int(loader, node)
         if not -(2**63) <= n < 2**63:
-            raise _YamlRefusal(f"{where(node, loader)}: {node.value} is beyond a 64-bit integer "
+            raise YamlRefusal(f"{where(node, loader)}: {node.value} is beyond a 64-bit integer "
                                f"(\u00b1{2**63})")
         return n
 

@@ -75,15 +75,20 @@ def test_full_disk_is_one_line_and_the_campaign_resumes(small_fs: Path, storlab:
     assert "Traceback" not in p.stderr and len(lines) == 1, p.stderr
     assert "database or disk is full" in lines[0] and "campaign.db" in lines[0]
     assert "run the same command to resume" in lines[0]
-    assert os.statvfs(small_fs).f_bavail == 0  # the disk really was full
+    # the disk really was full: closing the store afterwards removes SQLite's write-ahead
+    # log, so at most its few blocks (~92 KiB here) are free again by now
+    assert os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize <= 128 * 1024
     con = sqlite3.connect(d / "campaign.db")
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     before = list(con.execute("SELECT key, status, config FROM runs ORDER BY seq"))
     con.close()
-    # the runs before the one that filled the disk are kept; that one is still `running`
-    assert [s for _, s, _ in before] == ["ok"] * (len(before) - 1) + ["running"], before
-    filled = before[-1][0]
-    assert '"fill": "1"' in before[-1][2] and len(before) < 4
+    # the runs before the write that found the disk full are kept; the run it was for is
+    # still `running` (its result could not be stored), or, when the filling run's result
+    # was stored and the next run's start was not, every stored run is `ok`
+    statuses = [s for _, s, _ in before]
+    assert statuses in (["ok"] * len(before), ["ok"] * (len(before) - 1) + ["running"]), before
+    assert any('"fill": "1"' in c for _, _, c in before) and len(before) < 4
+    cut = {k for k, s, _ in before if s == "running"}
     (d / "fill" / "filler.bin").unlink()  # space again
     (d / "enough").touch()  # and the resumed run does not fill the disk anew
     r = storlab("run", camp, "-q", timeout=120)
@@ -93,4 +98,4 @@ def test_full_disk_is_one_line_and_the_campaign_resumes(small_fs: Path, storlab:
     attempts = dict(con.execute("SELECT key, attempts FROM runs"))
     con.close()
     assert after == {f"c{i}-r1": "ok" for i in range(1, 5)}
-    assert attempts == {f"c{i}-r1": 2 if f"c{i}-r1" == filled else 1 for i in range(1, 5)}
+    assert attempts == {f"c{i}-r1": 2 if f"c{i}-r1" in cut else 1 for i in range(1, 5)}
