@@ -769,6 +769,23 @@ def test_tune_eval_on_columns_named_as_storlab_names_its_own(tmp_path: Path,
         tune_eval(df.rename(columns={"a": "a\x01"}), "y", **kw)
 
 
+def test_tune_eval_help_names_every_strategy_it_accepts(storlab_main: Any,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """--strategies help left out auto, gp, nsga2 and optuna-tpe-norepeat."""
+    import re
+
+    from storlab.tune.evaluate import BASELINES
+    from storlab.tune.strategies import STRATEGIES
+
+    monkeypatch.setenv("COLUMNS", "300")
+    code, out, err = storlab_main("tune-eval", "--help")
+    assert code == 0, err
+    text = " ".join(out.split())
+    for name in ("storlab", *STRATEGIES, *BASELINES):
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), name
+
+
 def test_table_says_the_confirmation_runs_that_failed() -> None:
     """A candidate whose confirmation runs failed (2 of 3) showed as "runs 1" in the tune
     table and the report; `confirm` says "1 (2 failed)", and so does the table now. A failed
