@@ -459,10 +459,15 @@ def _factor_from_dict(spec: Any, source: str | None, index: int) -> Factor:
 RESERVED_NAMES: frozenset[str] = frozenset({"workdir", "campaign_dir", "warmup"})
 
 
-def _factor_name(raw: Any, source: str | None, index: int) -> str:
-    """A factor's name, checked: text, not empty, no control characters, not reserved."""
+def reserved_name(name: str) -> bool:
+    """Whether a factor cannot take `name` (a bookkeeping column, a step's name, `_...`)."""
     from .fileio import BOOKKEEPING
 
+    return name in BOOKKEEPING or name in RESERVED_NAMES or name.startswith("_")
+
+
+def _factor_name(raw: Any, source: str | None, index: int) -> str:
+    """A factor's name, checked: text, not empty, no control characters, not reserved."""
     where = f"factors[{index}]"
     if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
         raise SpaceError(f"name {raw!r} must be a word", source, where)
@@ -471,7 +476,7 @@ def _factor_name(raw: Any, source: str | None, index: int) -> str:
         raise SpaceError("a factor's name cannot be empty", source, where)
     if any(ord(c) < 32 or c == "\x7f" for c in name):
         raise SpaceError(f"name {name!r} holds a control character", source, where)
-    if name in BOOKKEEPING or name in RESERVED_NAMES or name.startswith("_"):
+    if reserved_name(name):
         raise SpaceError(f"name {name!r} is reserved (a column storlab adds to every result, "
                          "or a name it gives the steps); rename the factor", source, where)
     return name

@@ -731,6 +731,61 @@ def test_tune_eval_says_which_columns_are_parameters(tmp_path: Path,
     assert json.loads(out)["params"] == ["p1", "p2"]
 
 
+def test_tune_eval_on_columns_named_as_storlab_names_its_own(tmp_path: Path,
+                                                           storlab_main: Any) -> None:
+    """A parameter column named `block` (a name storlab keeps for its results) broke the
+    replay: 'constraints: factors[1]: name 'block' is reserved'. The replay's factors take
+    neutral names now, the tuning is the one of the same table with the column renamed, and
+    the result, the constraints and the messages name the table's columns."""
+    import itertools
+
+    import pandas as pd
+
+    from storlab.errors import SpaceError
+    from storlab.tune.evaluate import tune_eval
+
+    df = pd.DataFrame([{"a": a, "block": b, "y": 10.0 + a * b + a}
+                       for a, b in itertools.product(range(3), range(3))])
+    csv = tmp_path / "t.csv"
+    df.to_csv(csv, index=False)
+    code, out, err = storlab_main("tune-eval", csv, "-y", "y", "-b", "6", "-n", "2",
+                                  "--strategies", "storlab,random", "--json")
+    assert code == 0, err
+    assert json.loads(out)["params"] == ["a", "block"]
+    kw: dict[str, Any] = {"strategies": ("storlab",), "budget": 6, "repeats": 2, "noise": 0.1}
+    feasible = df[df["a"] + df["block"] <= 3]
+    for table, cons in ((df, []), (feasible, ["a + block <= 3"])):
+        mine = tune_eval(table, "y", **kw, constraints=cons)
+        renamed = tune_eval(table.rename(columns={"block": "b"}), "y", **kw,
+                            constraints=[c.replace("block", "b") for c in cons])
+        assert mine.params == ["a", "block"] and mine.n_configs == len(table)
+        pd.testing.assert_frame_equal(mine.curves, renamed.curves)
+        pd.testing.assert_frame_equal(mine.recommended, renamed.recommended)
+    with pytest.raises(SpaceError, match="^the table: constraints: constraint "
+                                         "\"block < 'x'\" compares factor 'block'"):
+        tune_eval(df, "y", **kw, constraints=["block < 'x'"])
+    # the label says where the error is: it said 'constraints:' with none given
+    with pytest.raises(SpaceError, match=r"^the table: factors\[0\]: name 'a\\x01'"):
+        tune_eval(df.rename(columns={"a": "a\x01"}), "y", **kw)
+
+
+def test_tune_eval_help_names_every_strategy_it_accepts(storlab_main: Any,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """--strategies help left out auto, gp, nsga2 and optuna-tpe-norepeat."""
+    import re
+
+    from storlab.tune.evaluate import BASELINES
+    from storlab.tune.strategies import STRATEGIES
+
+    monkeypatch.setenv("COLUMNS", "300")
+    code, out, err = storlab_main("tune-eval", "--help")
+    assert code == 0, err
+    text = " ".join(out.split())
+    for name in ("storlab", *STRATEGIES, *BASELINES):
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), name
+
+
 def test_table_says_the_confirmation_runs_that_failed() -> None:
     """A candidate whose confirmation runs failed (2 of 3) showed as "runs 1" in the tune
     table and the report; `confirm` says "1 (2 failed)", and so does the table now. A failed

@@ -50,8 +50,9 @@ class Executor(Protocol):
 
 def execute(task: RunTask) -> TaskOutcome:
     """Run one task wherever the executor put it: its programs are tagged with the run's
-    identity (`run_identity`; without one, its scratch directory), and anything that escapes the task (e.g. its scratch directory cannot
-    be made on a full disk) fails this run, not the campaign."""
+    identity (`run_identity`; without one, its scratch directory), and anything that
+    escapes the task (e.g. its scratch directory cannot be made on a full disk) fails this
+    run, not the campaign."""
     try:
         with run_tag(task.tag or os.path.abspath(task.workdir)):
             return execute_task(task)

@@ -9,9 +9,10 @@ far. With one run at a time the campaign loop asks only when every run it was gi
 finished, so an `ask` sees the same history whether or not the campaign was killed and
 resumed in between: a source that is a pure function of (its settings, the history)
 resumes exactly. A source that `batches` is also asked whenever an executor slot frees,
-with the runs still in flight (`pending`), so N runs stay in flight; which runs have
-finished at that moment depends on timing, so a parallel tuning is not replayed run for
-run, but no run is lost or repeated by a kill.
+with the runs still in flight (`pending`), so N runs stay in flight. What it is told
+follows the plan's order, not which runs happened to finish first (`Campaign._ask_pending`:
+every run but the newest N - 1 has finished, those N - 1 are pending), so the same seed
+and N give the same tuning, killed and resumed or not, and no run is lost or repeated.
 
 New strategies plug in here without touching the run loop: register a factory under a
 design `kind` in `SOURCES` ("module:callable", imported only when that kind is used).

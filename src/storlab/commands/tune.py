@@ -448,8 +448,12 @@ def tune_eval_cmd(
     repeats: int = typer.Option(30, "--repeats", "-n", min=1, max=10_000,
                                 help="Tunings per strategy (different seeds)."),
     strategies: str = typer.Option("storlab,optuna-tpe,random", "--strategies",
-                                   help="Comma-separated: storlab, screen-then-tune, tpe, "
-                                        "random, optuna-tpe (Optuna alone)."),
+                                   help="Comma-separated: storlab (auto), auto, "
+                                        "screen-then-tune, tpe, gp (needs PyTorch), nsga2 "
+                                        "(storlab's strategies), optuna-tpe (Optuna alone, "
+                                        "every trial a run), optuna-tpe-norepeat (a repeat "
+                                        "is told its earlier value, no run), random (uniform "
+                                        "draws)."),
     noise: float = typer.Option(0.0, "--noise", help="Lognormal noise on each measured run: "
                                                      "the table value times exp(NOISE x "
                                                      "N(0,1)) (0 to 1).",

@@ -18,8 +18,10 @@ the store's history, resume bookkeeping and the recommendation are the CLI's own
 
 from __future__ import annotations
 
+import ast
 import math
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -35,10 +37,10 @@ import numpy as np
 import pandas as pd
 
 from ..campaign.sources import config_key
-from ..errors import AnalysisError
+from ..errors import AnalysisError, SpaceError
 from ..jsonutil import plain, to_jsonable
 from ..result import Result
-from ..space import Factor, Space
+from ..space import Factor, Space, reserved_name
 from .domain import Domain
 from .strategies import STRATEGIES, Objective, TuneSettings, make_strategy
 
@@ -197,7 +199,9 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     and are scored on the true value of the configuration the CLI recommends
     (`TuneResult.best`). A table that is neither every combination of its levels nor,
     with `constraints`, every feasible one is replayed with its rows as the feasible set
-    (which no campaign file can say)."""
+    (which no campaign file can say). Columns named as storlab names its own (`block`,
+    `seed`, `_x`) take neutral factor names in the replay (`factor_names`); the result,
+    `constraints` and messages use the table's column names."""
     if response not in table.columns:
         raise AnalysisError(f"response {response!r} is not a column of the table")
     if goal not in ("maximize", "minimize"):
@@ -227,7 +231,11 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     df = table.loc[y.notna() & np.isfinite(y), list(params)].copy()
     df[response] = y[df.index].astype(float)
     df = df.groupby(list(params), dropna=False, sort=False)[response].mean().reset_index()
-    space = space_from_table(df, params)
+    # the replay's factors take neutral names when a column's is reserved for a factor
+    alias = factor_names(params, response)
+    back = {a: p for p, a in alias.items()}
+    df = df.rename(columns=alias)
+    space = space_from_table(df, [alias[p] for p in params])
     names = space.names
     truth = {config_key({n: plain(r[n]) for n in names}): float(r[response])
              for r in df.to_dict("records")}
@@ -246,10 +254,16 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
     # The space as a user writes it (numeric levels ordinal, text categorical, the
     # constraints given); a table that is not every feasible configuration keeps its rows
     # as the feasible set (no constraint language says "a row of this table").
+    moved = any(a != p for p, a in alias.items())
+    cons = [_renamed(c, alias) for c in constraints] if moved else list(constraints)
     user_space = {"factors": [f.to_dict() for f in space.factors],
-                  **({"constraints": list(constraints)} if constraints else {}),
+                  **({"constraints": cons} if cons else {}),
                   "responses": [{"name": response, "goal": goal}]}
-    full = _covers(Space.from_dict(user_space, source="constraints"), domain, len(truth))
+    try:
+        checked = Space.from_dict(user_space, source="the table")
+    except SpaceError as exc:  # told in the table's own column names
+        raise SpaceError(_unaliased(str(exc), back)) from None
+    full = _covers(checked, domain, len(truth), back)
     rows: list[tuple[str, int, int, float]] = []
     recs: list[tuple[str, int, float]] = []
     prefix_rows: list[tuple[str, int, int, float]] = []
@@ -274,18 +288,59 @@ def tune_eval(table: pd.DataFrame, response: str, goal: str = "maximize",
         seconds[s] = time.perf_counter() - t0
     curves = pd.DataFrame(rows, columns=["strategy", "repeat", "run", "best_gap"])
     return TuneEvalResult(response, goal, budget, repeats, tuple(targets), optimum, len(truth),
-                          _pad(curves, budget), seconds, list(names),
+                          _pad(curves, budget), seconds, [back[n] for n in names],
                           pd.DataFrame(recs, columns=["strategy", "repeat", "rec_gap"]), noise,
                           pd.DataFrame(prefix_rows,
                                        columns=["strategy", "repeat", "run", "rec_gap"]))
 
 
-def _covers(space: Space, domain: Domain, n_rows: int) -> bool:
+def factor_names(params: Sequence[Any], response: Any) -> dict[Any, str]:
+    """The factor name each parameter column takes in the replay's campaign: its own,
+    unless some column's name is reserved for a factor (`block`, `seed`, `_x`: columns
+    storlab adds to every result); then every column takes one prefix (`p_block`), which
+    keeps the names' order the strategies follow, and never the response's name."""
+    if not any(reserved_name(str(p)) for p in params):
+        return {p: p for p in params}
+    prefix = "p_"
+    while any(prefix + str(p) == str(response) for p in params):
+        prefix = "p" + prefix
+    return {p: prefix + str(p) for p in params}
+
+
+def _renamed(text: str, alias: Mapping[Any, str]) -> str:
+    """A constraint over the table's columns, over the replay's factor names instead (text
+    Python cannot read is left as it is: the space refuses it in the user's words)."""
+    try:
+        tree = ast.parse(str(text), mode="eval")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in alias:
+                node.id = alias[node.id]
+        return ast.unparse(tree)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return str(text)
+
+
+def _unaliased(text: str, back: Mapping[str, Any]) -> str:
+    """A message about the replay's factors in the table's column names (as written, or
+    as `repr` shows them in quotes)."""
+    moved: dict[str, str] = {}
+    for a, p in back.items():
+        if a != p:
+            moved[a] = str(p)
+            moved[repr(a)[1:-1]] = repr(str(p))[1:-1]
+    if not moved:
+        return text
+    pattern = "|".join(re.escape(a) for a in sorted(moved, key=len, reverse=True))
+    return re.sub(rf"(?<!\w)(?:{pattern})(?!\w)", lambda m: moved[m.group()], text)
+
+
+def _covers(space: Space, domain: Domain, n_rows: int, back: Mapping[str, Any]) -> bool:
     """Whether the table's rows are every feasible configuration of `space` (a row that
-    breaks its constraints is refused)."""
+    breaks its constraints is refused, in the table's column names `back`)."""
     for c in domain.candidates or []:
         if not all(con(c) for con in space.constraints):
-            raise AnalysisError(f"table row {c} breaks the constraints")
+            row = {back[n]: v for n, v in c.items()}
+            raise AnalysisError(f"table row {row} breaks the constraints")
     if not space.constraints:
         return n_rows == math.prod(len(f.levels or []) for f in space.factors)
     pool = Domain(space).subspace(space.names, {})
