@@ -247,7 +247,7 @@ class Campaign:
                         raise CampaignError(
                             f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
                             "factor, a var or one of " + ", ".join(BUILTINS))
-                try:  # values reach shell steps (and `sh -c` scripts) through the environment
+                try:  # shell steps get values by the environment, `sh -c` scripts as words
                     if step.shell:
                         shell_command(str(step.run), dict.fromkeys(known, ""))
                     else:

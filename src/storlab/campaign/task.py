@@ -19,7 +19,8 @@ from .runners import (Declared, ShellTemplateError, declared, make_runner, outpu
 from .runners.base import RunResult
 
 
-#: The file that marks a run directory as storlab's (to delete when the run is done again).
+#: The file that marks a run directory as storlab's; it holds the run's identity, so a run
+#: done again clears only a directory it made itself.
 RUN_MARK = ".storlab-run"
 
 
@@ -66,9 +67,10 @@ class TaskOutcome:
 
 def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float | None,
              walls: tuple[list[str], bool] = ([], False)) -> tuple[bool, str, int | None]:
-    """Run one step; (succeeded, message, exit code). Values become whole argv elements;
-    with `shell: true` they reach the shell through the environment (STORLAB_<NAME>), never
-    as command text (see `shell_command`). It runs in the run's sandbox, opened for the
+    """Run one step; (succeeded, message, exit code). Values become whole argv elements
+    (in a `sh -c SCRIPT` argv, quoted words of the script: `render_argv`); with `shell:
+    true` they reach the shell through the environment (STORLAB_<NAME>), never as command
+    text (see `shell_command`). It runs in the run's sandbox, opened for the
     runner's `walls` (targets, allow_destructive), unless declared `system_writable`."""
     env: dict[str, str] | None = None
     if step.shell:
@@ -77,7 +79,7 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
             argv, env = shell_command(str(step.run), values)
         except ShellTemplateError as exc:
             return False, f"step `{step.run}`: {exc}", None
-    else:  # a `sh -c SCRIPT` step gets its values in the script as a shell step does
+    else:  # a `sh -c SCRIPT` step gets its values in the script as quoted words
         try:
             argv, env = render_argv(step.run, values)
         except ShellTemplateError as exc:
