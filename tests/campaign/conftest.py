@@ -33,3 +33,12 @@ def loopdev() -> Iterator[str]:
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """An existing 2 MiB file outside the campaign (a test's campaign lives below
+    tmp_path), whose bytes the guard and sandbox tests compare before and after."""
+    v = tmp_path / "victim.dat"
+    v.write_bytes(os.urandom(2 << 20))
+    return v

@@ -6,7 +6,6 @@ device. Each case plants the link, runs the real CLI, and compares the victim's 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,6 @@ from storlab.fileio import write_fresh
 
 def digest(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-@pytest.fixture
-def victim(tmp_path: Path) -> Path:
-    v = tmp_path / "victim.dat"
-    v.write_bytes(os.urandom(1 << 16))
-    return v
 
 
 def campaign(d: Path, runner: dict[str, Any], factor: dict[str, Any] | None = None,

@@ -29,14 +29,6 @@ def digest(path: str | Path) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-@pytest.fixture
-def victim(tmp_path: Path) -> Path:
-    """An existing file outside the campaign (the campaign lives in tmp_path/c)."""
-    v = tmp_path / "victim.dat"
-    v.write_bytes(os.urandom(2 << 20))
-    return v
-
-
 def campaign(d: Path, options: dict[str, Any], **fields: Any) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     spec = {"name": "t", "seed": 1, "timeout": 60, "repetitions": 1,
