@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 
 mod ma;
 mod md5part;
+mod ringplace;
 
 const ARR: u8 = 0;
 const FDEP: u8 = 1;
@@ -993,6 +994,7 @@ fn storlab_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ma::ma_search, m)?)?;
     m.add_function(wrap_pyfunction!(md5part::numbered_partitions, m)?)?;
+    m.add_function(wrap_pyfunction!(ringplace::ring_place, m)?)?;
     m.add_class::<Stream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

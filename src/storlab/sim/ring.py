@@ -7,8 +7,9 @@ the order Swift's `Ring.get_more_nodes` yields them.
 
 The table comes from a ring file Swift wrote (`storlab.sim.ringfile`) or is built here:
 `placement="swift"` runs Swift's RingBuilder initial rebalance (`storlab.sim.ringbuild`,
-identical assignments for the same devices and seed); it is pure Python (about 2 s per
-200,000 partition-replicas), so rings larger than `SWIFT_PLACEMENT_LIMIT` use `"fast"`:
+identical assignments for the same devices and seed), its partition walk in the compiled
+engine at any size. Without the engine the walk is pure Python (about 2 s per 200,000
+partition-replicas), so "auto" then uses `"fast"` above `SWIFT_PLACEMENT_LIMIT`:
 Swift's own per-device counts (same replica plan), laid out as one sequence of P*R slots
 tier by tier (regions, zones, servers in seeded random order, each device's slots
 contiguous), replica row r taking slots [r*P, (r+1)*P) under one partition permutation. A
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .engine import compiled_function
 from .ringbuild import RingBuildError, parts_wanted, replica_plan, swift_rebalance
 
 #: Swift's rebalance loop stops once `get_balance()` is below 1 (per cent).
@@ -46,7 +48,8 @@ def hash_partition(paths: Iterable[str | bytes], part_power: int, prefix: bytes 
     return np.asarray(out, dtype=np.int64)
 
 
-#: Largest partitions x replicas placed by the exact Swift builder when placement is "auto".
+#: Largest partitions x replicas placed by the exact Swift builder when placement is "auto"
+#: and the compiled engine is not built (with it, every size is).
 SWIFT_PLACEMENT_LIMIT = 3 << 16
 
 
@@ -89,7 +92,8 @@ class Ring:
               part_power: int, replicas: int, seed: int = 0, placement: str = "auto",
               dev_region: Sequence[int] | None = None, overload: float = 0.0) -> "Ring":
         """Place every partition-replica as Swift's builder does (see the module docstring);
-        `placement`: "swift" (exact), "fast" (same counts and dispersion), "auto"."""
+        `placement`: "swift" (exact), "fast" (same counts and dispersion), "auto" (swift,
+        or fast for a large ring when the compiled engine is not built)."""
         node = np.asarray(dev_node, dtype=np.int32)
         zone = np.asarray(dev_zone, dtype=np.int32)
         weight = np.asarray(dev_weight, dtype=float)
@@ -106,7 +110,8 @@ class Ring:
         if replicas > int(np.count_nonzero(weight)):
             raise ValueError(f"{replicas} replicas need as many devices with weight > 0")
         if placement == "auto":
-            placement = "swift" if (replicas << part_power) <= SWIFT_PLACEMENT_LIMIT else "fast"
+            small = (replicas << part_power) <= SWIFT_PLACEMENT_LIMIT
+            placement = "swift" if small or compiled_function("ring_place") else "fast"
         if placement not in ("swift", "fast"):
             raise ValueError(f"placement {placement!r} is not swift, fast or auto")
         key = (node.tobytes(), zone.tobytes(), weight.tobytes(), region.tobytes(), part_power,
