@@ -135,6 +135,24 @@ def test_cluster700_layout_scaled_down_is_swifts():
 
 
 @needs_swift
+def test_regions_and_zones_of_the_cluster_file_match_swift(tmp_path):
+    """Regions and zones given per node group in the cluster file: the built ring is the
+    one Swift's builder makes for devices in those regions and zones."""
+    cluster = tmp_path / "regions.yaml"
+    text = (EXAMPLES / "small.yaml").read_text().replace(
+        "    disks: {type: hdd7200, count: 12}",
+        "    disks: {type: hdd7200, count: 4}\n    region: [1, 1, 2, 2, 2]\n"
+        "    zone: [1, 2, 1, 1, 2]").replace("    count: 4\n", "    count: 5\n")
+    cluster.write_text(text)
+    model = build_model(load_cluster(cluster, {"part_power": 9}))
+    ring = model.ring
+    assert sorted(set(ring.dev_region.tolist())) == [1, 2]
+    _, zone, server, weight = _layout(model)
+    ref = swift_build(ring.dev_region.tolist(), zone, server, weight, 9, 3, 0)
+    assert np.array_equal(ring.r2p2d, np.asarray(ref["r2p2d"]))
+
+
+@needs_swift
 def test_unequal_weights_and_zones_match_swift():
     rng = np.random.default_rng(5)
     node = np.repeat(np.arange(7), [3, 1, 4, 2, 2, 5, 1])

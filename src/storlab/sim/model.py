@@ -79,6 +79,8 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
     eff = net.efficiency
     role, cpu, pool, tx, rx, scale, nic_bps = [], [], [], [], [], [], []
     dev_node, dev_zone, dev_weight, dev_station, dev_model = [], [], [], [], []
+    dev_region: list[int] = []
+    given_zones = any(g.zone is not None for g in spec.nodes)
     dev_bw: list[int] = []
     models: list[DeviceModel] = []
     model_index: dict[str, int] = {}
@@ -106,6 +108,8 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
             has_disks = g.role in ("storage", "both") and any(d.count for d in g.disks)
             if has_disks:
                 zone = storage_rank if sw.zones is None else storage_rank % sw.zones
+                zone = g.placed_at("zone", k) if given_zones else zone
+                region = g.placed_at("region", k) or 0
                 storage_rank += 1
             for dg in g.disks if g.role in ("storage", "both") else []:
                 key = dg.type if isinstance(dg.type, str) else dg.type.model_dump_json()
@@ -120,6 +124,7 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
                 for j in range(dg.count):
                     dev_node.append(n)
                     dev_zone.append(zone)
+                    dev_region.append(region)
                     dev_weight.append(weight)
                     dev_model.append(model_index[key])
                     dname = f"{label}/disk{len(dev_node) - 1}"
@@ -146,11 +151,11 @@ def build_model(spec: ClusterSpec) -> ClusterModel:
         rack_up = np.array([add(PS, 1, f"rack{r}/uplink", "leaf_uplink") for r in range(n_racks)])
         rack_down = np.array([add(PS, 1, f"rack{r}/downlink", "leaf_uplink")
                               for r in range(n_racks)])
-        if sw.zones is None:  # one zone per rack, as most Swift deployments do
+        if sw.zones is None and not given_zones:  # one zone per rack, as most deployments
             dev_zone = node_rack[np.asarray(dev_node, dtype=np.int64)].tolist()
     n_dev = len(dev_node)
     part_power = sw.part_power or int(min(20, max(8, math.ceil(math.log2(n_dev * 100)))))
-    ring = make_ring(spec, dev_node, dev_zone, dev_weight, part_power)
+    ring = make_ring(spec, dev_node, dev_zone, dev_weight, part_power, dev_region)
     proxies = np.array([i for i, r in enumerate(role) if r in ("proxy", "both")], dtype=np.int64)
     stations = Stations(kind=np.asarray(kinds, dtype=np.int8),
                         servers=np.asarray(servers, dtype=np.int32), names=names)

@@ -165,7 +165,7 @@ def resolve_ring_file(raw: dict[str, Any], base: Path) -> None:
 
 
 def make_ring(spec: Any, dev_node: list[int], dev_zone: list[int], dev_weight: list[float],
-              part_power: int) -> Ring:
+              part_power: int, dev_region: list[int] | None = None) -> Ring:
     """The cluster's ring: read from `ring.file`, else built as Swift's builder would; hashed
     with the cluster's prefix and suffix."""
     from .ring import Ring
@@ -183,7 +183,8 @@ def make_ring(spec: Any, dev_node: list[int], dev_zone: list[int], dev_weight: l
     else:
         try:
             ring = Ring.build(dev_node, dev_zone, dev_weight, part_power, sw.replicas,
-                              sw.ring_seed, placement=rs.placement, overload=rs.overload)
+                              sw.ring_seed, placement=rs.placement, overload=rs.overload,
+                              dev_region=dev_region)
         except ValueError as exc:
             raise SimError(f"ring: {exc}") from None
     ring.prefix = rs.hash_path_prefix.encode()

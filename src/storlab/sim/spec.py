@@ -7,7 +7,7 @@ import copy
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -44,11 +44,40 @@ class NodeGroup(_Strict):
     cpu: CpuSpec = Field(default_factory=CpuSpec)
     nic: float = Field(10, gt=0, description="GbE")
     disks: list[DiskGroup] = Field(default_factory=list)
+    #: Swift's region and zone of the group's nodes: one number for all, or one per node
+    #: (the ring disperses replicas over regions first, then zones, servers, disks)
+    region: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=0)]] | None = None
+    zone: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=0)]] | None = None
 
     @field_validator("disks", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
         return [v] if isinstance(v, Mapping) else v
+
+    @field_validator("region", "zone", mode="before")
+    @classmethod
+    def _whole_numbers(cls, v: Any) -> Any:
+        # pydantic would take "2" or 2.0 for 2; a zone written as a string or a float is
+        # more likely a mistake (a name, a rack number with a typo) than a number
+        for x in v if isinstance(v, list) else [v]:
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int)):
+                raise ValueError(f"must be a whole number >= 0 or a list of them, one per node "
+                                 f"(got {x!r})")
+        return v
+
+    @model_validator(mode="after")
+    def _one_per_node(self) -> "NodeGroup":
+        for field in ("region", "zone"):
+            v = getattr(self, field)
+            if isinstance(v, list) and len(v) != self.count:
+                raise ValueError(f"{field}: {len(v)} values for {self.count} nodes (give one "
+                                 f"number for the whole group, or one per node)")
+        return self
+
+    def placed_at(self, field: str, k: int) -> int | None:
+        """The region or zone (`field`) of the group's k-th node, None when not given."""
+        v = getattr(self, field)
+        return v[k] if isinstance(v, list) else v
 
 
 class Network(_Strict):
@@ -219,7 +248,25 @@ class ClusterSpec(_Strict):
         if not any(g.count and g.role in ("storage", "both") and any(d.count for d in g.disks)
                    for g in self.nodes):
             raise ValueError("no storage node with disks (role storage or both)")
+        self._check_placement()
         return self
+
+    def _check_placement(self) -> None:
+        """Regions and zones are given for every storage group or for none (a default next
+        to a given number would collide with it silently); proxies hold no devices."""
+        storage = [i for i, g in enumerate(self.nodes) if g.role in ("storage", "both")]
+        for field in ("region", "zone"):
+            for i, g in enumerate(self.nodes):
+                if g.role == "proxy" and getattr(g, field) is not None:
+                    raise ValueError(f"nodes.{i}.{field}: a proxy group holds no devices, "
+                                     f"so no ring {field}")
+            given = [i for i in storage if getattr(self.nodes[i], field) is not None]
+            if given and len(given) < len(storage):
+                missing = next(i for i in storage if i not in given)
+                raise ValueError(f"nodes.{missing}.{field}: missing while nodes.{given[0]} "
+                                 f"gives one; give every storage group its {field}")
+        if self.swift.zones is not None and any(self.nodes[i].zone is not None for i in storage):
+            raise ValueError("swift.zones: set while node groups give their zones; drop one")
 
 
 # ---------------------------------------------------------------------------------------
