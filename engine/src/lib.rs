@@ -995,6 +995,7 @@ fn storlab_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ma::ma_search, m)?)?;
     m.add_function(wrap_pyfunction!(md5part::numbered_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(ringplace::ring_place, m)?)?;
+    m.add_function(wrap_pyfunction!(ringplace::py_shuffle, m)?)?;
     m.add_class::<Stream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

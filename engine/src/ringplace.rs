@@ -28,7 +28,7 @@ pub fn ring_place<'py>(py: Python<'py>, order: PyReadonlyArray1<'py, i64>,
     let kid_ptr = kid_ptr.as_slice()?;
     let kids = kids.as_slice()?;
     let mx = mx.as_slice()?;
-    let mut avail = avail.as_slice()?.to_vec();
+    let avail = avail.as_slice()?;
     let leaf_dev = leaf_dev.as_slice()?;
     let dev_tiers = dev_tiers.as_slice()?;
     let n_t = mx.len();
@@ -48,6 +48,37 @@ pub fn ring_place<'py>(py: Python<'py>, order: PyReadonlyArray1<'py, i64>,
     if leaf_dev.iter().any(|&d| d >= n_dev as i64) {
         return Err(bad("device out of range"));
     }
+    // Renumber the tiers breadth first, so that every tier's children are one contiguous
+    // run of ids in Swift's order: a level's choice is then a scan of adjacent integers
+    // (the maximum of a slice, then its first position), not an indexed gather.
+    let mut new_id = vec![usize::MAX; n_t];
+    let mut old_of = Vec::with_capacity(n_t);
+    new_id[0] = 0;
+    old_of.push(0usize);
+    let mut first = vec![0usize; n_t + 1];   // by new id: its children are first[t]..first[t+1]
+    let mut head = 0;
+    while head < old_of.len() {
+        let t = old_of[head];
+        first[head] = old_of.len();
+        for &c in &kids[kid_ptr[t] as usize..kid_ptr[t + 1] as usize] {
+            let c = c as usize;
+            if new_id[c] != usize::MAX {
+                return Err(bad("a tier with two parents"));
+            }
+            new_id[c] = old_of.len();
+            old_of.push(c);
+        }
+        head += 1;
+    }
+    if old_of.len() != n_t {
+        return Err(bad("a tier outside the tree"));
+    }
+    first[n_t] = n_t;
+    let mxn: Vec<i64> = old_of.iter().map(|&t| mx[t]).collect();
+    let mut av: Vec<i64> = old_of.iter().map(|&t| avail[t]).collect();
+    let leaf: Vec<i64> = old_of.iter().map(|&t| leaf_dev[t]).collect();
+    let dtn: Vec<usize> = dev_tiers.iter().map(|&t| new_id[t as usize]).collect();
+
     let mut out = vec![-1i32; replicas * parts];
     let mut at = vec![0i64; n_t];
     let mut touched: Vec<usize> = Vec::with_capacity(4 * replicas);
@@ -56,31 +87,39 @@ pub fn ring_place<'py>(py: Python<'py>, order: PyReadonlyArray1<'py, i64>,
         for r in 0..replicas {
             let mut t = 0usize;
             for _ in 0..4 {
-                let (lo, hi) = (kid_ptr[t] as usize, kid_ptr[t + 1] as usize);
-                // A tier is full for this partition once it holds its plan's maximum; the
-                // first non-full child with the most wanted is what Swift's max() picks.
-                let mut best = usize::MAX;
-                let mut best_av = i64::MIN;
-                for &c in &kids[lo..hi] {
-                    let c = c as usize;
-                    if at[c] < mx[c] && (best == usize::MAX || avail[c] > best_av) {
-                        best = c;
-                        best_av = avail[c];
-                    }
+                let (lo, hi) = (first[t], first[t + 1]);
+                if lo == hi {
+                    return Err(bad("a tier without children above the devices"));
                 }
-                if best == usize::MAX {
-                    return Err(bad(&format!("no device can take replica {r} of partition {part}")));
+                // Swift's max() takes the first child with the most wanted; a tier is
+                // excluded once it holds its plan's maximum of this partition's replicas
+                // (rare: try the unfiltered maximum first, as the Python reference does).
+                let sl = &av[lo..hi];
+                let m = *sl.iter().max().unwrap();
+                let mut best = lo + sl.iter().position(|&v| v == m).unwrap();
+                if at[best] >= mxn[best] {
+                    best = usize::MAX;
+                    let mut best_av = i64::MIN;
+                    for c in lo..hi {
+                        if at[c] < mxn[c] && (best == usize::MAX || av[c] > best_av) {
+                            best = c;
+                            best_av = av[c];
+                        }
+                    }
+                    if best == usize::MAX {
+                        return Err(bad(&format!(
+                            "no device can take replica {r} of partition {part}")));
+                    }
                 }
                 t = best;
             }
-            let dev = leaf_dev[t];
+            let dev = leaf[t];
             if dev < 0 {
                 return Err(bad("a leaf tier without a device"));
             }
             let dev = dev as usize;
-            for &j in &dev_tiers[4 * dev..4 * dev + 4] {
-                let j = j as usize;
-                avail[j] -= 1;
+            for &j in &dtn[4 * dev..4 * dev + 4] {
+                av[j] -= 1;
                 if at[j] == 0 {
                     touched.push(j);
                 }
@@ -94,4 +133,70 @@ pub fn ring_place<'py>(py: Python<'py>, order: PyReadonlyArray1<'py, i64>,
         touched.clear();
     }
     Ok(out.into_pyarray(py))
+}
+
+const MT_N: usize = 624;
+const MT_M: usize = 397;
+
+/// Python's `random.Random` generator (MT19937, `Modules/_randommodule.c`), from a state
+/// taken with `getstate()`.
+struct Mt {
+    mt: Vec<u32>,
+    index: usize,
+}
+
+impl Mt {
+    fn refill(&mut self) {
+        let mag = |y: u32| if y & 1 == 1 { 0x9908_b0df } else { 0 };
+        let mt = &mut self.mt;
+        for kk in 0..MT_N {
+            let y = (mt[kk] & 0x8000_0000) | (mt[(kk + 1) % MT_N] & 0x7fff_ffff);
+            mt[kk] = mt[(kk + MT_M) % MT_N] ^ (y >> 1) ^ mag(y);
+        }
+        self.index = 0;
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        if self.index >= MT_N {
+            self.refill();
+        }
+        let mut y = self.mt[self.index];
+        self.index += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^ (y >> 18)
+    }
+
+    /// `Random._randbelow_with_getrandbits(n)` for 1 <= n < 2**32.
+    fn below(&mut self, n: u64) -> u64 {
+        let k = 64 - n.leading_zeros();
+        loop {
+            let r = (self.next_u32() >> (32 - k)) as u64;
+            if r < n {
+                return r;
+            }
+        }
+    }
+}
+
+/// py_shuffle(state, index, n) -> (list(range(n)) shuffled, state, index): what
+/// `Random.shuffle` does to `list(range(n))` from the generator state `state` (624 words)
+/// and `index` of `getstate()`, with the state after it (for `setstate`). 1e6 elements:
+/// Python's shuffle is a loop of 1e6 `_randbelow` calls.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn py_shuffle<'py>(py: Python<'py>, state: PyReadonlyArray1<'py, u32>, index: usize, n: usize)
+                       -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u32>>, usize)> {
+    let mt = state.as_slice()?.to_vec();
+    if mt.len() != MT_N || index > MT_N || n as u64 > u32::MAX as u64 {
+        return Err(PyValueError::new_err("py_shuffle: a state of 624 words, index <= 624, n < 2**32"));
+    }
+    let mut g = Mt { mt, index };
+    let mut x: Vec<i64> = (0..n as i64).collect();
+    for i in (1..n).rev() {
+        let j = g.below(i as u64 + 1) as usize;
+        x.swap(i, j);
+    }
+    Ok((x.into_pyarray(py), g.mt.into_pyarray(py), g.index))
 }

@@ -2,6 +2,7 @@
 reference, which test_ring_swift.py checks against Swift's builder) and regions and zones
 given in the cluster file."""
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,27 @@ def test_compiled_walk_is_the_reference(servers, disks, regions, zones, pp, repl
             swift_rebalance(*args)
         return
     assert np.array_equal(swift_rebalance(*args), ref)
+
+
+@pytest.mark.skipif(compiled_function("py_shuffle") is None,
+                    reason="needs the compiled engine (make)")
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**40), n=st.sampled_from([0, 1, 2, 3, 623, 624, 625, 5000]),
+       before=st.integers(0, 700))
+def test_compiled_shuffle_is_pythons(seed, n, before):
+    """The engine's shuffle is random.shuffle's permutation, and leaves the generator where
+    Python's leaves it (the builder draws the devices' sort keys next)."""
+    from storlab.sim.ringbuild import _shuffled
+
+    ref, ours = random.Random(seed), random.Random(seed)
+    for g in (ref, ours):
+        for _ in range(before):   # any position inside the 624-word block
+            g.getrandbits(32)
+    want = list(range(n))
+    ref.shuffle(want)
+    assert list(_shuffled(ours, n, compiled=True)) == want
+    assert [ours.randint(0, 0xFFFF) for _ in range(5)] == [ref.randint(0, 0xFFFF)
+                                                           for _ in range(5)]
 
 
 @needs_walk
