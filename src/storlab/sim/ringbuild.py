@@ -16,7 +16,11 @@ determined by the device list and the seed: Swift (2.x, `swift/common/ring/build
 With `min_part_hours` >= 1 (what every deployment uses) nothing placed in step 4 can move
 again in the same rebalance, so steps 1-4 are the whole initial build. We follow the same
 steps with the same random draws (Python's `random.Random` is the same Mersenne Twister),
-so the assignments are identical; tests check this against Swift's builder.
+so the assignments are identical; tests check this against Swift's builder. Step 3's
+shuffle and step 4's walk run in the compiled engine when it is built (`py_shuffle`, the
+same Mersenne Twister draws; `ring_place`, the same walk): 700 nodes x 10 disks at part
+power 18 in under a second of CPU, where Python's walk took about 2 s per 200,000
+partition-replicas. The Python walk stays as the reference (`compiled=False`).
 """
 
 from __future__ import annotations
