@@ -171,3 +171,22 @@ def test_bad_zone_exits_2_with_one_line(tmp_path, storlab):
     r = storlab("simulate", path, "--requests", "2000")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "zone: 2 values for 3 nodes" in r.stderr
+
+
+def test_a_region_down_loses_no_request_where_one_region_loses_many():
+    """examples/sim/regions.yaml: with its two regions the east region's three nodes go
+    down and every request still finds a replica (each partition keeps one in the west);
+    the same six nodes in one region, a zone each, get half their partitions' three
+    replicas all on those three nodes (Swift's builder does the same: test_ring_swift), so
+    GETs fail."""
+    from storlab.sim.cluster import run_model
+
+    def failed(overrides: dict) -> tuple[int, int]:
+        model = build_model(load_cluster(EXAMPLES / "regions.yaml",
+                                         {"failed_nodes": 3, **overrides}))
+        f = run_model(model, requests=4000).failures[0]
+        return f["failed"], f["requests"]
+
+    assert failed({}) == (0, 4000)
+    lost, n = failed({"storage.region": None, "storage.zone": None})
+    assert 0.2 * n < lost < 0.5 * n
