@@ -1,6 +1,6 @@
 """Tuning a storage system under noise, scored on what a user acts on, on complete measured
-configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL; provenance in
-its README).
+configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL, HSQLDB;
+provenance in its README).
 
 Each dataset is the oracle. Every run of a configuration is its table value times
 lognormal noise exp(noise * N(0, 1)). storlab tunes as `storlab tune` runs: a campaign file
