@@ -1,6 +1,6 @@
 """Tuning a storage system under noise, scored on what a user acts on, on complete measured
-configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL; provenance in
-its README).
+configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL, HSQLDB;
+provenance in its README).
 
 Each dataset is the oracle. Every run of a configuration is its table value times
 lognormal noise exp(noise * N(0, 1)). storlab tunes as `storlab tune` runs: a campaign file
@@ -15,7 +15,10 @@ Baselines, measured in the same run (fresh noise per run):
   trial a run (repeats included), the recommendation `study.best_trial` (best observation);
 - `optuna-tpe-norepeat`: the same, but a configuration already measured is told its
   earlier value and not run again; recommendation the best observation;
-- `random`: uniform draws from the table, recommendation the best observation.
+- `random`: uniform draws from the table, recommendation the best observation;
+- `smac` (optional, where SMAC3 imports; `--smac-site DIR` adds a venv's site-packages):
+  SMAC3's hyperparameter-optimisation facade with its intensifier (`smac_tuning`),
+  recommendation its incumbent. Skipped with a printed line when SMAC3 is not importable.
 
 For each dataset, noise 0 / 0.05 / 0.10 and budget 20 / 40 / 60, pooled over `--seed-sets`
 seed sets (seeds 1..S) of `--repeats` tunings each, it prints the share of tunings whose
@@ -68,10 +71,73 @@ def _fmt_runs(v: float, budget: int) -> str:
     return f">{budget}" if math.isinf(v) else f"{v:.1f}"
 
 
-STRATS = ("storlab", "optuna-tpe", "optuna-tpe-norepeat", "random")
+STRATS = ("storlab", "optuna-tpe", "optuna-tpe-norepeat", "random", "smac")
 
 
 BASELINES = ("optuna-tpe", "optuna-tpe-norepeat", "random")
+
+
+def smac_missing() -> str | None:
+    """Why SMAC3 cannot run here (None when it can): it is an optional baseline, never a
+    dependency of the project."""
+    try:
+        import ConfigSpace  # noqa: F401
+        import smac  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+def smac_tuning(table: pd.DataFrame, response: str, goal: str, params: list[str],
+                budget: int, seed: int, noise: float) -> tuple[list[float], float]:
+    """One SMAC3 tuning of the table as its users run it: the hyperparameter-optimisation
+    facade (random forest, expected improvement, the intensifier that re-runs its
+    incumbent: `deterministic=False`), `n_trials=budget` runs in all, numeric levels
+    ordinal and the others categorical; each run the table's value times fresh lognormal
+    noise. Returns the true gaps of the runs in order and of SMAC's incumbent (its
+    recommendation)."""
+    import tempfile
+
+    from ConfigSpace import Categorical, ConfigurationSpace, OrdinalHyperparameter
+    from smac import HyperparameterOptimizationFacade, Scenario
+
+    truth = {tuple(r[p] for p in params): float(r[response])
+             for r in table.to_dict("records")}
+    best = min(truth.values()) if goal == "minimize" else max(truth.values())
+
+    def gap(v: float) -> float:
+        return max(0.0, (v - best) / abs(best) if goal == "minimize" else (best - v) / abs(best))
+
+    cs = ConfigurationSpace(seed=seed)
+    kinds: dict[str, type] = {}
+    for p in params:
+        levels = sorted(table[p].unique().tolist())
+        kinds[p] = type(levels[0])
+        numeric = all(isinstance(v, (int, float)) for v in levels) and len(levels) > 2
+        cs.add(OrdinalHyperparameter(p, levels) if numeric else
+               Categorical(p, [str(v) for v in levels]))
+    rng = np.random.default_rng([seed, 13])
+    runs: list[float] = []
+
+    def key(config) -> tuple:
+        return tuple(kinds[p](config[p]) if kinds[p] is not str else str(config[p])
+                     for p in params)
+
+    def target(config, seed: int = 0) -> float:
+        v = truth[key(config)]
+        runs.append(gap(v))
+        v *= math.exp(noise * rng.standard_normal()) if noise else 1.0
+        return v if goal == "minimize" else -v
+
+    with tempfile.TemporaryDirectory(prefix="bench-smac-") as d:
+        scenario = Scenario(cs, deterministic=False, n_trials=budget, seed=seed,
+                            output_directory=Path(d))
+        opt = HyperparameterOptimizationFacade(scenario, target, overwrite=True,
+                                               logging_level=40)
+        inc = opt.optimize()
+    if isinstance(inc, list):
+        inc = inc[0]
+    return runs, gap(truth[key(inc)])
 
 
 def pooled(name: str, noise: float, budgets: list[int], seed_sets: int, repeats: int,
@@ -100,6 +166,16 @@ def pooled(name: str, noise: float, budgets: list[int], seed_sets: int, repeats:
                     rec[(s, b)] += [float(x) for x in g]
                     runs5[(s, b)] += list(_runs_to(res, s, 0.05, b, repeats))
                     secs[(s, b)] += float(res.seconds.get(s, 0.0)) * b / top
+        if "smac" in strategies:
+            for b in budgets:
+                t0 = time.perf_counter()
+                for r in range(repeats):
+                    runs, g = smac_tuning(table, response, goal, params, b,
+                                          ss * 100_003 + r, noise)
+                    rec[("smac", b)].append(g)
+                    hit = [i for i, x in enumerate(runs, 1) if x <= 0.05 + 1e-12]
+                    runs5[("smac", b)].append(float(hit[0]) if hit else math.inf)
+                secs[("smac", b)] += time.perf_counter() - t0
         if "storlab" in strategies:
             for b in budgets:
                 res = tune_eval(table, response, goal=goal, params=params,
@@ -137,7 +213,13 @@ def main() -> None:
                     help=f"comma-separated, from {', '.join(NAMES)}")
     ap.add_argument("--strategies", default=",".join(STRATS))
     ap.add_argument("--output", default=None, help="file name under .bench-out/")
+    ap.add_argument("--smac-site", default=None, metavar="DIR",
+                    help="a site-packages directory holding SMAC3 (e.g. a venv of its own: "
+                         "python3 -m venv v && v/bin/pip install smac), appended to the "
+                         "path so the project's own packages win")
     args = ap.parse_args()
+    if args.smac_site:
+        sys.path.append(args.smac_site)
     if args.quick:
         args.seed_sets, args.repeats, args.budgets, args.noises = 1, 2, "60", "0,0.10"
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
@@ -153,6 +235,20 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     noises = [float(x) for x in args.noises.split(",")]
     strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+    for s in strategies:
+        if s not in STRATS:
+            print(f"--strategies: unknown strategy {s!r} (known: {', '.join(STRATS)})",
+                  file=sys.stderr)
+            sys.exit(2)
+    if "smac" in strategies:
+        why = smac_missing()
+        if why is not None:
+            print(f"smac: skipped, SMAC3 is not importable here ({why}); install it in a "
+                  "venv of its own and pass --smac-site DIR")
+            strategies = tuple(s for s in strategies if s != "smac")
+    if not strategies:
+        print("--strategies: nothing left to measure", file=sys.stderr)
+        sys.exit(2)
     cmd = " ".join(["benchmarks/bench_tune.py", *sys.argv[1:]])
     print(f"command: .venv/bin/python {cmd}")
     print(f"{args.seed_sets} seed sets x {args.repeats} tunings pooled per cell; lognormal "

@@ -36,6 +36,9 @@ class _Spec:
     groups: dict[str, dict[str, object]]
     # new parameter -> (ordered columns, function from their 0/1 tuple to a value)
     derived: dict[str, tuple[tuple[str, ...], dict[tuple[int, ...], object]]]
+    sep: str = ","
+    # measured columns that are not the response (another metric of the same runs)
+    other: tuple[str, ...] = ()
 
 
 _SPECS: dict[str, _Spec] = {
@@ -78,18 +81,41 @@ _SPECS: dict[str, _Spec] = {
     # PostgreSQL (timm/moot optimize/systems/PostgreSQL.csv, PromiseTune's data): the first
     # complete pass over the 2^5 x 3^3 grid; `root` is constant and dropped
     "postgresql": _Spec("postgresql.csv", "Performance-", "minimize", 864, groups={}, derived={}),
+    # HSQLDB (mcguenther/configurable-workload-uncertainty, twins-paper-data/HSQLDB): every
+    # valid configuration of its feature model, PolePosition run time; `energy` is dropped
+    "hsqldb": _Spec(
+        "hsqldb.csv", "performance", "minimize", 864, sep=";", other=("energy",),
+        groups={
+            "txc": {"txc_mvlocks": "mvlocks", "txc_mvcc": "mvcc", "txc_locks": "locks"},
+        },
+        derived={
+            # encryption has AES xor Blowfish under it
+            "encryption": (("encryption", "crypt_aes", "crypt_blowfish"), {
+                (0, 0, 0): "none", (1, 1, 0): "aes", (1, 0, 1): "blowfish",
+            }),
+            # memory xor cached tables; a cached table has a small, a large or the default
+            # cache
+            "table": (("memory_tables", "cached_tables", "small_cache", "large_cache"), {
+                (1, 0, 0, 0): "memory", (0, 1, 0, 0): "cached",
+                (0, 1, 1, 0): "cached_small_cache", (0, 1, 0, 1): "cached_large_cache",
+            }),
+            # detailed logging needs logging
+            "logging": (("logging", "detailed_logging"), {
+                (0, 0): "off", (1, 0): "on", (1, 1): "detailed",
+            }),
+        }),
 }
 
 NAMES = tuple(_SPECS)
 
 
-def _read(path: Path) -> pd.DataFrame:
+def _read(path: Path, sep: str = ",") -> pd.DataFrame:
     if path.exists():
-        return pd.read_csv(path)
+        return pd.read_csv(path, sep=sep)
     gz = path.with_name(path.name + ".gz")
     if gz.exists():
         with gzip.open(gz, "rt") as f:
-            return pd.read_csv(f)
+            return pd.read_csv(f, sep=sep)
     raise StorlabError(f"{path}: dataset file missing (neither it nor {gz.name} exists)")
 
 
@@ -99,7 +125,7 @@ def load_dataset(name: str, raw: bool = False) -> tuple[pd.DataFrame, str, str, 
     if spec is None:
         raise StorlabError(f"dataset {name!r}: unknown (known: {', '.join(NAMES)})")
     path = DATA / spec.file
-    df = _read(path)
+    df = _read(path, spec.sep).drop(columns=list(spec.other))
     if len(df) != spec.rows or spec.response not in df.columns:
         raise StorlabError(f"{path}: expected {spec.rows} rows with column {spec.response!r}, "
                            f"found {len(df)} rows and columns {list(df.columns)}")
