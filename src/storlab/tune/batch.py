@@ -21,7 +21,10 @@ give the same tuning, killed and resumed or not.
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -44,14 +47,16 @@ def spread(round_: Sequence[T], slots: int) -> list[T]:
     return [round_[i % len(round_)] for i in range(n)]
 
 
-def race_runs(r: Race, slots: int, limit: int) -> list[Entry]:
-    """The runs of a race's round over `slots` slots: with challengers (or no noise
-    estimate yet) the round's candidates in turn (`spread`); a leader left alone gets the
-    runs that decide the race (two after its first) and leaves the other slots to the
-    search, which a decided race hands its runs back to. At most `limit` runs (the
-    budget's)."""
+def race_runs(r: Race, width: int, taken: int, limit: int) -> list[Entry]:
+    """The runs of a race's round on `width` slots, `taken` of them by the baseline's runs:
+    with challengers (or no noise estimate yet) the round's candidates in turn up to a
+    whole number of rounds (`spread`: five runs on four slots would leave three idle
+    while the fifth runs); a leader left alone gets the runs that decide the race and
+    leaves the other slots to the search, which a decided race hands its runs back to.
+    At most `limit` runs (the budget's)."""
     entries = r.round(limit)
     if r.sigma is None or r.live or r.leader is None:
+        slots = math.ceil((taken + len(entries)) / max(1, width)) * max(1, width) - taken
         return spread(entries, slots)[:limit]
     return (entries * max(1, 2 - r.leader.n))[:limit]
 
@@ -91,4 +96,22 @@ def fill(strategy: Strategy, history: Sequence[Observation], out: list[Proposal]
     return out
 
 
-__all__ = ["fill", "race_runs", "rounded", "spread"]
+#: The background import started by `warm_up` (one per process).
+_WARMING: list[threading.Thread] = []
+
+
+def warm_up() -> None:
+    """Import the race's statistics (tune/racing.py: scipy.stats, about 1 s of CPU, far more
+    on a loaded machine) in a background thread, once. Called while runs are in flight
+    (`Strategy.ask_more`), so the first race round, which waits for every run to finish,
+    does not also wait for the import with every slot idle; a parallel executor's workers
+    were forked at its first run, so no fork copies the import half done."""
+    if _WARMING or "storlab.tune.racing" in sys.modules:
+        return
+    t = threading.Thread(target=importlib.import_module, args=("storlab.tune.racing",),
+                         name="storlab-warm-up", daemon=True)
+    _WARMING.append(t)
+    t.start()
+
+
+__all__ = ["fill", "race_runs", "rounded", "spread", "warm_up"]

@@ -32,7 +32,7 @@ import pandas as pd
 from ..campaign.sources import Observation, Proposal, config_key
 from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
-from .batch import fill, race_runs, rounded
+from .batch import fill, race_runs, rounded, warm_up
 from .domain import Domain
 
 STRATEGIES = ("auto", "screen-then-tune", "tpe", "gp", "nsga2", "random")
@@ -234,6 +234,7 @@ class Strategy:
         models them as trials. The lie never reaches a decision: the screening, the switch
         to confirmation and the confirmation itself wait for the runs in flight and see
         only finished runs."""
+        warm_up()
         if any(o.phase == "confirm" for o in history) or \
                 any(p.phase == "confirm" for p in pending):
             return []
@@ -384,8 +385,8 @@ class Strategy:
                 out.append(Proposal(dict(base.config), need, "confirm"))
                 remaining -= need
         # N slots: the round's candidates get runs in turn until they are filled
-        slots = min(remaining, self.width - sum(p.repetitions for p in out))
-        runs = race_runs(race(tally, self.s.confirm_top), slots, remaining)
+        runs = race_runs(race(tally, self.s.confirm_top), self.width,
+                         sum(p.repetitions for p in out), remaining)
         if base is not None and out:  # already re-run in this round
             runs = [e for e in runs if e is not base]
         for e in {id(e): e for e in runs}.values():
