@@ -10,7 +10,9 @@ seed, `storlab tune --budget B --seed S` runs with `--executor sequential` and w
 confirmed answer), the true value of the recommended configuration as a share of the
 optimum (the planted function without noise), and then the ratio of the total wall times
 (target: parallel / sequential <= 0.35 with N = 4; also from the first run's start to the
-last run's end, without the command's start-up) and the two recommendation qualities.
+last run's end, without the command's start-up), the load average at the start and the
+end (the machine's other work slows the start-up's imports, which count in both), and
+the two recommendation qualities.
 
     .venv/bin/python benchmarks/bench_tune_parallel.py [--seeds 1,2,3] [--budget 40]
         [--workers 4] [--sleep 2] [--noise 0.05]
@@ -130,8 +132,10 @@ def main() -> None:
     optimum = max(truth(dict(zip(LEVELS, c))) for c in itertools.product(*LEVELS.values()))
     par = f"parallel:{args.workers}"
     rows = []
+    load0 = os.getloadavg()
     print(f"{len(seeds)} seeds, budget {args.budget}, {args.sleep:g} s per run, noise "
-          f"{args.noise:g}; optimum {optimum:.1f} (planted)")
+          f"{args.noise:g}; optimum {optimum:.1f} (planted); load average "
+          f"{load0[0]:.1f} (1 min), {load0[1]:.1f} (5 min)")
     print(f"{'seed':>4s} {'executor':>12s} {'wall s':>8s} {'runs s':>8s} {'runs':>5s} "
           f"{'true value of the recommendation':>34s}")
     with tempfile.TemporaryDirectory(prefix="bench-tune-parallel-") as tmp:
@@ -152,9 +156,11 @@ def main() -> None:
     ratio_span = sum(r["span"] for r in pll) / sum(r["span"] for r in seq)
     q_seq = sum(r["share"] for r in seq) / len(seq)
     q_par = sum(r["share"] for r in pll) / len(pll)
+    load1 = os.getloadavg()
     print(f"wall time {par} / sequential: {ratio:.2f} (target <= 0.35: "
           f"{'MET' if ratio <= 0.35 else 'NOT MET'}); first run to last run only: "
-          f"{ratio_span:.2f}")
+          f"{ratio_span:.2f} ({'MET' if ratio_span <= 0.35 else 'NOT MET'}); load average "
+          f"at the end {load1[0]:.1f} (1 min), {load1[1]:.1f} (5 min)")
     print(f"true value of the recommendation, mean share of the optimum: sequential "
           f"{q_seq:.1%}, {par} {q_par:.1%}; within 5 %: sequential "
           f"{sum(r['share'] >= 0.95 for r in seq)}/{len(seq)}, {par} "
@@ -162,7 +168,7 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     (OUT / "bench_tune_parallel.json").write_text(json.dumps(
         {"args": vars(args), "optimum": optimum, "rows": rows, "ratio": ratio,
-         "ratio_runs_only": ratio_span}, indent=1))
+         "ratio_runs_only": ratio_span, "load_average": [load0, load1]}, indent=1))
     print(f"numbers: {OUT / 'bench_tune_parallel.json'}")
 
 

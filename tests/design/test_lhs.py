@@ -95,3 +95,22 @@ def test_the_first_mapping_is_kept_for_plans_made_with_it():
         assert d.table["bs"].value_counts()["1k"] == 2 and d.meta["extra_levels"] == "first"
     with pytest.raises(DesignError, match="extra_levels"):
         lhs_design(s, 6, extra_levels="last")
+
+
+@pytest.mark.parametrize("optimize", [None, "random-cd"])
+def test_latin_hypercube_draws_scipys_numbers(optimize: str | None) -> None:
+    """Without optimisation the draws are made without importing scipy.stats; they must be
+    scipy's LatinHypercube's, and leave the generator where scipy leaves it (a planned LHS
+    campaign resumes against its stored plan)."""
+    from scipy.stats import qmc
+
+    from storlab.design.lhs import latin_hypercube
+
+    for seed in (0, 1, 7, 12345):
+        for d in (1, 2, 5, 11):
+            for n in (1, 2, 6, 33):
+                ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+                a = latin_hypercube(d, n, ours, optimize)
+                b = qmc.LatinHypercube(d=d, optimization=optimize, rng=theirs).random(n)
+                assert np.array_equal(a, b)
+                assert ours.random() == theirs.random()

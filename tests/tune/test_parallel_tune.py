@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from storlab.campaign.sources import Observation, Proposal, config_key
+from storlab.tune.batch import rounded, spread
 from storlab.tune.domain import Domain
 from storlab.tune.strategies import Objective, TuneSettings, make_strategy
 from storlab.space import Space
@@ -221,3 +222,63 @@ def test_a_source_that_cannot_batch_is_refused_with_parallel(tmp_path: Path) -> 
     with pytest.raises(CampaignError, match="proposes one run at a time"):
         camp.run(executor="parallel:2")
     assert not stored(tmp_path / "campaign.db")
+
+
+def _run(hist: list[Observation], props: list[Proposal]) -> None:
+    for p in props:
+        for _ in range(p.repetitions):
+            hist.append(Observation(f"r{len(hist)}", len(hist), 0, 1, p.config, "ok",
+                                    {"y": _y(p.config)}, p.phase, p.note))
+
+
+def test_an_ask_with_nothing_in_flight_fills_the_slots() -> None:
+    """With N slots, the screening is a whole number of rounds, a search ask gives N
+    distinct runs (constant liar), a race round N runs (its candidates in turn, the leader
+    first) and a width of 1 changes nothing."""
+    def strategy(width: int) -> Any:
+        s = make_strategy("screen-then-tune", Domain(_space()), [Objective("y")],
+                          TuneSettings(budget=40, seed=2))
+        s.width = width
+        return s
+
+    one, four = strategy(1), strategy(4)
+    assert len(one.ask([])) == 6  # max(6, 5 // 2 + 1)
+    screen = four.ask([])
+    assert len(screen) == 8 and {p.phase for p in screen} == {"screen"}
+    assert len({config_key(p.config) for p in screen}) == 8
+    hist: list[Observation] = []
+    _run(hist, screen)
+    batch = four.ask(hist)
+    assert [p.phase for p in batch] == ["tune"] * 4
+    keys = {config_key(p.config) for p in batch}
+    assert len(keys) == 4 and not keys & {config_key(o.config) for o in hist}
+    # the first is what one slot would have been asked for
+    assert batch[0].config == strategy(1).ask(hist)[0].config
+    while True:  # search in batches of 4 until the race starts
+        batch = four.ask(hist)
+        if batch[0].phase == "confirm":
+            break
+        assert len(batch) == 4
+        _run(hist, batch)
+    assert len(hist) == 20  # 8 screening + 12 search runs: the race keeps half the budget
+    # the first round: the baseline's runs and the top three, as with one slot, but in
+    # two whole rounds of four (five runs would leave three slots idle beside the fifth)
+    solo = strategy(1).ask(hist)
+    assert [p.config for p in batch] == [p.config for p in solo]
+    assert sum(p.repetitions for p in solo) == 5 and sum(p.repetitions for p in batch) == 8
+    assert four.ask(hist) == batch  # a function of the history
+    while len(hist) < 40:  # from then on every ask fills whole rounds, to the budget
+        _run(hist, batch)
+        batch = four.ask(hist)
+        n = sum(p.repetitions for p in batch)
+        assert n % 4 == 0 or n == 40 - len(hist)
+    assert four.ask(hist) == []
+
+
+def test_a_race_round_spreads_over_the_slots_leader_first() -> None:
+    assert spread(["lead", "c1", "c2"], 4) == ["lead", "c1", "c2", "lead"]
+    assert spread(["lead", "c1", "c2"], 8) == ["lead", "c1", "c2"] * 2 + ["lead", "c1"]
+    assert spread(["lead", "c1", "c2"], 2) == ["lead", "c1", "c2"]  # never fewer
+    assert spread([], 4) == []
+    assert rounded(6, 4, 10) == 8 and rounded(6, 4, 1) == 7 and rounded(6, 1, 10) == 6
+    assert rounded(8, 4, 10) == 8

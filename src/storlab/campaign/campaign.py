@@ -667,6 +667,8 @@ class Campaign:
         assert source is not None
         ex = make_executor(executor)
         batches = bool(getattr(source, "batches", False)) and ex.width > 1
+        if batches:  # its asks with nothing in flight fill the slots
+            source.width = ex.width  # type: ignore[attr-defined]
         queue = list(todo)
         by_key = {r.key: r for r in todo}
         started: set[str] = set()   # handed to the executor by this invocation

@@ -81,7 +81,6 @@ def tune_cmd(
     baseline (resumes like `storlab run`: run the same command again)."""
     from ..campaign.campaign import Campaign, tune_store
     from ..campaign.spec import load_spec
-    from ..tune.result import result_from_campaign
     from ._progress import campaign_progress
 
     from ..design import KINDS
@@ -142,6 +141,9 @@ def tune_cmd(
                            tuple(o.name for o in camp.source.objectives)  # type: ignore[union-attr]
                            ) as on_event:
         summary = camp.run(executor=executor, on_event=on_event, wait=wait)
+    # imported after the runs: it needs scipy.stats, which no run has to wait for
+    from ..tune.result import result_from_campaign
+
     res = result_from_campaign(camp)
     # Warm-ups are not in the history the strategy counts: said beside the budget. Only
     # those that finished or failed: one cut off while running under a key no resume asks

@@ -1,4 +1,6 @@
-"""Latin Hypercube samples over mixed spaces (scipy.stats.qmc does the sampling).
+"""Latin Hypercube samples over mixed spaces (scipy.stats.qmc's LatinHypercube; without
+optimisation its draws are made here, the same numbers, so a tuning's screening does not
+wait for scipy.stats to import: about 1 s of CPU before the first run).
 
 Continuous factors take the sampled coordinate directly. Discrete factors (categorical,
 ordinal, listed values, narrow integer ranges) take their level from the stratum index,
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import qmc
 
 from ..errors import DesignError
 from ..space import Space
@@ -35,8 +36,7 @@ def lhs_design(space: Space, n: int, seed: int | None = None,
     if extra_levels not in EXTRA_LEVELS:
         raise DesignError(f"extra_levels {extra_levels!r} must be one of seeded, first")
     rng = np.random.default_rng(seed)
-    sampler = qmc.LatinHypercube(d=space.k, optimization=optimize, rng=rng)
-    u = sampler.random(n)
+    u = latin_hypercube(space.k, n, rng, optimize)
     table = _natural(space, u, rng if extra_levels == "seeded" else None)
     strata_exact = True
     if space.constraints:
@@ -49,6 +49,24 @@ def lhs_design(space: Space, n: int, seed: int | None = None,
     meta = {"kind": "lhs", "seed": seed, "optimization": optimize,
             "strata_exact": strata_exact, "resolution": None, "extra_levels": extra_levels}
     return Design(space, table, pd.DataFrame(u, columns=space.names), meta)
+
+
+def latin_hypercube(d: int, n: int, rng: np.random.Generator, optimize: str | None = None
+                    ) -> np.ndarray:
+    """`n` points of a Latin Hypercube in [0, 1)^d: the numbers (and the state `rng` is left
+    in) of scipy.stats.qmc.LatinHypercube(d, optimization=optimize, rng=rng).random(n)."""
+    if optimize is not None:
+        from scipy.stats import qmc
+
+        return qmc.LatinHypercube(d=d, optimization=optimize, rng=rng).random(n)
+    # scipy's engine spawns a child generator it owns, jitters each point in its stratum and
+    # shuffles the strata per dimension (tests/design holds the two equal)
+    own = rng.spawn(1)[0]
+    jitter = own.uniform(size=(n, d))
+    perms = np.tile(np.arange(1, n + 1), (d, 1))
+    for i in range(d):
+        own.shuffle(perms[i, :])
+    return (perms.T - jitter) / n
 
 
 def _natural(space: Space, u: np.ndarray, rng: np.random.Generator | None) -> pd.DataFrame:

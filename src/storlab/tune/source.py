@@ -34,6 +34,15 @@ class TuneSource:
         """Whether it can propose runs while others are in flight (a parallel executor)."""
         return self.strategy.batches
 
+    @property
+    def width(self) -> int:
+        """Runs the executor keeps in flight: an ask with none in flight fills them."""
+        return self.strategy.width
+
+    @width.setter
+    def width(self, n: int) -> None:
+        self.strategy.width = max(1, int(n))
+
     def ask(self, history: Sequence[Observation], pending: Sequence[Proposal] = ()
             ) -> list[Proposal]:
         return self.strategy.ask(history, pending)

@@ -32,6 +32,7 @@ import pandas as pd
 from ..campaign.sources import Observation, Proposal, config_key
 from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
+from .batch import fill, race_runs, rounded, warm_up
 from .domain import Domain
 
 STRATEGIES = ("auto", "screen-then-tune", "tpe", "gp", "nsga2", "random")
@@ -180,13 +181,23 @@ class Strategy:
     #: The move `next_config` made, when it names it (see `move_note`).
     move = ""
 
+    #: Runs the executor keeps in flight (`--executor parallel:N`): an ask with nothing in
+    #: flight answers with a batch of this many (tune/batch.py). Set by the campaign.
+    width = 1
+
     # -- the protocol
     def ask(self, history: Sequence[Observation],
             pending: Sequence[Proposal] = ()) -> list[Proposal]:
         """The next runs given the finished ones; with runs still in flight (`pending`, a
-        parallel executor's free slot), `ask_more`."""
+        parallel executor's free slot), `ask_more`. With nothing in flight and `width`
+        slots, a batch that fills them (`batch.fill`)."""
         if pending:
             return self.ask_more(history, pending)
+        return fill(self, history, self.ask_next(history))
+
+    def ask_next(self, history: Sequence[Observation]) -> list[Proposal]:
+        """The next runs given the finished ones, nothing in flight: the screening, a
+        search run, or the confirmation's next round."""
         used = len(history)
         remaining = self.s.budget - used
         # A fixed confirmation ends the tuning; a race goes on while runs remain (once it
@@ -223,14 +234,23 @@ class Strategy:
         models them as trials. The lie never reaches a decision: the screening, the switch
         to confirmation and the confirmation itself wait for the runs in flight and see
         only finished runs."""
-        remaining = self.s.budget - len(history) - len(pending)
-        if remaining <= 0 or not self.batch_ready(history, pending):
-            return []
+        warm_up()
         if any(o.phase == "confirm" for o in history) or \
                 any(p.phase == "confirm" for p in pending):
             return []
+        return self.search_more(history, pending)
+
+    def search_more(self, history: Sequence[Observation], pending: Sequence[Proposal]
+                    ) -> list[Proposal]:
+        """One search run beside `pending` (constant liar, see `ask_more`), or []: within
+        the budget, the pending runs counted, and, before the confirmation has started,
+        outside the runs it keeps."""
+        remaining = self.s.budget - len(history) - sum(p.repetitions for p in pending)
+        if remaining <= 0 or not self.batch_ready(history, pending):
+            return []
         tally = Tally(history, self.objectives)
-        if self.confirm and remaining <= self.reserve(tally):
+        started = any(o.phase == "confirm" for o in history)
+        if self.confirm and not started and remaining <= self.reserve(tally):
             return []  # the confirmation decides on finished runs only
         lied = [*history, *self.lies(tally, pending)]
         self.move = ""
@@ -364,10 +384,13 @@ class Strategy:
             if need:
                 out.append(Proposal(dict(base.config), need, "confirm"))
                 remaining -= need
-        for e in race(tally, self.s.confirm_top).round(remaining):
-            if base is not None and e is base and out:
-                continue  # already re-run in this round
-            out.append(Proposal(dict(e.config), 1, "confirm"))
+        # N slots: the round's candidates get runs in turn until they are filled
+        runs = race_runs(race(tally, self.s.confirm_top), self.width,
+                         sum(p.repetitions for p in out), remaining)
+        if base is not None and out:  # already re-run in this round
+            runs = [e for e in runs if e is not base]
+        for e in {id(e): e for e in runs}.values():
+            out.append(Proposal(dict(e.config), sum(x is e for x in runs), "confirm"))
         return out
 
     # -- helpers for the samplers
@@ -546,6 +569,17 @@ class ScreenThenTune(OptunaSearch):
         if any(o.phase == "screen" for o in history):
             return []
         configs = self.screen_configs()
+        with_base = self._with_baseline(configs)
+        # N runs in flight: a screening that fills its last round (the search waits for
+        # the whole screening, so a part-filled last round leaves slots idle)
+        n = rounded(len(with_base), self.width, self.s.budget - self.min_budget())
+        if n > len(with_base):
+            configs = self.screen_configs(self.screen_size() + n - len(with_base))
+            with_base = self._with_baseline(configs)
+        return with_base
+
+    def _with_baseline(self, configs: list[dict[str, Any]]) -> list[Proposal]:
+        """The screening's runs, the baseline first when the design does not hold it."""
         props = [Proposal(c, 1, "screen") for c in configs]
         if self.s.baseline is not None and config_key(self.s.baseline) not in \
                 {config_key(c) for c in configs}:
@@ -558,10 +592,11 @@ class ScreenThenTune(OptunaSearch):
         return any(o.phase == "screen" for o in history) and \
             not any(p.phase == "screen" for p in pending)
 
-    def screen_configs(self) -> list[dict[str, Any]]:
-        """A Latin Hypercube over the space (every level of every factor as evenly as the
-        runs allow: what Carver's importance needs), without repeats."""
-        n = self.screen_size()
+    def screen_configs(self, n: int | None = None) -> list[dict[str, Any]]:
+        """A Latin Hypercube of `n` runs (`screen_size` by default) over the space (every
+        level of every factor as evenly as the runs allow: what Carver's importance
+        needs), without repeats."""
+        n = n or self.screen_size()
         if self.domain.candidates is not None:  # offline: LHS strata over the table's rows
             return self._screen_from_candidates(n)
         from ..design.lhs import lhs_design
