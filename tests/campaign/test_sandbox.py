@@ -156,8 +156,10 @@ def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
 
 
 def test_what_a_declaration_opens(tmp_path: Path) -> None:
-    """Without allow_destructive: directories, single-link files and new files' directories,
-    named without links; never a system directory, a link, a hard-linked file or /proc."""
+    """Without allow_destructive: directories and single-link files named without links,
+    each bound from the descriptor storlab opened; a file not made yet is made empty and
+    only it opens (never its directory); never a system directory, a link, a hard-linked
+    file, /proc, or a new file in a system directory."""
     from storlab.campaign.runners._sandbox import walls_for
 
     run = tmp_path / "run"
@@ -171,10 +173,18 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
         str(tmp_path / "newfile"), "/", "/etc", "/etc/storlab-new", "/usr/share",
         "/proc/self/root/tmp"]
     w = walls_for(str(run), targets)
-    assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
-                                         str(tmp_path / "file"), str(tmp_path)])
+    try:
+        assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
+                                             str(tmp_path / "file"), str(tmp_path / "newfile")])
+        for fd, p in zip(w.fds, w.writable):  # each descriptor holds what its path names
+            assert os.path.samestat(os.fstat(fd), os.stat(p))
+    finally:
+        w.close()
+    assert (tmp_path / "newfile").read_bytes() == b""
+    assert not os.path.lexists("/etc/storlab-new") and not (tmp_path / "new").exists()
     w = walls_for(str(run), [str(tmp_path / "link")], allow_destructive=True)
     assert w.writable == [str(run), str(tmp_path / "file")]
+    w.close()
 
 
 def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area(

@@ -359,8 +359,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
             return ProcOutcome("", f"cannot start {argv!r}: no such executable program",
                                None, False, started, time.time())
     try:
-        wrapped = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
-                                targets, allow_destructive)
+        wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
+                                       targets, allow_destructive)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     paths = _STREAMS.get() or (None, None)
@@ -370,6 +370,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     with out_f, err_f:
         try:
             proc = subprocess.Popen(wrapped, cwd=cwd, env=full_env,
+                                    pass_fds=walls.fds if walls else (),
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,
                                     start_new_session=True,
@@ -377,6 +378,9 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         except OSError as exc:  # program missing or not executable: a failed run, not a crash
             return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
                                time.time())
+        finally:  # bwrap holds what it binds (the descriptors it was given) from here on
+            if walls is not None:
+                walls.close()
         timed_out = False
         try:
             if stdin_text is not None:
