@@ -209,3 +209,25 @@ def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area
     p = storlab("run", str(camp), timeout=120)
     assert "ok 0, failed 1" in p.stdout, p.stdout + p.stderr
     assert (theirs / "c1-r1" / "data").read_text() == "somebody's\n"
+
+
+def test_sandbox_writable_file_outside_the_campaign_needs_allow_destructive(
+        tmp_path: Path, victim: Path, loopdev: str, storlab: Any) -> None:
+    """An existing file (or a device) outside the campaign's directory in
+    `sandbox.writable`: one line, exit 2, before any run, the victim untouched; with
+    `allow_destructive` the campaign runs; a directory outside needs nothing."""
+    before = victim.read_bytes()
+    write = ["sh", "-c", f"printf PWNED | dd of={victim} conv=notrunc; echo '{{\"y\": 1}}'"]
+    for declared in (str(victim), loopdev):
+        camp = command_campaign(tmp_path / "c", write, sandbox={"writable": [declared]})
+        r = storlab("run", camp, "-q")
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "field sandbox.writable" in r.stderr and declared in r.stderr, r.stderr
+        assert "allow_destructive" in r.stderr and not (tmp_path / "c" / "campaign.db").exists()
+    assert victim.read_bytes() == before
+    camp = command_campaign(tmp_path / "d", ECHO, sandbox={"writable": [str(tmp_path)]})
+    assert storlab("run", camp, "-q").returncode == 0
+    camp = command_campaign(tmp_path / "e", write, sandbox={
+        "writable": [str(victim)], "allow_destructive": True})
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 0 and victim.read_bytes().startswith(b"PWNED"), r.stderr

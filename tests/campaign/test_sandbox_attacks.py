@@ -303,3 +303,80 @@ def test_the_device_is_absent_or_unopenable_without_opt_in(lab: Lab) -> None:
     assert res.status == "failed" and "block device" in res.stderr  # the friendly check
     mode = stat.S_IMODE(os.stat(lab.dev).st_mode)
     assert mode  # the host's node is as it was
+
+
+# ------------------------------------------- routes found by trying, closed by construction
+RACER = """#!/bin/sh
+# A program of another run, at the worst moment: after storlab looked at the declared path
+# and before bwrap mounts it, the path becomes a link to the victim (once).
+case "$*" in *"{target}"*)
+  [ -e "{target}.old" ] || {{ mv "{target}" "{target}.old"; ln -s "{victim}" "{target}"; }};;
+esac
+exec {bwrap} "$@"
+"""
+
+
+def test_bind_race_a_declared_path_swapped_for_a_link_before_bwrap_mounts(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The declared target lies in a directory another run can write (a parallel run's
+    scratch directory); the swap happens between storlab's look and bwrap's mount, made
+    certain by a stand-in bwrap that swaps and then runs the real one. Bound by path, the
+    link's target (the victim) became writable; bound from the descriptor storlab opened,
+    bwrap finds the mount is not that file and refuses to start."""
+    other = lab.root / "scratch" / "c2-r1"
+    other.mkdir()
+    target = other / "t.dat"
+    target.write_bytes(b"\0" * 65536)
+    racer = lab.root / "bwrap-racer"
+    # a relative link: it resolves inside bwrap's new root too, so bwrap mounts there and
+    # its own check (the mount is not the descriptor's file) is what refuses
+    racer.write_text(RACER.format(target=target, victim="../../victim.dat",
+                                  bwrap=shutil.which("bwrap")))
+    racer.chmod(0o755)
+    monkeypatch.setenv("STORLAB_BWRAP", str(racer))
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "filename": str(target)}, False)
+    assert target.is_symlink(), "the racer did not run"
+    assert lab.state() == before, (res.status, res.stderr[-400:])
+    assert res.status == "failed" and "Race condition" in res.stderr, res.stderr[-400:]
+
+
+def test_a_declared_file_not_made_yet_opens_only_itself(lab: Lab) -> None:
+    """fio's `filename` names a file not made yet, beside the victim: the file is made
+    (empty, O_EXCL | O_NOFOLLOW) and only it opens, not its directory (the victim's). fio
+    lays a file out by removing it first, which the closed directory refuses: the run
+    fails with storlab's hint; sized by a setup step first, it runs."""
+    new = lab.root / "new.dat"
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False)
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed" and "truncate -s SIZE FILE" in res.stderr, res.stderr[-400:]
+    new.unlink()
+    res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False,
+                  setup=[StepSpec(["truncate", "-s", "64k", str(new)])])
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "ok" and new.stat().st_size == 65536, res.stderr[-400:]
+    assert new.read_bytes() != b"\0" * 65536  # fio wrote it
+
+
+def test_a_sandbox_writable_file_outside_the_campaign_stays_shut(lab: Lab) -> None:
+    """`sandbox.writable` names an existing file outside the campaign's directory, without
+    allow_destructive: the walls do not open it (the CLI refuses it before any run:
+    test_sandbox.py); inside the campaign's directory it opens."""
+    def run(writable: Path) -> Any:
+        task = RunTask(key="c1-r1", config={}, runner_type="command",
+                       runner_options=cmd(["sh", "-c", f"{lab.evil}; printf PWNED | dd "
+                                           f"of={writable} conv=notrunc; echo '{{\"y\": 1}}'"]),
+                       values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                       writable=[str(writable)], home=str(lab.root / "camp"))
+        return execute_task(task).result
+
+    before = lab.state()
+    res = run(lab.victim)
+    assert lab.state() == before, res.stderr[-400:]
+    own = lab.root / "camp" / "data.bin"
+    own.parent.mkdir()
+    own.write_bytes(b"\0" * 16)
+    res = run(own)
+    assert res.status == "ok" and own.read_bytes().startswith(b"PWNED"), res.stderr[-400:]
+    assert lab.state() == before
