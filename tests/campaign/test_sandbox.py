@@ -160,7 +160,7 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
     each bound from the descriptor storlab opened; a file not made yet is made empty and
     only it opens (never its directory); never a system directory, a link, a hard-linked
     file, /proc, or a new file in a system directory."""
-    from storlab.campaign.runners._sandbox import walls_for
+    from storlab.campaign.runners._sandbox import Declared, declared, walls_for
 
     run = tmp_path / "run"
     run.mkdir()
@@ -172,7 +172,8 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
     targets = [str(tmp_path / n) for n in ("dir", "file", "hard", "link", "new/x")] + [
         str(tmp_path / "newfile"), "/", "/etc", "/etc/storlab-new", "/usr/share",
         "/proc/self/root/tmp"]
-    w = walls_for(str(run), targets)
+    with declared(Declared(homes=(str(tmp_path),))):  # the campaign's directory
+        w = walls_for(str(run), targets)
     try:
         assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
                                              str(tmp_path / "file"), str(tmp_path / "newfile")])
@@ -182,6 +183,9 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
         w.close()
     assert (tmp_path / "newfile").read_bytes() == b""
     assert not os.path.lexists("/etc/storlab-new") and not (tmp_path / "new").exists()
+    w = walls_for(str(run), [str(tmp_path / "file")])  # outside the campaign: shut
+    assert w.writable == [str(run)]
+    w.close()
     w = walls_for(str(run), [str(tmp_path / "link")], allow_destructive=True)
     assert w.writable == [str(run), str(tmp_path / "file")]
     w.close()

@@ -78,7 +78,8 @@ class Lab:
         task = RunTask(key=key, config={}, runner_type=runner, runner_options=opts, values={},
                        workdir=str(workdir or self.scratch / key), setup=setup or [],
                        timeout=30, writable=[str(self.victim), self.dev] if opt_in else [],
-                       allow_destructive=opt_in, output_dir=str(self.root / "out"))
+                       allow_destructive=opt_in, output_dir=str(self.root / "out"),
+                       homes=[str(self.scratch)])
         return execute_task(task).result
 
 
@@ -159,6 +160,10 @@ ROUTES: dict[str, tuple[str, Route]] = {
     "setup step writes both": ("both", lambda lab: (
         "command", cmd(["sh", "-c", "echo '{\"y\": 1}'"]),
         {"setup": [StepSpec(str(lab.evil), shell=True)]})),
+    "fio filename: the victim's own path": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": str(lab.victim)}, {})),
+    "fio filename: a ':'-separated list ending at the victim": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": f"x.dat:{lab.victim}"}, {})),
     "writing through /proc/1/root": ("victim", lambda lab: (
         "command", cmd(["sh", "-c", f"printf PWNED | dd of=/proc/1/root{lab.victim} "
                         "conv=notrunc; echo '{\"y\": 1}'"]), {})),
@@ -351,7 +356,10 @@ def test_a_declared_file_not_made_yet_opens_only_itself(lab: Lab) -> None:
     res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False)
     assert lab.state() == before, res.stderr[-400:]
     assert res.status == "failed" and "truncate -s SIZE FILE" in res.stderr, res.stderr[-400:]
-    new.unlink()
+    # in the campaign's scratch area (a made file outside it is an existing file outside
+    # the campaign from then on: it opens only with allow_destructive)
+    new = lab.scratch / "shared" / "new.dat"
+    new.parent.mkdir()
     res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False,
                   setup=[StepSpec(["truncate", "-s", "64k", str(new)])])
     assert lab.state() == before, res.stderr[-400:]
@@ -368,7 +376,7 @@ def test_a_sandbox_writable_file_outside_the_campaign_stays_shut(lab: Lab) -> No
                        runner_options=cmd(["sh", "-c", f"{lab.evil}; printf PWNED | dd "
                                            f"of={writable} conv=notrunc; echo '{{\"y\": 1}}'"]),
                        values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
-                       writable=[str(writable)], home=str(lab.root / "camp"))
+                       writable=[str(writable)], homes=[str(lab.root / "camp")])
         return execute_task(task).result
 
     before = lab.state()
@@ -380,3 +388,57 @@ def test_a_sandbox_writable_file_outside_the_campaign_stays_shut(lab: Lab) -> No
     res = run(own)
     assert res.status == "ok" and own.read_bytes().startswith(b"PWNED"), res.stderr[-400:]
     assert lab.state() == before
+
+
+def _env_route(lab: Lab, env: dict[str, str]) -> Any:
+    return lab.run("command", {**cmd(["sh", "-c", "echo '{\"y\": 1}'"]), "env": env}, False)
+
+
+def test_a_campaign_path_cannot_choose_the_bwrap_that_runs(lab: Lab) -> None:
+    """The command runner's `env: {PATH: ...}` names a directory with a `bwrap` of the
+    campaign's own (it writes the victim and the device, as root, outside any walls).
+    bwrap is found on storlab's PATH, never the program's."""
+    fake = lab.root / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(f"#!/bin/sh\n{lab.evil}\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    before = lab.state()
+    res = _env_route(lab, {"PATH": f"{fake}:/usr/bin:/bin"})
+    assert lab.state() == before and res.status == "ok", res.stderr[-400:]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_ld_preload_from_a_campaign_reaches_only_the_program(lab: Lab) -> None:
+    """`env: {LD_PRELOAD: evil.so}`: a library whose constructor writes the victim and the
+    device. bwrap runs as root outside the walls: given the program's environment, its
+    loader ran the constructor there. The environment is set inside (`--setenv`)."""
+    src = lab.root / "evil.c"
+    src.write_text(textwrap.dedent(f"""\
+        #include <fcntl.h>
+        #include <unistd.h>
+        __attribute__((constructor)) static void pwn(void) {{
+            const char *p[] = {{"{lab.victim}", "{lab.dev}"}};
+            for (int i = 0; i < 2; i++) {{
+                int fd = open(p[i], O_WRONLY);
+                if (fd >= 0) {{ pwrite(fd, "PWNED", 5, 0); close(fd); }}
+            }}
+        }}
+        """))
+    so = lab.root / "evil.so"
+    import subprocess
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    before = lab.state()
+    res = _env_route(lab, {"LD_PRELOAD": str(so)})
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "ok", res.stderr[-400:]  # the program ran, with its library
+
+
+def test_dev_shm_and_tmp_are_not_shared_with_the_host_or_the_next_run(lab: Lab) -> None:
+    """/dev/shm is in the run's private /dev (gone with it); /tmp is read-only: nothing a
+    run leaves there reaches the host or the next run."""
+    name = f"storlab-probe-{os.getpid()}"
+    res = _inside(lab, f"echo x > /dev/shm/{name}; echo x > /tmp/{name} 2>&1")
+    assert "Read-only file system" in res.raw + res.stderr, res.raw + res.stderr
+    assert not os.path.exists(f"/dev/shm/{name}") and not os.path.exists(f"/tmp/{name}")
+    res = _inside(lab, f"test -e /dev/shm/{name} && echo LEFT")
+    assert "LEFT" not in res.raw

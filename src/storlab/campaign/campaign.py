@@ -433,7 +433,8 @@ class Campaign:
                        own_scratch=self.own_scratch(),
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
-                       home=str(self.dir), output_dir=str(self.output_dir),
+                       homes=[str(self.dir), str(self.scratch)],
+                       output_dir=str(self.output_dir),
                        tag=run_identity(self.store_path, r.key))
 
     @property

@@ -50,8 +50,9 @@ class RunTask:
     keep_scratch: bool = False
     writable: list[str] = field(default_factory=list)  # the campaign's `sandbox.writable`
     allow_destructive: bool = False  # the campaign's `sandbox.allow_destructive`
-    home: str | None = None  # the campaign's directory: a `writable` file outside it opens
-    # only with `allow_destructive`
+    #: The campaign's directory and scratch area: an existing file outside them opens in
+    #: the sandbox only with `allow_destructive`.
+    homes: list[str] = field(default_factory=list)
     output_dir: str | None = None  # the runs' whole stdout/stderr files, beside the store
     tag: str | None = None  # the run's identity (`run_tag`); default: its directory
     #: The run's directory lies in the campaign's own scratch area (inside its directory, no
@@ -128,7 +129,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
     write_fresh(workdir / RUN_MARK, mark)
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
-            tuple(task.writable), task.allow_destructive, home=task.home)))
+            tuple(task.writable), task.allow_destructive, homes=tuple(task.homes))))
         if task.output_dir is not None:
             out = Path(task.output_dir)
             out.mkdir(parents=True, exist_ok=True)

@@ -360,7 +360,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                None, False, started, time.time())
     try:
         wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
-                                       targets, allow_destructive)
+                                       targets, allow_destructive, full_env)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     paths = _STREAMS.get() or (None, None)
@@ -369,8 +369,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     err_f, err_at = _open_stream(paths[1], b"\n=== storlab: " + shown[:500] + b" ===\n")
     with out_f, err_f:
         try:
-            proc = subprocess.Popen(wrapped, cwd=cwd, env=full_env,
-                                    pass_fds=walls.fds if walls else (),
+            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.fds if walls else (),
+                                    env=_sandbox.BWRAP_ENV_OUTSIDE if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,
                                     start_new_session=True,

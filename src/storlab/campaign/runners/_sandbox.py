@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -53,8 +53,9 @@ class Declared:
     paths: tuple[str, ...] = ()
     allow_destructive: bool = False
     system: bool = False
-    home: str | None = None  # the campaign's directory: an existing file of `paths`
-    # outside it (or anywhere, without a home) opens only with `allow_destructive`
+    #: The campaign's directory and its scratch area: an existing file (a runner's target
+    #: or one of `paths`) outside them opens only with `allow_destructive`.
+    homes: tuple[str, ...] = ()
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -146,12 +147,20 @@ class Walls:
         self.fds.append(fd)
         self.writable.append(at)
 
-    def argv(self, program: Sequence[str], cwd: str) -> list[str]:
-        out = _base(bwrap_exe())
+    def argv(self, program: Sequence[str], cwd: str,
+             env: Mapping[str, str] | None = None) -> list[str]:
+        """bwrap's argv; the program's environment `env` is set inside (`--clearenv`,
+        `--setenv`): bwrap itself runs as root outside the walls and must not see it
+        (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
+        out = _base(shutil.which(bwrap_exe()) or bwrap_exe())
         for fd, p in _outermost(zip(self.fds, self.writable)):
             out += ["--bind-fd", str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
+        if env is not None:
+            out.append("--clearenv")
+            for k, v in env.items():
+                out += ["--setenv", k, v]
         return [*out, "--chdir", cwd, "--", *program]
 
     def close(self) -> None:
@@ -227,8 +236,8 @@ def _is_device(path: str) -> bool:
     return stat.S_ISBLK(mode) or stat.S_ISCHR(mode)
 
 
-def _inside(path: str, home: str | None) -> bool:
-    return home is not None and (path == home or path.startswith(home.rstrip("/") + "/"))
+def _inside(path: str, home: str) -> bool:
+    return path == home or path.startswith(home.rstrip("/") + "/")
 
 
 def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None:
@@ -259,10 +268,10 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
     Without `allow_destructive` a target opens only as named, without a link on the way
     (`open_plain`, which also makes a declared file that does not exist yet, empty): a
-    directory or a regular file with one hard link; a path through a link (or
-    /proc/self/...), a file with several links, a system directory (`_system`), a device,
-    and an existing file of `sandbox.writable` outside the campaign's directory stay shut
-    (the static checks refuse them with a message first). With `allow_destructive`
+    directory, or a regular file with one hard link inside the campaign's directory or
+    scratch area (`Declared.homes`); a path through a link (or /proc/self/...), a file
+    with several links, an existing file elsewhere, a system directory (`_system`) and a
+    device stay shut (the static checks refuse them with a message first). With `allow_destructive`
     targets are resolved (links followed) and open as what they name: a device node under
     /dev is bound into the private /dev, writable. `/proc/...` targets never open
     (storlab's /proc/self is not the program's: declare the real path).
@@ -276,20 +285,18 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         # reaches it by `cwd`
         fd = os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
         w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
-        for t in targets:
-            _open_target(w, os.path.abspath(t), allow)
-        for t in decl.paths:
-            _open_target(w, os.path.abspath(t), allow, decl.home, declared=True)
+        homes = [os.path.realpath(h) for h in decl.homes]
+        for t in [*targets, *decl.paths]:
+            _open_target(w, os.path.abspath(t), allow, homes)
     except BaseException:
         w.close()
         raise
     return w
 
 
-def _open_target(w: Walls, t: str, allow: bool, home: str | None = None,
-                 declared: bool = False) -> None:
-    """Add target `t` to `w` if it opens (see `walls_for`); `declared`: a path of the
-    campaign's `sandbox.writable`, `home` the campaign's directory."""
+def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
+    """Add target `t` to `w` if it opens (see `walls_for`); `homes`: the campaign's
+    directory and scratch area (real paths)."""
     if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
         return
     if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
@@ -311,7 +318,7 @@ def _open_target(w: Walls, t: str, allow: bool, home: str | None = None,
     if stat.S_ISDIR(st.st_mode):
         ok = allow or not _system(t)
     elif stat.S_ISREG(st.st_mode):
-        ok = allow or (st.st_nlink == 1 and (made or not declared or _inside(t, home)))
+        ok = allow or (st.st_nlink == 1 and (made or any(_inside(t, h) for h in homes)))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
         ok = False
     if ok:
@@ -321,14 +328,21 @@ def _open_target(w: Walls, t: str, allow: bool, home: str | None = None,
 
 
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
-         allow_destructive: bool = False) -> tuple[list[str], Walls | None]:
-    """`program` inside its walls, and the walls: start it with `pass_fds=walls.fds`, then
-    `walls.close()`. `program` unchanged (and no walls) for a `system_writable` step, or
-    when the user opted out. Raises CampaignError when the walls cannot be built (see
+         allow_destructive: bool = False, env: Mapping[str, str] | None = None
+         ) -> tuple[list[str], Walls | None]:
+    """`program` inside its walls (with its environment `env` set inside), and the walls:
+    start the argv with `pass_fds=walls.fds` and BWRAP_ENV_OUTSIDE as its environment,
+    then `walls.close()`. `program` unchanged (and no walls) for a `system_writable` step,
+    or when the user opted out. Raises CampaignError when the walls cannot be built (see
     `require_sandbox`)."""
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
     cwd = os.path.abspath(cwd or os.getcwd())
     w = walls_for(cwd, targets, allow_destructive)
-    return w.argv(program, cwd), w
+    return w.argv(program, cwd, env), w
+
+
+#: bwrap's own environment: nothing of the program's (its dynamic loader reads LD_PRELOAD,
+#: LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH... and bwrap runs outside the walls).
+BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
