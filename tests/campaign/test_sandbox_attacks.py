@@ -442,3 +442,32 @@ def test_dev_shm_and_tmp_are_not_shared_with_the_host_or_the_next_run(lab: Lab) 
     assert not os.path.exists(f"/dev/shm/{name}") and not os.path.exists(f"/tmp/{name}")
     res = _inside(lab, f"test -e /dev/shm/{name} && echo LEFT")
     assert "LEFT" not in res.raw
+
+
+def test_a_run_directory_swapped_for_a_link_by_another_run(lab: Lab) -> None:
+    """Two runs at once, the scratch area declared writable (fio `directory: ..` does it).
+    Run A's program waits for run B's directory and swaps it for a link to the victim's
+    directory while B's first setup step runs; B's next step (the evil script) would have
+    been started with the link's target bound writable as its directory. Every program
+    of B is refused once its directory is not the one storlab made."""
+    import threading
+
+    def task(key: str, command: str, setup: list[StepSpec]) -> RunTask:
+        return RunTask(key=key, config={}, runner_type="command",
+                       runner_options=cmd(["sh", "-c", command + "; echo '{\"y\": 1}'"]),
+                       values={}, workdir=str(lab.scratch / key), setup=setup, timeout=30,
+                       writable=[str(lab.scratch)], homes=[str(lab.scratch)])
+
+    swap = ("for i in $(seq 100); do [ -e ../c1-r2/.storlab-run ] && break; sleep 0.05; "
+            f"done; mv ../c1-r2 ../gone && ln -s {lab.root} ../c1-r2")
+    a = task("c1-r1", swap, [])
+    b = task("c1-r2", "true", [StepSpec(["sleep", "2"]), StepSpec(str(lab.evil), shell=True)])
+    before = lab.state()
+    out: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: out.setdefault("a", execute_task(a).result))
+    th.start()
+    res = execute_task(b).result
+    th.join()
+    assert (lab.scratch / "c1-r2").is_symlink(), out["a"].stderr  # A did swap it
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed" and "no longer the run directory" in res.stderr, res.stderr

@@ -4,6 +4,7 @@ the teardown steps; the outcome goes back to the campaign process, the store's o
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
@@ -127,9 +128,11 @@ def execute_task(task: RunTask) -> TaskOutcome:
         shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     write_fresh(workdir / RUN_MARK, mark)
+    made = os.lstat(workdir)  # what every program of the run must find there
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
-            tuple(task.writable), task.allow_destructive, homes=tuple(task.homes))))
+            tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
+            run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino))))
         if task.output_dir is not None:
             out = Path(task.output_dir)
             out.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,10 @@ class Declared:
     #: The campaign's directory and its scratch area: an existing file (a runner's target
     #: or one of `paths`) outside them opens only with `allow_destructive`.
     homes: tuple[str, ...] = ()
+    #: The run's directory as storlab made it: (path, st_dev, st_ino). A program started
+    #: there is refused when the path no longer leads to it (a program of another run
+    #: swapped it for a link to somewhere else).
+    run_dir: tuple[str, int, int] | None = None
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -285,6 +289,12 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         # reaches it by `cwd`
         fd = os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
         w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
+        made = decl.run_dir
+        if made is not None and os.path.abspath(made[0]) == cwd:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != made[1:]:
+                raise CampaignError(f"{cwd} is no longer the run directory storlab made (it "
+                                    "leads elsewhere now); refusing to start a program there")
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
             _open_target(w, os.path.abspath(t), allow, homes)
