@@ -471,3 +471,22 @@ def test_a_run_directory_swapped_for_a_link_by_another_run(lab: Lab) -> None:
     assert (lab.scratch / "c1-r2").is_symlink(), out["a"].stderr  # A did swap it
     assert lab.state() == before, res.stderr[-400:]
     assert res.status == "failed" and "no longer the run directory" in res.stderr, res.stderr
+
+
+def test_no_descriptor_storlab_opened_reaches_the_program(lab: Lab) -> None:
+    """The descriptors the walls are bound from lead outside the sandbox's mounts (a
+    program holding one could write beside its directory through it): bwrap closes them;
+    the program has only stdin, stdout and stderr (and `ls`'s own listing of the
+    directory), with a declared directory and a declared file among the walls."""
+    (lab.scratch / "shared").mkdir()
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", "ls /proc/self/fd >&2; echo - >&2; "
+                                       "ls /proc/1/fd >&2; echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                   writable=[str(lab.scratch / "shared"), str(lab.scratch / "new.dat")],
+                   homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert res.status == "ok", res.stderr
+    mine, init = res.stderr.split("-")
+    assert mine.split() == ["0", "1", "2", "3"], res.stderr  # 3: ls's own listing
+    assert init.split()[:3] == ["0", "1", "2"] and len(init.split()) <= 4, res.stderr

@@ -34,6 +34,10 @@ UNSANDBOXED_ENV = "STORLAB_UNSANDBOXED"
 #: The bubblewrap program (a path, for a bwrap installed elsewhere).
 BWRAP_ENV = "STORLAB_BWRAP"
 
+#: bwrap's own environment: nothing of the program's (its dynamic loader reads LD_PRELOAD,
+#: LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH... and bwrap runs outside the walls).
+BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
 #: Capabilities a root program keeps inside: none reaches past the mounts. Dropped among
 #: others: SYS_ADMIN (mount, remount rw), MKNOD, SYS_RAWIO, SYS_MODULE, NET_ADMIN, SYS_PTRACE,
 #: and DAC_READ_SEARCH (`open_by_handle_at` opens any file of a file system through a
@@ -108,16 +112,23 @@ def _base(exe: str) -> list[str]:
 @functools.cache
 def probe(exe: str) -> str | None:
     """None if `exe` builds the walls here; else why not, in a few words (tried once per
-    process: the kernel's answer does not change)."""
+    process: the kernel's answer does not change). The walls bind from descriptors
+    (`--ro-bind-fd`, bubblewrap 0.8 or newer): tried too."""
     if shutil.which(exe) is None:
         return f"{exe} is not installed (Debian package bubblewrap)"
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        cp = subprocess.run([*_base(exe), "--", "true"], capture_output=True, text=True,
-                            timeout=30, stdin=subprocess.DEVNULL)
+        cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/", "--", "true"],
+                            capture_output=True, text=True, timeout=30, pass_fds=(fd,),
+                            stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{exe} could not start ({exc})"
+    finally:
+        os.close(fd)
     if cp.returncode != 0:
         said = (cp.stderr.strip().splitlines() or [f"exit {cp.returncode}"])[-1]
+        if "Unknown option" in said:
+            return f"{exe} is too old ({said}; storlab needs bubblewrap 0.8 or newer)"
         return f"the kernel refused the namespaces ({said})"
     return None
 
@@ -352,7 +363,3 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     w = walls_for(cwd, targets, allow_destructive)
     return w.argv(program, cwd, env), w
 
-
-#: bwrap's own environment: nothing of the program's (its dynamic loader reads LD_PRELOAD,
-#: LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH... and bwrap runs outside the walls).
-BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
