@@ -363,6 +363,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                        targets, allow_destructive, full_env)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
+    # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
+    outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
     paths = _STREAMS.get() or (None, None)
     shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
     out_f, out_at = _open_stream(paths[0], b"\n=== storlab: " + shown[:500] + b" ===\n")
@@ -370,7 +372,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     with out_f, err_f:
         try:
             proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.fds if walls else (),
-                                    env=_sandbox.BWRAP_ENV_OUTSIDE if walls else full_env,
+                                    env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,
                                     start_new_session=True,
