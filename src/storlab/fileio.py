@@ -131,6 +131,48 @@ def write_fresh(path: str | Path, data: str | bytes = b"") -> Path:
     return p
 
 
+def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = ""
+                 ) -> Path:
+    """Write `directory/name` anew with `data`, atomically and never through a link:
+    `directory` (made if missing) is opened with O_NOFOLLOW, so a link there (to somebody's
+    directory) is refused in one line; the file is written under a temporary name made
+    exclusively inside it and renamed over `name` (a link there is replaced, not
+    followed). For files storlab writes beside a store or a scratch area, where a run's
+    programs may have planted a link."""
+    d = Path(directory)
+    label = f"{what} {d}" if what else str(d)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if d.is_symlink():
+            raise StorlabError(f"{label}: is a link (to {os.readlink(d)}); storlab writes "
+                               "there only into a directory of its own: remove the link"
+                               ) from None
+        raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
+    tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o666 & ~_umask(), dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode() if isinstance(data, str) else data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+    except OSError as exc:
+        raise StorlabError(f"{label}/{name}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        os.close(dfd)
+    return d / name
+
+
 def write_bytes(path: str | Path, data: bytes, what: str = "") -> Path:
     """Write `data` atomically."""
     with atomic_write(path, "wb", what=what) as fh:

@@ -102,3 +102,41 @@ def test_an_optuna_storage_through_a_link(tmp_path: Path, victim: Path, storlab:
                 timeout=120)
     assert p.returncode == 2 and "symbolic link" in p.stderr, p.stdout + p.stderr
     assert digest(victim) == before
+
+
+def test_write_in_dir_refuses_a_linked_directory_and_replaces_a_linked_file(
+        tmp_path: Path, victim: Path) -> None:
+    """The fio JSON directory beside the store and the object-store runner's `records_dir`
+    are written through `write_in_dir`: a directory that is a link is refused in one line
+    (nothing written where it leads), a file that is a link is replaced, not followed."""
+    from storlab.errors import StorlabError
+    from storlab.fileio import write_in_dir
+
+    before = digest(victim)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").symlink_to(elsewhere)
+    with pytest.raises(StorlabError, match="records_dir .*out: is a link"):
+        write_in_dir(tmp_path / "out", "c1-r1.csv.gz", b"x", what="records_dir")
+    assert list(elsewhere.iterdir()) == []
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "c1-r1.json").symlink_to(victim)
+    write_in_dir(own, "c1-r1.json", "{}\n")
+    assert (own / "c1-r1.json").read_text() == "{}\n" and digest(victim) == before
+    assert sorted(p.name for p in own.iterdir()) == ["c1-r1.json"]  # no temporary left
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_planted_fio_json_directory_link(tmp_path: Path, storlab: Any) -> None:
+    """`<store>-fio/` beside the store is a link to somebody's directory: storlab stops with
+    one line after the first run and writes nothing there."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    camp = campaign(tmp_path / "c", {"type": "fio", "options": {
+        "rw": "write", "size": "64k", "ioengine": "psync"}},
+        {"name": "bs", "kind": "ordinal", "values": ["4k", "8k"]})
+    (tmp_path / "c" / "campaign-fio").symlink_to(theirs)
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 2 and "campaign-fio: is a link" in p.stderr, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and list(theirs.iterdir()) == []

@@ -156,9 +156,11 @@ def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
 
 
 def test_what_a_declaration_opens(tmp_path: Path) -> None:
-    """Without allow_destructive: directories, single-link files and new files' directories,
-    named without links; never a system directory, a link, a hard-linked file or /proc."""
-    from storlab.campaign.runners._sandbox import walls_for
+    """Without allow_destructive: directories and single-link files named without links,
+    each bound from the descriptor storlab opened; a file not made yet is made empty and
+    only it opens (never its directory); never a system directory, a link, a hard-linked
+    file, /proc, or a new file in a system directory."""
+    from storlab.campaign.runners._sandbox import Declared, declared, walls_for
 
     run = tmp_path / "run"
     run.mkdir()
@@ -170,11 +172,23 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
     targets = [str(tmp_path / n) for n in ("dir", "file", "hard", "link", "new/x")] + [
         str(tmp_path / "newfile"), "/", "/etc", "/etc/storlab-new", "/usr/share",
         "/proc/self/root/tmp"]
-    w = walls_for(str(run), targets)
-    assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
-                                         str(tmp_path / "file"), str(tmp_path)])
+    with declared(Declared(homes=(str(tmp_path),))):  # the campaign's directory
+        w = walls_for(str(run), targets)
+    try:
+        assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
+                                             str(tmp_path / "file"), str(tmp_path / "newfile")])
+        for fd, p in zip(w.fds, w.writable):  # each descriptor holds what its path names
+            assert os.path.samestat(os.fstat(fd), os.stat(p))
+    finally:
+        w.close()
+    assert (tmp_path / "newfile").read_bytes() == b""
+    assert not os.path.lexists("/etc/storlab-new") and not (tmp_path / "new").exists()
+    w = walls_for(str(run), [str(tmp_path / "file")])  # outside the campaign: shut
+    assert w.writable == [str(run)]
+    w.close()
     w = walls_for(str(run), [str(tmp_path / "link")], allow_destructive=True)
     assert w.writable == [str(run), str(tmp_path / "file")]
+    w.close()
 
 
 def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area(
@@ -199,3 +213,25 @@ def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area
     p = storlab("run", str(camp), timeout=120)
     assert "ok 0, failed 1" in p.stdout, p.stdout + p.stderr
     assert (theirs / "c1-r1" / "data").read_text() == "somebody's\n"
+
+
+def test_sandbox_writable_file_outside_the_campaign_needs_allow_destructive(
+        tmp_path: Path, victim: Path, loopdev: str, storlab: Any) -> None:
+    """An existing file (or a device) outside the campaign's directory in
+    `sandbox.writable`: one line, exit 2, before any run, the victim untouched; with
+    `allow_destructive` the campaign runs; a directory outside needs nothing."""
+    before = victim.read_bytes()
+    write = ["sh", "-c", f"printf PWNED | dd of={victim} conv=notrunc; echo '{{\"y\": 1}}'"]
+    for declared in (str(victim), loopdev):
+        camp = command_campaign(tmp_path / "c", write, sandbox={"writable": [declared]})
+        r = storlab("run", camp, "-q")
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "field sandbox.writable" in r.stderr and declared in r.stderr, r.stderr
+        assert "allow_destructive" in r.stderr and not (tmp_path / "c" / "campaign.db").exists()
+    assert victim.read_bytes() == before
+    camp = command_campaign(tmp_path / "d", ECHO, sandbox={"writable": [str(tmp_path)]})
+    assert storlab("run", camp, "-q").returncode == 0
+    camp = command_campaign(tmp_path / "e", write, sandbox={
+        "writable": [str(victim)], "allow_destructive": True})
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 0 and victim.read_bytes().startswith(b"PWNED"), r.stderr

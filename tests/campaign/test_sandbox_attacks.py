@@ -78,7 +78,8 @@ class Lab:
         task = RunTask(key=key, config={}, runner_type=runner, runner_options=opts, values={},
                        workdir=str(workdir or self.scratch / key), setup=setup or [],
                        timeout=30, writable=[str(self.victim), self.dev] if opt_in else [],
-                       allow_destructive=opt_in, output_dir=str(self.root / "out"))
+                       allow_destructive=opt_in, output_dir=str(self.root / "out"),
+                       homes=[str(self.scratch)])
         return execute_task(task).result
 
 
@@ -159,6 +160,10 @@ ROUTES: dict[str, tuple[str, Route]] = {
     "setup step writes both": ("both", lambda lab: (
         "command", cmd(["sh", "-c", "echo '{\"y\": 1}'"]),
         {"setup": [StepSpec(str(lab.evil), shell=True)]})),
+    "fio filename: the victim's own path": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": str(lab.victim)}, {})),
+    "fio filename: a ':'-separated list ending at the victim": ("victim", lambda lab: (
+        "fio", {**FIO, "filename": f"x.dat:{lab.victim}"}, {})),
     "writing through /proc/1/root": ("victim", lambda lab: (
         "command", cmd(["sh", "-c", f"printf PWNED | dd of=/proc/1/root{lab.victim} "
                         "conv=notrunc; echo '{\"y\": 1}'"]), {})),
@@ -303,3 +308,185 @@ def test_the_device_is_absent_or_unopenable_without_opt_in(lab: Lab) -> None:
     assert res.status == "failed" and "block device" in res.stderr  # the friendly check
     mode = stat.S_IMODE(os.stat(lab.dev).st_mode)
     assert mode  # the host's node is as it was
+
+
+# ------------------------------------------- routes found by trying, closed by construction
+RACER = """#!/bin/sh
+# A program of another run, at the worst moment: after storlab looked at the declared path
+# and before bwrap mounts it, the path becomes a link to the victim (once).
+case "$*" in *"{target}"*)
+  [ -e "{target}.old" ] || {{ mv "{target}" "{target}.old"; ln -s "{victim}" "{target}"; }};;
+esac
+exec {bwrap} "$@"
+"""
+
+
+def test_bind_race_a_declared_path_swapped_for_a_link_before_bwrap_mounts(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The declared target lies in a directory another run can write (a parallel run's
+    scratch directory); the swap happens between storlab's look and bwrap's mount, made
+    certain by a stand-in bwrap that swaps and then runs the real one. Bound by path, the
+    link's target (the victim) became writable; bound from the descriptor storlab opened,
+    bwrap finds the mount is not that file and refuses to start."""
+    other = lab.root / "scratch" / "c2-r1"
+    other.mkdir()
+    target = other / "t.dat"
+    target.write_bytes(b"\0" * 65536)
+    racer = lab.root / "bwrap-racer"
+    # a relative link: it resolves inside bwrap's new root too, so bwrap mounts there and
+    # its own check (the mount is not the descriptor's file) is what refuses
+    racer.write_text(RACER.format(target=target, victim="../../victim.dat",
+                                  bwrap=shutil.which("bwrap")))
+    racer.chmod(0o755)
+    monkeypatch.setenv("STORLAB_BWRAP", str(racer))
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "filename": str(target)}, False)
+    assert target.is_symlink(), "the racer did not run"
+    assert lab.state() == before, (res.status, res.stderr[-400:])
+    assert res.status == "failed" and "Race condition" in res.stderr, res.stderr[-400:]
+
+
+def test_a_declared_file_not_made_yet_opens_only_itself(lab: Lab) -> None:
+    """fio's `filename` names a file not made yet, beside the victim: the file is made
+    (empty, O_EXCL | O_NOFOLLOW) and only it opens, not its directory (the victim's). fio
+    lays a file out by removing it first, which the closed directory refuses: the run
+    fails with storlab's hint; sized by a setup step first, it runs."""
+    new = lab.root / "new.dat"
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False)
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed" and "truncate -s SIZE FILE" in res.stderr, res.stderr[-400:]
+    # in the campaign's scratch area (a made file outside it is an existing file outside
+    # the campaign from then on: it opens only with allow_destructive)
+    new = lab.scratch / "shared" / "new.dat"
+    new.parent.mkdir()
+    res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False,
+                  setup=[StepSpec(["truncate", "-s", "64k", str(new)])])
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "ok" and new.stat().st_size == 65536, res.stderr[-400:]
+    assert new.read_bytes() != b"\0" * 65536  # fio wrote it
+
+
+def test_a_sandbox_writable_file_outside_the_campaign_stays_shut(lab: Lab) -> None:
+    """`sandbox.writable` names an existing file outside the campaign's directory, without
+    allow_destructive: the walls do not open it (the CLI refuses it before any run:
+    test_sandbox.py); inside the campaign's directory it opens."""
+    def run(writable: Path) -> Any:
+        task = RunTask(key="c1-r1", config={}, runner_type="command",
+                       runner_options=cmd(["sh", "-c", f"{lab.evil}; printf PWNED | dd "
+                                           f"of={writable} conv=notrunc; echo '{{\"y\": 1}}'"]),
+                       values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                       writable=[str(writable)], homes=[str(lab.root / "camp")])
+        return execute_task(task).result
+
+    before = lab.state()
+    res = run(lab.victim)
+    assert lab.state() == before, res.stderr[-400:]
+    own = lab.root / "camp" / "data.bin"
+    own.parent.mkdir()
+    own.write_bytes(b"\0" * 16)
+    res = run(own)
+    assert res.status == "ok" and own.read_bytes().startswith(b"PWNED"), res.stderr[-400:]
+    assert lab.state() == before
+
+
+def _env_route(lab: Lab, env: dict[str, str]) -> Any:
+    return lab.run("command", {**cmd(["sh", "-c", "echo '{\"y\": 1}'"]), "env": env}, False)
+
+
+def test_a_campaign_path_cannot_choose_the_bwrap_that_runs(lab: Lab) -> None:
+    """The command runner's `env: {PATH: ...}` names a directory with a `bwrap` of the
+    campaign's own (it writes the victim and the device, as root, outside any walls).
+    bwrap is found on storlab's PATH, never the program's."""
+    fake = lab.root / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(f"#!/bin/sh\n{lab.evil}\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    before = lab.state()
+    res = _env_route(lab, {"PATH": f"{fake}:/usr/bin:/bin"})
+    assert lab.state() == before and res.status == "ok", res.stderr[-400:]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_ld_preload_from_a_campaign_reaches_only_the_program(lab: Lab) -> None:
+    """`env: {LD_PRELOAD: evil.so}`: a library whose constructor writes the victim and the
+    device. bwrap runs as root outside the walls: given the program's environment, its
+    loader ran the constructor there. The environment is set inside (`--setenv`)."""
+    src = lab.root / "evil.c"
+    src.write_text(textwrap.dedent(f"""\
+        #include <fcntl.h>
+        #include <unistd.h>
+        __attribute__((constructor)) static void pwn(void) {{
+            const char *p[] = {{"{lab.victim}", "{lab.dev}"}};
+            for (int i = 0; i < 2; i++) {{
+                int fd = open(p[i], O_WRONLY);
+                if (fd >= 0) {{ pwrite(fd, "PWNED", 5, 0); close(fd); }}
+            }}
+        }}
+        """))
+    so = lab.root / "evil.so"
+    import subprocess
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    before = lab.state()
+    res = _env_route(lab, {"LD_PRELOAD": str(so)})
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "ok", res.stderr[-400:]  # the program ran, with its library
+
+
+def test_dev_shm_and_tmp_are_not_shared_with_the_host_or_the_next_run(lab: Lab) -> None:
+    """/dev/shm is in the run's private /dev (gone with it); /tmp is read-only: nothing a
+    run leaves there reaches the host or the next run."""
+    name = f"storlab-probe-{os.getpid()}"
+    res = _inside(lab, f"echo x > /dev/shm/{name}; echo x > /tmp/{name} 2>&1")
+    assert "Read-only file system" in res.raw + res.stderr, res.raw + res.stderr
+    assert not os.path.exists(f"/dev/shm/{name}") and not os.path.exists(f"/tmp/{name}")
+    res = _inside(lab, f"test -e /dev/shm/{name} && echo LEFT")
+    assert "LEFT" not in res.raw
+
+
+def test_a_run_directory_swapped_for_a_link_by_another_run(lab: Lab) -> None:
+    """Two runs at once, the scratch area declared writable (fio `directory: ..` does it).
+    Run A's program waits for run B's directory and swaps it for a link to the victim's
+    directory while B's first setup step runs; B's next step (the evil script) would have
+    been started with the link's target bound writable as its directory. Every program
+    of B is refused once its directory is not the one storlab made."""
+    import threading
+
+    def task(key: str, command: str, setup: list[StepSpec]) -> RunTask:
+        return RunTask(key=key, config={}, runner_type="command",
+                       runner_options=cmd(["sh", "-c", command + "; echo '{\"y\": 1}'"]),
+                       values={}, workdir=str(lab.scratch / key), setup=setup, timeout=30,
+                       writable=[str(lab.scratch)], homes=[str(lab.scratch)])
+
+    swap = ("for i in $(seq 100); do [ -e ../c1-r2/.storlab-run ] && break; sleep 0.05; "
+            f"done; mv ../c1-r2 ../gone && ln -s {lab.root} ../c1-r2")
+    a = task("c1-r1", swap, [])
+    b = task("c1-r2", "true", [StepSpec(["sleep", "2"]), StepSpec(str(lab.evil), shell=True)])
+    before = lab.state()
+    out: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: out.setdefault("a", execute_task(a).result))
+    th.start()
+    res = execute_task(b).result
+    th.join()
+    assert (lab.scratch / "c1-r2").is_symlink(), out["a"].stderr  # A did swap it
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed" and "no longer the run directory" in res.stderr, res.stderr
+
+
+def test_no_descriptor_storlab_opened_reaches_the_program(lab: Lab) -> None:
+    """The descriptors the walls are bound from lead outside the sandbox's mounts (a
+    program holding one could write beside its directory through it): bwrap closes them;
+    the program has only stdin, stdout and stderr (and `ls`'s own listing of the
+    directory), with a declared directory and a declared file among the walls."""
+    (lab.scratch / "shared").mkdir()
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", "ls /proc/self/fd >&2; echo - >&2; "
+                                       "ls /proc/1/fd >&2; echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                   writable=[str(lab.scratch / "shared"), str(lab.scratch / "new.dat")],
+                   homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert res.status == "ok", res.stderr
+    mine, init = res.stderr.split("-")
+    assert mine.split() == ["0", "1", "2", "3"], res.stderr  # 3: ls's own listing
+    assert init.split()[:3] == ["0", "1", "2"] and len(init.split()) <= 4, res.stderr

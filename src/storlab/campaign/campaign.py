@@ -34,9 +34,9 @@ from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import make_executor, requested_width
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, render_argv,
-                      require_sandbox, reserved_env_clash, run_identity, shell_command,
-                      template_names, unsandboxed)
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_writable,
+                      render_argv, require_sandbox, reserved_env_clash, run_identity,
+                      shell_command, template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, config_key, \
     make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -273,6 +273,11 @@ class Campaign:
                 require_sandbox()
             except CampaignError as exc:
                 raise CampaignError(f"{self.path}: {exc}") from None
+        sb = self.spec.sandbox
+        why = refused_writable([str(self.dir / p) for p in sb.writable], str(self.dir),
+                               sb.allow_destructive)
+        if why:
+            raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
         names = getattr(runner, "check_fields", None)
         if names is not None:  # every {field} is known before the first run
             try:
@@ -428,7 +433,9 @@ class Campaign:
                        own_scratch=self.own_scratch(),
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
-                       output_dir=str(self.output_dir), tag=run_identity(self.store_path, r.key))
+                       homes=[str(self.dir), str(self.scratch)],
+                       output_dir=str(self.output_dir),
+                       tag=run_identity(self.store_path, r.key))
 
     @property
     def output_dir(self) -> Path:
@@ -777,17 +784,16 @@ class Campaign:
                         raw: str | None) -> Path | None:
         """One run's fio document (warnings around it stripped) as
         `directory/c<config>-r<repetition>.json`; None when the output holds none."""
-        from ..fileio import write_text
+        from ..fileio import write_in_dir
         from .runners.fio import parse_json_output
 
         try:
             doc = parse_json_output(raw or "")
         except ValueError:
             return None
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"c{config_id}-r{repetition}.json"
-        write_text(path, json.dumps(doc, indent=2) + "\n", what="fio JSON")
-        return path
+        # never through a link a run's program could have planted beside the store
+        return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
+                            json.dumps(doc, indent=2) + "\n", what="fio JSON directory")
 
     def export_fio_json(self, directory: Path) -> list[Path]:
         """Write each successful measured fio run's JSON document to `directory` as

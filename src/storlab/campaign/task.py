@@ -4,6 +4,7 @@ the teardown steps; the outcome goes back to the campaign process, the store's o
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
@@ -50,6 +51,9 @@ class RunTask:
     keep_scratch: bool = False
     writable: list[str] = field(default_factory=list)  # the campaign's `sandbox.writable`
     allow_destructive: bool = False  # the campaign's `sandbox.allow_destructive`
+    #: The campaign's directory and scratch area: an existing file outside them opens in
+    #: the sandbox only with `allow_destructive`.
+    homes: list[str] = field(default_factory=list)
     output_dir: str | None = None  # the runs' whole stdout/stderr files, beside the store
     tag: str | None = None  # the run's identity (`run_tag`); default: its directory
     #: The run's directory lies in the campaign's own scratch area (inside its directory, no
@@ -124,9 +128,11 @@ def execute_task(task: RunTask) -> TaskOutcome:
         shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     write_fresh(workdir / RUN_MARK, mark)
+    made = os.lstat(workdir)  # what every program of the run must find there
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
-            tuple(task.writable), task.allow_destructive)))
+            tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
+            run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino))))
         if task.output_dir is not None:
             out = Path(task.output_dir)
             out.mkdir(parents=True, exist_ok=True)

@@ -359,17 +359,20 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
             return ProcOutcome("", f"cannot start {argv!r}: no such executable program",
                                None, False, started, time.time())
     try:
-        wrapped = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
-                                targets, allow_destructive)
+        wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
+                                       targets, allow_destructive, full_env)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
+    # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
+    outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
     paths = _STREAMS.get() or (None, None)
     shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
     out_f, out_at = _open_stream(paths[0], b"\n=== storlab: " + shown[:500] + b" ===\n")
     err_f, err_at = _open_stream(paths[1], b"\n=== storlab: " + shown[:500] + b" ===\n")
     with out_f, err_f:
         try:
-            proc = subprocess.Popen(wrapped, cwd=cwd, env=full_env,
+            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.fds if walls else (),
+                                    env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,
                                     start_new_session=True,
@@ -377,6 +380,9 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         except OSError as exc:  # program missing or not executable: a failed run, not a crash
             return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
                                time.time())
+        finally:  # bwrap holds what it binds (the descriptors it was given) from here on
+            if walls is not None:
+                walls.close()
         timed_out = False
         try:
             if stdin_text is not None:

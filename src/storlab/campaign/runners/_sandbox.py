@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -33,6 +33,10 @@ from ...errors import CampaignError
 UNSANDBOXED_ENV = "STORLAB_UNSANDBOXED"
 #: The bubblewrap program (a path, for a bwrap installed elsewhere).
 BWRAP_ENV = "STORLAB_BWRAP"
+
+#: bwrap's own environment: nothing of the program's (its dynamic loader reads LD_PRELOAD,
+#: LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH... and bwrap runs outside the walls).
+BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 #: Capabilities a root program keeps inside: none reaches past the mounts. Dropped among
 #: others: SYS_ADMIN (mount, remount rw), MKNOD, SYS_RAWIO, SYS_MODULE, NET_ADMIN, SYS_PTRACE,
@@ -46,12 +50,20 @@ KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_K
 @dataclass(frozen=True)
 class Declared:
     """What the campaign declared for the programs of a run: extra writable `paths`
-    (absolute), whether declared devices may be written, and whether this program runs
-    outside the walls (a step declared `system_writable`)."""
+    (absolute, its `sandbox.writable`), whether declared devices and existing files may be
+    written, and whether this program runs outside the walls (a step declared
+    `system_writable`)."""
 
     paths: tuple[str, ...] = ()
     allow_destructive: bool = False
     system: bool = False
+    #: The campaign's directory and its scratch area: an existing file (a runner's target
+    #: or one of `paths`) outside them opens only with `allow_destructive`.
+    homes: tuple[str, ...] = ()
+    #: The run's directory as storlab made it: (path, st_dev, st_ino). A program started
+    #: there is refused when the path no longer leads to it (a program of another run
+    #: swapped it for a link to somewhere else).
+    run_dir: tuple[str, int, int] | None = None
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -100,16 +112,23 @@ def _base(exe: str) -> list[str]:
 @functools.cache
 def probe(exe: str) -> str | None:
     """None if `exe` builds the walls here; else why not, in a few words (tried once per
-    process: the kernel's answer does not change)."""
+    process: the kernel's answer does not change). The walls bind from descriptors
+    (`--ro-bind-fd`, bubblewrap 0.8 or newer): tried too."""
     if shutil.which(exe) is None:
         return f"{exe} is not installed (Debian package bubblewrap)"
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        cp = subprocess.run([*_base(exe), "--", "true"], capture_output=True, text=True,
-                            timeout=30, stdin=subprocess.DEVNULL)
+        cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/", "--", "true"],
+                            capture_output=True, text=True, timeout=30, pass_fds=(fd,),
+                            stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{exe} could not start ({exc})"
+    finally:
+        os.close(fd)
     if cp.returncode != 0:
         said = (cp.stderr.strip().splitlines() or [f"exit {cp.returncode}"])[-1]
+        if "Unknown option" in said:
+            return f"{exe} is too old ({said}; storlab needs bubblewrap 0.8 or newer)"
         return f"the kernel refused the namespaces ({said})"
     return None
 
@@ -127,33 +146,85 @@ def require_sandbox() -> None:
 
 @dataclass
 class Walls:
-    """The mounts of one program's sandbox."""
+    """The mounts of one program's sandbox. Each writable place is bound from a descriptor
+    storlab opened (`--bind-fd`), not from a path: bwrap checks that what it mounted is
+    what the descriptor holds and refuses to start otherwise ("Race condition binding
+    dirfd"), so a path swapped for a link between storlab's look and bwrap's mount (a
+    program of another run can do it) opens nothing. `close()` releases the descriptors
+    once the program started."""
 
-    writable: list[str] = field(default_factory=list)
+    writable: list[str] = field(default_factory=list)  # where each bind shows
+    fds: list[int] = field(default_factory=list)  # what is bound there, parallel to writable
     devices: list[tuple[str, str]] = field(default_factory=list)  # (real node, shown at)
     device_writes: bool = False
 
-    def argv(self, program: Sequence[str], cwd: str) -> list[str]:
-        out = _base(bwrap_exe())
-        for p in _outermost(self.writable):
-            out += ["--bind", p, p]
+    def add(self, fd: int, at: str) -> None:
+        self.fds.append(fd)
+        self.writable.append(at)
+
+    def argv(self, program: Sequence[str], cwd: str,
+             env: Mapping[str, str] | None = None) -> list[str]:
+        """bwrap's argv; the program's environment `env` is set inside (`--clearenv`,
+        `--setenv`): bwrap itself runs as root outside the walls and must not see it
+        (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
+        out = _base(shutil.which(bwrap_exe()) or bwrap_exe())
+        for fd, p in _outermost(zip(self.fds, self.writable)):
+            out += ["--bind-fd", str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
+        if env is not None:
+            out.append("--clearenv")
+            for k, v in env.items():
+                out += ["--setenv", k, v]
         return [*out, "--chdir", cwd, "--", *program]
 
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
+        self.writable.clear()
 
-def _outermost(paths: Iterable[str]) -> list[str]:
-    """The paths without those inside another (a bind inside a bind is redundant)."""
-    out: list[str] = []
-    for p in sorted(set(paths), key=len):
-        if not any(p == q or p.startswith(q.rstrip("/") + "/") for q in out):
-            out.append(p)
+
+def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The binds without those inside another (a bind inside a bind is redundant)."""
+    out: list[tuple[int, str]] = []
+    for fd, p in sorted(set(binds), key=lambda b: len(b[1])):
+        if not any(p == q or p.startswith(q.rstrip("/") + "/") for _, q in out):
+            out.append((fd, p))
     return out
 
 
-def _plain(path: str) -> bool:
-    """No link on the way: the path names what it shows."""
-    return os.path.realpath(path) == os.path.abspath(path)
+_PATH = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def open_plain(path: str, create: bool = False) -> tuple[int, bool] | None:
+    """An `O_PATH` descriptor of absolute `path`, opened one component at a time from `/`
+    with `O_NOFOLLOW` (each from the directory opened before it): None when a component is
+    a link or missing; else (descriptor, made). With `create`, a missing last component is
+    made an empty file (`O_CREAT | O_EXCL | O_NOFOLLOW`, `made` true), so what opens is
+    that file, never its directory."""
+    names = [n for n in path.split("/") if n]
+    fd = os.open("/", _PATH | os.O_DIRECTORY)
+    try:
+        for name in names[:-1]:
+            nxt = os.open(name, _PATH | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        if not names:
+            fd, root = -1, fd
+            return root, False
+        try:
+            return os.open(names[-1], _PATH, dir_fd=fd), False
+        except FileNotFoundError:
+            if not create:
+                return None
+            return os.open(names[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                           | os.O_CLOEXEC, 0o644, dir_fd=fd), True
+    except OSError:  # a link on the way (ELOOP, ENOTDIR), a missing directory, no access
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 #: Directories of the system itself: declared as a target directory (fio `directory: /`),
@@ -180,60 +251,115 @@ def _is_device(path: str) -> bool:
     return stat.S_ISBLK(mode) or stat.S_ISCHR(mode)
 
 
+def _inside(path: str, home: str) -> bool:
+    return path == home or path.startswith(home.rstrip("/") + "/")
+
+
+def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None:
+    """Why the first of the campaign's `sandbox.writable` `paths` cannot open, or None:
+    without `allow`, an existing file or device (not a directory) outside the campaign's
+    directory `home` needs `allow_destructive`, as the runners' targets do."""
+    if allow:
+        return None
+    home = os.path.realpath(home)
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) and not _inside(os.path.realpath(p), home):
+            what = "a device" if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode) \
+                else "an existing file"
+            return (f"{p} is {what} outside the campaign's directory; set "
+                    "sandbox.allow_destructive: true to let the runs write it")
+    return None
+
+
 def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False
               ) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
-    (absolute paths: the runner's, then the campaign's `sandbox.writable`).
+    (absolute paths: the runner's, then the campaign's `sandbox.writable`). The caller
+    closes them (`Walls.close`) once the program started.
 
-    Without `allow_destructive` a target opens only as named, without a link on the way:
-    a directory, a regular file with one hard link, or a file not yet made (its directory
-    opens); a path through a link (or /proc/self/...), a file with several links, a
-    system directory (`_system`) and a device stay shut (the static checks refuse
-    existing files outside the scratch area with a message first). With
-    `allow_destructive` targets are resolved (links followed) and open as what they name:
-    a device node is bound into the private /dev, writable. `/proc/...` targets never
-    open (storlab's /proc/self is not the program's: declare the real path).
+    Without `allow_destructive` a target opens only as named, without a link on the way
+    (`open_plain`, which also makes a declared file that does not exist yet, empty): a
+    directory, or a regular file with one hard link inside the campaign's directory or
+    scratch area (`Declared.homes`); a path through a link (or /proc/self/...), a file
+    with several links, an existing file elsewhere, a system directory (`_system`) and a
+    device stay shut (the static checks refuse them with a message first). With `allow_destructive`
+    targets are resolved (links followed) and open as what they name: a device node under
+    /dev is bound into the private /dev, writable. `/proc/...` targets never open
+    (storlab's /proc/self is not the program's: declare the real path).
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
-    # the run's directory at its real path: bwrap cannot make a mount point through a link
-    # (a scratch directory that is a link elsewhere); the program still reaches it by `cwd`
-    w = Walls(writable=[os.path.realpath(cwd)], device_writes=allow)
-    for t in [*targets, *decl.paths]:
-        t = os.path.abspath(t)
-        if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
-            continue
-        if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
-            real = os.path.realpath(t)
-            w.devices.append((real, real))
-            if t != real and t.startswith("/dev/"):  # /dev/disk/by-id/... inside too
-                w.devices.append((real, t))
-            continue
-        if allow:
-            real = os.path.realpath(t)
-            if os.path.exists(real):
-                w.writable.append(real)
-            elif os.path.isdir(os.path.dirname(real)):
-                w.writable.append(os.path.dirname(real))
-            continue
-        if not _plain(t):
-            continue
-        if os.path.isdir(t) and _system(t):
-            continue
-        if os.path.isdir(t) or (os.path.isfile(t) and os.stat(t).st_nlink == 1):
-            w.writable.append(t)
-        elif not os.path.lexists(t) and os.path.isdir(os.path.dirname(t)) \
-                and _plain(os.path.dirname(t)) and not _system(os.path.dirname(t)):
-            w.writable.append(os.path.dirname(t))
+    w = Walls(device_writes=allow)
+    try:
+        # the run's directory as the kernel names it: bwrap cannot make a mount point
+        # through a link (a scratch directory that is a link elsewhere); the program still
+        # reaches it by `cwd`
+        fd = os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+        w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
+        made = decl.run_dir
+        if made is not None and os.path.abspath(made[0]) == cwd:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != made[1:]:
+                raise CampaignError(f"{cwd} is no longer the run directory storlab made (it "
+                                    "leads elsewhere now); refusing to start a program there")
+        homes = [os.path.realpath(h) for h in decl.homes]
+        for t in [*targets, *decl.paths]:
+            _open_target(w, os.path.abspath(t), allow, homes)
+    except BaseException:
+        w.close()
+        raise
     return w
 
 
+def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
+    """Add target `t` to `w` if it opens (see `walls_for`); `homes`: the campaign's
+    directory and scratch area (real paths)."""
+    if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
+        return
+    if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
+        real = os.path.realpath(t)
+        if not real.startswith("/dev/"):  # elsewhere a program of a run could swap it
+            return
+        w.devices.append((real, real))
+        if t != real and t.startswith("/dev/"):  # /dev/disk/by-id/... inside too
+            w.devices.append((real, t))
+        return
+    if allow:
+        t = os.path.realpath(t)
+    # a file made anew in a system directory (/etc/cron.d/x) is not the campaign's to make
+    opened = open_plain(t, create=allow or not _system(os.path.dirname(t)))
+    if opened is None:
+        return
+    fd, made = opened
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        ok = allow or not _system(t)
+    elif stat.S_ISREG(st.st_mode):
+        ok = allow or (st.st_nlink == 1 and (made or any(_inside(t, h) for h in homes)))
+    else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
+        ok = False
+    if ok:
+        w.add(fd, t)
+    else:
+        os.close(fd)
+
+
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
-         allow_destructive: bool = False) -> list[str]:
-    """`program` inside its walls (unchanged for a `system_writable` step, or when the user
-    opted out). Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
+         allow_destructive: bool = False, env: Mapping[str, str] | None = None
+         ) -> tuple[list[str], Walls | None]:
+    """`program` inside its walls (with its environment `env` set inside), and the walls:
+    start the argv with `pass_fds=walls.fds` and BWRAP_ENV_OUTSIDE as its environment,
+    then `walls.close()`. `program` unchanged (and no walls) for a `system_writable` step,
+    or when the user opted out. Raises CampaignError when the walls cannot be built (see
+    `require_sandbox`)."""
     if current().system or unsandboxed():
-        return list(program)
+        return list(program), None
     require_sandbox()
     cwd = os.path.abspath(cwd or os.getcwd())
-    return walls_for(cwd, targets, allow_destructive).argv(program, cwd)
+    w = walls_for(cwd, targets, allow_destructive)
+    return w.argv(program, cwd, env), w
+

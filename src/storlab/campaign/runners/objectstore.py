@@ -135,12 +135,17 @@ class ObjectStoreRunner:
         if self.records_dir is not None:
             import gzip
 
+            from ...fileio import write_in_dir
+
             # relative to the campaign's scratch directory (the parent of every run's own)
             rdir = self.records_dir if self.records_dir.is_absolute() else \
                 Path(workdir).resolve().parent / self.records_dir
-            rdir.mkdir(parents=True, exist_ok=True)
-            with gzip.open(rdir / f"{Path(workdir).name}.csv.gz", "wt") as fh:
-                fh.write(csv)
+            try:  # never through a link a run's program could have planted there
+                write_in_dir(rdir, f"{Path(workdir).name}.csv.gz",
+                             gzip.compress(csv.encode()), what="records_dir")
+            except StorlabError as exc:
+                return RunResult("failed", stderr=str(exc), started=started,
+                                 ended=time.time())
         m = {k: float(v) for k, v in res.summary.items()}
         m["prepare_s"] = res.prepare_seconds
         rows = [{"op": op, **{k[len(op) + 1:]: v for k, v in m.items()
