@@ -24,8 +24,8 @@ ROOT = SRC / "storlab"
 LAYERS: list[set[str]] = [
     {"errors", "_lazy"},        # the one error module; lazy package faces
     {"jsonutil", "limits"},     # plain values, shared limits
-    {"units", "plotstyle", "result"},  # sizes, rates and mixes; figure style; result shape
-    {"fileio", "_process"},     # atomic files and readers; child-process hygiene
+    {"units", "plotstyle", "result_shape"},  # sizes, rates and mixes; figure style; result shape
+    {"fileio", "_proc_lifetime"},     # atomic files and readers; child-process hygiene
     {"constraints"},            # constraint expressions (whitelisted ast)
     {"space"},                  # factors, responses, YAML spaces
     {"sim", "clusters"},        # systems under study: the simulated and the real ones (and

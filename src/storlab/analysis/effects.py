@@ -25,7 +25,7 @@ from statsmodels.stats.anova import anova_lm
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
 from ..jsonutil import plain, to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from ..space import Factor, Space
 from ..units import to_number
 

@@ -17,7 +17,7 @@ _all, __getattr__, __dir__ = attach(__name__, {
     "SimError": "storlab.errors", "ClusterSpec": ".cluster", "ClusterModel": ".cluster",
     "SimReport": ".cluster", "load_cluster": ".cluster", "parse_cluster": ".cluster",
     "apply_overrides": ".cluster", "build_model": ".cluster", "run_model": ".cluster",
-    "analyze": ".analytic", "AnalyticResult": ".analytic",
+    "solve_mva": ".analytic", "AnalyticResult": ".analytic",
     "SweepResult": ".sweep",
     "CalibrationResult": ".calibrate",
     "Ring": ".ring", "DeviceSpec": ".devices", "resolve_device": ".devices",
@@ -38,7 +38,7 @@ def simulate(cluster: str | Path | dict[str, Any], *, analytic: bool = False,
         raw = apply_overrides(raw, overrides, source=src)
     model = build_model(parse_cluster(raw, src))
     if analytic:
-        from .analytic import analyze
+        from .analytic import solve_mva
 
-        return analyze(model)
+        return solve_mva(model)
     return run_model(model, backend=backend)
