@@ -9,7 +9,7 @@ event engine in `engine`, the analytic (MVA) model in `analytic`, sweeps and cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import attach
 
@@ -22,7 +22,19 @@ _all, __getattr__, __dir__ = attach(__name__, {
     "CalibrationResult": ".calibrate",
     "Ring": ".ring", "DeviceSpec": ".devices", "resolve_device": ".devices",
 })
-__all__ = sorted([*_all, "simulate"])
+__all__ = ["AnalyticResult", "CalibrationResult", "ClusterModel", "ClusterSpec", "DeviceSpec",
+           "Ring", "SimError", "SimReport", "SweepResult", "apply_overrides", "build_model",
+           "load_cluster", "parse_cluster", "resolve_device", "run_model", "simulate", "solve_mva"]
+
+if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
+    from ..errors import SimError
+    from .analytic import AnalyticResult, solve_mva
+    from .calibrate import CalibrationResult
+    from .cluster import (ClusterModel, ClusterSpec, SimReport, apply_overrides, build_model,
+                          load_cluster, parse_cluster, run_model)
+    from .devices import DeviceSpec, resolve_device
+    from .ring import Ring
+    from .sweep import SweepResult
 
 
 def simulate(cluster: str | Path | dict[str, Any], *, analytic: bool = False,
