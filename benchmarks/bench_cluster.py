@@ -166,7 +166,7 @@ def bench_calibration(requests: int, write_example: bool) -> None:
 
 
 def bench_workers(requests: int) -> None:
-    from storlab.sim.analytic import analyse
+    from storlab.sim.analytic import solve_mva
     from storlab.sim.cluster import run_model
 
     raw = load_raw(EXAMPLES / "small.yaml")
@@ -182,7 +182,7 @@ def bench_workers(requests: int) -> None:
                      "ops_s": rep.ops.ops_s[0], "lat_mean_ms": rep.ops.lat_mean_ms[0],
                      "util_workers": u["object_workers"], "util_disk": u["disk"],
                      "util_storage_cpu": u["storage_cpu"],
-                     "analytic_ops_s": analyse(m).throughput})
+                     "analytic_ops_s": solve_mva(m).throughput})
     df = pd.DataFrame(rows)
     df.insert(2, "x_vs_1x", df["ops_s"] / df["ops_s"].iloc[0])
     df["analytic_err_pct"] = (df["analytic_ops_s"] / df["ops_s"] - 1) * 100

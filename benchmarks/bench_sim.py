@@ -191,7 +191,7 @@ def window_check(quick: bool) -> None:
     for the same runs. Then each operation's throughput and mean latency after a failure
     at two run lengths, with their 95 % intervals."""
     from storlab.sim import stream
-    from storlab.sim.analytic import analyse
+    from storlab.sim.analytic import solve_mva
     from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
         run_model
     from storlab.sim.model import draw_requests
@@ -210,7 +210,7 @@ def window_check(quick: bool) -> None:
             for seed in range(1, seeds + 1):
                 m = build_model(parse_cluster(apply_overrides(load_raw(PRODUCT_FORM), {
                     "clients": clients, "think_ms": z_ms, "requests": n, "seed": seed})))
-                x_mva = analyse(m).throughput
+                x_mva = solve_mva(m).throughput
                 rep = run_model(m)
                 x, r = rep.ops.loc[0, "ops_s"], rep.ops.loc[0, "lat_mean_ms"] / 1e3
                 z = float(draw_requests(m, n).think.mean())
@@ -293,7 +293,7 @@ ANALYTIC_CASES = [
 def analytic_check(quick: bool) -> None:
     """4. The analytic (MVA) model against the simulator per operation: throughput and mean
     latency, relative error of the analytic figure; the simulator's 95 % interval beside."""
-    from storlab.sim.analytic import analyse
+    from storlab.sim.analytic import solve_mva
     from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
         run_model
 
@@ -310,7 +310,7 @@ def analytic_check(quick: bool) -> None:
     for label, f, ov in ANALYTIC_CASES:
         m = build_model(parse_cluster(apply_overrides(load_raw(ROOT / "examples" / "sim" / f),
                                                       ov)))
-        a = analyse(m)
+        a = solve_mva(m)
         rep = run_model(m, requests=n_big if f == "cluster700.yaml" else n_small)
         A, S = a.ops.set_index("op"), rep.ops.set_index("op")
         for op in S.index:

@@ -24,7 +24,7 @@ from ._lazy import attach
 
 __version__ = "0.1.0"
 
-__all__, __getattr__, __dir__ = attach(__name__, {
+_lazy_names, __getattr__, __dir__ = attach(__name__, {
     "StorlabError": ".errors",
     "Space": ".space", "Factor": ".space", "Response": ".space",
     "make_design": ".design", "Design": ".design",
@@ -36,6 +36,9 @@ __all__, __getattr__, __dir__ = attach(__name__, {
     "simulate": ".sim",
     "build_report": ".report",
 })
+
+__all__ = ["Campaign", "Design", "Factor", "RWModel", "Response", "Space", "StorlabError",
+           "analyze", "build_report", "coverage", "importance", "make_design", "simulate"]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
     from .analysis import analyze

@@ -444,7 +444,7 @@ def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path, storla
 
 
 def test_program_status_and_output_pass_through_the_guard(tmp_path: Path) -> None:
-    from storlab.campaign.runners._proc import run_program
+    from storlab.campaign.runners._program import run_program
 
     out = run_program(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path)
     assert (out.exit_code, out.stdout, out.stderr) == (3, "out\n", "err\n")
@@ -460,7 +460,7 @@ def test_timeout_kills_a_detached_grandchild_whose_parent_exited(tmp_path: Path)
     """The subshell exits at once, so its setsid'd `sleep` is nobody's child any more, and
     it holds the program's stdout open: the 1-second timeout still holds (it used to return
     only after 60 s), and the sleep dies with the sandbox's PID namespace."""
-    from storlab.campaign.runners._proc import run_program
+    from storlab.campaign.runners._program import run_program
 
     unique = f"{60 + (os.getpid() % 1000) / 1000:.3f}"  # finds the sleep on the host
     out = run_program(["sh", "-c", f"(setsid sleep {unique} &); echo started; sleep 30"],
@@ -480,7 +480,7 @@ def test_a_detached_child_ends_with_the_program_and_does_not_hold_the_run(
         tmp_path: Path) -> None:
     """A program that leaves a daemon behind (holding stdout open) returns when it exits,
     and the daemon ends with the sandbox."""
-    from storlab.campaign.runners._proc import run_program
+    from storlab.campaign.runners._program import run_program
 
     unique = f"{70 + (os.getpid() % 1000) / 1000:.3f}"
     out = run_program(["sh", "-c", f"setsid sleep {unique} & echo done"], timeout=30,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storlab.campaign.runners import _proc
+from storlab.campaign.runners import _program
 from storlab.campaign.runners.command import CommandRunner
 from storlab.campaign.spec import CampaignError
 from storlab.campaign.task import StepSpec, run_step
@@ -64,7 +64,7 @@ def test_no_payload_executes_in_the_command_runner(tmp_path: Path) -> None:
 
 
 def test_values_are_in_the_environment_and_not_in_the_text() -> None:
-    cmd, env = _proc.shell_command("run --size {size} '{name}' \"{workdir}\"",
+    cmd, env = _program.shell_command("run --size {size} '{name}' \"{workdir}\"",
                              {"size": 4096.0, "name": "$(rm -rf /)", "workdir": "/w d"})
     assert "rm" not in cmd and "4096" not in cmd
     assert env["STORLAB_SIZE"] == "4096" and env["STORLAB_NAME"] == "$(rm -rf /)"
@@ -73,12 +73,12 @@ def test_values_are_in_the_environment_and_not_in_the_text() -> None:
 
 def test_what_cannot_be_rendered_is_refused_with_one_line() -> None:
     for t in ("cat <<EOF\n{v}\nEOF", "echo 'unbalanced {v}", "echo $(echo {v}"):
-        with pytest.raises(_proc.ShellTemplateError):
-            _proc.shell_command(t, {"v": "x"})
+        with pytest.raises(_program.ShellTemplateError):
+            _program.shell_command(t, {"v": "x"})
     with pytest.raises(CampaignError, match="here-document"):
         CommandRunner("cat <<EOF\n{v}\nEOF", shell=True)
-    with pytest.raises(_proc.ShellTemplateError, match="share"):
-        _proc.shell_command("echo {a.b} {a_b}", {"a.b": "1", "a_b": "2"})
+    with pytest.raises(_program.ShellTemplateError, match="share"):
+        _program.shell_command("echo {a.b} {a_b}", {"a.b": "1", "a_b": "2"})
 
 
 def test_argv_templates_stay_literal(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from storlab.campaign.campaign import Campaign
-from storlab.campaign.sweep import campaign_executor, run_sweep
+from storlab.campaign.sweep_campaign import campaign_executor, run_sweep
 from storlab.sim.cluster import SimError, load_raw
 
 ROOT = Path(__file__).resolve().parents[2]

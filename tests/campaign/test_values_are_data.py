@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storlab.campaign.runners import _proc
+from storlab.campaign.runners import _program
 from storlab.campaign.runners.command import CommandRunner
 from storlab.campaign.spec import Step
 from storlab.campaign.task import StepSpec, run_step
@@ -67,11 +67,11 @@ def test_the_command_runner_bash_c(tmp_path: Path) -> None:
 ])
 def test_which_argument_is_a_script(argv: list[str], index: int | None) -> None:
     # `echo sh -c`: the shell is found anyway, and `-c` has no script after it
-    assert _proc.shell_script_index(argv) == index
+    assert _program.shell_script_index(argv) == index
 
 
 def test_outside_a_script_values_stay_whole_arguments() -> None:
-    argv, env = _proc.render_argv(["printf", "%s", "{v}"], {"v": "$(touch x)"})
+    argv, env = _program.render_argv(["printf", "%s", "{v}"], {"v": "$(touch x)"})
     assert argv == ["printf", "%s", "$(touch x)"] and env == {}
 
 

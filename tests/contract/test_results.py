@@ -1,4 +1,4 @@
-"""One result shape (issue 14): every result class (a subclass of `storlab.result.Result`)
+"""One result shape (issue 14): every result class (a subclass of `storlab.result_shape.Result`)
 has `to_frame()` (a DataFrame), `to_dict()` (JSON as it is, no NaN), and `plot(kind=...)`
 for each of its `PLOT_KINDS` (the first being the default), with an unknown kind refused in
 one line by the package's own error. Each class is built here from a small real computation;
@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 import storlab
 from storlab.errors import StorlabError
-from storlab.result import Result
+from storlab.result_shape import Result
 
 CLUSTER = {"name": "p", "swift": {"part_power": 6},
            "nodes": [{"role": "proxy", "count": 1},
@@ -102,21 +102,21 @@ def analytic() -> Result:
 
 
 def sweep() -> Result:
-    from storlab.campaign.sweep import run_sweep
+    from storlab.campaign.sweep_campaign import run_sweep
 
     return run_sweep(CLUSTER, {"clients": [1, 4], "object_size": ["4KiB", "64KiB"]},
                      analytic=True, executor="serial")
 
 
 def calibration() -> Result:
-    from storlab.sim.analytic import analyse
+    from storlab.sim.analytic import solve_mva
     from storlab.sim.calibrate import calibrate
     from storlab.sim.cluster import apply_overrides, build_model, parse_cluster
 
     rows = []
     for clients, op in itertools.product((1, 8), ("GET", "PUT")):
         ov = {"clients": clients, "mix": f"{op}:1", "object_size": "64KiB"}
-        x = analyse(build_model(parse_cluster(apply_overrides(CLUSTER, ov)))).throughput
+        x = solve_mva(build_model(parse_cluster(apply_overrides(CLUSTER, ov)))).throughput
         rows.append({"config": "base", "clients": clients, "object_size": "64KiB", "op": op,
                      "ops_s": 1.2 * x})
     return calibrate(CLUSTER, pd.DataFrame(rows))

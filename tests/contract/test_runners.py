@@ -34,7 +34,7 @@ import yaml
 
 from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners import REGISTRY, RunResult, make_runner
-from storlab.campaign.runners._proc import TAG_ENV, run_tag
+from storlab.campaign.runners._program import TAG_ENV, run_tag
 from storlab.errors import StorlabError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from storlab.sim.analytic import ACCURACY, analyse
+from storlab.sim.analytic import ACCURACY, solve_mva
 from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, run_model
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "sim"
@@ -19,7 +19,7 @@ CASES = [("small", {"clients": c, "requests": 40_000}) for c in (8, 64, 256, 512
 @pytest.mark.parametrize("example,ov", CASES, ids=[f"{e}-{list(o.items())[0]}" for e, o in CASES])
 def test_analytic_within_its_label_of_the_simulator(example, ov):
     m = build_model(parse_cluster(apply_overrides(load_raw(EX / f"{example}.yaml"), ov)))
-    s, a = run_model(m), analyse(m)
+    s, a = run_model(m), solve_mva(m)
     assert a.stable
     x_err = a.ops.loc[0, "ops_s"] / s.ops.loc[0, "ops_s"] - 1
     r_err = a.ops.loc[0, "lat_mean_ms"] / s.ops.loc[0, "lat_mean_ms"] - 1

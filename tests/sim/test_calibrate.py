@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from storlab.sim.analytic import analyse
+from storlab.sim.analytic import solve_mva
 from storlab.sim.calibrate import calibrate, calibrated_raw, client_delay_ms, read_measurements
 from storlab.sim.cluster import SimError, apply_overrides, build_model, parse_cluster
 
@@ -28,7 +28,7 @@ def measured_by_truth() -> pd.DataFrame:
         for op in ("GET", "PUT"):
             for size in ("4KiB", "256KiB"):
                 ov = {"clients": clients, "mix": f"{op}:1", "object_size": size}
-                x = analyse(build_model(parse_cluster(apply_overrides(truth, ov)))).throughput
+                x = solve_mva(build_model(parse_cluster(apply_overrides(truth, ov)))).throughput
                 rows.append({"config": "base", "concurrency": clients, "size": size,
                              "operation": op, "measured": x,
                              "split": "test" if clients == 4 and size == "256KiB" else "train"})

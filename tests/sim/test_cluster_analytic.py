@@ -6,7 +6,7 @@ the analytic model then leaves out; the pool approximation has its own, looser t
 
 import pytest
 
-from storlab.sim.analytic import analyse
+from storlab.sim.analytic import solve_mva
 from storlab.sim.cluster import apply_overrides, build_model, parse_cluster, run_model
 
 BASE = {
@@ -28,7 +28,7 @@ BASE = {
 def test_product_form_agreement(ov):
     """GET-only with exponential service: BCMP product-form, so exact MVA is the answer."""
     m = build_model(parse_cluster(apply_overrides(BASE, {**ov, "service_times": "exponential"})))
-    a = analyse(m)
+    a = solve_mva(m)
     s = run_model(m)
     assert a.method == "exact"
     assert s.ops.loc[0, "ops_s"] == pytest.approx(a.throughput, rel=0.04)
@@ -39,7 +39,7 @@ def test_product_form_agreement(ov):
 def test_open_loop_agreement():
     m = build_model(parse_cluster(apply_overrides(BASE, {"rate": 1500,
                                                          "service_times": "exponential"})))
-    a, s = analyse(m), run_model(m)
+    a, s = solve_mva(m), run_model(m)
     assert s.ops.loc[0, "ops_s"] == pytest.approx(1500, rel=0.03)
     assert s.ops.loc[0, "lat_mean_ms"] == pytest.approx(a.ops.loc[0, "lat_mean_ms"], rel=0.08)
 
@@ -49,7 +49,7 @@ def test_quorum_writes_approximation_is_close():
     land within ~10 % of the simulator."""
     m = build_model(parse_cluster(apply_overrides(BASE, {"mix": "GET:0.6,PUT:0.4",
                                                          "clients": 32})))
-    a, s = analyse(m), run_model(m)
+    a, s = solve_mva(m), run_model(m)
     assert a.method == "schweitzer-fork"
     assert s.ops.loc[0, "ops_s"] == pytest.approx(a.throughput, rel=0.10)
 
@@ -62,7 +62,7 @@ def test_worker_pool_approximation_is_close(workers, measured):
     is pessimistic because MVA lets the disks behind a pool queue more jobs than it has)."""
     ov = {"clients": 40, "service_times": "exponential", "object_workers": workers}
     m = build_model(parse_cluster(apply_overrides(BASE, ov)))
-    a, s = analyse(m), run_model(m)
+    a, s = solve_mva(m), run_model(m)
     free = run_model(build_model(parse_cluster(apply_overrides(BASE, {**ov, "object_workers": 1000}))))
     assert a.method == "schweitzer-pool"
     assert s.ops.loc[0, "ops_s"] < 0.95 * free.ops.loc[0, "ops_s"]  # the pool does bind
@@ -75,4 +75,4 @@ def test_worker_pool_approximation_is_close(workers, measured):
 
 def test_unstable_open_loop_is_reported():
     m = build_model(parse_cluster(apply_overrides(BASE, {"rate": 1e6})))
-    assert not analyse(m).stable
+    assert not solve_mva(m).stable

@@ -76,7 +76,7 @@ def test_sweep_analytic_csv_and_plot(tmp_path, storlab):
 
 
 def test_sweep_local_processes():
-    from storlab.campaign.sweep import run_sweep
+    from storlab.campaign.sweep_campaign import run_sweep
     from storlab.sim.cluster import load_raw
     res = run_sweep(load_raw(SMALL), {"nodes": [2, 4], "requests": [3000]}, executor="local",
                     workers=2)

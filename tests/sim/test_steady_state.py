@@ -126,13 +126,13 @@ def test_littles_law_with_think_time_against_exact_mva(clients, think_ms):
     arrival, which comes the longest think time after the last hand-out while the clients
     leave one by one: X (R + Z) / N read 0.992-0.997 at 512 clients here (0.985 on other
     probes), below 1 on every seed. Z is the mean of the think times the run drew."""
-    from storlab.sim.analytic import analyse
+    from storlab.sim.analytic import solve_mva
     from storlab.sim.model import draw_requests
 
     n = 40_000
     m = build_model(parse_cluster(apply_overrides(
         PRODUCT_FORM, {"clients": clients, "think_ms": think_ms, "requests": n})))
-    exact = analyse(m)
+    exact = solve_mva(m)
     assert exact.method == "exact"
     rep = run_model(m)
     x, r = rep.ops.loc[0, "ops_s"], rep.ops.loc[0, "lat_mean_ms"] / 1e3

@@ -9,9 +9,11 @@ submodule would be replaced by the module as soon as the module is imported."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
-__all__, __getattr__, __dir__ = attach(__name__, {
+_lazy_names, __getattr__, __dir__ = attach(__name__, {
     "analyze": ".effects", "EffectsAnalysis": ".effects",
     "infer_codings": ".effects", "lenth": ".effects",
     "ImportanceResult": ".importance", "StopRule": ".importance",
@@ -19,3 +21,13 @@ __all__, __getattr__, __dir__ = attach(__name__, {
     "Comparison": ".compare",
     "EvalResult": ".importance_eval", "evaluate": ".importance_eval",
 })
+
+__all__ = ["Comparison", "CoverageResult", "EffectsAnalysis", "EvalResult", "ImportanceResult",
+           "StopRule", "analyze", "evaluate", "infer_codings", "lenth"]
+
+if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
+    from .compare import Comparison
+    from .coverage import CoverageResult
+    from .effects import EffectsAnalysis, analyze, infer_codings, lenth
+    from .importance import ImportanceResult, StopRule
+    from .importance_eval import EvalResult, evaluate

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import AnalysisError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .importance import combine, encode, importance
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -31,7 +31,7 @@ import pandas as pd
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure

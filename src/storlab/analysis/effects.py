@@ -25,7 +25,7 @@ from statsmodels.stats.anova import anova_lm
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
 from ..jsonutil import plain, to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from ..space import Factor, Space
 from ..units import to_number
 
@@ -268,7 +268,61 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     """Effects, ANOVA, Lenth, curvature and a recommendation for one response, analysed
     as `transform(response)` (none, log, log10, sqrt). Under log and log10 each effect also
     gets its `ratio`: the factor by which the high level multiplies the (geometric mean)
-    response; the recommendation's `predicted` is back in the response's units."""
+    response; the recommendation's `predicted` is back in the response's units.
+
+    The steps, each its own function: the response's runs (`_response_runs`), the coded
+    two-level runs (`_coded_runs`), the runs without the response (`_missing_response_notes`),
+    the lost configurations (`_lost_runs`), the model terms and their aliasing
+    (`_model_terms`, `_lost_runs_note`), the fit (`_fit_effects`), the ANOVA (`_anova`),
+    significance (`_significance`), curvature (`_curvature_step`) and the recommendation
+    (`_recommendation`)."""
+    df, y, measured = _response_runs(results, response, transform)
+    back = TRANSFORMS[transform][1]
+    if goal is None:
+        goal = space.response(response).goal if space is not None else "maximize"
+    codings = infer_codings(df, response, space, factors)
+    names = [c.name for c in codings]
+    x, is_center = _coded_runs(df, codings)
+    factorial = ~is_center
+    xf, yf = x[factorial], y[factorial]
+    notes = _missing_response_notes(results, df, response, space, factors, names, xf,
+                                    factorial)
+    lost = _lost_runs(results, df, codings, xf)
+    terms = _model_terms(xf, names, max_order, lost, notes)
+    if terms.partial:
+        why = ("runs are missing from the design" if lost.regular_plan
+               else "non-regular design such as Plackett-Burman")
+        notes.append("two-factor interactions are partially aliased with main effects "
+                     f"({why}): main effects only")
+    if terms.correlated or terms.no_room or terms.unroomed:
+        notes.append(_lost_runs_note(terms, lost, codings, response))
+    fit = _fit_effects(xf, yf, terms.kept, names, notes)
+    anova, data, p_of, saturated, pooled = _anova(x, y, is_center, terms.kept, fit, names)
+    eff = fit.effects
+    eff["coef"] = eff["effect"] / 2.0
+    eff["p"] = [p_of.get(t, np.nan) for t in eff["term"]]
+    len_res = _significance(eff, df, names, is_center, xf, yf, alpha, saturated, pooled,
+                            notes)
+    eff["pct"] = [float(anova.loc[anova["source"] == t, "pct"].iloc[0])
+                  if (anova["source"] == t).any() else np.nan for t in eff["term"]]
+    if transform in ("log", "log10"):
+        eff["ratio"] = back(eff["effect"].to_numpy(dtype=float))
+    eff = eff.sort_values("effect", key=np.abs, ascending=False).reset_index(drop=True)
+    curvature = _curvature_step(x, y, is_center, codings, p_of, notes)
+    for a in terms.aliases:
+        notes.append(f"aliased: {a} (the effect reported for one is the sum of both)")
+    rec = _recommendation(results, df, response, eff, codings, terms.kept, names,
+                          fit.intercept, goal, space, transform, curvature, measured, alpha,
+                          notes)
+    return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, terms.aliases,
+                           notes, rec, codings, data, x, fit.intercept, transform,
+                           "I" if fit.orthogonal or saturated else "II", fit.orthogonal)
+
+
+def _response_runs(results: pd.DataFrame, response: str, transform: str
+                   ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The runs with a value of `response`, that value transformed, and as measured; a
+    missing, non-numeric, non-finite or out-of-domain response is an AnalysisError."""
     if transform not in TRANSFORMS:
         raise AnalysisError(f"transform {transform!r} must be one of {', '.join(TRANSFORMS)}")
     if response not in results.columns:
@@ -295,14 +349,13 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                             f"has {y.iloc[row]:g}")
     if transform == "sqrt" and (y < 0).any():
         raise AnalysisError(f"--transform sqrt needs {response} >= 0")
-    forward, back = TRANSFORMS[transform]
     measured = y.to_numpy(dtype=float)
-    y = pd.Series(forward(measured), index=y.index)
-    if goal is None:
-        goal = space.response(response).goal if space is not None else "maximize"
-    codings = infer_codings(df, response, space, factors)
-    names = [c.name for c in codings]
-    k = len(names)
+    return df, np.asarray(TRANSFORMS[transform][0](measured), dtype=float), measured
+
+
+def _coded_runs(df: pd.DataFrame, codings: Sequence[Coding]) -> tuple[np.ndarray, np.ndarray]:
+    """The coded run matrix and which runs are center points; a run neither at the
+    factors' two levels nor at the center is an AnalysisError."""
     x = np.column_stack([c.code(df[c.name]) for c in codings])
     # Log-scale centers round to integers, so "at the center" allows a little slack.
     is_center = np.all(np.abs(x[:, [j for j, c in enumerate(codings) if c.numeric]]) < 0.05,
@@ -315,41 +368,55 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         row = int(np.flatnonzero(factorial)[np.flatnonzero(bad)[0]])
         raise AnalysisError(f"row {row + 1} is neither at the factors' low/high levels nor a "
                             "center point; this analysis is for two-level designs")
-    n_f = int(factorial.sum())
-    if n_f < 2:
+    if int(factorial.sum()) < 2:
         raise AnalysisError("need at least two factorial runs")
+    return x, is_center
 
-    xf = x[factorial]
-    yf = y.to_numpy()[factorial]
-    # Candidate terms: main effects, then interactions up to max_order, kept when their
-    # column is orthogonal to every kept one (fully aliased terms are reported instead).
-    cand = [t for r in range(1, max_order + 1) for t in itertools.combinations(range(k), r)]
-    kept: list[tuple[int, ...]] = []
-    kept_cols: list[np.ndarray] = []
-    aliases: list[str] = []
+
+def _missing_response_notes(results: pd.DataFrame, df: pd.DataFrame, response: str,
+                            space: Space | None, factors: Sequence[str] | None,
+                            names: list[str], xf: np.ndarray, factorial: np.ndarray
+                            ) -> list[str]:
+    """Notes for a response some runs do not produce (read latency on write-only runs, a
+    failed run): the analysis is of the runs that have it, and the reader must know that."""
     notes: list[str] = []
-    if len(df) < len(results):
-        # A response some runs do not produce (read latency on write-only runs, a failed
-        # run): the analysis is of the runs that have it, and the reader must know that.
-        notes.append(f"{response} is present on {len(df)} of {len(results)} runs: analysed "
-                     "on those runs only")
-        try:
-            every = [c.name for c in infer_codings(results, response, space, factors)]
-        except AnalysisError:
-            every = names
-        held = [f"{n}={df[n].iloc[0]}" for n in every if n not in names and n in df.columns]
-        held += [f"{names[j]}={df[names[j]].iloc[int(np.flatnonzero(factorial)[0])]}"
-                 for j in range(k) if np.allclose(xf[:, j], xf[0, j])]
-        if held:
-            notes.append(f"constant on the runs with {response}, so not estimated: "
-                         f"{', '.join(held)}")
-    # Which terms the model can hold is a property of the DESIGN, the distinct
-    # configurations, not of how often each ran: uneven repeats or one failed run of a
-    # replicated configuration leave every interaction estimable, and the fit below (least
-    # squares on all runs) adjusts for the unevenness. Correlations are therefore taken
-    # over the distinct configuration rows.
+    if len(df) == len(results):
+        return notes
+    notes.append(f"{response} is present on {len(df)} of {len(results)} runs: analysed "
+                 "on those runs only")
+    try:
+        every = [c.name for c in infer_codings(results, response, space, factors)]
+    except AnalysisError:
+        every = names
+    held = [f"{n}={df[n].iloc[0]}" for n in every if n not in names and n in df.columns]
+    held += [f"{names[j]}={df[names[j]].iloc[int(np.flatnonzero(factorial)[0])]}"
+             for j in range(len(names)) if np.allclose(xf[:, j], xf[0, j])]
+    if held:
+        notes.append(f"constant on the runs with {response}, so not estimated: "
+                     f"{', '.join(held)}")
+    return notes
+
+
+@dataclass
+class _LostRuns:
+    """The design's distinct configurations against the planned ones."""
+
+    xu: np.ndarray  # distinct coded configurations with the response
+    planned: np.ndarray | None  # distinct planned configurations (when runs lack it)
+    regular_plan: bool  # the planned ones form a regular fraction
+    incomplete: int  # configurations of the design lost (no run with the response)
+
+
+def _lost_runs(results: pd.DataFrame, df: pd.DataFrame, codings: Sequence[Coding],
+               xf: np.ndarray) -> _LostRuns:
+    """Which configurations of the design have no run with the response.
+
+    Which terms the model can hold is a property of the DESIGN, the distinct
+    configurations, not of how often each ran: uneven repeats or one failed run of a
+    replicated configuration leave every interaction estimable, and the fit (least squares
+    on all runs) adjusts for the unevenness. Correlations are therefore taken over the
+    distinct configuration rows."""
     xu = np.unique(xf, axis=0)
-    n_u = len(xu)
     planned_runs = (_planned_runs(results, codings) if len(df) < len(results) else None)
     planned = np.unique(planned_runs, axis=0) if planned_runs is not None else None
     # The planned configurations form a regular fraction (a full factorial or a 2^(k-p)):
@@ -357,14 +424,36 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     regular_plan = planned is not None and len(planned) == _gf2_span(planned)
     incomplete = _lost_configurations(xu, planned_runs if planned_runs is not None else xf,
                                       planned if regular_plan else None)
-    resid_room = n_f - 1  # parameters (mean included) the runs can carry with error df
-    partial = False
-    correlated: list[str] = []
-    no_room: list[str] = []
-    # Interactions the lost configurations left no degree of freedom for: named in the
-    # note only. They must not feed the all-or-none rule below, which is about correlated
-    # terms competing for error df (it would drop the kept ones and bias main effects).
-    unroomed: list[str] = []
+    return _LostRuns(xu, planned, regular_plan, incomplete)
+
+
+@dataclass
+class _Terms:
+    """The model's terms (factor index tuples) and what was left out, and why."""
+
+    kept: list[tuple[int, ...]] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    partial: bool = False  # interactions partially aliased with main effects: left out
+    correlated: list[str] = field(default_factory=list)  # kept, correlated by lost runs
+    no_room: list[str] = field(default_factory=list)  # left out: no error df to judge them
+    unroomed: list[str] = field(default_factory=list)  # left out: lost runs took their df
+
+
+def _model_terms(xf: np.ndarray, names: list[str], max_order: int, lost: _LostRuns,
+                 notes: list[str]) -> _Terms:
+    """Candidate terms (main effects, then interactions up to `max_order`), kept when their
+    column is orthogonal to every kept one; fully aliased terms are reported instead."""
+    xu, incomplete = lost.xu, lost.incomplete
+    n_u = len(xu)
+    cand = [t for r in range(1, max_order + 1)
+            for t in itertools.combinations(range(len(names)), r)]
+    out = _Terms()
+    kept, kept_cols = out.kept, []
+    resid_room = len(xf) - 1  # parameters (mean included) the runs can carry with error df
+    # Interactions the lost configurations left no degree of freedom for (`unroomed`) are
+    # named in the note only. They must not feed the all-or-none rule below, which is about
+    # correlated terms competing for error df (it would drop the kept ones and bias main
+    # effects).
     for t in cand:
         col = np.prod(xu[:, list(t)], axis=1)
         if np.allclose(col, col[0]):
@@ -372,8 +461,9 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         corr = [float(col @ c) / n_u for c in kept_cols]
         full = [i for i, r in enumerate(corr) if abs(abs(r) - 1) < 1e-9]
         if full:
-            aliases.append(f"{_term_name(t, names)} = "
-                           f"{'-' if corr[full[0]] < 0 else ''}{_term_name(kept[full[0]], names)}")
+            out.aliases.append(f"{_term_name(t, names)} = "
+                               f"{'-' if corr[full[0]] < 0 else ''}"
+                               f"{_term_name(kept[full[0]], names)}")
             continue
         skewed = abs(col.sum()) > 1e-9 or any(abs(r) > 1e-9 for r in corr)
         if skewed:
@@ -383,71 +473,86 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
             elif len(t) > 1 and not incomplete:
                 # A non-regular design (Plackett-Burman): interactions are partially
                 # aliased with main effects by construction and cannot be separated.
-                partial = True
+                out.partial = True
                 continue
             elif len(t) > 1 and len(kept) + 2 > resid_room:
-                no_room.append(_term_name(t, names))
+                out.no_room.append(_term_name(t, names))
                 continue  # a correlated term needs error df left to be judged
         if len(kept) + 1 >= n_u:
             if incomplete and len(t) > 1:
                 # The lost configurations took the room this interaction needed: say so,
                 # as for the interactions left out above, not drop it unseen.
-                unroomed.append(_term_name(t, names))
+                out.unroomed.append(_term_name(t, names))
             continue  # keep at least one degree of freedom for the mean
         if skewed:
             # Missing configurations: a column can be a combination of the kept ones (and
             # the mean) without equalling any one of them; it then has no estimate of its own.
             xk = np.column_stack([np.ones(n_u), *kept_cols, col])
             if np.linalg.matrix_rank(xk) < xk.shape[1]:
-                aliases.append(f"{_term_name(t, names)} = a combination of the terms "
-                               "kept on these runs")
+                out.aliases.append(f"{_term_name(t, names)} = a combination of the terms "
+                                   "kept on these runs")
                 continue
             if incomplete and len(t) > 1:
-                correlated.append(_term_name(t, names))
+                out.correlated.append(_term_name(t, names))
         kept.append(t)
         kept_cols.append(col)
-    if no_room and correlated:
+    if out.no_room and out.correlated:
         # Not every correlated interaction fits: keeping the first ones in list order would
         # blame a left-out active interaction (D:E) on those kept (A:B, A:C, ...) and on the
         # main effects. All or none: main effects and the still orthogonal terms only.
-        drop = set(correlated)
-        kept = [t for t in kept if _term_name(t, names) not in drop]
-        no_room = correlated + no_room
-        correlated = []
-    # Back to one row per run for the fit.
-    kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]
-    if partial:
-        why = ("runs are missing from the design" if regular_plan
-               else "non-regular design such as Plackett-Burman")
-        notes.append("two-factor interactions are partially aliased with main effects "
-                     f"({why}): main effects only")
-    if correlated or no_room or unroomed:
-        have = {tuple(r) for r in xu}
-        lost = [", ".join(f"{c.name}={plain(c.natural(v))}" for c, v in zip(codings, row))
-                for row in (planned if planned is not None else []) if tuple(row) not in have]
-        notes.append(
-            f"{incomplete} configuration(s) of the design have no run with {response}"
-            + (f" ({'; '.join(lost)})" if lost else "")
-            + ": the design is no longer orthogonal"
-            + (", so the interactions " + ", ".join(correlated) + " are partially aliased "
-               "(correlated) with other terms; they are kept and every effect is adjusted "
-               "for the others (least squares), with wider standard errors"
-               if correlated else "")
-            + ("; left out, for want of runs to estimate and test it: " + no_room[0]
-               if len(no_room) == 1 else
-               "; left out, for want of runs to estimate and test them all (keeping some "
-               "would blame the others' effects on them): " + ", ".join(no_room)
-               if no_room else "")
-            + ("; left out, the lost configuration(s) leaving no degree of freedom for "
-               + ("it: " if len(unroomed) == 1 else "them: ") + ", ".join(unroomed)
-               if unroomed else ""))
+        drop = set(out.correlated)
+        out.kept = [t for t in kept if _term_name(t, names) not in drop]
+        out.no_room = out.correlated + out.no_room
+        out.correlated = []
+    return out
 
-    # Effects of every kept term, on the factorial runs: twice the least-squares
-    # coefficient. On an orthogonal, balanced design that is the difference of the
-    # term's marginal means (the textbook contrast, kept exact below); when a
-    # configuration is missing (a failed run, a response some runs lack) or replicated
-    # unevenly, marginal means mix in the other factors' effects, so only the joint fit
-    # is unbiased.
+
+def _lost_runs_note(terms: _Terms, lost: _LostRuns, codings: Sequence[Coding],
+                    response: str) -> str:
+    """The note naming the lost configurations and the interactions they correlated or
+    left out."""
+    have = {tuple(r) for r in lost.xu}
+    gone = [", ".join(f"{c.name}={plain(c.natural(v))}" for c, v in zip(codings, row))
+            for row in (lost.planned if lost.planned is not None else [])
+            if tuple(row) not in have]
+    correlated, no_room, unroomed = terms.correlated, terms.no_room, terms.unroomed
+    return (
+        f"{lost.incomplete} configuration(s) of the design have no run with {response}"
+        + (f" ({'; '.join(gone)})" if gone else "")
+        + ": the design is no longer orthogonal"
+        + (", so the interactions " + ", ".join(correlated) + " are partially aliased "
+           "(correlated) with other terms; they are kept and every effect is adjusted "
+           "for the others (least squares), with wider standard errors"
+           if correlated else "")
+        + ("; left out, for want of runs to estimate and test it: " + no_room[0]
+           if len(no_room) == 1 else
+           "; left out, for want of runs to estimate and test them all (keeping some "
+           "would blame the others' effects on them): " + ", ".join(no_room)
+           if no_room else "")
+        + ("; left out, the lost configuration(s) leaving no degree of freedom for "
+           + ("it: " if len(unroomed) == 1 else "them: ") + ", ".join(unroomed)
+           if unroomed else ""))
+
+
+@dataclass
+class _Fit:
+    """Effects of the kept terms on the factorial runs."""
+
+    effects: pd.DataFrame  # term, order, effect
+    coefs: list[float]
+    intercept: float
+    orthogonal: bool
+
+
+def _fit_effects(xf: np.ndarray, yf: np.ndarray, kept: list[tuple[int, ...]],
+                 names: list[str], notes: list[str]) -> _Fit:
+    """Effects of every kept term, on the factorial runs: twice the least-squares
+    coefficient. On an orthogonal, balanced design that is the difference of the term's
+    marginal means (the textbook contrast, kept exact here); when a configuration is
+    missing (a failed run, a response some runs lack) or replicated unevenly, marginal
+    means mix in the other factors' effects, so only the joint fit is unbiased."""
+    n_f = len(xf)
+    kept_cols = [np.prod(xf[:, list(t)], axis=1) for t in kept]  # one row per run
     xk = np.column_stack([np.ones(n_f)] + kept_cols) if kept_cols else np.ones((n_f, 1))
     gram = xk.T @ xk
     orthogonal = bool(np.allclose(gram, np.diag(np.diag(gram)), atol=1e-9 * n_f))
@@ -462,19 +567,26 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                      "repeated unevenly): effects are least-squares estimates adjusted for "
                      "each other, not differences of marginal means; the ANOVA uses "
                      "type II (adjusted) sums of squares where it has error df")
-    effects = [{"term": _term_name(t, names), "order": len(t), "effect": 2.0 * c}
-               for t, c in zip(kept, coefs)]
-    eff = pd.DataFrame(effects)
+    effects = pd.DataFrame([{"term": _term_name(t, names), "order": len(t), "effect": 2.0 * c}
+                            for t, c in zip(kept, coefs)])
+    return _Fit(effects, coefs, intercept, orthogonal)
 
-    # The OLS model on all runs (center points included, with a curvature indicator).
-    # One coded column per factor (X0, X1, ...) and interactions as patsy products of
-    # them, so that the type II sums of squares respect marginality (a main effect is
-    # adjusted for the other main effects and the interactions without it, as
-    # statsmodels' `A*B*C` formula does), not for its own interactions.
+
+def _anova(x: np.ndarray, y: np.ndarray, is_center: np.ndarray,
+           kept: list[tuple[int, ...]], fit: _Fit, names: list[str]
+           ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, float], bool, list[str]]:
+    """The OLS model on all runs (center points included, with a curvature indicator) and
+    its ANOVA table; also the model's data, each source's p, whether the model is
+    saturated and the terms pooled into its error row.
+
+    One coded column per factor (X0, X1, ...) and interactions as patsy products of them,
+    so that the type II sums of squares respect marginality (a main effect is adjusted for
+    the other main effects and the interactions without it, as statsmodels' `A*B*C`
+    formula does), not for its own interactions."""
     used = sorted({j for t in kept for j in t})
     data = pd.DataFrame({f"X{j}": x[:, j] for j in used})
-    data["_y"] = y.to_numpy()
-    n_c = int(is_center.sum())
+    data["_y"] = y
+    n_c, n_f = int(is_center.sum()), int((~is_center).sum())
     tname = [":".join(f"X{j}" for j in t) for t in kept]
     terms = list(tname)
     if n_c and n_f:
@@ -489,7 +601,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         # D:E pooled called A, B, C and A:B noise), so the table pools the smallest
         # interactions only to show sums of squares, and significance comes from Lenth's
         # margin on every contrast (Montgomery's approach for unreplicated designs).
-        order = [i for i in sorted(range(len(kept)), key=lambda i: abs(coefs[i]))
+        order = [i for i in sorted(range(len(kept)), key=lambda i: abs(fit.coefs[i]))
                  if len(kept[i]) > 1]
         drop = set(order[: 1 - resid_df])
         pooled = [_term_name(kept[i], names) for i in sorted(drop)]
@@ -501,7 +613,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         # designs; without orthogonality they depend on the term order, so each term is
         # adjusted for the others instead.
         # (With no error df there is no test to adjust: F and p are blanked below.)
-        typ = 1 if orthogonal or saturated else 2
+        typ = 1 if fit.orthogonal or saturated else 2
         table = anova_lm(model, typ=typ)
     if saturated:  # no error df of its own: F and p would be noise
         table["F"] = np.nan
@@ -519,24 +631,27 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
         "p": table["PR(>F)"].to_numpy(),
     })
     anova["pct"] = 100.0 * anova["ss"] / ss_total if ss_total > 0 else np.nan
-    if not orthogonal:  # adjusted sums of squares overlap: they are not shares of a whole
+    if not fit.orthogonal:  # adjusted sums of squares overlap: they are not shares of a whole
         anova.loc[anova["source"] != "error", "pct"] = np.nan
     anova = pd.concat([anova, pd.DataFrame([{"source": "total", "ss": ss_total,
                                              "df": float(len(data) - 1)}])],
                       ignore_index=True)
-    p_of = dict(zip(anova["source"], anova["p"]))
-    eff["coef"] = eff["effect"] / 2.0
-    eff["p"] = [p_of.get(t, np.nan) for t in eff["term"]]
+    return anova, data, dict(zip(anova["source"], anova["p"])), saturated, pooled
 
-    # Lenth on the full set of orthogonal contrasts when the design is unreplicated.
+
+def _significance(eff: pd.DataFrame, df: pd.DataFrame, names: list[str],
+                  is_center: np.ndarray, xf: np.ndarray, yf: np.ndarray, alpha: float,
+                  saturated: bool, pooled: list[str], notes: list[str]) -> Lenth | None:
+    """Mark each effect significant (columns `significant`, `basis`, and `lenth_active`
+    with Lenth): the ANOVA F test where the model has error df (pure error, or pooled
+    higher-order terms); Lenth's ME for terms the saturated model leaves without a test.
+    Lenth runs on the full set of orthogonal contrasts when the design is unreplicated."""
     len_res = None
     pure_error_df = _pure_error_df(df, names, is_center)
     if pure_error_df == 0 or saturated:
         contrasts = _saturated_effects(xf, yf)
         if len(contrasts) >= 2:
             len_res = lenth(contrasts, alpha)
-    # Significance: the ANOVA F test where the model has error df (pure error, or pooled
-    # higher-order terms); Lenth's ME for terms the saturated model leaves without a test.
     has_p = np.isfinite(eff["p"].to_numpy(dtype=float))
     sig = np.where(has_p, eff["p"].to_numpy(dtype=float) < alpha, False)
     basis = np.where(has_p, "ANOVA", "")
@@ -554,21 +669,30 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                         f"{', '.join(pooled)}, for its sums of squares only)" if pooled else ""))
     eff["significant"] = sig.astype(bool)
     eff["basis"] = basis
-    eff["pct"] = [float(anova.loc[anova["source"] == t, "pct"].iloc[0])
-                  if (anova["source"] == t).any() else np.nan for t in eff["term"]]
-    if transform in ("log", "log10"):
-        eff["ratio"] = back(eff["effect"].to_numpy(dtype=float))
-    eff = eff.sort_values("effect", key=np.abs, ascending=False).reset_index(drop=True)
+    return len_res
 
-    curvature = None
-    if n_c and n_f:
-        curvature = _curvature(x, y.to_numpy(), is_center, codings)
-        curvature["p"] = float(p_of.get("curvature", np.nan))
-        if "confounded" in curvature:
-            notes.append(curvature.pop("confounded"))
-    for a in aliases:
-        notes.append(f"aliased: {a} (the effect reported for one is the sum of both)")
 
+def _curvature_step(x: np.ndarray, y: np.ndarray, is_center: np.ndarray,
+                    codings: Sequence[Coding], p_of: dict[str, float], notes: list[str]
+                    ) -> dict[str, Any] | None:
+    """The curvature test when the design has center and factorial runs, else None."""
+    if not (is_center.any() and (~is_center).any()):
+        return None
+    curvature = _curvature(x, y, is_center, codings)
+    curvature["p"] = float(p_of.get("curvature", np.nan))
+    if "confounded" in curvature:
+        notes.append(curvature.pop("confounded"))
+    return curvature
+
+
+def _recommendation(results: pd.DataFrame, df: pd.DataFrame, response: str,
+                    eff: pd.DataFrame, codings: list[Coding], kept: list[tuple[int, ...]],
+                    names: list[str], intercept: float, goal: str, space: Space | None,
+                    transform: str, curvature: dict[str, Any] | None,
+                    measured: np.ndarray, alpha: float, notes: list[str]) -> dict[str, Any]:
+    """The recommended levels (`_recommend`), back in the response's units, with the notes
+    that warn against using it blind: no value measured there, curvature, extrapolation."""
+    back = TRANSFORMS[transform][1]
     rec = _recommend(eff, codings, kept, names, intercept, goal, space)
     if rec["settings"] and len(df) < len(results):
         # The model may favour exactly the configuration whose runs have no value (they
@@ -615,9 +739,7 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
                      f"{rec['predicted']:.4g}, lies outside the measured "
                      f"{measured.min():.4g}..{measured.max():.4g}: an extrapolation of the "
                      "model; confirm it with runs")
-    return EffectsAnalysis(response, goal, eff, anova, len_res, curvature, aliases, notes,
-                           rec, codings, data, x, intercept, transform,
-                           "I" if orthogonal or saturated else "II", orthogonal)
+    return rec
 
 
 

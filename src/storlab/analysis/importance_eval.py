@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import AnalysisError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .importance import Aggregate, encode, greedy_order
 
 if TYPE_CHECKING:  # pragma: no cover

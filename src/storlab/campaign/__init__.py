@@ -15,7 +15,7 @@ __all__, __getattr__, __dir__ = attach(__name__, {
     "CampaignError": "storlab.errors", "CampaignLocked": "storlab.errors",
     "Store": ".store",
     "DesignSource": ".sources", "Proposal": ".sources", "Observation": ".sources",
-    "make_source": ".sources", "run_sweep": ".sweep",
+    "make_source": ".sources", "run_sweep": ".sweep_campaign",
     "Executor": ".executors", "make_executor": ".executors",
     "Runner": ".runners", "RunResult": ".runners", "make_runner": ".runners",
 })

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
-from .. import _process
+from .. import _proc_lifetime
 from .runners import TAG_ENV, run_tag, tail
 from .runners.base import RunResult
 from .spec import CampaignError
@@ -82,7 +82,7 @@ class SequentialExecutor:
 def _init_worker(parent: int) -> None:
     # Die with the campaign process (a SIGKILLed storlab must not leave workers that go on
     # running benchmarks); the programs a worker starts die with the worker in turn.
-    _process.die_with_parent(parent)
+    _proc_lifetime.die_with_parent(parent)
     # Ctrl-C is for the campaign process: it stops handing out work and waits for the
     # runs in flight, which must not be cut short in the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -208,7 +208,7 @@ def reap_leftovers(owner: str) -> list[str]:
     """Kill the processes on this host started for runs of the campaign `owner` (its
     `campaign_identity`: tags `<owner>/<key>`); those that survive SIGKILL, as
     `pid (command)`."""
-    left = _process.kill_and_wait(_process.tagged(TAG_ENV, owner))
+    left = _proc_lifetime.kill_and_wait(_proc_lifetime.tagged(TAG_ENV, owner))
     return [f"{p.pid} ({p.command[:60]})" for p in left]
 
 

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .. import _process
+from .. import _proc_lifetime
 from ..errors import CampaignError, CampaignLocked
 
 
@@ -42,7 +42,7 @@ class Holder:
     @classmethod
     def me(cls) -> Holder:
         cmd = shlex.join(sys.argv) if sys.argv and sys.argv[0] else f"python pid {os.getpid()}"
-        return cls(os.getpid(), _process.start_time(os.getpid()), socket.gethostname(),
+        return cls(os.getpid(), _proc_lifetime.start_time(os.getpid()), socket.gethostname(),
                    time.time(), cmd)
 
     def describe(self) -> str:
@@ -56,7 +56,7 @@ class Holder:
         """Still running (same pid and start time)? None when it ran on another host."""
         if self.host != socket.gethostname():
             return None
-        return _process.alive(self.pid, self.start)
+        return _proc_lifetime.alive(self.pid, self.start)
 
 
 #: Lock descriptors this process holds (closed in forked children, see module doc).

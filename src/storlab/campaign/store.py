@@ -23,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from .. import _process
+from .. import _proc_lifetime
 from ..jsonutil import to_jsonable
 from . import lock
 from .runners import TAG_ENV, campaign_identity
@@ -261,12 +261,12 @@ class Store:
         the lock, so every process tagged with a run of this campaign (its identity, a
         digest of this store's path: never another campaign's, wherever it lies) is such a
         leftover: running a run again next to it would measure both at once."""
-        found = _process.tagged(TAG_ENV, campaign_identity(self.path))
+        found = _proc_lifetime.tagged(TAG_ENV, campaign_identity(self.path))
         if not found:
             return
         emit("leftovers", {"processes": [(p.pid, p.command) for p in found],
                            "runs": sorted({Path(p.tag).name for p in found})})
-        left = _process.kill_and_wait(found)
+        left = _proc_lifetime.kill_and_wait(found)
         if left:
             p = left[0]
             raise CampaignError(

@@ -5,7 +5,7 @@ drives them is a runner's: `storlab.campaign.runners` (`objload`, `fanout`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import attach
 from ._util import DEFAULT_BASE, ClusterError
@@ -17,8 +17,12 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "CephCluster": ".ceph", "CephOptions": ".ceph", "SwiftCluster": ".swift",
     "SwiftOptions": ".swift",
 })
-__all__ = ["DEFAULT_BASE", "KINDS", "ClusterError", "cluster_state", "get_cluster",
-           *_lazy_names]
+__all__ = ["CephCluster", "CephOptions", "ClusterError", "DEFAULT_BASE", "KINDS", "SwiftCluster",
+           "SwiftOptions", "cluster_state", "get_cluster"]
+
+if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
+    from .ceph import CephCluster, CephOptions
+    from .swift import SwiftCluster, SwiftOptions
 
 
 def get_cluster(kind: str, base: str | Path | None = None) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._process import die_with_parent, stat_fields
+from .._proc_lifetime import die_with_parent, stat_fields
 from ..errors import ClusterError
 
 #: Where clusters live unless told otherwise (one subdirectory per kind).

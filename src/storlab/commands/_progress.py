@@ -15,13 +15,13 @@ from typing import Any
 from ._common import console
 
 # Headline metrics for the progress bar's "last result", first one present wins.
-HEADLINE = ("total_iops", "iops", "transactions_per_s", "reads_per_s", "total_bw_bytes")
+PROGRESS_METRICS = ("total_iops", "iops", "transactions_per_s", "reads_per_s", "total_bw_bytes")
 
 Event = Callable[[str, dict[str, Any]], None]
 
 
 def headline(metrics: dict[str, Any], prefer: tuple[str, ...] = ()) -> str:
-    for k in (*prefer, *HEADLINE, *sorted(metrics)):
+    for k in (*prefer, *PROGRESS_METRICS, *sorted(metrics)):
         v = metrics.get(k)
         if isinstance(v, (int, float)) and math.isfinite(v):
             return f"{k}={v:.4g}"

@@ -12,7 +12,7 @@ from ..errors import StorlabError
 from ..fileio import write_frame
 from ._common import STORE_HELP, campaign_store_note, console, emit_json, frame_table, \
     output_dir, output_file
-from ._progress import HEADLINE
+from ._progress import PROGRESS_METRICS
 
 def run_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file."),
@@ -112,7 +112,8 @@ def _narrow(df: Any) -> Any:
     keep = [c for c in df.columns if c in ("config_id", "repetition", "status", "host")]
     metrics = [c for c in df.columns if df[c].dtype.kind == "f" and c not in keep
                and not c.startswith("_") and c not in ("started", "ended")]
-    first = [c for c in (*HEADLINE, "read_clat_p99_us", "write_clat_p99_us") if c in metrics]
+    first = [c for c in (*PROGRESS_METRICS, "read_clat_p99_us", "write_clat_p99_us")
+             if c in metrics]
     factors = [c for c in df.columns if c not in metrics and c not in keep
                and not str(c).startswith("_")
                and c not in ("std_order", "replicate", "block", "center", "exit_code",

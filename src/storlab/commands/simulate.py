@@ -107,7 +107,7 @@ def simulate_cmd(
         _calibrate(raw, src, calibrate, holdout, save_calibrated, plot, as_json, output)
         return
     if sweep:
-        from ..campaign.sweep import check_executor, default_directory, run_sweep
+        from ..campaign.sweep_campaign import check_executor, default_directory, run_sweep
         from ..sim.sweep import parse_sweep
         from ._progress import campaign_progress
 
@@ -138,11 +138,11 @@ def simulate_cmd(
                        "to plot (simulate, or add --sweep)")
     model = build_model(parse_cluster(raw, src))
     if analytic:
-        from ..sim.analytic import analyze
+        from ..sim.analytic import solve_mva
         from ..sim.failures import refuse_analytic
 
         refuse_analytic(model.spec)
-        rep: Any = analyze(model)
+        rep: Any = solve_mva(model)
     else:
         from ..sim.cluster import run_model
 

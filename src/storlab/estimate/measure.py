@@ -40,7 +40,7 @@ from scipy import stats
 from ..errors import EstimateError, StorlabError
 from ..fileio import read_yaml, write_fresh, write_text
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
 from .mixrule import DEFAULT_MIX, MIXES
 from .rwmodel import RWModel

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..errors import EstimateError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .cells import size_label
 from .fit import SizeFit, k_at, solve
 from .mixrule import per_size_rates

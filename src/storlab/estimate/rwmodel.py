@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import EstimateError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
 from .fit import SizeFit, shape_warnings, solve
 from .mixrule import DEFAULT_MIX, check_mix

@@ -10,12 +10,23 @@ Figures for notebooks come from the analyses themselves (`analyze(...).plot("par
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
-__all__, __getattr__, __dir__ = attach(__name__, {
+_lazy_names, __getattr__, __dir__ = attach(__name__, {
     **{n: ".build" for n in ("Report", "build_report", "coverage_report")},
     **{n: ".inputs" for n in ("ReportInput", "design_from_data", "from_campaign",
                               "from_results")},
     **{n: ".sections" for n in ("Section", "progress_plot")},
     "ReportError": "storlab.errors",
 })
+
+__all__ = ["Report", "ReportError", "ReportInput", "Section", "build_report", "coverage_report",
+           "design_from_data", "from_campaign", "from_results", "progress_plot"]
+
+if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
+    from ..errors import ReportError
+    from .build import Report, build_report, coverage_report
+    from .inputs import ReportInput, design_from_data, from_campaign, from_results
+    from .sections import Section, progress_plot

@@ -24,11 +24,11 @@ from typing import Any
 from ..jsonutil import to_jsonable
 from . import html as H
 from . import sections as S
-from .inputs import HEADLINE, ReportInput, choose_responses, design_from_data, from_campaign, \
-    from_results
+from .inputs import (REPORT_RESPONSES, ReportInput, choose_responses, design_from_data,
+                     from_campaign, from_results)
 from .sections import ALL_GROUPS, Section, coverage_html, progress_plot
 
-__all__ = ["ALL_GROUPS", "HEADLINE", "Report", "ReportInput", "Section", "build_report",
+__all__ = ["ALL_GROUPS", "REPORT_RESPONSES", "Report", "ReportInput", "Section", "build_report",
            "coverage_html", "coverage_report", "design_from_data", "from_campaign",
            "from_results", "progress_plot"]
 

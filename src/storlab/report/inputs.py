@@ -17,8 +17,8 @@ from ..space import Space
 
 #: Metrics a report analyses when neither the user nor the space names responses, in order
 #: of preference (fio, sysbench, postmark and the simulator write these).
-HEADLINE = ("total_iops", "total_bw_bytes", "iops", "bw", "bw_bytes", "transactions_per_s",
-            "throughput", "read_clat_p99_us", "write_clat_p99_us")
+REPORT_RESPONSES = ("total_iops", "total_bw_bytes", "iops", "bw", "bw_bytes",
+                    "transactions_per_s", "throughput", "read_clat_p99_us", "write_clat_p99_us")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -136,13 +136,13 @@ def table_level(results: pd.DataFrame, space: Space | None,
 def _space_from_table(df: pd.DataFrame, responses: Sequence[str] | None = None
                       ) -> Space | None:
     """Two-level factor columns read off the data (as `storlab analyze` does without a
-    space), beside the first of `responses` the table has, else of HEADLINE (a user's own
+    space), beside the first of `responses` the table has, else of REPORT_RESPONSES (a user's own
     response `y` must not leave the report without factors: a results table of y alone)."""
     from ..analysis.effects import infer_codings
     from ..errors import AnalysisError
     from ..space import Factor
 
-    resp = next((c for c in [*(responses or []), *HEADLINE] if c in df.columns), None)
+    resp = next((c for c in [*(responses or []), *REPORT_RESPONSES] if c in df.columns), None)
     if resp is None:
         return None
     try:
@@ -236,7 +236,7 @@ def choose_responses(inp: ReportInput, given: Sequence[str] | None) -> list[str]
         named = [r.name for r in inp.space.responses if r.name in usable]
         if named:
             return named
-    return [c for c in HEADLINE if c in usable][:2]
+    return [c for c in REPORT_RESPONSES if c in usable][:2]
 
 
 def response_unit(inp: ReportInput, name: str) -> str:

@@ -9,7 +9,7 @@ event engine in `engine`, the analytic (MVA) model in `analytic`, sweeps and cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import attach
 
@@ -17,12 +17,24 @@ _all, __getattr__, __dir__ = attach(__name__, {
     "SimError": "storlab.errors", "ClusterSpec": ".cluster", "ClusterModel": ".cluster",
     "SimReport": ".cluster", "load_cluster": ".cluster", "parse_cluster": ".cluster",
     "apply_overrides": ".cluster", "build_model": ".cluster", "run_model": ".cluster",
-    "analyze": ".analytic", "AnalyticResult": ".analytic",
+    "solve_mva": ".analytic", "AnalyticResult": ".analytic",
     "SweepResult": ".sweep",
     "CalibrationResult": ".calibrate",
     "Ring": ".ring", "DeviceSpec": ".devices", "resolve_device": ".devices",
 })
-__all__ = sorted([*_all, "simulate"])
+__all__ = ["AnalyticResult", "CalibrationResult", "ClusterModel", "ClusterSpec", "DeviceSpec",
+           "Ring", "SimError", "SimReport", "SweepResult", "apply_overrides", "build_model",
+           "load_cluster", "parse_cluster", "resolve_device", "run_model", "simulate", "solve_mva"]
+
+if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
+    from ..errors import SimError
+    from .analytic import AnalyticResult, solve_mva
+    from .calibrate import CalibrationResult
+    from .cluster import (ClusterModel, ClusterSpec, SimReport, apply_overrides, build_model,
+                          load_cluster, parse_cluster, run_model)
+    from .devices import DeviceSpec, resolve_device
+    from .ring import Ring
+    from .sweep import SweepResult
 
 
 def simulate(cluster: str | Path | dict[str, Any], *, analytic: bool = False,
@@ -38,7 +50,7 @@ def simulate(cluster: str | Path | dict[str, Any], *, analytic: bool = False,
         raw = apply_overrides(raw, overrides, source=src)
     model = build_model(parse_cluster(raw, src))
     if analytic:
-        from .analytic import analyze
+        from .analytic import solve_mva
 
-        return analyze(model)
+        return solve_mva(model)
     return run_model(model, backend=backend)

@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..errors import SimError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from . import mva as _mva
 from .engine import FCFS, HOLD
 from .model import ClusterModel, draw_requests
@@ -304,7 +304,7 @@ def _pools(d: Demands, active: np.ndarray, c_all: np.ndarray, cap: float) -> _Po
                   np.searchsorted(active, st), d.cover[st], where[d.owner[st]])
 
 
-def analyze(model: ClusterModel, method: str = "auto", dem: Demands | None = None
+def solve_mva(model: ClusterModel, method: str = "auto", dem: Demands | None = None
             ) -> AnalyticResult:
     """Mean throughput, per-op latency and utilisations without simulating."""
     wl = model.spec.workload
@@ -433,9 +433,6 @@ def analyze(model: ClusterModel, method: str = "auto", dem: Demands | None = Non
                           stable, X, ops, util, bottleneck, notes)
 
 
-
-#: The British spelling, kept for existing callers.
-analyse = analyze
 
 def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.ndarray,
                       h: tuple[np.ndarray, np.ndarray], share: np.ndarray, N: int, Z: float, pools: _Pools,

@@ -31,8 +31,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..jsonutil import to_jsonable
-from ..result import Result
-from .analytic import Demands, analyze, demands
+from ..result_shape import Result
+from .analytic import Demands, solve_mva, demands
 from .cluster import (OPS, SHORT_KEYS, ClusterModel, CpuCosts, OpCost, SimError, apply_overrides,
                       build_model, parse_cluster)
 
@@ -170,7 +170,7 @@ def _combine(parts: list[Demands], theta: np.ndarray) -> Demands:
 
 
 def _predict(row: _Row, theta: np.ndarray) -> float:
-    return float(analyze(row.model, dem=_combine(row.parts, theta)).throughput)
+    return float(solve_mva(row.model, dem=_combine(row.parts, theta)).throughput)
 
 
 @dataclasses.dataclass

@@ -25,8 +25,8 @@ def _n_requests(model: ClusterModel) -> int:
     if wl.rate is not None:
         return max(2, int(round(wl.rate * wl.duration)))
     # Closed loop for a duration: the analytic throughput says how many requests fit.
-    from .analytic import analyze
-    x = analyze(model).throughput
+    from .analytic import solve_mva
+    x = solve_mva(model).throughput
     return max(2 * int(wl.clients or 1), int(math.ceil(x * wl.duration)))
 
 

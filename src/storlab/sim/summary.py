@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import SimError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .ops import DELETE, OPS
 from .model import ClusterModel, Requests
 

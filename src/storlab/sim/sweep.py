@@ -1,7 +1,7 @@
 """What-if sweeps: the sweep's axes (`--sweep NAME=V1,V2`) and its result table with a plot.
 
 The sweep runs as a campaign (the full factorial of the axes, the simulator runner, the
-campaign's executors and store, so it resumes after a kill): `storlab.campaign.sweep`."""
+campaign's executors and store, so it resumes after a kill): `storlab.campaign.sweep_campaign`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .cluster import SimError
 
 

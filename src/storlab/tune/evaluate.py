@@ -39,7 +39,7 @@ import pandas as pd
 from ..campaign.sources import config_key
 from ..errors import AnalysisError, SpaceError
 from ..jsonutil import plain, to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from ..space import Factor, Space, reserved_name
 from .domain import Domain
 from .strategies import STRATEGIES, Objective, TuneSettings, make_strategy

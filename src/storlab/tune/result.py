@@ -17,7 +17,7 @@ from scipy import stats
 from ..campaign.sources import Observation, config_key
 from ..errors import TuneError
 from ..jsonutil import to_jsonable
-from ..result import Result
+from ..result_shape import Result
 from .racing import Race, race, race_summary
 from .strategies import Entry, Objective, Tally, observed_values
 

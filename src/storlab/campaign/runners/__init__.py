@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 from ..._lazy import attach
-from ._proc import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionError,
+from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionError,
                     campaign_identity, output_files, render_argv, render_value,
                     reserved_env_clash, run_identity, run_program, run_tag, shell_command,
                     substitute, tail, template_names)
@@ -37,7 +37,7 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
 })
 
-#: The program-running helpers (private modules `_proc`, `_sandbox`) the campaign loop shares
+#: The program-running helpers (private modules `_program`, `_sandbox`) the campaign loop shares
 #: with runners.
 __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
            "RESERVED_ENV", "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_argv",

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._proc import render_value, run_program, tail
+from ._program import render_value, run_program, tail
 from .base import RunResult
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._proc import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
+from ._program import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
                     render_value, reserved_env_clash, run_program, shell_command, substitute,
                     tail, template_names)
 from .base import RunResult

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._proc import render_value, run_program, tail
+from ._program import render_value, run_program, tail
 from .base import RunResult
 from ...fileio import write_fresh
 from ...units import fio_value

@@ -16,7 +16,7 @@ from typing import Any
 from ...fileio import write_fresh
 from ...units import parse_size
 from ..spec import CampaignError
-from ._proc import render_value, run_program, tail
+from ._program import render_value, run_program, tail
 from .base import RunResult
 
 #: Columns of `set report terse`, in postmark's order.

@@ -72,11 +72,11 @@ class SimulatorRunner:
             spec = parse_cluster(apply_overrides(self.raw, overrides, self.source), self.source)
             model = build_model(spec)
             if self.analytic:
-                from ...sim.analytic import analyze
+                from ...sim.analytic import solve_mva
                 from ...sim.failures import refuse_analytic
 
                 refuse_analytic(spec)  # the MVA model has no failed devices
-                rep: Any = analyze(model)
+                rep: Any = solve_mva(model)
             else:
                 rep = run_model(model, backend=self.backend)
         except SimError as exc:

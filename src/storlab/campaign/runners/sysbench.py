@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._proc import render_value, run_program, tail
+from ._program import render_value, run_program, tail
 from .base import RunResult
 
 DEFAULTS = {"file-total-size": "64M", "file-num": "4", "file-test-mode": "rndrw", "time": "5"}

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._process import descendants, guard_child
+from ..._proc_lifetime import descendants, guard_child
 from ...errors import CampaignError, ShellTemplateError, SubstitutionError  # re-exported
 from . import _sandbox
 
@@ -336,7 +336,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     or with storlab. stdout and stderr stream to files (`output_files`), never into memory:
     the outcome holds their tails. The child gets its own session so a terminal Ctrl-C
     reaches storlab only (it stops cleanly after the current run), and a guard process
-    (`_process.guard_child`) kills it when storlab dies, also when it runs unsandboxed.
+    (`_proc_lifetime.guard_child`) kills it when storlab dies, also when it runs unsandboxed.
     It carries the run's tag (`run_tag`).
     """
     if shell and not isinstance(argv, str):
