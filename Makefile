@@ -14,14 +14,19 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Reinstall when the lock, the package metadata or the native engine changes.
-# The exact versions (with hashes) come from requirements.lock; storlab and its engine are
+# The two Rust crates (pyo3 modules): the simulator's engine and the design search.
+CRATES := engine designs
+CRATE_SRC := $(foreach c,$(CRATES),$(wildcard $(c)/Cargo.toml $(c)/Cargo.lock $(c)/pyproject.toml $(c)/src/*.rs))
+
+# Reinstall when the lock, the package metadata or a native crate changes.
+# The exact versions (with hashes) come from requirements.lock; storlab and its crates are
 # then installed without resolving anything again, and `pip check` fails when pyproject
 # declares a dependency the lock lacks (refresh it with `make lock`).
-$(STAMP): $(BIN)/python pyproject.toml requirements.lock $(wildcard engine/Cargo.toml engine/src/*.rs engine/pyproject.toml)
+$(STAMP): $(BIN)/python pyproject.toml requirements.lock $(CRATE_SRC)
 	$(BIN)/pip install -q --require-hashes -r requirements.lock
 	$(BIN)/pip install -q --no-deps -e .
-	@if [ -f engine/pyproject.toml ]; then $(BIN)/pip install -q --no-deps ./engine; fi
+	@for c in $(CRATES); do if [ -f $$c/pyproject.toml ]; then \
+	  $(BIN)/pip install -q --no-deps ./$$c || exit 1; fi; done
 	$(BIN)/pip check
 	touch $@
 

@@ -79,11 +79,11 @@ def bench_catalogue() -> None:
 
 
 def bench_compiled(quick: bool) -> None:
-    """The compiled exact search (engine/src/ma.rs, which writes the catalogue) against the
+    """The compiled exact search (designs/src/ma.rs, which writes the catalogue) against the
     Python branch and bound, same cases, same run: CPU seconds (the machine may be shared)."""
-    from storlab_engine import ma_search
+    from storlab_designs import ma_search
 
-    print("\ncompiled exact search (storlab_engine.ma_search) vs Python search_generators, CPU s")
+    print("\ncompiled exact search (storlab_designs.ma_search) vs Python search_generators, CPU s")
     print(f"{'case':>12} {'runs':>5} {'A3..A6':<22} {'rust s':>8} {'python s':>9} {'ratio':>8}")
     cases = [(12, 5), (16, 6), (18, 6), (14, 7)] + ([] if quick else [(20, 6), (19, 5)])
     for k, n in cases:

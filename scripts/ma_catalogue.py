@@ -5,8 +5,8 @@
         [-o src/storlab/design/data/ma_catalogue.json]
 
 Every case k factors in 2^n runs (n < k <= 2^n - 1, 2^n <= --max-runs: 219 cases up to
-128 runs) gets an entry, found by the compiled exact search (storlab_engine.ma_search,
-engine/src/ma.rs), each search seeded with the best design met so far, until one
+128 runs) gets an entry, found by the compiled exact search (storlab_designs.ma_search,
+designs/src/ma.rs), each search seeded with the best design met so far, until one
 finishes inside its node budget:
 
 - "direct": branch and bound over the added columns (finishes for every case up to 32
@@ -67,7 +67,7 @@ def proves_cheaply(k: int, n: int, method: str) -> bool:
 def solve(case: tuple[int, int], nodes: int,
           complement_nodes: int) -> tuple[str, dict[str, Any], str]:
     """One case: its catalogue entry and a log line."""
-    from storlab_engine import ma_search
+    from storlab_designs import ma_search
 
     k, n = case
     t0 = time.process_time()
@@ -153,7 +153,7 @@ def _write(path: Path, max_runs: int, nodes: int, complement_nodes: int,
            entries: dict[str, dict[str, Any]]) -> None:
     doc = {
         "about": "Minimum-aberration 2^(k-p) generators found by storlab's exact search "
-                 "(scripts/ma_catalogue.py, engine/src/ma.rs). Key 'k-n': k factors in 2^n "
+                 "(scripts/ma_catalogue.py, designs/src/ma.rs). Key 'k-n': k factors in 2^n "
                  "runs; columns: the added factors' base-bit masks (bit i = base factor i); "
                  "wlp: A1..Ak; exact: the search finished, so no design has a smaller "
                  "pattern (false: best found within the budget, not proven); method: the "

@@ -11,7 +11,6 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-mod ma;
 mod md5part;
 mod ringplace;
 
@@ -992,7 +991,6 @@ impl Stream {
 #[pymodule]
 fn storlab_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(ma::ma_search, m)?)?;
     m.add_function(wrap_pyfunction!(md5part::numbered_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(ringplace::ring_place, m)?)?;
     m.add_function(wrap_pyfunction!(ringplace::py_shuffle, m)?)?;

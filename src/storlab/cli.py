@@ -4,11 +4,16 @@ options, calls the library and prints. Bad input exits 2 with one line, no trace
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import importlib
 import os
 import pkgutil
+import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -83,16 +88,81 @@ app = typer.Typer(
 
 
 
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+@functools.cache
+def _plain_param_class() -> type | None:
+    """typer's RuntimeParam with a converter for plain values (None for a typer whose
+    internals moved: its own converters then run)."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+        from typer._param_types import coerce_cli_path
+    except ImportError:
+        return None
+
+    @dataclasses.dataclass(frozen=True)
+    class PlainParam(RuntimeParam):  # type: ignore[misc]
+        descriptor: Any = None
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            kind = self.annotation
+            if type(value) is kind and kind is not Path:  # a default, already typed
+                return value
+            if kind is float and type(value) is int:
+                return float(value)
+            if kind is Path and isinstance(value, Path):
+                return coerce_cli_path(value, self.parameter_info, path_type=Path,
+                                       param=param, ctx=ctx)
+            if isinstance(value, str):
+                if kind is str:
+                    return value
+                if kind is int and _INT.fullmatch(value):
+                    return int(value)
+                if kind is float and _FLOAT.fullmatch(value):
+                    return float(value)
+                if kind is Path and value:
+                    return coerce_cli_path(Path(value), self.parameter_info, path_type=Path,
+                                           param=param, ctx=ctx)
+            return build_runtime_param(self.descriptor)._coerce_value(value, param, ctx)
+
+    return PlainParam
+
+
+def _plain_coercion(param: Any) -> Any:
+    """A converter for a plain str, int, float or Path value that gives what typer's
+    pydantic TypeAdapter gives, without importing pydantic (about 0.1 s of every command
+    that takes a value; `benchmarks/bench_importance.py`). A value it does not recognise
+    (`1_000`, ` 5`, `inf`, an empty path) goes to typer's own converter, so every error
+    message stays typer's. None for any other parameter."""
+    cls = _plain_param_class()
+    desc = getattr(param, "type_descriptor", None)
+    if cls is None or desc is None or getattr(param, "_runtime_param", 1) is not None:
+        return None
+    info, kind = desc.parameter_info, desc.annotation
+    if (desc.file_annotation is not None or info.parser is not None or info.min is not None
+            or info.max is not None or info.clamp or kind not in (str, int, float, Path)):
+        return None
+    if kind is Path and (info.path_type is not None or info.resolve_path or info.allow_dash):
+        return None
+    return cls(parameter_info=info, annotation=kind, descriptor=desc)
+
+
 class StorlabCommand(_NoBoolMetavar, TyperCommand):
     """typer's command with the help conventions storage people know from click, fio and
     GNU tools: the usage line names arguments `CAMPAIGN_FILE` / `[SPACE_FILE]` (typer
-    writes `{campaign_file}`), and a flag shows no `<bool>` value it does not take."""
+    writes `{campaign_file}`), and a flag shows no `<bool>` value it does not take. Plain
+    values are converted without pydantic (`_plain_coercion`)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         for p in self.params:
             if getattr(p, "is_flag", False) and p.metavar is None:
                 p.metavar = ""  # rich's type column prints the metavar when it is set
+            conv = _plain_coercion(p)
+            if conv is not None:
+                p._runtime_param = conv  # type: ignore[attr-defined]
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
         pieces = [self.options_metavar] if self.options_metavar else []

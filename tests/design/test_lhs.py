@@ -35,7 +35,7 @@ def test_strata_and_level_balance(n, seed):
     assert d.table["iodepth"].between(1, 256).all()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(n=st.integers(4, 50), seed=st.integers(0, 2**31), cap=st.integers(8, 256))
 def test_constraints_never_violated(n, seed, cap):
     s = Space.from_dict({**MIXED, "constraints": [f"iodepth * numjobs <= {cap}",

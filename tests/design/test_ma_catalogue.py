@@ -1,5 +1,5 @@
 """The shipped minimum-aberration catalogue (data/ma_catalogue.json, written by
-scripts/ma_catalogue.py with the compiled exact search, engine/src/ma.rs): every 2^(k-p)
+scripts/ma_catalogue.py with the compiled exact search, designs/src/ma.rs): every 2^(k-p)
 case up to 128 runs is in it, each entry's pattern is what its columns give, proven entries
 are what the searches find, and an unproven entry is flagged to the user."""
 
@@ -63,7 +63,7 @@ def test_catalogue_matches_the_python_search(key):
 
 def test_proven_entries_are_what_the_compiled_search_proves():
     # one quick case per search method and run size; the full rerun is the script's job
-    from storlab_engine import ma_search
+    from storlab_designs import ma_search
 
     picks = {}
     for key, e in ENTRIES.items():
@@ -189,7 +189,7 @@ def test_bounded_complement_search_agrees_with_plain_enumeration():
     # every case the unbounded enumeration settles quickly (16 and 32 runs, the most
     # factors in 64): the bounded search, unseeded, proves the same pattern, and for 16
     # runs so does the direct branch and bound
-    from storlab_engine import ma_search
+    from storlab_designs import ma_search
 
     for k, n in [(k, n) for n in (3, 4, 5) for k in range(2 ** (n - 1) + 1, 2**n - 1)] + [
             (k, 6) for k in range(55, 63)]:
@@ -223,7 +223,7 @@ def test_inside_the_even_design_a4_follows_the_left_out_columns(case):
 def test_bounded_even_search_agrees_with_the_direct_search():
     # 16 and 32 runs in the even search's range, where the direct search proves the
     # pattern on its own
-    from storlab_engine import ma_search
+    from storlab_designs import ma_search
 
     for k, n in [(k, n) for n in (4, 5) for k in range(5 * 2 ** (n - 4) + 1, 2 ** (n - 1) + 1)]:
         _, even, exact, _, _ = ma_search(k, n, max_nodes=2_000_000, method="even")
