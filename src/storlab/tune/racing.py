@@ -284,7 +284,10 @@ def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: floa
     r.tied = [lead] + [c for c in r.live if c.repeated]
     # A configuration measured once that the race left live competes on its shrunk draw:
     # with little noise (tau2 >> sigma^2) a better single run wins, with much it cannot.
-    pool = r.tied + [c for c in r.live if not c.repeated and math.isfinite(r.tau2)]
+    # Only once three or more configurations were raced (a race's first round re-runs
+    # three): before, a single draw would be recommended over every re-run candidate.
+    pool = r.tied + [c for c in r.live if not c.repeated and math.isfinite(r.tau2)
+                     and len(rep) >= 3]
     r.chosen = max(pool, key=lambda a: (r.shrunk(a), a.n, -a.entry.order))
     return r
 
