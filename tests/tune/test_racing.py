@@ -253,3 +253,35 @@ def test_confirm_share_outside_zero_one_is_one_line_exit_2(tmp_path: Path,
     r = storlab("tune", str(p), "--quiet", timeout=120)
     assert r.returncode == 2 and "confirm_share" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_interval_line_prints_prefixed_units() -> None:
+    """The race's interval reads as the rest of the output does (1.2G, not 1.204e+09)."""
+    from storlab.tune.result import race_lines
+
+    data = {"response": "bw", "best": {"config": {"x": 1}, "interval": [1.204e9, 1.847e9]},
+            "race": {"noise": 0.123, "noise_scale": "relative (log scale)", "noise_dof": 18,
+                     "confidence": 0.95, "tied": [], "decided": False, "indifference": 0.01}}
+    line = race_lines(data, "B/s")[0]
+    assert "1.2G to 1.85G B/s" in line and "e+09" not in line, line
+    data["race"]["noise_scale"] = "absolute"
+    data["race"]["noise"] = 2.5e7
+    assert "noise 25M B/s run to run" in race_lines(data, "B/s")[0]
+
+
+def test_the_prior_spread_is_fitted_over_every_measured_configuration() -> None:
+    """Three close candidates re-run and twenty single draws spread far wider: the
+    shrinkage's spread (tau) is the wide one, not the floor the close three give, so a
+    single draw far above the rest is ranked above one at the common mean."""
+    rng = np.random.default_rng(1)
+    hist: list[Observation] = []
+    for x in range(20):
+        _obs(hist, {"x": x}, 100 * math.exp(0.3 * rng.standard_normal()), "tune")
+    for x in (20, 21, 22):
+        for v in (200.0, 201.0, 199.0):
+            _obs(hist, {"x": x}, v * (1 + 0.001 * x), "tune" if v == 200.0 else "confirm")
+    r = race(Tally(hist, [OBJ]), 3)
+    assert r.tau2 > 10 * (0.1 * r.sigma) ** 2
+    single = sorted((a for a in r.arms if not a.repeated), key=lambda a: -a.mean)
+    assert r.shrunk(single[0]) > r.shrunk(single[-1]) + 0.5 * (single[0].mean -
+                                                               single[-1].mean)

@@ -32,8 +32,9 @@ every comparison is against one pooled noise estimate:
 - **The answer.** The raced candidates still live when the runs run out (the race could
   not show that they are not more than `DELTA` better than the leader) are *tied* with
   it; the recommendation is the tied candidate with the highest mean after shrinking each
-  raced candidate's mean toward their common mean by its uncertainty (empirical Bayes: a
-  mean over few runs cannot win on one lucky draw), then the most runs. Its interval
+  mean toward the common mean of every measured configuration by its uncertainty
+  (empirical Bayes: a mean over few runs cannot win on one lucky draw), then the most
+  runs. Its interval
   is Student's t on its runs after the first, with the pooled noise, two-sided at
   `CONFIDENCE` and Bonferroni-simultaneous over every raced candidate, so it covers the
   true value of whichever candidate ends up chosen.
@@ -105,13 +106,18 @@ class Race:
 
     tau2: float = math.inf    # spread of true values around the model (inf: no shrinkage)
 
-    center: float = 0.0       # the raced candidates' common mean (shrinkage target)
+    center: float = 0.0       # every measured configuration's common mean (shrinkage target)
 
     def shrink(self, rep: list[Arm]) -> None:
-        """Empirical Bayes over the raced candidates (measured twice or more): their true
-        values spread `tau2` around their common mean `center` (method of moments: the
-        spread of their means less the noise's share). A mean over few runs is pulled
-        toward the others by its uncertainty, so one lucky draw cannot win the race.
+        """Empirical Bayes over every measured configuration: their true values spread
+        `tau2` around their common mean `center` (method of moments: the spread of their
+        means less the noise's share). A mean over few runs is pulled toward the others by
+        its uncertainty, so one lucky draw cannot win the race. Fitted over the raced
+        candidates alone (the two or three re-run first, chosen for being close), their
+        spread was about the noise's, `tau2` fell to its floor and every configuration
+        measured once looked alike to the round that picks challengers; over all of them,
+        a single draw far above the others counts for what it is worth (noise 0.10, 60
+        replayed tunings of Berkeley DB C: see docs/tuning.md).
         (Shrinking toward an additive model's prediction instead was tried: Berkeley DB's
         optimum is an interaction, and the model buried it.)"""
         if self.sigma is None or len(rep) < 3:
@@ -123,7 +129,7 @@ class Race:
 
     def shrunk(self, a: Arm) -> float:
         """A configuration's mean (runs after its first; its single draw when measured
-        once) shrunk toward the raced candidates' common mean by its uncertainty."""
+        once) shrunk toward every measured configuration's common mean by its uncertainty."""
         if not math.isfinite(self.tau2) or self.sigma is None:
             return a.mean
         w = self.tau2 / (self.tau2 + self.sigma ** 2 / a.n)
@@ -188,9 +194,10 @@ class Race:
         return (min(lo, hi), max(lo, hi))
 
     def rule(self) -> str:
-        return ("the tied candidate with the highest mean after shrinking each raced "
-                "candidate's mean toward their common mean by its uncertainty (empirical "
-                "Bayes: a mean over few runs cannot win on one lucky draw), then the most runs")
+        return ("the tied candidate with the highest mean after shrinking each mean toward "
+                "the common mean of every measured configuration by its uncertainty "
+                "(empirical Bayes: a mean over few runs cannot win on one lucky draw), then "
+                "the most runs")
 
     def round(self, limit: int) -> list[Entry]:
         """The runs this round wants (one each, most useful first), at most `limit`."""
@@ -252,7 +259,7 @@ def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: floa
     if not arms:
         return r
     rep = [a for a in arms if a.repeated]
-    r.shrink(rep)
+    r.shrink(arms)
     r.leader = max(rep or arms, key=lambda a: (r.shrunk(a), a.n, -a.entry.order))
     if sigma is None:
         r.tied = [r.leader]
@@ -277,7 +284,10 @@ def race(tally: Tally, top: int = 5, confidence: float = CONFIDENCE, delta: floa
     r.tied = [lead] + [c for c in r.live if c.repeated]
     # A configuration measured once that the race left live competes on its shrunk draw:
     # with little noise (tau2 >> sigma^2) a better single run wins, with much it cannot.
-    pool = r.tied + [c for c in r.live if not c.repeated and math.isfinite(r.tau2)]
+    # Only once three or more configurations were raced (a race's first round re-runs
+    # three): before, a single draw would be recommended over every re-run candidate.
+    pool = r.tied + [c for c in r.live if not c.repeated and math.isfinite(r.tau2)
+                     and len(rep) >= 3]
     r.chosen = max(pool, key=lambda a: (r.shrunk(a), a.n, -a.entry.order))
     return r
 

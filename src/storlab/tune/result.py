@@ -160,9 +160,9 @@ def race_lines(data: dict[str, Any], unit: str) -> list[str]:
                    "noise is unknown")
     else:
         noise = (f"{100 * r['noise']:.1f} % run to run" if r["noise_scale"].startswith(
-            "relative") else f"{_fmt(r['noise'])} {unit} run to run".replace("  ", " "))
+            "relative") else f"{_qty(r['noise'])} {unit} run to run".replace("  ", " "))
         out.append(f"{100 * r['confidence']:.0f} % interval of its true {name}: "
-                   f"{_fmt(iv[0])} to {_fmt(iv[1])} {unit}".rstrip()
+                   f"{_qty(iv[0])} to {_qty(iv[1])} {unit}".rstrip()
                    + f" (noise {noise}, pooled from repeats with {r['noise_dof']} degrees "
                    "of freedom)")
     if r["tied"]:
@@ -179,8 +179,14 @@ def race_lines(data: dict[str, Any], unit: str) -> list[str]:
     return out
 
 
-def _fmt(v: float | None) -> str:
-    return "n/a" if v is None or not math.isfinite(v) else f"{v:.4g}"
+def _qty(v: float | None) -> str:
+    """A measured quantity as the plots' ticks and the report print it: an engineering
+    prefix from 1000 up, three significant digits (1.2G, 350k, 0.5), never 1.204e+09."""
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    from ..plotstyle import eng  # matplotlib: only when there is something to print
+
+    return eng(v)
 
 
 def describe(values: Sequence[float]) -> dict[str, Any]:
@@ -278,8 +284,8 @@ class TuneResult(Result):
     def best(self) -> Entry | None:
         """The recommendation. One objective: the race's choice (tune/racing.py: among the
         candidates it could not separate, the highest mean after shrinking each toward the
-        raced candidates' common mean by its uncertainty, then the most runs; means over
-        the runs after each one's selecting first run). Two: the best mean among the
+        common mean of every measured configuration by its uncertainty, then the most
+        runs; means over the runs after each one's selecting first run). Two: the best mean among the
         confirmed configurations that got their full `confirm_runs` (one cut short by the
         budget cannot win on fewer runs)."""
         if len(self.objectives) == 1:
