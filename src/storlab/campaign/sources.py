@@ -76,7 +76,7 @@ class DesignSource(Protocol):
 
 #: Adaptive design kinds and the factory that builds their source:
 #: factory(space, design_spec, seed) -> DesignSource.
-SOURCES: dict[str, str] = {"tune": "storlab.tune.source:make_source"}
+SOURCES: dict[str, str] = {"tune": "storlab.tune.tune_source:make_source"}
 
 
 def adaptive_kinds() -> tuple[str, ...]:

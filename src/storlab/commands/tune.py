@@ -343,7 +343,7 @@ def confirm_cmd(
     allc = configs + ([ref] if ref is not None else [])
     if len({config_key(c) for c in allc}) != len(allc):
         raise StorlabError("the same configuration is given twice")
-    from ..tune.source import check_metrics, declared_goal, objectives_given
+    from ..tune.tune_source import check_metrics, declared_goal, objectives_given
 
     name, _, goal = (response or (space.responses[0].name if space.responses else "")
                      ).partition(":")
