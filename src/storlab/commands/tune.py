@@ -79,7 +79,8 @@ def tune_cmd(
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
-    from ..campaign.campaign import Campaign, tune_store
+    from ..campaign.campaign import Campaign
+    from ..campaign.storemeta import source_store
     from ..campaign.spec import load_spec
     from ..tune.result import result_from_campaign
     from ._progress import campaign_progress
@@ -99,7 +100,7 @@ def tune_cmd(
                                "--budget N to tune over its space")
         d = d.with_source(kind="tune")
         if spec.store == "campaign.db":  # never mix with the fixed design's runs
-            spec = spec.model_copy(update={"store": tune_store(campaign_file)})
+            spec = spec.model_copy(update={"store": source_store(campaign_file, "tune")})
         if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
             notes.append(f"the fixed design's repetitions: {spec.repetitions} do not apply "
                          "to tuning (its confirmation re-runs the candidates)")
