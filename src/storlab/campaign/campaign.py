@@ -297,9 +297,15 @@ class Campaign:
         return pending(self.plan() if plan is None else plan, statuses, self.spec.warmup,
                        retry_failed)
 
-    def history(self, store: Store) -> list[Observation]:
-        """Every finished measured run, in campaign order, as the design source sees it."""
-        return history(store)
+    def history(self, store: Store | None = None) -> list[Observation]:
+        """Every finished measured run, in campaign order, as the design source sees it
+        (without `store`: read from the campaign's store, none before the first run)."""
+        if store is not None:
+            return history(store)
+        if not self.store_path.exists():
+            return []
+        with Store(self.store_path, readonly=True) as st:
+            return history(st)
 
     def extend_plan(self, store: Store, batch: list[Proposal], runner: Any) -> None:
         """Check and save a source's batch: new configurations get the next ids, known ones

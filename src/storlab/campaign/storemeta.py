@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import CampaignError
+from ..errors import CampaignError, PlanMismatch
 from .fixed import Config
 from .sources import adaptive_kinds, design_as_stored
 from .spec import CampaignSpec
@@ -122,7 +122,7 @@ def _sync_configs(store: Store, campaign_file: Path, configs: list[Config]) -> N
     old = {cid: cfg for cid, cfg, _ in stored}
     for cid, cfg, _ in current:
         if cid in old and old[cid] != cfg:
-            raise CampaignError(
+            raise PlanMismatch(
                 f"{store.path}: holds another plan (configuration {cid} was {old[cid]},"
                 f" is now {cfg}); move the store away or set 'store:' to a new file")
     new = [c for c in current if c[0] not in old]

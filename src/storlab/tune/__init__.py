@@ -11,4 +11,6 @@ __all__, __getattr__, __dir__ = attach(__name__, {
     "make_strategy": ".strategies", "TuneError": "storlab.errors",
     "TuneSource": ".tune_source", "TuneResult": ".result", "result_from_campaign": ".result",
     "TuneEvalResult": ".evaluate", "tune_eval": ".evaluate",
+    "tune": ".tuning", "confirm": ".tuning", "Tuning": ".tuning", "Confirmation": ".tuning",
+    "TuneOutcome": ".tuning", "ConfirmOutcome": ".tuning",
 })
