@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -47,6 +47,8 @@ from .store import FAILED, Store
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
 from .task import RunTask, StepSpec, TaskOutcome
+
+_T = TypeVar("_T")
 
 #: Names the step templates may use besides the factors and `vars`.
 BUILTINS = ("workdir", "campaign_dir", "key", "config_id", "repetition")
@@ -283,12 +285,7 @@ class Campaign:
         if not self.adaptive:
             return table_plan(self.configs, self._repetitions, self.spec.randomize,
                               self.spec.seed)
-        if store is not None:
-            return stored_plan(store)
-        if not self.store_path.exists():
-            return []
-        with Store(self.store_path, readonly=True) as st:
-            return stored_plan(st)
+        return self._read(stored_plan, store)
 
     def pending(self, statuses: Mapping[str, str], retry_failed: bool = False,
                 plan: list[PlannedRun] | None = None) -> list[PlannedRun]:
@@ -300,12 +297,17 @@ class Campaign:
     def history(self, store: Store | None = None) -> list[Observation]:
         """Every finished measured run, in campaign order, as the design source sees it
         (without `store`: read from the campaign's store, none before the first run)."""
+        return self._read(history, store)
+
+    def _read(self, read: Callable[[Store], list[_T]], store: Store | None) -> list[_T]:
+        """`read(store)`, the campaign's own store opened read-only when none is given
+        (nothing before the first run)."""
         if store is not None:
-            return history(store)
+            return read(store)
         if not self.store_path.exists():
             return []
         with Store(self.store_path, readonly=True) as st:
-            return history(st)
+            return read(st)
 
     def extend_plan(self, store: Store, batch: list[Proposal], runner: Any) -> None:
         """Check and save a source's batch: new configurations get the next ids, known ones
