@@ -70,13 +70,17 @@ def run_loop(camp: Plans, source: DesignSource, store: Store, todo: list[Planned
         by_key.update((r.key, r) for r in new)
         queue.extend(new)
 
-    if not queue:  # asked before an executor starts: with nothing more, none is started
+    if not queue and not getattr(source, "batches", False):
+        # asked before an executor starts: with nothing more (a table laid out, a finished
+        # search), none is started; a source that batches is asked once the width is known
         first = source.ask(history(store))
         if not first:
             return
         grow(first)
     ex = make_executor(executor)
     batches = bool(getattr(source, "batches", False)) and ex.width > 1
+    if batches:  # its asks with nothing in flight fill the slots
+        source.width = ex.width  # type: ignore[attr-defined]
     started: set[str] = set()   # handed to the executor by this invocation
     finished: set[str] = set()
 
