@@ -36,7 +36,7 @@ DESIGNS = {
 }
 #: Fields that differ between any two runs (times, hosts, paths).
 VOLATILE = {"started", "ended", "host", "store", "campaign", "stdout", "stderr", "raw",
-            "attempts", "pid", "output"}
+            "attempts", "pid", "output", "owner"}
 
 
 def write(d: Path, design: dict[str, Any], extra: dict[str, Any]) -> Path:
@@ -52,12 +52,13 @@ def write(d: Path, design: dict[str, Any], extra: dict[str, Any]) -> Path:
     return p
 
 
-def cli(src: str, *args: str) -> Any:
+def cli(src: str, root: Path, *args: str) -> Any:
     env = {**os.environ, "PYTHONPATH": src}
     p = subprocess.run([sys.executable, "-m", "storlab", *args], env=env, text=True,
                        capture_output=True, timeout=600)
-    if p.returncode not in (0, 130):
-        return {"exit": p.returncode, "stderr": p.stderr.strip().splitlines()[-1:]}
+    if p.returncode not in (0, 130):  # the one error line, its directory said as <root>
+        return {"exit": p.returncode,
+                "stderr": p.stderr.replace(str(root), "<root>").strip().splitlines()[-1:]}
     try:
         return clean(json.loads(p.stdout))
     except json.JSONDecodeError:
@@ -94,19 +95,19 @@ def behaviour(src: str, root: Path) -> dict[str, Any]:
     for name, (design, extra) in DESIGNS.items():
         f = write(root / name, design, extra)
         if name == "tune":
-            out[name] = {"tune": cli(src, "tune", str(f), "-q", "--json")}
+            out[name] = {"tune": cli(src, root, "tune", str(f), "-q", "--json")}
         else:
-            out[name] = {"run": cli(src, "run", str(f), "-q", "--json"),
-                         "again": cli(src, "run", str(f), "-q", "--json")}
-        out[name]["results"] = cli(src, "results", str(f), "--json")
-        out[name]["status"] = cli(src, "status", str(f), "--json")
+            out[name] = {"run": cli(src, root, "run", str(f), "-q", "--json"),
+                         "again": cli(src, root, "run", str(f), "-q", "--json")}
+        out[name]["results"] = cli(src, root, "results", str(f), "--json")
+        out[name]["status"] = cli(src, root, "status", str(f), "--json")
         out[name]["store"] = store_dump(f.parent / "campaign.db")
     f = root / "full" / "campaign.yaml"
-    out["fixed-as-tune"] = {"tune": cli(src, "tune", str(f), "--budget", "6", "-q", "--json"),
+    out["fixed-as-tune"] = {"tune": cli(src, root, "tune", str(f), "--budget", "6", "-q", "--json"),
                             "store": store_dump(f.parent / "campaign-tune.db")}
-    out["confirm"] = {"confirm": cli(src, "confirm", str(f), "-c", "a=4,c=y,d=2", "-a",
+    out["confirm"] = {"confirm": cli(src, root, "confirm", str(f), "-c", "a=4,c=y,d=2", "-a",
                                      "a=1,c=x,d=1", "-n", "2", "-q", "--json"),
-                      "other": cli(src, "confirm", str(f), "-c", "a=3,c=y,d=2", "-a",
+                      "other": cli(src, root, "confirm", str(f), "-c", "a=3,c=y,d=2", "-a",
                                    "a=1,c=x,d=1", "-n", "2", "-q", "--json"),
                       "store": store_dump(f.parent / "confirm.db")}
     return out
