@@ -39,6 +39,10 @@ class CampaignLocked(CampaignError):
     """Another process is writing this campaign."""
 
 
+class PlanMismatch(CampaignError):
+    """A store holds the runs of another plan (other configurations under the same ids)."""
+
+
 class TuneError(StorlabError):
     """A tuning request that cannot be honoured as asked."""
 

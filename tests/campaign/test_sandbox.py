@@ -74,7 +74,8 @@ def test_no_namespaces_refuses_in_one_line_unless_opted_out(tmp_path: Path, stor
     camp = command_campaign(tmp_path / "c", ECHO)
     t0 = time.monotonic()
     r = storlab("run", camp, "-q", env={"STORLAB_BWRAP": str(fake)})
-    assert r.returncode == 2 and time.monotonic() - t0 < 10
+    # refused at once, not after a hang (the bound is loose: CI machines run under load 20+)
+    assert r.returncode == 2 and time.monotonic() - t0 < 60
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr
     assert "the kernel refused the namespaces (bwrap: No permissions to creating new " \

@@ -2,20 +2,21 @@
 
 A source answers `ask(history)` with the next batch of configurations to run, given every
 measured run finished so far (in execution order), or an empty list when it has nothing
-more to propose. A fixed design (full, fractional, pb, lhs, csv, a literal list) is the
-trivial case: the campaign lays out its whole table up front, in the same store format as
-before, and never asks again. An adaptive source (tuning) proposes from the results so
-far. With one run at a time the campaign loop asks only when every run it was given has
+more to propose. A fixed design (a generated one, a CSV, a literal list) is the trivial
+case, `fixed.FixedSource`: it proposes its whole table once, before the first run, and has
+nothing more when asked again. An adaptive source proposes from the results so far. With one run at a time the campaign loop asks only when every run it was given has
 finished, so an `ask` sees the same history whether or not the campaign was killed and
 resumed in between: a source that is a pure function of (its settings, the history)
 resumes exactly. A source that `batches` is also asked whenever an executor slot frees,
 with the runs still in flight (`pending`), so N runs stay in flight. What it is told
-follows the plan's order, not which runs happened to finish first (`Campaign._ask_pending`:
+follows the plan's order, not which runs happened to finish first (`plan.pending_proposals`:
 every run but the newest N - 1 has finished, those N - 1 are pending), so the same seed
 and N give the same tuning, killed and resumed or not, and no run is lost or repeated.
 
 New strategies plug in here without touching the run loop: register a factory under a
-design `kind` in `SOURCES` ("module:callable", imported only when that kind is used).
+design `kind` in `SOURCES` ("module:callable", imported only when that kind is used); the
+same module's `design_from_meta(design, meta)` reads a fixed design's file as the adaptive
+design a store recorded (`meta`, the source's `meta()`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class DesignSource(Protocol):
 
 #: Adaptive design kinds and the factory that builds their source:
 #: factory(space, design_spec, seed) -> DesignSource.
-SOURCES: dict[str, str] = {"tune": "storlab.tune.source:make_source"}
+SOURCES: dict[str, str] = {"tune": "storlab.tune.tune_source:make_source"}
 
 
 def adaptive_kinds() -> tuple[str, ...]:
@@ -88,6 +89,13 @@ def make_source(kind: str, space: Space, design: DesignSpec, seed: int) -> Desig
     module, _, name = SOURCES[kind].partition(":")
     factory: Callable[..., DesignSource] = getattr(importlib.import_module(module), name)
     return factory(space, design, seed)
+
+
+def design_as_stored(kind: str, design: DesignSpec, meta: Mapping[str, Any]) -> DesignSpec:
+    """`design` read as the adaptive design of `kind` whose settings a store recorded."""
+    module = importlib.import_module(SOURCES[kind].partition(":")[0])
+    reread: Callable[..., DesignSpec] = module.design_from_meta
+    return reread(design, meta)
 
 
 def config_key(config: Mapping[str, Any]) -> str:

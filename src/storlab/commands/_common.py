@@ -239,7 +239,7 @@ STORE_HELP = ("Store file to read, next to the campaign file (default: the file'
 
 def campaign_store_note(camp: Any) -> None:
     """Say in one line where the runs are when `storlab tune` put them beside the store."""
-    note = camp.tune_store_note()
+    note = camp.source_store_note()
     if note is not None:
         console.print(f"note: {note}", highlight=False)
 

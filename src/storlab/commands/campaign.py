@@ -77,7 +77,7 @@ def results_cmd(
     from ..campaign.campaign import Campaign
 
     camp = Campaign.load(campaign_file, store)
-    note = camp.tune_store_note()
+    note = camp.source_store_note()
     if note is not None and not camp.store_path.exists():
         raise StorlabError(f"{camp.store_path}: no store yet; {note}")
     if note is not None and not json_out:
@@ -90,7 +90,10 @@ def results_cmd(
                            f"them, and this {camp.spec.runner.type} campaign's runs have none; "
                            "use --level run or --level config")
     if fio_json is not None:
-        files = camp.export_fio_json(fio_json)
+        if camp.spec.runner.type != "fio":
+            raise StorlabError(f"{camp.path}: --fio-json needs a fio campaign (runner "
+                               f"{camp.spec.runner.type!r})")
+        files = camp.export_documents(fio_json)
         if not json_out:
             console.print(f"wrote {len(files)} fio JSON files to {fio_json}/")
     if output is not None:

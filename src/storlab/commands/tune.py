@@ -5,15 +5,13 @@ tune-eval` (replay tuning strategies against a complete measured table)."""
 from __future__ import annotations
 
 import math
-import os
-import re
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from ..errors import StorlabError
-from ..fileio import check_target, save_figure
+from ..fileio import save_figure
 from ._common import (at_least, console, emit_json, fitted_tables, frame_table, input_file,
                       output_file)
 
@@ -79,89 +77,17 @@ def tune_cmd(
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
-    from ..campaign.campaign import Campaign, tune_store
-    from ..campaign.spec import load_spec
+    from ..tune.tuning import Tuning
     from ._progress import campaign_progress
 
-    from ..design import KINDS
-
-    spec = load_spec(campaign_file)
-    d = spec.design
-    notes: list[str] = []  # what the command changed on the way, said at the end
-    if d.kind is not None and d.kind != "tune" and d.kind not in KINDS:
-        raise StorlabError(f"{campaign_file}: field design.kind: {d.kind!r} must be one of "
-                           f"{', '.join(KINDS)} or tune")
-    update: dict[str, Any] = {}
-    if d.kind != "tune":
-        if budget is None:
-            raise StorlabError(f"{campaign_file}: its design is not a tuning one; give "
-                               "--budget N to tune over its space")
-        d = d.with_source(kind="tune")
-        if spec.store == "campaign.db":  # never mix with the fixed design's runs
-            spec = spec.model_copy(update={"store": tune_store(campaign_file)})
-        if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
-            notes.append(f"the fixed design's repetitions: {spec.repetitions} do not apply "
-                         "to tuning (its confirmation re-runs the candidates)")
-            spec = spec.model_copy(update={"repetitions": 1})
-    if budget is not None:
-        update["budget"] = budget
-    if strategy is not None:
-        update["strategy"] = strategy
-    if seed is not None:
-        update["seed"] = seed
-    if confirm_share is not None:
-        update["confirm_share"] = confirm_share
-    if response:
-        objs: list[Any] = []
-        for r in response:
-            name, _, goal = r.partition(":")
-            objs.append({"name": name, "goal": goal} if goal else name)
-        update["objectives"] = objs
-    if update:
-        spec = spec.model_copy(update={"design": d.model_copy(update=update)})
-    if optuna_storage is not None and not re.match(r"^[a-z][a-z0-9+]*://", optuna_storage):
-        raise StorlabError(f"--optuna-storage {optuna_storage!r}: not a database URL (an "
-                           "Optuna RDB storage such as sqlite:///study.db)")
-    if optuna_storage is not None and optuna_storage.startswith("sqlite:///"):
-        # SQLite writes through a link and into a device as into a file (a study.db linked
-        # to /dev/loop0 had a database written over the device's first blocks)
-        db = optuna_storage[len("sqlite:///"):]
-        if os.path.islink(db):
-            raise StorlabError(f"--optuna-storage {optuna_storage}: {db} is a symbolic link; "
-                               "name the database file itself")
-        if db and db != ":memory:":
-            check_target(db, "--optuna-storage")
-    camp = Campaign(spec, campaign_file)
-    done = _runs_done(camp)
-    budget_now = int(camp.source.meta()["budget"])  # type: ignore[union-attr]
-    if done > budget_now:
-        raise StorlabError(f"{camp.store_path}: already holds {done} tuning runs; a budget "
-                           f"of {budget_now} cannot take them back")
-    with campaign_progress(f"{camp.name} (tune)", quiet, json_out,
-                           tuple(o.name for o in camp.source.objectives)  # type: ignore[union-attr]
+    tuning = Tuning(campaign_file, budget=budget, strategy=strategy, objectives=response,
+                    seed=seed, confirm_share=confirm_share, optuna_storage=optuna_storage)
+    camp = tuning.campaign
+    with campaign_progress(f"{camp.name} (tune)", quiet, json_out, tuning.objectives
                            ) as on_event:
-        summary = camp.run(executor=executor, on_event=on_event, wait=wait)
-    # imported after the runs: it needs scipy.stats, which no run has to wait for
-    from ..tune.result import result_from_campaign
-
-    res = result_from_campaign(camp)
-    # Warm-ups are not in the history the strategy counts: said beside the budget. Only
-    # those that finished or failed: one cut off while running under a key no resume asks
-    # for again (an earlier storlab's c<c>-w<i>) stays 'running' in the store for good.
-    from ..campaign.store import DONE, FAILED
-
-    warm = sum(bool(r["warmup"]) and r["status"] in DONE + FAILED
-               for r in camp.stored_runs(warmup=True))
-    data = {"campaign": str(camp.path), "store": str(camp.store_path), **res.to_dict(),
-            "warmup_runs": warm, "interrupted": summary.interrupted}
-    data["notes"] = notes + data["notes"]
-    if optuna_storage is not None:  # interrupted too: the runs so far are worth a look
-        from ..tune.optuna_export import export_study
-
-        n = export_study(res, camp.space, optuna_storage, camp.name,
-                         {r["key"]: (r["started"], r["ended"]) for r in camp.stored_runs()})
-        data["optuna"] = {"storage": optuna_storage, "study": camp.name, "trials": n}
-    if summary.interrupted:
+        out = tuning.run(executor=executor, on_event=on_event, wait=wait)
+    res, data = out.result, out.data
+    if out.interrupted:
         if not json_out:
             console.print(f"interrupted after {len(res.history)} of {res.budget} runs, before "
                           "the answer was confirmed: run the same command again to resume")
@@ -183,14 +109,6 @@ def tune_cmd(
             console.print(f"wrote {data['optuna']['trials']} runs as trials of the Optuna "
                           f"study {camp.name!r} in {optuna_storage} (optuna-dashboard "
                           f"{optuna_storage})")
-
-
-def _runs_done(camp: Any) -> int:
-    """Measured runs a tuning store already holds, finished or failed, as its history
-    counts them (0 without a store): read through the campaign, never a Store of our own."""
-    from ..campaign.store import DONE, FAILED
-
-    return sum(r["status"] in DONE + FAILED for r in camp.stored_runs())
 
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
@@ -265,45 +183,6 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
 
 
 # --------------------------------------------------------------------------- confirm
-def parse_config(text: str, space: Any, what: str) -> dict[str, Any]:
-    """`k=v,k=v` into the space's values (a listed value as listed, else a number)."""
-    from ..jsonutil import plain
-
-    out: dict[str, Any] = {}
-    for part in [p for p in text.split(",") if p.strip()]:
-        k, eq, v = part.partition("=")
-        k, v = k.strip(), v.strip()
-        if not eq or not k:
-            raise StorlabError(f"{what} {text!r}: write factor=value pairs separated by commas")
-        if k not in space:
-            raise StorlabError(f"{what}: {k!r} is not a factor (factors: "
-                               f"{', '.join(space.names)})")
-        f = space[k]
-        levels = f.levels
-        match = [plain(x) for x in levels or [] if str(x) == v]
-        if match:
-            out[k] = match[0]
-        else:
-            try:
-                x = float(v)
-            except ValueError:
-                raise StorlabError(f"{what}: {k}={v!r} is not one of {levels}") from None
-            out[k] = int(x) if x.is_integer() and f.kind in ("integer", "ordinal") else x
-            if levels is not None:
-                near = [plain(lv) for lv in levels if isinstance(plain(lv), (int, float))
-                        and float(plain(lv)) == x]
-                if near:
-                    out[k] = near[0]
-    missing = [n for n in space.names if n not in out]
-    if missing:
-        raise StorlabError(f"{what}: give every factor; missing {', '.join(missing)}")
-    try:
-        space.validate(out)
-    except StorlabError as exc:
-        raise StorlabError(f"{what}: {exc}") from None
-    return {n: out[n] for n in space.names}
-
-
 def confirm_cmd(
     campaign_file: Path = typer.Argument(..., help="Campaign YAML file (its space, runner "
                                                    "and steps are used)."),
@@ -332,99 +211,34 @@ def confirm_cmd(
                                           callback=output_file("-o")),
 ) -> None:
     """Re-run configurations in random interleaved order and compare them (Welch's t-test)."""
-    from ..campaign.campaign import Campaign, campaign_space
-    from ..campaign.sources import config_key
-    from ..campaign.spec import load_spec
-    from ..tune.result import Comparison, change_text, describe
+    from ..tune.tuning import Confirmation
+    from ..tune.result import change_text
     from ._progress import campaign_progress
 
-    spec = load_spec(campaign_file)
-    space = campaign_space(spec, campaign_file)
-    configs = [parse_config(c, space, "--config") for c in config]
-    ref = parse_config(against, space, "--against") if against else None
-    allc = configs + ([ref] if ref is not None else [])
-    if len({config_key(c) for c in allc}) != len(allc):
-        raise StorlabError("the same configuration is given twice")
-    from ..tune.source import check_metrics, declared_goal, objectives_given
-
-    name, _, goal = (response or (space.responses[0].name if space.responses else "")
-                     ).partition(":")
-    if not name:
-        raise StorlabError("name the response to compare with --response")
-    if goal not in ("", "maximize", "minimize"):
-        raise StorlabError(f"--response {response}: the goal must be maximize or minimize")
-
-    design = spec.design.with_source(configs=allc, budget=None)
-    spec = spec.model_copy(update={"design": design, "repetitions": runs, "randomize": True,
-                                   "seed": seed, "store": store,
-                                   "name": f"{spec.name or Path(campaign_file).stem}-confirm"})
-    camp = Campaign(spec, campaign_file)
-    # before anything runs (it ran every run, then said no run produced it)
-    check_metrics(camp.preflight(), [name])
-    # the goal given, else the file's objectives' (a tuning file says {p99: minimize}),
-    # else the space's declaration
-    file_goals = {o.name: o.goal for o in objectives_given(spec.design.objectives)}
-    goal = goal or file_goals.get(name) or declared_goal(space, name)
-    with campaign_progress(camp.name, quiet, json_out, (name,)) as on_event:
-        try:
-            summary = camp.run(executor=executor, on_event=on_event, wait=wait)
-        except StorlabError as exc:
-            if "holds another plan" in str(exc):  # another set of configurations
-                raise StorlabError(f"{camp.store_path}: holds the runs of other "
-                                   "configurations; give this comparison its own "
-                                   "--store FILE") from None
-            raise
-    from ..campaign.store import FAILED
-
-    df = camp.results("run")
-    groups = []
-    for cid, cfg, _ in camp.configs:
-        mine = df[df["config_id"] == cid] if len(df) else df
-        ok = mine[mine["status"] == "ok"] if len(mine) else mine
-        vals = [float(v) for v in ok.get(name, []) if isinstance(v, (int, float))
-                and math.isfinite(v)]
-        # A mean over the one run of four that worked is no mean of four: count the rest.
-        failed = int(mine["status"].isin(FAILED).sum()) if len(mine) else 0
-        groups.append((cfg, vals, failed, len(ok) - len(vals)))
-    if all(not v for _, v, _, _ in groups):
-        raise StorlabError(f"no run produced {name!r}: see `storlab status --failures` "
-                           f"(store {camp.store_path})")
-    base = groups[-1] if ref is not None else None
-    rows = []
-    for i, (cfg, vals, failed, no_value) in enumerate(groups):
-        role = "reference" if base is not None and i == len(groups) - 1 else f"config {i + 1}"
-        row: dict[str, Any] = {"role": role, "config": cfg, **describe(vals),
-                               "failed_runs": failed, "runs_without_value": no_value}
-        if base is not None and i < len(groups) - 1 and vals and base[1]:
-            row["comparison"] = Comparison(name, goal, vals, base[1]).to_dict()
-        rows.append(row)
-    short = [r for r in rows if r["failed_runs"] or r["runs_without_value"]]
-    notes = [f"{r['role']}: {r['runs']} of {r['runs'] + r['failed_runs'] + r['runs_without_value']}"
-             f" runs gave {name}"
-             + (f"; {r['failed_runs']} failed" if r["failed_runs"] else "")
-             + (f"; {r['runs_without_value']} ran without a value of {name}"
-                if r["runs_without_value"] else "")
-             for r in short]
-    data = {"response": name, "goal": goal, "store": str(camp.store_path), "runs": runs,
-            "configs": rows, "notes": notes, "interrupted": summary.interrupted}
+    conf = Confirmation(campaign_file, config, against, runs=runs, response=response,
+                        store=store, seed=seed)
+    name = conf.response
+    with campaign_progress(conf.campaign.name, quiet, json_out, (name,)) as on_event:
+        out = conf.run(executor=executor, on_event=on_event, wait=wait)
+    rows, notes = out.rows, out.notes
     if json_out or output:
-        emit_json(data, output)
+        emit_json(out.to_dict(), output)
     if not json_out:
         import pandas as pd
 
         console.print(frame_table(pd.DataFrame([{
             "role": r["role"], **r["config"], f"{name} mean": r["mean"],
             f"{name} sd": r["std"], "runs": _runs_text(r)} for r in rows]),
-            title=f"{name} ({goal}), interleaved runs"))
+            title=f"{name} ({out.goal}), interleaved runs"))
         for n in notes:
             console.print(f"note: {n}", highlight=False)
         for r in rows:
             if "comparison" in r:
-                c, unit = r["comparison"], space.response(name).unit
+                c = r["comparison"]
                 console.print(f"{r['role']} vs reference: "
-                              f"{change_text(c['change'], c['difference'], unit)}, "
+                              f"{change_text(c['change'], c['difference'], out.unit)}, "
                               f"{c['verdict']}")
-    if summary.interrupted:
+    if out.interrupted:
         raise typer.Exit(130)
 
 

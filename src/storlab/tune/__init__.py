@@ -9,6 +9,8 @@ from .._lazy import attach
 __all__, __getattr__, __dir__ = attach(__name__, {
     "STRATEGIES": ".strategies", "Objective": ".strategies", "TuneSettings": ".strategies",
     "make_strategy": ".strategies", "TuneError": "storlab.errors",
-    "TuneSource": ".source", "TuneResult": ".result", "result_from_campaign": ".result",
+    "TuneSource": ".tune_source", "TuneResult": ".result", "result_from_campaign": ".result",
     "TuneEvalResult": ".evaluate", "tune_eval": ".evaluate",
+    "tune": ".tuning", "confirm": ".tuning", "Tuning": ".tuning", "Confirmation": ".tuning",
+    "TuneOutcome": ".tuning", "ConfirmOutcome": ".tuning",
 })

@@ -479,7 +479,7 @@ def replay_tuning(space: Mapping[str, Any], truth: Mapping[str, float], obj: Obj
 
     from ..campaign.campaign import Campaign
     from .result import result_from_campaign
-    from .source import TuneSource
+    from .tune_source import TuneSource
 
     with _oracle(truth) as token, \
             tempfile.TemporaryDirectory(prefix="storlab-replay-", dir=_scratch_root()) as d:

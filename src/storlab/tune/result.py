@@ -559,11 +559,8 @@ def result_from_campaign(camp: Any) -> TuneResult:
     """The TuneResult of a tuning campaign's store, read with the design the store's runs
     came from (its stored metadata: `storlab tune -y p99:minimize --strategy nsga2` over a
     file that says y and auto), not the campaign file's as it reads now."""
-    from ..campaign.store import Store
-
     src = camp.source
-    with Store(camp.store_path, readonly=True) as store:
-        history = camp.history(store)
+    history = camp.history()
     meta = {**src.meta(), **camp.design_meta()}
     objectives = [Objective(str(n), str(g)) for n, g in meta.get("objectives") or []] \
         or list(src.objectives)

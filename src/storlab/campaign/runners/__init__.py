@@ -31,6 +31,16 @@ REGISTRY: dict[str, str] = {
     "ceph": "storlab.campaign.runners.ceph:CephRunner",
 }
 
+#: Runners that start programs (each in its sandbox); the simulator and the object-store
+#: load generator run in storlab's own process.
+PROGRAM_RUNNERS = ("fio", "command", "postmark", "sysbench", "ceph")
+
+
+def starts_programs(kind: str) -> bool:
+    """Whether the runner `kind` starts programs (in the sandbox), without importing it."""
+    return kind in PROGRAM_RUNNERS
+
+
 # The load generator (numpy, pandas) loads on first use.
 _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
@@ -39,7 +49,8 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
 
 #: The program-running helpers (private modules `_program`, `_sandbox`) the campaign loop shares
 #: with runners.
-__all__ = ["REGISTRY", "RunResult", "Runner", "make_runner",
+__all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class",
+           "PROGRAM_RUNNERS", "starts_programs",
            "RESERVED_ENV", "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_argv",
            "render_value", "reserved_env_clash", "run_program", "run_tag", "shell_command",
            "substitute", "tail", "template_names", "output_files", "campaign_identity",
@@ -53,19 +64,29 @@ def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:
     """An instance of the runner `kind` with its fixed options."""
     from ..spec import CampaignError
 
-    if kind not in REGISTRY:
-        raise CampaignError(f"runner type {kind!r} must be one of {', '.join(REGISTRY)}")
-    module, cls = REGISTRY[kind].split(":")
-    try:
-        factory = getattr(importlib.import_module(module), cls)
-    except (ImportError, AttributeError) as exc:
-        raise CampaignError(f"runner {kind!r} is not available here ({exc})") from None
+    factory = runner_class(kind)
     options = dict(options or {})
     _check_signature(kind, factory, options)
     try:
         return factory(**options)
     except TypeError as exc:
         raise CampaignError(f"runner {kind!r}: bad options ({exc})") from None
+
+
+def runner_class(kind: str) -> Any:
+    """The class of the runner `kind` (its module imported now). Besides `run`, a class
+    may have `prepare_options(options, directory)` (a campaign's options as its runs use
+    them, and what the measurement records beside them) and `document(raw)` (the program's
+    own output document of a run, written beside the store)."""
+    from ..spec import CampaignError
+
+    if kind not in REGISTRY:
+        raise CampaignError(f"runner type {kind!r} must be one of {', '.join(REGISTRY)}")
+    module, cls = REGISTRY[kind].split(":")
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as exc:
+        raise CampaignError(f"runner {kind!r} is not available here ({exc})") from None
 
 
 def _check_signature(kind: str, factory: Any, options: dict[str, Any]) -> None:

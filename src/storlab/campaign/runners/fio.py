@@ -89,6 +89,30 @@ class FioRunner:
 
     name = "fio"
 
+    @staticmethod
+    def prepare_options(options: dict[str, Any], directory: Path
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A campaign's options as its runs use them, and what the measurement records
+        beside them: a .fio file beside the campaign is read here into plain options (the
+        runner's own override it), so workers on other hosts need no copy, what runs is
+        what the target guard checked, and an edited file is another measurement."""
+        opts = dict(options)
+        j = opts.get("job_file")
+        if not isinstance(j, str):
+            return opts, {}
+        del opts["job_file"]
+        job = read_job_file(directory / j)
+        return {**job, **opts}, {"job_file_options": dict(job)}
+
+    @staticmethod
+    def document(raw: str | None) -> dict[str, Any] | None:
+        """fio's own JSON document of a run (warnings around it stripped), for fio-plot and
+        scripts; None when the output holds none."""
+        try:
+            return parse_json_output(raw or "")
+        except ValueError:
+            return None
+
     def __init__(self, fio: str = "fio", clients: Sequence[str] | None = None,
                  allow_destructive: bool = False, job_name: str = "storlab",
                  extra_args: Sequence[str] = (), job_file: str | Path | None = None,

@@ -36,6 +36,17 @@ class SimulatorRunner:
 
     name = "simulator"
 
+    @staticmethod
+    def prepare_options(options: dict[str, Any], directory: Path
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The `cluster` file resolved against the campaign's directory (workers may run
+        elsewhere); nothing more to record."""
+        opts = dict(options)
+        c = opts.get("cluster")
+        if isinstance(c, str) and (directory / c).exists():
+            opts["cluster"] = str((directory / c).resolve())
+        return opts, {}
+
     def __init__(self, cluster: str | Path | Mapping[str, Any], analytic: bool = False,
                  backend: str = "rust", requests: int | None = None, **fixed: Any) -> None:
         from ...sim.cluster import load_raw

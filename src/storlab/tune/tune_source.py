@@ -4,7 +4,7 @@ everything else (runner, executor, store, resume, progress) is the campaign's ow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,6 +139,14 @@ def check_feasible(domain: Domain, seed: int) -> None:
     if domain.sample(rng, domain.names, {}, tries=2000) is None:
         raise TuneError("the space's constraints left no feasible configuration in 2,000 "
                         "random draws")
+
+
+def design_from_meta(design: DesignSpec, meta: Mapping[str, Any]) -> DesignSpec:
+    """A fixed design's file read as the tuning a store recorded (its source's `meta()`):
+    `storlab tune --budget N` of a fixed design, read back by status, results and report."""
+    return design.with_source(
+        kind=meta["kind"], budget=meta.get("budget"), strategy=meta.get("strategy"),
+        objectives=[{"name": n, "goal": g} for n, g in meta.get("objectives") or []] or None)
 
 
 def make_source(space: Space, design: DesignSpec, seed: int) -> TuneSource:
