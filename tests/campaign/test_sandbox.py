@@ -158,9 +158,9 @@ def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
 
 def test_what_a_declaration_opens(tmp_path: Path) -> None:
     """Without allow_destructive: directories and single-link files named without links,
-    each bound from the descriptor storlab opened; a file not made yet is made empty and
-    only it opens (never its directory); never a system directory, a link, a hard-linked
-    file, /proc, or a new file in a system directory."""
+    each bound from the descriptor storlab opened; a file not made yet opens its directory
+    only when that is the campaign's own (nothing is made); never a system directory, a
+    link, a hard-linked file, /proc, or a new file in a system directory."""
     from storlab.campaign.runners._sandbox import Declared, declared, walls_for
 
     run = tmp_path / "run"
@@ -177,12 +177,12 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
         w = walls_for(str(run), targets)
     try:
         assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
-                                             str(tmp_path / "file"), str(tmp_path / "newfile")])
+                                             str(tmp_path / "file"), str(tmp_path)])
         for fd, p in zip(w.fds, w.writable):  # each descriptor holds what its path names
             assert os.path.samestat(os.fstat(fd), os.stat(p))
     finally:
         w.close()
-    assert (tmp_path / "newfile").read_bytes() == b""
+    assert not (tmp_path / "newfile").exists()
     assert not os.path.lexists("/etc/storlab-new") and not (tmp_path / "new").exists()
     w = walls_for(str(run), [str(tmp_path / "file")])  # outside the campaign: shut
     assert w.writable == [str(run)]

@@ -168,7 +168,13 @@ class Walls:
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
         out = _base(shutil.which(bwrap_exe()) or bwrap_exe())
-        for fd, p in _outermost(zip(self.fds, self.writable)):
+        kept = _outermost(zip(self.fds, self.writable))
+        # a bind inside another is dropped: its descriptor too, or bwrap (which closes
+        # those it uses) would hand it to the program
+        for fd in set(self.fds) - {fd for fd, _ in kept}:
+            os.close(fd)
+        self.fds, self.writable = [fd for fd, _ in kept], [p for _, p in kept]
+        for fd, p in kept:
             out += ["--bind-fd", str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
@@ -330,8 +336,24 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         return
     if allow:
         t = os.path.realpath(t)
-    # a file made anew in a system directory (/etc/cron.d/x) is not the campaign's to make
-    opened = open_plain(t, create=allow or not _system(os.path.dirname(t)))
+    parent = os.path.dirname(t)
+    if not os.path.lexists(t) and _inside(os.path.realpath(parent), w.writable[0]):
+        return  # in the run's directory (w.writable[0]), writable already: nothing to make
+    if not os.path.lexists(t):
+        # A file not made yet opens its directory (fio lays a file out by removing and
+        # making it again, which a bind of the file alone refuses: EBUSY), but without
+        # `allow` only a directory of the campaign's own (its directory or scratch area):
+        # opening a shared directory for a file in it let a program write other files
+        # there. Elsewhere nothing opens; the user declares the directory in
+        # `sandbox.writable`.
+        if allow or (any(_inside(parent, h) for h in homes) and not _system(parent)):
+            opened = open_plain(parent)
+            if opened is not None and stat.S_ISDIR(os.fstat(opened[0]).st_mode):
+                w.add(opened[0], parent)
+            elif opened is not None:
+                os.close(opened[0])
+        return
+    opened = open_plain(t)
     if opened is None:
         return
     fd, made = opened

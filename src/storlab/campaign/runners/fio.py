@@ -353,11 +353,11 @@ class FioRunner:
         if proc.exit_code != 0 or not records or errors:
             if errors:
                 res.stderr = tail(f"{proc.stderr}\nstorlab: fio job error {errors[0]}")
-            if "func=unlink, error=Read-only file system" in proc.stderr:
-                res.stderr = tail(f"{res.stderr}\nstorlab: fio lays a file out by removing it "
-                                  "first; the sandbox opens a declared file, not its directory:"
-                                  " make the file its size first (a setup step `truncate -s "
-                                  "SIZE FILE`) or declare the directory in sandbox.writable")
+            if "error=Read-only file system" in proc.stderr:
+                res.stderr = tail(f"{res.stderr}\nstorlab: the sandbox keeps that path "
+                                  "read-only: a file outside the campaign's directory is "
+                                  "written when its directory is declared in "
+                                  "sandbox.writable (or with allow_destructive: true)")
             return res
         res.metrics = {**summarize(records), **fio_named(records)}
         if self.clients:
