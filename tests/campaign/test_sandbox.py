@@ -159,25 +159,28 @@ def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
 def test_what_a_declaration_opens(tmp_path: Path) -> None:
     """Without allow_destructive: directories and single-link files named without links,
     each bound from the descriptor storlab opened; a file not made yet opens its directory
-    only when that is the campaign's own (nothing is made); never a system directory, a
-    link, a hard-linked file, /proc, or a new file in a system directory."""
+    only when that lies inside the campaign's directory, never the campaign's directory
+    itself (nothing is made); never a system directory, a link, a hard-linked file,
+    /proc, or a new file in a system directory."""
     from storlab.campaign.runners._sandbox import Declared, declared, walls_for
 
     run = tmp_path / "run"
     run.mkdir()
     (tmp_path / "dir").mkdir()
+    (tmp_path / "sub").mkdir()
     (tmp_path / "file").write_text("x")
     (tmp_path / "hard").write_text("x")
     os.link(tmp_path / "hard", tmp_path / "hard2")
     os.symlink(tmp_path / "file", tmp_path / "link")
     targets = [str(tmp_path / n) for n in ("dir", "file", "hard", "link", "new/x")] + [
-        str(tmp_path / "newfile"), "/", "/etc", "/etc/storlab-new", "/usr/share",
+        str(tmp_path / "newfile"), str(tmp_path / "sub" / "newfile"), "/", "/etc",
+        "/etc/storlab-new", "/usr/share",
         "/proc/self/root/tmp"]
     with declared(Declared(homes=(str(tmp_path),))):  # the campaign's directory
         w = walls_for(str(run), targets)
     try:
         assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
-                                             str(tmp_path / "file"), str(tmp_path)])
+                                             str(tmp_path / "file"), str(tmp_path / "sub")])
         for fd, p in zip(w.fds, w.writable):  # each descriptor holds what its path names
             assert os.path.samestat(os.fstat(fd), os.stat(p))
     finally:

@@ -336,7 +336,8 @@ class Campaign:
                        own_scratch=self.own_scratch(),
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
-                       homes=[str(self.dir), str(self.scratch)],
+                       homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
+                       # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
                        tag=run_identity(self.store_path, r.key))
 

@@ -119,10 +119,12 @@ class Tuning:
             wait: bool = False) -> TuneOutcome:
         """Run (or resume) the tuning and read its result from the store."""
         from ..campaign.store import DONE, FAILED
-        from .result import result_from_campaign
 
         camp = self.campaign
         summary = camp.run(executor=executor, on_event=on_event, wait=wait)
+        # imported after the runs: it needs scipy.stats, which no run has to wait for
+        from .result import result_from_campaign
+
         res = result_from_campaign(camp)
         # Warm-ups are not in the history the strategy counts: said beside the budget. Only
         # those that finished or failed: one cut off while running under a key no resume

@@ -367,8 +367,13 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
     paths = _STREAMS.get() or (None, None)
     shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
-    out_f, out_at = _open_stream(paths[0], b"\n=== storlab: " + shown[:500] + b" ===\n")
-    err_f, err_at = _open_stream(paths[1], b"\n=== storlab: " + shown[:500] + b" ===\n")
+    try:
+        out_f, out_at = _open_stream(paths[0], b"\n=== storlab: " + shown[:500] + b" ===\n")
+        err_f, err_at = _open_stream(paths[1], b"\n=== storlab: " + shown[:500] + b" ===\n")
+    except BaseException:
+        if walls is not None:  # the descriptors the walls hold, released
+            walls.close()
+        raise
     with out_f, err_f:
         try:
             proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.fds if walls else (),

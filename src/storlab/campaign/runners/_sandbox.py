@@ -203,12 +203,10 @@ def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
 _PATH = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
-def open_plain(path: str, create: bool = False) -> tuple[int, bool] | None:
+def open_plain(path: str) -> tuple[int, bool] | None:
     """An `O_PATH` descriptor of absolute `path`, opened one component at a time from `/`
     with `O_NOFOLLOW` (each from the directory opened before it): None when a component is
-    a link or missing; else (descriptor, made). With `create`, a missing last component is
-    made an empty file (`O_CREAT | O_EXCL | O_NOFOLLOW`, `made` true), so what opens is
-    that file, never its directory."""
+    a link or missing; else (descriptor, False)."""
     names = [n for n in path.split("/") if n]
     fd = os.open("/", _PATH | os.O_DIRECTORY)
     try:
@@ -219,14 +217,8 @@ def open_plain(path: str, create: bool = False) -> tuple[int, bool] | None:
         if not names:
             fd, root = -1, fd
             return root, False
-        try:
-            return os.open(names[-1], _PATH, dir_fd=fd), False
-        except FileNotFoundError:
-            if not create:
-                return None
-            return os.open(names[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                           | os.O_CLOEXEC, 0o644, dir_fd=fd), True
-    except OSError:  # a link on the way (ELOOP, ENOTDIR), a missing directory, no access
+        return os.open(names[-1], _PATH, dir_fd=fd), False
+    except OSError:  # a link on the way (ELOOP, ENOTDIR), missing, no access
         return None
     finally:
         if fd >= 0:
@@ -288,8 +280,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     closes them (`Walls.close`) once the program started.
 
     Without `allow_destructive` a target opens only as named, without a link on the way
-    (`open_plain`, which also makes a declared file that does not exist yet, empty): a
-    directory, or a regular file with one hard link inside the campaign's directory or
+    (`open_plain`; a declared file that does not exist yet opens its directory when that
+    lies inside the campaign's directory, see `_open_target`): a directory, or a regular file with one hard link inside the campaign's directory or
     scratch area (`Declared.homes`); a path through a link (or /proc/self/...), a file
     with several links, an existing file elsewhere, a system directory (`_system`) and a
     device stay shut (the static checks refuse them with a message first). With `allow_destructive`
@@ -346,7 +338,9 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         # opening a shared directory for a file in it let a program write other files
         # there. Elsewhere nothing opens; the user declares the directory in
         # `sandbox.writable`.
-        if allow or (any(_inside(parent, h) for h in homes) and not _system(parent)):
+        # (strictly inside: the campaign's directory itself holds its file and store)
+        if allow or (any(_inside(parent, h) and parent != h for h in homes)
+                     and not _system(parent)):
             opened = open_plain(parent)
             if opened is not None and stat.S_ISDIR(os.fstat(opened[0]).st_mode):
                 w.add(opened[0], parent)
@@ -356,12 +350,12 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     opened = open_plain(t)
     if opened is None:
         return
-    fd, made = opened
+    fd = opened[0]
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):
         ok = allow or not _system(t)
     elif stat.S_ISREG(st.st_mode):
-        ok = allow or (st.st_nlink == 1 and (made or any(_inside(t, h) for h in homes)))
+        ok = allow or (st.st_nlink == 1 and any(_inside(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
         ok = False
     if ok:
