@@ -57,8 +57,9 @@ class Declared:
     paths: tuple[str, ...] = ()
     allow_destructive: bool = False
     system: bool = False
-    #: The campaign's directory and its scratch area: an existing file (a runner's target
-    #: or one of `paths`) outside them opens only with `allow_destructive`.
+    #: The campaign's directory (its scratch area, when its own, lies inside): an existing
+    #: file (a runner's target or one of `paths`) outside it opens only with
+    #: `allow_destructive`.
     homes: tuple[str, ...] = ()
     #: The run's directory as storlab made it: (path, st_dev, st_ino). A program started
     #: there is refused when the path no longer leads to it (a program of another run
@@ -315,7 +316,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
 def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     """Add target `t` to `w` if it opens (see `walls_for`); `homes`: the campaign's
-    directory and scratch area (real paths)."""
+    directory (real paths)."""
     if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
         return
     if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
@@ -334,7 +335,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     if not os.path.lexists(t):
         # A file not made yet opens its directory (fio lays a file out by removing and
         # making it again, which a bind of the file alone refuses: EBUSY), but without
-        # `allow` only a directory of the campaign's own (its directory or scratch area):
+        # `allow` only a directory inside the campaign's directory:
         # opening a shared directory for a file in it let a program write other files
         # there. Elsewhere nothing opens; the user declares the directory in
         # `sandbox.writable`.
