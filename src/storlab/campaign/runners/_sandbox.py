@@ -204,10 +204,10 @@ def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
 _PATH = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
-def open_plain(path: str) -> tuple[int, bool] | None:
+def open_plain(path: str) -> int | None:
     """An `O_PATH` descriptor of absolute `path`, opened one component at a time from `/`
-    with `O_NOFOLLOW` (each from the directory opened before it): None when a component is
-    a link or missing; else (descriptor, False)."""
+    with `O_NOFOLLOW` (each from the directory opened before it); None when a component is
+    a link or missing."""
     names = [n for n in path.split("/") if n]
     fd = os.open("/", _PATH | os.O_DIRECTORY)
     try:
@@ -217,8 +217,8 @@ def open_plain(path: str) -> tuple[int, bool] | None:
             fd = nxt
         if not names:
             fd, root = -1, fd
-            return root, False
-        return os.open(names[-1], _PATH, dir_fd=fd), False
+            return root
+        return os.open(names[-1], _PATH, dir_fd=fd)
     except OSError:  # a link on the way (ELOOP, ENOTDIR), missing, no access
         return None
     finally:
@@ -342,16 +342,15 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         # (strictly inside: the campaign's directory itself holds its file and store)
         if allow or (any(_inside(parent, h) and parent != h for h in homes)
                      and not _system(parent)):
-            opened = open_plain(parent)
-            if opened is not None and stat.S_ISDIR(os.fstat(opened[0]).st_mode):
-                w.add(opened[0], parent)
-            elif opened is not None:
-                os.close(opened[0])
+            dfd = open_plain(parent)
+            if dfd is not None and stat.S_ISDIR(os.fstat(dfd).st_mode):
+                w.add(dfd, parent)
+            elif dfd is not None:
+                os.close(dfd)
         return
-    opened = open_plain(t)
-    if opened is None:
+    fd = open_plain(t)
+    if fd is None:
         return
-    fd = opened[0]
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):
         ok = allow or not _system(t)
