@@ -355,9 +355,11 @@ class FioRunner:
                 res.stderr = tail(f"{proc.stderr}\nstorlab: fio job error {errors[0]}")
             if "error=Read-only file system" in proc.stderr:
                 res.stderr = tail(f"{res.stderr}\nstorlab: the sandbox keeps that path "
-                                  "read-only: a file outside the campaign's directory is "
-                                  "written when its directory is declared in "
-                                  "sandbox.writable (or with allow_destructive: true)")
+                                  "read-only: a file fio makes opens with its directory only "
+                                  "in a directory inside the campaign's (the run's, the "
+                                  "scratch area, data/...); elsewhere, the campaign's "
+                                  "directory itself included, declare the directory in "
+                                  "sandbox.writable (or allow_destructive: true)")
             return res
         res.metrics = {**summarize(records), **fio_named(records)}
         if self.clients:
