@@ -43,17 +43,19 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AnalysisError
 from ..fileio import BOOKKEEPING
 from ..jsonutil import plain, to_jsonable
 from ..result_shape import Result
+from .coded import CodedTable, dense_ids, read_coded_csv
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     from matplotlib.figure import Figure
 
 Aggregate = Literal["max", "mean"]
@@ -109,6 +111,8 @@ class Encoded:
     def configs(self) -> pd.DataFrame:
         """Parameter values + mean, std, n_runs per configuration (made when first asked
         for: the selection itself needs only the codes)."""
+        import pandas as pd
+
         configs = pd.DataFrame({p: np.asarray(self.levels[j], dtype=object)[self.codes[:, j]]
                                 for j, p in enumerate(self.params)})
         configs[self.response] = self.y
@@ -120,21 +124,9 @@ class Encoded:
 def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
            max_levels: int = 10, bins: int = 4, source: str = "results") -> Encoded:
     """Validate, bin numeric many-valued parameters, code values, average repeated runs."""
-    if response not in df.columns:
-        raise AnalysisError(f"{source}: response column {response!r} not found "
-                            f"(columns: {', '.join(map(str, df.columns))})")
-    if params is None:
-        params = default_params(df, response, max_levels, source)
-    params = list(params)
-    if not params:
-        raise AnalysisError(f"{source}: no parameter columns to analyse (pass --params)")
-    for p in params:
-        if p not in df.columns:
-            raise AnalysisError(f"{source}: parameter column {p!r} not found")
-        if p == response:
-            raise AnalysisError(f"{source}: {p!r} is the response, not a parameter")
-    if len(set(params)) != len(params):
-        raise AnalysisError(f"{source}: parameter listed twice in {', '.join(params)}")
+    import pandas as pd
+
+    params = _parameters(df, response, params, max_levels, source)
     y_all = pd.to_numeric(df[response], errors="coerce")
     bad = df[response].notna() & y_all.isna()
     if bad.any():
@@ -166,9 +158,8 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     # repeat, and their difference is no run-to-run noise.
     factors = [pd.factorize(data[p], sort=True, use_na_sentinel=False) for p in params]
     cols = [c.astype(np.int64, copy=False) for c, _ in factors]
-    raw_inv, n_raw = dense_ids(*combine(cols, [len(u) for _, u in factors]))
-    raw_stats = group_stats(raw_inv, n_raw, y_rows)
-    noise, n_rep = repeat_noise(*raw_stats)
+    raw = _raw_configs(cols, [len(u) for _, u in factors], y_rows)
+    n_raw = raw[1]
 
     levels: list[list[Any]] = []
     binned: dict[str, str] = {}
@@ -177,12 +168,7 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
         labels: list[Any] = [plain(v) for v in factors[j][1]]
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
             nu = col.nunique(dropna=True)
-            # Also binned: a numeric parameter with fewer than two configurations per value
-            # (a small space-filling sample, e.g. a tuning campaign's screening). Each value
-            # then holds one configuration and "explains" it, so its PI is nearly the whole
-            # variance whatever its effect (a no-effect factor came first on 10 LHS runs).
-            sparse = nu > bins and 2 * nu > n_raw
-            if nu > max_levels or sparse:
+            if _to_bin(nu, n_raw, max_levels, bins):
                 cut = pd.qcut(col, q=bins, duplicates="drop")
                 binned[p] = (f"{nu} distinct values"
                              + (f" among {n_raw} configurations" if nu <= max_levels else "")
@@ -194,7 +180,78 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
                     labels.append("NA")
                 cols[j] = c
         levels.append(labels)
+    return _averaged(params, cols, levels, binned, y_rows, raw, response, n_dropped, held)
 
+
+def encode_coded(table: CodedTable, response: str, params: Sequence[str] | None = None,
+                 max_levels: int = 10, bins: int = 4, source: str = "results"
+                 ) -> Encoded | None:
+    """`encode` for a table `read_coded_csv` read, without pandas; None when the table
+    needs what only `encode` does (a response missing or not a number on some rows, a
+    many-valued numeric parameter to bin)."""
+    params = _parameters(table, response, params, max_levels, source)
+    ycol = table.columns[response]
+    if not ycol.numeric:
+        return None
+    y_rows = ycol.floats()
+    chosen = [table.columns[p] for p in params]
+    if not np.isfinite(y_rows).all() or any(c.codes is None for c in chosen):
+        return None
+    cols = [c.codes for c in chosen]
+    raw = _raw_configs(cols, [len(c.values) for c in chosen], y_rows)  # type: ignore[misc]
+    if any(c.numeric and _to_bin(len(c.values), raw[1], max_levels, bins) for c in chosen):
+        return None
+    return _averaged(params, cols, [list(c.values) for c in chosen], {}, y_rows,  # type: ignore[arg-type]
+                     raw, response, 0, {})
+
+
+def _parameters(table: Any, response: str, params: Sequence[str] | None, max_levels: int,
+                source: str) -> list[str]:
+    """The parameter columns (named, or `default_params`), checked against the table's
+    columns (a DataFrame's or a CodedTable's)."""
+    if response not in table.columns:
+        raise AnalysisError(f"{source}: response column {response!r} not found "
+                            f"(columns: {', '.join(map(str, table.columns))})")
+    if params is None:
+        params = default_params(table, response, max_levels, source)
+    params = list(params)
+    if not params:
+        raise AnalysisError(f"{source}: no parameter columns to analyse (pass --params)")
+    for p in params:
+        if p not in table.columns:
+            raise AnalysisError(f"{source}: parameter column {p!r} not found")
+        if p == response:
+            raise AnalysisError(f"{source}: {p!r} is the response, not a parameter")
+    if len(set(params)) != len(params):
+        raise AnalysisError(f"{source}: parameter listed twice in {', '.join(params)}")
+    return params
+
+
+def _to_bin(nu: int, n_raw: int, max_levels: int, bins: int) -> bool:
+    """Whether a numeric parameter with `nu` distinct values among `n_raw` configurations
+    is binned: more than `max_levels` values, or fewer than two configurations per value
+    (a small space-filling sample, e.g. a tuning campaign's screening). Each value then
+    holds one configuration and "explains" it, so its PI is nearly the whole variance
+    whatever its effect (a no-effect factor came first on 10 LHS runs)."""
+    return nu > max_levels or (nu > bins and 2 * nu > n_raw)
+
+
+def _raw_configs(cols: list[np.ndarray], sizes: list[int], y_rows: np.ndarray
+                 ) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray, np.ndarray],
+                            float, int]:
+    """The raw configurations (before binning): each row's id, how many, their
+    (count, mean, squared deviations), the median RSD of the repeated ones and their
+    number."""
+    raw_inv, n_raw = dense_ids(*combine(cols, sizes))
+    raw_stats = group_stats(raw_inv, n_raw, y_rows)
+    return (raw_inv, n_raw, raw_stats, *repeat_noise(*raw_stats))
+
+
+def _averaged(params: list[str], cols: list[np.ndarray], levels: list[list[Any]],
+              binned: dict[str, str], y_rows: np.ndarray, raw: tuple[Any, ...],
+              response: str, n_dropped: int, held: dict[str, Any]) -> Encoded:
+    """The Encoded table: one row per cell (configuration after binning)."""
+    raw_inv, n_raw, raw_stats, noise, n_rep = raw
     # Average repeated runs per configuration (paper, sec. 5.1); keep their spread. With
     # nothing binned, the cells are the raw configurations, already counted.
     if binned:
@@ -206,25 +263,12 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
     std = np.where(cnt > 1, np.sqrt(var), np.nan)
     first = np.empty(n_cfg, dtype=np.int64)
     first[inv] = np.arange(len(inv))  # one row of each configuration (they share codes)
-    ccodes = np.empty((n_cfg, len(params)), dtype=np.int64)
+    # Column-major: the selection reads each candidate's column whole.
+    ccodes = np.empty((n_cfg, len(params)), dtype=np.int64, order="F")
     for j, c in enumerate(cols):
         ccodes[:, j] = c[first]
     return Encoded(params, ccodes, levels, mean, std, cnt.astype(np.int64), response, binned,
-                   len(data), n_dropped, held, n_raw, noise, n_rep)
-
-
-def dense_ids(key: np.ndarray, total: int) -> tuple[np.ndarray, int]:
-    """Number the distinct values of `key` (ints in [0, total)) 0, 1, ... in increasing
-    order (as `np.unique(key, return_inverse=True)` does), and how many there are.
-
-    By counting when the key space is small against the rows, else by hashing
-    (`pd.factorize`): both linear, where `np.unique` sorts the rows (3 s on 500,000)."""
-    if total <= max(4 * len(key), 1 << 16):
-        present = np.bincount(key, minlength=total) > 0
-        rank = np.cumsum(present) - 1
-        return rank[key], int(rank[-1]) + 1 if total else 0
-    ids, uniq = pd.factorize(key, sort=True)
-    return ids.astype(np.int64, copy=False), len(uniq)
+                   len(y_rows), n_dropped, held, n_raw, noise, n_rep)
 
 
 def group_stats(inv: np.ndarray, n: int, y: np.ndarray
@@ -248,7 +292,7 @@ def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[flo
     return float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
 
 
-def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
+def default_params(df: pd.DataFrame | CodedTable, response: str, max_levels: int = 10,
                    source: str = "results") -> list[str]:
     """Parameter columns when none are named (neither a list nor a space): every column
     except the response, storlab's bookkeeping columns and its runners' measurement columns
@@ -260,9 +304,7 @@ def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
         name = str(c)
         if c == response or name in BOOKKEEPING or name.startswith("_") or is_metric(name):
             continue
-        col = df[c]
-        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
-                and col.nunique() > max_levels:
+        if _many_numbers(df, c, max_levels):
             unclear.append(name)
             continue
         out.append(c)
@@ -274,6 +316,18 @@ def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
                             "(many distinct numbers): name the parameters with --params, or "
                             "give the space with --space")
     return out
+
+
+def _many_numbers(table: pd.DataFrame | CodedTable, name: Any, max_levels: int) -> bool:
+    """A numeric column with more than `max_levels` distinct values."""
+    if isinstance(table, CodedTable):
+        col = table.columns[name]
+        return col.numeric and (col.codes is None or len(col.values) > max_levels)
+    import pandas as pd
+
+    col = table[name]
+    return (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+            and col.nunique() > max_levels)
 
 
 def combine(codes: np.ndarray | Sequence[np.ndarray], nlev: Sequence[int] | np.ndarray
@@ -571,23 +625,33 @@ class ImportanceResult(Result):
         `subset_*` describe the subset left by fixing the selected parameters at the best
         combination found at that step, spelled out in `step_values` (it can differ from
         the final one when a later parameter changes which combination is best)."""
+        import pandas as pd
+
+        cols = ["rank", "param", "importance", "share", "best_value", "subset_n",
+                "subset_mean", "subset_rsd", "binned"]
+        return pd.DataFrame(self.step_rows(), columns=cols)
+
+    def step_rows(self) -> list[dict[str, Any]]:
+        """`to_frame`'s rows as dicts (what the command prints, without pandas)."""
         final = self.best_values()
-        rows = [{"rank": s.rank, "param": s.param, "importance": s.importance,
+        return [{"rank": s.rank, "param": s.param, "importance": s.importance,
                  "share": s.share, "best_value": final.get(s.param),
                  "subset_n": s.subset_size, "subset_mean": s.subset_mean,
                  "subset_rsd": s.subset_rsd,
                  "binned": "yes" if s.param in self.binned else ""} for s in self.steps]
-        cols = ["rank", "param", "importance", "share", "best_value", "subset_n",
-                "subset_mean", "subset_rsd", "binned"]
-        return pd.DataFrame(rows, columns=cols)
 
     def pi_table(self) -> pd.DataFrame:
         """Every parameter's PI (eq. 2) and share of variance, largest first."""
+        import pandas as pd
+
+        return pd.DataFrame(self.pi_rows())
+
+    def pi_rows(self) -> list[dict[str, Any]]:
+        """`pi_table`'s rows as dicts, largest PI first (ties in parameter order)."""
         rows = [{"param": p, "pi": v, "share": v / self.variance if self.variance > 0 else 0.0,
                  "levels": len(self.levels[p]), "binned": self.binned.get(p, "")}
                 for p, v in self.pi.items()]
-        return pd.DataFrame(rows).sort_values("pi", ascending=False, kind="stable") \
-            .reset_index(drop=True)
+        return sorted(rows, key=lambda r: -r["pi"])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: `selected` (ordered, with `param`, `importance`, `best_value`), `pi`."""
@@ -642,6 +706,8 @@ class ImportanceResult(Result):
         (sets of a single configuration have no RSD and are left out)."""
         import itertools
 
+        import pandas as pd
+
         params = list(self.pi)
         rows = []
         y = self.configs[self.response].to_numpy(dtype=float)
@@ -672,13 +738,36 @@ def importance(df: pd.DataFrame, response: str, params: Sequence[str] | None = N
     among those with at least `min_support` configurations (when any has), so that one
     lucky configuration does not make a subset "best" with an undefined RSD.
     """
+    rules = _checked(stop, aggregate, goal)
+    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source)
+    return select(enc, response, rules, aggregate, goal, min_support)
+
+
+def importance_csv(path: str | Path, response: str, params: Sequence[str] | None = None,
+                   stop: str | Sequence[StopRule] | StopRule | None = "rsd:0.02",
+                   aggregate: Aggregate = "max", goal: Goal = "maximize",
+                   max_levels: int = 10, bins: int = 4, min_support: int = 2,
+                   source: str = "results") -> ImportanceResult | None:
+    """`importance` on a CSV file read without pandas (`read_coded_csv`, the `storlab
+    importance` command's fast path), or None when the file or the analysis needs pandas:
+    then read it with `storlab.fileio.read_table` and call `importance`."""
+    table = read_coded_csv(path, {response}, max_levels)
+    if table is None:
+        return None
+    rules = _checked(stop, aggregate, goal)
+    enc = encode_coded(table, response, params, max_levels, bins,
+                                                   source)
+    return None if enc is None else select(enc, response, rules, aggregate, goal, min_support)
+
+
+def _checked(stop: str | Sequence[StopRule] | StopRule | None, aggregate: str,
+             goal: str) -> list[StopRule]:
+    """The stop rules, after checking the aggregate and the goal."""
     if aggregate not in ("max", "mean"):
         raise AnalysisError(f"aggregate {aggregate!r} must be 'max' or 'mean'")
     if goal not in ("maximize", "minimize"):
         raise AnalysisError(f"goal {goal!r} must be 'maximize' or 'minimize'")
-    rules = parse_stop(stop)
-    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source)
-    return select(enc, response, rules, aggregate, goal, min_support)
+    return parse_stop(stop)
 
 
 def select(enc: Encoded, response: str, rules: list[StopRule], aggregate: Aggregate = "max",

@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Number
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -162,14 +163,22 @@ def output_dir(what: str) -> Callable[[Any], Any]:
     return check
 
 
-def frame_table(df: pd.DataFrame, title: str | None = None, floatfmt: str = "{:.4g}") -> Table:
-    """A rich Table of a DataFrame, numbers formatted compactly."""
-    import pandas as pd
-
+def frame_table(df: pd.DataFrame | Mapping[str, Sequence[Any]], title: str | None = None,
+                floatfmt: str = "{:.4g}") -> Table:
+    """A rich Table of a DataFrame, or of columns ({name: values}, without pandas), numbers
+    formatted compactly; a column of numbers is aligned right."""
     t = Table(title=title, title_justify="left")
-    for c in df.columns:
-        t.add_column(str(c), justify="right" if pd.api.types.is_numeric_dtype(df[c]) else "left")
-    for row in df.itertuples(index=False):
+    if isinstance(df, Mapping):
+        rows: Iterable[Sequence[Any]] = zip(*df.values())
+        right = [bool(v) and all(isinstance(x, Number) for x in v) for v in df.values()]
+    else:
+        import pandas as pd
+
+        rows = df.itertuples(index=False)
+        right = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
+    for c, r in zip(df.columns if not isinstance(df, Mapping) else df, right):
+        t.add_column(str(c), justify="right" if r else "left")
+    for row in rows:
         t.add_row(*[_fmt(v, floatfmt) for v in row])
     return t
 

@@ -34,6 +34,22 @@ def _pct2(v: float) -> str:
     return f"{v:.2%}" if math.isfinite(v) else "-"
 
 
+def _sum(rows: list[dict[str, Any]], key: str) -> float:
+    """The column's float sum, added as numpy (and pandas) add it."""
+    import numpy as np
+
+    return float(np.sum(np.array([r[key] for r in rows], dtype=float)))
+
+
+def _texts(values: list[Any]) -> list[str]:
+    """Values as text, as a table column shows them: numbers among which one is a float
+    all as floats (4 beside 2.5 shows as 4.0), anything else as it is."""
+    nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    if nums and any(isinstance(v, float) for v in values):
+        return [str(float(v)) for v in values]
+    return [str(v) for v in values]
+
+
 def _save_plot(fig: Any, path: Path) -> None:
     save_figure(fig, path, dpi=120)
 
@@ -125,15 +141,25 @@ def importance_cmd(
                                       "S1/ST beside the PI shares."),
 ) -> None:
     """Which parameters matter: Carver's parameter importance (PI/CPI) and greedy selection."""
-    import pandas as pd
+    from ..analysis.importance import importance, importance_csv
 
-    from ..analysis.importance import importance
-
-    df, names, space_goal, note = load_source(results, space_file, split_names(params), response)
-    goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else space_goal
-    res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
-                     goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
-    res.source_note = note
+    goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else None
+    res = None
+    if space_file is None and not compare and results.suffix.lower() == ".csv":
+        # A plain CSV is read without pandas (its import alone was half the command's time);
+        # None: the file or the analysis needs pandas, and the path below does it all.
+        res = importance_csv(results, response, params=split_names(params), stop=stop,
+                             aggregate=aggregate, goal=goal_full or "maximize",  # type: ignore[arg-type]
+                             bins=bins, source=str(results))
+    if res is not None:
+        goal_full = goal_full or "maximize"
+    else:
+        df, names, space_goal, note = load_source(results, space_file, split_names(params),
+                                                  response)
+        goal_full = goal_full or space_goal
+        res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
+                         goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
+        res.source_note = note
     if plot is not None:
         _save_plot(res.plot(), plot)
     cmp = None
@@ -163,37 +189,38 @@ def importance_cmd(
                       + ", ".join(f"{k}={v}" for k, v in res.held.items()))
     for p, note in res.binned.items():
         console.print(f"note: {p}: {note}")
-    tab = res.table()
+    # The tables from plain rows (no pandas: see above).
+    tab = res.step_rows()
     if res.too_few:
         console.print(f"[yellow]too few configurations for a selection:[/] {res.too_few}")
-    elif len(tab):
+    elif tab:
         final = ", ".join(f"{k}={v}" for k, v in res.best_values().items())
-        imp_text, imp_scale = common_scale(tab["importance"])
-        show = pd.DataFrame({
-            "#": tab["rank"], "param": tab["param"],
+        imp_text, imp_scale = common_scale([r["importance"] for r in tab])
+        show = {
+            "#": [r["rank"] for r in tab], "param": [r["param"] for r in tab],
             f"PI/CPI {imp_scale}".rstrip(): imp_text,
-            "share": tab["share"].map(_pct1),
-            "best": tab["best_value"].astype(str),
-            "n left": tab["subset_n"],
-            "mean": tab["subset_mean"].map(lambda v: f"{v:.5g}"),
-            "RSD": tab["subset_rsd"].map(_pct2)})
+            "share": [_pct1(r["share"]) for r in tab],
+            "best": _texts([r["best_value"] for r in tab]),
+            "n left": [r["subset_n"] for r in tab],
+            "mean": [f"{r['subset_mean']:.5g}" for r in tab],
+            "RSD": [_pct2(r["subset_rsd"]) for r in tab]}
         console.print(frame_table(show, title=f"selected ({res.aggregate} CPI, stop {stop}); "
                                               "share: of the variance, explained by the "
-                                              f"step (together {_pct1(tab['share'].sum())}); "
+                                              f"step (together {_pct1(_sum(tab, 'share'))}); "
                                               "n left/mean/RSD: configurations with the "
                                               "best values so far"))
         console.print(f"best values: {final}")
     if not res.too_few:
         console.print(f"stopped: {res.stop_reason}")
-    pt = res.pi_table()
-    total = float(pt["share"].sum())
-    pi_text, pi_scale = common_scale(pt["pi"])
-    pt["pi"] = pi_text
-    pt["share"] = pt["share"].map(_pct1)
-    pt = pt.rename(columns={"pi": f"pi {pi_scale}".rstrip(), "share": "share alone"})
+    pt = res.pi_rows()
+    total = _sum(pt, "share")
+    pi_text, pi_scale = common_scale([r["pi"] for r in pt])
     # Each PI is one parameter's share on its own: parameters that vary together in sampled
     # runs explain some variance twice, so the column need not add up to 100 %.
-    console.print(frame_table(pt.drop(columns=["binned"]), title=(
+    console.print(frame_table({
+        "param": [r["param"] for r in pt], f"pi {pi_scale}".rstrip(): pi_text,
+        "share alone": [_pct1(r["share"]) for r in pt],
+        "levels": [r["levels"] for r in pt]}, title=(
         "PI of every parameter, each on its own" + (
             f" (together {_pct1(total)}: these shares overlap, parameters that vary together "
             "in these runs explain the same variance; the selected steps above add up)"
