@@ -82,6 +82,48 @@ def storlab_main(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int,
     return call
 
 
+@pytest.fixture
+def storlab_quick(storlab_main: Callable[..., tuple[int, str, str]]) -> Run:
+    """`storlab` run in this process (`storlab_main`) that answers as `storlab` does (a
+    CompletedProcess): for a test making many calls whose output is what it checks, not
+    the process (each subprocess pays the program's start-up again)."""
+    def run(*args: Any) -> subprocess.CompletedProcess[str]:
+        code, out, err = storlab_main(*args)
+        return subprocess.CompletedProcess([*STORLAB_ARGV, *map(str, args)], code, out, err)
+    return run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "last: run after every other test (it ends a "
+                                       "session-wide resource, e.g. brings the Ceph down)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `last` move to the end, in their order (xdist's workers collect alike,
+    and a group's tests run in this order on its worker)."""
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+
+
+@pytest.fixture(scope="session")
+def ceph_cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real memstore Ceph (1 mon, 1 mgr, 1 OSD) for every Ceph test of the session
+    (the cluster's own tests and the runner contract; each bringing up its own cost
+    half a minute): (cluster, its directory, the status `up` gave). Their modules share
+    the xdist group "ceph", so one worker holds it; brought down at the end, or by the
+    test marked `last` that checks what down leaves."""
+    from storlab.clusters._util import free_port_block
+    from storlab.clusters.ceph import CephCluster, CephOptions
+
+    base = tmp_path_factory.mktemp("ceph")
+    c = CephCluster(base)
+    # a random free port: a user's cluster or another test run may hold the default
+    st = c.up(CephOptions(osds=1, store="memstore", osd_bytes=512 << 20,
+                          mon_port=free_port_block(1), pg_num=16, tie_to_parent=True),
+              timeout=180)
+    yield c, base, st
+    c.down()
+
+
 @pytest.fixture(scope="module")
 def lan():
     """Two network namespaces ("hosts") on a private /24 joined to this namespace by veth

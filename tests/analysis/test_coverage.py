@@ -146,17 +146,17 @@ def test_json_is_serialisable(result) -> None:  # noqa: ANN001
     assert d["cluster_counts"]["fio"] == {"1": 7, "2": 7, "3": 7, "4": 7}
 
 
-def test_cli(tmp_path: Path, df: pd.DataFrame, storlab: Any) -> None:
+def test_cli(tmp_path: Path, df: pd.DataFrame, storlab_quick: Any) -> None:
     csv = tmp_path / "runs.csv"
     df.drop(columns=["planted"]).to_csv(csv, index=False)
     cmd = ["coverage", str(csv), "--by", "benchmark"]
-    p = storlab(*cmd, "--json", "-o", str(tmp_path / "c.html"), timeout=120)
+    p = storlab_quick(*cmd, "--json", "-o", str(tmp_path / "c.html"))
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["best"] == "fio" and out["clusters"] == 4
     page = (tmp_path / "c.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and "http" not in page.split("<body>")[1]
-    p = storlab(*cmd[:-1], "suite", timeout=120)
+    p = storlab_quick(*cmd[:-1], "suite")
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "no column 'suite'" in p.stderr
 

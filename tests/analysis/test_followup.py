@@ -41,9 +41,9 @@ def test_top_factors_by_main_effect(tmp_path):
     assert len(ranking) == 20
 
 
-def test_one_command_from_screening_to_full_factorial(storlab, tmp_path):
+def test_one_command_from_screening_to_full_factorial(storlab_quick, tmp_path):
     p, key = screening(tmp_path)
-    r = storlab("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "3", "--json")
+    r = storlab_quick("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "3", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["kind"] == "full" and d["runs"] == 8 and set(d["factors"]) == set(key)
@@ -74,19 +74,19 @@ def _score_campaign(storlab, tmp_path: Path, prog: str, names: str,
     return camp
 
 
-def test_follow_up_from_a_campaign_file(storlab, tmp_path):
+def test_follow_up_from_a_campaign_file(storlab, storlab_quick, tmp_path):
     # a screening campaign run for real (a tiny python program as the benchmark): its file
     # alone gives the space, the results and the response
     prog = ("import sys; a = dict(x.split('=') for x in sys.argv[1:]); "
             "print('score', 10 * int(a['a']) - 3 * int(a['b']) + int(a['c']) + 0.1 * int(a['d']))")
     camp = _score_campaign(storlab, tmp_path, prog, "abcd")
-    r = storlab("design", "--follow-up", camp, "--top", "2", "--json")
+    r = storlab_quick("design", "--follow-up", camp, "--top", "2", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["factors"] == ["a", "b"] and d["runs"] == 4 and d["kind"] == "full"
 
 
-def test_follow_up_tests_effects_on_every_run_of_a_campaign(storlab, tmp_path):
+def test_follow_up_tests_effects_on_every_run_of_a_campaign(storlab, storlab_quick, tmp_path):
     """Replicated runs are the error term, as in `storlab analyze`: on configuration means a
     2x2 design's main effects were tested against the interaction alone (1 df) and a large
     interaction hid two real effects."""
@@ -95,13 +95,13 @@ def test_follow_up_tests_effects_on_every_run_of_a_campaign(storlab, tmp_path):
             "x, y = int(a['a']), int(a['b']); "
             "print('score', 10 * x + 6 * y + 40 * x * y + random.gauss(0, 0.3))")
     camp = _score_campaign(storlab, tmp_path, prog, "ab", repetitions=3)
-    r = storlab("design", "--follow-up", camp, "--top", "2", "--json")
+    r = storlab_quick("design", "--follow-up", camp, "--top", "2", "--json")
     assert r.returncode == 0, r.stderr
     rank = {row["term"]: row for row in json.loads(r.stdout)["follow_up"]["ranking"]}
     assert rank["a"]["significant"] and rank["b"]["significant"]
 
 
-def test_a_screening_with_no_significant_effect_says_so(storlab, tmp_path):
+def test_a_screening_with_no_significant_effect_says_so(storlab_quick, tmp_path):
     """Pure noise: the 'top 3' are the largest noise effects; the command says no main
     effect is significant instead of presenting them as the key factors."""
     import pandas as pd
@@ -113,20 +113,20 @@ def test_a_screening_with_no_significant_effect_says_so(storlab, tmp_path):
     p = tmp_path / "noise.csv"
     t.to_csv(p, index=False)
     cli = ["design", SPACE, "--follow-up", p, "-y", "iops", "--top", "3"]
-    r = storlab(*cli)
+    r = storlab_quick(*cli)
     assert r.returncode == 0, r.stderr
     assert ("note: no main effect is significant at family-wise alpha 0.05 (Holm)"
             in " ".join(r.stdout.split()))
     assert ("significance: Holm-adjusted p-values (p_holm) over the 20 main effects'"
             in " ".join(r.stdout.split()))
-    j = json.loads(storlab(*cli, "--json").stdout)
+    j = json.loads(storlab_quick(*cli, "--json").stdout)
     assert j["follow_up"]["note"].startswith("no main effect is significant")
     assert not any(row["significant"] for row in j["follow_up"]["ranking"])
     # noise where one effect passes the uncorrected test by chance: not after Holm's
     # correction for the 20 tests (issue 15)
     t["iops"] = 1000 + np.random.default_rng(5).normal(0, 10, len(t))
     t.to_csv(p, index=False)
-    chance = json.loads(storlab(*cli, "--json").stdout)["follow_up"]
+    chance = json.loads(storlab_quick(*cli, "--json").stdout)["follow_up"]
     assert sum(row["p"] < 0.05 for row in chance["ranking"]) == 1
     assert not any(row["significant"] for row in chance["ranking"])
     assert chance["note"].startswith("no main effect is significant")
@@ -134,14 +134,14 @@ def test_a_screening_with_no_significant_effect_says_so(storlab, tmp_path):
     x = make_design(s, "pb", seed=1).coded
     t["iops"] += 40 * np.concatenate([x["fsync"], x["fsync"]])
     t.to_csv(p, index=False)
-    one = json.loads(storlab(*cli, "--json").stdout)["follow_up"]
+    one = json.loads(storlab_quick(*cli, "--json").stdout)["follow_up"]
     weak = ", ".join(row["term"] for row in one["ranking"][1:3])
     assert one["ranking"][0]["term"] == "fsync"
     assert one["note"] == ("only 1 of the top 3 main effects is significant at family-wise "
                            f"alpha 0.05 (Holm); {weak} chosen by size alone")
     # a screening with three real effects: no note
     good, key = screening(tmp_path)
-    g = json.loads(storlab(*cli[:3], good, *cli[4:], "--json").stdout)
+    g = json.loads(storlab_quick(*cli[:3], good, *cli[4:], "--json").stdout)
     assert g["follow_up"]["note"] is None
     assert [row["term"] for row in g["follow_up"]["ranking"][:3]] == key
 
@@ -158,11 +158,11 @@ def _holm_by_hand(p: list[float]) -> list[float]:
     return out
 
 
-def test_screening_significance_is_corrected_by_holm(storlab, tmp_path):
+def test_screening_significance_is_corrected_by_holm(storlab_quick, tmp_path):
     """20 main effects tested at once: `operation` (an inert factor, p = 0.036 by chance in
     this screening) is significant uncorrected, not after Holm; the three real ones stay."""
     p, key = screening(tmp_path)
-    r = storlab("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "4", "--json")
+    r = storlab_quick("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "4", "--json")
     assert r.returncode == 0, r.stderr
     f = json.loads(r.stdout)["follow_up"]
     rank = f["ranking"]
@@ -174,7 +174,7 @@ def test_screening_significance_is_corrected_by_holm(storlab, tmp_path):
     assert raw_only == [rank[3]["term"]]  # the 4th largest: significant only uncorrected
     assert f["note"] == ("only 3 of the top 4 main effects are significant at family-wise "
                          f"alpha 0.05 (Holm); {rank[3]['term']} chosen by size alone")
-    human = storlab("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "4")
+    human = storlab_quick("design", SPACE, "--follow-up", p, "-y", "iops", "--top", "4")
     assert ("significance: Holm-adjusted p-values (p_holm) over the 20 main effects' ANOVA "
             "p-values, family-wise alpha 0.05") in " ".join(human.stdout.split())
 

@@ -126,15 +126,9 @@ def swift_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def ceph_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from storlab.clusters.ceph import CephCluster, CephOptions
-
-    base = tmp_path_factory.mktemp("ceph")
-    c = CephCluster(base)
-    c.up(CephOptions(osds=1, store="memstore", osd_bytes=256 << 20,
-                     mon_port=_free_ports(1), pg_num=8, tie_to_parent=True), timeout=180)
-    yield base
-    c.down()
+def ceph_dir(ceph_cluster: Any) -> Path:
+    """The session's Ceph (tests/conftest.py), shared with tests/clusters' Ceph tests."""
+    return ceph_cluster[1]
 
 
 def _free_ports(n: int) -> int:

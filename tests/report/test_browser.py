@@ -27,7 +27,7 @@ CAMPAIGN = {
     },
     "design": {"kind": "full"},
     "runner": {"type": "fio", "options": {"ioengine": "psync", "rw": "randrw", "size": "1M",
-                                          "runtime": 1, "time_based": 1}},
+                                          "runtime": "300ms", "time_based": 1}},
     "repetitions": 1,
     "seed": 11,
     "timeout": 60,
