@@ -16,12 +16,23 @@ ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
 
 
 def popcount(x: int) -> int:
-    return bin(x).count("1")
+    return x.bit_count()
+
+
+def set_bits(word: int) -> list[int]:
+    """The positions of the word's set bits, ascending (a 100-factor design's words have
+    3 or 4 of them: looping over every factor instead took most of a minute)."""
+    out = []
+    while word:
+        low = word & -word
+        out.append(low.bit_length() - 1)
+        word ^= low
+    return out
 
 
 def word_name(word: int, labels: Sequence[str]) -> str:
     """`ABD` for the word with bits 0, 1, 3 (labels joined with ':' when any is longer)."""
-    parts = [labels[j] for j in range(len(labels)) if word >> j & 1]
+    parts = [labels[j] for j in set_bits(word) if j < len(labels)]
     sep = "" if all(len(p) == 1 for p in parts) else ":"
     return sep.join(parts) if parts else "I"
 
@@ -277,8 +288,9 @@ def alias_structure_short(words: Sequence[int], k: int, labels: Sequence[str]
     in their number: each word splits into an effect and its partner of order <= 2."""
     partners = _short_partners(words, k)
     order = sorted(partners, key=lambda e: (popcount(e), _pair_rank(e)))
-    return {word_name(e, labels): [word_name(p, labels) for p in
-                                   sorted(partners[e], key=lambda w: (popcount(w), w))]
+    # Every partner is a main effect or a 2FI: a few thousand names, each met many times.
+    name = {e: word_name(e, labels) for e in set(partners).union(*partners.values())}
+    return {name[e]: [name[p] for p in sorted(partners[e], key=lambda w: (popcount(w), w))]
             for e in order}
 
 
@@ -294,7 +306,7 @@ def clear_effects_short(words: Sequence[int], k: int) -> tuple[list[int], list[i
 def _short_partners(words: Sequence[int], k: int) -> dict[int, set[int]]:
     partners: dict[int, set[int]] = {}
     for w in words:
-        bits = [1 << j for j in range(k) if w >> j & 1]
+        bits = [1 << j for j in set_bits(w) if j < k]
         if len(bits) == 3:
             for b in bits:
                 partners.setdefault(b, set()).add(w ^ b)
