@@ -106,9 +106,12 @@ def test_latin_hypercube_draws_scipys_numbers(optimize: str | None) -> None:
 
     from storlab.design.lhs import latin_hypercube
 
-    for seed in (0, 1, 7, 12345):
-        for d in (1, 2, 5, 11):
-            for n in (1, 2, 6, 33):
+    # The optimised draws are scipy's own call (each optimisation is slow): a few suffice
+    # to hold the arguments passed; the plain draws, storlab's own code, get every case.
+    few = optimize is not None
+    for seed in (0, 12345) if few else (0, 1, 7, 12345):
+        for d in (1, 5) if few else (1, 2, 5, 11):
+            for n in (1, 33) if few else (1, 2, 6, 33):
                 ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
                 a = latin_hypercube(d, n, ours, optimize)
                 b = qmc.LatinHypercube(d=d, optimization=optimize, rng=theirs).random(n)
