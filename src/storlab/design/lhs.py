@@ -101,6 +101,10 @@ def _honour_constraints(space: Space, table: pd.DataFrame, u: np.ndarray,
     n = len(table)
     ok = space.feasible(table)
     tries = 0
+    # The swaps are tried on plain columns (a two-row DataFrame per try cost most of the
+    # time) and written back to the table once, in its own dtypes.
+    cols = {c: table[c].to_numpy(copy=True) for c in names}
+    changed: set[str] = set()
     while not ok.all() and tries < max_repair:
         tries += 1
         bad = rng.choice(np.flatnonzero(~ok))
@@ -109,15 +113,18 @@ def _honour_constraints(space: Space, table: pd.DataFrame, u: np.ndarray,
         if other == bad:
             continue
         rows = [bad, other]
-        swapped = table.iloc[rows].copy()
         col = names[j]
-        swapped[col] = swapped[col].to_numpy()[::-1]
+        swapped = {c: v[rows] for c, v in cols.items()}
+        swapped[col] = swapped[col][::-1]
         feas = space.feasible(swapped)
         # Accept when the bad row is fixed and the other row does not break.
         if feas[0] and (feas[1] or not ok[other]):
-            table.iloc[rows, table.columns.get_loc(col)] = swapped[col].to_numpy()
+            cols[col][rows] = swapped[col]
+            changed.add(col)
             u[rows, j] = u[rows[::-1], j]
             ok[bad], ok[other] = True, bool(feas[1])
+    for c in changed:
+        table[c] = pd.Series(cols[c], index=table.index, dtype=table[c].dtype)
     if ok.all():
         return table, u, True
     # Some rows cannot be repaired by swaps: redraw them uniformly inside the feasible set.
