@@ -175,14 +175,14 @@ def test_foldover_generators_are_the_folded_designs(k, runs, fold):
                               * np.prod(x[:, cols], axis=1))
 
 
-def test_foldover_cli_prints_the_folded_generators(storlab):
+def test_foldover_cli_prints_the_folded_generators(storlab_quick):
     """Table output and --json say the same, folded, generators and relation."""
     import json
 
     args = ["design", "--factors", "7", "--kind", "fractional", "--runs", "8",
             "--foldover", "all"]
-    text = storlab(*args)
-    data = json.loads(storlab(*args, "--json").stdout)
+    text = storlab_quick(*args)
+    data = json.loads(storlab_quick(*args, "--json").stdout)
     assert text.returncode == 0
     x = np.array([[r[c] for c in data["factors"]] for r in data["table"]], dtype=float)
     labels = list(data["labels"])

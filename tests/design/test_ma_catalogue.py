@@ -95,14 +95,14 @@ def test_unproven_entries_are_no_worse_than_a_plain_greedy_choice():
             assert ENTRIES[key]["wlp"][2] == 0, key
 
 
-def test_a_flagged_entry_warns_in_the_cli_and_json(storlab):
+def test_a_flagged_entry_warns_in_the_cli_and_json(storlab_quick):
     key = UNPROVEN[0]
     k, n = map(int, key.split("-"))
     cmd = ["design", "--factors", str(k), "--runs", str(2**n), "--no-randomize"]
-    r = storlab(*cmd, timeout=120)
+    r = storlab_quick(*cmd)
     assert r.returncode == 0, r.stderr
     assert "warning: not proven minimum aberration" in " ".join(r.stdout.split())
-    r = storlab(*cmd, "--json", timeout=120)
+    r = storlab_quick(*cmd, "--json")
     s = json.loads(r.stdout)["search"]
     assert s["exact"] is False and s["source"] == "catalogue" and s["warning"] == NOT_PROVEN
     proven = next(k2 for k2, e in ENTRIES.items() if e["exact"] and k2.endswith(f"-{n}"))
