@@ -81,8 +81,10 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
     kinds: list[str] = []
     for j, name in enumerate(names):
         seen = {r[j] for r in sample}
+        # more than `many` distinct numbers already in the sample ("1" and "1.0" are one)
         if name in numbers or (len(seen) > many
-                               and all(_NUMBER.fullmatch(v.decode()) for v in seen)):
+                               and all(_NUMBER.fullmatch(v.decode()) for v in seen)
+                               and len({float(v) for v in seen}) > many):
             kinds.append("f8")
         else:
             kinds.append(f"S{max(8, -(-2 * max(map(len, seen)) // 8) * 8)}")
