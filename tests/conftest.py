@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 # xdist groups (`make test` runs `-n 2 --dist loadgroup`): a group keeps tests on one worker,
-# one after the other. Only what needs that is grouped: a module sharing a module-scoped
-# cluster or browser ("ceph", "clusters", "browser"; one group per cluster kind, so Ceph and
-# Swift run side by side) and the kill/lock tests ("lock"). The real-fio tests share nothing
+# one after the other. Only what needs that is grouped: modules sharing a cluster or a
+# browser ("ceph": the session's Ceph; "clusters": Swift; "browser"), the modules of
+# network-namespace hosts ("lan": one private /24 at a time), each group apart so the slow
+# ones run side by side, and the kill/lock tests ("lock"). The real-fio tests share nothing
 # (temporary directories, free ports, `losetup -f`) and are spread over both workers.
 
 #: The `storlab` program of this checkout, whatever environment runs the tests (an
@@ -98,10 +99,32 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "session-wide resource, e.g. brings the Ceph down)")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `last` move to the end, in their order (xdist's workers collect alike,
-    and a group's tests run in this order on its worker)."""
+    and a group's tests run in this order on its worker); xdist groups are made to hold."""
     items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+    _xdist_groups(config, items)
+
+
+def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` keeps a group on one worker by a suffix `@GROUP` that pytest-xdist
+    appends to each test's node id in its own collection hook; pytest 9.2's structured node
+    ids no longer take that assignment (pytest-xdist issue 1386), so every group was spread
+    over both workers: each set up the group's module fixtures (a Ceph, a Swift, a browser)
+    again, and the kill/lock tests ran side by side. The suffix is set here as pytest 9.2
+    keeps a node id (nothing to do on a pytest whose ids take xdist's own)."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest before 9.2: xdist's own suffix works
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

@@ -19,9 +19,9 @@ from storlab.clusters._util import Daemon, wait_until
 from storlab.clusters.ceph import CephCluster, CephOptions
 
 _NEED = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "rados", "fio")
-# Its own group ("ceph"), apart from the other clusters' ("clusters"): one worker keeps a
-# module's cluster to itself (module fixture), and the Ceph and Swift tests, each a few
-# minutes on 2 cores, run side by side instead of one after the other.
+# Its own group ("ceph", with the runner contract's Ceph cases), apart from the other
+# clusters' ("clusters", "lan"): one worker holds the session's Ceph, and the Ceph and Swift
+# tests, each a few minutes on 2 cores, run side by side instead of one after the other.
 pytestmark = [
     pytest.mark.xdist_group("ceph"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a Ceph cluster needs root"),

@@ -12,7 +12,7 @@ import pytest
 from storlab.campaign.runners.fio import FioRunner, parse_json_output
 from storlab.clusters.netns import wait_port
 
-pytestmark = [pytest.mark.xdist_group("clusters")]
+pytestmark = [pytest.mark.xdist_group("lan")]
 
 
 @pytest.fixture(scope="module")

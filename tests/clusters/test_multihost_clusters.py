@@ -21,7 +21,7 @@ from storlab.campaign.runners.fio import parse_json_output
 from storlab.campaign.store import Store
 from storlab.clusters.netns import wait_port
 
-pytestmark = [pytest.mark.xdist_group("clusters")]
+pytestmark = [pytest.mark.xdist_group("lan")]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from storlab.clusters.netns import Lan, NetnsError, unavailable, wait_port
 
-pytestmark = [pytest.mark.xdist_group("clusters")]
+pytestmark = [pytest.mark.xdist_group("lan")]
 
 ECHO = ("import socket,sys\n"
         "s=socket.create_server((sys.argv[1],int(sys.argv[2])))\n"
