@@ -109,7 +109,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`--dist loadgroup` keeps a group on one worker by a suffix `@GROUP` that pytest-xdist
     appends to each test's node id in its own collection hook; pytest 9.2's structured node
-    ids no longer take that assignment (pytest-xdist issue 1386), so every group was spread
+    ids no longer take that assignment (an open pytest-xdist bug), so every group was spread
     over both workers: each set up the group's module fixtures (a Ceph, a Swift, a browser)
     again, and the kill/lock tests ran side by side. The suffix is set here as pytest 9.2
     keeps a node id (nothing to do on a pytest whose ids take xdist's own)."""
