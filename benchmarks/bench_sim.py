@@ -459,6 +459,11 @@ def fork_waits(requests: int, shuffled: bool = False) -> None:
     sets, counts = np.unique(d, axis=0, return_counts=True)
     print(f"  the ring's replica sets: {len(sets):,} distinct among {d.shape[0]:,} "
           f"partitions (up to {counts.max()} partitions on one set of 3 disks)")
+    from storlab.sim.analytic import demands
+
+    tog = demands(m).together
+    print(f"  the analytic model's share waited together (Demands.together): PUT "
+          f"{tog[0]:.2f}, DELETE {tog[2]:.2f}")
 
 
 def main() -> None:
