@@ -220,26 +220,10 @@ def window_check(quick: bool) -> None:
                   f"{max(lit):>7.4f} {np.mean(rat):>13.4f} {min(rat):>7.4f} {max(rat):>7.4f}")
     stream.window_marks = window_marks
     lengths = (20_000, 100_000) if quick else (60_000, 300_000)
-    print(f"\nper operation after a failure (examples/sim/small.yaml, {AFTER_FAILURE}):")
+    after_failure(lengths, (5, 3) if quick else (8, 5), 60_000)
     reps = [run_model(build_model(parse_cluster(apply_overrides(
         load_raw(ROOT / "examples" / "sim" / "small.yaml"), {**AFTER_FAILURE, "requests": k}))))
         for k in lengths]
-    for rep, k in zip(reps, lengths):
-        print(f"  {k:,} requests: window opens after {rep.window['warmup_rule']}")
-    a, b = (r.ops.set_index("op") for r in reps)
-    print(f"{'op':>8} {'ops/s ' + format(lengths[0], ','):>20} {format(lengths[1], ','):>16} "
-          f"{'lat ms ' + format(lengths[0], ','):>20} {format(lengths[1], ','):>16} "
-          f"{'within':>7}")
-    for op in ("PUT", "GET", "DELETE"):
-        ok = all(abs(a.loc[op, c] - b.loc[op, c]) <= a.loc[op, ci]
-                 for c, ci in (("ops_s", "ops_s_ci95"), ("lat_mean_ms", "lat_mean_ci95_ms")))
-        print(f"{op:>8} {a.loc[op, 'ops_s']:>13.1f}±{a.loc[op, 'ops_s_ci95']:<6.1f}"
-              f"{b.loc[op, 'ops_s']:>9.1f}±{b.loc[op, 'ops_s_ci95']:<6.1f}"
-              f"{a.loc[op, 'lat_mean_ms']:>13.2f}±{a.loc[op, 'lat_mean_ci95_ms']:<6.2f}"
-              f"{b.loc[op, 'lat_mean_ms']:>9.2f}±{b.loc[op, 'lat_mean_ci95_ms']:<6.2f}"
-              f"{'yes' if ok else 'NO':>7}")
-    print("  within: the two means differ by less than the shorter run's 95 % interval "
-          "(throughput and latency)")
     # Why: each operation's mean latency over 20 slices of the longer run's window, as
     # shipped (write quorum 2 of 3: a third branch runs on after the reply) and with
     # write_quorum 3 (nothing left running).
@@ -261,6 +245,56 @@ def window_check(quick: bool) -> None:
             span[op] = f"{min(m):.1f}-{max(m):.1f}"
         print(f"  write_quorum {wq}: PUT {span['put']}, GET {span['get']}, total "
               f"{rep.ops.loc[0, 'lat_mean_ms']:.1f}")
+
+
+def after_failure(lengths: tuple[int, int], seeds: tuple[int, int], warm: int) -> None:
+    """Each operation's throughput and mean latency after a failure at two run lengths,
+    over independent seeds (storlab.sim.replicate; disjoint seeds for the two lengths):
+    mean and Student-t 95 % interval over the runs, the median single run's batch
+    interval beside it, and whether the two lengths agree (every difference inside its
+    Welch interval, 95 % for the six together: Bonferroni). Twice: with the configured warm-up, then with `warm` more
+    requests simulated before each window (the per-operation split relaxes over about
+    50,000 requests from an empty start, slower than MSER can see inside a short run)."""
+    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster
+    from storlab.sim.replicate import replicate
+
+    raw = load_raw(ROOT / "examples" / "sim" / "small.yaml")
+    print(f"\nper operation after a failure (examples/sim/small.yaml, {AFTER_FAILURE}), "
+          f"independent seeds: {seeds[0]} x {lengths[0]:,} and {seeds[1]} x {lengths[1]:,} "
+          "requests measured; mean +- 95 % interval over the runs [median single-run batch "
+          "interval]:")
+    for extra in (0, warm):
+        res = []
+        for k, ns, s0 in zip(lengths, seeds, (1, 101)):
+            ov = {**AFTER_FAILURE, "requests": k + extra}
+            if extra:
+                ov["workload.warmup"] = extra / (k + extra)
+            res.append(replicate(lambda s, ov=ov: build_model(parse_cluster(apply_overrides(
+                raw, {**ov, "seed": s}))), range(s0, s0 + ns)))
+        print("  warm-up: " + ("the configured share (5 %) and MSER" if not extra else
+                               f"{extra:,} requests before each window"))
+        agree = res[0].agrees_with(res[1]).set_index(["op", "column"])
+        a, b = (r.ops.set_index("op") for r in res)
+        for col, unit in (("lat_mean_ms", "ms"), ("ops_s", "/s")):
+            ci = "lat_mean_ci95_ms" if col == "lat_mean_ms" else "ops_s_ci95"
+            for op in ("PUT", "GET", "DELETE"):
+                d = agree.loc[(op, col)]
+                print(f"  {op:>6} {col:<11} {a.loc[op, col]:8.2f} +- {a.loc[op, ci]:5.2f} "
+                      f"[{a.loc[op, ci + '_single']:5.2f}]  {b.loc[op, col]:8.2f} +- "
+                      f"{b.loc[op, ci]:5.2f} [{b.loc[op, ci + '_single']:5.2f}] {unit:>3}  "
+                      f"difference {d['difference']:+7.2f} +- {d['ci']:5.2f} "
+                      f"{'within' if d['within'] else 'OUTSIDE'}")
+        # One run's mean scatters over seeds with the runs' standard deviation: an honest
+        # single-run 95 % half-width is 1.96 of it; the batch interval is set beside that.
+        ratio = [1.96 * a.loc[op, "lat_mean_ms_sd"] / a.loc[op, "lat_mean_ci95_ms_single"]
+                 for op in ("PUT", "GET", "DELETE")]
+        print(f"    one {lengths[0]:,}-request run's latency: spread over seeds (1.96 sd) / "
+              "its batch interval = "
+              + ", ".join(f"{op} {r:.1f}x" for op, r in zip(("PUT", "GET", "DELETE"), ratio)))
+        ag = agree
+        print(f"    stable between {lengths[0]:,} and {lengths[1]:,} requests: "
+              f"{int(ag['within'].sum())} of {len(ag)} per-operation means within their "
+              "interval")
 
 
 #: Configurations for the analytic model against the simulator: the examples, then planted
@@ -287,6 +321,10 @@ ANALYTIC_CASES = [
     ("open loop, SSD, 3,000/s, 3 ops", "small.yaml",
      {"disk": "ssd_s3700", "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
       "rate": 3000}),
+    # The replica branches' waits at the disks, one quorum after another.
+    ("cluster700, write quorum 1", "cluster700.yaml", {"write_quorum": 1}),
+    ("cluster700, write quorum 3", "cluster700.yaml", {"write_quorum": 3}),
+    ("cluster700, open loop 50,000/s", "cluster700.yaml", {"rate": 50_000}),
 ]
 
 
@@ -313,9 +351,12 @@ def analytic_check(quick: bool) -> None:
         a = solve_mva(m)
         rep = run_model(m, requests=n_big if f == "cluster700.yaml" else n_small)
         A, S = a.ops.set_index("op"), rep.ops.set_index("op")
+        # Open loop past 80 % busy the model says its latency may be off more than usual
+        # (a note): such a configuration is printed, not counted in the worst error.
+        near = any("near saturation" in n for n in a.notes)
         for op in S.index:
             ex, el = (A.loc[op, k] / S.loc[op, k] - 1 for k in ("ops_s", "lat_mean_ms"))
-            if op != "ALL":
+            if op != "ALL" and not near:
                 worst["ops_s"] = max(worst["ops_s"], abs(ex))
                 worst["lat_mean_ms"] = max(worst["lat_mean_ms"], abs(el))
             print(f"{label if op == 'ALL' else '':<34} "
@@ -323,8 +364,106 @@ def analytic_check(quick: bool) -> None:
                   f"{S.loc[op, 'ops_s']:>9.0f}±{S.loc[op, 'ops_s_ci95']:<6.0f} {ex:>+7.1%} "
                   f"{S.loc[op, 'lat_mean_ms']:>8.2f}±{S.loc[op, 'lat_mean_ci95_ms']:<6.2f} "
                   f"{el:>+7.1%}")
+        if near:
+            print(f"{'':<34} (past 80 % busy in an open loop, the model's note says its "
+                  "latency may be off: not counted below)")
     print(f"worst per-operation error: throughput {worst['ops_s']:.1%}, mean latency "
           f"{worst['lat_mean_ms']:.1%} (target: 10 %)")
+
+
+def fork_waits(requests: int, shuffled: bool = False) -> None:
+    """5. Why cluster700's DELETE latency is off: the waits of one request's replica
+    branches, measured. Open loop at 50,000 requests/s (the closed loop's load, less the
+    saturated proxy NIC); every DELETE's fork is split into three one-branch requests
+    arriving together, so each branch's own time is seen with the load unchanged. Printed:
+    the order statistics of the three waits as simulated, the same drawn independently
+    from the simulated waits (shuffled across requests), the pairwise correlation, and the
+    ring's replica sets (copysets) that explain it. `shuffled`: the control, each
+    partition's replicas on 3 distinct disks of distinct nodes drawn at random (Swift's
+    zones ignored), so replica sets hardly repeat."""
+    from storlab.sim import engine
+    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster
+    from storlab.sim.model import draw_requests
+    from storlab.sim.ops import DELETE
+    from storlab.sim.routes import build_routes
+
+    m = build_model(parse_cluster(apply_overrides(load_raw(CLUSTER), {"rate": 50_000})))
+    if shuffled:
+        rng = np.random.default_rng(5)
+        nd, P = m.ring.dev_node.size, m.ring.r2p2d.shape[1]
+        rr = rng.integers(0, nd, (3, P))
+        node = m.ring.dev_node
+        while True:  # redraw the partitions whose replicas share a node
+            bad = ((node[rr[0]] == node[rr[1]]) | (node[rr[0]] == node[rr[2]])
+                   | (node[rr[1]] == node[rr[2]]))
+            if not bad.any():
+                break
+            rr[:, bad] = rng.integers(0, nd, (3, int(bad.sum())))
+        m.ring.r2p2d[:] = rr
+    req = draw_requests(m, requests)
+    r = build_routes(m, req)
+    sp, bp, vp = r.step_ptr, r.branch_ptr, r.visit_ptr
+    st: list[np.ndarray] = []
+    dm: list[np.ndarray] = []
+    S, B, V, Q, arr, tag = [0], [0], [0], [], [], []
+    nv = 0
+
+    def add_branch(b: int) -> None:
+        nonlocal nv
+        st.append(r.station[vp[b]:vp[b + 1]])
+        dm.append(r.demand[vp[b]:vp[b + 1]])
+        nv += int(vp[b + 1] - vp[b])
+        V.append(nv)
+
+    for i in range(requests):
+        if req.op[i] == DELETE:
+            fork = sp[i + 1] - 1
+            for b in range(bp[fork], bp[fork + 1]):  # each branch a request of its own
+                add_branch(b)
+                B.append(len(V) - 1)
+                Q.append(1)
+                S.append(len(B) - 1)
+                arr.append(req.arrivals[i])
+                tag.append(i)
+            continue
+        for s_ in range(sp[i], sp[i + 1]):
+            for b in range(bp[s_], bp[s_ + 1]):
+                add_branch(b)
+            B.append(len(V) - 1)
+            Q.append(int(r.quorum[s_]))
+        S.append(len(B) - 1)
+        arr.append(req.arrivals[i])
+        tag.append(-1)
+    routes = engine.Routes(step_ptr=np.array(S, np.int64), branch_ptr=np.array(B, np.int64),
+                           quorum=np.array(Q, np.int32), visit_ptr=np.array(V, np.int64),
+                           station=np.concatenate(st).astype(np.int32),
+                           demand=np.concatenate(dm))
+    res = engine.simulate(m.stations, routes, arrivals=np.array(arr), warmup=len(arr) // 5)
+    lat = (np.asarray(res.finish) - np.asarray(res.start))[np.array(tag) >= 0].reshape(-1, 3)
+    lat = lat[lat.shape[0] // 5:]               # past the warm-up
+    w = lat - lat.min()                         # the branch's service is deterministic
+    srt = np.sort(w, axis=1)
+    ind = np.sort(np.random.default_rng(1).choice(w.ravel(), size=w.shape), axis=1)
+    busy = w > 1e-6
+    print(f"\ncluster700 DELETE branch waits ({'replica sets shuffled, ' if shuffled else ''}"
+          f"open loop 50,000/s, {requests:,} requests, "
+          f"{len(w):,} DELETEs past the warm-up): mean {w.mean() * 1e3:.2f} ms, "
+          f"P(wait > 0) {busy.mean():.3f}")
+    print("  order statistics of a request's 3 waits (ms): as simulated "
+          + " / ".join(f"{x * 1e3:.2f}" for x in srt.mean(axis=0))
+          + "; drawn independently from the same waits "
+          + " / ".join(f"{x * 1e3:.2f}" for x in ind.mean(axis=0)))
+    print(f"  pairwise correlation {np.corrcoef(w[:, 0], w[:, 1])[0, 1]:.2f}; all three "
+          f"busy {busy.all(axis=1).mean():.4f} (independent: {busy.mean() ** 3:.4f})")
+    d = np.sort(m.ring.r2p2d, axis=0).T
+    sets, counts = np.unique(d, axis=0, return_counts=True)
+    print(f"  the ring's replica sets: {len(sets):,} distinct among {d.shape[0]:,} "
+          f"partitions (up to {counts.max()} partitions on one set of 3 disks)")
+    from storlab.sim.analytic import demands
+
+    tog = demands(m).together
+    print(f"  the analytic model's share waited together (Demands.together): PUT "
+          f"{tog[0]:.2f}, DELETE {tog[2]:.2f}")
 
 
 def main() -> None:
@@ -342,9 +481,13 @@ def main() -> None:
     if a.fidelity:
         window_check(a.quick)
         analytic_check(a.quick)
+        for shuffled in (False, True):
+            fork_waits(50_000 if a.quick else 200_000, shuffled)
         return
     if a.analytic:
         analytic_check(a.quick)
+        for shuffled in (False, True):
+            fork_waits(50_000 if a.quick else 200_000, shuffled)
         return
     sizes = [20_000, 100_000] if a.quick else [100_000, 1_000_000]
     print(f"examples/sim/cluster700.yaml, machine load average {resource_load()}")

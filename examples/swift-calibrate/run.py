@@ -158,6 +158,14 @@ def report(meas: pd.DataFrame) -> None:
     # perfect model would still show against one run), in % of that mean.
     dev = (meas["ops_s"] - g.transform("mean")).abs() / g.transform("mean") * 100
     pts["spread_pct"] = dev.groupby([meas[k] for k in key], sort=False).mean().values
+    # The mean's 95 % interval over the repeats (Student's t): a prediction inside it
+    # cannot be told from the measurement; outside, the model misses.
+    from scipy.stats import t as student_t
+
+    half = (student_t.ppf(0.975, np.maximum(pts["repeats"] - 1, 1))
+            * g.std(ddof=1).values / np.sqrt(pts["repeats"]))
+    pts["ci95_lo"], pts["ci95_hi"] = pts["measured"] - half, pts["measured"] + half
+    pts["ci95_pct"] = half / pts["measured"] * 100
     # Fitted on the train points by simulation (the analytic fit as the start); every
     # point, held out or not, is then a simulation of the calibrated cluster.
     fit = calibrate(raw, pts.assign(ops_s=pts["measured"])[key + ["split", "ops_s"]],
@@ -168,16 +176,19 @@ def report(meas: pd.DataFrame) -> None:
     # (spread being a run's mean |distance| from the sample mean). An error well above it
     # is the model's; one within it cannot be told from the noise.
     pts["mean_noise_pct"] = pts["spread_pct"] / np.sqrt(np.maximum(pts["repeats"] - 1, 1))
+    pts["inside"] = (pts["ci95_lo"] <= pts["predicted"]) & (pts["predicted"] <= pts["ci95_hi"])
     test = pts[pts["split"] == "test"]
     pts.to_csv(OUT / "points.csv", index=False)
     by = pts.assign(abs_err=pts["error_pct"].abs()).groupby("group", sort=False).agg(
         points=("abs_err", "size"), mae_pct=("abs_err", "mean"),
-        spread_pct=("spread_pct", "mean"), mean_noise_pct=("mean_noise_pct", "mean"))
+        spread_pct=("spread_pct", "mean"), mean_noise_pct=("mean_noise_pct", "mean"),
+        ci95_pct=("ci95_pct", "mean"), inside=("inside", "sum"))
     by.loc["held-out, all"] = [len(test), float(test["error_pct"].abs().mean()),
                                float(test["spread_pct"].mean()),
-                               float(test["mean_noise_pct"].mean())]
-    table = pts[key + ["split", "group", "repeats", "measured", "spread_pct",
-                       "mean_noise_pct", "predicted", "error_pct"]]
+                               float(test["mean_noise_pct"].mean()),
+                               float(test["ci95_pct"].mean()), int(test["inside"].sum())]
+    table = pts[key + ["split", "group", "repeats", "measured", "ci95_lo", "ci95_hi",
+                       "spread_pct", "predicted", "error_pct", "inside"]]
     text = "\n".join([
         "# swift-calibrate: the calibrated simulator against the Swift all-in-one",
         "", "Command: `sudo .venv/bin/python examples/swift-calibrate/run.py` (measures); "
@@ -196,20 +207,23 @@ def report(meas: pd.DataFrame) -> None:
         f"measured {REPEATS} times per point (interleaved); spread = mean |run - mean of "
         "runs| / mean (what a perfect model would show against one run); mean_noise = "
         "spread / sqrt(repeats - 1) (the noise left in the mean the error is taken "
-        "against); error = predicted / mean of runs - 1.",
+        "against); ci95 = the mean's 95 % interval over the runs (Student's t); inside = "
+        "the prediction lies in it; error = predicted / mean of runs - 1.",
         (f"load average while measuring: {meas['load1'].min():.1f}-{meas['load1'].max():.1f} "
          f"on {os.cpu_count()} CPUs" if "load1" in meas else
          "load average while measuring: not recorded (the machine was shared with other "
          "jobs)"),
         "", "```", table.round(1).to_string(index=False), "```",
-        "", "mean absolute error by group, beside the measurement spread:", "", "```",
+        "", "mean absolute error by group, beside the measurement spread, the mean 95 % "
+        "half-width (ci95_pct) and the predictions inside their interval:", "", "```",
         by.round(1).to_string(), "```", "", *notes(pts, think_ms, lat_col, little)])
     (OUT / "summary.md").write_text(text + "\n")
     print(text)
     if np.isfinite(by.loc["held-out, all", "mae_pct"]):
         print(f"\nheld-out MAE {by.loc['held-out, all', 'mae_pct']:.1f} % "
               f"(spread {by.loc['held-out, all', 'spread_pct']:.1f} %, noise of the mean "
-              f"{by.loc['held-out, all', 'mean_noise_pct']:.1f} %)")
+              f"{by.loc['held-out, all', 'mean_noise_pct']:.1f} %); predictions inside the "
+              f"measured mean's 95 % interval: {int(test['inside'].sum())} of {len(test)}")
 
 
 def _pred(pts: pd.DataFrame, config: str, clients: int, size: str, op: str) -> float:

@@ -153,9 +153,11 @@ class _Row:
 
 def _decompose(model: ClusterModel, n: int) -> list[Demands]:
     parts = [demands(_isolate(model, k), n=n) for k in (*PARAMS, "network")]
-    # The FCFS residual correction needs each station's demand variability, which does not
-    # add up over parts: take it from the whole nominal model (_combine keeps parts[0]'s).
-    parts[0] = dataclasses.replace(parts[0], scv=demands(model, n=n).scv)
+    # The FCFS residual correction needs each station's demand variability, and the quorum
+    # wait the share of a disk's work its replica set shares; neither adds up over parts:
+    # take them from the whole nominal model (_combine keeps parts[0]'s).
+    whole = demands(model, n=n)
+    parts[0] = dataclasses.replace(parts[0], scv=whole.scv, together=whole.together)
     return parts
 
 

@@ -211,7 +211,7 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
-def _t95(dof: int) -> float:
+def t95(dof: int) -> float:
     """Two-sided 95 % Student's t quantile (within 0.1 % beyond the table)."""
     if dof < 1:
         return float("nan")
@@ -242,7 +242,7 @@ def batch_ci(num: np.ndarray, den: np.ndarray) -> float:
         if m.size < 2:
             return float("nan")
         if m.size < 10 or _lag1(m) <= 2.0 / math.sqrt(m.size):
-            return _t95(m.size - 1) * float(np.std(m, ddof=1)) / math.sqrt(m.size)
+            return t95(m.size - 1) * float(np.std(m, ddof=1)) / math.sqrt(m.size)
         # Merge pairs; an odd last batch joins the pair before it.
         pair = np.minimum(np.arange(num.size) // 2, num.size // 2 - 1)
         num = np.bincount(pair, weights=num)
