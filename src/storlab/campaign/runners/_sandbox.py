@@ -1,14 +1,22 @@
 """The walls every program of a run starts inside: bubblewrap (`bwrap`) mount and PID
 namespaces that the kernel enforces, whatever the program's options say.
 
-Inside, the whole file system is read-only (and `nodev`) except the run's own directory and
-the targets the campaign declares; `/dev` is a private tmpfs holding the usual pseudo devices
-(null, zero, random, tty...) and only the device nodes the campaign declares, writable only
-with `allow_destructive`; `/proc` is private (only the run's processes) and read-only (no
-sysctl writes); every capability that reaches past the mounts is dropped (mount, mknod,
-raw I/O, modules, `open_by_handle_at`). The program, and everything it starts, dies with the
-sandbox's first process (PID namespace) and with storlab (`--die-with-parent`). The network
-is shared: object-store runners talk to local daemons.
+Inside, a program sees a smaller root, read-only (and `nodev`): the system's programs and
+settings (/usr, /etc, /opt, /lib*, /bin, /sbin, /sys), the campaign's directory, the
+install tree of the program started, and what the campaign declares; /tmp, /var/tmp and /run
+are empty tmpfs of its own. Nothing else of the host shows, so no Unix socket a daemon made
+(/run, /var/lib, /home, /srv, /tmp...) can be reached, whatever the daemon. Writable: the
+run's own directory and the targets the campaign declares; `/dev` is a private tmpfs holding
+the usual pseudo devices (null, zero, random, tty...) and only the device nodes the campaign
+declares, writable only with `allow_destructive`; `/proc` is private (only the run's
+processes) and read-only (no sysctl writes); every capability that reaches past the mounts is
+dropped (mount, mknod, raw I/O, modules, `open_by_handle_at`). The network namespace is the
+sandbox's own (only a loopback of its own: no abstract socket, no TCP to the host's
+daemons) unless the campaign (`sandbox.network`) or the runner (fio's network engines and
+client mode, the ceph runner's load) declares it needs the network; a path socket opens only
+when the campaign declares it (`sandbox.sockets`). The program, and everything it starts,
+dies with the sandbox's first process (PID namespace) and with storlab
+(`--die-with-parent`).
 
 A step declared `system_writable: true` runs outside the walls (it formats, mounts, sets a
 sysctl); with `STORLAB_UNSANDBOXED=1` every program does (for kernels that refuse
@@ -65,6 +73,15 @@ class Declared:
     #: there is refused when the path no longer leads to it (a program of another run
     #: swapped it for a link to somewhere else).
     run_dir: tuple[str, int, int] | None = None
+    #: The programs share the host's network namespace (the campaign's `sandbox.network`,
+    #: or a runner that talks to a cluster); otherwise they get one of their own.
+    network: bool = False
+    #: Extra paths shown read-only (the campaign's `sandbox.readable`, a cluster's
+    #: directory); the campaign's directory (`homes`) is shown read-only too.
+    readable: tuple[str, ...] = ()
+    #: Unix sockets the programs may connect to (the campaign's `sandbox.sockets`): each
+    #: bound alone, from the socket storlab opened.
+    sockets: tuple[str, ...] = ()
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -78,6 +95,16 @@ def declared(decl: Declared) -> Iterator[None]:
         yield
     finally:
         _DECLARED.reset(token)
+
+
+@contextmanager
+def opened(network: bool = False, readable: Iterable[str] = ()) -> Iterator[None]:
+    """Programs started inside also get the network (`network`) and see `readable` (a
+    runner's own needs: the ceph runner's load talks to its cluster, reads its conf)."""
+    d = _DECLARED.get()
+    with declared(replace(d, network=d.network or network,
+                          readable=(*d.readable, *readable))):
+        yield
 
 
 @contextmanager
@@ -100,9 +127,43 @@ def bwrap_exe() -> str:
     return os.environ.get(BWRAP_ENV) or "bwrap"
 
 
-def _base(exe: str) -> list[str]:
-    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+#: The host's trees every program sees, read-only: programs, libraries, settings, sysfs.
+#: No daemon keeps its socket there (they use /run, /var/lib, /tmp, a home); a socket made
+#: in one of them would show.
+SYSTEM_TREES = ("/usr", "/etc", "/opt", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                "/libx32")
+#: Directories the program gets empty and of its own (tmpfs, gone with it): where daemons
+#: put their sockets, and where programs expect to write temporary files.
+OWN_TMPFS = ("/tmp", "/var/tmp", "/run")
+
+
+@functools.cache
+def _root() -> tuple[str, ...]:
+    """bwrap's arguments for the smaller root: `SYSTEM_TREES` read-only (a merged-/usr link
+    such as /bin -> usr/bin made again as a link), `OWN_TMPFS` empty, /var/run the link to
+    /run it is, and /etc/resolv.conf's target when that lies outside /etc (systemd-resolved
+    keeps it in /run: the file alone, not its directory, which holds resolved's socket)."""
+    argv: list[str] = []
+    for d in SYSTEM_TREES:
+        if os.path.islink(d):
+            argv += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            argv += ["--ro-bind", d, d]
+    argv += ["--dir", "/var"]
+    for d in OWN_TMPFS:
+        argv += ["--tmpfs", d]
+    argv += ["--symlink", "../run", "/var/run"]
+    conf = os.path.realpath("/etc/resolv.conf")
+    if os.path.isfile(conf) and not any(_inside(conf, t) for t in ("/etc", "/usr")):
+        argv += ["--ro-bind", conf, conf]
+    return tuple(argv)
+
+
+def _base(exe: str, network: bool = False) -> list[str]:
+    argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc",
             "--remount-ro", "/proc", "--unshare-pid", "--die-with-parent"]
+    if not network:
+        argv.append("--unshare-net")
     if os.geteuid() == 0:  # root keeps its capabilities in bwrap unless told
         argv += ["--cap-drop", "ALL"]
         for cap in KEPT_CAPS:
@@ -119,7 +180,7 @@ def probe(exe: str) -> str | None:
         return f"{exe} is not installed (Debian package bubblewrap)"
     fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/", "--", "true"],
+        cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
                             stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -151,32 +212,76 @@ class Walls:
     storlab opened (`--bind-fd`), not from a path: bwrap checks that what it mounted is
     what the descriptor holds and refuses to start otherwise ("Race condition binding
     dirfd"), so a path swapped for a link between storlab's look and bwrap's mount (a
-    program of another run can do it) opens nothing. `close()` releases the descriptors
-    once the program started."""
+    program of another run can do it) opens nothing. The places shown read-only (the
+    campaign's directory, the program's install tree, declared sockets) are bound from
+    descriptors too: a path swapped for a link to /run shows nothing of /run. `close()`
+    releases the descriptors once the program started."""
 
     writable: list[str] = field(default_factory=list)  # where each bind shows
     fds: list[int] = field(default_factory=list)  # what is bound there, parallel to writable
     devices: list[tuple[str, str]] = field(default_factory=list)  # (real node, shown at)
     device_writes: bool = False
+    readonly: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
+    network: bool = False  # the host's network namespace, not one of the sandbox's own
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
         self.writable.append(at)
+
+    def show(self, path: str) -> None:
+        """Show `path` read-only (opened without links on the way; nothing when a link, a
+        missing path or a socket not declared as one), unless it is visible already."""
+        if any(_inside(path, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
+                _inside(path, p) for _, p in self.readonly):
+            return
+        fd = open_plain(path)
+        if fd is None:
+            return
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)
+            return
+        self.readonly.append((fd, path))
+
+    def socket(self, path: str) -> None:
+        """Bind the Unix socket `path` alone, from the socket found there without a link on
+        the way (nothing when it is missing or not a socket)."""
+        fd = open_plain(path)
+        if fd is None:
+            return
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            self.readonly.append((fd, path))
+        else:
+            os.close(fd)
+
+    @property
+    def all_fds(self) -> list[int]:
+        """Every descriptor bwrap binds from (to pass it)."""
+        return [*self.fds, *(fd for fd, _ in self.readonly)]
 
     def argv(self, program: Sequence[str], cwd: str,
              env: Mapping[str, str] | None = None) -> list[str]:
         """bwrap's argv; the program's environment `env` is set inside (`--clearenv`,
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
-        out = _base(shutil.which(bwrap_exe()) or bwrap_exe())
+        out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network)
         kept = _outermost(zip(self.fds, self.writable))
         # a bind inside another is dropped: its descriptor too, or bwrap (which closes
         # those it uses) would hand it to the program
         for fd in set(self.fds) - {fd for fd, _ in kept}:
             os.close(fd)
         self.fds, self.writable = [fd for fd, _ in kept], [p for _, p in kept]
-        for fd, p in kept:
-            out += ["--bind-fd", str(fd), p]
+        # a place shown read-only inside a writable one would shut part of it
+        shown = [(fd, p) for fd, p in self.readonly
+                 if not any(_inside(p, w) for w in self.writable)]
+        for fd in {fd for fd, _ in self.readonly} - {fd for fd, _ in shown}:
+            os.close(fd)
+        self.readonly = shown
+        # parents before what lies inside them (bwrap mounts in order)
+        binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
+                       + [(p, "--bind-fd", fd) for fd, p in kept],
+                       key=lambda b: b[0].count("/"))
+        for p, how, fd in binds:
+            out += [how, str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         if env is not None:
@@ -186,10 +291,11 @@ class Walls:
         return [*out, "--chdir", cwd, "--", *program]
 
     def close(self) -> None:
-        for fd in self.fds:
+        for fd in self.all_fds:
             os.close(fd)
         self.fds.clear()
         self.writable.clear()
+        self.readonly.clear()
 
 
 def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -274,8 +380,8 @@ def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None
     return None
 
 
-def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False
-              ) -> Walls:
+def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False,
+              network: bool = False) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
     (absolute paths: the runner's, then the campaign's `sandbox.writable`). The caller
     closes them (`Walls.close`) once the program started.
@@ -289,6 +395,10 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     targets are resolved (links followed) and open as what they name: a device node under
     /dev is bound into the private /dev, writable. `/proc/...` targets never open
     (storlab's /proc/self is not the program's: declare the real path).
+
+    Besides the system's trees, the program sees the campaign's directory and the declared
+    `readable` places read-only (a socket in them does not open), the declared `sockets`,
+    and the host's network when `network` (the runner's need) or the campaign says so.
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
@@ -308,6 +418,11 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
             _open_target(w, os.path.abspath(t), allow, homes)
+        for r in [*homes, *decl.readable]:  # read-only, as the kernel names it
+            w.show(os.path.realpath(r))
+        for sock in decl.sockets:
+            w.socket(os.path.abspath(sock))
+        w.network = network or decl.network
     except BaseException:
         w.close()
         raise
@@ -365,17 +480,44 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 
 
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
-         allow_destructive: bool = False, env: Mapping[str, str] | None = None
-         ) -> tuple[list[str], Walls | None]:
+         allow_destructive: bool = False, env: Mapping[str, str] | None = None,
+         network: bool = False) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
-    start the argv with `pass_fds=walls.fds` and BWRAP_ENV_OUTSIDE as its environment,
-    then `walls.close()`. `program` unchanged (and no walls) for a `system_writable` step,
-    or when the user opted out. Raises CampaignError when the walls cannot be built (see
-    `require_sandbox`)."""
+    start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
+    then `walls.close()`. `network`: the runner needs the host's network for this program.
+    `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
+    out. Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
     cwd = os.path.abspath(cwd or os.getcwd())
-    w = walls_for(cwd, targets, allow_destructive)
-    return w.argv(program, cwd, env), w
+    w = walls_for(cwd, targets, allow_destructive, network)
+    try:
+        for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
+            w.show(home)
+        # the run's directory as the kernel names it: a link on the way may not exist inside
+        return w.argv(program, os.path.realpath(cwd), env), w
+    except BaseException:
+        w.close()
+        raise
 
+
+def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
+    """Where the program `name` is installed, to show it read-only: for the program as
+    found (on `path`, or relative to `cwd`) and for what its links lead to, the directory
+    above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's `pyvenv.cfg`), else
+    its own directory; never more than its own directory when that tree would be a home or a
+    system directory (/root, /home/<user>, /)."""
+    found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
+    if found is None:
+        return []
+    found = os.path.join(cwd, found)
+    out = []
+    for exe in dict.fromkeys((os.path.abspath(found), os.path.realpath(found))):
+        d = os.path.dirname(exe)
+        top = os.path.dirname(d) if os.path.basename(d) in ("bin", "sbin") else d
+        if top in SYSTEM_DIRS or os.path.dirname(top) in ("/home", "/") or top == "/":
+            top = d
+        if top not in SYSTEM_DIRS:
+            out.append(top)
+    return out
