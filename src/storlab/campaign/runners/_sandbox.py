@@ -242,14 +242,14 @@ class Walls:
             return
         self.readonly.append((fd, path))
 
-    def socket(self, path: str) -> None:
-        """Bind the Unix socket `path` alone, from the socket found there without a link on
-        the way (nothing when it is missing or not a socket)."""
+    def socket(self, path: str, at: str) -> None:
+        """Bind the Unix socket `path` alone at `at`, from the socket found there without a
+        link on the way (nothing when it is missing or not a socket)."""
         fd = open_plain(path)
         if fd is None:
             return
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
-            self.readonly.append((fd, path))
+            self.readonly.append((fd, at))
         else:
             os.close(fd)
 
@@ -380,6 +380,20 @@ def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None
     return None
 
 
+def refused_socket(paths: Iterable[str]) -> str | None:
+    """Why the first of the campaign's `sandbox.sockets` cannot be one, or None: a path
+    that exists and is not a Unix socket (one missing yet, say a server a step starts, is
+    bound when it is there)."""
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if not stat.S_ISSOCK(st.st_mode):
+            return f"{p} is not a Unix socket"
+    return None
+
+
 def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False,
               network: bool = False) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
@@ -420,8 +434,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
             _open_target(w, os.path.abspath(t), allow, homes)
         for r in [*homes, *decl.readable]:  # read-only, as the kernel names it
             w.show(os.path.realpath(r))
-        for sock in decl.sockets:
-            w.socket(os.path.abspath(sock))
+        for sock in decl.sockets:  # at the path given and where its links lead
+            for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
+                w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
     except BaseException:
         w.close()
