@@ -274,3 +274,77 @@ def test_the_program_still_sees_what_it_needs(tmp_path: Path) -> None:
     assert not got["mnt"], got  # nothing of the host beyond what the program needs
     res = run(tmp_path, ["sh", "-c", f"echo x > {camp}/new 2>&1; echo '{{\"y\": 1}}'"])
     assert "Read-only file system" in res.stderr and not (camp / "new").exists(), res.stderr
+
+
+# ---------------------------------------------------------------- routes of our own
+KEYRING = """
+import ctypes, json, platform
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 248, "aarch64": 217}[platform.machine()]
+# add_key("user", ..., KEY_SPEC_USER_KEYRING): root's user keyring is the host root's
+r = libc.syscall(nr, b"user", b"%s", b"PWNED", 5, ctypes.c_int(-4))
+print(json.dumps({"y": 1, "add_key": r, "errno": ctypes.get_errno()}))
+"""
+
+
+def test_a_key_added_inside_does_not_reach_the_host_keyring(tmp_path: Path) -> None:
+    """The kernel's keyrings are not namespaced: root's user keyring inside is the host
+    root's (and `request_key` would start /sbin/request-key outside every namespace). The
+    sandbox's seccomp filter refuses add_key, request_key and keyctl (EPERM)."""
+    name = f"storlab-probe-{uuid.uuid4().hex[:8]}"
+    res = run(tmp_path, [sys.executable, "-c", KEYRING % name.encode().decode()])
+    assert res.status == "ok", res.stderr[-600:]
+    got = json.loads(res.raw.strip().splitlines()[-1])
+    assert got["add_key"] == -1 and got["errno"] == 1, got  # EPERM
+    assert name not in Path("/proc/keys").read_text()
+
+
+SHM = """
+import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+sid = libc.shmget(int(sys.argv[1]), 4096, 0)
+if sid >= 0:
+    addr = libc.shmat(sid, None, 0)
+    ctypes.memmove(addr, b"PWNED", 5)
+print(json.dumps({"y": 1, "shmget": sid}))
+"""
+
+
+def test_the_hosts_sysv_shared_memory_is_not_the_runs(tmp_path: Path) -> None:
+    """A root program outside (a database, say) keeps state in SysV shared memory; a
+    program of a run shared the host's IPC namespace and, as root, could attach and write
+    it. The sandbox has an IPC namespace of its own."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    key = 0x5701AB00 + os.getpid() % 256
+    sid = libc.shmget(key, 4096, 0o1000 | 0o600)  # IPC_CREAT
+    assert sid >= 0, ctypes.get_errno()
+    addr = libc.shmat(sid, None, 0)
+    try:
+        res = run(tmp_path, [sys.executable, "-c", SHM, str(key)])
+        assert res.status == "ok", res.stderr[-600:]
+        assert ctypes.string_at(addr, 5) == b"\0" * 5
+        assert json.loads(res.raw.strip().splitlines()[-1])["shmget"] == -1
+    finally:
+        libc.shmdt(ctypes.c_void_p(addr))
+        libc.shmctl(sid, 0, None)  # IPC_RMID
+
+
+def test_nested_namespaces_cgroups_and_other_processes_stay_shut(tmp_path: Path) -> None:
+    """A user namespace made inside (where the program would hold every capability again)
+    cannot even be set up (/proc is read-only), so no remount of the read-only trees; the
+    cgroup files are read-only; storlab's own process is not in the program's /proc."""
+    me = os.getpid()
+    script = ("unshare -Urm sh -c 'mount -o remount,rw /usr && touch /usr/storlab-probe' "
+              "2>&1; echo 1 > /sys/fs/cgroup/cgroup.procs 2>&1; "
+              f"ls /proc/{me}/root 2>&1 | head -1; ls /proc | grep -c '^[0-9]'; "
+              "echo '{\"y\": 1}'")
+    res = run(tmp_path, ["sh", "-c", script])
+    assert res.status == "ok", res.stderr[-600:]
+    assert not os.path.exists("/usr/storlab-probe")
+    assert "Read-only file system" in res.raw, res.raw  # the cgroup write, the uid_map
+    lines = res.raw.splitlines()
+    assert int(lines[-2]) <= 4, res.raw  # the run's own few processes only

@@ -164,11 +164,49 @@ def _base(exe: str, network: bool = False) -> list[str]:
             "--remount-ro", "/proc", "--unshare-pid", "--die-with-parent"]
     if not network:
         argv.append("--unshare-net")
+    argv.append("--unshare-ipc")  # the host's SysV shared memory and queues: not the run's
     if os.geteuid() == 0:  # root keeps its capabilities in bwrap unless told
         argv += ["--cap-drop", "ALL"]
         for cap in KEPT_CAPS:
             argv += ["--cap-add", cap]
     return argv
+
+
+#: Syscalls a program gets EPERM for: the kernel's keyrings (root's user keyring is the
+#: host root's: a key added inside would reach processes outside; `request_key` starts
+#: /sbin/request-key as root outside every namespace). Docker's default profile refuses
+#: them too. By architecture: (AUDIT_ARCH, first, last syscall number).
+DENIED_SYSCALLS = {"x86_64": [(0xC000003E, 248, 250), (0x40000003, 286, 288)],
+                   "aarch64": [(0xC00000B7, 217, 219)]}
+
+
+@functools.cache
+def _seccomp_program() -> bytes:
+    """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
+    `DENIED_SYSCALLS` and allowing everything else. Written by hand: eight instructions per
+    architecture do not call for libseccomp (not installed as a Python package here)."""
+    import platform
+    import struct
+
+    ld_abs, jeq, jge, jgt, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x54, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO(EPERM)
+    rules = DENIED_SYSCALLS.get(platform.machine(), [])
+    prog: list[tuple[int, int, int, int]] = []
+    for arch, first, last in rules:
+        # if arch matches: load nr (x32's bit cleared) and test the range; else next rule
+        prog += [(ld_abs, 0, 0, 4), (jeq, 0, 6, arch), (ld_abs, 0, 0, 0),
+                 (and_k, 0, 0, 0xBFFFFFFF), (jge, 0, 2, first), (jgt, 1, 0, last),
+                 (ret, 0, 0, deny), (ret, 0, 0, allow)]
+    prog.append((ret, 0, 0, allow))
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+def _seccomp_fd() -> int:
+    """A descriptor holding the filter, for bwrap to read (`--seccomp FD`)."""
+    fd = os.memfd_create("storlab-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, _seccomp_program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 @functools.cache
@@ -223,6 +261,7 @@ class Walls:
     device_writes: bool = False
     readonly: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
     network: bool = False  # the host's network namespace, not one of the sandbox's own
+    seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -256,7 +295,8 @@ class Walls:
     @property
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
-        return [*self.fds, *(fd for fd, _ in self.readonly)]
+        return [*self.fds, *(fd for fd, _ in self.readonly),
+                *([self.seccomp] if self.seccomp is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
              env: Mapping[str, str] | None = None) -> list[str]:
@@ -284,6 +324,9 @@ class Walls:
             out += [how, str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
+        if self.seccomp is None:
+            self.seccomp = _seccomp_fd()
+        out += ["--seccomp", str(self.seccomp)]
         if env is not None:
             out.append("--clearenv")
             for k, v in env.items():
@@ -293,6 +336,7 @@ class Walls:
     def close(self) -> None:
         for fd in self.all_fds:
             os.close(fd)
+        self.seccomp = None
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
@@ -519,20 +563,28 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
 
 def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
     """Where the program `name` is installed, to show it read-only: for the program as
-    found (on `path`, or relative to `cwd`) and for what its links lead to, the directory
-    above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's `pyvenv.cfg`), else
-    its own directory; never more than its own directory when that tree would be a home or a
-    system directory (/root, /home/<user>, /)."""
+    found (on `path`, or relative to `cwd`) and for what its links lead to, the tree right
+    below a home (/root/.pyenv for a pyenv shim or Python, /home/<user>/bin), else the
+    directory above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's
+    `pyvenv.cfg`), else its own directory; the program's file alone rather than a home, a
+    system directory or a directory right below / (/data)."""
     found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
     if found is None:
         return []
     found = os.path.join(cwd, found)
     out = []
     for exe in dict.fromkeys((os.path.abspath(found), os.path.realpath(found))):
+        parts = exe.split("/")  # ['', 'root', '.pyenv', ...]
         d = os.path.dirname(exe)
-        top = os.path.dirname(d) if os.path.basename(d) in ("bin", "sbin") else d
-        if top in SYSTEM_DIRS or os.path.dirname(top) in ("/home", "/") or top == "/":
-            top = d
-        if top not in SYSTEM_DIRS:
-            out.append(top)
+        if parts[1] == "root" and len(parts) > 3:
+            top = "/".join(parts[:3])
+        elif parts[1] == "home" and len(parts) > 4:
+            top = "/".join(parts[:4])
+        else:
+            top = os.path.dirname(d) if os.path.basename(d) in ("bin", "sbin") else d
+            if top in SYSTEM_DIRS or os.path.dirname(top) == "/":
+                top = d
+        # a program right in a home, a system or top directory (/data): that file alone
+        out.append(exe if top in SYSTEM_DIRS or os.path.dirname(top) in ("/", "/home")
+                   else top)
     return out
