@@ -348,3 +348,33 @@ def test_nested_namespaces_cgroups_and_other_processes_stay_shut(tmp_path: Path)
     assert "Read-only file system" in res.raw, res.raw  # the cgroup write, the uid_map
     lines = res.raw.splitlines()
     assert int(lines[-2]) <= 4, res.raw  # the run's own few processes only
+
+
+def test_a_daemons_socket_in_a_place_the_program_sees_is_covered(tmp_path: Path) -> None:
+    """A socket inside what the program must see (here the campaign's directory and a
+    directory declared `sandbox.readable`) is covered: the host's listening sockets there
+    (its /proc/net/unix) are mounted over with /dev/null. One the campaign declares in
+    `sandbox.sockets` stays open."""
+    camp = tmp_path / "camp"
+    (camp / "run").mkdir(parents=True)
+    (tmp_path / "in").mkdir()
+    socks = []
+    for p in (camp / "run" / "daemon.sock", tmp_path / "in" / "d.sock",
+              camp / "declared.sock"):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(p))
+        s.listen(4)
+        socks.append(s)
+    addrs = {"camp": str(camp / "run" / "daemon.sock"), "readable": str(tmp_path / "in/d.sock"),
+             "declared": str(camp / "declared.sock")}
+    script = PROBE.replace("s.recv(2).decode()", "'connected'")
+    try:
+        res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
+                  readable=[str(tmp_path / "in")], sockets=[addrs["declared"]])
+        assert res.status == "ok", res.stderr[-600:]
+        got = json.loads(res.raw.strip().splitlines()[-1])
+        assert got["camp"] == got["readable"] == "ConnectionRefusedError", got
+        assert got["declared"] == "connected", got
+    finally:
+        for s in socks:
+            s.close()

@@ -324,6 +324,8 @@ class Walls:
             out += [how, str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
+        for sock in self.covered(cwd):
+            out += ["--ro-bind", "/dev/null", sock]
         if self.seccomp is None:
             self.seccomp = _seccomp_fd()
         out += ["--seccomp", str(self.seccomp)]
@@ -333,6 +335,24 @@ class Walls:
                 out += ["--setenv", k, v]
         return [*out, "--chdir", cwd, "--", *program]
 
+    def covered(self, cwd: str) -> list[str]:
+        """The Unix sockets listening on the host (`/proc/net/unix`) that lie in a place
+        the program sees (the system's trees, the campaign's directory, a declared
+        directory, the program's install tree), each to be covered by /dev/null: a daemon's
+        socket there does not open either. Not the declared sockets, nor those in the
+        run's own directory (the run's, say from a server a `system_writable` step
+        started)."""
+        seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
+        own = {p for fd, p in self.readonly if _is_socket_fd(fd)}
+        run_dir = os.path.realpath(cwd)
+        out = []
+        for path in _listening_sockets():
+            if path in own or _inside(path, run_dir) or _inside(path, "/dev"):
+                continue
+            if any(_inside(path, t) for t in seen) and os.path.exists(path):
+                out.append(path)
+        return sorted(set(out))
+
     def close(self) -> None:
         for fd in self.all_fds:
             os.close(fd)
@@ -340,6 +360,22 @@ class Walls:
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
+
+
+def _is_socket_fd(fd: int) -> bool:
+    return stat.S_ISSOCK(os.fstat(fd).st_mode)
+
+
+def _listening_sockets() -> list[str]:
+    """The absolute paths of the Unix sockets bound on the host (its network namespace's
+    `/proc/net/unix`; abstract ones start with '@', relative ones cannot be placed)."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[1:]
+    except OSError:
+        return []
+    return [f[7] for f in (line.split(None, 7) for line in lines)
+            if len(f) == 8 and f[7].startswith("/")]
 
 
 def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
