@@ -391,7 +391,7 @@ class Campaign:
             try:
                 why = getattr(make_runner(self.spec.runner.type, self.runner_options()),
                               "network_reason", lambda: None)()
-            except (CampaignError, OSError):
+            except (StorlabError, OSError, TypeError, ValueError):
                 why = None
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"

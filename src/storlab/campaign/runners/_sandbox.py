@@ -267,11 +267,13 @@ class Walls:
         self.fds.append(fd)
         self.writable.append(at)
 
-    def show(self, path: str) -> None:
-        """Show `path` read-only (opened without links on the way; nothing when a link, a
-        missing path or a socket not declared as one), unless it is visible already."""
-        if any(_inside(path, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
-                _inside(path, p) for _, p in self.readonly):
+    def show(self, path: str, at: str | None = None) -> None:
+        """Show `path` read-only at `at` (default: there), opened without links on the way;
+        nothing when a link, a missing path or a socket (declared in `sockets` instead),
+        nor when it is visible already."""
+        at = at or path
+        if any(_inside(at, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
+                _inside(at, p) for _, p in self.readonly):
             return
         fd = open_plain(path)
         if fd is None:
@@ -279,7 +281,7 @@ class Walls:
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
             os.close(fd)
             return
-        self.readonly.append((fd, path))
+        self.readonly.append((fd, at))
 
     def socket(self, path: str, at: str) -> None:
         """Bind the Unix socket `path` alone at `at`, from the socket found there without a
@@ -512,9 +514,12 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
             _open_target(w, os.path.abspath(t), allow, homes)
-        for r in [*homes, *decl.readable]:  # read-only, as the kernel names it
-            w.show(os.path.realpath(r))
-        for sock in decl.sockets:  # at the path given and where its links lead
+        # read-only, and sockets: what the path leads to, shown where the kernel names it
+        # and at the path given (a program uses the name it was told)
+        for r in [*decl.homes, *decl.readable]:
+            for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
+                w.show(os.path.realpath(r), at)
+        for sock in decl.sockets:
             for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
