@@ -435,14 +435,16 @@ def test_ld_preload_from_a_campaign_reaches_only_the_program(lab: Lab) -> None:
 
 
 def test_dev_shm_and_tmp_are_not_shared_with_the_host_or_the_next_run(lab: Lab) -> None:
-    """/dev/shm is in the run's private /dev, /tmp and /var/tmp are tmpfs of the run's
-    own (all gone with it): nothing a run leaves there reaches the host or the next run."""
+    """/dev/shm is in the run's private /dev (gone with it); /tmp, /var/tmp and /run are
+    empty read-only tmpfs of the run's own: nothing a run leaves there reaches the host or
+    the next run, and a write there fails loudly."""
     name = f"storlab-probe-{os.getpid()}"
-    places = [f"/dev/shm/{name}", f"/tmp/{name}", f"/var/tmp/{name}"]
-    res = _inside(lab, "".join(f"echo x > {p} && echo MADE; " for p in places))
-    assert res.raw.count("MADE") == 3, res.raw + res.stderr
+    places = [f"/dev/shm/{name}", f"/tmp/{name}", f"/var/tmp/{name}", f"/run/{name}"]
+    res = _inside(lab, "; ".join(f"(echo x > {p}) 2>&1 && echo MADE" for p in places))
+    assert res.raw.count("MADE") == 1, res.raw + res.stderr  # /dev/shm only
+    assert res.raw.count("Read-only file system") == 3, res.raw + res.stderr
     assert not any(os.path.exists(p) for p in places)
-    res = _inside(lab, "".join(f"test -e {p} && echo LEFT; " for p in places))
+    res = _inside(lab, "; ".join(f"test -e {p} && echo LEFT" for p in places))
     assert "LEFT" not in res.raw
 
 

@@ -255,14 +255,17 @@ def test_the_ceph_runner_and_fio_network_engines_declare_the_network() -> None:
 
 def test_the_program_still_sees_what_it_needs(tmp_path: Path) -> None:
     """The smaller root keeps what programs use: the system's files (/etc/passwd, the
-    resolver's file), /sys, the campaign's directory (read-only), a /tmp to write in, and
-    the program's own install tree (this Python, from a virtualenv or elsewhere)."""
+    resolver's file), /sys, the campaign's directory (read-only), an empty /tmp, and the
+    program's own install tree (this Python, from a virtualenv or elsewhere). A write
+    outside the declared places fails loudly (it does not land in a tmpfs unseen)."""
     camp = tmp_path / "camp"
     camp.mkdir()
     (camp / "input.txt").write_text("data\n")
-    script = ("import os, json; "
-              "open('/tmp/t', 'w').write('x'); "
+    script = ("import os, json\n"
+              "try: open('/tmp/t', 'w'); tmp = 'written'\n"
+              "except OSError as exc: tmp = exc.strerror\n"
               f"print(json.dumps({{'y': 1, 'passwd': os.path.exists('/etc/passwd'), "
+              f"'tmp': tmp, 'tmp_empty': os.listdir('/tmp') == [{camp.parts[2]!r}], "
               f"'resolv': os.path.exists('/etc/resolv.conf'), "
               f"'sys': os.path.isdir('/sys/block'), "
               f"'input': open({str(camp / 'input.txt')!r}).read(), "
@@ -272,6 +275,7 @@ def test_the_program_still_sees_what_it_needs(tmp_path: Path) -> None:
     got = json.loads(res.raw.strip().splitlines()[-1])
     assert got["passwd"] and got["resolv"] and got["sys"] and got["input"] == "data\n", got
     assert not got["mnt"], got  # nothing of the host beyond what the program needs
+    assert got["tmp"] == "Read-only file system" and got["tmp_empty"], got
     res = run(tmp_path, ["sh", "-c", f"echo x > {camp}/new 2>&1; echo '{{\"y\": 1}}'"])
     assert "Read-only file system" in res.stderr and not (camp / "new").exists(), res.stderr
 
