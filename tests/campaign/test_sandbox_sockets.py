@@ -382,3 +382,11 @@ def test_a_daemons_socket_in_a_place_the_program_sees_is_covered(tmp_path: Path)
     finally:
         for s in socks:
             s.close()
+
+
+def test_temporary_files_go_to_the_runs_directory(tmp_path: Path) -> None:
+    """/tmp is read-only: TMPDIR leads to the run's directory, where mktemp and Python's
+    tempfile write."""
+    res = run(tmp_path, ["sh", "-c", "mktemp; echo '{\"y\": 1}'"])
+    assert res.status == "ok", res.stderr[-400:]
+    assert res.raw.startswith(str(tmp_path / "camp" / "scratch" / "c1-r1") + "/tmp."), res.raw

@@ -600,7 +600,12 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
             w.show(home)
         # the run's directory as the kernel names it: a link on the way may not exist inside
-        return w.argv(program, os.path.realpath(cwd), env), w
+        real = os.path.realpath(cwd)
+        tmp = (env or {}).get("TMPDIR")
+        if env is not None and not (tmp and any(_inside(os.path.realpath(tmp), p)
+                                                for p in w.writable)):
+            env = {**env, "TMPDIR": real}  # /tmp is read-only: temporary files go here
+        return w.argv(program, real, env), w
     except BaseException:
         w.close()
         raise
