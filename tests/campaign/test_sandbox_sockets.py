@@ -390,3 +390,17 @@ def test_temporary_files_go_to_the_runs_directory(tmp_path: Path) -> None:
     res = run(tmp_path, ["sh", "-c", "mktemp; echo '{\"y\": 1}'"])
     assert res.status == "ok", res.stderr[-400:]
     assert res.raw.startswith(str(tmp_path / "camp" / "scratch" / "c1-r1") + "/tmp."), res.raw
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_fio_engines_and_name_lookups_work_in_the_smaller_root(tmp_path: Path) -> None:
+    """What users run still runs: fio with psync, libaio and io_uring writes its file in
+    the run's directory; names resolve from /etc (getent)."""
+    jobs = " && ".join(f"fio --name={e} --ioengine={e} --rw=randwrite --bs=4k --size=256k "
+                       "--output-format=terse >/dev/null" for e in ("psync", "libaio",
+                                                                    "io_uring"))
+    res = run(tmp_path, ["sh", "-c", f"{jobs} && ls && getent hosts localhost && "
+                         "echo '{\"y\": 1}'"])
+    assert res.status == "ok", res.stderr[-600:]
+    assert all(f"{e}.0.0" in res.raw for e in ("psync", "libaio", "io_uring")), res.raw
+    assert "localhost" in res.raw, res.raw
