@@ -4,7 +4,7 @@ namespaces that the kernel enforces, whatever the program's options say.
 Inside, a program sees a smaller root, read-only (and `nodev`): the system's programs and
 settings (/usr, /etc, /opt, /lib*, /bin, /sbin, /sys), the campaign's directory, the
 install tree of the program started, and what the campaign declares; /tmp, /var/tmp and /run
-are empty, read-only tmpfs of its own. Nothing else of the host shows, so no Unix socket a daemon made
+are empty and read-only. Nothing else of the host shows, so no Unix socket a daemon made
 (/run, /var/lib, /home, /srv, /tmp...) can be reached, whatever the daemon. Writable: the
 run's own directory and the targets the campaign declares; `/dev` is a private tmpfs holding
 the usual pseudo devices (null, zero, random, tty...) and only the device nodes the campaign
@@ -132,8 +132,9 @@ def bwrap_exe() -> str:
 #: in one of them would show.
 SYSTEM_TREES = ("/usr", "/etc", "/opt", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                 "/libx32")
-#: Directories the program gets empty, read-only and of its own (tmpfs): where daemons put
-#: their sockets. Read-only: a fio file meant for a disk must not land in memory unseen.
+#: Directories the program gets empty and read-only (in bwrap's own root, a tmpfs made
+#: read-only once the mounts are made): where daemons put their sockets. Read-only: a fio
+#: file meant for a disk must not land in memory unseen.
 OWN_TMPFS = ("/tmp", "/var/tmp", "/run")
 
 
@@ -149,9 +150,8 @@ def _root() -> tuple[str, ...]:
             argv += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             argv += ["--ro-bind", d, d]
-    argv += ["--dir", "/var"]
-    for d in OWN_TMPFS:
-        argv += ["--tmpfs", d]
+    for d in ("/var", *OWN_TMPFS):  # directories of bwrap's own root (a tmpfs)
+        argv += ["--dir", d]
     argv += ["--symlink", "../run", "/var/run"]
     conf = os.path.realpath("/etc/resolv.conf")
     if os.path.isfile(conf) and not any(_inside(conf, t) for t in ("/etc", "/usr")):
@@ -328,10 +328,9 @@ class Walls:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         for sock in self.covered(cwd):
             out += ["--ro-bind", "/dev/null", sock]
-        # once every mount point is made: the root and the empty places read-only (a write
-        # outside the declared places fails loudly, it does not land in memory unseen)
-        for d in ("/", *OWN_TMPFS):
-            out += ["--remount-ro", d]
+        # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
+        # read-only: a write outside the declared places fails loudly, not in memory unseen
+        out += ["--remount-ro", "/"]
         if self.seccomp is None:
             self.seccomp = _seccomp_fd()
         out += ["--seccomp", str(self.seccomp)]
