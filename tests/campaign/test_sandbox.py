@@ -49,8 +49,9 @@ def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storl
         {"run": "sysctl -w vm.swappiness=10", "system_writable": True}, "true"])
     r = storlab("status", camp)
     assert r.returncode == 0, r.stderr
-    assert "sandbox: bwrap: read-only system; writable: each run's directory, the " \
-           "runner's targets, data; declared devices not openable" in r.stdout
+    assert "sandbox: bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign " \
+           "directory; writable: each run's directory, the runner's targets, data; declared " \
+           "devices not openable; network: none (its own); Unix sockets: none" in r.stdout
     assert "outside the sandbox (system_writable): setup[0]: sysctl -w vm.swappiness=10" \
         in r.stdout
     js = json.loads(storlab("status", camp, "--json").stdout)
@@ -239,3 +240,31 @@ def test_sandbox_writable_file_outside_the_campaign_needs_allow_destructive(
         "writable": [str(victim)], "allow_destructive": True})
     r = storlab("run", camp, "-q")
     assert r.returncode == 0 and victim.read_bytes().startswith(b"PWNED"), r.stderr
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_any_run(
+        tmp_path: Path, storlab: Any) -> None:
+    """The sandbox keeps the campaign's directory (campaign file, store) read-only: a fio
+    file fio would make there failed every run with `Read-only file system`. Refused in
+    one line naming the file, exit 2, nothing run; with the directory declared in
+    `sandbox.writable` the campaign runs and fio makes its file."""
+    d = tmp_path / "c"
+    d.mkdir()
+    target = d / "f.dat"
+    spec: dict[str, Any] = {
+        "name": "f", "randomize": False,
+        "space": {"factors": [{"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
+        "design": {"configs": [{"bs": "4k"}]},
+        "runner": {"type": "fio", "options": {"ioengine": "psync", "rw": "write",
+                                              "size": "64k", "filename": str(target)}}}
+    camp = d / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", camp, "-q")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stdout + r.stderr
+    assert str(target) in lines[0] and "sandbox.writable" in lines[0], lines
+    assert not (d / "campaign.db").exists() and not target.exists()
+    camp.write_text(yaml.safe_dump({**spec, "sandbox": {"writable": ["."]}}, sort_keys=False))
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 0 and target.stat().st_size == 64 << 10, r.stdout + r.stderr

@@ -79,7 +79,10 @@ class Lab:
                        workdir=str(workdir or self.scratch / key), setup=setup or [],
                        timeout=30, writable=[str(self.victim), self.dev] if opt_in else [],
                        allow_destructive=opt_in, output_dir=str(self.root / "out"),
-                       homes=[str(self.scratch)])
+                       homes=[str(self.scratch)],
+                       # shown read-only (the victim, the evil script, the iolog), as the
+                       # whole root was before the sandbox's root got smaller
+                       readable=[str(self.root)])
         return execute_task(task).result
 
 
@@ -432,13 +435,16 @@ def test_ld_preload_from_a_campaign_reaches_only_the_program(lab: Lab) -> None:
 
 
 def test_dev_shm_and_tmp_are_not_shared_with_the_host_or_the_next_run(lab: Lab) -> None:
-    """/dev/shm is in the run's private /dev (gone with it); /tmp is read-only: nothing a
-    run leaves there reaches the host or the next run."""
+    """/dev/shm is in the run's private /dev (gone with it); /tmp, /var/tmp and /run are
+    empty read-only tmpfs of the run's own: nothing a run leaves there reaches the host or
+    the next run, and a write there fails loudly."""
     name = f"storlab-probe-{os.getpid()}"
-    res = _inside(lab, f"echo x > /dev/shm/{name}; echo x > /tmp/{name} 2>&1")
-    assert "Read-only file system" in res.raw + res.stderr, res.raw + res.stderr
-    assert not os.path.exists(f"/dev/shm/{name}") and not os.path.exists(f"/tmp/{name}")
-    res = _inside(lab, f"test -e /dev/shm/{name} && echo LEFT")
+    places = [f"/dev/shm/{name}", f"/tmp/{name}", f"/var/tmp/{name}", f"/run/{name}"]
+    res = _inside(lab, "; ".join(f"(echo x > {p}) 2>&1 && echo MADE" for p in places))
+    assert res.raw.count("MADE") == 1, res.raw + res.stderr  # /dev/shm only
+    assert res.raw.count("Read-only file system") == 3, res.raw + res.stderr
+    assert not any(os.path.exists(p) for p in places)
+    res = _inside(lab, "; ".join(f"test -e {p} && echo LEFT" for p in places))
     assert "LEFT" not in res.raw
 
 

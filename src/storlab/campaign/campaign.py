@@ -22,6 +22,7 @@ batch it was in and then asks again with the same history it would have had.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,9 +39,9 @@ from .fixed import Config, fixed_source
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, render_argv,
-                      refused_writable, require_sandbox, reserved_env_clash, run_identity,
-                      runner_class, shell_command, starts_programs, template_names,
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_socket,
+                      refused_writable, render_argv, require_sandbox, reserved_env_clash,
+                      run_identity, runner_class, shell_command, starts_programs, template_names,
                       unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
@@ -207,6 +208,9 @@ class Campaign:
                                sb.allow_destructive)
         if why:
             raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
+        why = refused_socket([str(self.dir / p) for p in sb.sockets])
+        if why:
+            raise CampaignError(f"{self.path}: field sandbox.sockets: {why}")
         names = getattr(runner, "check_fields", None)
         if names is not None:  # every {field} is known before the first run
             try:
@@ -237,6 +241,19 @@ class Campaign:
                         f" ({self.scratch} leads outside the campaign's directory: only "
                         "each run's own directory counts as the campaign's there)")
                     raise CampaignError(f"{self.path}: {exc}{hint}") from None
+        # a file a program makes directly in the campaign's directory: the sandbox keeps
+        # that directory read-only unless the campaign declares it (or allow_destructive)
+        home = getattr(runner, "check_home", None)
+        sb = self.spec.sandbox
+        here = os.path.realpath(self.dir)
+        if home is not None and not sb.allow_destructive and not any(
+                here == w or here.startswith(w.rstrip("/") + "/")
+                for w in (os.path.realpath(self.dir / p) for p in sb.writable)):
+            for cid, cfg in configs:
+                try:
+                    home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
+                except CampaignError as exc:
+                    raise CampaignError(f"{self.path}: {exc}") from None
 
 
     def runner_options(self) -> dict[str, Any]:
@@ -336,6 +353,9 @@ class Campaign:
                        own_scratch=self.own_scratch(),
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
+                       network=self.spec.sandbox.network,
+                       readable=[str(self.dir / p) for p in self.spec.sandbox.readable],
+                       sockets=[str(self.dir / p) for p in self.spec.sandbox.sockets],
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
@@ -367,9 +387,22 @@ class Campaign:
             sb = self.spec.sandbox
             extra = ", ".join(sb.writable) or "nothing else"
             dev = self.spec.runner.options.get("allow_destructive") or sb.allow_destructive
-            head = (f"bwrap: read-only system; writable: each run's directory, the runner's "
-                    f"targets, {extra}; declared devices "
-                    + ("writable (allow_destructive)" if dev else "not openable"))
+            net = "the host's (sandbox.network)" if sb.network else "none (its own)"
+            try:
+                why = getattr(make_runner(self.spec.runner.type, self.runner_options()),
+                              "network_reason", lambda: None)()
+            except (StorlabError, OSError, TypeError, ValueError):
+                why = None
+            if why and not sb.network:
+                net = f"the host's for the runner's program ({why})"
+            head = (f"bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign "
+                    + (f"directory, also {', '.join(sb.readable)}" if sb.readable
+                       else "directory")
+                    + f"; writable: each run's directory, the runner's targets, {extra}; "
+                    "declared devices "
+                    + ("writable (allow_destructive)" if dev else "not openable")
+                    + f"; network: {net}; Unix sockets: "
+                    + (", ".join(sb.sockets) if sb.sockets else "none"))
         return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:

@@ -16,6 +16,9 @@
     sandbox:                        # what the run's programs may write besides their run
       writable: [/mnt/test]         # directory (and the runner's declared targets)
       allow_destructive: false      # declared devices and existing files writable
+      network: false                # true: the host's network (default: none of it)
+      readable: [/data/traces]      # shown read-only besides the system and campaign
+      sockets: [/run/mysqld/mysqld.sock]  # Unix sockets the programs may connect to
     setup:                          # argv templates; values become whole argv elements
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
       - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
@@ -142,10 +145,19 @@ DEFAULT_RUN_TIMEOUT = 3600.0
 class SandboxSpec(_Model):
     """What the programs of a run may write besides their run directory and the runner's
     declared targets: `writable` paths (relative to the campaign file), and whether devices
-    and existing files among them open for writing (`allow_destructive`)."""
+    and existing files among them open for writing (`allow_destructive`); what they may
+    reach besides the system's trees and the campaign's directory: the host's `network`,
+    `readable` paths, `sockets`."""
 
     writable: list[str] = Field(default_factory=list)
     allow_destructive: StrictBool = False
+    #: The programs share the host's network (TCP/UDP, abstract sockets); otherwise they
+    #: get a network namespace of their own with a loopback only.
+    network: StrictBool = False
+    #: Paths shown read-only besides the system's trees and the campaign's directory.
+    readable: list[str] = Field(default_factory=list)
+    #: Unix sockets the programs may connect to (a database's, a server's).
+    sockets: list[str] = Field(default_factory=list)
 
 
 class CampaignSpec(_Model):

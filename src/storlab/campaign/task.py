@@ -51,6 +51,9 @@ class RunTask:
     keep_scratch: bool = False
     writable: list[str] = field(default_factory=list)  # the campaign's `sandbox.writable`
     allow_destructive: bool = False  # the campaign's `sandbox.allow_destructive`
+    network: bool = False  # the campaign's `sandbox.network`
+    readable: list[str] = field(default_factory=list)  # the campaign's `sandbox.readable`
+    sockets: list[str] = field(default_factory=list)  # the campaign's `sandbox.sockets`
     #: The campaign's directory and scratch area: an existing file outside them opens in
     #: the sandbox only with `allow_destructive`.
     homes: list[str] = field(default_factory=list)
@@ -132,7 +135,9 @@ def execute_task(task: RunTask) -> TaskOutcome:
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
             tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
-            run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino))))
+            run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
+            network=task.network, readable=tuple(task.readable),
+            sockets=tuple(task.sockets))))
         if task.output_dir is not None:
             out = Path(task.output_dir)
             out.mkdir(parents=True, exist_ok=True)

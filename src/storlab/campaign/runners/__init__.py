@@ -17,8 +17,8 @@ from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionEr
                     campaign_identity, output_files, render_argv, render_value,
                     reserved_env_clash, run_identity, run_program, run_tag, shell_command,
                     substitute, tail, template_names)
-from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, refused_writable, require_sandbox,
-                       system_writable, unsandboxed)
+from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, refused_socket, refused_writable,
+                       require_sandbox, system_writable, unsandboxed)
 from .base import Runner, RunResult
 
 REGISTRY: dict[str, str] = {
@@ -55,7 +55,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class",
            "render_value", "reserved_env_clash", "run_program", "run_tag", "shell_command",
            "substitute", "tail", "template_names", "output_files", "campaign_identity",
            "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
-           "refused_writable",
+           "refused_writable", "refused_socket",
            "system_writable", "unsandboxed",
            *_lazy_names]
 

@@ -326,12 +326,14 @@ def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
 def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None = None,
                 timeout: float | None = None, env: Mapping[str, str] | None = None,
                 shell: bool = False, stdin_text: str | None = None,
-                targets: Sequence[str] = (), allow_destructive: bool = False) -> ProcOutcome:
+                targets: Sequence[str] = (), allow_destructive: bool = False,
+                network: bool = False) -> ProcOutcome:
     """Run `argv` (a list; a string only with `shell=True`) inside its sandbox and collect
     its output.
 
     The sandbox (`_sandbox.wrap`) opens `cwd` and the declared `targets` (the runner's; the
-    campaign's own declarations come from `_sandbox.declared`); everything else is
+    campaign's own declarations come from `_sandbox.declared`), and shares the host's
+    network when the runner says the program needs it (`network`); everything else is
     read-only, and every process of the program dies when its first one ends, on a timeout,
     or with storlab. stdout and stderr stream to files (`output_files`), never into memory:
     the outcome holds their tails. The child gets its own session so a terminal Ctrl-C
@@ -360,7 +362,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                None, False, started, time.time())
     try:
         wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
-                                       targets, allow_destructive, full_env)
+                                       targets, allow_destructive, full_env, network)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
@@ -376,7 +378,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         raise
     with out_f, err_f:
         try:
-            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.fds if walls else (),
+            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
                                     env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,

@@ -1,14 +1,22 @@
 """The walls every program of a run starts inside: bubblewrap (`bwrap`) mount and PID
 namespaces that the kernel enforces, whatever the program's options say.
 
-Inside, the whole file system is read-only (and `nodev`) except the run's own directory and
-the targets the campaign declares; `/dev` is a private tmpfs holding the usual pseudo devices
-(null, zero, random, tty...) and only the device nodes the campaign declares, writable only
-with `allow_destructive`; `/proc` is private (only the run's processes) and read-only (no
-sysctl writes); every capability that reaches past the mounts is dropped (mount, mknod,
-raw I/O, modules, `open_by_handle_at`). The program, and everything it starts, dies with the
-sandbox's first process (PID namespace) and with storlab (`--die-with-parent`). The network
-is shared: object-store runners talk to local daemons.
+Inside, a program sees a smaller root, read-only (and `nodev`): the system's programs and
+settings (/usr, /etc, /opt, /lib*, /bin, /sbin, /sys), the campaign's directory, the
+install tree of the program started, and what the campaign declares; /tmp, /var/tmp and /run
+are empty and read-only. Nothing else of the host shows, so no Unix socket a daemon made
+(/run, /var/lib, /home, /srv, /tmp...) can be reached, whatever the daemon. Writable: the
+run's own directory and the targets the campaign declares; `/dev` is a private tmpfs holding
+the usual pseudo devices (null, zero, random, tty...) and only the device nodes the campaign
+declares, writable only with `allow_destructive`; `/proc` is private (only the run's
+processes) and read-only (no sysctl writes); every capability that reaches past the mounts is
+dropped (mount, mknod, raw I/O, modules, `open_by_handle_at`). The network namespace is the
+sandbox's own (only a loopback of its own: no abstract socket, no TCP to the host's
+daemons) unless the campaign (`sandbox.network`) or the runner (fio's network engines and
+client mode, the ceph runner's load) declares it needs the network; a path socket opens only
+when the campaign declares it (`sandbox.sockets`). The program, and everything it starts,
+dies with the sandbox's first process (PID namespace) and with storlab
+(`--die-with-parent`).
 
 A step declared `system_writable: true` runs outside the walls (it formats, mounts, sets a
 sysctl); with `STORLAB_UNSANDBOXED=1` every program does (for kernels that refuse
@@ -65,6 +73,15 @@ class Declared:
     #: there is refused when the path no longer leads to it (a program of another run
     #: swapped it for a link to somewhere else).
     run_dir: tuple[str, int, int] | None = None
+    #: The programs share the host's network namespace (the campaign's `sandbox.network`,
+    #: or a runner that talks to a cluster); otherwise they get one of their own.
+    network: bool = False
+    #: Extra paths shown read-only (the campaign's `sandbox.readable`, a cluster's
+    #: directory); the campaign's directory (`homes`) is shown read-only too.
+    readable: tuple[str, ...] = ()
+    #: Unix sockets the programs may connect to (the campaign's `sandbox.sockets`): each
+    #: bound alone, from the socket storlab opened.
+    sockets: tuple[str, ...] = ()
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -78,6 +95,16 @@ def declared(decl: Declared) -> Iterator[None]:
         yield
     finally:
         _DECLARED.reset(token)
+
+
+@contextmanager
+def opened(network: bool = False, readable: Iterable[str] = ()) -> Iterator[None]:
+    """Programs started inside also get the network (`network`) and see `readable` (a
+    runner's own needs: the ceph runner's load talks to its cluster, reads its conf)."""
+    d = _DECLARED.get()
+    with declared(replace(d, network=d.network or network,
+                          readable=(*d.readable, *readable))):
+        yield
 
 
 @contextmanager
@@ -100,14 +127,86 @@ def bwrap_exe() -> str:
     return os.environ.get(BWRAP_ENV) or "bwrap"
 
 
-def _base(exe: str) -> list[str]:
-    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+#: The host's trees every program sees, read-only: programs, libraries, settings, sysfs.
+#: No daemon keeps its socket there (they use /run, /var/lib, /tmp, a home); a socket made
+#: in one of them would show.
+SYSTEM_TREES = ("/usr", "/etc", "/opt", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                "/libx32")
+#: Directories the program gets empty and read-only (in bwrap's own root, a tmpfs made
+#: read-only once the mounts are made): where daemons put their sockets. Read-only: a fio
+#: file meant for a disk must not land in memory unseen.
+OWN_TMPFS = ("/tmp", "/var/tmp", "/run")
+
+
+@functools.cache
+def _root() -> tuple[str, ...]:
+    """bwrap's arguments for the smaller root: `SYSTEM_TREES` read-only (a merged-/usr link
+    such as /bin -> usr/bin made again as a link), `OWN_TMPFS` empty, /var/run the link to
+    /run it is, and /etc/resolv.conf's target when that lies outside /etc (systemd-resolved
+    keeps it in /run: the file alone, not its directory, which holds resolved's socket)."""
+    argv: list[str] = []
+    for d in SYSTEM_TREES:
+        if os.path.islink(d):
+            argv += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            argv += ["--ro-bind", d, d]
+    for d in ("/var", *OWN_TMPFS):  # directories of bwrap's own root (a tmpfs)
+        argv += ["--dir", d]
+    argv += ["--symlink", "../run", "/var/run"]
+    conf = os.path.realpath("/etc/resolv.conf")
+    if os.path.isfile(conf) and not any(_inside(conf, t) for t in ("/etc", "/usr")):
+        argv += ["--ro-bind", conf, conf]
+    return tuple(argv)
+
+
+def _base(exe: str, network: bool = False) -> list[str]:
+    argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc",
             "--remount-ro", "/proc", "--unshare-pid", "--die-with-parent"]
+    if not network:
+        argv.append("--unshare-net")
+    argv.append("--unshare-ipc")  # the host's SysV shared memory and queues: not the run's
     if os.geteuid() == 0:  # root keeps its capabilities in bwrap unless told
         argv += ["--cap-drop", "ALL"]
         for cap in KEPT_CAPS:
             argv += ["--cap-add", cap]
     return argv
+
+
+#: Syscalls a program gets EPERM for: the kernel's keyrings (root's user keyring is the
+#: host root's: a key added inside would reach processes outside; `request_key` starts
+#: /sbin/request-key as root outside every namespace). Docker's default profile refuses
+#: them too. By architecture: (AUDIT_ARCH, first, last syscall number).
+DENIED_SYSCALLS = {"x86_64": [(0xC000003E, 248, 250), (0x40000003, 286, 288)],
+                   "aarch64": [(0xC00000B7, 217, 219)]}
+
+
+@functools.cache
+def _seccomp_program() -> bytes:
+    """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
+    `DENIED_SYSCALLS` and allowing everything else. Written by hand: eight instructions per
+    architecture do not call for libseccomp (not installed as a Python package here)."""
+    import platform
+    import struct
+
+    ld_abs, jeq, jge, jgt, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x54, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO(EPERM)
+    rules = DENIED_SYSCALLS.get(platform.machine(), [])
+    prog: list[tuple[int, int, int, int]] = []
+    for arch, first, last in rules:
+        # if arch matches: load nr (x32's bit cleared) and test the range; else next rule
+        prog += [(ld_abs, 0, 0, 4), (jeq, 0, 6, arch), (ld_abs, 0, 0, 0),
+                 (and_k, 0, 0, 0xBFFFFFFF), (jge, 0, 2, first), (jgt, 1, 0, last),
+                 (ret, 0, 0, deny), (ret, 0, 0, allow)]
+    prog.append((ret, 0, 0, allow))
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+def _seccomp_fd() -> int:
+    """A descriptor holding the filter, for bwrap to read (`--seccomp FD`)."""
+    fd = os.memfd_create("storlab-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, _seccomp_program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 @functools.cache
@@ -119,7 +218,7 @@ def probe(exe: str) -> str | None:
         return f"{exe} is not installed (Debian package bubblewrap)"
     fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/", "--", "true"],
+        cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
                             stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -151,45 +250,137 @@ class Walls:
     storlab opened (`--bind-fd`), not from a path: bwrap checks that what it mounted is
     what the descriptor holds and refuses to start otherwise ("Race condition binding
     dirfd"), so a path swapped for a link between storlab's look and bwrap's mount (a
-    program of another run can do it) opens nothing. `close()` releases the descriptors
-    once the program started."""
+    program of another run can do it) opens nothing. The places shown read-only (the
+    campaign's directory, the program's install tree, declared sockets) are bound from
+    descriptors too: a path swapped for a link to /run shows nothing of /run. `close()`
+    releases the descriptors once the program started."""
 
     writable: list[str] = field(default_factory=list)  # where each bind shows
     fds: list[int] = field(default_factory=list)  # what is bound there, parallel to writable
     devices: list[tuple[str, str]] = field(default_factory=list)  # (real node, shown at)
     device_writes: bool = False
+    readonly: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
+    network: bool = False  # the host's network namespace, not one of the sandbox's own
+    seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
         self.writable.append(at)
+
+    def show(self, path: str, at: str | None = None) -> None:
+        """Show `path` read-only at `at` (default: there), opened without links on the way;
+        nothing when a link, a missing path or a socket (declared in `sockets` instead),
+        nor when it is visible already."""
+        at = at or path
+        if any(_inside(at, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
+                _inside(at, p) for _, p in self.readonly):
+            return
+        fd = open_plain(path)
+        if fd is None:
+            return
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)
+            return
+        self.readonly.append((fd, at))
+
+    def socket(self, path: str, at: str) -> None:
+        """Bind the Unix socket `path` alone at `at`, from the socket found there without a
+        link on the way (nothing when it is missing or not a socket)."""
+        fd = open_plain(path)
+        if fd is None:
+            return
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            self.readonly.append((fd, at))
+        else:
+            os.close(fd)
+
+    @property
+    def all_fds(self) -> list[int]:
+        """Every descriptor bwrap binds from (to pass it)."""
+        return [*self.fds, *(fd for fd, _ in self.readonly),
+                *([self.seccomp] if self.seccomp is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
              env: Mapping[str, str] | None = None) -> list[str]:
         """bwrap's argv; the program's environment `env` is set inside (`--clearenv`,
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
-        out = _base(shutil.which(bwrap_exe()) or bwrap_exe())
+        out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network)
         kept = _outermost(zip(self.fds, self.writable))
         # a bind inside another is dropped: its descriptor too, or bwrap (which closes
         # those it uses) would hand it to the program
         for fd in set(self.fds) - {fd for fd, _ in kept}:
             os.close(fd)
         self.fds, self.writable = [fd for fd, _ in kept], [p for _, p in kept]
-        for fd, p in kept:
-            out += ["--bind-fd", str(fd), p]
+        # a place shown read-only inside a writable one would shut part of it
+        shown = [(fd, p) for fd, p in self.readonly
+                 if not any(_inside(p, w) for w in self.writable)]
+        for fd in {fd for fd, _ in self.readonly} - {fd for fd, _ in shown}:
+            os.close(fd)
+        self.readonly = shown
+        # parents before what lies inside them (bwrap mounts in order)
+        binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
+                       + [(p, "--bind-fd", fd) for fd, p in kept],
+                       key=lambda b: b[0].count("/"))
+        for p, how, fd in binds:
+            out += [how, str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
+        for sock in self.covered(cwd):
+            out += ["--ro-bind", "/dev/null", sock]
+        # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
+        # read-only: a write outside the declared places fails loudly, not in memory unseen
+        out += ["--remount-ro", "/"]
+        if self.seccomp is None:
+            self.seccomp = _seccomp_fd()
+        out += ["--seccomp", str(self.seccomp)]
         if env is not None:
             out.append("--clearenv")
             for k, v in env.items():
                 out += ["--setenv", k, v]
         return [*out, "--chdir", cwd, "--", *program]
 
+    def covered(self, cwd: str) -> list[str]:
+        """The Unix sockets listening on the host (`/proc/net/unix`) that lie in a place
+        the program sees (the system's trees, the campaign's directory, a declared
+        directory, the program's install tree), each to be covered by /dev/null: a daemon's
+        socket there does not open either. Not the declared sockets, nor those in the
+        run's own directory (the run's, say from a server a `system_writable` step
+        started)."""
+        seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
+        own = {p for fd, p in self.readonly if _is_socket_fd(fd)}
+        run_dir = os.path.realpath(cwd)
+        out = []
+        for path in _listening_sockets():
+            if path in own or _inside(path, run_dir) or _inside(path, "/dev"):
+                continue
+            if any(_inside(path, t) for t in seen) and os.path.exists(path):
+                out.append(path)
+        return sorted(set(out))
+
     def close(self) -> None:
-        for fd in self.fds:
+        for fd in self.all_fds:
             os.close(fd)
+        self.seccomp = None
         self.fds.clear()
         self.writable.clear()
+        self.readonly.clear()
+
+
+def _is_socket_fd(fd: int) -> bool:
+    return stat.S_ISSOCK(os.fstat(fd).st_mode)
+
+
+def _listening_sockets() -> list[str]:
+    """The absolute paths of the Unix sockets bound on the host (its network namespace's
+    `/proc/net/unix`; abstract ones start with '@', relative ones cannot be placed)."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[1:]
+    except OSError:
+        return []
+    return [f[7] for f in (line.split(None, 7) for line in lines)
+            if len(f) == 8 and f[7].startswith("/")]
 
 
 def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -274,8 +465,22 @@ def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None
     return None
 
 
-def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False
-              ) -> Walls:
+def refused_socket(paths: Iterable[str]) -> str | None:
+    """Why the first of the campaign's `sandbox.sockets` cannot be one, or None: a path
+    that exists and is not a Unix socket (one missing yet, say a server a step starts, is
+    bound when it is there)."""
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if not stat.S_ISSOCK(st.st_mode):
+            return f"{p} is not a Unix socket"
+    return None
+
+
+def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False,
+              network: bool = False) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
     (absolute paths: the runner's, then the campaign's `sandbox.writable`). The caller
     closes them (`Walls.close`) once the program started.
@@ -289,6 +494,10 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     targets are resolved (links followed) and open as what they name: a device node under
     /dev is bound into the private /dev, writable. `/proc/...` targets never open
     (storlab's /proc/self is not the program's: declare the real path).
+
+    Besides the system's trees, the program sees the campaign's directory and the declared
+    `readable` places read-only (a socket in them does not open), the declared `sockets`,
+    and the host's network when `network` (the runner's need) or the campaign says so.
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
@@ -308,6 +517,15 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
             _open_target(w, os.path.abspath(t), allow, homes)
+        # read-only, and sockets: what the path leads to, shown where the kernel names it
+        # and at the path given (a program uses the name it was told)
+        for r in [*decl.homes, *decl.readable]:
+            for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
+                w.show(os.path.realpath(r), at)
+        for sock in decl.sockets:
+            for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
+                w.socket(os.path.realpath(sock), at)
+        w.network = network or decl.network
     except BaseException:
         w.close()
         raise
@@ -365,17 +583,57 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 
 
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
-         allow_destructive: bool = False, env: Mapping[str, str] | None = None
-         ) -> tuple[list[str], Walls | None]:
+         allow_destructive: bool = False, env: Mapping[str, str] | None = None,
+         network: bool = False) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
-    start the argv with `pass_fds=walls.fds` and BWRAP_ENV_OUTSIDE as its environment,
-    then `walls.close()`. `program` unchanged (and no walls) for a `system_writable` step,
-    or when the user opted out. Raises CampaignError when the walls cannot be built (see
-    `require_sandbox`)."""
+    start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
+    then `walls.close()`. `network`: the runner needs the host's network for this program.
+    `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
+    out. Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
     cwd = os.path.abspath(cwd or os.getcwd())
-    w = walls_for(cwd, targets, allow_destructive)
-    return w.argv(program, cwd, env), w
+    w = walls_for(cwd, targets, allow_destructive, network)
+    try:
+        for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
+            w.show(home)
+        # the run's directory as the kernel names it: a link on the way may not exist inside
+        real = os.path.realpath(cwd)
+        tmp = (env or {}).get("TMPDIR")
+        if env is not None and not (tmp and any(_inside(os.path.realpath(tmp), p)
+                                                for p in w.writable)):
+            env = {**env, "TMPDIR": real}  # /tmp is read-only: temporary files go here
+        return w.argv(program, real, env), w
+    except BaseException:
+        w.close()
+        raise
 
+
+def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
+    """Where the program `name` is installed, to show it read-only: for the program as
+    found (on `path`, or relative to `cwd`) and for what its links lead to, the tree right
+    below a home (/root/.pyenv for a pyenv shim or Python, /home/<user>/bin), else the
+    directory above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's
+    `pyvenv.cfg`), else its own directory; the program's file alone rather than a home, a
+    system directory or a directory right below / (/data)."""
+    found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
+    if found is None:
+        return []
+    found = os.path.join(cwd, found)
+    out = []
+    for exe in dict.fromkeys((os.path.abspath(found), os.path.realpath(found))):
+        parts = exe.split("/")  # ['', 'root', '.pyenv', ...]
+        d = os.path.dirname(exe)
+        if parts[1] == "root" and len(parts) > 3:
+            top = "/".join(parts[:3])
+        elif parts[1] == "home" and len(parts) > 4:
+            top = "/".join(parts[:4])
+        else:
+            top = os.path.dirname(d) if os.path.basename(d) in ("bin", "sbin") else d
+            if top in SYSTEM_DIRS or os.path.dirname(top) == "/":
+                top = d
+        # a program right in a home, a system or top directory (/data): that file alone
+        out.append(exe if top in SYSTEM_DIRS or os.path.dirname(top) in ("/", "/home")
+                   else top)
+    return out

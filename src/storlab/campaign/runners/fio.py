@@ -38,6 +38,10 @@ PERCENTILES: tuple[tuple[float, str], ...] = (
 DIRECTIONS = ("read", "write")
 #: Engines whose target is not a local file (no default scratch directory for them).
 REMOTE_ENGINES = {"rbd", "rados", "http", "net", "netsplice", "nfs", "libcufile", "nbd"}
+#: Engines that talk over the network (a run with one shares the host's network; the
+#: sandbox gives other runs a network namespace of their own).
+NETWORK_ENGINES = REMOTE_ENGINES - {"libcufile"} | {"libiscsi", "rdma", "gfapi",
+                                                   "gfapi_async", "dfs", "libhdfs"}
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
@@ -250,6 +254,35 @@ class FioRunner:
                                  dirs=tuple(b for _, b in bases[1:])))
         return out
 
+    def network_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
+        """Why this job needs the host's network (client mode, a network engine), or None;
+        `opts`: a run's job options (default: the runner's own)."""
+        if self.clients:
+            return "fio client mode"
+        given = [*_parse_extra_args(self.extra_args),
+                 *(self.options if opts is None else opts).items()]
+        engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
+        return f"ioengine {min(engines)}" if engines else None
+
+    def check_home(self, config: Mapping[str, Any], home: Path, workdir: Path) -> None:
+        """Refuse a file fio would make directly in the campaign's directory `home` (beside
+        the campaign file and the store), which the sandbox keeps read-only: every run
+        would fail with `Read-only file system`. Called unless the campaign declares that
+        directory writable or sets allow_destructive."""
+        if self.allow_destructive:
+            return
+        home = Path(home).resolve()
+        opts = self.job_options(config, Path(workdir).absolute(), check=False)
+        for c in self.fio_targets(opts, Path(workdir).absolute()):
+            if not c.pattern and not c.opendir and not os.path.lexists(c.path) \
+                    and Path(os.path.realpath(os.path.dirname(c.path))) == home:
+                raise CampaignError(
+                    f"fio target {c.given} (as {c.path}) would be made directly in the "
+                    "campaign's directory, which the sandbox keeps read-only (it holds the "
+                    f"campaign file and the store); name it in a directory inside (data/"
+                    f"{os.path.basename(c.path)}) or declare the campaign's directory in "
+                    "sandbox.writable")
+
     def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
         """What this run declares for the sandbox of the campaign's steps: (targets,
         allow_destructive); a setup step may lay out fio's files."""
@@ -337,7 +370,8 @@ class FioRunner:
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
         proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout,
                            targets=self.sandbox_targets(opts, workdir),
-                           allow_destructive=self.allow_destructive)
+                           allow_destructive=self.allow_destructive,
+                           network=self.network_reason(opts) is not None)
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:
