@@ -49,7 +49,9 @@ def test_import_storlab_loads_no_heavy_library():
 
 def test_simulate_verb_matches_the_cli_path(tmp_path):
     import storlab
-    from storlab.sim.cluster import apply_overrides, build_model, parse_cluster, run_model
+    from storlab.sim.model import build_model
+    from storlab.sim.run import run_model
+    from storlab.sim.spec import apply_overrides, parse_cluster
 
     raw = {"name": "p", "swift": {"part_power": 6},
            "nodes": [{"role": "proxy", "count": 1},

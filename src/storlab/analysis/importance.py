@@ -43,7 +43,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,26 +58,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Aggregate = Literal["max", "mean"]
 Goal = Literal["maximize", "minimize"]
-
-#: The measurement columns storlab's runners write (fio, postmark, sysbench, the simulator,
-#: the object-store load, rados bench): never parameters, whatever their values look like.
-_METRIC = re.compile(r"""^(?:
-    (?:read|write|trim|total)_(?:iops\w*|bw\w*|io_\w+|runtime|(?:c|s)?lat\w*)  # fio
-  | usr_cpu | sys_cpu
-  | \w+_per_s | total_s | transactions_s | total_time_s | total_events  # postmark, sysbench
-  | latency_(?:min|avg|max|p\d+)_ms
-  | (?:(?:get|put|delete|head)_)?(?:ops_s|mb_s|lat_(?:mean|p\d+)_ms)  # simulator
-  | (?:(?:get|put|delete|head)_)?(?:ops_per_s|bytes_per_s|lat_\w+_ms|requests|errors)
-  | util_\w+ | bottleneck_util | prepare_s                           # simulator, load
-  | fio\..+                     # fio's own names kept beside storlab's (fio.read.iops, ...)
-)$""", re.VERBOSE)
-
-
-def is_metric(name: str) -> bool:
-    """True for a column name storlab's runners write as a measurement (`total_iops`,
-    `read_clat_p99_us`, `ops_s`, `reads_per_s`, ...)."""
-    return bool(_METRIC.match(str(name)))
-
+#: Whether a column is a measurement (never a parameter): the runner registry's answer,
+#: `storlab.campaign.runners.is_metric`, which callers above the analyses pass in.
+MetricTest = Callable[[str], bool]
 
 # --------------------------------------------------------------------------- encoding
 @dataclass
@@ -118,13 +101,14 @@ class Encoded:
 
 
 def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
-           max_levels: int = 10, bins: int = 4, source: str = "results") -> Encoded:
+           max_levels: int = 10, bins: int = 4, source: str = "results",
+           is_metric: MetricTest | None = None) -> Encoded:
     """Validate, bin numeric many-valued parameters, code values, average repeated runs."""
     if response not in df.columns:
         raise AnalysisError(f"{source}: response column {response!r} not found "
                             f"(columns: {', '.join(map(str, df.columns))})")
     if params is None:
-        params = default_params(df, response, max_levels, source)
+        params = default_params(df, response, max_levels, source, is_metric)
     params = list(params)
     if not params:
         raise AnalysisError(f"{source}: no parameter columns to analyse (pass --params)")
@@ -249,16 +233,18 @@ def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[flo
 
 
 def default_params(df: pd.DataFrame, response: str, max_levels: int = 10,
-                   source: str = "results") -> list[str]:
+                   source: str = "results", is_metric: MetricTest | None = None) -> list[str]:
     """Parameter columns when none are named (neither a list nor a space): every column
-    except the response, storlab's bookkeeping columns and its runners' measurement columns
-    (`is_metric`). A numeric column with more than `max_levels` distinct values could be a
+    except the response, storlab's bookkeeping columns and the measurement columns
+    `is_metric` names (storlab's runners', `storlab.campaign.runners.is_metric`; None: no
+    column is known as one). A numeric column with more than `max_levels` distinct values could be a
     continuous parameter or another measurement; rather than guess, that is an error asking
     for the parameters (name them, or give the space)."""
     out, unclear = [], []
     for c in df.columns:
         name = str(c)
-        if c == response or name in BOOKKEEPING or name.startswith("_") or is_metric(name):
+        if c == response or name in BOOKKEEPING or name.startswith("_") \
+                or (is_metric is not None and is_metric(name)):
             continue
         col = df[c]
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
@@ -665,19 +651,23 @@ def importance(df: pd.DataFrame, response: str, params: Sequence[str] | None = N
                stop: str | Sequence[StopRule] | StopRule | None = "rsd:0.02",
                aggregate: Aggregate = "max", goal: Goal = "maximize",
                max_levels: int = 10, bins: int = 4, min_support: int = 2,
-               source: str = "results") -> ImportanceResult:
+               source: str = "results", is_metric: MetricTest | None = None
+               ) -> ImportanceResult:
     """Carver's greedy selection (Algorithm 1) on a results table.
 
     `goal` says which subset is "best" (highest or lowest mean). Best subsets are chosen
     among those with at least `min_support` configurations (when any has), so that one
-    lucky configuration does not make a subset "best" with an undefined RSD.
+    lucky configuration does not make a subset "best" with an undefined RSD. Without
+    `params`, the parameters are every column but the response, the bookkeeping and the
+    columns `is_metric` calls measurements (`default_params`).
     """
     if aggregate not in ("max", "mean"):
         raise AnalysisError(f"aggregate {aggregate!r} must be 'max' or 'mean'")
     if goal not in ("maximize", "minimize"):
         raise AnalysisError(f"goal {goal!r} must be 'maximize' or 'minimize'")
     rules = parse_stop(stop)
-    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source)
+    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source,
+                 is_metric=is_metric)
     return select(enc, response, rules, aggregate, goal, min_support)
 
 
