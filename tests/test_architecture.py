@@ -1,12 +1,14 @@
 """The import structure of src/storlab, read from the source (ast), never by importing it.
 
-Holds three rules (docs/architecture.md explains the layers):
+Holds these rules (docs/architecture.md explains the layers):
 - no import from a higher layer into a lower one, and none between the independent packages
   of one rung (design and analysis are siblings, as SALib's sample/ and analyze/ are);
 - no import circle between modules (function-level imports count: they are dependencies
   too; `if TYPE_CHECKING:` imports do not, they never run);
 - no private name imported across modules, and no private module (`_x.py`) imported from
-  outside the package directory that holds it.
+  outside the package directory that holds it;
+- the campaign core names no design kind, runner or tuning;
+- `commands/` imports only package faces; every lazy face mirrors its names for static tools.
 """
 
 from __future__ import annotations

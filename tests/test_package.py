@@ -29,6 +29,9 @@ def test_the_main_nouns_and_verbs():
                  "RWModel", "simulate", "build_report", "StorlabError"):
         assert name in storlab.__all__
     assert storlab.importance is importance and storlab.coverage is coverage
+    # the analysis face names them otherwise: a submodule's name would shadow them
+    assert storlab.analysis.importance_of is importance
+    assert storlab.analysis.coverage_of is coverage
     assert storlab.sim.simulate is storlab.simulate  # subpackages load on first use too
     with pytest.raises(AttributeError):
         storlab.no_such_name  # noqa: B018
