@@ -53,7 +53,7 @@ METRICS: dict[str, tuple[str, ...]] = {
                   r"util_\w+", "bottleneck_util"),
     "objectstore": (r"(?:(?:get|put|delete|head)_)?"
                     r"(?:ops_per_s|bytes_per_s|lat_\w+_ms|requests|errors)",
-X
+                    "prepare_s"),  # its totals also as fio's read_iops, ... (fio's entry)
     "ceph": (),  # the metrics of the load it drives: fio's, the object store's
 }
 
