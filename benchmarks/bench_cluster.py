@@ -31,8 +31,10 @@ import pandas as pd
 
 from storlab.sim import engine
 from storlab.sim.calibrate import calibrate
-from storlab.sim.cluster import (apply_overrides, build_model, build_routes, draw_requests,
-                                 load_raw, parse_cluster, summarise)
+from storlab.sim.model import build_model, draw_requests
+from storlab.sim.routes import build_routes
+from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
+from storlab.sim.summary import summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "sim"
@@ -115,7 +117,7 @@ def grid() -> pd.DataFrame:
 
 def measure(raw: dict, df: pd.DataFrame, requests: int) -> pd.DataFrame:
     from storlab.sim.calibrate import _row_overrides
-    from storlab.sim.cluster import run_model
+    from storlab.sim.run import run_model
 
     out, bound = [], []
     for rec in df.to_dict("records"):
@@ -167,7 +169,7 @@ def bench_calibration(requests: int, write_example: bool) -> None:
 
 def bench_workers(requests: int) -> None:
     from storlab.sim.analytic import solve_mva
-    from storlab.sim.cluster import run_model
+    from storlab.sim.run import run_model
 
     raw = load_raw(EXAMPLES / "small.yaml")
     cores = int(raw["nodes"][1]["cpu"]["cores"])

@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from storlab.estimate.measure import MeasurePlan, MeasureResult, run_plan
-from storlab.estimate.model import Cell, RWModel
+from storlab.estimate.cells import Cell
+from storlab.estimate.rwmodel import RWModel
 from storlab.estimate.quietdev import QuietDeviceError, quiet_device
 from storlab.units import parse_size
 

@@ -50,7 +50,9 @@ FAILURES = {"failed_disks=1": {"failed_disks": 1},
 def child(requests: int, overrides: dict | None = None) -> None:
     """Run in a fresh process: time each phase of one simulation, print JSON."""
     w0, c0 = time.perf_counter(), time.process_time()
-    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, run_model
+    from storlab.sim.model import build_model
+    from storlab.sim.run import run_model
+    from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
 
     marks = [(time.perf_counter(), time.process_time())]
     model = build_model(parse_cluster(apply_overrides(load_raw(CLUSTER), overrides or {})))
@@ -81,8 +83,9 @@ def run_child(requests: int, overrides: dict | None = None) -> dict:
 def routes_per_request(requests: int) -> tuple[float, float]:
     """(wall, CPU) seconds per 1,000 requests to draw and build the routes, block by block
     as a run streams them (storlab.sim.stream)."""
-    from storlab.sim.cluster import build_model, build_routes, load_raw, parse_cluster
-    from storlab.sim.model import iter_requests
+    from storlab.sim.model import build_model, iter_requests
+    from storlab.sim.routes import build_routes
+    from storlab.sim.spec import load_raw, parse_cluster
     from storlab.sim.stream import FEED_CHUNK, slice_requests
 
     model = build_model(parse_cluster(load_raw(CLUSTER)))
@@ -154,8 +157,9 @@ def simpy_routes(stations, routes, clients: int, think: np.ndarray) -> tuple[flo
 
 def baseline(prefix: int) -> None:
     from storlab.sim import engine
-    from storlab.sim.cluster import build_model, build_routes, draw_requests, load_raw, \
-        parse_cluster
+    from storlab.sim.model import build_model, draw_requests
+    from storlab.sim.routes import build_routes
+    from storlab.sim.spec import load_raw, parse_cluster
 
     model = build_model(parse_cluster(load_raw(CLUSTER)))
     req = draw_requests(model, prefix)
@@ -192,9 +196,9 @@ def window_check(quick: bool) -> None:
     at two run lengths, with their 95 % intervals."""
     from storlab.sim import stream
     from storlab.sim.analytic import solve_mva
-    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
-        run_model
-    from storlab.sim.model import draw_requests
+    from storlab.sim.model import build_model, draw_requests
+    from storlab.sim.run import run_model
+    from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
     from storlab.sim.summary import window_marks
 
     n, seeds = (40_000, 3) if quick else (100_000, 5)
@@ -255,7 +259,8 @@ def after_failure(lengths: tuple[int, int], seeds: tuple[int, int], warm: int) -
     Welch interval, 95 % for the six together: Bonferroni). Twice: with the configured warm-up, then with `warm` more
     requests simulated before each window (the per-operation split relaxes over about
     50,000 requests from an empty start, slower than MSER can see inside a short run)."""
-    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster
+    from storlab.sim.model import build_model
+    from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
     from storlab.sim.replicate import replicate
 
     raw = load_raw(ROOT / "examples" / "sim" / "small.yaml")
@@ -332,8 +337,9 @@ def analytic_check(quick: bool) -> None:
     """4. The analytic (MVA) model against the simulator per operation: throughput and mean
     latency, relative error of the analytic figure; the simulator's 95 % interval beside."""
     from storlab.sim.analytic import solve_mva
-    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, \
-        run_model
+    from storlab.sim.model import build_model
+    from storlab.sim.run import run_model
+    from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
 
     # 400,000 requests: in the worker-bound HDD loops the simulator's own per-operation
     # means swing for tens of thousands of requests (PUT 30.1 +- 2.7 ms at 100,000 requests,
@@ -382,7 +388,8 @@ def fork_waits(requests: int, shuffled: bool = False) -> None:
     partition's replicas on 3 distinct disks of distinct nodes drawn at random (Swift's
     zones ignored), so replica sets hardly repeat."""
     from storlab.sim import engine
-    from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster
+    from storlab.sim.model import build_model
+    from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
     from storlab.sim.model import draw_requests
     from storlab.sim.ops import DELETE
     from storlab.sim.routes import build_routes

@@ -90,7 +90,8 @@ def _coverage() -> dict[str, Any]:
 
 
 def _estimate() -> dict[str, Any]:
-    from storlab.estimate.model import Cell, RWModel
+    from storlab.estimate.cells import Cell
+    from storlab.estimate.rwmodel import RWModel
 
     rng = np.random.default_rng(4)
     cells: dict[str, list[Any]] = {}

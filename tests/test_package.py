@@ -29,6 +29,9 @@ def test_the_main_nouns_and_verbs():
                  "RWModel", "simulate", "build_report", "StorlabError"):
         assert name in storlab.__all__
     assert storlab.importance is importance and storlab.coverage is coverage
+    # the analysis face names them otherwise: a submodule's name would shadow them
+    assert storlab.analysis.importance_of is importance
+    assert storlab.analysis.coverage_of is coverage
     assert storlab.sim.simulate is storlab.simulate  # subpackages load on first use too
     with pytest.raises(AttributeError):
         storlab.no_such_name  # noqa: B018
@@ -49,7 +52,9 @@ def test_import_storlab_loads_no_heavy_library():
 
 def test_simulate_verb_matches_the_cli_path(tmp_path):
     import storlab
-    from storlab.sim.cluster import apply_overrides, build_model, parse_cluster, run_model
+    from storlab.sim.model import build_model
+    from storlab.sim.run import run_model
+    from storlab.sim.spec import apply_overrides, parse_cluster
 
     raw = {"name": "p", "swift": {"part_power": 6},
            "nodes": [{"role": "proxy", "count": 1},

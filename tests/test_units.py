@@ -103,7 +103,8 @@ def test_every_input_path_reads_the_same_bytes(text, tmp_path: Path):
     got["space level"] = units.to_number(space.factors[1].values[0])
 
     # simulator: cluster file and --set override
-    from storlab.sim.cluster import build_model, draw_requests, load_cluster
+    from storlab.sim.model import build_model, draw_requests
+    from storlab.sim.spec import load_cluster
     raw = {"name": "u", "swift": {"part_power": 6},
            "nodes": [{"role": "proxy", "count": 1},
                      {"role": "storage", "count": 3, "disks": {"type": "ssd_s3700", "count": 1}}],
@@ -156,7 +157,8 @@ def _fio_reads(value: str) -> int:
 
 def test_tools_wrap_the_error_with_their_own_type():
     from storlab.campaign.runners.objload import LoadError, parse_sizes
-    from storlab.estimate.model import EstimateError, size_bytes
+    from storlab.errors import EstimateError
+    from storlab.estimate.cells import size_bytes
     with pytest.raises(LoadError, match="not a size"):
         parse_sizes("16 parsecs")
     with pytest.raises(EstimateError, match="I/O size"):

@@ -324,14 +324,20 @@ def test_a_response_on_part_of_the_runs_is_analysed_on_those_and_says_so():
 
 def test_measurement_columns_are_never_factors_of_a_bare_table():
     """`storlab results -o` of a 2-configuration fio campaign: every metric has two values,
-    and was taken for a factor ('aliased: write_iops = -bs')."""
+    and was taken for a factor ('aliased: write_iops = -bs'). The runner registry says which
+    columns are measurements; the CLI and the report pass its answer."""
+    from storlab.campaign.runners import is_metric
+
     df = pd.DataFrame({"config_id": [1, 2], "bs": ["4k", "64k"],
                        "total_iops": [48070.0, 31390.0], "write_iops": [48070.0, 31390.0],
                        "write_bw_bytes": [1.969e8, 2.057e9], "write_clat_p99_us": [5.8, 52.5],
                        "fio.write.iops": [48070.0, 31390.0], "usr_cpu": [3.0, 2.0]})
-    res = analyze(df, "total_iops")
+    res = analyze(df, "total_iops", is_metric=is_metric)
     assert list(res.effects["term"]) == ["bs"]
     assert not any("aliased" in w for w in res.warnings)
+    # without the answer, the analysis knows no runner's names: the metrics look like factors
+    assert any(w.startswith("aliased: write_iops = -bs")
+               for w in analyze(df, "total_iops").warnings)
 
 
 def _two_by_two(rows: list[tuple[int, int, int]]) -> pd.DataFrame:

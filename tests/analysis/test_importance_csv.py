@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from storlab.analysis.coded import read_coded_csv
 from storlab.analysis.importance import importance, importance_csv
+from storlab.campaign.runners import is_metric
 from storlab.errors import StorlabError
 from storlab.fileio import read_table
 
@@ -79,15 +80,15 @@ def test_big_table_matches_pandas_and_keeps_pandas_unloaded(tmp_path: Path) -> N
             "total_iops": [repr(float(v)) for v in rng.normal(5, 1, n)],
             "tput": [repr(float(v)) for v in rng.normal(100, 10, n)]}
     path = _write(tmp_path, "big.csv", cols)
-    fast = importance_csv(path, "tput", stop="top:3")
+    fast = importance_csv(path, "tput", stop="top:3", is_metric=is_metric)
     assert fast is not None
-    _same(fast, importance(read_table(path), "tput", stop="top:3"))
+    _same(fast, importance(read_table(path), "tput", stop="top:3", is_metric=is_metric))
     table = read_coded_csv(path, {"tput"})
     assert table is not None and table.columns["total_iops"].codes is None  # many numbers
     assert table.columns["qd"].values == [1, 4, 16, 64]
     assert table.columns["bs"].values == [0.5, 4.0, 64.0]
     code = ("import sys; from storlab.analysis.importance import importance_csv; "
-            f"r = importance_csv({str(path)!r}, 'tput'); "
+            f"r = importance_csv({str(path)!r}, 'tput', params=['dev', 'qd', 'bs']); "
             "print(r is not None, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

@@ -17,7 +17,8 @@ import pytest
 
 from storlab.campaign.campaign import Campaign
 from storlab.campaign.sweep_campaign import campaign_executor, run_sweep
-from storlab.sim.cluster import SimError, load_raw
+from storlab.errors import SimError
+from storlab.sim.spec import load_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "sim" / "small.yaml"

@@ -153,7 +153,9 @@ def test_a_failed_device_loses_no_request_as_the_simulator_says(swift):
     """Swift's own device failure (its directory gone: the object server answers 507) on
     3 devices and 2 replicas: GETs read the other replica, PUTs write a handoff, no request
     fails; the simulator of the same layout, with the device failed, says availability 1."""
-    from storlab.sim.cluster import build_model, parse_cluster, run_model
+    from storlab.sim.model import build_model
+    from storlab.sim.run import run_model
+    from storlab.sim.spec import parse_cluster
 
     c, _, st = swift
     dev = c.node / "d1"

@@ -111,7 +111,8 @@ def sweep() -> Result:
 def calibration() -> Result:
     from storlab.sim.analytic import solve_mva
     from storlab.sim.calibrate import calibrate
-    from storlab.sim.cluster import apply_overrides, build_model, parse_cluster
+    from storlab.sim.model import build_model
+    from storlab.sim.spec import apply_overrides, parse_cluster
 
     rows = []
     for clients, op in itertools.product((1, 8), ("GET", "PUT")):

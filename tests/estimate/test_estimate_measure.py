@@ -23,7 +23,7 @@ from storlab.estimate.measure import (
     STATUS_OFF, MeasurePlan, PlannedRun, Target, _row, bssplit, fio_options, parse_bssplit,
     probe_direct, run_plan,
 )
-from storlab.estimate.model import EstimateError
+from storlab.errors import EstimateError
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 

@@ -13,9 +13,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from storlab.errors import StorlabError
-from storlab.estimate.model import (
-    Cell, EstimateError, RWModel, fit_table, parse_size_mix, size_label,
-)
+from storlab.errors import EstimateError
+from storlab.estimate.cells import Cell, parse_size_mix, size_label
+from storlab.estimate.rwmodel import RWModel
+from storlab.estimate.tables import fit_table
 
 
 @pytest.fixture

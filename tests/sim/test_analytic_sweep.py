@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from storlab.sim.analytic import ACCURACY, solve_mva
-from storlab.sim.cluster import apply_overrides, build_model, load_raw, parse_cluster, run_model
+from storlab.sim.model import build_model
+from storlab.sim.run import run_model
+from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "sim"
 

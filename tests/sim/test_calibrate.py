@@ -5,7 +5,9 @@ import pytest
 
 from storlab.sim.analytic import solve_mva
 from storlab.sim.calibrate import calibrate, calibrated_raw, client_delay_ms, read_measurements
-from storlab.sim.cluster import SimError, apply_overrides, build_model, parse_cluster
+from storlab.errors import SimError
+from storlab.sim.model import build_model
+from storlab.sim.spec import apply_overrides, parse_cluster
 
 BASE = {
     "nodes": [
@@ -64,7 +66,7 @@ def test_simulator_predictor_fits_by_simulation_and_predicts_a_failed_disk():
     exists): the simulator predictor fits the training points and predicts the held-out
     failed-disk PUTs within 0.1 %; the analytic predictor (mean values over the same
     re-routed requests) is an approximation and lands further off (3.6 %)."""
-    from storlab.sim.cluster import run_model
+    from storlab.sim.run import run_model
 
     truth = calibrated_raw(BASE, TRUTH)
     rows = []

@@ -4,9 +4,13 @@ determinism and Little's law on simulated runs."""
 import numpy as np
 import pytest
 
-from storlab.sim.cluster import (GET, PUT, SimError, apply_overrides, build_model, build_routes,
-                                 draw_requests, load_cluster, parse_cluster, parse_size,
-                                 run_model)
+from storlab.errors import SimError
+from storlab.sim.model import build_model, draw_requests
+from storlab.sim.ops import GET, PUT
+from storlab.sim.routes import build_routes
+from storlab.sim.run import run_model
+from storlab.sim.spec import apply_overrides, load_cluster, parse_cluster
+from storlab.units import parse_size
 from storlab.sim.devices import SEED_TABLE, resolve_device
 
 SMALL = {

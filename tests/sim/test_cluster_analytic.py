@@ -7,7 +7,9 @@ the analytic model then leaves out; the pool approximation has its own, looser t
 import pytest
 
 from storlab.sim.analytic import solve_mva
-from storlab.sim.cluster import apply_overrides, build_model, parse_cluster, run_model
+from storlab.sim.model import build_model
+from storlab.sim.run import run_model
+from storlab.sim.spec import apply_overrides, parse_cluster
 
 BASE = {
     "nodes": [

@@ -9,7 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storlab.sim.cluster import apply_overrides, build_model, build_routes, draw_requests, load_raw, parse_cluster
+from storlab.sim.model import build_model, draw_requests
+from storlab.sim.routes import build_routes
+from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
 from storlab.sim.engine import HOLD, Routes, SimResult, Stations, simulate
 
 # Few distinct demands and arrival gaps, so simultaneous events (ties) are common.

@@ -4,8 +4,12 @@ quorum writes, availability, latency."""
 import numpy as np
 import pytest
 
-from storlab.sim.cluster import (GET, PUT, SimError, apply_overrides, build_model, build_routes,
-                                 draw_requests, parse_cluster, run_model)
+from storlab.errors import SimError
+from storlab.sim.model import build_model, draw_requests
+from storlab.sim.ops import GET, PUT
+from storlab.sim.routes import build_routes
+from storlab.sim.run import run_model
+from storlab.sim.spec import apply_overrides, parse_cluster
 from storlab.sim.failures import parse_time, shortcut_devices
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from storlab.sim.analytic import _order_stat, _order_stat_idle, demands
-from storlab.sim.cluster import build_model, load_raw, parse_cluster
+from storlab.sim.model import build_model
+from storlab.sim.spec import load_raw, parse_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 

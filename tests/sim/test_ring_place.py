@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storlab.errors import SimError
-from storlab.sim.cluster import build_model, load_cluster, parse_cluster
+from storlab.sim.model import build_model
+from storlab.sim.spec import load_cluster, parse_cluster
 from storlab.sim.engine import compiled_function
 from storlab.sim.ring import Ring
 from storlab.sim.ringbuild import parts_wanted, replica_plan, swift_rebalance
@@ -179,7 +180,7 @@ def test_a_region_down_loses_no_request_where_one_region_loses_many():
     the same six nodes in one region, a zone each, get half their partitions' three
     replicas all on those three nodes (Swift's builder does the same: test_ring_swift), so
     GETs fail."""
-    from storlab.sim.cluster import run_model
+    from storlab.sim.run import run_model
 
     def failed(overrides: dict) -> tuple[int, int]:
         model = build_model(load_cluster(EXAMPLES / "regions.yaml",

@@ -87,7 +87,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from storlab.sim.cluster import build_model, load_cluster, parse_cluster  # noqa: E402
+from storlab.sim.model import build_model  # noqa: E402
+from storlab.sim.spec import load_cluster, parse_cluster  # noqa: E402
 from storlab.sim.ring import Ring, hash_partition  # noqa: E402
 from storlab.sim.ringbuild import swift_rebalance  # noqa: E402
 from storlab.sim.ringfile import RingFileError, read_ring_file, ring_from_file  # noqa: E402

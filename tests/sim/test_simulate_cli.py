@@ -77,7 +77,7 @@ def test_sweep_analytic_csv_and_plot(tmp_path, storlab):
 
 def test_sweep_local_processes():
     from storlab.campaign.sweep_campaign import run_sweep
-    from storlab.sim.cluster import load_raw
+    from storlab.sim.spec import load_raw
     res = run_sweep(load_raw(SMALL), {"nodes": [2, 4], "requests": [3000]}, executor="local",
                     workers=2)
     assert list(res.table()["nodes"]) == [2, 4] and res.table()["ops_s"].gt(0).all()

@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from storlab.sim.cluster import (apply_overrides, build_model, load_raw, mser, parse_cluster,
-                                 pick_bottleneck, run_model)
+from storlab.sim.model import build_model
+from storlab.sim.run import run_model
+from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
+from storlab.sim.summary import mser, pick_bottleneck
 
 SMALL = Path(__file__).resolve().parents[2] / "examples" / "sim" / "small.yaml"
 

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from storlab.sim import engine, stream
-from storlab.sim.cluster import (apply_overrides, build_model, build_routes, draw_requests,
-                                 load_raw, parse_cluster, summarise, window_marks)
+from storlab.sim.model import build_model, draw_requests
+from storlab.sim.routes import build_routes
+from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
+from storlab.sim.summary import summarise, window_marks
 from storlab.sim.model import DRAW_BLOCK, iter_requests
 from storlab.sim.summary import LAT_REL_ERR, hist_percentile, lat_bin
 

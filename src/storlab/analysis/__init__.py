@@ -1,11 +1,17 @@
 """Analyses of a results table, one module per method (as SALib's `analyze/`): `effects`
 (effects, ANOVA, Lenth), `importance` (Carver's PI/CPI greedy selection), `coverage`
-(how much of a system's behaviour a benchmark covers), `compare` and `importance_eval`.
+(how much of a system's behaviour a benchmark covers), `compare`, `importance_eval` and
+`followup` (a follow-up space from a screening's significant factors).
 
-Each returns a small result object with `.table()` and `.plot()`. The functions named like
-their module are reached through it (`storlab.analysis.importance.importance`) or from the
-top level (`storlab.importance`, `storlab.coverage`): a package attribute named like a
-submodule would be replaced by the module as soon as the module is imported."""
+Each returns a small result object with `.table()` and `.plot()`. A function named like its
+module is reached through the module (`storlab.analysis.importance.importance`), from the
+top level (`storlab.importance`, `storlab.coverage`) or here under another name
+(`importance_of`, `coverage_of`, `compare_methods`): a package attribute named like a
+submodule would be replaced by the module as soon as the module is imported.
+
+Which columns are measurements rather than settings is the runners' knowledge: an analysis
+that reads the parameters off a bare table takes it as `is_metric`
+(`storlab.campaign.runners.is_metric`), passed in by the CLI and the report."""
 
 from __future__ import annotations
 
@@ -17,17 +23,26 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "analyze": ".effects", "EffectsAnalysis": ".effects",
     "infer_codings": ".effects", "lenth": ".effects",
     "ImportanceResult": ".importance", "StopRule": ".importance",
-    "CoverageResult": ".coverage",
-    "Comparison": ".compare",
+    "importance_of": ".importance:importance", "importance_csv": ".importance",
+    "CoverageResult": ".coverage", "coverage_of": ".coverage:coverage",
+    "Comparison": ".compare", "compare_methods": ".compare:compare",
     "EvalResult": ".importance_eval", "evaluate": ".importance_eval",
+    "CORRECTION": ".followup", "correction_text": ".followup", "follow_up": ".followup",
+    "follow_up_note": ".followup",
 })
 
-__all__ = ["Comparison", "CoverageResult", "EffectsAnalysis", "EvalResult", "ImportanceResult",
-           "StopRule", "analyze", "evaluate", "infer_codings", "lenth"]
+__all__ = ["CORRECTION", "Comparison", "CoverageResult", "EffectsAnalysis", "EvalResult",
+           "ImportanceResult", "StopRule", "analyze", "compare_methods", "correction_text",
+           "coverage_of", "evaluate", "follow_up", "follow_up_note", "importance_csv",
+           "importance_of", "infer_codings", "lenth"]
 
 if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
     from .compare import Comparison
+    from .compare import compare as compare_methods
     from .coverage import CoverageResult
+    from .coverage import coverage as coverage_of
     from .effects import EffectsAnalysis, analyze, infer_codings, lenth
-    from .importance import ImportanceResult, StopRule
+    from .followup import CORRECTION, correction_text, follow_up, follow_up_note
+    from .importance import ImportanceResult, StopRule, importance_csv
+    from .importance import importance as importance_of
     from .importance_eval import EvalResult, evaluate

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -172,16 +172,16 @@ class EffectsAnalysis(Result):
 
 # --------------------------------------------------------------------------- helpers
 def infer_codings(results: pd.DataFrame, response: str, space: Space | None = None,
-                  factors: Sequence[str] | None = None) -> list[Coding]:
+                  factors: Sequence[str] | None = None,
+                  is_metric: Callable[[str], bool] | None = None) -> list[Coding]:
     """Codings of the factor columns: from the space, or read off the data.
 
     Without a space or a factor list, a factor column is one (other than the response,
-    bookkeeping columns and storlab's measurement columns, which on a small design can
-    have two values too) with two distinct values, or three where the middle numeric
-    value is the center.
+    bookkeeping columns and the measurement columns `is_metric` names, which on a small
+    design can have two values too: storlab's runners' are
+    `storlab.campaign.runners.is_metric`) with two distinct values, or three where the
+    middle numeric value is the center.
     """
-    from .importance import is_metric
-
     if space is not None:
         names = list(factors) if factors else [n for n in space.names if n in results.columns]
         missing = [n for n in names if n not in results.columns]
@@ -202,7 +202,8 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
         return [_coding_from_data(results[n], n) for n in factors]
     out = []
     for col in results.columns:
-        if col == response or col in BOOKKEEPING or col.startswith("_") or is_metric(col):
+        if col == response or col in BOOKKEEPING or col.startswith("_") \
+                or (is_metric is not None and is_metric(col)):
             continue
         c = _coding_from_data(results[col], col, strict=True)
         if c is not None:
@@ -264,7 +265,8 @@ TRANSFORMS: dict[str, tuple[Any, Any]] = {
 def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
             factors: Sequence[str] | None = None, goal: str | None = None,
             alpha: float = 0.05, max_order: int = 2,
-            transform: str = "none") -> EffectsAnalysis:
+            transform: str = "none",
+            is_metric: Callable[[str], bool] | None = None) -> EffectsAnalysis:
     """Effects, ANOVA, Lenth, curvature and a recommendation for one response, analysed
     as `transform(response)` (none, log, log10, sqrt). Under log and log10 each effect also
     gets its `ratio`: the factor by which the high level multiplies the (geometric mean)
@@ -275,18 +277,19 @@ def analyze(results: pd.DataFrame, response: str, space: Space | None = None,
     the lost configurations (`_lost_runs`), the model terms and their aliasing
     (`_model_terms`, `_lost_runs_note`), the fit (`_fit_effects`), the ANOVA (`_anova`),
     significance (`_significance`), curvature (`_curvature_step`) and the recommendation
-    (`_recommendation`)."""
+    (`_recommendation`). Without a space or `factors`, the factors are read off the data
+    (`infer_codings`, leaving out the columns `is_metric` calls measurements)."""
     df, y, measured = _response_runs(results, response, transform)
     back = TRANSFORMS[transform][1]
     if goal is None:
         goal = space.response(response).goal if space is not None else "maximize"
-    codings = infer_codings(df, response, space, factors)
+    codings = infer_codings(df, response, space, factors, is_metric)
     names = [c.name for c in codings]
     x, is_center = _coded_runs(df, codings)
     factorial = ~is_center
     xf, yf = x[factorial], y[factorial]
     notes = _missing_response_notes(results, df, response, space, factors, names, xf,
-                                    factorial)
+                                    factorial, is_metric)
     lost = _lost_runs(results, df, codings, xf)
     terms = _model_terms(xf, names, max_order, lost, notes)
     if terms.partial:
@@ -375,8 +378,8 @@ def _coded_runs(df: pd.DataFrame, codings: Sequence[Coding]) -> tuple[np.ndarray
 
 def _missing_response_notes(results: pd.DataFrame, df: pd.DataFrame, response: str,
                             space: Space | None, factors: Sequence[str] | None,
-                            names: list[str], xf: np.ndarray, factorial: np.ndarray
-                            ) -> list[str]:
+                            names: list[str], xf: np.ndarray, factorial: np.ndarray,
+                            is_metric: Callable[[str], bool] | None = None) -> list[str]:
     """Notes for a response some runs do not produce (read latency on write-only runs, a
     failed run): the analysis is of the runs that have it, and the reader must know that."""
     notes: list[str] = []
@@ -385,7 +388,7 @@ def _missing_response_notes(results: pd.DataFrame, df: pd.DataFrame, response: s
     notes.append(f"{response} is present on {len(df)} of {len(results)} runs: analysed "
                  "on those runs only")
     try:
-        every = [c.name for c in infer_codings(results, response, space, factors)]
+        every = [c.name for c in infer_codings(results, response, space, factors, is_metric)]
     except AnalysisError:
         every = names
     held = [f"{n}={df[n].iloc[0]}" for n in every if n not in names and n in df.columns]

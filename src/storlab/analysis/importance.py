@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 import numpy as np
 
@@ -61,24 +61,9 @@ if TYPE_CHECKING:  # pragma: no cover
 Aggregate = Literal["max", "mean"]
 Goal = Literal["maximize", "minimize"]
 
-#: The measurement columns storlab's runners write (fio, postmark, sysbench, the simulator,
-#: the object-store load, rados bench): never parameters, whatever their values look like.
-_METRIC = re.compile(r"""^(?:
-    (?:read|write|trim|total)_(?:iops\w*|bw\w*|io_\w+|runtime|(?:c|s)?lat\w*)  # fio
-  | usr_cpu | sys_cpu
-  | \w+_per_s | total_s | transactions_s | total_time_s | total_events  # postmark, sysbench
-  | latency_(?:min|avg|max|p\d+)_ms
-  | (?:(?:get|put|delete|head)_)?(?:ops_s|mb_s|lat_(?:mean|p\d+)_ms)  # simulator
-  | (?:(?:get|put|delete|head)_)?(?:ops_per_s|bytes_per_s|lat_\w+_ms|requests|errors)
-  | util_\w+ | bottleneck_util | prepare_s                           # simulator, load
-  | fio\..+                     # fio's own names kept beside storlab's (fio.read.iops, ...)
-)$""", re.VERBOSE)
-
-
-def is_metric(name: str) -> bool:
-    """True for a column name storlab's runners write as a measurement (`total_iops`,
-    `read_clat_p99_us`, `ops_s`, `reads_per_s`, ...)."""
-    return bool(_METRIC.match(str(name)))
+#: Whether a column is a measurement (never a parameter): the runner registry's answer,
+#: `storlab.campaign.runners.is_metric`, which callers above the analyses pass in.
+MetricTest = Callable[[str], bool]
 
 
 # --------------------------------------------------------------------------- encoding
@@ -122,11 +107,12 @@ class Encoded:
 
 
 def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
-           max_levels: int = 10, bins: int = 4, source: str = "results") -> Encoded:
+           max_levels: int = 10, bins: int = 4, source: str = "results",
+           is_metric: MetricTest | None = None) -> Encoded:
     """Validate, bin numeric many-valued parameters, code values, average repeated runs."""
     import pandas as pd
 
-    params = _parameters(df, response, params, max_levels, source)
+    params = _parameters(df, response, params, max_levels, source, is_metric)
     y_all = pd.to_numeric(df[response], errors="coerce")
     bad = df[response].notna() & y_all.isna()
     if bad.any():
@@ -184,12 +170,12 @@ def encode(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
 
 
 def encode_coded(table: CodedTable, response: str, params: Sequence[str] | None = None,
-                 max_levels: int = 10, bins: int = 4, source: str = "results"
-                 ) -> Encoded | None:
+                 max_levels: int = 10, bins: int = 4, source: str = "results",
+                 is_metric: MetricTest | None = None) -> Encoded | None:
     """`encode` for a table `read_coded_csv` read, without pandas; None when the table
     needs what only `encode` does (a response missing or not a number on some rows, a
     many-valued numeric parameter to bin)."""
-    params = _parameters(table, response, params, max_levels, source)
+    params = _parameters(table, response, params, max_levels, source, is_metric)
     ycol = table.columns[response]
     if not ycol.numeric:
         return None
@@ -206,14 +192,14 @@ def encode_coded(table: CodedTable, response: str, params: Sequence[str] | None 
 
 
 def _parameters(table: Any, response: str, params: Sequence[str] | None, max_levels: int,
-                source: str) -> list[str]:
+                source: str, is_metric: MetricTest | None = None) -> list[str]:
     """The parameter columns (named, or `default_params`), checked against the table's
     columns (a DataFrame's or a CodedTable's)."""
     if response not in table.columns:
         raise AnalysisError(f"{source}: response column {response!r} not found "
                             f"(columns: {', '.join(map(str, table.columns))})")
     if params is None:
-        params = default_params(table, response, max_levels, source)
+        params = default_params(table, response, max_levels, source, is_metric)
     params = list(params)
     if not params:
         raise AnalysisError(f"{source}: no parameter columns to analyse (pass --params)")
@@ -293,16 +279,18 @@ def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[flo
 
 
 def default_params(df: pd.DataFrame | CodedTable, response: str, max_levels: int = 10,
-                   source: str = "results") -> list[str]:
+                   source: str = "results", is_metric: MetricTest | None = None) -> list[str]:
     """Parameter columns when none are named (neither a list nor a space): every column
-    except the response, storlab's bookkeeping columns and its runners' measurement columns
-    (`is_metric`). A numeric column with more than `max_levels` distinct values could be a
+    except the response, storlab's bookkeeping columns and the measurement columns
+    `is_metric` names (storlab's runners', `storlab.campaign.runners.is_metric`; None: no
+    column is known as one). A numeric column with more than `max_levels` distinct values could be a
     continuous parameter or another measurement; rather than guess, that is an error asking
     for the parameters (name them, or give the space)."""
     out, unclear = [], []
     for c in df.columns:
         name = str(c)
-        if c == response or name in BOOKKEEPING or name.startswith("_") or is_metric(name):
+        if c == response or name in BOOKKEEPING or name.startswith("_") \
+                or (is_metric is not None and is_metric(name)):
             continue
         if _many_numbers(df, c, max_levels):
             unclear.append(name)
@@ -731,15 +719,19 @@ def importance(df: pd.DataFrame, response: str, params: Sequence[str] | None = N
                stop: str | Sequence[StopRule] | StopRule | None = "rsd:0.02",
                aggregate: Aggregate = "max", goal: Goal = "maximize",
                max_levels: int = 10, bins: int = 4, min_support: int = 2,
-               source: str = "results") -> ImportanceResult:
+               source: str = "results", is_metric: MetricTest | None = None
+               ) -> ImportanceResult:
     """Carver's greedy selection (Algorithm 1) on a results table.
 
     `goal` says which subset is "best" (highest or lowest mean). Best subsets are chosen
     among those with at least `min_support` configurations (when any has), so that one
-    lucky configuration does not make a subset "best" with an undefined RSD.
+    lucky configuration does not make a subset "best" with an undefined RSD. Without
+    `params`, the parameters are every column but the response, the bookkeeping and the
+    columns `is_metric` calls measurements (`default_params`).
     """
     rules = _checked(stop, aggregate, goal)
-    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source)
+    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source,
+                 is_metric=is_metric)
     return select(enc, response, rules, aggregate, goal, min_support)
 
 
@@ -747,7 +739,8 @@ def importance_csv(path: str | Path, response: str, params: Sequence[str] | None
                    stop: str | Sequence[StopRule] | StopRule | None = "rsd:0.02",
                    aggregate: Aggregate = "max", goal: Goal = "maximize",
                    max_levels: int = 10, bins: int = 4, min_support: int = 2,
-                   source: str = "results") -> ImportanceResult | None:
+                   source: str = "results", is_metric: MetricTest | None = None
+                   ) -> ImportanceResult | None:
     """`importance` on a CSV file read without pandas (`read_coded_csv`, the `storlab
     importance` command's fast path), or None when the file or the analysis needs pandas:
     then read it with `storlab.fileio.read_table` and call `importance`."""
@@ -755,8 +748,7 @@ def importance_csv(path: str | Path, response: str, params: Sequence[str] | None
     if table is None:
         return None
     rules = _checked(stop, aggregate, goal)
-    enc = encode_coded(table, response, params, max_levels, bins,
-                                                   source)
+    enc = encode_coded(table, response, params, max_levels, bins, source, is_metric)
     return None if enc is None else select(enc, response, rules, aggregate, goal, min_support)
 
 

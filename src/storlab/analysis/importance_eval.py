@@ -305,10 +305,11 @@ def evaluate(df: pd.DataFrame, response: str, fractions: Sequence[float],
              repeats: int = 1000, ranks: int = 3, params: Sequence[str] | None = None,
              aggregate: Aggregate = "max", seed: int = 0, n_jobs: int = 2,
              max_levels: int = 10, bins: int = 4, source: str = "results",
-             progress: Callable[..., None] | None = None) -> EvalResult:
+             progress: Callable[..., None] | None = None,
+             is_metric: Callable[[str], bool] | None = None) -> EvalResult:
     """Section 5.4's experiment on a complete dataset (see the module docstring).
     `progress(label, advance=repeats done, total=all repeats)` hears of each finished
-    chunk."""
+    chunk; `is_metric` names the measurement columns when `params` is None (`encode`)."""
     import time
 
     t0 = time.perf_counter()
@@ -322,7 +323,8 @@ def evaluate(df: pd.DataFrame, response: str, fractions: Sequence[float],
             raise AnalysisError(f"--fractions: {f:g} is not in (0, 1]")
     if aggregate not in ("max", "mean"):
         raise AnalysisError(f"aggregate {aggregate!r} must be 'max' or 'mean'")
-    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source)
+    enc = encode(df, response, params, max_levels=max_levels, bins=bins, source=source,
+                 is_metric=is_metric)
     N, k = enc.codes.shape
     if ranks < 1 or ranks > k:
         raise AnalysisError(f"--ranks {ranks} must be between 1 and the {k} parameters")

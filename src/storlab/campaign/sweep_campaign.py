@@ -26,10 +26,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..errors import SimError
 from ..fileio import write_text
-from ..sim.cluster import (SHORT_KEYS, SimError, apply_overrides, coerce_value, parse_cluster,
-                           parse_size)
+from ..sim.spec import SHORT_KEYS, apply_overrides, coerce_value, parse_cluster
 from ..sim.sweep import SweepResult
+from ..units import parse_size
 
 Event = Callable[[str, dict[str, Any]], None]
 #: The sweep's own executor names (kept from before it was a campaign) besides the

@@ -274,7 +274,7 @@ def results_source(source: Path, space_file: Path | None) -> tuple[pd.DataFrame,
                                 "a results table (and --space SPACE.yaml)")
         if space_file is not None:
             raise AnalysisError("--space is for a results table; a campaign has its own space")
-        from ..campaign.campaign import Campaign
+        from ..campaign import Campaign
 
         camp = Campaign.load(source)
         if not camp.store_path.exists():

@@ -30,7 +30,7 @@ def headline(metrics: dict[str, Any], prefer: tuple[str, ...] = ()) -> str:
 
 def _why(stderr: str) -> str:
     """A failed run in one short line: the program's own last line first."""
-    from ..campaign.runners.base import failure_lines
+    from ..campaign.runners import failure_lines
 
     lines = failure_lines(stderr, 2)
     text = " / ".join(lines)

@@ -33,7 +33,7 @@ def run_cmd(
 
     One writer per campaign: while another `storlab run` holds the campaign, this one exits
     with status 2 naming it, or waits with --wait."""
-    from ..campaign.campaign import Campaign
+    from ..campaign import Campaign
     from ._progress import campaign_progress
 
     camp = Campaign.load(campaign_file)
@@ -74,7 +74,7 @@ def results_cmd(
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Export the campaign's tidy results table (the input of every analysis)."""
-    from ..campaign.campaign import Campaign
+    from ..campaign import Campaign
 
     camp = Campaign.load(campaign_file, store)
     note = camp.source_store_note()
@@ -138,9 +138,8 @@ def status_cmd(
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Runs per status, and the failed runs with the end of their stderr."""
-    from ..campaign.campaign import Campaign
-    from ..campaign.runners.base import failure_lines
-    from ..campaign.store import FAILED
+    from ..campaign import FAILED, Campaign
+    from ..campaign.runners import failure_lines
 
     camp = Campaign.load(campaign_file, store)
     counts = camp.status()

@@ -63,21 +63,21 @@ def up_cmd(
 ) -> None:
     """Bring a cluster up and wait until it serves requests."""
     from ..clusters import ClusterError, get_cluster
-    from ..campaign.runners.objload import parse_size
+    from ..units import parse_size
 
     (k,) = _kinds(kind)
     c = get_cluster(k, base)
     if k == "ceph":
-        from ..clusters.ceph import CephOptions
+        from ..clusters import CephOptions
 
         try:
-            size = parse_size(osd_size)
+            size = parse_size(osd_size, "object size")
         except StorlabError as exc:
             raise ClusterError(f"--osd-size: {exc}") from None
         st = c.up(CephOptions(osds=osds, replicas=replicas, store=store, osd_bytes=size,
                               rgw=rgw, bind=bind), timeout=timeout)
     else:
-        from ..clusters.swift import SwiftOptions
+        from ..clusters import SwiftOptions
 
         st = c.up(SwiftOptions(replicas=replicas or 3, workers=workers,
                                proxy_workers=proxy_workers, storage=storage, bind=bind),
@@ -210,8 +210,7 @@ def load_cmd(
     """Run the object-store load generator against a running cluster."""
     import pandas as pd
 
-    from ..campaign.runners.objectstore import load_spec_from, resolve_target
-    from ..campaign.runners.objload import Target, run_load
+    from ..campaign.runners import Target, load_spec_from, resolve_target, run_load
     from ._common import frame_table
 
     (k,) = _kinds(kind)
@@ -226,7 +225,7 @@ def load_cmd(
     target = Target(**resolve_target(opts))
     host_rows: list[dict] = []
     if dask is not None:
-        from ..campaign.runners.fanout import run_load_on_hosts
+        from ..campaign.runners import run_load_on_hosts
 
         addr = dask if "://" in dask else f"tcp://{dask}"
         multi = run_load_on_hosts(addr, target, spec, hosts)

@@ -22,7 +22,7 @@ PLOT_KINDS = ("pareto", "halfnormal", "main", "interaction")
 def _resolution(text: str | None) -> int | None:
     if text is None:
         return None
-    from ..design.aliasing import parse_resolution
+    from ..design import parse_resolution
 
     try:
         return parse_resolution(text)
@@ -93,7 +93,7 @@ def design_cmd(
         write_frame(d.export_table(), output, fmt="csv")
     note = correction = None
     if ranking is not None:
-        from ..analysis.followup import CORRECTION, correction_text, follow_up_note
+        from ..analysis import CORRECTION, correction_text, follow_up_note
 
         note = "; ".join(n for n in (follow_up_note(ranking, top), inter) if n) or None
         correction = correction_text(ranking)
@@ -106,7 +106,7 @@ def design_cmd(
                                  "correction_text": correction, "note": note}
         emit_json(data, output if output is not None and output.suffix == ".json" else None)
         return
-    from ..design.aliasing import roman
+    from ..design import roman
 
     m = d.meta
     if ranking is not None:
@@ -153,7 +153,7 @@ def design_cmd(
             console.print(f"search: {'exact' if s['exact'] else 'time-limited'}, "
                           f"{s['nodes']} nodes, {s['seconds']} s")
     if m.get("aliases"):
-        from ..design.aliasing import alias_chains
+        from ..design import alias_chains
 
         # each chain once: the mapping lists A = BD = CE under A, BD and CE
         chains = alias_chains(m["aliases"])
@@ -210,13 +210,13 @@ def _follow_up_space(path: Path, space_file: Path | None, factors: int | None, t
                      response: str | None) -> tuple[Any, Any, str, str | None]:
     """The follow-up's space from a screening: a campaign file (its results and space) or a
     results table with the space file."""
-    from ..analysis.followup import follow_up
+    from ..analysis import follow_up
     from ..space import Space
 
     if factors is not None:
         raise StorlabError("--follow-up takes its factors from the screening, not --factors")
     if path.suffix in (".yaml", ".yml"):
-        from ..campaign.campaign import Campaign
+        from ..campaign import Campaign
 
         if space_file is not None:
             raise StorlabError("--follow-up CAMPAIGN.yaml brings its own space; drop the "
@@ -263,7 +263,8 @@ def analyze_cmd(
                                           callback=output_file("-o")),
 ) -> None:
     """Effects, ANOVA, Lenth's PSE, curvature and recommended settings for one response."""
-    from ..analysis.effects import analyze as analyze_effects
+    from ..analysis import analyze as analyze_effects
+    from ..campaign.runners import is_metric
     from ._common import results_source
 
     table, space = results_source(results, space_file)
@@ -272,7 +273,7 @@ def analyze_cmd(
     fac = [f.strip() for f in factors.split(",")] if factors else None
     try:
         a = analyze_effects(table, response, space=space, factors=fac, goal=goal, alpha=alpha,
-                            max_order=order, transform=transform)
+                            max_order=order, transform=transform, is_metric=is_metric)
     except AnalysisError as exc:
         if TWO_LEVEL_ONLY not in str(exc):
             raise
@@ -339,7 +340,7 @@ def _sampled_kind(path: Path) -> str:
     is not two-level, else ""."""
     if path.suffix.lower() not in (".yaml", ".yml"):
         return ""
-    from ..campaign.spec import load_spec
+    from ..campaign import load_spec
 
     try:
         kind = load_spec(path).design.kind

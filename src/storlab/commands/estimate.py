@@ -330,7 +330,7 @@ def measure_cmd(
     checked against the requested size or split. The model is fitted from the anchors
     only, then --validate and --mixed runs are compared with it.
     """
-    from ..estimate.measure import MeasurePlan, run_plan
+    from ..estimate import MeasurePlan, run_plan
 
     plan = MeasurePlan.build(sizes=sizes, repeat=repeat, validate=validate, mixed=mixed,
                              mixed_pcts=mixed_pcts, runtime=runtime, file_size=file_size,

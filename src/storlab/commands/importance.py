@@ -67,12 +67,12 @@ def tuning_screen(source: Path) -> Optional[pd.DataFrame]:
 
     if source.suffix.lower() not in (".yaml", ".yml") or not is_campaign(source):
         return None
-    from ..campaign.campaign import Campaign
+    from ..campaign import Campaign
 
     camp = Campaign.load(source)
     if not camp.adaptive or not camp.store_path.exists():
         return None
-    from ..tune.result import result_from_campaign
+    from ..tune import result_from_campaign
 
     return result_from_campaign(camp).screening_table()
 
@@ -141,7 +141,8 @@ def importance_cmd(
                                       "S1/ST beside the PI shares."),
 ) -> None:
     """Which parameters matter: Carver's parameter importance (PI/CPI) and greedy selection."""
-    from ..analysis.importance import importance, importance_csv
+    from ..analysis import importance_csv, importance_of as importance
+    from ..campaign.runners import is_metric
 
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else None
     res = None
@@ -150,7 +151,7 @@ def importance_cmd(
         # None: the file or the analysis needs pandas, and the path below does it all.
         res = importance_csv(results, response, params=split_names(params), stop=stop,
                              aggregate=aggregate, goal=goal_full or "maximize",  # type: ignore[arg-type]
-                             bins=bins, source=str(results))
+                             bins=bins, source=str(results), is_metric=is_metric)
     if res is not None:
         goal_full = goal_full or "maximize"
     else:
@@ -158,13 +159,14 @@ def importance_cmd(
                                                   response)
         goal_full = goal_full or space_goal
         res = importance(df, response, params=names, stop=stop, aggregate=aggregate,  # type: ignore[arg-type]
-                         goal=goal_full, bins=bins, source=str(results))  # type: ignore[arg-type]
+                         goal=goal_full, bins=bins, source=str(results),  # type: ignore[arg-type]
+                         is_metric=is_metric)
         res.source_note = note
     if plot is not None:
         _save_plot(res.plot(), plot)
     cmp = None
     if compare:
-        from ..analysis.compare import compare as compare_fn
+        from ..analysis import compare_methods as compare_fn
 
         cmp = compare_fn(df, response, params=list(res.pi), bins=bins, source=str(results))
     if json_out or output:
@@ -264,7 +266,8 @@ def importance_eval_cmd(
 ) -> None:
     """How often Carver's importance finds the full dataset's top parameters from small
     Latin Hypercube subsets of it."""
-    from ..analysis.importance_eval import evaluate
+    from ..analysis import evaluate
+    from ..campaign.runners import is_metric
 
     try:
         fr = [float(f) for f in fractions.split(",") if f.strip()]
@@ -280,7 +283,7 @@ def importance_eval_cmd(
     with task_progress("importance-eval", quiet=json_out) as step:
         res = evaluate(df, response, fr, repeats=repeats, ranks=ranks, params=split_names(params),
                        aggregate=aggregate, seed=seed, n_jobs=jobs, source=str(full),  # type: ignore[arg-type]
-                       progress=step)
+                       progress=step, is_metric=is_metric)
     if plot is not None:
         _save_plot(res.plot(), plot)
     if json_out or output:

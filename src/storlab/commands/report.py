@@ -66,7 +66,7 @@ def report_cmd(
             raise StorlabError("--space is for a results table; a campaign has its own space")
         inp = from_campaign(source, level, store)
         if not json_out:
-            from ..campaign.campaign import Campaign
+            from ..campaign import Campaign
 
             campaign_store_note(Campaign.load(source, store))
     elif store is not None:
@@ -124,7 +124,8 @@ def coverage_cmd(
                                           callback=output_file("-o")),
 ) -> None:
     """Which benchmark covers more of the observed behaviour: ICA + k-means + Ward."""
-    from ..analysis.coverage import PLOT_KINDS, coverage
+    from ..analysis import CoverageResult
+    from ..analysis import coverage_of as coverage
     from ..fileio import read_table
 
     if output is not None and output.suffix.lower() not in (".html", ".json", ".csv"):
@@ -134,7 +135,7 @@ def coverage_cmd(
                    n_clusters=clusters, log=log, seed=seed, source=str(results))
     if plots is not None:
         plots.mkdir(parents=True, exist_ok=True)
-        for kind in PLOT_KINDS:
+        for kind in CoverageResult.PLOT_KINDS:
             save_figure(cov.plot(kind), plots / f"coverage-{kind}.png", dpi=150,
                         bbox_inches="tight")
     if output is not None:

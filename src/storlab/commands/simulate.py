@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
-    from ..sim.cluster import SimError
+    from ..errors import SimError
 
     out: dict[str, str] = {}
     for item in items:
@@ -91,7 +91,8 @@ def simulate_cmd(
 ) -> None:
     """Simulate a Swift-like cluster: throughput, latency per operation, utilisation of every
     resource and the bottleneck; --sweep for what-if grids, --calibrate to fit measurements."""
-    from ..sim.cluster import SimError, apply_overrides, build_model, load_raw, parse_cluster
+    from ..errors import SimError
+    from ..sim import apply_overrides, build_model, load_raw, parse_cluster
 
     src = str(cluster)
     read_text(cluster)  # binary or non-UTF-8 input: one line naming the file
@@ -107,8 +108,8 @@ def simulate_cmd(
         _calibrate(raw, src, calibrate, holdout, save_calibrated, plot, as_json, output)
         return
     if sweep:
-        from ..campaign.sweep_campaign import check_executor, default_directory, run_sweep
-        from ..sim.sweep import parse_sweep
+        from ..campaign import check_executor, default_directory, run_sweep
+        from ..sim import parse_sweep
         from ._progress import campaign_progress
 
         axes = parse_sweep(sweep)
@@ -138,13 +139,12 @@ def simulate_cmd(
                        "to plot (simulate, or add --sweep)")
     model = build_model(parse_cluster(raw, src))
     if analytic:
-        from ..sim.analytic import solve_mva
-        from ..sim.failures import refuse_analytic
+        from ..sim import refuse_analytic, solve_mva
 
         refuse_analytic(model.spec)
         rep: Any = solve_mva(model)
     else:
-        from ..sim.cluster import run_model
+        from ..sim import run_model
 
         rep = run_model(model, backend=backend)
     data = rep.to_dict()
@@ -166,7 +166,7 @@ def _ops_display(ops: pd.DataFrame) -> pd.DataFrame:
 
 def _print_report(rep: Any, src: str, analytic: bool) -> None:
     if analytic:
-        from ..sim.analytic import ACCURACY
+        from ..sim import ACCURACY
 
         how = (f"analytic ({rep.method}); against the simulator on the shipped examples: "
                f"throughput within {ACCURACY['throughput']:.0%}, mean latency within "
@@ -207,8 +207,9 @@ def _print_report(rep: Any, src: str, analytic: bool) -> None:
 
 def _calibrate(raw: dict[str, Any], src: str, csv: Path, holdout: float,
                save: Path | None, plot: Path | None, as_json: bool, output: Path | None) -> None:
-    from ..sim.calibrate import calibrate, read_measurements
-    from ..sim.cluster import SimError
+    from ..errors import SimError
+    from ..sim import calibrate_cluster as calibrate
+    from ..sim import read_measurements
 
     if not 0 <= holdout < 1:
         raise SimError(f"--holdout {holdout}: must be in [0, 1)")

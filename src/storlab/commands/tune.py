@@ -77,7 +77,7 @@ def tune_cmd(
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
     baseline (resumes like `storlab run`: run the same command again)."""
-    from ..tune.tuning import Tuning
+    from ..tune import Tuning
     from ._progress import campaign_progress
 
     tuning = Tuning(campaign_file, budget=budget, strategy=strategy, objectives=response,
@@ -112,7 +112,7 @@ def tune_cmd(
 
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
-    from ..tune.result import change_text
+    from ..tune import change_text
 
     ph = ", ".join(f"{k} {v}" for k, v in data["phases"].items())
     warm = (f" + {data['warmup_runs']} warm-up runs (not counted in the budget)"
@@ -154,7 +154,7 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
         console.print(f"note: {n}", highlight=False)
     console.print(f"recommended (measured): {_config_text(b['config'])}")
     console.print(f"  {measured(b)}")
-    from ..tune.result import race_lines
+    from ..tune import race_lines
 
     for line in race_lines(data, units[objs[0]]):
         console.print(f"  {line}", highlight=False)
@@ -211,8 +211,8 @@ def confirm_cmd(
                                           callback=output_file("-o")),
 ) -> None:
     """Re-run configurations in random interleaved order and compare them (Welch's t-test)."""
-    from ..tune.tuning import Confirmation
-    from ..tune.result import change_text
+    from ..tune import Confirmation
+    from ..tune import change_text
     from ._progress import campaign_progress
 
     conf = Confirmation(campaign_file, config, against, runs=runs, response=response,
@@ -288,7 +288,7 @@ def tune_eval_cmd(
     """How many runs each tuning strategy needs to get within 1 % and 5 % of a complete
     table's optimum (the table is the oracle)."""
     from ..fileio import read_table
-    from ..tune.evaluate import MEDIAN_RULE, tune_eval
+    from ..tune import MEDIAN_RULE, tune_eval
     from .importance import split_names
 
     df = read_table(full, "table")

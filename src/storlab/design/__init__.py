@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ..errors import DesignError
 from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
 from ..space import Space
+from .aliasing import alias_chains, parse_resolution, roman
 from .base import Design, add_center_points, randomize, replicate
 from .factorial import foldover, fractional_factorial, full_factorial
 from .lhs import lhs_design
@@ -16,9 +17,9 @@ from .pb import plackett_burman
 
 KINDS = ("full", "fractional", "pb", "lhs")
 
-__all__ = ["KINDS", "MAX_FACTORS", "MAX_RUNS", "Design", "add_center_points", "foldover", "fractional_factorial",
-           "full_factorial", "lhs_design", "make_design", "plackett_burman", "randomize",
-           "replicate"]
+__all__ = ["KINDS", "MAX_FACTORS", "MAX_RUNS", "Design", "add_center_points", "alias_chains",
+           "foldover", "fractional_factorial", "full_factorial", "lhs_design", "make_design",
+           "parse_resolution", "plackett_burman", "randomize", "replicate", "roman"]
 
 
 def make_design(space: Space, kind: str, *, runs: int | None = None,

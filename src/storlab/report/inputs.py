@@ -139,6 +139,7 @@ def _space_from_table(df: pd.DataFrame, responses: Sequence[str] | None = None
     space), beside the first of `responses` the table has, else of REPORT_RESPONSES (a user's own
     response `y` must not leave the report without factors: a results table of y alone)."""
     from ..analysis.effects import infer_codings
+    from ..campaign.runners import is_metric
     from ..errors import AnalysisError
     from ..space import Factor
 
@@ -146,7 +147,7 @@ def _space_from_table(df: pd.DataFrame, responses: Sequence[str] | None = None
     if resp is None:
         return None
     try:
-        codings = infer_codings(df, resp)
+        codings = infer_codings(df, resp, is_metric=is_metric)
     except AnalysisError:
         return None
     facs = []

@@ -346,6 +346,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     from ..analysis.effects import analyze
     from ..analysis.importance import importance
     from ..analysis.plots import axis_label, effects_plot
+    from ..campaign.runners import is_metric
     from ..errors import AnalysisError
 
     unit = _unit(inp, response)
@@ -442,7 +443,8 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
     if (names is not None or inp.space is None) and len(imp_df) >= 2 \
             and response in imp_df.columns:
         try:
-            imp = importance(imp_df, response, params=names, goal=goal)  # type: ignore[arg-type]
+            imp = importance(imp_df, response, params=names, goal=goal,  # type: ignore[arg-type]
+                             is_metric=is_metric)
             imp.source_note = imp_note
         except AnalysisError as exc:
             notes.append(f"Carver importance not shown: {exc}")

@@ -30,11 +30,13 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from ..errors import SimError
 from ..jsonutil import to_jsonable
 from ..result_shape import Result
 from .analytic import Demands, solve_mva, demands
-from .cluster import (OPS, SHORT_KEYS, ClusterModel, CpuCosts, OpCost, SimError, apply_overrides,
-                      build_model, parse_cluster)
+from .model import ClusterModel, build_model
+from .ops import OPS
+from .spec import SHORT_KEYS, CpuCosts, OpCost, apply_overrides, parse_cluster
 
 PARAMS = ("proxy_cpu_op", "proxy_cpu_mb", "object_cpu_op", "object_cpu_mb", "disk_overhead",
           "disk_bandwidth")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..jsonutil import to_jsonable
 from ..result_shape import Result
-from .cluster import SimError
+from ..errors import SimError
 
 
 def parse_sweep(items: Sequence[str], source: str = "--sweep") -> dict[str, list[str]]:

@@ -7,7 +7,7 @@
 Configuration keys override the cluster file: short names (`nodes`, `proxies`, `disk`,
 `disks`, `nic`, `cores`, `ghz`, `proxy_workers`, `object_workers`, `replicas`,
 `write_quorum`, `part_power`, `clients`, `rate`, `object_size`, `mix`, `think_ms`, `seed`,
-... see `storlab.sim.cluster.SHORT_KEYS`) or dotted paths (`swift.replicas`,
+... see `storlab.sim.spec.SHORT_KEYS`) or dotted paths (`swift.replicas`,
 `storage.disks.count`, `proxy.cpu.cores`, `workload.mix.GET`). Constructor keywords
 `analytic`, `backend` and `requests` configure the runner; any other keyword is a fixed
 override applied before the configuration's (the configuration wins).
@@ -49,7 +49,7 @@ class SimulatorRunner:
 
     def __init__(self, cluster: str | Path | Mapping[str, Any], analytic: bool = False,
                  backend: str = "rust", requests: int | None = None, **fixed: Any) -> None:
-        from ...sim.cluster import load_raw
+        from ...sim.spec import load_raw
 
         if isinstance(cluster, Mapping):
             self.raw = dict(cluster)
@@ -62,7 +62,8 @@ class SimulatorRunner:
         self.requests = requests
         self.fixed = dict(fixed)
         if self.fixed:  # a misspelt override must not simulate the unchanged cluster
-            from ...sim.cluster import SimError, apply_overrides, parse_cluster
+            from ...errors import SimError
+            from ...sim.spec import apply_overrides, parse_cluster
 
             from ..spec import CampaignError
 
@@ -73,7 +74,10 @@ class SimulatorRunner:
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
-        from ...sim.cluster import SimError, apply_overrides, build_model, parse_cluster, run_model
+        from ...errors import SimError
+        from ...sim.model import build_model
+        from ...sim.run import run_model
+        from ...sim.spec import apply_overrides, parse_cluster
 
         started = time.time()
         overrides = {**self.fixed, **dict(config)}
