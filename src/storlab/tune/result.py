@@ -283,8 +283,8 @@ class TuneResult(Result):
 
     def best(self) -> Entry | None:
         """The recommendation. One objective: the race's choice (tune/racing.py: among the
-        candidates it could not separate, the highest mean after shrinking each toward the
-        common mean of every measured configuration by its uncertainty, then the most
+        candidates it could not separate, the highest mean after shrinking each toward what
+        the configurations sharing its levels measured, by its uncertainty, then the most
         runs; means over the runs after each one's selecting first run). Two: the best mean among the
         confirmed configurations that got their full `confirm_runs` (one cut short by the
         budget cannot win on fewer runs)."""
