@@ -164,3 +164,49 @@ def test_escape_moves_several_factors_at_once_to_another_basin() -> None:
     # Off, the same history goes elsewhere: TPE's turn at a local optimum
     s.escape = False
     assert s.ask(hist[:len(screen) + len(around)])[0].note == {}
+
+
+
+def test_a_stall_gives_a_two_factor_move_a_turn_while_one_factor_steps_still_promise() -> None:
+    # Around a basin's floor one-factor steps keep promising a fraction of a percent (eight
+    # cache sizes, each untried one uncertain). After `patience` search runs without a 1 %
+    # gain, the next run changes two or more factors at once (a pair step or an escape),
+    # though a one-factor step is still on offer; without the rule it is another cache size.
+    from storlab.space import Factor, Space
+
+    caches = [1, 2, 4, 8, 16, 32, 64, 128]
+    space = Space([Factor("page_kib", "integer", values=[1, 4]),
+                   Factor("hash", "integer", values=[0, 1]),
+                   Factor("cache", "integer", values=caches),
+                   Factor("crypto", "integer", values=[0, 1]),
+                   Factor("stats", "integer", values=[0, 1])])
+
+    def ops(c: dict[str, Any]) -> float:
+        v = 100.0 - 5 * (c["page_kib"] == 1) - 5 * c["hash"] + \
+            40 * (c["page_kib"] == 1 and c["hash"] == 1)
+        return v * (0.5 if c["crypto"] else 1.0) * (1 + 0.001 * caches.index(c["cache"]))
+
+    s = make_strategy("screen-then-tune", Domain(space), [Objective("ops", "maximize")],
+                      TuneSettings(budget=60, seed=3))
+    assert isinstance(s, ScreenThenTune)
+    inc = {"page_kib": 4, "hash": 0, "cache": 1, "crypto": 0, "stats": 0}
+    around = [inc, {**inc, "page_kib": 1}, {**inc, "hash": 1}, {**inc, "crypto": 1},
+              {**inc, "stats": 1}]
+    hist = _history([(c, ops(c), "screen") for c in around])
+    moves = []
+    while not moves or moves[-1].note != {"move": "escape"}:
+        assert len(moves) <= s.patience + 1
+        p = s.ask(hist)[0]
+        moves.append(p)
+        hist += _history([(p.config, ops(p.config), p.phase)])
+    assert s.since_escape(hist[:-1]) == s.patience  # no 1 % gain in the runs before it
+    best = Tally(hist[:-1], s.objectives).best()
+    assert best is not None
+    apart = sum(moves[-1].config[n] != best.config[n] for n in inc)
+    assert apart >= 2
+    ranking, _ = s.screening(hist)
+    assert s.local_step(Tally(hist[:-1], s.objectives), ranking, best.config) is not None
+    # without the rule the same history takes another one-factor step
+    s.patience = 0
+    p = s.ask(hist[:-1])[0]
+    assert p.note == {} and sum(p.config[n] != best.config[n] for n in inc) == 1
