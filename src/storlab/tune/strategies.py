@@ -518,10 +518,6 @@ class ScreenThenTune(OptunaSearch):
          together, by the same bound (page size and hash table must move together in
          Berkeley DB: each alone is worse, and the hash table's importance over the whole
          space is near zero);
-       - after `patience` search runs without a gain of `min_gain`, the two-factor step
-         (else an escape, `escape_step`) gets one turn even while one-factor steps still
-         promise a gain (`stuck_step`): around a basin's floor they promise fractions of
-         a percent each, and can fill the search's share of the budget;
        - when no such change promises a gain either (a local optimum), Optuna's TPE
          (multivariate, no random start-up: the screening is its start-up) over the
          `focus` most important factors, the others held at the incumbent's values.
@@ -542,7 +538,6 @@ class ScreenThenTune(OptunaSearch):
     escape_group = 3     # ... that change at least this many factors at once
     escape_basins = 3    # ... restarting from at most this many other basins
     escape_every = 1     # ... after this many search runs without a gain or escape
-    patience = 5         # a pair step or escape after this many runs without a gain, always
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -704,9 +699,6 @@ class ScreenThenTune(OptunaSearch):
         # to TPE until one gains.
         ranged = [n for n in ranking if self.domain.space[n].levels is None]
         if not (ranged and stalled):
-            cfg = self.stuck_step(history, tally, ranking, incumbent)
-            if cfg is not None:
-                return cfg
             cfg = self.local_step(tally, ranking, incumbent)
             if cfg is not None:
                 return cfg
@@ -730,23 +722,6 @@ class ScreenThenTune(OptunaSearch):
                 return cfg if cfg is not None else self.local_step(tally, ranking, incumbent,
                                                                    any_gain=True)
             n_active += 1  # this subspace is used up: widen
-
-    def stuck_step(self, history: Sequence[Observation], tally: Tally, ranking: Sequence[str],
-                   incumbent: Mapping[str, Any]) -> dict[str, Any] | None:
-        """After `patience` search runs without a gain of `min_gain` (or since the last such
-        move), a two-factor step and then an escape get a turn even while one-factor steps
-        still promise a gain: around a basin's floor those promises are worth a percent
-        each (cache size, statistics flags), and in Berkeley DB C they used the search's
-        whole share of the budget 22 % above the optimum, one page size and hash table
-        change (made together) away."""
-        if not self.patience or self.since_escape(history) < self.patience:
-            return None
-        cfg = self.pair_step(tally, ranking, incumbent)
-        if cfg is None and self.escape:
-            cfg = self.escape_step(tally, ranking, incumbent)
-        if cfg is not None:
-            self.move = "escape"
-        return cfg
 
     def local_step(self, tally: Tally, ranking: Sequence[str], incumbent: Mapping[str, Any],
                    any_gain: bool = False, away: Mapping[str, Any] | None = None
