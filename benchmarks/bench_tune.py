@@ -1,10 +1,11 @@
 """Tuning a storage system under noise, scored on what a user acts on, on complete measured
-configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL, HSQLDB;
-provenance in its README).
+configuration datasets (benchmarks/data/: Berkeley DB C and Java, PostgreSQL, HSQLDB,
+MongoDB; provenance in its README).
 
 Each dataset is the oracle. Every run of a configuration is its table value times
 lognormal noise exp(noise * N(0, 1)). storlab tunes as `storlab tune` runs: a campaign file
-written as a user writes it (numeric levels ordinal, text categorical), the campaign loop and
+written as a user writes it (numeric levels ordinal, text categorical, the dataset's
+constraints where its feature model has them), the campaign loop and
 its store in a temporary directory, a runner that looks each configuration up in the table
 and draws the run's noise from (seed, run key) (`storlab.tune.evaluate.replay_tuning`;
 tests/tune/test_replay_cli.py checks it against the CLI with a `command` runner), and is
@@ -45,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_datasets import NAMES, load_dataset  # noqa: E402
+from tune_datasets import NAMES, constraints, load_dataset  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / ".bench-out"
 
@@ -124,6 +125,9 @@ def smac_tuning(table: pd.DataFrame, response: str, goal: str, params: list[str]
                      for p in params)
 
     def target(config, seed: int = 0) -> float:
+        if key(config) not in truth:  # outside a constrained table's feature model
+            runs.append(math.inf)  # SMAC records the exception as a crashed run
+            raise ValueError("configuration outside the measured table")
         v = truth[key(config)]
         runs.append(gap(v))
         v *= math.exp(noise * rng.standard_normal()) if noise else 1.0
@@ -149,6 +153,7 @@ def pooled(name: str, noise: float, budgets: list[int], seed_sets: int, repeats:
     from storlab.tune.evaluate import tune_eval
 
     table, response, goal, params = load_dataset(name)
+    cons = constraints(name)
     top = max(budgets)
     rec = {(s, b): [] for s in strategies for b in budgets}
     runs5 = {(s, b): [] for s in strategies for b in budgets}
@@ -158,7 +163,7 @@ def pooled(name: str, noise: float, budgets: list[int], seed_sets: int, repeats:
         if base:
             res = tune_eval(table, response, goal=goal, params=params, strategies=base,
                             budget=top, repeats=repeats, seed=ss, targets=(0.05,),
-                            noise=noise, confirm_share=confirm_share)
+                            noise=noise, confirm_share=confirm_share, constraints=cons)
             rc = res.rec_curve
             for s in base:
                 for b in budgets:
@@ -180,7 +185,8 @@ def pooled(name: str, noise: float, budgets: list[int], seed_sets: int, repeats:
             for b in budgets:
                 res = tune_eval(table, response, goal=goal, params=params,
                                 strategies=("storlab",), budget=b, repeats=repeats, seed=ss,
-                                targets=(0.05,), noise=noise, confirm_share=confirm_share)
+                                targets=(0.05,), noise=noise, confirm_share=confirm_share,
+                                constraints=cons)
                 r = res.recommended
                 rec[("storlab", b)] += [float(x) for x in r["rec_gap"]]
                 runs5[("storlab", b)] += list(_runs_to(res, "storlab", 0.05, b, repeats))
