@@ -27,7 +27,8 @@ ROOT = SRC / "storlab"
 LAYERS: list[set[str]] = [
     {"errors", "_lazy"},        # the one error module; lazy package faces
     {"jsonutil", "limits"},     # plain values, shared limits
-    {"units", "plotstyle", "result_shape"},  # sizes, rates and mixes; figure style; result shape
+    {"units", "plotstyle", "result_shape", "metrics"},  # sizes, rates and mixes; figure style;
+                                # result shape; the measurement columns runners write
     {"fileio", "_proc_lifetime"},     # atomic files and readers; child-process hygiene
     {"constraints"},            # constraint expressions (whitelisted ast)
     {"space"},                  # factors, responses, YAML spaces

@@ -256,8 +256,10 @@ def test_storlab_metric_and_bookkeeping_columns_are_never_parameters():
     df["fio.write.clat_ns.percentile.99.000000"] = rng.choice([1e4, 2e4], len(df))
     res = importance(df, "tput", stop="top:2", is_metric=is_metric)
     assert set(res.pi) == {"A", "B", "C", "N1", "N2"}
-    # without the answer the analysis knows no runner: the metrics are columns like others
-    res = importance(df, "tput", stop="top:2")
+    # a library call without the answer asks the declared names itself (storlab.metrics)
+    assert set(importance(df, "tput", stop="top:2").pi) == {"A", "B", "C", "N1", "N2"}
+    # a caller's own answer wins: told no column is a metric, they are columns like others
+    res = importance(df, "tput", stop="top:2", is_metric=lambda name: False)
     assert {"read_clat_p99_us", "usr_cpu", "fio.read.iops"} <= set(res.pi)
     assert "_n_ok" not in res.pi and "config_id" not in res.pi
 

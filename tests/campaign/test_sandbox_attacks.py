@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 import stat
 import sys
 import textwrap
@@ -494,3 +495,78 @@ def test_no_descriptor_storlab_opened_reaches_the_program(lab: Lab) -> None:
     mine, init = res.stderr.split("-")
     assert mine.split() == ["0", "1", "2", "3"], res.stderr  # 3: ls's own listing
     assert init.split()[:3] == ["0", "1", "2"] and len(init.split()) <= 4, res.stderr
+
+
+@pytest.mark.skipif(shutil.which("fio") is None or shutil.which("sysbench") is None,
+                    reason="fio or sysbench not installed")
+def test_the_questions_asked_before_any_run_are_sandboxed_too(tmp_path: Path) -> None:
+    """A campaign names the program (`fio:`, `sysbench:`): storlab's questions before the
+    runs (`--parse-only` of the option names, `--version`, `--help`) ran it as root with no
+    walls, and it wrote outside. They run in a sandbox of their own now."""
+    from storlab.campaign.runners import make_runner
+    from storlab.campaign.runners.fio import _fio_version
+    from storlab.campaign.runners.sysbench import known_options
+
+    victim = Path(tempfile.mkdtemp(dir="/var/tmp")) / "victim.txt"
+    try:
+        for real in ("fio", "sysbench"):
+            evil = tmp_path / f"evil-{real}"
+            evil.write_text(f"#!/bin/sh\necho \"$*\" >> {victim}\n"
+                            f"exec {shutil.which(real)} \"$@\"\n")
+            evil.chmod(0o755)
+        fio = make_runner("fio", {"fio": str(tmp_path / "evil-fio")})
+        fio.check_option_names({"rw": "write", "bs": "4k", "size": "64k"})
+        assert _fio_version(str(tmp_path / "evil-fio")).startswith("fio-")  # still answers
+        known_options.cache_clear()
+        assert "file-total-size" in known_options(str(tmp_path / "evil-sysbench"))
+        assert not victim.exists(), victim.read_text()
+    finally:
+        shutil.rmtree(victim.parent, ignore_errors=True)
+
+
+def test_a_store_in_the_scratch_area_or_through_a_link_is_refused(tmp_path: Path) -> None:
+    """storlab writes its store as root: a store in the scratch area (a run's program
+    could put a link at its name: the next resume wrote a loop device) and a store or a
+    file beside it that is a link are refused in one line, before any run."""
+    import subprocess
+    import sys
+
+    base = ("name: c\nspace:\n  factors:\n    - {name: a, kind: ordinal, values: [1, 2]}\n"
+            "  responses:\n    - {name: y}\ndesign: {kind: full}\nrunner:\n  type: command\n"
+            "  options:\n    command: [sh, -c, \"echo '{\\\"y\\\": 1}'\"]\n"
+            "    json_metrics: {y: y}\n")
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"V" * 4096)
+    (tmp_path / "link.db").symlink_to(victim)
+    (tmp_path / "fine.db.output").symlink_to(tmp_path)
+    cases = {"scratch/c1-r1/s.db": "lies inside the scratch area",
+             "link.db": "is a symbolic link", "fine.db": "fine.db.output: is a symbolic link"}
+    for store, said in cases.items():
+        f = tmp_path / "c.yaml"
+        f.write_text(f"store: {store}\n" + base)
+        p = subprocess.run([sys.executable, "-m", "storlab", "run", str(f)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and said in p.stderr, (store, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert victim.read_bytes() == b"V" * 4096
+
+
+def test_a_program_the_walls_stop_gets_a_hint_naming_what_to_declare(tmp_path: Path) -> None:
+    """A script outside the shown places, a write to /tmp, a name lookup: the program's
+    own error, then one storlab line naming the declaration (sandbox.readable, .writable,
+    .network); a program that fails for its own reasons gets none."""
+    from storlab.campaign.runners import run_program
+    from storlab.campaign.runners._sandbox import Declared, declared
+
+    wd = tmp_path / "camp" / "runs" / "r1"
+    wd.mkdir(parents=True)
+    cases = {"sh /srv/storlab-missing.sh": "sandbox.readable",
+             "echo x > /tmp/storlab-x": "sandbox.writable",
+             "getent hosts pypi.org || echo 'Temporary failure in name resolution' >&2; "
+             "exit 1": "sandbox.network"}
+    with declared(Declared(homes=(str(tmp_path / "camp"),))):
+        for script, want in cases.items():
+            p = run_program(["sh", "-c", script], cwd=str(wd), timeout=60)
+            assert p.exit_code != 0 and want in p.stderr, (script, p.stderr)
+        p = run_program(["sh", "-c", "echo broken >&2; exit 3"], cwd=str(wd), timeout=60)
+        assert p.exit_code == 3 and "storlab" not in p.stderr, p.stderr

@@ -17,6 +17,7 @@ import selectors
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -404,3 +405,29 @@ def test_fio_engines_and_name_lookups_work_in_the_smaller_root(tmp_path: Path) -
     assert res.status == "ok", res.stderr[-600:]
     assert all(f"{e}.0.0" in res.raw for e in ("psync", "libaio", "io_uring")), res.raw
     assert "localhost" in res.raw, res.raw
+
+
+def test_a_declared_socket_inside_a_declared_writable_directory_opens(tmp_path: Path) -> None:
+    """A database a setup step started keeps its socket in a directory the campaign declares
+    writable and the socket in `sandbox.sockets`: the socket's own bind is dropped inside
+    the writable one, and it must not then be covered as a daemon's."""
+    from storlab.campaign.runners import run_program
+    from storlab.campaign.runners._sandbox import Declared, declared
+
+    camp, shared = tmp_path / "camp", Path(tempfile.mkdtemp(dir="/var/tmp"))
+    wd = camp / "runs" / "r1"
+    wd.mkdir(parents=True)
+    sp = str(shared / "db.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(sp)
+    srv.listen(5)
+    code = ("import socket; c = socket.socket(socket.AF_UNIX); "
+            f"c.connect({sp!r}); print('connected')")
+    try:
+        for paths in ((), (str(shared),)):
+            with declared(Declared(homes=(str(camp),), sockets=(sp,), paths=paths)):
+                p = run_program(["python3", "-c", code], cwd=str(wd), timeout=60)
+            assert p.stdout.strip() == "connected", (paths, p.stderr[-400:])
+    finally:
+        srv.close()
+        shutil.rmtree(shared, ignore_errors=True)

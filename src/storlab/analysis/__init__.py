@@ -9,9 +9,10 @@ top level (`storlab.importance`, `storlab.coverage`) or here under another name
 (`importance_of`, `coverage_of`, `compare_methods`): a package attribute named like a
 submodule would be replaced by the module as soon as the module is imported.
 
-Which columns are measurements rather than settings is the runners' knowledge: an analysis
-that reads the parameters off a bare table takes it as `is_metric`
-(`storlab.campaign.runners.is_metric`), passed in by the CLI and the report."""
+Which columns are measurements rather than settings is the runners' knowledge, declared per
+runner in `storlab.metrics`: an analysis that reads the parameters off a bare table asks it
+(`is_metric`; the CLI and the report pass `storlab.campaign.runners.is_metric`, the same
+answer), and a caller may pass its own test."""
 
 from __future__ import annotations
 

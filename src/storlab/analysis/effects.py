@@ -178,8 +178,8 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
 
     Without a space or a factor list, a factor column is one (other than the response,
     bookkeeping columns and the measurement columns `is_metric` names, which on a small
-    design can have two values too: storlab's runners' are
-    `storlab.campaign.runners.is_metric`) with two distinct values, or three where the
+    design can have two values too; None: the columns storlab's runners declare,
+    `storlab.metrics.is_metric`) with two distinct values, or three where the
     middle numeric value is the center.
     """
     if space is not None:
@@ -200,10 +200,11 @@ def infer_codings(results: pd.DataFrame, response: str, space: Space | None = No
         if missing:
             raise AnalysisError(f"results lack factor column(s) {missing}")
         return [_coding_from_data(results[n], n) for n in factors]
+    if is_metric is None:
+        from ..metrics import is_metric
     out = []
     for col in results.columns:
-        if col == response or col in BOOKKEEPING or col.startswith("_") \
-                or (is_metric is not None and is_metric(col)):
+        if col == response or col in BOOKKEEPING or col.startswith("_") or is_metric(col):
             continue
         c = _coding_from_data(results[col], col, strict=True)
         if c is not None:

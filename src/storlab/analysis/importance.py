@@ -61,8 +61,8 @@ if TYPE_CHECKING:  # pragma: no cover
 Aggregate = Literal["max", "mean"]
 Goal = Literal["maximize", "minimize"]
 
-#: Whether a column is a measurement (never a parameter): the runner registry's answer,
-#: `storlab.campaign.runners.is_metric`, which callers above the analyses pass in.
+#: Whether a column is a measurement (never a parameter); None: the columns storlab's runners
+#: declare (`storlab.metrics.is_metric`, also `storlab.campaign.runners.is_metric`).
 MetricTest = Callable[[str], bool]
 
 
@@ -282,15 +282,16 @@ def default_params(df: pd.DataFrame | CodedTable, response: str, max_levels: int
                    source: str = "results", is_metric: MetricTest | None = None) -> list[str]:
     """Parameter columns when none are named (neither a list nor a space): every column
     except the response, storlab's bookkeeping columns and the measurement columns
-    `is_metric` names (storlab's runners', `storlab.campaign.runners.is_metric`; None: no
-    column is known as one). A numeric column with more than `max_levels` distinct values could be a
+    `is_metric` names (None: storlab's runners' declared columns, `storlab.metrics.is_metric`;
+    pass `lambda name: False` to read every column as a possible parameter). A numeric column with more than `max_levels` distinct values could be a
     continuous parameter or another measurement; rather than guess, that is an error asking
     for the parameters (name them, or give the space)."""
+    if is_metric is None:
+        from ..metrics import is_metric
     out, unclear = [], []
     for c in df.columns:
         name = str(c)
-        if c == response or name in BOOKKEEPING or name.startswith("_") \
-                or (is_metric is not None and is_metric(name)):
+        if c == response or name in BOOKKEEPING or name.startswith("_") or is_metric(name):
             continue
         if _many_numbers(df, c, max_levels):
             unclear.append(name)

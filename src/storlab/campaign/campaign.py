@@ -45,7 +45,7 @@ from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_
                       unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
-from .store import FAILED, Store
+from .store import FAILED, Store, refuse_links
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
 from .task import RunTask, StepSpec, TaskOutcome
@@ -193,7 +193,14 @@ class Campaign:
         an existing file outside the campaign's scratch area without `allow_destructive` is
         refused here, before any run or step), resolved in a run's scratch directory.
         Returns the runner (an adaptive campaign checks each new batch with it). Refused too
-        when the run's programs cannot be sandboxed here (`require_sandbox`)."""
+        when the run's programs cannot be sandboxed here (`require_sandbox`), and when the
+        store lies in the scratch area, where the runs' programs write (one could put a link
+        at the store's name that storlab, as root, would then write through)."""
+        if self.store_path.resolve().is_relative_to(self.scratch.resolve()):
+            raise CampaignError(f"{self.path}: field store: {self.spec.store} lies inside the "
+                                f"scratch area ({self.spec.workdir}), where the runs' programs "
+                                "write; name a store outside it")
+        refuse_links(self.store_path)
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
         except CampaignError as exc:

@@ -90,6 +90,24 @@ DONE = ("ok",)
 FAILED = ("failed", "timeout")
 
 
+#: What storlab writes beside a store: SQLite's own files, the lock, the runs' whole output.
+BESIDE = ("-wal", "-shm", "-journal", ".lock", ".output")
+
+
+def refuse_links(path: Path) -> None:
+    """A store, or a file storlab writes beside it, that is a link (a device, a file
+    elsewhere: storlab, as root, would write there) or a store that is not a regular file:
+    refused in one line. An early, friendly check; the sandbox keeps programs from placing
+    such links (the store must not lie in a run's writable directory, `Campaign`)."""
+    for p in (path, *(path.with_name(path.name + s) for s in BESIDE)):
+        if p.is_symlink():
+            raise CampaignError(f"{p}: is a symbolic link; storlab writes its store and the "
+                                "files beside it only where they are, never through a link "
+                                "(remove it, or name the real place in `store:`)")
+    if path.exists() and not path.is_file():
+        raise CampaignError(f"{path}: not a regular file, so not a campaign store")
+
+
 class Store:
     """SQLite store of a campaign's configurations and runs.
 
@@ -103,9 +121,11 @@ class Store:
         self.readonly = readonly
         self._owner: str | None = None
         if readonly:
+            refuse_links(self.path)  # the same one-line answer before a run as after it
             self.db = self._open_readonly()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_links(self.path)
         try:
             if not self.path.exists():
                 self._create()

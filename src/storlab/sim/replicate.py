@@ -52,6 +52,8 @@ class Replicated:
 
         a, b = self.ops.set_index("op"), other.ops.set_index("op")
         ops = [op for op in a.index.intersection(b.index) if op != "ALL"]
+        if not ops:
+            raise ValueError("the two replications share no operation to compare")
         q = 1.0 - (1.0 - level) / (2 * len(ops) * len(COLUMNS))
         rows = []
         for op in ops:

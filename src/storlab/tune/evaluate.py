@@ -447,6 +447,7 @@ class TableOracle:
 def _oracle(truth: Mapping[str, float]) -> Iterator[str]:
     from ..campaign.runners import REGISTRY
 
+    added = ORACLE_RUNNER not in REGISTRY
     REGISTRY.setdefault(ORACLE_RUNNER, f"{__name__}:TableOracle")
     token = uuid.uuid4().hex
     _ORACLES[token] = truth
@@ -454,6 +455,8 @@ def _oracle(truth: Mapping[str, float]) -> Iterator[str]:
         yield token
     finally:
         del _ORACLES[token]
+        if added and not _ORACLES:  # registered for the replay only, not for the process
+            REGISTRY.pop(ORACLE_RUNNER, None)
 
 
 def _scratch_root() -> str | None:

@@ -413,10 +413,48 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         ended = time.time()
         out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
         err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
+    if walls is not None and proc.returncode != 0:
+        err += sandbox_hint(err)
     if cut:
         err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
                 + (f" (whole stream: {paths[0]})" if paths[0] else ""))
     return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
+
+
+#: What a program's error says when the sandbox refused it, and what the user can declare.
+_SANDBOX_HINTS = (
+    (re.compile(r"Read-only file system"),
+     "the sandbox keeps everything read-only but the run's directory (TMPDIR points there) "
+     "and the places the campaign declares: declare a directory in sandbox.writable"),
+    (re.compile(r"No such file or directory|not found|cannot open|No module named"),
+     "the sandbox shows /usr, /etc, /opt, the campaign's directory and the program's own "
+     "directory; a file elsewhere (a script under /home or /srv, a home's dot-files, an "
+     "editable install's sources) is shown with sandbox.readable"),
+    (re.compile(r"name resolution|Name or service not known|Network is unreachable"
+                r"|Connection refused"),
+     "programs get a network of their own (loopback only) unless the campaign declares "
+     "sandbox.network: true (a Unix socket: sandbox.sockets)"),
+)
+
+
+def sandbox_hint(stderr: str) -> str:
+    """A line naming what the campaign can declare, when a failed program's error reads
+    like the sandbox's walls (fio's own read-only hint says more: not repeated)."""
+    out = ""
+    for pattern, text in _SANDBOX_HINTS:
+        if pattern.search(stderr) and "error=Read-only file system" not in stderr:
+            out += f"\nstorlab: if this is the sandbox: {text}"
+    return out
+
+
+def ask_program(argv: Sequence[str], timeout: float = 30) -> ProcOutcome:
+    """A question storlab asks a program before any run (`fio --parse-only`, `fio
+    --version`, `sysbench --help`), in a sandbox of its own with nothing declared: the
+    program is the campaign's to choose (a `fio:` path, fio's `external:` engine, which
+    `--parse-only` loads), so its answer runs with no more rights than its runs."""
+    with tempfile.TemporaryDirectory(prefix="storlab-ask-") as tmp, \
+            _sandbox.declared(_sandbox.Declared()):
+        return run_program(list(argv), cwd=tmp, timeout=timeout)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

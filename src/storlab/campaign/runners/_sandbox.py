@@ -261,6 +261,7 @@ class Walls:
     device_writes: bool = False
     readonly: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
     network: bool = False  # the host's network namespace, not one of the sandbox's own
+    sockets: list[str] = field(default_factory=list)  # declared sockets, where they show
     seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
 
     def add(self, fd: int, at: str) -> None:
@@ -291,6 +292,8 @@ class Walls:
             return
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
             self.readonly.append((fd, at))
+            # kept out of `covered` even when its bind is dropped inside a writable one
+            self.sockets.append(at)
         else:
             os.close(fd)
 
@@ -348,7 +351,7 @@ class Walls:
         run's own directory (the run's, say from a server a `system_writable` step
         started)."""
         seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
-        own = {p for fd, p in self.readonly if _is_socket_fd(fd)}
+        own = set(self.sockets)
         run_dir = os.path.realpath(cwd)
         out = []
         for path in _listening_sockets():
@@ -365,10 +368,7 @@ class Walls:
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
-
-
-def _is_socket_fd(fd: int) -> bool:
-    return stat.S_ISSOCK(os.fstat(fd).st_mode)
+        self.sockets.clear()
 
 
 def _listening_sockets() -> list[str]:

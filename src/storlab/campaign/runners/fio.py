@@ -19,15 +19,13 @@ import os
 import re
 import shutil
 import stat
-import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._program import render_value, run_program, tail
+from ._program import ask_program, render_value, run_program, tail
 from .base import RunResult
 from ...fileio import write_fresh
 from ...units import fio_value
@@ -319,15 +317,12 @@ class FioRunner:
         exe = shutil.which(self.fio)
         if exe is None:
             return
-        with tempfile.TemporaryDirectory(prefix="storlab-fio-names-") as tmp:
-            argv = [exe, "--parse-only", f"--name={self.job_name}",
-                    # no option that names a file: parsing must not touch any
-                    *(f"--{k}={v}" for k, v in opts.items() if k not in GUARDED)]
-            try:
-                p = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=30,
-                                   errors="replace")
-            except (OSError, subprocess.TimeoutExpired):
-                return
+        argv = [exe, "--parse-only", f"--name={self.job_name}",
+                # no option that names a file: parsing must not touch any
+                *(f"--{k}={v}" for k, v in opts.items() if k not in GUARDED)]
+        p = ask_program(argv)  # in the sandbox: an `external:` engine is loaded to parse
+        if p.timed_out:
+            return
         if "not loadable" in p.stderr:  # an engine missing here may exist on the run hosts
             return
         m = _UNKNOWN.search(p.stderr)
@@ -636,11 +631,8 @@ _VERSIONS: dict[str, str] = {}
 
 def _fio_version(exe: str) -> str:
     if exe not in _VERSIONS:
-        try:
-            out = subprocess.run([exe, "--version"], capture_output=True, text=True,
-                                 timeout=30).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            out = ""
+        p = ask_program([exe, "--version"])
+        out = "" if p.timed_out or p.exit_code != 0 else p.stdout.strip()
         _VERSIONS[exe] = out or "version unknown"
     return _VERSIONS[exe]
 
@@ -689,11 +681,7 @@ def _exact_fio_option(name: str) -> bool:
     exe = shutil.which("fio")
     if exe is None or not _OPTION_NAME.fullmatch(name):
         return False
-    try:
-        p = subprocess.run([exe, f"--cmdhelp={name}"], capture_output=True, text=True,
-                           timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    p = ask_program([exe, f"--cmdhelp={name}"])
     return bool(re.search(rf"^\s*{re.escape(name)}\s*:", p.stdout, re.MULTILINE))
 
 

@@ -13,13 +13,12 @@ import difflib
 import functools
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._program import render_value, run_program, tail
+from ._program import ask_program, render_value, run_program, tail
 from .base import RunResult
 
 DEFAULTS = {"file-total-size": "64M", "file-num": "4", "file-test-mode": "rndrw", "time": "5"}
@@ -109,9 +108,8 @@ def known_options(sysbench: str) -> frozenset[str]:
         return frozenset()
     names: set[str] = set()
     for argv in ([exe, "--help"], [exe, "fileio", "help"]):
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
+        p = ask_program(argv)  # in the sandbox: the campaign names the program
+        if p.timed_out or p.exit_code is None:
             return frozenset()
         names |= set(re.findall(r"^\s+--([a-z0-9][a-z0-9-]*)", p.stdout, re.MULTILINE))
     return frozenset(names) if "file-total-size" in names else frozenset()
