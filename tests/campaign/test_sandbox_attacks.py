@@ -524,7 +524,8 @@ def test_the_questions_asked_before_any_run_are_sandboxed_too(tmp_path: Path) ->
         shutil.rmtree(victim.parent, ignore_errors=True)
 
 
-def test_a_store_in_the_scratch_area_or_through_a_link_is_refused(tmp_path: Path) -> None:
+def test_a_store_in_the_scratch_area_or_through_a_link_is_refused(tmp_path: Path,
+                                                                  storlab: Any) -> None:
     """storlab writes its store as root: a store in the scratch area (a run's program
     could put a link at its name: the next resume wrote a loop device) and a store or a
     file beside it that is a link are refused in one line, before any run."""
@@ -544,8 +545,7 @@ def test_a_store_in_the_scratch_area_or_through_a_link_is_refused(tmp_path: Path
     for store, said in cases.items():
         f = tmp_path / "c.yaml"
         f.write_text(f"store: {store}\n" + base)
-        p = subprocess.run([sys.executable, "-m", "storlab", "run", str(f)],
-                           capture_output=True, text=True, timeout=120)
+        p = storlab("run", str(f))
         assert p.returncode == 2 and said in p.stderr, (store, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert victim.read_bytes() == b"V" * 4096
