@@ -452,9 +452,13 @@ def ask_program(argv: Sequence[str], timeout: float = 30) -> ProcOutcome:
     --version`, `sysbench --help`), in a sandbox of its own with nothing declared: the
     program is the campaign's to choose (a `fio:` path, fio's `external:` engine, which
     `--parse-only` loads), so its answer runs with no more rights than its runs."""
-    with tempfile.TemporaryDirectory(prefix="storlab-ask-") as tmp, \
-            _sandbox.declared(_sandbox.Declared()):
-        return run_program(list(argv), cwd=tmp, timeout=timeout)
+    token = _STREAMS.set(None)  # asked during a run: not into that run's output files
+    try:
+        with tempfile.TemporaryDirectory(prefix="storlab-ask-") as tmp, \
+                _sandbox.declared(_sandbox.Declared()):
+            return run_program(list(argv), cwd=tmp, timeout=timeout)
+    finally:
+        _STREAMS.reset(token)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
