@@ -11,9 +11,9 @@ from typing import Iterable
 
 #: The measurement columns each runner writes, as regular expressions matching a whole
 #: column name: what an analysis must never read as a setting, whatever its values look like
-#: (`is_metric` asks). Declared beside the registry rather than in each runner's module so
-#: that asking imports no runner: importing all seven costs 0.18 s of CPU even with pandas
-#: already loaded (pydantic, the load generator), a fifth of the importance command's 1 s.
+#: (`is_metric` asks). Declared here rather than in each runner's module so that asking
+#: imports no runner: importing all seven costs 0.18 s of CPU even with pandas already
+#: loaded (pydantic, the load generator), a fifth of the importance command's 1 s.
 METRICS: dict[str, tuple[str, ...]] = {
     "fio": (r"(?:read|write|trim|total)_(?:iops\w*|bw\w*|io_\w+|runtime|(?:c|s)?lat\w*)",
             "usr_cpu", "sys_cpu",
