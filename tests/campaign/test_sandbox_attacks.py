@@ -463,10 +463,13 @@ def test_a_run_directory_swapped_for_a_link_by_another_run(lab: Lab) -> None:
                        values={}, workdir=str(lab.scratch / key), setup=setup, timeout=30,
                        writable=[str(lab.scratch)], homes=[str(lab.scratch)])
 
-    swap = ("for i in $(seq 100); do [ -e ../c1-r2/.storlab-run ] && break; sleep 0.05; "
+    # A swaps once B's first step runs (its marker): swapping earlier races B's bwrap
+    # chdir, which then fails with a different message (safe, but not this route)
+    swap = ("for i in $(seq 400); do [ -e ../c1-r2/started ] && break; sleep 0.05; "
             f"done; mv ../c1-r2 ../gone && ln -s {lab.root} ../c1-r2")
     a = task("c1-r1", swap, [])
-    b = task("c1-r2", "true", [StepSpec(["sleep", "2"]), StepSpec(str(lab.evil), shell=True)])
+    b = task("c1-r2", "true", [StepSpec("touch started && sleep 2", shell=True),
+                               StepSpec(str(lab.evil), shell=True)])
     before = lab.state()
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.setdefault("a", execute_task(a).result))
