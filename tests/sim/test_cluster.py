@@ -74,7 +74,7 @@ def test_overrides_short_and_dotted():
     st = [g for g in s.nodes if g.role == "storage"][0]
     assert st.count == 6 and st.disks[0].type == "ssd_s3700" and st.disks[0].count == 3
     assert all(g.nic == 25 for g in s.nodes)
-    assert s.swift.replicas == 2 and s.swift.write_quorum == 2
+    assert s.swift.replicas == 2 and s.swift.write_quorum == 1  # half, rounded up
     assert s.workload.mix["GET"] == 1.0
     assert SMALL["nodes"][1]["count"] == 4  # the base dict is untouched
 

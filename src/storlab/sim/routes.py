@@ -147,7 +147,10 @@ def _route_templates(model: ClusterModel, req: Requests) -> dict[int, tuple[np.n
                     t.visit(model.rack_down[rack_p], size / model.rack_bps[rack_p])
                 t.visit(model.node_rx[p], size / model.node_nic_bps[p])
             t.visit(model.node_cpu[p], cpu_time("proxy", opname, p, size))
-            t.step(int(sw.write_quorum or 1))  # DELETE uses the same quorum as PUT
+            # DELETE joins like PUT. With post_quorum_wait the response waits for every
+            # replica (a failed one is cut from the route and the join with it); the quorum
+            # then only decides whether the write succeeds (storlab.sim.failures).
+            t.step(R if sw.post_quorum_wait else int(sw.write_quorum or 1))
             for r in range(R):
                 dev = req.devs[idx, r]
                 sn = model.ring.dev_node[dev]

@@ -127,6 +127,9 @@ class SwiftSpec(_Strict):
     replicas: int = Field(3, ge=1)
     write_quorum: int | None = Field(None, ge=1)
     zones: int | None = Field(None, ge=1)
+    post_quorum_wait: bool = Field(
+        False, description="the proxy answers a PUT/DELETE once every live replica has (Swift's "
+        "proxy waits post_quorum_timeout, 0.5 s, past the quorum for the rest), not at the quorum")
     put_meta_ios: int = Field(1, ge=0, description="small writes beside the data (inode, dir)")
     get_meta_ios: int = Field(1, ge=0, description="small reads beside the data (inode)")
     delete_meta_ios: int = Field(2, ge=0, description="tombstone and directory writes")
@@ -142,7 +145,9 @@ class SwiftSpec(_Strict):
     @model_validator(mode="after")
     def _quorum(self) -> "SwiftSpec":
         if self.write_quorum is None:
-            self.write_quorum = self.replicas // 2 + 1  # 2 of 3, as Swift's replication policy
+            # Swift's replication policy: half the replicas rounded up (2 of 3, 1 of 2, 2 of
+            # 4), not a strict majority.
+            self.write_quorum = (self.replicas + 1) // 2
         if self.write_quorum > self.replicas:
             raise ValueError(f"write_quorum {self.write_quorum} > replicas {self.replicas}")
         return self
@@ -321,6 +326,7 @@ SHORT_KEYS: dict[str, str] = {
     "proxy_workers": "swift.proxy_workers", "object_workers": "swift.object_workers",
     "part_power": "swift.part_power", "replicas": "swift.replicas",
     "write_quorum": "swift.write_quorum", "zones": "swift.zones",
+    "post_quorum_wait": "swift.post_quorum_wait",
     "clients": "workload.clients", "rate": "workload.rate", "object_size": "workload.object_size",
     "requests": "workload.requests", "duration": "workload.duration",
     "think_ms": "workload.think_ms", "mix": "workload.mix", "seed": "workload.seed",
