@@ -58,7 +58,7 @@ def _mix(op: str) -> dict[str, float]:
     return {k.strip().lower(): float(v) for k, v in (p.split(":") for p in op.split(","))}
 
 
-def measure(duration: float) -> pd.DataFrame:
+def measure(duration: float, repeats: int = REPEATS, save: Path | None = None) -> pd.DataFrame:
     from storlab.clusters import get_cluster
     from storlab.clusters._util import free_port_block
     from storlab.campaign.runners.objload import LoadSpec, Target, run_load
@@ -73,7 +73,7 @@ def measure(duration: float) -> pd.DataFrame:
     rows = []
     # Each repetition brings up every replica count in turn: the machine's drift (this
     # host is shared) then spreads over every group instead of landing on one of them.
-    for rep in range(REPEATS):
+    for rep in range(repeats):
         for replicas in sorted({p[0] for p in PLAN}, reverse=True):
             port = free_port_block(6)
             st = swift.up(SwiftOptions(replicas=replicas, workers=1, proxy_workers=2,
@@ -107,6 +107,10 @@ def measure(duration: float) -> pd.DataFrame:
                                          # Little's law wants the mean (client_delay_ms)
                                          "lat_mean_ms": s["lat_mean_ms"],
                                          "load1": os.getloadavg()[0]})
+                            if save is not None:
+                                # Saved as it goes: a run cut short (a timeout, a lost
+                                # host) keeps the repetitions it finished.
+                                pd.DataFrame(rows).to_csv(save, index=False)
                             print(f"  [{rep}] {group}: {op} {size} x{clients}"
                                   f"{' (d1 failed)' if fail else ''}: {s['ops_per_s']:.1f} "
                                   f"ops/s (errors {s['errors']:.0f})", flush=True)
@@ -121,6 +125,8 @@ def measure(duration: float) -> pd.DataFrame:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--repeats", type=int, default=REPEATS,
+                    help="Runs per point (interleaved); more narrow the intervals on a busy host.")
     ap.add_argument("--reuse", action="store_true",
                     help="Re-fit and re-print from out/measurements.csv without measuring.")
     args = ap.parse_args()
@@ -128,8 +134,7 @@ def main() -> None:
     if args.reuse:
         meas = pd.read_csv(OUT / "measurements.csv")
     else:
-        meas = measure(args.duration)
-        meas.to_csv(OUT / "measurements.csv", index=False)
+        meas = measure(args.duration, args.repeats, save=OUT / "measurements.csv")
     report(meas)
 
 
@@ -204,7 +209,7 @@ def report(meas: pd.DataFrame) -> None:
            "its median stands in: an upper bound on the delay when latencies skew right"
            if lat_col != "lat_mean_ms" else "") + ":",
         "", "```", little.round(2).to_string(index=False), "```", "",
-        f"measured {REPEATS} times per point (interleaved); spread = mean |run - mean of "
+        f"measured {int(pts['repeats'].min())}-{int(pts['repeats'].max())} times per point (interleaved); spread = mean |run - mean of "
         "runs| / mean (what a perfect model would show against one run); mean_noise = "
         "spread / sqrt(repeats - 1) (the noise left in the mean the error is taken "
         "against); ci95 = the mean's 95 % interval over the runs (Student's t); inside = "
