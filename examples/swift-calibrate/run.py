@@ -221,7 +221,7 @@ def report(meas: pd.DataFrame) -> None:
         "", "```", table.round(1).to_string(index=False), "```",
         "", "mean absolute error by group, beside the measurement spread, the mean 95 % "
         "half-width (ci95_pct) and the predictions inside their interval:", "", "```",
-        by.round(1).to_string(), "```", "", *notes(pts, think_ms, lat_col, little)])
+        by.round(1).to_string(), "```", "", *notes(pts, think_ms, lat_col, little, meas)])
     (OUT / "summary.md").write_text(text + "\n")
     print(text)
     if np.isfinite(by.loc["held-out, all", "mae_pct"]):
@@ -237,8 +237,24 @@ def _pred(pts: pd.DataFrame, config: str, clients: int, size: str, op: str) -> f
     return float(m["predicted"].iloc[0]) if len(m) else float("nan")
 
 
-def notes(pts: pd.DataFrame, think_ms: float, lat_col: str, little: pd.DataFrame
-          ) -> list[str]:
+def _paired(meas: pd.DataFrame, config: str, base: str, op: str) -> str:
+    """Ratio of a point's runs to the base point's runs of the same repetition (16 KiB, 8
+    clients): mean and its 95 % interval (Student's t), as text."""
+    from scipy.stats import t as student_t
+
+    m = meas[(meas["object_size"] == "16KiB") & (meas["clients"] == 8) & (meas["op"] == op)]
+    p = m.pivot_table(index="repeat", columns="config", values="ops_s")
+    if config not in p or base not in p:
+        return "not measured"
+    r = (p[config] / p[base]).dropna()
+    if len(r) < 2:
+        return "one run"
+    half = student_t.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
+    return f"{r.mean():.2f} (95 % interval {r.mean() - half:.2f}-{r.mean() + half:.2f}, {len(r)} runs)"
+
+
+def notes(pts: pd.DataFrame, think_ms: float, lat_col: str, little: pd.DataFrame,
+          meas: pd.DataFrame) -> list[str]:
     """What the model assumes where the training points cannot decide, and what it lacks."""
     # The same estimate with the mean over repeats instead of the median: how much one
     # stalled run would move it (said, not used).
@@ -246,13 +262,16 @@ def notes(pts: pd.DataFrame, think_ms: float, lat_col: str, little: pd.DataFrame
     put3 = _pred(pts, "replicas=3", 8, "16KiB", "PUT")
     put2 = _pred(pts, "replicas=2", 8, "16KiB", "PUT")
     gap2 = pts[(pts["clients"] == 2) & (pts["op"] == "GET")]
+    put_x2 = pts[(pts["config"] == "replicas=3") & (pts["clients"] == 2) & (pts["op"] == "PUT")]
+    put_x8 = pts[(pts["config"] == "replicas=3") & (pts["clients"] == 8) & (pts["op"] == "PUT")
+                 & (pts["object_size"] == "16KiB")]
+    gain = (float(put_x8["measured"].iloc[0]) / float(put_x2["measured"].iloc[0]) - 1) * 100 \
+        if len(put_x2) and len(put_x8) else float("nan")
     return [
         "## Modelling notes", "",
         f"- Client delay. The load generator (Python threads, one GIL, on the same 2 cores "
         f"as Swift) spends time per request outside the latency it records; Little's law on "
-        f"the training points puts it at {think_ms:.2f} ms ({lat_col}; the summary of a run "
-        "has the mean latency too, and measurements record it from now on as lat_mean_ms, "
-        "but the stored runs predate that). The simulated clients think that long between "
+        f"the training points puts it at {think_ms:.2f} ms ({lat_col}). The simulated clients think that long between "
         "a response and their next request (exponentially distributed, the simulator's "
         "think time). The median over a point's repeats, because one stalled run must not "
         f"set it: with means of the repeats it would be {by_mean:.1f} ms (the widest single "
@@ -261,25 +280,22 @@ def notes(pts: pd.DataFrame, think_ms: float, lat_col: str, little: pd.DataFrame
         "outside the cluster, so 2 clients no longer saturate the 2 cores. Caveat: the "
         "delay is mostly waiting for a core and the GIL, so it shrinks with load; at 2 "
         "clients N / X - p50 is only about 1 ms measured, and the model's latency there "
-        "is shorter than measured (the throughput agrees; the split of the cycle between "
-        "client and cluster does not)."
+        "is shorter than measured (the split of the cycle between client and cluster is "
+        "not the host's)."
         + (f" GET x2: predicted {float(gap2['predicted'].iloc[0]):.1f} against "
            f"{float(gap2['measured'].iloc[0]):.1f} ops/s." if len(gap2) else ""),
         f"- Replicas (identifiability). Every training point has 3 replicas, so a PUT's "
         "cost is known only as proxy (per request) + 3 x object server (per replica): any "
-        "split fits them equally. What splits it in the fit is the nominal cost table (one "
-        "multiplier per component, shared by GET and PUT, whose own split is as ambiguous) "
-        "and the ridge pulling multipliers toward 1, not data that tell per request from "
-        "per replica. A 2-replica PUT is therefore "
-        f"determined only within [{put3:.1f}, {1.5 * put3:.1f}] ops/s: the 3-replica "
-        "prediction if all of the cost is per request, 3/2 of it if all is per replica "
-        f"(the model says {put2:.1f}: it keeps the cost per replica on the single "
-        "object-server worker). On this all-in-one, physics points to per request: the "
-        "three devices are one XFS image, so the replicas' fsyncs meet in one journal and "
-        "are committed by one log force, and the proxy, token check and load generator "
-        "work once per request. That is not built into the model: it would need a "
-        "2-replica (or 1-replica) training point to be fitted, not chosen by looking at the "
-        "held-out one.",
+        "split fits them equally; the fit's split comes from the nominal cost table and the "
+        "ridge pulling multipliers toward 1. A 2-replica PUT is therefore determined only "
+        f"within [{put3:.1f}, {1.5 * put3:.1f}] ops/s (all of the cost per request, or all per "
+        f"replica); the model says {put2:.1f}, {put2 / put3:.2f}x the 3-replica PUT. Measured, "
+        "the 2-replica PUT over the 3-replica PUT of the same repetition: "
+        f"{_paired(meas, 'replicas=2', 'replicas=3', 'PUT')}. Where the cost goes "
+        "(examples/swift-calibrate/probe_put.py, out/probe_put.csv): the CPU time per PUT of "
+        "the object, container and proxy servers grows with the replica count (one object "
+        "write, one container update and one backend connection per replica), so the model's "
+        "cost per replica is the host's too.",
         "- Object-server worker. Swift 2.30 runs a PUT's fsync and rename in eventlet's "
         "thread pool (`tpool.execute(self._finalize_put, ...)` in swift/obj/diskfile.py), so "
         "its worker is free while the disk commits; the model holds the worker through the "
@@ -287,14 +303,24 @@ def notes(pts: pd.DataFrame, think_ms: float, lat_col: str, little: pd.DataFrame
         "most), so this changes nothing here: the fsync's time sits in the per-replica "
         "object CPU cost, held on the single worker, which is why the model saturates PUT "
         "already at 2 clients (3 replicas x object CPU on one worker) where the host still "
-        "gains a third from 2 to 8 clients. Telling the two apart needs the latency at few "
+        f"gains {gain:.0f} % from 2 to 8 clients. Telling the two apart needs the latency at few "
         "clients, which the training points (all at 8) do not have.",
-        "- Not modelled: a failed device's PUT still costs the proxy a connection and the "
-        "object server a 507 answer (the model drops that branch, so a failed device speeds "
-        "PUTs up by half); reads behind writes in a mix (the fsyncs and the journal stall "
-        "the worker's reads: both mixes are measured below the harmonic mean of pure GET and "
-        "PUT, which is what the model gives); container updates and account/container "
-        "server CPU are folded into the per-request costs.",
+        "- A failed device. The model gives a GET with one device failed exactly the healthy "
+        "GET's cost (reads go to the other two replicas, the proxy skips the failed device "
+        "once it has answered 507: Swift's error limiting, per device) and a PUT the "
+        "2-replica PUT's (two writes). Measured against the healthy point of the same "
+        f"repetition: GET {_paired(meas, 'replicas=3;failed_disks=1', 'replicas=3', 'GET')}, "
+        f"PUT {_paired(meas, 'replicas=3;failed_disks=1', 'replicas=3', 'PUT')}. What the "
+        "model lacks: the container replicas on the failed device (the container ring uses "
+        "the same three devices) answer 507 to the object servers' container updates, which "
+        "then save an async pending (a file written and fsynced beside the object), so a "
+        "PUT costs more than two plain writes; and the failed points are always measured "
+        "after the healthy ones of their repetition, so a drift of the host's load within a "
+        "repetition is not told apart from the failure (nothing in Swift's GET path explains "
+        "a slower GET).",
+        "- Not modelled either: reads behind writes in a mix (the fsyncs stall the worker's "
+        "reads); account/container server CPU and container updates are folded into the "
+        "per-request and per-replica costs.",
     ]
 
 
