@@ -468,7 +468,7 @@ def test_pooled_model_error_covers_at_the_stated_rate() -> None:
         for s, (r, w) in sizes.items():
             truth = _curved_truth(r, w, 50, bias[s])
             total += 1
-            for k, kw in (("pooled", {}), ("own", {"pool": False}),
+            for k, kw in (("pooled", {"error": "pooled"}), ("own", {"error": "own"}),
                           ("noise", {"model_error": False})):
                 pr = m.predict_size(s, 50, **kw)
                 hits[k] += pr.value("total_iops_lo") <= truth <= pr.value("total_iops_hi")
@@ -487,4 +487,4 @@ def test_pooled_model_error_reaches_a_size_without_mixes() -> None:
     assert df == 2 and 0.04 < sd < 0.09
     assert math.isnan(m.fit_for("64k").model_sd)
     assert m.predict_size("64k", 50).interval == "noise + model error"
-    assert m.predict_size("64k", 50, pool=False).interval.startswith("noise only")
+    assert m.predict_size("64k", 50, error="own").interval.startswith("noise only")
