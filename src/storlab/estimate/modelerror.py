@@ -23,8 +23,9 @@ held-out mixes over all sizes: the prior itself was learned from those.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,11 +47,12 @@ _NU0 = np.concatenate([np.geomspace(0.1, 1000.0, 41), [np.inf]])
 @dataclass(frozen=True)
 class Shrinkage:
     """The empirical-Bayes prior over sizes' error variances and each size's posterior:
-    `sizes` maps a size (bytes) to (relative SD, degrees of freedom)."""
+    `sizes` maps a size (bytes; any group for `shrink`) to (relative SD, degrees of
+    freedom)."""
 
     prior_df: float
     prior_sd: float
-    sizes: dict[int, tuple[float, float]]
+    sizes: dict[Any, tuple[float, float]]
 
 
 def pooled_model_error(fits: Sequence[SizeFit]) -> tuple[float, int]:
@@ -112,23 +114,25 @@ def fit_prior(data: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, flo
     return nu, float(math.exp(res.x))
 
 
-def shrunk_model_errors(fits: Sequence[SizeFit]) -> Shrinkage:
-    """Each size's model error shrunk toward the others' (module docstring). A size without
-    held-out mixes takes the prior's scale with its df; no held-out mix anywhere: NaN."""
-    cvs = {sf.size: sf.cv_errors() for sf in fits}
-    data = [(c["rel_err"].to_numpy(float), c["noise_var"].to_numpy(float))
-            for c in cvs.values() if not c.empty]
-    if not data:
-        return Shrinkage(math.nan, math.nan, {s: (math.nan, 0.0) for s in cvs})
-    n_all = sum(len(x) for x, _ in data)
-    nu0, s02 = fit_prior(data)
-    out: dict[int, tuple[float, float]] = {}
-    for size, c in cvs.items():
-        x, v = c["rel_err"].to_numpy(float), c["noise_var"].to_numpy(float)
-        excess = float(np.sum(x**2 - v))
-        if math.isinf(nu0):
-            var = s02
-        else:
-            var = max(0.0, (nu0 * s02 + excess) / (nu0 + len(x)))
-        out[size] = (math.sqrt(var), float(max(1.0, min(nu0 + len(x), n_all))))
+def shrink(data: Mapping[Hashable, tuple[np.ndarray, np.ndarray]]) -> Shrinkage:
+    """Each group's relative errors x with their noise variances v ({group: (x, v)}):
+    every group's model error (SD, df) shrunk toward the others' (module docstring). A
+    group without errors takes the prior's scale and df; no errors anywhere: NaN."""
+    seen = [(np.asarray(x, float), np.asarray(v, float)) for x, v in data.values() if len(x)]
+    if not seen:
+        return Shrinkage(math.nan, math.nan, {g: (math.nan, 0.0) for g in data})
+    n_all = sum(len(x) for x, _ in seen)
+    nu0, s02 = fit_prior(seen)
+    out: dict[Any, tuple[float, float]] = {}
+    for g, (x, v) in data.items():
+        excess = float(np.sum(np.asarray(x, float) ** 2 - np.asarray(v, float)))
+        var = s02 if math.isinf(nu0) else max(0.0, (nu0 * s02 + excess) / (nu0 + len(x)))
+        out[g] = (math.sqrt(var), float(max(1.0, min(nu0 + len(x), n_all))))
     return Shrinkage(nu0, math.sqrt(s02), out)
+
+
+def shrunk_model_errors(fits: Sequence[SizeFit]) -> Shrinkage:
+    """Each size's model error from its leave-one-out errors, shrunk toward the others'."""
+    cvs = {sf.size: sf.cv_errors() for sf in fits}
+    return shrink({s: (c["rel_err"].to_numpy(float), c["noise_var"].to_numpy(float))
+                   for s, c in cvs.items()})
