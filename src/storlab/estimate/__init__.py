@@ -2,7 +2,8 @@
 model of Ra & Lee (MSST 2019), fitted per I/O size, with size mixes and intervals.
 This package is the model's face; its jobs live in cells, fit, uncertainty, mixrule,
 modelerror, predict, rwmodel, plots and tables. `measure` plans and runs the fio
-measurements (through the campaign loop); `quietdev` makes a quiet device (zram, loop on tmpfs) to measure on.
+measurements (through the campaign loop); `quietdev` makes a quiet device (zram, loop on
+tmpfs) to measure on.
 
 Claim: with hardware, software and workload fixed, the total processing capability
 

@@ -39,9 +39,10 @@ ERROR_KINDS: tuple[str, ...] = ("shrunk", "pooled", "own")
 
 # Integration grid for tau^2 (relative variance): 1e-10 (0.001 % SD) to 10 (316 % SD),
 # uniform in log; the prior is normalised on it, i.e. truncated to that physical range.
-_LOG_TAU2 = np.linspace(math.log(1e-10), math.log(10.0), 701)
-_S0_2 = np.exp(_LOG_TAU2[64::12])         # candidate prior scales, 1e-9 .. 10 (coarse)
-_NU0 = np.concatenate([np.geomspace(0.1, 1000.0, 41), [np.inf]])
+_LOG_TAU2 = np.linspace(math.log(1e-10), math.log(10.0), 401)
+_S0_2 = np.exp(_LOG_TAU2[36::7])          # candidate prior scales, 1e-9 .. 10 (coarse)
+# prior df: 300 already means sizes alike (the pooled error's df is the held-out mixes)
+_NU0 = np.concatenate([np.geomspace(0.1, 300.0, 25), [np.inf]])
 
 
 @dataclass(frozen=True)
