@@ -108,3 +108,32 @@ def test_end_to_end_coverage_with_sizes_of_different_error() -> None:
                 width[k] += (hi - lo) / truth[s]
     assert hits["shrunk"] >= 82, hits  # 91 % of 90; the stated 95 % is 85.5
     assert width["shrunk"] < min(width["own"], width["pooled"]), width
+
+
+def test_measure_warns_of_noise_only_intervals_only_where_they_are() -> None:
+    """A size measured at its anchors alone takes the other sizes' error: the measurement
+    warns of noise-only intervals only when no size has a held-out mix."""
+    import pandas as pd
+
+    from storlab.estimate.measure import MeasurePlan, MeasureResult
+
+    rng = np.random.default_rng(5)
+
+    def cells(pcts: tuple[float, ...]) -> list[Cell]:
+        out = []
+        for p in pcts:
+            t = (_law(1000.0, 400.0, p) * (1 + rng.normal(0, 0.05))
+                 * (1 + 0.02 * rng.standard_normal(3)))
+            out.append(Cell.from_samples(p, t * p / 100, t * (100 - p) / 100))
+        return out
+
+    plan = MeasurePlan.build("4k,64k", repeat=3)
+    runs = pd.DataFrame({"status": ["ok"]})
+    some = RWModel.from_cells({"4k": cells((0, 30, 50, 70, 100)), "64k": cells((0, 100))},
+                              method="anchors")
+    none = RWModel.from_cells({"4k": cells((0, 100)), "64k": cells((0, 100))},
+                              method="anchors")
+    warn = "intervals are noise-only"
+    assert not any(warn in w for w in MeasureResult(plan, runs, some, pd.DataFrame()).warnings)
+    assert any(warn in w for w in MeasureResult(plan, runs, none, pd.DataFrame()).warnings)
+    assert some.predict_size("64k", 50).interval == "noise + model error"
