@@ -10,8 +10,9 @@ size of every run checked): --sizes random I/O at 0/30/50/70/100 % read, and the
      named baseline from the same runs (total IOPS linear in the read percentage between
      the endpoints), and the spread of that error across the rounds (one fit per round);
   B. interval coverage at a mix used for nothing (leave one of 30/50/70 out: the model
-     error is learned from the other two of every size, pooled), against each size's own
-     model error and against noise-only intervals;
+     error is learned from the other two of every size): each size's own shrunk toward
+     the pooled one (the default), pooled, each size's own, and noise only, all from the
+     same runs, as k of n covered and the mean half-width;
   C. the third anchor: errors at 30 and 70 % of the 0/50/100 least-squares fit against the
      two-anchor fit;
   D. the mixed sizes against both size-mix rules (harmonic, the default, and the seed's
@@ -20,6 +21,7 @@ size of every run checked): --sizes random I/O at 0/30/50/70/100 % read, and the
 
     sudo .venv/bin/python benchmarks/bench_estimate.py [--device quiet|disk|both]
         [--runtime 3] [--repeat 4] [--sizes 4k,64k,1m] [--summary out.md] [--json out.json]
+    .venv/bin/python benchmarks/bench_estimate.py --reanalyse a.json b.json  # B again, pooled
 """
 
 from __future__ import annotations
@@ -67,6 +69,64 @@ def _cells(runs: pd.DataFrame, size: str, pcts: list[float]) -> list[Cell]:
                               g[g["read_pct"] == p]["write_iops"].to_numpy()) for p in pcts]
 
 
+#: The intervals compared in B: the model error shrunk per size (the default), pooled over
+#: sizes, each size's own, and none (noise only).
+VARIANTS = {"shrunk": {}, "pooled": {"error": "pooled"}, "own": {"error": "own"},
+            "noise": {"model_error": False}}
+
+
+def coverage(ok: pd.DataFrame, sizes: list[str], pcts: list[float]) -> pd.DataFrame:
+    """Each of `pcts` held out in turn: every size fitted from its anchors, the model error
+    learned from the other held-out mixes (shrunk, pooled, own) or left out (noise); is the
+    measured mean inside the interval, and inside it once the measured mean's own noise is
+    added (half-widths in quadrature: the mean of a few runs is not the true mean)."""
+    from scipy import stats
+
+    rows = []
+    for v in pcts:
+        others = [p for p in pcts if p != v]
+        m = RWModel.from_cells({size: _cells(ok, size, [0.0, *others, 100.0])
+                                for size in sizes}, method="anchors")
+        sh = m.shrinkage
+        for size in sizes:
+            got = ok[(ok["size"] == size) & (ok["read_pct"] == v)]["total_iops"]
+            meas = float(got.mean())
+            meas_half = (float(stats.t.ppf(0.975, len(got) - 1) * got.std(ddof=1)
+                               / math.sqrt(len(got))) if len(got) > 1 else math.nan)
+            row: dict[str, Any] = {"size": size, "held_out": v, "n": len(got),
+                                   "measured": meas}
+            for k, kw in VARIANTS.items():
+                pr = m.predict_size(size, v, **kw)
+                lo, hi = pr.value("total_iops_lo"), pr.value("total_iops_hi")
+                half = (hi - lo) / 2
+                if k == "shrunk":
+                    row["predicted"] = pr.value()
+                    row["error_pct"] = 100 * (pr.value() / meas - 1)
+                row[f"{k}_half_pct"] = 100 * half / pr.value()
+                row[f"{k}_in"] = bool(lo <= meas <= hi)
+                row[f"{k}_in_meas"] = bool(abs(pr.value() - meas)
+                                           <= math.hypot(half, meas_half))
+            sd, df = m.size_errors("shrunk")[parse_size(size)]
+            row.update({"shrunk_sd_pct": 100 * sd, "shrunk_df": df,
+                        "pooled_sd_pct": 100 * m.model_error()[0],
+                        "own_sd_pct": 100 * m.fit_for(size).model_sd,
+                        "prior_df": sh.prior_df})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def coverage_summary(b: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: k of n measured means inside the interval, inside with the measured
+    mean's own noise, and the mean half-width (% of the prediction)."""
+    n = len(b)
+    return pd.DataFrame([{
+        "interval": k, "covered": f"{int(b[f'{k}_in'].sum())}/{n}",
+        "rate": b[f"{k}_in"].mean(),
+        "covered_with_meas_noise": f"{int(b[f'{k}_in_meas'].sum())}/{n}",
+        "rate_with_meas_noise": b[f"{k}_in_meas"].mean(),
+        "mean_half_width_pct": b[f"{k}_half_pct"].mean()} for k in VARIANTS])
+
+
 def analyse(res: MeasureResult, name: str) -> dict[str, Any]:
     runs = res.runs
     ok = runs[runs["status"] == "ok"]
@@ -94,37 +154,9 @@ def analyse(res: MeasureResult, name: str) -> dict[str, Any]:
     out["A"] = val[["size", "read_pct", "n", "measured_iops", "predicted_iops", "error_pct",
                     "linear_err_pct", "per_round_err_pct"]]
 
-    # B. coverage at a mix not used for anything: every size fitted from its anchors, the
-    # model error learned from the other validation mixes of all sizes (pooled), of the
-    # size alone (own), or left out (noise only)
-    rows = []
+    # B. coverage at a mix not used for anything
+    out["B"] = coverage(ok, list(dict.fromkeys(val["size"])), sorted(set(val["read_pct"])))
     sizes = list(dict.fromkeys(val["size"]))
-    pcts = sorted(set(val["read_pct"]))
-    for v in pcts:
-        others = [p for p in pcts if p != v]
-        m = RWModel.from_cells({size: _cells(ok, size, [0.0, *others, 100.0])
-                                for size in sizes}, method="anchors")
-        sd, df = m.model_error()
-        for size in sizes:
-            meas = ok[(ok["size"] == size) & (ok["read_pct"] == v)]["total_iops"].mean()
-            pr = m.predict_size(size, v)
-            po = m.predict_size(size, v, pool=False)
-            pn = m.predict_size(size, v, model_error=False)
-
-            def inside(p: Any, meas: float = meas) -> bool:
-                return bool(p.value("total_iops_lo") <= meas <= p.value("total_iops_hi"))
-
-            rows.append({"size": size, "held_out": v, "measured": meas,
-                         "predicted": pr.value(), "error_pct": 100 * (pr.value() / meas - 1),
-                         "model_sd_pct": 100 * sd, "model_df": df,
-                         "own_sd_pct": 100 * m.fit_for(size).model_sd,
-                         "ci_pooled": f"{pr.value('total_iops_lo'):.0f}-"
-                                      f"{pr.value('total_iops_hi'):.0f}",
-                         "covered": inside(pr), "covered_own": inside(po),
-                         "ci_noise_only": f"{pn.value('total_iops_lo'):.0f}-"
-                                          f"{pn.value('total_iops_hi'):.0f}",
-                         "covered_noise_only": inside(pn)})
-    out["B"] = pd.DataFrame(rows)
 
     # C. third anchor
     rows = []
@@ -177,11 +209,12 @@ def report(a: dict[str, Any], res: MeasureResult, where: str, wall: float, befor
                      f"(ratio {m / b:.2f})")
     lines.append("")
     b = a["B"]
-    table("B. interval at a held-out mix (model error learned from the other two)", b)
-    lines += [f"- covered with the pooled model error: {int(b['covered'].sum())}/{len(b)} "
-              f"({b['covered'].mean():.0%} at 95 %); each size's own: "
-              f"{int(b['covered_own'].sum())}/{len(b)}; noise only: "
-              f"{int(b['covered_noise_only'].sum())}/{len(b)}", ""]
+    table("B. interval at a held-out mix (model error learned from the other two)",
+          b[["size", "held_out", "n", "measured", "predicted", "error_pct", "shrunk_sd_pct",
+             "shrunk_df", "pooled_sd_pct", "own_sd_pct", "prior_df", "shrunk_in",
+             "pooled_in", "own_in", "noise_in"]])
+    table("B'. coverage of the measured means, 95 % intervals (half-width: % of the "
+          "prediction)", coverage_summary(b))
     c = a["C"]
     table("C. third anchor (0/50/100 % by least squares) vs two anchors, at 30/70 %", c)
     lines += [f"- mean |error| two anchors {c['two_anchor_err_pct'].abs().mean():.1f} %, "
@@ -191,6 +224,34 @@ def report(a: dict[str, Any], res: MeasureResult, where: str, wall: float, befor
     for w in res.warnings:
         lines.append(f"- warning: {w}")
     return "\n".join(lines) + "\n"
+
+
+def reanalyse(paths: list[Path]) -> int:
+    """B from the runs of earlier --json dumps, each device of each file, and pooled over
+    all: the figure of several seeds, re-computed with the current estimator."""
+    import json
+
+    parts = []
+    for path in paths:
+        dump = json.loads(path.read_text())
+        for dev, d in dump.items():
+            runs = pd.DataFrame(d["runs"])
+            ok = runs[runs["status"] == "ok"]
+            sizes = list(d["plan"]["sizes"])
+            pcts = sorted(float(p) for p in d["plan"]["validate"])
+            b = coverage(ok, sizes, pcts)
+            b.insert(0, "run", f"{path.name}:{dev}")
+            parts.append(b)
+            print(f"== {path} ({dev}, seed {d['plan']['seed']}): {len(ok)} runs ok")
+            print(b[["size", "held_out", "measured", "error_pct", "shrunk_sd_pct", "shrunk_df",
+                     "pooled_sd_pct", "own_sd_pct", "prior_df", "shrunk_in", "pooled_in",
+                     "own_in", "noise_in"]].round(2).to_string(index=False))
+            print(coverage_summary(b).round(3).to_string(index=False), "\n")
+    if len(parts) > 1:
+        print("== all runs pooled")
+        print(coverage_summary(pd.concat(parts, ignore_index=True)).round(3)
+              .to_string(index=False))
+    return 0
 
 
 def measure(plan: MeasurePlan, target: Path | None, root: Path) -> tuple[MeasureResult, float,
@@ -214,7 +275,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="a directory on the disk for the second figure")
     ap.add_argument("--summary", type=Path, default=None, help="write the tables (markdown)")
     ap.add_argument("--json", type=Path, default=None, help="write every run and check")
+    ap.add_argument("--reanalyse", type=Path, nargs="+", default=None, metavar="JSON",
+                    help="measure nothing: recompute B (coverage) from earlier --json dumps")
     args = ap.parse_args(argv)
+    if args.reanalyse:
+        return reanalyse(args.reanalyse)
 
     plan = MeasurePlan.build(args.sizes, repeat=args.repeat, validate="30,50,70", mixed=MIX,
                              mixed_pcts="30,70", runtime=args.runtime,

@@ -54,6 +54,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"cells"},                  # a measured cell; size, percentage and mix checks
         {"uncertainty"},            # delta method, t bounds
         {"fit", "mixrule"},         # one size's fit; the size-mix rules
+        {"modelerror"},             # the model's error: own, pooled, shrunk (empirical Bayes)
         {"plots"},                  # figures (reached from predict/rwmodel at call time)
         {"predict"},                # a prediction and its intervals
         {"rwmodel"},                # RWModel: fits over sizes, tables, its JSON file

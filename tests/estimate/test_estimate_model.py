@@ -453,11 +453,11 @@ def test_pooled_model_error_covers_at_the_stated_rate() -> None:
     """Planted data with known noise (5 % per run, 4 runs per mix) and a model error of
     known spread (each size off the law by a bias drawn with SD 5 % at 50 % read): fitted
     from 0/100 %, its error learned from 30/70 % of all three sizes, the 95 % interval at
-    50 % (measured nowhere) covers the truth at about its rate (91.7 % of 180). Each
-    size's own two mixes (2 df, t quantile 4.3) cover 99.4 %; noise-only intervals
-    58.9 %."""
+    50 % (measured nowhere) covers the truth at about its rate: pooled 91.7 % of 180,
+    shrunk toward the pooled (the default) 96.7 %. Each size's own two mixes (2 df, t
+    quantile 4.3) cover 99.4 %; noise-only intervals 58.9 %."""
     sizes = {"4k": (1000.0, 400.0), "64k": (300.0, 150.0), "1m": (40.0, 30.0)}
-    hits = {"pooled": 0, "own": 0, "noise": 0}
+    hits = {"shrunk": 0, "pooled": 0, "own": 0, "noise": 0}
     total = 0
     for seed in range(60):
         rng = np.random.default_rng(seed)
@@ -468,12 +468,12 @@ def test_pooled_model_error_covers_at_the_stated_rate() -> None:
         for s, (r, w) in sizes.items():
             truth = _curved_truth(r, w, 50, bias[s])
             total += 1
-            for k, kw in (("pooled", {}), ("own", {"pool": False}),
+            for k, kw in (("shrunk", {}), ("pooled", {"error": "pooled"}), ("own", {"error": "own"}),
                           ("noise", {"model_error": False})):
                 pr = m.predict_size(s, 50, **kw)
                 hits[k] += pr.value("total_iops_lo") <= truth <= pr.value("total_iops_hi")
     rate = {k: v / total for k, v in hits.items()}
-    assert 0.90 <= rate["pooled"] <= 0.985, rate
+    assert 0.90 <= rate["pooled"] <= 0.985 and 0.90 <= rate["shrunk"] <= 0.99, rate
     assert rate["own"] > 0.99 and rate["noise"] < 0.75, rate
 
 
@@ -487,4 +487,4 @@ def test_pooled_model_error_reaches_a_size_without_mixes() -> None:
     assert df == 2 and 0.04 < sd < 0.09
     assert math.isnan(m.fit_for("64k").model_sd)
     assert m.predict_size("64k", 50).interval == "noise + model error"
-    assert m.predict_size("64k", 50, pool=False).interval.startswith("noise only")
+    assert m.predict_size("64k", 50, error="own").interval.startswith("noise only")

@@ -113,8 +113,11 @@ def fits_view(fits: pd.DataFrame, confidence: float) -> pd.DataFrame:
         "C spread": [f"{v:.1%}" for v in fits["C_spread"]],
         "model error": [f"{v:.1%} (n={n})" if math.isfinite(v) else "unknown"
                         for v, n in zip(fits["model_sd"], fits["model_df"])],
-        "pooled (used)": [f"{v:.1%} (n={n})" if math.isfinite(v) else "unknown"
-                          for v, n in zip(fits["model_sd_pooled"], fits["model_df_pooled"])],
+        "pooled": [f"{v:.1%} (n={n})" if math.isfinite(v) else "unknown"
+                   for v, n in zip(fits["model_sd_pooled"], fits["model_df_pooled"])],
+        # what predictions use: the size's own shrunk toward the others' (df of its t)
+        "shrunk (used)": [f"{v:.1%} (df {n:.3g})" if math.isfinite(v) else "unknown"
+                          for v, n in zip(fits["model_sd_shrunk"], fits["model_df_shrunk"])],
     })
 
 

@@ -1,8 +1,9 @@
 """Estimate mixed read/write performance from minimal measurements: the f_rw capacity
 model of Ra & Lee (MSST 2019), fitted per I/O size, with size mixes and intervals.
 This package is the model's face; its jobs live in cells, fit, uncertainty, mixrule,
-predict, rwmodel, plots and tables. `measure` plans and runs the fio measurements (through the
-campaign loop); `quietdev` makes a quiet device (zram, loop on tmpfs) to measure on.
+modelerror, predict, rwmodel, plots and tables. `measure` plans and runs the fio
+measurements (through the campaign loop); `quietdev` makes a quiet device (zram, loop on
+tmpfs) to measure on.
 
 Claim: with hardware, software and workload fixed, the total processing capability
 
@@ -36,8 +37,9 @@ write throughputs. A prediction is a smooth function of the cell means, so its n
 comes from the delta method (numerical Jacobian). Model error: when a size has more measured
 mixes than its fit needs, every mix is predicted by a fit that did not use it (held out, or
 left out and refitted) and the relative errors beyond their own noise give the model's
-relative error variance; it is added to the noise variance (Welch-Satterthwaite degrees of
-freedom over both parts). With only the two anchors the model error cannot be seen, and the
+relative error variance, each size's own shrunk toward the others' by empirical Bayes
+(`modelerror`); it is added to the noise variance (Student-t, the smaller of the two parts'
+degrees of freedom). With only the two anchors the model error cannot be seen, and the
 interval says it is noise-only. It is an interval for the mean throughput, not for a single
 future run.
 """

@@ -416,8 +416,9 @@ class MeasureResult(Result):
         if len(off):
             out.append(f"{len(off)} of {len(self.runs)} runs were refused: their mean I/O "
                        f"size was not the requested one (first: {off['error'].iloc[0]})")
-        if self.model.fits and not all(math.isfinite(sf.model_sd)
-                                       for sf in self.model.fits.values()):
+        # a size at its anchors alone takes the others' error (`modelerror`)
+        if self.model.fits and not all(math.isfinite(sd) for sd, _ in
+                                       self.model.size_errors().values()):
             out.append("intervals are noise-only for sizes measured at the anchors alone: "
                        "add --validate mixes or --third-anchor to measure the model's error")
         return out

@@ -65,42 +65,24 @@ def predict_flat(fits: Sequence[SizeFit], props: Sequence[float], read_pct: floa
     return fun
 
 
-def pooled_model_error(fits: Sequence[SizeFit]) -> tuple[float, int]:
-    """The model's relative error beyond noise and its degrees of freedom, pooled over every
-    size's cross-validated mixes (each (size, mix) left out in turn: `SizeFit.cv_errors`).
-    One size has two or three such mixes, too few to tell a model error from noise: with
-    a size's own the method-of-moments estimate came out 0 for every size on zram (its
-    mean excess over noise was negative), and a held-out mix's interval was noise-only.
-    NaN (and 0 df) when no size has a mix beyond its fit."""
-    cv = [sf.cv_errors() for sf in fits]
-    cv = [c for c in cv if not c.empty]
-    if not cv:
-        return math.nan, 0
-    allcv = pd.concat(cv, ignore_index=True)
-    excess = allcv["rel_err"].to_numpy() ** 2 - allcv["noise_var"].to_numpy()
-    return float(math.sqrt(max(0.0, float(excess.mean())))), int(len(allcv))
-
-
 def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct: float,
-                  mix: str, confidence: float, model_error: bool,
-                  pooled: tuple[float, int] | None = None
-                  ) -> tuple[pd.DataFrame, str]:
+                  mix: str, confidence: float,
+                  errors: Sequence[tuple[float, float]] | None) -> tuple[pd.DataFrame, str]:
     """The prediction's table (one row per size and a `total` row: estimates and `_lo`/`_hi`
-    bounds) and what its intervals include. The model's error enters when every size of
-    the mix has one measured; sizes' model errors are taken as fully correlated."""
+    bounds) and what its intervals include. `errors` gives each fit's model error (relative
+    SD, degrees of freedom; `modelerror`), None for noise only; it enters when every size of
+    the mix has one; sizes' model errors are taken as fully correlated."""
     p = read_pct
     cells = [c for sf in fits for c in sf.cells]
     fun = predict_flat(fits, list(props.values()), p, mix)
     check_confidence(confidence)
     est, var, wsum, unknown = delta_var(fun, cells)
     max_df: np.ndarray | None = None
-    sds = np.array([sf.model_sd for sf in fits]) if model_error else np.array([math.nan])
-    mdf = max(1, min((sf.model_df for sf in fits), default=1))
-    if model_error and pooled is not None and math.isfinite(pooled[0]):
-        # The model's error pooled over every size (see `pooled_model_error`).
-        sds, mdf = np.full(len(fits), pooled[0]), max(1, int(pooled[1]))
     interval = NOISE_ONLY
+    sds = np.array([e[0] for e in errors]) if errors else np.array([math.nan])
     if np.all(np.isfinite(sds)):
+        assert errors is not None
+        mdf = max(1.0, min(float(e[1]) for e in errors))
         # d output / d ln k_i; sizes' model errors taken as fully correlated (the sum of
         # their effects), the cautious choice: nothing says they cancel
         theta = np.array([v for c in cells for v in (c.read_iops, c.write_iops)])

@@ -7,6 +7,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,8 @@ from ..result_shape import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
 from .fit import SizeFit, shape_warnings, solve
 from .mixrule import DEFAULT_MIX, check_mix
-from .predict import Prediction, pooled_model_error, predict_frame
+from .modelerror import ERROR_KINDS, Shrinkage, pooled_model_error, shrunk_model_errors
+from .predict import Prediction, predict_frame
 from .uncertainty import delta_interval
 
 if TYPE_CHECKING:
@@ -89,13 +91,17 @@ class RWModel(Result):
 
     def predict(self, read_pct: float, proportions: Mapping[Any, float] | str | None = None,
                 mix: str = DEFAULT_MIX, confidence: float = 0.95,
-                model_error: bool = True, pool: bool = True) -> Prediction:
+                model_error: bool = True, error: str = "shrunk") -> Prediction:
         """Read, write, total IOPS and bandwidth at `read_pct` for a size mix given as
         {size: P} or "4k:0.8,64k:0.2" (I/O-count proportions summing to 1). It may be
         omitted only when the model has a single size. The intervals include the model's
-        error when every size of the mix has one measured (`Prediction.interval` says)."""
+        error when it was measured (`Prediction.interval` says): by default each size's own
+        shrunk toward the others' (`error="shrunk"`), or `"pooled"` over every size, or
+        each size's `"own"` alone (`modelerror`)."""
         p = check_read_pct(read_pct)
         check_mix(mix)
+        if error not in ERROR_KINDS:
+            raise EstimateError(f"model error {error!r} is not one of {', '.join(ERROR_KINDS)}")
         if proportions is None:
             if len(self.fits) != 1:
                 raise EstimateError("the model has several sizes: give their proportions, "
@@ -104,27 +110,43 @@ class RWModel(Result):
         else:
             props = parse_size_mix(proportions)
         fits = [self.fit_for(s) for s in props]
-        frame, interval = predict_frame(fits, props, p, mix, confidence, model_error,
-                                        self.model_error() if pool else None)
+        errors = self.size_errors(error) if model_error else None
+        frame, interval = predict_frame(fits, props, p, mix, confidence,
+                                        [errors[sf.size] for sf in fits] if errors else None)
         return Prediction(p, props, mix, confidence, frame, self, interval)
 
     def predict_size(self, size: Any, read_pct: float, confidence: float = 0.95,
-                     model_error: bool = True, pool: bool = True) -> Prediction:
+                     model_error: bool = True, error: str = "shrunk") -> Prediction:
         """Shortcut for one size alone."""
         return self.predict(read_pct, {size_bytes(size): 1.0}, confidence=confidence,
-                            model_error=model_error, pool=pool)
+                            model_error=model_error, error=error)
 
     def model_error(self) -> tuple[float, int]:
         """The model's relative error beyond noise and its degrees of freedom, from every
-        size's and mix's leave-one-out errors pooled (`pool=False` in `predict` uses each
-        size's own instead)."""
+        size's and mix's leave-one-out errors pooled (`error="pooled"` in `predict`)."""
         return pooled_model_error(list(self.fits.values()))
+
+    @cached_property
+    def shrinkage(self) -> Shrinkage:
+        """Each size's model error shrunk toward the pooled one (`modelerror`), the default
+        of `predict`; computed once per model (the fits do not change)."""
+        return shrunk_model_errors(list(self.fits.values()))
+
+    def size_errors(self, error: str = "shrunk") -> dict[int, tuple[float, float]]:
+        """{size: (relative SD, degrees of freedom)} of the model error `predict` uses."""
+        if error == "own":
+            return {s: (sf.model_sd, float(sf.model_df)) for s, sf in self.fits.items()}
+        if error == "pooled":
+            sd, df = self.model_error()
+            return {s: (sd, float(df)) for s in self.fits}
+        return self.shrinkage.sizes
 
     # -- result tables --------------------------------------------------------------
     def to_frame(self, confidence: float = 0.95) -> pd.DataFrame:
         """One row per size: anchors, f_rw and C with intervals, fit method, C spread."""
         rows = []
         pooled_sd, pooled_df = self.model_error()
+        shrunk = self.shrinkage.sizes
         for sf in self.fits.values():
             pcts = np.array([c.read_pct for c in sf.cells])
 
@@ -142,8 +164,9 @@ class RWModel(Result):
                 "C": cap, "C_lo": lo[0], "C_hi": hi[0],
                 "C_spread": sf.c_spread, "C_cv": sf.c_cv,
                 "model_sd": sf.model_sd, "model_df": sf.model_df,
-                # what predictions use: every size's leave-one-out errors pooled
                 "model_sd_pooled": pooled_sd, "model_df_pooled": pooled_df,
+                # what predictions use: the size's own shrunk toward the pooled
+                "model_sd_shrunk": shrunk[sf.size][0], "model_df_shrunk": shrunk[sf.size][1],
                 "invariant": bool(len(sf.cells) < 3 or sf.c_spread <= self.spread_threshold),
             })
         return pd.DataFrame(rows)
