@@ -45,7 +45,7 @@ from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_
                       unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
-from .store import FAILED, Store, refuse_links
+from .store import FAILED, Store, refuse_linked_dirs, refuse_links
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
 from .task import RunTask, StepSpec, TaskOutcome
@@ -200,6 +200,11 @@ class Campaign:
             raise CampaignError(f"{self.path}: field store: {self.spec.store} lies inside the "
                                 f"scratch area ({self.spec.workdir}), where the runs' programs "
                                 "write; name a store outside it")
+        for fld in ("store", "workdir"):
+            try:
+                refuse_linked_dirs(self.dir, getattr(self.spec, fld), fld)
+            except CampaignError as exc:
+                raise CampaignError(f"{self.path}: {exc}") from None
         refuse_links(self.store_path)
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
@@ -438,7 +443,8 @@ class Campaign:
         runner = self.preflight()
         self._check_width(executor)
         stop = stop or threading.Event()
-        with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
+        with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit,
+                                                             home=self.dir):
             sync_plan(store, self.path, self._measurement(), self.design_meta_now(),
                       None if self.adaptive else self.configs,
                       self.source.meta() if self.adaptive else None)

@@ -179,26 +179,64 @@ def _base(exe: str, network: bool = False) -> list[str]:
 DENIED_SYSCALLS = {"x86_64": [(0xC000003E, 248, 250), (0x40000003, 286, 288)],
                    "aarch64": [(0xC00000B7, 217, 219)]}
 
+#: Syscalls a program gets EPERM for when they name the sandbox's first process (pid 1,
+#: bwrap's init, which ends the run when the program ends): `ptrace` (its pid is argument
+#: 1) and `process_vm_writev` (argument 0). A program that stopped pid 1 (PTRACE_ATTACH) or
+#: wrote its memory kept the run, and everything it started, until the run's timeout. By
+#: architecture: (AUDIT_ARCH, syscall number, index of the pid argument); x32's numbers
+#: (the x86_64 filter clears x32's bit) are x86_64's entries 521 and 540.
+PID1_SYSCALLS = {"x86_64": [(0xC000003E, 101, 1), (0xC000003E, 521, 1),
+                            (0xC000003E, 311, 0), (0xC000003E, 540, 0),
+                            (0x40000003, 26, 1), (0x40000003, 348, 0)],
+                 "aarch64": [(0xC00000B7, 117, 1), (0xC00000B7, 271, 0)]}
+
 
 @functools.cache
 def _seccomp_program() -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
-    `DENIED_SYSCALLS` and allowing everything else. Written by hand: eight instructions per
-    architecture do not call for libseccomp (not installed as a Python package here)."""
+    `DENIED_SYSCALLS`, and for `PID1_SYSCALLS` naming pid 1, and allowing everything else.
+    Written by hand (a few instructions per rule do not call for libseccomp, not installed
+    as a Python package here), with symbolic jump targets resolved at the end."""
     import platform
     import struct
 
     ld_abs, jeq, jge, jgt, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x54, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO(EPERM)
-    rules = DENIED_SYSCALLS.get(platform.machine(), [])
-    prog: list[tuple[int, int, int, int]] = []
-    for arch, first, last in rules:
-        # if arch matches: load nr (x32's bit cleared) and test the range; else next rule
-        prog += [(ld_abs, 0, 0, 4), (jeq, 0, 6, arch), (ld_abs, 0, 0, 0),
-                 (and_k, 0, 0, 0xBFFFFFFF), (jge, 0, 2, first), (jgt, 1, 0, last),
-                 (ret, 0, 0, deny), (ret, 0, 0, allow)]
+    machine = platform.machine()
+    ranges = DENIED_SYSCALLS.get(machine, [])
+    pid1 = PID1_SYSCALLS.get(machine, [])
+    # (code, jump if true, jump if false, k): jumps are labels ("deny", "allow", "next:N")
+    # or 0 (the next instruction)
+    prog: list[tuple[int, int | str, int | str, int]] = []
+    labels: dict[str, int] = {}
+    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *pid1))):
+        prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
+                 (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
+        for a, first, last in ranges:
+            if a == arch:
+                at = len(prog)
+                prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", "deny", last)]
+                labels[f"r{at}"] = len(prog)
+        for a, nr, arg in pid1:
+            if a == arch:
+                # the pid's low 32 bits (a pid_t: the kernel reads no more), little-endian
+                at = len(prog)
+                prog += [(jeq, 0, f"p{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
+                         (jeq, "deny", 0, 1), (ld_abs, 0, 0, 0),
+                         (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"p{at}"] = len(prog)
+        prog.append((ret, 0, 0, allow))
+        labels[f"next:{n}"] = len(prog)
+    labels["allow"] = len(prog)
     prog.append((ret, 0, 0, allow))
-    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+    labels["deny"] = len(prog)
+    prog.append((ret, 0, 0, deny))
+
+    def off(i: int, j: int | str) -> int:
+        return j if isinstance(j, int) else labels[j] - i - 1
+
+    return b"".join(struct.pack("<HBBI", code, off(i, jt), off(i, jf), k)
+                    for i, (code, jt, jf, k) in enumerate(prog))
 
 
 def _seccomp_fd() -> int:
