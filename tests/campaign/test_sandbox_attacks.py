@@ -72,13 +72,13 @@ class Lab:
 
     def run(self, runner: str, options: dict[str, Any], opt_in: bool, *,
             setup: list[StepSpec] | None = None, workdir: Path | None = None,
-            key: str = "c1-r1") -> Any:
+            key: str = "c1-r1", timeout: float = 30) -> Any:
         opts = dict(options)
         if opt_in and runner == "fio":
             opts["allow_destructive"] = True
         task = RunTask(key=key, config={}, runner_type=runner, runner_options=opts, values={},
                        workdir=str(workdir or self.scratch / key), setup=setup or [],
-                       timeout=30, writable=[str(self.victim), self.dev] if opt_in else [],
+                       timeout=timeout, writable=[str(self.victim), self.dev] if opt_in else [],
                        allow_destructive=opt_in, output_dir=str(self.root / "out"),
                        homes=[str(self.scratch)],
                        # shown read-only (the victim, the evil script, the iolog), as the
@@ -573,3 +573,75 @@ def test_a_program_the_walls_stop_gets_a_hint_naming_what_to_declare(tmp_path: P
             assert p.exit_code != 0 and want in p.stderr, (script, p.stderr)
         p = run_program(["sh", "-c", "echo broken >&2; exit 3"], cwd=str(wd), timeout=60)
         assert p.exit_code == 3 and "storlab" not in p.stderr, p.stderr
+
+
+def test_a_program_cannot_stop_the_sandboxs_first_process(lab: Lab) -> None:
+    """pid 1 is bwrap's init, which ends the run when the program ends. A child that
+    stopped it (PTRACE_ATTACH) or wrote its memory (process_vm_writev) kept the run and
+    everything it started until the run's timeout (30 s here). The seccomp filter refuses
+    both for pid 1 (a program may still trace its own children): the run ends when its
+    program does, and the child that tried is gone with it."""
+    import time
+
+    code = textwrap.dedent("""
+        import ctypes, os, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        def sc(*a):
+            r = libc.syscall(*[ctypes.c_long(x) for x in a])
+            return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+        if os.fork() == 0:
+            os.setsid()
+            print("attach 1:", sc(101, 16, 1, 0, 0), flush=True)       # PTRACE_ATTACH
+            print("seize 1:", sc(101, 0x4206, 1 | 1 << 32, 0, 0), flush=True)
+            buf = ctypes.create_string_buffer(8)
+            iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+            print("vm_writev 1:", sc(311, 1, ctypes.addressof(iov), 1,
+                                     ctypes.addressof(iov), 1, 0), flush=True)
+            with open("child.pid", "w") as fh:
+                fh.write(str(os.getpid()))
+            time.sleep(60)
+            os._exit(0)
+        time.sleep(1)
+        kid = os.fork()
+        if kid == 0:
+            time.sleep(60)
+            os._exit(0)
+        print("attach own child:", sc(101, 16, kid, 0, 0), flush=True)
+        print('{"y": 1}')
+        """)
+    if os.uname().machine != "x86_64":
+        pytest.skip("syscall numbers of x86_64")
+    t0 = time.monotonic()
+    res = lab.run("command", cmd([sys.executable, "-c", code]), False)
+    took = time.monotonic() - t0
+    assert res.status == "ok", res.stderr
+    out = res.raw
+    assert "attach 1: Operation not permitted" in out, out
+    assert "seize 1: Operation not permitted" in out and \
+        "vm_writev 1: Operation not permitted" in out, out
+    assert "attach own child: ok" in out, out  # tracing its own processes still works
+    assert took < 15, took  # not held until the 30-s timeout
+
+
+def test_the_timeout_kills_the_whole_pid_namespace(lab: Lab) -> None:
+    """A program that outlives its timeout, with a `setsid` daemon and a child that
+    ignores SIGTERM: when the timeout kills it, every process of the run is gone (the
+    kill reaches the sandbox's pid 1 from outside, and the namespace ends with it)."""
+    import time
+
+    res = lab.run("command", cmd(["sh", "-c", "setsid sh -c 'trap \"\" TERM; sleep 300' & "
+                                  "(trap '' TERM; exec sleep 301) & sleep 302"]), False, timeout=3)
+    assert res.status == "timeout", res.stderr
+    time.sleep(0.5)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(
+        ("sleep 300", "sleep 301", "sleep 302"))]
+    assert left == [], left
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
