@@ -645,3 +645,27 @@ def _cmdline(pid: str) -> str:
             return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def test_a_hard_link_in_a_declared_directory_stays_shut(lab: Lab) -> None:
+    """A declared writable directory (fio `directory:`) holding, placed beforehand, a hard
+    link to the victim: fio writing that name, and a command writing it, leave the victim
+    untouched (each file with several links is shown read-only over itself); with
+    allow_destructive it is written, as the user declared."""
+    d = lab.root / "data"
+    d.mkdir()
+    os.link(lab.victim, d / "job.0.0")
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "directory": str(d), "filename": "job.0.0"}, False)
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed", res.stderr[-400:]
+    task = RunTask(key="c1-r2", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", f"printf PWNED | dd of={d}/job.0.0 "
+                                       "conv=notrunc; touch " + f"{d}/new; "
+                                       "echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r2"), timeout=30,
+                   writable=[str(d)], homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert lab.state() == before and (d / "new").exists(), res.stderr[-400:]
+    res = lab.run("fio", {**FIO, "directory": str(d), "filename": "job.0.0"}, True)
+    assert lab.state()[0] != before[0], res.stderr[-400:]

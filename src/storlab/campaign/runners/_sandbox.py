@@ -301,6 +301,13 @@ class Walls:
     network: bool = False  # the host's network namespace, not one of the sandbox's own
     sockets: list[str] = field(default_factory=list)  # declared sockets, where they show
     seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
+    #: the campaign's directory and declared readable places, where they show: walked for
+    #: sockets (a hard link to a daemon's socket has a name /proc/net/unix does not list)
+    trees: list[str] = field(default_factory=list)
+    #: writable declared directories open without `allow_destructive`: walked for files
+    #: with several hard links too (each shown read-only over itself)
+    strict: bool = True
+    covers: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -338,7 +345,7 @@ class Walls:
     @property
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
-        return [*self.fds, *(fd for fd, _ in self.readonly),
+        return [*self.fds, *(fd for fd, _ in self.readonly), *(fd for fd, _ in self.covers),
                 *([self.seccomp] if self.seccomp is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
@@ -360,14 +367,16 @@ class Walls:
             os.close(fd)
         self.readonly = shown
         # parents before what lies inside them (bwrap mounts in order)
+        sockets, linked = self.specials(cwd)
         binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
-                       + [(p, "--bind-fd", fd) for fd, p in kept],
+                       + [(p, "--bind-fd", fd) for fd, p in kept]
+                       + [(p, "--ro-bind-fd", fd) for fd, p in linked],
                        key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
             out += [how, str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
-        for sock in self.covered(cwd):
+        for sock in sorted({*self.covered(cwd), *sockets}):
             out += ["--ro-bind", "/dev/null", sock]
         # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
         # read-only: a write outside the declared places fails loudly, not in memory unseen
@@ -399,9 +408,42 @@ class Walls:
                 out.append(path)
         return sorted(set(out))
 
+    def specials(self, cwd: str) -> tuple[list[str], list[tuple[int, str]]]:
+        """What a name on the host's /proc/net/unix does not tell: every Unix socket found
+        in the shown places walked (`trees`, and the writable directories but the run's
+        own), to be covered by /dev/null (a hard link to a daemon's socket, placed in the
+        campaign's directory beforehand, is the daemon's socket under another name); and,
+        in the writable directories when `strict`, every regular file with several hard
+        links (one may be somebody's file elsewhere), each opened without a link on the
+        way and shown read-only over itself. Walked again at each start where a directory
+        changed (`_specials`). Not the declared sockets."""
+        run_dir = os.path.realpath(cwd)
+        dirs = [p for fd, p in zip(self.fds, self.writable)
+                if p != run_dir and stat.S_ISDIR(os.fstat(fd).st_mode)]
+        sockets: set[str] = set()
+        for t in self.trees:
+            sockets.update(_specials(t, False)[0])
+        linked: list[tuple[int, str]] = []
+        for d in dirs:
+            socks, files = _specials(d, self.strict)
+            sockets.update(socks)
+            for f in files:
+                fd = open_plain(f)
+                if fd is None:
+                    continue
+                st = os.fstat(fd)
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    linked.append((fd, f))
+                else:
+                    os.close(fd)
+        self.covers = linked
+        own = set(self.sockets)
+        return sorted(s for s in sockets if s not in own and not _inside(s, run_dir)), linked
+
     def close(self) -> None:
         for fd in self.all_fds:
             os.close(fd)
+        self.covers.clear()
         self.seccomp = None
         self.fds.clear()
         self.writable.clear()
@@ -419,6 +461,58 @@ def _listening_sockets() -> list[str]:
         return []
     return [f[7] for f in (line.split(None, 7) for line in lines)
             if len(f) == 8 and f[7].startswith("/")]
+
+
+#: Per directory walked (path, files asked): its (st_dev, st_ino, st_mtime_ns) when listed,
+#: and what it held: subdirectories, sockets, regular files with several hard links.
+_LISTED: dict[tuple[str, bool], tuple[tuple[int, int, int], list[str], list[str], list[str]]
+              ] = {}
+
+
+def _specials(top: str, files: bool) -> tuple[list[str], list[str]]:
+    """The Unix sockets under the directory `top` and, with `files`, the regular files with
+    several hard links (links not followed). A directory is listed again only when it
+    changed since (its mtime: a name added or removed changes it; a hard link made
+    elsewhere to a file here does not, and needs no cover: the file was this directory's),
+    so a start costs one `stat` per directory of an unchanged tree."""
+    if len(_LISTED) > 200_000:
+        _LISTED.clear()
+    socks: list[str] = []
+    multi: list[str] = []
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        try:
+            st = os.stat(d, follow_symlinks=d == top)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        got = _LISTED.get((d, files))
+        if got is None or got[0] != key:
+            subdirs: list[str] = []
+            s: list[str] = []
+            f: list[str] = []
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        if e.is_dir(follow_symlinks=False):
+                            subdirs.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            if files and e.stat(follow_symlinks=False).st_nlink > 1:
+                                f.append(e.path)
+                        elif not e.is_symlink() and stat.S_ISSOCK(
+                                e.stat(follow_symlinks=False).st_mode):
+                            s.append(e.path)
+            except OSError:
+                pass
+            got = (key, subdirs, s, f)
+            _LISTED[(d, files)] = got
+        stack.extend(got[1])
+        socks += got[2]
+        multi += got[3]
+    return socks, multi
 
 
 def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -560,6 +654,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         for r in [*decl.homes, *decl.readable]:
             for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
                 w.show(os.path.realpath(r), at)
+                if any(p == at for _, p in w.readonly):
+                    w.trees.append(at)
+        w.strict = not allow
         for sock in decl.sockets:
             for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
