@@ -268,3 +268,19 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     camp.write_text(yaml.safe_dump({**spec, "sandbox": {"writable": ["."]}}, sort_keys=False))
     r = storlab("run", camp, "-q")
     assert r.returncode == 0 and target.stat().st_size == 64 << 10, r.stdout + r.stderr
+
+
+def test_status_names_the_programs_install_tree_shown_read_only(tmp_path: Path,
+                                                                storlab: Any) -> None:
+    """A program outside the system's trees (this Python, a virtualenv's or pyenv's): its
+    install tree is shown read-only in the runs' sandbox, and `storlab status` says so."""
+    from storlab.campaign.runners import shown_install_trees
+
+    trees = shown_install_trees(sys.executable, str(tmp_path))
+    if not trees:
+        pytest.skip("this Python lies in the system's trees")
+    camp = command_campaign(tmp_path / "c", [sys.executable, "-c", "print(1)"])
+    r = storlab("status", camp)
+    assert r.returncode == 0, r.stderr
+    assert f"campaign directory, the program's install tree {', '.join(trees)};" in r.stdout
+    assert os.path.realpath(sys.executable).startswith(tuple(trees)), trees

@@ -669,3 +669,38 @@ def test_a_hard_link_in_a_declared_directory_stays_shut(lab: Lab) -> None:
     assert lab.state() == before and (d / "new").exists(), res.stderr[-400:]
     res = lab.run("fio", {**FIO, "directory": str(d), "filename": "job.0.0"}, True)
     assert lab.state()[0] != before[0], res.stderr[-400:]
+
+
+def test_a_shared_system_directory_declared_whole_stays_shut(lab: Lab, storlab: Any) -> None:
+    """fio `directory: /var/tmp` (or `sandbox.writable: [/var/tmp]`) declared every file
+    of /var/tmp writable, other users' included: refused before any run in one line; past
+    the check, the walls do not open it (a victim file there is untouched) unless
+    allow_destructive says so."""
+    victim = Path(tempfile.mkdtemp(dir="/var/tmp")) / "theirs.dat"
+    victim.write_bytes(b"THEIRS" * 1000)
+    try:
+        def run(allow: bool) -> Any:
+            task = RunTask(key="c1-r1", config={}, runner_type="command",
+                           runner_options=cmd(["sh", "-c", f"printf PWNED | dd of={victim} "
+                                               "conv=notrunc; echo '{\"y\": 1}'"]),
+                           values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                           writable=["/var/tmp"], allow_destructive=allow,
+                           homes=[str(lab.scratch)], readable=[str(victim.parent)])
+            return execute_task(task).result
+
+        res = run(False)
+        assert victim.read_bytes() == b"THEIRS" * 1000, res.stderr[-400:]
+        res = run(True)
+        assert victim.read_bytes().startswith(b"PWNED"), res.stderr[-400:]
+        camp = lab.root / "camp"
+        camp.mkdir()
+        f = camp / "c.yaml"
+        f.write_text("name: c\nspace:\n  factors:\n    - {name: bs, kind: ordinal, values: "
+                     "[4k, 8k]}\n  responses:\n    - {name: iops}\ndesign: {kind: full}\n"
+                     "runner:\n  type: fio\n  options: {directory: /var/tmp, rw: write, "
+                     "size: 64k}\n")
+        p = storlab("run", str(f))
+        assert p.returncode == 2 and "every user of the host shares" in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and not (camp / "scratch").exists()
+    finally:
+        shutil.rmtree(victim.parent, ignore_errors=True)

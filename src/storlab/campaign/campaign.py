@@ -39,10 +39,11 @@ from .fixed import Config, fixed_source
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_socket,
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_shared,
+                      refused_socket,
                       refused_writable, render_argv, require_sandbox, reserved_env_clash,
-                      run_identity, runner_class, shell_command, starts_programs, template_names,
-                      unsandboxed)
+                      run_identity, runner_class, shell_command, shown_install_trees,
+                      starts_programs, template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
 from .store import FAILED, Store, refuse_linked_dirs, refuse_links
@@ -253,10 +254,22 @@ class Campaign:
                         f" ({self.scratch} leads outside the campaign's directory: only "
                         "each run's own directory counts as the campaign's there)")
                     raise CampaignError(f"{self.path}: {exc}{hint}") from None
+        # a shared system directory declared writable whole (fio `directory: /var/tmp`)
+        sb = self.spec.sandbox
+        walls = getattr(runner, "sandbox", None)
+        allow = sb.allow_destructive or bool(self.spec.runner.options.get("allow_destructive"))
+        why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
+        if why:
+            raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
+        if walls is not None:
+            for cid, cfg in configs:
+                why = refused_shared(walls(self._runner_config(cfg),
+                                           self.scratch / f"c{cid}-r1")[0], allow)
+                if why:
+                    raise CampaignError(f"{self.path}: field runner: {why}")
         # a file a program makes directly in the campaign's directory: the sandbox keeps
         # that directory read-only unless the campaign declares it (or allow_destructive)
         home = getattr(runner, "check_home", None)
-        sb = self.spec.sandbox
         here = os.path.realpath(self.dir)
         if home is not None and not sb.allow_destructive and not any(
                 here == w or here.startswith(w.rstrip("/") + "/")
@@ -407,15 +420,27 @@ class Campaign:
                 why = None
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"
+            trees = shown_install_trees(self._program(), str(self.dir))
             head = (f"bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign "
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
+                    + (f", the program's install tree {', '.join(trees)}" if trees else "")
                     + f"; writable: each run's directory, the runner's targets, {extra}; "
                     "declared devices "
                     + ("writable (allow_destructive)" if dev else "not openable")
                     + f"; network: {net}; Unix sockets: "
                     + (", ".join(sb.sockets) if sb.sockets else "none"))
         return [head, *self.system_writable_steps()]
+
+    def _program(self) -> str:
+        """The program the runner starts (its install tree is shown read-only)."""
+        kind, opts = self.spec.runner.type, self.spec.runner.options
+        prog = opts.get("command") if kind == "command" else opts.get(kind, kind)
+        if kind == "command" and opts.get("shell"):
+            return "/bin/sh"
+        if isinstance(prog, list) and prog:
+            return str(prog[0])
+        return str(prog).split()[0] if str(prog).split() else kind
 
     def _measurement(self) -> dict[str, Any]:
         """What makes two runs of one configuration the same measurement (with what the

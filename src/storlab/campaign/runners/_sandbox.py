@@ -555,6 +555,33 @@ SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", 
                "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var")
 
 
+#: Directories shared by every user and program of the host: declared writable as a whole
+#: (fio `directory: /var/tmp`), every program of a run could write all of it, other users'
+#: files included. They open only with `allow_destructive`; a directory of its own inside
+#: (/var/tmp/mine) opens.
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/mnt", "/media")
+
+
+def _shared(path: str) -> bool:
+    return os.path.realpath(path) in SHARED_DIRS or os.path.abspath(path) in SHARED_DIRS
+
+
+def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
+    """Why the first of `paths` (a runner's targets, the campaign's `sandbox.writable`)
+    may not open, or None: a shared system directory (`SHARED_DIRS`) without `allow`."""
+    if allow:
+        return None
+    for p in paths:
+        if _shared(p) and os.path.isdir(p):
+            real = os.path.realpath(p)
+            what = p if real == os.path.abspath(p) else f"{p} ({real})"
+            return (f"{what} is a directory every user of the host shares: declared "
+                    "writable, every program of a run could write all of it; name a "
+                    f"directory of its own inside ({real.rstrip('/')}/storlab) or set "
+                    "sandbox.allow_destructive: true")
+    return None
+
+
 def _system(path: str) -> bool:
     """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
     (programs and their state)."""
@@ -706,7 +733,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         return
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):
-        ok = allow or not _system(t)
+        ok = allow or not (_system(t) or _shared(t))
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(_inside(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
@@ -743,6 +770,14 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     except BaseException:
         w.close()
         raise
+
+
+def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[str]:
+    """The install trees of program `name` shown read-only beside the system's trees (for
+    `storlab status`): none for a program under /usr, /bin..."""
+    return [t for t in _install_trees(name, cwd, path if path is not None else
+                                      os.environ.get("PATH"))
+            if not any(_inside(t, s) for s in SYSTEM_TREES)]
 
 
 def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
