@@ -704,3 +704,105 @@ def test_a_shared_system_directory_declared_whole_stays_shut(lab: Lab, storlab: 
         assert len(p.stderr.strip().splitlines()) == 1 and not (camp / "scratch").exists()
     finally:
         shutil.rmtree(victim.parent, ignore_errors=True)
+
+
+# ------------------------------------------- routes of our own (docs' table, last rows)
+def test_a_set_user_id_shell_left_for_the_host(lab: Lab) -> None:
+    """A program of a run is root: a set-user-ID copy of a shell it leaves in its directory
+    or a declared one is root for any local user on the host (the host's mount is not
+    nosuid). chmod with S_ISUID/S_ISGID is refused (seccomp), `cp -p` of a set-user-ID
+    program loses the bits, and a file made with them is cleared once written (FSETID is
+    dropped): no file there carries them after the run."""
+    d = lab.root / "data"
+    d.mkdir()
+    script = (f"cp /bin/sh {d}/sh; chmod 4755 {d}/sh; chmod g+s {d}/sh; "
+              f"cp -p /usr/bin/passwd {d}/pw; "
+              f"python3 -c \"import os; fd = os.open('{d}/e', os.O_CREAT | os.O_WRONLY, "
+              "0o6755); os.write(fd, open('/bin/sh', 'rb').read())\"; "
+              f"cp /bin/sh own; chmod u+s own; cp -p own {d}/own; chmod 755 {d}/sh && "
+              "echo PLAIN-CHMOD-OK")
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", script + "; echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                   writable=[str(d)], homes=[str(lab.scratch)], keep_scratch=True)
+    res = execute_task(task).result
+    assert "PLAIN-CHMOD-OK" in res.raw, res.raw + res.stderr  # a plain chmod still works
+    made = [*d.iterdir(), *(lab.scratch / "c1-r1").iterdir()]
+    assert {p.name for p in made} >= {"sh", "e", "own"}, made
+    setid = [p.name for p in made if os.lstat(p).st_mode & 0o6000]
+    assert setid == [], setid
+
+
+def test_the_programs_own_descriptors_reach_only_its_own_output(lab: Lab) -> None:
+    """stdout and stderr are storlab's files beside the store, on the host's mount:
+    reopened through /proc/self/fd/1 (or /dev/stdout) the program writes its own stream
+    only; the directory above it is not reached through them."""
+    out = lab.root / "out"
+    res = _inside(lab, "echo REOPENED > /proc/self/fd/1; echo X > /dev/stdout/../c2-r1.stdout "
+                  "2>&1; ls /proc/self/fd/1/.. 2>&1; echo MARK")
+    # `>` truncated the run's own stream below storlab's offset: its own parse may miss
+    # (the run's business), storlab does not crash reading it
+    assert "Traceback" not in res.stderr, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["c1-r1.stderr", "c1-r1.stdout"]
+    text = (out / "c1-r1.stdout").read_text()
+    assert "REOPENED" in text and "Not a directory" in text and "MARK" in text, text
+
+
+def test_an_abstract_socket_bound_inside_is_not_the_hosts(lab: Lab) -> None:
+    """Squatting: a program binds an abstract name a host client may later ask for (a
+    daemon's). In its own network namespace the name is not the host's: a client on the
+    host still finds nothing there while the program listens."""
+    import socket
+    import uuid
+
+    name = f"storlab-squat-{uuid.uuid4().hex[:8]}"
+    code = textwrap.dedent(f"""
+        import socket, time
+        s = socket.socket(socket.AF_UNIX)
+        s.bind("\\0{name}")
+        s.listen(1)
+        open("bound", "w").close()
+        time.sleep(3)
+        print('{{"y": 1}}')
+        """)
+    import threading
+
+    out: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: out.setdefault("r", lab.run(
+        "command", cmd([sys.executable, "-c", code]), False)))
+    th.start()
+    try:
+        for _ in range(200):
+            if (lab.scratch / "c1-r1" / "bound").exists():
+                break
+            import time
+            time.sleep(0.05)
+        c = socket.socket(socket.AF_UNIX)
+        with pytest.raises(ConnectionRefusedError):
+            c.connect("\0" + name)
+        c.close()
+    finally:
+        th.join()
+    assert out["r"].status == "ok", out["r"].stderr
+
+
+def test_no_terminal_to_type_into(lab: Lab) -> None:
+    """TIOCSTI pushes keystrokes into a terminal's input (root's shell runs them): a run's
+    program has no controlling terminal (its own session, stdin /dev/null)."""
+    code = ("import fcntl, termios\n"
+            "try:\n"
+            "    fcntl.ioctl(open('/dev/tty', 'rb'), termios.TIOCSTI, b'x')\n"
+            "    print('TYPED')\n"
+            "except OSError as exc:\n"
+            "    print('tty:', exc.strerror)\n"
+            "print('{\"y\": 1}')\n")
+    res = lab.run("command", cmd([sys.executable, "-c", code]), False)
+    assert res.status == "ok" and "TYPED" not in res.raw and "tty:" in res.raw, res.raw
+
+
+def test_kill_everything_reaches_only_the_runs_processes(lab: Lab) -> None:
+    """`kill -9 -1` as root inside: only the run's processes (its PID namespace) die;
+    storlab (this test) survives and records the run."""
+    res = _inside(lab, "sleep 30 & kill -9 -1; sleep 1; echo AFTER")
+    assert res.status == "ok" and "AFTER" in res.raw, (res.status, res.stderr)
+    os.kill(os.getpid(), 0)  # still here

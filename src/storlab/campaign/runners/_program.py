@@ -323,6 +323,7 @@ def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
 def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
     """The last `limit` bytes written after `start`, as text; and whether more was written."""
     end = fh.seek(0, os.SEEK_END)
+    start = min(start, end)  # the program truncated its own stream (/proc/self/fd/1)
     begin = max(start, end - limit)
     fh.seek(begin)
     return fh.read(end - begin).decode("utf-8", "replace"), begin > start

@@ -50,7 +50,9 @@ BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 #: others: SYS_ADMIN (mount, remount rw), MKNOD, SYS_RAWIO, SYS_MODULE, NET_ADMIN, SYS_PTRACE,
 #: and DAC_READ_SEARCH (`open_by_handle_at` opens any file of a file system through a
 #: writable mount of it, the way out of a bind-mount jail).
-KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+#: Dropped too: FSETID (without it, writing a file, growing it or cloning into it clears
+#: its set-user-ID and set-group-ID bits: a file made empty with them cannot be filled).
+KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL",
              "CAP_SETGID", "CAP_SETUID", "CAP_IPC_LOCK", "CAP_SYS_NICE",
              "CAP_NET_BIND_SERVICE")
 
@@ -191,25 +193,40 @@ PID1_SYSCALLS = {"x86_64": [(0xC000003E, 101, 1), (0xC000003E, 521, 1),
                  "aarch64": [(0xC00000B7, 117, 1), (0xC00000B7, 271, 0)]}
 
 
+#: Syscalls a program gets EPERM for when the mode they set holds S_ISUID or S_ISGID
+#: (`SETID_BITS`): chmod, fchmod, fchmodat, fchmodat2. A program of a run is root: a
+#: set-user-ID copy of a shell it left in its directory or a declared one (on the host's
+#: file system, where no mount is nosuid) gave any local user root. By architecture:
+#: (AUDIT_ARCH, syscall number, index of the mode argument); x32 shares x86_64's.
+SETID_SYSCALLS = {"x86_64": [(0xC000003E, 90, 1), (0xC000003E, 91, 1), (0xC000003E, 268, 2),
+                             (0xC000003E, 452, 2), (0x40000003, 15, 1), (0x40000003, 94, 1),
+                             (0x40000003, 306, 2), (0x40000003, 452, 2)],
+                  "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2)]}
+SETID_BITS = 0o6000
+
+
 @functools.cache
 def _seccomp_program() -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
-    `DENIED_SYSCALLS`, and for `PID1_SYSCALLS` naming pid 1, and allowing everything else.
+    `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1 and for `SETID_SYSCALLS` setting
+    `SETID_BITS`, and allowing everything else.
     Written by hand (a few instructions per rule do not call for libseccomp, not installed
     as a Python package here), with symbolic jump targets resolved at the end."""
     import platform
     import struct
 
-    ld_abs, jeq, jge, jgt, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x54, 0x06
+    ld_abs, jeq, jge, jgt, jset, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x45, 0x54, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO(EPERM)
     machine = platform.machine()
     ranges = DENIED_SYSCALLS.get(machine, [])
-    pid1 = PID1_SYSCALLS.get(machine, [])
+    # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
+    args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])]
     # (code, jump if true, jump if false, k): jumps are labels ("deny", "allow", "next:N")
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
-    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *pid1))):
+    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *args))):
         prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
                  (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
         for a, first, last in ranges:
@@ -217,12 +234,13 @@ def _seccomp_program() -> bytes:
                 at = len(prog)
                 prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", "deny", last)]
                 labels[f"r{at}"] = len(prog)
-        for a, nr, arg in pid1:
+        for a, nr, arg, test, k in args:
             if a == arch:
-                # the pid's low 32 bits (a pid_t: the kernel reads no more), little-endian
+                # the argument's low 32 bits (a pid_t, a mode_t: the kernel reads no
+                # more), little-endian
                 at = len(prog)
                 prog += [(jeq, 0, f"p{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
-                         (jeq, "deny", 0, 1), (ld_abs, 0, 0, 0),
+                         (test, "deny", 0, k), (ld_abs, 0, 0, 0),
                          (and_k, 0, 0, 0xBFFFFFFF)]
                 labels[f"p{at}"] = len(prog)
         prog.append((ret, 0, 0, allow))
