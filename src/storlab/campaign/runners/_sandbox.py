@@ -664,12 +664,15 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
     Without `allow_destructive` a target opens only as named, without a link on the way
     (`open_plain`; a declared file that does not exist yet opens its directory when that
-    lies inside the campaign's directory, see `_open_target`): a directory, or a regular file with one hard link inside the campaign's directory or
-    scratch area (`Declared.homes`); a path through a link (or /proc/self/...), a file
-    with several links, an existing file elsewhere, a system directory (`_system`) and a
-    device stay shut (the static checks refuse them with a message first). With `allow_destructive`
-    targets are resolved (links followed) and open as what they name: a device node under
-    /dev is bound into the private /dev, writable. `/proc/...` targets never open
+    lies inside the campaign's directory, see `_open_target`): a directory, or a regular
+    file with one hard link inside the campaign's directory or scratch area
+    (`Declared.homes`); a path through a link (or /proc/self/...), a file with several
+    links, an existing file elsewhere, a system directory (`_system`), a shared one
+    (`SHARED_DIRS`) and a device stay shut (the static checks refuse them with a message
+    first); files with several links inside a writable directory are shown read-only over
+    themselves (`Walls.specials`). With `allow_destructive` targets are resolved (links
+    followed) and open as what they name: a device node under /dev is bound into the
+    private /dev, writable. `/proc/...` targets never open
     (storlab's /proc/self is not the program's: declare the real path).
 
     Besides the system's trees, the program sees the campaign's directory and the declared
