@@ -10,9 +10,10 @@ run's own directory and the targets the campaign declares; `/dev` is a private t
 the usual pseudo devices (null, zero, random, tty...) and only the device nodes the campaign
 declares, writable only with `allow_destructive`; `/proc` is private (only the run's
 processes) and read-only (no sysctl writes); every capability that reaches past the mounts is
-dropped (mount, mknod, raw I/O, modules, `open_by_handle_at`). The network namespace is the
-sandbox's own (only a loopback of its own: no abstract socket, no TCP to the host's
-daemons) unless the campaign (`sandbox.network`) or the runner (fio's network engines and
+dropped (mount, mknod, raw I/O, modules, `open_by_handle_at`, FSETID), and a seccomp
+filter refuses the keyrings, tracing the sandbox's pid 1 and set-ID mode bits. The network
+namespace is the sandbox's own (only a loopback of its own: no abstract socket, no TCP to
+the host's daemons) unless the campaign (`sandbox.network`) or the runner (fio's network engines and
 client mode, the ceph runner's load) declares it needs the network; a path socket opens only
 when the campaign declares it (`sandbox.sockets`). The program, and everything it starts,
 dies with the sandbox's first process (PID namespace) and with storlab
