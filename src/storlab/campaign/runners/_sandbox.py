@@ -438,7 +438,7 @@ class Walls:
         changed (`_specials`). Not the declared sockets."""
         run_dir = os.path.realpath(cwd)
         dirs = [p for fd, p in zip(self.fds, self.writable)
-                if p != run_dir and stat.S_ISDIR(os.fstat(fd).st_mode)]
+                if p != run_dir and not _unwalked(p) and stat.S_ISDIR(os.fstat(fd).st_mode)]
         sockets: set[str] = set()
         for t in self.trees:
             sockets.update(_specials(t, False)[0])
@@ -601,6 +601,15 @@ def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
     return None
 
 
+def _unwalked(path: str) -> bool:
+    """Not walked for sockets and hard links (`Walls.specials`): `/`, `/home`, `/var`...
+    (`SYSTEM_DIRS`, declared whole: the host's whole tree), the kernel's trees and the
+    system's (`SYSTEM_TREES`): there only the sockets the host lists are covered."""
+    p = os.path.abspath(path)
+    return p in SYSTEM_DIRS or any(_inside(p, t) for t in ("/proc", "/sys", "/dev",
+                                                            *SYSTEM_TREES))
+
+
 def _system(path: str) -> bool:
     """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
     (programs and their state)."""
@@ -703,7 +712,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         for r in [*decl.homes, *decl.readable]:
             for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
                 w.show(os.path.realpath(r), at)
-                if any(p == at for _, p in w.readonly):
+                if any(p == at for _, p in w.readonly) and not _unwalked(at):
                     w.trees.append(at)
         w.strict = not allow
         for sock in decl.sockets:
