@@ -131,8 +131,17 @@ def execute_task(task: RunTask) -> TaskOutcome:
     if workdir.exists():  # left over by a killed attempt
         shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    write_fresh(workdir / RUN_MARK, mark)
-    made = os.lstat(workdir)  # what every program of the run must find there
+    try:  # the directory just made, not where a link swapped in meanwhile leads
+        wfd = open_dir_beneath(workdir.parent, workdir, make=False, what="run directory")
+    except StorlabError as exc:
+        return TaskOutcome(task.key, RunResult("failed", stderr=f"storlab: {exc}",
+                                               started=started, ended=time.time()),
+                           socket.gethostname())
+    try:
+        write_fresh(workdir / RUN_MARK, mark, dir_fd=wfd)
+        made = os.fstat(wfd)  # what every program of the run must find there
+    finally:
+        os.close(wfd)
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
             tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
