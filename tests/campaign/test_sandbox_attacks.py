@@ -137,6 +137,9 @@ ROUTES: dict[str, tuple[str, Route]] = {
                 "size": "64k"}, {})),
     "write_iolog onto the victim file": ("victim", lambda lab: (
         "fio", {**FIO, "write_iolog": str(lab.victim)}, {})),
+    "write_iolog: a declared directory's sibling (data/../victim)": ("victim", lambda lab: (
+        "fio", {**FIO, "directory": _dir(lab, "data"),
+                "write_iolog": f"{lab.root}/data/../victim.dat"}, {})),
     "exec_prerun": ("both", lambda lab: ("fio", {**FIO, "exec_prerun": str(lab.evil)}, {})),
     "exec_postrun": ("both", lambda lab: ("fio", {**FIO, "exec_postrun": str(lab.evil)}, {})),
     "ioengine=exec": ("both", lambda lab: (
@@ -172,6 +175,11 @@ ROUTES: dict[str, tuple[str, Route]] = {
         "command", cmd(["sh", "-c", f"printf PWNED | dd of=/proc/1/root{lab.victim} "
                         "conv=notrunc; echo '{\"y\": 1}'"]), {})),
 }
+
+
+def _dir(lab: Lab, name: str) -> str:
+    (lab.root / name).mkdir(exist_ok=True)
+    return str(lab.root / name)
 
 
 def _byid(lab: Lab) -> Path:
