@@ -414,13 +414,14 @@ class Campaign:
             dev = self.spec.runner.options.get("allow_destructive") or sb.allow_destructive
             net = "the host's (sandbox.network)" if sb.network else "none (its own)"
             try:
-                why = getattr(make_runner(self.spec.runner.type, self.runner_options()),
-                              "network_reason", lambda: None)()
+                runner = make_runner(self.spec.runner.type, self.runner_options())
+                why = getattr(runner, "network_reason", lambda: None)()
+                prog = getattr(runner, "program", lambda: None)()
             except (StorlabError, OSError, TypeError, ValueError):
-                why = None
+                why = prog = None
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"
-            trees = shown_install_trees(self._program(), str(self.dir))
+            trees = shown_install_trees(prog, str(self.dir)) if prog else []
             head = (f"bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign "
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
@@ -431,16 +432,6 @@ class Campaign:
                     + f"; network: {net}; Unix sockets: "
                     + (", ".join(sb.sockets) if sb.sockets else "none"))
         return [head, *self.system_writable_steps()]
-
-    def _program(self) -> str:
-        """The program the runner starts (its install tree is shown read-only)."""
-        kind, opts = self.spec.runner.type, self.spec.runner.options
-        prog = opts.get("command") if kind == "command" else opts.get(kind, kind)
-        if kind == "command" and opts.get("shell"):
-            return "/bin/sh"
-        if isinstance(prog, list) and prog:
-            return str(prog[0])
-        return str(prog).split()[0] if str(prog).split() else kind
 
     def _measurement(self) -> dict[str, Any]:
         """What makes two runs of one configuration the same measurement (with what the
