@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from storlab.campaign.runners import (UNSANDBOXED_ENV, Declared, declared,  # noqa: E402
                                       run_program)
-from storlab.campaign.runners._sandbox import _specials  # noqa: E402
+from storlab.campaign.runners._sandbox import _specials, wrap  # noqa: E402
 
 
 def timed(fn: Callable[[], object], sandboxed: bool) -> float:
@@ -49,12 +49,24 @@ def walk_cost(camp: str, n: int) -> None:
     t0 = time.perf_counter()
     _specials(camp, False)
     first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(20):
+    times = []
+    for _ in range(20):  # the median: one preemption on a loaded machine is 10 ms
+        t0 = time.perf_counter()
         _specials(camp, False)
-    later = (time.perf_counter() - t0) / 20
+        times.append(time.perf_counter() - t0)
+    later = statistics.median(times)
     print(f"walk of the campaign's directory ({n} files): first {first * 1e3:.1f} ms, "
           f"at each later start {later * 1e3:.2f} ms")
+    wd = os.path.join(camp, "scratch", "c1-r1")
+    with declared(Declared(homes=(camp,))):
+        t0 = time.process_time()
+        for _ in range(200):
+            _, walls = wrap(["true"], wd, env={"PATH": "/usr/bin"})
+            assert walls is not None
+            walls.close()
+        own = (time.process_time() - t0) / 200
+    print(f"storlab's own share of a start (building the walls, 200 times): "
+          f"{own * 1e3:.2f} ms of CPU")
 
 
 def main() -> None:
@@ -73,6 +85,7 @@ def main() -> None:
         os.makedirs(d)
         if args.campaign_files:
             walk_cost(camp, args.campaign_files)
+
         def true() -> None:
             out = run_program(["true"], cwd=d)
             assert out.exit_code == 0, out.stderr
