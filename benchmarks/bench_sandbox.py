@@ -6,6 +6,7 @@ cannot be compared (the processes of a PID namespace are reaped inside it and th
 rusage does not reach storlab), so on a loaded machine take the lowest of a few runs.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--repeats N] [--fio-repeats N]
+        [--campaign-files N]
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from storlab.campaign.runners import UNSANDBOXED_ENV, run_program  # noqa: E402
+from storlab.campaign.runners import (UNSANDBOXED_ENV, Declared, declared,  # noqa: E402
+                                      run_program)
+from storlab.campaign.runners._sandbox import _specials, wrap  # noqa: E402
 
 
 def timed(fn: Callable[[], object], sandboxed: bool) -> float:
@@ -36,14 +39,53 @@ def timed(fn: Callable[[], object], sandboxed: bool) -> float:
     return time.perf_counter() - t0
 
 
+def walk_cost(camp: str, n: int) -> None:
+    """Fill `camp` with `n` files in directories of 100, and print what walking it for
+    sockets costs: the first walk lists every directory, later ones only those changed."""
+    for i in range(n):
+        sub = os.path.join(camp, "out", f"d{i // 100}")
+        os.makedirs(sub, exist_ok=True)
+        open(os.path.join(sub, f"f{i}"), "w").close()
+    t0 = time.perf_counter()
+    _specials(camp, False)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(20):  # the median: one preemption on a loaded machine is 10 ms
+        t0 = time.perf_counter()
+        _specials(camp, False)
+        times.append(time.perf_counter() - t0)
+    later = statistics.median(times)
+    print(f"walk of the campaign's directory ({n} files): first {first * 1e3:.1f} ms, "
+          f"at each later start {later * 1e3:.2f} ms")
+    wd = os.path.join(camp, "scratch", "c1-r1")
+    with declared(Declared(homes=(camp,))):
+        t0 = time.process_time()
+        for _ in range(200):
+            _, walls = wrap(["true"], wd, env={"PATH": "/usr/bin"})
+            assert walls is not None
+            walls.close()
+        own = (time.process_time() - t0) / 200
+    print(f"storlab's own share of a start (building the walls, 200 times): "
+          f"{own * 1e3:.2f} ms of CPU")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=40, help="runs of `true` per arm")
     ap.add_argument("--fio-repeats", type=int, default=5, help="1-s fio runs per arm")
+    ap.add_argument("--campaign-files", type=int, default=0,
+                    help="runs in a campaign directory of this many files (walked for "
+                         "sockets at each start); 0: none")
     args = ap.parse_args()
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed (Debian package bubblewrap)")
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as camp, declared(
+            Declared(homes=(camp,) if args.campaign_files else ())):
+        d = os.path.join(camp, "scratch", "c1-r1")
+        os.makedirs(d)
+        if args.campaign_files:
+            walk_cost(camp, args.campaign_files)
+
         def true() -> None:
             out = run_program(["true"], cwd=d)
             assert out.exit_code == 0, out.stderr

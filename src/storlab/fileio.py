@@ -117,18 +117,72 @@ def write_text(path: str | Path, text: str, what: str = "") -> Path:
     return Path(path)
 
 
-def write_fresh(path: str | Path, data: str | bytes = b"") -> Path:
+def write_fresh(path: str | Path, data: str | bytes = b"", dir_fd: int | None = None
+                ) -> Path:
     """Make `path` anew with `data`, never through a link: whatever entry is there (a link
     a campaign's step planted, pointing at a device or somebody's file) is removed, not
     followed, and the file is created exclusively (O_EXCL | O_NOFOLLOW). For the files
-    storlab itself writes beside a run's programs (job files, configs, output streams)."""
+    storlab itself writes beside a run's programs (job files, configs, output streams).
+    With `dir_fd` (`open_dir_beneath`), `path`'s name is made in that directory."""
     p = Path(path)
-    p.unlink(missing_ok=True)
-    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o666 & ~_umask())
+    name: str | Path = p.name if dir_fd is not None else p
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666 & ~_umask(), dir_fd=dir_fd)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data.encode() if isinstance(data, str) else data)
     return p
+
+
+def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
+                     what: str = "") -> int:
+    """A descriptor (O_RDONLY | O_DIRECTORY) of the directory `path`, which lies inside the
+    directory `home`: `home` is opened as named (the user's own path, links and all), then
+    each component of `path` below it with O_NOFOLLOW, from the directory opened before it
+    (made when missing, with `make`). A component that is a link (one planted in the
+    campaign's directory, leading to somebody's directory) is refused in one line: what
+    storlab makes there as root (its locks, the runs' output files) is made in the
+    directory it opened, never where a link leads. `path` outside `home`: only its last
+    component is opened without following."""
+    home, p = os.path.abspath(home), os.path.abspath(path)
+    if not (p == home or p.startswith(home.rstrip("/") + "/")):
+        home = os.path.dirname(p)
+    label = f"{what} {path}" if what else str(path)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    try:
+        fd = os.open(home, flags)
+    except OSError as exc:
+        raise StorlabError(f"{label}: cannot open {home} ({exc.strerror or exc})") from None
+    at = home
+    try:
+        for name in Path(os.path.relpath(p, home)).parts:
+            if name == ".":
+                continue
+            at = os.path.join(at, name)
+            try:
+                nxt = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                try:
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                except FileExistsError:  # made meanwhile (or a link made meanwhile)
+                    pass
+                nxt = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError as exc:
+        os.close(fd)
+        if os.path.islink(at):
+            raise StorlabError(f"{label}: {at} is a symbolic link (to {os.readlink(at)}); "
+                               "storlab makes its own files there only in directories of "
+                               "their own, never through a link: remove the link or name "
+                               "the real place") from None
+        raise StorlabError(f"{label}: cannot open {at} ({exc.strerror or exc})") from None
+    return fd
 
 
 def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = ""

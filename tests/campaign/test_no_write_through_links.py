@@ -140,3 +140,69 @@ def test_a_planted_fio_json_directory_link(tmp_path: Path, storlab: Any) -> None
     p = storlab("run", str(camp), timeout=120)
     assert p.returncode == 2 and "campaign-fio: is a link" in p.stderr, p.stdout + p.stderr
     assert "Traceback" not in p.stderr and list(theirs.iterdir()) == []
+
+
+def _theirs(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, str]]:
+    """Somebody's directory outside the campaign, holding files with the names storlab
+    would make (a lock, an output stream): their digests, to compare after."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    for n in names:
+        (theirs / n).write_bytes(b"THEIRS " + n.encode() * 100)
+    return theirs, {n: digest(theirs / n) for n in names}
+
+
+@pytest.mark.parametrize("field,names", [
+    ("store", ["s.db.lock"]), ("workdir", ["scratch.lock"])])
+def test_a_store_or_workdir_through_a_planted_directory_link(
+        tmp_path: Path, storlab: Any, field: str, names: list[str]) -> None:
+    """`store: d/s.db` or `workdir: d/scratch`, where `d` is a link planted in the
+    campaign's directory to somebody's directory holding files of the names storlab makes
+    (`s.db.lock`, `scratch.lock`): refused in one line before any run, nothing written."""
+    theirs, before = _theirs(tmp_path, names)
+    d = tmp_path / "c"
+    camp = campaign(d, ECHO, **{field: "d/s.db" if field == "store" else "d/scratch"})
+    (d / "d").symlink_to(theirs)
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 2 and "leads through" in p.stderr, p.stdout + p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert {n: digest(theirs / n) for n in names} == before
+    assert sorted(x.name for x in theirs.iterdir()) == sorted(names)
+
+
+def test_the_locks_are_made_from_directories_opened_without_links(tmp_path: Path) -> None:
+    """Past the early check (the link planted after it): the lock file is made in the
+    directory opened from the campaign's directory one component at a time, so the link
+    is refused and the file of that name where it leads keeps its bytes."""
+    from storlab.campaign.store import Store
+    from storlab.errors import CampaignError
+
+    theirs, before = _theirs(tmp_path, ["scratch.lock"])
+    home = tmp_path / "c"
+    home.mkdir()
+    (home / "d").symlink_to(theirs)
+    with Store(home / "s.db") as store:
+        with pytest.raises(CampaignError, match="d is a symbolic link"):
+            with store.writer_lock(scratch=home / "d" / "scratch", home=home):
+                pass
+    assert digest(theirs / "scratch.lock") == before["scratch.lock"]
+
+
+def test_the_output_streams_are_made_from_a_directory_opened_without_links(
+        tmp_path: Path) -> None:
+    """A run's output directory (`<store>.output`) behind a directory link (a program of a
+    run can plant one when the campaign's directory is declared writable): the run fails
+    with one storlab line, and `<key>.stdout` where the link leads keeps its bytes."""
+    from storlab.campaign.task import RunTask, execute_task
+
+    theirs, before = _theirs(tmp_path, ["c1-r1.stdout", "c1-r1.stderr"])
+    home = tmp_path / "c"
+    home.mkdir()
+    (home / "campaign.db.output").symlink_to(theirs)
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=ECHO["options"], values={"n": 1},
+                   workdir=str(home / "scratch" / "c1-r1"), timeout=30, homes=[str(home)],
+                   output_dir=str(home / "campaign.db.output"))
+    res = execute_task(task).result
+    assert res.status == "failed" and "is a symbolic link" in res.stderr, res.stderr
+    assert {n: digest(theirs / n) for n in before} == before

@@ -268,3 +268,62 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     camp.write_text(yaml.safe_dump({**spec, "sandbox": {"writable": ["."]}}, sort_keys=False))
     r = storlab("run", camp, "-q")
     assert r.returncode == 0 and target.stat().st_size == 64 << 10, r.stdout + r.stderr
+
+
+def test_status_names_the_programs_install_tree_shown_read_only(tmp_path: Path,
+                                                                storlab: Any) -> None:
+    """A program outside the system's trees (this Python, a virtualenv's or pyenv's): its
+    install tree is shown read-only in the runs' sandbox, and `storlab status` says so."""
+    from storlab.campaign.runners import shown_install_trees
+
+    trees = shown_install_trees(sys.executable, str(tmp_path))
+    if not trees:
+        pytest.skip("this Python lies in the system's trees")
+    camp = command_campaign(tmp_path / "c", [sys.executable, "-c", "print(1)"])
+    r = storlab("status", camp)
+    assert r.returncode == 0, r.stderr
+    assert f"campaign directory, the program's install tree {', '.join(trees)};" in r.stdout
+    assert os.path.realpath(sys.executable).startswith(tuple(trees)), trees
+
+
+def test_the_seccomp_filter_decides_as_documented() -> None:
+    """The hand-written BPF filter, run by a small interpreter over seccomp_data: the
+    keyrings, ptrace/process_vm_writev naming pid 1 (also with high bits set, also from
+    x32 and i386), chmod and its kin with set-ID bits, denied; the rest allowed. The real
+    kernel runs it in test_sandbox_attacks.py (x86_64); i386's calls are checked here."""
+    import platform
+    import struct
+
+    from storlab.campaign.runners._sandbox import _seccomp_program
+
+    if platform.machine() != "x86_64":
+        pytest.skip("x86_64's syscall numbers")
+    prog = _seccomp_program()
+    ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+
+    def decide(arch: int, nr: int, *args: int) -> str:
+        data = struct.pack("<iIQ6Q", nr, arch, 0, *args, *[0] * (6 - len(args)))
+        a, pc = 0, 0
+        while True:
+            code, jt, jf, k = ins[pc]
+            if code == 0x20:  # load
+                a, pc = struct.unpack_from("<I", data, k)[0], pc + 1
+            elif code == 0x54:  # and
+                a, pc = a & k, pc + 1
+            elif code == 0x06:  # return
+                return "allow" if k == 0x7FFF0000 else "deny"
+            else:
+                hit = {0x15: a == k, 0x35: a >= k, 0x25: a > k, 0x45: bool(a & k)}[code]
+                pc += 1 + (jt if hit else jf)
+
+    x64, i386, x32 = 0xC000003E, 0x40000003, 0x40000000
+    denied = [(x64, 248), (x64, 250), (x64, 101, 16, 1), (x64, 101, 0x4206, 1 << 32 | 1),
+              (x64, x32 | 521, 16, 1), (x64, x32 | 248), (x64, 311, 1),
+              (x64, 90, 0, 0o4755), (x64, 91, 3, 0o2755), (x64, 268, 0, 0, 0o6755),
+              (x64, 452, 0, 0, 0o4000), (i386, 15, 0, 0o4755), (i386, 26, 16, 1),
+              (i386, 288), (i386, 348, 1), (i386, 306, 0, 0, 0o4755)]
+    allowed = [(x64, 247), (x64, 251), (x64, 101, 16, 2), (x64, 310, 1), (x64, 90, 0, 0o755),
+               (x64, 268, 0, 0, 0o755), (x64, 1, 1, 0o4755), (i386, 15, 0, 0o755),
+               (i386, 4, 1, 2, 3)]
+    assert [c for c in denied if decide(*c) != "deny"] == []
+    assert [c for c in allowed if decide(*c) != "allow"] == []

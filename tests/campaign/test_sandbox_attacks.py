@@ -72,13 +72,13 @@ class Lab:
 
     def run(self, runner: str, options: dict[str, Any], opt_in: bool, *,
             setup: list[StepSpec] | None = None, workdir: Path | None = None,
-            key: str = "c1-r1") -> Any:
+            key: str = "c1-r1", timeout: float = 30) -> Any:
         opts = dict(options)
         if opt_in and runner == "fio":
             opts["allow_destructive"] = True
         task = RunTask(key=key, config={}, runner_type=runner, runner_options=opts, values={},
                        workdir=str(workdir or self.scratch / key), setup=setup or [],
-                       timeout=30, writable=[str(self.victim), self.dev] if opt_in else [],
+                       timeout=timeout, writable=[str(self.victim), self.dev] if opt_in else [],
                        allow_destructive=opt_in, output_dir=str(self.root / "out"),
                        homes=[str(self.scratch)],
                        # shown read-only (the victim, the evil script, the iolog), as the
@@ -137,6 +137,9 @@ ROUTES: dict[str, tuple[str, Route]] = {
                 "size": "64k"}, {})),
     "write_iolog onto the victim file": ("victim", lambda lab: (
         "fio", {**FIO, "write_iolog": str(lab.victim)}, {})),
+    "write_iolog: a declared directory's sibling (data/../victim)": ("victim", lambda lab: (
+        "fio", {**FIO, "directory": _dir(lab, "data"),
+                "write_iolog": f"{lab.root}/data/../victim.dat"}, {})),
     "exec_prerun": ("both", lambda lab: ("fio", {**FIO, "exec_prerun": str(lab.evil)}, {})),
     "exec_postrun": ("both", lambda lab: ("fio", {**FIO, "exec_postrun": str(lab.evil)}, {})),
     "ioengine=exec": ("both", lambda lab: (
@@ -172,6 +175,11 @@ ROUTES: dict[str, tuple[str, Route]] = {
         "command", cmd(["sh", "-c", f"printf PWNED | dd of=/proc/1/root{lab.victim} "
                         "conv=notrunc; echo '{\"y\": 1}'"]), {})),
 }
+
+
+def _dir(lab: Lab, name: str) -> str:
+    (lab.root / name).mkdir(exist_ok=True)
+    return str(lab.root / name)
 
 
 def _byid(lab: Lab) -> Path:
@@ -573,3 +581,236 @@ def test_a_program_the_walls_stop_gets_a_hint_naming_what_to_declare(tmp_path: P
             assert p.exit_code != 0 and want in p.stderr, (script, p.stderr)
         p = run_program(["sh", "-c", "echo broken >&2; exit 3"], cwd=str(wd), timeout=60)
         assert p.exit_code == 3 and "storlab" not in p.stderr, p.stderr
+
+
+def test_a_program_cannot_stop_the_sandboxs_first_process(lab: Lab) -> None:
+    """pid 1 is bwrap's init, which ends the run when the program ends. A child that
+    stopped it (PTRACE_ATTACH) or wrote its memory (process_vm_writev) kept the run and
+    everything it started until the run's timeout (30 s here). The seccomp filter refuses
+    both for pid 1 (a program may still trace its own children): the run ends when its
+    program does, and the child that tried is gone with it."""
+    import time
+
+    code = textwrap.dedent("""
+        import ctypes, os, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        def sc(*a):
+            r = libc.syscall(*[ctypes.c_long(x) for x in a])
+            return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+        if os.fork() == 0:
+            os.setsid()
+            print("attach 1:", sc(101, 16, 1, 0, 0), flush=True)       # PTRACE_ATTACH
+            print("seize 1:", sc(101, 0x4206, 1 | 1 << 32, 0, 0), flush=True)
+            buf = ctypes.create_string_buffer(8)
+            iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+            print("vm_writev 1:", sc(311, 1, ctypes.addressof(iov), 1,
+                                     ctypes.addressof(iov), 1, 0), flush=True)
+            with open("child.pid", "w") as fh:
+                fh.write(str(os.getpid()))
+            time.sleep(60)
+            os._exit(0)
+        time.sleep(1)
+        kid = os.fork()
+        if kid == 0:
+            time.sleep(60)
+            os._exit(0)
+        print("attach own child:", sc(101, 16, kid, 0, 0), flush=True)
+        print('{"y": 1}')
+        """)
+    if os.uname().machine != "x86_64":
+        pytest.skip("syscall numbers of x86_64")
+    t0 = time.monotonic()
+    res = lab.run("command", cmd([sys.executable, "-c", code]), False)
+    took = time.monotonic() - t0
+    assert res.status == "ok", res.stderr
+    out = res.raw
+    assert "attach 1: Operation not permitted" in out, out
+    assert "seize 1: Operation not permitted" in out and \
+        "vm_writev 1: Operation not permitted" in out, out
+    assert "attach own child: ok" in out, out  # tracing its own processes still works
+    assert took < 15, took  # not held until the 30-s timeout
+
+
+def test_the_timeout_kills_the_whole_pid_namespace(lab: Lab) -> None:
+    """A program that outlives its timeout, with a `setsid` daemon and a child that
+    ignores SIGTERM: when the timeout kills it, every process of the run is gone (the
+    kill reaches the sandbox's pid 1 from outside, and the namespace ends with it)."""
+    import time
+
+    res = lab.run("command", cmd(["sh", "-c", "setsid sh -c 'trap \"\" TERM; sleep 300' & "
+                                  "(trap '' TERM; exec sleep 301) & sleep 302"]), False, timeout=3)
+    assert res.status == "timeout", res.stderr
+    time.sleep(0.5)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(
+        ("sleep 300", "sleep 301", "sleep 302"))]
+    assert left == [], left
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def test_a_hard_link_in_a_declared_directory_stays_shut(lab: Lab) -> None:
+    """A declared writable directory (fio `directory:`) holding, placed beforehand, a hard
+    link to the victim: fio writing that name, and a command writing it, leave the victim
+    untouched (each file with several links is shown read-only over itself); with
+    allow_destructive it is written, as the user declared."""
+    d = lab.root / "data"
+    d.mkdir()
+    os.link(lab.victim, d / "job.0.0")
+    before = lab.state()
+    res = lab.run("fio", {**FIO, "directory": str(d), "filename": "job.0.0"}, False)
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed", res.stderr[-400:]
+    task = RunTask(key="c1-r2", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", f"printf PWNED | dd of={d}/job.0.0 "
+                                       "conv=notrunc; touch " + f"{d}/new; "
+                                       "echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r2"), timeout=30,
+                   writable=[str(d)], homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert lab.state() == before and (d / "new").exists(), res.stderr[-400:]
+    res = lab.run("fio", {**FIO, "directory": str(d), "filename": "job.0.0"}, True)
+    assert lab.state()[0] != before[0], res.stderr[-400:]
+
+
+def test_a_shared_system_directory_declared_whole_stays_shut(lab: Lab, storlab: Any) -> None:
+    """fio `directory: /var/tmp` (or `sandbox.writable: [/var/tmp]`) declared every file
+    of /var/tmp writable, other users' included: refused before any run in one line; past
+    the check, the walls do not open it (a victim file there is untouched) unless
+    allow_destructive says so."""
+    victim = Path(tempfile.mkdtemp(dir="/var/tmp")) / "theirs.dat"
+    victim.write_bytes(b"THEIRS" * 1000)
+    try:
+        def run(allow: bool) -> Any:
+            task = RunTask(key="c1-r1", config={}, runner_type="command",
+                           runner_options=cmd(["sh", "-c", f"printf PWNED | dd of={victim} "
+                                               "conv=notrunc; echo '{\"y\": 1}'"]),
+                           values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                           writable=["/var/tmp"], allow_destructive=allow,
+                           homes=[str(lab.scratch)], readable=[str(victim.parent)])
+            return execute_task(task).result
+
+        res = run(False)
+        assert victim.read_bytes() == b"THEIRS" * 1000, res.stderr[-400:]
+        res = run(True)
+        assert victim.read_bytes().startswith(b"PWNED"), res.stderr[-400:]
+        camp = lab.root / "camp"
+        camp.mkdir()
+        f = camp / "c.yaml"
+        f.write_text("name: c\nspace:\n  factors:\n    - {name: bs, kind: ordinal, values: "
+                     "[4k, 8k]}\n  responses:\n    - {name: iops}\ndesign: {kind: full}\n"
+                     "runner:\n  type: fio\n  options: {directory: /var/tmp, rw: write, "
+                     "size: 64k}\n")
+        p = storlab("run", str(f))
+        assert p.returncode == 2 and "every user of the host shares" in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and not (camp / "scratch").exists()
+    finally:
+        shutil.rmtree(victim.parent, ignore_errors=True)
+
+
+# ------------------------------------------- routes of our own (docs' table, last rows)
+def test_a_set_user_id_shell_left_for_the_host(lab: Lab) -> None:
+    """A program of a run is root: a set-user-ID copy of a shell it leaves in its directory
+    or a declared one is root for any local user on the host (the host's mount is not
+    nosuid). chmod with S_ISUID/S_ISGID is refused (seccomp), `cp -p` of a set-user-ID
+    program loses the bits, and a file made with them is cleared once written (FSETID is
+    dropped): no file there carries them after the run."""
+    d = lab.root / "data"
+    d.mkdir()
+    script = (f"cp /bin/sh {d}/sh; chmod 4755 {d}/sh; chmod g+s {d}/sh; "
+              f"cp -p /usr/bin/passwd {d}/pw; "
+              f"python3 -c \"import os; fd = os.open('{d}/e', os.O_CREAT | os.O_WRONLY, "
+              "0o6755); os.write(fd, open('/bin/sh', 'rb').read())\"; "
+              f"cp /bin/sh own; chmod u+s own; cp -p own {d}/own; chmod 755 {d}/sh && "
+              "echo PLAIN-CHMOD-OK")
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", script + "; echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                   writable=[str(d)], homes=[str(lab.scratch)], keep_scratch=True)
+    res = execute_task(task).result
+    assert "PLAIN-CHMOD-OK" in res.raw, res.raw + res.stderr  # a plain chmod still works
+    made = [*d.iterdir(), *(lab.scratch / "c1-r1").iterdir()]
+    assert {p.name for p in made} >= {"sh", "e", "own"}, made
+    setid = [p.name for p in made if os.lstat(p).st_mode & 0o6000]
+    assert setid == [], setid
+
+
+def test_the_programs_own_descriptors_reach_only_its_own_output(lab: Lab) -> None:
+    """stdout and stderr are storlab's files beside the store, on the host's mount:
+    reopened through /proc/self/fd/1 (or /dev/stdout) the program writes its own stream
+    only; the directory above it is not reached through them."""
+    out = lab.root / "out"
+    res = _inside(lab, "echo REOPENED > /proc/self/fd/1; echo X > /dev/stdout/../c2-r1.stdout "
+                  "2>&1; ls /proc/self/fd/1/.. 2>&1; echo MARK")
+    # `>` truncated the run's own stream below storlab's offset: its own parse may miss
+    # (the run's business), storlab does not crash reading it
+    assert "Traceback" not in res.stderr, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["c1-r1.stderr", "c1-r1.stdout"]
+    text = (out / "c1-r1.stdout").read_text()
+    assert "REOPENED" in text and "Not a directory" in text and "MARK" in text, text
+
+
+def test_an_abstract_socket_bound_inside_is_not_the_hosts(lab: Lab) -> None:
+    """Squatting: a program binds an abstract name a host client may later ask for (a
+    daemon's). In its own network namespace the name is not the host's: a client on the
+    host still finds nothing there while the program listens."""
+    import socket
+    import uuid
+
+    name = f"storlab-squat-{uuid.uuid4().hex[:8]}"
+    code = textwrap.dedent(f"""
+        import socket, time
+        s = socket.socket(socket.AF_UNIX)
+        s.bind("\\0{name}")
+        s.listen(1)
+        open("bound", "w").close()
+        time.sleep(3)
+        print('{{"y": 1}}')
+        """)
+    import threading
+
+    out: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: out.setdefault("r", lab.run(
+        "command", cmd([sys.executable, "-c", code]), False)))
+    th.start()
+    try:
+        for _ in range(200):
+            if (lab.scratch / "c1-r1" / "bound").exists():
+                break
+            import time
+            time.sleep(0.05)
+        c = socket.socket(socket.AF_UNIX)
+        with pytest.raises(ConnectionRefusedError):
+            c.connect("\0" + name)
+        c.close()
+    finally:
+        th.join()
+    assert out["r"].status == "ok", out["r"].stderr
+
+
+def test_no_terminal_to_type_into(lab: Lab) -> None:
+    """TIOCSTI pushes keystrokes into a terminal's input (root's shell runs them): a run's
+    program has no controlling terminal (its own session, stdin /dev/null)."""
+    code = ("import fcntl, termios\n"
+            "try:\n"
+            "    fcntl.ioctl(open('/dev/tty', 'rb'), termios.TIOCSTI, b'x')\n"
+            "    print('TYPED')\n"
+            "except OSError as exc:\n"
+            "    print('tty:', exc.strerror)\n"
+            "print('{\"y\": 1}')\n")
+    res = lab.run("command", cmd([sys.executable, "-c", code]), False)
+    assert res.status == "ok" and "TYPED" not in res.raw and "tty:" in res.raw, res.raw
+
+
+def test_kill_everything_reaches_only_the_runs_processes(lab: Lab) -> None:
+    """`kill -9 -1` as root inside: only the run's processes (its PID namespace) die;
+    storlab (this test) survives and records the run."""
+    res = _inside(lab, "sleep 30 & kill -9 -1; sleep 1; echo AFTER")
+    assert res.status == "ok" and "AFTER" in res.raw, (res.status, res.stderr)
+    os.kill(os.getpid(), 0)  # still here

@@ -435,3 +435,43 @@ def test_a_declared_socket_inside_a_declared_writable_directory_opens(tmp_path: 
     finally:
         srv.close()
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
+        tmp_path: Path) -> None:
+    """A daemon's listening socket outside the campaign (on the same file system: a hard
+    link cannot cross one), hard linked beforehand into the campaign's directory, into a
+    declared readable directory and into a declared writable one: the host's
+    /proc/net/unix lists only the daemon's own name, yet each link is the daemon's socket.
+    Found by walking the places shown, each is covered: 0 connections accepted."""
+    daemon = tmp_path / "daemon"
+    daemon.mkdir()
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(daemon / "d.sock"))
+    srv.listen(8)
+    srv.settimeout(0.5)
+    camp = tmp_path / "camp"
+    (camp / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    names = {"camp": camp / "deep" / "er" / "x.sock", "readable": tmp_path / "in" / "x",
+             "writable": tmp_path / "out" / "x.sock"}
+    for p in names.values():
+        os.link(daemon / "d.sock", p)
+    addrs = {k: str(v) for k, v in names.items()}
+    script = PROBE.replace("s.recv(2).decode()", "'connected'")
+    try:
+        res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
+                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")])
+        assert res.status == "ok", res.stderr[-600:]
+        got = json.loads(res.raw.strip().splitlines()[-1])
+        assert {got[k] for k in addrs} == {"ConnectionRefusedError"}, got
+        accepted = 0
+        try:
+            while srv.accept():
+                accepted += 1
+        except OSError:
+            pass
+        assert accepted == 0
+    finally:
+        srv.close()

@@ -39,13 +39,14 @@ from .fixed import Config, fixed_source
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_socket,
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_shared,
+                      refused_socket,
                       refused_writable, render_argv, require_sandbox, reserved_env_clash,
-                      run_identity, runner_class, shell_command, starts_programs, template_names,
-                      unsandboxed)
+                      run_identity, runner_class, shell_command, shown_install_trees,
+                      starts_programs, template_names, unsandboxed)
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
-from .store import FAILED, Store, refuse_links
+from .store import FAILED, Store, refuse_linked_dirs, refuse_links
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
 from .task import RunTask, StepSpec, TaskOutcome
@@ -200,6 +201,11 @@ class Campaign:
             raise CampaignError(f"{self.path}: field store: {self.spec.store} lies inside the "
                                 f"scratch area ({self.spec.workdir}), where the runs' programs "
                                 "write; name a store outside it")
+        for fld in ("store", "workdir"):
+            try:
+                refuse_linked_dirs(self.dir, getattr(self.spec, fld), fld)
+            except CampaignError as exc:
+                raise CampaignError(f"{self.path}: {exc}") from None
         refuse_links(self.store_path)
         try:
             runner = make_runner(self.spec.runner.type, self.runner_options())
@@ -248,10 +254,22 @@ class Campaign:
                         f" ({self.scratch} leads outside the campaign's directory: only "
                         "each run's own directory counts as the campaign's there)")
                     raise CampaignError(f"{self.path}: {exc}{hint}") from None
+        # a shared system directory declared writable whole (fio `directory: /var/tmp`)
+        sb = self.spec.sandbox
+        walls = getattr(runner, "sandbox", None)
+        allow = sb.allow_destructive or bool(self.spec.runner.options.get("allow_destructive"))
+        why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
+        if why:
+            raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
+        if walls is not None:
+            for cid, cfg in configs:
+                why = refused_shared(walls(self._runner_config(cfg),
+                                           self.scratch / f"c{cid}-r1")[0], allow)
+                if why:
+                    raise CampaignError(f"{self.path}: field runner: {why}")
         # a file a program makes directly in the campaign's directory: the sandbox keeps
         # that directory read-only unless the campaign declares it (or allow_destructive)
         home = getattr(runner, "check_home", None)
-        sb = self.spec.sandbox
         here = os.path.realpath(self.dir)
         if home is not None and not sb.allow_destructive and not any(
                 here == w or here.startswith(w.rstrip("/") + "/")
@@ -396,15 +414,18 @@ class Campaign:
             dev = self.spec.runner.options.get("allow_destructive") or sb.allow_destructive
             net = "the host's (sandbox.network)" if sb.network else "none (its own)"
             try:
-                why = getattr(make_runner(self.spec.runner.type, self.runner_options()),
-                              "network_reason", lambda: None)()
+                runner = make_runner(self.spec.runner.type, self.runner_options())
+                why = getattr(runner, "network_reason", lambda: None)()
+                prog = getattr(runner, "program", lambda: None)()
             except (StorlabError, OSError, TypeError, ValueError):
-                why = None
+                why = prog = None
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"
+            trees = shown_install_trees(prog, str(self.dir)) if prog else []
             head = (f"bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign "
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
+                    + (f", the program's install tree {', '.join(trees)}" if trees else "")
                     + f"; writable: each run's directory, the runner's targets, {extra}; "
                     "declared devices "
                     + ("writable (allow_destructive)" if dev else "not openable")
@@ -438,7 +459,8 @@ class Campaign:
         runner = self.preflight()
         self._check_width(executor)
         stop = stop or threading.Event()
-        with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit):
+        with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit,
+                                                             home=self.dir):
             sync_plan(store, self.path, self._measurement(), self.design_meta_now(),
                       None if self.adaptive else self.configs,
                       self.source.meta() if self.adaptive else None)

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import _proc_lifetime
-from ..errors import CampaignError, CampaignLocked
+from ..errors import CampaignError, CampaignLocked, StorlabError
+from ..fileio import open_dir_beneath
 
 
 @dataclass(frozen=True)
@@ -104,19 +105,29 @@ def _write(fd: int, holder: Holder | None) -> None:
 
 @contextmanager
 def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], None] | None = None,
-         poll: float = 0.2, what: str = "campaign is being run"
-         ) -> Iterator[tuple[Holder, Holder | None]]:
+         poll: float = 0.2, what: str = "campaign is being run",
+         home: Path | None = None) -> Iterator[tuple[Holder, Holder | None]]:
     """Hold the writer lock of `store` (a campaign's store, or its scratch directory); yields
     (this holder, the stale holder taken over or None). Held by another live process:
     CampaignLocked naming it, or with `wait=True` wait until it is free (`on_wait` is told
-    each new holder waited for)."""
+    each new holder waited for). With `home` (the campaign's directory), the lock file is
+    made in its directory as opened from `home` without following a link
+    (`fileio.open_dir_beneath`): a directory link planted on the way is refused."""
     path = lock_path(store)
     try:
+        dfd = open_dir_beneath(home if home is not None else path.parent, path.parent,
+                               what="lock file")
+    except StorlabError as exc:
+        raise CampaignError(str(exc)) from None
+    try:
         # never through a link (one to a victim file was truncated by the holder record)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644,
+                     dir_fd=dfd)
     except OSError as exc:
         raise CampaignError(f"{path}: cannot open the campaign's lock file ({exc.strerror})"
                             ) from None
+    finally:
+        os.close(dfd)
     locked = False
     try:
         told: Holder | None | bool = False

@@ -108,6 +108,25 @@ def refuse_links(path: Path) -> None:
         raise CampaignError(f"{path}: not a regular file, so not a campaign store")
 
 
+def refuse_linked_dirs(home: Path, name: str, field: str) -> None:
+    """A `store:` or `workdir:` (`name`, inside the campaign's directory `home`) whose
+    directories on the way are links: refused in one line. storlab makes its store, its
+    locks and the runs' output files there, as root: through a directory link planted in
+    the campaign's directory they would be made (and a file of that name truncated or
+    replaced) where the link leads. An early, friendly check: the locks and output files
+    are made from directories opened without following a link (`fileio.open_dir_beneath`)
+    whatever it says. The scratch area itself may be a link (to a faster disk): only the
+    directories above it count."""
+    at = home
+    for part in Path(name).parent.parts:
+        at = at / part
+        if at.is_symlink():
+            raise CampaignError(f"field {field}: {name} leads through {at}, a symbolic link "
+                                f"(to {os.readlink(at)}); storlab makes its store, locks and "
+                                "output files only in directories of the campaign's own, "
+                                "never through a link: name the real place")
+
+
 class Store:
     """SQLite store of a campaign's configurations and runs.
 
@@ -243,13 +262,14 @@ class Store:
     # ------------------------------------------------------------------ writing
     @contextmanager
     def writer_lock(self, wait: bool = False, scratch: str | Path | None = None,
-                    on_event: Callable[[str, dict[str, Any]], None] | None = None
-                    ) -> Iterator[None]:
+                    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+                    home: str | Path | None = None) -> Iterator[None]:
         """Be the campaign's only writer for the duration: refused with one line naming the
         holder (CampaignLocked), or with `wait` wait for it. A lock left by a killed process
         is taken over (event `takeover`); then processes a killed predecessor left running
         for runs in `scratch` are killed (event `leftovers`), or, if one survives SIGKILL,
-        the campaign is refused with one line."""
+        the campaign is refused with one line. With `home` (the campaign's directory) both
+        lock files are made in directories opened from it without following a link."""
         if self.readonly:
             raise CampaignError(f"{self.path}: opened read-only; runs are not written here")
         emit = on_event or (lambda kind, data: None)
@@ -258,7 +278,8 @@ class Store:
             emit("waiting", {"holder": holder.describe() if holder else "another process",
                              "store": str(self.path)})
 
-        with lock.hold(self.path, wait=wait, on_wait=waiting) as (me, stale), \
+        at = Path(home) if home is not None else None
+        with lock.hold(self.path, wait=wait, on_wait=waiting, home=at) as (me, stale), \
                 ExitStack() as scratch_lock:
             if stale is not None:
                 emit("takeover", {"holder": stale.describe(), "store": str(self.path)})
@@ -268,7 +289,8 @@ class Store:
                 # leftover check below would take the other's runs for leftovers).
                 scratch_lock.enter_context(lock.hold(
                     Path(os.path.abspath(scratch)), wait=wait, on_wait=waiting,
-                    what="scratch directory is in use (by another campaign's store)"))
+                    what="scratch directory is in use (by another campaign's store)",
+                    home=at))
                 self._reap(emit)
             self._owner = _dumps({"pid": me.pid, "start": me.start, "host": me.host})
             try:

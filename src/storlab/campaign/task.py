@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fileio import write_fresh
+from ..errors import StorlabError
+from ..fileio import open_dir_beneath, write_fresh
 from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
                       render_argv, run_program, shell_command, system_writable, tail)
 from .runners.base import RunResult
@@ -130,8 +131,17 @@ def execute_task(task: RunTask) -> TaskOutcome:
     if workdir.exists():  # left over by a killed attempt
         shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    write_fresh(workdir / RUN_MARK, mark)
-    made = os.lstat(workdir)  # what every program of the run must find there
+    try:  # the directory just made, not where a link swapped in meanwhile leads
+        wfd = open_dir_beneath(workdir.parent, workdir, make=False, what="run directory")
+    except StorlabError as exc:
+        return TaskOutcome(task.key, RunResult("failed", stderr=f"storlab: {exc}",
+                                               started=started, ended=time.time()),
+                           socket.gethostname())
+    try:
+        write_fresh(workdir / RUN_MARK, mark, dir_fd=wfd)
+        made = os.fstat(wfd)  # what every program of the run must find there
+    finally:
+        os.close(wfd)
     with ExitStack() as stack:
         stack.enter_context(declared(Declared(
             tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
@@ -140,11 +150,21 @@ def execute_task(task: RunTask) -> TaskOutcome:
             sockets=tuple(task.sockets))))
         if task.output_dir is not None:
             out = Path(task.output_dir)
-            out.mkdir(parents=True, exist_ok=True)
+            # opened from the campaign's directory without following a link: a directory
+            # link on the way (planted beforehand, or by a program when the campaign's
+            # directory is declared writable) is refused, the run fails
+            home = next((h for h in task.homes if out.is_relative_to(h)), out.parent)
+            try:
+                dfd = open_dir_beneath(home, out, what="the runs' output directory")
+            except StorlabError as exc:
+                return TaskOutcome(task.key, RunResult(
+                    "failed", stderr=f"storlab: {exc}", started=started, ended=time.time()),
+                    socket.gethostname())
+            stack.callback(os.close, dfd)
             for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
-                write_fresh(out / f"{task.key}.{suffix}")  # never through a planted link
+                write_fresh(out / f"{task.key}.{suffix}", dir_fd=dfd)  # never through a link
             stack.enter_context(output_files(out / f"{task.key}.stdout",
-                                             out / f"{task.key}.stderr"))
+                                             out / f"{task.key}.stderr", dfd))
         result = _execute(task, workdir, started)
     if result.ok and not task.keep_scratch:
         shutil.rmtree(workdir, ignore_errors=True)

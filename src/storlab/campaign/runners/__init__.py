@@ -19,8 +19,9 @@ from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionEr
                     campaign_identity, output_files, render_argv, render_value,
                     reserved_env_clash, run_identity, run_program, run_tag, shell_command,
                     substitute, tail, template_names)
-from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, refused_socket, refused_writable,
-                       require_sandbox, system_writable, unsandboxed)
+from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, refused_shared, refused_socket,
+                       refused_writable, require_sandbox, shown_install_trees,
+                       system_writable, unsandboxed)
 from .base import Runner, RunResult, failure_lines
 from ...metrics import METRICS, is_metric  # each runner's measurement columns (a low layer)
 
@@ -65,7 +66,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "render_value", "reserved_env_clash", "run_program", "run_tag", "shell_command",
            "substitute", "tail", "template_names", "output_files", "campaign_identity",
            "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
-           "refused_writable", "refused_socket",
+           "refused_writable", "refused_socket", "refused_shared", "shown_install_trees",
            "system_writable", "unsandboxed",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",

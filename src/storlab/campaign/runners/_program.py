@@ -274,15 +274,18 @@ def run_tag(tag: str) -> Iterator[None]:
 #: output file beside the store, and only this tail in memory and in the store.
 STDOUT_TAIL = 16 << 20
 
-_STREAMS: ContextVar[tuple[str, str] | None] = ContextVar("storlab_streams", default=None)
+_STREAMS: ContextVar[tuple[str, str, int | None] | None] = ContextVar("storlab_streams",
+                                                                     default=None)
 
 
 @contextmanager
-def output_files(stdout: str | os.PathLike[str], stderr: str | os.PathLike[str]
-                 ) -> Iterator[None]:
+def output_files(stdout: str | os.PathLike[str], stderr: str | os.PathLike[str],
+                 dir_fd: int | None = None) -> Iterator[None]:
     """Programs started inside append their whole stdout and stderr to these files (each
-    after a header line naming the program); without, to anonymous temporary files."""
-    token = _STREAMS.set((os.fspath(stdout), os.fspath(stderr)))
+    after a header line naming the program); without, to anonymous temporary files. With
+    `dir_fd` (the files' directory, opened without following links), the files are opened
+    there by name, never through a directory link planted since."""
+    token = _STREAMS.set((os.fspath(stdout), os.fspath(stderr), dir_fd))
     try:
         yield
     finally:
@@ -304,12 +307,14 @@ class ProcOutcome:
     stdout_file: str | None = None
 
 
-def _open_stream(path: str | None, header: bytes) -> tuple[Any, int]:
+def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
+                 ) -> tuple[Any, int]:
     """(binary file, offset where this program's output starts)."""
     if path is None:
         return tempfile.TemporaryFile(), 0
-    fh = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW |
-                           os.O_CLOEXEC, 0o644), "a+b")
+    fh = os.fdopen(os.open(os.path.basename(path) if dir_fd is not None else path,
+                           os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                           0o644, dir_fd=dir_fd), "a+b")
     fh.write(header)
     fh.flush()
     return fh, fh.tell()
@@ -318,6 +323,7 @@ def _open_stream(path: str | None, header: bytes) -> tuple[Any, int]:
 def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
     """The last `limit` bytes written after `start`, as text; and whether more was written."""
     end = fh.seek(0, os.SEEK_END)
+    start = min(start, end)  # the program truncated its own stream (/proc/self/fd/1)
     begin = max(start, end - limit)
     fh.seek(begin)
     return fh.read(end - begin).decode("utf-8", "replace"), begin > start
@@ -367,11 +373,12 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
     outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
-    paths = _STREAMS.get() or (None, None)
+    paths = _STREAMS.get() or (None, None, None)
     shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
+    head = b"\n=== storlab: " + shown[:500] + b" ===\n"
     try:
-        out_f, out_at = _open_stream(paths[0], b"\n=== storlab: " + shown[:500] + b" ===\n")
-        err_f, err_at = _open_stream(paths[1], b"\n=== storlab: " + shown[:500] + b" ===\n")
+        out_f, out_at = _open_stream(paths[0], head, paths[2])
+        err_f, err_at = _open_stream(paths[1], head, paths[2])
     except BaseException:
         if walls is not None:  # the descriptors the walls hold, released
             walls.close()

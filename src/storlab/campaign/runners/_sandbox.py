@@ -10,9 +10,10 @@ run's own directory and the targets the campaign declares; `/dev` is a private t
 the usual pseudo devices (null, zero, random, tty...) and only the device nodes the campaign
 declares, writable only with `allow_destructive`; `/proc` is private (only the run's
 processes) and read-only (no sysctl writes); every capability that reaches past the mounts is
-dropped (mount, mknod, raw I/O, modules, `open_by_handle_at`). The network namespace is the
-sandbox's own (only a loopback of its own: no abstract socket, no TCP to the host's
-daemons) unless the campaign (`sandbox.network`) or the runner (fio's network engines and
+dropped (mount, mknod, raw I/O, modules, `open_by_handle_at`, FSETID), and a seccomp
+filter refuses the keyrings, tracing the sandbox's pid 1 and set-ID mode bits. The network
+namespace is the sandbox's own (only a loopback of its own: no abstract socket, no TCP to
+the host's daemons) unless the campaign (`sandbox.network`) or the runner (fio's network engines and
 client mode, the ceph runner's load) declares it needs the network; a path socket opens only
 when the campaign declares it (`sandbox.sockets`). The program, and everything it starts,
 dies with the sandbox's first process (PID namespace) and with storlab
@@ -50,7 +51,9 @@ BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 #: others: SYS_ADMIN (mount, remount rw), MKNOD, SYS_RAWIO, SYS_MODULE, NET_ADMIN, SYS_PTRACE,
 #: and DAC_READ_SEARCH (`open_by_handle_at` opens any file of a file system through a
 #: writable mount of it, the way out of a bind-mount jail).
-KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+#: Dropped too: FSETID (without it, writing a file, growing it or cloning into it clears
+#: its set-user-ID and set-group-ID bits: a file made empty with them cannot be filled).
+KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL",
              "CAP_SETGID", "CAP_SETUID", "CAP_IPC_LOCK", "CAP_SYS_NICE",
              "CAP_NET_BIND_SERVICE")
 
@@ -179,26 +182,80 @@ def _base(exe: str, network: bool = False) -> list[str]:
 DENIED_SYSCALLS = {"x86_64": [(0xC000003E, 248, 250), (0x40000003, 286, 288)],
                    "aarch64": [(0xC00000B7, 217, 219)]}
 
+#: Syscalls a program gets EPERM for when they name the sandbox's first process (pid 1,
+#: bwrap's init, which ends the run when the program ends): `ptrace` (its pid is argument
+#: 1) and `process_vm_writev` (argument 0). A program that stopped pid 1 (PTRACE_ATTACH) or
+#: wrote its memory kept the run, and everything it started, until the run's timeout. By
+#: architecture: (AUDIT_ARCH, syscall number, index of the pid argument); x32's numbers
+#: (the x86_64 filter clears x32's bit) are x86_64's entries 521 and 540.
+PID1_SYSCALLS = {"x86_64": [(0xC000003E, 101, 1), (0xC000003E, 521, 1),
+                            (0xC000003E, 311, 0), (0xC000003E, 540, 0),
+                            (0x40000003, 26, 1), (0x40000003, 348, 0)],
+                 "aarch64": [(0xC00000B7, 117, 1), (0xC00000B7, 271, 0)]}
+
+
+#: Syscalls a program gets EPERM for when the mode they set holds S_ISUID or S_ISGID
+#: (`SETID_BITS`): chmod, fchmod, fchmodat, fchmodat2. A program of a run is root: a
+#: set-user-ID copy of a shell it left in its directory or a declared one (on the host's
+#: file system, where no mount is nosuid) gave any local user root. By architecture:
+#: (AUDIT_ARCH, syscall number, index of the mode argument); x32 shares x86_64's.
+SETID_SYSCALLS = {"x86_64": [(0xC000003E, 90, 1), (0xC000003E, 91, 1), (0xC000003E, 268, 2),
+                             (0xC000003E, 452, 2), (0x40000003, 15, 1), (0x40000003, 94, 1),
+                             (0x40000003, 306, 2), (0x40000003, 452, 2)],
+                  "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2)]}
+SETID_BITS = 0o6000
+
 
 @functools.cache
 def _seccomp_program() -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
-    `DENIED_SYSCALLS` and allowing everything else. Written by hand: eight instructions per
-    architecture do not call for libseccomp (not installed as a Python package here)."""
+    `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1 and for `SETID_SYSCALLS` setting
+    `SETID_BITS`, and allowing everything else.
+    Written by hand (a few instructions per rule do not call for libseccomp, not installed
+    as a Python package here), with symbolic jump targets resolved at the end."""
     import platform
     import struct
 
-    ld_abs, jeq, jge, jgt, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x54, 0x06
+    ld_abs, jeq, jge, jgt, jset, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x45, 0x54, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO(EPERM)
-    rules = DENIED_SYSCALLS.get(platform.machine(), [])
-    prog: list[tuple[int, int, int, int]] = []
-    for arch, first, last in rules:
-        # if arch matches: load nr (x32's bit cleared) and test the range; else next rule
-        prog += [(ld_abs, 0, 0, 4), (jeq, 0, 6, arch), (ld_abs, 0, 0, 0),
-                 (and_k, 0, 0, 0xBFFFFFFF), (jge, 0, 2, first), (jgt, 1, 0, last),
-                 (ret, 0, 0, deny), (ret, 0, 0, allow)]
+    machine = platform.machine()
+    ranges = DENIED_SYSCALLS.get(machine, [])
+    # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
+    args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])]
+    # (code, jump if true, jump if false, k): jumps are labels ("deny", "allow", "next:N")
+    # or 0 (the next instruction)
+    prog: list[tuple[int, int | str, int | str, int]] = []
+    labels: dict[str, int] = {}
+    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *args))):
+        prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
+                 (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
+        for a, first, last in ranges:
+            if a == arch:
+                at = len(prog)
+                prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", "deny", last)]
+                labels[f"r{at}"] = len(prog)
+        for a, nr, arg, test, k in args:
+            if a == arch:
+                # the argument's low 32 bits (a pid_t, a mode_t: the kernel reads no
+                # more), little-endian
+                at = len(prog)
+                prog += [(jeq, 0, f"p{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
+                         (test, "deny", 0, k), (ld_abs, 0, 0, 0),
+                         (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"p{at}"] = len(prog)
+        prog.append((ret, 0, 0, allow))
+        labels[f"next:{n}"] = len(prog)
+    labels["allow"] = len(prog)
     prog.append((ret, 0, 0, allow))
-    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+    labels["deny"] = len(prog)
+    prog.append((ret, 0, 0, deny))
+
+    def off(i: int, j: int | str) -> int:
+        return j if isinstance(j, int) else labels[j] - i - 1
+
+    return b"".join(struct.pack("<HBBI", code, off(i, jt), off(i, jf), k)
+                    for i, (code, jt, jf, k) in enumerate(prog))
 
 
 def _seccomp_fd() -> int:
@@ -263,6 +320,13 @@ class Walls:
     network: bool = False  # the host's network namespace, not one of the sandbox's own
     sockets: list[str] = field(default_factory=list)  # declared sockets, where they show
     seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
+    #: the campaign's directory and declared readable places, where they show: walked for
+    #: sockets (a hard link to a daemon's socket has a name /proc/net/unix does not list)
+    trees: list[str] = field(default_factory=list)
+    #: writable declared directories open without `allow_destructive`: walked for files
+    #: with several hard links too (each shown read-only over itself)
+    strict: bool = True
+    covers: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -300,7 +364,7 @@ class Walls:
     @property
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
-        return [*self.fds, *(fd for fd, _ in self.readonly),
+        return [*self.fds, *(fd for fd, _ in self.readonly), *(fd for fd, _ in self.covers),
                 *([self.seccomp] if self.seccomp is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
@@ -322,14 +386,16 @@ class Walls:
             os.close(fd)
         self.readonly = shown
         # parents before what lies inside them (bwrap mounts in order)
+        sockets, linked = self.specials(cwd)
         binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
-                       + [(p, "--bind-fd", fd) for fd, p in kept],
+                       + [(p, "--bind-fd", fd) for fd, p in kept]
+                       + [(p, "--ro-bind-fd", fd) for fd, p in linked],
                        key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
             out += [how, str(fd), p]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
-        for sock in self.covered(cwd):
+        for sock in sorted({*self.covered(cwd), *sockets}):
             out += ["--ro-bind", "/dev/null", sock]
         # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
         # read-only: a write outside the declared places fails loudly, not in memory unseen
@@ -361,9 +427,42 @@ class Walls:
                 out.append(path)
         return sorted(set(out))
 
+    def specials(self, cwd: str) -> tuple[list[str], list[tuple[int, str]]]:
+        """What a name on the host's /proc/net/unix does not tell: every Unix socket found
+        in the shown places walked (`trees`, and the writable directories but the run's
+        own), to be covered by /dev/null (a hard link to a daemon's socket, placed in the
+        campaign's directory beforehand, is the daemon's socket under another name); and,
+        in the writable directories when `strict`, every regular file with several hard
+        links (one may be somebody's file elsewhere), each opened without a link on the
+        way and shown read-only over itself. Walked again at each start where a directory
+        changed (`_specials`). Not the declared sockets."""
+        run_dir = os.path.realpath(cwd)
+        dirs = [p for fd, p in zip(self.fds, self.writable)
+                if p != run_dir and not _unwalked(p) and stat.S_ISDIR(os.fstat(fd).st_mode)]
+        sockets: set[str] = set()
+        for t in self.trees:
+            sockets.update(_specials(t, False)[0])
+        linked: list[tuple[int, str]] = []
+        for d in dirs:
+            socks, files = _specials(d, self.strict)
+            sockets.update(socks)
+            for f in files:
+                fd = open_plain(f)
+                if fd is None:
+                    continue
+                st = os.fstat(fd)
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    linked.append((fd, f))
+                else:
+                    os.close(fd)
+        self.covers = linked
+        own = set(self.sockets)
+        return sorted(s for s in sockets if s not in own and not _inside(s, run_dir)), linked
+
     def close(self) -> None:
         for fd in self.all_fds:
             os.close(fd)
+        self.covers.clear()
         self.seccomp = None
         self.fds.clear()
         self.writable.clear()
@@ -381,6 +480,58 @@ def _listening_sockets() -> list[str]:
         return []
     return [f[7] for f in (line.split(None, 7) for line in lines)
             if len(f) == 8 and f[7].startswith("/")]
+
+
+#: Per directory walked (path, files asked): its (st_dev, st_ino, st_mtime_ns) when listed,
+#: and what it held: subdirectories, sockets, regular files with several hard links.
+_LISTED: dict[tuple[str, bool], tuple[tuple[int, int, int], list[str], list[str], list[str]]
+              ] = {}
+
+
+def _specials(top: str, files: bool) -> tuple[list[str], list[str]]:
+    """The Unix sockets under the directory `top` and, with `files`, the regular files with
+    several hard links (links not followed). A directory is listed again only when it
+    changed since (its mtime: a name added or removed changes it; a hard link made
+    elsewhere to a file here does not, and needs no cover: the file was this directory's),
+    so a start costs one `stat` per directory of an unchanged tree."""
+    if len(_LISTED) > 200_000:
+        _LISTED.clear()
+    socks: list[str] = []
+    multi: list[str] = []
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        try:
+            st = os.stat(d, follow_symlinks=d == top)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        got = _LISTED.get((d, files))
+        if got is None or got[0] != key:
+            subdirs: list[str] = []
+            s: list[str] = []
+            f: list[str] = []
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        if e.is_dir(follow_symlinks=False):
+                            subdirs.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            if files and e.stat(follow_symlinks=False).st_nlink > 1:
+                                f.append(e.path)
+                        elif not e.is_symlink() and stat.S_ISSOCK(
+                                e.stat(follow_symlinks=False).st_mode):
+                            s.append(e.path)
+            except OSError:
+                pass
+            got = (key, subdirs, s, f)
+            _LISTED[(d, files)] = got
+        stack.extend(got[1])
+        socks += got[2]
+        multi += got[3]
+    return socks, multi
 
 
 def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -421,6 +572,42 @@ def open_plain(path: str) -> int | None:
 #: they open only with `allow_destructive`.
 SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
                "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var")
+
+
+#: Directories shared by every user and program of the host: declared writable as a whole
+#: (fio `directory: /var/tmp`), every program of a run could write all of it, other users'
+#: files included. They open only with `allow_destructive`; a directory of its own inside
+#: (/var/tmp/mine) opens.
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/mnt", "/media")
+
+
+def _shared(path: str) -> bool:
+    return os.path.realpath(path) in SHARED_DIRS or os.path.abspath(path) in SHARED_DIRS
+
+
+def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
+    """Why the first of `paths` (a runner's targets, the campaign's `sandbox.writable`)
+    may not open, or None: a shared system directory (`SHARED_DIRS`) without `allow`."""
+    if allow:
+        return None
+    for p in paths:
+        if _shared(p) and os.path.isdir(p):
+            real = os.path.realpath(p)
+            what = p if real == os.path.abspath(p) else f"{p} ({real})"
+            return (f"{what} is a directory every user of the host shares: declared "
+                    "writable, every program of a run could write all of it; name a "
+                    f"directory of its own inside ({real.rstrip('/')}/storlab) or set "
+                    "sandbox.allow_destructive: true")
+    return None
+
+
+def _unwalked(path: str) -> bool:
+    """Not walked for sockets and hard links (`Walls.specials`): `/`, `/home`, `/var`...
+    (`SYSTEM_DIRS`, declared whole: the host's whole tree), the kernel's trees and the
+    system's (`SYSTEM_TREES`): there only the sockets the host lists are covered."""
+    p = os.path.abspath(path)
+    return p in SYSTEM_DIRS or any(_inside(p, t) for t in ("/proc", "/sys", "/dev",
+                                                            *SYSTEM_TREES))
 
 
 def _system(path: str) -> bool:
@@ -487,12 +674,15 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
     Without `allow_destructive` a target opens only as named, without a link on the way
     (`open_plain`; a declared file that does not exist yet opens its directory when that
-    lies inside the campaign's directory, see `_open_target`): a directory, or a regular file with one hard link inside the campaign's directory or
-    scratch area (`Declared.homes`); a path through a link (or /proc/self/...), a file
-    with several links, an existing file elsewhere, a system directory (`_system`) and a
-    device stay shut (the static checks refuse them with a message first). With `allow_destructive`
-    targets are resolved (links followed) and open as what they name: a device node under
-    /dev is bound into the private /dev, writable. `/proc/...` targets never open
+    lies inside the campaign's directory, see `_open_target`): a directory, or a regular
+    file with one hard link inside the campaign's directory or scratch area
+    (`Declared.homes`); a path through a link (or /proc/self/...), a file with several
+    links, an existing file elsewhere, a system directory (`_system`), a shared one
+    (`SHARED_DIRS`) and a device stay shut (the static checks refuse them with a message
+    first); files with several links inside a writable directory are shown read-only over
+    themselves (`Walls.specials`). With `allow_destructive` targets are resolved (links
+    followed) and open as what they name: a device node under /dev is bound into the
+    private /dev, writable. `/proc/...` targets never open
     (storlab's /proc/self is not the program's: declare the real path).
 
     Besides the system's trees, the program sees the campaign's directory and the declared
@@ -522,6 +712,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         for r in [*decl.homes, *decl.readable]:
             for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
                 w.show(os.path.realpath(r), at)
+                if any(p == at for _, p in w.readonly) and not _unwalked(at):
+                    w.trees.append(at)
+        w.strict = not allow
         for sock in decl.sockets:
             for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
@@ -571,7 +764,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         return
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):
-        ok = allow or not _system(t)
+        ok = allow or not (_system(t) or _shared(t))
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(_inside(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
@@ -608,6 +801,14 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     except BaseException:
         w.close()
         raise
+
+
+def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[str]:
+    """The install trees of program `name` shown read-only beside the system's trees (for
+    `storlab status`): none for a program under /usr, /bin..."""
+    return [t for t in _install_trees(name, cwd, path if path is not None else
+                                      os.environ.get("PATH"))
+            if not any(_inside(t, s) for s in SYSTEM_TREES)]
 
 
 def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:

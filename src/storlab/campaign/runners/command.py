@@ -100,6 +100,11 @@ class CommandRunner:
                                 "variable; rename " + (f"env {var}" if mine else
                                                        f"the option {clash[0]!r}"))
 
+    def program(self) -> str:
+        """The program started (its install tree is shown read-only): the shell for a
+        shell command."""
+        return "/bin/sh" if isinstance(self.command, str) else self.command[0]
+
     def check_fields(self, names: set[str]) -> None:
         """Refuse a `{field}` of the command or env that is neither one of `names` (the
         factors this runner gets), a fixed option nor `workdir`: before any run, not as a

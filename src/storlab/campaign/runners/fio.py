@@ -138,6 +138,10 @@ class FioRunner:
         for k, v in _parse_extra_args(self.extra_args):
             _check_option(k, v, jobfile=False, where="extra_args")
 
+    def program(self) -> str:
+        """The program started (its install tree is shown read-only)."""
+        return self.fio
+
     # ------------------------------------------------------------------ job
     def job_options(self, config: Mapping[str, Any], workdir: Path, check: bool = True
                     ) -> dict[str, str]:

@@ -40,6 +40,10 @@ class PostmarkRunner:
             raise CampaignError(f"postmark runner: unknown option(s) {bad} (known: "
                                 f"{', '.join(KNOWN)})")
 
+    def program(self) -> str:
+        """The program started (its install tree is shown read-only)."""
+        return self.postmark
+
     def check_target(self, config: Mapping[str, Any], base: Path | None = None,
                      workdir: Path | None = None) -> None:
         """Preflight: every factor passed to postmark must be one of its options."""

@@ -48,6 +48,10 @@ class SysbenchRunner:
         self.options = dict(options)
         self.check_names(self.options, "runner option")
 
+    def program(self) -> str:
+        """The program started (its install tree is shown read-only)."""
+        return self.sysbench
+
     def check_names(self, options: Mapping[str, Any], what: str) -> None:
         """Refuse names that the installed sysbench does not list in `sysbench --help` and
         `sysbench fileio help` (skipped when sysbench is not installed here)."""
