@@ -7,7 +7,7 @@ Strategies: storlab's own (`storlab` = auto, or any of `STRATEGIES`), and two ba
 as their libraries run them: `optuna-tpe` (Optuna's TPESampler with its defaults; every
 trial is a run, repeats included) and `random` (uniform draws from the feasible table,
 repeats included). Configurations outside the table are infeasible: never run, never
-counted (a proposal outside it is told as failed and asked again).
+counted (a proposal outside it is told as infeasible and asked again).
 
 storlab's strategies are replayed through the campaign loop `storlab tune` runs: a campaign
 file written as a user writes it (numeric levels ordinal, text categorical, the table's
@@ -516,7 +516,9 @@ def _optuna_tpe(domain: Domain, obj: Objective, budget: int, seed: int,
     costs no run and is told as infeasible (`Trial.set_constraint`, Optuna's way to state
     a constraint), so TPE puts it with its worse trials and learns to avoid it. (Told as
     failed, TPE ignored it: on the MongoDB table it proposed about 110 infeasible
-    configurations per measured one and one tuning took minutes.) `repeat=False`: a
+    configurations per measured one and one tuning took minutes. Not neutral: TPE weighs
+    each factor alone, so there the infeasible proposals likely count against journal
+    off, where the optimum is; docs/tuning.md has both figures.) `repeat=False`: a
     configuration already measured is told its earlier value and not run again."""
     import optuna
 
