@@ -1,0 +1,130 @@
+"""Where storlab's recommendation misses under noise: the search or the race.
+
+Replays `storlab tune` on the measured tables of bench_tune.py exactly as its storlab
+column does (`storlab.tune.evaluate.replay_tuning` on the space a user writes, tuning
+seed `seed set * 100003 + repeat`, lognormal noise drawn per run), and sorts every
+tuning by what the search had measured when the race began (its first confirmation
+run):
+
+- `top1`: a configuration within 1 % of the optimum (the race's best chance);
+- the recommendation's share within 5 % (`rec5`) in tunings with and without one;
+- each miss: nothing within 5 % measured at all (`none`), within 5 % measured but run
+  only once, never raced (`once`), or raced and lost to a worse one on noise (`raced`).
+
+With `--show` it prints each miss: the recommendation's true gap, the best measured
+one, and every configuration run more than once (true gap, runs, each run's value over
+its true value: the first is the draw that selected it).
+
+    .venv/bin/python benchmarks/bench_tune_misses.py --datasets bdbj --seed-sets 2 --repeats 15
+    .venv/bin/python benchmarks/bench_tune_misses.py --datasets bdbc --seed-sets 1 --repeats 5 --show
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tune_datasets import NAMES, constraints, load_dataset  # noqa: E402
+
+from storlab.campaign.sources import config_key  # noqa: E402
+from storlab.jsonutil import plain  # noqa: E402
+from storlab.tune.evaluate import factor_names, replay_tuning, space_from_table  # noqa: E402
+from storlab.tune.strategies import Objective  # noqa: E402
+
+TOL = 1e-12
+
+
+def tunings(name: str, seed_sets: int, repeats: int, noise: float, budget: int):
+    """Each tuning's truth (config key -> value), goal and result, as bench_tune.py's
+    storlab column runs them."""
+    table, response, goal, params = load_dataset(name)
+    if any(a != p for p, a in factor_names(params, response).items()):
+        raise SystemExit(f"{name}: a column takes a reserved factor name; not supported here")
+    df = table.groupby(list(params), sort=False)[response].mean().reset_index()
+    space = space_from_table(df, list(params))
+    names = space.names
+    truth = {config_key({n: plain(r[n]) for n in names}): float(r[response])
+             for r in df.to_dict("records")}
+    cons = list(constraints(name))
+    user_space = {"factors": [f.to_dict() for f in space.factors],
+                  **({"constraints": cons} if cons else {}),
+                  "responses": [{"name": response, "goal": goal}]}
+    obj = Objective(response, goal)
+    for ss in range(1, seed_sets + 1):
+        for r in range(repeats):
+            res = replay_tuning(user_space, truth, obj, budget, ss * 100_003 + r, noise)
+            yield ss, r, truth, goal, response, res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default="bdbc,bdbj")
+    ap.add_argument("--seed-sets", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--noise", type=float, default=0.10)
+    ap.add_argument("--budget", type=int, default=60)
+    ap.add_argument("--show", action="store_true", help="print each miss")
+    args = ap.parse_args()
+    print(f"command: .venv/bin/python benchmarks/bench_tune_misses.py {' '.join(sys.argv[1:])}")
+    for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
+        if name not in NAMES:
+            print(f"--datasets: unknown dataset {name!r} (known: {', '.join(NAMES)})",
+                  file=sys.stderr)
+            sys.exit(2)
+        t0 = time.perf_counter()
+        rows = []
+        for ss, r, truth, goal, response, res in tunings(name, args.seed_sets, args.repeats,
+                                                         args.noise, args.budget):
+            best = min(truth.values()) if goal == "minimize" else max(truth.values())
+
+            def gap(k: str) -> float:
+                return abs(truth[k] - best) / abs(best)
+
+            hist = res.history
+            keys = [config_key(o.config) for o in hist]
+            start = next((i for i, o in enumerate(hist) if o.phase == "confirm"), len(hist))
+            runs: dict[str, list[float]] = {}
+            for o, k in zip(hist, keys):
+                v = o.metrics.get(response)
+                if k in truth and isinstance(v, (int, float)):
+                    runs.setdefault(k, []).append(float(v))
+            rec = config_key(res.best().config)
+            searched = [gap(k) for k in keys[:start] if k in truth]
+            near = [k for k in runs if gap(k) <= 0.05 + TOL]
+            hit = gap(rec) <= 0.05 + TOL
+            kind = "hit" if hit else ("none" if not near else
+                                      "once" if all(len(runs[k]) == 1 for k in near)
+                                      else "raced")
+            rows.append({"seed_set": ss, "repeat": r, "rec_gap": gap(rec), "kind": kind,
+                         "top1": min(searched, default=1.0) <= 0.01 + TOL, "race_at": start})
+            if args.show and not hit:
+                print(f"{name} seed set {ss} tuning {r}: recommended {100 * gap(rec):.1f} %, "
+                      f"best measured {100 * min(gap(k) for k in runs):.1f} % (before the "
+                      f"race at run {start}: {100 * min(searched, default=1.0):.1f} %), {kind}")
+                for k in sorted(runs, key=gap):
+                    if len(runs[k]) > 1 or gap(k) <= 0.05 + TOL:
+                        ratio = [round(v / truth[k], 2) for v in runs[k]]
+                        print(f"    {100 * gap(k):5.1f} % runs {len(runs[k]):2d} "
+                              f"value/true {ratio}{'  <- recommended' if k == rec else ''}")
+        df = pd.DataFrame(rows)
+        n = len(df)
+        top = df[df["top1"]]
+        rest = df[~df["top1"]]
+        kinds = df["kind"].value_counts()
+        print(f"{name:10s} noise {args.noise:.2f} budget {args.budget} ({n} tunings, "
+              f"{time.perf_counter() - t0:.0f} s): rec5 {(df['kind'] == 'hit').mean():.2f}; "
+              f"within 1 % measured before the race in {len(top)} "
+              f"(rec5 {(top['kind'] == 'hit').mean() if len(top) else float('nan'):.2f}), "
+              f"not in {len(rest)} "
+              f"(rec5 {(rest['kind'] == 'hit').mean() if len(rest) else float('nan'):.2f}); "
+              f"misses: none within 5 % measured {kinds.get('none', 0)}, measured once "
+              f"{kinds.get('once', 0)}, raced and lost {kinds.get('raced', 0)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
