@@ -3,10 +3,11 @@ network-namespace hosts."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,97 @@ def storlab_quick(storlab_main: Callable[..., tuple[int, str, str]]) -> Run:
         code, out, err = storlab_main(*args)
         return subprocess.CompletedProcess([*STORLAB_ARGV, *map(str, args)], code, out, err)
     return run
+
+
+# The forking server of `storlab_forked`: it has imported the program (and the libraries
+# every command loads) once; each request forks a child that takes the request's working
+# directory, environment, memory cap and output files, runs the entry point, and exits
+# with its status. Requests and replies are JSON lines on the server's stdin and stdout.
+_FORK_SERVER = r"""
+import atexit, json, os, resource, sys, traceback
+import storlab.cli
+import numpy, pandas, pydantic, yaml  # what nearly every command imports when it runs
+replies = os.fdopen(os.dup(1), "w")
+for line in sys.stdin:
+    req = json.loads(line)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            sys.stdin = open(os.devnull)
+            for fd, name in ((1, "stdout"), (2, "stderr")):
+                os.dup2(os.open(req[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            os.environ.clear()
+            os.environ.update(req["env"])
+            os.chdir(req["cwd"])
+            if req["memory"]:
+                resource.setrlimit(resource.RLIMIT_AS, (req["memory"], req["memory"]))
+            try:
+                storlab.cli.main(req["argv"])
+                code = 0
+            except SystemExit as exc:  # as the interpreter turns it into a status
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+            except BaseException:
+                traceback.print_exc()
+            atexit._run_exitfuncs()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    replies.write(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])) + "\n")
+    replies.flush()
+"""
+
+
+@pytest.fixture(scope="session")
+def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
+    """`storlab ARGS` in a process of its own, forked from a server that has started the
+    program once (a fork costs milliseconds, a start-up ~0.5 s): `storlab_forked(*args,
+    cwd=, env=, memory=)` -> CompletedProcess, with its own working directory, environment
+    (`env` replaces it), stdout, stderr, exit status and address-space cap (`memory`
+    bytes). The server starts as a terminal 100 columns wide would (COLUMNS=100: rich reads
+    it at start-up). For tests of many calls whose subject is each call's own process: its
+    status, its one-line error, what it leaves on disk, memory it may not exceed."""
+    here = tmp_path_factory.mktemp("forked")
+    server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              env={**os.environ, "COLUMNS": "100"})
+    calls = 0
+
+    def run(*args: Any, cwd: str | Path, env: Mapping[str, str] | None = None,
+            memory: int = 0) -> subprocess.CompletedProcess[str]:
+        nonlocal calls
+        calls += 1
+        out, err = here / f"{calls}.out", here / f"{calls}.err"
+        argv = list(map(str, args))
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps({
+            "argv": argv, "cwd": str(cwd), "env": dict(os.environ if env is None else env),
+            "memory": memory, "stdout": str(out), "stderr": str(err)}) + "\n")
+        server.stdin.flush()
+        reply = server.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"the fork server died (exit {server.wait()})")
+        done = subprocess.CompletedProcess([*STORLAB_ARGV, *argv], json.loads(reply),
+                                           out.read_text(), err.read_text())
+        out.unlink()
+        err.unlink()
+        return done
+
+    try:
+        yield run
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=60)
 
 
 def pytest_configure(config: pytest.Config) -> None:
