@@ -239,6 +239,27 @@ def ceph_cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
     c.down()
 
 
+@pytest.fixture(scope="session")
+def swift_cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real Swift (2 replicas on 3 devices of an XFS loop file, S3 and Swift APIs) for
+    every Swift test of the session (the cluster's own tests and the runner contract; each
+    bringing up its own cost half a minute under load): (cluster, its directory, the status
+    `up` gave). Their modules share the xdist group "clusters"; brought down at the end, or
+    by the test marked `last` that checks what down leaves."""
+    from storlab.clusters._util import free_port_block
+    from storlab.clusters.swift import SwiftCluster, SwiftOptions
+
+    base = tmp_path_factory.mktemp("clusters")
+    c = SwiftCluster(base)
+    # random free ports: a user's own cluster or another test run may hold the defaults;
+    # tie_to_parent: a killed test run takes its daemons with it
+    port = free_port_block(5)
+    st = c.up(SwiftOptions(replicas=2, port=port + 3, storage_port=port,
+                           memcached_port=port + 4, tie_to_parent=True), timeout=90)
+    yield c, base, st
+    c.down()
+
+
 @pytest.fixture(scope="module")
 def lan():
     """Two network namespaces ("hosts") on a private /24 joined to this namespace by veth
