@@ -103,6 +103,7 @@ _FORK_SERVER = r"""
 import atexit, json, os, resource, sys, traceback
 import storlab.cli
 import numpy, pandas, pydantic, yaml  # what nearly every command imports when it runs
+import matplotlib, scipy.stats, statsmodels.formula.api  # and the analyses (~3 s)
 replies = os.fdopen(os.dup(1), "w")
 for line in sys.stdin:
     req = json.loads(line)
