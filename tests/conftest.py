@@ -104,6 +104,7 @@ import atexit, json, os, resource, sys, traceback
 import storlab.cli
 import numpy, pandas, pydantic, yaml  # what nearly every command imports when it runs
 import matplotlib, scipy.stats, statsmodels.formula.api  # and the analyses (~3 s)
+import optuna  # and the tuning (~1 s)
 replies = os.fdopen(os.dup(1), "w")
 for line in sys.stdin:
     req = json.loads(line)
@@ -150,13 +151,13 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
     program once (a fork costs milliseconds, a start-up ~0.5 s): `storlab_forked(*args,
     cwd=, env=, memory=)` -> CompletedProcess, with its own working directory, environment
     (`env` replaces it), stdout, stderr, exit status and address-space cap (`memory`
-    bytes). The server starts as a terminal 100 columns wide would (COLUMNS=100: rich reads
-    it at start-up). For tests of many calls whose subject is each call's own process: its
-    status, its one-line error, what it leaves on disk, memory it may not exceed."""
+    bytes). What the program reads as it starts (COLUMNS: rich's width) comes from this
+    process's environment, not `env`: a test of that starts the program (`storlab`). For
+    tests of many calls whose subject is each call's own process: its status, its one-line
+    error, what it leaves on disk, memory it may not exceed, runs it makes."""
     here = tmp_path_factory.mktemp("forked")
     server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              env={**os.environ, "COLUMNS": "100"})
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     calls = 0
 
     def run(*args: Any, cwd: str | Path, env: Mapping[str, str] | None = None,
@@ -192,10 +193,24 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "session-wide resource, e.g. brings the Ceph down)")
 
 
+#: Modules of long ungrouped tests (real tunings and campaigns, 20-70 s each under load),
+#: longest first, run before the others: `--dist loadgroup` hands out the groups, then the ungrouped tests in this
+#: order, so the last tests given out are short and both workers finish together.
+SLOW_FIRST = ("tests/tune/test_tune.py", "tests/campaign/test_campaign.py",
+              "tests/sim/test_simulate_cli.py", "tests/test_fileio.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `last` move to the end, in their order (xdist's workers collect alike,
-    and a group's tests run in this order on its worker); xdist groups are made to hold."""
-    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+    and a group's tests run in this order on its worker), the modules of SLOW_FIRST to the
+    front; xdist groups are made to hold."""
+    root = config.rootpath
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        return SLOW_FIRST.index(path) if path in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=lambda item: (item.get_closest_marker("last") is not None, rank(item)))
     _xdist_groups(config, items)
 
 
