@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -140,6 +143,8 @@ for line in sys.stdin:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
+    replies.write(json.dumps(pid) + "\n")  # first its pid (a timeout kills it), then its status
+    replies.flush()
     replies.write(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])) + "\n")
     replies.flush()
 """
@@ -147,37 +152,60 @@ for line in sys.stdin:
 
 @pytest.fixture(scope="session")
 def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
-    """`storlab ARGS` in a process of its own, forked from a server that has started the
-    program once (a fork costs milliseconds, a start-up ~0.5 s): `storlab_forked(*args,
-    cwd=, env=, memory=)` -> CompletedProcess, with its own working directory, environment
-    (`env` replaces it), stdout, stderr, exit status and address-space cap (`memory`
-    bytes). What the program reads as it starts (COLUMNS: rich's width) comes from this
-    process's environment, not `env`: a test of that starts the program (`storlab`). For
+    """`storlab ARGS` in a process of its own, forked from a server that has started the program
+    once (a fork costs milliseconds, a start-up ~0.5 s): `storlab_forked(*args, cwd=, env=,
+    memory=, timeout=300)` -> CompletedProcess, with its own working directory (this one's by
+    default), environment (`env` replaces it), stdout, stderr, exit status, address-space cap
+    (`memory` bytes) and time limit (then killed, and TimeoutExpired raised, as by
+    subprocess.run). What the program reads as it starts (COLUMNS: rich's width) comes from
+    this process's environment, not `env`: a test of that starts the program (`storlab`). For
     tests of many calls whose subject is each call's own process: its status, its one-line
     error, what it leaves on disk, memory it may not exceed, runs it makes."""
     here = tmp_path_factory.mktemp("forked")
-    server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here, text=True,
+    server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None
+    replies, pending = server.stdout.fileno(), bytearray()
     calls = 0
 
-    def run(*args: Any, cwd: str | Path, env: Mapping[str, str] | None = None,
-            memory: int = 0) -> subprocess.CompletedProcess[str]:
+    def reply(timeout: float | None) -> Any:
+        """The server's next reply line, or None after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([replies], [], [], left)[0]:
+                return None
+            chunk = os.read(replies, 4096)
+            if not chunk:
+                raise RuntimeError(f"the fork server died (exit {server.wait()})")
+            pending.extend(chunk)
+        line, _, rest = bytes(pending).partition(b"\n")
+        pending[:] = rest
+        return json.loads(line)
+
+    def run(*args: Any, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+            memory: int = 0, timeout: float | None = 300) -> subprocess.CompletedProcess[str]:
         nonlocal calls
         calls += 1
         out, err = here / f"{calls}.out", here / f"{calls}.err"
         argv = list(map(str, args))
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps({
-            "argv": argv, "cwd": str(cwd), "env": dict(os.environ if env is None else env),
-            "memory": memory, "stdout": str(out), "stderr": str(err)}) + "\n")
+        assert server.stdin is not None
+        server.stdin.write((json.dumps({
+            "argv": argv, "cwd": str(cwd or os.getcwd()),
+            "env": dict(os.environ if env is None else env), "memory": memory,
+            "stdout": str(out), "stderr": str(err)}) + "\n").encode())
         server.stdin.flush()
-        reply = server.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"the fork server died (exit {server.wait()})")
-        done = subprocess.CompletedProcess([*STORLAB_ARGV, *argv], json.loads(reply),
-                                           out.read_text(), err.read_text())
+        pid = reply(None)
+        status = reply(timeout)
+        if status is None:  # as subprocess.run: the process killed, TimeoutExpired raised
+            os.kill(pid, signal.SIGKILL)
+            reply(None)
+        done = subprocess.CompletedProcess([*STORLAB_ARGV, *argv], status, out.read_text(),
+                                           err.read_text())
         out.unlink()
         err.unlink()
+        if status is None:
+            raise subprocess.TimeoutExpired(done.args, timeout or 0, done.stdout, done.stderr)
         return done
 
     try:
@@ -193,9 +221,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "session-wide resource, e.g. brings the Ceph down)")
 
 
-#: Modules of long ungrouped tests (real tunings and campaigns, 20-70 s each under load),
-#: longest first, run before the others: `--dist loadgroup` hands out the groups, then the ungrouped tests in this
-#: order, so the last tests given out are short and both workers finish together.
+#: Modules of long ungrouped tests (real tunings and campaigns, 20-70 s each under load), longest
+#: first, run before the others: `--dist loadgroup` hands out the groups, then the ungrouped
+#: tests in this order, so the last tests given out are short and both workers finish together.
 SLOW_FIRST = ("tests/tune/test_tune.py", "tests/campaign/test_campaign.py",
               "tests/sim/test_simulate_cli.py", "tests/test_fileio.py")
 
