@@ -18,7 +18,7 @@ import pytest
 
 # xdist groups (`make test` runs `-n 2 --dist loadgroup`): a group keeps tests on one worker,
 # one after the other. Only what needs that is grouped: modules sharing a cluster or a
-# browser ("ceph": the session's Ceph; "clusters": Swift; "browser"), the modules of
+# browser ("ceph": the session's Ceph; "clusters": its Swift; "browser"), the modules of
 # network-namespace hosts ("lan": one private /24 at a time), each group apart so the slow
 # ones run side by side, and the kill/lock tests ("lock"). The real-fio tests share nothing
 # (temporary directories, free ports, `losetup -f`) and are spread over both workers.
