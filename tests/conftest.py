@@ -3,10 +3,14 @@ network-namespace hosts."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,7 @@ import pytest
 
 # xdist groups (`make test` runs `-n 2 --dist loadgroup`): a group keeps tests on one worker,
 # one after the other. Only what needs that is grouped: modules sharing a cluster or a
-# browser ("ceph": the session's Ceph; "clusters": Swift; "browser"), the modules of
+# browser ("ceph": the session's Ceph; "clusters": its Swift; "browser"), the modules of
 # network-namespace hosts ("lan": one private /24 at a time), each group apart so the slow
 # ones run side by side, and the kill/lock tests ("lock"). The real-fio tests share nothing
 # (temporary directories, free ports, `losetup -f`) and are spread over both workers.
@@ -94,15 +98,147 @@ def storlab_quick(storlab_main: Callable[..., tuple[int, str, str]]) -> Run:
     return run
 
 
+# The forking server of `storlab_forked`: it has imported the program (and the libraries
+# every command loads) once; each request forks a child that takes the request's working
+# directory, environment, memory cap and output files, runs the entry point, and exits
+# with its status. Requests and replies are JSON lines on the server's stdin and stdout.
+_FORK_SERVER = r"""
+import atexit, json, os, resource, sys, traceback
+import storlab.cli
+import numpy, pandas, pydantic, yaml  # what nearly every command imports when it runs
+import matplotlib, scipy.stats, statsmodels.formula.api  # and the analyses (~3 s)
+import optuna  # and the tuning (~1 s)
+replies = os.fdopen(os.dup(1), "w")
+for line in sys.stdin:
+    req = json.loads(line)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            sys.stdin = open(os.devnull)
+            for fd, name in ((1, "stdout"), (2, "stderr")):
+                os.dup2(os.open(req[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            os.environ.clear()
+            os.environ.update(req["env"])
+            os.chdir(req["cwd"])
+            if req["memory"]:
+                resource.setrlimit(resource.RLIMIT_AS, (req["memory"], req["memory"]))
+            try:
+                storlab.cli.main(req["argv"])
+                code = 0
+            except SystemExit as exc:  # as the interpreter turns it into a status
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+            except BaseException:
+                traceback.print_exc()
+            atexit._run_exitfuncs()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    replies.write(json.dumps(pid) + "\n")  # first its pid (a timeout kills it), then its status
+    replies.flush()
+    replies.write(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])) + "\n")
+    replies.flush()
+"""
+
+
+@pytest.fixture(scope="session")
+def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
+    """`storlab ARGS` in a process of its own, forked from a server that has started the program
+    once (a fork costs milliseconds, a start-up ~0.5 s): `storlab_forked(*args, cwd=, env=,
+    memory=, timeout=300)` -> CompletedProcess, with its own working directory (this one's by
+    default), environment (`env` replaces it), stdout, stderr, exit status, address-space cap
+    (`memory` bytes) and time limit (then killed, and TimeoutExpired raised, as by
+    subprocess.run). What the program reads as it starts (COLUMNS: rich's width) comes from
+    this process's environment, not `env`: a test of that starts the program (`storlab`). For
+    tests of many calls whose subject is each call's own process: its status, its one-line
+    error, what it leaves on disk, memory it may not exceed, runs it makes."""
+    here = tmp_path_factory.mktemp("forked")
+    server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None
+    replies, pending = server.stdout.fileno(), bytearray()
+    calls = 0
+
+    def reply(timeout: float | None) -> Any:
+        """The server's next reply line, or None after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([replies], [], [], left)[0]:
+                return None
+            chunk = os.read(replies, 4096)
+            if not chunk:
+                raise RuntimeError(f"the fork server died (exit {server.wait()})")
+            pending.extend(chunk)
+        line, _, rest = bytes(pending).partition(b"\n")
+        pending[:] = rest
+        return json.loads(line)
+
+    def run(*args: Any, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+            memory: int = 0, timeout: float | None = 300) -> subprocess.CompletedProcess[str]:
+        nonlocal calls
+        calls += 1
+        out, err = here / f"{calls}.out", here / f"{calls}.err"
+        argv = list(map(str, args))
+        assert server.stdin is not None
+        server.stdin.write((json.dumps({
+            "argv": argv, "cwd": str(cwd or os.getcwd()),
+            "env": dict(os.environ if env is None else env), "memory": memory,
+            "stdout": str(out), "stderr": str(err)}) + "\n").encode())
+        server.stdin.flush()
+        pid = reply(None)
+        status = reply(timeout)
+        if status is None:  # as subprocess.run: the process killed, TimeoutExpired raised
+            os.kill(pid, signal.SIGKILL)
+            reply(None)
+        done = subprocess.CompletedProcess([*STORLAB_ARGV, *argv], status, out.read_text(),
+                                           err.read_text())
+        out.unlink()
+        err.unlink()
+        if status is None:
+            raise subprocess.TimeoutExpired(done.args, timeout or 0, done.stdout, done.stderr)
+        return done
+
+    try:
+        yield run
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=60)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "last: run after every other test (it ends a "
                                        "session-wide resource, e.g. brings the Ceph down)")
 
 
+#: Modules of long ungrouped tests (real tunings and campaigns, 20-70 s each under load), longest
+#: first, run before the others: `--dist loadgroup` hands out the groups, then the ungrouped
+#: tests in this order, so the last tests given out are short and both workers finish together.
+SLOW_FIRST = ("tests/tune/test_tune.py", "tests/campaign/test_campaign.py",
+              "tests/sim/test_simulate_cli.py", "tests/test_fileio.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `last` move to the end, in their order (xdist's workers collect alike,
-    and a group's tests run in this order on its worker); xdist groups are made to hold."""
-    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+    and a group's tests run in this order on its worker), the modules of SLOW_FIRST to the
+    front; xdist groups are made to hold."""
+    root = config.rootpath
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        return SLOW_FIRST.index(path) if path in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=lambda item: (item.get_closest_marker("last") is not None, rank(item)))
     _xdist_groups(config, items)
 
 
@@ -143,6 +279,27 @@ def ceph_cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
     st = c.up(CephOptions(osds=1, store="memstore", osd_bytes=512 << 20,
                           mon_port=free_port_block(1), pg_num=16, tie_to_parent=True),
               timeout=180)
+    yield c, base, st
+    c.down()
+
+
+@pytest.fixture(scope="session")
+def swift_cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real Swift (2 replicas on 3 devices of an XFS loop file, S3 and Swift APIs) for
+    every Swift test of the session (the cluster's own tests and the runner contract; each
+    bringing up its own cost half a minute under load): (cluster, its directory, the status
+    `up` gave). Their modules share the xdist group "clusters"; brought down at the end, or
+    by the test marked `last` that checks what down leaves."""
+    from storlab.clusters._util import free_port_block
+    from storlab.clusters.swift import SwiftCluster, SwiftOptions
+
+    base = tmp_path_factory.mktemp("clusters")
+    c = SwiftCluster(base)
+    # random free ports: a user's own cluster or another test run may hold the defaults;
+    # tie_to_parent: a killed test run takes its daemons with it
+    port = free_port_block(5)
+    st = c.up(SwiftOptions(replicas=2, port=port + 3, storage_port=port,
+                           memcached_port=port + 4, tie_to_parent=True), timeout=90)
     yield c, base, st
     c.down()
 

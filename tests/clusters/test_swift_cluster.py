@@ -36,13 +36,10 @@ def opts(free_ports):
             "tie_to_parent": True}
 
 
-@pytest.fixture(scope="module")
-def swift(tmp_path_factory, opts):
-    base = tmp_path_factory.mktemp("clusters")
-    c = SwiftCluster(base)
-    st = c.up(SwiftOptions(replicas=2, **opts), timeout=90)
-    yield c, base, st
-    c.down()
+@pytest.fixture
+def swift(swift_cluster):
+    """The session's Swift (tests/conftest.py), shared with the runner contract's tests."""
+    return swift_cluster
 
 
 def _target(st, api):
@@ -197,8 +194,9 @@ def test_killed_object_server_is_reported(swift):
     wait_until(lambda: c.status(probe=True)["healthy"], 60, "swift healthy again", [obj])
 
 
+@pytest.mark.last
 def test_down_leaves_nothing(swift, leftovers):
-    """Last in the module: brings the shared cluster down and checks what is left."""
+    """Last of the session: brings the shared cluster down and checks what is left."""
     c, base, _ = swift
     r = c.down()
     assert set(r["stopped"]) == {"memcached", "account", "container", "object", "proxy"}

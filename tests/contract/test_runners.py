@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ class Case:
 
 
 _SWIFT = ("swift-proxy-server", "swift-object-server", "swift-account-server",
-          "swift-container-server", "swift-ring-builder", "memcached")
+          "swift-container-server", "swift-ring-builder", "memcached", "mkfs.xfs", "losetup")
 _CEPH = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "rados")
 
 
@@ -116,30 +116,15 @@ def test_every_registered_runner_is_under_the_contract() -> None:
 
 # --------------------------------------------------------------------------- clusters
 @pytest.fixture(scope="module")
-def swift_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from storlab.clusters.swift import SwiftCluster, SwiftOptions
-
-    base = tmp_path_factory.mktemp("swift")
-    c = SwiftCluster(base)
-    port = _free_ports(5)
-    c.up(SwiftOptions(replicas=1, storage="dir", proxy_workers=1, port=port + 3,
-                      storage_port=port, memcached_port=port + 4, tie_to_parent=True),
-         timeout=120)
-    yield base
-    c.down()
+def swift_dir(swift_cluster: Any) -> Path:
+    """The session's Swift (tests/conftest.py), shared with tests/clusters' Swift tests."""
+    return swift_cluster[1]
 
 
 @pytest.fixture(scope="module")
 def ceph_dir(ceph_cluster: Any) -> Path:
     """The session's Ceph (tests/conftest.py), shared with tests/clusters' Ceph tests."""
     return ceph_cluster[1]
-
-
-def _free_ports(n: int) -> int:
-    """The first of n consecutive free loopback ports."""
-    from storlab.clusters._util import free_port_block
-
-    return free_port_block(n)
 
 
 @pytest.fixture(params=[pytest.param(c, id=c.kind, marks=c.marks) for c in CASES])

@@ -1,4 +1,6 @@
-"""`storlab simulate` as a user runs it, and the simulator campaign runner."""
+"""`storlab simulate` as a user runs it (in this process, `storlab_quick`, where neither the
+terminal's width nor a process pool is what a test checks), and the simulator campaign
+runner."""
 
 import json
 from pathlib import Path
@@ -11,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "sim" / "small.yaml"
 
 
-def test_simulate_json(storlab):
-    r = storlab("simulate", SMALL, "--requests", 5000, "--json")
+def test_simulate_json(storlab_quick):
+    r = storlab_quick("simulate", SMALL, "--requests", 5000, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     ops = {row["op"]: row for row in d["ops"]}
@@ -52,17 +54,17 @@ def test_sweep_table_shows_the_half_widths(tmp_path, storlab):
     assert "95 % batch-means half-width" in r.stdout
 
 
-def test_simulate_table_and_analytic(storlab):
-    r = storlab("simulate", SMALL, "--analytic", "--set", "nic=25")
+def test_simulate_table_and_analytic(storlab_quick):
+    r = storlab_quick("simulate", SMALL, "--analytic", "--set", "nic=25")
     assert r.returncode == 0, r.stderr
     assert "bottleneck:" in r.stdout and "utilisation by resource" in r.stdout
 
 
-def test_sweep_analytic_csv_and_plot(tmp_path, storlab):
+def test_sweep_analytic_csv_and_plot(tmp_path, storlab_quick):
     out, png = tmp_path / "s.csv", tmp_path / "s.png"
-    r = storlab("simulate", SMALL, "--analytic", "--sweep", "nic=10,25", "--sweep",
-                "disk=hdd7200,ssd_s3700", "--executor", "serial", "-o", out, "--plot", png,
-                "--campaign", tmp_path / "sweep")
+    r = storlab_quick("simulate", SMALL, "--analytic", "--sweep", "nic=10,25", "--sweep",
+                      "disk=hdd7200,ssd_s3700", "--executor", "serial", "-o", out, "--plot",
+                      png, "--campaign", tmp_path / "sweep")
     assert r.returncode == 0, r.stderr
     import pandas as pd
     df = pd.read_csv(out)
@@ -84,7 +86,7 @@ def test_sweep_local_processes():
     assert res.table()["ops_s_ci95"].gt(0).all()
 
 
-def test_calibrate_cli(tmp_path, storlab):
+def test_calibrate_cli(tmp_path, storlab_quick):
     # Every other point of the example (whose header comments the CSV reader skips): the
     # whole file takes ~40 s to fit, too long for the test suite.
     lines = (ROOT / "examples/sim/calibration.csv").read_text().splitlines()
@@ -93,7 +95,8 @@ def test_calibrate_cli(tmp_path, storlab):
     csv = tmp_path / "m.csv"
     csv.write_text("\n".join(head + rows[::2]) + "\n")
     out = tmp_path / "cal.yaml"
-    r = storlab("simulate", SMALL, "--calibrate", csv, "--save-calibrated", out, "--json")
+    r = storlab_quick("simulate", SMALL, "--calibrate", csv, "--save-calibrated", out,
+                      "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert set(d["params"]) >= {"proxy_cpu_op", "disk_overhead"}
@@ -107,15 +110,15 @@ def test_calibrate_cli(tmp_path, storlab):
     (["--sweep", "nodes"], "NAME=V1,V2"),
     (["--executor", "bogus", "--sweep", "nodes=2,3"], "bogus"),
 ])
-def test_bad_input_exits_2_with_one_line(args, needle, storlab):
-    r = storlab("simulate", SMALL, *args)
+def test_bad_input_exits_2_with_one_line(args, needle, storlab_quick):
+    r = storlab_quick("simulate", SMALL, *args)
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_missing_file(storlab):
-    r = storlab("simulate", "nope.yaml")
+def test_missing_file(storlab_quick):
+    r = storlab_quick("simulate", "nope.yaml")
     assert r.returncode == 2 and "nope.yaml" in r.stderr
 
 
@@ -132,17 +135,17 @@ def test_simulator_runner(tmp_path):
     assert fast.run({}, tmp_path).metrics["ops_s"] > 0
 
 
-def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path, storlab):
+def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path, storlab_quick):
     png = tmp_path / "ts.png"
-    r = storlab("simulate", SMALL, "--requests", 8000, "--set", "object_size=64KiB",
-                "--plot", png)
+    r = storlab_quick("simulate", SMALL, "--requests", 8000, "--set", "object_size=64KiB",
+                      "--plot", png)
     assert r.returncode == 0, r.stderr
     head = " ".join(r.stdout.split())
     # The issue: "says 50,000 requests where the table counts 47,500 (warm-up not mentioned)".
     assert "simulated 8,000 requests; measured the" in head
     assert "warm-up, the first" in head and "drain" in head and "batch-means" in head
     assert png.stat().st_size > 10_000
-    d = json.loads(storlab("simulate", SMALL, "--requests", 8000, "--json").stdout)
+    d = json.loads(storlab_quick("simulate", SMALL, "--requests", 8000, "--json").stdout)
     w = d["window"]
     assert w["requests"] == next(o["count"] for o in d["ops"] if o["op"] == "ALL")
     assert w["warmup_requests"] >= 400 and w["drain_s"] > 0 and w["to_s"] > w["from_s"]
@@ -151,18 +154,20 @@ def test_simulate_says_which_window_it_measured_and_plots_it(tmp_path, storlab):
     assert phases[0] == "warmup" and phases[-1] == "drain" and "steady" in phases
 
 
-def test_plot_with_analytic_alone_is_refused(tmp_path, storlab):
-    r = storlab("simulate", SMALL, "--analytic", "--plot", tmp_path / "x.png")
+def test_plot_with_analytic_alone_is_refused(tmp_path, storlab_quick):
+    r = storlab_quick("simulate", SMALL, "--analytic", "--plot", tmp_path / "x.png")
     assert r.returncode == 2 and "--plot with --analytic" in r.stderr
     assert "Traceback" not in r.stderr
 
 
-def test_sweep_json_gives_the_axes_their_type(storlab, tmp_path):
+def test_sweep_json_gives_the_axes_their_type(storlab, storlab_quick, tmp_path, monkeypatch):
     """Axis values as the simulator read them (issue 15: every value came out a string):
     numbers as JSON numbers, a size as written with its bytes beside it, words as words."""
-    r = storlab("simulate", SMALL, "--analytic", "--executor", "serial", "--json", "--quiet",
-                "--sweep", "object_workers=14,28", "--sweep", "object_size=64KiB,1MiB",
-                "--sweep", "disk=hdd7200,ssd_s3700", "--sweep", "ghz=2.5,3", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    r = storlab_quick("simulate", SMALL, "--analytic", "--executor", "serial", "--json",
+                      "--quiet", "--sweep", "object_workers=14,28", "--sweep",
+                      "object_size=64KiB,1MiB", "--sweep", "disk=hdd7200,ssd_s3700", "--sweep",
+                      "ghz=2.5,3")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
     assert len(rows) == 16

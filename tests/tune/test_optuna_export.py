@@ -46,10 +46,10 @@ def _campaign(d: Path) -> Path:
     return p
 
 
-def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab: Any) -> None:
+def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab_forked: Any) -> None:
     camp = _campaign(tmp_path)
     url = f"sqlite:///{tmp_path / 'study.db'}"
-    p = storlab("tune", camp, "--json", "--quiet", "--optuna-storage", url, timeout=300)
+    p = storlab_forked("tune", camp, "--json", "--quiet", "--optuna-storage", url, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "Warning" not in p.stderr, p.stderr  # no library warning on the terminal
     out = json.loads(p.stdout)
@@ -83,13 +83,13 @@ def test_every_run_is_a_trial_of_the_exported_study(tmp_path: Path, storlab: Any
     assert study.user_attrs["recommended"] == out["best"]["config"]
 
     # exporting again (a resume of the finished tuning) rewrites the study, not appends
-    p = storlab("tune", camp, "--quiet", "--optuna-storage", url, timeout=300)
+    p = storlab_forked("tune", camp, "--quiet", "--optuna-storage", url, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "wrote 16 runs as trials of the Optuna study 'exported'" in p.stdout
     assert len(optuna.load_study(study_name="exported", storage=url).trials) == 16
 
 
-def test_a_storage_that_is_no_url_is_one_line(tmp_path: Path, storlab: Any) -> None:
-    p = storlab("tune", _campaign(tmp_path), "--optuna-storage", "study.db")
+def test_a_storage_that_is_no_url_is_one_line(tmp_path: Path, storlab_forked: Any) -> None:
+    p = storlab_forked("tune", _campaign(tmp_path), "--optuna-storage", "study.db")
     assert p.returncode == 2 and "not a database URL" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "study.db").exists()

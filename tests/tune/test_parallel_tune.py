@@ -82,9 +82,9 @@ def most_in_flight(runs: list[dict[str, Any]]) -> int:
     return top
 
 
-def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab: Any) -> None:
+def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab_forked: Any) -> None:
     p = campaign(tmp_path, budget=16, sleep=0.6)
-    r = storlab("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
+    r = storlab_forked("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     hist = out["history"]
@@ -107,9 +107,9 @@ def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab: Any) ->
 
 
 def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
-        tmp_path: Path, storlab: Any, storlab_argv: list[str]) -> None:
-    ref = storlab("tune", str(campaign(tmp_path / "ref", budget=16, sleep=0.1)), "--executor",
-                  "parallel:3", "--json", "--quiet", timeout=300)
+        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str]) -> None:
+    ref = storlab_forked("tune", str(campaign(tmp_path / "ref", budget=16, sleep=0.1)),
+                         "--executor", "parallel:3", "--json", "--quiet", timeout=300)
     assert ref.returncode == 0, ref.stderr
     p = campaign(tmp_path / "killed", budget=16, sleep=1.0)
     db = tmp_path / "killed" / "campaign.db"
@@ -130,7 +130,7 @@ def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
     cut = [r["key"] for r in before if r["status"] == "running"]
     assert len(cut) == 3, before
     finished = {r["key"]: r for r in before if r["status"] == "ok"}
-    r = storlab("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
+    r = storlab_forked("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
     after = stored(db)
     keys = [a["key"] for a in after]
@@ -150,9 +150,9 @@ def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
 
 
 def test_more_workers_than_the_budget_is_refused_before_anything_runs(
-        tmp_path: Path, storlab: Any) -> None:
+        tmp_path: Path, storlab_forked: Any) -> None:
     p = campaign(tmp_path, budget=14, sleep=0)
-    r = storlab("tune", str(p), "--executor", "parallel:20", "--quiet", timeout=120)
+    r = storlab_forked("tune", str(p), "--executor", "parallel:20", "--quiet", timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "20 workers for a budget of 14" in lines[0], r.stderr

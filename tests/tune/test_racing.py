@@ -210,10 +210,10 @@ def _history(db: Path) -> list[str]:
 
 
 def test_sigkill_during_the_race_resumes_without_a_lost_or_repeated_run(
-        tmp_path: Path, storlab: Any, storlab_argv: list[str]) -> None:
+        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str]) -> None:
     budget = 24
     ref = _campaign(tmp_path / "ref", budget)
-    full = json.loads(storlab("tune", str(ref), "--json", "--quiet", timeout=300).stdout)
+    full = json.loads(storlab_forked("tune", str(ref), "--json", "--quiet", timeout=300).stdout)
     assert full["history"][-1]["phase"] == "confirm"  # the race took the last runs
     p = _campaign(tmp_path / "killed", budget, env={"ORACLE_SLEEP": "0.3"})
     db = tmp_path / "killed" / "campaign.db"
@@ -229,7 +229,7 @@ def test_sigkill_during_the_race_resumes_without_a_lost_or_repeated_run(
     proc.wait()
     before = _history(db)
     assert first_confirm + 2 <= len(before) < budget  # killed in the race
-    out = json.loads(storlab("tune", str(p), "--json", "--quiet", timeout=300).stdout)
+    out = json.loads(storlab_forked("tune", str(p), "--json", "--quiet", timeout=300).stdout)
     after = _history(db)
     assert after[:len(before)] == before and len(after) == len(set(after)) == budget
     # exactly the uninterrupted race: same runs, phases, values, answer and interval
@@ -240,17 +240,17 @@ def test_sigkill_during_the_race_resumes_without_a_lost_or_repeated_run(
 
 
 def test_confirm_share_outside_zero_one_is_one_line_exit_2(tmp_path: Path,
-                                                            storlab: Any) -> None:
+                                                            storlab_forked: Any) -> None:
     p = _campaign(tmp_path, 20)
     for bad in ("0", "1", "1.5", "-0.2"):
-        r = storlab("tune", str(p), "--confirm-share", bad, "--quiet", timeout=120)
+        r = storlab_forked("tune", str(p), "--confirm-share", bad, "--quiet", timeout=120)
         assert r.returncode == 2, r.stderr
         assert "--confirm-share" in r.stderr and len(r.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "campaign.db").exists()  # before anything ran
     spec = yaml.safe_load(p.read_text())
     spec["design"]["confirm_share"] = 1.0
     p.write_text(yaml.safe_dump(spec))
-    r = storlab("tune", str(p), "--quiet", timeout=120)
+    r = storlab_forked("tune", str(p), "--quiet", timeout=120)
     assert r.returncode == 2 and "confirm_share" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 

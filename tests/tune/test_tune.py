@@ -76,10 +76,14 @@ def campaign(d: Path, budget: int = 30, env: dict[str, str] | None = None,
 
 
 @pytest.fixture
-def cli(storlab: Any) -> Any:
-    """`storlab ARGS...`, asserting success unless check=False."""
-    def run(*args: str, check: bool = True, **kw: Any) -> subprocess.CompletedProcess[str]:
-        p = storlab(*args, timeout=300, **kw)
+def cli(storlab: Any, storlab_forked: Any) -> Any:
+    """`storlab ARGS...`, asserting success unless check=False: a process forked from the
+    started program (`storlab_forked`: each tuning here paid ~1.5 s of start-up), started
+    afresh when `env` sets what it reads at start-up (COLUMNS)."""
+    def run(*args: str, check: bool = True, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        p = storlab(*args, timeout=300, env=env) if env is not None else \
+            storlab_forked(*args, cwd=os.getcwd())
         if check:
             assert p.returncode == 0, p.stderr
         return p

@@ -109,7 +109,7 @@ class Campaign:
         """One line when this fixed design's store has no runs but an adaptive command
         (`storlab tune`) wrote a store beside it (its runs went there, and read 'no store
         yet' here)."""
-        if self.adaptive or self.stored_runs():
+        if self.adaptive or self.has_stored_runs():
             return None
         for kind in adaptive_kinds():
             other = self.dir / source_store(self.path, kind)
@@ -325,6 +325,14 @@ class Campaign:
             return []
         with Store(self.store_path, readonly=True) as store:
             return [r for r in store.runs(with_raw) if warmup or not r["warmup"]]
+
+    def has_stored_runs(self) -> bool:
+        """Whether the store holds a measured run (`stored_runs` not empty), without reading
+        them (`storlab results` on a large store read every run twice)."""
+        if not self.store_path.exists():
+            return False
+        with Store(self.store_path, readonly=True) as store:
+            return store.has_runs()
 
     # ------------------------------------------------------------------ plan
     def plan(self, store: Store | None = None) -> list[PlannedRun]:

@@ -410,6 +410,11 @@ class Store:
             (result.status, result.exit_code, result.started, result.ended, host,
              result.stderr, result.raw, _dumps(result.metrics), _dumps(result.rows), key))
 
+    def has_runs(self) -> bool:
+        """Whether any measured (not warm-up) run is stored, without reading the runs."""
+        return self.db.execute("SELECT 1 FROM runs WHERE warmup = 0 LIMIT 1").fetchone() \
+            is not None
+
     def runs(self, with_raw: bool = False) -> list[dict[str, Any]]:
         cols = ["key", "seq", "config_id", "repetition", "warmup", "config", "status",
                 "exit_code", "started", "ended", "host", "attempts", "stderr_tail", "metrics",
