@@ -454,7 +454,7 @@ def test_pooled_model_error_covers_at_the_stated_rate() -> None:
     known spread (each size off the law by a bias drawn with SD 5 % at 50 % read): fitted
     from 0/100 %, its error learned from 30/70 % of all three sizes, the 95 % interval at
     50 % (measured nowhere) covers the truth at about its rate: pooled 91.7 % of 180,
-    shrunk toward the pooled (the default) 96.7 %. Each size's own two mixes (2 df, t
+    shrunk toward the pooled (the default) 96.1 %. Each size's own two mixes (2 df, t
     quantile 4.3) cover 99.4 %; noise-only intervals 58.9 %."""
     sizes = {"4k": (1000.0, 400.0), "64k": (300.0, 150.0), "1m": (40.0, 30.0)}
     hits = {"shrunk": 0, "pooled": 0, "own": 0, "noise": 0}

@@ -13,14 +13,22 @@ and s0^2 (marginal likelihood, tau_s^2 integrated out on a grid, noise included)
 the sizes' spread decides how far each is pulled: nu0 -> infinity when they look alike
 (a common variance, estimated by likelihood: each mix weighted by its noise, where the
 pooled average of squared errors minus noise lets a noisy mix cancel a precise one's
-error), nu0 -> 0 when they differ beyond chance (each size's own). Given
-(nu0, s0^2) the conjugate posterior of tau_s^2 is a scaled inverse chi-square with
-nu0 + n_s degrees of freedom and scale (nu0 s0^2 + sum_i (x_i^2 - v_i)) / (nu0 + n_s),
-so a new error is Student-t with nu0 + n_s df: the moderated variance of Smyth, "Linear
-models and empirical Bayes methods for assessing differential expression in microarray
-experiments" (Statistical Applications in Genetics and Molecular Biology, 2004), with the
-noise subtracted as the pooled and own estimates do. The df are capped at the number of
-held-out mixes over all sizes: the prior itself was learned from those.
+error), nu0 -> 0 when they differ beyond chance (each size's own). Given (nu0, s0^2)
+each size's posterior of tau_s^2 is prior x likelihood on the grid. Without noise (v_i =
+0) it is the conjugate scaled inverse chi-square with nu0 + n_s degrees of freedom and
+scale (nu0 s0^2 + sum_i x_i^2) / (nu0 + n_s), so a new error is Student-t with nu0 + n_s
+df: the moderated variance of Smyth, "Linear models and empirical Bayes methods for
+assessing differential expression in microarray experiments" (Statistical Applications
+in Genetics and Molecular Biology, 2004). With noise v_i > 0 the posterior is not
+exactly of that family; it is approximated by the scaled inverse chi-square with the
+same E[1/tau^2] and E[log tau^2] (exact when v_i = 0; those moments exist for every df,
+where the mean of tau^2 does not below 2 df). So a size whose errors fall below its
+noise keeps a positive SD (the closed form nu0 s0^2 + sum(x^2 - v) clipped at 0 gave it
+exactly 0). The df are capped at the number of held-out mixes over all sizes (the prior
+itself was learned from those) and floored at 1: below 1 df the 95 % t quantile explodes
+(12.7 at 1 df, 925 at 0.38), an interval of no use, so a size with no held-out mix whose
+prior has nu0 < 1 is given 1 df, a choice, not the prior's heavier tail. Mixes whose
+error or noise variance is not finite (no replicates) are left out.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import optimize
-from scipy.special import gammaln, logsumexp
+from scipy.special import digamma, gammaln, logsumexp
 
 from .fit import SizeFit
 
@@ -67,8 +75,18 @@ def pooled_model_error(fits: Sequence[SizeFit]) -> tuple[float, int]:
     if not cv:
         return math.nan, 0
     allcv = pd.concat(cv, ignore_index=True)
-    excess = allcv["rel_err"].to_numpy() ** 2 - allcv["noise_var"].to_numpy()
-    return float(math.sqrt(max(0.0, float(excess.mean())))), int(len(allcv))
+    x, v = _finite(allcv["rel_err"].to_numpy(float), allcv["noise_var"].to_numpy(float))
+    if not len(x):
+        return math.nan, 0
+    return float(math.sqrt(max(0.0, float(np.mean(x**2 - v))))), int(len(x))
+
+
+def _finite(x: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mixes whose error and noise variance are both finite (NaN noise: no replicates;
+    left in, it made the pooled SD max(0, nan) = 0 and the grid likelihood NaN)."""
+    x, v = np.asarray(x, float), np.asarray(v, float)
+    ok = np.isfinite(x) & np.isfinite(v)
+    return x[ok], v[ok]
 
 
 def _loglik(x: np.ndarray, v: np.ndarray, tau2: np.ndarray) -> np.ndarray:
@@ -79,12 +97,14 @@ def _loglik(x: np.ndarray, v: np.ndarray, tau2: np.ndarray) -> np.ndarray:
 
 def _log_prior(nu: float, s2: np.ndarray) -> np.ndarray:
     """log density in log tau^2 of a scaled inverse chi-square(nu, s2) times the grid's
-    step (a Riemann sum over the grid is then the integral): shape (len(s2), len(grid)).
-    Mass beyond the grid is dropped, a prior truncated to the physical range."""
+    step, renormalised so it sums to 1 over the grid: shape (len(s2), len(grid)). Mass
+    beyond the grid is dropped, a prior truncated to the physical range."""
     lt = _LOG_TAU2[None, :]
     s2c = s2[:, None]
-    return (0.5 * nu * np.log(0.5 * nu * s2c) - gammaln(0.5 * nu) - 0.5 * nu * lt
-            - 0.5 * nu * s2c * np.exp(-lt) + math.log(_LOG_TAU2[1] - _LOG_TAU2[0]))
+    lp = (0.5 * nu * np.log(0.5 * nu * s2c) - gammaln(0.5 * nu) - 0.5 * nu * lt
+          - 0.5 * nu * s2c * np.exp(-lt) + math.log(_LOG_TAU2[1] - _LOG_TAU2[0]))
+    # renormalised on the grid (mass beyond it would otherwise count against small nu)
+    return lp - logsumexp(lp, axis=1, keepdims=True)
 
 
 def _marginal(data: Sequence[tuple[np.ndarray, np.ndarray]], ll: np.ndarray, nu: float,
@@ -122,17 +142,42 @@ def shrink(data: Mapping[Hashable, tuple[np.ndarray, np.ndarray]]) -> Shrinkage:
     """Each group's relative errors x with their noise variances v ({group: (x, v)}):
     every group's model error (SD, df) shrunk toward the others' (module docstring). A
     group without errors takes the prior's scale and df; no errors anywhere: NaN."""
-    seen = [(np.asarray(x, float), np.asarray(v, float)) for x, v in data.values() if len(x)]
+    clean = {g: _finite(x, v) for g, (x, v) in data.items()}
+    seen = [(x, v) for x, v in clean.values() if len(x)]
     if not seen:
         return Shrinkage(math.nan, math.nan, {g: (math.nan, 0.0) for g in data})
     n_all = sum(len(x) for x, _ in seen)
     nu0, s02 = fit_prior(seen)
     out: dict[Any, tuple[float, float]] = {}
-    for g, (x, v) in data.items():
-        excess = float(np.sum(np.asarray(x, float) ** 2 - np.asarray(v, float)))
-        var = s02 if math.isinf(nu0) else max(0.0, (nu0 * s02 + excess) / (nu0 + len(x)))
-        out[g] = (math.sqrt(var), float(max(1.0, min(nu0 + len(x), n_all))))
+    for g, (x, v) in clean.items():
+        if math.isinf(nu0):  # a common variance: every size at s0^2
+            var, df = s02, float(n_all)
+        else:
+            var, df = _posterior(x, v, nu0, s02)
+        out[g] = (math.sqrt(var), float(max(1.0, min(df, n_all))))
     return Shrinkage(nu0, math.sqrt(s02), out)
+
+
+def _posterior(x: np.ndarray, v: np.ndarray, nu0: float, s02: float) -> tuple[float, float]:
+    """(scale, df) of the scaled inverse chi-square with the same E[1/tau^2] and
+    E[log tau^2] as the grid posterior of tau^2 (prior x likelihood): the scale is
+    1/E[1/tau^2], the df solve digamma(df/2) - log(df/2) = E[log 1/tau^2] + log scale."""
+    tau2 = np.exp(_LOG_TAU2)
+    lw = _log_prior(nu0, np.array([s02]))[0]
+    if len(x):
+        lw = lw + _loglik(x, v, tau2)
+    w = np.exp(lw - logsumexp(lw))
+    scale = 1.0 / float(w @ (1.0 / tau2))
+    gap = float(w @ -_LOG_TAU2) + math.log(scale)   # <= 0 (Jensen); 0 means a point mass
+    if gap > -1e-12:
+        return scale, math.inf
+    f = lambda ln: float(digamma(0.5 * math.exp(ln)) - math.log(0.5 * math.exp(ln))) - gap
+    lo, hi = math.log(1e-3), math.log(1e7)
+    if f(hi) < 0:
+        return scale, math.exp(hi)
+    if f(lo) > 0:
+        return scale, math.exp(lo)
+    return scale, math.exp(optimize.brentq(f, lo, hi, xtol=1e-6))
 
 
 def shrunk_model_errors(fits: Sequence[SizeFit]) -> Shrinkage:

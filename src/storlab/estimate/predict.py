@@ -82,6 +82,7 @@ def predict_frame(fits: Sequence[SizeFit], props: Mapping[int, float], read_pct:
     sds = np.array([e[0] for e in errors]) if errors else np.array([math.nan])
     if np.all(np.isfinite(sds)):
         assert errors is not None
+        # floored at 1 df, a choice (`modelerror`): below it the t quantile explodes
         mdf = max(1.0, min(float(e[1]) for e in errors))
         # d output / d ln k_i; sizes' model errors taken as fully correlated (the sum of
         # their effects), the cautious choice: nothing says they cancel

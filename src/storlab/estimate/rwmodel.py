@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -91,13 +92,16 @@ class RWModel(Result):
 
     def predict(self, read_pct: float, proportions: Mapping[Any, float] | str | None = None,
                 mix: str = DEFAULT_MIX, confidence: float = 0.95,
-                model_error: bool = True, error: str = "shrunk") -> Prediction:
+                model_error: bool = True, error: str = "shrunk",
+                pool: bool | None = None) -> Prediction:
         """Read, write, total IOPS and bandwidth at `read_pct` for a size mix given as
         {size: P} or "4k:0.8,64k:0.2" (I/O-count proportions summing to 1). It may be
         omitted only when the model has a single size. The intervals include the model's
         error when it was measured (`Prediction.interval` says): by default each size's own
         shrunk toward the others' (`error="shrunk"`), or `"pooled"` over every size, or
-        each size's `"own"` alone (`modelerror`)."""
+        each size's `"own"` alone (`modelerror`). `pool` is the deprecated spelling:
+        True means `error="pooled"`, False `error="own"`."""
+        error = _pool_alias(pool, error)
         p = check_read_pct(read_pct)
         check_mix(mix)
         if error not in ERROR_KINDS:
@@ -116,10 +120,11 @@ class RWModel(Result):
         return Prediction(p, props, mix, confidence, frame, self, interval)
 
     def predict_size(self, size: Any, read_pct: float, confidence: float = 0.95,
-                     model_error: bool = True, error: str = "shrunk") -> Prediction:
+                     model_error: bool = True, error: str = "shrunk",
+                     pool: bool | None = None) -> Prediction:
         """Shortcut for one size alone."""
         return self.predict(read_pct, {size_bytes(size): 1.0}, confidence=confidence,
-                            model_error=model_error, error=error)
+                            model_error=model_error, error=_pool_alias(pool, error))
 
     def model_error(self) -> tuple[float, int]:
         """The model's relative error beyond noise and its degrees of freedom, from every
@@ -278,3 +283,12 @@ class RWModel(Result):
         except json.JSONDecodeError as exc:
             raise EstimateError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
         return cls.from_dict(data, str(path))
+
+
+def _pool_alias(pool: bool | None, error: str) -> str:
+    """`error` from the deprecated `pool=` keyword of `predict` (True: pooled, False: own)."""
+    if pool is None:
+        return error
+    warnings.warn("predict(pool=...) is deprecated: use error='pooled' or error='own'",
+                  DeprecationWarning, stacklevel=3)
+    return "pooled" if pool else "own"

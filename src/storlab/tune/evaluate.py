@@ -566,6 +566,8 @@ def _by_run(trial: Any, domain: Domain, dists: Mapping[str, Any],
 
     cfg: dict[str, Any] = {}
     live = list(rows)
+    # in domain.names order: a factor is fixed only by the factors before it, so which
+    # factors are fixed (and so TPE's space) depends on that order
     for i, n in enumerate(domain.names):
         values = {r[i] for r in live}
         if len(values) == 1:
