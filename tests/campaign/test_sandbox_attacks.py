@@ -814,3 +814,22 @@ def test_kill_everything_reaches_only_the_runs_processes(lab: Lab) -> None:
     res = _inside(lab, "sleep 30 & kill -9 -1; sleep 1; echo AFTER")
     assert res.status == "ok" and "AFTER" in res.raw, (res.status, res.stderr)
     os.kill(os.getpid(), 0)  # still here
+
+
+@pytest.mark.parametrize("spelled", ["//etc", "//var/lib", "/./etc", "/etc/../etc",
+                                     "//usr/local"])
+def test_a_system_directory_spelled_otherwise_stays_shut(lab: Lab, spelled: str) -> None:
+    """A system directory declared writable under another spelling (POSIX keeps a leading
+    `//`: `abspath("//etc")` is `//etc`, not in any list) without allow_destructive: it
+    stays read-only inside (`test -w` asks the kernel: EROFS on a read-only mount, nothing
+    written); the run's own directory stays writable."""
+    real = "/" + os.path.normpath(spelled).lstrip("/")
+    probe = (f"test -w {real} && echo OPEN || echo SHUT; test -w . && echo RUN; "
+             "echo '{\"y\": 1}'")
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", probe]), values={},
+                   workdir=str(lab.scratch / "c1-r1"), timeout=30, writable=[spelled],
+                   homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert res.status == "ok", res.stderr[-400:]
+    assert res.raw.split()[:2] == ["SHUT", "RUN"], res.raw + res.stderr[-400:]

@@ -581,8 +581,14 @@ SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", 
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/mnt", "/media")
 
 
+def _norm(path: str) -> str:
+    """`path` absolute and normal with one leading slash: POSIX lets a path keep a leading
+    `//` (`abspath("//etc")` is `//etc`), which a comparison with `/etc` would miss."""
+    return "/" + os.path.normpath(os.path.abspath(path)).lstrip("/")
+
+
 def _shared(path: str) -> bool:
-    return os.path.realpath(path) in SHARED_DIRS or os.path.abspath(path) in SHARED_DIRS
+    return os.path.realpath(path) in SHARED_DIRS or _norm(path) in SHARED_DIRS
 
 
 def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
@@ -593,7 +599,7 @@ def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
     for p in paths:
         if _shared(p) and os.path.isdir(p):
             real = os.path.realpath(p)
-            what = p if real == os.path.abspath(p) else f"{p} ({real})"
+            what = p if real == _norm(p) else f"{p} ({real})"
             return (f"{what} is a directory every user of the host shares: declared "
                     "writable, every program of a run could write all of it; name a "
                     f"directory of its own inside ({real.rstrip('/')}/storlab) or set "
@@ -605,7 +611,7 @@ def _unwalked(path: str) -> bool:
     """Not walked for sockets and hard links (`Walls.specials`): `/`, `/home`, `/var`...
     (`SYSTEM_DIRS`, declared whole: the host's whole tree), the kernel's trees and the
     system's (`SYSTEM_TREES`): there only the sockets the host lists are covered."""
-    p = os.path.abspath(path)
+    p = _norm(path)
     return p in SYSTEM_DIRS or any(_inside(p, t) for t in ("/proc", "/sys", "/dev",
                                                             *SYSTEM_TREES))
 
@@ -613,7 +619,7 @@ def _unwalked(path: str) -> bool:
 def _system(path: str) -> bool:
     """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
     (programs and their state)."""
-    p = os.path.abspath(path)
+    p = _norm(path)
     return p in SYSTEM_DIRS or any(p == d or p.startswith(d + "/") for d in
                                    ("/etc", "/usr", "/boot", "/var/lib", "/bin", "/sbin",
                                     "/lib", "/lib64", "/root"))
@@ -699,24 +705,24 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         fd = os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
         w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
         made = decl.run_dir
-        if made is not None and os.path.abspath(made[0]) == cwd:
+        if made is not None and _norm(made[0]) == cwd:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != made[1:]:
                 raise CampaignError(f"{cwd} is no longer the run directory storlab made (it "
                                     "leads elsewhere now); refusing to start a program there")
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
-            _open_target(w, os.path.abspath(t), allow, homes)
+            _open_target(w, _norm(t), allow, homes)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
         # and at the path given (a program uses the name it was told)
         for r in [*decl.homes, *decl.readable]:
-            for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
+            for at in dict.fromkeys((os.path.realpath(r), _norm(r))):
                 w.show(os.path.realpath(r), at)
                 if any(p == at for _, p in w.readonly) and not _unwalked(at):
                     w.trees.append(at)
         w.strict = not allow
         for sock in decl.sockets:
-            for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
+            for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
     except BaseException:
@@ -786,7 +792,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
-    cwd = os.path.abspath(cwd or os.getcwd())
+    cwd = _norm(cwd or os.getcwd())
     w = walls_for(cwd, targets, allow_destructive, network)
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
@@ -823,7 +829,7 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
         return []
     found = os.path.join(cwd, found)
     out = []
-    for exe in dict.fromkeys((os.path.abspath(found), os.path.realpath(found))):
+    for exe in dict.fromkeys((_norm(found), os.path.realpath(found))):
         parts = exe.split("/")  # ['', 'root', '.pyenv', ...]
         d = os.path.dirname(exe)
         if parts[1] == "root" and len(parts) > 3:
