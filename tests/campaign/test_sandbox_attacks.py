@@ -833,3 +833,69 @@ def test_a_system_directory_spelled_otherwise_stays_shut(lab: Lab, spelled: str)
     res = execute_task(task).result
     assert res.status == "ok", res.stderr[-400:]
     assert res.raw.split()[:2] == ["SHUT", "RUN"], res.raw + res.stderr[-400:]
+
+
+_UNDER_RLIMIT = """\
+import json, resource, sys
+from storlab.campaign.runners import _sandbox
+from storlab.campaign.task import RunTask, execute_task
+from storlab.errors import CampaignError
+task, linked = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_NOFILE, (50, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:  # the walls alone: which linked files does bwrap's argv cover?
+    argv, walls = _sandbox.wrap(["true"], task["workdir"], task["writable"])
+    walls.close()
+    walls_said = [f for f in linked if f not in argv]
+except CampaignError as exc:
+    walls_said = str(exc)
+res = execute_task(RunTask(**task)).result
+print(json.dumps({"walls": walls_said, "status": res.status, "stderr": res.stderr}))
+"""
+
+
+def test_hard_links_the_walls_cannot_all_cover_refuse_the_run(lab: Lab) -> None:
+    """60 files of another directory hard-linked into a declared writable one, storlab
+    limited to 50 descriptors (RLIMIT_NOFILE): the walls cannot open a cover for each
+    (EMFILE); they refuse (a cover skipped left that file writable), the run fails with
+    one line and none of the files is written."""
+    import json
+    import subprocess
+    theirs, d = lab.root / "theirs", lab.root / "data"
+    theirs.mkdir()
+    d.mkdir()
+    for i in range(60):
+        (theirs / f"f{i}").write_bytes(b"THEIRS")
+        os.link(theirs / f"f{i}", d / f"f{i}")
+    (lab.scratch / "c1-r1").mkdir()
+    task = dict(key="c1-r1", config={}, runner_type="command",
+                runner_options=cmd(["sh", "-c", f"for f in {d}/*; do printf PWNED > $f; "
+                                    "done; echo '{\"y\": 1}'"]),
+                values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                writable=[str(d)], homes=[str(lab.scratch)])
+    linked = [str(d / f"f{i}") for i in range(60)]
+    p = subprocess.run([sys.executable, "-c", _UNDER_RLIMIT, json.dumps(task),
+                        json.dumps(linked)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert p.returncode == 0, p.stderr[-800:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert isinstance(out["walls"], str) and out["walls"].startswith("cannot cover "), out
+    written = [f.name for f in theirs.iterdir() if f.read_bytes() != b"THEIRS"]
+    assert written == [], written
+    assert out["status"] == "failed", out
+    said = [ln for ln in out["stderr"].splitlines() if ln.strip()]
+    assert len(said) == 1 and said[0].startswith("storlab: cannot cover "), said
+
+
+def test_hard_links_made_inside_the_run_directory_stay_writable(lab: Lab) -> None:
+    """The scratch area declared writable (so the run's directory is walked with it): a
+    setup step's `cp -al` makes files with two links inside the run's own directory; the
+    run writes them (a link across bind mounts fails with EXDEV: none made there leads
+    outside), rather than failing with EROFS."""
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", "echo more >> b/f && grep -q more a/f "
+                                       "&& echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                   writable=[str(lab.scratch)], homes=[str(lab.scratch)],
+                   setup=[StepSpec("mkdir -p a && echo one > a/f && cp -al a b", shell=True)])
+    res = execute_task(task).result
+    assert res.status == "ok", res.stderr[-400:]

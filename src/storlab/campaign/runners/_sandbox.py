@@ -26,6 +26,7 @@ namespaces; storlab refuses to run programs there otherwise).
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -434,8 +435,12 @@ class Walls:
         campaign's directory beforehand, is the daemon's socket under another name); and,
         in the writable directories when `strict`, every regular file with several hard
         links (one may be somebody's file elsewhere), each opened without a link on the
-        way and shown read-only over itself. Walked again at each start where a directory
-        changed (`_specials`). Not the declared sockets."""
+        way and shown read-only over itself (not those in the run's own directory: a link
+        across bind mounts fails with EXDEV, so one made there leads nowhere outside, and
+        `cp -al` or `git clone --local` there keeps working). A linked file that cannot be
+        opened (EMFILE) refuses the run (CampaignError): left uncovered it stays writable.
+        Walked again at each start where a directory changed (`_specials`). Not the
+        declared sockets."""
         run_dir = os.path.realpath(cwd)
         dirs = [p for fd, p in zip(self.fds, self.writable)
                 if p != run_dir and not _unwalked(p) and stat.S_ISDIR(os.fstat(fd).st_mode)]
@@ -443,18 +448,31 @@ class Walls:
         for t in self.trees:
             sockets.update(_specials(t, False)[0])
         linked: list[tuple[int, str]] = []
-        for d in dirs:
-            socks, files = _specials(d, self.strict)
-            sockets.update(socks)
-            for f in files:
-                fd = open_plain(f)
-                if fd is None:
-                    continue
-                st = os.fstat(fd)
-                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                    linked.append((fd, f))
-                else:
-                    os.close(fd)
+        try:
+            for d in dirs:
+                socks, files = _specials(d, self.strict)
+                sockets.update(socks)
+                for f in files:
+                    if _inside(f, run_dir):
+                        continue
+                    try:
+                        fd = open_plain(f)
+                    except OSError as exc:
+                        raise CampaignError(
+                            f"cannot cover {f}, a file with several hard links in a writable "
+                            f"directory ({exc.strerror}); refusing to start the program "
+                            "with it writable") from None
+                    if fd is None:  # gone, or a link now: nothing of another's left there
+                        continue
+                    st = os.fstat(fd)
+                    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                        linked.append((fd, f))
+                    else:
+                        os.close(fd)
+        except BaseException:
+            for fd, _ in linked:
+                os.close(fd)
+            raise
         self.covers = linked
         own = set(self.sockets)
         return sorted(s for s in sockets if s not in own and not _inside(s, run_dir)), linked
@@ -546,10 +564,16 @@ def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
 _PATH = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
+#: What `open_plain` answers None for: a link on the way (ELOOP, ENOTDIR), a missing
+#: component, no access. Anything else (EMFILE, ENFILE, ENOMEM) is raised: a walk that
+#: skipped what it could not open would leave it uncovered (fail open).
+_NOT_THERE = frozenset({errno.ELOOP, errno.ENOENT, errno.ENOTDIR, errno.EACCES})
+
+
 def open_plain(path: str) -> int | None:
     """An `O_PATH` descriptor of absolute `path`, opened one component at a time from `/`
     with `O_NOFOLLOW` (each from the directory opened before it); None when a component is
-    a link or missing."""
+    a link or missing (`_NOT_THERE`); other errors raised."""
     names = [n for n in path.split("/") if n]
     fd = os.open("/", _PATH | os.O_DIRECTORY)
     try:
@@ -561,8 +585,10 @@ def open_plain(path: str) -> int | None:
             fd, root = -1, fd
             return root
         return os.open(names[-1], _PATH, dir_fd=fd)
-    except OSError:  # a link on the way (ELOOP, ENOTDIR), missing, no access
-        return None
+    except OSError as exc:
+        if exc.errno in _NOT_THERE:
+            return None
+        raise
     finally:
         if fd >= 0:
             os.close(fd)
