@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _proc_lifetime
+from ..fileio import link_to
 from ..jsonutil import to_jsonable
 from . import lock
 from .runners import TAG_ENV, campaign_identity
@@ -122,7 +123,7 @@ def refuse_linked_dirs(home: Path, name: str, field: str) -> None:
         at = at / part
         if at.is_symlink():
             raise CampaignError(f"field {field}: {name} leads through {at}, a symbolic link "
-                                f"(to {os.readlink(at)}); storlab makes its store, locks and "
+                                f"(to {link_to(at)}); storlab makes its store, locks and "
                                 "output files only in directories of the campaign's own, "
                                 "never through a link: name the real place")
 

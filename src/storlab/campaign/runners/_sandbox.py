@@ -211,7 +211,11 @@ SETID_BITS = 0o6000
 def _seccomp_program() -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1 and for `SETID_SYSCALLS` setting
-    `SETID_BITS`, and allowing everything else.
+    `SETID_BITS`, and allowing everything else of the architectures listed there (the
+    machine's own and its compat ones). A call of an architecture the filter does not list
+    (say x86_64's x32 is listed, a 32-bit ARM call on aarch64 is not) gets EPERM: its
+    numbers mean other calls, none of the rules would hold for it. On a machine none of the
+    tables names the filter allows everything (it knows no rule, nor the native arch).
     Written by hand (a few instructions per rule do not call for libseccomp, not installed
     as a Python package here), with symbolic jump targets resolved at the end."""
     import platform
@@ -224,7 +228,7 @@ def _seccomp_program() -> bytes:
     # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
     args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])]
-    # (code, jump if true, jump if false, k): jumps are labels ("deny", "allow", "next:N")
+    # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
@@ -247,8 +251,8 @@ def _seccomp_program() -> bytes:
                 labels[f"p{at}"] = len(prog)
         prog.append((ret, 0, 0, allow))
         labels[f"next:{n}"] = len(prog)
-    labels["allow"] = len(prog)
-    prog.append((ret, 0, 0, allow))
+    # an architecture none of the blocks above took
+    prog.append((ret, 0, 0, deny if labels else allow))
     labels["deny"] = len(prog)
     prog.append((ret, 0, 0, deny))
 
