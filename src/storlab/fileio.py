@@ -188,8 +188,8 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
         if os.path.islink(at):
             raise StorlabError(f"{label}: {at} is a symbolic link (to {link_to(at)}); "
                                "storlab makes its own files there only in directories of "
-                               "their own, never through a link: remove the link or name "
-                               "the real place") from None
+                               "their own, never through a link: remove the link (or put "
+                               "the whole directory where it leads)") from None
         raise StorlabError(f"{label}: cannot open {at} ({exc.strerror or exc})") from None
     return fd
 
