@@ -741,6 +741,23 @@ def test_a_set_user_id_shell_left_for_the_host(lab: Lab) -> None:
     assert setid == [], setid
 
 
+def test_a_numeric_chmod_of_a_set_group_id_directory_fails(lab: Lab) -> None:
+    """As the docs say: GNU chmod keeps a directory's S_ISGID by passing it back, so the
+    filter refuses `chmod 755` of a 2755 directory (EPERM); `chmod g-s` clears it."""
+    d = lab.root / "data"
+    (d / "sg").mkdir(parents=True)
+    os.chmod(d / "sg", 0o2755)
+    script = (f"chmod 755 {d}/sg || echo NUMERIC-REFUSED; chmod g-s {d}/sg && echo CLEARED; "
+              "echo '{\"y\": 1}'")
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", script]), values={},
+                   workdir=str(lab.scratch / "c1-r1"), timeout=30, writable=[str(d)],
+                   homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert res.raw.split()[:2] == ["NUMERIC-REFUSED", "CLEARED"], res.raw + res.stderr
+    assert stat.S_IMODE(os.stat(d / "sg").st_mode) == 0o755
+
+
 def test_the_programs_own_descriptors_reach_only_its_own_output(lab: Lab) -> None:
     """stdout and stderr are storlab's files beside the store, on the host's mount:
     reopened through /proc/self/fd/1 (or /dev/stdout) the program writes its own stream
