@@ -200,3 +200,16 @@ def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path, storlab
             p.unlink()
     # The kills did land while the export was being written (else the test proves nothing).
     assert any(killed and n for _, killed, _, n in outcomes), outcomes
+
+
+def test_a_link_gone_before_its_message_is_written_names_no_target(tmp_path: Path) -> None:
+    """The messages about a link read where it leads after the check that it is one; the
+    link removed in between (another process) gives `?`, not an OSError's traceback."""
+    from storlab.fileio import link_to
+
+    (tmp_path / "l").symlink_to("/somewhere")
+    assert link_to(tmp_path / "l") == "/somewhere"
+    (tmp_path / "l").unlink()
+    assert link_to(tmp_path / "l") == "?"
+    (tmp_path / "l").write_text("a file now")
+    assert link_to(tmp_path / "l") == "?"

@@ -34,6 +34,15 @@ def _umask() -> int:
     return mask
 
 
+def link_to(path: str | Path) -> str:
+    """Where the symbolic link `path` leads, for a message: `?` when it is gone or no link
+    any more (another process may remove it between the check and this read)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 def check_target(path: str | Path, what: str = "") -> Path:
     """`path` as a Path, or a one-line error when it cannot be a file we write."""
     p = Path(path)
@@ -177,10 +186,10 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
     except OSError as exc:
         os.close(fd)
         if os.path.islink(at):
-            raise StorlabError(f"{label}: {at} is a symbolic link (to {os.readlink(at)}); "
+            raise StorlabError(f"{label}: {at} is a symbolic link (to {link_to(at)}); "
                                "storlab makes its own files there only in directories of "
-                               "their own, never through a link: remove the link or name "
-                               "the real place") from None
+                               "their own, never through a link: remove the link (or put "
+                               "the whole directory where it leads)") from None
         raise StorlabError(f"{label}: cannot open {at} ({exc.strerror or exc})") from None
     return fd
 
@@ -200,7 +209,7 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
         dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if d.is_symlink():
-            raise StorlabError(f"{label}: is a link (to {os.readlink(d)}); storlab writes "
+            raise StorlabError(f"{label}: is a link (to {link_to(d)}); storlab writes "
                                "there only into a directory of its own: remove the link"
                                ) from None
         raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None

@@ -165,6 +165,7 @@ def test_a_store_or_workdir_through_a_planted_directory_link(
     (d / "d").symlink_to(theirs)
     p = storlab("run", str(camp), timeout=120)
     assert p.returncode == 2 and "leads through" in p.stderr, p.stdout + p.stderr
+    assert "put the campaign's directory itself there" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert {n: digest(theirs / n) for n in names} == before
     assert sorted(x.name for x in theirs.iterdir()) == sorted(names)

@@ -289,7 +289,8 @@ def test_status_names_the_programs_install_tree_shown_read_only(tmp_path: Path,
 def test_the_seccomp_filter_decides_as_documented() -> None:
     """The hand-written BPF filter, run by a small interpreter over seccomp_data: the
     keyrings, ptrace/process_vm_writev naming pid 1 (also with high bits set, also from
-    x32 and i386), chmod and its kin with set-ID bits, denied; the rest allowed. The real
+    x32 and i386), chmod and its kin with set-ID bits, any call of an architecture the
+    filter does not list (32-bit ARM), denied; the rest allowed. The real
     kernel runs it in test_sandbox_attacks.py (x86_64); i386's calls are checked here."""
     import platform
     import struct
@@ -321,7 +322,9 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
               (x64, x32 | 521, 16, 1), (x64, x32 | 248), (x64, 311, 1),
               (x64, 90, 0, 0o4755), (x64, 91, 3, 0o2755), (x64, 268, 0, 0, 0o6755),
               (x64, 452, 0, 0, 0o4000), (i386, 15, 0, 0o4755), (i386, 26, 16, 1),
-              (i386, 288), (i386, 348, 1), (i386, 306, 0, 0, 0o4755)]
+              (i386, 288), (i386, 348, 1), (i386, 306, 0, 0, 0o4755),
+              # architectures the filter does not list: denied whatever the call
+              (0x40000028, 4, 1, 2, 3), (0xC00000B7, 64), (0x12345678, 0)]
     allowed = [(x64, 247), (x64, 251), (x64, 101, 16, 2), (x64, 310, 1), (x64, 90, 0, 0o755),
                (x64, 268, 0, 0, 0o755), (x64, 1, 1, 0o4755), (i386, 15, 0, 0o755),
                (i386, 4, 1, 2, 3)]

@@ -741,6 +741,23 @@ def test_a_set_user_id_shell_left_for_the_host(lab: Lab) -> None:
     assert setid == [], setid
 
 
+def test_a_numeric_chmod_of_a_set_group_id_directory_fails(lab: Lab) -> None:
+    """As the docs say: GNU chmod keeps a directory's S_ISGID by passing it back, so the
+    filter refuses `chmod 755` of a 2755 directory (EPERM); `chmod g-s` clears it."""
+    d = lab.root / "data"
+    (d / "sg").mkdir(parents=True)
+    os.chmod(d / "sg", 0o2755)
+    script = (f"chmod 755 {d}/sg || echo NUMERIC-REFUSED; chmod g-s {d}/sg && echo CLEARED; "
+              "echo '{\"y\": 1}'")
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", script]), values={},
+                   workdir=str(lab.scratch / "c1-r1"), timeout=30, writable=[str(d)],
+                   homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert res.raw.split()[:2] == ["NUMERIC-REFUSED", "CLEARED"], res.raw + res.stderr
+    assert stat.S_IMODE(os.stat(d / "sg").st_mode) == 0o755
+
+
 def test_the_programs_own_descriptors_reach_only_its_own_output(lab: Lab) -> None:
     """stdout and stderr are storlab's files beside the store, on the host's mount:
     reopened through /proc/self/fd/1 (or /dev/stdout) the program writes its own stream
@@ -814,3 +831,88 @@ def test_kill_everything_reaches_only_the_runs_processes(lab: Lab) -> None:
     res = _inside(lab, "sleep 30 & kill -9 -1; sleep 1; echo AFTER")
     assert res.status == "ok" and "AFTER" in res.raw, (res.status, res.stderr)
     os.kill(os.getpid(), 0)  # still here
+
+
+@pytest.mark.parametrize("spelled", ["//etc", "//var/lib", "/./etc", "/etc/../etc",
+                                     "//usr/local"])
+def test_a_system_directory_spelled_otherwise_stays_shut(lab: Lab, spelled: str) -> None:
+    """A system directory declared writable under another spelling (POSIX keeps a leading
+    `//`: `abspath("//etc")` is `//etc`, not in any list) without allow_destructive: it
+    stays read-only inside (`test -w` asks the kernel: EROFS on a read-only mount, nothing
+    written); the run's own directory stays writable."""
+    real = "/" + os.path.normpath(spelled).lstrip("/")
+    probe = (f"test -w {real} && echo OPEN || echo SHUT; test -w . && echo RUN; "
+             "echo '{\"y\": 1}'")
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", probe]), values={},
+                   workdir=str(lab.scratch / "c1-r1"), timeout=30, writable=[spelled],
+                   homes=[str(lab.scratch)])
+    res = execute_task(task).result
+    assert res.status == "ok", res.stderr[-400:]
+    assert res.raw.split()[:2] == ["SHUT", "RUN"], res.raw + res.stderr[-400:]
+
+
+_UNDER_RLIMIT = """\
+import json, resource, sys
+from storlab.campaign.runners import _sandbox
+from storlab.campaign.task import RunTask, execute_task
+from storlab.errors import CampaignError
+task, linked = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_NOFILE, (50, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:  # the walls alone: which linked files does bwrap's argv cover?
+    argv, walls = _sandbox.wrap(["true"], task["workdir"], task["writable"])
+    walls.close()
+    walls_said = [f for f in linked if f not in argv]
+except CampaignError as exc:
+    walls_said = str(exc)
+res = execute_task(RunTask(**task)).result
+print(json.dumps({"walls": walls_said, "status": res.status, "stderr": res.stderr}))
+"""
+
+
+def test_hard_links_the_walls_cannot_all_cover_refuse_the_run(lab: Lab) -> None:
+    """60 files of another directory hard-linked into a declared writable one, storlab
+    limited to 50 descriptors (RLIMIT_NOFILE): the walls cannot open a cover for each
+    (EMFILE); they refuse (a cover skipped left that file writable), the run fails with
+    one line and none of the files is written."""
+    import json
+    import subprocess
+    theirs, d = lab.root / "theirs", lab.root / "data"
+    theirs.mkdir()
+    d.mkdir()
+    for i in range(60):
+        (theirs / f"f{i}").write_bytes(b"THEIRS")
+        os.link(theirs / f"f{i}", d / f"f{i}")
+    (lab.scratch / "c1-r1").mkdir()
+    task = dict(key="c1-r1", config={}, runner_type="command",
+                runner_options=cmd(["sh", "-c", f"for f in {d}/*; do printf PWNED > $f; "
+                                    "done; echo '{\"y\": 1}'"]),
+                values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                writable=[str(d)], homes=[str(lab.scratch)])
+    linked = [str(d / f"f{i}") for i in range(60)]
+    p = subprocess.run([sys.executable, "-c", _UNDER_RLIMIT, json.dumps(task),
+                        json.dumps(linked)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert p.returncode == 0, p.stderr[-800:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert isinstance(out["walls"], str) and out["walls"].startswith("cannot cover "), out
+    written = [f.name for f in theirs.iterdir() if f.read_bytes() != b"THEIRS"]
+    assert written == [], written
+    assert out["status"] == "failed", out
+    said = [ln for ln in out["stderr"].splitlines() if ln.strip()]
+    assert len(said) == 1 and said[0].startswith("storlab: cannot cover "), said
+
+
+def test_hard_links_made_inside_the_run_directory_stay_writable(lab: Lab) -> None:
+    """The scratch area declared writable (so the run's directory is walked with it): a
+    setup step's `cp -al` makes files with two links inside the run's own directory; the
+    run writes them (a link across bind mounts fails with EXDEV: none made there leads
+    outside), rather than failing with EROFS."""
+    task = RunTask(key="c1-r1", config={}, runner_type="command",
+                   runner_options=cmd(["sh", "-c", "echo more >> b/f && grep -q more a/f "
+                                       "&& echo '{\"y\": 1}'"]),
+                   values={}, workdir=str(lab.scratch / "c1-r1"), timeout=30,
+                   writable=[str(lab.scratch)], homes=[str(lab.scratch)],
+                   setup=[StepSpec("mkdir -p a && echo one > a/f && cp -al a b", shell=True)])
+    res = execute_task(task).result
+    assert res.status == "ok", res.stderr[-400:]

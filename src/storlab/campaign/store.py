@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _proc_lifetime
+from ..fileio import link_to
 from ..jsonutil import to_jsonable
 from . import lock
 from .runners import TAG_ENV, campaign_identity
@@ -103,7 +104,9 @@ def refuse_links(path: Path) -> None:
         if p.is_symlink():
             raise CampaignError(f"{p}: is a symbolic link; storlab writes its store and the "
                                 "files beside it only where they are, never through a link "
-                                "(remove it, or name the real place in `store:`)")
+                                "(remove it; for a store on another disk, put the "
+                                "campaign's directory itself there, or make the campaign's "
+                                "directory the link)")
     if path.exists() and not path.is_file():
         raise CampaignError(f"{path}: not a regular file, so not a campaign store")
 
@@ -116,15 +119,20 @@ def refuse_linked_dirs(home: Path, name: str, field: str) -> None:
     replaced) where the link leads. An early, friendly check: the locks and output files
     are made from directories opened without following a link (`fileio.open_dir_beneath`)
     whatever it says. The scratch area itself may be a link (to a faster disk): only the
-    directories above it count."""
+    directories above it count. `store:` and `workdir:` are names inside the campaign's
+    directory (the spec says so), so the advice is to move or link that directory, or the
+    scratch area itself, rather than to name another place."""
     at = home
     for part in Path(name).parent.parts:
         at = at / part
         if at.is_symlink():
+            other = ("make the scratch area itself the link (workdir: its name)"
+                     if field == "workdir" else "make the campaign's directory the link")
             raise CampaignError(f"field {field}: {name} leads through {at}, a symbolic link "
-                                f"(to {os.readlink(at)}); storlab makes its store, locks and "
+                                f"(to {link_to(at)}); storlab makes its store, locks and "
                                 "output files only in directories of the campaign's own, "
-                                "never through a link: name the real place")
+                                "never through a link: to keep them on that disk, put the "
+                                f"campaign's directory itself there, or {other}")
 
 
 class Store:

@@ -371,6 +371,9 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                        targets, allow_destructive, full_env, network)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
+    except OSError as exc:  # the walls could not open what they bind (EMFILE): one line
+        return ProcOutcome("", f"storlab: cannot build the sandbox of {program[0]}: {exc}",
+                           None, False, started, time.time())
     # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
     outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
     paths = _STREAMS.get() or (None, None, None)

@@ -26,6 +26,7 @@ namespaces; storlab refuses to run programs there otherwise).
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -210,7 +211,11 @@ SETID_BITS = 0o6000
 def _seccomp_program() -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1 and for `SETID_SYSCALLS` setting
-    `SETID_BITS`, and allowing everything else.
+    `SETID_BITS`, and allowing everything else of the architectures listed there (the
+    machine's own and its compat ones). A call of an architecture the filter does not list
+    (say x86_64's x32 is listed, a 32-bit ARM call on aarch64 is not) gets EPERM: its
+    numbers mean other calls, none of the rules would hold for it. On a machine none of the
+    tables names the filter allows everything (it knows no rule, nor the native arch).
     Written by hand (a few instructions per rule do not call for libseccomp, not installed
     as a Python package here), with symbolic jump targets resolved at the end."""
     import platform
@@ -223,7 +228,7 @@ def _seccomp_program() -> bytes:
     # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
     args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])]
-    # (code, jump if true, jump if false, k): jumps are labels ("deny", "allow", "next:N")
+    # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
@@ -246,8 +251,8 @@ def _seccomp_program() -> bytes:
                 labels[f"p{at}"] = len(prog)
         prog.append((ret, 0, 0, allow))
         labels[f"next:{n}"] = len(prog)
-    labels["allow"] = len(prog)
-    prog.append((ret, 0, 0, allow))
+    # an architecture none of the blocks above took
+    prog.append((ret, 0, 0, deny if labels else allow))
     labels["deny"] = len(prog)
     prog.append((ret, 0, 0, deny))
 
@@ -434,8 +439,12 @@ class Walls:
         campaign's directory beforehand, is the daemon's socket under another name); and,
         in the writable directories when `strict`, every regular file with several hard
         links (one may be somebody's file elsewhere), each opened without a link on the
-        way and shown read-only over itself. Walked again at each start where a directory
-        changed (`_specials`). Not the declared sockets."""
+        way and shown read-only over itself (not those in the run's own directory: a link
+        across bind mounts fails with EXDEV, so one made there leads nowhere outside, and
+        `cp -al` or `git clone --local` there keeps working). A linked file that cannot be
+        opened (EMFILE) refuses the run (CampaignError): left uncovered it stays writable.
+        Walked again at each start where a directory changed (`_specials`). Not the
+        declared sockets."""
         run_dir = os.path.realpath(cwd)
         dirs = [p for fd, p in zip(self.fds, self.writable)
                 if p != run_dir and not _unwalked(p) and stat.S_ISDIR(os.fstat(fd).st_mode)]
@@ -443,18 +452,31 @@ class Walls:
         for t in self.trees:
             sockets.update(_specials(t, False)[0])
         linked: list[tuple[int, str]] = []
-        for d in dirs:
-            socks, files = _specials(d, self.strict)
-            sockets.update(socks)
-            for f in files:
-                fd = open_plain(f)
-                if fd is None:
-                    continue
-                st = os.fstat(fd)
-                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                    linked.append((fd, f))
-                else:
-                    os.close(fd)
+        try:
+            for d in dirs:
+                socks, files = _specials(d, self.strict)
+                sockets.update(socks)
+                for f in files:
+                    if _inside(f, run_dir):
+                        continue
+                    try:
+                        fd = open_plain(f)
+                    except OSError as exc:
+                        raise CampaignError(
+                            f"cannot cover {f}, a file with several hard links in a writable "
+                            f"directory ({exc.strerror}); refusing to start the program "
+                            "with it writable") from None
+                    if fd is None:  # gone, or a link now: nothing of another's left there
+                        continue
+                    st = os.fstat(fd)
+                    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                        linked.append((fd, f))
+                    else:
+                        os.close(fd)
+        except BaseException:
+            for fd, _ in linked:
+                os.close(fd)
+            raise
         self.covers = linked
         own = set(self.sockets)
         return sorted(s for s in sockets if s not in own and not _inside(s, run_dir)), linked
@@ -546,10 +568,16 @@ def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
 _PATH = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
+#: What `open_plain` answers None for: a link on the way (ELOOP, ENOTDIR), a missing
+#: component, no access. Anything else (EMFILE, ENFILE, ENOMEM) is raised: a walk that
+#: skipped what it could not open would leave it uncovered (fail open).
+_NOT_THERE = frozenset({errno.ELOOP, errno.ENOENT, errno.ENOTDIR, errno.EACCES})
+
+
 def open_plain(path: str) -> int | None:
     """An `O_PATH` descriptor of absolute `path`, opened one component at a time from `/`
     with `O_NOFOLLOW` (each from the directory opened before it); None when a component is
-    a link or missing."""
+    a link or missing (`_NOT_THERE`); other errors raised."""
     names = [n for n in path.split("/") if n]
     fd = os.open("/", _PATH | os.O_DIRECTORY)
     try:
@@ -561,8 +589,10 @@ def open_plain(path: str) -> int | None:
             fd, root = -1, fd
             return root
         return os.open(names[-1], _PATH, dir_fd=fd)
-    except OSError:  # a link on the way (ELOOP, ENOTDIR), missing, no access
-        return None
+    except OSError as exc:
+        if exc.errno in _NOT_THERE:
+            return None
+        raise
     finally:
         if fd >= 0:
             os.close(fd)
@@ -581,8 +611,14 @@ SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", 
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/mnt", "/media")
 
 
+def _norm(path: str) -> str:
+    """`path` absolute and normal with one leading slash: POSIX lets a path keep a leading
+    `//` (`abspath("//etc")` is `//etc`), which a comparison with `/etc` would miss."""
+    return "/" + os.path.normpath(os.path.abspath(path)).lstrip("/")
+
+
 def _shared(path: str) -> bool:
-    return os.path.realpath(path) in SHARED_DIRS or os.path.abspath(path) in SHARED_DIRS
+    return os.path.realpath(path) in SHARED_DIRS or _norm(path) in SHARED_DIRS
 
 
 def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
@@ -593,7 +629,7 @@ def refused_shared(paths: Iterable[str], allow: bool) -> str | None:
     for p in paths:
         if _shared(p) and os.path.isdir(p):
             real = os.path.realpath(p)
-            what = p if real == os.path.abspath(p) else f"{p} ({real})"
+            what = p if real == _norm(p) else f"{p} ({real})"
             return (f"{what} is a directory every user of the host shares: declared "
                     "writable, every program of a run could write all of it; name a "
                     f"directory of its own inside ({real.rstrip('/')}/storlab) or set "
@@ -605,7 +641,7 @@ def _unwalked(path: str) -> bool:
     """Not walked for sockets and hard links (`Walls.specials`): `/`, `/home`, `/var`...
     (`SYSTEM_DIRS`, declared whole: the host's whole tree), the kernel's trees and the
     system's (`SYSTEM_TREES`): there only the sockets the host lists are covered."""
-    p = os.path.abspath(path)
+    p = _norm(path)
     return p in SYSTEM_DIRS or any(_inside(p, t) for t in ("/proc", "/sys", "/dev",
                                                             *SYSTEM_TREES))
 
@@ -613,7 +649,7 @@ def _unwalked(path: str) -> bool:
 def _system(path: str) -> bool:
     """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
     (programs and their state)."""
-    p = os.path.abspath(path)
+    p = _norm(path)
     return p in SYSTEM_DIRS or any(p == d or p.startswith(d + "/") for d in
                                    ("/etc", "/usr", "/boot", "/var/lib", "/bin", "/sbin",
                                     "/lib", "/lib64", "/root"))
@@ -699,24 +735,24 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         fd = os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
         w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
         made = decl.run_dir
-        if made is not None and os.path.abspath(made[0]) == cwd:
+        if made is not None and _norm(made[0]) == cwd:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != made[1:]:
                 raise CampaignError(f"{cwd} is no longer the run directory storlab made (it "
                                     "leads elsewhere now); refusing to start a program there")
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
-            _open_target(w, os.path.abspath(t), allow, homes)
+            _open_target(w, _norm(t), allow, homes)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
         # and at the path given (a program uses the name it was told)
         for r in [*decl.homes, *decl.readable]:
-            for at in dict.fromkeys((os.path.realpath(r), os.path.abspath(r))):
+            for at in dict.fromkeys((os.path.realpath(r), _norm(r))):
                 w.show(os.path.realpath(r), at)
                 if any(p == at for _, p in w.readonly) and not _unwalked(at):
                     w.trees.append(at)
         w.strict = not allow
         for sock in decl.sockets:
-            for at in dict.fromkeys((os.path.abspath(sock), os.path.realpath(sock))):
+            for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
     except BaseException:
@@ -786,7 +822,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
-    cwd = os.path.abspath(cwd or os.getcwd())
+    cwd = _norm(cwd or os.getcwd())
     w = walls_for(cwd, targets, allow_destructive, network)
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
@@ -823,7 +859,7 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
         return []
     found = os.path.join(cwd, found)
     out = []
-    for exe in dict.fromkeys((os.path.abspath(found), os.path.realpath(found))):
+    for exe in dict.fromkeys((_norm(found), os.path.realpath(found))):
         parts = exe.split("/")  # ['', 'root', '.pyenv', ...]
         d = os.path.dirname(exe)
         if parts[1] == "root" and len(parts) > 3:
