@@ -49,11 +49,14 @@ def test_rows_per_server_and_totals_match_fio(fio_hosts, tmp_path):
     # every I/O fio counted is in exactly one per-server record
     per_server = [r for r in doc["client_stats"] if r["jobname"] != "All clients"]
     assert sum(r["read"]["total_ios"] for r in per_server) == everyone[0]["read"]["total_ios"]
-    # fio divides the total by the group's run time, storlab sums the servers' rates: the
-    # servers' run times differ by milliseconds (0.2 % seen on a loaded machine)
-    assert res.metrics["read_iops"] == pytest.approx(everyone[0]["read"]["iops"], rel=0.02)
-    assert res.metrics["read_bw_bytes"] == pytest.approx(everyone[0]["read"]["bw_bytes"],
-                                                         rel=0.02)
+    # fio divides the total by the longest server's run time, storlab sums the servers'
+    # rates: the sum lies between fio's aggregate and the aggregate scaled by the spread of
+    # the servers' run times (1-s runs differed by 3.6 % on a loaded machine)
+    times = [r["read"]["runtime"] for r in per_server]
+    spread = max(times) / min(times)
+    for ours, fios in (("read_iops", "iops"), ("read_bw_bytes", "bw_bytes")):
+        agg = everyone[0]["read"][fios]
+        assert agg * 0.999 <= res.metrics[ours] <= agg * spread * 1.001, (ours, times)
 
 
 def test_campaign_keeps_a_row_per_host(fio_hosts, tmp_path, two_size_campaign):
