@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._program import ask_program, render_value, run_program, tail
+from ._program import ask_program, render_value, run_program, tail, write_run_file
 from .base import RunResult
-from ...fileio import write_fresh
 from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
@@ -353,7 +352,7 @@ class FioRunner:
             if "\n" in v or "\n" in k:
                 raise CampaignError(f"fio option {k!r} has a newline in its value")
             lines.append(f"{k}={v}")
-        return write_fresh(path, "\n".join(lines) + "\n")  # a step may have left a link
+        return write_run_file(path, "\n".join(lines) + "\n")  # a step may have left a link
 
     # ------------------------------------------------------------------ run
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
