@@ -263,12 +263,14 @@ class Campaign:
         why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
         if why:
             raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
+        self._refuse_over_own(sb.writable, "sandbox.writable")
         if walls is not None:
             for cid, cfg in configs:
-                why = refused_shared(walls(self._runner_config(cfg),
-                                           self.scratch / f"c{cid}-r1")[0], allow)
+                targets = walls(self._runner_config(cfg), self.scratch / f"c{cid}-r1")[0]
+                why = refused_shared(targets, allow)
                 if why:
                     raise CampaignError(f"{self.path}: field runner: {why}")
+                self._refuse_over_own(targets, "runner")
         # a file a program makes directly in the campaign's directory: the sandbox keeps
         # that directory read-only unless the campaign declares it (or allow_destructive)
         home = getattr(runner, "check_home", None)
@@ -282,6 +284,27 @@ class Campaign:
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
 
+
+    def _refuse_over_own(self, targets: list[str], field: str) -> None:
+        """A directory a run's programs may write (a declared directory, or the directory
+        of a file not made yet) that holds the store or the directory above the scratch
+        area: a program could swap storlab's own files or directories there for links."""
+        own = [os.path.realpath(self.store_path.parent),
+               os.path.realpath(self.scratch.parent)]
+        for t in targets:
+            # as in the run (its directory not made yet: `..` taken from the name)
+            r = os.path.realpath(self.dir / t)  # an absolute target stays itself
+            if os.path.isdir(r):
+                d = r
+            elif not os.path.lexists(r):
+                d = os.path.dirname(r)
+            else:
+                continue
+            if any(o == d or o.startswith(d.rstrip("/") + "/") for o in own):
+                raise CampaignError(
+                    f"{self.path}: field {field}: {t} opens {d} to the runs' programs, which "
+                    "holds the campaign's store or scratch area (a program could swap them "
+                    "for links); declare a directory of its own, beside them")
 
     def runner_options(self) -> dict[str, Any]:
         """The runner's fixed options as its runs use them (the runner's `prepare_options`:
