@@ -281,8 +281,7 @@ class FioRunner:
                     f"fio target {c.given} (as {c.path}) would be made directly in the "
                     "campaign's directory, which the sandbox keeps read-only (it holds the "
                     f"campaign file and the store); name it in a directory inside (data/"
-                    f"{os.path.basename(c.path)}) or declare the campaign's directory in "
-                    "sandbox.writable")
+                    f"{os.path.basename(c.path)}), which the sandbox opens")
 
     def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
         """What this run declares for the sandbox of the campaign's steps: (targets,
