@@ -6,7 +6,6 @@ attacker: a real sandbox, real programs, the victim's bytes compared before and 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import socket
@@ -16,14 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from storlab.errors import StorlabError
 from storlab.fileio import write_in_dir
-
-
-def digest(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+from test_no_write_through_links import ECHO, digest
+from test_no_write_through_links import campaign as links_campaign
 
 
 def tree(d: Path) -> dict[str, str]:
@@ -36,19 +32,7 @@ FACTOR = {"postmark": {"name": "number", "kind": "ordinal", "values": [10, 20]},
 
 
 def campaign(d: Path, runner: dict[str, Any], **extra: Any) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    factor = FACTOR.get(runner["type"], {"name": "n", "kind": "ordinal", "values": [10, 20]})
-    spec = {"name": "own", "seed": 1, "timeout": 30, "repetitions": 1, "randomize": False,
-            "space": {"factors": [factor],
-                      "responses": [{"name": "y", "goal": "maximize"}]},
-            "design": {"kind": "full"}, "runner": runner, **extra}
-    p = d / "campaign.yaml"
-    p.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return p
-
-
-ECHO = {"type": "command", "options": {"command": ["sh", "-c", "echo '{\"y\": {n}}'"],
-                                       "json_metrics": {"y": "y"}}}
+    return links_campaign(d, runner, FACTOR.get(runner["type"]), **extra)
 
 
 def theirs(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, str]]:
