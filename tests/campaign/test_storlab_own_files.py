@@ -6,6 +6,7 @@ attacker: a real sandbox, real programs, the victim's bytes compared before and 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -15,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from storlab.errors import StorlabError
 from storlab.fileio import write_in_dir
-from test_no_write_through_links import ECHO, digest
-from test_no_write_through_links import campaign as links_campaign
 
 
 def tree(d: Path) -> dict[str, str]:
@@ -31,8 +31,23 @@ FACTOR = {"postmark": {"name": "number", "kind": "ordinal", "values": [10, 20]},
           "fio": {"name": "bs", "kind": "ordinal", "values": ["4k", "8k"]}}
 
 
+ECHO = {"type": "command", "options": {"command": ["sh", "-c", "echo '{\"y\": {n}}'"],
+                                       "json_metrics": {"y": "y"}}}
+
+
+def digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
 def campaign(d: Path, runner: dict[str, Any], **extra: Any) -> Path:
-    return links_campaign(d, runner, FACTOR.get(runner["type"]), **extra)
+    """A two-run campaign file in `d` (one factor the runner knows)."""
+    factor = FACTOR.get(runner["type"], {"name": "n", "kind": "ordinal", "values": [10, 20]})
+    space = {"factors": [factor], "responses": [{"name": "y", "goal": "maximize"}]}
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "campaign.yaml").write_text(yaml.safe_dump(
+        {"name": "own", "timeout": 30, "space": space, "design": {"kind": "full"},
+         "runner": runner, **extra}, sort_keys=False))
+    return d / "campaign.yaml"
 
 
 def theirs(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, str]]:

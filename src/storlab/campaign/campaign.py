@@ -270,7 +270,6 @@ class Campaign:
                 why = refused_shared(targets, allow)
                 if why:
                     raise CampaignError(f"{self.path}: field runner: {why}")
-                self._refuse_over_own(targets, "runner")
         # a file a program makes directly in the campaign's directory: the sandbox keeps
         # that directory read-only unless the campaign declares it (or allow_destructive)
         home = getattr(runner, "check_home", None)
@@ -283,6 +282,10 @@ class Campaign:
                     home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
+        if walls is not None:  # (after: a file made in the campaign's directory has a hint)
+            for cid, cfg in configs:
+                self._refuse_over_own(walls(self._runner_config(cfg),
+                                            self.scratch / f"c{cid}-r1")[0], "runner")
 
 
     def _refuse_over_own(self, targets: list[str], field: str) -> None:
@@ -294,7 +297,7 @@ class Campaign:
         for t in targets:
             # as in the run (its directory not made yet: `..` taken from the name)
             r = os.path.realpath(self.dir / t)  # an absolute target stays itself
-            if os.path.isdir(r):
+            if os.path.isdir(r) or os.path.basename(os.fspath(t)) in (".", ".."):
                 d = r
             elif not os.path.lexists(r):
                 d = os.path.dirname(r)
