@@ -194,19 +194,24 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
     return fd
 
 
-def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = ""
-                 ) -> Path:
+def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = "",
+                 home: str | Path | None = None) -> Path:
     """Write `directory/name` anew with `data`, atomically and never through a link:
     `directory` (made if missing) is opened with O_NOFOLLOW, so a link there (to somebody's
     directory) is refused in one line; the file is written under a temporary name made
     exclusively inside it and renamed over `name` (a link there is replaced, not
     followed). For files storlab writes beside a store or a scratch area, where a run's
-    programs may have planted a link."""
+    programs may have planted a link. With `home` (the campaign's directory), `directory`
+    is made and opened from it one component at a time (`open_dir_beneath`): a link
+    swapped in for any directory on the way is refused, not only for the last."""
     d = Path(directory)
     label = f"{what} {d}" if what else str(d)
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if home is not None:
+            dfd = open_dir_beneath(home, d, what=what)
+        else:
+            d.mkdir(parents=True, exist_ok=True)
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if d.is_symlink():
             raise StorlabError(f"{label}: is a link (to {link_to(d)}); storlab writes "

@@ -138,7 +138,7 @@ def test_a_planted_fio_json_directory_link(tmp_path: Path, storlab: Any) -> None
         {"name": "bs", "kind": "ordinal", "values": ["4k", "8k"]})
     (tmp_path / "c" / "campaign-fio").symlink_to(theirs)
     p = storlab("run", str(camp), timeout=120)
-    assert p.returncode == 2 and "campaign-fio: is a link" in p.stderr, p.stdout + p.stderr
+    assert p.returncode == 2 and "campaign-fio is a symbolic link" in p.stderr, p.stdout + p.stderr
     assert "Traceback" not in p.stderr and list(theirs.iterdir()) == []
 
 

@@ -234,7 +234,8 @@ def test_sandbox_writable_file_outside_the_campaign_needs_allow_destructive(
         assert "field sandbox.writable" in r.stderr and declared in r.stderr, r.stderr
         assert "allow_destructive" in r.stderr and not (tmp_path / "c" / "campaign.db").exists()
     assert victim.read_bytes() == before
-    camp = command_campaign(tmp_path / "d", ECHO, sandbox={"writable": [str(tmp_path)]})
+    (tmp_path / "out").mkdir()
+    camp = command_campaign(tmp_path / "d", ECHO, sandbox={"writable": [str(tmp_path / "out")]})
     assert storlab("run", camp, "-q").returncode == 0
     camp = command_campaign(tmp_path / "e", write, sandbox={
         "writable": [str(victim)], "allow_destructive": True})
@@ -247,8 +248,9 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
         tmp_path: Path, storlab: Any) -> None:
     """The sandbox keeps the campaign's directory (campaign file, store) read-only: a fio
     file fio would make there failed every run with `Read-only file system`. Refused in
-    one line naming the file, exit 2, nothing run; with the directory declared in
-    `sandbox.writable` the campaign runs and fio makes its file."""
+    one line naming the file, exit 2, nothing run; the directory declared in
+    `sandbox.writable` is refused too (it holds the store, which a program could swap);
+    in a directory inside, the campaign runs and fio makes its file."""
     d = tmp_path / "c"
     d.mkdir()
     target = d / "f.dat"
@@ -263,9 +265,15 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     r = storlab("run", camp, "-q")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stdout + r.stderr
-    assert str(target) in lines[0] and "sandbox.writable" in lines[0], lines
+    assert str(target) in lines[0] and "data/f.dat" in lines[0], lines
     assert not (d / "campaign.db").exists() and not target.exists()
     camp.write_text(yaml.safe_dump({**spec, "sandbox": {"writable": ["."]}}, sort_keys=False))
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 2 and "holds the campaign's store" in r.stderr, r.stdout + r.stderr
+    target = d / "data" / "f.dat"
+    target.parent.mkdir()
+    spec["runner"]["options"]["filename"] = str(target)
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
     r = storlab("run", camp, "-q")
     assert r.returncode == 0 and target.stat().st_size == 64 << 10, r.stdout + r.stderr
 

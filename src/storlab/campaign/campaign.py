@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -78,6 +79,7 @@ class Campaign:
             self.configs, self._repetitions = table_layout(self.source.ask([]))
             check_plan(spec, len(self.configs), str(self.path))
         self._options: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._scratch_id: tuple[str, int, int] | None = None  # set by `run`
         self._check_steps()
 
     @property
@@ -261,10 +263,11 @@ class Campaign:
         why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
         if why:
             raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
+        self._refuse_over_own(sb.writable, "sandbox.writable")
         if walls is not None:
             for cid, cfg in configs:
-                why = refused_shared(walls(self._runner_config(cfg),
-                                           self.scratch / f"c{cid}-r1")[0], allow)
+                targets = walls(self._runner_config(cfg), self.scratch / f"c{cid}-r1")[0]
+                why = refused_shared(targets, allow)
                 if why:
                     raise CampaignError(f"{self.path}: field runner: {why}")
         # a file a program makes directly in the campaign's directory: the sandbox keeps
@@ -279,7 +282,32 @@ class Campaign:
                     home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
+        if walls is not None:  # (after: a file made in the campaign's directory has a hint)
+            for cid, cfg in configs:
+                self._refuse_over_own(walls(self._runner_config(cfg),
+                                            self.scratch / f"c{cid}-r1")[0], "runner")
 
+
+    def _refuse_over_own(self, targets: list[str], field: str) -> None:
+        """A directory a run's programs may write (a declared directory, or the directory
+        of a file not made yet) that holds the store or the directory above the scratch
+        area: a program could swap storlab's own files or directories there for links."""
+        own = [os.path.realpath(self.store_path.parent),
+               os.path.realpath(self.scratch.parent)]
+        for t in targets:
+            # as in the run (its directory not made yet: `..` taken from the name)
+            r = os.path.realpath(self.dir / t)  # an absolute target stays itself
+            if os.path.isdir(r) or os.path.basename(os.fspath(t)) in (".", ".."):
+                d = r
+            elif not os.path.lexists(r):
+                d = os.path.dirname(r)
+            else:
+                continue
+            if any(o == d or o.startswith(d.rstrip("/") + "/") for o in own):
+                raise CampaignError(
+                    f"{self.path}: field {field}: {t} opens {d} to the runs' programs, which "
+                    "holds the campaign's store or scratch area (a program could swap them "
+                    "for links); declare a directory of its own, beside them")
 
     def runner_options(self) -> dict[str, Any]:
         """The runner's fixed options as its runs use them (the runner's `prepare_options`:
@@ -383,7 +411,7 @@ class Campaign:
                        workdir=str(self.scratch / r.key), exclude=list(self.spec.runner.exclude),
                        setup=steps("setup"), teardown=steps("teardown"),
                        timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch,
-                       own_scratch=self.own_scratch(),
+                       own_scratch=self.own_scratch(), scratch_id=self._scratch_id,
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
                        network=self.spec.sandbox.network,
@@ -393,6 +421,16 @@ class Campaign:
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
                        tag=run_identity(self.store_path, r.key))
+
+    def _scratch_identity(self) -> tuple[str, int, int] | None:
+        """(host, st_dev, st_ino) of the scratch area now (made if missing): each run's
+        directory is made only while it still leads there (`RunTask.scratch_id`)."""
+        try:
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            st = os.stat(self.scratch)
+        except OSError:
+            return None  # each run then fails on it in one line
+        return socket.gethostname(), st.st_dev, st.st_ino
 
     @property
     def output_dir(self) -> Path:
@@ -469,6 +507,7 @@ class Campaign:
         stop = stop or threading.Event()
         with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit,
                                                              home=self.dir):
+            self._scratch_id = self._scratch_identity()
             sync_plan(store, self.path, self._measurement(), self.design_meta_now(),
                       None if self.adaptive else self.configs,
                       self.source.meta() if self.adaptive else None)
@@ -542,7 +581,7 @@ class Campaign:
             return None
         return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
                             json.dumps(doc, indent=2) + "\n",
-                            what=f"{self.spec.runner.type} JSON directory")
+                            what=f"{self.spec.runner.type} JSON directory", home=self.dir)
 
     def export_documents(self, directory: Path) -> list[Path]:
         """Write each successful measured run's program document (the runner's `document`:

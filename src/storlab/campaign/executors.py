@@ -25,6 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Protocol
 
 from .. import _proc_lifetime
+from ..errors import StorlabError
 from .runners import TAG_ENV, run_tag, tail
 from .runners.base import RunResult
 from .spec import CampaignError
@@ -56,6 +57,10 @@ def execute(task: RunTask) -> TaskOutcome:
     try:
         with run_tag(task.tag or os.path.abspath(task.workdir)):
             return execute_task(task)
+    except StorlabError as exc:  # a refusal: its one line, no traceback
+        now = time.time()
+        return TaskOutcome(task.key, RunResult("failed", stderr=f"storlab: {exc}",
+                                               started=now, ended=now), socket.gethostname())
     except Exception as exc:
         now = time.time()
         return TaskOutcome(task.key, RunResult(

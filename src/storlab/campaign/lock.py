@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -128,6 +129,13 @@ def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], Non
                             ) from None
     finally:
         os.close(dfd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        # a hard link planted at the lock's name (to a victim file) would be truncated and
+        # written with the holder record: only a file of the campaign's own is a lock
+        os.close(fd)
+        raise CampaignError(f"{path}: the campaign's lock file is not a regular file with one "
+                            f"link (links: {st.st_nlink}); remove it, storlab makes it anew")
     locked = False
     try:
         told: Holder | None | bool = False

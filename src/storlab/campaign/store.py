@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -109,6 +110,26 @@ def refuse_links(path: Path) -> None:
                                 "directory the link)")
     if path.exists() and not path.is_file():
         raise CampaignError(f"{path}: not a regular file, so not a campaign store")
+    _refuse_shared_files(path)
+
+
+def _refuse_shared_files(path: Path) -> None:
+    """SQLite opens the store and its -wal/-shm/-journal itself (even to read): one that
+    is a hard link to somebody's file, or a device node, would be written by storlab as
+    root. Each must be absent or a regular file with one link."""
+    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise CampaignError(f"{p}: cannot check ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            what = ("a hard link to another file" if stat.S_ISREG(st.st_mode)
+                    else "not a regular file")
+            raise CampaignError(f"{p}: {what} (links: {st.st_nlink}); SQLite would write it "
+                                "as the store's own: remove it (storlab never makes such a "
+                                "file)")
 
 
 def refuse_linked_dirs(home: Path, name: str, field: str) -> None:

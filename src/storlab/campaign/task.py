@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 import time
 import traceback
 from contextlib import ExitStack
@@ -17,7 +18,8 @@ from typing import Any
 from ..errors import StorlabError
 from ..fileio import open_dir_beneath, write_fresh
 from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
-                      render_argv, run_program, shell_command, system_writable, tail)
+                      render_argv, run_directory, run_program, shell_command,
+                      system_writable, tail)
 from .runners.base import RunResult
 
 
@@ -64,6 +66,9 @@ class RunTask:
     #: link leading out): one left there without storlab's mark (by an older storlab, or a
     #: killed attempt) is the campaign's, cleared and reused; elsewhere it is refused.
     own_scratch: bool = False
+    #: (host, st_dev, st_ino) of the scratch area at the campaign's start: on that host, a
+    #: scratch area that leads elsewhere since (a link swapped in) is refused.
+    scratch_id: tuple[str, int, int] | None = None
 
 
 @dataclass
@@ -105,69 +110,130 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
     return True, "", 0
 
 
-def _marked(workdir: Path, mark: bytes) -> bool:
-    """Whether `workdir` carries this run's mark (its identity, written when made)."""
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _marked(dfd: int, mark: bytes) -> bool:
+    """Whether the directory `dfd` carries this run's mark (its identity, written when made)."""
     try:
-        return (workdir / RUN_MARK).read_bytes() == mark
+        fd = os.open(RUN_MARK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
     except OSError:
         return False
+    try:
+        return os.read(fd, len(mark) + 1) == mark
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _ours(pfd: int, name: str, task: RunTask, mark: bytes) -> bool:
+    """Whether the entry `name` in the scratch area (`pfd`) may be cleared for this run: a
+    leftover of the campaign's own (in its own scratch area, a directory or a stray file),
+    or elsewhere an empty directory or one with this run's mark. A link never is."""
+    st = os.lstat(name, dir_fd=pfd)
+    if stat.S_ISLNK(st.st_mode):
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return task.own_scratch
+    if task.own_scratch:
+        return True
+    dfd = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=pfd)
+    try:
+        return not os.listdir(dfd) or _marked(dfd, mark)
+    finally:
+        os.close(dfd)
 
 
 def execute_task(task: RunTask) -> TaskOutcome:
     """Setup, run, teardown in the run's own scratch directory, each program in the run's
     sandbox, its whole output appended to the run's files in `output_dir`. Never raises for
-    a failed benchmark: the failure (with its stderr) is the outcome."""
+    a failed benchmark: the failure (with its stderr) is the outcome.
+
+    storlab handles the run's directory only through descriptors: the scratch area is
+    opened once (and must be the directory it was at the campaign's start,
+    `RunTask.scratch_id`), the run's directory is made, cleared and removed relative to
+    it, and the files storlab writes in it relative to the run directory's own descriptor
+    (`run_directory`): a link a step swaps in for either is never followed."""
     started = time.time()
     workdir = Path(task.workdir)
     mark = (task.tag or str(workdir)).encode()  # which run made it: this one, or another's
-    if workdir.is_symlink() or (workdir.exists() and not task.own_scratch
-                                and any(workdir.iterdir()) and not _marked(workdir, mark)):
-        # not a directory this run made (a scratch link that reaches somebody's directory,
-        # or another campaign's run there): never delete it, never run in it
-        return TaskOutcome(task.key, RunResult(
-            "failed", stderr=f"storlab: {workdir} exists and is not a run directory this "
-            f"campaign made (no {RUN_MARK} of its own in it); refusing to delete or use it",
-            started=started, ended=time.time()), socket.gethostname())
-    if workdir.exists():  # left over by a killed attempt
-        shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:  # the directory just made, not where a link swapped in meanwhile leads
-        wfd = open_dir_beneath(workdir.parent, workdir, make=False, what="run directory")
-    except StorlabError as exc:
-        return TaskOutcome(task.key, RunResult("failed", stderr=f"storlab: {exc}",
+
+    def failed(msg: str) -> TaskOutcome:
+        return TaskOutcome(task.key, RunResult("failed", stderr=f"storlab: {msg}",
                                                started=started, ended=time.time()),
                            socket.gethostname())
+
+    name = workdir.name
     try:
+        workdir.parent.mkdir(parents=True, exist_ok=True)
+        # the scratch area as named (it may be a link the user set up to a faster disk)
+        pfd = os.open(workdir.parent, _DIR)
+    except OSError as exc:
+        return failed(f"{workdir.parent}: cannot open the scratch area "
+                      f"({exc.strerror or exc})")
+    with ExitStack() as stack:
+        stack.callback(os.close, pfd)
+        now = os.fstat(pfd)
+        if (task.scratch_id is not None and task.scratch_id[0] == socket.gethostname()
+                and (now.st_dev, now.st_ino) != tuple(task.scratch_id[1:])):
+            return failed(f"{workdir.parent}: the scratch area leads to another directory "
+                          "than at the campaign's start (a link put there meanwhile); "
+                          "refusing to make, use or delete run directories there")
+        try:
+            if not _ours(pfd, name, task, mark):
+                # not a directory this run made (a scratch link that reaches somebody's
+                # directory, or another campaign's run there): never delete it, never run
+                # in it
+                return failed(f"{workdir} exists and is not a run directory this campaign "
+                              f"made (no {RUN_MARK} of its own in it); refusing to delete or "
+                              "use it")
+            # left over by a killed attempt (or a stray file): cleared from the held parent
+            if stat.S_ISDIR(os.lstat(name, dir_fd=pfd).st_mode):
+                shutil.rmtree(name, ignore_errors=True, dir_fd=pfd)
+            else:
+                os.unlink(name, dir_fd=pfd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return failed(f"{workdir}: cannot clear the run directory left there "
+                          f"({exc.strerror or exc})")
+        try:
+            os.mkdir(name, 0o777, dir_fd=pfd)
+            # the directory just made, not where a link swapped in meanwhile leads
+            wfd = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=pfd)
+        except OSError as exc:
+            return failed(f"{workdir}: cannot make the run directory ({exc.strerror or exc})")
+        stack.callback(os.close, wfd)
         write_fresh(workdir / RUN_MARK, mark, dir_fd=wfd)
         made = os.fstat(wfd)  # what every program of the run must find there
-    finally:
-        os.close(wfd)
-    with ExitStack() as stack:
-        stack.enter_context(declared(Declared(
-            tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
-            run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
-            network=task.network, readable=tuple(task.readable),
-            sockets=tuple(task.sockets))))
-        if task.output_dir is not None:
-            out = Path(task.output_dir)
-            # opened from the campaign's directory without following a link: a directory
-            # link on the way (planted beforehand, or by a program when the campaign's
-            # directory is declared writable) is refused, the run fails
-            home = next((h for h in task.homes if out.is_relative_to(h)), out.parent)
-            try:
-                dfd = open_dir_beneath(home, out, what="the runs' output directory")
-            except StorlabError as exc:
-                return TaskOutcome(task.key, RunResult(
-                    "failed", stderr=f"storlab: {exc}", started=started, ended=time.time()),
-                    socket.gethostname())
-            stack.callback(os.close, dfd)
-            for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
-                write_fresh(out / f"{task.key}.{suffix}", dir_fd=dfd)  # never through a link
-            stack.enter_context(output_files(out / f"{task.key}.stdout",
-                                             out / f"{task.key}.stderr", dfd))
-        result = _execute(task, workdir, started)
-    if result.ok and not task.keep_scratch:
-        shutil.rmtree(workdir, ignore_errors=True)
+        with ExitStack() as inner:
+            inner.enter_context(declared(Declared(
+                tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
+                run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
+                network=task.network, readable=tuple(task.readable),
+                sockets=tuple(task.sockets))))
+            inner.enter_context(run_directory(workdir, wfd))
+            if task.output_dir is not None:
+                out = Path(task.output_dir)
+                # opened from the campaign's directory without following a link: a
+                # directory link on the way (planted beforehand, or by a program when the
+                # campaign's directory is declared writable) is refused, the run fails
+                home = next((h for h in task.homes if out.is_relative_to(h)), out.parent)
+                try:
+                    dfd = open_dir_beneath(home, out, what="the runs' output directory")
+                except StorlabError as exc:
+                    return failed(str(exc))
+                inner.callback(os.close, dfd)
+                for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
+                    write_fresh(out / f"{task.key}.{suffix}", dir_fd=dfd)  # never via a link
+                inner.enter_context(output_files(out / f"{task.key}.stdout",
+                                                 out / f"{task.key}.stderr", dfd))
+            result = _execute(task, workdir, started)
+        if result.ok and not task.keep_scratch:
+            # by name in the scratch area held open: a link swapped in for the run's
+            # directory, or for the scratch area, is not followed (rmtree refuses a link)
+            shutil.rmtree(name, ignore_errors=True, dir_fd=pfd)
     return TaskOutcome(task.key, result, socket.gethostname())
 
 
@@ -195,7 +261,10 @@ def _execute(task: RunTask, workdir: Path, started: float) -> RunResult:
             if made is not None:
                 raise made
             result = runner.run(cfg, workdir, task.timeout)
-        except Exception as exc:  # a runner bug or refusal fails this run, not the campaign
+        except StorlabError as exc:  # a refusal: its one line
+            result = RunResult("failed", stderr=f"storlab: {exc}", started=started,
+                               ended=time.time())
+        except Exception as exc:  # a runner bug fails this run, not the campaign
             result = RunResult("failed", stderr=tail(f"{type(exc).__name__}: {exc}\n"
                                                      f"{traceback.format_exc()}"),
                                started=started, ended=time.time())

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..._lazy import attach
 from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionError,
                     campaign_identity, output_files, render_argv, render_value,
-                    reserved_env_clash, run_identity, run_program, run_tag, shell_command,
-                    substitute, tail, template_names)
+                    reserved_env_clash, run_directory, run_identity, run_program, run_tag,
+                    shell_command, substitute, tail, template_names, write_run_file)
 from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, refused_shared, refused_socket,
                        refused_writable, require_sandbox, shown_install_trees,
                        system_writable, unsandboxed)

@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -19,11 +20,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..._proc_lifetime import descendants, guard_child
+from ...fileio import write_fresh
 from ...errors import CampaignError, ShellTemplateError, SubstitutionError  # re-exported
 from . import _sandbox
 
@@ -258,6 +261,32 @@ def run_identity(store: str | os.PathLike[str], key: str) -> str:
     return f"{campaign_identity(store)}/{key}"
 _RUN_TAG: ContextVar[str | None] = ContextVar("storlab_run_tag", default=None)
 
+#: The run's directory as made: (its path, a descriptor opened at its creation).
+_RUN_DIR: ContextVar[tuple[str, int] | None] = ContextVar("storlab_run_dir", default=None)
+
+
+@contextmanager
+def run_directory(path: str | os.PathLike[str], dir_fd: int) -> Iterator[None]:
+    """Files runners write inside (`write_run_file`) directly in `path` are made in the
+    directory `dir_fd` (opened when storlab made it), never where a link a step swapped in
+    for `path` (or for a directory above it) leads."""
+    token = _RUN_DIR.set((os.path.abspath(path), dir_fd))
+    try:
+        yield
+    finally:
+        _RUN_DIR.reset(token)
+
+
+def write_run_file(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """`fileio.write_fresh(path, data)` for a file a runner writes for its program (a job
+    file, a config); made relative to the run directory's descriptor (`run_directory`)
+    when `path` lies directly in it."""
+    got = _RUN_DIR.get()
+    p = Path(path)
+    if got is not None and os.path.abspath(p.parent) == got[0]:
+        return write_fresh(p, data, dir_fd=got[1])
+    return write_fresh(p, data)
+
 
 @contextmanager
 def run_tag(tag: str) -> Iterator[None]:
@@ -312,9 +341,17 @@ def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
     """(binary file, offset where this program's output starts)."""
     if path is None:
         return tempfile.TemporaryFile(), 0
-    fh = os.fdopen(os.open(os.path.basename(path) if dir_fd is not None else path,
-                           os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
-                           0o644, dir_fd=dir_fd), "a+b")
+    fd = os.open(os.path.basename(path) if dir_fd is not None else path,
+                 os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+                 | os.O_NONBLOCK, 0o644, dir_fd=dir_fd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        # a FIFO, a device or a hard link a step put at the name: not storlab's output file
+        os.close(fd)
+        raise CampaignError(f"{path}: the run's output file is no longer a regular file of "
+                            "its own (a step replaced it); refusing to write it")
+    os.set_blocking(fd, True)
+    fh = os.fdopen(fd, "a+b")
     fh.write(header)
     fh.flush()
     return fh, fh.tell()

@@ -506,7 +506,7 @@ def _listening_sockets() -> list[str]:
 
 #: Per directory walked (path, files asked): its (st_dev, st_ino, st_mtime_ns) when listed,
 #: and what it held: subdirectories, sockets, regular files with several hard links.
-_LISTED: dict[tuple[str, bool], tuple[tuple[int, int, int], list[str], list[str], list[str]]
+_LISTED: dict[tuple[str, bool], tuple[tuple[int, ...], list[str], list[str], list[str]]
               ] = {}
 
 
@@ -529,7 +529,7 @@ def _specials(top: str, files: bool) -> tuple[list[str], list[str]]:
             continue
         if not stat.S_ISDIR(st.st_mode):
             continue
-        key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)  # owner can set mtime back
         got = _LISTED.get((d, files))
         if got is None or got[0] != key:
             subdirs: list[str] = []

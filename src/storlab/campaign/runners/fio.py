@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._program import ask_program, render_value, run_program, tail
+from ._program import ask_program, render_value, run_program, tail, write_run_file
 from .base import RunResult
-from ...fileio import write_fresh
 from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
@@ -282,8 +281,7 @@ class FioRunner:
                     f"fio target {c.given} (as {c.path}) would be made directly in the "
                     "campaign's directory, which the sandbox keeps read-only (it holds the "
                     f"campaign file and the store); name it in a directory inside (data/"
-                    f"{os.path.basename(c.path)}) or declare the campaign's directory in "
-                    "sandbox.writable")
+                    f"{os.path.basename(c.path)}), which the sandbox opens")
 
     def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
         """What this run declares for the sandbox of the campaign's steps: (targets,
@@ -353,7 +351,7 @@ class FioRunner:
             if "\n" in v or "\n" in k:
                 raise CampaignError(f"fio option {k!r} has a newline in its value")
             lines.append(f"{k}={v}")
-        return write_fresh(path, "\n".join(lines) + "\n")  # a step may have left a link
+        return write_run_file(path, "\n".join(lines) + "\n")  # a step may have left a link
 
     # ------------------------------------------------------------------ run
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None

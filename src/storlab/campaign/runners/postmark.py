@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...fileio import write_fresh
 from ...units import parse_size
 from ..spec import CampaignError
-from ._program import render_value, run_program, tail
+from ._program import render_value, run_program, tail, write_run_file
 from .base import RunResult
 
 #: Columns of `set report terse`, in postmark's order.
@@ -90,7 +89,7 @@ class PostmarkRunner:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / "postmark.cfg"
-        write_fresh(cfg, self.script(config, workdir))  # a step may have left a link there
+        write_run_file(cfg, self.script(config, workdir))  # a step may have left a link there
         proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout,
                            targets=self.sandbox(config, workdir)[0])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),

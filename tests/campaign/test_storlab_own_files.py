@@ -1,0 +1,233 @@
+"""storlab itself runs as root outside the sandbox: the files and directories it handles
+for a campaign (the run directory, its config, the documents directory, the locks, the
+store's SQLite files) are handled through descriptors held from their creation, never by
+a path a run's program could have swapped for a link. Each case is a route found by an
+attacker: a real sandbox, real programs, the victim's bytes compared before and after."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import sqlite3
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from storlab.errors import StorlabError
+from storlab.fileio import write_in_dir
+
+
+def tree(d: Path) -> dict[str, str]:
+    """Every file below `d` and its digest."""
+    return {str(p.relative_to(d)): digest(p) for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+FACTOR = {"postmark": {"name": "number", "kind": "ordinal", "values": [10, 20]},
+          "fio": {"name": "bs", "kind": "ordinal", "values": ["4k", "8k"]}}
+
+
+ECHO = {"type": "command", "options": {"command": ["sh", "-c", "echo '{\"y\": {n}}'"],
+                                       "json_metrics": {"y": "y"}}}
+
+
+def digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def campaign(d: Path, runner: dict[str, Any], **extra: Any) -> Path:
+    """A two-run campaign file in `d` (one factor the runner knows)."""
+    factor = FACTOR.get(runner["type"], {"name": "n", "kind": "ordinal", "values": [10, 20]})
+    space = {"factors": [factor], "responses": [{"name": "y", "goal": "maximize"}]}
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "campaign.yaml").write_text(yaml.safe_dump(
+        {"name": "own", "timeout": 30, "space": space, "design": {"kind": "full"},
+         "runner": runner, **extra}, sort_keys=False))
+    return d / "campaign.yaml"
+
+
+def theirs(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, str]]:
+    """Somebody's directory outside the campaign, with files; and its contents."""
+    d = tmp_path / "theirs"
+    for n in names:
+        (d / n).parent.mkdir(parents=True, exist_ok=True)
+        (d / n).write_bytes(os.urandom(4096))
+    return d, tree(d)
+
+
+def stderr_tails(store: Path) -> list[str]:
+    with sqlite3.connect(store) as db:
+        return [r[0] or "" for r in db.execute("SELECT stderr_tail FROM runs")]
+
+
+@pytest.mark.skipif(shutil.which("postmark") is None, reason="postmark not installed")
+def test_a_setup_step_swapping_the_run_directory_for_a_link(tmp_path: Path, storlab: Any
+                                                            ) -> None:
+    """Route: the run directory swapped for a link to somebody's directory before the
+    runner writes postmark.cfg. storlab writes it relative to the run directory's
+    descriptor (the directory it made); the link's target is untouched."""
+    victim_dir, before = theirs(tmp_path, ["postmark.cfg", "keep.dat"])
+    swap = (f'k=$(basename "$PWD"); mv "../$k" "../gone-$k" && ln -s {victim_dir} "../$k"')
+    camp = campaign(tmp_path / "c", {"type": "postmark",
+                                     "options": {"transactions": 20, "location": ".."}},
+                    setup=[{"run": swap, "shell": True}])
+    p = storlab("run", str(camp), timeout=120)
+    assert "ran 2" in p.stdout and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert tree(victim_dir) == before
+    made = tmp_path / "c" / "scratch" / "gone-c1-r1" / "postmark.cfg"
+    assert made.is_file() and "set number" in made.read_text()  # written where storlab made it
+
+
+def test_a_teardown_swapping_the_scratch_area_for_a_link(tmp_path: Path, storlab: Any
+                                                         ) -> None:
+    """Route: the scratch area swapped for a link during the campaign. The run directory
+    is removed by name from the scratch area held open (the directory of the same name
+    where the link leads survives), and the next run is refused in one line: the scratch
+    area no longer leads where it did at the campaign's start. (A program cannot do this
+    from the sandbox since the directory above the scratch area may not be declared
+    writable, see the next test; a step outside the sandbox shows storlab's own part.)"""
+    victim_dir, before = theirs(tmp_path, ["scratch/c1-r1/result.dat", "scratch/other.dat"])
+    swap = f"cd ../.. && mv scratch old && ln -s {victim_dir / 'scratch'} scratch"
+    camp = campaign(tmp_path / "c", ECHO, workdir="w/scratch",
+                    teardown=[{"run": swap, "shell": True, "system_writable": True}])
+    p = storlab("run", str(camp), timeout=120)
+    assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert tree(victim_dir) == before, p.stdout + p.stderr
+    assert not (victim_dir / "scratch" / "c2-r1").exists()
+    tails = stderr_tails(tmp_path / "c" / "campaign.db")
+    assert any("scratch area leads to another directory" in t for t in tails), tails
+
+
+def test_a_writable_directory_holding_the_store_or_the_scratch_parent_is_refused(
+        tmp_path: Path, storlab: Any) -> None:
+    """A declared writable directory (sandbox.writable, postmark's location, the directory
+    of a fio file not made yet) that holds the store or the directory above the scratch
+    area: one line, exit 2, nothing run."""
+    cases = [({"sandbox": {"writable": ["."]}}, ECHO),
+             ({"store": "x/y/s.db", "sandbox": {"writable": ["x"]}}, ECHO),
+             ({"workdir": "w/scratch"}, {"type": "postmark", "options": {"location": "../.."}})]
+    for i, (extra, runner) in enumerate(cases):
+        camp = campaign(tmp_path / f"c{i}", runner, **extra)
+        p = storlab("run", str(camp), timeout=120)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1, p.stdout + p.stderr
+        assert "holds the campaign's store or scratch area" in lines[0], lines
+        assert not list((tmp_path / f"c{i}").rglob("*.db"))
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_fio_file_beside_the_store_directory_is_refused(tmp_path: Path, storlab: Any
+                                                          ) -> None:
+    """Route: fio `filename: <campaign>/x/f.dat` (not made yet: x is opened to fio) with
+    the store in x/y: a teardown could swap x/y for a link and storlab would write its
+    JSON document where it leads. Refused before any run."""
+    c = tmp_path / "c"
+    (c / "x").mkdir(parents=True)
+    camp = campaign(c, {"type": "fio", "options": {"rw": "write", "size": "64k",
+                                                   "filename": str(c / "x" / "f.dat"),
+                                                   "unlink": 1}},
+                    store="x/y/s.db")
+    p = storlab("run", str(camp), timeout=120)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stdout + p.stderr
+    assert "field runner" in lines[0] and str(c / "x") in lines[0], lines
+
+
+def test_the_documents_directory_is_made_without_following_a_link_on_the_way(
+        tmp_path: Path) -> None:
+    """`write_in_dir(..., home=)` opens every directory from the campaign's down with
+    O_NOFOLLOW: a link swapped in above the last component is refused too (mkdir -p
+    followed it)."""
+    c = tmp_path / "c"
+    (c / "x").mkdir(parents=True)
+    victim_dir, before = theirs(tmp_path, ["keep.dat"])
+    (c / "x" / "y").symlink_to(victim_dir)
+    with pytest.raises(StorlabError, match="symbolic link"):
+        write_in_dir(c / "x" / "y" / "s-fio", "c1-r1.json", "{}", home=c)
+    assert tree(victim_dir) == before and not (victim_dir / "s-fio").exists()
+    assert write_in_dir(c / "x" / "z" / "s-fio", "c1-r1.json", "{}", home=c).exists()
+
+
+@pytest.mark.parametrize("name", ["campaign.db.lock", "scratch.lock"])
+def test_a_hard_link_planted_at_a_lock(tmp_path: Path, victim: Path, storlab: Any,
+                                       name: str) -> None:
+    """Route: a hard link at the lock's name (O_NOFOLLOW does not see it): refused."""
+    before = digest(victim)
+    camp = campaign(tmp_path / "c", ECHO)
+    os.link(victim, tmp_path / "c" / name)
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 2 and "one link" in p.stderr and "Traceback" not in p.stderr, \
+        p.stdout + p.stderr
+    assert digest(victim) == before
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+@pytest.mark.parametrize("kind", ["hard link", "device"])
+def test_a_hard_link_or_device_at_the_stores_sqlite_files(tmp_path: Path, victim: Path,
+                                                          storlab: Any, suffix: str,
+                                                          kind: str) -> None:
+    """Route: SQLite opens the store's -wal/-shm itself, even for `storlab status`: a hard
+    link there (to a victim) or a device node is refused before the store is opened."""
+    camp = campaign(tmp_path / "c", ECHO)
+    assert storlab("run", str(camp), timeout=120).returncode == 0
+    beside = tmp_path / "c" / f"campaign.db{suffix}"
+    beside.unlink(missing_ok=True)
+    before = digest(victim)
+    if kind == "hard link":
+        os.link(victim, beside)
+    else:
+        os.mknod(beside, stat.S_IFCHR | 0o600, os.stat("/dev/zero").st_rdev)
+    for cmd in ("status", "run"):
+        p = storlab(cmd, str(camp), timeout=120)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert beside.name in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert digest(victim) == before
+
+
+def test_the_walk_cache_sees_a_directory_whose_mtime_was_set_back(tmp_path: Path) -> None:
+    """Route: the socket walk's cache trusted st_mtime_ns, which the directory's owner
+    sets back (utime) after adding a socket; its ctime moves whatever they do."""
+    from storlab.campaign.runners import _sandbox
+
+    d = tmp_path / "d"
+    d.mkdir()
+    st = os.stat(d)
+    assert _sandbox._specials(str(d), False)[0] == []
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(d / "s.sock"))
+        os.utime(d, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert os.stat(d).st_mtime_ns == st.st_mtime_ns
+        assert _sandbox._specials(str(d), False)[0] == [str(d / "s.sock")]
+    finally:
+        s.close()
+
+
+def test_a_file_planted_at_the_run_directory_is_cleared(tmp_path: Path, storlab: Any
+                                                        ) -> None:
+    """A regular file at scratch/c1-r1 (in the campaign's own scratch area) failed the run
+    with a FileExistsError traceback: it is cleared, the run runs."""
+    camp = campaign(tmp_path / "c", ECHO)
+    (tmp_path / "c" / "scratch").mkdir()
+    (tmp_path / "c" / "scratch" / "c1-r1").write_text("stray\n")
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_fifo_planted_at_the_runs_output_file_is_one_line(tmp_path: Path, storlab: Any
+                                                            ) -> None:
+    """A setup step that puts a FIFO at the run's stdout file (its directory declared
+    writable): the run fails with one storlab line, not an io.UnsupportedOperation
+    traceback."""
+    out = "{campaign_dir}/campaign.db.output/{key}.stdout"
+    camp = campaign(tmp_path / "c", ECHO, sandbox={"writable": ["campaign.db.output"]},
+                    setup=[["sh", "-c", f"rm -f {out} && mkfifo {out}"]])
+    (tmp_path / "c" / "campaign.db.output").mkdir()
+    p = storlab("run", str(camp), timeout=120)
+    assert "ok 0, failed 2" in p.stdout, p.stdout + p.stderr
+    tails = stderr_tails(tmp_path / "c" / "campaign.db")
+    assert all("no longer a regular file" in t and "Traceback" not in t for t in tails), tails
