@@ -231,3 +231,70 @@ def test_a_fifo_planted_at_the_runs_output_file_is_one_line(tmp_path: Path, stor
     assert "ok 0, failed 2" in p.stdout, p.stdout + p.stderr
     tails = stderr_tails(tmp_path / "c" / "campaign.db")
     assert all("no longer a regular file" in t and "Traceback" not in t for t in tails), tails
+
+
+def test_a_hard_link_copy_of_the_store_gets_advice_that_keeps_its_results(
+        tmp_path: Path, storlab: Any) -> None:
+    """A `cp -al` copy of a campaign leaves the store with two links: refused, but the
+    advice gives it a copy of its own (its bytes kept), never "remove it"."""
+    camp = campaign(tmp_path / "c", ECHO)
+    assert storlab("run", str(camp), timeout=120).returncode == 0
+    store = tmp_path / "c" / "campaign.db"
+    os.link(store, tmp_path / "backup.db")
+    p = storlab("status", str(camp), timeout=120)
+    assert p.returncode == 2 and "remove it" not in p.stderr, p.stderr
+    assert "cp -p" in p.stderr and "hard links" in p.stderr, p.stderr
+    assert os.system(f"cp -p '{store}' '{store}.tmp' && mv '{store}.tmp' '{store}'") == 0
+    assert storlab("status", str(camp), timeout=120).returncode == 0
+
+
+def test_a_directory_not_made_yet_beside_the_store_is_not_refused(tmp_path: Path,
+                                                                  storlab: Any) -> None:
+    """`sandbox.writable: [data]` with data/ not made yet: the sandbox opens nothing for it
+    (its directory is the campaign's own, not strictly inside it), so nothing of storlab's
+    is exposed and the campaign is not refused for holding the store; declared with
+    `allow_destructive` the campaign's directory would open, and it is refused."""
+    camp = campaign(tmp_path / "c", ECHO, sandbox={"writable": ["data"]})
+    p = storlab("run", str(camp), timeout=120)
+    assert "holds the campaign's store" not in p.stderr, p.stderr
+    assert p.returncode == 0, p.stderr
+    camp = campaign(tmp_path / "d", ECHO, sandbox={"writable": ["data"],
+                                                   "allow_destructive": True})
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 2 and "holds the campaign's store" in p.stderr, p.stderr
+
+
+def test_a_link_planted_at_an_output_file_is_one_line(tmp_path: Path) -> None:
+    """A symbolic link at the run's output file (O_NOFOLLOW: ELOOP) is refused in one
+    storlab line, not an OSError traceback."""
+    from storlab.campaign.runners._program import _open_stream
+    from storlab.errors import CampaignError
+
+    target = tmp_path / "victim"
+    target.write_bytes(b"v")
+    (tmp_path / "k.stdout").symlink_to(target)
+    with pytest.raises(CampaignError, match="cannot open the run's output file"):
+        _open_stream(str(tmp_path / "k.stdout"), b"")
+    assert target.read_bytes() == b"v"
+
+
+def test_a_left_over_run_directory_that_cannot_be_cleared_is_named(tmp_path: Path,
+                                                                    storlab: Any) -> None:
+    """A run directory left over with an immutable file in it (chattr +i; a mount or a
+    busy NFS file does the same) cannot be cleared: the run fails saying what remains,
+    not "cannot make the run directory (File exists)"."""
+    if shutil.which("chattr") is None:
+        pytest.skip("needs chattr")
+    camp = campaign(tmp_path / "c", ECHO)
+    left = tmp_path / "c" / "scratch" / "c1-r1"  # in the campaign's own scratch area
+    left.mkdir(parents=True)
+    (left / "stuck").write_text("x")
+    if os.system(f"chattr +i '{left / 'stuck'}' 2>/dev/null") != 0:
+        pytest.skip("the file system here has no immutable flag")
+    try:
+        p = storlab("run", str(camp), timeout=120)
+        tails = stderr_tails(tmp_path / "c" / "campaign.db")
+        assert any("could not be cleared (stuck remains)" in t for t in tails), \
+            (tails, p.stdout, p.stderr)
+    finally:
+        os.system(f"chattr -i '{left / 'stuck'}'")

@@ -53,6 +53,7 @@ def test_rows_per_server_and_totals_match_fio(fio_hosts, tmp_path):
     # rates: the sum lies between fio's aggregate and the aggregate scaled by the spread of
     # the servers' run times (1-s runs differed by 3.6 % on a loaded machine)
     times = [r["read"]["runtime"] for r in per_server]
+    assert min(times) > 0, times
     spread = max(times) / min(times)
     for ours, fios in (("read_iops", "iops"), ("read_bw_bytes", "bw_bytes")):
         agg = everyone[0]["read"][fios]

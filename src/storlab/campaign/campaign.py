@@ -263,7 +263,7 @@ class Campaign:
         why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
         if why:
             raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
-        self._refuse_over_own(sb.writable, "sandbox.writable")
+        self._refuse_over_own(sb.writable, "sandbox.writable", allow)
         if walls is not None:
             for cid, cfg in configs:
                 targets = walls(self._runner_config(cfg), self.scratch / f"c{cid}-r1")[0]
@@ -285,29 +285,37 @@ class Campaign:
         if walls is not None:  # (after: a file made in the campaign's directory has a hint)
             for cid, cfg in configs:
                 self._refuse_over_own(walls(self._runner_config(cfg),
-                                            self.scratch / f"c{cid}-r1")[0], "runner")
+                                            self.scratch / f"c{cid}-r1")[0], "runner", allow)
 
 
-    def _refuse_over_own(self, targets: list[str], field: str) -> None:
+    def _refuse_over_own(self, targets: list[str], field: str, allow: bool) -> None:
         """A directory a run's programs may write (a declared directory, or the directory
         of a file not made yet) that holds the store or the directory above the scratch
-        area: a program could swap storlab's own files or directories there for links."""
+        area: a program could swap storlab's own files or directories there for links.
+        A file not made yet counts only where the sandbox opens its directory (with
+        `allow`, or strictly inside the campaign's directory: `_open_target`)."""
         own = [os.path.realpath(self.store_path.parent),
                os.path.realpath(self.scratch.parent)]
+        home = os.path.realpath(self.dir).rstrip("/") + "/"
         for t in targets:
             # as in the run (its directory not made yet: `..` taken from the name)
             r = os.path.realpath(self.dir / t)  # an absolute target stays itself
             if os.path.isdir(r) or os.path.basename(os.fspath(t)) in (".", ".."):
-                d = r
+                ds = [r]
             elif not os.path.lexists(r):
-                d = os.path.dirname(r)
+                # a directory made by the time the run starts (by storlab for its store,
+                # by a step) opens as itself; a file not made yet opens its directory
+                # where the sandbox does that (`allow`, or strictly inside the campaign)
+                parent = os.path.dirname(r)
+                ds = [r] + ([parent] if allow or parent.startswith(home) else [])
             else:
                 continue
-            if any(o == d or o.startswith(d.rstrip("/") + "/") for o in own):
-                raise CampaignError(
-                    f"{self.path}: field {field}: {t} opens {d} to the runs' programs, which "
-                    "holds the campaign's store or scratch area (a program could swap them "
-                    "for links); declare a directory of its own, beside them")
+            for d in ds:
+                if any(o == d or o.startswith(d.rstrip("/") + "/") for o in own):
+                    raise CampaignError(
+                        f"{self.path}: field {field}: {t} opens {d} to the runs' programs, "
+                        "which holds the campaign's store or scratch area (a program could "
+                        "swap them for links); declare a directory of its own, beside them")
 
     def runner_options(self) -> dict[str, Any]:
         """The runner's fixed options as its runs use them (the runner's `prepare_options`:

@@ -124,12 +124,17 @@ def _refuse_shared_files(path: Path) -> None:
             continue
         except OSError as exc:
             raise CampaignError(f"{p}: cannot check ({exc.strerror or exc})") from None
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            what = ("a hard link to another file" if stat.S_ISREG(st.st_mode)
-                    else "not a regular file")
-            raise CampaignError(f"{p}: {what} (links: {st.st_nlink}); SQLite would write it "
-                                "as the store's own: remove it (storlab never makes such a "
-                                "file)")
+        if not stat.S_ISREG(st.st_mode):
+            raise CampaignError(f"{p}: not a regular file; SQLite would write it as the "
+                                "store's own: remove it (storlab never makes such a file)")
+        if st.st_nlink != 1:
+            # a hard-link copy of the campaign (`cp -al`, snapshot tools) makes these too:
+            # the file holds results, so the advice keeps its bytes and drops the link
+            raise CampaignError(
+                f"{p}: has {st.st_nlink} hard links (one may be somebody's file elsewhere, "
+                "which SQLite would write as root); if it is this campaign's own (a "
+                f"`cp -al` copy), give it a copy of its own: cp -p '{p}' '{p}.tmp' && "
+                f"mv '{p}.tmp' '{p}'")
 
 
 def refuse_linked_dirs(home: Path, name: str, field: str) -> None:

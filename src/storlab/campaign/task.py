@@ -191,6 +191,11 @@ def execute_task(task: RunTask) -> TaskOutcome:
             # left over by a killed attempt (or a stray file): cleared from the held parent
             if stat.S_ISDIR(os.lstat(name, dir_fd=pfd).st_mode):
                 shutil.rmtree(name, ignore_errors=True, dir_fd=pfd)
+                left = _left_over(pfd, name)
+                if left is not None:  # an immutable file, a mount, a busy NFS file
+                    return failed(f"{workdir}: left over by an earlier attempt and could "
+                                  f"not be cleared ({left or 'the directory itself'} "
+                                  "remains); remove it and run again")
             else:
                 os.unlink(name, dir_fd=pfd)
         except FileNotFoundError:
@@ -277,3 +282,18 @@ def _execute(task: RunTask, workdir: Path, started: float) -> RunResult:
                 result.status = "failed"
                 result.exit_code = code
     return result
+
+
+def _left_over(pfd: int, name: str) -> str | None:
+    """What remains of `name` in the directory `pfd` after clearing it (its first entry,
+    or "" when empty), read without following a link; None when it is gone."""
+    try:
+        fd = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=pfd)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""
+    try:
+        return next(iter(sorted(os.listdir(fd))), "")
+    finally:
+        os.close(fd)

@@ -341,9 +341,13 @@ def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
     """(binary file, offset where this program's output starts)."""
     if path is None:
         return tempfile.TemporaryFile(), 0
-    fd = os.open(os.path.basename(path) if dir_fd is not None else path,
-                 os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-                 | os.O_NONBLOCK, 0o644, dir_fd=dir_fd)
+    try:
+        fd = os.open(os.path.basename(path) if dir_fd is not None else path,
+                     os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+                     | os.O_NONBLOCK, 0o644, dir_fd=dir_fd)
+    except OSError as exc:  # a link a step put at the name (ELOOP), or no room: one line
+        raise CampaignError(f"{path}: cannot open the run's output file ({exc.strerror}); "
+                            "refusing to write it") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
         # a FIFO, a device or a hard link a step put at the name: not storlab's output file

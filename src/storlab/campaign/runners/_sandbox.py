@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import resource
 import shutil
 import stat
 import subprocess
@@ -306,6 +307,19 @@ def require_sandbox() -> None:
                             f"to run them unsandboxed unless {UNSANDBOXED_ENV}=1 is set")
 
 
+@functools.cache
+def _raise_nofile() -> None:
+    """The soft descriptor limit raised to the hard one, once: each hard-linked file in a
+    writable directory holds a descriptor until its program starts (a `cp -al` data set
+    of a thousand files passes the usual soft limit of 1024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass  # the limit as it is: the refusal's message says what to raise
+
+
 @dataclass
 class Walls:
     """The mounts of one program's sandbox. Each writable place is bound from a descriptor
@@ -446,6 +460,7 @@ class Walls:
         Walked again at each start where a directory changed (`_specials`). Not the
         declared sockets."""
         run_dir = os.path.realpath(cwd)
+        _raise_nofile()
         dirs = [p for fd, p in zip(self.fds, self.writable)
                 if p != run_dir and not _unwalked(p) and stat.S_ISDIR(os.fstat(fd).st_mode)]
         sockets: set[str] = set()
@@ -465,7 +480,8 @@ class Walls:
                         raise CampaignError(
                             f"cannot cover {f}, a file with several hard links in a writable "
                             f"directory ({exc.strerror}); refusing to start the program "
-                            "with it writable") from None
+                            "with it writable (out of descriptors: raise `ulimit -n`, or "
+                            "declare a directory without hard-linked files)") from None
                     if fd is None:  # gone, or a link now: nothing of another's left there
                         continue
                     st = os.fstat(fd)
