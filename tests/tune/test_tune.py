@@ -1023,3 +1023,23 @@ def test_a_design_given_another_source_keeps_none_of_the_fixed_designs_options()
         assert d.seed == 7 and DesignSpec.model_validate(d.model_dump()) == d
     assert (tuned.kind, tuned.budget, tuned.configs) == ("tune", 20, None)
     assert (listed.kind, listed.configs) == (None, [{"a": 1}])
+
+
+def test_all_runs_mean_is_written_as_the_value_beside_it() -> None:
+    """The report wrote the confirmation runs' mean as '1.2 MB/s' and, beside it, the mean
+    of all runs as '1,233,333' (thousands separators, no unit). Both are quantities now."""
+    from storlab.report.html import fmt_num
+    from storlab.tune.result import TuneResult
+    from storlab.tune.strategies import Objective
+
+    a, b = {"k": 1}, {"k": 2}
+    hist = _history([("screen", a, 50e3), ("tune", b, 1.3e6), ("confirm", b, 1.2e6),
+                     ("confirm", a, 49e3), ("confirm", b, 1.2e6), ("confirm", a, 51e3)])
+    res = TuneResult([Objective("y")], hist, "screen-then-tune", 6, baseline_config=a,
+                     confirm_runs=3)
+    from storlab.report import sections
+
+    e = res.to_dict()["best"]
+    text = str(sections._measured(e, "B/s"))  # noqa: SLF001
+    assert "(all 3 runs: <b>1.23M</b>B/s)" in text  # as the value: <b>1.2M</b>B/s
+    assert fmt_num(e["value_all_runs"]) not in text  # not '1,233,333'
