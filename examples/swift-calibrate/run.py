@@ -58,12 +58,43 @@ def _mix(op: str) -> dict[str, float]:
     return {k.strip().lower(): float(v) for k, v in (p.split(":") for p in op.split(","))}
 
 
-def measure(duration: float, repeats: int = REPEATS, save: Path | None = None) -> pd.DataFrame:
+def _cpu_s(tag: str) -> dict[str, float]:
+    """CPU seconds so far of each Swift service whose command line holds `tag`."""
+    from probe_put import _cpu_s as cpu_s
+
+    return cpu_s(tag)
+
+
+def block_orders(repeats: int, seed: int) -> list[bool]:
+    """Per repetition, whether its failed-device block runs before its healthy one: half of
+    the repetitions each way (one more healthy-first when odd), in a seeded random order, so
+    a drift of the host's load within a repetition cancels in the paired ratio instead of
+    landing on the failure."""
+    firsts = [i % 2 == 1 for i in range(repeats)]
+    np.random.default_rng(seed).shuffle(firsts)
+    return [bool(f) for f in firsts]
+
+
+def select(plan: list[tuple], groups: str | None, ops: str | None,
+           sizes: str | None) -> list[tuple]:
+    """The plan's points in the given groups, ops and sizes (comma lists; None: all)."""
+    def keep(value: str, allowed: str | None) -> bool:
+        return allowed is None or value in {a.strip() for a in allowed.split(",")}
+    chosen = [p for p in plan if keep(p[6], groups) and keep(p[4], ops) and keep(p[2], sizes)]
+    if not chosen:
+        raise SystemExit(f"run.py: --groups {groups!r} --ops {ops!r} --sizes {sizes!r} "
+                         "select no point of the plan")
+    return chosen
+
+
+def measure(duration: float, repeats: int = REPEATS, save: Path | None = None,
+            plan: list[tuple] | None = None, order_seed: int = 0) -> pd.DataFrame:
     from storlab.clusters import get_cluster
     from storlab.clusters._util import free_port_block
     from storlab.campaign.runners.objload import LoadSpec, Target, run_load
     from storlab.clusters.swift import DEVICES, SwiftOptions
 
+    plan = list(PLAN) if plan is None else plan
     # Its own directory and ports: another Swift on this machine (a test, a user's) is left
     # alone, and this one does not meet it.
     swift = get_cluster("swift", os.environ.get("STORLAB_CALIBRATE_DIR",
@@ -71,10 +102,12 @@ def measure(duration: float, repeats: int = REPEATS, save: Path | None = None) -
     if swift.state() is not None:
         swift.down()
     rows = []
+    seq = 0
+    failed_first = block_orders(repeats, order_seed)
     # Each repetition brings up every replica count in turn: the machine's drift (this
     # host is shared) then spreads over every group instead of landing on one of them.
     for rep in range(repeats):
-        for replicas in sorted({p[0] for p in PLAN}, reverse=True):
+        for replicas in sorted({p[0] for p in plan}, reverse=True):
             port = free_port_block(6)
             st = swift.up(SwiftOptions(replicas=replicas, workers=1, proxy_workers=2,
                                        port=port, storage_port=port + 1,
@@ -86,18 +119,39 @@ def measure(duration: float, repeats: int = REPEATS, save: Path | None = None) -
             try:
                 target = Target(api="swift", auth_url=st["auth_url"], user=st["user"],
                                 key=st["key"], bucket="calib")
-                for failed in (False, True):
-                    todo = [p for p in PLAN if p[0] == replicas and p[1] == failed]
-                    if not todo:
-                        continue
+                # The objects GETs read, written while every device is up: a failed
+                # block that ran first would otherwise write them to two devices only, and
+                # the healthy GETs after it would meet 404s on the third.
+                for size in sorted({p[2] for p in plan if p[0] == replicas
+                                    and "GET" in p[4]}):
+                    run_load(target, LoadSpec(clients=1, mix={"get": 1.0},
+                                              sizes=SIZES[size], objects=100, requests=1))
+                blocks = [b for b in ((True, False) if failed_first[rep] else (False, True))
+                          if any(p[0] == replicas and p[1] == b for p in plan)]
+                for i, failed in enumerate(blocks):
+                    todo = [p for p in plan if p[0] == replicas and p[1] == failed]
+                    if i > 0:
+                        # A fresh proxy at every switch: after a 507 each proxy worker
+                        # error-limits the device in its memory for error_suppression_interval
+                        # (60 s), so a healthy block right after a failed one would still
+                        # skip it (and write 2 replicas). Both orders restart alike.
+                        swift.restart("proxy")
                     if failed:
                         dev.rename(aside)   # the object server answers 507 for it
                     try:
                         for r, fail, size, clients, op, split, group in todo:
+                            load_before = os.getloadavg()[0]
+                            cpu0 = _cpu_s(str(swift.dir))
                             res = run_load(target, LoadSpec(
                                 clients=clients, mix=_mix(op), sizes=SIZES[size], objects=100,
                                 duration=duration, warmup=1.0, seed=rep))
                             s = res.summary
+                            cpu1 = _cpu_s(str(swift.dir))
+                            # CPU per request of each Swift service (the warm-up's requests
+                            # included: /proc cannot split them off)
+                            n_req = max(float(len(res.records)), 1.0)
+                            cpu = {f"{k.split('-')[0]}_cpu_ms": (cpu1[k] - cpu0[k]) / n_req
+                                   * 1e3 for k in cpu0}
                             rows.append({"config": f"replicas={r}"
                                          + (";failed_disks=1" if fail else ""),
                                          "clients": clients, "object_size": size, "op": op,
@@ -106,14 +160,18 @@ def measure(duration: float, repeats: int = REPEATS, save: Path | None = None) -
                                          "p50_ms": s["lat_p50_ms"],
                                          # Little's law wants the mean (client_delay_ms)
                                          "lat_mean_ms": s["lat_mean_ms"],
-                                         "load1": os.getloadavg()[0]})
+                                         "load1": os.getloadavg()[0],
+                                         "load1_before": load_before, "seq": seq,
+                                         "failed_first": failed_first[rep], **cpu})
+                            seq += 1
                             if save is not None:
                                 # Saved as it goes: a run cut short (a timeout, a lost
                                 # host) keeps the repetitions it finished.
                                 pd.DataFrame(rows).to_csv(save, index=False)
                             print(f"  [{rep}] {group}: {op} {size} x{clients}"
                                   f"{' (d1 failed)' if fail else ''}: {s['ops_per_s']:.1f} "
-                                  f"ops/s (errors {s['errors']:.0f})", flush=True)
+                                  f"ops/s (errors {s['errors']:.0f}, load "
+                                  f"{os.getloadavg()[0]:.1f})", flush=True)
                     finally:
                         if failed:
                             aside.rename(dev)
@@ -129,13 +187,63 @@ def main() -> None:
                     help="Runs per point (interleaved); more narrow the intervals on a busy host.")
     ap.add_argument("--reuse", action="store_true",
                     help="Re-fit and re-print from out/measurements.csv without measuring.")
+    ap.add_argument("--order-seed", type=int, default=0,
+                    help="Seed of which repetitions run their failed-device block first.")
+    ap.add_argument("--groups", help="Measure only these groups (comma list, e.g. "
+                    "'calibration,failed device'); with --ops/--sizes, a subset written to "
+                    "out/subset.csv with its paired failed/healthy ratios, not the fit.")
+    ap.add_argument("--ops", help="Only these ops or mixes (comma list, e.g. GET).")
+    ap.add_argument("--sizes", help="Only these object sizes (comma list, e.g. 16KiB).")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
+    subset = any(v is not None for v in (args.groups, args.ops, args.sizes))
+    if subset:
+        plan = select(PLAN, args.groups, args.ops, args.sizes)
+        path = OUT / "subset.csv"
+        meas = (pd.read_csv(path) if args.reuse else
+                measure(args.duration, args.repeats, save=path, plan=plan,
+                        order_seed=args.order_seed))
+        print("\n".join(paired_by_order(meas)))
+        return
     if args.reuse:
         meas = pd.read_csv(OUT / "measurements.csv")
     else:
-        meas = measure(args.duration, args.repeats, save=OUT / "measurements.csv")
+        meas = measure(args.duration, args.repeats, save=OUT / "measurements.csv",
+                       order_seed=args.order_seed)
     report(meas)
+
+
+def paired_by_order(meas: pd.DataFrame) -> list[str]:
+    """Failed-device over healthy throughput of the same repetition, per op, over all
+    repetitions and apart for those that ran the failed block first or second: a ratio that
+    depends on the order is the host's drift, one that does not is Swift's behaviour."""
+    from scipy.stats import t as student_t
+
+    def interval(r: pd.Series) -> str:
+        if len(r) < 2:
+            return f"{r.mean():.3f} ({len(r)} run)"
+        half = student_t.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
+        return f"{r.mean():.3f} (95 % interval {r.mean() - half:.3f}-{r.mean() + half:.3f}, {len(r)} runs)"
+
+    out = []
+    for (size, clients, op), m in meas.groupby(["object_size", "clients", "op"], sort=False):
+        p = m.pivot_table(index="repeat", columns="config", values="ops_s")
+        h, f = "replicas=3", "replicas=3;failed_disks=1"
+        if h not in p or f not in p:
+            continue
+        order = m.groupby("repeat")["failed_first"].first() if "failed_first" in m else None
+        ratio = (p[f] / p[h]).dropna()
+        out.append(f"{op} {size} x{clients}: healthy {p[h].mean():.1f} ops/s, failed "
+                   f"{p[f].mean():.1f}; failed / healthy {interval(ratio)}")
+        if order is not None:
+            for first, name in ((False, "healthy block first"), (True, "failed block first")):
+                sub = ratio[order.reindex(ratio.index) == first]
+                if len(sub):
+                    out.append(f"  {name}: {interval(sub)}")
+    load = meas["load1"]
+    out.append(f"load average (1 min) while measuring: {load.min():.1f}-{load.max():.1f}, "
+               f"mean {load.mean():.1f} on {os.cpu_count()} CPUs")
+    return out
 
 
 def report(meas: pd.DataFrame) -> None:
