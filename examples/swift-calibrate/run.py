@@ -88,6 +88,28 @@ def _async_pendings(node: Path) -> int:
     return sum(1 for d in node.glob("*/async_pending*") for f in d.rglob("*") if f.is_file())
 
 
+def _container_position(swift_dir: Path, device: str) -> float:
+    """Where `device` stands among the benchmark container's ring nodes (0, 1, 2), read by
+    Swift's own swift-get-nodes: the proxy sends the container's updates with the object
+    writes in that order, so with the device's object write gone, its container replica
+    gets an update (answered 507, saved as an async pending) unless it stands last."""
+    import re
+    import subprocess
+
+    from storlab.clusters.swift import USER
+
+    account = "AUTH_" + USER.split(":")[0]
+    try:
+        out = subprocess.run(["swift-get-nodes", str(swift_dir / "container.ring.gz"),
+                              account, "calib"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return float("nan")
+    devs = [m.group(1) for m in re.finditer(r"Server:Port Device\s+\S+ (\S+)(?!.*Handoff)",
+                                            out)]
+    return float(devs.index(device)) if device in devs else float("nan")
+
+
 def block_orders(repeats: int, seed: int) -> list[bool]:
     """Per repetition, whether its failed-device block runs before its healthy one: half of
     the repetitions each way (one more healthy-first when odd), in a seeded random order, so
@@ -149,6 +171,7 @@ def measure(duration: float, repeats: int = REPEATS, save: Path | None = None,
                                     and "GET" in p[4]}):
                     run_load(target, LoadSpec(clients=1, mix={"get": 1.0},
                                               sizes=SIZES[size], objects=100, requests=1))
+                cont_pos = _container_position(swift.dir, DEVICES[0])
                 blocks = [b for b in ((True, False) if failed_first[rep] else (False, True))
                           if any(p[0] == replicas and p[1] == b for p in plan)]
                 for i, failed in enumerate(blocks):
@@ -192,7 +215,8 @@ def measure(duration: float, repeats: int = REPEATS, save: Path | None = None,
                                          "lat_mean_ms": s["lat_mean_ms"],
                                          "load1": os.getloadavg()[0],
                                          "load1_before": load_before, "seq": seq,
-                                         "failed_first": failed_first[rep], **cpu})
+                                         "failed_first": failed_first[rep],
+                                         "failed_container_pos": cont_pos, **cpu})
                             seq += 1
                             if save is not None:
                                 # Saved as it goes: a run cut short (a timeout, a lost
@@ -276,6 +300,13 @@ def paired_by_order(meas: pd.DataFrame) -> list[str]:
                 sub = ratio[order.reindex(ratio.index) == first]
                 if len(sub):
                     out.append(f"  {name}: {interval(sub)}")
+    failed = meas[meas["config"].str.contains("failed_disks")]
+    if "failed_container_pos" in failed and failed["failed_container_pos"].notna().any():
+        for pos, g in failed.groupby("failed_container_pos"):
+            out.append(f"failed device at position {pos:.0f} of the container's ring nodes "
+                       f"({len(g)} runs): {g['ops_s'].mean():.1f} ops/s, async pendings "
+                       f"{g['async_pendings'].mean():.2f} and loop-device flushes "
+                       f"{g['disk_flushes'].mean():.1f} per request")
     load = meas["load1"]
     out.append(f"load average (1 min) while measuring: {load.min():.1f}-{load.max():.1f}, "
                f"mean {load.mean():.1f} on {os.cpu_count()} CPUs")
