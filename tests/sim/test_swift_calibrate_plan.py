@@ -91,3 +91,26 @@ def test_post_quorum_timeout_switch(tmp_path):
     assert conf.read_text().count("post_quorum_timeout") == 1
     probe_quorum._set_post_quorum_timeout(conf, None)
     assert conf.read_text() == base
+
+
+def test_order_balanced_judges_against_the_model_ratio(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "OUT", tmp_path)
+    df = _pairs([1.40, 1.50, 1.45], [1.48, 1.42, 1.47]).replace({"op": {"GET": "PUT"}})
+    df["async_pendings"] = np.where(df["config"].str.contains("failed"), 1.0, 0.0)
+    df.to_csv(tmp_path / "failed_put_1.csv", index=False)
+    assert "model's 1.46 lies inside" in run.order_balanced("PUT", 1.46)
+    assert "model's 1.00 lies outside" in run.order_balanced("PUT")
+    assert "async pendings per failed-device PUT, by repetition: 1.00, 1.00" in \
+        run.order_balanced("PUT", 1.46)
+
+
+def test_paired_by_order_splits_failed_runs_by_container_position():
+    df = _pairs([1.0], [1.0])
+    failed = df["config"].str.contains("failed")
+    df["failed_container_pos"] = np.nan
+    df.loc[failed, "failed_container_pos"] = [1.0, 2.0]  # one repetition each
+    df["async_pendings"] = np.where(df["failed_container_pos"] == 1.0, 1.6, 0.0)
+    df["disk_flushes"] = 9.0
+    text = "\n".join(run.paired_by_order(df))
+    assert "position 1 of the container's ring nodes (1 runs)" in text
+    assert "async pendings 1.60" in text and "async pendings 0.00" in text
