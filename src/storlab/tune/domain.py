@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,51 @@ class Domain:
             cfg = {n: cfg[n] for n in self.names}
             if self.feasible(cfg):
                 out.append(cfg)
+        return out
+
+    def _constrained(self) -> list[str]:
+        """The factors the constraints name, in the space's order."""
+        return sorted({n for c in self.space.constraints for n in c.names},
+                      key=self.names.index)
+
+    def repairable(self) -> bool:
+        """Whether `repair` can list the changes: constraints over listed levels only,
+        at most ENUMERATE_MAX combinations of them."""
+        names = self._constrained()
+        return bool(names) and all(self.space[n].levels for n in names) and \
+            math.prod(len(self.space[n].levels or []) for n in names) <= ENUMERATE_MAX
+
+    def repair(self, config: Mapping[str, Any], avoid: Collection[str] = ()
+               ) -> dict[str, Any] | None:
+        """The feasible configuration nearest `config` that changes only factors the
+        constraints name, or None (a range factor among them, too many combinations to
+        list, or nothing feasible outside `avoid`, a set of config keys).
+
+        Nearest: the fewest factor levels given up, a factor with L levels weighing
+        1 / (L - 1), so a two-level factor's level is the last to go (each of its levels
+        holds half a screening's runs: MongoDB's `journal == 0` forces its compressor and
+        commit interval, and changing those two keeps the journal off, where changing the
+        journal alone would leave a screening with one run without it); then the smaller
+        move in level positions; then the space's order of levels."""
+        if not self.repairable():
+            return None
+        names = self._constrained()
+        levels = [[plain(v) for v in self.space[n].levels or []] for n in names]
+        here = {n: plain(config[n]) for n in self.names}
+        best: tuple[float, float] | None = None
+        out: dict[str, Any] | None = None
+        for combo in itertools.product(*levels):
+            cfg = {**here, **dict(zip(names, combo))}
+            if not self.feasible(cfg) or config_key(cfg) in avoid:
+                continue
+            cost, move = 0.0, 0.0
+            for n, lv, v in zip(names, levels, combo):
+                if v != here[n]:
+                    cost += 1.0 / max(1, len(lv) - 1)
+                    at = lv.index(here[n]) if here[n] in lv else 0
+                    move += abs(lv.index(v) - at) / max(1, len(lv) - 1)
+            if best is None or (cost, move) < best:
+                best, out = (cost, move), cfg
         return out
 
     def sample(self, rng: np.random.Generator, active: Sequence[str],

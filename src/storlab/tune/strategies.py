@@ -32,6 +32,7 @@ import pandas as pd
 from ..campaign.sources import Observation, Proposal, config_key
 from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
+from ..space import Space
 from .batch import fill, race_runs, rounded, warm_up
 from .domain import Domain
 
@@ -601,14 +602,37 @@ class ScreenThenTune(OptunaSearch):
             return self._screen_from_candidates(n)
         from ..design.lhs import lhs_design
 
-        table = lhs_design(self.domain.space, n, seed=self.s.seed).table
+        space = self.domain.space
+        free = self._balanced_screen(n)
+        table = free if free is not None else lhs_design(space, n, seed=self.s.seed).table
         out, seen = [], set()
         for row in table[self.domain.names].to_dict("records"):
             cfg = {k: plain(v) for k, v in row.items()}
+            if not self.domain.feasible(cfg):
+                cfg = self.domain.repair(cfg, seen)
+                if cfg is None:
+                    continue
             if config_key(cfg) not in seen:
                 seen.add(config_key(cfg))
                 out.append(cfg)
         return out
+
+    def _balanced_screen(self, n: int) -> pd.DataFrame | None:
+        """With constraints over listed levels: a Latin Hypercube of the space without
+        them, whose infeasible rows `screen_configs` repairs one by one (`Domain.repair`:
+        a two-level factor keeps its level, the factors it forces follow). The design's
+        own repair swaps values between rows and redraws what swaps cannot fix, which
+        on MongoDB's table (journal off forces its compressor and commit interval) left
+        one run in six without a journal where the Hypercube had three, and 28 of the 30
+        journal-off configurations are within 5 % of the optimum. None: no constraints
+        (the design as it always was), or one `repair` cannot enumerate."""
+        from ..design.lhs import lhs_design
+
+        space = self.domain.space
+        if not space.constraints or not self.domain.repairable():
+            return None
+        free = Space(list(space.factors), [], list(space.responses), space.name)
+        return lhs_design(free, n, seed=self.s.seed).table
 
     def _screen_from_candidates(self, n: int) -> list[dict[str, Any]]:
         """On a finite table: each row a Latin Hypercube asks for is replaced by the
