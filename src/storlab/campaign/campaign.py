@@ -425,6 +425,7 @@ class Campaign:
                        network=self.spec.sandbox.network,
                        readable=[str(self.dir / p) for p in self.spec.sandbox.readable],
                        sockets=[str(self.dir / p) for p in self.spec.sandbox.sockets],
+                       io_uring=self.spec.sandbox.io_uring,
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
@@ -476,7 +477,7 @@ class Campaign:
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"
             trees = shown_install_trees(prog, str(self.dir)) if prog else []
-            head = (f"bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign "
+            head = (f"bwrap: read-only system (/usr, /etc, /sys) and campaign "
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
                     + (f", the program's install tree {', '.join(trees)}" if trees else "")
@@ -484,7 +485,9 @@ class Campaign:
                     "declared devices "
                     + ("writable (allow_destructive)" if dev else "not openable")
                     + f"; network: {net}; Unix sockets: "
-                    + (", ".join(sb.sockets) if sb.sockets else "none"))
+                    + (", ".join(sb.sockets) if sb.sockets else "none")
+                    + "; io_uring: " + ("every program (sandbox.io_uring)" if sb.io_uring
+                                        else "fio's io_uring engines only"))
         return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:
