@@ -149,19 +149,35 @@ def test_no_socket_outside_is_reached_without_an_opt_in(tmp_path: Path,
     assert got.keys() == listeners.count.keys()
     assert not any(v == "hi" for v in got.values()), got
     assert sum(listeners.count.values()) == 0, listeners.count
-    # path sockets: not there at all; abstract and TCP: another network namespace
+    # no Unix socket can be made at all (seccomp: EPERM), whatever its name; TCP: another
+    # network namespace
+    assert {got[k] for k in ("run", "var_lib", "var_tmp", "dev_shm", "shared_tmp",
+                             "abstract")} == {"PermissionError"}, got
+    assert got["tcp"] == "ConnectionRefusedError", got
+    # with a socket declared (Unix sockets can be made): the others are not there at all,
+    # the host's abstract ones in another network namespace
+    got = probe(tmp_path, listeners, sockets=[str(tmp_path / "declared.sock")])
     assert {got[k] for k in ("run", "var_lib", "var_tmp", "dev_shm", "shared_tmp")} == {
         "FileNotFoundError"}, got
     assert got["abstract"] == "ConnectionRefusedError", got
-    assert got["tcp"] == "ConnectionRefusedError", got
+    assert sum(listeners.count.values()) == 0, listeners.count
 
 
 def test_sandbox_network_opens_the_network_and_no_path_socket(tmp_path: Path,
                                                               listeners: Listeners) -> None:
     got = probe(tmp_path, listeners, network=True)
-    assert got["abstract"] == "hi" and got["tcp"] == "hi", got
-    assert listeners.count["abstract"] == 1 and listeners.count["tcp"] == 1
+    assert got["tcp"] == "hi" and listeners.count["tcp"] == 1, got
     paths = ("run", "var_lib", "var_tmp", "dev_shm", "shared_tmp")
+    # no Unix socket without `sandbox.sockets`, abstract ones included
+    assert all(got[k] == "PermissionError" for k in (*paths, "abstract")), got
+    # with one declared: the host's abstract sockets stay out of reach (Landlock's scope,
+    # whatever the network namespace), the undeclared path sockets are not there
+    got = probe(tmp_path, listeners, network=True, sockets=[str(tmp_path / "declared.sock")])
+    from storlab.campaign.runners._sandbox import landlock_ruleset
+
+    if landlock_ruleset() is not None:  # Landlock ABI 6 or newer (Linux 6.12)
+        assert got["abstract"] == "PermissionError", got
+        assert listeners.count["abstract"] == 0, listeners.count
     assert all(got[k] == "FileNotFoundError" for k in paths), got
     assert all(listeners.count[k] == 0 for k in paths), listeners.count
 
@@ -188,7 +204,8 @@ def test_a_socket_in_a_readable_or_campaign_directory_does_not_open_through_show
         tmp_path: Path, listeners: Listeners) -> None:
     """`sandbox.readable` naming a socket itself shows nothing (sockets are declared in
     `sandbox.sockets`)."""
-    got = probe(tmp_path, listeners, readable=[listeners.addrs["var_lib"]])
+    got = probe(tmp_path, listeners, readable=[listeners.addrs["var_lib"]],
+                sockets=[str(tmp_path / "declared.sock")])
     assert got["var_lib"] == "FileNotFoundError" and listeners.count["var_lib"] == 0, got
 
 

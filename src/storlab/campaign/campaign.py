@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -50,7 +49,7 @@ from .spec import CampaignError, CampaignSpec, check_plan, load_spec
 from .store import FAILED, Store, refuse_linked_dirs, refuse_links
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
-from .task import RunTask, StepSpec, TaskOutcome
+from .task import RunTask, StepSpec, TaskOutcome, scratch_view
 
 _T = TypeVar("_T")
 
@@ -432,14 +431,14 @@ class Campaign:
                        tag=run_identity(self.store_path, r.key))
 
     def _scratch_identity(self) -> tuple[str, int, int] | None:
-        """(host, st_dev, st_ino) of the scratch area now (made if missing): each run's
+        """(`scratch_view`, st_dev, st_ino) of the scratch area now (made if missing): each run's
         directory is made only while it still leads there (`RunTask.scratch_id`)."""
         try:
             self.scratch.mkdir(parents=True, exist_ok=True)
             st = os.stat(self.scratch)
         except OSError:
             return None  # each run then fails on it in one line
-        return socket.gethostname(), st.st_dev, st.st_ino
+        return scratch_view(), st.st_dev, st.st_ino
 
     @property
     def output_dir(self) -> Path:

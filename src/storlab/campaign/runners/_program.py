@@ -265,16 +265,30 @@ _RUN_TAG: ContextVar[str | None] = ContextVar("storlab_run_tag", default=None)
 _RUN_DIR: ContextVar[tuple[str, int] | None] = ContextVar("storlab_run_dir", default=None)
 
 
+_SCRATCH: ContextVar[tuple[str, int] | None] = ContextVar("storlab_scratch", default=None)
+
+
 @contextmanager
-def run_directory(path: str | os.PathLike[str], dir_fd: int) -> Iterator[None]:
+def run_directory(path: str | os.PathLike[str], dir_fd: int,
+                  scratch_fd: int | None = None) -> Iterator[None]:
     """Files runners write inside (`write_run_file`) directly in `path` are made in the
     directory `dir_fd` (opened when storlab made it), never where a link a step swapped in
-    for `path` (or for a directory above it) leads."""
+    for `path` (or for a directory above it) leads; `scratch_fd`: the scratch area (the
+    directory above `path`) as storlab holds it (`held_scratch`)."""
     token = _RUN_DIR.set((os.path.abspath(path), dir_fd))
+    stoken = _SCRATCH.set(None if scratch_fd is None else
+                          (os.path.dirname(os.path.abspath(path)), scratch_fd))
     try:
         yield
     finally:
+        _SCRATCH.reset(stoken)
         _RUN_DIR.reset(token)
+
+
+def held_scratch() -> tuple[str, int] | None:
+    """(path, descriptor) of the scratch area the running run's directory lies in, opened
+    once when the run started (a runner writes beside the runs from it, never by path)."""
+    return _SCRATCH.get()
 
 
 def write_run_file(path: str | os.PathLike[str], data: str | bytes) -> Path:

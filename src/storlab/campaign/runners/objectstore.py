@@ -12,12 +12,15 @@ state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` f
 factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
 `<records_dir>/<run key>.csv.gz` as well (a relative `records_dir` is taken from the
-campaign's scratch directory).
+campaign's scratch directory, and written from the scratch area storlab holds open, one
+directory at a time without following a link; an absolute one inside the campaign's
+directory from that directory the same way).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -136,13 +139,25 @@ class ObjectStoreRunner:
             import gzip
 
             from ...fileio import write_in_dir
+            from ._program import held_scratch
+            from ._sandbox import current
 
-            # relative to the campaign's scratch directory (the parent of every run's own)
-            rdir = self.records_dir if self.records_dir.is_absolute() else \
-                Path(workdir).resolve().parent / self.records_dir
-            try:  # never through a link a run's program could have planted there
+            # relative to the campaign's scratch directory (the parent of every run's own),
+            # from its descriptor taken when the run started: never through a link a run's
+            # program or a step could have planted for it or for a directory below it
+            scratch = os.path.dirname(os.path.abspath(workdir))
+            held = held_scratch()
+            if self.records_dir.is_absolute():
+                rdir, home_fd = self.records_dir, None
+                home = next((h for h in current().homes if os.path.abspath(rdir).startswith(
+                    os.path.abspath(h).rstrip("/") + "/")), None)
+            else:
+                rdir, home = Path(scratch) / self.records_dir, scratch
+                home_fd = held[1] if held is not None and held[0] == scratch else None
+            try:
                 write_in_dir(rdir, f"{Path(workdir).name}.csv.gz",
-                             gzip.compress(csv.encode()), what="records_dir")
+                             gzip.compress(csv.encode()), what="records_dir", home=home,
+                             home_fd=home_fd)
             except StorlabError as exc:
                 return RunResult("failed", stderr=str(exc), started=started,
                                  ended=time.time())
