@@ -113,15 +113,14 @@ addrs = json.loads(sys.argv[1])
 out = {"y": 1}
 for name, a in addrs.items():
     fam = socket.AF_INET if name == "tcp" else socket.AF_UNIX
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(3)
     try:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(3)
         s.connect(("127.0.0.1", a) if name == "tcp" else
                   "\\0" + a[1:] if a.startswith("@") else a)
         out[name] = s.recv(2).decode()
     except OSError as exc:
         out[name] = type(exc).__name__
-    s.close()
 print(json.dumps(out))
 """
 
@@ -417,15 +416,19 @@ def test_temporary_files_go_to_the_runs_directory(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 def test_fio_engines_and_name_lookups_work_in_the_smaller_root(tmp_path: Path) -> None:
     """What users run still runs: fio with psync, libaio and io_uring writes its file in
-    the run's directory; names resolve from /etc (getent)."""
+    the run's directory; names resolve from /etc (getent). io_uring started by a command
+    needs `sandbox.io_uring` (the fio runner declares it for its io_uring engines); without
+    it fio fails and storlab's hint names the declaration."""
     jobs = " && ".join(f"fio --name={e} --ioengine={e} --rw=randwrite --bs=4k --size=256k "
                        "--output-format=terse >/dev/null" for e in ("psync", "libaio",
                                                                     "io_uring"))
-    res = run(tmp_path, ["sh", "-c", f"{jobs} && ls && getent hosts localhost && "
-                         "echo '{\"y\": 1}'"])
+    argv = ["sh", "-c", f"{jobs} && ls && getent hosts localhost && echo '{{\"y\": 1}}'"]
+    res = run(tmp_path, argv, io_uring=True)
     assert res.status == "ok", res.stderr[-600:]
     assert all(f"{e}.0.0" in res.raw for e in ("psync", "libaio", "io_uring")), res.raw
     assert "localhost" in res.raw, res.raw
+    res = run(tmp_path, ["fio", "--name=u", "--ioengine=io_uring", "--rw=write", "--size=64k"])
+    assert res.status == "failed" and "sandbox.io_uring: true" in res.stderr, res.stderr
 
 
 def test_a_declared_socket_inside_a_declared_writable_directory_opens(tmp_path: Path) -> None:
@@ -478,8 +481,10 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
     addrs = {k: str(v) for k, v in names.items()}
     script = PROBE.replace("s.recv(2).decode()", "'connected'")
     try:
+        # a socket declared (Unix sockets can be made): the covering is what holds
         res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
-                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")])
+                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")],
+                  sockets=[str(tmp_path / "declared.sock")])
         assert res.status == "ok", res.stderr[-600:]
         got = json.loads(res.raw.strip().splitlines()[-1])
         assert {got[k] for k in addrs} == {"ConnectionRefusedError"}, got

@@ -484,7 +484,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
         err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
     if walls is not None and proc.returncode != 0:
-        err += sandbox_hint(err)
+        err += sandbox_hint(err, out[-4096:])
     if cut:
         err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
                 + (f" (whole stream: {paths[0]})" if paths[0] else ""))
@@ -519,12 +519,14 @@ def _start_child(parent: int, ruleset: int | None) -> None:
         _sandbox.enter_landlock(ruleset)
 
 
-def sandbox_hint(stderr: str) -> str:
+def sandbox_hint(stderr: str, stdout: str = "") -> str:
     """A line naming what the campaign can declare, when a failed program's error reads
-    like the sandbox's walls (fio's own read-only hint says more: not repeated)."""
+    like the sandbox's walls (fio's own read-only hint says more: not repeated). An EPERM
+    is looked for in the end of `stdout` too (fio reports a refused ring there)."""
     out = ""
     for pattern, text in _SANDBOX_HINTS:
-        if pattern.search(stderr) and "error=Read-only file system" not in stderr:
+        said = stderr + stdout if pattern is _SANDBOX_HINTS[-1][0] else stderr
+        if pattern.search(said) and "error=Read-only file system" not in stderr:
             out += f"\nstorlab: if this is the sandbox: {text}"
     return out
 
