@@ -185,8 +185,12 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
             os.close(fd)
             fd = nxt
     except OSError as exc:
+        try:  # the component as the held directory names it (not by path: a link above)
+            linked = stat.S_ISLNK(os.lstat(os.path.basename(at), dir_fd=fd).st_mode)
+        except OSError:
+            linked = False
         os.close(fd)
-        if os.path.islink(at):
+        if linked or os.path.islink(at):
             raise StorlabError(f"{label}: {at} is a symbolic link (to {link_to(at)}); "
                                "storlab makes its own files there only in directories of "
                                "their own, never through a link: remove the link (or put "

@@ -138,26 +138,8 @@ class ObjectStoreRunner:
         if self.records_dir is not None:
             import gzip
 
-            from ...fileio import write_in_dir
-            from ._program import held_scratch
-            from ._sandbox import current
-
-            # relative to the campaign's scratch directory (the parent of every run's own),
-            # from its descriptor taken when the run started: never through a link a run's
-            # program or a step could have planted for it or for a directory below it
-            scratch = os.path.dirname(os.path.abspath(workdir))
-            held = held_scratch()
-            if self.records_dir.is_absolute():
-                rdir, home_fd = self.records_dir, None
-                home = next((h for h in current().homes if os.path.abspath(rdir).startswith(
-                    os.path.abspath(h).rstrip("/") + "/")), None)
-            else:
-                rdir, home = Path(scratch) / self.records_dir, scratch
-                home_fd = held[1] if held is not None and held[0] == scratch else None
             try:
-                write_in_dir(rdir, f"{Path(workdir).name}.csv.gz",
-                             gzip.compress(csv.encode()), what="records_dir", home=home,
-                             home_fd=home_fd)
+                write_records(self.records_dir, Path(workdir), gzip.compress(csv.encode()))
             except StorlabError as exc:
                 return RunResult("failed", stderr=str(exc), started=started,
                                  ended=time.time())
@@ -177,3 +159,27 @@ class ObjectStoreRunner:
                       f"{bad.to_dict()})")
         return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)
+
+
+def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
+    """Write a run's records to `<records_dir>/<run key>.csv.gz`. A relative `records_dir`
+    lies in the campaign's scratch directory (the parent of every run's own) and is made
+    and opened from the scratch area storlab holds open for the run (`held_scratch`), one
+    directory at a time without following a link: a link a run's program or a step
+    planted for it, or for a directory below it, is refused, never followed. An absolute
+    one inside the campaign's directory is opened from that directory the same way."""
+    from ...fileio import write_in_dir
+    from ._program import held_scratch
+    from ._sandbox import current
+
+    scratch = os.path.dirname(os.path.abspath(workdir))
+    if records_dir.is_absolute():
+        rdir, home_fd = records_dir, None
+        home = next((h for h in current().homes if os.path.abspath(rdir).startswith(
+            os.path.abspath(h).rstrip("/") + "/")), None)
+    else:
+        held = held_scratch()
+        rdir, home = Path(scratch) / records_dir, scratch
+        home_fd = held[1] if held is not None and held[0] == scratch else None
+    return write_in_dir(rdir, f"{Path(workdir).name}.csv.gz", data, what="records_dir",
+                        home=home, home_fd=home_fd)
