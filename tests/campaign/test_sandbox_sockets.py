@@ -268,6 +268,15 @@ def test_the_ceph_runner_and_fio_network_engines_declare_the_network() -> None:
     assert FioRunner(clients=["h1"]).network_reason() == "fio client mode"
     assert FioRunner(extra_args=["--ioengine=net"]).network_reason() == "ioengine net"
     assert FioRunner().network_reason({"ioengine": "http"}) == "ioengine http"
+    # io_uring rings and Unix sockets of fio's own, declared by the runner for fio alone
+    assert FioRunner(ioengine="psync").io_uring_reason() is None
+    assert FioRunner(ioengine="io_uring").io_uring_reason() == "ioengine io_uring"
+    assert FioRunner(extra_args=["--ioengine=io_uring_cmd"]).io_uring_reason() is not None
+    assert FioRunner().io_uring_reason({"ioengine": "libaio"}) is None
+    assert FioRunner(ioengine="net", protocol="tcp").unix_socket_reason() is None
+    assert FioRunner(ioengine="net", protocol="unix").unix_socket_reason() is not None
+    assert FioRunner(clients=["sock:/run/fio.sock"]).unix_socket_reason() is not None
+    assert FioRunner(clients=["h1"]).unix_socket_reason() is None
 
 
 def test_the_program_still_sees_what_it_needs(tmp_path: Path) -> None:

@@ -282,7 +282,11 @@ class FioRunner:
 
     def unix_socket_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
         """Why this job's fio makes Unix sockets of its own (the net engines with
-        `protocol=unix`: its listener and its client, both in the sandbox), or None."""
+        `protocol=unix`: its listener and its client, both in the sandbox; a client
+        reaching its server by `sock:<path>`, a path the campaign also declares in
+        `sandbox.sockets` for it to be there), or None."""
+        if any(str(c).startswith("sock:") for c in self.clients):
+            return "fio client mode, sock:"
         given = self._given(opts)
         if {str(v) for k, v in given if k == "ioengine"} & {"net", "netsplice"} and \
                 any(k == "protocol" and str(v) == "unix" for k, v in given):
