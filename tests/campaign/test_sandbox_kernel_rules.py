@@ -270,3 +270,62 @@ def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: A
     got = {json.loads(p.read_text().strip().splitlines()[-1])["got"]
            for p in (camp / "scratch").glob("*/*.prerun.txt")}
     assert got == {"setup:1", "connect:-2"}, got
+
+
+@pytest.mark.skipif(any(shutil.which(p) is None for p in ("initdb", "pg_ctl", "sysbench")),
+                    reason="PostgreSQL or sysbench not installed")
+def test_sysbench_reaches_a_database_only_through_its_declared_socket(tmp_path: Path,
+                                                                      storlab: Any) -> None:
+    """sysbench's PostgreSQL driver talks to the server over its Unix socket: without
+    `sandbox.sockets` the run fails with EPERM and storlab's hint names the declaration;
+    with the socket declared, the benchmark runs."""
+    import pwd
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="storlab-pg-", dir="/var/tmp"))
+    nobody = pwd.getpwnam("nobody")
+    os.chown(base, nobody.pw_uid, nobody.pw_gid)
+
+    def as_nobody(*argv: str) -> None:
+        subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+                        "--clear-groups", *argv], check=True, capture_output=True,
+                       timeout=120)
+
+    try:
+        as_nobody("initdb", "-D", str(base / "data"), "-U", "root", "--auth=trust")
+        as_nobody("pg_ctl", "-D", str(base / "data"), "-w", "-l", str(base / "log"),
+                  "-o", f"-k {base} -c listen_addresses=", "start")
+        sock = base / ".s.PGSQL.5432"
+        sb = (f"sysbench --db-driver=pgsql --pgsql-host={base} --pgsql-user=root "
+              "--pgsql-db=postgres --tables=1 --table-size=100 oltp_read_only")
+        script = (f"{sb} prepare >&2 && {sb} --time=1 run | grep -q 'transactions:' "
+                  f"&& {sb} cleanup >&2 && echo '{{\"y\": 1}}'")
+        for declared in (False, True):
+            camp = tmp_path / f"pg-{declared}"
+            camp.mkdir()
+            spec = {"name": "pg", "timeout": 60, "space": {"factors": [
+                        {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
+                        "responses": [{"name": "y", "goal": "maximize"}]},
+                    "design": {"configs": [{"n": "a"}]},
+                    "runner": {"type": "command", "options": {
+                        "command": ["sh", "-c", script], "json_metrics": {"y": "y"}}},
+                    "sandbox": {"sockets": [str(sock)]} if declared else {}}
+            (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+            r = storlab("run", str(camp / "campaign.yaml"), timeout=120)
+            assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+            out = camp / "campaign.db.output"
+            said = "".join(p.read_text() for p in out.glob("*.std*"))
+            if declared:
+                assert '{"y": 1}' in said, said[-1500:]
+            else:
+                assert '{"y": 1}' not in said and "Operation not permitted" in said, said
+                import sqlite3
+
+                with sqlite3.connect(camp / "campaign.db") as db:
+                    tails = [t for (t,) in db.execute("SELECT stderr_tail FROM runs")]
+                assert any("sandbox.sockets" in (t or "") for t in tails), tails
+    finally:
+        subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+                        "--clear-groups", "pg_ctl", "-D", str(base / "data"), "-m",
+                        "immediate", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
