@@ -470,9 +470,10 @@ class Campaign:
             try:
                 runner = make_runner(self.spec.runner.type, self.runner_options())
                 why = getattr(runner, "network_reason", lambda: None)()
+                ring = getattr(runner, "io_uring_reason", lambda: None)()
                 prog = getattr(runner, "program", lambda: None)()
             except (StorlabError, OSError, TypeError, ValueError):
-                why = prog = None
+                why = ring = prog = None
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"
             trees = shown_install_trees(prog, str(self.dir)) if prog else []
@@ -486,7 +487,9 @@ class Campaign:
                     + f"; network: {net}; Unix sockets: "
                     + (", ".join(sb.sockets) if sb.sockets else "none")
                     + "; io_uring: " + ("every program (sandbox.io_uring)" if sb.io_uring
-                                        else "fio's io_uring engines only"))
+                                        else f"the runner's program ({ring})" if ring
+                                        else "none but the runner's own need (a factor's "
+                                        "engine)"))
         return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:
