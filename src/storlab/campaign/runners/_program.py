@@ -504,7 +504,7 @@ _SANDBOX_HINTS = (
                 r"|Connection refused"),
      "programs get a network of their own (loopback only) unless the campaign declares "
      "sandbox.network: true (a Unix socket: sandbox.sockets)"),
-    (re.compile(r"Operation not permitted|Permission denied|EPERM"),
+    (re.compile(r"Operation not permitted|EPERM"),
      "programs get EPERM for a Unix socket unless the campaign names the sockets to reach "
      "in sandbox.sockets, and for an io_uring ring unless it declares sandbox.io_uring: "
      "true (fio's io_uring engines have one)"),

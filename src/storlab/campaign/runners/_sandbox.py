@@ -242,7 +242,8 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1, for `SETID_SYSCALLS` setting
     `SETID_BITS`, unless `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket,
     unless `io_uring` for `IO_URING_SYSCALLS`, and allowing everything else of the
-    architectures listed there (the machine's own and its compat ones). A call of an architecture the filter does not list
+    architectures listed there (the machine's own and its compat ones). A call of an
+    architecture the filter does not list
     (say x86_64's x32 is listed, a 32-bit ARM call on aarch64 is not) gets EPERM: its
     numbers mean other calls, none of the rules would hold for it. On a machine none of the
     tables names the filter allows everything (it knows no rule, nor the native arch).
@@ -333,7 +334,10 @@ def landlock_ruleset() -> int | None:
         fd = libc.syscall(_LL_CREATE, attr, ctypes.c_size_t(24), ctypes.c_uint32(0))
     except (OSError, AttributeError):
         return None
-    return fd if fd >= 0 else None
+    if fd < 0:
+        return None
+    _restrict_self()  # looked up here, in storlab: the forked child only calls it
+    return fd
 
 
 @functools.cache
