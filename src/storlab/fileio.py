@@ -147,7 +147,7 @@ def write_fresh(path: str | Path, data: str | bytes = b"", dir_fd: int | None = 
 
 
 def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
-                     what: str = "") -> int:
+                     what: str = "", home_fd: int | None = None) -> int:
     """A descriptor (O_RDONLY | O_DIRECTORY) of the directory `path`, which lies inside the
     directory `home`: `home` is opened as named (the user's own path, links and all), then
     each component of `path` below it with O_NOFOLLOW, from the directory opened before it
@@ -155,14 +155,15 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
     campaign's directory, leading to somebody's directory) is refused in one line: what
     storlab makes there as root (its locks, the runs' output files) is made in the
     directory it opened, never where a link leads. `path` outside `home`: only its last
-    component is opened without following."""
+    component is opened without following. `home_fd`: `home` as the caller holds it (opened
+    once, earlier), used instead of opening `home` by name."""
     home, p = os.path.abspath(home), os.path.abspath(path)
     if not (p == home or p.startswith(home.rstrip("/") + "/")):
-        home = os.path.dirname(p)
+        home, home_fd = os.path.dirname(p), None
     label = f"{what} {path}" if what else str(path)
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
     try:
-        fd = os.open(home, flags)
+        fd = os.open(home, flags) if home_fd is None else os.dup(home_fd)
     except OSError as exc:
         raise StorlabError(f"{label}: cannot open {home} ({exc.strerror or exc})") from None
     at = home
@@ -184,8 +185,12 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
             os.close(fd)
             fd = nxt
     except OSError as exc:
+        try:  # the component as the held directory names it (not by path: a link above)
+            linked = stat.S_ISLNK(os.lstat(os.path.basename(at), dir_fd=fd).st_mode)
+        except OSError:
+            linked = False
         os.close(fd)
-        if os.path.islink(at):
+        if linked or os.path.islink(at):
             raise StorlabError(f"{label}: {at} is a symbolic link (to {link_to(at)}); "
                                "storlab makes its own files there only in directories of "
                                "their own, never through a link: remove the link (or put "
@@ -195,7 +200,7 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
 
 
 def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = "",
-                 home: str | Path | None = None) -> Path:
+                 home: str | Path | None = None, home_fd: int | None = None) -> Path:
     """Write `directory/name` anew with `data`, atomically and never through a link:
     `directory` (made if missing) is opened with O_NOFOLLOW, so a link there (to somebody's
     directory) is refused in one line; the file is written under a temporary name made
@@ -203,12 +208,13 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
     followed). For files storlab writes beside a store or a scratch area, where a run's
     programs may have planted a link. With `home` (the campaign's directory), `directory`
     is made and opened from it one component at a time (`open_dir_beneath`): a link
-    swapped in for any directory on the way is refused, not only for the last."""
+    swapped in for any directory on the way is refused, not only for the last; `home_fd`:
+    `home` as the caller holds it (see `open_dir_beneath`)."""
     d = Path(directory)
     label = f"{what} {d}" if what else str(d)
     try:
         if home is not None:
-            dfd = open_dir_beneath(home, d, what=what)
+            dfd = open_dir_beneath(home, d, what=what, home_fd=home_fd)
         else:
             d.mkdir(parents=True, exist_ok=True)
             dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

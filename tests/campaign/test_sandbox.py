@@ -49,9 +49,10 @@ def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storl
         {"run": "sysctl -w vm.swappiness=10", "system_writable": True}, "true"])
     r = storlab("status", camp)
     assert r.returncode == 0, r.stderr
-    assert "sandbox: bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign " \
+    assert "sandbox: bwrap: read-only system (/usr, /etc, /sys) and campaign " \
            "directory; writable: each run's directory, the runner's targets, data; declared " \
-           "devices not openable; network: none (its own); Unix sockets: none" in r.stdout
+           "devices not openable; network: none (its own); Unix sockets: none; io_uring: " \
+           "none but the runner's own need" in r.stdout
     assert "outside the sandbox (system_writable): setup[0]: sysctl -w vm.swappiness=10" \
         in r.stdout
     js = json.loads(storlab("status", camp, "--json").stdout)
@@ -338,3 +339,17 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
                (i386, 4, 1, 2, 3)]
     assert [c for c in denied if decide(*c) != "deny"] == []
     assert [c for c in allowed if decide(*c) != "allow"] == []
+    # Unix sockets and io_uring rings: refused unless the program may have them
+    # (`sandbox.sockets`, fio's io_uring engines); socketpair and other families stay
+    socks = [(x64, 41, 1, 1), (x64, x32 | 41, 1, 5), (x64, 41, 1 << 32 | 1), (i386, 359, 1),
+             (i386, 102, 1, 0)]
+    rings = [(x64, 425, 8), (x64, 426), (x64, 427), (i386, 425), (x64, x32 | 425)]
+    others = [(x64, 41, 2, 1), (x64, 41, 10), (x64, 53, 1, 1), (i386, 360, 1), (i386, 102, 8),
+              (x64, 424), (x64, 428), (x64, 248 - 1)]
+    for unix, ring in ((False, False), (True, False), (False, True), (True, True)):
+        prog = _seccomp_program(unix, ring)
+        ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+        assert {decide(*c) for c in socks} == {"allow" if unix else "deny"}, (unix, ring)
+        assert {decide(*c) for c in rings} == {"allow" if ring else "deny"}, (unix, ring)
+        assert {decide(*c) for c in others} == {"allow"}, (unix, ring)
+        assert [c for c in denied if decide(*c) != "deny"] == []

@@ -113,15 +113,14 @@ addrs = json.loads(sys.argv[1])
 out = {"y": 1}
 for name, a in addrs.items():
     fam = socket.AF_INET if name == "tcp" else socket.AF_UNIX
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(3)
     try:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(3)
         s.connect(("127.0.0.1", a) if name == "tcp" else
                   "\\0" + a[1:] if a.startswith("@") else a)
         out[name] = s.recv(2).decode()
     except OSError as exc:
         out[name] = type(exc).__name__
-    s.close()
 print(json.dumps(out))
 """
 
@@ -149,19 +148,35 @@ def test_no_socket_outside_is_reached_without_an_opt_in(tmp_path: Path,
     assert got.keys() == listeners.count.keys()
     assert not any(v == "hi" for v in got.values()), got
     assert sum(listeners.count.values()) == 0, listeners.count
-    # path sockets: not there at all; abstract and TCP: another network namespace
+    # no Unix socket can be made at all (seccomp: EPERM), whatever its name; TCP: another
+    # network namespace
+    assert {got[k] for k in ("run", "var_lib", "var_tmp", "dev_shm", "shared_tmp",
+                             "abstract")} == {"PermissionError"}, got
+    assert got["tcp"] == "ConnectionRefusedError", got
+    # with a socket declared (Unix sockets can be made): the others are not there at all,
+    # the host's abstract ones in another network namespace
+    got = probe(tmp_path, listeners, sockets=[str(tmp_path / "declared.sock")])
     assert {got[k] for k in ("run", "var_lib", "var_tmp", "dev_shm", "shared_tmp")} == {
         "FileNotFoundError"}, got
     assert got["abstract"] == "ConnectionRefusedError", got
-    assert got["tcp"] == "ConnectionRefusedError", got
+    assert sum(listeners.count.values()) == 0, listeners.count
 
 
 def test_sandbox_network_opens_the_network_and_no_path_socket(tmp_path: Path,
                                                               listeners: Listeners) -> None:
     got = probe(tmp_path, listeners, network=True)
-    assert got["abstract"] == "hi" and got["tcp"] == "hi", got
-    assert listeners.count["abstract"] == 1 and listeners.count["tcp"] == 1
+    assert got["tcp"] == "hi" and listeners.count["tcp"] == 1, got
     paths = ("run", "var_lib", "var_tmp", "dev_shm", "shared_tmp")
+    # no Unix socket without `sandbox.sockets`, abstract ones included
+    assert all(got[k] == "PermissionError" for k in (*paths, "abstract")), got
+    # with one declared: the host's abstract sockets stay out of reach (Landlock's scope,
+    # whatever the network namespace), the undeclared path sockets are not there
+    got = probe(tmp_path, listeners, network=True, sockets=[str(tmp_path / "declared.sock")])
+    from storlab.campaign.runners._sandbox import landlock_ruleset
+
+    if landlock_ruleset() is not None:  # Landlock ABI 6 or newer (Linux 6.12)
+        assert got["abstract"] == "PermissionError", got
+        assert listeners.count["abstract"] == 0, listeners.count
     assert all(got[k] == "FileNotFoundError" for k in paths), got
     assert all(listeners.count[k] == 0 for k in paths), listeners.count
 
@@ -188,7 +203,8 @@ def test_a_socket_in_a_readable_or_campaign_directory_does_not_open_through_show
         tmp_path: Path, listeners: Listeners) -> None:
     """`sandbox.readable` naming a socket itself shows nothing (sockets are declared in
     `sandbox.sockets`)."""
-    got = probe(tmp_path, listeners, readable=[listeners.addrs["var_lib"]])
+    got = probe(tmp_path, listeners, readable=[listeners.addrs["var_lib"]],
+                sockets=[str(tmp_path / "declared.sock")])
     assert got["var_lib"] == "FileNotFoundError" and listeners.count["var_lib"] == 0, got
 
 
@@ -252,6 +268,15 @@ def test_the_ceph_runner_and_fio_network_engines_declare_the_network() -> None:
     assert FioRunner(clients=["h1"]).network_reason() == "fio client mode"
     assert FioRunner(extra_args=["--ioengine=net"]).network_reason() == "ioengine net"
     assert FioRunner().network_reason({"ioengine": "http"}) == "ioengine http"
+    # io_uring rings and Unix sockets of fio's own, declared by the runner for fio alone
+    assert FioRunner(ioengine="psync").io_uring_reason() is None
+    assert FioRunner(ioengine="io_uring").io_uring_reason() == "ioengine io_uring"
+    assert FioRunner(extra_args=["--ioengine=io_uring_cmd"]).io_uring_reason() is not None
+    assert FioRunner().io_uring_reason({"ioengine": "libaio"}) is None
+    assert FioRunner(ioengine="net", protocol="tcp").unix_socket_reason() is None
+    assert FioRunner(ioengine="net", protocol="unix").unix_socket_reason() is not None
+    assert FioRunner(clients=["sock:/run/fio.sock"]).unix_socket_reason() is not None
+    assert FioRunner(clients=["h1"]).unix_socket_reason() is None
 
 
 def test_the_program_still_sees_what_it_needs(tmp_path: Path) -> None:
@@ -400,15 +425,19 @@ def test_temporary_files_go_to_the_runs_directory(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 def test_fio_engines_and_name_lookups_work_in_the_smaller_root(tmp_path: Path) -> None:
     """What users run still runs: fio with psync, libaio and io_uring writes its file in
-    the run's directory; names resolve from /etc (getent)."""
+    the run's directory; names resolve from /etc (getent). io_uring started by a command
+    needs `sandbox.io_uring` (the fio runner declares it for its io_uring engines); without
+    it fio fails and storlab's hint names the declaration."""
     jobs = " && ".join(f"fio --name={e} --ioengine={e} --rw=randwrite --bs=4k --size=256k "
                        "--output-format=terse >/dev/null" for e in ("psync", "libaio",
                                                                     "io_uring"))
-    res = run(tmp_path, ["sh", "-c", f"{jobs} && ls && getent hosts localhost && "
-                         "echo '{\"y\": 1}'"])
+    argv = ["sh", "-c", f"{jobs} && ls && getent hosts localhost && echo '{{\"y\": 1}}'"]
+    res = run(tmp_path, argv, io_uring=True)
     assert res.status == "ok", res.stderr[-600:]
     assert all(f"{e}.0.0" in res.raw for e in ("psync", "libaio", "io_uring")), res.raw
     assert "localhost" in res.raw, res.raw
+    res = run(tmp_path, ["fio", "--name=u", "--ioengine=io_uring", "--rw=write", "--size=64k"])
+    assert res.status == "failed" and "sandbox.io_uring: true" in res.stderr, res.stderr
 
 
 def test_a_declared_socket_inside_a_declared_writable_directory_opens(tmp_path: Path) -> None:
@@ -461,8 +490,10 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
     addrs = {k: str(v) for k, v in names.items()}
     script = PROBE.replace("s.recv(2).decode()", "'connected'")
     try:
+        # a socket declared (Unix sockets can be made): the covering is what holds
         res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
-                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")])
+                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")],
+                  sockets=[str(tmp_path / "declared.sock")])
         assert res.status == "ok", res.stderr[-600:]
         got = json.loads(res.raw.strip().splitlines()[-1])
         assert {got[k] for k in addrs} == {"ConnectionRefusedError"}, got

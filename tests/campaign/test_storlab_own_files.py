@@ -298,3 +298,64 @@ def test_a_left_over_run_directory_that_cannot_be_cleared_is_named(tmp_path: Pat
             (tails, p.stdout, p.stderr)
     finally:
         os.system(f"chattr -i '{left / 'stuck'}'")
+
+
+def test_records_dir_is_written_from_the_scratch_area_storlab_holds(tmp_path: Path) -> None:
+    """Route: the object-store runner wrote `<records_dir>/<key>.csv.gz` by path, so a
+    scratch area swapped for a link while the load ran (a step outside the sandbox can)
+    sent the records where it leads. Now they go to the scratch area storlab opened when
+    the run started; a link planted for `records_dir` itself is refused in one line.
+    (The runner's whole path, with a real Swift cluster: tests/clusters.)"""
+    from storlab.campaign.runners._program import run_directory
+    from storlab.campaign.runners.objectstore import write_records
+
+    victim_dir, before = theirs(tmp_path, ["scratch/records/c1-r1.csv.gz"])
+    scratch = tmp_path / "c" / "scratch"
+    (scratch / "c1-r1").mkdir(parents=True)
+    pfd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY)
+    wfd = os.open(scratch / "c1-r1", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.rename(scratch, tmp_path / "c" / "old")
+        scratch.symlink_to(victim_dir / "scratch")
+        with run_directory(scratch / "c1-r1", wfd, pfd):
+            write_records(Path("records"), scratch / "c1-r1", b"records")
+            (tmp_path / "c" / "old" / "planted").symlink_to(victim_dir / "scratch" / "records")
+            with pytest.raises(StorlabError, match="planted is a symbolic link"):
+                write_records(Path("planted"), scratch / "c1-r1", b"records")
+    finally:
+        os.close(pfd)
+        os.close(wfd)
+    assert tree(victim_dir) == before
+    assert (tmp_path / "c" / "old" / "records" / "c1-r1.csv.gz").read_bytes() == b"records"
+
+
+def test_the_scratch_area_is_compared_only_when_seen_the_same_way(tmp_path: Path) -> None:
+    """The scratch area's (dev, inode) at the campaign's start is compared with the one a
+    run opens only when both are seen by the same host name, boot and mount namespace:
+    a container sharing the host's name (another mount namespace) or a scratch area on
+    NFS remounted after a reboot (another boot id) does not refuse runs with a message
+    about a link that is not there; seen the same way, a scratch area leading elsewhere
+    is refused."""
+    from storlab.campaign.task import RunTask, execute_task, scratch_view
+
+    camp = tmp_path / "c"
+    (camp / "scratch").mkdir(parents=True)
+    st = os.stat(camp / "scratch")
+    view = scratch_view()
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert view.split() == [socket.gethostname(), boot, os.readlink("/proc/self/ns/mnt")]
+
+    def run(seen: str, ino: int) -> Any:
+        t = RunTask(key="c1-r1", config={}, runner_type="command", values={},
+                    runner_options={"command": ["sh", "-c", "echo '{\"y\": 1}'"],
+                                    "json_metrics": {"y": "y"}},
+                    workdir=str(camp / "scratch" / "c1-r1"), timeout=30, homes=[str(camp)],
+                    own_scratch=True, scratch_id=(seen, st.st_dev, ino))
+        return execute_task(t).result
+
+    assert run(view, st.st_ino).status == "ok"
+    r = run(view, st.st_ino + 1)
+    assert r.status == "failed" and "leads to another directory" in r.stderr, r.stderr
+    for other in (view.replace(boot, "another-boot"), view.rsplit(" ", 1)[0] + " mnt:[1]"):
+        r = run(other, st.st_ino + 1)
+        assert r.status == "ok", (other, r.stderr)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -50,7 +49,7 @@ from .spec import CampaignError, CampaignSpec, check_plan, load_spec
 from .store import FAILED, Store, refuse_linked_dirs, refuse_links
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
-from .task import RunTask, StepSpec, TaskOutcome
+from .task import RunTask, StepSpec, TaskOutcome, scratch_view
 
 _T = TypeVar("_T")
 
@@ -425,20 +424,21 @@ class Campaign:
                        network=self.spec.sandbox.network,
                        readable=[str(self.dir / p) for p in self.spec.sandbox.readable],
                        sockets=[str(self.dir / p) for p in self.spec.sandbox.sockets],
+                       io_uring=self.spec.sandbox.io_uring,
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
                        tag=run_identity(self.store_path, r.key))
 
     def _scratch_identity(self) -> tuple[str, int, int] | None:
-        """(host, st_dev, st_ino) of the scratch area now (made if missing): each run's
+        """(`scratch_view`, st_dev, st_ino) of the scratch area now (made if missing): each run's
         directory is made only while it still leads there (`RunTask.scratch_id`)."""
         try:
             self.scratch.mkdir(parents=True, exist_ok=True)
             st = os.stat(self.scratch)
         except OSError:
             return None  # each run then fails on it in one line
-        return socket.gethostname(), st.st_dev, st.st_ino
+        return scratch_view(), st.st_dev, st.st_ino
 
     @property
     def output_dir(self) -> Path:
@@ -470,13 +470,14 @@ class Campaign:
             try:
                 runner = make_runner(self.spec.runner.type, self.runner_options())
                 why = getattr(runner, "network_reason", lambda: None)()
+                ring = getattr(runner, "io_uring_reason", lambda: None)()
                 prog = getattr(runner, "program", lambda: None)()
             except (StorlabError, OSError, TypeError, ValueError):
-                why = prog = None
+                why = ring = prog = None
             if why and not sb.network:
                 net = f"the host's for the runner's program ({why})"
             trees = shown_install_trees(prog, str(self.dir)) if prog else []
-            head = (f"bwrap: read-only system (/usr, /etc, /opt, /sys) and campaign "
+            head = (f"bwrap: read-only system (/usr, /etc, /sys) and campaign "
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
                     + (f", the program's install tree {', '.join(trees)}" if trees else "")
@@ -484,7 +485,11 @@ class Campaign:
                     "declared devices "
                     + ("writable (allow_destructive)" if dev else "not openable")
                     + f"; network: {net}; Unix sockets: "
-                    + (", ".join(sb.sockets) if sb.sockets else "none"))
+                    + (", ".join(sb.sockets) if sb.sockets else "none")
+                    + "; io_uring: " + ("every program (sandbox.io_uring)" if sb.io_uring
+                                        else f"the runner's program ({ring})" if ring
+                                        else "none but the runner's own need (a factor's "
+                                        "engine)"))
         return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@
       network: false                # true: the host's network (default: none of it)
       readable: [/data/traces]      # shown read-only besides the system and campaign
       sockets: [/run/mysqld/mysqld.sock]  # Unix sockets the programs may connect to
+      io_uring: false               # true: every program may make io_uring rings
     setup:                          # argv templates; values become whole argv elements
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
       - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
@@ -147,7 +148,7 @@ class SandboxSpec(_Model):
     declared targets: `writable` paths (relative to the campaign file), and whether devices
     and existing files among them open for writing (`allow_destructive`); what they may
     reach besides the system's trees and the campaign's directory: the host's `network`,
-    `readable` paths, `sockets`."""
+    `readable` paths, `sockets`, io_uring rings (`io_uring`)."""
 
     writable: list[str] = Field(default_factory=list)
     allow_destructive: StrictBool = False
@@ -156,8 +157,12 @@ class SandboxSpec(_Model):
     network: StrictBool = False
     #: Paths shown read-only besides the system's trees and the campaign's directory.
     readable: list[str] = Field(default_factory=list)
-    #: Unix sockets the programs may connect to (a database's, a server's).
+    #: Unix sockets the programs may connect to (a database's, a server's); without one
+    #: the programs cannot make a Unix socket at all (seccomp: EPERM).
     sockets: list[str] = Field(default_factory=list)
+    #: Every program may make io_uring rings (their operations pass round the seccomp
+    #: filter); otherwise only fio with an io_uring engine may.
+    io_uring: StrictBool = False
 
 
 class CampaignSpec(_Model):

@@ -57,6 +57,7 @@ class RunTask:
     network: bool = False  # the campaign's `sandbox.network`
     readable: list[str] = field(default_factory=list)  # the campaign's `sandbox.readable`
     sockets: list[str] = field(default_factory=list)  # the campaign's `sandbox.sockets`
+    io_uring: bool = False  # the campaign's `sandbox.io_uring`
     #: The campaign's directory and scratch area: an existing file outside them opens in
     #: the sandbox only with `allow_destructive`.
     homes: list[str] = field(default_factory=list)
@@ -66,8 +67,9 @@ class RunTask:
     #: link leading out): one left there without storlab's mark (by an older storlab, or a
     #: killed attempt) is the campaign's, cleared and reused; elsewhere it is refused.
     own_scratch: bool = False
-    #: (host, st_dev, st_ino) of the scratch area at the campaign's start: on that host, a
-    #: scratch area that leads elsewhere since (a link swapped in) is refused.
+    #: (view, st_dev, st_ino) of the scratch area at the campaign's start (`scratch_view`:
+    #: host, boot and mount namespace): seen the same way, a scratch area that leads
+    #: elsewhere since (a link swapped in) is refused.
     scratch_id: tuple[str, int, int] | None = None
 
 
@@ -111,6 +113,22 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
 
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def scratch_view() -> str:
+    """Who sees the scratch area's (st_dev, st_ino) the same way: the host's name, the
+    kernel's boot (`/proc/sys/kernel/random/boot_id`: device numbers change across boots,
+    an NFS mount's when remounted) and the mount namespace (a container may share the
+    host's name but not its mounts). A run seen another way does not compare them (a
+    Dask worker elsewhere, a container) instead of refusing with a misleading message."""
+    def read(how: Any) -> str:
+        try:
+            return str(how())
+        except OSError:
+            return "?"
+
+    boot = read(lambda: Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    return f"{socket.gethostname()} {boot} {read(lambda: os.readlink('/proc/self/ns/mnt'))}"
 
 
 def _marked(dfd: int, mark: bytes) -> bool:
@@ -175,7 +193,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
     with ExitStack() as stack:
         stack.callback(os.close, pfd)
         now = os.fstat(pfd)
-        if (task.scratch_id is not None and task.scratch_id[0] == socket.gethostname()
+        if (task.scratch_id is not None and task.scratch_id[0] == scratch_view()
                 and (now.st_dev, now.st_ino) != tuple(task.scratch_id[1:])):
             return failed(f"{workdir.parent}: the scratch area leads to another directory "
                           "than at the campaign's start (a link put there meanwhile); "
@@ -217,8 +235,8 @@ def execute_task(task: RunTask) -> TaskOutcome:
                 tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
                 run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
                 network=task.network, readable=tuple(task.readable),
-                sockets=tuple(task.sockets))))
-            inner.enter_context(run_directory(workdir, wfd))
+                sockets=tuple(task.sockets), io_uring=task.io_uring)))
+            inner.enter_context(run_directory(workdir, wfd, pfd))
             if task.output_dir is not None:
                 out = Path(task.output_dir)
                 # opened from the campaign's directory without following a link: a

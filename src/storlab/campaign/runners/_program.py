@@ -265,16 +265,30 @@ _RUN_TAG: ContextVar[str | None] = ContextVar("storlab_run_tag", default=None)
 _RUN_DIR: ContextVar[tuple[str, int] | None] = ContextVar("storlab_run_dir", default=None)
 
 
+_SCRATCH: ContextVar[tuple[str, int] | None] = ContextVar("storlab_scratch", default=None)
+
+
 @contextmanager
-def run_directory(path: str | os.PathLike[str], dir_fd: int) -> Iterator[None]:
+def run_directory(path: str | os.PathLike[str], dir_fd: int,
+                  scratch_fd: int | None = None) -> Iterator[None]:
     """Files runners write inside (`write_run_file`) directly in `path` are made in the
     directory `dir_fd` (opened when storlab made it), never where a link a step swapped in
-    for `path` (or for a directory above it) leads."""
+    for `path` (or for a directory above it) leads; `scratch_fd`: the scratch area (the
+    directory above `path`) as storlab holds it (`held_scratch`)."""
     token = _RUN_DIR.set((os.path.abspath(path), dir_fd))
+    stoken = _SCRATCH.set(None if scratch_fd is None else
+                          (os.path.dirname(os.path.abspath(path)), scratch_fd))
     try:
         yield
     finally:
+        _SCRATCH.reset(stoken)
         _RUN_DIR.reset(token)
+
+
+def held_scratch() -> tuple[str, int] | None:
+    """(path, descriptor) of the scratch area the running run's directory lies in, opened
+    once when the run started (a runner writes beside the runs from it, never by path)."""
+    return _SCRATCH.get()
 
 
 def write_run_file(path: str | os.PathLike[str], data: str | bytes) -> Path:
@@ -374,13 +388,15 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 timeout: float | None = None, env: Mapping[str, str] | None = None,
                 shell: bool = False, stdin_text: str | None = None,
                 targets: Sequence[str] = (), allow_destructive: bool = False,
-                network: bool = False) -> ProcOutcome:
+                network: bool = False, unix_sockets: bool = False,
+                io_uring: bool = False) -> ProcOutcome:
     """Run `argv` (a list; a string only with `shell=True`) inside its sandbox and collect
     its output.
 
     The sandbox (`_sandbox.wrap`) opens `cwd` and the declared `targets` (the runner's; the
     campaign's own declarations come from `_sandbox.declared`), and shares the host's
-    network when the runner says the program needs it (`network`); everything else is
+    network when the runner says the program needs it (`network`; `unix_sockets`,
+    `io_uring`: it makes Unix sockets, io_uring rings of its own); everything else is
     read-only, and every process of the program dies when its first one ends, on a timeout,
     or with storlab. stdout and stderr stream to files (`output_files`), never into memory:
     the outcome holds their tails. The child gets its own session so a terminal Ctrl-C
@@ -409,7 +425,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                None, False, started, time.time())
     try:
         wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
-                                       targets, allow_destructive, full_env, network)
+                                       targets, allow_destructive, full_env, network,
+                                       unix_sockets, io_uring)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     except OSError as exc:  # the walls could not open what they bind (EMFILE): one line
@@ -434,7 +451,9 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,
                                     start_new_session=True,
-                                    preexec_fn=functools.partial(guard_child, os.getpid()))
+                                    preexec_fn=functools.partial(
+                                        _start_child, os.getpid(),
+                                        _sandbox.landlock_ruleset() if walls else None))
         except OSError as exc:  # program missing or not executable: a failed run, not a crash
             return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
                                time.time())
@@ -465,7 +484,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
         err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
     if walls is not None and proc.returncode != 0:
-        err += sandbox_hint(err)
+        err += sandbox_hint(err, out[-4096:])
     if cut:
         err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
                 + (f" (whole stream: {paths[0]})" if paths[0] else ""))
@@ -478,22 +497,36 @@ _SANDBOX_HINTS = (
      "the sandbox keeps everything read-only but the run's directory (TMPDIR points there) "
      "and the places the campaign declares: declare a directory in sandbox.writable"),
     (re.compile(r"No such file or directory|not found|cannot open|No module named"),
-     "the sandbox shows /usr, /etc, /opt, the campaign's directory and the program's own "
+     "the sandbox shows /usr, /etc, the campaign's directory and the program's own "
      "directory; a file elsewhere (a script under /home or /srv, a home's dot-files, an "
      "editable install's sources) is shown with sandbox.readable"),
     (re.compile(r"name resolution|Name or service not known|Network is unreachable"
                 r"|Connection refused"),
      "programs get a network of their own (loopback only) unless the campaign declares "
      "sandbox.network: true (a Unix socket: sandbox.sockets)"),
+    (re.compile(r"Operation not permitted|EPERM"),
+     "programs get EPERM for a Unix socket unless the campaign names the sockets to reach "
+     "in sandbox.sockets, and for an io_uring ring unless it declares sandbox.io_uring: "
+     "true (fio's io_uring engines have one)"),
 )
 
 
-def sandbox_hint(stderr: str) -> str:
+def _start_child(parent: int, ruleset: int | None) -> None:
+    """The child's `preexec_fn`: the guard (`guard_child`), then, for a sandboxed program,
+    the Landlock scopes (`_sandbox.enter_landlock`)."""
+    guard_child(parent)
+    if ruleset is not None:
+        _sandbox.enter_landlock(ruleset)
+
+
+def sandbox_hint(stderr: str, stdout: str = "") -> str:
     """A line naming what the campaign can declare, when a failed program's error reads
-    like the sandbox's walls (fio's own read-only hint says more: not repeated)."""
+    like the sandbox's walls (fio's own read-only hint says more: not repeated). An EPERM
+    is looked for in the end of `stdout` too (fio reports a refused ring there)."""
     out = ""
     for pattern, text in _SANDBOX_HINTS:
-        if pattern.search(stderr) and "error=Read-only file system" not in stderr:
+        said = stderr + stdout if pattern is _SANDBOX_HINTS[-1][0] else stderr
+        if pattern.search(said) and "error=Read-only file system" not in stderr:
             out += f"\nstorlab: if this is the sandbox: {text}"
     return out
 

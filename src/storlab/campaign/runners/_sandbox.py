@@ -2,7 +2,7 @@
 namespaces that the kernel enforces, whatever the program's options say.
 
 Inside, a program sees a smaller root, read-only (and `nodev`): the system's programs and
-settings (/usr, /etc, /opt, /lib*, /bin, /sbin, /sys), the campaign's directory, the
+settings (/usr, /etc, /lib*, /bin, /sbin, /sys), the campaign's directory, the
 install tree of the program started, and what the campaign declares; /tmp, /var/tmp and /run
 are empty and read-only. Nothing else of the host shows, so no Unix socket a daemon made
 (/run, /var/lib, /home, /srv, /tmp...) can be reached, whatever the daemon. Writable: the
@@ -87,6 +87,9 @@ class Declared:
     #: Unix sockets the programs may connect to (the campaign's `sandbox.sockets`): each
     #: bound alone, from the socket storlab opened.
     sockets: tuple[str, ...] = ()
+    #: The programs may make io_uring rings (the campaign's `sandbox.io_uring`); otherwise
+    #: only fio with an io_uring engine may.
+    io_uring: bool = False
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -135,7 +138,11 @@ def bwrap_exe() -> str:
 #: The host's trees every program sees, read-only: programs, libraries, settings, sysfs.
 #: No daemon keeps its socket there (they use /run, /var/lib, /tmp, a home); a socket made
 #: in one of them would show.
-SYSTEM_TREES = ("/usr", "/etc", "/opt", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+#: Not /opt: software installed there by hand keeps its own state (and, for a daemon, its
+#: sockets) beside itself; a program under /opt sees its own install tree only
+#: (`_install_trees`), another one there is shown when the campaign declares it
+#: (`sandbox.readable`).
+SYSTEM_TREES = ("/usr", "/etc", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                 "/libx32")
 #: Directories the program gets empty and read-only (in bwrap's own root, a tmpfs made
 #: read-only once the mounts are made): where daemons put their sockets. Read-only: a fio
@@ -207,13 +214,36 @@ SETID_SYSCALLS = {"x86_64": [(0xC000003E, 90, 1), (0xC000003E, 91, 1), (0xC00000
                   "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2)]}
 SETID_BITS = 0o6000
 
+#: `socket` (and i386's `socketcall` multiplexer) by architecture: (AUDIT_ARCH, syscall
+#: number, index of the argument, value refused): a program gets EPERM for
+#: `socket(AF_UNIX, ...)` unless the campaign declares `sandbox.sockets` (or the runner
+#: needs one of its own: fio's net engine with `protocol=unix`). Refusing the socket
+#: refuses every Unix socket by construction, whatever its name, its network namespace,
+#: when or where it was bound, or how it was linked; `socketpair` (which reaches nothing)
+#: stays. i386's `socketcall(SYS_SOCKET, args)` keeps the domain in memory the filter
+#: cannot read: refused whatever the domain (a 32-bit program then has no socket at all).
+AF_UNIX = 1
+UNIX_SOCKET_SYSCALLS = {"x86_64": [(0xC000003E, 41, 0, AF_UNIX), (0x40000003, 359, 0, AF_UNIX),
+                                   (0x40000003, 102, 0, 1)],
+                        "aarch64": [(0xC00000B7, 198, 0, AF_UNIX)]}
+
+#: io_uring_setup, io_uring_enter, io_uring_register by architecture (AUDIT_ARCH, first,
+#: last): a ring's operations (IORING_OP_SOCKET, _CONNECT, _OPENAT...) never pass through
+#: the seccomp filter, so a program that may make a ring steps round the rules above. They
+#: get EPERM unless the program is fio with an io_uring engine (`IO_URING_ENGINES`) or the
+#: campaign declares `sandbox.io_uring: true`.
+IO_URING_SYSCALLS = {"x86_64": [(0xC000003E, 425, 427), (0x40000003, 425, 427)],
+                     "aarch64": [(0xC00000B7, 425, 427)]}
+
 
 @functools.cache
-def _seccomp_program() -> bytes:
+def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
-    `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1 and for `SETID_SYSCALLS` setting
-    `SETID_BITS`, and allowing everything else of the architectures listed there (the
-    machine's own and its compat ones). A call of an architecture the filter does not list
+    `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1, for `SETID_SYSCALLS` setting
+    `SETID_BITS`, unless `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket,
+    unless `io_uring` for `IO_URING_SYSCALLS`, and allowing everything else of the
+    architectures listed there (the machine's own and its compat ones). A call of an
+    architecture the filter does not list
     (say x86_64's x32 is listed, a 32-bit ARM call on aarch64 is not) gets EPERM: its
     numbers mean other calls, none of the rules would hold for it. On a machine none of the
     tables names the filter allows everything (it knows no rule, nor the native arch).
@@ -225,10 +255,13 @@ def _seccomp_program() -> bytes:
     ld_abs, jeq, jge, jgt, jset, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x45, 0x54, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO(EPERM)
     machine = platform.machine()
-    ranges = DENIED_SYSCALLS.get(machine, [])
+    ranges = [*DENIED_SYSCALLS.get(machine, []),
+              *([] if io_uring else IO_URING_SYSCALLS.get(machine, []))]
     # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
     args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
-        (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])]
+        (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jeq, k) for a, nr, i, k in
+        ([] if unix_sockets else UNIX_SOCKET_SYSCALLS.get(machine, []))]
     # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
@@ -264,12 +297,63 @@ def _seccomp_program() -> bytes:
                     for i, (code, jt, jf, k) in enumerate(prog))
 
 
-def _seccomp_fd() -> int:
+def _seccomp_fd(unix_sockets: bool, io_uring: bool) -> int:
     """A descriptor holding the filter, for bwrap to read (`--seccomp FD`)."""
     fd = os.memfd_create("storlab-seccomp", os.MFD_CLOEXEC)
-    os.write(fd, _seccomp_program())
+    os.write(fd, _seccomp_program(unix_sockets, io_uring))
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+#: Landlock's scopes (ABI 6, Linux 6.12): LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET and
+#: LANDLOCK_SCOPE_SIGNAL. A process of the sandbox then reaches no abstract Unix socket and
+#: signals no process made outside it, whatever its network namespace (a campaign's
+#: `sandbox.network` shares the host's) and whatever the route (an io_uring
+#: IORING_OP_CONNECT runs with the ring's credentials, which carry the domain).
+LANDLOCK_SCOPES = 0x1 | 0x2
+#: Landlock's syscalls: one number on every architecture (the generic table).
+_LL_CREATE, _LL_RESTRICT = 444, 446
+
+
+@functools.cache
+def landlock_ruleset() -> int | None:
+    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process) that
+    handles no file or network access and scopes `LANDLOCK_SCOPES`; None when the kernel
+    has no Landlock or an ABI older than 6. Two syscalls through ctypes: the Python
+    bindings published (`landlock` on PyPI) are pre-releases, and a ruleset without rules
+    needs nothing else."""
+    import ctypes
+    import struct
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        if abi < 6:
+            return None
+        attr = ctypes.create_string_buffer(struct.pack("<QQQ", 0, 0, LANDLOCK_SCOPES))
+        fd = libc.syscall(_LL_CREATE, attr, ctypes.c_size_t(24), ctypes.c_uint32(0))
+    except (OSError, AttributeError):
+        return None
+    if fd < 0:
+        return None
+    _restrict_self()  # looked up here, in storlab: the forked child only calls it
+    return fd
+
+
+@functools.cache
+def _restrict_self() -> object:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).syscall
+
+
+def enter_landlock(ruleset: int) -> None:
+    """Put the calling process (a child about to exec bwrap: everything the sandbox starts
+    inherits it) in `ruleset`'s Landlock domain. A ruleset that handles no file access
+    leaves bwrap free to mount. Refused without CAP_SYS_ADMIN or no_new_privs (storlab
+    not root): the program then runs without the scopes (the seccomp filter still refuses
+    Unix sockets)."""
+    _restrict_self()(_LL_RESTRICT, ruleset, 0)  # type: ignore[operator]
 
 
 @functools.cache
@@ -339,6 +423,9 @@ class Walls:
     network: bool = False  # the host's network namespace, not one of the sandbox's own
     sockets: list[str] = field(default_factory=list)  # declared sockets, where they show
     seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
+    #: the filter lets the program make Unix sockets (declared ones) and io_uring rings
+    unix_sockets: bool = False
+    io_uring: bool = False
     #: the campaign's directory and declared readable places, where they show: walked for
     #: sockets (a hard link to a daemon's socket has a name /proc/net/unix does not list)
     trees: list[str] = field(default_factory=list)
@@ -420,7 +507,7 @@ class Walls:
         # read-only: a write outside the declared places fails loudly, not in memory unseen
         out += ["--remount-ro", "/"]
         if self.seccomp is None:
-            self.seccomp = _seccomp_fd()
+            self.seccomp = _seccomp_fd(self.unix_sockets, self.io_uring)
         out += ["--seccomp", str(self.seccomp)]
         if env is not None:
             out.append("--clearenv")
@@ -719,7 +806,8 @@ def refused_socket(paths: Iterable[str]) -> str | None:
 
 
 def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False,
-              network: bool = False) -> Walls:
+              network: bool = False, unix_sockets: bool = False,
+              io_uring: bool = False) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
     (absolute paths: the runner's, then the campaign's `sandbox.writable`). The caller
     closes them (`Walls.close`) once the program started.
@@ -771,6 +859,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
             for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
+        w.unix_sockets = unix_sockets or bool(decl.sockets)
+        w.io_uring = io_uring or decl.io_uring
     except BaseException:
         w.close()
         raise
@@ -829,17 +919,20 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
          allow_destructive: bool = False, env: Mapping[str, str] | None = None,
-         network: bool = False) -> tuple[list[str], Walls | None]:
+         network: bool = False, unix_sockets: bool = False,
+         io_uring: bool = False) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
     start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
-    then `walls.close()`. `network`: the runner needs the host's network for this program.
+    then `walls.close()`. `network`: the runner needs the host's network for this program;
+    `unix_sockets`, `io_uring`: it makes Unix sockets of its own (fio's net engine with
+    `protocol=unix`), io_uring rings (fio's io_uring engines).
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
     out. Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
     cwd = _norm(cwd or os.getcwd())
-    w = walls_for(cwd, targets, allow_destructive, network)
+    w = walls_for(cwd, targets, allow_destructive, network, unix_sockets, io_uring)
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
             w.show(home)

@@ -39,6 +39,12 @@ REMOTE_ENGINES = {"rbd", "rados", "http", "net", "netsplice", "nfs", "libcufile"
 #: sandbox gives other runs a network namespace of their own).
 NETWORK_ENGINES = REMOTE_ENGINES - {"libcufile"} | {"libiscsi", "rdma", "gfapi",
                                                    "gfapi_async", "dfs", "libhdfs"}
+#: Engines that make io_uring rings (the sandbox refuses rings to other programs: their
+#: operations pass round the seccomp filter). fio's io_uring engines issue reads, writes,
+#: syncs and, `io_uring_cmd`, passthrough commands on the files fio opened itself (through
+#: the walls: only declared device nodes exist in the sandbox's /dev); no option makes them
+#: open, make a socket or connect.
+IO_URING_ENGINES = frozenset({"io_uring", "io_uring_cmd", "xnvme", "libblkio"})
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
@@ -265,6 +271,28 @@ class FioRunner:
         engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
         return f"ioengine {min(engines)}" if engines else None
 
+    def _given(self, opts: Mapping[str, str] | None) -> list[tuple[str, str]]:
+        return [*_parse_extra_args(self.extra_args),
+                *(self.options if opts is None else opts).items()]
+
+    def io_uring_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
+        """Why this job's fio makes io_uring rings (an io_uring engine), or None."""
+        engines = {str(v) for k, v in self._given(opts) if k == "ioengine"} & IO_URING_ENGINES
+        return f"ioengine {min(engines)}" if engines else None
+
+    def unix_socket_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
+        """Why this job's fio makes Unix sockets of its own (the net engines with
+        `protocol=unix`: its listener and its client, both in the sandbox; a client
+        reaching its server by `sock:<path>`, a path the campaign also declares in
+        `sandbox.sockets` for it to be there), or None."""
+        if any(str(c).startswith("sock:") for c in self.clients):
+            return "fio client mode, sock:"
+        given = self._given(opts)
+        if {str(v) for k, v in given if k == "ioengine"} & {"net", "netsplice"} and \
+                any(k == "protocol" and str(v) == "unix" for k, v in given):
+            return "ioengine net, protocol=unix"
+        return None
+
     def check_home(self, config: Mapping[str, Any], home: Path, workdir: Path) -> None:
         """Refuse a file fio would make directly in the campaign's directory `home` (beside
         the campaign file and the store), which the sandbox keeps read-only: every run
@@ -368,7 +396,9 @@ class FioRunner:
         proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout,
                            targets=self.sandbox_targets(opts, workdir),
                            allow_destructive=self.allow_destructive,
-                           network=self.network_reason(opts) is not None)
+                           network=self.network_reason(opts) is not None,
+                           unix_sockets=self.unix_socket_reason(opts) is not None,
+                           io_uring=self.io_uring_reason(opts) is not None)
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:

@@ -12,12 +12,15 @@ state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` f
 factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
 `<records_dir>/<run key>.csv.gz` as well (a relative `records_dir` is taken from the
-campaign's scratch directory).
+campaign's scratch directory, and written from the scratch area storlab holds open, one
+directory at a time without following a link; an absolute one inside the campaign's
+directory from that directory the same way).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -135,14 +138,8 @@ class ObjectStoreRunner:
         if self.records_dir is not None:
             import gzip
 
-            from ...fileio import write_in_dir
-
-            # relative to the campaign's scratch directory (the parent of every run's own)
-            rdir = self.records_dir if self.records_dir.is_absolute() else \
-                Path(workdir).resolve().parent / self.records_dir
-            try:  # never through a link a run's program could have planted there
-                write_in_dir(rdir, f"{Path(workdir).name}.csv.gz",
-                             gzip.compress(csv.encode()), what="records_dir")
+            try:
+                write_records(self.records_dir, Path(workdir), gzip.compress(csv.encode()))
             except StorlabError as exc:
                 return RunResult("failed", stderr=str(exc), started=started,
                                  ended=time.time())
@@ -162,3 +159,27 @@ class ObjectStoreRunner:
                       f"{bad.to_dict()})")
         return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)
+
+
+def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
+    """Write a run's records to `<records_dir>/<run key>.csv.gz`. A relative `records_dir`
+    lies in the campaign's scratch directory (the parent of every run's own) and is made
+    and opened from the scratch area storlab holds open for the run (`held_scratch`), one
+    directory at a time without following a link: a link a run's program or a step
+    planted for it, or for a directory below it, is refused, never followed. An absolute
+    one inside the campaign's directory is opened from that directory the same way."""
+    from ...fileio import write_in_dir
+    from ._program import held_scratch
+    from ._sandbox import current
+
+    scratch = os.path.dirname(os.path.abspath(workdir))
+    if records_dir.is_absolute():
+        rdir, home_fd = records_dir, None
+        home = next((h for h in current().homes if os.path.abspath(rdir).startswith(
+            os.path.abspath(h).rstrip("/") + "/")), None)
+    else:
+        held = held_scratch()
+        rdir, home = Path(scratch) / records_dir, scratch
+        home_fd = held[1] if held is not None and held[0] == scratch else None
+    return write_in_dir(rdir, f"{Path(workdir).name}.csv.gz", data, what="records_dir",
+                        home=home, home_fd=home_fd)
