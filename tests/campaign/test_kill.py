@@ -21,6 +21,8 @@ import yaml
 
 from storlab.campaign.store import Store
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 pytestmark = pytest.mark.xdist_group("lock")
 

@@ -20,6 +20,8 @@ from storlab.campaign.sweep_campaign import campaign_executor, run_sweep
 from storlab.errors import SimError
 from storlab.sim.spec import load_raw
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "sim" / "small.yaml"
 POINTS = 5
