@@ -173,7 +173,7 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
     tests of many calls whose subject is each call's own process: its status, its one-line
     error, what it leaves on disk, memory it may not exceed, runs it makes.
     `storlab_forked.start(*args, cwd=, env=, memory=)` returns at once with the child (`pid`,
-    `poll`, `wait`, `send_signal`, `result`: as a Popen), for a test that signals it."""
+    `poll`, `wait`, `send_signal`, `kill`, `result`: as a Popen), for a test that signals it."""
     here = tmp_path_factory.mktemp("forked")
     server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -198,7 +198,7 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
 
     class Child:
         """A `storlab` child started by `storlab_forked.start`, asked as a Popen is: `pid`,
-        `poll()`, `wait(timeout)`, `send_signal(sig)`; `result()` its CompletedProcess."""
+        `poll()`, `wait(timeout)`, `send_signal(sig)`, `kill()`; `result()` its CompletedProcess."""
 
         def __init__(self, argv: list[str], out: Path, err: Path, pid: int) -> None:
             self.args, self.out, self.err, self.pid = [*STORLAB_ARGV, *argv], out, err, pid
@@ -223,6 +223,9 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
         def send_signal(self, sig: int) -> None:
             if self.returncode is None:  # not reaped: the pid is still its own
                 os.kill(self.pid, sig)
+
+        def kill(self) -> None:
+            self.send_signal(signal.SIGKILL)
 
         def result(self) -> subprocess.CompletedProcess[str]:
             done = subprocess.CompletedProcess(self.args, self.returncode, self.out.read_text(),

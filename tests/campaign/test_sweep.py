@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,9 @@ def ok_runs(db: Path) -> dict[str, float]:
 
 
 def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path, storlab: Any,
-                                                         storlab_argv: list[str]) -> None:
+                                                         storlab_forked: Any) -> None:
     d = tmp_path / "killed"
-    proc = subprocess.Popen([*storlab_argv, *sweep_args(d)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = storlab_forked.start(*sweep_args(d))  # a process of its own, SIGKILLed
     finished: dict[str, float] = {}
     try:
         deadline = time.time() + 120
@@ -60,6 +58,7 @@ def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path, storlab
         proc.wait()
     finally:
         proc.kill()
+        proc.wait()
     finished = ok_runs(d / "campaign.db")  # as the kill left it
     assert 1 <= len(finished) < POINTS, finished
     assert not (tmp_path / "killed.csv").exists()
