@@ -3,6 +3,7 @@ network-namespace hosts."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -221,8 +222,9 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
             return self.returncode
 
         def send_signal(self, sig: int) -> None:
-            if self.returncode is None:  # not reaped: the pid is still its own
-                os.kill(self.pid, sig)
+            if self.poll() is None:  # not reaped: the pid is still its own
+                with contextlib.suppress(ProcessLookupError):  # reaped, status not yet read
+                    os.kill(self.pid, sig)
 
         def kill(self) -> None:
             self.send_signal(signal.SIGKILL)

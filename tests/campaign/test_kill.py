@@ -188,19 +188,18 @@ def rows(db: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture
-def kill_storlab_when(storlab_argv: list[str]) -> Any:
-    """Start `storlab run`, SIGKILL it once `ready()` holds; its pid and its descendants
-    at that moment (pid -> program)."""
+def kill_storlab_when(storlab_forked: Any) -> Any:
+    """Start `storlab run` (a process forked from the started program), SIGKILL it once
+    `ready()` holds; its pid and its descendants at that moment (pid -> program)."""
     def kill(camp: Path, ready: Any, *extra: str) -> tuple[int, dict[int, str]]:
-        p = subprocess.Popen([*storlab_argv, "run", str(camp), "-q", *extra],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = storlab_forked.start("run", str(camp), "-q", *extra)
         try:
             wait_for(ready)
             below = {c: program(c) for c in descendants(p.pid)}
             p.send_signal(signal.SIGKILL)
-            p.wait()
         finally:
             p.kill()
+            p.wait()
         return p.pid, below
     return kill
 
