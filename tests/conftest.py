@@ -46,8 +46,9 @@ def storlab(request: pytest.FixtureRequest) -> Run:
     """Run the CLI: `storlab("report", path, "-o", out)` -> CompletedProcess. In a module that
     sets `STORLAB_FORKED = True` each call is a process forked from the started program
     (`storlab_forked`: a fresh start costs ~1.2 s of CPU), with the same arguments (`env`
-    adds to this environment; `input` is not taken): for modules whose subject is not the
-    start-up (COLUMNS, the installed entry point) nor a signal sent to the process."""
+    adds to this environment, but what the server read as it imported the program, e.g.
+    COLUMNS, stays this process's; `input` is not taken): for modules whose subject is not
+    the start-up (COLUMNS, the installed entry point) nor a signal sent to the process."""
     if not getattr(request.module, "STORLAB_FORKED", False):
         return run_storlab
     forked = request.getfixturevalue("storlab_forked")
