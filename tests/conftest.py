@@ -3,6 +3,7 @@ network-namespace hosts."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -40,10 +41,22 @@ def run_storlab(*args: Any, cwd: str | Path | None = None,
                           timeout=timeout, input=input)
 
 
-@pytest.fixture(scope="session")
-def storlab() -> Run:
-    """Run the CLI: `storlab("report", path, "-o", out)` -> CompletedProcess."""
-    return run_storlab
+@pytest.fixture(scope="module")
+def storlab(request: pytest.FixtureRequest) -> Run:
+    """Run the CLI: `storlab("report", path, "-o", out)` -> CompletedProcess. In a module that
+    sets `STORLAB_FORKED = True` each call is a process forked from the started program
+    (`storlab_forked`: a fresh start costs ~1.2 s of CPU), with the same arguments (`env`
+    adds to this environment, but what the server read as it imported the program, e.g.
+    COLUMNS, stays this process's; `input` is not taken): for modules whose subject is not
+    the start-up (COLUMNS, the installed entry point) nor a signal sent to the process."""
+    if not getattr(request.module, "STORLAB_FORKED", False):
+        return run_storlab
+    forked = request.getfixturevalue("storlab_forked")
+
+    def run(*args: Any, env: Mapping[str, str] | None = None,
+            **kw: Any) -> subprocess.CompletedProcess[str]:
+        return forked(*args, env=None if env is None else {**os.environ, **env}, **kw)
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -160,7 +173,9 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
     subprocess.run). What the program reads as it starts (COLUMNS: rich's width) comes from
     this process's environment, not `env`: a test of that starts the program (`storlab`). For
     tests of many calls whose subject is each call's own process: its status, its one-line
-    error, what it leaves on disk, memory it may not exceed, runs it makes."""
+    error, what it leaves on disk, memory it may not exceed, runs it makes.
+    `storlab_forked.start(*args, cwd=, env=, memory=)` returns at once with the child (`pid`,
+    `poll`, `wait`, `send_signal`, `kill`, `result`: as a Popen), for a test that signals it."""
     here = tmp_path_factory.mktemp("forked")
     server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], cwd=here,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -183,9 +198,53 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
         pending[:] = rest
         return json.loads(line)
 
-    def run(*args: Any, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
-            memory: int = 0, timeout: float | None = 300) -> subprocess.CompletedProcess[str]:
-        nonlocal calls
+    class Child:
+        """A `storlab` child started by `storlab_forked.start`, asked as a Popen is: `pid`,
+        `poll()`, `wait(timeout)`, `send_signal(sig)`, `kill()`; `result()` its CompletedProcess."""
+
+        def __init__(self, argv: list[str], out: Path, err: Path, pid: int) -> None:
+            self.args, self.out, self.err, self.pid = [*STORLAB_ARGV, *argv], out, err, pid
+            self.returncode: int | None = None
+
+        def poll(self) -> int | None:
+            return self.wait(0.0, check=False)
+
+        def wait(self, timeout: float | None = None, check: bool = True) -> int | None:
+            """Its exit status (negative: the signal), waiting up to `timeout` s (then
+            TimeoutExpired as Popen.wait, or None with check=False)."""
+            nonlocal running
+            if self.returncode is None:
+                status = reply(timeout)
+                if status is None:
+                    if check:
+                        raise subprocess.TimeoutExpired(self.args, timeout or 0)
+                    return None
+                self.returncode, running = status, None
+            return self.returncode
+
+        def send_signal(self, sig: int) -> None:
+            if self.poll() is None:  # not reaped: the pid is still its own
+                with contextlib.suppress(ProcessLookupError):  # reaped, status not yet read
+                    os.kill(self.pid, sig)
+
+        def kill(self) -> None:
+            self.send_signal(signal.SIGKILL)
+
+        def result(self) -> subprocess.CompletedProcess[str]:
+            done = subprocess.CompletedProcess(self.args, self.returncode, self.out.read_text(),
+                                               self.err.read_text())
+            self.out.unlink()
+            self.err.unlink()
+            return done
+
+    running: Child | None = None
+
+    def start(*args: Any, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+              memory: int = 0) -> Child:
+        """Start `storlab ARGS` and return at once (one child at a time: the server waits
+        for it before it forks the next)."""
+        nonlocal calls, running
+        assert running is None, "the fork server's last child has not been waited for"
         calls += 1
         out, err = here / f"{calls}.out", here / f"{calls}.err"
         argv = list(map(str, args))
@@ -195,19 +254,20 @@ def storlab_forked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
             "env": dict(os.environ if env is None else env), "memory": memory,
             "stdout": str(out), "stderr": str(err)}) + "\n").encode())
         server.stdin.flush()
-        pid = reply(None)
-        status = reply(timeout)
-        if status is None:  # as subprocess.run: the process killed, TimeoutExpired raised
-            os.kill(pid, signal.SIGKILL)
-            reply(None)
-        done = subprocess.CompletedProcess([*STORLAB_ARGV, *argv], status, out.read_text(),
-                                           err.read_text())
-        out.unlink()
-        err.unlink()
-        if status is None:
-            raise subprocess.TimeoutExpired(done.args, timeout or 0, done.stdout, done.stderr)
-        return done
+        running = Child(argv, out, err, reply(None))
+        return running
 
+    def run(*args: Any, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+            memory: int = 0, timeout: float | None = 300) -> subprocess.CompletedProcess[str]:
+        child = start(*args, cwd=cwd, env=env, memory=memory)
+        if child.wait(timeout, check=False) is None:  # as subprocess.run: killed, then raised
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+            done = child.result()
+            raise subprocess.TimeoutExpired(done.args, timeout or 0, done.stdout, done.stderr)
+        return child.result()
+
+    run.start = start  # type: ignore[attr-defined]
     try:
         yield run
     finally:

@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 SPACE = "factors:\n  - {name: A, kind: integer, range: [1, 8]}\n  - {name: C, values: [x, y]}\n"
 CAMPAIGN = ("space: space.yaml\ndesign: {kind: full}\n"
             "runner: {type: command, options: {command: [echo, 'n: {A}'], "

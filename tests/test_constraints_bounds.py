@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from storlab.errors import StorlabError
 from storlab.space import Space
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 FACTORS = [
     {"name": "a", "kind": "integer", "range": [1, 64]},
     {"name": "r", "kind": "real", "range": [0.0, 1.0]},

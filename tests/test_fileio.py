@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import stat
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -140,10 +139,11 @@ def _big_campaign(storlab: Any, d: Path, metrics: int = 2000, runs: int = 60) ->
     return d / "c.yaml"
 
 
-def _kill_when_writing(argv: list[str], out_dir: Path, target: Path, delay: float
+def _kill_when_writing(start: Any, out_dir: Path, target: Path, delay: float
                        ) -> tuple[bool, int]:
-    """Start the export; as soon as it starts writing (a new file in `out_dir`, or the
-    target changed), wait `delay` s and SIGKILL it. (killed while running, returncode)"""
+    """Start the export (`start()` -> a process, as Popen's); as soon as it starts writing (a
+    new file in `out_dir`, or the target changed), wait `delay` s and SIGKILL it. (killed
+    while running, returncode)"""
     before = {p.name: p.stat() for p in out_dir.iterdir()}
 
     def writing() -> bool:
@@ -158,7 +158,7 @@ def _kill_when_writing(argv: list[str], out_dir: Path, target: Path, delay: floa
                 return True
         return False
 
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start()
     deadline = time.monotonic() + 120
     while proc.poll() is None and not writing() and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -169,13 +169,15 @@ def _kill_when_writing(argv: list[str], out_dir: Path, target: Path, delay: floa
     return killed, proc.wait(timeout=60)
 
 
-def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path, storlab: Any,
-                                                         storlab_argv: list[str]) -> None:
-    camp = _big_campaign(storlab, tmp_path)
+def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path,
+                                                         storlab_forked: Any) -> None:
+    """Each export a real process, SIGKILLed at ten delays after it starts writing: forked
+    from the started program (`storlab_forked`), as a fresh start cost ~1.2 s CPU each."""
+    camp = _big_campaign(storlab_forked, tmp_path)
     out_dir = tmp_path / "exports"
     out_dir.mkdir()
     ref = out_dir / "reference.csv"
-    r = storlab("results", str(camp), "--level", "run", "-o", str(ref), timeout=300)
+    r = storlab_forked("results", str(camp), "--level", "run", "-o", str(ref), timeout=300)
     assert r.returncode == 0, r.stderr
     new = ref.read_bytes()
     ref.unlink()
@@ -185,9 +187,9 @@ def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path, storlab
     outcomes = []
     for delay in (0.0, 0.0, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6):
         target.write_bytes(old)
-        killed, code = _kill_when_writing(
-            [*storlab_argv, "results", str(camp), "--level", "run", "-o", str(target)],
-            out_dir, target, delay)
+        args = ("results", camp, "--level", "run", "-o", target)
+        killed, code = _kill_when_writing(lambda: storlab_forked.start(*args), out_dir,
+                                          target, delay)
         got = target.read_bytes()
         assert got in (old, new), (f"delay {delay}: {len(got)} bytes, neither the old "
                                    f"export ({len(old)}) nor the new one ({len(new)})")

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 #: The README and the reference pages it links to (figures live beside their commands there).

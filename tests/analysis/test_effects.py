@@ -11,6 +11,8 @@ from storlab.design import fractional_factorial, full_factorial, make_design, pl
 from storlab.errors import AnalysisError
 from storlab.space import Space
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 # Seed 000's worked 2^3 example, standard order.
 Y = [2.10, 0.90, 3.35, 1.50, 5.15, 2.40, 8.20, 4.55]
 

@@ -13,6 +13,8 @@ from storlab.design import make_design
 from storlab.analysis.followup import follow_up_space
 from storlab.space import Space
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 SPACE = ROOT / "examples/spaces/fio-pb.yaml"
 

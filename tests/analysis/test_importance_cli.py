@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 @pytest.fixture
 def results(tmp_path):

@@ -16,6 +16,8 @@ import yaml
 
 from storlab.commands._common import common_scale
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory, storlab: Any) -> Path:

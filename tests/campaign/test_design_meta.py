@@ -20,6 +20,8 @@ from storlab.design import make_design
 from storlab.errors import StorlabError
 from storlab.report.build import from_campaign
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 PRINT_Y = [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"]
 
 

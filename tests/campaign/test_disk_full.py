@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 pytestmark = pytest.mark.xdist_group("lock")
 
 # A "benchmark" that, for fill=1, writes into the campaign's directory `fill` (declared

@@ -20,6 +20,8 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FIO_NAMED, FioRunner, read_job_file
 from storlab.campaign.spec import CampaignError
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
 JOB = """; a job file as people keep them

@@ -21,6 +21,8 @@ import yaml
 
 from storlab.campaign.store import Store
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 pytestmark = pytest.mark.xdist_group("lock")
 
@@ -186,19 +188,18 @@ def rows(db: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture
-def kill_storlab_when(storlab_argv: list[str]) -> Any:
-    """Start `storlab run`, SIGKILL it once `ready()` holds; its pid and its descendants
-    at that moment (pid -> program)."""
+def kill_storlab_when(storlab_forked: Any) -> Any:
+    """Start `storlab run` (a process forked from the started program), SIGKILL it once
+    `ready()` holds; its pid and its descendants at that moment (pid -> program)."""
     def kill(camp: Path, ready: Any, *extra: str) -> tuple[int, dict[int, str]]:
-        p = subprocess.Popen([*storlab_argv, "run", str(camp), "-q", *extra],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = storlab_forked.start("run", str(camp), "-q", *extra)
         try:
             wait_for(ready)
             below = {c: program(c) for c in descendants(p.pid)}
             p.send_signal(signal.SIGKILL)
-            p.wait()
         finally:
             p.kill()
+            p.wait()
         return p.pid, below
     return kill
 

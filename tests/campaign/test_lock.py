@@ -23,6 +23,8 @@ from storlab.campaign.runners.base import RunResult
 from storlab.campaign.spec import CampaignError
 from storlab.campaign.store import Store
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 pytestmark = pytest.mark.xdist_group("lock")
 
 # A "benchmark" that notes (pid, run, start time) in a log (in `io/`, the directory its

@@ -15,6 +15,8 @@ import yaml
 
 from storlab.fileio import write_fresh
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 def digest(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()

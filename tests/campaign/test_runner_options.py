@@ -15,6 +15,8 @@ import yaml
 from storlab.campaign.runners import make_runner
 from storlab.campaign.spec import CampaignError
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 needs = {p: pytest.mark.skipif(shutil.which(p) is None, reason=f"{p} not installed")
          for p in ("fio", "sysbench")}

@@ -22,6 +22,8 @@ import yaml
 
 from storlab.campaign.spec import DEFAULT_RUN_TIMEOUT, load_spec
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
               pytest.mark.xdist_group("lock")]
 

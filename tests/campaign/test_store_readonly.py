@@ -22,6 +22,8 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.store import SCHEMA, Store
 from storlab.errors import CampaignError
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 PRINT_Y = [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"]
 NOBODY = 65534
 

@@ -21,6 +21,8 @@ import yaml
 from storlab.errors import StorlabError
 from storlab.fileio import write_in_dir
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 def tree(d: Path) -> dict[str, str]:
     """Every file below `d` and its digest."""

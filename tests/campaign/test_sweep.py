@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.sweep_campaign import campaign_executor, run_sweep
 from storlab.errors import SimError
 from storlab.sim.spec import load_raw
+
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "sim" / "small.yaml"
@@ -44,10 +45,9 @@ def ok_runs(db: Path) -> dict[str, float]:
 
 
 def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path, storlab: Any,
-                                                         storlab_argv: list[str]) -> None:
+                                                         storlab_forked: Any) -> None:
     d = tmp_path / "killed"
-    proc = subprocess.Popen([*storlab_argv, *sweep_args(d)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = storlab_forked.start(*sweep_args(d))  # a process of its own, SIGKILLed
     finished: dict[str, float] = {}
     try:
         deadline = time.time() + 120
@@ -58,6 +58,7 @@ def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path, storlab
         proc.wait()
     finally:
         proc.kill()
+        proc.wait()
     finished = ok_runs(d / "campaign.db")  # as the kill left it
     assert 1 <= len(finished) < POINTS, finished
     assert not (tmp_path / "killed.csv").exists()

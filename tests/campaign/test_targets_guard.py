@@ -20,6 +20,8 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.fio import FioRunner
 from storlab.campaign.spec import CampaignError
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 FIO = {"ioengine": "psync", "rw": "write", "bs": "64k", "size": "1M"}
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 

@@ -13,6 +13,8 @@ import pytest
 
 from storlab.campaign.runners import make_runner
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 @pytest.fixture
 def storlab(storlab):

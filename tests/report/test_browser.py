@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 pytestmark = pytest.mark.xdist_group("browser")
 
 

@@ -20,6 +20,8 @@ from storlab.report import build_report, from_campaign, from_results
 from storlab.report.html import fmt_num, table_html
 from storlab.space import Space
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 SPACE = {
     "name": "toy",

@@ -12,6 +12,8 @@ from storlab.sim.run import run_model
 from storlab.sim.spec import apply_overrides, parse_cluster
 from storlab.sim.failures import parse_time, shortcut_devices
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 
 def _spec(storage: int = 3, disks: int = 1, mix=None, clients: int = 1, **extra):
     raw = {"nodes": [{"role": "proxy", "count": 1},

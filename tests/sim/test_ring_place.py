@@ -18,6 +18,8 @@ from storlab.sim.ring import Ring
 from storlab.sim.ringbuild import parts_wanted, replica_plan, swift_rebalance
 from storlab.sim.spec import load_raw
 
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 needs_walk = pytest.mark.skipif(compiled_function("ring_place") is None,
                                 reason="needs the compiled engine (make)")
