@@ -636,14 +636,20 @@ def test_the_timeout_kills_the_whole_pid_namespace(lab: Lab) -> None:
     """A program that outlives its timeout, with a `setsid` daemon and a child that
     ignores SIGTERM: when the timeout kills it, every process of the run is gone (the
     kill reaches the sandbox's pid 1 from outside, and the namespace ends with it)."""
+    import secrets
     import time
 
-    res = lab.run("command", cmd(["sh", "-c", "setsid sh -c 'trap \"\" TERM; sleep 300' & "
-                                  "(trap '' TERM; exec sleep 301) & sleep 302"]), False, timeout=3)
+    # durations of this test's own (another test or user on the machine may run `sleep 300`)
+    tag = f".{secrets.randbelow(10**6):06d}"
+    res = lab.run("command", cmd(["sh", "-c", f"setsid sh -c 'trap \"\" TERM; sleep 300{tag}' & "
+                                  f"(trap '' TERM; exec sleep 301{tag}) & sleep 302{tag}"]),
+                  False, timeout=3)
     assert res.status == "timeout", res.stderr
-    time.sleep(0.5)
-    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(
-        ("sleep 300", "sleep 301", "sleep 302"))]
+    mine = tuple(f"sleep {n}{tag}" for n in (300, 301, 302))
+    deadline = time.monotonic() + 10  # the kernel ends the namespace: not instant under load
+    while (left := [p for p in os.listdir("/proc") if p.isdigit()
+                    and _cmdline(p).startswith(mine)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert left == [], left
 
 
