@@ -15,6 +15,14 @@ With `--show` it prints each miss: the recommendation's true gap, the best measu
 one, and every configuration run more than once (true gap, runs, each run's value over
 its true value: the first is the draw that selected it).
 
+With `--choices` it also scores other final choices on the same end states (the race's
+runs do not depend on its final rule, so one replay scores them all), over the
+configurations run more than once, on the race's posterior (`Race.shrunk`,
+`Race.post_var`): `pgs` the highest posterior probability of being within 5 % of the
+best of them (probability of good selection, 4,000 normal draws, independent),
+`pbest` the highest probability of being the best, `lcb` the highest posterior mean
+minus one standard deviation, `raw` the highest mean of every run, `most` the most runs.
+
     .venv/bin/python benchmarks/bench_tune_misses.py --datasets bdbj --seed-sets 2 --repeats 15
     .venv/bin/python benchmarks/bench_tune_misses.py --datasets bdbc --seed-sets 1 --repeats 5 --show
 """
@@ -26,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +43,7 @@ from tune_datasets import NAMES, constraints, load_dataset  # noqa: E402
 from storlab.campaign.sources import config_key  # noqa: E402
 from storlab.jsonutil import plain  # noqa: E402
 from storlab.tune.evaluate import factor_names, replay_tuning, space_from_table  # noqa: E402
+from storlab.tune.racing import Race  # noqa: E402
 from storlab.tune.strategies import Objective  # noqa: E402
 
 TOL = 1e-12
@@ -61,6 +71,24 @@ def tunings(name: str, seed_sets: int, repeats: int, noise: float, budget: int):
             yield ss, r, truth, goal, response, res
 
 
+def other_choices(r: Race, zone: float = 0.05) -> dict[str, dict]:
+    """The configuration other final rules would recommend on the race's end state
+    (`--choices`, see the module docstring)."""
+    rep = [a for a in r.arms if a.repeated]
+    if not rep or r.sigma is None:
+        return {}
+    m = np.array([r.shrunk(a) for a in rep])
+    sd = np.sqrt([r.post_var(a) for a in rep])
+    draws = m + sd * np.random.default_rng(0).standard_normal((4000, len(rep)))
+    top = draws.max(1, keepdims=True)
+    pick = {"pgs": int(np.argmax((draws >= top - np.log1p(zone)).mean(0))),
+            "pbest": int(np.argmax((draws >= top).mean(0))),
+            "lcb": int(np.argmax(m - sd)),
+            "raw": max(range(len(rep)), key=lambda i: float(np.mean(rep[i].z))),
+            "most": max(range(len(rep)), key=lambda i: (rep[i].n, m[i]))}
+    return {k: rep[i].entry.config for k, i in pick.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="bdbc,bdbj")
@@ -69,6 +97,8 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.10)
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--show", action="store_true", help="print each miss")
+    ap.add_argument("--choices", action="store_true",
+                    help="also score other final rules on the same end states")
     args = ap.parse_args()
     print(f"command: .venv/bin/python benchmarks/bench_tune_misses.py {' '.join(sys.argv[1:])}")
     for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
@@ -102,6 +132,9 @@ def main() -> None:
                                       else "raced")
             rows.append({"seed_set": ss, "repeat": r, "rec_gap": gap(rec), "kind": kind,
                          "top1": min(searched, default=1.0) <= 0.01 + TOL, "race_at": start})
+            if args.choices:
+                for rule, cfg in other_choices(res.race).items():
+                    rows[-1][f"rec5_{rule}"] = gap(config_key(cfg)) <= 0.05 + TOL
             if args.show and not hit:
                 print(f"{name} seed set {ss} tuning {r}: recommended {100 * gap(rec):.1f} %, "
                       f"best measured {100 * min(gap(k) for k in runs):.1f} % (before the "
@@ -124,6 +157,10 @@ def main() -> None:
               f"(rec5 {(rest['kind'] == 'hit').mean() if len(rest) else float('nan'):.2f}); "
               f"misses: none within 5 % measured {kinds.get('none', 0)}, measured once "
               f"{kinds.get('once', 0)}, raced and lost {kinds.get('raced', 0)}", flush=True)
+        if args.choices:
+            print("    other final rules on the same runs: " + ", ".join(
+                f"{c[5:]} {df[c].mean():.2f}" for c in df.columns if c.startswith("rec5_")),
+                flush=True)
 
 
 if __name__ == "__main__":
