@@ -111,9 +111,8 @@ def decided(strategy: Strategy, history: Sequence[Observation]) -> bool:
     if not _spare(strategy, history):
         return False
     from .racing import race
-    from .strategies import Tally
 
-    return race(Tally(history, strategy.objectives), strategy.s.confirm_top).decided
+    return race(strategy.tally(history), strategy.s.confirm_top).decided
 
 
 def early_run(strategy: Strategy, history: Sequence[Observation],
@@ -127,9 +126,8 @@ def early_run(strategy: Strategy, history: Sequence[Observation],
     if not _spare(strategy, history):
         return None
     from .racing import race
-    from .strategies import Tally
 
-    tally = Tally(history, strategy.objectives)
+    tally = strategy.tally(history)
     left = strategy.reserve(tally) - early_spent(history, pending)
     used = len(history) + sum(p.repetitions for p in pending)
     if left - 1 < strategy.width or strategy.s.budget - used < left:

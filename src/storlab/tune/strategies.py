@@ -264,6 +264,10 @@ class Strategy:
             sum(p.phase in ("screen", "tune") for p in pending) < self.random_start
         return [Proposal(cfg, 1, "screen" if early else "tune", self.move_note())]
 
+    def tally(self, history: Sequence[Observation]) -> Tally:
+        """The history grouped by configuration, on this strategy's objectives."""
+        return Tally(history, self.objectives)
+
     def move_note(self) -> dict[str, Any]:
         """The note a search run carries into the store when `next_config` named its
         move (`move`: e.g. an escape from a local optimum, which later asks count)."""
