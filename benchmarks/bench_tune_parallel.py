@@ -3,8 +3,12 @@ measured in the same invocation, through the real CLI (`storlab tune --json`).
 
 The campaign's runs are a command that sleeps `--sleep` seconds (2 by default: a short
 benchmark), then prints a planted function of six storage-like factors (an engine x depth
-interaction, a knee in block size and jobs) times lognormal noise (`--noise`, sigma 0.05),
-fresh on every run. Sleeping needs no CPU, so the figure holds on a small machine. For each
+interaction, a knee in block size and jobs) times lognormal noise (`--noise`, sigma 0.05)
+drawn as a function of (seed, configuration, that configuration's k-th run): a tuning
+repeats exactly, and the two executors of a seed see the same draws, so their
+recommendations are compared seed by seed. Sleeping needs no CPU, so the figure holds on a
+small machine; with `--sleep 0` the recommendations are the same (what the strategy is
+told follows the plan's order, not the timing) and many seeds take minutes. For each
 seed, `storlab tune --budget B --seed S` runs with `--executor sequential` and with
 `--executor parallel:N`; it prints the wall time of each (the command's, start to the
 confirmed answer), the true value of the recommended configuration as a share of the
@@ -12,7 +16,8 @@ optimum (the planted function without noise), and then the ratio of the total wa
 (target: parallel / sequential <= 0.35 with N = 4; also from the first run's start to the
 last run's end, without the command's start-up), the load average at the start and the
 end (the machine's other work slows the start-up's imports, which count in both), and
-the two recommendation qualities.
+the two recommendation qualities, alone and paired by seed (McNemar's exact test on
+"within 5 % of the optimum", a sign test on the true values).
 
     .venv/bin/python benchmarks/bench_tune_parallel.py [--seeds 1,2,3] [--budget 40]
         [--workers 4] [--sleep 2] [--noise 0.05]

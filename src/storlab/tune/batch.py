@@ -5,10 +5,15 @@ and, between those, whenever a slot frees (`ask_more`, the runs in flight pendin
 with nothing in flight answers with a batch of N runs (`fill`), so no slot idles while
 the next decision waits for finished runs:
 
-- a search run is joined by N - 1 more, each proposed with the ones before it counted as
-  measured at the incumbent's value (a constant liar: Ginsbourger, Le Riche and Carraro,
-  "Kriging is well-suited to parallelize optimization", Computational Intelligence in
-  Expensive Optimization Problems, 2010), so they are distinct;
+- the first search run after the screening is joined by N - 1 more, each proposed with
+  the ones before it counted as measured at the incumbent's value (a constant liar:
+  Ginsbourger, Le Riche and Carraro, "Kriging is well-suited to parallelize
+  optimization", Computational Intelligence in Expensive Optimization Problems, 2010),
+  so they are distinct;
+- from then on, until the race proper, one search run is kept in flight per four slots
+  (`search_slots`) and the other slots run the race's runs early (`early_run`: re-runs of
+  the candidates of its next round over the finished runs), out of the runs kept for the
+  race; a race over the finished runs that is decided spares its slots to the search;
 - a race's round (the leader and its challengers, one run each) is spread over the N
   slots: the candidates of the round get runs in turn, leader first (`spread`); a leader
   left without challengers gets the runs that decide the race and the search the other
@@ -158,9 +163,11 @@ def more(strategy: Strategy, history: Sequence[Observation], pending: Sequence[P
 
 def fill(strategy: Strategy, history: Sequence[Observation], out: list[Proposal]
          ) -> list[Proposal]:
-    """`out` (what an ask with nothing in flight proposes) topped up with search runs to
-    the strategy's `width`: a lone search run gets N - 1 companions, within the budget
-    and, before the confirmation has started, outside the runs it keeps; a race round
+    """`out` (what an ask with nothing in flight proposes) topped up to the strategy's
+    `width`: a lone search run gets N - 1 companions (`more`: search runs up to
+    `search_slots`, then early race runs; the first search ask after the screening, N
+    search runs), within the budget and, before the confirmation has started, outside
+    the runs it keeps; a race round
     that leaves slots free (its leader alone, `race_runs`) gets them once the race has
     begun. A race's round is spread over the slots where it is made
     (`Strategy.race_round`); a screening and a fixed confirmation's repetitions are

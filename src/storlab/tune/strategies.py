@@ -227,7 +227,8 @@ class Strategy:
 
     def ask_more(self, history: Sequence[Observation], pending: Sequence[Proposal]
                  ) -> list[Proposal]:
-        """One more search run while `pending` runs are in flight, or [] to wait for them.
+        """One more run while `pending` runs are in flight, or [] to wait for them: a search
+        run, or with spare parallel slots one of the race's runs early (tune/batch.py).
 
         The pending configurations count as measured at the incumbent's value (a constant
         liar at the best value: Ginsbourger, Le Riche and Carraro, "Kriging is well-suited
