@@ -3,8 +3,12 @@ measured in the same invocation, through the real CLI (`storlab tune --json`).
 
 The campaign's runs are a command that sleeps `--sleep` seconds (2 by default: a short
 benchmark), then prints a planted function of six storage-like factors (an engine x depth
-interaction, a knee in block size and jobs) times lognormal noise (`--noise`, sigma 0.05),
-fresh on every run. Sleeping needs no CPU, so the figure holds on a small machine. For each
+interaction, a knee in block size and jobs) times lognormal noise (`--noise`, sigma 0.05)
+drawn as a function of (seed, configuration, that configuration's k-th run): a tuning
+repeats exactly, and the two executors of a seed see the same draws, so their
+recommendations are compared seed by seed. Sleeping needs no CPU, so the figure holds on a
+small machine; with `--sleep 0` the recommendations are the same (what the strategy is
+told follows the plan's order, not the timing) and many seeds take minutes. For each
 seed, `storlab tune --budget B --seed S` runs with `--executor sequential` and with
 `--executor parallel:N`; it prints the wall time of each (the command's, start to the
 confirmed answer), the true value of the recommended configuration as a share of the
@@ -12,7 +16,8 @@ optimum (the planted function without noise), and then the ratio of the total wa
 (target: parallel / sequential <= 0.35 with N = 4; also from the first run's start to the
 last run's end, without the command's start-up), the load average at the start and the
 end (the machine's other work slows the start-up's imports, which count in both), and
-the two recommendation qualities.
+the two recommendation qualities, alone and paired by seed (McNemar's exact test on
+"within 5 % of the optimum", a sign test on the true values).
 
     .venv/bin/python benchmarks/bench_tune_parallel.py [--seeds 1,2,3] [--budget 40]
         [--workers 4] [--sleep 2] [--noise 0.05]
@@ -57,11 +62,18 @@ def value(cfg):
     y *= {"0": 1.0, "1": 1.08}[cfg["direct"]]
     return y * {"none": 1.03, "mq-deadline": 1.0, "bfq": 0.9}[cfg["sched"]]
 '''
+# The noise is a function of (seed, configuration, that configuration's k-th run: the k of
+# the run's directory, c<id>-r<k>, which storlab names after the run's key), so a
+# tuning is repeatable and the two executors get paired draws: the k-th run of a
+# configuration measures the same under both (random.Random seeded with text hashes it
+# with SHA-512, whatever PYTHONHASHSEED is).
 ORACLE = MODEL + r'''
 import json, math, os, random, sys, time
 cfg = dict(a.split("=", 1) for a in sys.argv[1:])
+rep = cfg.pop("_run").rsplit("-r", 1)[1]  # the run directory, c<id>-r<k>
 time.sleep(float(os.environ["SLEEP"]))
-y = value(cfg) * math.exp(random.Random(os.urandom(8)).gauss(0.0, float(os.environ["NOISE"])))
+draw = "|".join([os.environ["NOISE_SEED"], *(f"{k}={cfg[k]}" for k in sorted(cfg)), rep])
+y = value(cfg) * math.exp(random.Random(draw).gauss(0.0, float(os.environ["NOISE"])))
 print(json.dumps({"mbps": y}))
 '''
 _NS: dict[str, object] = {}
@@ -73,7 +85,7 @@ def truth(cfg: dict[str, object]) -> float:
     return float(_NS["value"]({k: str(v) for k, v in cfg.items()}))  # type: ignore[operator]
 
 
-def write_campaign(d: Path, budget: int, sleep: float, noise: float) -> Path:
+def write_campaign(d: Path, budget: int, sleep: float, noise: float, seed: int) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "oracle.py").write_text(ORACLE)
     factors = [{"name": n, "kind": "categorical" if isinstance(v[0], str) else "ordinal",
@@ -84,9 +96,9 @@ def write_campaign(d: Path, budget: int, sleep: float, noise: float) -> Path:
         "design": {"kind": "tune", "budget": budget},
         "runner": {"type": "command", "options": {
             "command": [sys.executable, "-S", str(d / "oracle.py"),
-                        *[f"{n}={{{n}}}" for n in LEVELS]],
+                        *[f"{n}={{{n}}}" for n in LEVELS], "_run={workdir}"],
             "json_metrics": {"mbps": "mbps"},
-            "env": {"SLEEP": str(sleep), "NOISE": str(noise)}}},
+            "env": {"SLEEP": str(sleep), "NOISE": str(noise), "NOISE_SEED": str(seed)}}},
         "seed": 0,
         "timeout": 120,
     }
@@ -120,6 +132,27 @@ def tune(path: Path, seed: int, executor: str) -> tuple[float, dict]:
     return wall, json.loads(r.stdout)
 
 
+def paired(seq: list[float], par: list[float], within: float = 0.95) -> dict[str, float]:
+    """The two executors' recommendations compared seed by seed (each seed's pair saw the
+    same noise draws): McNemar's exact test on "within 5 % of the optimum" (a two-sided
+    binomial test on the seeds where only one executor got there) and a sign test on the
+    true values (the seeds where they differ)."""
+    from scipy.stats import binomtest
+
+    hit_s = [x >= within for x in seq]
+    hit_p = [x >= within for x in par]
+    b = sum(s and not p for s, p in zip(hit_s, hit_p))
+    c = sum(p and not s for s, p in zip(hit_s, hit_p))
+    up = sum(p > s + 1e-12 for s, p in zip(seq, par))
+    down = sum(p < s - 1e-12 for s, p in zip(seq, par))
+    return {"both": sum(s and p for s, p in zip(hit_s, hit_p)), "seq_only": b,
+            "par_only": c, "neither": sum(not s and not p for s, p in zip(hit_s, hit_p)),
+            "mcnemar_p": binomtest(b, b + c).pvalue if b + c else 1.0,
+            "par_higher": up, "seq_higher": down, "equal": len(seq) - up - down,
+            "sign_p": binomtest(up, up + down).pvalue if up + down else 1.0,
+            "mean_diff": sum(p - s for s, p in zip(seq, par)) / max(1, len(seq))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated tuning seeds")
@@ -142,8 +175,8 @@ def main() -> None:
         for seed in seeds:
             for ex in ("sequential", par):
                 d = Path(tmp) / f"s{seed}-{ex.replace(':', '')}"
-                wall, out = tune(write_campaign(d, args.budget, args.sleep, args.noise),
-                                 seed, ex)
+                wall, out = tune(write_campaign(d, args.budget, args.sleep, args.noise,
+                                                seed), seed, ex)
                 share = truth(out["best"]["config"]) / optimum
                 rows.append({"seed": seed, "executor": ex, "wall": wall,
                              "span": span(d / "campaign.db"), "runs": len(out["history"]),
@@ -165,10 +198,19 @@ def main() -> None:
           f"{q_seq:.1%}, {par} {q_par:.1%}; within 5 %: sequential "
           f"{sum(r['share'] >= 0.95 for r in seq)}/{len(seq)}, {par} "
           f"{sum(r['share'] >= 0.95 for r in pll)}/{len(pll)}")
+    pairs = paired([r["share"] for r in seq], [r["share"] for r in pll])
+    print(f"paired by seed (the same noise draws): within 5 % both {pairs['both']}, "
+          f"sequential only {pairs['seq_only']}, {par} only {pairs['par_only']}, neither "
+          f"{pairs['neither']} (McNemar's exact test p = {pairs['mcnemar_p']:.3g}); true "
+          f"value higher with {par} in {pairs['par_higher']}, with sequential in "
+          f"{pairs['seq_higher']}, equal in {pairs['equal']} (sign test p = "
+          f"{pairs['sign_p']:.3g}); mean difference {pairs['mean_diff']:+.2%} of the "
+          "optimum")
     OUT.mkdir(exist_ok=True)
     (OUT / "bench_tune_parallel.json").write_text(json.dumps(
         {"args": vars(args), "optimum": optimum, "rows": rows, "ratio": ratio,
-         "ratio_runs_only": ratio_span, "load_average": [load0, load1]}, indent=1))
+         "ratio_runs_only": ratio_span, "paired": pairs, "load_average": [load0, load1]},
+        indent=1))
     print(f"numbers: {OUT / 'bench_tune_parallel.json'}")
 
 

@@ -20,9 +20,10 @@ import pytest
 import yaml
 
 from storlab.campaign.sources import Observation, Proposal, config_key
-from storlab.tune.batch import rounded, spread
+from storlab.tune.batch import EARLY, decided, rounded, search_slots, spread
+from storlab.tune.racing import race
 from storlab.tune.domain import Domain
-from storlab.tune.strategies import Objective, TuneSettings, make_strategy
+from storlab.tune.strategies import Objective, Tally, TuneSettings, make_strategy
 from storlab.space import Space
 
 # Additive with one interaction; best a=2, b=2, c=0, d=2, e=2 -> 154.
@@ -232,9 +233,10 @@ def _run(hist: list[Observation], props: list[Proposal]) -> None:
 
 
 def test_an_ask_with_nothing_in_flight_fills_the_slots() -> None:
-    """With N slots, the screening is a whole number of rounds, a search ask gives N
-    distinct runs (constant liar), a race round N runs (its candidates in turn, the leader
-    first) and a width of 1 changes nothing."""
+    """With N slots, the screening is a whole number of rounds, the first search ask gives
+    N distinct runs (constant liar), later ones one search run and N - 1 of the race's runs
+    early (re-runs of its candidates), the search still gets its whole share of the budget,
+    the race proper gets at least a round, and a width of 1 changes nothing."""
     def strategy(width: int) -> Any:
         s = make_strategy("screen-then-tune", Domain(_space()), [Objective("y")],
                           TuneSettings(budget=40, seed=2))
@@ -254,25 +256,61 @@ def test_an_ask_with_nothing_in_flight_fills_the_slots() -> None:
     assert len(keys) == 4 and not keys & {config_key(o.config) for o in hist}
     # the first is what one slot would have been asked for
     assert batch[0].config == strategy(1).ask(hist)[0].config
-    while True:  # search in batches of 4 until the race starts
+    _run(hist, batch)
+    early = 0
+    while True:  # one search run and three early race runs a round until the race proper
         batch = four.ask(hist)
-        if batch[0].phase == "confirm":
+        assert sum(p.repetitions for p in batch) == 4
+        if any(p.phase == "confirm" and not p.note.get(EARLY) for p in batch):
             break
-        assert len(batch) == 4
+        search = [p for p in batch if p.phase == "tune"]
+        assert config_key(search[0].config) not in {config_key(o.config) for o in hist}
+        # more search runs only when the race over the finished runs wants none
+        assert len(search) == search_slots(4) == 1 or decided(four, hist)
+        for p in batch:
+            if p.phase == "confirm":  # a re-run of a candidate the race would run next
+                assert p.note == {EARLY: True}
+                r = race(Tally(hist, [Objective("y")]), 3)
+                assert config_key(p.config) in {config_key(e.config) for e in r.round(3)}
+                early += 1
+        assert four.ask(hist) == batch  # a function of the history
         _run(hist, batch)
-    assert len(hist) == 20  # 8 screening + 12 search runs: the race keeps half the budget
-    # the first round: the baseline's runs and the top three, as with one slot, but in
-    # two whole rounds of four (five runs would leave three slots idle beside the fifth)
-    solo = strategy(1).ask(hist)
-    assert [p.config for p in batch] == [p.config for p in solo]
-    assert sum(p.repetitions for p in solo) == 5 and sum(p.repetitions for p in batch) == 8
-    assert four.ask(hist) == batch  # a function of the history
+    # the search's share at least: the early runs are the race's
+    assert sum(o.phase == "tune" for o in hist) >= 40 - 20 - 8
+    assert 0 < early <= 20 - 4  # the race proper keeps a whole round
+    assert sum(o.phase == "confirm" for o in hist) == early
     while len(hist) < 40:  # from then on every ask fills whole rounds, to the budget
-        _run(hist, batch)
-        batch = four.ask(hist)
         n = sum(p.repetitions for p in batch)
         assert n % 4 == 0 or n == 40 - len(hist)
+        _run(hist, batch)
+        batch = four.ask(hist)
     assert four.ask(hist) == []
+
+
+def test_a_freed_slot_gets_an_early_race_run_beside_a_search_run() -> None:
+    """With four slots and a search run in flight, a freed slot re-runs a race candidate
+    (no lie: the configuration is measured); with none in flight it gets the search run,
+    and once the search's runs are spent the spare slots still get race runs while the
+    race proper waits for the runs in flight."""
+    s = make_strategy("screen-then-tune", Domain(_space()), [Objective("y")],
+                      TuneSettings(budget=40, seed=2))
+    s.width = 4
+    hist: list[Observation] = []
+    _run(hist, s.ask([]))
+    _run(hist, s.ask(hist))  # the screening, then four search runs
+    t = Proposal(s.ask(hist)[0].config, 1, "tune")
+    got = s.ask(hist, [t])
+    assert len(got) == 1 and got[0].phase == "confirm" and got[0].note == {EARLY: True}
+    assert config_key(got[0].config) in {config_key(o.config) for o in hist}
+    e = got[0]
+    got = s.ask(hist, [e])  # only a race run in flight: the search's turn
+    assert len(got) == 1 and got[0].phase == "tune"
+    while sum(o.phase == "tune" for o in hist) < 12 - 1:  # all but one search run
+        _run(hist, [p for p in s.ask(hist) if p.phase == "tune"])
+    last = [p for p in s.ask(hist) if p.phase == "tune"]
+    assert len(last) == 1
+    got = s.ask(hist, last)  # the search's runs spent, the last one in flight
+    assert len(got) == 1 and got[0].phase == "confirm" and got[0].note == {EARLY: True}
 
 
 def test_a_race_round_spreads_over_the_slots_leader_first() -> None:

@@ -33,7 +33,7 @@ from ..campaign.sources import Observation, Proposal, config_key
 from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
 from ..space import Space
-from .batch import fill, race_runs, rounded, warm_up
+from .batch import early_spent, fill, more, race_runs, raced, rounded, warm_up
 from .domain import Domain
 
 STRATEGIES = ("auto", "screen-then-tune", "tpe", "gp", "nsga2", "random")
@@ -211,7 +211,9 @@ class Strategy:
         if first:
             return first
         searched = any(o.phase == "tune" for o in history)
-        if self.confirm and remaining <= self.reserve(tally) and (searched or remaining <= 1):
+        # (race runs made early by spare parallel slots come out of the race's runs)
+        if self.confirm and remaining <= self.reserve(tally) - early_spent(history) and \
+                (searched or remaining <= 1):
             out = self.confirmation(tally, remaining)
             if out or not self.racing():
                 return out
@@ -226,7 +228,8 @@ class Strategy:
 
     def ask_more(self, history: Sequence[Observation], pending: Sequence[Proposal]
                  ) -> list[Proposal]:
-        """One more search run while `pending` runs are in flight, or [] to wait for them.
+        """One more run while `pending` runs are in flight, or [] to wait for them: a search
+        run, or with spare parallel slots one of the race's runs early (tune/batch.py).
 
         The pending configurations count as measured at the incumbent's value (a constant
         liar at the best value: Ginsbourger, Le Riche and Carraro, "Kriging is well-suited
@@ -236,24 +239,25 @@ class Strategy:
         to confirmation and the confirmation itself wait for the runs in flight and see
         only finished runs."""
         warm_up()
-        if any(o.phase == "confirm" for o in history) or \
-                any(p.phase == "confirm" for p in pending):
+        if raced(history) or raced(pending):
             return []
-        return self.search_more(history, pending)
+        return more(self, history, pending)  # a search run, or an early race run
 
-    def search_more(self, history: Sequence[Observation], pending: Sequence[Proposal]
-                    ) -> list[Proposal]:
+    def search_more(self, history: Sequence[Observation], pending: Sequence[Proposal],
+                    spare: bool = False) -> list[Proposal]:
         """One search run beside `pending` (constant liar, see `ask_more`), or []: within
         the budget, the pending runs counted, and, before the confirmation has started,
-        outside the runs it keeps."""
+        outside the runs it keeps (unless the race over the finished runs is decided and
+        can `spare` them, tune/batch.py)."""
         remaining = self.s.budget - len(history) - sum(p.repetitions for p in pending)
         if remaining <= 0 or not self.batch_ready(history, pending):
             return []
         tally = Tally(history, self.objectives)
-        started = any(o.phase == "confirm" for o in history)
-        if self.confirm and not started and remaining <= self.reserve(tally):
+        if self.confirm and not raced(history) and not spare and \
+                remaining <= self.reserve(tally) - early_spent(history, pending):
             return []  # the confirmation decides on finished runs only
-        lied = [*history, *self.lies(tally, pending)]
+        # (a race run in flight re-runs a measured configuration: no lie needed)
+        lied = [*history, *self.lies(tally, [p for p in pending if p.phase != "confirm"])]
         self.move = ""
         cfg = self.next_config(lied, Tally(lied, self.objectives))
         if cfg is None:
@@ -261,6 +265,10 @@ class Strategy:
         early = sum(o.phase in ("screen", "tune") for o in history) + \
             sum(p.phase in ("screen", "tune") for p in pending) < self.random_start
         return [Proposal(cfg, 1, "screen" if early else "tune", self.move_note())]
+
+    def tally(self, history: Sequence[Observation]) -> Tally:
+        """The history grouped by configuration, on this strategy's objectives."""
+        return Tally(history, self.objectives)
 
     def move_note(self) -> dict[str, Any]:
         """The note a search run carries into the store when `next_config` named its
