@@ -64,8 +64,9 @@ def test_bad_csv(tmp_path):
 def test_simulator_predictor_fits_by_simulation_and_predicts_a_failed_disk():
     """Measurements from simulating the true cluster (same seed and length, so an exact fit
     exists): the simulator predictor fits the training points and predicts the held-out
-    failed-disk PUTs within 0.1 %; the analytic predictor (mean values over the same
-    re-routed requests) is an approximation and lands further off (3.6 %)."""
+    failed-disk PUTs within 0.5 %; the analytic predictor (mean values over the same
+    re-routed requests) is an approximation and lands further off: 10.0 % with writes
+    waiting for every live replica (the default), 4.2 % answering at the quorum."""
     from storlab.sim.run import run_model
 
     truth = calibrated_raw(BASE, TRUTH)
@@ -86,7 +87,7 @@ def test_simulator_predictor_fits_by_simulation_and_predicts_a_failed_disk():
     err = sim.points.set_index("split")["error_pct"].abs()
     assert err["train"].max() < 3.0 and err["test"] < 5.0
     ana = calibrate(BASE, df)
-    assert 2 * err["test"] + 2 < abs(ana.points["error_pct"].iloc[-1]) < 10
+    assert 2 * err["test"] + 2 < abs(ana.points["error_pct"].iloc[-1]) < 12
     with pytest.raises(SimError, match="predictor 'fast'"):
         calibrate(BASE, df, predictor="fast")
 

@@ -89,7 +89,11 @@ def test_route_shapes_put_forks_to_replicas_with_quorum_get_reads_one():
     nb = np.diff(r.branch_ptr)
     first = r.step_ptr[:-1]
     put = np.flatnonzero(req.op == PUT)
-    assert np.all(nb[first[put] + 1] == 3) and np.all(r.quorum[first[put] + 1] == 2)
+    # Joined at every replica (post_quorum_wait, the default, as Swift's proxy waits past
+    # the quorum); answering at the quorum, at write_quorum 2 of 3.
+    assert np.all(nb[first[put] + 1] == 3) and np.all(r.quorum[first[put] + 1] == 3)
+    at_quorum = build_routes(build_model(spec(post_quorum_wait=False)), req)
+    assert np.all(at_quorum.quorum[first[put] + 1] == 2)
     assert np.all(np.diff(r.visit_ptr) >= 1)
     # Every PUT replica branch ends on a disk of that replica's device.
     i = put[0]

@@ -147,8 +147,13 @@ def test_littles_law_with_think_time_against_exact_mva(clients, think_ms):
     assert rep.window["requests"] <= n - clients and rep.window["drain_s"] > 0
 
 
+# Writes answer at the quorum here (post_quorum_wait false, not the default): the third
+# branches running on after the reply pile up on whichever node is slow, so the split of
+# latency between operations swings over tens of thousands of requests, the case where one
+# run's batch interval is known to be too narrow. With the default wait there are no such
+# swings (a run's scatter over seeds is within its batch interval: bench_sim.py --fidelity).
 AFTER_FAILURE = {"failed_nodes": 1, "object_size": "64KiB", "mix": "GET:0.6,PUT:0.3,DELETE:0.1",
-                 "clients": 128}
+                 "clients": 128, "post_quorum_wait": False}
 
 
 def replicated(seeds, **ov):

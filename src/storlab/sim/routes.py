@@ -4,10 +4,10 @@ This module knows Swift (what a PUT, GET or DELETE visits and for how long); the
 (`storlab.sim.engine`) only knows when things happen. Routes are built for all requests at
 once with numpy: a PUT is one step at its proxy (client -> proxy NIC, proxy CPU), then a fork
 to every replica (proxy NIC -> [leaf links] -> storage NIC -> object-server worker -> CPU ->
-disk) joined at the write quorum (`swift.write_quorum`, by default Swift's half the replicas
-rounded up: 2 of 3, 1 of 2, 2 of 4), the other replicas finishing in the background, or with
-`swift.post_quorum_wait` joined at every live replica, as Swift's proxy waits for the rest
-past the quorum; a GET visits one replica chosen at random (Swift's `sorting_method = shuffle`), then streams back through
+disk) joined at every live replica (`swift.post_quorum_wait`, the default), as Swift's proxy
+waits for the rest past the quorum, or with `post_quorum_wait: false` at the write quorum
+(`swift.write_quorum`, by default Swift's half the replicas rounded up: 2 of 3, 1 of 2, 2 of
+4), the other replicas finishing in the background; a GET visits one replica chosen at random (Swift's `sorting_method = shuffle`), then streams back through
 the proxy in a second step; a DELETE forks to every replica like a PUT, without payload.
 
 Worker processes. An object-server worker blocks while its disk I/O runs (file I/O cannot be

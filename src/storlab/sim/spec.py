@@ -128,8 +128,9 @@ class SwiftSpec(_Strict):
     write_quorum: int | None = Field(None, ge=1)
     zones: int | None = Field(None, ge=1)
     post_quorum_wait: bool = Field(
-        False, description="the proxy answers a PUT/DELETE once every live replica has (Swift's "
-        "proxy waits post_quorum_timeout, 0.5 s, past the quorum for the rest), not at the quorum")
+        True, description="the proxy answers a PUT/DELETE once every live replica has (Swift's "
+        "proxy waits post_quorum_timeout, 0.5 s, past the quorum for the rest; measured on a "
+        "real Swift), not at the quorum (false)")
     put_meta_ios: int = Field(1, ge=0, description="small writes beside the data (inode, dir)")
     get_meta_ios: int = Field(1, ge=0, description="small reads beside the data (inode)")
     delete_meta_ios: int = Field(2, ge=0, description="tombstone and directory writes")
