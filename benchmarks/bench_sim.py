@@ -259,8 +259,11 @@ def after_failure(lengths: tuple[int, int], seeds: tuple[int, int], warm: int) -
     mean and Student-t 95 % interval over the runs, the median single run's batch
     interval beside it, and whether the two lengths agree (every difference inside its
     Welch interval, 95 % for the six together: Bonferroni). Twice: with the configured warm-up, then with `warm` more
-    requests simulated before each window (the per-operation split relaxes over about
-    50,000 requests from an empty start, slower than MSER can see inside a short run)."""
+    requests simulated before each window (a check on the warm-up: the start-up transient
+    lasts some 9,000 requests, --warmup-profile). Enough seeds at the short length: a run's
+    per-operation mean scatters widely over seeds (the split swings), and 8 seeds once
+    scattered narrowly enough (sd 0.85 against 2.1 ms over 20) to put three latencies
+    outside."""
     from storlab.sim.model import build_model
     from storlab.sim.spec import apply_overrides, load_raw, parse_cluster
     from storlab.sim.replicate import replicate
