@@ -457,6 +457,11 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         except OSError as exc:  # program missing or not executable: a failed run, not a crash
             return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
                                time.time())
+        except subprocess.SubprocessError:  # `_start_child` raised: never run unconfined
+            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: the "
+                               "child could not set up its guard or enter the Landlock "
+                               "domain (no_new_privs, landlock_restrict_self); refusing to "
+                               "run it without", None, False, started, time.time())
         finally:  # bwrap holds what it binds (the descriptors it was given) from here on
             if walls is not None:
                 walls.close()
@@ -513,7 +518,8 @@ _SANDBOX_HINTS = (
 
 def _start_child(parent: int, ruleset: int | None) -> None:
     """The child's `preexec_fn`: the guard (`guard_child`), then, for a sandboxed program,
-    the Landlock scopes (`_sandbox.enter_landlock`)."""
+    the Landlock scopes (`_sandbox.enter_landlock`; it raises when the kernel refuses:
+    Popen then fails and the program does not run)."""
     guard_child(parent)
     if ruleset is not None:
         _sandbox.enter_landlock(ruleset)

@@ -316,12 +316,8 @@ _LL_CREATE, _LL_RESTRICT = 444, 446
 
 
 @functools.cache
-def landlock_ruleset() -> int | None:
-    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process) that
-    handles no file or network access and scopes `LANDLOCK_SCOPES`; None when the kernel
-    has no Landlock or an ABI older than 6. Two syscalls through ctypes: the Python
-    bindings published (`landlock` on PyPI) are pre-releases, and a ruleset without rules
-    needs nothing else."""
+def _landlock() -> tuple[int | None, str]:
+    """(the ruleset's descriptor or None, why there is none)."""
     import ctypes
     import struct
 
@@ -329,31 +325,68 @@ def landlock_ruleset() -> int | None:
         libc = ctypes.CDLL(None, use_errno=True)
         abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 6:
-            return None
+            return None, ("the kernel has no Landlock" if abi < 0 else
+                          f"the kernel's Landlock ABI {abi} has no scopes: 6, Linux 6.12")
         attr = ctypes.create_string_buffer(struct.pack("<QQQ", 0, 0, LANDLOCK_SCOPES))
         fd = libc.syscall(_LL_CREATE, attr, ctypes.c_size_t(24), ctypes.c_uint32(0))
-    except (OSError, AttributeError):
-        return None
-    if fd < 0:
-        return None
-    _restrict_self()  # looked up here, in storlab: the forked child only calls it
-    return fd
+        if fd < 0:
+            return None, f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError) as exc:
+        return None, f"Landlock's syscalls could not be called ({exc})"
+    _libc_calls()  # looked up here, in storlab: the forked child only calls them
+    return fd, ""
+
+
+def landlock_ruleset() -> int | None:
+    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process) that
+    handles no file or network access and scopes `LANDLOCK_SCOPES`; None when the kernel
+    has no Landlock or an ABI older than 6 (`landlock_missing` says which). Two syscalls
+    through ctypes: the Python bindings published (`landlock` on PyPI) are pre-releases,
+    and a ruleset without rules needs nothing else."""
+    return _landlock()[0]
+
+
+def landlock_missing() -> str | None:
+    """Why the programs run without Landlock's scopes here (for `storlab status`), or
+    None when each sandbox enters them."""
+    fd, why = _landlock()
+    return None if fd is not None else why
 
 
 @functools.cache
-def _restrict_self() -> object:
+def _libc_calls() -> tuple[object, object]:
     import ctypes
 
-    return ctypes.CDLL(None, use_errno=True).syscall
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall, libc.prctl
+
+
+#: prctl(PR_SET_NO_NEW_PRIVS): what lets a process without CAP_SYS_ADMIN (storlab run by
+#: a user) enter a Landlock domain; bwrap sets it for the program anyway.
+_PR_SET_NO_NEW_PRIVS = 38
 
 
 def enter_landlock(ruleset: int) -> None:
     """Put the calling process (a child about to exec bwrap: everything the sandbox starts
-    inherits it) in `ruleset`'s Landlock domain. A ruleset that handles no file access
-    leaves bwrap free to mount. Refused without CAP_SYS_ADMIN or no_new_privs (storlab
-    not root): the program then runs without the scopes (the seccomp filter still refuses
-    Unix sockets)."""
-    _restrict_self()(_LL_RESTRICT, ruleset, 0)  # type: ignore[operator]
+    inherits it) in `ruleset`'s Landlock domain, after setting no_new_privs (without it
+    the kernel refuses a process lacking CAP_SYS_ADMIN: storlab run by a user). A ruleset
+    that handles no file access leaves bwrap free to mount. Raises OSError when the kernel
+    refuses either: the caller (a `preexec_fn`) then fails the start, the program does not
+    run without the scopes. With no_new_privs a set-user-ID bwrap starts without its
+    privileges: it then needs unprivileged user namespaces (`probe` finds out)."""
+    import ctypes
+
+    syscall, prctl = _libc_calls()
+    if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # type: ignore[operator]
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if syscall(_LL_RESTRICT, ruleset, 0) != 0:  # type: ignore[operator]
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+
+
+def _enter_probe_landlock() -> None:
+    ruleset = landlock_ruleset()
+    if ruleset is not None:
+        enter_landlock(ruleset)
 
 
 @functools.cache
@@ -365,10 +398,17 @@ def probe(exe: str) -> str | None:
         return f"{exe} is not installed (Debian package bubblewrap)"
     fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        # started as the programs are: in the Landlock domain (no_new_privs first)
         cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
-                            stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+                            stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE,
+                            preexec_fn=_enter_probe_landlock)
+    except subprocess.SubprocessError as exc:
+        if isinstance(exc, subprocess.TimeoutExpired):
+            return f"{exe} could not start ({exc})"
+        return ("the kernel has Landlock but refused its domain (prctl no_new_privs or "
+                "landlock_restrict_self failed)")
+    except OSError as exc:
         return f"{exe} could not start ({exc})"
     finally:
         os.close(fd)
@@ -376,7 +416,11 @@ def probe(exe: str) -> str | None:
         said = (cp.stderr.strip().splitlines() or [f"exit {cp.returncode}"])[-1]
         if "Unknown option" in said:
             return f"{exe} is too old ({said}; storlab needs bubblewrap 0.8 or newer)"
-        return f"the kernel refused the namespaces ({said})"
+        setuid = os.stat(shutil.which(exe) or exe).st_mode & stat.S_ISUID
+        return f"the kernel refused the namespaces ({said})" + (
+            "; a set-user-ID bwrap runs without its privileges under no_new_privs, which "
+            "Landlock's domain needs: allow unprivileged user namespaces"
+            if setuid and os.geteuid() != 0 and landlock_ruleset() is not None else "")
     return None
 
 
