@@ -90,6 +90,9 @@ class Declared:
     #: The programs may make io_uring rings (the campaign's `sandbox.io_uring`); otherwise
     #: only fio with an io_uring engine may.
     io_uring: bool = False
+    #: The programs may make Unix sockets of their own (the campaign's
+    #: `sandbox.unix_sockets`): the seccomp filter's rule is off, the other walls stay.
+    unix_sockets: bool = False
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -903,7 +906,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
             for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
-        w.unix_sockets = unix_sockets or bool(decl.sockets)
+        w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
     except BaseException:
         w.close()
