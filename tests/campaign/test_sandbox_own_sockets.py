@@ -10,12 +10,14 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from storlab.campaign.runners import ld_conf_opt_dirs, shown_install_trees
 from storlab.campaign.runners._program import sandbox_hint
 
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
@@ -119,3 +121,69 @@ def test_the_eperm_hint_names_what_the_program_was_refused() -> None:
 def test_another_eperm_gets_no_socket_or_ring_hint(said: str) -> None:
     """EPERM from what no declaration opens (mount, a set-ID chmod, ptrace of pid 1)."""
     assert sandbox_hint(said, said) == ""
+
+
+def test_ld_so_conf_names_the_library_directories_under_opt(tmp_path: Path) -> None:
+    """Directories under /opt only (not /opt itself, not the system's), includes by glob
+    relative to the including file, comments dropped."""
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "conf.d" / "a.conf").write_text("/opt/b/lib64  # b's libraries\n/usr/lib\n")
+    (tmp_path / "conf.d" / "skip.txt").write_text("/opt/c/lib\n")
+    conf = tmp_path / "ld.so.conf"
+    conf.write_text("# mine\n/opt/a/lib\n/opt\ninclude conf.d/*.conf\n/usr/local/lib\n"
+                    f"include {conf}\n")
+    assert ld_conf_opt_dirs(str(conf)) == ("/opt/a/lib", "/opt/b/lib64")
+
+
+def test_a_program_under_opt_sees_its_package_directory() -> None:
+    assert shown_install_trees("/opt/pkg/bin/prog", "/") == ["/opt/pkg"]
+    assert shown_install_trees("/opt/pkg/x86_64/bin/prog", "/") == ["/opt/pkg"]
+    assert shown_install_trees("/opt/pkg/prog", "/") == ["/opt/pkg"]
+    opt_bin = shown_install_trees("/opt/bin/prog", "/")  # the prefix's own directories
+    assert opt_bin[0] == "/opt/bin" and "/opt" not in opt_bin, opt_bin
+    assert all(d.split("/")[2] in ("bin", "sbin", "lib", "lib32", "lib64", "libexec",
+                                   "share") for d in opt_bin), opt_bin
+
+
+def test_the_sandbox_shows_an_opt_package_and_ld_so_conf_libraries(storlab: Any,
+                                                                  tmp_path: Path) -> None:
+    """A program in /opt/<x>/bin reads its package's files; a library directory under
+    /opt that /etc/ld.so.conf.d names is shown (that directory only); another package
+    under /opt stays hidden."""
+    tag = f"storlab-test-{uuid.uuid4().hex[:8]}"
+    pkg, libs, other = (Path("/opt") / f"{tag}-{n}" for n in ("pkg", "libs", "other"))
+    conf = Path("/etc/ld.so.conf.d") / f"zz-{tag}.conf"
+    try:
+        for f in (pkg / "share" / "data.txt", libs / "lib" / "libx.txt",
+                  libs / "run" / "state.txt", other / "state.txt"):
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(f.name)
+        prog = pkg / "bin" / "prog"
+        prog.parent.mkdir()
+        prog.write_text("#!/bin/sh\nfor f in " + " ".join(str(p) for p in (
+            pkg / "share" / "data.txt", libs / "lib" / "libx.txt", libs / "run" / "state.txt",
+            other / "state.txt")) + "; do test -e $f && echo \"seen $f\" >&2; done\n"
+            "echo '{\"y\": 1}'\n")
+        prog.chmod(0o755)
+        conf.write_text(f"{libs / 'lib'}\n")
+        camp = tmp_path / "c"
+        camp.mkdir()
+        spec = {"name": "opt", "timeout": 60, "space": {"factors": [
+                    {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
+                    "responses": [{"name": "y", "goal": "maximize"}]},
+                "design": {"configs": [{"n": "a"}]},
+                "runner": {"type": "command", "options": {
+                    "command": [str(prog)], "json_metrics": {"y": "y"}}}}
+        (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        r = storlab("status", camp / "campaign.yaml")
+        assert f"the program's install tree {pkg}, ld.so.conf's library directories " \
+               f"{libs / 'lib'}" in r.stdout, r.stdout
+        r = storlab("run", camp / "campaign.yaml", timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        said = "".join(p.read_text() for p in (camp / "campaign.db.output").glob("*.stderr"))
+        seen = {line.split()[1] for line in said.splitlines() if line.startswith("seen ")}
+        assert seen == {str(pkg / "share" / "data.txt"), str(libs / "lib" / "libx.txt")}, said
+    finally:
+        conf.unlink(missing_ok=True)
+        for d in (pkg, libs, other):
+            shutil.rmtree(d, ignore_errors=True)

@@ -39,7 +39,8 @@ from .fixed import Config, fixed_source
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, landlock_missing, make_runner,
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, landlock_missing,
+                      ld_conf_opt_dirs, make_runner,
                       refused_shared, refused_socket,
                       refused_writable, render_argv, require_sandbox, reserved_env_clash,
                       run_identity, runner_class, shell_command, shown_install_trees,
@@ -482,6 +483,8 @@ class Campaign:
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
                     + (f", the program's install tree {', '.join(trees)}" if trees else "")
+                    + (f", ld.so.conf's library directories {', '.join(libs)}"
+                       if (libs := ld_conf_opt_dirs()) else "")
                     + f"; writable: each run's directory, the runner's targets, {extra}; "
                     "declared devices "
                     + ("writable (allow_destructive)" if dev else "not openable")

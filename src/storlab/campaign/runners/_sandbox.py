@@ -144,7 +144,8 @@ def bwrap_exe() -> str:
 #: Not /opt: software installed there by hand keeps its own state (and, for a daemon, its
 #: sockets) beside itself; a program under /opt sees its own install tree only
 #: (`_install_trees`), another one there is shown when the campaign declares it
-#: (`sandbox.readable`).
+#: (`sandbox.readable`); the library directories ld.so.conf names under /opt are shown
+#: (`ld_conf_opt_dirs`).
 SYSTEM_TREES = ("/usr", "/etc", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                 "/libx32")
 #: Directories the program gets empty and read-only (in bwrap's own root, a tmpfs made
@@ -983,6 +984,9 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
             w.show(home)
+        for lib in ld_conf_opt_dirs():  # a /usr/bin program's libraries found under /opt
+            for at in dict.fromkeys((os.path.realpath(lib), lib)):
+                w.show(os.path.realpath(lib), at)
         # the run's directory as the kernel names it: a link on the way may not exist inside
         real = os.path.realpath(cwd)
         tmp = (env or {}).get("TMPDIR")
@@ -1003,13 +1007,55 @@ def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[st
             if not any(_inside(t, s) for s in SYSTEM_TREES)]
 
 
+#: Beside a program in /opt/bin or /opt/sbin (a prefix of its own, `make install
+#: PREFIX=/opt`), what the prefix holds for it: not /opt whole (other software's state).
+_OPT_PREFIX = ("bin", "sbin", "lib", "lib32", "lib64", "libexec", "share")
+
+
+@functools.cache
+def ld_conf_opt_dirs(conf: str = "/etc/ld.so.conf") -> tuple[str, ...]:
+    """The directories under /opt that `conf` (and the files it includes, by glob) names:
+    the dynamic linker finds a /usr/bin program's libraries there, so the sandbox shows
+    them read-only (those directories only, not the software's tree)."""
+    import glob
+
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def read(path: str) -> None:
+        if path in seen:
+            return
+        seen.add(path)
+        try:
+            with open(path, errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("include"):
+                for pattern in line.split()[1:]:
+                    pattern = os.path.join(os.path.dirname(path), pattern)
+                    for inc in sorted(glob.glob(pattern)):
+                        read(inc)
+            elif line.startswith("/"):
+                d = _norm(line.split("=", 1)[0])  # old `dir=TYPE` entries
+                if _inside(d, "/opt") and d != "/opt" and d not in out:
+                    out.append(d)
+
+    read(conf)
+    return tuple(out)
+
+
 def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
     """Where the program `name` is installed, to show it read-only: for the program as
     found (on `path`, or relative to `cwd`) and for what its links lead to, the tree right
     below a home (/root/.pyenv for a pyenv shim or Python, /home/<user>/bin), else the
     directory above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's
     `pyvenv.cfg`), else its own directory; the program's file alone rather than a home, a
-    system directory or a directory right below / (/data)."""
+    system directory or a directory right below / (/data). Under /opt: the package's
+    directory (/opt/<x> for /opt/<x>/bin/prog, the /opt(7) layout); for /opt/bin/prog the
+    prefix's directories that exist (`_OPT_PREFIX`)."""
     found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
     if found is None:
         return []
@@ -1018,6 +1064,13 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
     for exe in dict.fromkeys((_norm(found), os.path.realpath(found))):
         parts = exe.split("/")  # ['', 'root', '.pyenv', ...]
         d = os.path.dirname(exe)
+        if parts[1] == "opt" and len(parts) > 3 and parts[2] in ("bin", "sbin"):
+            out += [d for d in (f"/opt/{p}" for p in _OPT_PREFIX)
+                    if d == os.path.dirname(exe) or os.path.isdir(d)]
+            continue
+        if parts[1] == "opt" and len(parts) > 3:
+            out.append("/".join(parts[:3]))
+            continue
         if parts[1] == "root" and len(parts) > 3:
             top = "/".join(parts[:3])
         elif parts[1] == "home" and len(parts) > 4:
@@ -1029,4 +1082,4 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
         # a program right in a home, a system or top directory (/data): that file alone
         out.append(exe if top in SYSTEM_DIRS or os.path.dirname(top) in ("/", "/home")
                    else top)
-    return out
+    return list(dict.fromkeys(out))
