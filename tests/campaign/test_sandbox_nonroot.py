@@ -63,3 +63,39 @@ def test_landlock_scopes_hold_when_storlab_is_not_root() -> None:
     finally:
         listener.close()
         os.rmdir(here)
+
+
+# 16 Landlock domains entered already: the kernel refuses a 17th (E2BIG), as it would
+# refuse one on a system where the child cannot enter it
+NESTED = r"""
+import ctypes, struct
+from storlab.campaign.runners._program import run_program
+from storlab.campaign.runners._sandbox import landlock_ruleset
+import sys
+libc = ctypes.CDLL(None, use_errno=True)
+if sys.argv[1] == "after":  # the probe passed before: the start itself must refuse
+    assert run_program(["true"], cwd="/", timeout=60).exit_code == 0
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+for _ in range(16):
+    assert libc.syscall(446, landlock_ruleset(), 0) == 0
+r = run_program(["true"], cwd="/", timeout=60)
+print("exit", r.exit_code, r.stderr.strip())
+"""
+
+
+@pytest.mark.parametrize(("when", "said"), [
+    ("first", "storlab: cannot sandbox the programs of a run: the kernel has Landlock but "
+              "refused its domain"),
+    ("after", "storlab: cannot start true in its sandbox: the child could not set up its "
+              "guard or enter the Landlock domain")])
+def test_a_domain_the_kernel_refuses_refuses_the_run(when: str, said: str) -> None:
+    """Fail closed: when the child cannot enter Landlock's domain the program does not
+    run (one line), it does not run without the scopes: refused by the probe before the
+    first program, or by the start itself."""
+    if landlock_missing() is not None:
+        pytest.skip(f"Landlock: {landlock_missing()}")
+    cp = subprocess.run([sys.executable, "-c", NESTED, when], capture_output=True,
+                        text=True, timeout=120, env={**os.environ, "PYTHONPATH": SRC})
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith(f"exit None {said}"), cp.stdout
+    assert len(cp.stdout.strip().splitlines()) == 1, cp.stdout
