@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from storlab.campaign.runners import ld_conf_opt_dirs, shown_install_trees
+from storlab.campaign.runners import landlock_missing, ld_conf_opt_dirs, shown_install_trees
 from storlab.campaign.runners._program import sandbox_hint
 
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
@@ -77,6 +77,9 @@ def _own_sockets(tmp_path: Path, storlab: Any) -> None:
     own = _campaign(tmp_path / "o", unix_sockets=True)
     r = storlab("status", own)
     assert "Unix sockets: the run's own (sandbox.unix_sockets)" in r.stdout, r.stdout
+    missing = landlock_missing()  # the status line says whether Landlock's scopes apply
+    assert ("; Landlock: abstract sockets and signals scoped" if missing is None
+            else f"; Landlock: not applied ({missing})") in r.stdout, r.stdout
     r = storlab("run", own, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     with sqlite3.connect(own.parent / "campaign.db") as db:

@@ -330,7 +330,7 @@ def _landlock() -> tuple[int | None, str]:
         abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 6:
             return None, ("the kernel has no Landlock" if abi < 0 else
-                          f"the kernel's Landlock ABI {abi} has no scopes: 6, Linux 6.12")
+                          f"the kernel's Landlock ABI {abi} predates scopes: ABI 6, Linux 6.12")
         attr = ctypes.create_string_buffer(struct.pack("<QQQ", 0, 0, LANDLOCK_SCOPES))
         fd = libc.syscall(_LL_CREATE, attr, ctypes.c_size_t(24), ctypes.c_uint32(0))
         if fd < 0:
