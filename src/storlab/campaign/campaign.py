@@ -39,8 +39,9 @@ from .fixed import Config, fixed_source
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, make_runner, refused_shared,
-                      refused_socket,
+from .runners import (UNSANDBOXED_ENV, ShellTemplateError, landlock_missing,
+                      ld_conf_opt_dirs, make_runner,
+                      refused_shared, refused_socket,
                       refused_writable, render_argv, require_sandbox, reserved_env_clash,
                       run_identity, runner_class, shell_command, shown_install_trees,
                       starts_programs, template_names, unsandboxed)
@@ -425,6 +426,7 @@ class Campaign:
                        readable=[str(self.dir / p) for p in self.spec.sandbox.readable],
                        sockets=[str(self.dir / p) for p in self.spec.sandbox.sockets],
                        io_uring=self.spec.sandbox.io_uring,
+                       unix_sockets=self.spec.sandbox.unix_sockets,
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
@@ -481,15 +483,20 @@ class Campaign:
                     + (f"directory, also {', '.join(sb.readable)}" if sb.readable
                        else "directory")
                     + (f", the program's install tree {', '.join(trees)}" if trees else "")
+                    + (f", ld.so.conf's library directories {', '.join(libs)}"
+                       if (libs := ld_conf_opt_dirs()) else "")
                     + f"; writable: each run's directory, the runner's targets, {extra}; "
                     "declared devices "
                     + ("writable (allow_destructive)" if dev else "not openable")
                     + f"; network: {net}; Unix sockets: "
-                    + (", ".join(sb.sockets) if sb.sockets else "none")
+                    + (", ".join([*sb.sockets, *(["the run's own (sandbox.unix_sockets)"]
+                                                 if sb.unix_sockets else [])]) or "none")
                     + "; io_uring: " + ("every program (sandbox.io_uring)" if sb.io_uring
                                         else f"the runner's program ({ring})" if ring
                                         else "none but the runner's own need (a factor's "
-                                        "engine)"))
+                                        "engine)")
+                    + "; Landlock: " + (f"not applied ({ll})" if (ll := landlock_missing())
+                                        else "abstract sockets and signals scoped"))
         return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@
       readable: [/data/traces]      # shown read-only besides the system and campaign
       sockets: [/run/mysqld/mysqld.sock]  # Unix sockets the programs may connect to
       io_uring: false               # true: every program may make io_uring rings
+      unix_sockets: false           # true: every program may make Unix sockets of its own
     setup:                          # argv templates; values become whole argv elements
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
       - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
@@ -148,7 +149,8 @@ class SandboxSpec(_Model):
     declared targets: `writable` paths (relative to the campaign file), and whether devices
     and existing files among them open for writing (`allow_destructive`); what they may
     reach besides the system's trees and the campaign's directory: the host's `network`,
-    `readable` paths, `sockets`, io_uring rings (`io_uring`)."""
+    `readable` paths, `sockets`, io_uring rings (`io_uring`), Unix sockets of their own
+    (`unix_sockets`)."""
 
     writable: list[str] = Field(default_factory=list)
     allow_destructive: StrictBool = False
@@ -163,6 +165,9 @@ class SandboxSpec(_Model):
     #: Every program may make io_uring rings (their operations pass round the seccomp
     #: filter); otherwise only fio with an io_uring engine may.
     io_uring: StrictBool = False
+    #: Every program may make Unix sockets of its own (multiprocessing's forkserver and
+    #: Manager, a Listener); the host's stay out of reach (hidden, covered, Landlock).
+    unix_sockets: StrictBool = False
 
 
 class CampaignSpec(_Model):

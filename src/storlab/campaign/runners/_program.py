@@ -457,6 +457,11 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         except OSError as exc:  # program missing or not executable: a failed run, not a crash
             return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
                                time.time())
+        except subprocess.SubprocessError:  # `_start_child` raised: never run unconfined
+            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: the "
+                               "child could not set up its guard or enter the Landlock "
+                               "domain (no_new_privs, landlock_restrict_self); refusing to "
+                               "run it without", None, False, started, time.time())
         finally:  # bwrap holds what it binds (the descriptors it was given) from here on
             if walls is not None:
                 walls.close()
@@ -504,16 +509,49 @@ _SANDBOX_HINTS = (
                 r"|Connection refused"),
      "programs get a network of their own (loopback only) unless the campaign declares "
      "sandbox.network: true (a Unix socket: sandbox.sockets)"),
-    (re.compile(r"Operation not permitted|EPERM"),
-     "programs get EPERM for a Unix socket unless the campaign names the sockets to reach "
-     "in sandbox.sockets, and for an io_uring ring unless it declares sandbox.io_uring: "
-     "true (fio's io_uring engines have one)"),
 )
+#: An EPERM, and the words before it (on its line and the few before: a Python traceback
+#: names the call above its last line) that say what the sandbox refused: a Unix socket
+#: made (the seccomp filter), a connect (an abstract socket outside: Landlock), an io_uring
+#: ring (fio: `error=... io_uring.c ... Operation not permitted`). Another EPERM (mount,
+#: chmod of a set-ID bit, ptrace) gets no hint: those name nothing a campaign can declare.
+_EPERM = re.compile(r"Operation not permitted|\bEPERM\b")
+_EPERM_CAUSES = re.compile(r"(?P<ring>io_uring|IORING)|(?P<made>socket\(|socket\.socket|"
+                           r"create socket|socket:|AF_UNIX|SOCK_STREAM)|"
+                           r"(?P<connect>connect)", re.I)
+_EPERM_HINTS = {
+    "made": "programs get EPERM making a Unix socket: name the sockets outside to reach in "
+            "sandbox.sockets, or declare sandbox.unix_sockets: true for sockets of the "
+            "program's own (multiprocessing's forkserver, Manager, Listener)",
+    "connect": "programs reach no Unix socket outside but those named in sandbox.sockets "
+               "(an abstract one outside: none)",
+    "ring": "programs get EPERM for an io_uring ring unless the campaign declares "
+            "sandbox.io_uring: true (fio's io_uring engines have one)",
+}
+
+
+def _eperm_hints(said: str) -> list[str]:
+    """The `_EPERM_HINTS` for what each EPERM in `said` followed (the last cause named on
+    its line or the three before, at most 300 characters back)."""
+    out: list[str] = []
+    for m in _EPERM.finditer(said):
+        start = m.start()
+        for _ in range(4):
+            start = max(said.rfind("\n", 0, start), 0)
+        end = said.find("\n", m.end())
+        causes = list(_EPERM_CAUSES.finditer(said[max(start, m.start() - 300):
+                                                  end if end >= 0 else len(said)]))
+        if causes:
+            text = _EPERM_HINTS[str(causes[-1].lastgroup)]
+            if text not in out:
+                out.append(text)
+    return out
 
 
 def _start_child(parent: int, ruleset: int | None) -> None:
     """The child's `preexec_fn`: the guard (`guard_child`), then, for a sandboxed program,
-    the Landlock scopes (`_sandbox.enter_landlock`)."""
+    the Landlock scopes (`_sandbox.enter_landlock`; it raises when the kernel refuses:
+    Popen then fails and the program does not run)."""
     guard_child(parent)
     if ruleset is not None:
         _sandbox.enter_landlock(ruleset)
@@ -523,12 +561,11 @@ def sandbox_hint(stderr: str, stdout: str = "") -> str:
     """A line naming what the campaign can declare, when a failed program's error reads
     like the sandbox's walls (fio's own read-only hint says more: not repeated). An EPERM
     is looked for in the end of `stdout` too (fio reports a refused ring there)."""
-    out = ""
-    for pattern, text in _SANDBOX_HINTS:
-        said = stderr + stdout if pattern is _SANDBOX_HINTS[-1][0] else stderr
-        if pattern.search(said) and "error=Read-only file system" not in stderr:
-            out += f"\nstorlab: if this is the sandbox: {text}"
-    return out
+    if "error=Read-only file system" in stderr:
+        return ""
+    texts = [text for pattern, text in _SANDBOX_HINTS if pattern.search(stderr)]
+    return "".join(f"\nstorlab: if this is the sandbox: {text}"
+                   for text in [*texts, *_eperm_hints(stderr + "\n" + stdout)])
 
 
 def ask_program(argv: Sequence[str], timeout: float = 30) -> ProcOutcome:

@@ -90,6 +90,9 @@ class Declared:
     #: The programs may make io_uring rings (the campaign's `sandbox.io_uring`); otherwise
     #: only fio with an io_uring engine may.
     io_uring: bool = False
+    #: The programs may make Unix sockets of their own (the campaign's
+    #: `sandbox.unix_sockets`): the seccomp filter's rule is off, the other walls stay.
+    unix_sockets: bool = False
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -141,7 +144,8 @@ def bwrap_exe() -> str:
 #: Not /opt: software installed there by hand keeps its own state (and, for a daemon, its
 #: sockets) beside itself; a program under /opt sees its own install tree only
 #: (`_install_trees`), another one there is shown when the campaign declares it
-#: (`sandbox.readable`).
+#: (`sandbox.readable`); the library directories ld.so.conf names under /opt are shown
+#: (`ld_conf_opt_dirs`).
 SYSTEM_TREES = ("/usr", "/etc", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                 "/libx32")
 #: Directories the program gets empty and read-only (in bwrap's own root, a tmpfs made
@@ -316,12 +320,8 @@ _LL_CREATE, _LL_RESTRICT = 444, 446
 
 
 @functools.cache
-def landlock_ruleset() -> int | None:
-    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process) that
-    handles no file or network access and scopes `LANDLOCK_SCOPES`; None when the kernel
-    has no Landlock or an ABI older than 6. Two syscalls through ctypes: the Python
-    bindings published (`landlock` on PyPI) are pre-releases, and a ruleset without rules
-    needs nothing else."""
+def _landlock() -> tuple[int | None, str]:
+    """(the ruleset's descriptor or None, why there is none)."""
     import ctypes
     import struct
 
@@ -329,31 +329,68 @@ def landlock_ruleset() -> int | None:
         libc = ctypes.CDLL(None, use_errno=True)
         abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 6:
-            return None
+            return None, ("the kernel has no Landlock" if abi < 0 else
+                          f"the kernel's Landlock ABI {abi} predates scopes: ABI 6, Linux 6.12")
         attr = ctypes.create_string_buffer(struct.pack("<QQQ", 0, 0, LANDLOCK_SCOPES))
         fd = libc.syscall(_LL_CREATE, attr, ctypes.c_size_t(24), ctypes.c_uint32(0))
-    except (OSError, AttributeError):
-        return None
-    if fd < 0:
-        return None
-    _restrict_self()  # looked up here, in storlab: the forked child only calls it
-    return fd
+        if fd < 0:
+            return None, f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError) as exc:
+        return None, f"Landlock's syscalls could not be called ({exc})"
+    _libc_calls()  # looked up here, in storlab: the forked child only calls them
+    return fd, ""
+
+
+def landlock_ruleset() -> int | None:
+    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process) that
+    handles no file or network access and scopes `LANDLOCK_SCOPES`; None when the kernel
+    has no Landlock or an ABI older than 6 (`landlock_missing` says which). Two syscalls
+    through ctypes: the Python bindings published (`landlock` on PyPI) are pre-releases,
+    and a ruleset without rules needs nothing else."""
+    return _landlock()[0]
+
+
+def landlock_missing() -> str | None:
+    """Why the programs run without Landlock's scopes here (for `storlab status`), or
+    None when each sandbox enters them."""
+    fd, why = _landlock()
+    return None if fd is not None else why
 
 
 @functools.cache
-def _restrict_self() -> object:
+def _libc_calls() -> tuple[object, object]:
     import ctypes
 
-    return ctypes.CDLL(None, use_errno=True).syscall
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall, libc.prctl
+
+
+#: prctl(PR_SET_NO_NEW_PRIVS): what lets a process without CAP_SYS_ADMIN (storlab run by
+#: a user) enter a Landlock domain; bwrap sets it for the program anyway.
+_PR_SET_NO_NEW_PRIVS = 38
 
 
 def enter_landlock(ruleset: int) -> None:
     """Put the calling process (a child about to exec bwrap: everything the sandbox starts
-    inherits it) in `ruleset`'s Landlock domain. A ruleset that handles no file access
-    leaves bwrap free to mount. Refused without CAP_SYS_ADMIN or no_new_privs (storlab
-    not root): the program then runs without the scopes (the seccomp filter still refuses
-    Unix sockets)."""
-    _restrict_self()(_LL_RESTRICT, ruleset, 0)  # type: ignore[operator]
+    inherits it) in `ruleset`'s Landlock domain, after setting no_new_privs (without it
+    the kernel refuses a process lacking CAP_SYS_ADMIN: storlab run by a user). A ruleset
+    that handles no file access leaves bwrap free to mount. Raises OSError when the kernel
+    refuses either: the caller (a `preexec_fn`) then fails the start, the program does not
+    run without the scopes. With no_new_privs a set-user-ID bwrap starts without its
+    privileges: it then needs unprivileged user namespaces (`probe` finds out)."""
+    import ctypes
+
+    syscall, prctl = _libc_calls()
+    if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # type: ignore[operator]
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if syscall(_LL_RESTRICT, ruleset, 0) != 0:  # type: ignore[operator]
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+
+
+def _enter_probe_landlock() -> None:
+    ruleset = landlock_ruleset()
+    if ruleset is not None:
+        enter_landlock(ruleset)
 
 
 @functools.cache
@@ -365,10 +402,17 @@ def probe(exe: str) -> str | None:
         return f"{exe} is not installed (Debian package bubblewrap)"
     fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        # started as the programs are: in the Landlock domain (no_new_privs first)
         cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
-                            stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+                            stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE,
+                            preexec_fn=_enter_probe_landlock)
+    except subprocess.SubprocessError as exc:
+        if isinstance(exc, subprocess.TimeoutExpired):
+            return f"{exe} could not start ({exc})"
+        return ("the kernel has Landlock but refused its domain (prctl no_new_privs or "
+                "landlock_restrict_self failed)")
+    except OSError as exc:
         return f"{exe} could not start ({exc})"
     finally:
         os.close(fd)
@@ -376,7 +420,11 @@ def probe(exe: str) -> str | None:
         said = (cp.stderr.strip().splitlines() or [f"exit {cp.returncode}"])[-1]
         if "Unknown option" in said:
             return f"{exe} is too old ({said}; storlab needs bubblewrap 0.8 or newer)"
-        return f"the kernel refused the namespaces ({said})"
+        setuid = os.stat(shutil.which(exe) or exe).st_mode & stat.S_ISUID
+        return f"the kernel refused the namespaces ({said})" + (
+            "; a set-user-ID bwrap runs without its privileges under no_new_privs, which "
+            "Landlock's domain needs: allow unprivileged user namespaces"
+            if setuid and os.geteuid() != 0 and landlock_ruleset() is not None else "")
     return None
 
 
@@ -859,7 +907,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
             for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
         w.network = network or decl.network
-        w.unix_sockets = unix_sockets or bool(decl.sockets)
+        w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
     except BaseException:
         w.close()
@@ -936,6 +984,9 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
             w.show(home)
+        for lib in ld_conf_opt_dirs():  # a /usr/bin program's libraries found under /opt
+            for at in dict.fromkeys((os.path.realpath(lib), lib)):
+                w.show(os.path.realpath(lib), at)
         # the run's directory as the kernel names it: a link on the way may not exist inside
         real = os.path.realpath(cwd)
         tmp = (env or {}).get("TMPDIR")
@@ -956,13 +1007,55 @@ def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[st
             if not any(_inside(t, s) for s in SYSTEM_TREES)]
 
 
+#: Beside a program in /opt/bin or /opt/sbin (a prefix of its own, `make install
+#: PREFIX=/opt`), what the prefix holds for it: not /opt whole (other software's state).
+_OPT_PREFIX = ("bin", "sbin", "lib", "lib32", "lib64", "libexec", "share")
+
+
+@functools.cache
+def ld_conf_opt_dirs(conf: str = "/etc/ld.so.conf") -> tuple[str, ...]:
+    """The directories under /opt that `conf` (and the files it includes, by glob) names:
+    the dynamic linker finds a /usr/bin program's libraries there, so the sandbox shows
+    them read-only (those directories only, not the software's tree)."""
+    import glob
+
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def read(path: str) -> None:
+        if path in seen:
+            return
+        seen.add(path)
+        try:
+            with open(path, errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("include"):
+                for pattern in line.split()[1:]:
+                    pattern = os.path.join(os.path.dirname(path), pattern)
+                    for inc in sorted(glob.glob(pattern)):
+                        read(inc)
+            elif line.startswith("/"):
+                d = _norm(line.split("=", 1)[0])  # old `dir=TYPE` entries
+                if _inside(d, "/opt") and d != "/opt" and d not in out:
+                    out.append(d)
+
+    read(conf)
+    return tuple(out)
+
+
 def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
     """Where the program `name` is installed, to show it read-only: for the program as
     found (on `path`, or relative to `cwd`) and for what its links lead to, the tree right
     below a home (/root/.pyenv for a pyenv shim or Python, /home/<user>/bin), else the
     directory above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's
     `pyvenv.cfg`), else its own directory; the program's file alone rather than a home, a
-    system directory or a directory right below / (/data)."""
+    system directory or a directory right below / (/data). Under /opt: the package's
+    directory (/opt/<x> for /opt/<x>/bin/prog, the /opt(7) layout); for /opt/bin/prog the
+    prefix's directories that exist (`_OPT_PREFIX`)."""
     found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
     if found is None:
         return []
@@ -971,6 +1064,13 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
     for exe in dict.fromkeys((_norm(found), os.path.realpath(found))):
         parts = exe.split("/")  # ['', 'root', '.pyenv', ...]
         d = os.path.dirname(exe)
+        if parts[1] == "opt" and len(parts) > 3 and parts[2] in ("bin", "sbin"):
+            out += [d for d in (f"/opt/{p}" for p in _OPT_PREFIX)
+                    if d == os.path.dirname(exe) or os.path.isdir(d)]
+            continue
+        if parts[1] == "opt" and len(parts) > 3:
+            out.append("/".join(parts[:3]))
+            continue
         if parts[1] == "root" and len(parts) > 3:
             top = "/".join(parts[:3])
         elif parts[1] == "home" and len(parts) > 4:
@@ -982,4 +1082,4 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
         # a program right in a home, a system or top directory (/data): that file alone
         out.append(exe if top in SYSTEM_DIRS or os.path.dirname(top) in ("/", "/home")
                    else top)
-    return out
+    return list(dict.fromkeys(out))
