@@ -533,6 +533,16 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
     wait = np.zeros(pools.idx.size)
     X = 0.0
     frac = (N - 1) / N
+    # Arrival theorem inside a worker pool: a visit to a station the pool covers finds the
+    # others of at most c token holders there, not of N clients, so it sees (c - 1) / c of
+    # the queue (Schweitzer's (N - 1) / N for the rest). Without it the disks behind
+    # small.yaml's 14-worker pools queued as if 256 clients could reach them: with think
+    # time, throughput read 3.6 % low and the writes, which wait for every replica's
+    # token, +11.6 % (PUT) and +12.3 % (DELETE) slow.
+    fs = np.full(D.size, frac)
+    if pools.idx.size:
+        cp = pools.c[pools.cov_pool]
+        fs[pools.cov_pos] = np.minimum(fs[pools.cov_pos], (cp - 1.0) / cp)
     stretch = np.ones_like(D)
     wpre, wfork, wsh, hr = ((pre, fork, np.zeros_like(fork), h[1]) if weights is None
                             else weights)
@@ -542,8 +552,8 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
     for _ in range(5000):
         # Residual-service correction (FCFS, non-exponential): a job found in service
         # leaves E[S^2]/2E[S] = S (1 + scv) / 2 to wait, not S.
-        busy = np.minimum(X * Dq, 1.0) * frac
-        stretch = (Dq * (1.0 + Q * frac + busy * corr) + Dd) / D
+        busy = np.minimum(X * Dq, 1.0) * fs
+        stretch = (Dq * (1.0 + Q * fs + busy * corr) + Dd) / D
         if free is not None:
             stretch[free] = 1.0      # pure delay: the pool in front caps its population
         fw = (hw * (wfork @ (stretch - 1.0)) if hw_at is None else
@@ -554,7 +564,7 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
             wait = hq * Qp * frac
             cycle += share @ (pools.vpre @ wait + hw * (pools.vfork @ wait))
         X = N / cycle
-        Qn = X * Dq * (1.0 + Q * frac + busy * corr)
+        Qn = X * Dq * (1.0 + Q * fs + busy * corr)
         if free is not None:
             Qn[free] = 0.0
         # Damped: near saturation the plain iteration oscillates.
