@@ -553,7 +553,11 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
         # Residual-service correction (FCFS, non-exponential): a job found in service
         # leaves E[S^2]/2E[S] = S (1 + scv) / 2 to wait, not S.
         busy = np.minimum(X * Dq, 1.0) * fs
-        stretch = (Dq * (1.0 + Q * fs + busy * corr) + Dd) / D
+        # Behind a pool a station's queue can outgrow what (c - 1) / c of it allows, where
+        # (N - 1) / N could not: a residence of at least Q service times keeps it no more
+        # than busy (X Dq <= 1 at the fixed point; a failed disk's partner read 102 %).
+        rq = Dq * np.maximum(1.0 + Q * fs + busy * corr, Q)
+        stretch = (rq + Dd) / D
         if free is not None:
             stretch[free] = 1.0      # pure delay: the pool in front caps its population
         fw = (hw * (wfork @ (stretch - 1.0)) if hw_at is None else
@@ -564,7 +568,7 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
             wait = hq * Qp * frac
             cycle += share @ (pools.vpre @ wait + hw * (pools.vfork @ wait))
         X = N / cycle
-        Qn = X * Dq * (1.0 + Q * fs + busy * corr)
+        Qn = X * rq
         if free is not None:
             Qn[free] = 0.0
         # Damped: near saturation the plain iteration oscillates.
