@@ -29,9 +29,14 @@ than its servers never queues.
   stations it covers. Closed loop: Seidmann's split inside the same Schweitzer fixed point
   (``schweitzer-pool`` without forks); open loop: Erlang C on the holding time. A pool that
   can never run out (``c`` >= clients x branches) is left out, so product-form cases stay
-  exact. Where it diverges: the covered stations do not see the pool's population cap (a
-  disk behind a 4-worker pool never holds more than 4 jobs; MVA lets it queue more), so
-  when a small pool binds the model is approximate (see tests/sim/test_cluster_analytic.py).
+  exact. The covered stations see the pool's population cap through the arrival theorem
+  only: a visit there finds (c - 1) / c of the queue (of at most c token holders), not
+  (N - 1) / N, and a residence of at least the queue's service times keeps them no more
+  than busy; their queue lengths themselves are not capped at c, so when a small pool
+  binds the model is approximate (see tests/sim/test_cluster_analytic.py).
+* Writes that wait for every live replica (`post_quorum_wait`): the quorum is the number of
+  branches, so the order statistic above is the maximum (1 + 1/2 + 1/3 branch means for
+  three exponential waits), and the client's cycle, hence closed-loop throughput, carries it.
 """
 
 from __future__ import annotations
