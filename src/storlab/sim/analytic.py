@@ -560,7 +560,7 @@ def _fork_fixed_point(D: np.ndarray, c: np.ndarray, pre: np.ndarray, fork: np.nd
         busy = np.minimum(X * Dq, 1.0) * fs
         # Behind a pool a station's queue can outgrow what (c - 1) / c of it allows, where
         # (N - 1) / N could not: a residence of at least Q service times keeps it no more
-        # than busy (X Dq <= 1 at the fixed point; a failed disk's partner read 102 %).
+        # than busy (X Dq <= 1 at the fixed point; with 2 of 6 disks failed one read 102 %).
         rq = Dq * np.maximum(1.0 + Q * fs + busy * corr, Q)
         stretch = (rq + Dd) / D
         if free is not None:
