@@ -56,12 +56,13 @@ def test_quorum_writes_approximation_is_close():
     assert s.ops.loc[0, "ops_s"] == pytest.approx(a.throughput, rel=0.10)
 
 
-@pytest.mark.parametrize("workers, measured", [(4, -0.094), (8, -0.033)])
+@pytest.mark.parametrize("workers, measured", [(4, 0.026), (8, 0.048)])
 def test_worker_pool_approximation_is_close(workers, measured):
     """GET-only, exponential service, pools of 4 or 8 workers over 3 disks and 4 cores at 40
     clients: the pools bind (the simulator loses 23 % and 7 % against unlimited workers).
-    The Schweitzer-Seidmann pool term lands within 10 % (measured: -9.4 % and -3.3 %; it
-    is pessimistic because MVA lets the disks behind a pool queue more jobs than it has)."""
+    The Schweitzer-Seidmann pool term lands within 10 % (measured: +2.6 % and +4.8 %; were
+    -9.4 % and -3.3 % before a visit behind a pool saw (c - 1) / c of a disk's queue rather
+    than (N - 1) / N: MVA still lets those disks queue more jobs than the pool has)."""
     ov = {"clients": 40, "service_times": "exponential", "object_workers": workers}
     m = build_model(parse_cluster(apply_overrides(BASE, ov)))
     a, s = solve_mva(m), run_model(m)
