@@ -203,3 +203,56 @@ def test_a_datagram_socketpair_reaches_no_path_socket(tmp_path: Path, storlab: A
                                       sockets=[str(tmp_path / "other.sock")]))
     assert g["dgram"] == g["raw"] == "sent", g
     assert daemon.lines[:2] == ["dgram sendto", "dgram sendto"], daemon.lines
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_program_fio_starts_does_not_inherit_fios_own_unix_grant(
+        tmp_path: Path, storlab: Any, daemon: Daemon) -> None:
+    """fio's net engine with `protocol=unix` gets Unix sockets without a declaration (its
+    own listener and client); a program its options start (`exec_prerun`,
+    `exec_postrun`, an abbreviation, a trigger in extra_args) would inherit them: the
+    job is refused before any run, in one line naming `sandbox.sockets`; the daemon gets
+    nothing. Declared, the job starts."""
+    camp = tmp_path / "c"
+    camp.mkdir()
+    connect = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+               "s.connect(sys.argv[1])\nprint('CONNECTED')\n")
+    prog = daemon.tool(connect)
+    base = {"ioengine": "net", "protocol": "unix", "filename": "nosock", "rw": "write",
+            "size": "64k"}
+
+    def run(extra: dict[str, Any], **sandbox: Any) -> Any:
+        spec = {"name": "u", "timeout": 30, "space": {"factors": [
+                    {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}],
+                    "responses": [{"name": "write_iops", "goal": "maximize"}]},
+                "design": {"configs": [{"bs": "4k"}]},
+                "runner": {"type": "fio", "options": {**base, **extra}}, "sandbox": sandbox}
+        (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        return storlab("run", str(camp / "campaign.yaml"), timeout=120)
+
+    cmd = f"{prog} {daemon.dir / 'st.sock'}"
+    for extra in ({"exec_prerun": cmd}, {"exec_postrun": cmd}, {"exec_pre": cmd},
+                  {"extra_args": ["--trigger-timeout=1", f"--trigger={cmd}"]}):
+        r = run(extra)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "starts a program" in r.stderr and "sandbox.sockets" in r.stderr, r.stderr
+    assert daemon.lines == []
+    r = run({"exec_prerun": cmd}, sockets=[str(camp / "fio.sock")])
+    assert "starts a program" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_an_engine_other_than_the_granted_one_is_refused_in_a_granted_job() -> None:
+    """An `ioengine` value given twice (extra_args, an abbreviation) decides which engine
+    fio loads: in a job granted rings for io_uring, `external:` or a library path is
+    refused; `sandbox.io_uring: true` declared, nothing is."""
+    from storlab.campaign.runners.fio import FioRunner
+
+    f = FioRunner(ioengine="io_uring", rw="read")
+    assert f.refused_grant(f.options, sockets=False, io_uring=False) is None
+    for opts in ({"ioengine": "io_uring", "ioeng": "external:/tmp/x.so"},
+                 {"ioengine": "io_uring", "ioengi": "/tmp/x.so"}):
+        why = f.refused_grant(opts, sockets=False, io_uring=False)
+        assert why is not None and "sandbox.io_uring: true" in why, why
+        assert f.refused_grant(opts, sockets=False, io_uring=True) is None
+    g = FioRunner(ioengine="io_uring", extra_args=["--trigger=/bin/true"])
+    assert "starts a program" in str(g.refused_grant(g.options, False, False))

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..spec import CampaignError
 from ._program import ask_program, render_value, run_program, tail, write_run_file
+from ._sandbox import current
 from .base import RunResult
 from ...units import fio_value
 
@@ -45,6 +46,16 @@ NETWORK_ENGINES = REMOTE_ENGINES - {"libcufile"} | {"libiscsi", "rdma", "gfapi",
 #: the walls: only declared device nodes exist in the sandbox's /dev); no option makes them
 #: open, make a socket or connect.
 IO_URING_ENGINES = frozenset({"io_uring", "io_uring_cmd", "xnvme", "libblkio"})
+#: fio options that run a program (`exec_prerun`, `exec_postrun`: system(3); the
+#: command-line triggers' commands). A program fio starts inherits fio's seccomp filter,
+#: so it would get what storlab grants fio itself for its engine (Unix sockets for
+#: `protocol=unix`, rings for an io_uring engine): refused in such a job unless the
+#: campaign declares that grant (`FioRunner.refused_grant`).
+PROGRAM_OPTIONS = ("exec_prerun", "exec_postrun", "trigger", "trigger-remote")
+#: Engines storlab grants something of their own (`IO_URING_ENGINES`, the net engines):
+#: in a job given that grant implicitly, any other engine value (`exec`, `external:`, a
+#: library path fio would load) is refused: it runs or loads code other than fio's.
+GRANTED_ENGINES = IO_URING_ENGINES | {"net", "netsplice"}
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
@@ -293,6 +304,34 @@ class FioRunner:
             return "ioengine net, protocol=unix"
         return None
 
+    def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool
+                      ) -> str | None:
+        """Why this job may not run as given, or None: storlab grants fio Unix sockets
+        (`unix_socket_reason`) or io_uring rings (`io_uring_reason`) implicitly (the
+        campaign declares neither `sandbox.sockets`, `sockets`, nor `sandbox.io_uring`,
+        `io_uring`), and an option would start a program (`PROGRAM_OPTIONS`, or an
+        abbreviation fio accepts) or load an engine other than `GRANTED_ENGINES`, which
+        would inherit that grant."""
+        grants = [f"{why} gets {what}" for why, what, decl in (
+            (self.unix_socket_reason(opts), "Unix sockets", sockets),
+            (self.io_uring_reason(opts), "io_uring rings", io_uring)) if why and not decl]
+        if not grants:
+            return None
+        declare = ("sandbox.sockets" if "Unix" in grants[0] else "sandbox.io_uring: true")
+        for k, v in self._given(opts):
+            runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
+            if runs and (k in runs or not _exact_fio_option(k)):
+                what = f"fio option {k}={v!r} starts a program"
+            elif (k == "ioengine" or len(k) > 2 and "ioengine".startswith(k)
+                  and not _exact_fio_option(k)) and str(v) not in GRANTED_ENGINES:
+                what = f"fio option {k}={v!r} runs or loads code other than fio's engines"
+            else:
+                continue
+            return (f"{what}, which would inherit what storlab grants fio itself for this "
+                    f"job ({'; '.join(grants)}); declare {declare} in the campaign if that "
+                    "program should have it, or drop the option")
+        return None
+
     def check_home(self, config: Mapping[str, Any], home: Path, workdir: Path) -> None:
         """Refuse a file fio would make directly in the campaign's directory `home` (beside
         the campaign file and the store), which the sandbox keeps read-only: every run
@@ -392,6 +431,10 @@ class FioRunner:
                           files=False)
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
+        decl = current()
+        why = self.refused_grant(opts, bool(decl.sockets), decl.io_uring)
+        if why:
+            raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
         proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout,
                            targets=self.sandbox_targets(opts, workdir),
