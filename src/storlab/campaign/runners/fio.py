@@ -119,7 +119,7 @@ class FioRunner:
         if not isinstance(j, str):
             return opts, {}
         del opts["job_file"]
-        job = read_job_file(directory / j)
+        job = read_job_file(directory / j, home=directory)
         return {**job, **opts}, {"job_file_options": dict(job)}
 
     @staticmethod
@@ -481,19 +481,40 @@ class FioRunner:
 _SECTION = re.compile(r"^\[([^\]]*)\]$")
 
 
-def read_job_file(path: str | Path) -> dict[str, str]:
+def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str, str]:
     """The options of an existing fio job file, as storlab's base job: `[global]` first,
     then its one job section (which wins). Read as fio reads it: blank lines and lines
     starting with ';' or '#' skipped, a value cut at ';' or '#', blanks around names and
     values stripped, a bare option (`time_based`) set to 1. Refused, naming the file and
     line: several job sections (storlab runs one job per run), `include` (a file storlab
     would not see), fio's command-line options, `name`, and anything fio would expand or
-    read differently on a command line (`$` variables, control characters...)."""
+    read differently on a command line (`$` variables, control characters...). With `home`
+    (the campaign's directory), the file opened must lie inside it, links followed (what
+    was opened is checked, not the name): storlab, often root, would otherwise read
+    somebody's file through a link the campaign planted and show its lines in its errors
+    and its options in the store."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CampaignError(f"fio job_file {p}: cannot read it ({exc})") from None
+        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
+    except OSError as exc:
+        raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
+                            ) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CampaignError(f"fio job_file {p}: not a regular file")
+        if home is not None:
+            real, top = os.readlink(f"/proc/self/fd/{fd}"), os.path.realpath(home)
+            if not real.startswith(top.rstrip("/") + "/"):
+                raise CampaignError(f"fio job_file {p}: leads outside the campaign's "
+                                    f"directory {top} (to {real}); storlab reads a job file "
+                                    "only inside it: copy the file there")
+        try:
+            text = fh.read().decode("utf-8")
+        except OSError as exc:
+            raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
+                                ) from None
+        except UnicodeDecodeError:
+            raise CampaignError(f"fio job_file {p}: not UTF-8 text") from None
     sections: dict[str, dict[str, str]] = {}
     jobs: list[str] = []
     current: dict[str, str] | None = None
@@ -881,7 +902,14 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
     if stat.S_ISDIR(st.st_mode):
         return
     if not stat.S_ISREG(st.st_mode) and not _inside(real, root):
-        raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...) or the like
+        kind = {stat.S_IFSOCK: "a Unix socket", stat.S_IFIFO: "a named pipe (FIFO)"}.get(
+            stat.S_IFMT(st.st_mode))
+        if kind:
+            raise CampaignError(f"fio target {shown} is {kind} outside the campaign "
+                                f"directory's scratch area {root}: fio would open it as a "
+                                "file; set allow_destructive: true in the runner options to "
+                                "allow it")
+        raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...)
     if files and root is not None and not _inside(real, root):
         raise _refuse_file(shown, root)
     if files and st.st_nlink > 1:  # a hard link: the same bytes live outside too
