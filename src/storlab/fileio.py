@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -197,6 +199,50 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
                                "the whole directory where it leads)") from None
         raise StorlabError(f"{label}: cannot open {at} ({exc.strerror or exc})") from None
     return fd
+
+
+def remove_tree(name: str, dir_fd: int) -> None:
+    """Remove `name` (a directory and all it holds, or a file) from the directory held open
+    as `dir_fd`, never following a link; errors are ignored (the caller checks what is
+    left). The trees removed here are made by programs: Python 3.11's shutil.rmtree
+    recurses once per level, so a tree deeper than the recursion limit (1500 nested
+    directories) raised RecursionError, a traceback. What it leaves then is removed by GNU
+    rm (fts: iterative, links removed not followed, `--one-file-system`), started in the
+    held directory (by its descriptor, not a path a link could swap)."""
+    try:
+        shutil.rmtree(name, ignore_errors=True, dir_fd=dir_fd)
+        return
+    except NotADirectoryError:
+        pass
+    except RecursionError:
+        pass
+    try:
+        subprocess.run([shutil.which("rm") or "/bin/rm", "-rf", "--one-file-system", "--",
+                        name], cwd=f"/proc/self/fd/{dir_fd}", pass_fds=(dir_fd,),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=600, check=False)
+    except (OSError, subprocess.SubprocessError):
+        pass
+
+
+@contextmanager
+def temporary_directory(prefix: str) -> Iterator[str]:
+    """A new directory in the system's temporary directory (tempfile.mkdtemp), removed
+    afterwards with `remove_tree` (programs may have made a deep tree in it:
+    tempfile.TemporaryDirectory's cleanup would raise RecursionError)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        try:
+            pfd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            pass
+        else:
+            try:
+                remove_tree(os.path.basename(path), pfd)
+            finally:
+                os.close(pfd)
 
 
 def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = "",

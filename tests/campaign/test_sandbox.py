@@ -342,11 +342,16 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
     assert [c for c in denied if decide(*c) != "deny"] == []
     assert [c for c in allowed if decide(*c) != "allow"] == []
     # Unix sockets and io_uring rings: refused unless the program may have them
-    # (`sandbox.sockets`, fio's io_uring engines); socketpair and other families stay
+    # (`sandbox.sockets`, fio's io_uring engines), and so are datagram pairs (SOCK_DGRAM,
+    # SOCK_RAW, whatever SOCK_CLOEXEC/SOCK_NONBLOCK; i386's socketcall(SYS_SOCKETPAIR));
+    # stream and seqpacket pairs and other families stay
     socks = [(x64, 41, 1, 1), (x64, x32 | 41, 1, 5), (x64, 41, 1 << 32 | 1), (i386, 359, 1),
-             (i386, 102, 1, 0)]
+             (i386, 102, 1, 0), (x64, 53, 1, 2), (x64, 53, 1, 2 | 0o2000000), (x64, 53, 1, 3),
+             (x64, 53, 1 << 32 | 1, 2), (x64, x32 | 53, 1, 2), (i386, 360, 1, 2 | 0o4000),
+             (i386, 102, 8)]
     rings = [(x64, 425, 8), (x64, 426), (x64, 427), (i386, 425), (x64, x32 | 425)]
-    others = [(x64, 41, 2, 1), (x64, 41, 10), (x64, 53, 1, 1), (i386, 360, 1), (i386, 102, 8),
+    others = [(x64, 41, 2, 1), (x64, 41, 10), (x64, 53, 1, 1), (x64, 53, 1, 5 | 0o2004000),
+              (x64, x32 | 53, 1, 1), (x64, 53, 2, 2), (i386, 360, 1, 1), (i386, 102, 3),
               (x64, 424), (x64, 428), (x64, 248 - 1)]
     for unix, ring in ((False, False), (True, False), (False, True), (True, True)):
         prog = _seccomp_program(unix, ring)

@@ -248,28 +248,48 @@ def test_io_uring_is_refused_unless_declared(tmp_path: Path, storlab: Any,
                     reason="fio or the system's python3 not installed")
 def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: Any) -> None:
     """The fio runner with `ioengine=io_uring` runs (its ring allowed); a program fio
-    starts for a job with another engine (`exec_prerun`) gets no ring. (One started for an
-    io_uring job inherits fio's filter and gets one: the documented gap, bounded by the
-    walls' second layer and Landlock's scope.)"""
+    starts for a job with another engine (`exec_prerun`) gets no ring. A program fio
+    would start for an io_uring job would inherit fio's ring: such a job is refused
+    before any run unless the campaign declares `sandbox.io_uring: true` (then every
+    program gets rings, the prerun's included)."""
     camp = tmp_path / "fio"
     camp.mkdir()
     (camp / "uring.py").write_text(URING)
     out = camp / "data"
-    spec = {"name": "f", "timeout": 60, "keep_scratch": True, "space": {"factors": [
-                {"name": "ioengine", "kind": "categorical", "values": ["io_uring", "psync"]}],
-                "responses": [{"name": "write_iops", "goal": "maximize"}]},
-            "design": {"kind": "full"},
-            "runner": {"type": "fio", "options": {
-                "rw": "write", "bs": "4k", "size": "64k", "directory": str(out),
-                "exec_prerun": f"/usr/bin/python3 {camp / 'uring.py'} /nowhere.sock"}}}
-    (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     out.mkdir()
-    r = storlab("run", str(camp / "campaign.yaml"), timeout=120)
+
+    def spec(engines: list[str], **sandbox: Any) -> Path:
+        s = {"name": "f", "timeout": 60, "keep_scratch": True, "space": {"factors": [
+                {"name": "ioengine", "kind": "categorical", "values": engines}],
+                "responses": [{"name": "write_iops", "goal": "maximize"}]},
+             "design": {"kind": "full"},
+             "runner": {"type": "fio", "options": {
+                 "rw": "write", "bs": "4k", "size": "64k", "directory": str(out),
+                 "exec_prerun": f"/usr/bin/python3 {camp / 'uring.py'} /nowhere.sock"}},
+             "sandbox": sandbox}
+        (camp / "campaign.yaml").write_text(yaml.safe_dump(s, sort_keys=False))
+        return camp / "campaign.yaml"
+
+    def preruns() -> set[str]:
+        # fio writes what the prerun printed to <job>.prerun.txt in the run's directory
+        got = {json.loads(p.read_text().strip().splitlines()[-1])["got"]
+               for p in (camp / "scratch").glob("*/*.prerun.txt")}
+        shutil.rmtree(camp / "scratch")
+        for p in camp.glob("campaign.db*"):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+        return got
+
+    r = storlab("run", str(spec(["io_uring", "psync"])), timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "exec_prerun" in r.stderr and "sandbox.io_uring: true" in r.stderr and \
+        len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not list(camp.glob("scratch/*/*.prerun.txt"))
+    r = storlab("run", str(spec(["psync", "sync"])), timeout=120)
     assert r.returncode == 0 and "ran 2" in r.stdout, r.stdout + r.stderr
-    # fio writes what the prerun printed to <job>.prerun.txt in the run's directory
-    got = {json.loads(p.read_text().strip().splitlines()[-1])["got"]
-           for p in (camp / "scratch").glob("*/*.prerun.txt")}
-    assert got == {"setup:1", "connect:-2"}, got
+    assert preruns() == {"setup:1"}
+    r = storlab("run", str(spec(["io_uring", "psync"], io_uring=True)), timeout=120)
+    assert r.returncode == 0 and "ran 2" in r.stdout, r.stdout + r.stderr
+    assert preruns() == {"connect:-2"}
 
 
 @pytest.mark.skipif(any(shutil.which(p) is None for p in ("initdb", "pg_ctl", "sysbench")),

@@ -115,6 +115,51 @@ def test_campaign_through_objectstore_runner(swift, tmp_path):
                                  "worker"]
 
 
+def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, storlab):
+    """Route: storlab (root) renamed its records file over somebody's file through a
+    directory link planted on the way to an absolute `records_dir` outside the campaign
+    (in a shared directory). Such a records_dir is opened from / one component at a time
+    without following a link: the run fails in one line naming the link, the victim's
+    bytes are unchanged; without a link the records are written there. A failed run
+    (every GET of an object never prepared fails) writes none."""
+    import sqlite3
+
+    c, base, st = swift
+    victim = tmp_path / "theirs" / "sub" / "c1-r1.csv.gz"
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(os.urandom(4096))
+    before = victim.read_bytes()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "lnk").symlink_to(tmp_path / "theirs")
+
+    def run(name, records, **load):
+        d = tmp_path / name
+        d.mkdir()
+        spec = {"name": name, "timeout": 60, "space": {"factors": [
+                    {"name": "clients", "kind": "categorical", "values": [1, 2]}],
+                    "responses": [{"name": "total_iops", "goal": "maximize"}]},
+                "design": {"configs": [{"clients": 1}]},
+                "runner": {"type": "objectstore", "options": {
+                    "cluster": "swift", "cluster_dir": str(base), "duration": 1,
+                    "objects": 4, "records_dir": str(records), **load}}}
+        (d / "campaign.yaml").write_text(__import__("yaml").safe_dump(spec))
+        r = storlab("run", str(d / "campaign.yaml"), timeout=120)
+        assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+        with sqlite3.connect(d / "campaign.db") as db:
+            return db.execute("SELECT status, stderr_tail FROM runs").fetchone()
+
+    status, tail = run("linked", shared / "lnk" / "sub")
+    assert status == "failed" and "lnk is a symbolic link" in tail, tail
+    assert victim.read_bytes() == before
+    assert run("plain", shared / "real" / "sub")[0] == "ok"
+    assert (shared / "real" / "sub" / "c1-r1.csv.gz").stat().st_size > 0
+    status, tail = run("failing", shared / "failed", prepare="never", mix={"get": 100},
+                       bucket=f"empty-{os.getpid()}")  # no object there to GET
+    assert status == "failed", tail
+    assert not (shared / "failed").exists()
+
+
 def test_failing_daemon_start_reports_the_log_tail(tmp_path, free_ports):
     conf = tmp_path / "proxy.conf"
     conf.write_text(f"[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = {free_ports(1)}\n")

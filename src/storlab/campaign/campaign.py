@@ -258,6 +258,15 @@ class Campaign:
                     raise CampaignError(f"{self.path}: {exc}{hint}") from None
         # a shared system directory declared writable whole (fio `directory: /var/tmp`)
         sb = self.spec.sandbox
+        # a program the runner's program starts must not inherit an undeclared grant
+        grant = getattr(runner, "refused_grant", None)
+        if grant is not None:
+            for cid, cfg in configs:
+                why = grant(runner.job_options(self._runner_config(cfg),
+                                               self.scratch / f"c{cid}-r1", check=False),
+                            bool(sb.sockets), sb.io_uring)
+                if why:
+                    raise CampaignError(f"{self.path}: field runner: {why}")
         walls = getattr(runner, "sandbox", None)
         allow = sb.allow_destructive or bool(self.spec.runner.options.get("allow_destructive"))
         why = refused_shared([str(self.dir / p) for p in sb.writable], allow)

@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import pandas as pd
 import yaml
 
 from ..errors import SimError
-from ..fileio import write_text
+from ..fileio import temporary_directory, write_text
 from ..sim.spec import SHORT_KEYS, apply_overrides, coerce_value, parse_cluster
 from ..sim.sweep import SweepResult
 from ..units import parse_size
@@ -169,8 +168,7 @@ def run_sweep(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[Any]], *,
     check_executor(executor)
     with contextlib.ExitStack() as stack:
         if campaign is None:
-            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(
-                prefix="storlab-sweep-")))
+            directory = Path(stack.enter_context(temporary_directory("storlab-sweep-")))
         else:
             directory = Path(campaign).absolute()
         path = write_sweep_campaign(raw, sweeps, directory, analytic=analytic,

@@ -5,7 +5,6 @@ the teardown steps; the outcome goes back to the campaign process, the store's o
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import stat
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StorlabError
-from ..fileio import open_dir_beneath, write_fresh
+from ..fileio import open_dir_beneath, remove_tree, write_fresh
 from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
                       render_argv, run_directory, run_program, shell_command,
                       system_writable, tail)
@@ -209,7 +208,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
                               "use it")
             # left over by a killed attempt (or a stray file): cleared from the held parent
             if stat.S_ISDIR(os.lstat(name, dir_fd=pfd).st_mode):
-                shutil.rmtree(name, ignore_errors=True, dir_fd=pfd)
+                remove_tree(name, pfd)
                 left = _left_over(pfd, name)
                 if left is not None:  # an immutable file, a mount, a busy NFS file
                     return failed(f"{workdir}: left over by an earlier attempt and could "
@@ -258,7 +257,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
         if result.ok and not task.keep_scratch:
             # by name in the scratch area held open: a link swapped in for the run's
             # directory, or for the scratch area, is not followed (rmtree refuses a link)
-            shutil.rmtree(name, ignore_errors=True, dir_fd=pfd)
+            remove_tree(name, pfd)
     return TaskOutcome(task.key, result, socket.gethostname())
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..._proc_lifetime import descendants, guard_child
-from ...fileio import write_fresh
+from ...fileio import temporary_directory, write_fresh
 from ...errors import CampaignError, ShellTemplateError, SubstitutionError  # re-exported
 from . import _sandbox
 
@@ -575,7 +575,7 @@ def ask_program(argv: Sequence[str], timeout: float = 30) -> ProcOutcome:
     `--parse-only` loads), so its answer runs with no more rights than its runs."""
     token = _STREAMS.set(None)  # asked during a run: not into that run's output files
     try:
-        with tempfile.TemporaryDirectory(prefix="storlab-ask-") as tmp, \
+        with temporary_directory("storlab-ask-") as tmp, \
                 _sandbox.declared(_sandbox.Declared()):
             return run_program(list(argv), cwd=tmp, timeout=timeout)
     finally:

@@ -223,13 +223,23 @@ SETID_BITS = 0o6000
 #: `socket(AF_UNIX, ...)` unless the campaign declares `sandbox.sockets` (or the runner
 #: needs one of its own: fio's net engine with `protocol=unix`). Refusing the socket
 #: refuses every Unix socket by construction, whatever its name, its network namespace,
-#: when or where it was bound, or how it was linked; `socketpair` (which reaches nothing)
-#: stays. i386's `socketcall(SYS_SOCKET, args)` keeps the domain in memory the filter
-#: cannot read: refused whatever the domain (a 32-bit program then has no socket at all).
+#: when or where it was bound, or how it was linked. i386's `socketcall(SYS_SOCKET, args)`
+#: and `socketcall(SYS_SOCKETPAIR, args)` keep the domain in memory the filter cannot
+#: read: refused whatever the domain (a 32-bit program then has no socket at all).
 AF_UNIX = 1
 UNIX_SOCKET_SYSCALLS = {"x86_64": [(0xC000003E, 41, 0, AF_UNIX), (0x40000003, 359, 0, AF_UNIX),
-                                   (0x40000003, 102, 0, 1)],
+                                   (0x40000003, 102, 0, 1), (0x40000003, 102, 0, 8)],
                         "aarch64": [(0xC00000B7, 198, 0, AF_UNIX)]}
+#: `socketpair` by architecture (AUDIT_ARCH, syscall number), under the same rule for a
+#: datagram pair: `socketpair(AF_UNIX, SOCK_DGRAM)` (or SOCK_RAW, which AF_UNIX makes a
+#: datagram socket) gives sockets that may `sendto` any path or be `connect`ed again, a
+#: daemon's datagram socket included. Only a stream or seqpacket pair (type & 0xf of 1 or
+#: 5, whatever SOCK_NONBLOCK/SOCK_CLOEXEC) stays: each end is connected for good (connect
+#: gives EISCONN, an address given to sendto is refused or ignored), so it reaches only
+#: its other end (Python's multiprocessing pipes and asyncio's self-pipe are such pairs).
+SOCKETPAIR_SYSCALLS = {"x86_64": [(0xC000003E, 53), (0x40000003, 360)],
+                       "aarch64": [(0xC00000B7, 199)]}
+SOCKETPAIR_TYPES = (1, 5)  # SOCK_STREAM, SOCK_SEQPACKET
 
 #: io_uring_setup, io_uring_enter, io_uring_register by architecture (AUDIT_ARCH, first,
 #: last): a ring's operations (IORING_OP_SOCKET, _CONNECT, _OPENAT...) never pass through
@@ -244,7 +254,8 @@ IO_URING_SYSCALLS = {"x86_64": [(0xC000003E, 425, 427), (0x40000003, 425, 427)],
 def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1, for `SETID_SYSCALLS` setting
-    `SETID_BITS`, unless `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket,
+    `SETID_BITS`, unless `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket
+    and for `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
     unless `io_uring` for `IO_URING_SYSCALLS`, and allowing everything else of the
     architectures listed there (the machine's own and its compat ones). A call of an
     architecture the filter does not list
@@ -266,11 +277,12 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
         (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jeq, k) for a, nr, i, k in
         ([] if unix_sockets else UNIX_SOCKET_SYSCALLS.get(machine, []))]
+    pairs = [] if unix_sockets else SOCKETPAIR_SYSCALLS.get(machine, [])
     # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
-    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *args))):
+    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *args, *pairs))):
         prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
                  (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
         for a, first, last in ranges:
@@ -287,6 +299,17 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
                          (test, "deny", 0, k), (ld_abs, 0, 0, 0),
                          (and_k, 0, 0, 0xBFFFFFFF)]
                 labels[f"p{at}"] = len(prog)
+        for a, nr in pairs:
+            if a == arch:
+                # socketpair(AF_UNIX, type): denied unless type & 0xf is a kept one
+                at = len(prog)
+                prog += [(jeq, 0, f"s{at}", nr), (ld_abs, 0, 0, 16), (jeq, 0, f"k{at}", AF_UNIX),
+                         (ld_abs, 0, 0, 24), (and_k, 0, 0, 0xF),
+                         *((jeq, f"k{at}", 0, t) for t in SOCKETPAIR_TYPES),
+                         (ret, 0, 0, deny)]
+                labels[f"k{at}"] = len(prog)
+                prog += [(ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"s{at}"] = len(prog)
         prog.append((ret, 0, 0, allow))
         labels[f"next:{n}"] = len(prog)
     # an architecture none of the blocks above took

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..spec import CampaignError
 from ._program import ask_program, render_value, run_program, tail, write_run_file
+from ._sandbox import current
 from .base import RunResult
 from ...units import fio_value
 
@@ -45,6 +46,16 @@ NETWORK_ENGINES = REMOTE_ENGINES - {"libcufile"} | {"libiscsi", "rdma", "gfapi",
 #: the walls: only declared device nodes exist in the sandbox's /dev); no option makes them
 #: open, make a socket or connect.
 IO_URING_ENGINES = frozenset({"io_uring", "io_uring_cmd", "xnvme", "libblkio"})
+#: fio options that run a program (`exec_prerun`, `exec_postrun`: system(3); the
+#: command-line triggers' commands). A program fio starts inherits fio's seccomp filter,
+#: so it would get what storlab grants fio itself for its engine (Unix sockets for
+#: `protocol=unix`, rings for an io_uring engine): refused in such a job unless the
+#: campaign declares that grant (`FioRunner.refused_grant`).
+PROGRAM_OPTIONS = ("exec_prerun", "exec_postrun", "trigger", "trigger-remote")
+#: Engines storlab grants something of their own (`IO_URING_ENGINES`, the net engines):
+#: in a job given that grant implicitly, any other engine value (`exec`, `external:`, a
+#: library path fio would load) is refused: it runs or loads code other than fio's.
+GRANTED_ENGINES = IO_URING_ENGINES | {"net", "netsplice"}
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
@@ -108,7 +119,7 @@ class FioRunner:
         if not isinstance(j, str):
             return opts, {}
         del opts["job_file"]
-        job = read_job_file(directory / j)
+        job = read_job_file(directory / j, home=directory)
         return {**job, **opts}, {"job_file_options": dict(job)}
 
     @staticmethod
@@ -293,6 +304,34 @@ class FioRunner:
             return "ioengine net, protocol=unix"
         return None
 
+    def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool
+                      ) -> str | None:
+        """Why this job may not run as given, or None: storlab grants fio Unix sockets
+        (`unix_socket_reason`) or io_uring rings (`io_uring_reason`) implicitly (the
+        campaign declares neither `sandbox.sockets`, `sockets`, nor `sandbox.io_uring`,
+        `io_uring`), and an option would start a program (`PROGRAM_OPTIONS`, or an
+        abbreviation fio accepts) or load an engine other than `GRANTED_ENGINES`, which
+        would inherit that grant."""
+        grants = [f"{why} gets {what}" for why, what, decl in (
+            (self.unix_socket_reason(opts), "Unix sockets", sockets),
+            (self.io_uring_reason(opts), "io_uring rings", io_uring)) if why and not decl]
+        if not grants:
+            return None
+        declare = ("sandbox.sockets" if "Unix" in grants[0] else "sandbox.io_uring: true")
+        for k, v in self._given(opts):
+            runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
+            if runs and (k in runs or not _exact_fio_option(k)):
+                what = f"fio option {k}={v!r} starts a program"
+            elif (k == "ioengine" or len(k) > 2 and "ioengine".startswith(k)
+                  and not _exact_fio_option(k)) and str(v) not in GRANTED_ENGINES:
+                what = f"fio option {k}={v!r} runs or loads code other than fio's engines"
+            else:
+                continue
+            return (f"{what}, which would inherit what storlab grants fio itself for this "
+                    f"job ({'; '.join(grants)}); declare {declare} in the campaign if that "
+                    "program should have it, or drop the option")
+        return None
+
     def check_home(self, config: Mapping[str, Any], home: Path, workdir: Path) -> None:
         """Refuse a file fio would make directly in the campaign's directory `home` (beside
         the campaign file and the store), which the sandbox keeps read-only: every run
@@ -392,6 +431,10 @@ class FioRunner:
                           files=False)
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
+        decl = current()
+        why = self.refused_grant(opts, bool(decl.sockets), decl.io_uring)
+        if why:
+            raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
         proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout,
                            targets=self.sandbox_targets(opts, workdir),
@@ -438,19 +481,40 @@ class FioRunner:
 _SECTION = re.compile(r"^\[([^\]]*)\]$")
 
 
-def read_job_file(path: str | Path) -> dict[str, str]:
+def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str, str]:
     """The options of an existing fio job file, as storlab's base job: `[global]` first,
     then its one job section (which wins). Read as fio reads it: blank lines and lines
     starting with ';' or '#' skipped, a value cut at ';' or '#', blanks around names and
     values stripped, a bare option (`time_based`) set to 1. Refused, naming the file and
     line: several job sections (storlab runs one job per run), `include` (a file storlab
     would not see), fio's command-line options, `name`, and anything fio would expand or
-    read differently on a command line (`$` variables, control characters...)."""
+    read differently on a command line (`$` variables, control characters...). With `home`
+    (the campaign's directory), the file opened must lie inside it, links followed (what
+    was opened is checked, not the name): storlab, often root, would otherwise read
+    somebody's file through a link the campaign planted and show its lines in its errors
+    and its options in the store."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CampaignError(f"fio job_file {p}: cannot read it ({exc})") from None
+        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
+    except OSError as exc:
+        raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
+                            ) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CampaignError(f"fio job_file {p}: not a regular file")
+        if home is not None:
+            real, top = os.readlink(f"/proc/self/fd/{fd}"), os.path.realpath(home)
+            if not real.startswith(top.rstrip("/") + "/"):
+                raise CampaignError(f"fio job_file {p}: leads outside the campaign's "
+                                    f"directory {top} (to {real}); storlab reads a job file "
+                                    "only inside it: copy the file there")
+        try:
+            text = fh.read().decode("utf-8")
+        except OSError as exc:
+            raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
+                                ) from None
+        except UnicodeDecodeError:
+            raise CampaignError(f"fio job_file {p}: not UTF-8 text") from None
     sections: dict[str, dict[str, str]] = {}
     jobs: list[str] = []
     current: dict[str, str] | None = None
@@ -838,7 +902,14 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
     if stat.S_ISDIR(st.st_mode):
         return
     if not stat.S_ISREG(st.st_mode) and not _inside(real, root):
-        raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...) or the like
+        kind = {stat.S_IFSOCK: "a Unix socket", stat.S_IFIFO: "a named pipe (FIFO)"}.get(
+            stat.S_IFMT(st.st_mode))
+        if kind:
+            raise CampaignError(f"fio target {shown} is {kind} outside the campaign "
+                                f"directory's scratch area {root}: fio would open it as a "
+                                "file; set allow_destructive: true in the runner options to "
+                                "allow it")
+        raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...)
     if files and root is not None and not _inside(real, root):
         raise _refuse_file(shown, root)
     if files and st.st_nlink > 1:  # a hard link: the same bytes live outside too

@@ -13,8 +13,9 @@ factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are sh
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
 `<records_dir>/<run key>.csv.gz` as well (a relative `records_dir` is taken from the
 campaign's scratch directory, and written from the scratch area storlab holds open, one
-directory at a time without following a link; an absolute one inside the campaign's
-directory from that directory the same way).
+directory at a time without following a link; an absolute one from the campaign's
+directory when it lies inside, else from `/`, the same way). Only a run that succeeded
+writes them.
 """
 
 from __future__ import annotations
@@ -135,14 +136,6 @@ class ObjectStoreRunner:
         except (LoadError, StorlabError) as exc:
             return RunResult("failed", stderr=str(exc), started=started, ended=time.time())
         csv = records_to_csv(res.records)
-        if self.records_dir is not None:
-            import gzip
-
-            try:
-                write_records(self.records_dir, Path(workdir), gzip.compress(csv.encode()))
-            except StorlabError as exc:
-                return RunResult("failed", stderr=str(exc), started=started,
-                                 ended=time.time())
         m = {k: float(v) for k, v in res.summary.items()}
         m["prepare_s"] = res.prepare_seconds
         rows = [{"op": op, **{k[len(op) + 1:]: v for k, v in m.items()
@@ -157,6 +150,14 @@ class ObjectStoreRunner:
                       f"({int(m.get('conn_errors', 0))} connection errors, "
                       f"{int(m.get('timeouts', 0))} timeouts, HTTP status counts "
                       f"{bad.to_dict()})")
+        elif self.records_dir is not None:  # a failed run's records stay in the store only
+            import gzip
+
+            try:
+                write_records(self.records_dir, Path(workdir), gzip.compress(csv.encode()))
+            except StorlabError as exc:
+                return RunResult("failed", stderr=str(exc), started=started,
+                                 ended=time.time())
         return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)
 
@@ -167,7 +168,9 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
     and opened from the scratch area storlab holds open for the run (`held_scratch`), one
     directory at a time without following a link: a link a run's program or a step
     planted for it, or for a directory below it, is refused, never followed. An absolute
-    one inside the campaign's directory is opened from that directory the same way."""
+    one inside the campaign's directory is opened from that directory the same way, one
+    elsewhere from `/` (a link anywhere on its way, say one planted in /tmp, is refused:
+    storlab, often root, would write where the link leads)."""
     from ...fileio import write_in_dir
     from ._program import held_scratch
     from ._sandbox import current
@@ -176,7 +179,7 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
     if records_dir.is_absolute():
         rdir, home_fd = records_dir, None
         home = next((h for h in current().homes if os.path.abspath(rdir).startswith(
-            os.path.abspath(h).rstrip("/") + "/")), None)
+            os.path.abspath(h).rstrip("/") + "/")), "/")
     else:
         held = held_scratch()
         rdir, home = Path(scratch) / records_dir, scratch
