@@ -7,7 +7,9 @@ a command that sleeps, then prints a planted function of its configuration."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -320,3 +322,61 @@ def test_a_race_round_spreads_over_the_slots_leader_first() -> None:
     assert spread([], 4) == []
     assert rounded(6, 4, 10) == 8 and rounded(6, 4, 1) == 7 and rounded(6, 1, 10) == 6
     assert rounded(8, 4, 10) == 8
+
+
+def _noisy(c: dict[str, Any], k: int, seed: int) -> float:
+    """The planted function times lognormal noise (5 %), the k-th run of c."""
+    return _y(c) * math.exp(random.Random(f"{seed}|{sorted(c.items())}|{k}").gauss(0, .05))
+
+
+def _simulate(width: int, budget: int, seed: int) -> tuple[Any, list[Observation], list[bool]]:
+    """A tuning on `width` slots through the library, as the campaign drives it: a freed
+    slot is asked for a run (told the runs in flight), results told in plan order. Also
+    whether each run was proposed alone, nothing in flight, on a decided race."""
+    s = make_strategy("screen-then-tune", Domain(_space()), [Objective("y")],
+                      TuneSettings(budget=budget, seed=seed))
+    s.width = width
+    hist: list[Observation] = []
+    flight: list[Proposal] = []
+    alone: list[bool] = []
+    count: dict[str, int] = {}
+
+    def finish() -> None:
+        p = flight.pop(0)
+        k = count.get(config_key(p.config), 0)
+        count[config_key(p.config)] = k + 1
+        hist.append(Observation(f"r{len(hist)}", len(hist), 0, 1, p.config, "ok",
+                                {"y": _noisy(p.config, k, seed)}, p.phase, p.note))
+
+    while True:
+        while len(flight) > width - 1:
+            finish()
+        got = s.ask(hist, flight) if flight else s.ask(hist)
+        got = [Proposal(p.config, 1, p.phase, p.note) for p in got for _ in range(p.repetitions)]
+        if got:
+            alone += [not flight and len(got) == 1 and decided(s, hist)] * len(got)
+            flight += got
+        elif flight:
+            finish()
+        else:
+            return s, hist, alone
+
+
+@pytest.mark.parametrize("width", [2, 3, 8])
+def test_the_race_proper_keeps_a_whole_round_when_early_runs_decided_the_race(width: int
+                                                                              ) -> None:
+    """Once early race runs have decided the race over the finished runs, its spare slots
+    go to the search but never the last round of the budget: the race proper starts with
+    `width` runs (a decided race then hands them back one search run at a time, each
+    raced in turn if it leads). At width 8, budget 24, seed 1 the search used to spend
+    all 8 in flight together, none ever raced."""
+    for budget in (24, 40):
+        for seed in (1, 2):
+            s, hist, alone = _simulate(width, budget, seed)
+            assert len(hist) == budget
+            keep = min(width, math.ceil(s.s.confirm_share * budget))
+            proper = [i for i, o in enumerate(hist)
+                      if o.phase == "confirm" and not o.note.get(EARLY)]
+            first = proper[0] if proper else budget
+            for i in range(budget - keep, first):
+                assert hist[i].phase == "confirm" or alone[i], (width, budget, seed, i)

@@ -247,15 +247,19 @@ class Strategy:
                     spare: bool = False) -> list[Proposal]:
         """One search run beside `pending` (constant liar, see `ask_more`), or []: within
         the budget, the pending runs counted, and, before the confirmation has started,
-        outside the runs it keeps (unless the race over the finished runs is decided and
-        can `spare` them, tune/batch.py)."""
+        outside the runs it keeps (a race over the finished runs that is decided can
+        `spare` them, tune/batch.py, all but a whole round of `width` for the race
+        proper)."""
         remaining = self.s.budget - len(history) - sum(p.repetitions for p in pending)
         if remaining <= 0 or not self.batch_ready(history, pending):
             return []
         tally = Tally(history, self.objectives)
-        if self.confirm and not raced(history) and not spare and \
-                remaining <= self.reserve(tally) - early_spent(history, pending):
-            return []  # the confirmation decides on finished runs only
+        if self.confirm and not raced(history):
+            kept = self.reserve(tally) - early_spent(history, pending)
+            if spare:  # a decided race hands back its runs but a whole round of the slots
+                kept = min(kept, self.width)
+            if remaining <= kept:
+                return []  # the confirmation decides on finished runs only
         # (a race run in flight re-runs a measured configuration: no lie needed)
         lied = [*history, *self.lies(tally, [p for p in pending if p.phase != "confirm"])]
         self.move = ""
