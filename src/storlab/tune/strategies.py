@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ import pandas as pd
 from ..campaign.sources import Observation, Proposal, config_key
 from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
-from ..space import Space
 from .batch import early_spent, fill, more, race_runs, raced, rounded, warm_up
 from .domain import Domain
 
@@ -643,7 +642,7 @@ class ScreenThenTune(OptunaSearch):
         space = self.domain.space
         if not space.constraints or not self.domain.repairable():
             return None
-        free = Space(list(space.factors), [], list(space.responses), space.name)
+        free = replace(space, constraints=[])  # the same space, unconstrained
         return lhs_design(free, n, seed=self.s.seed).table
 
     def _screen_from_candidates(self, n: int) -> list[dict[str, Any]]:
