@@ -48,7 +48,9 @@ def storlab(request: pytest.FixtureRequest) -> Run:
     (`storlab_forked`: a fresh start costs ~1.2 s of CPU), with the same arguments (`env`
     adds to this environment, but what the server read as it imported the program, e.g.
     COLUMNS, stays this process's; `input` is not taken): for modules whose subject is not
-    the start-up (COLUMNS, the installed entry point) nor a signal sent to the process."""
+    the start-up (COLUMNS, the installed entry point) nor a signal the program handles
+    (SIGINT, Ctrl-C: start one with `storlab_argv`); a SIGKILL ends a forked child as it
+    ends a started one (`storlab_forked.start` returns a child to kill)."""
     if not getattr(request.module, "STORLAB_FORKED", False):
         return run_storlab
     forked = request.getfixturevalue("storlab_forked")
@@ -116,7 +118,7 @@ def storlab_quick(storlab_main: Callable[..., tuple[int, str, str]]) -> Run:
 # directory, environment, memory cap and output files, runs the entry point, and exits
 # with its status. Requests and replies are JSON lines on the server's stdin and stdout.
 _FORK_SERVER = r"""
-import atexit, json, os, resource, sys, traceback
+import atexit, json, os, resource, sys, threading, traceback
 import storlab.cli
 import numpy, pandas, pydantic, yaml  # what nearly every command imports when it runs
 import matplotlib, scipy.stats, statsmodels.formula.api  # and the analyses (~3 s)
@@ -149,7 +151,8 @@ for line in sys.stdin:
                     print(exc.code, file=sys.stderr)
             except BaseException:
                 traceback.print_exc()
-            atexit._run_exitfuncs()
+            threading._shutdown()  # as the interpreter exits: join non-daemon threads,
+            atexit._run_exitfuncs()  # then the atexit functions (os._exit skips both)
         finally:
             try:
                 sys.stdout.flush()

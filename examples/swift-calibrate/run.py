@@ -23,12 +23,16 @@ request of every Swift service, the loop device's writes and flushes and the asy
 saved. A subset, e.g. the failed-device GET and its healthy pair:
 
     sudo .venv/bin/python examples/swift-calibrate/run.py --groups "calibration,failed device" \
-        --ops GET --sizes 16KiB --repeats 10 --csv failed_get_1.csv     # ~12 minutes
+        --ops GET --sizes 16KiB --repeats 10 --order-seed 1 --csv failed_get_1.csv  # ~12 min
+    sudo .venv/bin/python examples/swift-calibrate/run.py --groups "calibration,failed device" \
+        --ops GET --sizes 16KiB --repeats 6 --order-seed 2 --csv failed_get_2.csv
     .venv/bin/python examples/swift-calibrate/run.py --groups "calibration,failed device" \
-        --ops GET --sizes 16KiB --reuse --csv failed_get_1.csv,failed_get_2.csv The calibration (`storlab.sim.calibrate`, predictor="simulator")
-fits six multipliers (CPU per operation and per MB for proxy and object server, disk
-overhead and bandwidth) by simulating the training points; the predictions are simulations
-of the calibrated cluster at each point's settings. Writes examples/swift-calibrate/out/
+        --ops GET --sizes 16KiB --reuse --csv failed_get_1.csv,failed_get_2.csv
+
+The calibration (`storlab.sim.calibrate`, predictor="simulator") fits six multipliers (CPU
+per operation and per MB for proxy and object server, disk overhead and bandwidth) by
+simulating the training points; the predictions are simulations of the calibrated cluster
+at each point's settings. Writes examples/swift-calibrate/out/
 {measurements.csv,points.csv,summary.md}.
 """
 

@@ -50,7 +50,8 @@ def fio_campaign(d: Path, **fields: Any) -> Path:
 def cli(storlab_forked: Any) -> Any:
     """`storlab ARGS...` in a process of its own forked from the started program (each fresh
     start cost ~1.2 s of CPU: 25 calls here), asserting success unless check=False. The
-    signal tests (SIGKILL, Ctrl-C) start the program themselves."""
+    SIGKILL test forks its child too (`storlab_forked.start`); the Ctrl-C test starts the
+    program itself (its SIGINT handler is the subject)."""
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         p = storlab_forked(*args, timeout=240)
         if check:

@@ -7,7 +7,9 @@ a command that sleeps, then prints a planted function of its configuration."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -62,14 +64,20 @@ def stored(db: Path) -> list[dict[str, Any]]:
         return []
     con = sqlite3.connect(db)
     try:
-        rows = con.execute("SELECT key, config, status, started, ended, attempts FROM runs "
-                           "WHERE warmup = 0 ORDER BY seq").fetchall()
+        rows = con.execute("SELECT r.key, r.config, r.status, r.started, r.ended, r.attempts, "
+                           "p.note FROM runs r LEFT JOIN plan p ON p.key = r.key "
+                           "WHERE r.warmup = 0 ORDER BY r.seq").fetchall()
     except sqlite3.OperationalError:  # tables not created yet
         rows = []
     finally:
         con.close()
-    return [dict(zip(("key", "config", "status", "started", "ended", "attempts"), r))
+    return [dict(zip(("key", "config", "status", "started", "ended", "attempts", "note"), r))
             for r in rows]
+
+
+def early(row: dict[str, Any]) -> bool:
+    """Whether a stored run is a race run made early by a spare slot (its plan note)."""
+    return bool(row["note"] and json.loads(row["note"]).get(EARLY))
 
 
 def most_in_flight(runs: list[dict[str, Any]]) -> int:
@@ -107,22 +115,28 @@ def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab_forked: 
     assert out["best"]["config"]["a"] == 2 and out["best"]["config"]["b"] == 2
 
 
+@pytest.mark.parametrize(("when", "budget"), [("search", 16), ("early", 24)])
 def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
-        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str]) -> None:
-    ref = storlab_forked("tune", str(campaign(tmp_path / "ref", budget=16, sleep=0.1)),
+        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str], when: str, budget: int
+        ) -> None:
+    """Killed in the search (six runs done, three in flight) or with an early race run in
+    flight (its plan note `early`: a budget of 24 leaves the search room for them)."""
+    ref = storlab_forked("tune", str(campaign(tmp_path / "ref", budget=budget, sleep=0.1)),
                          "--executor", "parallel:3", "--json", "--quiet", timeout=300)
     assert ref.returncode == 0, ref.stderr
-    p = campaign(tmp_path / "killed", budget=16, sleep=1.0)
+    p = campaign(tmp_path / "killed", budget=budget, sleep=1.0)
     db = tmp_path / "killed" / "campaign.db"
     proc = subprocess.Popen([*storlab_argv, "tune", str(p), "--executor", "parallel:3",
                              "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.time() + 120
     runs: list[dict[str, Any]] = []
-    while time.time() < deadline:  # kill in the search, with three runs in flight
+    while time.time() < deadline:  # kill with three runs in flight
         runs = stored(db)
         done = [r for r in runs if r["status"] == "ok"]
-        if len(done) >= 6 and sum(r["status"] == "running" for r in runs) == 3:
+        running = [r for r in runs if r["status"] == "running"]
+        if len(running) == 3 and (len(done) >= 6 if when == "search" else
+                                  any(early(r) for r in running)):
             break
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -130,12 +144,13 @@ def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
     before = stored(db)
     cut = [r["key"] for r in before if r["status"] == "running"]
     assert len(cut) == 3, before
+    assert when == "search" or any(early(r) for r in before if r["key"] in cut), before
     finished = {r["key"]: r for r in before if r["status"] == "ok"}
     r = storlab_forked("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
     after = stored(db)
     keys = [a["key"] for a in after]
-    assert len(after) == len(set(keys)) == 16 == len(json.loads(r.stdout)["history"])
+    assert len(after) == len(set(keys)) == budget == len(json.loads(r.stdout)["history"])
     for a in after:
         assert a["status"] == "ok"
         if a["key"] in finished:  # finished before the kill: kept, not run again
@@ -320,3 +335,61 @@ def test_a_race_round_spreads_over_the_slots_leader_first() -> None:
     assert spread([], 4) == []
     assert rounded(6, 4, 10) == 8 and rounded(6, 4, 1) == 7 and rounded(6, 1, 10) == 6
     assert rounded(8, 4, 10) == 8
+
+
+def _noisy(c: dict[str, Any], k: int, seed: int) -> float:
+    """The planted function times lognormal noise (5 %), the k-th run of c."""
+    return _y(c) * math.exp(random.Random(f"{seed}|{sorted(c.items())}|{k}").gauss(0, .05))
+
+
+def _simulate(width: int, budget: int, seed: int) -> tuple[Any, list[Observation], list[bool]]:
+    """A tuning on `width` slots through the library, as the campaign drives it: a freed
+    slot is asked for a run (told the runs in flight), results told in plan order. Also
+    whether each run was proposed alone, nothing in flight, on a decided race."""
+    s = make_strategy("screen-then-tune", Domain(_space()), [Objective("y")],
+                      TuneSettings(budget=budget, seed=seed))
+    s.width = width
+    hist: list[Observation] = []
+    flight: list[Proposal] = []
+    alone: list[bool] = []
+    count: dict[str, int] = {}
+
+    def finish() -> None:
+        p = flight.pop(0)
+        k = count.get(config_key(p.config), 0)
+        count[config_key(p.config)] = k + 1
+        hist.append(Observation(f"r{len(hist)}", len(hist), 0, 1, p.config, "ok",
+                                {"y": _noisy(p.config, k, seed)}, p.phase, p.note))
+
+    while True:
+        while len(flight) > width - 1:
+            finish()
+        got = s.ask(hist, flight) if flight else s.ask(hist)
+        got = [Proposal(p.config, 1, p.phase, p.note) for p in got for _ in range(p.repetitions)]
+        if got:
+            alone += [not flight and len(got) == 1 and decided(s, hist)] * len(got)
+            flight += got
+        elif flight:
+            finish()
+        else:
+            return s, hist, alone
+
+
+@pytest.mark.parametrize("width", [2, 3, 8])
+def test_the_race_proper_keeps_a_whole_round_when_early_runs_decided_the_race(width: int
+                                                                              ) -> None:
+    """Once early race runs have decided the race over the finished runs, its spare slots
+    go to the search but never the last round of the budget: the race proper starts with
+    `width` runs (a decided race then hands them back one search run at a time, each
+    raced in turn if it leads). At width 8, budget 24, seed 1 the search used to spend
+    all 8 in flight together, none ever raced."""
+    for budget in (24, 40):
+        for seed in (1, 2):
+            s, hist, alone = _simulate(width, budget, seed)
+            assert len(hist) == budget
+            keep = min(width, math.ceil(s.s.confirm_share * budget))
+            proper = [i for i, o in enumerate(hist)
+                      if o.phase == "confirm" and not o.note.get(EARLY)]
+            first = proper[0] if proper else budget
+            for i in range(budget - keep, first):
+                assert hist[i].phase == "confirm" or alone[i], (width, budget, seed, i)

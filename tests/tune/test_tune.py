@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import shutil
 import sqlite3
@@ -1043,3 +1044,17 @@ def test_all_runs_mean_is_written_as_the_value_beside_it() -> None:
     text = str(sections._measured(e, "B/s"))  # noqa: SLF001
     assert "(all 3 runs: <b>1.23M</b>B/s)" in text  # as the value: <b>1.2M</b>B/s
     assert fmt_num(e["value_all_runs"]) not in text  # not '1,233,333'
+
+
+def test_the_terminal_writes_the_all_runs_mean_with_its_unit(tmp_path: Path, cli: Any) -> None:
+    """The terminal printed the confirmation runs' mean with its unit and, beside it, the
+    mean of all runs as a bare number ('(all 4 runs: 212.5)'); the report writes both as
+    quantities, and so does the terminal now."""
+    p = campaign(tmp_path, budget=20)
+    spec = yaml.safe_load(p.read_text())
+    spec["space"]["responses"][0]["unit"] = "MB/s"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    text = " ".join(cli("tune", str(p), "--quiet").stdout.split())
+    line = re.search(r"y ([\d.]+) \+/- [\d.]+ MB/s over \d+ confirmation runs "
+                     r"\(all \d+ runs: ([\d.]+) MB/s\)", text)
+    assert line, text

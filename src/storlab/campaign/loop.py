@@ -100,7 +100,10 @@ def run_loop(camp: Plans, source: DesignSource, store: Store, todo: list[Planned
             if busy and (not batches or planned_at == len(by_key)):
                 yield None  # asked when every run has finished, or the plan grew
                 continue
-            if busy:
+            if batches and planned_at != len(by_key):
+                # told in the plan's order even when the runs in flight have all finished
+                # (a resumed batch starts together and its oldest may finish last): the
+                # newest N - 1 are pending, as when the oldest finished first
                 told = pending_proposals(camp.plan(store), store, ex.width)
                 if told is None:  # an older run is still in flight
                     yield None
@@ -108,6 +111,8 @@ def run_loop(camp: Plans, source: DesignSource, store: Store, todo: list[Planned
                 batch = source.ask(*told)  # type: ignore[call-arg]
                 if not batch:  # not with these runs pending: ask once all finished
                     planned_at = len(by_key)
+                    if not busy:
+                        continue
             else:
                 batch = source.ask(history(store))
             if not batch:

@@ -142,8 +142,10 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
                   for o in objs[1:]]
         text = "; ".join(p.rstrip() for p in parts)
         if e.get("value_from") == "confirmation runs":
-            return (text + f" over {e['runs']} confirmation runs (all {e['runs_all']} runs: "
-                    f"{_num(e['value_all_runs'])})")
+            # the all-runs mean written as the value is: 4.34 MB/s, not a bare 4.34
+            every = f"{_num(e['value_all_runs'])} {units[objs[0]]}".rstrip()
+            return text + f" over {e['runs']} confirmation runs (all {e['runs_all']} runs: " \
+                f"{every})"
         return text + f" over {e['runs']} runs"
 
     if b is None:

@@ -13,7 +13,8 @@ the next decision waits for finished runs:
 - from then on, until the race proper, one search run is kept in flight per four slots
   (`search_slots`) and the other slots run the race's runs early (`early_run`: re-runs of
   the candidates of its next round over the finished runs), out of the runs kept for the
-  race; a race over the finished runs that is decided spares its slots to the search;
+  race; a race over the finished runs that is decided spares its slots to the search,
+  all but one whole round of N, which the race proper keeps;
 - a race's round (the leader and its challengers, one run each) is spread over the N
   slots: the candidates of the round get runs in turn, leader first (`spread`); a leader
   left without challengers gets the runs that decide the race and the search the other
@@ -150,7 +151,8 @@ def more(strategy: Strategy, history: Sequence[Observation], pending: Sequence[P
     """A freed slot's run while `pending` are in flight, before the race proper: a search
     run while fewer than `search_slots` are in flight (and the search has runs left),
     else an early race run (`early_run`); when the race over the finished runs is decided,
-    a search run from the race's runs (as a decided race hands them back)."""
+    a search run from the race's runs (as a decided race hands them back), all but the
+    last whole round of `width`, which the race proper keeps (`Strategy.search_more`)."""
     if sum(p.phase in ("screen", "tune") for p in pending) < search_slots(strategy.width):
         got = strategy.search_more(history, pending)
         if got:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ import pandas as pd
 from ..campaign.sources import Observation, Proposal, config_key
 from ..errors import StorlabError, TuneError
 from ..jsonutil import plain
-from ..space import Space
 from .batch import early_spent, fill, more, race_runs, raced, rounded, warm_up
 from .domain import Domain
 
@@ -247,15 +246,19 @@ class Strategy:
                     spare: bool = False) -> list[Proposal]:
         """One search run beside `pending` (constant liar, see `ask_more`), or []: within
         the budget, the pending runs counted, and, before the confirmation has started,
-        outside the runs it keeps (unless the race over the finished runs is decided and
-        can `spare` them, tune/batch.py)."""
+        outside the runs it keeps (a race over the finished runs that is decided can
+        `spare` them, tune/batch.py, all but a whole round of `width` for the race
+        proper)."""
         remaining = self.s.budget - len(history) - sum(p.repetitions for p in pending)
         if remaining <= 0 or not self.batch_ready(history, pending):
             return []
         tally = Tally(history, self.objectives)
-        if self.confirm and not raced(history) and not spare and \
-                remaining <= self.reserve(tally) - early_spent(history, pending):
-            return []  # the confirmation decides on finished runs only
+        if self.confirm and not raced(history):
+            kept = self.reserve(tally) - early_spent(history, pending)
+            if spare:  # a decided race hands back its runs but a whole round of the slots
+                kept = min(kept, self.width)
+            if remaining <= kept:
+                return []  # the confirmation decides on finished runs only
         # (a race run in flight re-runs a measured configuration: no lie needed)
         lied = [*history, *self.lies(tally, [p for p in pending if p.phase != "confirm"])]
         self.move = ""
@@ -639,7 +642,7 @@ class ScreenThenTune(OptunaSearch):
         space = self.domain.space
         if not space.constraints or not self.domain.repairable():
             return None
-        free = Space(list(space.factors), [], list(space.responses), space.name)
+        free = replace(space, constraints=[])  # the same space, unconstrained
         return lhs_design(free, n, seed=self.s.seed).table
 
     def _screen_from_candidates(self, n: int) -> list[dict[str, Any]]:
