@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 
 @pytest.fixture
@@ -42,3 +45,40 @@ def victim(tmp_path: Path) -> Path:
     v = tmp_path / "victim.dat"
     v.write_bytes(os.urandom(2 << 20))
     return v
+
+
+def _command_campaign(d: Path, argv: list[str], timeout: float = 60, **sandbox: Any) -> Path:
+    """A one-run command campaign in `d` running `argv`, with `sandbox` declared."""
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "g", "timeout": timeout, "space": {"factors": [
+                {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
+                "responses": [{"name": "y", "goal": "maximize"}]},
+            "design": {"configs": [{"n": "a"}]},
+            "runner": {"type": "command", "options": {"command": argv,
+                                                      "json_metrics": {"y": "y"}}},
+            "sandbox": sandbox}
+    (d / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return d / "campaign.yaml"
+
+
+def _program_got(storlab: Any, camp: Path) -> Any:
+    """Run a `_command_campaign` with the CLI; the `got` its program printed last."""
+    r = storlab("run", str(camp), timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    outs = list((camp.parent / "campaign.db.output").glob("*.stdout"))
+    assert len(outs) == 1, outs
+    lines = [ln for ln in outs[0].read_text().splitlines() if ln.startswith("{")]
+    assert lines, outs[0].read_text() + outs[0].with_suffix(".stderr").read_text()
+    return json.loads(lines[-1])["got"]
+
+
+@pytest.fixture
+def command_campaign() -> Callable[..., Path]:
+    """`command_campaign(dir, argv, timeout=60, **sandbox)`: a one-run command campaign."""
+    return _command_campaign
+
+
+@pytest.fixture
+def program_got(storlab: Any) -> Callable[[Path], Any]:
+    """`program_got(campaign)`: run it with the CLI; what its program reported as `got`."""
+    return lambda camp: _program_got(storlab, camp)

@@ -150,41 +150,16 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
         shutil.rmtree(d.base, ignore_errors=True)
 
 
-def command_campaign(d: Path, argv: list[str], **sandbox: Any) -> Path:
-    """A one-run command campaign running `argv`."""
-    d.mkdir(parents=True, exist_ok=True)
-    spec = {"name": "g", "timeout": 60, "space": {"factors": [
-                {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
-                "responses": [{"name": "y", "goal": "maximize"}]},
-            "design": {"configs": [{"n": "a"}]},
-            "runner": {"type": "command", "options": {"command": argv,
-                                                      "json_metrics": {"y": "y"}}},
-            "sandbox": sandbox}
-    (d / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    return d / "campaign.yaml"
-
-
-def got(storlab: Any, camp: Path) -> Any:
-    """Run the campaign with the CLI; what its program got."""
-    r = storlab("run", str(camp), timeout=120)
-    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
-    outs = list((camp.parent / "campaign.db.output").glob("*.stdout"))
-    assert len(outs) == 1, outs
-    lines = [ln for ln in outs[0].read_text().splitlines() if ln.startswith("{")]
-    assert lines, outs[0].read_text() + (camp.parent / "campaign.db.output").joinpath(
-        outs[0].name.replace(".stdout", ".stderr")).read_text()
-    return json.loads(lines[-1])["got"]
-
-
 def test_a_datagram_socketpair_reaches_no_path_socket(tmp_path: Path, storlab: Any,
-                                                      daemon: Daemon) -> None:
+                                                      daemon: Daemon, program_got: Any,
+                                                      command_campaign: Any) -> None:
     """Without `sandbox.sockets` a datagram pair (SOCK_DGRAM, or SOCK_RAW which AF_UNIX
     makes one) is refused: neither `sendto` a daemon's path nor a second `connect` reach
     it. Stream and seqpacket pairs stay and reach only their other end (EISCONN; an
     address given to a seqpacket `sendto` is ignored), so multiprocessing and asyncio run.
     With a socket declared, datagram pairs are made again (the declared rule: sockets)."""
     argv = [daemon.tool(PAIRS), str(daemon.dir)]
-    g = got(storlab, command_campaign(tmp_path / "plain", argv))
+    g = program_got(command_campaign(tmp_path / "plain", argv))
     assert g == {"dgram": "PermissionError", "raw": "PermissionError",
                  "reconnect": "PermissionError", "stream": "OSError",
                  "stream_closed": "OSError", "seqpacket": "OSError",
@@ -194,12 +169,12 @@ def test_a_datagram_socketpair_reaches_no_path_socket(tmp_path: Path, storlab: A
     errno_probe = ("import errno, socket, sys\na, b = socket.socketpair()\ntry:\n"
                    "    a.connect(sys.argv[1])\nexcept OSError as e:\n"
                    "    print('{\"y\": 1, \"got\": \"%s\"}' % errno.errorcode[e.errno])\n")
-    assert got(storlab, command_campaign(tmp_path / "errno", [
+    assert program_got(command_campaign(tmp_path / "errno", [
         daemon.tool(errno_probe), str(daemon.dir / "st.sock")])) == "EISCONN"
     assert daemon.lines == []
     # declared sockets: the campaign opted into Unix sockets (the documented rule: then
     # what the program sees decides), datagram pairs are made and reach the daemon
-    g = got(storlab, command_campaign(tmp_path / "declared", argv,
+    g = program_got(command_campaign(tmp_path / "declared", argv,
                                       sockets=[str(tmp_path / "other.sock")]))
     assert g["dgram"] == g["raw"] == "sent", g
     assert daemon.lines[:2] == ["dgram sendto", "dgram sendto"], daemon.lines

@@ -150,47 +150,27 @@ def opt_dir() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def campaign(d: Path, program: str, target: Path, **sandbox: Any) -> Path:
+def campaign(make: Any, d: Path, program: str, target: Path, **sandbox: Any) -> Path:
     """A one-run command campaign whose program (`program`'s code) tries `target`."""
     d.mkdir(parents=True, exist_ok=True)
     (d / "probe.py").write_text(program)
-    spec = {"name": "k", "timeout": 60, "space": {"factors": [
-                {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
-                "responses": [{"name": "y", "goal": "maximize"}]},
-            "design": {"configs": [{"n": "a"}]},
-            "runner": {"type": "command", "options": {
-                "command": [sys.executable, str(d / "probe.py"), str(target)],
-                "json_metrics": {"y": "y"}}},
-            "sandbox": sandbox}
-    (d / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    return d / "campaign.yaml"
-
-
-def got(storlab: Any, camp: Path) -> str:
-    """Run the campaign with the CLI; what its program got."""
-    r = storlab("run", str(camp), timeout=120)
-    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
-    outs = list((camp.parent / "campaign.db.output").glob("*.stdout"))
-    assert len(outs) == 1, outs
-    lines = [ln for ln in outs[0].read_text().splitlines() if ln.startswith("{")]
-    assert lines, outs[0].read_text()
-    return str(json.loads(lines[-1])["got"])
+    return make(d, [sys.executable, str(d / "probe.py"), str(target)], **sandbox)
 
 
 def test_a_root_daemon_under_opt_in_another_network_namespace(
-        tmp_path: Path, storlab: Any, opt_dir: Path) -> None:
+        tmp_path: Path, opt_dir: Path, program_got: Any, command_campaign: Any) -> None:
     """Not on this namespace's /proc/net/unix, so never covered by name. /opt is no longer
     shown; shown (`sandbox.readable`), the program cannot make a Unix socket without
     `sandbox.sockets`; declared there, exactly that socket is reached."""
     d = Daemon(opt_dir, tmp_path)
     try:
         assert str(d.path) not in Path("/proc/net/unix").read_text()
-        assert got(storlab, campaign(tmp_path / "hidden", PROBE, d.path)) == \
+        assert program_got(campaign(command_campaign, tmp_path / "hidden", PROBE, d.path)) == \
             "PermissionError"  # no Unix socket at all (it would not be there either)
-        assert got(storlab, campaign(tmp_path / "shown", PROBE, d.path,
+        assert program_got(campaign(command_campaign, tmp_path / "shown", PROBE, d.path,
                                      readable=[str(opt_dir)])) == "PermissionError"
         assert d.accepted == 0
-        assert got(storlab, campaign(tmp_path / "declared", PROBE, d.path,
+        assert program_got(campaign(command_campaign, tmp_path / "declared", PROBE, d.path,
                                      sockets=[str(d.path)])) == "hi"
         assert d.accepted == 1
     finally:
@@ -198,7 +178,7 @@ def test_a_root_daemon_under_opt_in_another_network_namespace(
 
 
 def test_a_socket_renamed_after_bind_and_one_bound_after_the_start(
-        tmp_path: Path, storlab: Any, opt_dir: Path) -> None:
+        tmp_path: Path, opt_dir: Path, program_got: Any, command_campaign: Any) -> None:
     """/proc/net/unix names a renamed socket by its old name, and a socket bound while the
     program runs was not there to cover: neither is reached, shown in a readable
     directory, without a declared socket. With another socket declared (Unix sockets can
@@ -206,10 +186,10 @@ def test_a_socket_renamed_after_bind_and_one_bound_after_the_start(
     d = Daemon(opt_dir, tmp_path, rename=True)
     try:
         assert not d.path.with_name("bound.sock").exists() and d.path.exists()
-        assert got(storlab, campaign(tmp_path / "renamed", PROBE, d.path,
+        assert program_got(campaign(command_campaign, tmp_path / "renamed", PROBE, d.path,
                                      readable=[str(opt_dir)])) == "PermissionError"
         other = str(tmp_path / "other.sock")
-        assert got(storlab, campaign(tmp_path / "renamed2", PROBE, d.path,
+        assert program_got(campaign(command_campaign, tmp_path / "renamed2", PROBE, d.path,
                                      readable=[str(opt_dir)], sockets=[other])) == \
             "ConnectionRefusedError"
         assert d.accepted == 0
@@ -217,26 +197,28 @@ def test_a_socket_renamed_after_bind_and_one_bound_after_the_start(
         d.close()
     late = opt_dir.with_name(opt_dir.name + "-late")
     # bound once the run's directory exists: the program is starting or running
-    camp = campaign(tmp_path / "late", PROBE, late / "bound.sock", readable=[str(late)])
+    camp = campaign(command_campaign, tmp_path / "late", PROBE, late / "bound.sock",
+                    readable=[str(late)])
     late.mkdir()
     d = Daemon(late, tmp_path, after=str(tmp_path / "late" / "scratch" / "c1-r1"))
     try:
-        assert got(storlab, camp) == "PermissionError"
+        assert program_got(camp) == "PermissionError"
         assert d.accepted == 0
     finally:
         d.close()
 
 
 def test_io_uring_is_refused_unless_declared(tmp_path: Path, storlab: Any,
-                                             opt_dir: Path) -> None:
+                                             opt_dir: Path, program_got: Any,
+                                             command_campaign: Any) -> None:
     """A program that connects through io_uring alone gets no ring (EPERM); with
     `sandbox.io_uring: true` it gets one, and its IORING_OP_CONNECT meets the walls'
     second layer: the socket in the shown directory is covered (ECONNREFUSED)."""
     d = Daemon(opt_dir, tmp_path)
     try:
-        assert got(storlab, campaign(tmp_path / "plain", URING, d.path,
+        assert program_got(campaign(command_campaign, tmp_path / "plain", URING, d.path,
                                      readable=[str(opt_dir)])) == "setup:1"
-        assert got(storlab, campaign(tmp_path / "declared", URING, d.path,
+        assert program_got(campaign(command_campaign, tmp_path / "declared", URING, d.path,
                                      readable=[str(opt_dir)], io_uring=True)) == \
             "connect:-111"
         assert d.accepted == 0

@@ -38,35 +38,27 @@ if __name__ == "__main__":
 """
 
 
-def _campaign(d: Path, **sandbox: Any) -> Path:
+def _campaign(make: Any, d: Path, **sandbox: Any) -> Path:
     d.mkdir()
     (d / "own.py").write_text(OWN_SOCKETS)
-    spec = {"name": "own", "timeout": 120, "space": {"factors": [
-                {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
-                "responses": [{"name": "y", "goal": "maximize"}]},
-            "design": {"configs": [{"n": "a"}]},
-            "runner": {"type": "command", "options": {
-                "command": [sys.executable, str(d / "own.py")], "json_metrics": {"y": "y"}}},
-            "sandbox": sandbox}
-    p = d / "campaign.yaml"
-    p.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return p
+    return make(d, [sys.executable, str(d / "own.py")], timeout=120, **sandbox)
 
 
-def test_a_program_makes_its_own_unix_sockets_only_when_declared(storlab: Any) -> None:
+def test_a_program_makes_its_own_unix_sockets_only_when_declared(storlab: Any,
+                                                                 command_campaign: Any) -> None:
     """Without `sandbox.unix_sockets` the Manager's socket is refused (EPERM) and the hint
     names the declaration; with it the program runs whole (6 = 1 + 2 + 3). In a short
     directory: the sockets are made under TMPDIR (the run's directory), and a Unix
     socket's path holds 107 bytes at most."""
     tmp_path = Path(tempfile.mkdtemp(prefix="sl-", dir="/tmp"))
     try:
-        _own_sockets(tmp_path, storlab)
+        _own_sockets(tmp_path, storlab, command_campaign)
     finally:
         shutil.rmtree(tmp_path)
 
 
-def _own_sockets(tmp_path: Path, storlab: Any) -> None:
-    plain = _campaign(tmp_path / "p")
+def _own_sockets(tmp_path: Path, storlab: Any, make: Any) -> None:
+    plain = _campaign(make, tmp_path / "p")
     r = storlab("run", plain, timeout=300)
     assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
     with sqlite3.connect(plain.parent / "campaign.db") as db:
@@ -74,7 +66,7 @@ def _own_sockets(tmp_path: Path, storlab: Any) -> None:
     assert status == "failed" and "Operation not permitted" in tail, tail
     assert "sandbox.unix_sockets: true" in tail, tail
 
-    own = _campaign(tmp_path / "o", unix_sockets=True)
+    own = _campaign(make, tmp_path / "o", unix_sockets=True)
     r = storlab("status", own)
     assert "Unix sockets: the run's own (sandbox.unix_sockets)" in r.stdout, r.stdout
     missing = landlock_missing()  # the status line says whether Landlock's scopes apply
@@ -87,8 +79,9 @@ def _own_sockets(tmp_path: Path, storlab: Any) -> None:
     assert status == "ok" and json.loads(metrics)["y"] == 6, metrics
 
 
-def test_a_wrong_unix_sockets_value_is_one_line(tmp_path: Path, storlab: Any) -> None:
-    r = storlab("status", _campaign(tmp_path / "w", unix_sockets="yes please"))
+def test_a_wrong_unix_sockets_value_is_one_line(tmp_path: Path, storlab: Any,
+                                                command_campaign: Any) -> None:
+    r = storlab("status", _campaign(command_campaign, tmp_path / "w", unix_sockets="yes please"))
     assert r.returncode == 2 and "sandbox.unix_sockets" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
 
