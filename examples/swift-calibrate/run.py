@@ -558,9 +558,9 @@ def notes(pts: pd.DataFrame, think_ms: float, lat_col: str, little: pd.DataFrame
         "- Object-server worker. Swift 2.30 runs a PUT's fsync and rename in eventlet's "
         "thread pool (`tpool.execute(self._finalize_put, ...)` in swift/obj/diskfile.py), so "
         "its worker is free while the disk commits; the model holds the worker through the "
-        "disk visits. The fit puts almost no cost on the disks (a few % utilisation at "
-        "most), so this changes nothing here: the fsync's time sits in the per-replica "
-        "object CPU cost, held on the single worker, which is why the model saturates PUT "
+        "disk visits. Every training point has the same clients and replicas, so the fit "
+        "cannot tell a disk's time from the object server's CPU: where the fsync's time sits "
+        "in the per-replica object CPU cost, held on the single worker, the model saturates PUT "
         "already at 2 clients (3 replicas x object CPU on one worker) where the host still "
         f"gains {gain:.0f} % from 2 to 8 clients. Telling the two apart needs the latency at few "
         "clients, which the training points (all at 8) do not have.",
