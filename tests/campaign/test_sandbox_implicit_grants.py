@@ -186,8 +186,8 @@ def test_a_program_fio_starts_does_not_inherit_fios_own_unix_grant(
     """fio's net engine with `protocol=unix` gets Unix sockets without a declaration (its
     own listener and client); a program its options start (`exec_prerun`,
     `exec_postrun`, an abbreviation, a trigger in extra_args) would inherit them: the
-    job is refused before any run, in one line naming `sandbox.sockets`; the daemon gets
-    nothing. Declared, the job starts."""
+    job is refused before any run, in one line naming `sandbox.unix_sockets` and
+    `sandbox.sockets`; the daemon gets nothing. Declared (either), the job starts."""
     camp = tmp_path / "c"
     camp.mkdir()
     connect = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
@@ -211,9 +211,12 @@ def test_a_program_fio_starts_does_not_inherit_fios_own_unix_grant(
         r = run(extra)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "starts a program" in r.stderr and "sandbox.sockets" in r.stderr, r.stderr
+        assert "sandbox.unix_sockets: true" in r.stderr, r.stderr
     assert daemon.lines == []
-    r = run({"exec_prerun": cmd}, sockets=[str(camp / "fio.sock")])
-    assert "starts a program" not in r.stdout + r.stderr, r.stdout + r.stderr
+    # either declaration lifts the refusal: socket paths, or the run's own sockets
+    for decl in ({"sockets": [str(camp / "fio.sock")]}, {"unix_sockets": True}):
+        r = run({"exec_prerun": cmd}, **decl)
+        assert "starts a program" not in r.stdout + r.stderr, (decl, r.stdout + r.stderr)
 
 
 def test_an_engine_other_than_the_granted_one_is_refused_in_a_granted_job() -> None:

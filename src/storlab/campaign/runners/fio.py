@@ -308,8 +308,8 @@ class FioRunner:
                       ) -> str | None:
         """Why this job may not run as given, or None: storlab grants fio Unix sockets
         (`unix_socket_reason`) or io_uring rings (`io_uring_reason`) implicitly (the
-        campaign declares neither `sandbox.sockets`, `sockets`, nor `sandbox.io_uring`,
-        `io_uring`), and an option would start a program (`PROGRAM_OPTIONS`, or an
+        campaign declares neither `sandbox.sockets` nor `sandbox.unix_sockets`, `sockets`,
+        nor `sandbox.io_uring`, `io_uring`), and an option would start a program (`PROGRAM_OPTIONS`, or an
         abbreviation fio accepts) or load an engine other than `GRANTED_ENGINES`, which
         would inherit that grant."""
         grants = [f"{why} gets {what}" for why, what, decl in (
@@ -317,7 +317,8 @@ class FioRunner:
             (self.io_uring_reason(opts), "io_uring rings", io_uring)) if why and not decl]
         if not grants:
             return None
-        declare = ("sandbox.sockets" if "Unix" in grants[0] else "sandbox.io_uring: true")
+        declare = ("sandbox.unix_sockets: true (or the socket paths in sandbox.sockets)"
+                   if "Unix" in grants[0] else "sandbox.io_uring: true")
         for k, v in self._given(opts):
             runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
             if runs and (k in runs or not _exact_fio_option(k)):
@@ -432,7 +433,7 @@ class FioRunner:
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
         decl = current()
-        why = self.refused_grant(opts, bool(decl.sockets), decl.io_uring)
+        why = self.refused_grant(opts, bool(decl.sockets) or decl.unix_sockets, decl.io_uring)
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
