@@ -3,6 +3,7 @@ loaded through the objectstore runner with both APIs, brought down."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -117,11 +118,14 @@ def test_campaign_through_objectstore_runner(swift, tmp_path):
 
 def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, storlab):
     """Route: storlab (root) renamed its records file over somebody's file through a
-    directory link planted on the way to an absolute `records_dir` outside the campaign
-    (in a shared directory). Such a records_dir is opened from / one component at a time
-    without following a link: the run fails in one line naming the link, the victim's
-    bytes are unchanged; without a link the records are written there. A failed run
-    (every GET of an object never prepared fails) writes none."""
+    directory link swapped in on the way to an absolute `records_dir` outside the campaign
+    (in a shared directory). The path the user wrote is resolved once, when the campaign
+    is loaded (a link there then, such as `/home -> var/home`, is the user's own
+    declaration: the records go where it leads); each write opens the resolved path from
+    / one component at a time without following a link: a link swapped in after the load
+    (here by a setup step) is refused, the run keeps its measurement with a warning
+    naming the link, the victim's bytes are unchanged. A failed run (every GET of an
+    object never prepared fails) writes none."""
     import sqlite3
 
     c, base, st = swift
@@ -131,15 +135,17 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
     before = victim.read_bytes()
     shared = tmp_path / "shared"
     shared.mkdir()
-    (shared / "lnk").symlink_to(tmp_path / "theirs")
+    (shared / "lnk").symlink_to(tmp_path / "mine")
+    (tmp_path / "mine").mkdir()
 
-    def run(name, records, **load):
+    def run(name, records, setup=(), **load):
         d = tmp_path / name
         d.mkdir()
         spec = {"name": name, "timeout": 60, "space": {"factors": [
                     {"name": "clients", "kind": "categorical", "values": [1, 2]}],
                     "responses": [{"name": "total_iops", "goal": "maximize"}]},
                 "design": {"configs": [{"clients": 1}]},
+                "sandbox": {"writable": [str(shared)]}, "setup": list(setup),
                 "runner": {"type": "objectstore", "options": {
                     "cluster": "swift", "cluster_dir": str(base), "duration": 1,
                     "objects": 4, "records_dir": str(records), **load}}}
@@ -147,15 +153,22 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
         r = storlab("run", str(d / "campaign.yaml"), timeout=120)
         assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
         with sqlite3.connect(d / "campaign.db") as db:
-            return db.execute("SELECT status, stderr_tail FROM runs").fetchone()
+            return db.execute("SELECT status, stderr_tail, metrics FROM runs").fetchone()
 
-    status, tail = run("linked", shared / "lnk" / "sub")
-    assert status == "failed" and "lnk is a symbolic link" in tail, tail
+    # a link there before the load: the user's declaration
+    assert run("linked", shared / "lnk" / "sub")[0] == "ok"
+    assert (tmp_path / "mine" / "sub" / "c1-r1.csv.gz").stat().st_size > 0
+    # swapped for a link after the load: refused, the measurement kept
+    (shared / "swap" / "sub").mkdir(parents=True)
+    swap = ["sh", "-c", f"rm -rf {shared}/swap && ln -s {tmp_path}/theirs {shared}/swap"]
+    status, tail, metrics = run("swapped", shared / "swap" / "sub", setup=[swap])
+    assert status == "ok" and "warning" in tail and "swap is a symbolic link" in tail, tail
+    assert json.loads(metrics)["requests"] > 0
     assert victim.read_bytes() == before
     assert run("plain", shared / "real" / "sub")[0] == "ok"
     assert (shared / "real" / "sub" / "c1-r1.csv.gz").stat().st_size > 0
-    status, tail = run("failing", shared / "failed", prepare="never", mix={"get": 100},
-                       bucket=f"empty-{os.getpid()}")  # no object there to GET
+    status, tail, _ = run("failing", shared / "failed", prepare="never", mix={"get": 100},
+                          bucket=f"empty-{os.getpid()}")  # no object there to GET
     assert status == "failed", tail
     assert not (shared / "failed").exists()
 

@@ -13,9 +13,10 @@ factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are sh
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
 `<records_dir>/<run key>.csv.gz` as well (a relative `records_dir` is taken from the
 campaign's scratch directory, and written from the scratch area storlab holds open, one
-directory at a time without following a link; an absolute one from the campaign's
-directory when it lies inside, else from `/`, the same way). Only a run that succeeded
-writes them.
+directory at a time without following a link; an absolute one is resolved once when the
+campaign is loaded, then opened from the campaign's directory when it lies inside, else
+from `/`, the same way). Only a run that succeeded writes them; one that cannot keeps its
+measurement and says why in a warning.
 """
 
 from __future__ import annotations
@@ -104,6 +105,23 @@ class ObjectStoreRunner:
 
     name = "objectstore"
 
+    @staticmethod
+    def prepare_options(options: dict[str, Any], directory: Path
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The options as every run uses them: an absolute `records_dir` is resolved here,
+        once, before the first run (links on the way the user wrote, such as `/home ->
+        var/home`, are the user's own declaration); each write then opens the resolved path
+        one directory at a time without following a link, so a link swapped in later is
+        refused. One naming something other than a directory is refused here, in one line."""
+        opts = dict(options)
+        rd = opts.get("records_dir")
+        if isinstance(rd, str) and rd and os.path.isabs(rd):
+            real = os.path.realpath(rd)
+            if os.path.lexists(real) and not os.path.isdir(real):
+                raise CampaignError(f"option records_dir: {rd} is not a directory")
+            opts["records_dir"] = real
+        return opts, {}
+
     def __init__(self, records_dir: str | None = None, **options: Any) -> None:
         self.records_dir = Path(records_dir) if records_dir else None
         self.options = dict(options)
@@ -155,9 +173,8 @@ class ObjectStoreRunner:
 
             try:
                 write_records(self.records_dir, Path(workdir), gzip.compress(csv.encode()))
-            except StorlabError as exc:
-                return RunResult("failed", stderr=str(exc), started=started,
-                                 ended=time.time())
+            except StorlabError as exc:  # the measurement stands; its records are in the store
+                stderr = f"warning: records not written to records_dir: {exc}"
         return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)
 
@@ -178,8 +195,9 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
     scratch = os.path.dirname(os.path.abspath(workdir))
     if records_dir.is_absolute():
         rdir, home_fd = records_dir, None
-        home = next((h for h in current().homes if os.path.abspath(rdir).startswith(
-            os.path.abspath(h).rstrip("/") + "/")), "/")
+        home = next((os.path.realpath(h) for h in current().homes
+                     if os.path.abspath(rdir).startswith(
+                         os.path.realpath(h).rstrip("/") + "/")), "/")
     else:
         held = held_scratch()
         rdir, home = Path(scratch) / records_dir, scratch
