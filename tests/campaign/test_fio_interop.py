@@ -68,6 +68,30 @@ def test_job_file_is_read_as_fio_reads_it(tmp_path: Path) -> None:
             read_job_file(tmp_path / "bad.fio")
 
 
+def test_a_job_file_that_is_no_regular_file_is_refused_in_one_line(tmp_path: Path,
+                                                                    storlab: Any) -> None:
+    """A job_file naming a directory printed `error: 3: Is a directory`; a FIFO or a
+    device (a watchdog, a tape) must never be opened for reading: each is looked at
+    through an O_PATH descriptor first and refused in one line naming the file."""
+    p = campaign(tmp_path / "c", JOB)
+    (tmp_path / "c" / "base.fio").unlink()
+    (tmp_path / "c" / "base.fio").mkdir()
+    r = storlab("run", str(p), timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "base.fio: not a regular file" in r.stderr, r.stderr
+    os.mkfifo(tmp_path / "c" / "fifo.fio")
+    nodes = [tmp_path / "c" / "fifo.fio"]
+    try:  # a character device node (1, 3: the null device), where the test may make one
+        os.mknod(tmp_path / "c" / "dev.fio", 0o600 | __import__("stat").S_IFCHR,
+                 os.makedev(1, 3))
+        nodes.append(tmp_path / "c" / "dev.fio")
+    except PermissionError:
+        pass
+    for node in nodes:
+        with pytest.raises(CampaignError, match=f"{node.name}: not a regular file"):
+            read_job_file(node, home=tmp_path / "c")
+
+
 def test_campaign_runs_the_job_file_with_factors_overriding_it(tmp_path: Path,
                                                                storlab: Any) -> None:
     camp = campaign(tmp_path / "c", JOB)

@@ -495,27 +495,33 @@ def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str,
     somebody's file through a link the campaign planted and show its lines in its errors
     and its options in the store."""
     p = Path(path)
+    # O_PATH: what the name leads to is looked at before it is opened for reading, so a
+    # directory, a FIFO or a device (a watchdog, a tape) is refused, never opened
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
+        pfd = os.open(p, os.O_PATH | os.O_CLOEXEC)
     except OSError as exc:
         raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
                             ) from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(pfd).st_mode):
             raise CampaignError(f"fio job_file {p}: not a regular file")
         if home is not None:
-            real, top = os.readlink(f"/proc/self/fd/{fd}"), os.path.realpath(home)
+            real, top = os.readlink(f"/proc/self/fd/{pfd}"), os.path.realpath(home)
             if not real.startswith(top.rstrip("/") + "/"):
                 raise CampaignError(f"fio job_file {p}: leads outside the campaign's "
                                     f"directory {top} (to {real}); storlab reads a job file "
                                     "only inside it: copy the file there")
-        try:
-            text = fh.read().decode("utf-8")
+        try:  # the very file checked, through its descriptor
+            fd = os.open(f"/proc/self/fd/{pfd}", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                text = fh.read().decode("utf-8")
         except OSError as exc:
             raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
                                 ) from None
         except UnicodeDecodeError:
             raise CampaignError(f"fio job_file {p}: not UTF-8 text") from None
+    finally:
+        os.close(pfd)
     sections: dict[str, dict[str, str]] = {}
     jobs: list[str] = []
     current: dict[str, str] | None = None
