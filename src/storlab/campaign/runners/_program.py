@@ -446,6 +446,10 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         raise
     with out_f, err_f:
         try:
+            if walls is not None and (why := _sandbox.landlock_refused()):
+                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: "
+                                   f"Landlock: {why}; refusing to run it without",
+                                   None, False, started, time.time())
             proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
                                     env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else

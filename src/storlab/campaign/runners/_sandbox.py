@@ -342,9 +342,18 @@ LANDLOCK_SCOPES = 0x1 | 0x2
 _LL_CREATE, _LL_RESTRICT = 444, 446
 
 
-@functools.cache
-def _landlock() -> tuple[int | None, str]:
-    """(the ruleset's descriptor or None, why there is none)."""
+#: The ruleset once made, or why the kernel has none (no Landlock, an ABI before 6): both
+#: final for the process. A failure to make one where the ABI has scopes is not kept: the
+#: next call tries again.
+_LANDLOCK: tuple[int | None, str] | None = None
+
+
+def _landlock() -> tuple[int | None, str, bool]:
+    """(the ruleset's descriptor or None, why there is none, whether that refuses: the
+    kernel's ABI is 6 or newer but the ruleset could not be made)."""
+    global _LANDLOCK
+    if _LANDLOCK is not None:
+        return (*_LANDLOCK, False)
     import ctypes
     import struct
 
@@ -352,31 +361,45 @@ def _landlock() -> tuple[int | None, str]:
         libc = ctypes.CDLL(None, use_errno=True)
         abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 6:
-            return None, ("the kernel has no Landlock" if abi < 0 else
-                          f"the kernel's Landlock ABI {abi} predates scopes: ABI 6, Linux 6.12")
+            _LANDLOCK = None, ("the kernel has no Landlock" if abi < 0 else
+                               f"the kernel's Landlock ABI {abi} predates scopes: ABI 6, "
+                               "Linux 6.12")
+            return (*_LANDLOCK, False)
         attr = ctypes.create_string_buffer(struct.pack("<QQQ", 0, 0, LANDLOCK_SCOPES))
         fd = libc.syscall(_LL_CREATE, attr, ctypes.c_size_t(24), ctypes.c_uint32(0))
         if fd < 0:
-            return None, f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}"
+            return None, (f"the kernel's Landlock ABI {abi} has scopes but "
+                          f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
+                          ), True
+        _libc_calls()  # looked up here, in storlab: the forked child only calls them
     except (OSError, AttributeError) as exc:
-        return None, f"Landlock's syscalls could not be called ({exc})"
-    _libc_calls()  # looked up here, in storlab: the forked child only calls them
-    return fd, ""
+        _LANDLOCK = None, f"Landlock's syscalls could not be called ({exc})"
+        return (*_LANDLOCK, False)
+    _LANDLOCK = fd, ""
+    return fd, "", False
 
 
 def landlock_ruleset() -> int | None:
     """A Landlock ruleset (its descriptor, close-on-exec, kept for the process) that
     handles no file or network access and scopes `LANDLOCK_SCOPES`; None when the kernel
-    has no Landlock or an ABI older than 6 (`landlock_missing` says which). Two syscalls
-    through ctypes: the Python bindings published (`landlock` on PyPI) are pre-releases,
-    and a ruleset without rules needs nothing else."""
+    has no Landlock or an ABI older than 6 (`landlock_missing` says which), or could not
+    make it (then `probe` refuses the walls). Two syscalls through ctypes: the Python
+    bindings published (`landlock` on PyPI) are pre-releases, and a ruleset without rules
+    needs nothing else."""
     return _landlock()[0]
+
+
+def landlock_refused() -> str | None:
+    """Why no program may start in the walls now (the kernel's Landlock ABI has scopes but
+    the ruleset could not be made: running without it would fail open), or None."""
+    _, why, refused = _landlock()
+    return why if refused else None
 
 
 def landlock_missing() -> str | None:
     """Why the programs run without Landlock's scopes here (for `storlab status`), or
     None when each sandbox enters them."""
-    fd, why = _landlock()
+    fd, why, _ = _landlock()
     return None if fd is not None else why
 
 
@@ -410,17 +433,20 @@ def enter_landlock(ruleset: int) -> None:
         raise OSError(ctypes.get_errno(), "landlock_restrict_self")
 
 
-def _enter_probe_landlock() -> None:
-    ruleset = landlock_ruleset()
-    if ruleset is not None:
-        enter_landlock(ruleset)
+def probe(exe: str) -> str | None:
+    """None if `exe` builds the walls here; else why not, in a few words (tried once per
+    process: the kernel's answer does not change; a Landlock ruleset the kernel could not
+    make, where its ABI has scopes, is tried again on the next call). The walls bind from
+    descriptors (`--ro-bind-fd`, bubblewrap 0.8 or newer): tried too."""
+    # the ruleset made here, in storlab, before forking: the child only enters it
+    ruleset, why, refused = _landlock()
+    if refused:
+        return f"Landlock: {why}"
+    return _probe(exe, ruleset)
 
 
 @functools.cache
-def probe(exe: str) -> str | None:
-    """None if `exe` builds the walls here; else why not, in a few words (tried once per
-    process: the kernel's answer does not change). The walls bind from descriptors
-    (`--ro-bind-fd`, bubblewrap 0.8 or newer): tried too."""
+def _probe(exe: str, ruleset: int | None) -> str | None:
     if shutil.which(exe) is None:
         return f"{exe} is not installed (Debian package bubblewrap)"
     fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -429,7 +455,8 @@ def probe(exe: str) -> str | None:
         cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
                             stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE,
-                            preexec_fn=_enter_probe_landlock)
+                            preexec_fn=None if ruleset is None else
+                            functools.partial(enter_landlock, ruleset))
     except subprocess.SubprocessError as exc:
         if isinstance(exc, subprocess.TimeoutExpired):
             return f"{exe} could not start ({exc})"
@@ -447,7 +474,7 @@ def probe(exe: str) -> str | None:
         return f"the kernel refused the namespaces ({said})" + (
             "; a set-user-ID bwrap runs without its privileges under no_new_privs, which "
             "Landlock's domain needs: allow unprivileged user namespaces"
-            if setuid and os.geteuid() != 0 and landlock_ruleset() is not None else "")
+            if setuid and os.geteuid() != 0 and ruleset is not None else "")
     return None
 
 
