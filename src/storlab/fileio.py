@@ -202,23 +202,32 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
 
 
 def remove_tree(name: str, dir_fd: int) -> None:
-    """Remove `name` (a directory and all it holds, or a file) from the directory held open
-    as `dir_fd`, never following a link; errors are ignored (the caller checks what is
-    left). The trees removed here are made by programs: Python 3.11's shutil.rmtree
-    recurses once per level, so a tree deeper than the recursion limit (1500 nested
-    directories) raised RecursionError, a traceback. What it leaves then is removed by GNU
-    rm (fts: iterative, links removed not followed, `--one-file-system`), started in the
-    held directory (by its descriptor, not a path a link could swap)."""
+    """Remove `name` (a directory and all it holds; a file or a link is unlinked, a link
+    never followed) from the directory held open as `dir_fd`; errors are ignored (the
+    caller checks what is left and reports it). The trees removed here are made by
+    programs: Python 3.11's shutil.rmtree recurses once per level, so a tree deeper than
+    the recursion limit (1500 nested directories) raised RecursionError, a traceback. What
+    it leaves then is removed by GNU rm (fts: iterative, links removed not followed,
+    `--one-file-system`) at a fixed path (never looked up in PATH: storlab often runs as
+    root), started in the held directory (by its descriptor, not a path a link could
+    swap); without one the tree stays, for the caller to report."""
+    try:
+        if not stat.S_ISDIR(os.lstat(name, dir_fd=dir_fd).st_mode):
+            os.unlink(name, dir_fd=dir_fd)
+            return
+    except OSError:
+        return
     try:
         shutil.rmtree(name, ignore_errors=True, dir_fd=dir_fd)
         return
-    except NotADirectoryError:
-        pass
     except RecursionError:
         pass
+    rm = next((p for p in ("/usr/bin/rm", "/bin/rm") if os.access(p, os.X_OK)), None)
+    if rm is None:
+        return
     try:
-        subprocess.run([shutil.which("rm") or "/bin/rm", "-rf", "--one-file-system", "--",
-                        name], cwd=f"/proc/self/fd/{dir_fd}", pass_fds=(dir_fd,),
+        subprocess.run([rm, "-rf", "--one-file-system", "--", name],
+                       cwd=f"/proc/self/fd/{dir_fd}", pass_fds=(dir_fd,),
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=600, check=False)
     except (OSError, subprocess.SubprocessError):

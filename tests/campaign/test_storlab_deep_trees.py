@@ -140,3 +140,25 @@ def test_a_job_file_linked_out_of_the_campaign_is_not_read(tmp_path: Path,
     (camp / "job.fio").symlink_to(camp / "real.fio")
     r = storlab("run", str(write(camp, runner, factor)), timeout=120)
     assert r.returncode == 2 and "not-a-section-line" in r.stderr, r.stderr
+
+
+def test_remove_tree_removes_a_file_and_a_link_not_what_it_leads_to(tmp_path: Path) -> None:
+    """`remove_tree` says "or a file": rmtree with errors ignored left a file in place. A
+    file and a link are unlinked (the link's target kept); a deep tree goes too."""
+    from storlab.fileio import remove_tree
+
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "keep").write_text("theirs")
+    (tmp_path / "lnk").symlink_to(tmp_path / "target")
+    d = tmp_path / "tree"
+    (d / "a" / "b").mkdir(parents=True)
+    (d / "a" / "b" / "g").write_text("y")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in ("f", "lnk", "tree"):
+            remove_tree(name, fd)
+    finally:
+        os.close(fd)
+    assert sorted(os.listdir(tmp_path)) == ["target"]
+    assert (tmp_path / "target" / "keep").read_text() == "theirs"
