@@ -106,6 +106,8 @@ def test_the_eperm_hint_names_what_the_program_was_refused() -> None:
     ring = sandbox_hint("", "fio: pid=6, err=1/file:engines/io_uring.c:998, "
                         "func=io_queue_init, error=Operation not permitted\n")
     assert "sandbox.io_uring: true" in ring and "socket" not in ring, ring
+    pair = sandbox_hint("socketpair: Operation not permitted")
+    assert "sandbox.unix_sockets: true" in pair, pair
 
 
 @pytest.mark.parametrize("said", [
@@ -113,6 +115,7 @@ def test_the_eperm_hint_names_what_the_program_was_refused() -> None:
     "chmod: changing permissions of 'sh': Operation not permitted",
     "attach 1: Operation not permitted\nseize 1: Operation not permitted",
     "unshare: unshare failed: Operation not permitted",
+    "chown: changing ownership of '/data/connections.db': Operation not permitted",
 ])
 def test_another_eperm_gets_no_socket_or_ring_hint(said: str) -> None:
     """EPERM from what no declaration opens (mount, a set-ID chmod, ptrace of pid 1)."""

@@ -520,9 +520,9 @@ _SANDBOX_HINTS = (
 #: ring (fio: `error=... io_uring.c ... Operation not permitted`). Another EPERM (mount,
 #: chmod of a set-ID bit, ptrace) gets no hint: those name nothing a campaign can declare.
 _EPERM = re.compile(r"Operation not permitted|\bEPERM\b")
-_EPERM_CAUSES = re.compile(r"(?P<ring>io_uring|IORING)|(?P<made>socket\(|socket\.socket|"
-                           r"create socket|socket:|AF_UNIX|SOCK_STREAM)|"
-                           r"(?P<connect>connect)", re.I)
+_EPERM_CAUSES = re.compile(r"(?P<ring>io_uring|IORING)|(?P<made>socketpair|socket\(|"
+                           r"socket\.socket|create socket|socket:|AF_UNIX|SOCK_STREAM)|"
+                           r"(?P<connect>\bconnect\b)", re.I)
 _EPERM_HINTS = {
     "made": "programs get EPERM making a Unix socket: name the sockets outside to reach in "
             "sandbox.sockets, or declare sandbox.unix_sockets: true for sockets of the "
