@@ -232,5 +232,10 @@ def test_an_engine_other_than_the_granted_one_is_refused_in_a_granted_job() -> N
         why = f.refused_grant(opts, sockets=False, io_uring=False)
         assert why is not None and "sandbox.io_uring: true" in why, why
         assert f.refused_grant(opts, sockets=False, io_uring=True) is None
+    # another of fio's own engines beside the granted one loads no foreign code
+    h = FioRunner(ioengine="io_uring", extra_args=["--ioengine=libaio"])
+    assert h.refused_grant(h.options, False, False) is None
+    assert "runs or loads code" in str(f.refused_grant(
+        {"ioengine": "io_uring", "ioeng": "exec"}, False, False))
     g = FioRunner(ioengine="io_uring", extra_args=["--trigger=/bin/true"])
     assert "starts a program" in str(g.refused_grant(g.options, False, False))

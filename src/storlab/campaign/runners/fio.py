@@ -52,10 +52,6 @@ IO_URING_ENGINES = frozenset({"io_uring", "io_uring_cmd", "xnvme", "libblkio"})
 #: `protocol=unix`, rings for an io_uring engine): refused in such a job unless the
 #: campaign declares that grant (`FioRunner.refused_grant`).
 PROGRAM_OPTIONS = ("exec_prerun", "exec_postrun", "trigger", "trigger-remote")
-#: Engines storlab grants something of their own (`IO_URING_ENGINES`, the net engines):
-#: in a job given that grant implicitly, any other engine value (`exec`, `external:`, a
-#: library path fio would load) is refused: it runs or loads code other than fio's.
-GRANTED_ENGINES = IO_URING_ENGINES | {"net", "netsplice"}
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
@@ -309,9 +305,10 @@ class FioRunner:
         """Why this job may not run as given, or None: storlab grants fio Unix sockets
         (`unix_socket_reason`) or io_uring rings (`io_uring_reason`) implicitly (the
         campaign declares neither `sandbox.sockets` nor `sandbox.unix_sockets`, `sockets`,
-        nor `sandbox.io_uring`, `io_uring`), and an option would start a program (`PROGRAM_OPTIONS`, or an
-        abbreviation fio accepts) or load an engine other than `GRANTED_ENGINES`, which
-        would inherit that grant."""
+        nor `sandbox.io_uring`, `io_uring`), and an option would start a program
+        (`PROGRAM_OPTIONS`, or an abbreviation fio accepts) or an `ioengine` value runs or
+        loads code other than fio's own engines (`exec`, `external:`, a library path:
+        `_loads_code`; libaio beside io_uring is fine), which would inherit that grant."""
         grants = [f"{why} gets {what}" for why, what, decl in (
             (self.unix_socket_reason(opts), "Unix sockets", sockets),
             (self.io_uring_reason(opts), "io_uring rings", io_uring)) if why and not decl]
@@ -324,7 +321,7 @@ class FioRunner:
             if runs and (k in runs or not _exact_fio_option(k)):
                 what = f"fio option {k}={v!r} starts a program"
             elif (k == "ioengine" or len(k) > 2 and "ioengine".startswith(k)
-                  and not _exact_fio_option(k)) and str(v) not in GRANTED_ENGINES:
+                  and not _exact_fio_option(k)) and _loads_code(str(v)):
                 what = f"fio option {k}={v!r} runs or loads code other than fio's engines"
             else:
                 continue
@@ -480,6 +477,12 @@ class FioRunner:
 
 # ---------------------------------------------------------------------- job files
 _SECTION = re.compile(r"^\[([^\]]*)\]$")
+
+
+def _loads_code(engine: str) -> bool:
+    """Whether an `ioengine` value runs or loads code other than fio's built-in engines:
+    `exec` (a program), `external:<lib>` or a library path."""
+    return engine == "exec" or engine.startswith("external") or "/" in engine
 
 
 def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str, str]:
