@@ -1058,3 +1058,13 @@ def test_the_terminal_writes_the_all_runs_mean_with_its_unit(tmp_path: Path, cli
     line = re.search(r"y ([\d.]+) \+/- [\d.]+ MB/s over \d+ confirmation runs "
                      r"\(all \d+ runs: ([\d.]+) MB/s\)", text)
     assert line, text
+
+
+def test_the_terminal_writes_no_unit_beside_n_a() -> None:
+    """A mean that is not a number printed as 'n/a MB/s'; now 'n/a' alone."""
+    from storlab.commands.tune import _quantity
+
+    assert _quantity(float("nan"), 1.0, "MB/s") == "n/a"
+    assert _quantity(None, None, "MB/s") == "n/a"
+    assert _quantity(4.5, 0.25, "MB/s") == "4.5 +/- 0.25 MB/s"
+    assert _quantity(4.5, None, "") == "4.5"

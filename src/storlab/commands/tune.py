@@ -33,6 +33,15 @@ def _num(v: float) -> str:
     return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4g}"
 
 
+def _quantity(mean: Any, sd: Any, unit: str) -> str:
+    """`mean +/- sd unit` (without `sd`: `mean unit`); "n/a" alone when there is no mean,
+    not "n/a MB/s"."""
+    if _num(mean) == "n/a":
+        return "n/a"
+    sd_text = "" if sd is None else f" +/- {_num(sd)}"
+    return f"{_num(mean)}{sd_text} {unit}".rstrip()
+
+
 def _config_text(cfg: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in cfg.items())
 
@@ -137,13 +146,12 @@ def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
 
     def measured(e: dict[str, Any]) -> str:
         """Every objective's mean +/- sd with its unit, and the runs."""
-        parts = [f"{objs[0]} {_num(e['value'])} +/- {_num(e['std'])} {units[objs[0]]}"]
-        parts += [f"{o} {_num(e[o]['mean'])} +/- {_num(e[o]['std'])} {units[o]}"
-                  for o in objs[1:]]
-        text = "; ".join(p.rstrip() for p in parts)
+        parts = [f"{objs[0]} {_quantity(e['value'], e['std'], units[objs[0]])}"]
+        parts += [f"{o} {_quantity(e[o]['mean'], e[o]['std'], units[o])}" for o in objs[1:]]
+        text = "; ".join(parts)
         if e.get("value_from") == "confirmation runs":
             # the all-runs mean written as the value is: 4.34 MB/s, not a bare 4.34
-            every = f"{_num(e['value_all_runs'])} {units[objs[0]]}".rstrip()
+            every = _quantity(e["value_all_runs"], None, units[objs[0]])
             return text + f" over {e['runs']} confirmation runs (all {e['runs_all']} runs: " \
                 f"{every})"
         return text + f" over {e['runs']} runs"
