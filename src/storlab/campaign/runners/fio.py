@@ -304,6 +304,20 @@ class FioRunner:
             return "ioengine net, protocol=unix"
         return None
 
+    def system_fio(self) -> bool:
+        """Whether `fio` resolves to the system's fio: a root-owned file under /usr not
+        writable by others. Only that program gets fio's implicit grants (rings, Unix
+        sockets): another one named in `fio:` is the campaign's and must declare them."""
+        exe = shutil.which(self.fio)
+        if exe is None:
+            return False
+        real = os.path.realpath(exe)
+        try:
+            st = os.stat(real)
+        except OSError:
+            return False
+        return real.startswith("/usr/") and st.st_uid == 0 and not st.st_mode & 0o022
+
     def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool
                       ) -> str | None:
         """Why this job may not run as given, or None: storlab grants fio Unix sockets
@@ -318,6 +332,11 @@ class FioRunner:
         if not grants:
             return None
         declare = ("sandbox.sockets" if "Unix" in grants[0] else "sandbox.io_uring: true")
+        if not self.system_fio():
+            return (f"fio: {self.fio!r} is not the system's fio (a root-owned program under "
+                    f"/usr) and would get what storlab grants fio itself for this job "
+                    f"({'; '.join(grants)}); declare {declare} in the campaign if it should "
+                    "have it")
         for k, v in self._given(opts):
             runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
             if runs and (k in runs or not _exact_fio_option(k)):
