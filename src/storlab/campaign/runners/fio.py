@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import glob
 import itertools
-import json
 import os
 import re
 import shutil
@@ -27,7 +26,7 @@ from typing import Any
 from ..spec import CampaignError
 from ._program import ask_program, render_value, run_program, tail, write_run_file
 from ._sandbox import current
-from .base import RunResult
+from .base import RunResult, find_json
 from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
@@ -574,29 +573,11 @@ def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str,
 def parse_json_output(text: str) -> dict[str, Any]:
     """The fio JSON document in `text`, skipping any warning text before, inside-line or
     after it. Raises ValueError when there is none."""
-    dec = json.JSONDecoder()
-    pos = 0
-    best: dict[str, Any] | None = None
-    while True:
-        i = text.find("{", pos)
-        if i < 0:
-            break
-        # A document starts a line; a `{` inside a warning message is skipped quickly.
-        if i == 0 or text[i - 1] == "\n":
-            try:
-                doc, end = dec.raw_decode(text, i)
-            except json.JSONDecodeError:
-                pos = i + 1
-                continue
-            if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
-                best = doc
-                break
-            pos = end
-        else:
-            pos = i + 1
-    if best is None:
-        raise ValueError("no fio JSON document in the output")
-    return best
+    try:
+        return find_json(text, lambda d: isinstance(d, dict)
+                         and ("jobs" in d or "client_stats" in d), objects_only=True)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("JSON document", "fio JSON document")) from None
 
 
 def job_records(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
