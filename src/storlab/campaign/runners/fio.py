@@ -82,6 +82,8 @@ DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
 #: How many existing paths a wildcard target (filename_format) or an opendir tree may
 #: match before storlab stops looking and refuses (bounded work at preflight).
 MAX_MATCHES = 10000
+#: How deep a tree fio's `opendir` names may be for storlab to check it.
+MAX_OPENDIR_DEPTH = 256
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 #: Harmless sinks and sources fio may name outside the scratch area.
 HARMLESS = ("/dev/null", "/dev/zero")
@@ -943,23 +945,43 @@ def _real_prefix(pattern: str) -> str:
     return "/".join([head.rstrip("/"), *parts[n:]]) if n < len(parts) else head
 
 
-def _opendir_files(top: str) -> Iterable[str]:
+def _opendir_files(top: str, given: str) -> Iterable[str]:
     """The regular files fio's `opendir` adds: recursively, entries by lstat (symbolic
-    links are skipped), as `dir/entry` strings."""
-    try:
-        entries = sorted(os.listdir(top))
-    except OSError:
-        return
-    for e in entries:
-        full = f"{top}/{e}"
+    links are skipped), as `dir/entry` strings. Iterative (an explicit stack) and bounded:
+    a tree deeper than `MAX_OPENDIR_DEPTH`, a path past PATH_MAX, or more than
+    `MAX_MATCHES` directories is refused (CampaignError naming `given`), not skipped."""
+    stack = [(top, 0)]
+    dirs = 0
+    while stack:
+        d, depth = stack.pop()
+        dirs += 1
+        if depth > MAX_OPENDIR_DEPTH or dirs > MAX_MATCHES:
+            raise _opendir_too_big(given)
         try:
-            st = os.lstat(full)
+            entries = sorted(os.listdir(d))
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode):
-            yield full
-        elif stat.S_ISDIR(st.st_mode):
-            yield from _opendir_files(full)
+        subdirs = []
+        for e in entries:
+            full = f"{d}/{e}"
+            if len(os.fsencode(full)) >= 4096:  # lstat would fail: refused, not skipped
+                raise _opendir_too_big(given)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield full
+            elif stat.S_ISDIR(st.st_mode):
+                subdirs.append((full, depth + 1))
+        stack.extend(reversed(subdirs))
+
+
+def _opendir_too_big(given: str) -> CampaignError:
+    return CampaignError(
+        f"fio opendir {given}: a tree too deep or too large to check (more than "
+        f"{MAX_OPENDIR_DEPTH} levels, {MAX_MATCHES} directories or 4096-byte paths); "
+        "set allow_destructive: true")
 
 
 def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool = True
@@ -974,8 +996,8 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
         real = os.path.realpath(c.path)
         # fio names the files `<opendir value>/<entry>...`; walk the real directory
         given = c.given.rstrip("/") or "/"
-        files = itertools.islice(_opendir_files(real), MAX_MATCHES)
-        for i, found in enumerate(files):
+        found_files = itertools.islice(_opendir_files(real, c.given), MAX_MATCHES)
+        for i, found in enumerate(found_files):
             f = given + found[len(real):]
             if i + 1 >= MAX_MATCHES:
                 raise CampaignError(f"fio opendir {c.given}: more than {MAX_MATCHES} files "
