@@ -49,3 +49,25 @@ def test_files_false_checks_no_file() -> None:
     _check_candidate(c, Path("/tmp/nowhere"), remote=False, files=False)
     with pytest.raises(Exception, match="outside"):
         _check_candidate(c, Path("/tmp/nowhere"), remote=False, files=True)
+
+
+def test_a_deep_opendir_tree_made_by_a_setup_step_fails_the_run_in_one_line(
+        tmp_path: Path, storlab: Any) -> None:
+    import sys
+
+    camp = tmp_path / "c"
+    camp.mkdir()
+    make = ("import os\nos.mkdir('t'); os.chdir('t')\nfor _ in range(1200):\n"
+            "    os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\n")
+    spec = {"name": "o", "timeout": 30, "space": {"factors": [
+                {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}],
+                "responses": [{"name": "read_iops", "goal": "maximize"}]},
+            "design": {"configs": [{"bs": "4k"}]},
+            "setup": [{"run": [sys.executable, "-c", make]}],
+            "runner": {"type": "fio", "options": {"opendir": "t", "rw": "read",
+                                                  "size": "4k"}}}
+    (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", str(camp / "campaign.yaml"), timeout=120)
+    out = r.stdout + r.stderr
+    assert "Traceback" not in out and "RecursionError" not in out, out
+    assert "c1-r1 failed" in out and "too deep" in out, out
