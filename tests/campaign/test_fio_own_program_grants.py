@@ -23,7 +23,8 @@ def test_a_campaigns_own_fio_gets_no_implicit_grant(tmp_path: Path, storlab: Any
     camp = tmp_path / "c"
     camp.mkdir()
     fake = camp / "fakefio"
-    fake.write_text(f"#!{sys.executable}\nopen({str(tmp_path / 'RAN')!r}, 'w').close()\n")
+    python = shutil.which("python3", path="/usr/bin") or sys.executable
+    fake.write_text(f"#!{python}\nopen({str(tmp_path / 'RAN')!r}, 'w').close()\n")
     fake.chmod(0o755)
 
     def run(**sandbox: Any) -> Any:
