@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from typing import NoReturn
 
 from ...errors import CampaignError
 
@@ -705,56 +706,107 @@ def _listening_sockets() -> list[str]:
             if len(f) == 8 and f[7].startswith("/")]
 
 
-#: Per directory walked (path, files asked): its (st_dev, st_ino, st_mtime_ns) when listed,
-#: and what it held: subdirectories, sockets, regular files with several hard links.
+#: Per directory walked (path, files asked): its (st_dev, st_ino, st_mtime_ns, st_ctime_ns)
+#: when listed, and what it held: subdirectory names, sockets, regular files with several
+#: hard links.
 _LISTED: dict[tuple[str, bool], tuple[tuple[int, ...], list[str], list[str], list[str]]
               ] = {}
+
+#: The kernel's PATH_MAX: a longer path cannot be named to bwrap, so a special there
+#: cannot be covered.
+_PATH_MAX = 4096
 
 
 def _specials(top: str, files: bool) -> tuple[list[str], list[str]]:
     """The Unix sockets under the directory `top` and, with `files`, the regular files with
-    several hard links (links not followed). A directory is listed again only when it
-    changed since (its mtime: a name added or removed changes it; a hard link made
-    elsewhere to a file here does not, and needs no cover: the file was this directory's),
-    so a start costs one `stat` per directory of an unchanged tree."""
+    several hard links (links not followed). Walked relative to directory descriptors
+    (one open per level of the current branch), so depth does not matter; fails closed
+    (CampaignError): a directory that cannot be listed but can be entered, or a special
+    whose path is too long to cover, refuses the run instead of being skipped. A directory
+    is listed again only when it changed since (its mtime: a name added or removed changes
+    it; a hard link made elsewhere to a file here does not, and needs no cover: the file
+    was this directory's), so a start costs one `open` per directory of an unchanged tree."""
     if len(_LISTED) > 200_000:
         _LISTED.clear()
     socks: list[str] = []
     multi: list[str] = []
-    stack = [top]
-    while stack:
-        d = stack.pop()
-        try:
-            st = os.stat(d, follow_symlinks=d == top)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            continue
-        key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)  # owner can set mtime back
-        got = _LISTED.get((d, files))
-        if got is None or got[0] != key:
-            subdirs: list[str] = []
-            s: list[str] = []
-            f: list[str] = []
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    try:
+        fd = os.open(top, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return socks, multi
+        _unwalkable(top, exc)
+    # Each entry: the directory's descriptor, its path, its subdirectories left to walk.
+    stack: list[tuple[int, str, list[str]]] = []
+    try:
+        stack.append((fd, top, _listed(fd, top, files, socks, multi)))
+        while stack:
+            fd, path, left = stack[-1]
+            if not left:
+                os.close(stack.pop()[0])
+                continue
+            name = left.pop()
+            sub = os.path.join(path, name)
             try:
-                with os.scandir(d) as it:
-                    for e in it:
-                        if e.is_dir(follow_symlinks=False):
-                            subdirs.append(e.path)
-                        elif e.is_file(follow_symlinks=False):
-                            if files and e.stat(follow_symlinks=False).st_nlink > 1:
-                                f.append(e.path)
-                        elif not e.is_symlink() and stat.S_ISSOCK(
-                                e.stat(follow_symlinks=False).st_mode):
-                            s.append(e.path)
-            except OSError:
-                pass
-            got = (key, subdirs, s, f)
-            _LISTED[(d, files)] = got
-        stack.extend(got[1])
-        socks += got[2]
-        multi += got[3]
+                cfd = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    continue  # gone, or not a directory now
+                if exc.errno == errno.EACCES and not os.access(name, os.X_OK, dir_fd=fd):
+                    continue  # neither listed nor entered: nothing there is reachable
+                _unwalkable(sub, exc)
+            stack.append((cfd, sub, []))  # on the stack first: closed if the listing fails
+            stack[-1] = (cfd, sub, _listed(cfd, sub, files, socks, multi))
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+    for p in (*socks, *multi):
+        if len(os.fsencode(p)) >= _PATH_MAX:
+            raise CampaignError(
+                f"cannot cover a socket or hard-linked file too long to name "
+                f"({len(os.fsencode(p))} bytes) under {top}: {p[:60]}...{p[-30:]}; refusing "
+                "to start the program (remove it or declare a shallower directory)")
     return socks, multi
+
+
+def _unwalkable(path: str, exc: OSError) -> NoReturn:
+    """Refuse the run: a directory the walk for sockets and hard links cannot list."""
+    raise CampaignError(
+        f"cannot walk {path} for sockets and hard-linked files ({exc.strerror}); refusing "
+        "to start the program with it uncovered (make it readable or declare another "
+        "directory)") from None
+
+
+def _listed(fd: int, path: str, files: bool, socks: list[str], multi: list[str]
+            ) -> list[str]:
+    """The directory open as `fd` (at `path`) listed (or its cached listing when unchanged):
+    its sockets and linked files added to `socks`/`multi`; its subdirectory names returned."""
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)  # owner can set mtime back
+    got = _LISTED.get((path, files))
+    if got is None or got[0] != key:
+        subdirs: list[str] = []
+        s: list[str] = []
+        f: list[str] = []
+        try:
+            with os.scandir(fd) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append(e.name)
+                    elif e.is_file(follow_symlinks=False):
+                        if files and e.stat(follow_symlinks=False).st_nlink > 1:
+                            f.append(os.path.join(path, e.name))
+                    elif not e.is_symlink() and stat.S_ISSOCK(
+                            e.stat(follow_symlinks=False).st_mode):
+                        s.append(os.path.join(path, e.name))
+        except OSError as exc:
+            _unwalkable(path, exc)
+        got = (key, subdirs, s, f)
+        _LISTED[(path, files)] = got
+    socks += got[2]
+    multi += got[3]
+    return list(got[1])
 
 
 def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -3,7 +3,9 @@ sampler interface so that fio, any command, postmark, sysbench and the simulator
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,3 +49,54 @@ class Runner(Protocol):
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult: ...
+
+
+#: How much of a program's output the search for its JSON document may decode in all, as
+#: a multiple of the output's length (plus a constant): each failed attempt costs the
+#: bytes up to where it failed, and nested lines that each start a document would make
+#: the search quadratic.
+_JSON_BUDGET = 4
+_LINE_START = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
+
+
+def find_json(text: str, accept: Callable[[Any], bool] = lambda doc: True,
+              objects_only: bool = False) -> Any:
+    """The first JSON value in `text` that starts a line (programs print banners and
+    warnings too) and that `accept` takes. Bounded: each attempt decodes a window of the
+    text from its line (doubled while the attempt fails near the window's end: a
+    JSONDecodeError counts the lines from the start of what it is given, which on the
+    whole text made a failed attempt cost the whole prefix), and the decoding tried
+    costs at most `_JSON_BUDGET` times the output's length (plus 1 MiB); past that, or
+    for a value too deeply nested to decode, ValueError in one line, never a traceback
+    or a stall."""
+    dec = json.JSONDecoder()
+    budget = _JSON_BUDGET * len(text) + (1 << 20)
+    for mt in _LINE_START.finditer(text):
+        i = mt.end() - 1
+        if objects_only and text[i] != "{":
+            continue
+        w = 1 << 8
+        budget -= 64  # an attempt's own cost, however short
+        while True:
+            part = text[i:i + w]
+            try:
+                doc, _ = dec.raw_decode(part)
+            except json.JSONDecodeError as exc:
+                budget -= exc.pos + 1
+                if i + w < len(text) and (exc.pos >= w // 2
+                                          or exc.msg.startswith("Unterminated")):
+                    budget -= w
+                    w *= 4  # cut by the window, maybe: try a wider one
+                    if budget >= 0:
+                        continue
+            except RecursionError:
+                budget -= 1 << 12  # nested past what the decoder holds: not a document
+            else:
+                budget -= len(part)
+                if accept(doc):
+                    return doc
+            break
+        if budget < 0:
+            raise ValueError("the output is too malformed to find its JSON document in "
+                             f"(gave up at byte {i} of {len(text)})")
+    raise ValueError("no JSON document in the output")

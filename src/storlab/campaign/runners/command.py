@@ -15,7 +15,6 @@ regular expressions with one named group per metric.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..spec import CampaignError
 from ._program import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
                     render_value, reserved_env_clash, run_program, shell_command, substitute,
                     tail, template_names)
-from .base import RunResult
+from .base import RunResult, find_json
 
 
 #: The command runner's own options (any other option is a constant for the templates).
@@ -173,7 +172,7 @@ class CommandRunner:
         """Metrics from the output; ValueError naming what is missing."""
         m: dict[str, float] = {}
         if self.json_metrics:
-            doc = _find_json(text)
+            doc = find_json(text)
             for name, path in self.json_metrics.items():
                 m[name] = _number(_walk(doc, path), name)
         for rx in self.regexes:
@@ -186,17 +185,6 @@ class CommandRunner:
                 if v is not None:
                     m[name] = _number(v, name)
         return m
-
-
-def _find_json(text: str) -> Any:
-    """The first JSON value in `text` that starts a line (programs print banners too)."""
-    dec = json.JSONDecoder()
-    for mt in re.finditer(r"^[ \t]*[\[{]", text, re.MULTILINE):
-        try:
-            return dec.raw_decode(text, mt.end() - 1)[0]
-        except json.JSONDecodeError:
-            continue
-    raise ValueError("no JSON document in the output")
 
 
 def _walk(doc: Any, path: str) -> Any:

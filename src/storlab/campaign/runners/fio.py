@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import glob
 import itertools
-import json
 import os
 import re
 import shutil
@@ -27,7 +26,7 @@ from typing import Any
 from ..spec import CampaignError
 from ._program import ask_program, render_value, run_program, tail, write_run_file
 from ._sandbox import current
-from .base import RunResult
+from .base import RunResult, find_json
 from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
@@ -79,6 +78,8 @@ DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
 #: How many existing paths a wildcard target (filename_format) or an opendir tree may
 #: match before storlab stops looking and refuses (bounded work at preflight).
 MAX_MATCHES = 10000
+#: How deep a tree fio's `opendir` names may be for storlab to check it.
+MAX_OPENDIR_DEPTH = 256
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 #: Harmless sinks and sources fio may name outside the scratch area.
 HARMLESS = ("/dev/null", "/dev/zero")
@@ -300,6 +301,20 @@ class FioRunner:
             return "ioengine net, protocol=unix"
         return None
 
+    def system_fio(self) -> bool:
+        """Whether `fio` resolves to the system's fio: a root-owned file under /usr not
+        writable by others. Only that program gets fio's implicit grants (rings, Unix
+        sockets): another one named in `fio:` is the campaign's and must declare them."""
+        exe = shutil.which(self.fio)
+        if exe is None:
+            return False
+        real = os.path.realpath(exe)
+        try:
+            st = os.stat(real)
+        except OSError:
+            return False
+        return real.startswith("/usr/") and st.st_uid == 0 and not st.st_mode & 0o022
+
     def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool
                       ) -> str | None:
         """Why this job may not run as given, or None: storlab grants fio Unix sockets
@@ -316,6 +331,11 @@ class FioRunner:
             return None
         declare = ("sandbox.unix_sockets: true (or the socket paths in sandbox.sockets)"
                    if "Unix" in grants[0] else "sandbox.io_uring: true")
+        if not self.system_fio():
+            return (f"fio: {self.fio!r} is not the system's fio (a root-owned program under "
+                    f"/usr) and would get what storlab grants fio itself for this job "
+                    f"({'; '.join(grants)}); declare {declare} in the campaign if it should "
+                    "have it")
         for k, v in self._given(opts):
             runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
             if runs and (k in runs or not _exact_fio_option(k)):
@@ -565,29 +585,11 @@ def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str,
 def parse_json_output(text: str) -> dict[str, Any]:
     """The fio JSON document in `text`, skipping any warning text before, inside-line or
     after it. Raises ValueError when there is none."""
-    dec = json.JSONDecoder()
-    pos = 0
-    best: dict[str, Any] | None = None
-    while True:
-        i = text.find("{", pos)
-        if i < 0:
-            break
-        # A document starts a line; a `{` inside a warning message is skipped quickly.
-        if i == 0 or text[i - 1] == "\n":
-            try:
-                doc, end = dec.raw_decode(text, i)
-            except json.JSONDecodeError:
-                pos = i + 1
-                continue
-            if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
-                best = doc
-                break
-            pos = end
-        else:
-            pos = i + 1
-    if best is None:
-        raise ValueError("no fio JSON document in the output")
-    return best
+    try:
+        return find_json(text, lambda d: isinstance(d, dict)
+                         and ("jobs" in d or "client_stats" in d), objects_only=True)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("JSON document", "fio JSON document")) from None
 
 
 def job_records(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -953,23 +955,43 @@ def _real_prefix(pattern: str) -> str:
     return "/".join([head.rstrip("/"), *parts[n:]]) if n < len(parts) else head
 
 
-def _opendir_files(top: str) -> Iterable[str]:
+def _opendir_files(top: str, given: str) -> Iterable[str]:
     """The regular files fio's `opendir` adds: recursively, entries by lstat (symbolic
-    links are skipped), as `dir/entry` strings."""
-    try:
-        entries = sorted(os.listdir(top))
-    except OSError:
-        return
-    for e in entries:
-        full = f"{top}/{e}"
+    links are skipped), as `dir/entry` strings. Iterative (an explicit stack) and bounded:
+    a tree deeper than `MAX_OPENDIR_DEPTH`, a path past PATH_MAX, or more than
+    `MAX_MATCHES` directories is refused (CampaignError naming `given`), not skipped."""
+    stack = [(top, 0)]
+    dirs = 0
+    while stack:
+        d, depth = stack.pop()
+        dirs += 1
+        if depth > MAX_OPENDIR_DEPTH or dirs > MAX_MATCHES:
+            raise _opendir_too_big(given)
         try:
-            st = os.lstat(full)
+            entries = sorted(os.listdir(d))
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode):
-            yield full
-        elif stat.S_ISDIR(st.st_mode):
-            yield from _opendir_files(full)
+        subdirs = []
+        for e in entries:
+            full = f"{d}/{e}"
+            if len(os.fsencode(full)) >= 4096:  # lstat would fail: refused, not skipped
+                raise _opendir_too_big(given)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield full
+            elif stat.S_ISDIR(st.st_mode):
+                subdirs.append((full, depth + 1))
+        stack.extend(reversed(subdirs))
+
+
+def _opendir_too_big(given: str) -> CampaignError:
+    return CampaignError(
+        f"fio opendir {given}: a tree too deep or too large to check (more than "
+        f"{MAX_OPENDIR_DEPTH} levels, {MAX_MATCHES} directories or 4096-byte paths); "
+        "set allow_destructive: true")
 
 
 def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool = True
@@ -984,8 +1006,8 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
         real = os.path.realpath(c.path)
         # fio names the files `<opendir value>/<entry>...`; walk the real directory
         given = c.given.rstrip("/") or "/"
-        files = itertools.islice(_opendir_files(real), MAX_MATCHES)
-        for i, found in enumerate(files):
+        found_files = itertools.islice(_opendir_files(real, c.given), MAX_MATCHES)
+        for i, found in enumerate(found_files):
             f = given + found[len(real):]
             if i + 1 >= MAX_MATCHES:
                 raise CampaignError(f"fio opendir {c.given}: more than {MAX_MATCHES} files "
