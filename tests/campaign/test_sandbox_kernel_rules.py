@@ -276,8 +276,8 @@ def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: A
 
 @pytest.mark.skipif(any(shutil.which(p) is None for p in ("initdb", "pg_ctl", "sysbench")),
                     reason="PostgreSQL or sysbench not installed")
-def test_sysbench_reaches_a_database_only_through_its_declared_socket(tmp_path: Path,
-                                                                      storlab: Any) -> None:
+def test_sysbench_reaches_a_database_only_through_its_declared_socket(
+        tmp_path: Path, storlab: Any, command_campaign: Any) -> None:
     """sysbench's PostgreSQL driver talks to the server over its Unix socket: without
     `sandbox.sockets` the run fails with EPERM and storlab's hint names the declaration;
     with the socket declared, the benchmark runs."""
@@ -304,15 +304,8 @@ def test_sysbench_reaches_a_database_only_through_its_declared_socket(tmp_path: 
                   f"&& {sb} cleanup >&2 && echo '{{\"y\": 1}}'")
         for declared in (False, True):
             camp = tmp_path / f"pg-{declared}"
-            camp.mkdir()
-            spec = {"name": "pg", "timeout": 60, "space": {"factors": [
-                        {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
-                        "responses": [{"name": "y", "goal": "maximize"}]},
-                    "design": {"configs": [{"n": "a"}]},
-                    "runner": {"type": "command", "options": {
-                        "command": ["sh", "-c", script], "json_metrics": {"y": "y"}}},
-                    "sandbox": {"sockets": [str(sock)]} if declared else {}}
-            (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+            command_campaign(camp, ["sh", "-c", script],
+                             **({"sockets": [str(sock)]} if declared else {}))
             r = storlab("run", str(camp / "campaign.yaml"), timeout=120)
             assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
             out = camp / "campaign.db.output"

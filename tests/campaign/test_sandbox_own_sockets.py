@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from storlab.campaign.runners import landlock_missing, ld_conf_opt_dirs, shown_install_trees
 from storlab.campaign.runners._program import sandbox_hint
@@ -144,8 +143,8 @@ def test_a_program_under_opt_sees_its_package_directory() -> None:
                                    "share") for d in opt_bin), opt_bin
 
 
-def test_the_sandbox_shows_an_opt_package_and_ld_so_conf_libraries(storlab: Any,
-                                                                  tmp_path: Path) -> None:
+def test_the_sandbox_shows_an_opt_package_and_ld_so_conf_libraries(
+        storlab: Any, tmp_path: Path, command_campaign: Any) -> None:
     """A program in /opt/<x>/bin reads its package's files; a library directory under
     /opt that /etc/ld.so.conf.d names is shown (that directory only); another package
     under /opt stays hidden."""
@@ -166,14 +165,7 @@ def test_the_sandbox_shows_an_opt_package_and_ld_so_conf_libraries(storlab: Any,
         prog.chmod(0o755)
         conf.write_text(f"{libs / 'lib'}\n")
         camp = tmp_path / "c"
-        camp.mkdir()
-        spec = {"name": "opt", "timeout": 60, "space": {"factors": [
-                    {"name": "n", "kind": "categorical", "values": ["a", "b"]}],
-                    "responses": [{"name": "y", "goal": "maximize"}]},
-                "design": {"configs": [{"n": "a"}]},
-                "runner": {"type": "command", "options": {
-                    "command": [str(prog)], "json_metrics": {"y": "y"}}}}
-        (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        command_campaign(camp, [str(prog)])
         r = storlab("status", camp / "campaign.yaml")
         assert f"the program's install tree {pkg}, ld.so.conf's library directories " \
                f"{libs / 'lib'}" in r.stdout, r.stdout
