@@ -57,18 +57,32 @@ class Runner(Protocol):
 #: the search quadratic.
 _JSON_BUDGET = 4
 _LINE_START = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
+#: A JSON string closed within the text (escapes skipped): an error placed at its opening
+#: quote is the text's own, not the window's cut.
+_CLOSED_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _maybe_cut(part: str, pos: int) -> bool:
+    """Whether decoding the window `part`, failed at `pos`, may have failed only because
+    the window cut the value: it failed in the window's second half (a value cut on the
+    way), or at a string the window leaves open (the decoder places an unterminated
+    string at its opening quote, however far the cut). Read from the position, never
+    the message's wording; an error early in the window elsewhere (`{` then junk, a
+    closed string where a `:` belongs) is the text's own: no wider window."""
+    return pos >= len(part) // 2 or (part.startswith('"', pos)
+                                     and not _CLOSED_STRING.match(part, pos))
 
 
 def find_json(text: str, accept: Callable[[Any], bool] = lambda doc: True,
               objects_only: bool = False) -> Any:
     """The first JSON value in `text` that starts a line (programs print banners and
     warnings too) and that `accept` takes. Bounded: each attempt decodes a window of the
-    text from its line (doubled while the attempt fails near the window's end: a
-    JSONDecodeError counts the lines from the start of what it is given, which on the
-    whole text made a failed attempt cost the whole prefix), and the decoding tried
-    costs at most `_JSON_BUDGET` times the output's length (plus 1 MiB); past that, or
-    for a value too deeply nested to decode, ValueError in one line, never a traceback
-    or a stall."""
+    text from its line (widened 4x while the attempt may have failed at the window's cut,
+    see `_maybe_cut`: a JSONDecodeError counts the lines from the start of what it is
+    given, which on the whole text made a failed attempt cost the whole prefix), and the
+    decoding tried costs at most `_JSON_BUDGET` times the output's length (plus 1 MiB);
+    past that, or for a value too deeply nested to decode, ValueError in one line, never
+    a traceback or a stall."""
     dec = json.JSONDecoder()
     budget = _JSON_BUDGET * len(text) + (1 << 20)
     for mt in _LINE_START.finditer(text):
@@ -83,8 +97,7 @@ def find_json(text: str, accept: Callable[[Any], bool] = lambda doc: True,
                 doc, _ = dec.raw_decode(part)
             except json.JSONDecodeError as exc:
                 budget -= exc.pos + 1
-                if i + w < len(text) and (exc.pos >= w // 2
-                                          or exc.msg.startswith("Unterminated")):
+                if i + w < len(text) and _maybe_cut(part, exc.pos):
                     budget -= w
                     w *= 4  # cut by the window, maybe: try a wider one
                     if budget >= 0:
