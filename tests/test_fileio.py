@@ -18,7 +18,7 @@ import yaml
 
 from storlab.errors import StorlabError
 from storlab.fileio import (atomic_write, read_table, read_text, save_figure, write_frame,
-                            write_json, write_text)
+                            within, write_json, write_text)
 
 
 
@@ -215,3 +215,24 @@ def test_a_link_gone_before_its_message_is_written_names_no_target(tmp_path: Pat
     assert link_to(tmp_path / "l") == "?"
     (tmp_path / "l").write_text("a file now")
     assert link_to(tmp_path / "l") == "?"
+
+
+@pytest.mark.parametrize(("path", "top", "inside", "below"), [
+    ("/home/c", "/home/c", True, False),
+    ("/home/c/f", "/home/c", True, True),
+    ("/home/c/f", "/home/c/", True, True),
+    ("/home/c//d/./f", "/home/c/d", True, True),
+    ("/home/cx/f", "/home/c", False, False),       # a shared prefix is no parent
+    ("/home", "/home/c", False, False),
+    ("//home/c/f", "/home/c", False, False),       # POSIX may read `//` as another root
+    ("/home/c/../etc", "/home/c", True, True),     # as written: `..` is the caller's
+    ("/x", "/", True, True),
+    ("a/b", ".", True, True),
+    ("", ".", True, False),
+    ("/a", ".", False, False),
+])
+def test_within_compares_components_as_written(path: str, top: str, inside: bool,
+                                                below: bool) -> None:
+    assert within(path, top) is inside
+    assert within(path, top, strict=True) is below
+    assert within(Path(path), Path(top)) is inside

@@ -8,6 +8,7 @@ previous file or the complete new one, never a truncated one. A kill can leave a
 Use `atomic_write` for anything written through a file object, and the helpers for the
 usual payloads: `write_text`, `write_json`, `write_frame` (CSV/Parquet/JSON by suffix) and
 `save_figure` (matplotlib). Errors become one-line `StorlabError`s naming the file.
+`within` is the one test of whether a path lies inside a directory.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import StorlabError, YamlRefusal
@@ -43,6 +44,18 @@ def link_to(path: str | Path) -> str:
         return os.readlink(path)
     except OSError:
         return "?"
+
+
+def within(path: str | os.PathLike[str], top: str | os.PathLike[str], *,
+           strict: bool = False) -> bool:
+    """Whether `path` is `top` or lies below it (with `strict`, below only): the one
+    containment test of the sandbox, the runners' target guards and the campaign file.
+    Compared as written, component by component (`a//b` and `a/./b` are `a/b`); nothing
+    is resolved, not even `..` (`/top/../etc` counts as under `/top`). So where a link or
+    a `..` could lead out, the caller passes real paths (`os.path.realpath`, the name the
+    kernel gives an open descriptor) or refuses `..` itself."""
+    p = PurePath(path)
+    return p.is_relative_to(top) and not (strict and p == PurePath(top))
 
 
 def check_target(path: str | Path, what: str = "") -> Path:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
     field_validator, model_validator
 
 from ..errors import CampaignError, StorlabError
-from ..fileio import read_yaml
+from ..fileio import read_yaml, within
 from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP
 
 # Bounds (storlab.limits) keep a typo from planning more runs than memory holds
@@ -197,12 +197,10 @@ class CampaignSpec(_Model):
 
     @field_validator("store", "workdir")
     @classmethod
-    def _inside(cls, v: str) -> str:
+    def _in_campaign_dir(cls, v: str) -> str:
         # the store and the scratch directory (emptied after each run) live inside the
         # campaign's directory: `workdir: ../..` would have emptied a parent directory
-        parts = Path(v).parts
-        if not v or Path(v).is_absolute() or ".." in parts or not parts or \
-                parts == (".",):
+        if ".." in Path(v).parts or not within(v, ".", strict=True):
             raise ValueError("must be a name inside the campaign's directory (no '..', not "
                              "absolute)")
         return v

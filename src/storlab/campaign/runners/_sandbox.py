@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from ...errors import CampaignError
+from ...fileio import within
 
 #: Opt-out for kernels that refuse namespaces: programs run without walls.
 UNSANDBOXED_ENV = "STORLAB_UNSANDBOXED"
@@ -171,7 +172,7 @@ def _root() -> tuple[str, ...]:
         argv += ["--dir", d]
     argv += ["--symlink", "../run", "/var/run"]
     conf = os.path.realpath("/etc/resolv.conf")
-    if os.path.isfile(conf) and not any(_inside(conf, t) for t in ("/etc", "/usr")):
+    if os.path.isfile(conf) and not any(within(conf, t) for t in ("/etc", "/usr")):
         argv += ["--ro-bind", conf, conf]
     return tuple(argv)
 
@@ -542,8 +543,8 @@ class Walls:
         nothing when a link, a missing path or a socket (declared in `sockets` instead),
         nor when it is visible already."""
         at = at or path
-        if any(_inside(at, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
-                _inside(at, p) for _, p in self.readonly):
+        if any(within(at, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
+                within(at, p) for _, p in self.readonly):
             return
         fd = open_plain(path)
         if fd is None:
@@ -586,7 +587,7 @@ class Walls:
         self.fds, self.writable = [fd for fd, _ in kept], [p for _, p in kept]
         # a place shown read-only inside a writable one would shut part of it
         shown = [(fd, p) for fd, p in self.readonly
-                 if not any(_inside(p, w) for w in self.writable)]
+                 if not any(within(p, w) for w in self.writable)]
         for fd in {fd for fd, _ in self.readonly} - {fd for fd, _ in shown}:
             os.close(fd)
         self.readonly = shown
@@ -626,9 +627,9 @@ class Walls:
         run_dir = os.path.realpath(cwd)
         out = []
         for path in _listening_sockets():
-            if path in own or _inside(path, run_dir) or _inside(path, "/dev"):
+            if path in own or within(path, run_dir) or within(path, "/dev"):
                 continue
-            if any(_inside(path, t) for t in seen) and os.path.exists(path):
+            if any(within(path, t) for t in seen) and os.path.exists(path):
                 out.append(path)
         return sorted(set(out))
 
@@ -658,7 +659,7 @@ class Walls:
                 socks, files = _specials(d, self.strict)
                 sockets.update(socks)
                 for f in files:
-                    if _inside(f, run_dir):
+                    if within(f, run_dir):
                         continue
                     try:
                         fd = open_plain(f)
@@ -681,7 +682,7 @@ class Walls:
             raise
         self.covers = linked
         own = set(self.sockets)
-        return sorted(s for s in sockets if s not in own and not _inside(s, run_dir)), linked
+        return sorted(s for s in sockets if s not in own and not within(s, run_dir)), linked
 
     def close(self) -> None:
         for fd in self.all_fds:
@@ -895,7 +896,7 @@ def _unwalked(path: str) -> bool:
     (`SYSTEM_DIRS`, declared whole: the host's whole tree), the kernel's trees and the
     system's (`SYSTEM_TREES`): there only the sockets the host lists are covered."""
     p = _norm(path)
-    return p in SYSTEM_DIRS or any(_inside(p, t) for t in ("/proc", "/sys", "/dev",
+    return p in SYSTEM_DIRS or any(within(p, t) for t in ("/proc", "/sys", "/dev",
                                                             *SYSTEM_TREES))
 
 
@@ -917,10 +918,6 @@ def _is_device(path: str) -> bool:
     return stat.S_ISBLK(mode) or stat.S_ISCHR(mode)
 
 
-def _inside(path: str, home: str) -> bool:
-    return path == home or path.startswith(home.rstrip("/") + "/")
-
-
 def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None:
     """Why the first of the campaign's `sandbox.writable` `paths` cannot open, or None:
     without `allow`, an existing file or device (not a directory) outside the campaign's
@@ -933,7 +930,7 @@ def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None
             st = os.stat(p)
         except OSError:
             continue
-        if not stat.S_ISDIR(st.st_mode) and not _inside(os.path.realpath(p), home):
+        if not stat.S_ISDIR(st.st_mode) and not within(os.path.realpath(p), home):
             what = "a device" if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode) \
                 else "an existing file"
             return (f"{p} is {what} outside the campaign's directory; set "
@@ -1033,7 +1030,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     if allow:
         t = os.path.realpath(t)
     parent = os.path.dirname(t)
-    if not os.path.lexists(t) and _inside(os.path.realpath(parent), w.writable[0]):
+    if not os.path.lexists(t) and within(os.path.realpath(parent), w.writable[0]):
         return  # in the run's directory (w.writable[0]), writable already: nothing to make
     if not os.path.lexists(t):
         # A file not made yet opens its directory (fio lays a file out by removing and
@@ -1043,7 +1040,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         # there. Elsewhere nothing opens; the user declares the directory in
         # `sandbox.writable`.
         # (strictly inside: the campaign's directory itself holds its file and store)
-        if allow or (any(_inside(parent, h) and parent != h for h in homes)
+        if allow or (any(within(parent, h, strict=True) for h in homes)
                      and not _system(parent)):
             dfd = open_plain(parent)
             if dfd is not None and stat.S_ISDIR(os.fstat(dfd).st_mode):
@@ -1058,7 +1055,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     if stat.S_ISDIR(st.st_mode):
         ok = allow or not (_system(t) or _shared(t))
     elif stat.S_ISREG(st.st_mode):
-        ok = allow or (st.st_nlink == 1 and any(_inside(t, h) for h in homes))
+        ok = allow or (st.st_nlink == 1 and any(within(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
         ok = False
     if ok:
@@ -1092,7 +1089,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         # the run's directory as the kernel names it: a link on the way may not exist inside
         real = os.path.realpath(cwd)
         tmp = (env or {}).get("TMPDIR")
-        if env is not None and not (tmp and any(_inside(os.path.realpath(tmp), p)
+        if env is not None and not (tmp and any(within(os.path.realpath(tmp), p)
                                                 for p in w.writable)):
             env = {**env, "TMPDIR": real}  # /tmp is read-only: temporary files go here
         return w.argv(program, real, env), w
@@ -1106,7 +1103,7 @@ def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[st
     `storlab status`): none for a program under /usr, /bin..."""
     return [t for t in _install_trees(name, cwd, path if path is not None else
                                       os.environ.get("PATH"))
-            if not any(_inside(t, s) for s in SYSTEM_TREES)]
+            if not any(within(t, s) for s in SYSTEM_TREES)]
 
 
 #: Beside a program in /opt/bin or /opt/sbin (a prefix of its own, `make install
@@ -1142,7 +1139,7 @@ def ld_conf_opt_dirs(conf: str = "/etc/ld.so.conf") -> tuple[str, ...]:
                         read(inc)
             elif line.startswith("/"):
                 d = _norm(line.split("=", 1)[0])  # old `dir=TYPE` entries
-                if _inside(d, "/opt") and d != "/opt" and d not in out:
+                if within(d, "/opt", strict=True) and d not in out:
                     out.append(d)
 
     read(conf)

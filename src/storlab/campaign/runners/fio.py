@@ -27,6 +27,7 @@ from ..spec import CampaignError
 from ._program import ask_program, render_value, run_program, tail, write_run_file
 from ._sandbox import current
 from .base import RunResult, find_json
+from ...fileio import within
 from ...units import fio_value
 
 #: Percentiles reported, as (fio key, metric suffix).
@@ -530,7 +531,7 @@ def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str,
             raise CampaignError(f"fio job_file {p}: not a regular file")
         if home is not None:
             real, top = os.readlink(f"/proc/self/fd/{pfd}"), os.path.realpath(home)
-            if not real.startswith(top.rstrip("/") + "/"):
+            if not within(real, top, strict=True):
                 raise CampaignError(f"fio job_file {p}: leads outside the campaign's "
                                     f"directory {top} (to {real}); storlab reads a job file "
                                     "only inside it: copy the file there")
@@ -881,10 +882,6 @@ def _format_glob(fmt: str, jobnames: set[str]) -> str:
     return "".join(parts)
 
 
-def _inside(path: str, root: Path | None) -> bool:
-    return root is not None and Path(path).is_relative_to(root)
-
-
 def _refuse_device(shown: str) -> CampaignError:
     return CampaignError(f"fio target {shown} is a block device (or a device node): fio "
                          "would overwrite it; set allow_destructive: true in the runner "
@@ -913,7 +910,7 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
         raise _refuse_device(shown)
     if stat.S_ISDIR(st.st_mode):
         return
-    if not stat.S_ISREG(st.st_mode) and not _inside(real, root):
+    if not stat.S_ISREG(st.st_mode) and (root is None or not within(real, root)):
         kind = {stat.S_IFSOCK: "a Unix socket", stat.S_IFIFO: "a named pipe (FIFO)"}.get(
             stat.S_IFMT(st.st_mode))
         if kind:
@@ -922,7 +919,7 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
                                 "file; set allow_destructive: true in the runner options to "
                                 "allow it")
         raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...)
-    if files and root is not None and not _inside(real, root):
+    if files and root is not None and not within(real, root):
         raise _refuse_file(shown, root)
     if files and st.st_nlink > 1:  # a hard link: the same bytes live outside too
         raise CampaignError(f"fio target {shown} has {st.st_nlink} hard links (its data may "
@@ -997,7 +994,8 @@ def _opendir_too_big(given: str) -> CampaignError:
 def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool = True
                      ) -> None:
     """Refuse a candidate target that is destructive (see `FioRunner.check_target`)."""
-    if remote and files and (c.relative or not _inside(os.path.normpath(c.path), root)):
+    if remote and files and (c.relative or root is None
+                                 or not within(os.path.normpath(c.path), root)):
         raise CampaignError(
             f"fio target {c.given} (as {c.path}): in client/server mode the servers' files "
             "cannot be checked from here; keep targets inside the scratch area"
@@ -1014,7 +1012,7 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
                                     "to check; set allow_destructive: true")
             if files and os.stat(found).st_nlink > 1:
                 _check_path(found, f"{found} (opendir {c.given})", root, files)
-            if files and not _inside(real, root):
+            if files and (root is None or not within(real, root)):
                 raise CampaignError(f"fio opendir {c.given} holds existing files outside the "
                                     f"campaign directory's scratch area {root} ({f}): fio "
                                     "would overwrite them; set allow_destructive: true in "
