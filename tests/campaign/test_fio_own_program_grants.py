@@ -4,6 +4,7 @@ the grant (real CLI, a fake fio that would tell if it ran)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -55,3 +56,30 @@ def test_the_system_fio_keeps_its_grant() -> None:
         pytest.skip("no fio under /usr")
     f = FioRunner(ioengine="io_uring", rw="read")
     assert f.refused_grant(f.options, sockets=False, io_uring=False) is None
+
+
+def test_the_verdict_is_looked_up_once_per_runner_and_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked before the campaign and before each run: resolved once, again only when PATH
+    changes (the campaign's own fio placed first on it loses the grant on the same
+    runner)."""
+    from storlab.campaign.runners.fio import FioRunner
+
+    if shutil.which("fio") is None or not FioRunner().system_fio():
+        pytest.skip("no fio under /usr")
+    f = FioRunner(ioengine="io_uring", rw="read")
+    lookups: list[str] = []
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: lookups.append(name)
+                        or which(name, *a, **k))
+    for _ in range(5):
+        assert f.refused_grant(f.options, sockets=False, io_uring=False) is None
+    assert lookups == ["fio"]
+    own = tmp_path / "fio"
+    own.write_text("#!/bin/sh\nexit 0\n")
+    own.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert "not the system's fio" in (f.refused_grant(f.options, sockets=False,
+                                                      io_uring=False) or "")
+    assert f.refused_grant(f.options, sockets=False, io_uring=True) is None
+    assert lookups == ["fio", "fio"]

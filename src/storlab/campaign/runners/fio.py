@@ -149,6 +149,7 @@ class FioRunner:
         base = read_job_file(self.job_file) if self.job_file is not None else {}
         self.options = {**base, **dict(options)}
         self._checked_names: set[frozenset[str]] = set()
+        self._system_fio: tuple[tuple[str, str | None], bool] | None = None
         for k, v in _parse_extra_args(self.extra_args):
             _check_option(k, v, jobfile=False, where="extra_args")
 
@@ -305,16 +306,13 @@ class FioRunner:
     def system_fio(self) -> bool:
         """Whether `fio` resolves to the system's fio: a root-owned file under /usr not
         writable by others. Only that program gets fio's implicit grants (rings, Unix
-        sockets): another one named in `fio:` is the campaign's and must declare them."""
-        exe = shutil.which(self.fio)
-        if exe is None:
-            return False
-        real = os.path.realpath(exe)
-        try:
-            st = os.stat(real)
-        except OSError:
-            return False
-        return real.startswith("/usr/") and st.st_uid == 0 and not st.st_mode & 0o022
+        sockets): another one named in `fio:` is the campaign's and must declare them.
+        Looked up once per `fio` and PATH (asked before the campaign and before each
+        run); a root-owned file under /usr changes only by root's hand."""
+        key = (self.fio, os.environ.get("PATH"))
+        if self._system_fio is None or self._system_fio[0] != key:
+            self._system_fio = (key, _is_system_program(self.fio))
+        return self._system_fio[1]
 
     def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool
                       ) -> str | None:
@@ -498,6 +496,20 @@ class FioRunner:
 
 # ---------------------------------------------------------------------- job files
 _SECTION = re.compile(r"^\[([^\]]*)\]$")
+
+
+def _is_system_program(name: str) -> bool:
+    """Whether `name` resolves on PATH to a root-owned file under /usr that others cannot
+    write (links followed)."""
+    exe = shutil.which(name)
+    if exe is None:
+        return False
+    real = os.path.realpath(exe)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return False
+    return within(real, "/usr", strict=True) and st.st_uid == 0 and not st.st_mode & 0o022
 
 
 def _loads_code(engine: str) -> bool:
