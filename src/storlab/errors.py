@@ -26,6 +26,11 @@ class AnalysisError(StorlabError):
     """A results table does not fit the analysis asked of it."""
 
 
+class NotTwoLevel(AnalysisError):
+    """Runs that are not a two-level design (a run off the factors' low/high levels and
+    the center), asked for effects and ANOVA: other analyses (importance) read them."""
+
+
 class UnitsError(StorlabError, ValueError):
     """A size, rate or mix that does not follow storlab's units grammar (`storlab.units`).
     Also a ValueError, so validators (pydantic) and older `except ValueError` still see it."""

@@ -645,3 +645,15 @@ def test_naming_the_interactions_left_no_room_does_not_drop_the_kept_ones():
     assert got == pytest.approx(want, abs=1e-3)
     note = next(w for w in a.warnings if "left out" in w)
     assert "A:B, A:C are partially aliased" in note and note.endswith(": A:D, B:C")
+
+
+def test_runs_off_two_levels_are_refused_by_type():
+    # a run between the levels (an LHS, a tuning's runs): NotTwoLevel, an AnalysisError,
+    # which the CLI catches by type to point to `storlab importance`
+    from storlab.errors import NotTwoLevel
+
+    t = seed_table()
+    t.loc[2, "A"] = 0.5
+    with pytest.raises(NotTwoLevel, match="row 3 is neither") as info:
+        analyze(t, "distance", space=Space.two_level(3))
+    assert isinstance(info.value, AnalysisError)

@@ -22,7 +22,7 @@ import statsmodels.formula.api as smf
 from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
-from ..errors import AnalysisError
+from ..errors import AnalysisError, NotTwoLevel
 from ..fileio import BOOKKEEPING
 from ..jsonutil import plain, to_jsonable
 from ..result_shape import Result
@@ -370,8 +370,8 @@ def _coded_runs(df: pd.DataFrame, codings: Sequence[Coding]) -> tuple[np.ndarray
     bad = np.isnan(x[factorial]).any(axis=1) | ~np.isclose(np.abs(x[factorial]), 1.0).all(axis=1)
     if bad.any():
         row = int(np.flatnonzero(factorial)[np.flatnonzero(bad)[0]])
-        raise AnalysisError(f"row {row + 1} is neither at the factors' low/high levels nor a "
-                            "center point; this analysis is for two-level designs")
+        raise NotTwoLevel(f"row {row + 1} is neither at the factors' low/high levels nor a "
+                          "center point; this analysis is for two-level designs")
     if int(factorial.sum()) < 2:
         raise AnalysisError("need at least two factorial runs")
     return x, is_center

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import AnalysisError, DesignError, StorlabError
+from ..errors import AnalysisError, DesignError, NotTwoLevel, StorlabError
 from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
 from ..fileio import read_table, save_figure, write_frame
 from ._common import (at_least, console, emit_json, fitted_tables, fraction, frame_table,
@@ -274,9 +274,7 @@ def analyze_cmd(
     try:
         a = analyze_effects(table, response, space=space, factors=fac, goal=goal, alpha=alpha,
                             max_order=order, transform=transform, is_metric=is_metric)
-    except AnalysisError as exc:
-        if TWO_LEVEL_ONLY not in str(exc):
-            raise
+    except NotTwoLevel as exc:
         # a tuning or a sampled design: point to the analysis that reads any runs
         what = _sampled_kind(results)
         raise AnalysisError(
@@ -329,10 +327,6 @@ def analyze_cmd(
     if plots is not None:
         console.print(f"plots in {plots}/" + (f" (no interaction plot: {skipped})"
                                                if skipped else ""))
-
-
-#: The words of effects.analyze's refusal of runs that are not a two-level design.
-TWO_LEVEL_ONLY = "this analysis is for two-level designs"
 
 
 def _sampled_kind(path: Path) -> str:
