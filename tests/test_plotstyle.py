@@ -67,7 +67,7 @@ def _pareto(significant: bool = True):  # noqa: ANN202
 
 
 def test_pareto_legend_swatches_have_the_colours_of_the_bars_they_name() -> None:
-    from storlab.analysis.plots import STYLE
+    from storlab.plotstyle import STYLE
 
     a, fig = _pareto()
     ax = fig.axes[0]

@@ -55,25 +55,11 @@ class Comparison(Result):
     def plot(self, kind: str | None = None) -> Figure:
         """`bars` (the only kind): each parameter's share of importance by every method."""
         self.plot_kind(kind)
-        from ..plotstyle import legend_outside, metric_name, styled, subplots
+        from ..plotstyle import styled
+        from .plots import comparison_figure
 
-        names = {"pi_share": "Carver PI", "anova_share": "ANOVA sum of squares",
-                 "sobol_s1": "Sobol first order S1", "sobol_st": "Sobol total ST"}
-        cols = [c for c in ("pi_share", "anova_share", "sobol_s1", "sobol_st")
-                if self.frame[c].notna().any()]
         with styled():
-            fig, ax = subplots(figsize=(8, 0.45 * len(self.frame) + 1.6))
-            y = np.arange(len(self.frame))
-            h = 0.8 / len(cols)
-            for i, c in enumerate(cols):
-                ax.barh(y + i * h, 100 * self.frame[c].fillna(0), height=h, label=names[c])
-            ax.set_yticks(y + 0.4 - h / 2, self.frame["param"])
-            ax.invert_yaxis()
-            ax.grid(axis="y", visible=False)
-            ax.set_xlabel("share of the variance (%)")
-            ax.set_title(f"Importance of each parameter for {metric_name(self.response)}")
-            legend_outside(ax, title="method", title_fontsize=8)
-        return fig
+            return comparison_figure(self)
 
 
 def compare(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,

@@ -82,6 +82,11 @@ class CoverageResult(Result):
                         "reached": " ".join(str(c + 1) for c in reached)})
         return pd.DataFrame(out)
 
+    def group_rows(self) -> pd.DataFrame:
+        """`to_frame` without its `(all)` row: one row per group."""
+        t = self.to_frame()
+        return t[t[self.by] != ALL].copy()
+
     def cluster_table(self) -> pd.DataFrame:
         """Runs of each group in each k-means cluster (groups x clusters counts)."""
         ct = pd.crosstab(pd.Series(self.labels, name=self.by),
@@ -103,8 +108,7 @@ class CoverageResult(Result):
     def ranking(self) -> pd.DataFrame:
         """The groups' table (without `(all)`) in the order `best` ranks them; `tied`: True
         where a group ties the one above it on every measure (the name decided)."""
-        t = self.to_frame()
-        t = t[t[self.by] != ALL].copy()
+        t = self.group_rows()
         keys = pd.DataFrame({
             "c": -t["clusters"],
             "s": -t["spread"].map(lambda v: float(f"{v:.9g}")),
@@ -134,12 +138,12 @@ class CoverageResult(Result):
         """scatter: runs on the first two components, coloured by group, clusters outlined;
         dendrogram: Ward clustering of the runs, leaves coloured by group;
         coverage: clusters reached and spread per group, with the group x cluster counts."""
-        from .. import plotstyle
+        from ..plotstyle import styled
+        from .plots import coverage_figure
 
         kind = self.plot_kind(kind)
-        with plotstyle.styled():
-            return {"scatter": _scatter, "dendrogram": _dendrogram,
-                    "coverage": _bars}[kind](self)
+        with styled():
+            return coverage_figure(self, kind)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -286,153 +290,3 @@ def _relabel(lab: np.ndarray, s: np.ndarray) -> np.ndarray:
     new = np.empty_like(order)
     new[order] = np.arange(len(order))
     return new[lab]
-
-
-# --------------------------------------------------------------------------- plots
-def _group_colors(r: CoverageResult) -> dict[str, str]:
-    from ..plotstyle import PALETTE
-
-    return {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(r.groups)}
-
-
-def _scatter(r: CoverageResult) -> Figure:
-    from ..plotstyle import subplots
-
-    # Two panels when there are three or more components: clusters that overlap on
-    # IC1 x IC2 separate on the next pair.
-    nc = r.scores.shape[1]
-    pairs = [(0, 1)] if nc < 3 else [(0, 1), (2, 3 if nc > 3 else 0)]
-    if nc == 1:
-        pairs = [(0, -1)]
-    fig, axes = subplots(1, len(pairs), figsize=(5.2 * len(pairs) + 0.6, 4.6),
-                             squeeze=False)
-    for ax, (i, j) in zip(axes[0], pairs):
-        _scatter_panel(r, ax, i, j)
-    # Below the panels: clusters fill the axes, so a legend inside would cover runs.
-    h, lab = axes[0][-1].get_legend_handles_labels()
-    fig.legend(h, lab, loc="outside lower center", ncol=min(len(lab), 4), title=r.by,
-               title_fontsize=8)
-    fig.suptitle(f"Runs on the independent components, by {r.by}")
-    return fig
-
-
-def _scatter_panel(r: CoverageResult, ax: Any, i: int, j: int) -> None:
-    from scipy.spatial import ConvexHull, QhullError
-
-    from ..plotstyle import STYLE
-
-    if j >= 0:
-        s = np.column_stack([r.scores[:, i], r.scores[:, j]])
-    else:  # one component: a strip per group
-        gi = np.array([r.groups.index(g) for g in r.labels], dtype=float)
-        jitter = np.random.default_rng(0).uniform(-0.15, 0.15, len(gi))
-        s = np.column_stack([r.scores[:, i], gi + jitter])
-    for c in range(r.k):  # clusters as grey outlines, numbered at their centre
-        pts = s[r.kmeans == c]
-        if len(pts) >= 3:
-            try:
-                h = ConvexHull(pts)
-                v = np.append(h.vertices, h.vertices[0])
-                ax.fill(pts[v, 0], pts[v, 1], color=STYLE["muted"], alpha=0.3, lw=0)
-            except QhullError:  # collinear points
-                pass
-        cx, cy = pts.mean(axis=0)
-        ax.annotate(f"C{c + 1}", (cx, cy), xytext=(0, 12), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=8.5, color="#222222",
-                    fontweight="bold", zorder=5,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
-                          "alpha": 0.8})
-    colors = _group_colors(r)
-    markers = "osD^vP*X"
-    for n, g in enumerate(r.groups):
-        m = r.labels == g
-        ax.scatter(s[m, 0], s[m, 1], s=26, color=colors[g], marker=markers[n % len(markers)],
-                   label=f"{g} ({len(set(r.kmeans[m]))}/{r.k} clusters)", alpha=0.85,
-                   edgecolors="white", linewidths=0.4, zorder=3)
-    ax.set_xlabel(f"IC{i + 1} (standardised score)")
-    if j >= 0:
-        ax.set_ylabel(f"IC{j + 1} (standardised score)")
-    else:
-        ax.set_yticks(range(len(r.groups)), r.groups)
-        ax.set_ylim(-0.6, len(r.groups) - 0.4)
-        ax.set_ylabel(r.by)
-
-
-def _dendrogram(r: CoverageResult) -> Figure:
-    from matplotlib.patches import Patch
-    from scipy.cluster.hierarchy import dendrogram
-
-    from ..plotstyle import subplots
-
-    n = len(r.labels)
-    fig, ax = subplots(figsize=(max(6.4, min(0.12 * n + 2, 12)), 4.4))
-    colors = _group_colors(r)
-    cut = None
-    if r.k > 1:  # the height that cuts the tree into k clusters
-        h = r.linkage[:, 2]
-        cut = float((h[-r.k] + h[-r.k + 1]) / 2) if r.k < len(h) + 1 else None
-    many = n > 2000  # beyond this even the colour strip is mush: show the top of the tree
-    # Links in one neutral colour; the groups are a colour strip under the leaves (text
-    # labels, one per run, are unreadable beyond a few dozen runs and repeat one name).
-    d = dendrogram(r.linkage, ax=ax, no_labels=True, truncate_mode="lastp" if many else None,
-                   p=40, link_color_func=lambda _: "#555555")
-    top = float(r.linkage[:, 2].max()) if len(r.linkage) else 1.0
-    handles: list = []
-    if not many:
-        leaves = np.asarray(d["leaves"])
-        xs = 5.0 + 10.0 * np.arange(len(leaves))
-        groups = [str(r.labels[i]) for i in leaves]
-        ax.bar(xs, 0.05 * top, width=10.0, bottom=-0.075 * top,
-               linewidth=0.5 if n <= 200 else 0, edgecolor="white",  # one cell per run
-               color=[colors.get(g, "#000000") for g in groups])
-        ax.set_ylim(-0.09 * top, top * 1.06)
-        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top * 1.06])
-        ax.spines["left"].set_bounds(0, top * 1.06)
-        ax.spines["bottom"].set_visible(False)
-        handles = [Patch(facecolor=colors[g], label=str(g)) for g in r.groups]
-        ax.set_xlabel(f"{n} runs, coloured by {r.by}")
-    if cut is not None:
-        handles.append(ax.axhline(cut, color="#555555", ls="--", lw=0.9,
-                                  label=f"cut into {r.k} clusters"))
-    if handles:
-        ax.legend(handles=handles, loc="best", title=r.by, title_fontsize=8)
-    ax.grid(axis="x", visible=False)
-    ax.set_ylabel("Ward linkage distance (standardised units)")
-    ax.set_title("Cluster dendrogram of runs" + ("; top 40 merges" if many else ""))
-    return fig
-
-
-def _bars(r: CoverageResult) -> Figure:
-    from ..plotstyle import subplots
-
-    t = r.table()
-    t = t[t[r.by] != ALL]
-    ct = r.cluster_table()
-    colors = _group_colors(r)
-    fig, (ax1, ax2) = subplots(1, 2, figsize=(9.6, 0.35 * len(t) + 2.6),
-                                   gridspec_kw={"width_ratios": [1, 1.2]})
-    y = np.arange(len(t))
-    ax1.barh(y, t["clusters"], color=[colors[g] for g in t[r.by]], height=0.6)
-    ax1.axvline(r.k, color="#555555", ls="--", lw=0.9, label=f"all clusters ({r.k})")
-    for yi, (c, sp) in enumerate(zip(t["clusters"], t["spread"])):
-        ax1.annotate(f"spread {sp:.2f}", (c, yi), xytext=(4, 0), textcoords="offset points",
-                     va="center", fontsize=7.5)
-    ax1.set_yticks(y, t[r.by])
-    ax1.invert_yaxis()
-    ax1.set_xlim(0, r.k * 1.45 + 0.5)
-    ax1.set_xlabel("k-means clusters reached (count)")
-    ax1.grid(axis="y", visible=False)
-    ax1.legend(loc="lower right")
-    ax1.set_title("Clusters reached per " + r.by)
-    im = ax2.imshow(ct.to_numpy(), aspect="auto", cmap="Blues")
-    for (i, j), v in np.ndenumerate(ct.to_numpy()):
-        if v:
-            ax2.text(j, i, str(v), ha="center", va="center", fontsize=8,
-                     color="white" if v > ct.to_numpy().max() / 2 else "black")
-    ax2.set_xticks(range(r.k), [f"C{c}" for c in ct.columns])
-    ax2.set_yticks(range(len(ct)), ct.index)
-    ax2.grid(False)
-    ax2.set_xlabel("cluster")
-    ax2.set_title("Runs per cluster (count)")
-    fig.colorbar(im, ax=ax2, shrink=0.8, label="runs")
-    return fig

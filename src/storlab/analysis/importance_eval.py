@@ -262,42 +262,11 @@ class EvalResult(Result):
         fraction of repetitions that found the parameter of each rank; top axis: number of
         configurations."""
         self.plot_kind(kind)
-        from matplotlib.ticker import NullLocator, PercentFormatter
-
-        from ..plotstyle import LINESTYLES, PALETTE, legend_outside, metric_name, styled, subplots
+        from ..plotstyle import styled
+        from .plots import evaluation_figure
 
         with styled():
-            fig, ax = subplots(figsize=(7.4, 4.2))
-            pct = np.asarray(self.fractions) * 100
-            for r, p in enumerate(self.truth):
-                ax.plot(pct, 100 * self.correct[:, r], LINESTYLES[r % 4], marker="o", ms=3.5,
-                        color=PALETTE[r % len(PALETTE)], label=f"{_ordinal(r + 1)}: {p}")
-            # Ticks at the measured fractions, on both axes: the top one says how many
-            # configurations that fraction is (what a user would have to benchmark).
-            ax.set_xscale("log", base=2)
-            ax.set_xlim(pct.min() / 1.25, pct.max() * 1.25)
-            ax.set_xticks(pct, [f"{p:.3g}" for p in pct])
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_xlabel("share of the dataset used (%, log2 scale)")
-            ax.set_ylabel(f"runs that found the parameter (% of {self.repeats})")
-            ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
-            ax.set_ylim(-2, 102)
-            top = ax.twiny()
-            top.set_xscale("log", base=2)
-            top.set_xlim(ax.get_xlim())
-            top.set_xticks(pct, [str(s) for s in self.sizes])
-            top.xaxis.set_minor_locator(NullLocator())
-            top.grid(False)
-            top.spines["top"].set_visible(True)
-            top.set_xlabel("configurations evaluated (count)")
-            ax.set_title(f"Finding the top {len(self.truth)} parameters of "
-                         f"{metric_name(self.response)} from part of the data", fontsize=9.5)
-            legend_outside(ax, title="rank: parameter", title_fontsize=8)
-        return fig
-
-
-def _ordinal(i: int) -> str:
-    return {1: "1st", 2: "2nd", 3: "3rd"}.get(i, f"{i}th")
+            return evaluation_figure(self)
 
 
 # --------------------------------------------------------------------------- harness

@@ -1,6 +1,7 @@
-"""Plots of an effects analysis (Pareto, half-normal, main-effect and interaction plots)
-and of Carver's importance (the greedy steps, the subsets, the selection path), drawn in
-storlab's one figure style.
+"""The analyses' figures, drawn in storlab's one figure style: an effects analysis
+(Pareto, half-normal, main-effect and interaction plots), Carver's importance (the greedy
+steps, the subsets, the selection path) and its evaluation (Figure 5), the comparison of
+importance methods, and benchmark coverage (components, dendrogram, clusters reached).
 
 Each function returns a detached matplotlib Figure (no pyplot, no backend switch); nothing
 here opens a window. The shared style and the metric labels are in `storlab.plotstyle`.
@@ -18,26 +19,25 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from scipy import stats
 
-# The style lives in storlab.plotstyle (low-level, shared by every package); these names
-# stay importable from here for existing callers.
-from ..plotstyle import (  # noqa: F401
+from ..plotstyle import (
+    LINESTYLES,
     PALETTE,
-    RC,
     STYLE,
     axis_label,
     eng,
     format_axis,
     legend_outside,
     metric_name,
-    metric_unit,
-    styled,
     styled_plot,
     subplots,
 )
 
 if TYPE_CHECKING:
+    from .compare import Comparison
+    from .coverage import CoverageResult
     from .effects import EffectsAnalysis
     from .importance import ImportanceResult
+    from .importance_eval import EvalResult
 
 KINDS = ("pareto", "halfnormal", "main", "interaction")
 
@@ -371,3 +371,209 @@ def _imp_path(ax2: Any, res: ImportanceResult, unit: str | None = None) -> None:
     ax2.set_title("Selection path: the chosen parameters fixed at their best values",
                   fontsize=9)
     ax2.legend(handles=h1 + h2, loc="center right")
+
+
+# --------------------------------------------------------------------------- coverage
+def coverage_figure(r: CoverageResult, kind: str) -> Figure:
+    """scatter, dendrogram or coverage (see `CoverageResult.plot`), unstyled: the caller
+    draws inside `styled()`."""
+    return {"scatter": _cov_scatter, "dendrogram": _cov_dendrogram,
+            "coverage": _cov_bars}[kind](r)
+
+
+def _cov_colors(r: CoverageResult) -> dict[str, str]:
+    return {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(r.groups)}
+
+
+def _cov_scatter(r: CoverageResult) -> Figure:
+    # Two panels when there are three or more components: clusters that overlap on
+    # IC1 x IC2 separate on the next pair.
+    nc = r.scores.shape[1]
+    pairs = [(0, 1)] if nc < 3 else [(0, 1), (2, 3 if nc > 3 else 0)]
+    if nc == 1:
+        pairs = [(0, -1)]
+    fig, axes = subplots(1, len(pairs), figsize=(5.2 * len(pairs) + 0.6, 4.6),
+                         squeeze=False)
+    for ax, (i, j) in zip(axes[0], pairs):
+        _cov_panel(r, ax, i, j)
+    # Below the panels: clusters fill the axes, so a legend inside would cover runs.
+    h, lab = axes[0][-1].get_legend_handles_labels()
+    fig.legend(h, lab, loc="outside lower center", ncol=min(len(lab), 4), title=r.by,
+               title_fontsize=8)
+    fig.suptitle(f"Runs on the independent components, by {r.by}")
+    return fig
+
+
+def _cov_panel(r: CoverageResult, ax: Any, i: int, j: int) -> None:
+    from scipy.spatial import ConvexHull, QhullError
+
+    if j >= 0:
+        s = np.column_stack([r.scores[:, i], r.scores[:, j]])
+    else:  # one component: a strip per group
+        gi = np.array([r.groups.index(g) for g in r.labels], dtype=float)
+        jitter = np.random.default_rng(0).uniform(-0.15, 0.15, len(gi))
+        s = np.column_stack([r.scores[:, i], gi + jitter])
+    for c in range(r.k):  # clusters as grey outlines, numbered at their centre
+        pts = s[r.kmeans == c]
+        if len(pts) >= 3:
+            try:
+                h = ConvexHull(pts)
+                v = np.append(h.vertices, h.vertices[0])
+                ax.fill(pts[v, 0], pts[v, 1], color=STYLE["muted"], alpha=0.3, lw=0)
+            except QhullError:  # collinear points
+                pass
+        cx, cy = pts.mean(axis=0)
+        ax.annotate(f"C{c + 1}", (cx, cy), xytext=(0, 12), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=8.5, color="#222222",
+                    fontweight="bold", zorder=5,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                          "alpha": 0.8})
+    colors = _cov_colors(r)
+    markers = "osD^vP*X"
+    for n, g in enumerate(r.groups):
+        m = r.labels == g
+        ax.scatter(s[m, 0], s[m, 1], s=26, color=colors[g], marker=markers[n % len(markers)],
+                   label=f"{g} ({len(set(r.kmeans[m]))}/{r.k} clusters)", alpha=0.85,
+                   edgecolors="white", linewidths=0.4, zorder=3)
+    ax.set_xlabel(f"IC{i + 1} (standardised score)")
+    if j >= 0:
+        ax.set_ylabel(f"IC{j + 1} (standardised score)")
+    else:
+        ax.set_yticks(range(len(r.groups)), r.groups)
+        ax.set_ylim(-0.6, len(r.groups) - 0.4)
+        ax.set_ylabel(r.by)
+
+
+def _cov_dendrogram(r: CoverageResult) -> Figure:
+    from scipy.cluster.hierarchy import dendrogram
+
+    n = len(r.labels)
+    fig, ax = subplots(figsize=(max(6.4, min(0.12 * n + 2, 12)), 4.4))
+    colors = _cov_colors(r)
+    cut = None
+    if r.k > 1:  # the height that cuts the tree into k clusters
+        h = r.linkage[:, 2]
+        cut = float((h[-r.k] + h[-r.k + 1]) / 2) if r.k < len(h) + 1 else None
+    many = n > 2000  # beyond this even the colour strip is mush: show the top of the tree
+    # Links in one neutral colour; the groups are a colour strip under the leaves (text
+    # labels, one per run, are unreadable beyond a few dozen runs and repeat one name).
+    d = dendrogram(r.linkage, ax=ax, no_labels=True, truncate_mode="lastp" if many else None,
+                   p=40, link_color_func=lambda _: "#555555")
+    top = float(r.linkage[:, 2].max()) if len(r.linkage) else 1.0
+    handles: list = []
+    if not many:
+        leaves = np.asarray(d["leaves"])
+        xs = 5.0 + 10.0 * np.arange(len(leaves))
+        groups = [str(r.labels[i]) for i in leaves]
+        ax.bar(xs, 0.05 * top, width=10.0, bottom=-0.075 * top,
+               linewidth=0.5 if n <= 200 else 0, edgecolor="white",  # one cell per run
+               color=[colors.get(g, "#000000") for g in groups])
+        ax.set_ylim(-0.09 * top, top * 1.06)
+        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top * 1.06])
+        ax.spines["left"].set_bounds(0, top * 1.06)
+        ax.spines["bottom"].set_visible(False)
+        handles = [Patch(facecolor=colors[g], label=str(g)) for g in r.groups]
+        ax.set_xlabel(f"{n} runs, coloured by {r.by}")
+    if cut is not None:
+        handles.append(ax.axhline(cut, color="#555555", ls="--", lw=0.9,
+                                  label=f"cut into {r.k} clusters"))
+    if handles:
+        ax.legend(handles=handles, loc="best", title=r.by, title_fontsize=8)
+    ax.grid(axis="x", visible=False)
+    ax.set_ylabel("Ward linkage distance (standardised units)")
+    ax.set_title("Cluster dendrogram of runs" + ("; top 40 merges" if many else ""))
+    return fig
+
+
+def _cov_bars(r: CoverageResult) -> Figure:
+    t = r.group_rows()
+    ct = r.cluster_table()
+    colors = _cov_colors(r)
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(9.6, 0.35 * len(t) + 2.6),
+                               gridspec_kw={"width_ratios": [1, 1.2]})
+    y = np.arange(len(t))
+    ax1.barh(y, t["clusters"], color=[colors[g] for g in t[r.by]], height=0.6)
+    ax1.axvline(r.k, color="#555555", ls="--", lw=0.9, label=f"all clusters ({r.k})")
+    for yi, (c, sp) in enumerate(zip(t["clusters"], t["spread"])):
+        ax1.annotate(f"spread {sp:.2f}", (c, yi), xytext=(4, 0), textcoords="offset points",
+                     va="center", fontsize=7.5)
+    ax1.set_yticks(y, t[r.by])
+    ax1.invert_yaxis()
+    ax1.set_xlim(0, r.k * 1.45 + 0.5)
+    ax1.set_xlabel("k-means clusters reached (count)")
+    ax1.grid(axis="y", visible=False)
+    ax1.legend(loc="lower right")
+    ax1.set_title("Clusters reached per " + r.by)
+    im = ax2.imshow(ct.to_numpy(), aspect="auto", cmap="Blues")
+    for (i, j), v in np.ndenumerate(ct.to_numpy()):
+        if v:
+            ax2.text(j, i, str(v), ha="center", va="center", fontsize=8,
+                     color="white" if v > ct.to_numpy().max() / 2 else "black")
+    ax2.set_xticks(range(r.k), [f"C{c}" for c in ct.columns])
+    ax2.set_yticks(range(len(ct)), ct.index)
+    ax2.grid(False)
+    ax2.set_xlabel("cluster")
+    ax2.set_title("Runs per cluster (count)")
+    fig.colorbar(im, ax=ax2, shrink=0.8, label="runs")
+    return fig
+
+
+# --------------------------------------------------------------------------- comparison
+def comparison_figure(comp: Comparison) -> Figure:
+    """Each parameter's share of importance by every method (`Comparison.plot`),
+    unstyled: the caller draws inside `styled()`."""
+    names = {"pi_share": "Carver PI", "anova_share": "ANOVA sum of squares",
+             "sobol_s1": "Sobol first order S1", "sobol_st": "Sobol total ST"}
+    cols = [c for c in ("pi_share", "anova_share", "sobol_s1", "sobol_st")
+            if comp.frame[c].notna().any()]
+    fig, ax = subplots(figsize=(8, 0.45 * len(comp.frame) + 1.6))
+    y = np.arange(len(comp.frame))
+    h = 0.8 / len(cols)
+    for i, c in enumerate(cols):
+        ax.barh(y + i * h, 100 * comp.frame[c].fillna(0), height=h, label=names[c])
+    ax.set_yticks(y + 0.4 - h / 2, comp.frame["param"])
+    ax.invert_yaxis()
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("share of the variance (%)")
+    ax.set_title(f"Importance of each parameter for {metric_name(comp.response)}")
+    legend_outside(ax, title="method", title_fontsize=8)
+    return fig
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluation_figure(ev: EvalResult) -> Figure:
+    """Figure 5 of Carver's evaluation (`EvalResult.plot`), unstyled: the caller draws
+    inside `styled()`."""
+    from matplotlib.ticker import NullLocator, PercentFormatter
+
+    fig, ax = subplots(figsize=(7.4, 4.2))
+    pct = np.asarray(ev.fractions) * 100
+    for r, p in enumerate(ev.truth):
+        ax.plot(pct, 100 * ev.correct[:, r], LINESTYLES[r % 4], marker="o", ms=3.5,
+                color=PALETTE[r % len(PALETTE)], label=f"{_ordinal(r + 1)}: {p}")
+    # Ticks at the measured fractions, on both axes: the top one says how many
+    # configurations that fraction is (what a user would have to benchmark).
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(pct.min() / 1.25, pct.max() * 1.25)
+    ax.set_xticks(pct, [f"{p:.3g}" for p in pct])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("share of the dataset used (%, log2 scale)")
+    ax.set_ylabel(f"runs that found the parameter (% of {ev.repeats})")
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
+    ax.set_ylim(-2, 102)
+    top = ax.twiny()
+    top.set_xscale("log", base=2)
+    top.set_xlim(ax.get_xlim())
+    top.set_xticks(pct, [str(s) for s in ev.sizes])
+    top.xaxis.set_minor_locator(NullLocator())
+    top.grid(False)
+    top.spines["top"].set_visible(True)
+    top.set_xlabel("configurations evaluated (count)")
+    ax.set_title(f"Finding the top {len(ev.truth)} parameters of "
+                 f"{metric_name(ev.response)} from part of the data", fontsize=9.5)
+    legend_outside(ax, title="rank: parameter", title_fontsize=8)
+    return fig
+
+
+def _ordinal(i: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(i, f"{i}th")

@@ -63,7 +63,7 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
     """Analyse every response (effects on `transform(response)`, see
     `storlab.analysis.effects.analyze`) and lay out the sections that have data.
     `progress(label, advance=..., total=...)` hears of each part as it is done."""
-    from ..analysis.plots import styled
+    from ..plotstyle import styled
 
     df = inp.results
     resp = choose_responses(inp, responses)
@@ -100,7 +100,7 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
 
 def coverage_report(cov: Any, source: str) -> Report:
     """A standalone coverage report (`storlab coverage ... -o coverage.html`)."""
-    from ..analysis.plots import styled
+    from ..plotstyle import styled
 
     with styled():
         body = coverage_html(cov)

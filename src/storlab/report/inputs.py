@@ -241,7 +241,7 @@ def choose_responses(inp: ReportInput, given: Sequence[str] | None) -> list[str]
 
 
 def response_unit(inp: ReportInput, name: str) -> str:
-    from ..analysis.plots import metric_unit
+    from ..plotstyle import metric_unit
 
     u = ""
     if inp.space is not None:

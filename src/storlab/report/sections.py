@@ -342,7 +342,8 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
                       ) -> tuple[Section, dict[str, Any]]:
     from ..analysis.effects import analyze
     from ..analysis.importance import importance
-    from ..analysis.plots import axis_label, effects_plot
+    from ..analysis.plots import effects_plot
+    from ..plotstyle import axis_label
     from ..campaign.runners import is_metric
     from ..errors import AnalysisError
 
@@ -506,7 +507,7 @@ def _styled_importance(imp: Any, response: str, unit: str) -> Any:
 
 def _qty(v: float, unit: str) -> Any:
     """A quantity in prose: bytes with a prefix (5.93 GB/s), others as in the tables."""
-    from ..analysis.plots import eng
+    from ..plotstyle import eng
 
     if unit.startswith("B") and math.isfinite(v) and abs(v) >= 1e4:
         return _m("qty")(eng(v), unit, True)
