@@ -228,9 +228,39 @@ SETID_BITS = 0o6000
 #: and `socketcall(SYS_SOCKETPAIR, args)` keep the domain in memory the filter cannot
 #: read: refused whatever the domain (a 32-bit program then has no socket at all).
 AF_UNIX = 1
-UNIX_SOCKET_SYSCALLS = {"x86_64": [(0xC000003E, 41, 0, AF_UNIX), (0x40000003, 359, 0, AF_UNIX),
-                                   (0x40000003, 102, 0, 1), (0x40000003, 102, 0, 8)],
+UNIX_SOCKET_SYSCALLS = {"x86_64": [(0xC000003E, 41, 0, AF_UNIX), (0x40000003, 359, 0, AF_UNIX)],
                         "aarch64": [(0xC00000B7, 198, 0, AF_UNIX)]}
+#: i386's `socketcall(SYS_SOCKET)` and `socketcall(SYS_SOCKETPAIR)`: the family lies in
+#: memory the filter cannot read, so neither the Unix rule nor the family list could hold:
+#: refused always (a 32-bit program makes its sockets with i386's own `socket`, 359).
+SOCKETCALL_SYSCALLS = {"x86_64": [(0x40000003, 102, 0, 1), (0x40000003, 102, 0, 8)]}
+#: The socket families a program may make a socket of (`socket`, `socketpair`): IPv4,
+#: IPv6, netlink (glibc's getaddrinfo and `ip` ask the kernel through it) and Unix (under
+#: the Unix rule above). Every other family gets EPERM, as systemd's
+#: RestrictAddressFamilies= gives: AF_VSOCK (40) is not namespaced (a program bound and
+#: reached the host's vsock ports), AF_PACKET, AF_ALG, AF_XDP, AF_TIPC, AF_BLUETOOTH...
+#: reach kernel code storlab's runs never need. (fio's `rdma` engine would need AF_IB:
+#: not supported in the sandbox, like the RDMA devices it needs are not shown.)
+SOCKET_FAMILIES = (AF_UNIX, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+#: `socket` and `socketpair` by architecture (AUDIT_ARCH, syscall number): the family
+#: (argument 0) must be one of `SOCKET_FAMILIES`.
+FAMILY_SYSCALLS = {"x86_64": [(0xC000003E, 41), (0xC000003E, 53), (0x40000003, 359),
+                              (0x40000003, 360)],
+                   "aarch64": [(0xC00000B7, 198), (0xC00000B7, 199)]}
+#: Calls that make a user namespace (`unshare`, `clone` with CLONE_NEWUSER in argument
+#: 0) get EPERM: a program of a run never needs one, and inside one it is root of the
+#: kernel's namespaced code (the surface most local privilege escalations went through).
+#: bwrap's `--disable-userns` needs `--unshare-user`, which maps only root's uid: a root
+#: program then loses its capabilities over files of other owners (a declared directory
+#: of a user). By architecture: (AUDIT_ARCH, syscall number, argument index).
+CLONE_NEWUSER = 0x10000000
+USERNS_SYSCALLS = {"x86_64": [(0xC000003E, 272, 0), (0xC000003E, 56, 0), (0x40000003, 310, 0),
+                              (0x40000003, 120, 0)],
+                   "aarch64": [(0xC00000B7, 97, 0), (0xC00000B7, 220, 0)]}
+#: `clone3` passes its flags in memory the filter cannot read: it gets ENOSYS, and glibc
+#: (2.34 on) falls back to `clone` for threads, `posix_spawn` and `fork`.
+ENOSYS_SYSCALLS = {"x86_64": [(0xC000003E, 435), (0x40000003, 435)],
+                   "aarch64": [(0xC00000B7, 435)]}
 #: `socketpair` by architecture (AUDIT_ARCH, syscall number), under the same rule for a
 #: datagram pair: `socketpair(AF_UNIX, SOCK_DGRAM)` (or SOCK_RAW, which AF_UNIX makes a
 #: datagram socket) gives sockets that may `sendto` any path or be `connect`ed again, a
@@ -276,16 +306,32 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
     args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jset, CLONE_NEWUSER) for a, nr, i in USERNS_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jeq, k) for a, nr, i, k in SOCKETCALL_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jeq, k) for a, nr, i, k in
         ([] if unix_sockets else UNIX_SOCKET_SYSCALLS.get(machine, []))]
     pairs = [] if unix_sockets else SOCKETPAIR_SYSCALLS.get(machine, [])
+    families = FAMILY_SYSCALLS.get(machine, [])
+    enosys = ENOSYS_SYSCALLS.get(machine, [])
     # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
-    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *args, *pairs))):
+    every = (*ranges, *args, *pairs, *families, *enosys)
+    for n, arch in enumerate(dict.fromkeys(a for a, *_ in every)):
         prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
                  (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
+        prog += [(jeq, "enosys", 0, nr) for a, nr in enosys if a == arch]
+        for a, nr in families:
+            if a == arch:
+                # socket(family, ...), socketpair(family, ...): a listed family or EPERM
+                at = len(prog)
+                prog += [(jeq, 0, f"f{at}", nr), (ld_abs, 0, 0, 16),
+                         *((jeq, f"g{at}", 0, k) for k in SOCKET_FAMILIES),
+                         (ret, 0, 0, deny)]
+                labels[f"g{at}"] = len(prog)
+                prog += [(ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"f{at}"] = len(prog)
         for a, first, last in ranges:
             if a == arch:
                 at = len(prog)
@@ -317,6 +363,8 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     prog.append((ret, 0, 0, deny if labels else allow))
     labels["deny"] = len(prog)
     prog.append((ret, 0, 0, deny))
+    labels["enosys"] = len(prog)
+    prog.append((ret, 0, 0, 0x00050000 | errno.ENOSYS))
 
     def off(i: int, j: int | str) -> int:
         return j if isinstance(j, int) else labels[j] - i - 1
