@@ -264,7 +264,7 @@ class Campaign:
             for cid, cfg in configs:
                 why = grant(runner.job_options(self._runner_config(cfg),
                                                self.scratch / f"c{cid}-r1", check=False),
-                            bool(sb.sockets) or sb.unix_sockets, sb.io_uring)
+                            bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
                 if why:
                     raise CampaignError(f"{self.path}: field runner: {why}")
         walls = getattr(runner, "sandbox", None)

@@ -79,9 +79,13 @@ class Declared:
     #: there is refused when the path no longer leads to it (a program of another run
     #: swapped it for a link to somewhere else).
     run_dir: tuple[str, int, int] | None = None
-    #: The programs share the host's network namespace (the campaign's `sandbox.network`,
-    #: or a runner that talks to a cluster); otherwise they get one of their own.
+    #: The programs share the host's network namespace, every port (the campaign's
+    #: `sandbox.network`); otherwise they get one of their own.
     network: bool = False
+    #: A runner's need (the ceph runner's load talks to its cluster: `opened`): the host's
+    #: network namespace, TCP only to and on `ports` (Landlock), unless `network`.
+    implicit_network: bool = False
+    ports: tuple[int, ...] = ()
     #: Extra paths shown read-only (the campaign's `sandbox.readable`, a cluster's
     #: directory); the campaign's directory (`homes`) is shown read-only too.
     readable: tuple[str, ...] = ()
@@ -110,12 +114,14 @@ def declared(decl: Declared) -> Iterator[None]:
 
 
 @contextmanager
-def opened(network: bool = False, readable: Iterable[str] = ()) -> Iterator[None]:
-    """Programs started inside also get the network (`network`) and see `readable` (a
-    runner's own needs: the ceph runner's load talks to its cluster, reads its conf)."""
+def opened(network: bool = False, readable: Iterable[str] = (),
+           ports: Iterable[int] = ()) -> Iterator[None]:
+    """Programs started inside also get the network (`network`: TCP to and on `ports`
+    only, unless the campaign declares `sandbox.network`) and see `readable` (a runner's
+    own needs: the ceph runner's load talks to its cluster, reads its conf)."""
     d = _DECLARED.get()
-    with declared(replace(d, network=d.network or network,
-                          readable=(*d.readable, *readable))):
+    with declared(replace(d, implicit_network=d.implicit_network or network,
+                          ports=(*d.ports, *ports), readable=(*d.readable, *readable))):
         yield
 
 
@@ -395,6 +401,13 @@ _LL_CREATE, _LL_RESTRICT = 444, 446
 #: final for the process. A failure to make one where the ABI has scopes is not kept: the
 #: next call tries again.
 _LANDLOCK: tuple[int | None, str] | None = None
+#: The kernel's Landlock ABI (0: none), once asked.
+_LANDLOCK_ABI: int | None = None
+#: Landlock's network rights (ABI 4, Linux 6.7): LANDLOCK_ACCESS_NET_BIND_TCP,
+#: LANDLOCK_ACCESS_NET_CONNECT_TCP; the rule type LANDLOCK_RULE_NET_PORT.
+LANDLOCK_NET_TCP = 0x1 | 0x2
+_LL_RULE_NET_PORT = 2
+_LL_ADD_RULE = 445
 
 
 def _landlock() -> tuple[int | None, str, bool]:
@@ -409,6 +422,8 @@ def _landlock() -> tuple[int | None, str, bool]:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        global _LANDLOCK_ABI
+        _LANDLOCK_ABI = max(abi, 0)
         if abi < 6:
             _LANDLOCK = None, ("the kernel has no Landlock" if abi < 0 else
                                f"the kernel's Landlock ABI {abi} predates scopes: ABI 6, "
@@ -450,6 +465,57 @@ def landlock_missing() -> str | None:
     None when each sandbox enters them."""
     fd, why, _ = _landlock()
     return None if fd is not None else why
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0 without Landlock)."""
+    _landlock()
+    return _LANDLOCK_ABI or 0
+
+
+def landlock_net_missing() -> str | None:
+    """Why a runner's implicit network cannot be held to its TCP ports here (Landlock's
+    network rules need ABI 4, Linux 6.7), or None (for `storlab status`)."""
+    abi = landlock_abi()
+    if abi >= 4:
+        return None
+    return ("the kernel has no Landlock" if abi == 0 else
+            f"the kernel's Landlock ABI {abi} predates network rules: ABI 4, Linux 6.7")
+
+
+def tcp_ruleset(ports: Iterable[int]) -> int:
+    """A new Landlock ruleset (its descriptor, close-on-exec: the caller closes it) that
+    scopes `LANDLOCK_SCOPES` (ABI 6 on) and handles TCP bind and connect, allowing both
+    on `ports` only: a program in the host's network namespace for a runner's need reaches
+    no other TCP service of the host (a root Dask scheduler, a database). UDP is not
+    Landlock's to restrict. Raises CampaignError when the kernel cannot (ABI before 4)."""
+    import ctypes
+    import struct
+
+    why = landlock_net_missing()
+    if why is not None:
+        raise CampaignError(f"the runner's program gets the host's network, held to its "
+                            f"TCP ports by Landlock, but {why}; declare sandbox.network: "
+                            "true to give it the whole network")
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    scoped = landlock_abi() >= 6
+    attr = ctypes.create_string_buffer(
+        struct.pack("<QQQ", 0, LANDLOCK_NET_TCP, LANDLOCK_SCOPES) if scoped
+        else struct.pack("<QQ", 0, LANDLOCK_NET_TCP))
+    fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(len(attr.raw)), ctypes.c_uint32(0))
+    if fd < 0:
+        raise CampaignError("cannot make the Landlock ruleset holding the runner's program "
+                            f"to its TCP ports: {os.strerror(ctypes.get_errno())}")
+    try:
+        for port in sorted(set(ports)):
+            rule = ctypes.create_string_buffer(struct.pack("<QQ", LANDLOCK_NET_TCP, port))
+            if syscall(_LL_ADD_RULE, fd, _LL_RULE_NET_PORT, rule, ctypes.c_uint32(0)) != 0:
+                raise CampaignError(f"cannot allow TCP port {port} in the Landlock ruleset: "
+                                    f"{os.strerror(ctypes.get_errno())}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @functools.cache
@@ -568,6 +634,10 @@ class Walls:
     device_writes: bool = False
     readonly: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
     network: bool = False  # the host's network namespace, not one of the sandbox's own
+    #: with `network`, the only TCP ports a program may bind or connect to (Landlock);
+    #: None: every port (the campaign's `sandbox.network`) or a namespace of its own
+    tcp_ports: tuple[int, ...] | None = None
+    ruleset: int | None = None  # `tcp_ruleset(tcp_ports)`, made by `landlock()`
     sockets: list[str] = field(default_factory=list)  # declared sockets, where they show
     seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
     #: the filter lets the program make Unix sockets (declared ones) and io_uring rings
@@ -731,9 +801,22 @@ class Walls:
         own = set(self.sockets)
         return sorted(s for s in sockets if s not in own and not _inside(s, run_dir)), linked
 
+    def landlock(self) -> int | None:
+        """The Landlock ruleset the program's sandbox enters: the shared one
+        (`landlock_ruleset`), or one holding TCP to `tcp_ports` (closed by `close`).
+        Raises CampaignError when the kernel cannot hold it to them."""
+        if self.tcp_ports is None:
+            return landlock_ruleset()
+        if self.ruleset is None:
+            self.ruleset = tcp_ruleset(self.tcp_ports)
+        return self.ruleset
+
     def close(self) -> None:
         for fd in self.all_fds:
             os.close(fd)
+        if self.ruleset is not None:
+            os.close(self.ruleset)
+            self.ruleset = None
         self.covers.clear()
         self.seccomp = None
         self.fds.clear()
@@ -1005,7 +1088,7 @@ def refused_socket(paths: Iterable[str]) -> str | None:
 
 def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False,
               network: bool = False, unix_sockets: bool = False,
-              io_uring: bool = False) -> Walls:
+              io_uring: bool = False, ports: Iterable[int] = ()) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
     (absolute paths: the runner's, then the campaign's `sandbox.writable`). The caller
     closes them (`Walls.close`) once the program started.
@@ -1025,7 +1108,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
     Besides the system's trees, the program sees the campaign's directory and the declared
     `readable` places read-only (a socket in them does not open), the declared `sockets`,
-    and the host's network when `network` (the runner's need) or the campaign says so.
+    and the host's network when `network` (the runner's need: TCP to and on `ports` only)
+    or the campaign says so (`sandbox.network`: every port).
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
@@ -1056,7 +1140,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         for sock in decl.sockets:
             for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
-        w.network = network or decl.network
+        w.network = network or decl.network or decl.implicit_network
+        if w.network and not decl.network:  # the runner's need only: its TCP ports
+            w.tcp_ports = tuple(sorted({*ports, *decl.ports}))
         w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
     except BaseException:
@@ -1118,10 +1204,12 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
          allow_destructive: bool = False, env: Mapping[str, str] | None = None,
          network: bool = False, unix_sockets: bool = False,
-         io_uring: bool = False) -> tuple[list[str], Walls | None]:
+         io_uring: bool = False, ports: Iterable[int] = ()
+         ) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
     start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
-    then `walls.close()`. `network`: the runner needs the host's network for this program;
+    then `walls.close()`. `network`: the runner needs the host's network for this program
+    (TCP to and on `ports` only, unless the campaign declares `sandbox.network`);
     `unix_sockets`, `io_uring`: it makes Unix sockets of its own (fio's net engine with
     `protocol=unix`), io_uring rings (fio's io_uring engines).
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
@@ -1130,7 +1218,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         return list(program), None
     require_sandbox()
     cwd = _norm(cwd or os.getcwd())
-    w = walls_for(cwd, targets, allow_destructive, network, unix_sockets, io_uring)
+    w = walls_for(cwd, targets, allow_destructive, network, unix_sockets, io_uring, ports)
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
             w.show(home)
