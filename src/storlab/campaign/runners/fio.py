@@ -281,6 +281,8 @@ class FioRunner:
         given = [*_parse_extra_args(self.extra_args),
                  *(self.options if opts is None else opts).items()]
         engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
+        if any(k == "protocol" and str(v) == "unix" for k, v in given):
+            engines -= {"net", "netsplice"}  # a Unix socket: the sandbox's own, no network
         return f"ioengine {min(engines)}" if engines else None
 
     def network_ports(self, opts: Mapping[str, str] | None = None) -> tuple[int, ...]:
