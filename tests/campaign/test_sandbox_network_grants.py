@@ -138,3 +138,20 @@ def test_fio_net_ports(tmp_path: Path) -> None:
         10809, 10900)
     assert FioRunner(clients=["h", "g,9300"], rw="read").network_ports() == (8765, 9300)
     assert FioRunner(ioengine="net", protocol="unix", filename="s").network_reason() is None
+
+
+def test_a_net_job_reaches_its_own_port_and_status_says_so(
+        tmp_path: Path, storlab: Any, listeners: tuple[Listener, Listener]) -> None:
+    """The net engine still reaches the port it names under Landlock's rules, and `storlab
+    status` says the runner's network is held to its ports."""
+    job, other = listeners
+    opts = {"ioengine": "net", "hostname": "127.0.0.1", "port": job.port, "protocol": "tcp",
+            "rw": "write", "size": "64k"}
+    camp = _fio_campaign(tmp_path / "c", opts)
+    r = storlab("status", str(camp))
+    missing = _sandbox.landlock_net_missing()
+    assert ("the runner's network: TCP to its own ports only (Landlock)" if missing is None
+            else f"the runner's network: not applied ({missing})") in r.stdout, r.stdout
+    r = storlab("run", str(camp), timeout=120)
+    assert "Traceback" not in r.stdout + r.stderr
+    assert job.count == 1 and other.count == 0, r.stdout + r.stderr
