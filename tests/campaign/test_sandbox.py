@@ -323,7 +323,8 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
             elif code == 0x54:  # and
                 a, pc = a & k, pc + 1
             elif code == 0x06:  # return
-                return "allow" if k == 0x7FFF0000 else "deny"
+                return ("allow" if k == 0x7FFF0000 else "enosys" if k == 0x50000 | 38
+                        else "deny")
             else:
                 hit = {0x15: a == k, 0x35: a >= k, 0x25: a > k, 0x45: bool(a & k)}[code]
                 pc += 1 + (jt if hit else jf)
@@ -346,9 +347,18 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
     # SOCK_RAW, whatever SOCK_CLOEXEC/SOCK_NONBLOCK; i386's socketcall(SYS_SOCKETPAIR));
     # stream and seqpacket pairs and other families stay
     socks = [(x64, 41, 1, 1), (x64, x32 | 41, 1, 5), (x64, 41, 1 << 32 | 1), (i386, 359, 1),
-             (i386, 102, 1, 0), (x64, 53, 1, 2), (x64, 53, 1, 2 | 0o2000000), (x64, 53, 1, 3),
-             (x64, 53, 1 << 32 | 1, 2), (x64, x32 | 53, 1, 2), (i386, 360, 1, 2 | 0o4000),
-             (i386, 102, 8)]
+             (x64, 53, 1, 2), (x64, 53, 1, 2 | 0o2000000), (x64, 53, 1, 3),
+             (x64, 53, 1 << 32 | 1, 2), (x64, x32 | 53, 1, 2), (i386, 360, 1, 2 | 0o4000)]
+    # whatever is declared: families other than Unix, IPv4, IPv6, netlink (AF_VSOCK,
+    # AF_PACKET, AF_ALG, also through socketpair and x32, i386), i386's socketcall
+    # (SYS_SOCKET, SYS_SOCKETPAIR: the family in memory), CLONE_NEWUSER (unshare, clone)
+    always = [(x64, 41, 40, 1), (x64, 41, 17, 3), (x64, 41, 38, 5), (x64, x32 | 41, 40),
+              (x64, 41, 1 << 32 | 40), (x64, 53, 40, 1), (x64, 53, 30, 5), (i386, 359, 40),
+              (i386, 360, 44), (i386, 102, 1, 0), (i386, 102, 8),
+              (x64, 272, 0x10000000), (x64, 272, 0x10020000), (x64, 56, 0x10000011),
+              (i386, 310, 0x10000000), (i386, 120, 0x10000000)]
+    kept = [(x64, 41, 2, 1), (x64, 41, 10, 2), (x64, 41, 16, 3), (x64, 272, 0x20000),
+            (x64, 56, 0x3D0F00), (x64, 56, 0x11), (i386, 120, 0x11), (i386, 359, 2)]
     rings = [(x64, 425, 8), (x64, 426), (x64, 427), (i386, 425), (x64, x32 | 425)]
     others = [(x64, 41, 2, 1), (x64, 41, 10), (x64, 53, 1, 1), (x64, 53, 1, 5 | 0o2004000),
               (x64, x32 | 53, 1, 1), (x64, 53, 2, 2), (i386, 360, 1, 1), (i386, 102, 3),
@@ -360,3 +370,7 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
         assert {decide(*c) for c in rings} == {"allow" if ring else "deny"}, (unix, ring)
         assert {decide(*c) for c in others} == {"allow"}, (unix, ring)
         assert [c for c in denied if decide(*c) != "deny"] == []
+        assert [c for c in always if decide(*c) != "deny"] == [], (unix, ring)
+        assert {decide(*c) for c in kept} == {"allow"}, (unix, ring)
+        # clone3 (flags in memory): ENOSYS, on which glibc falls back to clone
+        assert {decide(x64, 435), decide(i386, 435), decide(x64, x32 | 435)} == {"enosys"}

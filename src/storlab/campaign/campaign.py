@@ -40,6 +40,7 @@ from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
 from .runners import (UNSANDBOXED_ENV, ShellTemplateError, landlock_missing,
+                      landlock_net_missing,
                       ld_conf_opt_dirs, make_runner,
                       refused_shared, refused_socket,
                       refused_writable, render_argv, require_sandbox, reserved_env_clash,
@@ -264,9 +265,15 @@ class Campaign:
             for cid, cfg in configs:
                 why = grant(runner.job_options(self._runner_config(cfg),
                                                self.scratch / f"c{cid}-r1", check=False),
-                            bool(sb.sockets) or sb.unix_sockets, sb.io_uring)
+                            bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
                 if why:
                     raise CampaignError(f"{self.path}: field runner: {why}")
+        # the runner's implicit network is held to its TCP ports by Landlock, or not given
+        need = getattr(runner, "network_reason", lambda: None)()
+        if need and not sb.network and not unsandboxed() and (no := landlock_net_missing()):
+            raise CampaignError(f"{self.path}: field runner: {need} gets the host's network, "
+                                f"held to its TCP ports by Landlock, but {no}; declare "
+                                "sandbox.network: true to give the programs the whole network")
         walls = getattr(runner, "sandbox", None)
         allow = sb.allow_destructive or bool(self.spec.runner.options.get("allow_destructive"))
         why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
@@ -505,7 +512,12 @@ class Campaign:
                                         else "none but the runner's own need (a factor's "
                                         "engine)")
                     + "; Landlock: " + (f"not applied ({ll})" if (ll := landlock_missing())
-                                        else "abstract sockets and signals scoped"))
+                                        else "abstract sockets and signals scoped")
+                    + ("" if not why or sb.network else
+                       "; the runner's network: TCP to its own ports only (Landlock)"
+                       if not (no := landlock_net_missing()) else
+                       f"; the runner's network: not applied ({no}): refused unless "
+                       "sandbox.network"))
         return [head, *self.system_writable_steps()]
 
     def _measurement(self) -> dict[str, Any]:

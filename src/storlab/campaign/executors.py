@@ -13,6 +13,7 @@ Local worker processes die with the campaign process (PR_SET_PDEATHSIG).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -160,6 +161,35 @@ class ParallelExecutor(_WindowedExecutor):
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+#: The mutual-TLS credentials (`distributed.security.Security`) of the Dask clusters this
+#: process started (`local_dask_cluster`), by the scheduler's `host:port`: a client of
+#: one connects with them; a scheduler storlab did not start is reached as given.
+_SECURITY: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def local_dask_cluster(workers: int | None) -> Iterator[str]:
+    """A local Dask cluster (worker processes) for this process, as `host:port`. Its
+    scheduler listens on 127.0.0.1 with distributed's mutual TLS
+    (`Security.temporary()`: a CA and certificate made in memory for this cluster, never
+    written): a client without that certificate, say a program of a run reaching the
+    scheduler over the host's network, is refused at the handshake, so no one else can
+    submit code to run as storlab's user. Raises OSError when it cannot start."""
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    sec = Security.temporary()
+    cluster = LocalCluster(n_workers=workers or None, processes=True, protocol="tls",
+                           host="127.0.0.1", dashboard_address=None, security=sec)
+    with cluster:
+        where = cluster.scheduler_address.split("://", 1)[1]
+        _SECURITY[where] = sec
+        try:
+            yield where
+        finally:
+            _SECURITY.pop(where, None)
+
+
 class DaskExecutor(_WindowedExecutor):
     """Runs on the workers of a Dask scheduler; results return to this (the writing)
     process. `width` defaults to the workers' total threads."""
@@ -167,8 +197,12 @@ class DaskExecutor(_WindowedExecutor):
     def __init__(self, address: str, width: int | None = None) -> None:
         from distributed import Client
 
+        where = address.split("://", 1)[-1]
+        sec = _SECURITY.get(where)
+        if sec is not None:  # a cluster this process started: its TLS
+            address = "tls://" + where
         try:
-            self.client = Client(address, timeout=30)
+            self.client = Client(address, timeout=30, security=sec)
         except OSError as exc:
             raise CampaignError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
         threads = sum(self.client.nthreads().values())

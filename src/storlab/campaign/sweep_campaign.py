@@ -137,16 +137,16 @@ def campaign_executor(executor: str, workers: int | None, points: int) -> Iterat
     elif e.startswith("parallel:") or e.startswith("dask://") or e.startswith("tcp://"):
         yield e
     elif e == "dask":
-        from distributed import LocalCluster
+        from .executors import local_dask_cluster
 
+        stack = contextlib.ExitStack()
         try:
-            cluster = LocalCluster(n_workers=workers or None, processes=True,
-                                   dashboard_address=None)
+            where = stack.enter_context(local_dask_cluster(workers))
         except OSError as exc:
             raise SimError(f"--executor dask: cannot start a local Dask cluster ({exc})"
                            ) from None
-        with cluster:
-            yield "dask://" + cluster.scheduler_address.split("://", 1)[1]
+        with stack:
+            yield "dask://" + where
     else:
         check_executor(e)
         raise SimError(f"--executor {executor!r}: use {EXECUTORS}")

@@ -20,6 +20,7 @@ from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionEr
                     reserved_env_clash, run_directory, run_identity, run_program, run_tag,
                     shell_command, substitute, tail, template_names, write_run_file)
 from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, landlock_missing,
+                       landlock_net_missing,
                        ld_conf_opt_dirs, refused_shared,
                        refused_socket, refused_writable, require_sandbox, shown_install_trees,
                        system_writable, unsandboxed)
@@ -68,7 +69,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "substitute", "tail", "template_names", "output_files", "campaign_identity",
            "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
            "refused_writable", "refused_socket", "refused_shared", "shown_install_trees",
-           "system_writable", "unsandboxed", "landlock_missing",
+           "system_writable", "unsandboxed", "landlock_missing", "landlock_net_missing",
            "ld_conf_opt_dirs",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",

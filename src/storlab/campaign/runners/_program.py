@@ -389,13 +389,14 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 shell: bool = False, stdin_text: str | None = None,
                 targets: Sequence[str] = (), allow_destructive: bool = False,
                 network: bool = False, unix_sockets: bool = False,
-                io_uring: bool = False) -> ProcOutcome:
+                io_uring: bool = False, ports: Sequence[int] = ()) -> ProcOutcome:
     """Run `argv` (a list; a string only with `shell=True`) inside its sandbox and collect
     its output.
 
     The sandbox (`_sandbox.wrap`) opens `cwd` and the declared `targets` (the runner's; the
     campaign's own declarations come from `_sandbox.declared`), and shares the host's
-    network when the runner says the program needs it (`network`; `unix_sockets`,
+    network when the runner says the program needs it (`network`, TCP to and on `ports`
+    only unless the campaign declares `sandbox.network`; `unix_sockets`,
     `io_uring`: it makes Unix sockets, io_uring rings of its own); everything else is
     read-only, and every process of the program dies when its first one ends, on a timeout,
     or with storlab. stdout and stderr stream to files (`output_files`), never into memory:
@@ -426,7 +427,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     try:
         wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
                                        targets, allow_destructive, full_env, network,
-                                       unix_sockets, io_uring)
+                                       unix_sockets, io_uring, ports)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     except OSError as exc:  # the walls could not open what they bind (EMFILE): one line
@@ -450,14 +451,17 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: "
                                    f"Landlock: {why}; refusing to run it without",
                                    None, False, started, time.time())
+            ruleset = walls.landlock() if walls else None
             proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
                                     env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL, stdout=out_f, stderr=err_f,
                                     start_new_session=True,
                                     preexec_fn=functools.partial(
-                                        _start_child, os.getpid(),
-                                        _sandbox.landlock_ruleset() if walls else None))
+                                        _start_child, os.getpid(), ruleset))
+        except CampaignError as exc:  # the kernel cannot hold it to its TCP ports
+            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: {exc}",
+                               None, False, started, time.time())
         except OSError as exc:  # program missing or not executable: a failed run, not a crash
             return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
                                time.time())

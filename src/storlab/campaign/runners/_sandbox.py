@@ -80,9 +80,13 @@ class Declared:
     #: there is refused when the path no longer leads to it (a program of another run
     #: swapped it for a link to somewhere else).
     run_dir: tuple[str, int, int] | None = None
-    #: The programs share the host's network namespace (the campaign's `sandbox.network`,
-    #: or a runner that talks to a cluster); otherwise they get one of their own.
+    #: The programs share the host's network namespace, every port (the campaign's
+    #: `sandbox.network`); otherwise they get one of their own.
     network: bool = False
+    #: A runner's need (the ceph runner's load talks to its cluster: `opened`): the host's
+    #: network namespace, TCP only to and on `ports` (Landlock), unless `network`.
+    implicit_network: bool = False
+    ports: tuple[int, ...] = ()
     #: Extra paths shown read-only (the campaign's `sandbox.readable`, a cluster's
     #: directory); the campaign's directory (`homes`) is shown read-only too.
     readable: tuple[str, ...] = ()
@@ -111,12 +115,14 @@ def declared(decl: Declared) -> Iterator[None]:
 
 
 @contextmanager
-def opened(network: bool = False, readable: Iterable[str] = ()) -> Iterator[None]:
-    """Programs started inside also get the network (`network`) and see `readable` (a
-    runner's own needs: the ceph runner's load talks to its cluster, reads its conf)."""
+def opened(network: bool = False, readable: Iterable[str] = (),
+           ports: Iterable[int] = ()) -> Iterator[None]:
+    """Programs started inside also get the network (`network`: TCP to and on `ports`
+    only, unless the campaign declares `sandbox.network`) and see `readable` (a runner's
+    own needs: the ceph runner's load talks to its cluster, reads its conf)."""
     d = _DECLARED.get()
-    with declared(replace(d, network=d.network or network,
-                          readable=(*d.readable, *readable))):
+    with declared(replace(d, implicit_network=d.implicit_network or network,
+                          ports=(*d.ports, *ports), readable=(*d.readable, *readable))):
         yield
 
 
@@ -229,9 +235,39 @@ SETID_BITS = 0o6000
 #: and `socketcall(SYS_SOCKETPAIR, args)` keep the domain in memory the filter cannot
 #: read: refused whatever the domain (a 32-bit program then has no socket at all).
 AF_UNIX = 1
-UNIX_SOCKET_SYSCALLS = {"x86_64": [(0xC000003E, 41, 0, AF_UNIX), (0x40000003, 359, 0, AF_UNIX),
-                                   (0x40000003, 102, 0, 1), (0x40000003, 102, 0, 8)],
+UNIX_SOCKET_SYSCALLS = {"x86_64": [(0xC000003E, 41, 0, AF_UNIX), (0x40000003, 359, 0, AF_UNIX)],
                         "aarch64": [(0xC00000B7, 198, 0, AF_UNIX)]}
+#: i386's `socketcall(SYS_SOCKET)` and `socketcall(SYS_SOCKETPAIR)`: the family lies in
+#: memory the filter cannot read, so neither the Unix rule nor the family list could hold:
+#: refused always (a 32-bit program makes its sockets with i386's own `socket`, 359).
+SOCKETCALL_SYSCALLS = {"x86_64": [(0x40000003, 102, 0, 1), (0x40000003, 102, 0, 8)]}
+#: The socket families a program may make a socket of (`socket`, `socketpair`): IPv4,
+#: IPv6, netlink (glibc's getaddrinfo and `ip` ask the kernel through it) and Unix (under
+#: the Unix rule above). Every other family gets EPERM, as systemd's
+#: RestrictAddressFamilies= gives: AF_VSOCK (40) is not namespaced (a program bound and
+#: reached the host's vsock ports), AF_PACKET, AF_ALG, AF_XDP, AF_TIPC, AF_BLUETOOTH...
+#: reach kernel code storlab's runs never need. (fio's `rdma` engine would need AF_IB:
+#: not supported in the sandbox, like the RDMA devices it needs are not shown.)
+SOCKET_FAMILIES = (AF_UNIX, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+#: `socket` and `socketpair` by architecture (AUDIT_ARCH, syscall number): the family
+#: (argument 0) must be one of `SOCKET_FAMILIES`.
+FAMILY_SYSCALLS = {"x86_64": [(0xC000003E, 41), (0xC000003E, 53), (0x40000003, 359),
+                              (0x40000003, 360)],
+                   "aarch64": [(0xC00000B7, 198), (0xC00000B7, 199)]}
+#: Calls that make a user namespace (`unshare`, `clone` with CLONE_NEWUSER in argument
+#: 0) get EPERM: a program of a run never needs one, and inside one it is root of the
+#: kernel's namespaced code (the surface most local privilege escalations went through).
+#: bwrap's `--disable-userns` needs `--unshare-user`, which maps only root's uid: a root
+#: program then loses its capabilities over files of other owners (a declared directory
+#: of a user). By architecture: (AUDIT_ARCH, syscall number, argument index).
+CLONE_NEWUSER = 0x10000000
+USERNS_SYSCALLS = {"x86_64": [(0xC000003E, 272, 0), (0xC000003E, 56, 0), (0x40000003, 310, 0),
+                              (0x40000003, 120, 0)],
+                   "aarch64": [(0xC00000B7, 97, 0), (0xC00000B7, 220, 0)]}
+#: `clone3` passes its flags in memory the filter cannot read: it gets ENOSYS, and glibc
+#: (2.34 on) falls back to `clone` for threads, `posix_spawn` and `fork`.
+ENOSYS_SYSCALLS = {"x86_64": [(0xC000003E, 435), (0x40000003, 435)],
+                   "aarch64": [(0xC00000B7, 435)]}
 #: `socketpair` by architecture (AUDIT_ARCH, syscall number), under the same rule for a
 #: datagram pair: `socketpair(AF_UNIX, SOCK_DGRAM)` (or SOCK_RAW, which AF_UNIX makes a
 #: datagram socket) gives sockets that may `sendto` any path or be `connect`ed again, a
@@ -277,16 +313,32 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     # (arch, nr, argument, jump, k): deny when the argument's low 32 bits match k
     args = [(a, nr, i, jeq, 1) for a, nr, i in PID1_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jset, SETID_BITS) for a, nr, i in SETID_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jset, CLONE_NEWUSER) for a, nr, i in USERNS_SYSCALLS.get(machine, [])] + [
+        (a, nr, i, jeq, k) for a, nr, i, k in SOCKETCALL_SYSCALLS.get(machine, [])] + [
         (a, nr, i, jeq, k) for a, nr, i, k in
         ([] if unix_sockets else UNIX_SOCKET_SYSCALLS.get(machine, []))]
     pairs = [] if unix_sockets else SOCKETPAIR_SYSCALLS.get(machine, [])
+    families = FAMILY_SYSCALLS.get(machine, [])
+    enosys = ENOSYS_SYSCALLS.get(machine, [])
     # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
     # or 0 (the next instruction)
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
-    for n, arch in enumerate(dict.fromkeys(a for a, *_ in (*ranges, *args, *pairs))):
+    every = (*ranges, *args, *pairs, *families, *enosys)
+    for n, arch in enumerate(dict.fromkeys(a for a, *_ in every)):
         prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
                  (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
+        prog += [(jeq, "enosys", 0, nr) for a, nr in enosys if a == arch]
+        for a, nr in families:
+            if a == arch:
+                # socket(family, ...), socketpair(family, ...): a listed family or EPERM
+                at = len(prog)
+                prog += [(jeq, 0, f"f{at}", nr), (ld_abs, 0, 0, 16),
+                         *((jeq, f"g{at}", 0, k) for k in SOCKET_FAMILIES),
+                         (ret, 0, 0, deny)]
+                labels[f"g{at}"] = len(prog)
+                prog += [(ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"f{at}"] = len(prog)
         for a, first, last in ranges:
             if a == arch:
                 at = len(prog)
@@ -318,6 +370,8 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     prog.append((ret, 0, 0, deny if labels else allow))
     labels["deny"] = len(prog)
     prog.append((ret, 0, 0, deny))
+    labels["enosys"] = len(prog)
+    prog.append((ret, 0, 0, 0x00050000 | errno.ENOSYS))
 
     def off(i: int, j: int | str) -> int:
         return j if isinstance(j, int) else labels[j] - i - 1
@@ -348,6 +402,13 @@ _LL_CREATE, _LL_RESTRICT = 444, 446
 #: final for the process. A failure to make one where the ABI has scopes is not kept: the
 #: next call tries again.
 _LANDLOCK: tuple[int | None, str] | None = None
+#: The kernel's Landlock ABI (0: none), once asked.
+_LANDLOCK_ABI: int | None = None
+#: Landlock's network rights (ABI 4, Linux 6.7): LANDLOCK_ACCESS_NET_BIND_TCP,
+#: LANDLOCK_ACCESS_NET_CONNECT_TCP; the rule type LANDLOCK_RULE_NET_PORT.
+LANDLOCK_NET_TCP = 0x1 | 0x2
+_LL_RULE_NET_PORT = 2
+_LL_ADD_RULE = 445
 
 
 def _landlock() -> tuple[int | None, str, bool]:
@@ -362,6 +423,8 @@ def _landlock() -> tuple[int | None, str, bool]:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         abi = libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        global _LANDLOCK_ABI
+        _LANDLOCK_ABI = max(abi, 0)
         if abi < 6:
             _LANDLOCK = None, ("the kernel has no Landlock" if abi < 0 else
                                f"the kernel's Landlock ABI {abi} predates scopes: ABI 6, "
@@ -403,6 +466,59 @@ def landlock_missing() -> str | None:
     None when each sandbox enters them."""
     fd, why, _ = _landlock()
     return None if fd is not None else why
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0 without Landlock)."""
+    _landlock()
+    return _LANDLOCK_ABI or 0
+
+
+def landlock_net_missing() -> str | None:
+    """Why a runner's implicit network cannot be held to its TCP ports here (Landlock's
+    network rules need ABI 4, Linux 6.7), or None (for `storlab status`)."""
+    abi = landlock_abi()
+    if abi >= 4:
+        return None
+    return ("the kernel has no Landlock" if abi == 0 else
+            f"the kernel's Landlock ABI {abi} predates network rules: ABI 4, Linux 6.7")
+
+
+@functools.cache
+def tcp_ruleset(ports: tuple[int, ...]) -> int:
+    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process: made once
+    per set of ports, 5.7 ms for Ceph's 503, then reused by each start) that
+    scopes `LANDLOCK_SCOPES` (ABI 6 on) and handles TCP bind and connect, allowing both
+    on `ports` only: a program in the host's network namespace for a runner's need reaches
+    no other TCP service of the host (a root Dask scheduler, a database). UDP is not
+    Landlock's to restrict. Raises CampaignError when the kernel cannot (ABI before 4)."""
+    import ctypes
+    import struct
+
+    why = landlock_net_missing()
+    if why is not None:
+        raise CampaignError(f"the runner's program gets the host's network, held to its "
+                            f"TCP ports by Landlock, but {why}; declare sandbox.network: "
+                            "true to give it the whole network")
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    scoped = landlock_abi() >= 6
+    attr = ctypes.create_string_buffer(
+        struct.pack("<QQQ", 0, LANDLOCK_NET_TCP, LANDLOCK_SCOPES) if scoped
+        else struct.pack("<QQ", 0, LANDLOCK_NET_TCP))
+    fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(len(attr.raw)), ctypes.c_uint32(0))
+    if fd < 0:
+        raise CampaignError("cannot make the Landlock ruleset holding the runner's program "
+                            f"to its TCP ports: {os.strerror(ctypes.get_errno())}")
+    try:
+        for port in sorted(set(ports)):
+            rule = ctypes.create_string_buffer(struct.pack("<QQ", LANDLOCK_NET_TCP, port))
+            if syscall(_LL_ADD_RULE, fd, _LL_RULE_NET_PORT, rule, ctypes.c_uint32(0)) != 0:
+                raise CampaignError(f"cannot allow TCP port {port} in the Landlock ruleset: "
+                                    f"{os.strerror(ctypes.get_errno())}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @functools.cache
@@ -521,6 +637,9 @@ class Walls:
     device_writes: bool = False
     readonly: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
     network: bool = False  # the host's network namespace, not one of the sandbox's own
+    #: with `network`, the only TCP ports a program may bind or connect to (Landlock);
+    #: None: every port (the campaign's `sandbox.network`) or a namespace of its own
+    tcp_ports: tuple[int, ...] | None = None
     sockets: list[str] = field(default_factory=list)  # declared sockets, where they show
     seccomp: int | None = None  # the filter's descriptor (`_seccomp_fd`)
     #: the filter lets the program make Unix sockets (declared ones) and io_uring rings
@@ -683,6 +802,14 @@ class Walls:
         self.covers = linked
         own = set(self.sockets)
         return sorted(s for s in sockets if s not in own and not within(s, run_dir)), linked
+
+    def landlock(self) -> int | None:
+        """The Landlock ruleset the program's sandbox enters: the shared one
+        (`landlock_ruleset`), or the one holding TCP to `tcp_ports` (`tcp_ruleset`).
+        Raises CampaignError when the kernel cannot hold it to them."""
+        if self.tcp_ports is None:
+            return landlock_ruleset()
+        return tcp_ruleset(self.tcp_ports)
 
     def close(self) -> None:
         for fd in self.all_fds:
@@ -954,7 +1081,7 @@ def refused_socket(paths: Iterable[str]) -> str | None:
 
 def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = False,
               network: bool = False, unix_sockets: bool = False,
-              io_uring: bool = False) -> Walls:
+              io_uring: bool = False, ports: Iterable[int] = ()) -> Walls:
     """The walls of a program run in `cwd` (always writable) for the declared `targets`
     (absolute paths: the runner's, then the campaign's `sandbox.writable`). The caller
     closes them (`Walls.close`) once the program started.
@@ -974,7 +1101,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 
     Besides the system's trees, the program sees the campaign's directory and the declared
     `readable` places read-only (a socket in them does not open), the declared `sockets`,
-    and the host's network when `network` (the runner's need) or the campaign says so.
+    and the host's network when `network` (the runner's need: TCP to and on `ports` only)
+    or the campaign says so (`sandbox.network`: every port).
     """
     decl = current()
     allow = allow_destructive or decl.allow_destructive
@@ -1005,7 +1133,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         for sock in decl.sockets:
             for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
                 w.socket(os.path.realpath(sock), at)
-        w.network = network or decl.network
+        w.network = network or decl.network or decl.implicit_network
+        if w.network and not decl.network:  # the runner's need only: its TCP ports
+            w.tcp_ports = tuple(sorted({*ports, *decl.ports}))
         w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
     except BaseException:
@@ -1067,10 +1197,12 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
          allow_destructive: bool = False, env: Mapping[str, str] | None = None,
          network: bool = False, unix_sockets: bool = False,
-         io_uring: bool = False) -> tuple[list[str], Walls | None]:
+         io_uring: bool = False, ports: Iterable[int] = ()
+         ) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
     start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
-    then `walls.close()`. `network`: the runner needs the host's network for this program;
+    then `walls.close()`. `network`: the runner needs the host's network for this program
+    (TCP to and on `ports` only, unless the campaign declares `sandbox.network`);
     `unix_sockets`, `io_uring`: it makes Unix sockets of its own (fio's net engine with
     `protocol=unix`), io_uring rings (fio's io_uring engines).
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
@@ -1079,7 +1211,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         return list(program), None
     require_sandbox()
     cwd = _norm(cwd or os.getcwd())
-    w = walls_for(cwd, targets, allow_destructive, network, unix_sockets, io_uring)
+    w = walls_for(cwd, targets, allow_destructive, network, unix_sockets, io_uring, ports)
     try:
         for home in _install_trees(program[0], cwd, (env or os.environ).get("PATH")):
             w.show(home)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +31,7 @@ from ..spec import CampaignError
 from ._program import render_value, run_program, tail
 from ._sandbox import opened
 from .base import RunResult
+from .fio import CEPH_PORTS
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
 RADOS_BENCH_OPTIONS = ("mode", "seconds", "block_size", "concurrency")
@@ -137,7 +139,7 @@ class CephRunner:
         # the load talks to the cluster, with its conf and admin key (the cluster's
         # directory, with its daemons' admin sockets, stays hidden)
         keyring = os.path.join(os.path.dirname(st["conf"]), "admin.keyring")
-        with opened(network=True, readable=[st["conf"], keyring]):
+        with opened(network=True, readable=[st["conf"], keyring], ports=_ceph_ports(st["conf"])):
             res = self._load(st, load_cfg, workdir, timeout)
         res.metrics.update(info)
         res.started = started
@@ -241,3 +243,15 @@ def _same(have: str, want: str) -> bool:
         return float(have) == float(want)
     except ValueError:
         return have.lower() in ("true", "false") and (have.lower() == "true") == (want == "1")
+
+
+def _ceph_ports(conf: str) -> tuple[int, ...]:
+    """The TCP ports the load may reach (Landlock holds it to them): the monitors' ports
+    its `conf` names (`mon host = v2:ip:port`) and Ceph's defaults (`CEPH_PORTS`)."""
+    try:
+        text = Path(conf).read_text(errors="replace")
+    except OSError:
+        text = ""
+    mon = [int(p) for line in text.splitlines() if line.strip().startswith("mon host")
+           for p in re.findall(r":(\d{1,5})\b", line) if 0 < int(p) < 65536]
+    return tuple(sorted({*mon, *CEPH_PORTS}))

@@ -49,9 +49,13 @@ IO_URING_ENGINES = frozenset({"io_uring", "io_uring_cmd", "xnvme", "libblkio"})
 #: fio options that run a program (`exec_prerun`, `exec_postrun`: system(3); the
 #: command-line triggers' commands). A program fio starts inherits fio's seccomp filter,
 #: so it would get what storlab grants fio itself for its engine (Unix sockets for
-#: `protocol=unix`, rings for an io_uring engine): refused in such a job unless the
+#: `protocol=unix`, rings for an io_uring engine, the host's network for a network engine
+#: or client mode): refused in such a job unless the
 #: campaign declares that grant (`FioRunner.refused_grant`).
 PROGRAM_OPTIONS = ("exec_prerun", "exec_postrun", "trigger", "trigger-remote")
+#: A Ceph cluster's TCP ports (its monitors' msgr2 and msgr1, its daemons' default
+#: `ms_bind_port_min`..`ms_bind_port_max`): fio's rbd and rados engines reach them.
+CEPH_PORTS = (3300, 6789, *range(6800, 7301))
 #: Constructor keywords that configure the runner rather than fio.
 RUNNER_KEYS = ("fio", "clients", "allow_destructive", "job_name", "extra_args", "job_file")
 
@@ -279,7 +283,44 @@ class FioRunner:
         given = [*_parse_extra_args(self.extra_args),
                  *(self.options if opts is None else opts).items()]
         engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
+        if any(k == "protocol" and str(v) == "unix" for k, v in given):
+            engines -= {"net", "netsplice"}  # a Unix socket: the sandbox's own, no network
         return f"ioengine {min(engines)}" if engines else None
+
+    def network_ports(self, opts: Mapping[str, str] | None = None) -> tuple[int, ...]:
+        """The TCP ports this job names, the only ones its fio (and what it starts) may bind
+        or connect to when its network is the runner's implicit need (Landlock): each
+        client's (`host,port`, fio's default 8765), a net engine's `port` (a range of
+        `numjobs` ports from it, as fio uses) and the port in a `host/port[/proto]`
+        `filename`, the port of an `nbd://`, `nfs://` or `iscsi://` address, http's 80 or
+        443, Ceph's (3300, 6789, its daemons' 6800-7300) for the rbd and rados engines.
+        An engine whose ports are not named here needs `sandbox.network: true`."""
+        out: set[int] = set()
+        for c in self.clients:
+            c = str(c)
+            if not c.startswith("sock:"):
+                port = c.rsplit(",", 1)[1] if "," in c else "8765"
+                out.update(_ports(port))
+        given = self._given(opts)
+        engines = {str(v) for k, v in given if k == "ioengine"}
+        numjobs = max([int(v) for k, v in given if k == "numjobs" and str(v).isdigit()] + [1])
+        for k, v in given:
+            v = str(v)
+            if k == "port":
+                out.update(p + i for p in _ports(v) for i in range(min(numjobs, 4096)))
+            elif k == "filename" and engines & {"net", "netsplice", "rdma"}:
+                for name in _split_names(v):
+                    parts = name.split("/")
+                    if len(parts) > 1:
+                        out.update(_ports(parts[1]))
+            m = re.search(r"\b(nbd|nfs|iscsi)://\[?[^/\]]*?\]?:(\d+)", v)
+            if m:
+                out.update(_ports(m.group(2)))
+        defaults = {"nbd": (10809,), "nfs": (2049, 111), "libiscsi": (3260,),
+                    "http": (80, 443), "rbd": CEPH_PORTS, "rados": CEPH_PORTS}
+        for e in engines:
+            out.update(defaults.get(e, ()))
+        return tuple(sorted(out))
 
     def _given(self, opts: Mapping[str, str] | None) -> list[tuple[str, str]]:
         return [*_parse_extra_args(self.extra_args),
@@ -314,22 +355,26 @@ class FioRunner:
             self._system_fio = (key, _is_system_program(self.fio))
         return self._system_fio[1]
 
-    def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool
-                      ) -> str | None:
+    def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool,
+                      network: bool = False) -> str | None:
         """Why this job may not run as given, or None: storlab grants fio Unix sockets
-        (`unix_socket_reason`) or io_uring rings (`io_uring_reason`) implicitly (the
-        campaign declares neither `sandbox.sockets` nor `sandbox.unix_sockets`, `sockets`,
-        nor `sandbox.io_uring`, `io_uring`), and an option would start a program
+        (`unix_socket_reason`), io_uring rings (`io_uring_reason`) or the host's network
+        (`network_reason`: a network engine, client mode) implicitly (the campaign
+        declares neither `sandbox.sockets` nor `sandbox.unix_sockets`, `sockets`, nor
+        `sandbox.io_uring`, `io_uring`, nor `sandbox.network`, `network`), and an option
+        would start a program
         (`PROGRAM_OPTIONS`, or an abbreviation fio accepts) or an `ioengine` value runs or
         loads code other than fio's own engines (`exec`, `external:`, a library path:
         `_loads_code`; libaio beside io_uring is fine), which would inherit that grant."""
         grants = [f"{why} gets {what}" for why, what, decl in (
             (self.unix_socket_reason(opts), "Unix sockets", sockets),
-            (self.io_uring_reason(opts), "io_uring rings", io_uring)) if why and not decl]
+            (self.io_uring_reason(opts), "io_uring rings", io_uring),
+            (self.network_reason(opts), "the host's network", network)) if why and not decl]
         if not grants:
             return None
         declare = ("sandbox.unix_sockets: true (or the socket paths in sandbox.sockets)"
-                   if "Unix" in grants[0] else "sandbox.io_uring: true")
+                   if "Unix" in grants[0] else "sandbox.io_uring: true"
+                   if "io_uring" in grants[0] else "sandbox.network: true")
         if not self.system_fio():
             return (f"fio: {self.fio!r} is not the system's fio (a root-owned program under "
                     f"/usr) and would get what storlab grants fio itself for this job "
@@ -449,7 +494,8 @@ class FioRunner:
         workdir.mkdir(parents=True, exist_ok=True)
         opts = self.job_options(config, workdir)
         decl = current()
-        why = self.refused_grant(opts, bool(decl.sockets) or decl.unix_sockets, decl.io_uring)
+        why = self.refused_grant(opts, bool(decl.sockets) or decl.unix_sockets, decl.io_uring,
+                                 decl.network)
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
@@ -457,6 +503,7 @@ class FioRunner:
                            targets=self.sandbox_targets(opts, workdir),
                            allow_destructive=self.allow_destructive,
                            network=self.network_reason(opts) is not None,
+                           ports=self.network_ports(opts),
                            unix_sockets=self.unix_socket_reason(opts) is not None,
                            io_uring=self.io_uring_reason(opts) is not None)
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
@@ -1046,3 +1093,9 @@ def _check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool 
         own = bool(c.own) and re.fullmatch(re.escape(c.own) + r"\.\d+\.\d+",
                                            os.path.basename(p)) is not None
         _check_path(p, f"{p} ({c.option} {c.given})", root, files and not own)
+
+
+def _ports(value: str) -> list[int]:
+    """The TCP port `value` names (a number 1-65535), or none."""
+    value = value.strip()
+    return [int(value)] if value.isdigit() and 0 < int(value) < 65536 else []

@@ -1,0 +1,33 @@
+"""The Dask cluster `simulate --sweep --executor dask` starts takes work only from a
+client holding its TLS certificate: a client that connects as anyone on the host could
+(the attack: a program of a run, given the host's network, reached the root scheduler on
+127.0.0.1 and ran code as root with `run_on_scheduler`) is refused. Real Dask."""
+
+from __future__ import annotations
+
+from storlab.campaign.executors import make_executor
+from storlab.campaign.sweep_campaign import campaign_executor
+
+
+def _anyone(address: str) -> object:
+    """What an unauthenticated client got from the scheduler at `address`."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=5) as c:
+            return c.run_on_scheduler(lambda: "ran on the scheduler")
+    except (OSError, TimeoutError, TypeError) as exc:  # TypeError: tls:// without a context
+        return exc
+
+
+def test_the_sweeps_dask_cluster_refuses_a_client_without_its_certificate() -> None:
+    with campaign_executor("dask", 1, 2) as spec:
+        where = spec.split("://", 1)[1]
+        for scheme in ("tcp", "tls"):
+            got = _anyone(f"{scheme}://{where}")
+            assert got != "ran on the scheduler", (scheme, got)
+        ex = make_executor(spec)  # storlab's own client: its certificate
+        try:
+            assert ex.client.run_on_scheduler(lambda: 7) == 7
+        finally:
+            ex.client.close()
