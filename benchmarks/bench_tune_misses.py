@@ -30,6 +30,7 @@ minus one standard deviation, `raw` the highest mean of every run, `most` the mo
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,16 @@ def tunings(name: str, seed_sets: int, repeats: int, noise: float, budget: int):
         for r in range(repeats):
             res = replay_tuning(user_space, truth, obj, budget, ss * 100_003 + r, noise)
             yield ss, r, truth, goal, response, res
+
+
+def basin_note(cfg: dict, configs: dict[str, dict], goods: list[str]) -> str:
+    """How far (in factors) a configuration is from the nearest one within 5 % of the
+    optimum, and which factors differ (`--show`)."""
+    def diff(k: str) -> list[str]:
+        return [n for n, v in configs[k].items() if plain(cfg.get(n)) != v]
+    near = min(goods, key=lambda k: len(diff(k)))
+    return (f"recommended {dict(cfg)}: {len(diff(near))} factors from the nearest "
+            f"within 5 % ({', '.join(f'{n}={configs[near][n]}' for n in diff(near))})")
 
 
 def other_choices(r: Race, zone: float = 0.05) -> dict[str, dict]:
@@ -124,6 +135,9 @@ def main() -> None:
                 if k in truth and isinstance(v, (int, float)):
                     runs.setdefault(k, []).append(float(v))
             rec = config_key(res.best().config)
+            if not rows:
+                configs = {k: json.loads(k) for k in truth}
+                goods = [k for k in truth if gap(k) <= 0.05 + TOL]
             searched = [gap(k) for k in keys[:start] if k in truth]
             near = [k for k in runs if gap(k) <= 0.05 + TOL]
             hit = gap(rec) <= 0.05 + TOL
@@ -139,6 +153,7 @@ def main() -> None:
                 print(f"{name} seed set {ss} tuning {r}: recommended {100 * gap(rec):.1f} %, "
                       f"best measured {100 * min(gap(k) for k in runs):.1f} % (before the "
                       f"race at run {start}: {100 * min(searched, default=1.0):.1f} %), {kind}")
+                print("    " + basin_note(res.best().config, configs, goods))
                 for k in sorted(runs, key=gap):
                     if len(runs[k]) > 1 or gap(k) <= 0.05 + TOL:
                         ratio = [round(v / truth[k], 2) for v in runs[k]]
