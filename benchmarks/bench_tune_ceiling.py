@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_datasets import NAMES, load_dataset  # noqa: E402
+from tune_datasets import dataset_names, load_dataset  # noqa: E402
 
 #: (first runs, then (keep, more runs each) per rung); each spends at most 60 runs
 SCHEDULES: list[tuple[int, list[tuple[int, int]]]] = [
@@ -88,11 +88,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     print(f"command: .venv/bin/python benchmarks/bench_tune_ceiling.py {' '.join(sys.argv[1:])}")
-    for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
-        if name not in NAMES:
-            print(f"--datasets: unknown dataset {name!r} (known: {', '.join(NAMES)})",
-                  file=sys.stderr)
-            sys.exit(2)
+    for name in dataset_names(args.datasets):
         gaps = log_gaps(name)
         pool = gaps[:args.pool]
         rng = np.random.default_rng(args.seed)

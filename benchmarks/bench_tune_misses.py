@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_datasets import NAMES, constraints, load_dataset  # noqa: E402
+from tune_datasets import constraints, dataset_names, load_dataset  # noqa: E402
 
 from storlab.campaign.sources import config_key  # noqa: E402
 from storlab.jsonutil import plain  # noqa: E402
@@ -148,11 +148,7 @@ def main() -> None:
                     help="also score other final rules on the same end states")
     args = ap.parse_args()
     print(f"command: .venv/bin/python benchmarks/bench_tune_misses.py {' '.join(sys.argv[1:])}")
-    for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
-        if name not in NAMES:
-            print(f"--datasets: unknown dataset {name!r} (known: {', '.join(NAMES)})",
-                  file=sys.stderr)
-            sys.exit(2)
+    for name in dataset_names(args.datasets):
         t0 = time.perf_counter()
         rows = []
         for ss, r, truth, goal, response, res in tunings(name, args.seed_sets, args.repeats,
