@@ -21,7 +21,10 @@ configurations run more than once, on the race's posterior (`Race.shrunk`,
 `Race.post_var`): `pgs` the highest posterior probability of being within 5 % of the
 best of them (probability of good selection, 4,000 normal draws, independent),
 `pbest` the highest probability of being the best, `lcb` the highest posterior mean
-minus one standard deviation, `raw` the highest mean of every run, `most` the most runs.
+minus one standard deviation, `raw` the highest mean of every run, `most` the most runs,
+`additive` the highest mean shrunk toward a main-effects model of every run of the tuning
+(`additive_shrunk`). With `--show` each miss also names its distance in factors from the
+nearest configuration within 5 % and the factors that differ.
 
     .venv/bin/python benchmarks/bench_tune_misses.py --datasets bdbj --seed-sets 2 --repeats 15
     .venv/bin/python benchmarks/bench_tune_misses.py --datasets bdbc --seed-sets 1 --repeats 5 --show
@@ -30,6 +33,7 @@ minus one standard deviation, `raw` the highest mean of every run, `most` the mo
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -38,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_datasets import NAMES, constraints, load_dataset  # noqa: E402
+from tune_datasets import constraints, dataset_names, load_dataset  # noqa: E402
 
 from storlab.campaign.sources import config_key  # noqa: E402
 from storlab.jsonutil import plain  # noqa: E402
@@ -71,6 +75,48 @@ def tunings(name: str, seed_sets: int, repeats: int, noise: float, budget: int):
             yield ss, r, truth, goal, response, res
 
 
+def basin_note(cfg: dict, configs: dict[str, dict], goods: list[str]) -> str:
+    """How far (in factors) a configuration is from the nearest one within 5 % of the
+    optimum, and which factors differ (`--show`)."""
+    def diff(k: str) -> list[str]:
+        return [n for n, v in configs[k].items() if plain(cfg.get(n)) != v]
+    near = min(goods, key=lambda k: len(diff(k)))
+    return (f"recommended {dict(cfg)}: {len(diff(near))} factors from the nearest "
+            f"within 5 % ({', '.join(f'{n}={configs[near][n]}' for n in diff(near))})")
+
+
+def additive_shrunk(r: Race, rep: list) -> np.ndarray:
+    """Each raced candidate's mean (runs after its first) shrunk toward a main-effects
+    model fitted by ridge regression on every run of the tuning (first runs included: the
+    model averages the noise of dozens of runs), by the candidate's runs against the
+    spread of the configurations' means around the model."""
+    names = sorted({k for a in r.arms for k in a.entry.config})
+    levels = sorted({(n, str(a.entry.config.get(n))) for a in r.arms for n in names})
+    col = {lv: j for j, lv in enumerate(levels)}
+
+    def row(cfg: dict) -> np.ndarray:
+        x = np.zeros(len(levels) + 1)
+        x[-1] = 1.0
+        for n in names:
+            x[col[(n, str(cfg.get(n)))]] = 1.0
+        return x
+
+    x = np.array([row(a.entry.config) for a in r.arms for _ in a.z])
+    y = np.array([z for a in r.arms for z in a.z])
+    beta = np.linalg.solve(x.T @ x + 1e-2 * np.eye(x.shape[1]), x.T @ y)
+    s2 = float(r.sigma) ** 2
+    pred = np.array([row(a.entry.config) @ beta for a in r.arms])
+    means = np.array([a.mean for a in r.arms])
+    ns = np.array([a.n for a in r.arms])
+    tau2 = max(float(np.mean((means - pred) ** 2 - s2 / ns)), 1e-6)
+    out = []
+    for a in rep:
+        p = float(row(a.entry.config) @ beta)
+        w = a.n / s2
+        out.append((w * a.mean + p / tau2) / (w + 1 / tau2))
+    return np.array(out)
+
+
 def other_choices(r: Race, zone: float = 0.05) -> dict[str, dict]:
     """The configuration other final rules would recommend on the race's end state
     (`--choices`, see the module docstring)."""
@@ -85,7 +131,8 @@ def other_choices(r: Race, zone: float = 0.05) -> dict[str, dict]:
             "pbest": int(np.argmax((draws >= top).mean(0))),
             "lcb": int(np.argmax(m - sd)),
             "raw": max(range(len(rep)), key=lambda i: float(np.mean(rep[i].z))),
-            "most": max(range(len(rep)), key=lambda i: (rep[i].n, m[i]))}
+            "most": max(range(len(rep)), key=lambda i: (rep[i].n, m[i])),
+            "additive": int(np.argmax(additive_shrunk(r, rep)))}
     return {k: rep[i].entry.config for k, i in pick.items()}
 
 
@@ -101,11 +148,7 @@ def main() -> None:
                     help="also score other final rules on the same end states")
     args = ap.parse_args()
     print(f"command: .venv/bin/python benchmarks/bench_tune_misses.py {' '.join(sys.argv[1:])}")
-    for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
-        if name not in NAMES:
-            print(f"--datasets: unknown dataset {name!r} (known: {', '.join(NAMES)})",
-                  file=sys.stderr)
-            sys.exit(2)
+    for name in dataset_names(args.datasets):
         t0 = time.perf_counter()
         rows = []
         for ss, r, truth, goal, response, res in tunings(name, args.seed_sets, args.repeats,
@@ -124,6 +167,9 @@ def main() -> None:
                 if k in truth and isinstance(v, (int, float)):
                     runs.setdefault(k, []).append(float(v))
             rec = config_key(res.best().config)
+            if not rows:
+                configs = {k: json.loads(k) for k in truth}
+                goods = [k for k in truth if gap(k) <= 0.05 + TOL]
             searched = [gap(k) for k in keys[:start] if k in truth]
             near = [k for k in runs if gap(k) <= 0.05 + TOL]
             hit = gap(rec) <= 0.05 + TOL
@@ -139,6 +185,7 @@ def main() -> None:
                 print(f"{name} seed set {ss} tuning {r}: recommended {100 * gap(rec):.1f} %, "
                       f"best measured {100 * min(gap(k) for k in runs):.1f} % (before the "
                       f"race at run {start}: {100 * min(searched, default=1.0):.1f} %), {kind}")
+                print("    " + basin_note(res.best().config, configs, goods))
                 for k in sorted(runs, key=gap):
                     if len(runs[k]) > 1 or gap(k) <= 0.05 + TOL:
                         ratio = [round(v / truth[k], 2) for v in runs[k]]

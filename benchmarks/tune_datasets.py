@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +122,18 @@ _SPECS: dict[str, _Spec] = {
 }
 
 NAMES = tuple(_SPECS)
+
+
+def dataset_names(arg: str) -> list[str]:
+    """The datasets a comma-separated `--datasets` value names; an unknown one is one line
+    on stderr and exit 2."""
+    names = [n.strip() for n in arg.split(",") if n.strip()]
+    for name in names:
+        if name not in NAMES:
+            print(f"--datasets: unknown dataset {name!r} (known: {', '.join(NAMES)})",
+                  file=sys.stderr)
+            sys.exit(2)
+    return names
 
 
 def constraints(name: str) -> tuple[str, ...]:

@@ -13,7 +13,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from tune_datasets import (  # noqa: E402
-    NAMES, constraints, feasible_grid, load_dataset, summary)
+    NAMES, constraints, dataset_names, feasible_grid, load_dataset, summary)
+
+
+def test_dataset_names_reads_the_option_and_refuses_an_unknown_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert dataset_names(" bdbj, bdbc,") == ["bdbj", "bdbc"]
+    with pytest.raises(SystemExit) as stop:
+        dataset_names("bdbj,nope")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'nope'" in err[0] and "bdbj" in err[0]
 
 
 @pytest.mark.parametrize("name", NAMES)
