@@ -29,3 +29,56 @@ def test_sweep_refuses_a_planted_simulate_sweep_link(storlab, tmp_path: Path) ->
     assert r.returncode == 2 and "Traceback" not in out, out
     assert "simulate-sweep is a symbolic link" in out, out
     assert list(victim.iterdir()) == []
+
+
+def _nobody_campaign(d: Path, **design: object) -> Path:
+    """A fixed-design command campaign in `d`, the directory and file owned by nobody
+    (uid 65534: the campaign is somebody's while storlab runs as root)."""
+    import yaml
+
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "r", "space": {"factors": [
+                {"name": "n", "kind": "categorical", "values": ["a", "b"]}]},
+            "design": design,
+            "runner": {"type": "command", "options": {"command": ["true"]}}}
+    (d / "r.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    for p in (d, d / "r.yaml"):
+        os.chown(p, 65534, 65534)
+    return d / "r.yaml"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file nobody else may read)")
+def test_design_csv_linked_to_a_root_only_file_is_not_shown(storlab, tmp_path: Path
+                                                            ) -> None:
+    """A design CSV that was a link to a mode-600 root file: `storlab status` printed its
+    first line in `column(s) [...] are not factors`. Now: refused naming the file, no line
+    of it shown; the same CSV as a file of the campaign still reads."""
+    secret = tmp_path / "root-only" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("secretline1 root:x:SECRET\nline2\n")
+    secret.chmod(0o600)
+    camp = _nobody_campaign(tmp_path / "c", csv="design.csv")
+    (camp.parent / "design.csv").symlink_to(secret)
+    r = storlab("status", camp, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert "SECRET" not in out and "design.csv" in out and "cannot read" in out, out
+    # the space by a link too
+    (camp.parent / "design.csv").unlink()
+    (camp.parent / "design.csv").write_text("n\na\nb\n")
+    camp.write_text(camp.read_text().replace("space:", "space: s.yaml\nold_space:", 1))
+    # (a campaign whose space is a file: the link to the root file is refused the same)
+    import yaml
+
+    spec = yaml.safe_load(camp.read_text())
+    del spec["old_space"]
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    (camp.parent / "s.yaml").symlink_to(secret)
+    r = storlab("status", camp, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "SECRET" not in out and "s.yaml" in out, out
+    (camp.parent / "s.yaml").unlink()
+    (camp.parent / "s.yaml").write_text(yaml.safe_dump(
+        {"factors": [{"name": "n", "kind": "categorical", "values": ["a", "b"]}]}))
+    r = storlab("status", camp, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -36,6 +36,7 @@ from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import requested_width
 from .fixed import Config, fixed_source
+from .inputs import check_campaign_input
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
@@ -340,6 +341,9 @@ class Campaign:
             except CampaignError:  # an unknown runner is refused by `preflight`, by field
                 prepare = None
             self._options = prepare(opts, self.dir) if prepare is not None else (opts, {})
+            c = self._options[0].get("cluster")
+            if self.spec.runner.type == "simulator" and isinstance(c, str):
+                check_campaign_input(self.dir / c, self.path, "runner.options.cluster")
         return self._options
 
     def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -654,7 +658,7 @@ def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:
     sp = spec.space
     try:
         if isinstance(sp, str):
-            return Space.from_yaml(path.parent / sp)
+            return Space.from_yaml(check_campaign_input(path.parent / sp, path, "space"))
         return Space.from_dict(sp, source=f"{path}: space")
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
