@@ -120,3 +120,37 @@ def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: 
     assert target.stat().st_size == 1 << 20 and target.stat().st_nlink == 1
     assert "c1-r1 ok" in out, out
     assert sorted(p.name for p in b.iterdir()) == ["b.yaml", "campaign.db", "new.dat"]
+
+
+FCHMOD = r"""
+import json, os, sys
+got = dict()  # (no braces: the command runner substitutes names in them)
+for fd in (1, 2):
+    try:
+        os.fchmod(fd, 0o777)
+        got["chmod" + str(fd)] = "done"
+    except OSError as exc:
+        got["chmod" + str(fd)] = exc.strerror
+    try:
+        os.setxattr(fd, "user.storlab", b"x")
+        got["xattr" + str(fd)] = "done"
+    except OSError as exc:
+        got["xattr" + str(fd)] = exc.strerror
+print(json.dumps(dict(y=1, got=got)))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_the_program_cannot_change_its_stream_files(storlab, tmp_path: Path,
+                                                    command_campaign, program_got) -> None:
+    """The program's stdout and stderr were the run's output files themselves: an
+    `fchmod(1, 0o777)` inside made `<store>.output/c1-r1.stdout` writable by every local
+    user (and `setxattr user.*` worked). Now it writes pipes storlab copies: the files keep
+    their mode and no attribute, and the stream is still there whole."""
+    camp = command_campaign(tmp_path / "c", ["python3", "-c", FCHMOD])
+    got = program_got(camp)
+    assert got  # what the program did to its descriptors (pipes now) is its own business
+    for name in ("c1-r1.stdout", "c1-r1.stderr"):
+        f = camp.parent / "campaign.db.output" / name
+        assert f.stat().st_mode & 0o777 == 0o644, oct(f.stat().st_mode)
+        assert "user.storlab" not in os.listxattr(f)
