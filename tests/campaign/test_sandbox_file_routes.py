@@ -154,3 +154,38 @@ def test_the_program_cannot_change_its_stream_files(storlab, tmp_path: Path,
         f = camp.parent / "campaign.db.output" / name
         assert f.stat().st_mode & 0o777 == 0o644, oct(f.stat().st_mode)
         assert "user.storlab" not in os.listxattr(f)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file nobody else may read)")
+def test_a_cluster_file_outside_reads_only_when_the_owner_could(storlab, tmp_path: Path
+                                                                ) -> None:
+    """The simulator's `cluster:` file may lie outside the campaign's directory (a shared
+    cluster description, the examples): read when the campaign file's owner could read
+    it, refused in one line (nothing of it shown) when it leads to a root-only file."""
+    import yaml
+
+    example = ROOT / "examples" / "sim" / "small.yaml"
+    d = tmp_path / "c"
+    d.mkdir()
+    os.chmod(tmp_path, 0o755)
+    spec = {"name": "s", "space": {"factors": [
+                {"name": "nodes", "kind": "categorical", "values": [4, 8]}]},
+            "design": {"kind": "full"},
+            "runner": {"type": "simulator", "options": {"cluster": "cluster.yaml"}}}
+    (d / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    for p in (d, d / "s.yaml"):
+        os.chown(p, 65534, 65534)
+    secret = tmp_path / "root-only.yaml"
+    secret.write_text(example.read_text().replace("#", "# SECRET", 1))
+    secret.chmod(0o600)
+    (d / "cluster.yaml").symlink_to(secret)
+    r = storlab("run", d / "s.yaml", timeout=180)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "SECRET" not in out and "cluster.yaml" in out, out
+    assert "cannot read" in out, out
+    if all(os.stat(p).st_mode & 0o005 == 0o005 for p in example.parents
+           if p != Path("/")) and example.stat().st_mode & 0o004:
+        (d / "cluster.yaml").unlink()
+        (d / "cluster.yaml").symlink_to(example)  # readable by everybody: read
+        r = storlab("run", d / "s.yaml", timeout=180)
+        assert r.returncode == 0, r.stdout + r.stderr

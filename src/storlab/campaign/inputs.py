@@ -19,8 +19,9 @@ from pathlib import Path
 from ..errors import CampaignError
 
 
-def check_campaign_input(path: str | Path, campaign: str | Path, what: str) -> Path:
-    """`path` (a file the campaign file `campaign` names in field `what`), once checked:
+def check_campaign_input(path: str | Path, campaign: str | Path, what: str = "") -> Path:
+    """`path` (a file the campaign file `campaign` names; `what` starts the refusal's
+    line after the caller's own words), once checked:
     a regular file inside the campaign's directory, or one the campaign file's owner may
     read (see the module). A missing file passes (its reader says so)."""
     p = Path(path)
@@ -42,10 +43,10 @@ def check_campaign_input(path: str | Path, campaign: str | Path, what: str) -> P
         owner = os.geteuid()
     if owner == 0 or (stat.S_ISREG(st.st_mode) and _may_read(owner, real)):
         return p
-    raise CampaignError(f"{campaign}: field {what}: {p} leads outside the campaign's "
-                        f"directory to a file its owner (uid {owner}) cannot read; storlab "
-                        "does not read it for them: copy a readable file into the "
-                        "campaign's directory")
+    raise CampaignError(f"{what}{p} leads outside the campaign's directory to a file the "
+                        f"campaign file's owner (uid {owner}) cannot read; storlab does not "
+                        "read it for them: copy a readable file into the campaign's "
+                        "directory")
 
 
 def _may_read(uid: int, real: str) -> bool:
