@@ -11,11 +11,11 @@ import hashlib
 import math
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
 import stat
-import select
 import subprocess
 import tempfile
 import threading
@@ -410,7 +410,12 @@ class _Pump(threading.Thread):
         live = set(self.pairs)
         while live and (self.deadline is None or time.monotonic() < self.deadline):
             for r, _ in poller.poll(100):
-                if not _copy_some(r, self.pairs[r]):
+                try:
+                    more = _copy_some(r, self.pairs[r])
+                except OSError:  # the file cannot take more (ENOSPC): the rest is read and
+                    more = self.pairs[r] >= 0  # dropped, so the program never blocks on
+                    self.pairs[r] = -1  # its pipe (the pipe itself failing: its end)
+                if not more:
                     poller.unregister(r)
                     live.discard(r)
 
@@ -424,28 +429,26 @@ class _Pump(threading.Thread):
 
 
 def _copy_some(r: int, f: int) -> bool:
-    """Copy what pipe `r` holds now into file `f`; False at its end (or an error: the rest
-    of the stream is lost, not the run)."""
-    try:
-        while True:
-            try:
+    """Copy what pipe `r` holds now into file `f` (-1: read and drop it); False at its
+    end. An error writing `f` is raised."""
+    while True:
+        try:
+            if f < 0:
+                n = len(os.read(r, 1 << 20))
+            else:
                 n = os.splice(r, f, 1 << 20, flags=getattr(os, "SPLICE_F_NONBLOCK", 2))
-            except OSError as exc:
-                if exc.errno == errno.EAGAIN:
-                    return True
-                if exc.errno != errno.EINVAL:  # (a file system without splice: copied)
-                    raise
-                data = os.read(r, 1 << 20)
-                n = len(data)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(f, view):]
-            if n == 0:
-                return False
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            data = os.read(r, 1 << 20)  # (a file system without splice: copied here)
+            n = len(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(f, view):]
+        if n == 0:
+            return False
 
 
 def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
