@@ -509,8 +509,9 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         return ProcOutcome("", f"storlab: cannot build the sandbox of {program[0]}: {exc}",
                            None, False, started, time.time())
     # files the program made in a directory made for it: moved where they belong once
-    # it ended (`_sandbox.Fresh`)
+    # it ended well (`_sandbox.Fresh`)
     fresh = list(walls.fresh) if walls is not None else []
+    ok = False
     try:
         # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
         outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
@@ -594,10 +595,11 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         if cut:
             err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
                     + (f" (whole stream: {paths[0]})" if paths[0] else ""))
+        ok = proc.returncode == 0 and not timed_out
         return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
     finally:
         for f in fresh:
-            f.adopt()
+            f.adopt(keep=ok)
 
 
 #: What a program's error says when the sandbox refused it, and what the user can declare.

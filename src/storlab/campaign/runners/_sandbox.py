@@ -519,13 +519,16 @@ class Fresh:
     at: str
     names: list[str]
 
-    def adopt(self) -> None:
+    def adopt(self, keep: bool = True) -> None:
         """Move each declared file the program made into the real directory (never over
         one there: a hard link made exclusively, then the made directory removed); only a
         regular file with one link, never a link, a directory or another name the program
-        made there."""
+        made there. Without `keep` (the program failed or timed out: fio may have laid a
+        file out halfway, which it could not lay out again through a bind of that file
+        alone) nothing is moved."""
         try:
-            dfd = os.open(self.made, _PATH | os.O_DIRECTORY, dir_fd=self.parent_fd)
+            dfd = os.open(self.made, _PATH | os.O_DIRECTORY, dir_fd=self.parent_fd) \
+                if keep else -1
         except OSError:
             dfd = -1
         try:
@@ -757,7 +760,7 @@ class Walls:
         """`close`, and remove the directories made for a program that never started."""
         self.close()
         for f in self.fresh:
-            f.adopt()
+            f.adopt(keep=False)
         self.fresh.clear()
 
     def close(self) -> None:
