@@ -6,7 +6,11 @@ cannot be compared (the processes of a PID namespace are reaped inside it and th
 rusage does not reach storlab), so on a loaded machine take the lowest of a few runs.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--repeats N] [--fio-repeats N]
-        [--campaign-files N]
+        [--campaign-files N] [--stdout-mib N]
+
+`--stdout-mib N`: the cost of a program's stdout going through storlab's pipe into the
+run's stream file (`_Pump`) for N MiB, against the same program writing that file itself
+(a shell redirection), measured in the same run, sandboxed.
 """
 
 from __future__ import annotations
@@ -69,6 +73,35 @@ def walk_cost(camp: str, n: int) -> None:
           f"{own * 1e3:.2f} ms of CPU")
 
 
+def stdout_cost(d: str, mib: int, repeats: int) -> None:
+    """Wall time of `head -c N MiB /dev/zero` through run_program (stdout piped to the
+    run's stream file) against the same command redirecting to a file itself."""
+    from storlab.campaign.runners import output_files
+
+    os.environ.pop(UNSANDBOXED_ENV, None)
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    piped, direct = [], []
+    try:
+        for _ in range(repeats):
+            for name in ("o.stdout", "o.stderr", "direct"):
+                if os.path.exists(os.path.join(d, name)):
+                    os.unlink(os.path.join(d, name))
+            with output_files(os.path.join(d, "o.stdout"), os.path.join(d, "o.stderr"), fd):
+                t0 = time.perf_counter()
+                out = run_program(["head", "-c", f"{mib}M", "/dev/zero"], cwd=d)
+                piped.append(time.perf_counter() - t0)
+            assert out.exit_code == 0, out.stderr
+            t0 = time.perf_counter()
+            out = run_program(["sh", "-c", f"head -c {mib}M /dev/zero > direct"], cwd=d)
+            direct.append(time.perf_counter() - t0)
+            assert out.exit_code == 0, out.stderr
+    finally:
+        os.close(fd)
+    p, q = statistics.median(piped), statistics.median(direct)
+    print(f"{mib} MiB on stdout, median of {repeats}: through storlab's pipe {p:.2f} s, "
+          f"written by the program itself {q:.2f} s ({p / q:.2f}x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=40, help="runs of `true` per arm")
@@ -76,6 +109,8 @@ def main() -> None:
     ap.add_argument("--campaign-files", type=int, default=0,
                     help="runs in a campaign directory of this many files (walked for "
                          "sockets at each start); 0: none")
+    ap.add_argument("--stdout-mib", type=int, default=0,
+                    help="also time this many MiB on stdout (see the module); 0: not")
     args = ap.parse_args()
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed (Debian package bubblewrap)")
@@ -85,6 +120,8 @@ def main() -> None:
         os.makedirs(d)
         if args.campaign_files:
             walk_cost(camp, args.campaign_files)
+        if args.stdout_mib:
+            stdout_cost(d, args.stdout_mib, 3)
 
         def true() -> None:
             out = run_program(["true"], cwd=d)

@@ -36,6 +36,7 @@ from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import requested_width
 from .fixed import Config, fixed_source
+from .inputs import check_campaign_input
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
@@ -347,6 +348,13 @@ class Campaign:
             except CampaignError:  # an unknown runner is refused by `preflight`, by field
                 prepare = None
             self._options = prepare(opts, self.dir) if prepare is not None else (opts, {})
+            try:  # the options naming a file storlab reads (the runner's `input_options`)
+                inputs = getattr(runner_class(self.spec.runner.type), "input_options", ())
+            except CampaignError:
+                inputs = ()
+            for k in inputs:  # as the campaign file names it (prepared: resolved)
+                if isinstance(f := self.spec.runner.options.get(k), str):
+                    check_campaign_input(self.dir / f, self.path, f"options.{k}: ")
         return self._options
 
     def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -666,7 +674,8 @@ def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:
     sp = spec.space
     try:
         if isinstance(sp, str):
-            return Space.from_yaml(path.parent / sp)
+            return Space.from_yaml(check_campaign_input(path.parent / sp, path,
+                                                        f"{path}: field space: "))
         return Space.from_dict(sp, source=f"{path}: space")
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from ..errors import SimError
-from ..fileio import temporary_directory, write_text
+from ..fileio import open_dir_beneath, temporary_directory, write_in_dir
 from ..sim.spec import SHORT_KEYS, apply_overrides, coerce_value, parse_cluster
 from ..sim.sweep import SweepResult
 from ..units import parse_size
@@ -99,15 +99,45 @@ def write_sweep_campaign(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[A
                                + yaml.safe_dump(spec, sort_keys=False))}
     if directory.exists() and not directory.is_dir():
         raise SimError(f"--campaign {directory}: not a directory")
-    for name, text in texts.items():
-        f = directory / name
-        if f.exists() and f.read_text() != text:
-            raise SimError(f"--campaign {directory}: holds another sweep ({name} differs from "
-                           "this command's); give another --campaign or remove it")
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, text in texts.items():
-        write_text(directory / name, text)  # temp + rename
+    # Made and opened one component at a time without following a link (storlab often
+    # runs as root: a `simulate-sweep` link planted in the working directory must not
+    # make root write the campaign, its store and scratch where it leads), and its files
+    # read and written through the held descriptor.
+    dfd = open_dir_beneath(_sweep_home(directory), directory, what="--campaign")
+    try:
+        for name, text in texts.items():
+            if _read_beneath(dfd, name, directory) not in (None, text):
+                raise SimError(f"--campaign {directory}: holds another sweep ({name} "
+                               "differs from this command's); give another --campaign or "
+                               "remove it")
+        for name, text in texts.items():  # temp + rename, in the held directory
+            write_in_dir(directory, name, text, home=directory, home_fd=dfd)
+    finally:
+        os.close(dfd)
     return directory / "campaign.yaml"
+
+
+def _sweep_home(directory: Path) -> Path:
+    """Where the walk to a sweep's directory starts, opened as named: the working directory
+    when the sweep lies in it (the default `simulate-sweep/...`), else the nearest existing
+    directory above it (the user's own path)."""
+    cwd = Path.cwd()
+    if directory == cwd or cwd in directory.parents:
+        return cwd
+    return next((p for p in directory.parents if p.is_dir()), Path("/"))
+
+
+def _read_beneath(dfd: int, name: str, directory: Path) -> str | None:
+    """The text of `name` in the held directory `dfd` (never through a link), or None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SimError(f"--campaign {directory}/{name}: cannot read "
+                       f"({exc.strerror or exc}); remove it") from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read().decode(errors="replace")
 
 
 def check_executor(executor: str) -> None:

@@ -4,17 +4,21 @@ shell commands whose values arrive through the environment (`shell_command`)."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import functools
 import hashlib
 import math
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -375,6 +379,78 @@ def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
     return fh, fh.tell()
 
 
+#: How long the copy of a program's streams goes on once it ended (a process it left
+#: behind outside a sandbox may hold the pipe open): what it writes later is not kept.
+STREAM_GRACE = 2.0
+
+
+class _Pump(threading.Thread):
+    """Copies a program's stdout and stderr pipes into its stream files (spliced in the
+    kernel: the bytes never enter Python), so the program holds pipes, never storlab's
+    files: a `fchmod(1, 0o777)` or `fsetxattr` inside changes a pipe, not the run's
+    record. The program blocks while the copy lags (nothing piles up in memory)."""
+
+    def __init__(self, pairs: Sequence[tuple[int, int]]) -> None:
+        super().__init__(daemon=True, name="storlab-streams")
+        self.pairs = dict(pairs)  # read end -> file descriptor (at its end, no O_APPEND)
+        self.deadline: float | None = None
+        for r, f in self.pairs.items():
+            os.set_blocking(r, False)
+            os.set_blocking(f, True)
+            os.set_inheritable(r, False)
+            flags = fcntl.fcntl(f, fcntl.F_GETFL)
+            # splice refuses an O_APPEND file; one writer (this thread) appends at the end
+            fcntl.fcntl(f, fcntl.F_SETFL, flags & ~os.O_APPEND)
+            os.lseek(f, 0, os.SEEK_END)
+
+    def run(self) -> None:
+        poller = select.poll()
+        for r in self.pairs:
+            poller.register(r, select.POLLIN | select.POLLHUP | select.POLLERR)
+        live = set(self.pairs)
+        while live and (self.deadline is None or time.monotonic() < self.deadline):
+            for r, _ in poller.poll(100):
+                try:
+                    more = _copy_some(r, self.pairs[r])
+                except OSError:  # the file cannot take more (ENOSPC): the rest is read and
+                    more = self.pairs[r] >= 0  # dropped, so the program never blocks on
+                    self.pairs[r] = -1  # its pipe (the pipe itself failing: its end)
+                if not more:
+                    poller.unregister(r)
+                    live.discard(r)
+
+    def finish(self) -> None:
+        """Wait for the copy to reach the pipes' end (at most `STREAM_GRACE` more), then
+        close the read ends."""
+        self.deadline = time.monotonic() + STREAM_GRACE
+        self.join()
+        for r in self.pairs:
+            os.close(r)
+
+
+def _copy_some(r: int, f: int) -> bool:
+    """Copy what pipe `r` holds now into file `f` (-1: read and drop it); False at its
+    end. An error writing `f` is raised."""
+    while True:
+        try:
+            if f < 0:
+                n = len(os.read(r, 1 << 20))
+            else:
+                n = os.splice(r, f, 1 << 20, flags=getattr(os, "SPLICE_F_NONBLOCK", 2))
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            data = os.read(r, 1 << 20)  # (a file system without splice: copied here)
+            n = len(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(f, view):]
+        if n == 0:
+            return False
+
+
 def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
     """The last `limit` bytes written after `start`, as text; and whether more was written."""
     end = fh.seek(0, os.SEEK_END)
@@ -433,75 +509,101 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     except OSError as exc:  # the walls could not open what they bind (EMFILE): one line
         return ProcOutcome("", f"storlab: cannot build the sandbox of {program[0]}: {exc}",
                            None, False, started, time.time())
-    # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
-    outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
-    paths = _STREAMS.get() or (None, None, None)
-    shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
-    head = b"\n=== storlab: " + shown[:500] + b" ===\n"
+    # files the program made in a directory made for it: moved where they belong once
+    # it ended well (`_sandbox.Fresh`)
+    fresh = list(walls.fresh) if walls is not None else []
+    ok = False
     try:
-        out_f, out_at = _open_stream(paths[0], head, paths[2])
-        err_f, err_at = _open_stream(paths[1], head, paths[2])
-    except BaseException:
-        if walls is not None:  # the descriptors the walls hold, released
-            walls.close()
-        raise
-    with out_f, err_f:
+        # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
+        outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
+        paths = _STREAMS.get() or (None, None, None)
+        shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
+        head = b"\n=== storlab: " + shown[:500] + b" ===\n"
         try:
-            if walls is not None and (why := _sandbox.landlock_refused()):
-                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: "
-                                   f"Landlock: {why}; refusing to run it without",
-                                   None, False, started, time.time())
-            ruleset = walls.landlock() if walls else None
-            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
-                                    env=outside if walls else full_env,
-                                    stdin=subprocess.PIPE if stdin_text is not None else
-                                    subprocess.DEVNULL, stdout=out_f, stderr=err_f,
-                                    start_new_session=True,
-                                    preexec_fn=functools.partial(
-                                        _start_child, os.getpid(), ruleset))
-        except CampaignError as exc:  # the kernel cannot hold it to its TCP ports
-            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: {exc}",
-                               None, False, started, time.time())
-        except OSError as exc:  # program missing or not executable: a failed run, not a crash
-            return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
-                               time.time())
-        except subprocess.SubprocessError:  # `_start_child` raised: never run unconfined
-            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: the "
-                               "child could not set up its guard or enter the Landlock "
-                               "domain (no_new_privs, landlock_restrict_self); refusing to "
-                               "run it without", None, False, started, time.time())
-        finally:  # bwrap holds what it binds (the descriptors it was given) from here on
-            if walls is not None:
+            out_f, out_at = _open_stream(paths[0], head, paths[2])
+            err_f, err_at = _open_stream(paths[1], head, paths[2])
+        except BaseException:
+            if walls is not None:  # the descriptors the walls hold, released
                 walls.close()
-        timed_out = False
-        try:
-            if stdin_text is not None:
-                assert proc.stdin is not None
-                try:
-                    proc.stdin.write(stdin_text.encode())
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    pass
-            # Only the program's own end counts: no pipe to drain, so a detached child that
-            # keeps stdout open cannot hold the run past its timeout.
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            proc.wait()
-        except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
-            _kill_group(proc)
-            proc.wait()
             raise
-        ended = time.time()
-        out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
-        err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
-    if walls is not None and proc.returncode != 0:
-        err += sandbox_hint(err, out[-4096:])
-    if cut:
-        err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
-                + (f" (whole stream: {paths[0]})" if paths[0] else ""))
-    return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
+        with out_f, err_f:
+            # the program writes pipes, copied into the files here (`_Pump`)
+            pipes = [os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)]
+            pump: _Pump | None = None
+            proc: subprocess.Popen[bytes] | None = None
+            try:
+                if walls is not None and (why := _sandbox.landlock_refused()):
+                    return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: "
+                                       f"Landlock: {why}; refusing to run it without",
+                                       None, False, started, time.time())
+                ruleset = walls.landlock() if walls else None
+                proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
+                                        env=outside if walls else full_env,
+                                        stdin=subprocess.PIPE if stdin_text is not None else
+                                        subprocess.DEVNULL, stdout=pipes[0][1],
+                                        stderr=pipes[1][1],
+                                        start_new_session=True,
+                                        preexec_fn=functools.partial(
+                                            _start_child, os.getpid(), ruleset))
+            except CampaignError as exc:  # the kernel cannot hold it to its TCP ports
+                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: {exc}",
+                                   None, False, started, time.time())
+            except OSError as exc:  # program missing or not executable: a failed run, not a crash
+                return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
+                                   time.time())
+            except subprocess.SubprocessError:  # `_start_child` raised: never run unconfined
+                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: the "
+                                   "child could not set up its guard or enter the Landlock "
+                                   "domain (no_new_privs, landlock_restrict_self); refusing to "
+                                   "run it without", None, False, started, time.time())
+            finally:  # bwrap holds what it binds (the descriptors it was given) from here on
+                if walls is not None:
+                    walls.close()
+                for _, w in pipes:  # the program's ends: the copy sees the end when it ends
+                    os.close(w)
+                if proc is not None:
+                    pump = _Pump([(pipes[0][0], out_f.fileno()), (pipes[1][0], err_f.fileno())])
+                    pump.start()
+                else:
+                    for r, _ in pipes:
+                        os.close(r)
+            assert pump is not None
+            timed_out = False
+            try:
+                if stdin_text is not None:
+                    assert proc.stdin is not None
+                    try:
+                        proc.stdin.write(stdin_text.encode())
+                        proc.stdin.close()
+                    except BrokenPipeError:
+                        pass
+                # Only the program's own end counts: the pipes are drained for at most
+                # STREAM_GRACE after it, so a detached child that keeps stdout open cannot
+                # hold the run past its timeout.
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                proc.wait()
+            except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
+                _kill_group(proc)
+                proc.wait()
+                pump.finish()
+                raise
+            ended = time.time()
+            pump.finish()
+            out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
+            err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
+        if walls is not None and proc.returncode != 0:
+            err += sandbox_hint(err, out[-4096:])
+        if cut:
+            err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
+                    + (f" (whole stream: {paths[0]})" if paths[0] else ""))
+        ok = proc.returncode == 0 and not timed_out
+        return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
+    finally:
+        for f in fresh:
+            f.adopt(keep=ok)
 
 
 #: What a program's error says when the sandbox refused it, and what the user can declare.

@@ -35,6 +35,9 @@ class SimulatorRunner:
     """Runs the cluster model for each configuration (no hardware needed)."""
 
     name = "simulator"
+    #: options naming a file storlab reads for the campaign (checked as a campaign input:
+    #: `campaign.inputs.check_campaign_input`)
+    input_options = ("cluster",)
 
     @staticmethod
     def prepare_options(options: dict[str, Any], directory: Path

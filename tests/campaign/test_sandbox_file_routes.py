@@ -1,0 +1,191 @@
+"""Routes through which storlab (often root) wrote or showed a file it should not: a sweep
+directory through a planted link, an input file through a link to a root-only file, a
+fio file not made yet that opened its whole directory, a program's stream files that the
+program could change the mode of. Each through the real CLI (and real bwrap/fio)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sweep_refuses_a_planted_simulate_sweep_link(storlab, tmp_path: Path) -> None:
+    """`simulate --sweep` made its default directory with mkdir(parents=True): a
+    `simulate-sweep` link in the working directory made root write the campaign, its
+    store and scratch where the link led. Now: one line naming the link, exit 2, nothing
+    written there."""
+    victim, work = tmp_path / "victim", tmp_path / "work"
+    victim.mkdir()
+    work.mkdir()
+    (work / "simulate-sweep").symlink_to(victim)
+    r = storlab("simulate", ROOT / "examples/sim/small.yaml", "--sweep", "nodes=4,8",
+                cwd=work, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert "simulate-sweep is a symbolic link" in out, out
+    assert list(victim.iterdir()) == []
+
+
+def _nobody_campaign(d: Path, **design: object) -> Path:
+    """A fixed-design command campaign in `d`, the directory and file owned by nobody
+    (uid 65534: the campaign is somebody's while storlab runs as root)."""
+    import yaml
+
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "r", "space": {"factors": [
+                {"name": "n", "kind": "categorical", "values": ["a", "b"]}]},
+            "design": design,
+            "runner": {"type": "command", "options": {"command": ["true"]}}}
+    (d / "r.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    for p in (d, d / "r.yaml"):
+        os.chown(p, 65534, 65534)
+    return d / "r.yaml"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file nobody else may read)")
+def test_design_csv_linked_to_a_root_only_file_is_not_shown(storlab, tmp_path: Path
+                                                            ) -> None:
+    """A design CSV that was a link to a mode-600 root file: `storlab status` printed its
+    first line in `column(s) [...] are not factors`. Now: refused naming the file, no line
+    of it shown; the same CSV as a file of the campaign still reads."""
+    secret = tmp_path / "root-only" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("secretline1 root:x:SECRET\nline2\n")
+    secret.chmod(0o600)
+    camp = _nobody_campaign(tmp_path / "c", csv="design.csv")
+    (camp.parent / "design.csv").symlink_to(secret)
+    r = storlab("status", camp, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert "SECRET" not in out and "design.csv" in out and "cannot read" in out, out
+    # the space by a link too
+    (camp.parent / "design.csv").unlink()
+    (camp.parent / "design.csv").write_text("n\na\nb\n")
+    camp.write_text(camp.read_text().replace("space:", "space: s.yaml\nold_space:", 1))
+    # (a campaign whose space is a file: the link to the root file is refused the same)
+    import yaml
+
+    spec = yaml.safe_load(camp.read_text())
+    del spec["old_space"]
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    (camp.parent / "s.yaml").symlink_to(secret)
+    r = storlab("status", camp, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "SECRET" not in out and "s.yaml" in out, out
+    (camp.parent / "s.yaml").unlink()
+    (camp.parent / "s.yaml").write_text(yaml.safe_dump(
+        {"factors": [{"name": "n", "kind": "categorical", "values": ["a", "b"]}]}))
+    r = storlab("status", camp, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+@pytest.mark.parametrize("rw", ["read", "write"])
+def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: Path,
+                                                             rw: str) -> None:
+    """A fio `filename` not made yet in a subdirectory of the campaign's directory opened
+    that whole directory writable: a setup step overwrote the store and campaign file of
+    another campaign nested there. Now the program gets a directory made for it, bound
+    there; fio lays its file out in it (reads need the layout) and storlab moves that file
+    back; what else the step wrote there is gone, the other campaign untouched. The next
+    run binds the file alone."""
+    import yaml
+
+    a = tmp_path / "A"
+    b = a / "B"
+    b.mkdir(parents=True)
+    (b / "campaign.db").write_text("B's store\n")
+    (b / "b.yaml").write_text("B's campaign\n")
+    target = b / "new.dat"
+    spec = {"name": "a", "space": {"factors": [
+                {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
+            "design": {"configs": [{"bs": "4k"}, {"bs": "8k"}]},
+            "runner": {"type": "fio", "options": {"filename": str(target), "size": "1M",
+                                                  "rw": rw}},
+            "setup": [["sh", "-c", f"echo PWNED > {b}/campaign.db; echo PWNED > {b}/b.yaml;"
+                       f" echo x > {b}/planted; true"]]}
+    (a / "a.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", a / "a.yaml", timeout=240)
+    out = r.stdout + r.stderr
+    assert "Traceback" not in out, out
+    assert (b / "campaign.db").read_text() == "B's store\n"
+    assert (b / "b.yaml").read_text() == "B's campaign\n"
+    assert not (b / "planted").exists()
+    # fio's own layout, moved back: the whole size, and the first run ok
+    assert target.stat().st_size == 1 << 20 and target.stat().st_nlink == 1
+    assert "c1-r1 ok" in out, out
+    assert sorted(p.name for p in b.iterdir()) == ["b.yaml", "campaign.db", "new.dat"]
+
+
+FCHMOD = r"""
+import json, os, sys
+got = dict()  # (no braces: the command runner substitutes names in them)
+for fd in (1, 2):
+    try:
+        os.fchmod(fd, 0o777)
+        got["chmod" + str(fd)] = "done"
+    except OSError as exc:
+        got["chmod" + str(fd)] = exc.strerror
+    try:
+        os.setxattr(fd, "user.storlab", b"x")
+        got["xattr" + str(fd)] = "done"
+    except OSError as exc:
+        got["xattr" + str(fd)] = exc.strerror
+print(json.dumps(dict(y=1, got=got)))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_the_program_cannot_change_its_stream_files(storlab, tmp_path: Path,
+                                                    command_campaign, program_got) -> None:
+    """The program's stdout and stderr were the run's output files themselves: an
+    `fchmod(1, 0o777)` inside made `<store>.output/c1-r1.stdout` writable by every local
+    user (and `setxattr user.*` worked). Now it writes pipes storlab copies: the files keep
+    their mode and no attribute, and the stream is still there whole."""
+    camp = command_campaign(tmp_path / "c", ["python3", "-c", FCHMOD])
+    got = program_got(camp)
+    assert got  # what the program did to its descriptors (pipes now) is its own business
+    for name in ("c1-r1.stdout", "c1-r1.stderr"):
+        f = camp.parent / "campaign.db.output" / name
+        assert f.stat().st_mode & 0o777 == 0o644, oct(f.stat().st_mode)
+        assert "user.storlab" not in os.listxattr(f)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file nobody else may read)")
+def test_a_cluster_file_outside_reads_only_when_the_owner_could(storlab, tmp_path: Path
+                                                                ) -> None:
+    """The simulator's `cluster:` file may lie outside the campaign's directory (a shared
+    cluster description, the examples): read when the campaign file's owner could read
+    it, refused in one line (nothing of it shown) when it leads to a root-only file."""
+    import yaml
+
+    example = ROOT / "examples" / "sim" / "small.yaml"
+    d = tmp_path / "c"
+    d.mkdir()
+    os.chmod(tmp_path, 0o755)
+    spec = {"name": "s", "space": {"factors": [
+                {"name": "nodes", "kind": "categorical", "values": [4, 8]}]},
+            "design": {"kind": "full"},
+            "runner": {"type": "simulator", "options": {"cluster": "cluster.yaml"}}}
+    (d / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    for p in (d, d / "s.yaml"):
+        os.chown(p, 65534, 65534)
+    secret = tmp_path / "root-only.yaml"
+    secret.write_text(example.read_text().replace("#", "# SECRET", 1))
+    secret.chmod(0o600)
+    (d / "cluster.yaml").symlink_to(secret)
+    r = storlab("run", d / "s.yaml", timeout=180)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "SECRET" not in out and "cluster.yaml" in out, out
+    assert "cannot read" in out, out
+    if all(os.stat(p).st_mode & 0o005 == 0o005 for p in example.parents
+           if p != Path("/")) and example.stat().st_mode & 0o004:
+        (d / "cluster.yaml").unlink()
+        (d / "cluster.yaml").symlink_to(example)  # readable by everybody: read
+        r = storlab("run", d / "s.yaml", timeout=180)
+        assert r.returncode == 0, r.stdout + r.stderr
