@@ -317,9 +317,12 @@ def structured_posterior(arms: list[Arm], noise2: float, fit_runs: int = FIT_RUN
 
     ones = np.ones(n_f)
     best: tuple[Any, ...] | None = None
+    # one factor has no pairs (the pair part is 0): every pair variance fits alike, and
+    # the first of equals is kept, so the first alone is fitted
     for got in fits([(ones, (m * spread / max(1, n_f),
                              p * spread / max(1, n_f * (n_f - 1) / 2), o * spread))
-                     for m in _MAIN for p in _PAIR for o in _OWN]):
+                     for m in _MAIN for p in (_PAIR if n_f > 1 else _PAIR[:1])
+                     for o in _OWN]):
         if got is not None and (best is None or got[0] > best[0]):
             best = got
     if best is None:
