@@ -239,62 +239,63 @@ def test_lock_is_not_kept_by_a_forked_child_of_a_killed_holder(tmp_path: Path) -
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _refused_then_waits(store: Path, argv: list[str], cwd: Path) -> str:
-    """With `store`'s lock held here: `argv` is refused with one line that points at the
-    same command's --wait (not at `storlab run`); `argv --wait` waits, says so, and
-    finishes once the lock is released. Returns the waiting command's stdout."""
+def _refused_then_waits(storlab_forked: Any, store: Path, args: list[str], cwd: Path) -> str:
+    """With `store`'s lock held here: `storlab ARGS` is refused with one line that points at
+    the same command's --wait (not at `storlab run`); `storlab ARGS --wait` waits, says so,
+    and finishes once the lock is released. Returns the waiting command's stdout. Both are
+    processes of their own forked from the started program (`storlab_forked`: a fresh
+    start cost ~1.2 s of CPU each), one after the other."""
     with hold(store):
-        b = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)
+        b = storlab_forked(*args, cwd=cwd, timeout=120)
         assert b.returncode == 2, b.stderr
         lines = b.stderr.strip().splitlines()
         assert len(lines) == 1 and f"pid {os.getpid()} on " in lines[0], b.stderr
         assert "give the same command --wait" in lines[0] and "storlab run" not in lines[0]
-        err = cwd / "wait.err"
-        with open(err, "w") as fh:
-            w = subprocess.Popen([*argv, "--wait"], text=True, stdout=subprocess.PIPE,
-                                 stderr=fh, cwd=cwd)
-            try:
-                wait_for(lambda: "waiting for" in err.read_text(), timeout=120)
-                assert w.poll() is None  # still waiting while the lock is held
-            except BaseException:
-                w.kill()
-                raise
-    out, _ = w.communicate(timeout=180)
-    assert w.returncode == 0, err.read_text()
-    return out
+        w = storlab_forked.start(*args, "--wait", cwd=cwd)
+        try:
+            wait_for(lambda: w.err.exists() and "waiting for" in w.err.read_text(), timeout=120)
+            assert w.poll() is None  # still waiting while the lock is held
+        except BaseException:
+            w.kill()
+            w.wait()
+            raise
+    code = w.wait(180)
+    done = w.result()
+    assert code == 0, done.stderr
+    return done.stdout
 
 
-def test_a_simulate_sweep_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> None:
+def test_a_simulate_sweep_waits_with_wait(tmp_path: Path, storlab_forked: Any) -> None:
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     out = _refused_then_waits(
-        sweep / "campaign.db",
-        [*storlab_argv, "simulate", str(ROOT / "examples/sim/small.yaml"), "--sweep",
+        storlab_forked, sweep / "campaign.db",
+        ["simulate", str(ROOT / "examples/sim/small.yaml"), "--sweep",
          "object_workers=14,28", "--analytic", "--campaign", str(sweep), "--json", "-q"],
         tmp_path)
     assert [str(r["object_workers"]) for r in json.loads(out)["rows"]] == ["14", "28"]
 
 
-def test_confirm_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> None:
+def test_confirm_waits_with_wait(tmp_path: Path, storlab_forked: Any) -> None:
     camp = sleeper_campaign(tmp_path / "c", seconds=0.0, runs=2)
     (tmp_path / "c" / "go").touch()  # the runs need not wait for the test here
     out = _refused_then_waits(
-        tmp_path / "c" / "confirm.db",
-        [*storlab_argv, "confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
+        storlab_forked, tmp_path / "c" / "confirm.db",
+        ["confirm", str(camp), "--config", "n=v0", "--against", "n=v1",
          "--runs", "2", "-y", "y:maximize", "-q", "--json"], tmp_path)
     assert [c["runs"] for c in json.loads(out)["configs"]] == [2, 2]
 
 
 @pytest.mark.skipif(__import__("shutil").which("fio") is None, reason="fio is not installed")
-def test_estimate_measure_waits_with_wait(tmp_path: Path, storlab_argv: list[str]) -> None:
+def test_estimate_measure_waits_with_wait(tmp_path: Path, storlab_forked: Any) -> None:
     """`estimate measure` runs through the campaign loop: refused while another storlab holds
     its campaign, and like `storlab run` it waits with --wait (issue 15: it had no --wait,
     yet its refusal pointed at one)."""
     camp = tmp_path / "measure"
     camp.mkdir()
     out = _refused_then_waits(
-        camp / "campaign.db",
-        [*storlab_argv, "estimate", "measure", "--sizes", "4k", "--repeats", "1", "--runtime",
+        storlab_forked, camp / "campaign.db",
+        ["estimate", "measure", "--sizes", "4k", "--repeats", "1", "--runtime",
          "1", "--file-size", "4m", "--campaign", str(camp), "-O", "numjobs=1", "--json"],
         tmp_path)
     runs = json.loads(out)["runs"]

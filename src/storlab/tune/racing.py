@@ -241,6 +241,8 @@ _SCALE = (0.01, 0.1, 0.3, 3.0, 10.0, 30.0)
 #: a Cholesky factorisation over the runs: 600 runs of 20 factors took 28 s of CPU per
 #: race round); the posterior then uses every run once. A budget of 60 never reaches it.
 FIT_RUNS = 200
+#: Up to this many runs, a factor's scalings are fitted together (`structured_posterior`).
+_AHEAD_RUNS = 64
 
 
 def structured_posterior(arms: list[Arm], noise2: float, fit_runs: int = FIT_RUNS
@@ -289,44 +291,65 @@ def structured_posterior(arms: list[Arm], noise2: float, fit_runs: int = FIT_RUN
 
     views: dict[int, tuple[np.ndarray, ...]] = {}
 
-    def fit(scale: np.ndarray, v: tuple[float, float, float], sel: np.ndarray = sub
-            ) -> tuple[Any, ...] | None:
-        """Log marginal likelihood of the runs `sel` (and what the posterior needs)."""
+    def fits(tries: list[tuple[np.ndarray, tuple[float, float, float]]],
+             sel: np.ndarray = sub) -> list[tuple[Any, ...] | None]:
+        """Log marginal likelihood of the runs `sel` (and what the posterior needs) under
+        each (scale, variances) tried, in one batched factorisation (a fit each cost ~0.3 ms
+        of numpy's per-call overhead, 160+ per race round)."""
         if len(sel) not in views:          # the runs' kernel parts, once per set of runs
             r = np.ix_(idx[sel], idx[sel])
             views[len(sel)] = (eq[r], pairs[r], own[r])
         e, pr, ow = views[len(sel)]
-        kr = base + v[0] * (e @ scale) + v[1] * pr + v[2] * ow \
-            + (noise2 + jitter) * np.eye(len(sel))
-        try:
-            chol = np.linalg.cholesky(kr)
-        except np.linalg.LinAlgError:
-            return None
-        alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y[sel]))
-        ll = -0.5 * float(y[sel] @ alpha) - float(np.log(np.diag(chol)).sum())
-        return ll, chol, alpha, v, scale, sel
+        ys, nugget = y[sel], (noise2 + jitter) * np.eye(len(sel))
+        es: dict[bytes, np.ndarray] = {}  # the level part, once per scale
+        for sc, _ in tries:
+            if sc.tobytes() not in es:
+                es[sc.tobytes()] = e @ sc
+        out: list[tuple[Any, ...] | None] = []
+        step = max(1, (1 << 18) // max(1, len(sel) ** 2))  # ~2 MB of matrices at a time
+        for lo in range(0, len(tries), step):
+            part = tries[lo:lo + step]
+            v = np.array([t[1] for t in part])[:, :, None, None]
+            kr = base + v[:, 0] * np.stack([es[sc.tobytes()] for sc, _ in part]) \
+                + v[:, 1] * pr + v[:, 2] * ow + nugget
+            out += _chol_fits(kr, ys, part, sel)
+        return out
 
-    best: tuple[Any, ...] | None = None
     ones = np.ones(n_f)
-    for m in _MAIN:
-        for p in _PAIR:
-            for o in _OWN:
-                got = fit(ones, (m * spread / max(1, n_f),
-                                 p * spread / max(1, n_f * (n_f - 1) / 2), o * spread))
-                if got is not None and (best is None or got[0] > best[0]):
-                    best = got
+    best: tuple[Any, ...] | None = None
+    # one factor has no pairs (the pair part is 0): every pair variance fits alike, and
+    # the first of equals is kept, so the first alone is fitted
+    for got in fits([(ones, (m * spread / max(1, n_f),
+                             p * spread / max(1, n_f * (n_f - 1) / 2), o * spread))
+                     for m in _MAIN for p in (_PAIR if n_f > 1 else _PAIR[:1])
+                     for o in _OWN]):
+        if got is not None and (best is None or got[0] > best[0]):
+            best = got
     if best is None:
         return None
-    for _ in range(2):                     # each factor's own level variance
+    # Each factor's own level variance, a try at a time from the best so far. Over few runs
+    # (a fit is mostly numpy's per-call overhead) a factor's tries left are fitted at once
+    # and those after one that improved the best are fitted again from it; over many (the
+    # factorisations themselves cost, and half the tries improved on a 20-factor table),
+    # one at a time.
+    ahead = len(_SCALE) if len(sub) <= _AHEAD_RUNS else 1
+    for _ in range(2):
         for f in range(n_f):
-            for mult in _SCALE:
-                sc = best[4].copy()
-                sc[f] *= mult
-                got = fit(sc, best[3])
-                if got is not None and got[0] > best[0] + 1e-9:
-                    best = got
+            mults = list(_SCALE)
+            while mults:
+                tries = []
+                for mult in mults[:ahead]:
+                    sc = best[4].copy()
+                    sc[f] *= mult
+                    tries.append((sc, best[3]))
+                done = len(tries)
+                for i, got in enumerate(fits(tries)):
+                    if got is not None and got[0] > best[0] + 1e-9:
+                        best, done = got, i + 1
+                        break
+                mults = mults[done:]
     if len(best[5]) < len(every):           # the chosen variances, every run
-        best = fit(best[4], best[3], every)
+        best = fits([(best[4], best[3])], every)[0]
         if best is None:
             return None
     _, chol, alpha, v, scale, _ = best
@@ -337,6 +360,24 @@ def structured_posterior(arms: list[Arm], noise2: float, fit_runs: int = FIT_RUN
     var = np.maximum(np.diag(k) - (w * w).sum(0), 0.0)
     tau2 = v[0] * float(scale.sum()) + v[1] * n_f * (n_f - 1) / 2 + v[2]
     return mean, var, v, tau2
+
+
+def _chol_fits(kr: np.ndarray, y: np.ndarray, tries: list[tuple[np.ndarray, Any]],
+               sel: np.ndarray) -> list[tuple[Any, ...] | None]:
+    """`structured_posterior`'s fits of the stacked kernels `kr` to the runs `y`: per
+    kernel (log marginal likelihood, Cholesky factor, K^-1 y, variances, scale, runs), or
+    None where the kernel is not positive definite."""
+    try:
+        chol = np.linalg.cholesky(kr)
+    except np.linalg.LinAlgError:          # one kernel failed: each on its own
+        return [_chol_fits(kr[i:i + 1], y, tries[i:i + 1], sel)[0] for i in range(len(kr))] \
+            if len(kr) > 1 else [None]
+    alpha = np.linalg.solve(np.swapaxes(chol, -1, -2),
+                            np.linalg.solve(chol, np.broadcast_to(y[:, None],
+                                                                  (len(kr), len(y), 1))))[..., 0]
+    logdet = np.log(np.diagonal(chol, axis1=-2, axis2=-1))
+    return [(-0.5 * float(y @ alpha[i]) - float(logdet[i].sum()), chol[i], alpha[i],
+             tries[i][1], tries[i][0], sel) for i in range(len(kr))]
 
 
 #: On the log scale, a repeated configuration more than this far below the best repeated
