@@ -189,3 +189,44 @@ def test_a_cluster_file_outside_reads_only_when_the_owner_could(storlab, tmp_pat
         (d / "cluster.yaml").symlink_to(example)  # readable by everybody: read
         r = storlab("run", d / "s.yaml", timeout=180)
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_server_a_system_writable_step_starts_outlives_the_step(storlab, tmp_path: Path,
+                                                                    command_campaign) -> None:
+    """A program outside the walls (a `system_writable` step) wrote pipes storlab closed
+    2 s after it ended: the server it left running died of SIGPIPE at its next line, and
+    the step waited those 2 s. Now it writes the run's stream files itself: the server
+    still writes after the run, and the next program started at once."""
+    import json
+    import signal
+    import time
+
+    import yaml
+
+    pidf, t0 = tmp_path / "server.pid", tmp_path / "t0"
+    camp = command_campaign(tmp_path / "c", ["python3", "-c",
+                            "import json, time; print(json.dumps(dict(y=time.time())))"])
+    spec = yaml.safe_load(camp.read_text())
+    spec["setup"] = [{"run": "(while true; do echo tick; sleep 0.3; done) & "
+                             f"echo $! > {pidf}; date +%s.%N > {t0}",
+                      "shell": True, "system_writable": True}]
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    try:
+        r = storlab("run", str(camp), timeout=120)
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 and "Traceback" not in out, out
+        pid = int(pidf.read_text())
+        stdout = camp.parent / "campaign.db.output" / "c1-r1.stdout"
+        y = [json.loads(ln)["y"] for ln in stdout.read_text().splitlines()
+             if ln.startswith("{")]
+        assert y and y[-1] - float(t0.read_text()) < 1.5, (y, t0.read_text())
+        before = stdout.read_text().count("tick")
+        time.sleep(1.5)
+        os.kill(pid, 0)  # alive
+        assert stdout.read_text().count("tick") > before
+    finally:
+        if pidf.exists():
+            try:
+                os.kill(int(pidf.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass

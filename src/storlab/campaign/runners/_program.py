@@ -527,8 +527,10 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 walls.close()
             raise
         with out_f, err_f:
-            # the program writes pipes, copied into the files here (`_Pump`)
-            pipes = [os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)]
+            # inside the walls the program writes pipes, copied into the files here
+            # (`_Pump`); outside them it writes the files themselves (it could fchmod
+            # anything anyway), so what it leaves running keeps writing after the step
+            pipes = [os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)] if walls else []
             pump: _Pump | None = None
             proc: subprocess.Popen[bytes] | None = None
             try:
@@ -540,8 +542,9 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
                                         env=outside if walls else full_env,
                                         stdin=subprocess.PIPE if stdin_text is not None else
-                                        subprocess.DEVNULL, stdout=pipes[0][1],
-                                        stderr=pipes[1][1],
+                                        subprocess.DEVNULL,
+                                        stdout=pipes[0][1] if pipes else out_f,
+                                        stderr=pipes[1][1] if pipes else err_f,
                                         start_new_session=True,
                                         preexec_fn=functools.partial(
                                             _start_child, os.getpid(), ruleset))
@@ -561,13 +564,13 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                     walls.close()
                 for _, w in pipes:  # the program's ends: the copy sees the end when it ends
                     os.close(w)
-                if proc is not None:
+                if proc is not None and pipes:
                     pump = _Pump([(pipes[0][0], out_f.fileno()), (pipes[1][0], err_f.fileno())])
                     pump.start()
                 else:
                     for r, _ in pipes:
                         os.close(r)
-            assert pump is not None
+            assert proc is not None
             timed_out = False
             try:
                 if stdin_text is not None:
@@ -588,10 +591,12 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
             except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
                 _kill_group(proc)
                 proc.wait()
-                pump.finish()
+                if pump is not None:
+                    pump.finish()
                 raise
             ended = time.time()
-            pump.finish()
+            if pump is not None:
+                pump.finish()
             out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
             err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
         if walls is not None and proc.returncode != 0:
