@@ -340,12 +340,19 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
               (x64, x32 | 521, 16, 1), (x64, x32 | 248), (x64, 311, 1),
               (x64, 90, 0, 0o4755), (x64, 91, 3, 0o2755), (x64, 268, 0, 0, 0o6755),
               (x64, 452, 0, 0, 0o4000), (i386, 15, 0, 0o4755), (i386, 26, 16, 1),
+              # files made with a set-ID mode: open, openat, creat, mknod, mknodat
+              (x64, 2, 0, 0o101, 0o4755), (x64, 257, 0, 0, 0o100101, 0o2755),
+              (x64, 85, 0, 0o4700), (x64, 133, 0, 0o104755), (x64, 259, 0, 0, 0o102755),
+              (x64, x32 | 257, 0, 0, 0o101, 0o4755), (i386, 5, 0, 0o101, 0o4755),
+              (i386, 295, 0, 0, 0o101, 0o6755), (i386, 8, 0, 0o4755), (i386, 14, 0, 0o104755),
+              (i386, 297, 0, 0, 0o104755),
               (i386, 288), (i386, 348, 1), (i386, 306, 0, 0, 0o4755),
               # architectures the filter does not list: denied whatever the call
               (0x40000028, 4, 1, 2, 3), (0xC00000B7, 64), (0x12345678, 0)]
     allowed = [(x64, 247), (x64, 251), (x64, 101, 16, 2), (x64, 310, 1), (x64, 90, 0, 0o755),
                (x64, 268, 0, 0, 0o755), (x64, 1, 1, 0o4755), (i386, 15, 0, 0o755),
-               (i386, 4, 1, 2, 3)]
+               (i386, 4, 1, 2, 3), (x64, 2, 0, 0o101, 0o644), (x64, 257, 0, 0, 0o101, 0o755),
+               (x64, 85, 0, 0o755), (x64, 133, 0, 0o100644), (i386, 295, 0, 0, 0o101, 0o644)]
     assert [c for c in denied if decide(*c) != "deny"] == []
     assert [c for c in allowed if decide(*c) != "allow"] == []
     # Unix sockets and io_uring rings: refused unless the program may have them
@@ -380,3 +387,5 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
         assert {decide(*c) for c in kept} == {"allow"}, (unix, ring)
         # clone3 (flags in memory): ENOSYS, on which glibc falls back to clone
         assert {decide(x64, 435), decide(i386, 435), decide(x64, x32 | 435)} == {"enosys"}
+        # openat2 (its mode in memory): ENOSYS, on which glibc's callers use openat
+        assert {decide(x64, 437, 0, 0, 0, 24), decide(i386, 437)} == {"enosys"}

@@ -230,3 +230,48 @@ def test_a_server_a_system_writable_step_starts_outlives_the_step(storlab, tmp_p
                 os.kill(int(pidf.read_text()), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+SETID_MAKE = r"""
+import ctypes, json, os, sys
+d = sys.argv[1]
+got = dict()  # (no braces: the command runner substitutes names in them)
+libc = ctypes.CDLL(None, use_errno=True)
+def creat(p):
+    fd = libc.creat(p.encode(), 0o4755)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    os.close(fd)
+calls = [("open", lambda p: os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o4755))),
+         ("openat", lambda p: os.close(os.open(os.path.basename(p), os.O_CREAT | os.O_WRONLY,
+                                               0o2755, dir_fd=os.open(d, os.O_RDONLY)))),
+         ("creat", creat),
+         ("mknod", lambda p: os.mknod(p, 0o104755)),
+         ("plain", lambda p: os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o755)))]
+for name, call in calls:
+    try:
+        call(os.path.join(d, name))
+        got[name] = "done"
+    except OSError as exc:
+        got[name] = exc.strerror
+print(json.dumps(dict(y=1, got=got)))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_a_program_cannot_make_a_set_id_file(storlab, tmp_path: Path, command_campaign,
+                                            program_got) -> None:
+    """Only chmod and its kin were refused a set-ID mode: `open(p, O_CREAT, 0o4755)` by a
+    root program of a run made a set-user-ID root file on the host (so did openat, creat,
+    mknod). Now each gets EPERM and no file with a set-ID bit exists; a plain file is
+    still made."""
+    out = tmp_path / "out"
+    out.mkdir()
+    camp = command_campaign(tmp_path / "c", ["python3", "-c", SETID_MAKE, str(out)],
+                            writable=[str(out)])
+    got = program_got(camp)
+    assert got == {"open": "Operation not permitted", "openat": "Operation not permitted",
+                   "creat": "Operation not permitted", "mknod": "Operation not permitted",
+                   "plain": "done"}, got
+    assert [p.name for p in out.iterdir() if p.stat().st_mode & 0o6000] == []
+    assert (out / "plain").stat().st_mode & 0o7777 == 0o755

@@ -216,14 +216,21 @@ PID1_SYSCALLS = {"x86_64": [(0xC000003E, 101, 1), (0xC000003E, 521, 1),
 
 
 #: Syscalls a program gets EPERM for when the mode they set holds S_ISUID or S_ISGID
-#: (`SETID_BITS`): chmod, fchmod, fchmodat, fchmodat2. A program of a run is root: a
-#: set-user-ID copy of a shell it left in its directory or a declared one (on the host's
-#: file system, where no mount is nosuid) gave any local user root. By architecture:
-#: (AUDIT_ARCH, syscall number, index of the mode argument); x32 shares x86_64's.
+#: (`SETID_BITS`): chmod, fchmod, fchmodat, fchmodat2, and those that make a file with a
+#: mode: open, openat, creat, mknod, mknodat (`openat2`, its mode in memory, gets ENOSYS:
+#: `ENOSYS_SYSCALLS`). A program of a run is root: a set-user-ID copy of a shell it left in
+#: its directory or a declared one (on the host's file system, where no mount is nosuid)
+#: gave any local user root. By architecture: (AUDIT_ARCH, syscall number, index of the
+#: mode argument); x32 shares x86_64's.
 SETID_SYSCALLS = {"x86_64": [(0xC000003E, 90, 1), (0xC000003E, 91, 1), (0xC000003E, 268, 2),
-                             (0xC000003E, 452, 2), (0x40000003, 15, 1), (0x40000003, 94, 1),
-                             (0x40000003, 306, 2), (0x40000003, 452, 2)],
-                  "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2)]}
+                             (0xC000003E, 452, 2), (0xC000003E, 2, 2), (0xC000003E, 257, 3),
+                             (0xC000003E, 85, 1), (0xC000003E, 133, 1), (0xC000003E, 259, 2),
+                             (0x40000003, 15, 1), (0x40000003, 94, 1),
+                             (0x40000003, 306, 2), (0x40000003, 452, 2), (0x40000003, 5, 2),
+                             (0x40000003, 295, 3), (0x40000003, 8, 1), (0x40000003, 14, 1),
+                             (0x40000003, 297, 2)],
+                  "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2),
+                              (0xC00000B7, 56, 3), (0xC00000B7, 33, 2)]}
 SETID_BITS = 0o6000
 
 #: `socket` (and i386's `socketcall` multiplexer) by architecture: (AUDIT_ARCH, syscall
@@ -265,9 +272,11 @@ USERNS_SYSCALLS = {"x86_64": [(0xC000003E, 272, 0), (0xC000003E, 56, 0), (0x4000
                               (0x40000003, 120, 0)],
                    "aarch64": [(0xC00000B7, 97, 0), (0xC00000B7, 220, 0)]}
 #: `clone3` passes its flags in memory the filter cannot read: it gets ENOSYS, and glibc
-#: (2.34 on) falls back to `clone` for threads, `posix_spawn` and `fork`.
-ENOSYS_SYSCALLS = {"x86_64": [(0xC000003E, 435), (0x40000003, 435)],
-                   "aarch64": [(0xC00000B7, 435)]}
+#: (2.34 on) falls back to `clone` for threads, `posix_spawn` and `fork`; so does
+#: `openat2` (its mode in memory: `SETID_SYSCALLS`), which glibc never calls for `open`.
+ENOSYS_SYSCALLS = {"x86_64": [(0xC000003E, 435), (0x40000003, 435), (0xC000003E, 437),
+                              (0x40000003, 437)],
+                   "aarch64": [(0xC00000B7, 435), (0xC00000B7, 437)]}
 #: `socketpair` by architecture (AUDIT_ARCH, syscall number), under the same rule for a
 #: datagram pair: `socketpair(AF_UNIX, SOCK_DGRAM)` (or SOCK_RAW, which AF_UNIX makes a
 #: datagram socket) gives sockets that may `sendto` any path or be `connect`ed again, a
