@@ -394,6 +394,7 @@ class _Pump(threading.Thread):
         super().__init__(daemon=True, name="storlab-streams")
         self.pairs = dict(pairs)  # read end -> file descriptor (at its end, no O_APPEND)
         self.deadline: float | None = None
+        self.plain: set[int] = set()  # files splice refused: copied through memory
         for r, f in self.pairs.items():
             os.set_blocking(r, False)
             os.set_blocking(f, True)
@@ -411,7 +412,7 @@ class _Pump(threading.Thread):
         while live and (self.deadline is None or time.monotonic() < self.deadline):
             for r, _ in poller.poll(100):
                 try:
-                    more = _copy_some(r, self.pairs[r])
+                    more = _copy_some(r, self.pairs[r], self.plain)
                 except OSError:  # the file cannot take more (ENOSPC): the rest is read and
                     more = self.pairs[r] >= 0  # dropped, so the program never blocks on
                     self.pairs[r] = -1  # its pipe (the pipe itself failing: its end)
@@ -428,27 +429,42 @@ class _Pump(threading.Thread):
             os.close(r)
 
 
-def _copy_some(r: int, f: int) -> bool:
-    """Copy what pipe `r` holds now into file `f` (-1: read and drop it); False at its
-    end. An error writing `f` is raised."""
-    while True:
+#: What one `_copy_some` call copies at most before its caller looks at its deadline
+#: again (a writer that keeps the pipe full would hold it otherwise).
+COPY_ROUND = 16 << 20
+
+
+def _copy_some(r: int, f: int, plain: set[int] | None = None) -> bool:
+    """Copy what pipe `r` holds now (at most `COPY_ROUND` bytes) into file `f` (-1: read
+    and drop it); False at its end. `plain`: the files splice refused (EINVAL: a file
+    system without it, an O_APPEND file), copied through memory; a file refused is added.
+    An error writing `f` is raised."""
+    plain = set() if plain is None else plain
+    copied = 0
+    while copied < COPY_ROUND:
         try:
             if f < 0:
                 n = len(os.read(r, 1 << 20))
+            elif f in plain:
+                data = os.read(r, 1 << 20)
+                n = len(data)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(f, view):]
             else:
-                n = os.splice(r, f, 1 << 20, flags=getattr(os, "SPLICE_F_NONBLOCK", 2))
-        except BlockingIOError:
+                try:
+                    n = os.splice(r, f, 1 << 20, flags=getattr(os, "SPLICE_F_NONBLOCK", 2))
+                except OSError as exc:
+                    if exc.errno != errno.EINVAL:
+                        raise
+                    plain.add(f)
+                    continue
+        except BlockingIOError:  # the pipe is empty for now
             return True
-        except OSError as exc:
-            if exc.errno != errno.EINVAL:
-                raise
-            data = os.read(r, 1 << 20)  # (a file system without splice: copied here)
-            n = len(data)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(f, view):]
         if n == 0:
             return False
+        copied += n
+    return True
 
 
 def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
@@ -565,8 +581,19 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 for _, w in pipes:  # the program's ends: the copy sees the end when it ends
                     os.close(w)
                 if proc is not None and pipes:
-                    pump = _Pump([(pipes[0][0], out_f.fileno()), (pipes[1][0], err_f.fileno())])
-                    pump.start()
+                    try:
+                        pump = _Pump([(pipes[0][0], out_f.fileno()),
+                                      (pipes[1][0], err_f.fileno())])
+                        pump.start()
+                    except BaseException:  # no copy: the program is not left unwaited
+                        pump = None
+                        _kill_group(proc)
+                        proc.wait()
+                        raise
+                    finally:
+                        if pump is None:
+                            for r, _ in pipes:
+                                os.close(r)
                 else:
                     for r, _ in pipes:
                         os.close(r)
