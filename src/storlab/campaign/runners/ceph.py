@@ -252,6 +252,13 @@ def _ceph_ports(conf: str) -> tuple[int, ...]:
         text = Path(conf).read_text(errors="replace")
     except OSError:
         text = ""
-    mon = [int(p) for line in text.splitlines() if line.strip().startswith("mon host")
-           for p in re.findall(r":(\d{1,5})\b", line) if 0 < int(p) < 65536]
+    mon = [int(p) for line in text.splitlines()
+           if (m := re.match(r"\s*mon[ _]host\s*=(.*)", line))
+           for p in _MON_ADDR.findall(m.group(1)) if 0 < int(p) < 65536]
     return tuple(sorted({*mon, *CEPH_PORTS}))
+
+
+#: One monitor address of `mon host` (`v2:10.0.0.1:3300/0`, `[::1]:6789`, `host:6789`,
+#: in a `[v2:...,v1:...]` list): its port is what follows the host, never an octet of it.
+_MON_ADDR = re.compile(r"(?:^|(?<=[\s,\[]))(?:v[12]:)?(?:\[[0-9A-Fa-f:.%]+\]|[^\s,:\[\]/]+)"
+                       r":(\d{1,5})(?:/\d+)?(?=$|[\s,\]])")
