@@ -33,6 +33,8 @@ import resource
 import shutil
 import stat
 import subprocess
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -493,9 +495,29 @@ def landlock_net_missing() -> str | None:
             f"the kernel's Landlock ABI {abi} predates network rules: ABI 4, Linux 6.7")
 
 
-@functools.cache
+#: How many TCP rulesets (`tcp_ruleset`) a process keeps: one per set of ports, and a
+#: `port` factor makes a set per value; the least recently used beyond are closed.
+TCP_RULESETS_KEPT = 64
+_TCP_RULESETS: OrderedDict[tuple[int, ...], int] = OrderedDict()
+_TCP_RULESETS_LOCK = threading.Lock()
+
+
 def tcp_ruleset(ports: tuple[int, ...]) -> int:
-    """A Landlock ruleset (its descriptor, close-on-exec, kept for the process: made once
+    """`_tcp_ruleset(ports)`, kept for the next start with the same ports (at most
+    `TCP_RULESETS_KEPT` sets: the least recently used one's descriptor is closed)."""
+    with _TCP_RULESETS_LOCK:
+        fd = _TCP_RULESETS.get(ports)
+        if fd is not None:
+            _TCP_RULESETS.move_to_end(ports)
+            return fd
+        fd = _TCP_RULESETS[ports] = _tcp_ruleset(ports)
+        while len(_TCP_RULESETS) > TCP_RULESETS_KEPT:
+            os.close(_TCP_RULESETS.popitem(last=False)[1])
+        return fd
+
+
+def _tcp_ruleset(ports: tuple[int, ...]) -> int:
+    """A Landlock ruleset (its descriptor, close-on-exec, kept by `tcp_ruleset`: made once
     per set of ports, 5.7 ms for Ceph's 503, then reused by each start) that
     scopes `LANDLOCK_SCOPES` (ABI 6 on) and handles TCP bind and connect, allowing both
     on `ports` only: a program in the host's network namespace for a runner's need reaches
