@@ -83,3 +83,32 @@ def test_the_verdict_is_looked_up_once_per_runner_and_path(
                                                       io_uring=False) or "")
     assert f.refused_grant(f.options, sockets=False, io_uring=True) is None
     assert lookups == ["fio", "fio"]
+
+
+def test_a_link_on_path_swapped_after_the_check_is_not_what_runs(tmp_path: Path) -> None:
+    """The verdict is remembered per `fio` and PATH, and fio was started by its name: a
+    link on PATH swapped to another program after the check ran that program with the
+    grants the system's fio gets. Now the runs start the file the check passed (its real
+    path): the program swapped in never runs."""
+    from storlab.campaign.runners.fio import FioRunner
+
+    system = shutil.which("fio")
+    if system is None or not FioRunner().system_fio():
+        pytest.skip("no fio under /usr")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "fio").symlink_to(os.path.realpath(system))
+    fake = tmp_path / "fakefio"
+    fake.write_text("#!/bin/sh\necho FAKE-FIO-RAN >&2\nexit 1\n")
+    fake.chmod(0o755)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    try:
+        f = FioRunner(ioengine="psync", rw="write", bs="4k", size="64k")
+        assert f.system_fio()
+        (bindir / "fio").unlink()
+        (bindir / "fio").symlink_to(fake)  # swapped after the check
+        res = f.run({}, tmp_path / "run")
+    finally:
+        mp.undo()
+    assert "FAKE-FIO-RAN" not in res.stderr and res.status == "ok", res.stderr

@@ -153,7 +153,8 @@ class FioRunner:
         base = read_job_file(self.job_file) if self.job_file is not None else {}
         self.options = {**base, **dict(options)}
         self._checked_names: set[frozenset[str]] = set()
-        self._system_fio: tuple[tuple[str, str | None], bool] | None = None
+        # (fio, PATH) -> the system's fio it resolved to, checked (None: not the system's)
+        self._system_fio: tuple[tuple[str, str | None], str | None] | None = None
         for k, v in _parse_extra_args(self.extra_args):
             _check_option(k, v, jobfile=False, where="extra_args")
 
@@ -349,10 +350,20 @@ class FioRunner:
         writable by others. Only that program gets fio's implicit grants (rings, Unix
         sockets): another one named in `fio:` is the campaign's and must declare them.
         Looked up once per `fio` and PATH (asked before the campaign and before each
-        run); a root-owned file under /usr changes only by root's hand."""
+        run); a root-owned file under /usr changes only by root's hand, and the runs start
+        that file by its real path (`program`), not the name a link on PATH may lead
+        elsewhere by now."""
+        return self._checked_fio() is not None
+
+    def program(self) -> str:
+        """What the runs start: the system's fio as `system_fio` checked it (its real
+        path), else `fio` as given."""
+        return self._checked_fio() or self.fio
+
+    def _checked_fio(self) -> str | None:
         key = (self.fio, os.environ.get("PATH"))
         if self._system_fio is None or self._system_fio[0] != key:
-            self._system_fio = (key, _is_system_program(self.fio))
+            self._system_fio = (key, _system_program(self.fio))
         return self._system_fio[1]
 
     def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool,
@@ -499,7 +510,9 @@ class FioRunner:
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
-        proc = run_program(self.argv(opts, jobfile), cwd=workdir, timeout=timeout,
+        argv = self.argv(opts, jobfile)
+        argv[0] = self.program()  # the file checked for the grants, not a name on PATH
+        proc = run_program(argv, cwd=workdir, timeout=timeout,
                            targets=self.sandbox_targets(opts, workdir),
                            allow_destructive=self.allow_destructive,
                            network=self.network_reason(opts) is not None,
@@ -545,18 +558,19 @@ class FioRunner:
 _SECTION = re.compile(r"^\[([^\]]*)\]$")
 
 
-def _is_system_program(name: str) -> bool:
-    """Whether `name` resolves on PATH to a root-owned file under /usr that others cannot
-    write (links followed)."""
+def _system_program(name: str) -> str | None:
+    """The real path of the root-owned file under /usr that others cannot write which
+    `name` resolves to on PATH (links followed), or None when it resolves to no such file."""
     exe = shutil.which(name)
     if exe is None:
-        return False
+        return None
     real = os.path.realpath(exe)
     try:
         st = os.stat(real)
     except OSError:
-        return False
-    return within(real, "/usr", strict=True) and st.st_uid == 0 and not st.st_mode & 0o022
+        return None
+    ok = within(real, "/usr", strict=True) and st.st_uid == 0 and not st.st_mode & 0o022
+    return real if ok else None
 
 
 def _loads_code(engine: str) -> bool:
