@@ -48,8 +48,8 @@ def link_to(path: str | Path) -> str:
 
 def within(path: str | os.PathLike[str], top: str | os.PathLike[str], *,
            strict: bool = False) -> bool:
-    """Whether `path` is `top` or lies below it (with `strict`, below only): the one
-    containment test of the sandbox, the runners' target guards and the campaign file.
+    """Whether `path` is `top` or lies below it (with `strict`, below only): the
+    containment test the sandbox, the runners' target guards and the campaign file share.
     Compared as written, component by component (`a//b` and `a/./b` are `a/b`); nothing
     is resolved, not even `..` (`/top/../etc` counts as under `/top`). So where a link or
     a `..` could lead out, the caller passes real paths (`os.path.realpath`, the name the
@@ -173,7 +173,7 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
     component is opened without following. `home_fd`: `home` as the caller holds it (opened
     once, earlier), used instead of opening `home` by name."""
     home, p = os.path.abspath(home), os.path.abspath(path)
-    if not (p == home or p.startswith(home.rstrip("/") + "/")):
+    if not within(p, home):
         home, home_fd = os.path.dirname(p), None
     label = f"{what} {path}" if what else str(path)
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC

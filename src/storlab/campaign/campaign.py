@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ..errors import StorlabError
-from ..fileio import write_in_dir
+from ..fileio import within, write_in_dir
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import requested_width
@@ -292,8 +292,7 @@ class Campaign:
         home = getattr(runner, "check_home", None)
         here = os.path.realpath(self.dir)
         if home is not None and not sb.allow_destructive and not any(
-                here == w or here.startswith(w.rstrip("/") + "/")
-                for w in (os.path.realpath(self.dir / p) for p in sb.writable)):
+                within(here, os.path.realpath(self.dir / p)) for p in sb.writable):
             for cid, cfg in configs:
                 try:
                     home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
@@ -313,7 +312,7 @@ class Campaign:
         `allow`, or strictly inside the campaign's directory: `_open_target`)."""
         own = [os.path.realpath(self.store_path.parent),
                os.path.realpath(self.scratch.parent)]
-        home = os.path.realpath(self.dir).rstrip("/") + "/"
+        home = os.path.realpath(self.dir)
         for t in targets:
             # as in the run (its directory not made yet: `..` taken from the name)
             r = os.path.realpath(self.dir / t)  # an absolute target stays itself
@@ -324,11 +323,11 @@ class Campaign:
                 # by a step) opens as itself; a file not made yet opens its directory
                 # where the sandbox does that (`allow`, or strictly inside the campaign)
                 parent = os.path.dirname(r)
-                ds = [r] + ([parent] if allow or parent.startswith(home) else [])
+                ds = [r] + ([parent] if allow or within(parent, home, strict=True) else [])
             else:
                 continue
             for d in ds:
-                if any(o == d or o.startswith(d.rstrip("/") + "/") for o in own):
+                if any(within(o, d) for o in own):
                     raise CampaignError(
                         f"{self.path}: field {field}: {t} opens {d} to the runs' programs, "
                         "which holds the campaign's store or scratch area (a program could "

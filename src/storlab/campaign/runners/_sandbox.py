@@ -1051,7 +1051,7 @@ def _outermost(binds: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
     """The binds without those inside another (a bind inside a bind is redundant)."""
     out: list[tuple[int, str]] = []
     for fd, p in sorted(set(binds), key=lambda b: len(b[1])):
-        if not any(p == q or p.startswith(q.rstrip("/") + "/") for _, q in out):
+        if not any(within(p, q) for _, q in out):
             out.append((fd, p))
     return out
 
@@ -1141,7 +1141,7 @@ def _system(path: str) -> bool:
     """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
     (programs and their state)."""
     p = _norm(path)
-    return p in SYSTEM_DIRS or any(p == d or p.startswith(d + "/") for d in
+    return p in SYSTEM_DIRS or any(within(p, d) for d in
                                    ("/etc", "/usr", "/boot", "/var/lib", "/bin", "/sbin",
                                     "/lib", "/lib64", "/root"))
 
