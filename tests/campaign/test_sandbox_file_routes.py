@@ -189,3 +189,47 @@ def test_a_cluster_file_outside_reads_only_when_the_owner_could(storlab, tmp_pat
         (d / "cluster.yaml").symlink_to(example)  # readable by everybody: read
         r = storlab("run", d / "s.yaml", timeout=180)
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file nobody else may read)")
+@pytest.mark.parametrize("field", ["csv", "space"])
+def test_a_campaign_input_swapped_after_its_check_is_not_read(storlab_main, tmp_path: Path,
+                                                              monkeypatch, field: str
+                                                              ) -> None:
+    """The check opened the input, looked, closed; the reader opened the name again: a
+    `renameat2(RENAME_EXCHANGE)` loop swapping `design.csv` with a link to a root-only
+    file made `storlab status` print the file's first line. Here the swap happens right
+    after the check looks at what it opened (the race won every time): the content read
+    is still the checked file's, no line of the root-only file shown."""
+    import yaml
+
+    secret = tmp_path / "root-only" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("secretline1 root:x:SECRET\nfactors: SECRET\n")
+    secret.chmod(0o600)
+    camp = _nobody_campaign(tmp_path / "c", csv="design.csv")
+    name = camp.parent / ("design.csv" if field == "csv" else "s.yaml")
+    if field == "space":
+        spec = yaml.safe_load(camp.read_text())
+        spec["space"] = "s.yaml"
+        camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+        name.write_text(yaml.safe_dump(
+            {"factors": [{"name": "n", "kind": "categorical", "values": ["a", "b"]}]}))
+        (camp.parent / "design.csv").write_text("n\na\nb\n")
+    else:
+        name.write_text("n\na\nb\n")
+    real_readlink, swapped = os.readlink, []
+
+    def readlink(path, *a, **k):  # the check reads what it opened by /proc/self/fd
+        got = real_readlink(path, *a, **k)
+        if str(path).startswith("/proc/self/fd/") and got == str(name) and not swapped:
+            swapped.append(got)
+            name.rename(name.with_suffix(".kept"))
+            name.symlink_to(secret)
+        return got
+
+    monkeypatch.setattr(os, "readlink", readlink)
+    code, out, err = storlab_main("status", camp)
+    assert swapped, "the check did not look at the file it opened"
+    assert "SECRET" not in out + err and "Traceback" not in out + err, out + err
+    assert code == 0, out + err

@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ..errors import StorlabError
-from ..fileio import write_in_dir
+from ..fileio import MAX_YAML_BYTES, write_in_dir
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import requested_width
 from .fixed import Config, fixed_source
-from .inputs import check_campaign_input
+from .inputs import check_campaign_input, read_campaign_input
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
@@ -674,8 +674,9 @@ def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:
     sp = spec.space
     try:
         if isinstance(sp, str):
-            return Space.from_yaml(check_campaign_input(path.parent / sp, path,
-                                                        f"{path}: field space: "))
+            content = read_campaign_input(path.parent / sp, path, f"{path}: field space: ",
+                                          MAX_YAML_BYTES)
+            return Space.from_yaml(path.parent / sp, content)
         return Space.from_dict(sp, source=f"{path}: space")
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
