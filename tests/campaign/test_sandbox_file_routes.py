@@ -85,15 +85,14 @@ def test_design_csv_linked_to_a_root_only_file_is_not_shown(storlab, tmp_path: P
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
-@pytest.mark.parametrize("rw", ["read", "write"])
-def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: Path,
-                                                             rw: str) -> None:
+def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: Path
+                                                             ) -> None:
     """A fio `filename` not made yet in a subdirectory of the campaign's directory opened
-    that whole directory writable: a setup step overwrote the store and campaign file of
-    another campaign nested there. Now the program gets a directory made for it, bound
-    there; fio lays its file out in it (reads need the layout) and storlab moves that file
-    back; what else the step wrote there is gone, the other campaign untouched. The next
-    run binds the file alone."""
+    that whole directory writable (later a directory made for the program, bound there,
+    whose files were moved back: a forged `campaign.db-wal` planted into another campaign
+    nested there). Now refused before any run, in one line naming the option and the
+    path, the other campaign untouched; declared in `sandbox.writable`, the directory
+    opens as declared and the run makes its file."""
     import yaml
 
     a = tmp_path / "A"
@@ -101,25 +100,33 @@ def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: 
     b.mkdir(parents=True)
     (b / "campaign.db").write_text("B's store\n")
     (b / "b.yaml").write_text("B's campaign\n")
-    target = b / "new.dat"
+    target = b / "campaign.db-wal"
     spec = {"name": "a", "space": {"factors": [
                 {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
-            "design": {"configs": [{"bs": "4k"}, {"bs": "8k"}]},
+            "design": {"configs": [{"bs": "4k"}]},
             "runner": {"type": "fio", "options": {"filename": str(target), "size": "1M",
-                                                  "rw": rw}},
-            "setup": [["sh", "-c", f"echo PWNED > {b}/campaign.db; echo PWNED > {b}/b.yaml;"
-                       f" echo x > {b}/planted; true"]]}
+                                                  "rw": "write",
+                                                  "exec_prerun": f"echo PWNED > {target}"}},
+            "setup": [["sh", "-c", f"echo PWNED > {b}/campaign.db; echo x > {b}/planted"]]}
     (a / "a.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     r = storlab("run", a / "a.yaml", timeout=240)
     out = r.stdout + r.stderr
-    assert "Traceback" not in out, out
+    assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
+    assert "filename" in out and str(target) in out and "sandbox.writable" in out, out
+    assert sorted(p.name for p in b.iterdir()) == ["b.yaml", "campaign.db"]
     assert (b / "campaign.db").read_text() == "B's store\n"
-    assert (b / "b.yaml").read_text() == "B's campaign\n"
-    assert not (b / "planted").exists()
-    # fio's own layout, moved back: the whole size, and the first run ok
-    assert target.stat().st_size == 1 << 20 and target.stat().st_nlink == 1
-    assert "c1-r1 ok" in out, out
-    assert sorted(p.name for p in b.iterdir()) == ["b.yaml", "campaign.db", "new.dat"]
+    # declared: that directory opens as declared (a directory of the campaign's own)
+    c = a / "data"
+    c.mkdir()
+    spec["runner"]["options"] = {"filename": str(c / "new.dat"), "size": "1M", "rw": "read"}
+    del spec["setup"]
+    spec["sandbox"] = {"writable": ["data"]}
+    (a / "a.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", a / "a.yaml", timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "c1-r1 ok" in out, out
+    assert (c / "new.dat").stat().st_size == 1 << 20
+    assert not [p for p in c.iterdir() if p.name.startswith(".storlab-new-")]
 
 
 FCHMOD = r"""

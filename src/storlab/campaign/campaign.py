@@ -299,6 +299,15 @@ class Campaign:
                     home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
+        # a file not made yet in another existing directory: refused unless declared
+        new_file = getattr(runner, "refused_new_file", None)
+        if new_file is not None and not sb.allow_destructive:
+            declared = [os.path.realpath(self.dir / p) for p in sb.writable]
+            for cid, cfg in configs:
+                why = new_file(self._runner_config(cfg), self.scratch / f"c{cid}-r1",
+                               self.scratch, declared)
+                if why:
+                    raise CampaignError(f"{self.path}: field runner: {why}")
         if walls is not None:  # (after: a file made in the campaign's directory has a hint)
             for cid, cfg in configs:
                 self._refuse_over_own(walls(self._runner_config(cfg),
@@ -310,10 +319,9 @@ class Campaign:
         of a file not made yet) that holds the store or the directory above the scratch
         area: a program could swap storlab's own files or directories there for links.
         A file not made yet counts only where the sandbox opens its directory (with
-        `allow`, or strictly inside the campaign's directory: `_open_target`)."""
+        `allow`: `_open_target`)."""
         own = [os.path.realpath(self.store_path.parent),
                os.path.realpath(self.scratch.parent)]
-        home = os.path.realpath(self.dir).rstrip("/") + "/"
         for t in targets:
             # as in the run (its directory not made yet: `..` taken from the name)
             r = os.path.realpath(self.dir / t)  # an absolute target stays itself
@@ -322,9 +330,9 @@ class Campaign:
             elif not os.path.lexists(r):
                 # a directory made by the time the run starts (by storlab for its store,
                 # by a step) opens as itself; a file not made yet opens its directory
-                # where the sandbox does that (`allow`, or strictly inside the campaign)
+                # only with `allow` (`_open_target`)
                 parent = os.path.dirname(r)
-                ds = [r] + ([parent] if allow or parent.startswith(home) else [])
+                ds = [r] + ([parent] if allow else [])
             else:
                 continue
             for d in ds:

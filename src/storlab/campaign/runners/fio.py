@@ -409,8 +409,37 @@ class FioRunner:
                 raise CampaignError(
                     f"fio target {c.given} (as {c.path}) would be made directly in the "
                     "campaign's directory, which the sandbox keeps read-only (it holds the "
-                    f"campaign file and the store); name it in a directory inside (data/"
-                    f"{os.path.basename(c.path)}), which the sandbox opens")
+                    f"campaign file and the store); name it relative (made in each run's "
+                    f"directory), or in a directory inside declared in sandbox.writable "
+                    f"(data/{os.path.basename(c.path)})")
+
+    def refused_new_file(self, config: Mapping[str, Any], workdir: Path, scratch: Path,
+                         writable: Sequence[str]) -> str | None:
+        """Why a file this job would make is refused, or None: a file not made yet in an
+        existing directory other than the run's directory `workdir` or the scratch area
+        `scratch` (the sandbox opens no such directory for it: the whole directory would
+        be writable, another campaign's store or a ~/.ssh beside the file), unless that
+        directory lies in a declared `writable` directory (real paths) or the runner sets
+        allow_destructive (the directory then opens whole)."""
+        if self.allow_destructive:
+            return None
+        workdir = Path(workdir).absolute()
+        opts = self.job_options(config, workdir, check=False)
+        given = [*_parse_extra_args(self.extra_args), *opts.items()]
+        own = [os.path.realpath(workdir), os.path.realpath(scratch)]
+        for c in self.fio_targets(opts, workdir):
+            if c.pattern or c.opendir or os.path.lexists(c.path):
+                continue
+            parent = os.path.dirname(c.path)
+            real = os.path.realpath(parent)
+            if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
+                continue
+            option = next((k for k, v in given if k in WRITTEN_FILES and v == c.given),
+                          "filename")
+            return (f"fio option {option}: {c.given} (as {c.path}) is not made yet in the "
+                    f"existing directory {parent}, which the sandbox does not open for it: "
+                    "make the file first, or declare its directory in sandbox.writable")
+        return None
 
     def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
         """What this run declares for the sandbox of the campaign's steps: (targets,
@@ -496,6 +525,9 @@ class FioRunner:
         decl = current()
         why = self.refused_grant(opts, bool(decl.sockets) or decl.unix_sockets, decl.io_uring,
                                  decl.network)
+        if why is None and not decl.allow_destructive:  # as the campaign's preflight
+            why = self.refused_new_file(config, workdir, workdir.parent,
+                                        [os.path.realpath(p) for p in decl.paths])
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
