@@ -240,3 +240,88 @@ def test_a_campaign_input_swapped_after_its_check_is_not_read(storlab_main, tmp_
     assert swapped, "the check did not look at the file it opened"
     assert "SECRET" not in out + err and "Traceback" not in out + err, out + err
     assert code == 0, out + err
+
+
+def _fio_campaign(d: Path, options: dict, **extra: object) -> Path:
+    """A one-run fio campaign in `d` with these runner options (and top-level `extra`)."""
+    import yaml
+
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "f", "space": {"factors": [
+                {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
+            "design": {"configs": [{"bs": "4k"}]},
+            "runner": {"type": "fio", "options": {"size": "256k", "rw": "write",
+                                                  **options}}, **extra}
+    (d / "f.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return d / "f.yaml"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+@pytest.mark.parametrize("option", ["directory", "write_bw_log"])
+def test_a_program_fio_starts_gets_no_existing_directory_the_job_names(
+        storlab, tmp_path: Path, option: str) -> None:
+    """An existing directory outside the campaign named by a fio path option opened whole
+    and writable: an `exec_prerun` appended to an existing file in it (a crontab, an
+    authorized_keys). Now refused before any run in one line, the file untouched; declared
+    in sandbox.writable, it runs."""
+    outside = tmp_path / "home" / ".ssh"
+    outside.mkdir(parents=True)
+    keys = outside / "authorized_keys"
+    keys.write_text("ssh-ed25519 AAAA user\n")
+    value = str(outside) if option == "directory" else str(outside / "lg")
+    camp = _fio_campaign(tmp_path / "c", {option: value,
+                                          "exec_prerun": f"sh -c 'echo PWNED >> {keys}'"})
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert len(out.strip().splitlines()) == 1 and "exec_prerun" in out, out
+    assert str(outside) in out and "sandbox.writable" in out, out
+    assert keys.read_text() == "ssh-ed25519 AAAA user\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_a_step_gets_none_of_the_runners_directories(storlab, tmp_path: Path) -> None:
+    """The setup and teardown steps got the runner's targets: with fio `directory:` naming
+    an existing directory outside the campaign, a step appended to a file there. Now a
+    step gets what the campaign declares only: the step fails, the file untouched, while
+    fio itself still lays its files out and writes its logs there."""
+    outside = tmp_path / "spool"
+    outside.mkdir()
+    tab = outside / "root"
+    tab.write_text("# crontab\n")
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside),
+                                          "write_bw_log": str(outside / "lg")},
+                         setup=[["sh", "-c", f"echo '* * * * * PWNED' >> {tab}"]])
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert "Traceback" not in out, out
+    assert tab.read_text() == "# crontab\n"
+    assert "c1-r1 failed" in out, out
+    # without the step, fio makes its file and logs in the directory the job names
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside),
+                                          "write_bw_log": str(outside / "lg")})
+    (camp.parent / "campaign.db").unlink()
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "c1-r1 ok" in out, out
+    made = sorted(p.name for p in outside.iterdir())
+    assert "root" in made and any(n.startswith("lg_bw") for n in made), made
+    assert any((outside / n).stat().st_size == 256 << 10 for n in made), made  # fio's file
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_an_existing_file_in_a_named_directory_opens_only_with_allow_destructive(
+        storlab, tmp_path: Path) -> None:
+    """fio opens an existing file in the directory a job names only when the job names
+    it as `filename`: refused without allow_destructive (one line, exit 2), the file
+    untouched."""
+    outside = tmp_path / "data"
+    outside.mkdir()
+    old = outside / "old.dat"
+    old.write_bytes(b"keep" * 1024)
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside), "filename": "old.dat"})
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert "old.dat" in out and "allow_destructive" in out, out
+    assert old.read_bytes() == b"keep" * 1024

@@ -299,13 +299,17 @@ class Campaign:
                     home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
-        # a file not made yet in another existing directory: refused unless declared
+        # a file not made yet in another existing directory, an existing directory the
+        # job names beside a program fio starts: refused unless declared
         new_file = getattr(runner, "refused_new_file", None)
-        if new_file is not None and not sb.allow_destructive:
+        program_dir = getattr(runner, "refused_program_dir", None)
+        if new_file is not None and program_dir is not None and not sb.allow_destructive:
             declared = [os.path.realpath(self.dir / p) for p in sb.writable]
             for cid, cfg in configs:
-                why = new_file(self._runner_config(cfg), self.scratch / f"c{cid}-r1",
-                               self.scratch, declared)
+                run_dir = self.scratch / f"c{cid}-r1"
+                why = new_file(self._runner_config(cfg), run_dir, self.scratch, declared) \
+                    or program_dir(runner.job_options(self._runner_config(cfg), run_dir,
+                                                      check=False), run_dir, declared)
                 if why:
                     raise CampaignError(f"{self.path}: field runner: {why}")
         if walls is not None:  # (after: a file made in the campaign's directory has a hint)
