@@ -258,7 +258,8 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     file fio would make there failed every run with `Read-only file system`. Refused in
     one line naming the file, exit 2, nothing run; the directory declared in
     `sandbox.writable` is refused too (it holds the store, which a program could swap);
-    in a directory inside, the campaign runs and fio makes its file."""
+    in a directory inside declared in `sandbox.writable`, the campaign runs and fio makes
+    its file."""
     d = tmp_path / "c"
     d.mkdir()
     target = d / "f.dat"
@@ -281,7 +282,8 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     target = d / "data" / "f.dat"
     target.parent.mkdir()
     spec["runner"]["options"]["filename"] = str(target)
-    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    camp.write_text(yaml.safe_dump({**spec, "sandbox": {"writable": ["data"]}},
+                                   sort_keys=False))
     r = storlab("run", camp, "-q")
     assert r.returncode == 0 and target.stat().st_size == 64 << 10, r.stdout + r.stderr
 

@@ -307,7 +307,7 @@ class Campaign:
             declared = [os.path.realpath(self.dir / p) for p in sb.writable]
             for cid, cfg in configs:
                 run_dir = self.scratch / f"c{cid}-r1"
-                why = new_file(self._runner_config(cfg), run_dir, self.scratch, declared) \
+                why = new_file(self._runner_config(cfg), run_dir, declared) \
                     or program_dir(runner.job_options(self._runner_config(cfg), run_dir,
                                                       check=False), run_dir, declared)
                 if why:

@@ -443,12 +443,12 @@ class FioRunner:
                     f"directory), or in a directory inside declared in sandbox.writable "
                     f"(data/{os.path.basename(c.path)})")
 
-    def refused_new_file(self, config: Mapping[str, Any], workdir: Path, scratch: Path,
+    def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
                          writable: Sequence[str]) -> str | None:
         """Why a file this job would make is refused, or None: a file not made yet in an
-        existing directory other than the run's directory `workdir` or the scratch area
-        `scratch` (the sandbox opens no such directory for it: the whole directory would
-        be writable, another campaign's store or a ~/.ssh beside the file), unless that
+        existing directory other than the run's directory `workdir` (the sandbox opens no
+        such directory for it: the whole directory would be writable, another campaign's
+        store or a ~/.ssh beside the file), unless that
         directory lies in a declared `writable` directory (real paths) or the runner sets
         allow_destructive (the directory then opens whole)."""
         if self.allow_destructive:
@@ -456,7 +456,7 @@ class FioRunner:
         workdir = Path(workdir).absolute()
         opts = self.job_options(config, workdir, check=False)
         given = [*_parse_extra_args(self.extra_args), *opts.items()]
-        own = [os.path.realpath(workdir), os.path.realpath(scratch)]
+        own = [os.path.realpath(workdir)]
         for c in self.fio_targets(opts, workdir):
             if c.pattern or c.opendir or os.path.lexists(c.path):
                 continue
@@ -557,7 +557,7 @@ class FioRunner:
                                  decl.network)
         if why is None and not decl.allow_destructive:  # as the campaign's preflight
             declared = [os.path.realpath(p) for p in decl.paths]
-            why = (self.refused_new_file(config, workdir, workdir.parent, declared)
+            why = (self.refused_new_file(config, workdir, declared)
                    or self.refused_program_dir(opts, workdir, declared))
         if why:
             raise CampaignError(why)
