@@ -587,9 +587,8 @@ class FioRunner:
             if "error=Read-only file system" in proc.stderr:
                 res.stderr = tail(f"{res.stderr}\nstorlab: the sandbox keeps that path "
                                   "read-only: a file fio makes opens with its directory only "
-                                  "in a directory inside the campaign's (the run's, the "
-                                  "scratch area, data/...); elsewhere, the campaign's "
-                                  "directory itself included, declare the directory in "
+                                  "in the run's own directory (a relative name); elsewhere "
+                                  "make the file first, or declare its directory in "
                                   "sandbox.writable (or allow_destructive: true)")
             return res
         res.metrics = {**summarize(records), **fio_named(records)}
