@@ -458,9 +458,11 @@ class FioRunner:
         given = [*_parse_extra_args(self.extra_args), *opts.items()]
         own = [os.path.realpath(workdir)]
         for c in self.fio_targets(opts, workdir):
-            if c.pattern or c.opendir or os.path.lexists(c.path):
+            # `..` taken from the name: the run's directory may not be made yet
+            path = os.path.normpath(c.path)
+            if c.pattern or c.opendir or os.path.lexists(path):
                 continue
-            parent = os.path.dirname(c.path)
+            parent = os.path.dirname(path)
             real = os.path.realpath(parent)
             if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
                 continue
