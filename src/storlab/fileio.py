@@ -412,6 +412,13 @@ def check_input(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) 
         raise StorlabError(f"{label}: file not found") from None
     except OSError as exc:
         raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    check_input_stat(st, label, limit)
+    return p
+
+
+def check_input_stat(st: os.stat_result, label: str, limit: int = MAX_INPUT_BYTES) -> None:
+    """`check_input`'s refusals for a file's `stat` (a directory, a FIFO, a device, a
+    socket, larger than `limit` bytes), one line starting with `label`."""
     if stat.S_ISDIR(st.st_mode):
         raise StorlabError(f"{label}: is a directory, expected a file")
     if not stat.S_ISREG(st.st_mode):
@@ -419,7 +426,6 @@ def check_input(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) 
     if st.st_size > limit:
         raise StorlabError(f"{label}: {st.st_size} bytes, more than the {_size(limit)} "
                            "storlab reads from such a file")
-    return p
 
 
 def read_text(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> str:
@@ -428,20 +434,23 @@ def read_text(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) ->
     return _read_checked(path, what, limit)[1]
 
 
-def _read_checked(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES
-                  ) -> tuple[bytes, str]:
-    """`read_text`'s checks, returning the bytes as read and the text."""
-    p = check_input(path, what, limit)
+def _read_checked(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES,
+                  data: bytes | None = None) -> tuple[bytes, str]:
+    """`read_text`'s checks, returning the bytes as read and the text; `data`, when
+    given, is the file's content already read (from a descriptor its caller checked),
+    and `path` only names it."""
+    p = Path(path) if data is not None else check_input(path, what, limit)
     label = f"{what} {p}" if what else str(p)
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(limit + 1)  # a file that grows while read stays bounded
-    except IsADirectoryError:
-        raise StorlabError(f"{label}: is a directory, expected a file") from None
-    except FileNotFoundError:
-        raise StorlabError(f"{label}: file not found") from None
-    except OSError as exc:
-        raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    if data is None:
+        try:
+            with open(p, "rb") as fh:
+                data = fh.read(limit + 1)  # a file that grows while read stays bounded
+        except IsADirectoryError:
+            raise StorlabError(f"{label}: is a directory, expected a file") from None
+        except FileNotFoundError:
+            raise StorlabError(f"{label}: file not found") from None
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
     if len(data) > limit:
         raise StorlabError(f"{label}: more than the {_size(limit)} storlab reads from such "
                            "a file")
@@ -465,18 +474,19 @@ def _lines(text: str) -> Iterator[str]:
         start = end
 
 
-def read_yaml(path: str | Path, what: str = "") -> Any:
+def read_yaml(path: str | Path, what: str = "", data: bytes | None = None) -> Any:
     """A YAML file's data (the one YAML reader: spaces, campaigns, cluster files). A
     missing, binary or malformed file is a one-line StorlabError naming the file and,
     for bad YAML, the line. The reader is YAML 1.2-minded where 1.1 surprises
     (`_StrictLoader`): `yes/no/on/off` are refused (quote them, or write true/false), a
     duplicate key is refused, dates stay the text written, binary values and integers
-    beyond 64 bits are refused, nesting is bounded."""
+    beyond 64 bits are refused, nesting is bounded. `data`: the content already read
+    (`path` then only names it)."""
     import yaml
 
     p = Path(path)
     label = f"{what} {p}" if what else str(p)
-    text = read_text(p, what, MAX_YAML_BYTES)
+    text = _read_checked(p, what, MAX_YAML_BYTES, data)[1]
     try:
         data = yaml.load(text, Loader=_strict_loader())  # noqa: S506 (a SafeLoader subclass)
     except YamlRefusal as exc:
@@ -582,29 +592,31 @@ def _check_width(n: int, label: str) -> None:
                            "(one column per factor or response)")
 
 
-def read_table(path: str | Path, what: str = "") -> pd.DataFrame:
+def read_table(path: str | Path, what: str = "", data: bytes | None = None) -> pd.DataFrame:
     """A results table from .csv, .parquet/.pq or .json (records), checked: readable,
     not empty, column names unique (pandas would rename a second `x` to `x.1`), and no
-    infinite numbers (an overflowing value such as 1e400 reads as inf)."""
+    infinite numbers (an overflowing value such as 1e400 reads as inf). `data`: the
+    file's content already read (`path` then only names it and its format)."""
+    import io
+
     import numpy as np
     import pandas as pd
 
     p = Path(path)
     label = f"{what} {p}" if what else str(p)
     suffix = p.suffix.lower()
-    if p.is_dir():
-        raise StorlabError(f"{label}: is a directory, expected a table file")
-    check_input(p, what)
+    if data is None:
+        if p.is_dir():
+            raise StorlabError(f"{label}: is a directory, expected a table file")
+        check_input(p, what)
     try:
         if suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(p)
+            df = pd.read_parquet(p if data is None else io.BytesIO(data))
             names = [str(c) for c in df.columns]
         else:
-            data, text = _read_checked(p, what)
+            data, text = _read_checked(p, what, data=data)
             if not text or text.isspace():  # (not text.strip(), without copying the text)
                 raise StorlabError(f"{label}: empty file")
-            import io
-
             if suffix == ".json":
                 df = pd.read_json(io.StringIO(text))
                 names = [str(c) for c in df.columns]

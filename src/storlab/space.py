@@ -291,13 +291,14 @@ class Space:
                     for n in names], name=f"{k} two-level factors")
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> Space:
-        """Load a space from a YAML file; errors name the file, the factor and the problem."""
+    def from_yaml(cls, path: str | Path, content: bytes | None = None) -> Space:
+        """Load a space from a YAML file; errors name the file, the factor and the problem.
+        `content`: the file's bytes already read (`path` then only names it)."""
         from .fileio import read_yaml
 
         p = Path(path)
         try:
-            data = read_yaml(p)
+            data = read_yaml(p, data=content)
         except StorlabError as exc:  # missing, a directory, binary, bad YAML: one line
             raise SpaceError(str(exc)) from None
         if isinstance(data, dict) and "space" in data and "factors" not in data:

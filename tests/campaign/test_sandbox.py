@@ -162,12 +162,12 @@ def test_leftovers_are_matched_by_identity_not_by_path(tmp_path: Path) -> None:
 
 def test_what_a_declaration_opens(tmp_path: Path) -> None:
     """Without allow_destructive: directories and single-link files named without links,
-    each bound from the descriptor storlab opened; a file not made yet opens a directory
-    made for the program over its directory only when that lies inside the campaign's
-    directory, never the campaign's directory
-    itself (nothing is made); never a system directory, a link, a hard-linked file,
-    /proc, or a new file in a system directory."""
-    from storlab.campaign.runners._sandbox import FRESH_PREFIX, Declared, declared, walls_for
+    each bound from the descriptor storlab opened; a file not made yet outside the run's
+    directory opens nothing (the campaign's preflight refuses it unless its directory is
+    declared; nothing is made); never a system directory, a link, a hard-linked file,
+    /proc, or a new file in a system directory. With allow_destructive, a file not made
+    yet opens its directory."""
+    from storlab.campaign.runners._sandbox import Declared, declared, walls_for
 
     run = tmp_path / "run"
     run.mkdir()
@@ -185,18 +185,17 @@ def test_what_a_declaration_opens(tmp_path: Path) -> None:
         w = walls_for(str(run), targets)
     try:
         assert sorted(w.writable) == sorted([str(run), str(tmp_path / "dir"),
-                                             str(tmp_path / "file"), str(tmp_path / "sub")])
+                                             str(tmp_path / "file")])
         for fd, p in zip(w.fds, w.writable):  # each descriptor holds what its path names
-            if p == str(tmp_path / "sub"):  # ... but a directory made for the program there
-                made = [q for q in os.listdir(p) if q.startswith(FRESH_PREFIX)]
-                assert len(made) == 1 and os.listdir(Path(p) / made[0]) == []
-                p = str(Path(p) / made[0])
             assert os.path.samestat(os.fstat(fd), os.stat(p))
     finally:
-        w.abandon()
+        w.close()
     assert os.listdir(tmp_path / "sub") == []
     assert not (tmp_path / "newfile").exists()
     assert not os.path.lexists("/etc/storlab-new") and not (tmp_path / "new").exists()
+    w = walls_for(str(run), [str(tmp_path / "sub" / "newfile")], allow_destructive=True)
+    assert w.writable == [str(run), str(tmp_path / "sub")]
+    w.close()
     w = walls_for(str(run), [str(tmp_path / "file")])  # outside the campaign: shut
     assert w.writable == [str(run)]
     w.close()
@@ -259,7 +258,8 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     file fio would make there failed every run with `Read-only file system`. Refused in
     one line naming the file, exit 2, nothing run; the directory declared in
     `sandbox.writable` is refused too (it holds the store, which a program could swap);
-    in a directory inside, the campaign runs and fio makes its file."""
+    in a directory inside declared in `sandbox.writable`, the campaign runs and fio makes
+    its file."""
     d = tmp_path / "c"
     d.mkdir()
     target = d / "f.dat"
@@ -282,7 +282,8 @@ def test_a_fio_file_made_directly_in_the_campaign_directory_is_refused_before_an
     target = d / "data" / "f.dat"
     target.parent.mkdir()
     spec["runner"]["options"]["filename"] = str(target)
-    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    camp.write_text(yaml.safe_dump({**spec, "sandbox": {"writable": ["data"]}},
+                                   sort_keys=False))
     r = storlab("run", camp, "-q")
     assert r.returncode == 0 and target.stat().st_size == 64 << 10, r.stdout + r.stderr
 

@@ -360,9 +360,10 @@ def test_bind_race_a_declared_path_swapped_for_a_link_before_bwrap_mounts(
 
 def test_a_declared_file_not_made_yet_outside_the_campaign_opens_nothing(lab: Lab) -> None:
     """fio's `filename` names a file not made yet, beside the victim (outside the
-    campaign): neither the file nor its directory (the victim's) opens, and the run fails
-    with storlab's hint. In the campaign's scratch area its directory opens (fio lays a
-    file out by removing it and making it again) and the run writes it."""
+    campaign): neither the file nor its directory (the victim's) opens, and the run is
+    refused with storlab's hint. In a directory of the campaign's scratch area the same
+    (no existing directory but the run's own opens for a file not made yet); made first,
+    the file opens alone and the run writes it."""
     new = lab.root / "new.dat"
     before = lab.state()
     res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False)
@@ -371,6 +372,11 @@ def test_a_declared_file_not_made_yet_outside_the_campaign_opens_nothing(lab: La
     assert res.status == "failed" and "sandbox.writable" in res.stderr, res.stderr[-400:]
     new = lab.scratch / "shared" / "new.dat"
     new.parent.mkdir()
+    res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False)
+    assert lab.state() == before, res.stderr[-400:]
+    assert res.status == "failed" and "make the file first" in res.stderr, res.stderr[-400:]
+    assert not new.exists()
+    new.write_bytes(b"\0" * (64 << 10))  # made first (its whole size: no layout)
     res = lab.run("fio", {**FIO, "filename": str(new), "exec_prerun": str(lab.evil)}, False)
     assert lab.state() == before, res.stderr[-400:]
     assert res.status == "ok" and new.stat().st_size > 0, res.stderr[-400:]

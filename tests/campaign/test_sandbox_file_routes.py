@@ -85,15 +85,14 @@ def test_design_csv_linked_to_a_root_only_file_is_not_shown(storlab, tmp_path: P
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
-@pytest.mark.parametrize("rw", ["read", "write"])
-def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: Path,
-                                                             rw: str) -> None:
+def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: Path
+                                                             ) -> None:
     """A fio `filename` not made yet in a subdirectory of the campaign's directory opened
-    that whole directory writable: a setup step overwrote the store and campaign file of
-    another campaign nested there. Now the program gets a directory made for it, bound
-    there; fio lays its file out in it (reads need the layout) and storlab moves that file
-    back; what else the step wrote there is gone, the other campaign untouched. The next
-    run binds the file alone."""
+    that whole directory writable (later a directory made for the program, bound there,
+    whose files were moved back: a forged `campaign.db-wal` planted into another campaign
+    nested there). Now refused before any run, in one line naming the option and the
+    path, the other campaign untouched; declared in `sandbox.writable`, the directory
+    opens as declared and the run makes its file."""
     import yaml
 
     a = tmp_path / "A"
@@ -101,25 +100,33 @@ def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: 
     b.mkdir(parents=True)
     (b / "campaign.db").write_text("B's store\n")
     (b / "b.yaml").write_text("B's campaign\n")
-    target = b / "new.dat"
+    target = b / "campaign.db-wal"
     spec = {"name": "a", "space": {"factors": [
                 {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
-            "design": {"configs": [{"bs": "4k"}, {"bs": "8k"}]},
+            "design": {"configs": [{"bs": "4k"}]},
             "runner": {"type": "fio", "options": {"filename": str(target), "size": "1M",
-                                                  "rw": rw}},
-            "setup": [["sh", "-c", f"echo PWNED > {b}/campaign.db; echo PWNED > {b}/b.yaml;"
-                       f" echo x > {b}/planted; true"]]}
+                                                  "rw": "write",
+                                                  "exec_prerun": f"echo PWNED > {target}"}},
+            "setup": [["sh", "-c", f"echo PWNED > {b}/campaign.db; echo x > {b}/planted"]]}
     (a / "a.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     r = storlab("run", a / "a.yaml", timeout=240)
     out = r.stdout + r.stderr
-    assert "Traceback" not in out, out
+    assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
+    assert "filename" in out and str(target) in out and "sandbox.writable" in out, out
+    assert sorted(p.name for p in b.iterdir()) == ["b.yaml", "campaign.db"]
     assert (b / "campaign.db").read_text() == "B's store\n"
-    assert (b / "b.yaml").read_text() == "B's campaign\n"
-    assert not (b / "planted").exists()
-    # fio's own layout, moved back: the whole size, and the first run ok
-    assert target.stat().st_size == 1 << 20 and target.stat().st_nlink == 1
-    assert "c1-r1 ok" in out, out
-    assert sorted(p.name for p in b.iterdir()) == ["b.yaml", "campaign.db", "new.dat"]
+    # declared: that directory opens as declared (a directory of the campaign's own)
+    c = a / "data"
+    c.mkdir()
+    spec["runner"]["options"] = {"filename": str(c / "new.dat"), "size": "1M", "rw": "read"}
+    del spec["setup"]
+    spec["sandbox"] = {"writable": ["data"]}
+    (a / "a.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", a / "a.yaml", timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "c1-r1 ok" in out, out
+    assert (c / "new.dat").stat().st_size == 1 << 20
+    assert not [p for p in c.iterdir() if p.name.startswith(".storlab-new-")]
 
 
 FCHMOD = r"""
@@ -275,3 +282,132 @@ def test_a_program_cannot_make_a_set_id_file(storlab, tmp_path: Path, command_ca
                    "plain": "done"}, got
     assert [p.name for p in out.iterdir() if p.stat().st_mode & 0o6000] == []
     assert (out / "plain").stat().st_mode & 0o7777 == 0o755
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file nobody else may read)")
+@pytest.mark.parametrize("field", ["csv", "space"])
+def test_a_campaign_input_swapped_after_its_check_is_not_read(storlab_main, tmp_path: Path,
+                                                              monkeypatch, field: str
+                                                              ) -> None:
+    """The check opened the input, looked, closed; the reader opened the name again: a
+    `renameat2(RENAME_EXCHANGE)` loop swapping `design.csv` with a link to a root-only
+    file made `storlab status` print the file's first line. Here the swap happens right
+    after the check looks at what it opened (the race won every time): the content read
+    is still the checked file's, no line of the root-only file shown."""
+    import yaml
+
+    secret = tmp_path / "root-only" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("secretline1 root:x:SECRET\nfactors: SECRET\n")
+    secret.chmod(0o600)
+    camp = _nobody_campaign(tmp_path / "c", csv="design.csv")
+    name = camp.parent / ("design.csv" if field == "csv" else "s.yaml")
+    if field == "space":
+        spec = yaml.safe_load(camp.read_text())
+        spec["space"] = "s.yaml"
+        camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+        name.write_text(yaml.safe_dump(
+            {"factors": [{"name": "n", "kind": "categorical", "values": ["a", "b"]}]}))
+        (camp.parent / "design.csv").write_text("n\na\nb\n")
+    else:
+        name.write_text("n\na\nb\n")
+    real_readlink, swapped = os.readlink, []
+
+    def readlink(path, *a, **k):  # the check reads what it opened by /proc/self/fd
+        got = real_readlink(path, *a, **k)
+        if str(path).startswith("/proc/self/fd/") and got == str(name) and not swapped:
+            swapped.append(got)
+            name.rename(name.with_suffix(".kept"))
+            name.symlink_to(secret)
+        return got
+
+    monkeypatch.setattr(os, "readlink", readlink)
+    code, out, err = storlab_main("status", camp)
+    assert swapped, "the check did not look at the file it opened"
+    assert "SECRET" not in out + err and "Traceback" not in out + err, out + err
+    assert code == 0, out + err
+
+
+def _fio_campaign(d: Path, options: dict, **extra: object) -> Path:
+    """A one-run fio campaign in `d` with these runner options (and top-level `extra`)."""
+    import yaml
+
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "f", "space": {"factors": [
+                {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
+            "design": {"configs": [{"bs": "4k"}]},
+            "runner": {"type": "fio", "options": {"size": "256k", "rw": "write",
+                                                  **options}}, **extra}
+    (d / "f.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return d / "f.yaml"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+@pytest.mark.parametrize("option", ["directory", "write_bw_log"])
+def test_a_program_fio_starts_gets_no_existing_directory_the_job_names(
+        storlab, tmp_path: Path, option: str) -> None:
+    """An existing directory outside the campaign named by a fio path option opened whole
+    and writable: an `exec_prerun` appended to an existing file in it (a crontab, an
+    authorized_keys). Now refused before any run in one line, the file untouched; declared
+    in sandbox.writable, it runs."""
+    outside = tmp_path / "home" / ".ssh"
+    outside.mkdir(parents=True)
+    keys = outside / "authorized_keys"
+    keys.write_text("ssh-ed25519 AAAA user\n")
+    value = str(outside) if option == "directory" else str(outside / "lg")
+    camp = _fio_campaign(tmp_path / "c", {option: value,
+                                          "exec_prerun": f"sh -c 'echo PWNED >> {keys}'"})
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert len(out.strip().splitlines()) == 1 and "exec_prerun" in out, out
+    assert str(outside) in out and "sandbox.writable" in out, out
+    assert keys.read_text() == "ssh-ed25519 AAAA user\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_a_step_gets_none_of_the_runners_directories(storlab, tmp_path: Path) -> None:
+    """The setup and teardown steps got the runner's targets: with fio `directory:` naming
+    an existing directory outside the campaign, a step appended to a file there. Now a
+    step gets what the campaign declares only: the step fails, the file untouched, while
+    fio itself still lays its files out and writes its logs there."""
+    outside = tmp_path / "spool"
+    outside.mkdir()
+    tab = outside / "root"
+    tab.write_text("# crontab\n")
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside),
+                                          "write_bw_log": str(outside / "lg")},
+                         setup=[["sh", "-c", f"echo '* * * * * PWNED' >> {tab}"]])
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert "Traceback" not in out, out
+    assert tab.read_text() == "# crontab\n"
+    assert "c1-r1 failed" in out, out
+    # without the step, fio makes its file and logs in the directory the job names
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside),
+                                          "write_bw_log": str(outside / "lg")})
+    (camp.parent / "campaign.db").unlink()
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "c1-r1 ok" in out, out
+    made = sorted(p.name for p in outside.iterdir())
+    assert "root" in made and any(n.startswith("lg_bw") for n in made), made
+    assert any((outside / n).stat().st_size == 256 << 10 for n in made), made  # fio's file
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
+def test_an_existing_file_in_a_named_directory_opens_only_with_allow_destructive(
+        storlab, tmp_path: Path) -> None:
+    """fio opens an existing file in the directory a job names only when the job names
+    it as `filename`: refused without allow_destructive (one line, exit 2), the file
+    untouched."""
+    outside = tmp_path / "data"
+    outside.mkdir()
+    old = outside / "old.dat"
+    old.write_bytes(b"keep" * 1024)
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside), "filename": "old.dat"})
+    r = storlab("run", camp, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert "old.dat" in out and "allow_destructive" in out, out
+    assert old.read_bytes() == b"keep" * 1024

@@ -248,7 +248,8 @@ def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: A
              "runner": {"type": "fio", "options": {
                  "rw": "write", "bs": "4k", "size": "64k", "directory": str(out),
                  "exec_prerun": f"/usr/bin/python3 {camp / 'uring.py'} /nowhere.sock"}},
-             "sandbox": sandbox}
+             # (the job's directory declared: a program fio starts gets it too)
+             "sandbox": {"writable": ["data"], **sandbox}}
         (camp / "campaign.yaml").write_text(yaml.safe_dump(s, sort_keys=False))
         return camp / "campaign.yaml"
 

@@ -71,12 +71,14 @@ def test_a_setup_step_swapping_the_run_directory_for_a_link(tmp_path: Path, stor
                                                             ) -> None:
     """Route: the run directory swapped for a link to somebody's directory before the
     runner writes postmark.cfg. storlab writes it relative to the run directory's
-    descriptor (the directory it made); the link's target is untouched."""
+    descriptor (the directory it made); the link's target is untouched. (A step in the
+    sandbox no longer gets postmark's `location` directory, the runner's target: the
+    step runs outside to show storlab's own part.)"""
     victim_dir, before = theirs(tmp_path, ["postmark.cfg", "keep.dat"])
     swap = (f'k=$(basename "$PWD"); mv "../$k" "../gone-$k" && ln -s {victim_dir} "../$k"')
     camp = campaign(tmp_path / "c", {"type": "postmark",
                                      "options": {"transactions": 20, "location": ".."}},
-                    setup=[{"run": swap, "shell": True}])
+                    setup=[{"run": swap, "shell": True, "system_writable": True}])
     p = storlab("run", str(camp), timeout=120)
     assert "ran 2" in p.stdout and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert tree(victim_dir) == before

@@ -197,12 +197,13 @@ def test_a_file_the_campaign_creates_outside_does_not_stop_its_next_runs(
         tmp_path: Path, run: Any) -> None:
     """Before each run only devices are checked again: the file run 1 created outside (in
     a directory the campaign declares writable) is not refused for run 2 (preflight
-    already said no file existed there). Undeclared, its directory stays shut and the runs
-    fail with a hint to declare it."""
+    already said no file existed there). Undeclared, the campaign is refused before any
+    run with a hint to declare its directory."""
     target = tmp_path / "mnt" / "bench.dat"
     target.parent.mkdir()
     p = run(campaign(tmp_path / "u", {"filename": str(target)}))
-    assert "ok 0, failed 2" in p.stdout and not target.exists(), p.stdout + p.stderr
+    assert p.returncode == 2 and "make the file first" in p.stderr, p.stdout + p.stderr
+    assert not target.exists()
     p = run(campaign(tmp_path / "c", {"filename": str(target)},
                      sandbox={"writable": [str(target.parent)]}))
     assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr

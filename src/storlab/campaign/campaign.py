@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ..errors import StorlabError
-from ..fileio import within, write_in_dir
+from ..fileio import MAX_YAML_BYTES, within, write_in_dir
 from ..jsonutil import to_jsonable
 from ..space import Space
 from .executors import requested_width
 from .fixed import Config, fixed_source
-from .inputs import check_campaign_input
+from .inputs import check_campaign_input, read_campaign_input
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
@@ -298,6 +298,19 @@ class Campaign:
                     home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
                 except CampaignError as exc:
                     raise CampaignError(f"{self.path}: {exc}") from None
+        # a file not made yet in another existing directory, an existing directory the
+        # job names beside a program fio starts: refused unless declared
+        new_file = getattr(runner, "refused_new_file", None)
+        program_dir = getattr(runner, "refused_program_dir", None)
+        if new_file is not None and program_dir is not None and not sb.allow_destructive:
+            declared = [os.path.realpath(self.dir / p) for p in sb.writable]
+            for cid, cfg in configs:
+                run_dir = self.scratch / f"c{cid}-r1"
+                why = new_file(self._runner_config(cfg), run_dir, declared) \
+                    or program_dir(runner.job_options(self._runner_config(cfg), run_dir,
+                                                      check=False), run_dir, declared)
+                if why:
+                    raise CampaignError(f"{self.path}: field runner: {why}")
         if walls is not None:  # (after: a file made in the campaign's directory has a hint)
             for cid, cfg in configs:
                 self._refuse_over_own(walls(self._runner_config(cfg),
@@ -309,10 +322,9 @@ class Campaign:
         of a file not made yet) that holds the store or the directory above the scratch
         area: a program could swap storlab's own files or directories there for links.
         A file not made yet counts only where the sandbox opens its directory (with
-        `allow`, or strictly inside the campaign's directory: `_open_target`)."""
+        `allow`: `_open_target`)."""
         own = [os.path.realpath(self.store_path.parent),
                os.path.realpath(self.scratch.parent)]
-        home = os.path.realpath(self.dir)
         for t in targets:
             # as in the run (its directory not made yet: `..` taken from the name)
             r = os.path.realpath(self.dir / t)  # an absolute target stays itself
@@ -321,9 +333,9 @@ class Campaign:
             elif not os.path.lexists(r):
                 # a directory made by the time the run starts (by storlab for its store,
                 # by a step) opens as itself; a file not made yet opens its directory
-                # where the sandbox does that (`allow`, or strictly inside the campaign)
+                # only with `allow` (`_open_target`)
                 parent = os.path.dirname(r)
-                ds = [r] + ([parent] if allow or within(parent, home, strict=True) else [])
+                ds = [r] + ([parent] if allow else [])
             else:
                 continue
             for d in ds:
@@ -673,8 +685,9 @@ def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:
     sp = spec.space
     try:
         if isinstance(sp, str):
-            return Space.from_yaml(check_campaign_input(path.parent / sp, path,
-                                                        f"{path}: field space: "))
+            content = read_campaign_input(path.parent / sp, path, f"{path}: field space: ",
+                                          MAX_YAML_BYTES)
+            return Space.from_yaml(path.parent / sp, content)
         return Space.from_dict(sp, source=f"{path}: space")
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None

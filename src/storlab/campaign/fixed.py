@@ -20,7 +20,7 @@ from ..errors import CampaignError, StorlabError
 from ..fileio import read_table
 from ..jsonutil import to_jsonable
 from ..space import Space
-from .inputs import check_campaign_input
+from .inputs import read_campaign_input
 from .sources import Observation, Proposal
 from .spec import CampaignSpec
 
@@ -85,7 +85,7 @@ def _configurations(spec: CampaignSpec, path: Path, space: Space, stored: Stored
     elif d.csv is not None:
         source = str(here / d.csv)
         try:  # the one table reader: its errors read as every other table's
-            table = read_table(check_campaign_input(here / d.csv, path))
+            table = read_table(here / d.csv, data=read_campaign_input(here / d.csv, path))
         except StorlabError as exc:
             raise CampaignError(f"{path}: field design.csv: {exc}") from None
         extra = [c for c in table.columns

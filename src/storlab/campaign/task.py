@@ -80,13 +80,14 @@ class TaskOutcome:
     host: str
 
 
-def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float | None,
-             walls: tuple[list[str], bool] = ([], False)) -> tuple[bool, str, int | None]:
+def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float | None
+             ) -> tuple[bool, str, int | None]:
     """Run one step; (succeeded, message, exit code). Values become whole argv elements
     (in a `sh -c SCRIPT` argv, quoted words of the script: `render_argv`); with `shell:
     true` they reach the shell through the environment (STORLAB_<NAME>), never as command
-    text (see `shell_command`). It runs in the run's sandbox, opened for the
-    runner's `walls` (targets, allow_destructive), unless declared `system_writable`."""
+    text (see `shell_command`). It runs in the run's sandbox, opened for what the
+    campaign declares (`sandbox.*`) and nothing of the runner's targets, unless declared
+    `system_writable`."""
     env: dict[str, str] | None = None
     if step.shell:
         try:
@@ -103,7 +104,7 @@ def run_step(step: StepSpec, values: dict[str, Any], cwd: Path, timeout: float |
         if step.system_writable:
             stack.enter_context(system_writable())
         out = run_program(argv, cwd=cwd, timeout=step.timeout or timeout, shell=step.shell,
-                          env=env, targets=walls[0], allow_destructive=walls[1])
+                          env=env)
     shown = argv if isinstance(argv, str) else " ".join(argv)
     if out.timed_out:
         return False, f"step `{shown}` timed out\n{out.stderr}", out.exit_code
@@ -265,17 +266,17 @@ def _execute(task: RunTask, workdir: Path, started: float) -> RunResult:
     values = {**task.values, "workdir": str(workdir)}
     cfg = {k: v for k, v in task.config.items() if k not in task.exclude}
     runner: Any = None
-    walls: tuple[list[str], bool] = ([], False)
+    # the steps get what the campaign declares (`sandbox.*`, the run's directory) and
+    # nothing of the runner's implicit targets: those open to the runner's own program
+    # only (a step beside fio `directory: ~/.ssh` wrote all of ~/.ssh)
     made: Exception | None = None
     try:
         runner = make_runner(task.runner_type, task.runner_options)
-        if hasattr(runner, "sandbox"):
-            walls = runner.sandbox(cfg, workdir)
     except Exception as exc:  # a runner bug or refusal fails this run, not the campaign
         made = exc
     result: RunResult | None = None
     for step in task.setup:
-        ok, msg, code = run_step(step, values, workdir, task.timeout, walls)
+        ok, msg, code = run_step(step, values, workdir, task.timeout)
         if not ok and not step.ignore_errors:
             result = RunResult("failed", stderr=tail(f"setup: {msg}"), exit_code=code,
                                started=started, ended=time.time())
@@ -294,7 +295,7 @@ def _execute(task: RunTask, workdir: Path, started: float) -> RunResult:
                                started=started, ended=time.time())
     assert result is not None
     for step in task.teardown:
-        ok, msg, code = run_step(step, values, workdir, task.timeout, walls)
+        ok, msg, code = run_step(step, values, workdir, task.timeout)
         if not ok and not step.ignore_errors:
             result.stderr = tail(f"{result.stderr}\nteardown: {msg}")
             if result.ok:  # the system may be left in an unknown state: do not trust it

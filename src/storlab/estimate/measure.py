@@ -374,6 +374,12 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
             "repetitions": 1, "randomize": False, "seed": int(plan.seed or 0),
             "timeout": float(plan.runtime * 4 + 120),  # the first run lays out the file
             "store": "campaign.db", "workdir": "scratch"}
+    if target.path is not None and not target.device and not allow_destructive \
+            and target.path.parent != campaign_dir \
+            and target.path.is_relative_to(campaign_dir):
+        # the sandbox opens the directory of a file fio makes only when declared
+        target.path.parent.mkdir(parents=True, exist_ok=True)
+        spec["sandbox"] = {"writable": [str(target.path.parent.relative_to(campaign_dir))]}
     csv_text = table.to_csv(index=False)
     yaml_text = ("# storlab estimate measure: one configuration per planned run, in run "
                  "order\n# plan: " + yaml.safe_dump(plan.to_dict(), default_flow_style=True,

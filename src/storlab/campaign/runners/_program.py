@@ -525,117 +525,108 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     except OSError as exc:  # the walls could not open what they bind (EMFILE): one line
         return ProcOutcome("", f"storlab: cannot build the sandbox of {program[0]}: {exc}",
                            None, False, started, time.time())
-    # files the program made in a directory made for it: moved where they belong once
-    # it ended well (`_sandbox.Fresh`)
-    fresh = list(walls.fresh) if walls is not None else []
-    ok = False
+    # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
+    outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
+    paths = _STREAMS.get() or (None, None, None)
+    shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
+    head = b"\n=== storlab: " + shown[:500] + b" ===\n"
     try:
-        # bwrap's own environment: fixed, and the run's tag (leftovers are found by it)
-        outside = {**_sandbox.BWRAP_ENV_OUTSIDE, **({TAG_ENV: tag} if tag else {})}
-        paths = _STREAMS.get() or (None, None, None)
-        shown = (" ".join(program) if not shell else argv).encode("utf-8", "replace")
-        head = b"\n=== storlab: " + shown[:500] + b" ===\n"
+        out_f, out_at = _open_stream(paths[0], head, paths[2])
+        err_f, err_at = _open_stream(paths[1], head, paths[2])
+    except BaseException:
+        if walls is not None:  # the descriptors the walls hold, released
+            walls.close()
+        raise
+    with out_f, err_f:
+        # inside the walls the program writes pipes, copied into the files here
+        # (`_Pump`); outside them it writes the files themselves (it could fchmod
+        # anything anyway), so what it leaves running keeps writing after the step
+        pipes = [os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)] if walls else []
+        pump: _Pump | None = None
+        proc: subprocess.Popen[bytes] | None = None
         try:
-            out_f, out_at = _open_stream(paths[0], head, paths[2])
-            err_f, err_at = _open_stream(paths[1], head, paths[2])
-        except BaseException:
-            if walls is not None:  # the descriptors the walls hold, released
-                walls.close()
-            raise
-        with out_f, err_f:
-            # inside the walls the program writes pipes, copied into the files here
-            # (`_Pump`); outside them it writes the files themselves (it could fchmod
-            # anything anyway), so what it leaves running keeps writing after the step
-            pipes = [os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)] if walls else []
-            pump: _Pump | None = None
-            proc: subprocess.Popen[bytes] | None = None
-            try:
-                if walls is not None and (why := _sandbox.landlock_refused()):
-                    return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: "
-                                       f"Landlock: {why}; refusing to run it without",
-                                       None, False, started, time.time())
-                ruleset = walls.landlock() if walls else None
-                proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
-                                        env=outside if walls else full_env,
-                                        stdin=subprocess.PIPE if stdin_text is not None else
-                                        subprocess.DEVNULL,
-                                        stdout=pipes[0][1] if pipes else out_f,
-                                        stderr=pipes[1][1] if pipes else err_f,
-                                        start_new_session=True,
-                                        preexec_fn=functools.partial(
-                                            _start_child, os.getpid(), ruleset))
-            except CampaignError as exc:  # the kernel cannot hold it to its TCP ports
-                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: {exc}",
+            if walls is not None and (why := _sandbox.landlock_refused()):
+                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: "
+                                   f"Landlock: {why}; refusing to run it without",
                                    None, False, started, time.time())
-            except OSError as exc:  # program missing or not executable: a failed run, not a crash
-                return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
-                                   time.time())
-            except subprocess.SubprocessError:  # `_start_child` raised: never run unconfined
-                return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: the "
-                                   "child could not set up its guard or enter the Landlock "
-                                   "domain (no_new_privs, landlock_restrict_self); refusing to "
-                                   "run it without", None, False, started, time.time())
-            finally:  # bwrap holds what it binds (the descriptors it was given) from here on
-                if walls is not None:
-                    walls.close()
-                for _, w in pipes:  # the program's ends: the copy sees the end when it ends
-                    os.close(w)
-                if proc is not None and pipes:
-                    try:
-                        pump = _Pump([(pipes[0][0], out_f.fileno()),
-                                      (pipes[1][0], err_f.fileno())])
-                        pump.start()
-                    except BaseException:  # no copy: the program is not left unwaited
-                        pump = None
-                        _kill_group(proc)
-                        proc.wait()
-                        raise
-                    finally:
-                        if pump is None:
-                            for r, _ in pipes:
-                                os.close(r)
-                else:
-                    for r, _ in pipes:
-                        os.close(r)
-            assert proc is not None
-            timed_out = False
-            try:
-                if stdin_text is not None:
-                    assert proc.stdin is not None
-                    try:
-                        proc.stdin.write(stdin_text.encode())
-                        proc.stdin.close()
-                    except BrokenPipeError:
-                        pass
-                # Only the program's own end counts: the pipes are drained for at most
-                # STREAM_GRACE after it, so a detached child that keeps stdout open cannot
-                # hold the run past its timeout.
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                proc.wait()
-            except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
-                _kill_group(proc)
-                proc.wait()
-                if pump is not None:
-                    pump.finish()
-                raise
-            ended = time.time()
+            ruleset = walls.landlock() if walls else None
+            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
+                                    env=outside if walls else full_env,
+                                    stdin=subprocess.PIPE if stdin_text is not None else
+                                    subprocess.DEVNULL,
+                                    stdout=pipes[0][1] if pipes else out_f,
+                                    stderr=pipes[1][1] if pipes else err_f,
+                                    start_new_session=True,
+                                    preexec_fn=functools.partial(
+                                        _start_child, os.getpid(), ruleset))
+        except CampaignError as exc:  # the kernel cannot hold it to its TCP ports
+            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: {exc}",
+                               None, False, started, time.time())
+        except OSError as exc:  # program missing or not executable: a failed run, not a crash
+            return ProcOutcome("", f"cannot start {argv!r}: {exc}", None, False, started,
+                               time.time())
+        except subprocess.SubprocessError:  # `_start_child` raised: never run unconfined
+            return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: the "
+                               "child could not set up its guard or enter the Landlock "
+                               "domain (no_new_privs, landlock_restrict_self); refusing to "
+                               "run it without", None, False, started, time.time())
+        finally:  # bwrap holds what it binds (the descriptors it was given) from here on
+            if walls is not None:
+                walls.close()
+            for _, w in pipes:  # the program's ends: the copy sees the end when it ends
+                os.close(w)
+            if proc is not None and pipes:
+                try:
+                    pump = _Pump([(pipes[0][0], out_f.fileno()),
+                                  (pipes[1][0], err_f.fileno())])
+                    pump.start()
+                except BaseException:  # no copy: the program is not left unwaited
+                    pump = None
+                    _kill_group(proc)
+                    proc.wait()
+                    raise
+                finally:
+                    if pump is None:
+                        for r, _ in pipes:
+                            os.close(r)
+            else:
+                for r, _ in pipes:
+                    os.close(r)
+        assert proc is not None
+        timed_out = False
+        try:
+            if stdin_text is not None:
+                assert proc.stdin is not None
+                try:
+                    proc.stdin.write(stdin_text.encode())
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            # Only the program's own end counts: the pipes are drained for at most
+            # STREAM_GRACE after it, so a detached child that keeps stdout open cannot
+            # hold the run past its timeout.
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            proc.wait()
+        except BaseException:  # KeyboardInterrupt (second Ctrl-C) or a kill: leave no orphan
+            _kill_group(proc)
+            proc.wait()
             if pump is not None:
                 pump.finish()
-            out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
-            err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
-        if walls is not None and proc.returncode != 0:
-            err += sandbox_hint(err, out[-4096:])
-        if cut:
-            err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
-                    + (f" (whole stream: {paths[0]})" if paths[0] else ""))
-        ok = proc.returncode == 0 and not timed_out
-        return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
-    finally:
-        for f in fresh:
-            f.adopt(keep=ok)
+            raise
+        ended = time.time()
+        if pump is not None:
+            pump.finish()
+        out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
+        err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
+    if walls is not None and proc.returncode != 0:
+        err += sandbox_hint(err, out[-4096:])
+    if cut:
+        err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
+                + (f" (whole stream: {paths[0]})" if paths[0] else ""))
+    return ProcOutcome(out, err, proc.returncode, timed_out, started, ended, cut, paths[0])
 
 
 #: What a program's error says when the sandbox refused it, and what the user can declare.

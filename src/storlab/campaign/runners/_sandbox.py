@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from ...errors import CampaignError
-from ...fileio import remove_tree, within
+from ...fileio import within
 
 #: Opt-out for kernels that refuse namespaces: programs run without walls.
 UNSANDBOXED_ENV = "STORLAB_UNSANDBOXED"
@@ -651,49 +651,6 @@ def _raise_nofile() -> None:
             pass  # the limit as it is: the refusal's message says what to raise
 
 
-#: The name of a directory storlab makes for one program beside the files it may make
-#: (`Walls.add_fresh`): recognised as storlab's, removed when the program ends.
-FRESH_PREFIX = ".storlab-new-"
-
-
-@dataclass
-class Fresh:
-    """A directory made for one program (`Walls.add_fresh`): `made`, in the directory
-    held as `parent_fd` (bound at `at` inside), and the `names` of the files to move back."""
-
-    parent_fd: int
-    made: str
-    at: str
-    names: list[str]
-
-    def adopt(self, keep: bool = True) -> None:
-        """Move each declared file the program made into the real directory (never over
-        one there: a hard link made exclusively, then the made directory removed); only a
-        regular file with one link, never a link, a directory or another name the program
-        made there. Without `keep` (the program failed or timed out: fio may have laid a
-        file out halfway, which it could not lay out again through a bind of that file
-        alone) nothing is moved."""
-        try:
-            dfd = os.open(self.made, _PATH | os.O_DIRECTORY, dir_fd=self.parent_fd) \
-                if keep else -1
-        except OSError:
-            dfd = -1
-        try:
-            for name in dict.fromkeys(self.names) if dfd >= 0 else ():
-                try:
-                    st = os.lstat(name, dir_fd=dfd)
-                    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-                        os.link(name, name, src_dir_fd=dfd, dst_dir_fd=self.parent_fd,
-                                follow_symlinks=False)
-                except OSError:  # gone, or a file of that name made there meanwhile
-                    pass
-        finally:
-            if dfd >= 0:
-                os.close(dfd)
-            remove_tree(self.made, self.parent_fd)
-            os.close(self.parent_fd)
-
-
 @dataclass
 class Walls:
     """The mounts of one program's sandbox. Each writable place is bound from a descriptor
@@ -726,34 +683,10 @@ class Walls:
     #: with several hard links too (each shown read-only over itself)
     strict: bool = True
     covers: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
-    #: directories made for this program and bound over an existing directory that holds
-    #: a file not made yet (`_open_target`): the files the program makes there under the
-    #: declared names are moved into the real directory when it ends (`Fresh.adopt`)
-    fresh: list[Fresh] = field(default_factory=list)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
         self.writable.append(at)
-
-    def add_fresh(self, parent_fd: int, at: str, name: str) -> None:
-        """Let the program make file `name` in the existing directory `at` (held as
-        `parent_fd`, O_PATH) without opening that directory: an empty directory of its own
-        is made in it and bound at `at` (one per directory), and the file the program made
-        there is moved back when it ends."""
-        for f in self.fresh:
-            if f.at == at:
-                f.names.append(name)
-                os.close(parent_fd)
-                return
-        made = f"{FRESH_PREFIX}{os.urandom(6).hex()}"
-        try:
-            os.mkdir(made, 0o700, dir_fd=parent_fd)
-            fd = os.open(made, _PATH | os.O_DIRECTORY, dir_fd=parent_fd)
-        except BaseException:
-            os.close(parent_fd)
-            raise
-        self.fresh.append(Fresh(parent_fd, made, at, [name]))
-        self.add(fd, at)
 
     def show(self, path: str, at: str | None = None) -> None:
         """Show `path` read-only at `at` (default: there), opened without links on the way;
@@ -796,12 +729,7 @@ class Walls:
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
         out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network)
-        # a directory made for the program (`fresh`) holds nothing of another: a place
-        # bound inside it (an existing file beside the one to make) is bound after it
-        over = {f.at for f in self.fresh}
-        kept = _outermost((fd, p) for fd, p in zip(self.fds, self.writable) if p not in over)
-        kept += [(fd, p) for fd, p in zip(self.fds, self.writable) if p in over
-                 and not any(within(p, q) for _, q in kept)]
+        kept = _outermost(zip(self.fds, self.writable))
         # a bind inside another is dropped: its descriptor too, or bwrap (which closes
         # those it uses) would hand it to the program
         for fd in set(self.fds) - {fd for fd, _ in kept}:
@@ -913,13 +841,6 @@ class Walls:
         if self.tcp_ports is None:
             return landlock_ruleset()
         return tcp_ruleset(self.tcp_ports)
-
-    def abandon(self) -> None:
-        """`close`, and remove the directories made for a program that never started."""
-        self.close()
-        for f in self.fresh:
-            f.adopt(keep=False)
-        self.fresh.clear()
 
     def close(self) -> None:
         for fd in self.all_fds:
@@ -1249,7 +1170,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
     except BaseException:
-        w.abandon()
+        w.close()
         raise
     return w
 
@@ -1273,23 +1194,15 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     if not os.path.lexists(t) and within(os.path.realpath(parent), w.writable[0]):
         return  # in the run's directory (w.writable[0]), writable already: nothing to make
     if not os.path.lexists(t):
-        # A file not made yet opens its directory (fio lays a file out by removing and
-        # making it again, which a bind of the file alone refuses: EBUSY), but without
-        # `allow` only a directory inside the campaign's directory:
-        # opening a shared directory for a file in it let a program write other files
-        # there. Elsewhere nothing opens; the user declares the directory in
-        # `sandbox.writable`.
-        # (strictly inside: the campaign's directory itself holds its file and store)
-        if allow or (any(within(parent, h, strict=True) for h in homes)
-                     and not _system(parent)):
+        # A file not made yet in another existing directory opens that directory only
+        # with `allow` (fio lays a file out by removing and making it again, which a bind
+        # of the file alone refuses: EBUSY). Without, nothing opens: the campaign's
+        # preflight refuses such a target (`refused_new_file`) unless its directory is
+        # declared in `sandbox.writable`, which opens as declared.
+        if allow:
             dfd = open_plain(parent)
             if dfd is not None and stat.S_ISDIR(os.fstat(dfd).st_mode):
-                if allow:
-                    w.add(dfd, parent)
-                else:
-                    # never the existing directory itself (another campaign's store, a
-                    # ~/.ssh): a directory made for the program, bound over it
-                    w.add_fresh(dfd, parent, os.path.basename(t))
+                w.add(dfd, parent)
             elif dfd is not None:
                 os.close(dfd)
         return
@@ -1341,7 +1254,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
             env = {**env, "TMPDIR": real}  # /tmp is read-only: temporary files go here
         return w.argv(program, real, env), w
     except BaseException:
-        w.abandon()
+        w.close()
         raise
 
 

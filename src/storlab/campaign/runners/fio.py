@@ -391,18 +391,48 @@ class FioRunner:
                     f"/usr) and would get what storlab grants fio itself for this job "
                     f"({'; '.join(grants)}); declare {declare} in the campaign if it should "
                     "have it")
+        what = self._starts_program(opts)
+        if what is None:
+            return None
+        return (f"{what}, which would inherit what storlab grants fio itself for this "
+                f"job ({'; '.join(grants)}); declare {declare} in the campaign if that "
+                "program should have it, or drop the option")
+
+    def _starts_program(self, opts: Mapping[str, str]) -> str | None:
+        """The first option of this job that starts a program (`PROGRAM_OPTIONS`, or an
+        abbreviation fio accepts) or runs or loads code other than fio's own engines
+        (`exec`, `external:`, a library path: `_loads_code`), in words; None when none."""
         for k, v in self._given(opts):
             runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
             if runs and (k in runs or not _exact_fio_option(k)):
-                what = f"fio option {k}={v!r} starts a program"
-            elif (k == "ioengine" or len(k) > 2 and "ioengine".startswith(k)
-                  and not _exact_fio_option(k)) and _loads_code(str(v)):
-                what = f"fio option {k}={v!r} runs or loads code other than fio's engines"
-            else:
-                continue
-            return (f"{what}, which would inherit what storlab grants fio itself for this "
-                    f"job ({'; '.join(grants)}); declare {declare} in the campaign if that "
-                    "program should have it, or drop the option")
+                return f"fio option {k}={v!r} starts a program"
+            if (k == "ioengine" or len(k) > 2 and "ioengine".startswith(k)
+                    and not _exact_fio_option(k)) and _loads_code(str(v)):
+                return f"fio option {k}={v!r} runs or loads code other than fio's engines"
+        return None
+
+    def refused_program_dir(self, opts: Mapping[str, str], workdir: Path,
+                            writable: Sequence[str], allow: bool = False) -> str | None:
+        """Why this job may not run as given, or None: an existing directory its options
+        name (`directory`, a log prefix's or a `filename_format`'s directory, a `filename`
+        that is a directory) opens writable to fio, and an option starting a program
+        (`_starts_program`) would get it whole: an `exec_prerun` appended to a file in
+        /var/spool/cron/crontabs or ~/.ssh. Allowed when that directory lies inside the
+        run's directory `workdir` or a declared `writable` directory (real paths), or
+        with `allow` (allow_destructive)."""
+        if allow or self.allow_destructive:
+            return None
+        what = self._starts_program(opts)
+        if what is None:
+            return None
+        own = [os.path.realpath(workdir), *writable]
+        for t in self.sandbox_targets(opts, Path(workdir)):
+            real = os.path.realpath(t)
+            if os.path.isdir(real) and not any(within(real, d) for d in own):
+                return (f"{what}, which would get the existing directory {t} that the job "
+                        "names, writable whole (fio's own files and logs go there); declare "
+                        "that directory in sandbox.writable if that program may write all "
+                        "of it, or drop the option")
         return None
 
     def check_home(self, config: Mapping[str, Any], home: Path, workdir: Path) -> None:
@@ -420,12 +450,43 @@ class FioRunner:
                 raise CampaignError(
                     f"fio target {c.given} (as {c.path}) would be made directly in the "
                     "campaign's directory, which the sandbox keeps read-only (it holds the "
-                    f"campaign file and the store); name it in a directory inside (data/"
-                    f"{os.path.basename(c.path)}), which the sandbox opens")
+                    f"campaign file and the store); name it relative (made in each run's "
+                    f"directory), or in a directory inside declared in sandbox.writable "
+                    f"(data/{os.path.basename(c.path)})")
+
+    def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
+                         writable: Sequence[str]) -> str | None:
+        """Why a file this job would make is refused, or None: a file not made yet in an
+        existing directory other than the run's directory `workdir` (the sandbox opens no
+        such directory for it: the whole directory would be writable, another campaign's
+        store or a ~/.ssh beside the file), unless that
+        directory lies in a declared `writable` directory (real paths) or the runner sets
+        allow_destructive (the directory then opens whole)."""
+        if self.allow_destructive:
+            return None
+        workdir = Path(workdir).absolute()
+        opts = self.job_options(config, workdir, check=False)
+        given = [*_parse_extra_args(self.extra_args), *opts.items()]
+        own = [os.path.realpath(workdir)]
+        for c in self.fio_targets(opts, workdir):
+            # `..` taken from the name: the run's directory may not be made yet
+            path = os.path.normpath(c.path)
+            if c.pattern or c.opendir or os.path.lexists(path):
+                continue
+            parent = os.path.dirname(path)
+            real = os.path.realpath(parent)
+            if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
+                continue
+            option = next((k for k, v in given if k in WRITTEN_FILES and v == c.given),
+                          "filename")
+            return (f"fio option {option}: {c.given} (as {c.path}) is not made yet in the "
+                    f"existing directory {parent}, which the sandbox does not open for it: "
+                    "make the file first, or declare its directory in sandbox.writable")
+        return None
 
     def sandbox(self, config: Mapping[str, Any], workdir: Path) -> tuple[list[str], bool]:
-        """What this run declares for the sandbox of the campaign's steps: (targets,
-        allow_destructive); a setup step may lay out fio's files."""
+        """What this run's fio opens (the campaign's preflight checks it): (targets,
+        allow_destructive). fio's alone: the campaign's steps get none of it."""
         workdir = Path(workdir).absolute()
         return (self.sandbox_targets(self.job_options(config, workdir, check=False), workdir),
                 self.allow_destructive)
@@ -507,6 +568,10 @@ class FioRunner:
         decl = current()
         why = self.refused_grant(opts, bool(decl.sockets) or decl.unix_sockets, decl.io_uring,
                                  decl.network)
+        if why is None and not decl.allow_destructive:  # as the campaign's preflight
+            declared = [os.path.realpath(p) for p in decl.paths]
+            why = (self.refused_new_file(config, workdir, declared)
+                   or self.refused_program_dir(opts, workdir, declared))
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
@@ -537,9 +602,8 @@ class FioRunner:
             if "error=Read-only file system" in proc.stderr:
                 res.stderr = tail(f"{res.stderr}\nstorlab: the sandbox keeps that path "
                                   "read-only: a file fio makes opens with its directory only "
-                                  "in a directory inside the campaign's (the run's, the "
-                                  "scratch area, data/...); elsewhere, the campaign's "
-                                  "directory itself included, declare the directory in "
+                                  "in the run's own directory (a relative name); elsewhere "
+                                  "make the file first, or declare its directory in "
                                   "sandbox.writable (or allow_destructive: true)")
             return res
         res.metrics = {**summarize(records), **fio_named(records)}
