@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 
 from ..errors import CampaignError, StorlabError
-from ..fileio import MAX_INPUT_BYTES, check_input_stat
+from ..fileio import MAX_INPUT_BYTES, check_input_stat, within
 
 
 def read_campaign_input(path: str | Path, campaign: str | Path, what: str = "",
@@ -90,7 +90,7 @@ def _allowed(real: str, campaign: str | Path) -> bool:
     """Whether storlab reads the regular file `real` (a descriptor's real path) for the
     campaign file `campaign`: inside its directory, or readable by its owner."""
     home = os.path.realpath(os.path.dirname(os.path.abspath(campaign)))
-    if real.startswith(home.rstrip("/") + "/"):
+    if within(real, home, strict=True):
         return True
     owner = _owner(campaign)
     return owner == 0 or _may_read(owner, real)
