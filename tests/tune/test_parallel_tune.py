@@ -129,18 +129,31 @@ def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
     proc = subprocess.Popen([*storlab_argv, "tune", str(p), "--executor", "parallel:3",
                              "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    deadline = time.time() + 120
-    runs: list[dict[str, Any]] = []
-    while time.time() < deadline:  # kill with three runs in flight
-        runs = stored(db)
+
+    def ready(runs: list[dict[str, Any]]) -> bool:
         done = [r for r in runs if r["status"] == "ok"]
         running = [r for r in runs if r["status"] == "running"]
-        if len(running) == 3 and (len(done) >= 6 if when == "search" else
-                                  any(early(r) for r in running)):
-            break
+        return len(running) == 3 and (len(done) >= 6 if when == "search" else
+                                      any(early(r) for r in running))
+
+    # Kill with three runs in flight. The moment is decided with the tuner's process group
+    # stopped: a run finishing between the look and the kill (CI saw it under load) would
+    # leave two in flight. A stopped tuner records nothing, so what is read is what is cut.
+    deadline = time.time() + 120
+    killed = False
+    while not killed and time.time() < deadline and proc.poll() is None:
+        if ready(stored(db)):
+            os.killpg(proc.pid, signal.SIGSTOP)
+            if ready(stored(db)):
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+            else:
+                os.killpg(proc.pid, signal.SIGCONT)
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
+    if not killed:
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert killed, f"never saw three runs in flight ({when}): {stored(db)}"
     before = stored(db)
     cut = [r["key"] for r in before if r["status"] == "running"]
     assert len(cut) == 3, before
