@@ -4,10 +4,12 @@ name, every plot kind renders, and importing or drawing never switches a user's 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -96,20 +98,49 @@ def test_pareto_without_significant_effects_shows_no_significant_swatch() -> Non
     assert "significant" not in texts
 
 
-def test_every_plot_kind_renders_with_units_on_its_value_axes(tmp_path: Path) -> None:
+#: Run in a fresh interpreter (a notebook user's session): pick a backend, import every storlab
+#: module, draw every plot kind of the gallery (scripts/plot_gallery.py) and save it as a PNG,
+#: then print (as JSON) each figure's axis labels, its titles, and the backend after it all.
+_GALLERY = """
+import importlib, json, pkgutil, sys
+import matplotlib
+matplotlib.use("svg")
+import storlab
+for m in pkgutil.walk_packages(storlab.__path__, "storlab."):
+    importlib.import_module(m.name)
+from storlab.fileio import save_figure
+sys.path.insert(0, sys.argv[1])
+import plot_gallery
+figs, titles = {}, []
+for name, fig in plot_gallery.draw_all():
+    figs[name] = [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+    titles += [(name, t.get_text()) for f in (fig, *fig.subfigs) for t in f.texts]
+    titles += [(name, ax.get_title()) for ax in fig.axes]
+    titles += [(name, f._suptitle.get_text()) for f in (fig, *fig.subfigs)
+               if f._suptitle is not None]
+    save_figure(fig, sys.argv[2] + "/" + name + ".png")
+print(json.dumps({"figs": figs, "titles": titles, "backend": matplotlib.get_backend()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """Every plot kind drawn once, in one process of its own (`_GALLERY`; the gallery costs
+    ~15 s of CPU): (the folder of its PNGs, what it printed)."""
+    out = tmp_path_factory.mktemp("gallery")
+    p = subprocess.run([sys.executable, "-c", _GALLERY, str(ROOT / "scripts"), str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return out, json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_every_plot_kind_renders_with_units_on_its_value_axes(
+        gallery: tuple[Path, dict[str, Any]]) -> None:
     """The gallery (scripts/plot_gallery.py) draws every kind; each PNG is written and the
     value axes name their unit."""
-    from storlab.fileio import save_figure
-
-    figs = {}
-    titles = []
-    for name, fig in _gallery().draw_all():
-        figs[name] = [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
-        titles += [(name, t.get_text()) for f in (fig, *fig.subfigs) for t in f.texts]
-        titles += [(name, ax.get_title()) for ax in fig.axes]
-        titles += [(name, f._suptitle.get_text()) for f in (fig, *fig.subfigs)
-                   if f._suptitle is not None]
-        save_figure(fig, tmp_path / f"{name}.png")
+    folder, drawn = gallery
+    figs = drawn["figs"]
+    titles = [tuple(t) for t in drawn["titles"]]
     expected = {"effects-pareto", "effects-halfnormal", "effects-main", "effects-interaction",
                 "effects-pb-interaction", "importance", "importance-cpi",
                 "importance-subsets", "importance-path", "importance-eval",
@@ -118,7 +149,7 @@ def test_every_plot_kind_renders_with_units_on_its_value_axes(tmp_path: Path) ->
                 "sim-calibration", "tune", "tune-eval", "report-progress"}
     assert set(figs) == expected
     for name in expected:
-        data = (tmp_path / f"{name}.png").read_bytes()
+        data = (folder / f"{name}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 4_000, name
     # A user has not read the papers storlab follows: no "Figure 5:", "seed 001", "paper".
     assert len(titles) > 10
@@ -168,27 +199,14 @@ def test_importance_figures_2_and_3() -> None:
         res.plot("pie")
 
 
-def test_importing_and_drawing_keeps_the_users_backend(tmp_path: Path) -> None:
-    """A notebook user's backend survives importing every storlab module and drawing:
-    library code never calls matplotlib.use."""
-    code = f"""
-import importlib, pkgutil, sys
-import matplotlib
-matplotlib.use("svg")
-import storlab
-for m in pkgutil.walk_packages(storlab.__path__, "storlab."):
-    importlib.import_module(m.name)
-sys.path.insert(0, {str(ROOT / "scripts")!r})
-import plot_gallery
-for name, fig in plot_gallery.draw_all(["effects", "estimate", "sim", "report"]):
-    fig.savefig({str(tmp_path)!r} + "/" + name + ".png")
-print(matplotlib.get_backend())
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "svg"
-    assert (tmp_path / "sim-sweep.png").read_bytes()[:4] == b"\x89PNG"
+def test_importing_and_drawing_keeps_the_users_backend(
+        gallery: tuple[Path, dict[str, Any]]) -> None:
+    """A notebook user's backend survives importing every storlab module and drawing every
+    plot kind (the same process as the test above): library code never calls
+    matplotlib.use."""
+    folder, drawn = gallery
+    assert drawn["backend"] == "svg"
+    assert (folder / "sim-sweep.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_effects_on_a_log_response_tick_plain_numbers_not_milli() -> None:

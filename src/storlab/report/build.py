@@ -59,10 +59,12 @@ class Report:
 def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
                  coverage_by: str | None = None, coverage_metrics: Sequence[str] | None = None,
                  alpha: float = 0.05, transform: str = "none",
-                 progress: Callable[..., None] | None = None) -> Report:
+                 progress: Callable[..., None] | None = None, figures: bool = True) -> Report:
     """Analyse every response (effects on `transform(response)`, see
     `storlab.analysis.effects.analyze`) and lay out the sections that have data.
-    `progress(label, advance=..., total=...)` hears of each part as it is done."""
+    `progress(label, advance=..., total=...)` hears of each part as it is done.
+    `figures=False` leaves the figures out: the same sections, tables and numbers in a
+    fraction of the time (drawing is most of it)."""
     from ..plotstyle import styled
 
     df = inp.results
@@ -72,7 +74,7 @@ def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
     data: dict[str, Any] = {"title": inp.title, "source": inp.source, "level": inp.level,
                             "responses": {}}
     sections: list[Section] = []
-    with warnings.catch_warnings(), styled():
+    with warnings.catch_warnings(), styled(), H.figures(figures):
         warnings.simplefilter("ignore")  # numerical chatter of tiny designs; notes say more
         sections.append(S.overview_section(inp, resp))
         for s in (S.space_section(inp), S.design_section(inp), S.tuning_section(inp, data),

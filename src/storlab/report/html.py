@@ -13,9 +13,11 @@ the Markup that other macros returned; it never writes a tag or escapes by hand
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,20 @@ import pandas as pd
 #: while the PNG holds 150 dpi so that it stays sharp on HiDPI screens and in print.
 CSS_DPI = 96
 PNG_DPI = 150
+#: Whether `figure_html` draws: off inside `figures(False)` (a report of the numbers alone;
+#: drawing and encoding the PNGs is most of a report's time).
+_DRAW: contextvars.ContextVar[bool] = contextvars.ContextVar("storlab_report_figures",
+                                                             default=True)
+
+
+@contextlib.contextmanager
+def figures(draw: bool) -> Iterator[None]:
+    """Within: `figure_html` draws its figures (True) or leaves each out (False: None)."""
+    token = _DRAW.set(draw)
+    try:
+        yield
+    finally:
+        _DRAW.reset(token)
 
 
 def fmt_num(v: Any) -> str:
@@ -124,10 +140,16 @@ def dl_html(items: Sequence[tuple[str, Any]]) -> Any:
     return macro("dl")([(k, v if isinstance(v, Markup) else fmt_num(v)) for k, v in items])
 
 
-def figure_html(fig: Any, alt: str, caption: str | None = None, close: bool = True) -> Any:
-    """A matplotlib Figure as an embedded PNG (<figure> with caption)."""
+def figure_html(fig: Any | Callable[[], Any], alt: str, caption: str | None = None,
+                close: bool = True) -> Any:
+    """A matplotlib Figure as an embedded PNG (<figure> with caption). `fig` may be a function
+    that draws it, called only where figures are drawn (`figures`); else None."""
     from ..plotstyle import close as close_figure
 
+    if not _DRAW.get():
+        return None
+    if callable(fig):
+        fig = fig()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", facecolor="white")
     width = int(round(fig.get_size_inches()[0] * CSS_DPI))

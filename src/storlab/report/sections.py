@@ -204,7 +204,7 @@ def tuning_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
                 facts.append((f"recommended vs {label}", "the same configuration"))
         facts += [("note", n) for n in d["notes"]]
         facts_html = H.dl_html(facts)
-    fig = H.figure_html(res.plot(), "Tuning convergence",
+    fig = H.figure_html(res.plot, "Tuning convergence",
                         "Each run's value by phase, the best single run so far, and the "
                         "confirmed means of the recommendation (with its interval) and of "
                         "the baseline"
@@ -245,10 +245,10 @@ def progress_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
     fig = failed = None
     t = runs.dropna(subset=["started", "ended"]) if {"started", "ended"} <= set(runs) else None
     if t is not None and len(t) > 1:
-        fig = H.figure_html(progress_plot(t), "Cumulative finished runs over the campaign's "
-                              "wall-clock time, failures marked",
-                              "Finished runs over wall-clock time; crosses are failed runs. "
-                              "A flat stretch is a slow or hung run.")
+        fig = H.figure_html(lambda: progress_plot(t), "Cumulative finished runs over the "
+                            "campaign's wall-clock time, failures marked",
+                            "Finished runs over wall-clock time; crosses are failed runs. "
+                            "A flat stretch is a slow or hung run.")
     bad = runs[runs["status"].isin(["failed", "timeout"])]
     if len(bad):
         from ..campaign.runners.base import failure_lines
@@ -393,18 +393,18 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
         ln = a.lenth
         e: dict[str, Any] = {"alpha": f"{alpha:g}", "lenth": None if ln is None else {
             "pse": ln.pse, "me": ln.me, "sme": ln.sme, "df": f"{ln.df:.3g}"}}
-        e["pareto"] = H.figure_html(effects_plot(a, "pareto", unit),
+        e["pareto"] = H.figure_html(lambda: effects_plot(a, "pareto", unit),
                                     f"Pareto chart of effects on {response}",
                                     "Absolute effects, largest on top; orange = significant "
                                     "(ANOVA p < α, or beyond Lenth's ME where the model has "
                                     "no error term).")
-        e["halfnormal"] = H.figure_html(effects_plot(a, "halfnormal", unit),
+        e["halfnormal"] = H.figure_html(lambda: effects_plot(a, "halfnormal", unit),
                                         f"Half-normal plot of effects on {response}",
                                         "Inactive effects fall on the dashed null line "
                                         "through the origin; labelled points stand out of "
                                         "the noise.")
         e["table"] = _effects_table(a.effects[a.shown_columns], response)
-        e["main"] = H.figure_html(effects_plot(a, "main", unit),
+        e["main"] = H.figure_html(lambda: effects_plot(a, "main", unit),
                                   f"Main-effect plots for {response}",
                                   ("Mean response" if a.balanced else
                                    "Least-squares (adjusted) mean response, the runs being "
@@ -412,7 +412,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
                                   + " at each factor's low and high level; the dotted line "
                                   "is the grand mean. A steep line is a large effect.")
         if (a.effects["order"] == 2).any():
-            e["interaction"] = H.figure_html(effects_plot(a, "interaction", unit),
+            e["interaction"] = H.figure_html(lambda: effects_plot(a, "interaction", unit),
                                              f"Interaction plots for {response}",
                                              "Non-parallel lines mean the effect of one "
                                              "factor depends on the level of the other.")
@@ -466,7 +466,7 @@ def response_section(inp: ReportInput, response: str, alpha: float, transform: s
                      aggregate=imp.aggregate, stop_reason=imp.stop_reason, mean=imp.mean,
                      rsd=f"{100 * imp.rsd:.3g}",
                      share=f"{100 * sum(s.share for s in imp.steps):.3g}")
-            i["figure"] = H.figure_html(_styled_importance(imp, response, unit),
+            i["figure"] = H.figure_html(lambda: _styled_importance(imp, response, unit),
                                         f"Carver importance of parameters for {response}",
                                         "Left: each parameter's share of the variance on its "
                                         "own (PI). Right: mean and RSD of the runs left after "
@@ -567,6 +567,13 @@ def _rw_table(inp: ReportInput) -> tuple[pd.DataFrame, str, str] | None:
     return df, pct, size
 
 
+def _rw_plot(m: Any, label: str) -> Any:
+    """The f_rw model's figure, titled with the configuration it is of."""
+    fig = m.plot()
+    fig.axes[0].set_title(f"f_rw model: {label}")
+    return fig
+
+
 def rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
     from ..estimate import fit_table
 
@@ -597,9 +604,8 @@ def rwmix_section(inp: ReportInput, data: dict[str, Any]) -> Section | None:
         tables.append(t)
         models[label] = m.to_dict()
         if len(plots) < 4:
-            fig = m.plot()
-            fig.axes[0].set_title(f"f_rw model: {label}")
-            plots.append(H.figure_html(fig, f"Read/write-mix model for {label}"))
+            plots.append(H.figure_html(lambda m=m, label=label: _rw_plot(m, label),
+                                       f"Read/write-mix model for {label}"))
     if not tables:
         return None
     data["rwmix"] = models
@@ -637,11 +643,11 @@ def coverage_html(cov: Any, heading: str = "h2") -> Any:
     else:
         verdict = {"kind": "several", "names": tied, "best": best, "top": top}
     figures = [
-        H.figure_html(cov.plot("coverage"), "Clusters reached per group",
+        H.figure_html(lambda: cov.plot("coverage"), "Clusters reached per group",
                       "Clusters each group reaches, and how its runs fall into them."),
-        H.figure_html(cov.plot("scatter"), "Runs on the independent components",
+        H.figure_html(lambda: cov.plot("scatter"), "Runs on the independent components",
                       "Each point is a run; grey areas are the k-means clusters."),
-        H.figure_html(cov.plot("dendrogram"), "Cluster dendrogram",
+        H.figure_html(lambda: cov.plot("dendrogram"), "Cluster dendrogram",
                       "Ward clustering of the runs on the components; the dashed line "
                       "cuts the tree into the k-means number of clusters.")]
     table = H.table_html(t, table_id="coverage-table",
