@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
 
 
 def on_a_terminal(argv: list[str], *args: str) -> tuple[int, str, str]:
@@ -61,7 +62,14 @@ def test_importance_eval_shows_progress_on_a_terminal(table: Path,
 
 
 def test_report_shows_progress_on_a_terminal_and_not_when_piped(
-        table: Path, tmp_path: Path, storlab: Any, storlab_argv: list[str]) -> None:
+        tmp_path: Path, storlab: Any, storlab_argv: list[str]) -> None:
+    # two factors: the report's steps are what is checked, not its figures (4 factors drew
+    # 6 interaction panels, most of the test's time)
+    df = pd.DataFrame(list(itertools.product(["a", "b", "c"], ["x", "y"], [0, 1])),
+                      columns=["p", "q", "rep"]).drop(columns="rep")
+    df["y"] = 100 + 30 * (df["p"] == "a") + np.random.default_rng(0).normal(0, 1, len(df))
+    table = tmp_path / "two.csv"
+    df.to_csv(table, index=False)
     html = tmp_path / "r.html"
     code, out, tty = on_a_terminal(storlab_argv, "report", str(table), "-y", "y", "-o",
                                    str(html))
