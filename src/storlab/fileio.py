@@ -141,13 +141,14 @@ def write_text(path: str | Path, text: str, what: str = "") -> Path:
     return Path(path)
 
 
-def write_fresh(path: str | Path, data: str | bytes = b"", dir_fd: int | None = None
-                ) -> Path:
+def write_fresh(path: str | Path, data: str | bytes = b"", dir_fd: int | None = None,
+                mode: int = 0o666) -> Path:
     """Make `path` anew with `data`, never through a link: whatever entry is there (a link
     a campaign's step planted, pointing at a device or somebody's file) is removed, not
     followed, and the file is created exclusively (O_EXCL | O_NOFOLLOW). For the files
     storlab itself writes beside a run's programs (job files, configs, output streams).
-    With `dir_fd` (`open_dir_beneath`), `path`'s name is made in that directory."""
+    With `dir_fd` (`open_dir_beneath`), `path`'s name is made in that directory; `mode`
+    (less the umask): 0o600 for a file beside the store that holds what a run printed."""
     p = Path(path)
     name: str | Path = p.name if dir_fd is not None else p
     try:
@@ -155,14 +156,14 @@ def write_fresh(path: str | Path, data: str | bytes = b"", dir_fd: int | None = 
     except FileNotFoundError:
         pass
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o666 & ~_umask(), dir_fd=dir_fd)
+                 mode & ~_umask(), dir_fd=dir_fd)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data.encode() if isinstance(data, str) else data)
     return p
 
 
 def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
-                     what: str = "", home_fd: int | None = None) -> int:
+                     what: str = "", home_fd: int | None = None, mode: int = 0o777) -> int:
     """A descriptor (O_RDONLY | O_DIRECTORY) of the directory `path`, which lies inside the
     directory `home`: `home` is opened as named (the user's own path, links and all), then
     each component of `path` below it with O_NOFOLLOW, from the directory opened before it
@@ -171,7 +172,8 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
     storlab makes there as root (its locks, the runs' output files) is made in the
     directory it opened, never where a link leads. `path` outside `home`: only its last
     component is opened without following. `home_fd`: `home` as the caller holds it (opened
-    once, earlier), used instead of opening `home` by name."""
+    once, earlier), used instead of opening `home` by name; `mode`: of the directories made
+    (less the umask)."""
     home, p = os.path.abspath(home), os.path.abspath(path)
     if not within(p, home):
         home, home_fd = os.path.dirname(p), None
@@ -193,7 +195,7 @@ def open_dir_beneath(home: str | Path, path: str | Path, make: bool = True,
                 if not make:
                     raise
                 try:
-                    os.mkdir(name, 0o777, dir_fd=fd)
+                    os.mkdir(name, mode, dir_fd=fd)
                 except FileExistsError:  # made meanwhile (or a link made meanwhile)
                     pass
                 nxt = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
@@ -268,7 +270,8 @@ def temporary_directory(prefix: str) -> Iterator[str]:
 
 
 def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = "",
-                 home: str | Path | None = None, home_fd: int | None = None) -> Path:
+                 home: str | Path | None = None, home_fd: int | None = None,
+                 mode: int = 0o666) -> Path:
     """Write `directory/name` anew with `data`, atomically and never through a link:
     `directory` (made if missing) is opened with O_NOFOLLOW, so a link there (to somebody's
     directory) is refused in one line; the file is written under a temporary name made
@@ -277,7 +280,8 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
     programs may have planted a link. With `home` (the campaign's directory), `directory`
     is made and opened from it one component at a time (`open_dir_beneath`): a link
     swapped in for any directory on the way is refused, not only for the last; `home_fd`:
-    `home` as the caller holds it (see `open_dir_beneath`)."""
+    `home` as the caller holds it (see `open_dir_beneath`); `mode`: the file's (less the
+    umask)."""
     d = Path(directory)
     label = f"{what} {d}" if what else str(d)
     try:
@@ -295,7 +299,7 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
     tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o666 & ~_umask(), dir_fd=dfd)
+                     mode & ~_umask(), dir_fd=dfd)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data.encode() if isinstance(data, str) else data)

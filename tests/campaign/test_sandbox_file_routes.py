@@ -159,7 +159,7 @@ def test_the_program_cannot_change_its_stream_files(storlab, tmp_path: Path,
     assert got  # what the program did to its descriptors (pipes now) is its own business
     for name in ("c1-r1.stdout", "c1-r1.stderr"):
         f = camp.parent / "campaign.db.output" / name
-        assert f.stat().st_mode & 0o777 == 0o644, oct(f.stat().st_mode)
+        assert f.stat().st_mode & 0o777 == 0o600, oct(f.stat().st_mode)  # as the store
         assert "user.storlab" not in os.listxattr(f)
 
 

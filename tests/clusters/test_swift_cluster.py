@@ -121,11 +121,12 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
     directory link swapped in on the way to an absolute `records_dir` outside the campaign
     (in a shared directory). The path the user wrote is resolved once, when the campaign
     is loaded (a link there then, such as `/home -> var/home`, is the user's own
-    declaration: the records go where it leads); each write opens the resolved path from
-    / one component at a time without following a link: a link swapped in after the load
-    (here by a setup step) is refused, the run keeps its measurement with a warning
-    naming the link, the victim's bytes are unchanged. A failed run (every GET of an
-    object never prepared fails) writes none."""
+    declaration: the records go where it leads, when that lies in a directory declared
+    in sandbox.writable: storlab writes them itself, outside the sandbox); each write
+    opens the resolved path from / one component at a time without following a link: a
+    link swapped in after the load (here by a setup step) is refused, the run keeps its
+    measurement with a warning naming the link, the victim's bytes are unchanged. A
+    failed run (every GET of an object never prepared fails) writes none."""
     import sqlite3
 
     c, base, st = swift
@@ -138,25 +139,32 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
     (shared / "lnk").symlink_to(tmp_path / "mine")
     (tmp_path / "mine").mkdir()
 
-    def run(name, records, setup=(), **load):
+    def run(name, records, setup=(), writable=(shared,), refused=None, **load):
         d = tmp_path / name
         d.mkdir()
         spec = {"name": name, "timeout": 60, "space": {"factors": [
                     {"name": "clients", "kind": "categorical", "values": [1, 2]}],
                     "responses": [{"name": "total_iops", "goal": "maximize"}]},
                 "design": {"configs": [{"clients": 1}]},
-                "sandbox": {"writable": [str(shared)]}, "setup": list(setup),
+                "sandbox": {"writable": [str(w) for w in writable]}, "setup": list(setup),
                 "runner": {"type": "objectstore", "options": {
                     "cluster": "swift", "cluster_dir": str(base), "duration": 1,
                     "objects": 4, "records_dir": str(records), **load}}}
         (d / "campaign.yaml").write_text(__import__("yaml").safe_dump(spec))
         r = storlab("run", str(d / "campaign.yaml"), timeout=120)
+        if refused is not None:  # before any run, one line
+            assert r.returncode == 2 and refused in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+            return None
         assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
         with sqlite3.connect(d / "campaign.db") as db:
             return db.execute("SELECT status, stderr_tail, metrics FROM runs").fetchone()
 
-    # a link there before the load: the user's declaration
-    assert run("linked", shared / "lnk" / "sub")[0] == "ok"
+    # a link there before the load: the user's declaration, where it leads declared too
+    run("undeclared", shared / "lnk" / "sub", refused="declare its directory")
+    assert not (tmp_path / "mine" / "sub").exists()
+    assert run("linked", shared / "lnk" / "sub", writable=(shared, tmp_path / "mine"))[0] \
+        == "ok"
     assert (tmp_path / "mine" / "sub" / "c1-r1.csv.gz").stat().st_size > 0
     # swapped for a link after the load: refused, the measurement kept
     (shared / "swap" / "sub").mkdir(parents=True)
@@ -171,6 +179,42 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
                           bucket=f"empty-{os.getpid()}")  # no object there to GET
     assert status == "failed", tail
     assert not (shared / "failed").exists()
+
+
+def test_the_load_goes_to_the_cluster_storlab_started_unless_declared(swift, tmp_path,
+                                                                     storlab):
+    """The load runs in storlab's process, outside the sandbox: its endpoint is the
+    cluster's (`cluster:`); naming it again is fine, a factor moving it to another port
+    (a root HTTP service on loopback) is refused before any run in one line, unless the
+    campaign declares `sandbox.network: true`, which lets it name any endpoint."""
+    import yaml
+
+    c, base, st = swift
+    own = st["s3"]["endpoint"].rstrip("/")
+    other = own.rsplit(":", 1)[0] + ":1"  # another port on the same host: nothing there
+
+    def run(name, values, sandbox=None):
+        d = tmp_path / name
+        d.mkdir()
+        spec = {"name": name, "timeout": 60, "space": {"factors": [
+                    {"name": "endpoint", "kind": "categorical", "values": values}],
+                    "responses": [{"name": "total_iops", "goal": "maximize"}]},
+                "design": {"kind": "full"}, "sandbox": sandbox or {},
+                "runner": {"type": "objectstore", "options": {
+                    "cluster": "swift", "cluster_dir": str(base), "api": "s3",
+                    "duration": 1, "objects": 4, "clients": 1}}}
+        (d / "campaign.yaml").write_text(yaml.safe_dump(spec))
+        return d, storlab("run", str(d / "campaign.yaml"), timeout=120)
+
+    d, r = run("own", [own, own + "/"])
+    assert r.returncode == 0 and "ok 2, failed 0" in r.stdout, r.stdout + r.stderr
+    d, r = run("moved", [own, other])
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"factor endpoint: {other} is not the endpoint of cluster swift" in r.stderr
+    assert not (d / "campaign.db.output").exists()  # no run started
+    # declared: both run (nothing listens on the other port: that run fails)
+    d, r = run("declared", [own, other], sandbox={"network": True})
+    assert "ok 1, failed 1" in r.stdout, r.stdout + r.stderr
 
 
 def test_failing_daemon_start_reports_the_log_tail(tmp_path, free_ports):

@@ -245,13 +245,15 @@ def execute_task(task: RunTask) -> TaskOutcome:
                 # directory link on the way (planted beforehand, or by a program when the
                 # campaign's directory is declared writable) is refused, the run fails
                 home = next((h for h in task.homes if out.is_relative_to(h)), out.parent)
-                try:
-                    dfd = open_dir_beneath(home, out, what="the runs' output directory")
+                try:  # private as the store (0600): what a program printed, a secret too
+                    dfd = open_dir_beneath(home, out, what="the runs' output directory",
+                                           mode=0o700)
                 except StorlabError as exc:
                     return failed(str(exc))
                 inner.callback(os.close, dfd)
                 for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
-                    write_fresh(out / f"{task.key}.{suffix}", dir_fd=dfd)  # never via a link
+                    write_fresh(out / f"{task.key}.{suffix}", dir_fd=dfd,  # never via a link
+                                mode=0o600)
                 inner.enter_context(output_files(out / f"{task.key}.stdout",
                                                  out / f"{task.key}.stderr", dfd))
             result = _execute(task, workdir, started)

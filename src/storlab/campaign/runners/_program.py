@@ -362,7 +362,7 @@ def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
     try:
         fd = os.open(os.path.basename(path) if dir_fd is not None else path,
                      os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-                     | os.O_NONBLOCK, 0o644, dir_fd=dir_fd)
+                     | os.O_NONBLOCK, 0o600, dir_fd=dir_fd)  # private, as the store
     except OSError as exc:  # a link a step put at the name (ELOOP), or no room: one line
         raise CampaignError(f"{path}: cannot open the run's output file ({exc.strerror}); "
                             "refusing to write it") from None

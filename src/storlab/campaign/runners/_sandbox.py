@@ -1067,6 +1067,13 @@ def _system(path: str) -> bool:
                                     "/lib", "/lib64", "/root"))
 
 
+def opens_declared(path: str, allow: bool) -> bool:
+    """Whether the directory `path`, declared in `sandbox.writable`, opens writable: a
+    system directory (`_system`) or a shared one (`SHARED_DIRS`) only with `allow`
+    (`allow_destructive`)."""
+    return allow or not (_system(path) or _shared(path))
+
+
 def _is_device(path: str) -> bool:
     """A block or character device node (following links)."""
     try:
@@ -1211,7 +1218,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         return
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):
-        ok = allow or not (_system(t) or _shared(t))
+        ok = opens_declared(t, allow)
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(within(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device

@@ -11,12 +11,22 @@ state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` f
 `auth_url`, `user`, `key` for Swift). Any load option may be a factor of the design; the
 factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
-`<records_dir>/<run key>.csv.gz` as well (a relative `records_dir` is taken from the
-campaign's scratch directory, and written from the scratch area storlab holds open, one
-directory at a time without following a link; an absolute one is resolved once when the
-campaign is loaded, then opened from the campaign's directory when it lies inside, else
-from `/`, the same way). Only a run that succeeded writes them; one that cannot keeps its
-measurement and says why in a warning.
+`<records_dir>/<run key>.csv.gz` as well, mode 0600 like the store (a relative `records_dir`
+is taken from the campaign's scratch directory, and written from the scratch area storlab
+holds open, one directory at a time without following a link; an absolute one is resolved
+once when the campaign is loaded, then opened from the campaign's directory when it lies
+inside, else from `/`, the same way). Only a run that succeeded writes them; one that
+cannot keeps its measurement and says why in a warning.
+
+The load runs in storlab's own process, outside the sandbox the other runners' programs
+get, so what it reaches and writes is held here, before any run (the campaign's preflight
+asks `refused_grant` and `refused_new_file`) and again by each run:
+- the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
+  campaign declares `sandbox.network: true`; without it a factor may not move the load to
+  another host or port (`refused_endpoint`);
+- `records_dir` lies in the scratch area (relative, without `..` out of it) or in a
+  directory declared in `sandbox.writable` that the sandbox opens (not a system or shared
+  one), unless `sandbox.allow_destructive` (`refused_records_dir`).
 """
 
 from __future__ import annotations
@@ -24,15 +34,24 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .objload import Target
 from ..spec import CampaignError
+from ...fileio import within
+from ._sandbox import current, opens_declared
 from .base import RunResult
 
 TARGET_KEYS = {f.name for f in dataclasses.fields(Target)}
+
+#: The target options naming where the load's requests go (host and port).
+ADDRESS_KEYS = ("endpoint", "auth_url")
+
+#: The records files' mode: the store's (private to its owner).
+RECORDS_MODE = 0o600
 
 
 def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,6 +77,79 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
                        secret_key=s3["secret_key"], region=s3.get("region", "us-east-1"))
     out.update({k: v for k, v in opts.items() if k in TARGET_KEYS})
     return out
+
+
+def _address(url: str) -> tuple[str, int | None]:
+    """(host, port) a URL's requests go to (the scheme's port when none is written)."""
+    u = urllib.parse.urlsplit(str(url))
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    return (u.hostname or "").lower(), port or {"http": 80, "https": 443}.get(u.scheme)
+
+
+def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
+                     network: bool) -> str | None:
+    """Why the load may not go where the runner's `options` and a configuration's factors
+    (`config`) send it, or None. The load runs in storlab's process (often root), outside
+    the sandbox: without the campaign's `sandbox.network: true` its endpoint is that of the
+    cluster storlab started (`cluster:`), and neither an option nor a factor may move it to
+    another host or port (a root HTTP service on loopback got thousands of requests)."""
+    if network:
+        return None
+    named = [("option", k, v) for k, v in options.items() if k in ADDRESS_KEYS] + \
+        [("factor", k, v) for k, v in config.items() if k in ADDRESS_KEYS]
+    if not named:
+        return None  # the cluster's endpoint, or none (the run then fails on it)
+    hint = ("the load runs in storlab's own process, outside the sandbox: name the cluster "
+            "storlab started (cluster: swift|ceph) or declare sandbox.network: true")
+    cluster = options.get("cluster")
+    if cluster is None:
+        what, k, v = named[0]
+        return f"{what} {k}: {v} is not the endpoint of a cluster storlab started; {hint}"
+    from ...errors import StorlabError
+
+    api = config.get("api", options.get("api"))
+    try:
+        own = resolve_target({"cluster": cluster, "cluster_dir": options.get("cluster_dir"),
+                              **({"api": api} if api else {})})
+    except StorlabError as exc:
+        what, k, v = named[0]
+        return f"{what} {k}: {v} cannot be checked against cluster {cluster} ({exc}); {hint}"
+    for what, k, v in named:
+        mine = own.get(k)
+        if not mine or _address(v) != _address(mine):
+            return (f"{what} {k}: {v} is not the endpoint of cluster {cluster} "
+                    f"({mine or f'none for {k}'}); {hint}")
+    return None
+
+
+def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
+                        writable: Sequence[str], allow: bool) -> str | None:
+    """Why the load's records may not be written to `records_dir` (as the options hold it:
+    relative to the `scratch` area, or absolute and resolved), or None. storlab writes them
+    itself, outside the sandbox: only where a run's programs may write too, the scratch
+    area or a directory declared in `sandbox.writable` (`writable`: real paths) that the
+    sandbox opens (`opens_declared`: no system or shared directory), or anywhere with
+    `allow` (`sandbox.allow_destructive`, as fio's files not made yet)."""
+    if not isinstance(records_dir, str) or not records_dir or allow:
+        return None
+    scratch = os.path.abspath(scratch)
+    rd = os.path.normpath(os.path.join(scratch, records_dir))  # an absolute one stays itself
+    if not os.path.isabs(records_dir) and within(rd, scratch):
+        return None
+    for d in writable:
+        if within(rd, d):
+            if opens_declared(d, allow):
+                return None
+            return (f"option records_dir: {records_dir} lies in {d}, a system or shared "
+                    "directory, which sandbox.writable opens only with "
+                    "sandbox.allow_destructive: true")
+    return (f"option records_dir: {records_dir} lies outside the scratch area and every "
+            "directory declared in sandbox.writable; storlab writes the records there "
+            "itself, outside the sandbox: name it relative (in the scratch area), or "
+            "declare its directory in sandbox.writable")
 
 
 def load_option_names() -> set[str]:
@@ -123,6 +215,7 @@ class ObjectStoreRunner:
         return opts, {}
 
     def __init__(self, records_dir: str | None = None, **options: Any) -> None:
+        self._records_dir = records_dir
         self.records_dir = Path(records_dir) if records_dir else None
         self.options = dict(options)
         self._target_opts = {k: self.options.pop(k) for k in list(self.options)
@@ -132,6 +225,31 @@ class ObjectStoreRunner:
             raise CampaignError(f"objectstore runner: unknown option(s) {unknown}; options "
                                 f"are {', '.join(sorted(load_option_names() | TARGET_KEYS))}"
                                 ", cluster, cluster_dir, records_dir")
+
+    # The campaign's preflight asks these of every runner that has them (fio's names): the
+    # endpoint is a grant (the network), the records a file made outside the run's
+    # directory. Both are held again by each run (`run`, `write_records`).
+    def job_options(self, config: Mapping[str, Any], workdir: Path, check: bool = False
+                    ) -> dict[str, Any]:
+        """The options a run of `config` uses, for the preflight: the target's as the
+        runner holds them, and `config`, the factors, under `factors`."""
+        return {"target": dict(self._target_opts), "factors": dict(config)}
+
+    def refused_grant(self, opts: Mapping[str, Any], sockets: bool, io_uring: bool,
+                      network: bool) -> str | None:
+        """Why this run's endpoint is not declared (`refused_endpoint`), or None."""
+        return refused_endpoint(opts["target"], opts["factors"], network)
+
+    def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
+                         writable: Sequence[str]) -> str | None:
+        """Why the records file may not be made in `records_dir` (`refused_records_dir`;
+        the preflight asks only without `sandbox.allow_destructive`), or None."""
+        return refused_records_dir(self._records_dir, Path(workdir).parent, writable, False)
+
+    def refused_program_dir(self, opts: Mapping[str, Any], workdir: Path,
+                            writable: Sequence[str]) -> None:
+        """The load starts no program: no directory opens beside one."""
+        return None
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
@@ -143,6 +261,9 @@ class ObjectStoreRunner:
             values = {**self.options, **{k: v for k, v in config.items()
                                          if k not in TARGET_KEYS}}
             spec = load_spec_from(values)
+            why = refused_endpoint(self._target_opts, config, current().network)
+            if why:  # the preflight refused it already; a caller without one meets it here
+                raise CampaignError(why)
             target = Target(**resolve_target({**self._target_opts,
                                               **{k: v for k, v in config.items()
                                                  if k in TARGET_KEYS}}))
@@ -187,12 +308,20 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
     planted for it, or for a directory below it, is refused, never followed. An absolute
     one inside the campaign's directory is opened from that directory the same way, one
     elsewhere from `/` (a link anywhere on its way, say one planted in /tmp, is refused:
-    storlab, often root, would write where the link leads)."""
+    storlab, often root, would write where the link leads). Only where the campaign lets
+    its runs write (`refused_records_dir`, asked of the run's declarations again here);
+    the file is private, as the store."""
+    from ...errors import StorlabError
     from ...fileio import write_in_dir
     from ._program import held_scratch
-    from ._sandbox import current
 
     scratch = os.path.dirname(os.path.abspath(workdir))
+    decl = current()
+    why = refused_records_dir(str(records_dir), scratch,
+                              [os.path.realpath(p) for p in decl.paths],
+                              decl.allow_destructive)
+    if why:
+        raise StorlabError(why)
     if records_dir.is_absolute():
         rdir, home_fd = records_dir, None
         home = next((os.path.realpath(h) for h in current().homes
@@ -203,4 +332,4 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
         rdir, home = Path(scratch) / records_dir, scratch
         home_fd = held[1] if held is not None and held[0] == scratch else None
     return write_in_dir(rdir, f"{Path(workdir).name}.csv.gz", data, what="records_dir",
-                        home=home, home_fd=home_fd)
+                        home=home, home_fd=home_fd, mode=RECORDS_MODE)

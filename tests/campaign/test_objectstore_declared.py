@@ -1,0 +1,168 @@
+"""The object-store runner's load runs in storlab's own process (often root), outside the
+sandbox the other runners' programs get: where it sends requests and where it writes its
+records are held to what the campaign declares, before any run, in one line, exit 2.
+Routes found by an attacker: an `endpoint` naming a root HTTP service on loopback got
+thousands of requests without `sandbox.network`; `records_dir: /etc` wrote root files into
+/etc. The real runner against a real HTTP server on loopback (the Swift cluster's cases:
+tests/clusters/test_swift_cluster.py)."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    """Answers every request 200 with an empty body, and counts it."""
+
+    hits: list[str] = []
+
+    def _any(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.hits.append(self.command)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _any
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP service on loopback (as a root daemon would be): its URL and its hits."""
+    hits: list[str] = []
+    handler = type("H", (_Counting,), {"hits": hits})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}", hits
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def campaign(d: Path, options: dict[str, Any], factors: list[dict[str, Any]] | None = None,
+             **extra: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    space = {"factors": factors or [{"name": "object_size", "kind": "ordinal",
+                                     "values": ["4KiB", "8KiB"]}],
+             "responses": [{"name": "put_ops_per_s", "goal": "maximize"}]}
+    (d / "campaign.yaml").write_text(yaml.safe_dump(
+        {"name": "obj", "timeout": 60, "space": space, "design": {"kind": "full"},
+         "runner": {"type": "objectstore", "options": {
+             "api": "s3", "access_key": "a", "secret_key": "b", "duration": 1,
+             "clients": 1, "objects": 2, **options}}, **extra}, sort_keys=False))
+    return d / "campaign.yaml"
+
+
+def refused(p: Any, *words: str) -> None:
+    """One storlab line naming `words`, exit 2, no traceback."""
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stdout, p.stderr)
+    assert lines[0].startswith("storlab: error:") and "Traceback" not in p.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_an_endpoint_not_declared_is_refused_before_any_request(
+        tmp_path: Path, listener: tuple[str, list[str]], storlab: Any) -> None:
+    url, hits = listener
+    p = storlab("run", str(campaign(tmp_path / "a", {"endpoint": url})), timeout=120)
+    refused(p, "option endpoint", url, "sandbox.network: true")
+    # a factor naming the endpoint (no cluster to hold it to) is refused the same way
+    p = storlab("run", str(campaign(tmp_path / "b", {}, factors=[
+        {"name": "endpoint", "kind": "categorical", "values": [url, url + "/"]}])),
+        timeout=120)
+    refused(p, "factor endpoint", url)
+    assert hits == []
+    assert not (tmp_path / "a" / "campaign.db.output").exists()
+
+
+def test_records_dir_outside_what_the_runs_may_write_is_refused(
+        tmp_path: Path, listener: tuple[str, list[str]], storlab: Any) -> None:
+    url, hits = listener
+    net = {"network": True}
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name, rd, sandbox, words in [
+            ("etc", "/etc", net, ("option records_dir: /etc", "sandbox.writable")),
+            ("up", "../../mine", net, ("records_dir: ../../mine", "outside the scratch")),
+            ("undeclared", str(mine), net, (str(mine), "declare its directory")),
+            ("system", "/etc/storlab-records", {**net, "writable": ["/etc"]},
+             ("lies in /etc", "allow_destructive"))]:
+        p = storlab("run", str(campaign(tmp_path / name, {"endpoint": url, "records_dir": rd},
+                                        sandbox=sandbox)), timeout=120)
+        refused(p, *words)
+    assert hits == [] and list(mine.iterdir()) == []
+    assert not [f for f in os.listdir("/etc") if f.endswith(".csv.gz")]
+    assert not os.path.exists("/etc/storlab-records")
+
+
+def test_declared_endpoint_and_records_dir_run_and_their_files_are_private(
+        tmp_path: Path, listener: tuple[str, list[str]], storlab: Any) -> None:
+    """Declared (`sandbox.network: true`, records_dir in a `sandbox.writable` directory),
+    the load runs; the records and the runs' stream files are 0600 in a 0700 output
+    directory, as the store: a program's output may hold what only root could read. A
+    report the user writes with `-o` keeps the umask (the user's file)."""
+    url, hits = listener
+    camp = campaign(tmp_path / "c", {"endpoint": url, "records_dir": str(tmp_path / "out/rec")},
+                    sandbox={"network": True, "writable": [str(tmp_path / "out")]})
+    (tmp_path / "out").mkdir()
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+    assert len(hits) > 10
+    recs = sorted((tmp_path / "out" / "rec").glob("*.csv.gz"))
+    assert len(recs) == 2
+    assert {stat.S_IMODE(f.stat().st_mode) for f in recs} == {0o600}
+    store = tmp_path / "c" / "campaign.db"
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 2
+    out = tmp_path / "c" / "campaign.db.output"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    os.umask(old := os.umask(0o022))
+    p = storlab("results", str(camp), "-o", str(tmp_path / "r.csv"), timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert stat.S_IMODE((tmp_path / "r.csv").stat().st_mode) == 0o666 & ~old
+
+
+def test_a_programs_stream_files_are_private_as_the_store(tmp_path: Path,
+                                                          storlab: Any) -> None:
+    """Route: a command printed a root-only file; its stream file was 0644 in a 0755
+    directory, read by another user. Now 0600 in 0700, as the store."""
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t\n")
+    secret.chmod(0o600)
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "campaign.yaml").write_text(yaml.safe_dump({
+        "name": "leak", "timeout": 30, "design": {"kind": "full"},
+        "space": {"factors": [{"name": "n", "kind": "ordinal", "values": [1, 2]}],
+                  "responses": [{"name": "v", "goal": "minimize"}]},
+        "sandbox": {"readable": [str(secret)]},
+        "runner": {"type": "command", "options": {
+            "command": ["sh", "-c", f"cat {secret}; echo {{n}}"],
+            "regex_metrics": ["(?P<v>[0-9]+)$"]}}}))
+    p = storlab("run", str(d / "campaign.yaml"), timeout=120)
+    assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+    out = d / "campaign.db.output"
+    files = sorted(out.iterdir())
+    assert {f.name for f in files} == {"c1-r1.stdout", "c1-r1.stderr", "c2-r1.stdout",
+                                       "c2-r1.stderr"}
+    assert "s3cr3t" in (out / "c1-r1.stdout").read_text()
+    assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
