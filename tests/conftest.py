@@ -430,25 +430,27 @@ def _stop(pid: int, group: bool, patience: float = 5.0) -> bool:
 def act_on_a_stopped_look() -> Callable[..., Any]:
     """`act_on_a_stopped_look(proc, look, act, group=False, timeout=120)`: for a test that
     signals a running program at a moment it reads from what the program writes (its store).
-    Each look is taken with the program stopped (SIGSTOP; its process group with `group`),
-    and `act(state)` (a SIGKILL, a SIGINT) is sent before it goes on: nothing can finish
-    between the look and the act (CI saw a run end between them under load, and a kill meant
-    for three runs in flight cut two). `look()` returns the state when it is the moment, else
-    None; returns that state, or None if the program ended or `timeout` s passed first."""
+    `look()` returns the state when it is the moment, else None. Once a look at the running
+    program says so, the program is stopped (SIGSTOP; its process group with `group`) and
+    looked at again: `act(state)` (a SIGKILL, a SIGINT) gets the state of that second look,
+    sent before the program goes on, so nothing can finish between the look and the act (CI
+    saw a run end between them under load: a kill meant for three runs in flight cut two).
+    Returns that state; None if the program ended or `timeout` s passed first."""
     def watch(proc: Any, look: Callable[[], Any], act: Callable[[Any], None],
               group: bool = False, timeout: float = 120, every: float = 0.05) -> Any:
         deadline = time.monotonic() + timeout
         send = os.killpg if group else os.kill
         while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                if _stop(proc.pid, group):
-                    state = look()
-                    if state is not None:
-                        act(state)
-                        return state
-            finally:
-                with contextlib.suppress(ProcessLookupError):  # killed meanwhile
-                    send(proc.pid, signal.SIGCONT)
+            if look() is not None:  # the program running: only then stopped, for the look
+                try:               # that counts (stopping at every look slowed it down)
+                    if _stop(proc.pid, group):
+                        state = look()
+                        if state is not None:
+                            act(state)
+                            return state
+                finally:
+                    with contextlib.suppress(ProcessLookupError):  # killed meanwhile
+                        send(proc.pid, signal.SIGCONT)
             time.sleep(every)
         return None
     return watch
