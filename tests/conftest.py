@@ -385,3 +385,72 @@ def lan():
         yield net
     finally:
         net.close()
+
+
+# ------------------------------------------------ acting on a moment of a running program
+def _stopped_or_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in "TtZX"
+    except (OSError, IndexError):
+        return True
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of process group `pgid`."""
+    out = []
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open(f"/proc/{e}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[2]) == pgid:
+                        out.append(int(e))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def _stop(pid: int, group: bool, patience: float = 5.0) -> bool:
+    """SIGSTOP to `pid` (or its process group), then True once every process is seen
+    stopped: a system call one was in (a store's commit) has finished, so nothing it writes
+    changes until SIGCONT. False if one did not stop within `patience` s (one waiting for a
+    vfork()ed child that the stop caught before its exec cannot stop)."""
+    send = os.killpg if group else os.kill
+    with contextlib.suppress(ProcessLookupError):  # gone: nothing left to change the state
+        send(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + patience
+    while not all(_stopped_or_gone(p) for p in (_group(pid) if group else [pid])):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+@pytest.fixture(scope="session")
+def act_on_a_stopped_look() -> Callable[..., Any]:
+    """`act_on_a_stopped_look(proc, look, act, group=False, timeout=120)`: for a test that
+    signals a running program at a moment it reads from what the program writes (its store).
+    `look()` returns the state when it is the moment, else None. Once a look at the running
+    program says so, the program is stopped (SIGSTOP; its process group with `group`) and
+    looked at again: `act(state)` (a SIGKILL, a SIGINT) gets the state of that second look,
+    sent before the program goes on, so nothing can finish between the look and the act (CI
+    saw a run end between them under load: a kill meant for three runs in flight cut two).
+    Returns that state; None if the program ended or `timeout` s passed first."""
+    def watch(proc: Any, look: Callable[[], Any], act: Callable[[Any], None],
+              group: bool = False, timeout: float = 120, every: float = 0.05) -> Any:
+        deadline = time.monotonic() + timeout
+        send = os.killpg if group else os.kill
+        while proc.poll() is None and time.monotonic() < deadline:
+            if look() is not None:  # the program running: only then stopped, for the look
+                try:               # that counts (stopping at every look slowed it down)
+                    if _stop(proc.pid, group):
+                        state = look()
+                        if state is not None:
+                            act(state)
+                            return state
+                finally:
+                    with contextlib.suppress(ProcessLookupError):  # killed meanwhile
+                        send(proc.pid, signal.SIGCONT)
+            time.sleep(every)
+        return None
+    return watch

@@ -75,9 +75,9 @@ def test_bad_space_files(name: str, text: str, words: tuple[str, ...], tmp_path:
                          storlab_main: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     Path(name).write_text(text)
-    t0 = time.monotonic()
+    t0 = time.process_time()  # the work done (a loaded machine stretches the wall clock)
     code, out, err = storlab_main("design", name)
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
     _one_line(code, err, *words)
 
 
@@ -147,9 +147,9 @@ def test_a_csv_with_too_many_columns_is_refused(tmp_path: Path, storlab_main: An
     p = tmp_path / "wide.csv"
     p.write_text(",".join(f"c{i}" for i in range(200_000)) + "\n"
                  + ",".join("1" for _ in range(200_000)) + "\n")
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU time: ~1.1 s here, imports included, on a quiet machine
     code, out, err = storlab_main("analyze", str(p), "-y", "c1")
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
     _one_line(code, err, "wide.csv", "200000 columns")
 
 

@@ -37,10 +37,12 @@ def load(constraint: str) -> Space:
 
 
 def refused(constraint: str, word: str) -> None:
-    t = time.monotonic()
+    # CPU time, not wall time: what is bounded is the work done (9**9**9 would take it
+    # for good); a loaded machine only stretches the wall clock
+    t = time.process_time()
     with pytest.raises(StorlabError, match=word) as exc:
         load(constraint)
-    assert time.monotonic() - t < 1.0, constraint
+    assert time.process_time() - t < 1.0, constraint
     msg = str(exc.value)
     assert "\n" not in msg and len(msg) < 400 and msg.startswith("s.yaml: constraints:")
 
@@ -135,10 +137,12 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 EXPRESSIONS = st.recursive(ATOMS, _extend, max_leaves=40)
 
 
-@settings(max_examples=400, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+# deadline=None: Hypothesis's deadline is wall time, which a pause of a loaded machine
+# exceeds (reported as Flaky); the bound below is on CPU time
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(EXPRESSIONS, st.text(max_size=200)))
 def test_random_expressions_only_raise_storlab_errors_and_finish_fast(text: str) -> None:
-    t = time.monotonic()
+    t = time.process_time()
     try:
         s = load(text)
         mask = s.feasible(TABLE)
@@ -147,4 +151,4 @@ def test_random_expressions_only_raise_storlab_errors_and_finish_fast(text: str)
                                             "f": True, "m": "two"}), bool)
     except StorlabError as exc:
         assert "\n" not in str(exc)
-    assert time.monotonic() - t < 1.0, text
+    assert time.process_time() - t < 1.0, text

@@ -139,11 +139,13 @@ def _big_campaign(storlab: Any, d: Path, metrics: int = 2000, runs: int = 60) ->
     return d / "c.yaml"
 
 
-def _kill_when_writing(start: Any, out_dir: Path, target: Path, delay: float
-                       ) -> tuple[bool, int]:
+def _kill_when_writing(start: Any, out_dir: Path, target: Path, delay: float,
+                       stopped_look: Any) -> tuple[bool, int]:
     """Start the export (`start()` -> a process, as Popen's); as soon as it starts writing (a
     new file in `out_dir`, or the target changed), wait `delay` s and SIGKILL it. (killed
-    while running, returncode)"""
+    while running, returncode). With no delay, the kill is decided on a look taken with the
+    export stopped (`act_on_a_stopped_look`): its temporary file is there when it dies (under
+    load, the export could finish between a look and the kill)."""
     before = {p.name: p.stat() for p in out_dir.iterdir()}
 
     def writing() -> bool:
@@ -159,6 +161,10 @@ def _kill_when_writing(start: Any, out_dir: Path, target: Path, delay: float
         return False
 
     proc = start()
+    if delay == 0:
+        looked = stopped_look(proc, lambda: _temps(out_dir) or None,
+                              lambda _: proc.send_signal(signal.SIGKILL), every=0.005)
+        return looked is not None, proc.wait(timeout=60)
     deadline = time.monotonic() + 120
     while proc.poll() is None and not writing() and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -169,8 +175,8 @@ def _kill_when_writing(start: Any, out_dir: Path, target: Path, delay: float
     return killed, proc.wait(timeout=60)
 
 
-def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path,
-                                                         storlab_forked: Any) -> None:
+def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path, storlab_forked: Any,
+                                                         act_on_a_stopped_look: Any) -> None:
     """Each export a real process, SIGKILLed at ten delays after it starts writing: forked
     from the started program (`storlab_forked`), as a fresh start cost ~1.2 s CPU each."""
     camp = _big_campaign(storlab_forked, tmp_path)
@@ -189,7 +195,7 @@ def test_sigkill_during_results_export_leaves_old_or_new(tmp_path: Path,
         target.write_bytes(old)
         args = ("results", camp, "--level", "run", "-o", target)
         killed, code = _kill_when_writing(lambda: storlab_forked.start(*args), out_dir,
-                                          target, delay)
+                                          target, delay, act_on_a_stopped_look)
         got = target.read_bytes()
         assert got in (old, new), (f"delay {delay}: {len(got)} bytes, neither the old "
                                    f"export ({len(old)}) nor the new one ({len(new)})")

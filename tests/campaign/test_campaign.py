@@ -121,25 +121,28 @@ def test_small_fio_campaign_end_to_end(tmp_path: Path, cli: Any) -> None:
 
 @needs_fio
 def test_resume_after_sigkill_keeps_finished_runs(tmp_path: Path, cli: Any,
-                                                  storlab_forked: Any) -> None:
+                                                  storlab_forked: Any,
+                                                  act_on_a_stopped_look: Any) -> None:
     camp = fio_campaign(tmp_path / "c", repetitions=2)
     db = tmp_path / "c" / "campaign.db"
     proc = storlab_forked.start("run", str(camp), "-q")  # a process of its own, SIGKILLed
-    killed_key = None
-    deadline = time.time() + 120
-    while time.time() < deadline and killed_key is None:
-        time.sleep(0.05)
-        if not db.exists():
-            continue
+
+    def in_a_run() -> str | None:
+        """The running run's key, once two runs are done and it has run for 0.3 s."""
         try:
-            now = rows(db)
+            now = rows(db) if db.exists() else {}
         except sqlite3.OperationalError:
-            continue
+            return None
         ok = [r for r in now.values() if r["status"] == "ok"]
         running = [r for r in now.values() if r["status"] == "running"]
         if len(ok) >= 2 and running and time.time() - running[0]["started"] > 0.3:
-            proc.send_signal(signal.SIGKILL)  # in the middle of a 1-second fio run
-            killed_key = running[0]["key"]
+            return str(running[0]["key"])
+        return None
+
+    # looked at with storlab stopped: the run cannot finish between the look and the kill
+    killed_key = act_on_a_stopped_look(
+        proc, in_a_run, lambda _: proc.send_signal(signal.SIGKILL))  # mid 1-second fio run
+    proc.kill()
     proc.wait()
     assert killed_key is not None, "the campaign finished before it could be killed"
     before = {k: r for k, r in rows(db).items() if r["status"] == "ok"}
@@ -297,7 +300,7 @@ def test_timeout_and_failure_of_a_command(tmp_path: Path) -> None:
                                                "regex_metrics": []}})
     t0 = time.time()
     s = Campaign.load(camp).run()
-    assert time.time() - t0 < 15
+    assert time.time() - t0 < 25  # both timeouts held: one 30-s sleep would pass this bound
     stored = rows(tmp_path / "c" / "campaign.db")
     by_n = {json.loads(r["config"])["n"]: r["status"] for r in stored.values()}
     assert by_n == {1: "ok", 2: "timeout"}
@@ -306,23 +309,26 @@ def test_timeout_and_failure_of_a_command(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- Ctrl-C
 @needs_fio
-def test_ctrl_c_stops_after_the_current_run(tmp_path: Path, storlab_argv: list[str]) -> None:
+def test_ctrl_c_stops_after_the_current_run(tmp_path: Path, storlab_argv: list[str],
+                                            act_on_a_stopped_look: Any) -> None:
     camp = fio_campaign(tmp_path / "c", repetitions=2)
     db = tmp_path / "c" / "campaign.db"
     proc = subprocess.Popen([*storlab_argv, "run", str(camp), "-q"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    interrupted = None
-    deadline = time.time() + 60
-    while time.time() < deadline and interrupted is None:
-        time.sleep(0.05)
+
+    def in_a_run() -> str | None:
         try:
             running = [r for r in rows(db).values() if r["status"] == "running"] \
                 if db.exists() else []
         except sqlite3.OperationalError:
-            continue
+            return None
         if running and time.time() - running[0]["started"] > 0.2:
-            proc.send_signal(signal.SIGINT)
-            interrupted = running[0]["key"]
+            return str(running[0]["key"])
+        return None
+
+    # the SIGINT lands (handled once storlab goes on) in the run the stopped look saw
+    interrupted = act_on_a_stopped_look(proc, in_a_run,
+                                        lambda _: proc.send_signal(signal.SIGINT), timeout=60)
     out, err = proc.communicate(timeout=60)
     assert interrupted is not None
     assert proc.returncode == 130, err

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import time
@@ -100,19 +99,20 @@ def test_block_device_needs_opt_in(tmp_path: Path) -> None:
     FioRunner(filename=dev, allow_destructive=True).check_target({})  # opted in: no error
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_client_server_aggregates_hosts(tmp_path: Path) -> None:
-    port = _free_port()
+    from storlab.clusters._util import free_port_block
+    from storlab.clusters.netns import wait_port
+
+    # a port below the ephemeral range (an outgoing connection may take one in it between
+    # the check and fio's bind), and the servers waited for until they listen (a fixed
+    # pause was not always enough under load)
+    port = free_port_block(1)
     hosts = [f"127.0.0.1,{port}", f"127.0.0.2,{port}"]
     servers = [subprocess.Popen(["fio", f"--server={h}"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) for h in hosts]
     try:
-        time.sleep(0.5)
+        for h in hosts:
+            wait_port(h.split(",")[0], port, timeout=60)
         res = FioRunner(clients=hosts, rw="randread", bs="4k", **TINY).run({}, tmp_path)
     finally:
         for s in servers:

@@ -478,12 +478,16 @@ def test_a_run_directory_swapped_for_a_link_by_another_run(lab: Lab) -> None:
                        writable=[str(lab.scratch)], homes=[str(lab.scratch)])
 
     # A swaps once B's first step runs (its marker): swapping earlier races B's bwrap
-    # chdir, which then fails with a different message (safe, but not this route)
+    # chdir, which then fails with a different message (safe, but not this route). B's
+    # first step ends once the swap is made (a fixed 2 s let a loaded machine swap after
+    # B's next step had started), so the next step meets the link.
     swap = ("for i in $(seq 400); do [ -e ../c1-r2/started ] && break; sleep 0.05; "
             f"done; mv ../c1-r2 ../gone && ln -s {lab.root} ../c1-r2")
     a = task("c1-r1", swap, [])
-    b = task("c1-r2", "true", [StepSpec("touch started && sleep 2", shell=True),
-                               StepSpec(str(lab.evil), shell=True)])
+    b = task("c1-r2", "true", [
+        StepSpec("touch started && for i in $(seq 400); do [ -L ../c1-r2 ] && break; "
+                 "sleep 0.05; done", shell=True),
+        StepSpec(str(lab.evil), shell=True)])
     before = lab.state()
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.setdefault("a", execute_task(a).result))
@@ -616,7 +620,10 @@ def test_a_program_cannot_stop_the_sandboxs_first_process(lab: Lab) -> None:
                 fh.write(str(os.getpid()))
             time.sleep(60)
             os._exit(0)
-        time.sleep(1)
+        for _ in range(500):  # its lines are out once it wrote child.pid (a fixed pause of
+            if os.path.exists("child.pid"):  # 1 s left a loaded machine no margin)
+                break
+            time.sleep(0.02)
         kid = os.fork()
         if kid == 0:
             time.sleep(60)

@@ -210,6 +210,8 @@ def test_a_server_a_system_writable_step_starts_outlives_the_step(storlab, tmp_p
 
     import yaml
 
+    from storlab.campaign.runners._program import STREAM_GRACE
+
     pidf, t0 = tmp_path / "server.pid", tmp_path / "t0"
     camp = command_campaign(tmp_path / "c", ["python3", "-c",
                             "import json, time; print(json.dumps(dict(y=time.time())))"])
@@ -226,9 +228,13 @@ def test_a_server_a_system_writable_step_starts_outlives_the_step(storlab, tmp_p
         stdout = camp.parent / "campaign.db.output" / "c1-r1.stdout"
         y = [json.loads(ln)["y"] for ln in stdout.read_text().splitlines()
              if ln.startswith("{")]
-        assert y and y[-1] - float(t0.read_text()) < 1.5, (y, t0.read_text())
+        # the old wait alone was STREAM_GRACE: a program started sooner did not wait for
+        # the server (a bound of 1.5 s left a loaded machine 1.5 s for the sandbox's start)
+        assert y and y[-1] - float(t0.read_text()) < STREAM_GRACE, (y, t0.read_text())
         before = stdout.read_text().count("tick")
-        time.sleep(1.5)
+        deadline = time.monotonic() + 30  # a tick every 0.3 s: waited for, not paused for
+        while stdout.read_text().count("tick") == before and time.monotonic() < deadline:
+            time.sleep(0.1)
         os.kill(pid, 0)  # alive
         assert stdout.read_text().count("tick") > before
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +44,13 @@ def ok_runs(db: Path) -> dict[str, float]:
 
 
 def test_a_killed_sweep_resumes_and_gives_the_same_table(tmp_path: Path, storlab: Any,
-                                                         storlab_forked: Any) -> None:
+                                                         storlab_forked: Any,
+                                                         act_on_a_stopped_look: Any) -> None:
     d = tmp_path / "killed"
     proc = storlab_forked.start(*sweep_args(d))  # a process of its own, SIGKILLed
-    finished: dict[str, float] = {}
-    try:
-        deadline = time.time() + 120
-        while not finished and time.time() < deadline:
-            time.sleep(0.02)
-            finished = ok_runs(d / "campaign.db")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    try:  # killed once a point is done, on a look taken with the sweep stopped
+        act_on_a_stopped_look(proc, lambda: ok_runs(d / "campaign.db") or None,
+                              lambda _: proc.send_signal(signal.SIGKILL), every=0.02)
     finally:
         proc.kill()
         proc.wait()

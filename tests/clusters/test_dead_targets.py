@@ -22,10 +22,13 @@ def silent_port():
         yield s.getsockname()[1]
 
 
-def _closed_port() -> int:
+@pytest.fixture
+def closed_port():
+    """A port that refuses connections: bound here and never listened on, so it stays
+    closed while the test runs (a port freed again could be taken by another process)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]
 
 
 def _s3(port: int) -> Target:
@@ -40,9 +43,9 @@ def test_silent_server_times_out_once(silent_port):
     assert time.monotonic() - t0 < 10  # one timeout, no retry
 
 
-def test_closed_port_is_a_connection_error():
+def test_closed_port_is_a_connection_error(closed_port):
     with pytest.raises(LoadError, match="connection error"):
-        run_load(_s3(_closed_port()), LoadSpec(duration=1, clients=2, objects=2, timeout=1))
+        run_load(_s3(closed_port), LoadSpec(duration=1, clients=2, objects=2, timeout=1))
 
 
 def test_cli_load_against_a_silent_proxy(silent_port, tmp_path, storlab):

@@ -190,7 +190,9 @@ def _run(runner: Any, config: dict[str, Any], workdir: Path, timeout: float | No
     with run_tag(str(workdir)):
         res = runner.run(config, workdir, timeout)
     took = time.monotonic() - t0
-    deadline = time.monotonic() + 3.0  # a killed group may take a moment to be reaped
+    # a killed group may take a moment to be reaped (waited for: 10 s cost nothing when
+    # all is gone at once, and a loaded machine may need more than a moment)
+    deadline = time.monotonic() + 10.0
     while True:
         left = _children() - before
         tagged = _tagged(str(workdir))

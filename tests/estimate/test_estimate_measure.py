@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -167,7 +166,7 @@ def test_the_default_rule_is_the_one_a_shared_device_follows(tmp_path, shm) -> N
 
 
 @needs_fio
-def test_a_killed_measurement_resumes(tmp_path, shm, storlab_argv) -> None:
+def test_a_killed_measurement_resumes(tmp_path, shm, storlab_argv, act_on_a_stopped_look) -> None:
     camp = tmp_path / "camp"
     argv = [*storlab_argv, "estimate", "measure", "--sizes", "4k",
             "--repeat", "3", "--runtime", "1", "--file-size", "8m", "--seed", "2",
@@ -175,19 +174,23 @@ def test_a_killed_measurement_resumes(tmp_path, shm, storlab_argv) -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     db = camp / "campaign.db"
-    deadline = time.time() + 60
-    finished: dict[str, float] = {}
-    try:
-        while time.time() < deadline and len(finished) < 2:
-            time.sleep(0.2)
-            if db.exists():
-                try:
-                    with sqlite3.connect(db) as c:
-                        finished = dict(c.execute(
-                            "SELECT key, ended FROM runs WHERE status='ok'").fetchall())
-                except sqlite3.OperationalError:
-                    pass
-        proc.send_signal(signal.SIGKILL)  # storlab alone: its fio must die with it
+
+    def two_finished() -> dict[str, float] | None:
+        done: dict[str, float] = {}
+        if db.exists():
+            try:
+                with sqlite3.connect(db) as c:
+                    done = dict(c.execute(
+                        "SELECT key, ended FROM runs WHERE status='ok'").fetchall())
+            except sqlite3.OperationalError:
+                pass
+        return done if len(done) >= 2 else None
+
+    try:  # storlab alone is killed (its fio must die with it), on a look taken stopped
+        finished = act_on_a_stopped_look(proc, two_finished,
+                                         lambda _: proc.send_signal(signal.SIGKILL),
+                                         timeout=60, every=0.2) or {}
+        proc.send_signal(signal.SIGKILL)  # (not ready in time: the assertion below says so)
         proc.wait()
     finally:
         with contextlib.suppress(ProcessLookupError):  # whatever escaped: the test cleans up

@@ -6,6 +6,7 @@ a command that sleeps, then prints a planted function of its configuration."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -14,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +117,8 @@ def test_parallel_tuning_keeps_n_runs_in_flight(tmp_path: Path, storlab_forked: 
 
 @pytest.mark.parametrize(("when", "budget"), [("search", 16), ("early", 24)])
 def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
-        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str], when: str, budget: int
-        ) -> None:
+        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str], when: str, budget: int,
+        act_on_a_stopped_look: Any) -> None:
     """Killed in the search (six runs done, three in flight) or with an early race run in
     flight (its plan note `early`: a budget of 24 leaves the search room for them)."""
     ref = storlab_forked("tune", str(campaign(tmp_path / "ref", budget=budget, sleep=0.1)),
@@ -130,29 +130,23 @@ def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
                              "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
-    def ready(runs: list[dict[str, Any]]) -> bool:
+    def ready() -> list[dict[str, Any]] | None:
+        runs = stored(db)
         done = [r for r in runs if r["status"] == "ok"]
         running = [r for r in runs if r["status"] == "running"]
-        return len(running) == 3 and (len(done) >= 6 if when == "search" else
-                                      any(early(r) for r in running))
+        return runs if len(running) == 3 and (len(done) >= 6 if when == "search" else
+                                              any(early(r) for r in running)) else None
 
-    # Kill with three runs in flight. The moment is decided with the tuner's process group
+    # Kill with three runs in flight, decided on a look taken with the tuner's process group
     # stopped: a run finishing between the look and the kill (CI saw it under load) would
     # leave two in flight. A stopped tuner records nothing, so what is read is what is cut.
-    deadline = time.time() + 120
-    killed = False
-    while not killed and time.time() < deadline and proc.poll() is None:
-        if ready(stored(db)):
-            os.killpg(proc.pid, signal.SIGSTOP)
-            if ready(stored(db)):
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed = True
-            else:
-                os.killpg(proc.pid, signal.SIGCONT)
-        time.sleep(0.05)
-    if not killed:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        killed = act_on_a_stopped_look(
+            proc, ready, lambda _: os.killpg(proc.pid, signal.SIGKILL), group=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     assert killed, f"never saw three runs in flight ({when}): {stored(db)}"
     before = stored(db)
     cut = [r["key"] for r in before if r["status"] == "running"]

@@ -5,6 +5,7 @@ SIGKILL during the race resumes without a lost or repeated run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -12,7 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +210,8 @@ def _history(db: Path) -> list[str]:
 
 
 def test_sigkill_during_the_race_resumes_without_a_lost_or_repeated_run(
-        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str]) -> None:
+        tmp_path: Path, storlab_forked: Any, storlab_argv: list[str],
+        act_on_a_stopped_look: Any) -> None:
     budget = 24
     ref = _campaign(tmp_path / "ref", budget)
     full = json.loads(storlab_forked("tune", str(ref), "--json", "--quiet", timeout=300).stdout)
@@ -221,12 +222,18 @@ def test_sigkill_during_the_race_resumes_without_a_lost_or_repeated_run(
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     first_confirm = next(i for i, h in enumerate(full["history"]) if h["phase"] == "confirm")
-    deadline = time.time() + 120
-    while time.time() < deadline and len(_history(db) if db.exists() else []) < \
-            first_confirm + 2:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+
+    def in_the_race() -> list[str] | None:
+        done = _history(db) if db.exists() else []
+        return done if len(done) >= first_confirm + 2 else None
+
+    try:  # looked at with the tuning stopped: no run ends between the count and the kill
+        act_on_a_stopped_look(proc, in_the_race,
+                              lambda _: os.killpg(proc.pid, signal.SIGKILL), group=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     before = _history(db)
     assert first_confirm + 2 <= len(before) < budget  # killed in the race
     out = json.loads(storlab_forked("tune", str(p), "--json", "--quiet", timeout=300).stdout)

@@ -4,6 +4,7 @@ real `storlab` CLI runs it through the campaign loop, store and resume."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -212,29 +213,35 @@ def _history_in_store(db: Path) -> list[tuple[str, str]]:
 
 
 def test_sigkill_in_the_middle_resumes_to_the_same_history(tmp_path: Path, tune_json: Any,
-                                                           storlab_argv: list[str]) -> None:
+                                                           storlab_argv: list[str],
+                                                           act_on_a_stopped_look: Any) -> None:
     ref = campaign(tmp_path / "ref", budget=20)
     full = tune_json(ref)
     p = campaign(tmp_path / "killed", budget=20, env={"ORACLE_SLEEP": "0.25"})
     db = tmp_path / "killed" / "campaign.db"
     proc = subprocess.Popen([*storlab_argv, "tune", str(p), "--quiet"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 120
-    done = 0
-    while time.time() < deadline:  # kill in the tuning phase, after the screening batch
+
+    def done() -> int | None:
+        """Runs finished, once the tuning phase is on (after the screening batch)."""
+        n = 0
         if db.exists():
             try:
                 con = sqlite3.connect(db)
-                done = con.execute("SELECT COUNT(*) FROM runs WHERE status='ok'").fetchone()[0]
+                n = con.execute("SELECT COUNT(*) FROM runs WHERE status='ok'").fetchone()[0]
                 con.close()
             except sqlite3.OperationalError:
                 pass
-        if done >= 12:
-            break
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert 12 <= done < 20
+        return n if n >= 12 else None
+
+    try:  # the count is read with the tuning stopped: what it says is what the kill cuts
+        cut = act_on_a_stopped_look(proc, done, lambda _: os.killpg(proc.pid, signal.SIGKILL),
+                                    group=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert cut is not None and 12 <= cut < 20, cut
     before = _history_in_store(db)
     resumed = tune_json(p)
     after = _history_in_store(db)
