@@ -24,7 +24,7 @@ import yaml
 
 from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.base import RunResult
-from storlab.campaign.runners.fio import job_records, parse_json_output, summarize
+from storlab.campaign.runners.fio_parse import job_records, parse_json_output, summarize
 from storlab.campaign.store import Store
 
 

@@ -17,7 +17,9 @@ import pytest
 import yaml
 
 from storlab.campaign.campaign import Campaign
-from storlab.campaign.runners.fio import FIO_NAMED, FioRunner, read_job_file
+from storlab.campaign.runners.fio import FioRunner
+from storlab.campaign.runners.fio_cmdline import read_job_file
+from storlab.campaign.runners.fio_parse import FIO_NAMED
 from storlab.campaign.spec import CampaignError
 
 STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)

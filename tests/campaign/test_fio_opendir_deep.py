@@ -52,12 +52,12 @@ def test_a_deep_opendir_tree_is_one_line(tmp_path: Path, storlab: Any) -> None:
 
 def test_files_false_checks_no_file() -> None:
     """`files=False` (the run-time pass) is not overwritten by the walk's iterator."""
-    from storlab.campaign.runners.fio import Candidate, _check_candidate
+    from storlab.campaign.runners.fio_targets import Candidate, check_candidate
 
     c = Candidate("/etc", False, "/etc", opendir=True, relative=False, dirs=())
-    _check_candidate(c, Path("/tmp/nowhere"), remote=False, files=False)
+    check_candidate(c, Path("/tmp/nowhere"), remote=False, files=False)
     with pytest.raises(Exception, match="outside"):
-        _check_candidate(c, Path("/tmp/nowhere"), remote=False, files=True)
+        check_candidate(c, Path("/tmp/nowhere"), remote=False, files=True)
 
 
 def test_a_deep_opendir_tree_made_by_a_setup_step_fails_the_run_in_one_line(

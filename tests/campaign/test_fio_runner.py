@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from storlab.campaign.runners.fio import (METRICS, FioRunner, job_records, parse_json_output,
-                                          percentile_from_bins, summarize)
+from storlab.campaign.runners.fio import FioRunner
+from storlab.campaign.runners.fio_parse import (METRICS, job_records, parse_json_output,
+                                                percentile_from_bins, summarize)
 from storlab.campaign.spec import CampaignError
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storlab.campaign.runners.base import find_json
-from storlab.campaign.runners.fio import parse_json_output
+from storlab.campaign.runners.fio_parse import parse_json_output
 
 DOC = '{"jobs": [{"jobname": "x"}]}\n'
 

@@ -525,7 +525,7 @@ def test_the_questions_asked_before_any_run_are_sandboxed_too(tmp_path: Path) ->
     runs (`--parse-only` of the option names, `--version`, `--help`) ran it as root with no
     walls, and it wrote outside. They run in a sandbox of their own now."""
     from storlab.campaign.runners import make_runner
-    from storlab.campaign.runners.fio import _fio_version
+    from storlab.campaign.runners.fio_cmdline import _fio_version
     from storlab.campaign.runners.sysbench import known_options
 
     victim = Path(tempfile.mkdtemp(dir="/var/tmp")) / "victim.txt"

@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from storlab.campaign.runners.fio import FioRunner, parse_json_output
+from storlab.campaign.runners.fio import FioRunner
+from storlab.campaign.runners.fio_parse import parse_json_output
 from storlab.clusters.netns import wait_port
 
 pytestmark = [pytest.mark.xdist_group("lan")]

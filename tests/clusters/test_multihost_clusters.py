@@ -17,7 +17,7 @@ import sys
 import pandas as pd
 import pytest
 
-from storlab.campaign.runners.fio import parse_json_output
+from storlab.campaign.runners.fio_parse import parse_json_output
 from storlab.campaign.store import Store
 from storlab.clusters.netns import wait_port
 

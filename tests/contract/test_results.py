@@ -144,7 +144,7 @@ def tune_eval() -> Result:
 
 BUILDERS: dict[str, Callable[[], Result]] = {
     "EffectsAnalysis": effects, "ImportanceResult": importance, "EvalResult": importance_eval,
-    "CoverageResult": coverage, "Comparison": compare, "RWModel": rw_model,
+    "CoverageResult": coverage, "MethodComparison": compare, "RWModel": rw_model,
     "Prediction": prediction, "MeasureResult": measure, "SimReport": sim_report,
     "AnalyticResult": analytic, "SweepResult": sweep, "CalibrationResult": calibration,
     "TuneResult": tune_result, "TuneEvalResult": tune_eval,

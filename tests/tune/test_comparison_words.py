@@ -8,11 +8,11 @@ import warnings
 
 from scipy import stats
 
-from storlab.tune.result import Comparison, runs_to_settle
+from storlab.tune.result import WelchComparison, runs_to_settle
 
 
 def test_two_runs_each_is_not_called_noise() -> None:
-    c = Comparison("bw", "maximize", [974.6, 1035.4], [651.22, 651.78])
+    c = WelchComparison("bw", "maximize", [974.6, 1035.4], [651.22, 651.78])
     v = c.verdict
     assert v.startswith("not significant with 2 runs each (Welch p = 0.05"), v
     assert "about 3 runs each would settle it" in v and "estimate" in v, v
@@ -42,6 +42,6 @@ def test_the_estimate_is_what_a_simulation_of_welch_finds() -> None:
 def test_no_library_warning_escapes() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        c = Comparison("bw", "maximize", [1e15 + 1, 1e15 + 1, 1e15 + 1.25],
-                       [1e15 + 1, 1e15 + 1, 1e15 + 1])
+        c = WelchComparison("bw", "maximize", [1e15 + 1, 1e15 + 1, 1e15 + 1.25],
+                            [1e15 + 1, 1e15 + 1, 1e15 + 1])
         assert c.verdict.startswith("not significant with 3 runs each")

@@ -835,9 +835,9 @@ def test_table_says_the_confirmation_runs_that_failed() -> None:
 ])
 def test_comparison_verdict_comes_from_the_means_not_the_ratio(
         goal: str, a: list[float], b: list[float], verdict: str, change: float | None) -> None:
-    from storlab.tune.result import Comparison, change_text
+    from storlab.tune.result import WelchComparison, change_text
 
-    c = Comparison("y", goal, a, b)
+    c = WelchComparison("y", goal, a, b)
     d = c.to_dict()
     assert d["verdict"].startswith(verdict)
     assert d["difference"] == pytest.approx(sum(a) / 3 - sum(b) / 3)

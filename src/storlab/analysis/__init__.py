@@ -26,19 +26,19 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "ImportanceResult": ".importance", "StopRule": ".importance",
     "importance_of": ".importance:importance", "importance_csv": ".importance",
     "CoverageResult": ".coverage", "coverage_of": ".coverage:coverage",
-    "Comparison": ".compare", "compare_methods": ".compare:compare",
+    "MethodComparison": ".compare", "compare_methods": ".compare:compare",
     "EvalResult": ".importance_eval", "evaluate": ".importance_eval",
     "CORRECTION": ".followup", "correction_text": ".followup", "follow_up": ".followup",
     "follow_up_note": ".followup",
 })
 
-__all__ = ["CORRECTION", "Comparison", "CoverageResult", "EffectsAnalysis", "EvalResult",
-           "ImportanceResult", "StopRule", "analyze", "compare_methods", "correction_text",
+__all__ = ["CORRECTION", "CoverageResult", "EffectsAnalysis", "EvalResult", "ImportanceResult",
+           "MethodComparison", "StopRule", "analyze", "compare_methods", "correction_text",
            "coverage_of", "evaluate", "follow_up", "follow_up_note", "importance_csv",
            "importance_of", "infer_codings", "lenth"]
 
 if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
-    from .compare import Comparison
+    from .compare import MethodComparison
     from .compare import compare as compare_methods
     from .coverage import CoverageResult
     from .coverage import coverage as coverage_of

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @dataclass
-class Comparison(Result):
+class MethodComparison(Result):
     """Importance of each parameter by several methods (`.to_frame()`, `.plot()`)."""
 
     PLOT_KINDS = ("bars",)
@@ -63,7 +63,7 @@ class Comparison(Result):
 
 
 def compare(df: pd.DataFrame, response: str, params: Sequence[str] | None = None,
-            max_levels: int = 10, bins: int = 4, source: str = "results") -> Comparison:
+            max_levels: int = 10, bins: int = 4, source: str = "results") -> MethodComparison:
     """Carver PI share, ANOVA SS share and (on complete grids) exact Sobol S1/ST."""
     import statsmodels.formula.api as smf
     from statsmodels.stats.anova import anova_lm
@@ -105,4 +105,4 @@ def compare(df: pd.DataFrame, response: str, params: Sequence[str] | None = None
                           "sobol_s1": [s1[p] for p in enc.params],
                           "sobol_st": [st[p] for p in enc.params]})
     frame = frame.sort_values("pi_share", ascending=False, kind="stable").reset_index(drop=True)
-    return Comparison(response, frame, complete)
+    return MethodComparison(response, frame, complete)

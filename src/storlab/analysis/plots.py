@@ -33,7 +33,7 @@ from ..plotstyle import (
 )
 
 if TYPE_CHECKING:
-    from .compare import Comparison
+    from .compare import MethodComparison
     from .coverage import CoverageResult
     from .effects import EffectsAnalysis
     from .importance import ImportanceResult
@@ -519,8 +519,8 @@ def _cov_bars(r: CoverageResult) -> Figure:
 
 
 # --------------------------------------------------------------------------- comparison
-def comparison_figure(comp: Comparison) -> Figure:
-    """Each parameter's share of importance by every method (`Comparison.plot`),
+def comparison_figure(comp: MethodComparison) -> Figure:
+    """Each parameter's share of importance by every method (`MethodComparison.plot`),
     unstyled: the caller draws inside `styled()`."""
     names = {"pi_share": "Carver PI", "anova_share": "ANOVA sum of squares",
              "sobol_s1": "Sobol first order S1", "sobol_st": "Sobol total ST"}

@@ -10,8 +10,10 @@ configurations that were run.
 
 `Campaign` is the face; each job is its own module: where configurations come from
 (`sources.py`, the seam; `fixed.py`, a fixed design as a source), the plan and what is left
-of it (`plan.py`), what the store records and the guards that read it (`storemeta.py`), and
-the one run loop (`loop.py`). Every design is a source: a fixed design proposes its whole
+of it (`plan.py`), what the store records and the guards that read it (`storemeta.py`), the
+checks before anything runs (`preflight.py`), the one run loop (`loop.py`), each run's
+program document as a file (`documents.py`), and the sandbox in words for status and the
+report (`sandbox_summary.py`). Every design is a source: a fixed design proposes its whole
 table once, an adaptive one (`design: {kind: <a registered kind>, ...}`) is asked for the
 next batch whenever every planned run has finished (with a parallel executor and a source
 that batches: whenever a slot frees, told the runs still in flight), and its batches are
@@ -31,36 +33,28 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ..errors import StorlabError
-from ..fileio import MAX_YAML_BYTES, within, write_in_dir
+from ..fileio import MAX_YAML_BYTES
 from ..jsonutil import to_jsonable
 from ..space import Space
-from .executors import requested_width
+from .documents import documents_dir, export_documents, write_document
 from .fixed import Config, fixed_source
 from .inputs import check_campaign_input, read_campaign_input
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
 from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
                    table_plan)
-from .runners import (UNSANDBOXED_ENV, ShellTemplateError, landlock_missing,
-                      landlock_net_missing,
-                      ld_conf_opt_dirs, make_runner,
-                      refused_shared, refused_socket,
-                      refused_writable, render_argv, require_sandbox, reserved_env_clash,
-                      run_identity, runner_class, shell_command, shown_install_trees,
-                      starts_programs, template_names, unsandboxed)
+from .preflight import check_runner, check_steps, check_targets, check_width
+from .runners import run_identity, runner_class
+from .sandbox_summary import sandbox_summary
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
 from .spec import CampaignError, CampaignSpec, check_plan, load_spec
-from .store import FAILED, Store, refuse_linked_dirs, refuse_links
+from .store import FAILED, Store
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
 from .task import RunTask, StepSpec, TaskOutcome, scratch_view
 
 _T = TypeVar("_T")
 
-#: Names the step templates may use besides the factors and `vars`.
-BUILTINS = ("workdir", "campaign_dir", "key", "config_id", "repetition")
-
-__all__ = ["BUILTINS", "Campaign", "PlannedRun", "RunSummary", "campaign_space",
-           "results_table"]
+__all__ = ["Campaign", "PlannedRun", "RunSummary", "campaign_space", "results_table"]
 
 
 class Campaign:
@@ -82,7 +76,7 @@ class Campaign:
             check_plan(spec, len(self.configs), str(self.path))
         self._options: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._scratch_id: tuple[str, int, int] | None = None  # set by `run`
-        self._check_steps()
+        check_steps(self)
 
     @property
     def adaptive(self) -> bool:
@@ -167,183 +161,12 @@ class Campaign:
         meta = self._stored_design_meta(adaptive=True) or {}
         return {str(n): str(g) for n, g in meta.get("objectives") or []}
 
-    def _check_steps(self) -> None:
-        known = set(self.space.names) | set(self.spec.vars) | set(BUILTINS)
-        clash = reserved_env_clash(set(self.space.names) | set(self.spec.vars))
-        if clash:
-            what = "factor" if clash[0] in self.space.names else "field vars:"
-            raise CampaignError(f"{self.path}: {what} {clash[0]!r} would reach shell steps as "
-                                f"{clash[1]}, storlab's own environment variable; rename it")
-        for part in ("setup", "teardown"):
-            for i, step in enumerate(getattr(self.spec, part)):
-                for t in step.templates:
-                    unknown = template_names(t) - known
-                    if unknown:
-                        raise CampaignError(
-                            f"{self.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
-                            "factor, a var or one of " + ", ".join(BUILTINS))
-                try:  # shell steps get values by the environment, `sh -c` scripts as words
-                    if step.shell:
-                        shell_command(str(step.run), dict.fromkeys(known, ""))
-                    else:
-                        render_argv(step.templates, dict.fromkeys(known, ""))
-                except ShellTemplateError as exc:
-                    raise CampaignError(f"{self.path}: field {part}[{i}]: {exc}") from None
-        bad = [n for n in self.spec.runner.exclude if n not in self.space.names]
-        if bad:
-            raise CampaignError(f"{self.path}: field runner.exclude: {bad} are not factors")
-
     def preflight(self) -> Any:
-        """Checks that need the runner: options accepted, targets allowed (a block device or
-        an existing file outside the campaign's scratch area without `allow_destructive` is
-        refused here, before any run or step), resolved in a run's scratch directory.
-        Returns the runner (an adaptive campaign checks each new batch with it). Refused too
-        when the run's programs cannot be sandboxed here (`require_sandbox`), and when the
-        store lies in the scratch area, where the runs' programs write (one could put a link
-        at the store's name that storlab, as root, would then write through)."""
-        if self.store_path.resolve().is_relative_to(self.scratch.resolve()):
-            raise CampaignError(f"{self.path}: field store: {self.spec.store} lies inside the "
-                                f"scratch area ({self.spec.workdir}), where the runs' programs "
-                                "write; name a store outside it")
-        for fld in ("store", "workdir"):
-            try:
-                refuse_linked_dirs(self.dir, getattr(self.spec, fld), fld)
-            except CampaignError as exc:
-                raise CampaignError(f"{self.path}: {exc}") from None
-        refuse_links(self.store_path)
-        try:
-            runner = make_runner(self.spec.runner.type, self.runner_options())
-        except CampaignError as exc:
-            raise CampaignError(f"{self.path}: field runner: {exc}") from None
-        if starts_programs(self.spec.runner.type) or self.spec.setup or self.spec.teardown:
-            try:
-                require_sandbox()
-            except CampaignError as exc:
-                raise CampaignError(f"{self.path}: {exc}") from None
-        sb = self.spec.sandbox
-        why = refused_writable([str(self.dir / p) for p in sb.writable], str(self.dir),
-                               sb.allow_destructive)
-        if why:
-            raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
-        why = refused_socket([str(self.dir / p) for p in sb.sockets])
-        if why:
-            raise CampaignError(f"{self.path}: field sandbox.sockets: {why}")
-        names = getattr(runner, "check_fields", None)
-        if names is not None:  # every {field} is known before the first run
-            try:
-                names({n for n in self.space.names if n not in self.spec.runner.exclude})
-            except CampaignError as exc:
-                raise CampaignError(f"{self.path}: field runner: {exc}") from None
-        self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in self.configs])
-        check = getattr(self.source, "check", None)
-        if check is not None:  # e.g. a response the runner cannot produce
-            try:
-                check(runner)
-            except StorlabError as exc:
-                raise CampaignError(f"{self.path}: design: {exc}") from None
-        return runner
-
-    def _check_targets(self, runner: Any, configs: list[tuple[int, dict[str, Any]]]) -> None:
-        """Every configuration's targets, resolved in the run directory the runner will use."""
-        check = getattr(runner, "check_target", None)
-        if check is not None:
-            own = self.own_scratch()
-            for cid, cfg in configs:
-                run_dir = self.scratch / f"c{cid}-r1"
-                try:
-                    check(self._runner_config(cfg), base=self.scratch if own else run_dir,
-                          workdir=run_dir)
-                except CampaignError as exc:
-                    hint = "" if own else (
-                        f" ({self.scratch} leads outside the campaign's directory: only "
-                        "each run's own directory counts as the campaign's there)")
-                    raise CampaignError(f"{self.path}: {exc}{hint}") from None
-        # a shared system directory declared writable whole (fio `directory: /var/tmp`)
-        sb = self.spec.sandbox
-        # a program the runner's program starts must not inherit an undeclared grant
-        grant = getattr(runner, "refused_grant", None)
-        if grant is not None:
-            for cid, cfg in configs:
-                why = grant(runner.job_options(self._runner_config(cfg),
-                                               self.scratch / f"c{cid}-r1", check=False),
-                            bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
-                if why:
-                    raise CampaignError(f"{self.path}: field runner: {why}")
-        # the runner's implicit network is held to its TCP ports by Landlock, or not given
-        need = getattr(runner, "network_reason", lambda: None)()
-        if need and not sb.network and not unsandboxed() and (no := landlock_net_missing()):
-            raise CampaignError(f"{self.path}: field runner: {need} gets the host's network, "
-                                f"held to its TCP ports by Landlock, but {no}; declare "
-                                "sandbox.network: true to give the programs the whole network")
-        walls = getattr(runner, "sandbox", None)
-        allow = sb.allow_destructive or bool(self.spec.runner.options.get("allow_destructive"))
-        why = refused_shared([str(self.dir / p) for p in sb.writable], allow)
-        if why:
-            raise CampaignError(f"{self.path}: field sandbox.writable: {why}")
-        self._refuse_over_own(sb.writable, "sandbox.writable", allow)
-        if walls is not None:
-            for cid, cfg in configs:
-                targets = walls(self._runner_config(cfg), self.scratch / f"c{cid}-r1")[0]
-                why = refused_shared(targets, allow)
-                if why:
-                    raise CampaignError(f"{self.path}: field runner: {why}")
-        # a file a program makes directly in the campaign's directory: the sandbox keeps
-        # that directory read-only unless the campaign declares it (or allow_destructive)
-        home = getattr(runner, "check_home", None)
-        here = os.path.realpath(self.dir)
-        if home is not None and not sb.allow_destructive and not any(
-                within(here, os.path.realpath(self.dir / p)) for p in sb.writable):
-            for cid, cfg in configs:
-                try:
-                    home(self._runner_config(cfg), self.dir, self.scratch / f"c{cid}-r1")
-                except CampaignError as exc:
-                    raise CampaignError(f"{self.path}: {exc}") from None
-        # a file not made yet in another existing directory, an existing directory the
-        # job names beside a program fio starts: refused unless declared
-        new_file = getattr(runner, "refused_new_file", None)
-        program_dir = getattr(runner, "refused_program_dir", None)
-        if new_file is not None and program_dir is not None and not sb.allow_destructive:
-            declared = [os.path.realpath(self.dir / p) for p in sb.writable]
-            for cid, cfg in configs:
-                run_dir = self.scratch / f"c{cid}-r1"
-                why = new_file(self._runner_config(cfg), run_dir, declared) \
-                    or program_dir(runner.job_options(self._runner_config(cfg), run_dir,
-                                                      check=False), run_dir, declared)
-                if why:
-                    raise CampaignError(f"{self.path}: field runner: {why}")
-        if walls is not None:  # (after: a file made in the campaign's directory has a hint)
-            for cid, cfg in configs:
-                self._refuse_over_own(walls(self._runner_config(cfg),
-                                            self.scratch / f"c{cid}-r1")[0], "runner", allow)
-
-
-    def _refuse_over_own(self, targets: list[str], field: str, allow: bool) -> None:
-        """A directory a run's programs may write (a declared directory, or the directory
-        of a file not made yet) that holds the store or the directory above the scratch
-        area: a program could swap storlab's own files or directories there for links.
-        A file not made yet counts only where the sandbox opens its directory (with
-        `allow`: `_open_target`)."""
-        own = [os.path.realpath(self.store_path.parent),
-               os.path.realpath(self.scratch.parent)]
-        for t in targets:
-            # as in the run (its directory not made yet: `..` taken from the name)
-            r = os.path.realpath(self.dir / t)  # an absolute target stays itself
-            if os.path.isdir(r) or os.path.basename(os.fspath(t)) in (".", ".."):
-                ds = [r]
-            elif not os.path.lexists(r):
-                # a directory made by the time the run starts (by storlab for its store,
-                # by a step) opens as itself; a file not made yet opens its directory
-                # only with `allow` (`_open_target`)
-                parent = os.path.dirname(r)
-                ds = [r] + ([parent] if allow else [])
-            else:
-                continue
-            for d in ds:
-                if any(within(o, d) for o in own):
-                    raise CampaignError(
-                        f"{self.path}: field {field}: {t} opens {d} to the runs' programs, "
-                        "which holds the campaign's store or scratch area (a program could "
-                        "swap them for links); declare a directory of its own, beside them")
+        """Checks that need the runner, before any run or step (`preflight.check_runner`):
+        options accepted, the sandbox possible here and its declarations allowed, every
+        configuration's targets allowed. Returns the runner (an adaptive campaign checks
+        each new batch with it)."""
+        return check_runner(self)
 
     def runner_options(self) -> dict[str, Any]:
         """The runner's fixed options as its runs use them (the runner's `prepare_options`:
@@ -367,9 +190,6 @@ class Campaign:
                 if isinstance(f := self.spec.runner.options.get(k), str):
                     check_campaign_input(self.dir / f, self.path, f"options.{k}: ")
         return self._options
-
-    def _runner_config(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in cfg.items() if k not in self.spec.runner.exclude}
 
     # ------------------------------------------------------------------ design metadata
     def design_meta_now(self) -> dict[str, Any]:
@@ -441,7 +261,7 @@ class Campaign:
         new repetitions; the batch's runs are shuffled (seeded by the batch number)."""
         configs, rows = batch_rows(store, batch, self.space, str(self.path),
                                    self.spec.randomize, self.spec.seed)
-        self._check_targets(runner, [(cid, cfg) for cid, cfg, _ in configs])
+        check_targets(self, runner, [(cid, cfg) for cid, cfg, _ in configs])
         store.extend_plan(configs, rows)
 
     def task(self, r: PlannedRun) -> RunTask:
@@ -483,61 +303,11 @@ class Campaign:
         directory beside the store; the store keeps their tails."""
         return self.store_path.with_name(self.store_path.name + ".output")
 
-    def system_writable_steps(self) -> list[str]:
-        """The steps declared to run outside the sandbox, as `setup[i]: command`."""
-        return [f"{part}[{i}]: {s.run if isinstance(s.run, str) else ' '.join(s.run)}"
-                for part in ("setup", "teardown")
-                for i, s in enumerate(getattr(self.spec, part)) if s.system_writable]
-
     def sandbox_summary(self) -> list[str]:
         """How this campaign's programs run, for `storlab status` and the report: one line
-        for the sandbox (what it opens besides each run's directory), then one per step
-        declared `system_writable` (it runs outside). Empty for a runner that starts no
-        program and has no steps."""
-        if not starts_programs(self.spec.runner.type) and not (self.spec.setup
-                                                                   or self.spec.teardown):
-            return []
-        if unsandboxed():
-            head = f"off ({UNSANDBOXED_ENV}=1): programs run with the whole system writable"
-        else:
-            sb = self.spec.sandbox
-            extra = ", ".join(sb.writable) or "nothing else"
-            dev = self.spec.runner.options.get("allow_destructive") or sb.allow_destructive
-            net = "the host's (sandbox.network)" if sb.network else "none (its own)"
-            try:
-                runner = make_runner(self.spec.runner.type, self.runner_options())
-                why = getattr(runner, "network_reason", lambda: None)()
-                ring = getattr(runner, "io_uring_reason", lambda: None)()
-                prog = getattr(runner, "program", lambda: None)()
-            except (StorlabError, OSError, TypeError, ValueError):
-                why = ring = prog = None
-            if why and not sb.network:
-                net = f"the host's for the runner's program ({why})"
-            trees = shown_install_trees(prog, str(self.dir)) if prog else []
-            head = (f"bwrap: read-only system (/usr, /etc, /sys) and campaign "
-                    + (f"directory, also {', '.join(sb.readable)}" if sb.readable
-                       else "directory")
-                    + (f", the program's install tree {', '.join(trees)}" if trees else "")
-                    + (f", ld.so.conf's library directories {', '.join(libs)}"
-                       if (libs := ld_conf_opt_dirs()) else "")
-                    + f"; writable: each run's directory, the runner's targets, {extra}; "
-                    "declared devices "
-                    + ("writable (allow_destructive)" if dev else "not openable")
-                    + f"; network: {net}; Unix sockets: "
-                    + (", ".join([*sb.sockets, *(["the run's own (sandbox.unix_sockets)"]
-                                                 if sb.unix_sockets else [])]) or "none")
-                    + "; io_uring: " + ("every program (sandbox.io_uring)" if sb.io_uring
-                                        else f"the runner's program ({ring})" if ring
-                                        else "none but the runner's own need (a factor's "
-                                        "engine)")
-                    + "; Landlock: " + (f"not applied ({ll})" if (ll := landlock_missing())
-                                        else "abstract sockets and signals scoped")
-                    + ("" if not why or sb.network else
-                       "; the runner's network: TCP to its own ports only (Landlock)"
-                       if not (no := landlock_net_missing()) else
-                       f"; the runner's network: not applied ({no}): refused unless "
-                       "sandbox.network"))
-        return [head, *self.system_writable_steps()]
+        for the sandbox, then one per step declared `system_writable`
+        (`sandbox_summary.sandbox_summary`)."""
+        return sandbox_summary(self)
 
     def _measurement(self) -> dict[str, Any]:
         """What makes two runs of one configuration the same measurement (with what the
@@ -563,7 +333,7 @@ class Campaign:
         """
         emit = on_event or (lambda kind, data: None)
         runner = self.preflight()
-        self._check_width(executor)
+        check_width(self, executor)
         stop = stop or threading.Event()
         with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit,
                                                              home=self.dir):
@@ -587,30 +357,14 @@ class Campaign:
             emit("end", {"summary": summary})
             return summary
 
-    def _check_width(self, executor: str | None) -> None:
-        """Refuse, before anything runs, `parallel:N` with more workers than an adaptive
-        design's budget, or with an adaptive source that proposes one run at a time (N - 1
-        slots would stay idle)."""
-        width = requested_width(executor)
-        if not self.adaptive or width is None or width <= 1:
-            return
-        budget = int(self.source.meta().get("budget") or 0)
-        if budget and width > budget:
-            raise CampaignError(f"--executor {executor}: {width} workers for a budget of "
-                                f"{budget} runs; use at most parallel:{budget}")
-        if not getattr(self.source, "batches", False):
-            raise CampaignError(f"--executor {executor}: the {self.source.meta().get('kind')} "
-                                "design proposes one run at a time; use --executor "
-                                "sequential")
-
     def keep(self, store: Store, r: PlannedRun, out: TaskOutcome, runner: Any) -> None:
         """Commit a finished run; a measured one's program document (the runner's
         `document`, fio's JSON say) also as a plain file beside the store."""
         store.record(out.key, out.result, out.host)
         document = getattr(runner, "document", None)
         if not r.warmup and out.result.ok and document is not None:
-            self._write_document(document(out.result.raw), self.documents_dir,
-                                 r.config_id, r.repetition)
+            write_document(document(out.result.raw), self.documents_dir, r.config_id,
+                           r.repetition, self.spec.runner.type, self.dir)
 
     # ------------------------------------------------------------------ results
     def results(self, level: str = "config") -> pd.DataFrame:
@@ -629,42 +383,15 @@ class Campaign:
     @property
     def documents_dir(self) -> Path:
         """Where each measured run's program document goes as it finishes, for a runner
-        that has one: `<store's directory>/<store's name without .db>-<runner type>/
-        c<config>-r<repetition>.json` (campaign.db -> campaign-fio/, tune.db -> tune-fio/)."""
-        return self.store_path.parent / f"{self.store_path.stem}-{self.spec.runner.type}"
-
-    def _write_document(self, doc: dict[str, Any] | None, directory: Path, config_id: int,
-                        repetition: int) -> Path | None:
-        """One run's document as `directory/c<config>-r<repetition>.json`; None without
-        one. Never through a link a run's program could have planted beside the store."""
-        if doc is None:
-            return None
-        return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
-                            json.dumps(doc, indent=2) + "\n",
-                            what=f"{self.spec.runner.type} JSON directory", home=self.dir)
+        that has one (`documents.documents_dir`: campaign.db -> campaign-fio/)."""
+        return documents_dir(self.store_path, self.spec.runner.type)
 
     def export_documents(self, directory: Path) -> list[Path]:
-        """Write each successful measured run's program document (the runner's `document`:
-        fio's own JSON output, warnings stripped, as fio-plot and other fio tools read it)
-        to `directory` as `c<config>-r<repetition>.json`. Returns the files written; none
-        for a runner without documents."""
-        document = getattr(runner_class(self.spec.runner.type), "document", None)
-        if not self.store_path.exists():
-            raise CampaignError(f"{self.store_path}: no store yet; run the campaign first")
-        if document is None:
-            return []
-        with Store(self.store_path, readonly=True) as store:
-            runs = [r for r in store.runs(with_raw=True) if not r["warmup"]
-                    and r["status"] == "ok"]
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        out = []
-        for r in runs:
-            path = self._write_document(document(r["raw"]), directory, r["config_id"],
-                                        r["repetition"])
-            if path is not None:
-                out.append(path)
-        return out
+        """Write each successful measured run's program document (the runner's `document`)
+        to `directory` as `c<config>-r<repetition>.json` (`documents.export_documents`).
+        Returns the files written; none for a runner without documents."""
+        return export_documents(self.store_path, self.spec.runner.type, Path(directory),
+                                self.dir)
 
     def status(self) -> pd.DataFrame:
         """Counts of runs per status (pending = planned but never started)."""

@@ -279,7 +279,7 @@ class Target:
         """Check a target the way fio will use it. A block device, or an existing file
         that this measurement did not create, needs `allow_destructive`. An engine that
         does its I/O elsewhere (rbd: pool and image given as --fio-option) has none."""
-        from ..campaign.runners.fio import REMOTE_ENGINES
+        from ..campaign.runners.fio_cmdline import REMOTE_ENGINES
 
         marker = campaign_dir / MARKER
         if ioengine in REMOTE_ENGINES:

@@ -28,7 +28,7 @@ ALPHA = 0.05
 
 
 @dataclass
-class Comparison:
+class WelchComparison:
     """Welch's t-test of one configuration's runs against another's."""
 
     response: str
@@ -334,7 +334,7 @@ class TuneResult(Result):
                        "means; re-run them (storlab confirm) before trusting the front")
         return out
 
-    def comparison(self, against: Entry | None = None) -> Comparison | None:
+    def comparison(self, against: Entry | None = None) -> WelchComparison | None:
         """Welch's test of the recommendation against the baseline (or `against`)."""
         b, base = self.best(), against or self.baseline()
         if b is None or base is None:
@@ -342,7 +342,7 @@ class TuneResult(Result):
         ob = self.objectives[0]
         # on the values shown (confirmation runs when there are): the test is of the
         # numbers the reader sees, and those are free of the selection's bias
-        return Comparison(ob.name, ob.goal, self.shown(b), self.shown(base))
+        return WelchComparison(ob.name, ob.goal, self.shown(b), self.shown(base))
 
     def point(self, e: Entry) -> list[float]:
         """A configuration's scores (larger better) on the values shown for it: the means of

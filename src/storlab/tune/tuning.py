@@ -258,7 +258,7 @@ class Confirmation:
         """Run (or resume) the interleaved runs and compare each configuration with the
         reference (Welch's t-test)."""
         from ..campaign.store import FAILED
-        from .result import Comparison, describe
+        from .result import WelchComparison, describe
 
         camp, name = self.campaign, self.response
         try:
@@ -287,7 +287,7 @@ class Confirmation:
             row: dict[str, Any] = {"role": role, "config": cfg, **describe(vals),
                                    "failed_runs": failed, "runs_without_value": no_value}
             if base is not None and i < len(groups) - 1 and vals and base[1]:
-                row["comparison"] = Comparison(name, self.goal, vals, base[1]).to_dict()
+                row["comparison"] = WelchComparison(name, self.goal, vals, base[1]).to_dict()
             rows.append(row)
         short = [r for r in rows if r["failed_runs"] or r["runs_without_value"]]
         notes = [f"{r['role']}: {r['runs']} of "

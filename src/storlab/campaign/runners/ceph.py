@@ -31,7 +31,7 @@ from ..spec import CampaignError
 from ._program import render_value, run_program, tail
 from ._sandbox import opened
 from .base import RunResult
-from .fio import CEPH_PORTS
+from .fio_guard import CEPH_PORTS
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
 RADOS_BENCH_OPTIONS = ("mode", "seconds", "block_size", "concurrency")

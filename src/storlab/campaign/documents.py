@@ -1,0 +1,58 @@
+"""Each measured run's program document (a runner's `document`: fio's own JSON output,
+warnings stripped, as fio-plot and other fio tools read it) as a plain file
+`c<config>-r<repetition>.json`: written beside the store as each run finishes, or exported
+from the store into a directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..fileio import write_in_dir
+from .runners import runner_class
+from .spec import CampaignError
+from .store import Store
+
+
+def documents_dir(store_path: Path, runner_type: str) -> Path:
+    """Where each measured run's program document goes as it finishes, for a runner
+    that has one: `<store's directory>/<store's name without .db>-<runner type>/`
+    (campaign.db -> campaign-fio/, tune.db -> tune-fio/)."""
+    return store_path.parent / f"{store_path.stem}-{runner_type}"
+
+
+def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
+                   repetition: int, runner_type: str, home: Path) -> Path | None:
+    """One run's document as `directory/c<config>-r<repetition>.json`; None without
+    one. Never through a link a run's program could have planted beside the store (the
+    campaign's directory `home` holds it)."""
+    if doc is None:
+        return None
+    return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
+                        json.dumps(doc, indent=2) + "\n",
+                        what=f"{runner_type} JSON directory", home=home)
+
+
+def export_documents(store_path: Path, runner_type: str, directory: Path, home: Path
+                     ) -> list[Path]:
+    """Write each successful measured run's program document in the store to `directory`
+    as `c<config>-r<repetition>.json`. Returns the files written; none for a runner
+    without documents."""
+    document = getattr(runner_class(runner_type), "document", None)
+    if not store_path.exists():
+        raise CampaignError(f"{store_path}: no store yet; run the campaign first")
+    if document is None:
+        return []
+    with Store(store_path, readonly=True) as store:
+        runs = [r for r in store.runs(with_raw=True) if not r["warmup"]
+                and r["status"] == "ok"]
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    for r in runs:
+        path = write_document(document(r["raw"]), directory, r["config_id"],
+                              r["repetition"], runner_type, home)
+        if path is not None:
+            out.append(path)
+    return out

@@ -1,0 +1,236 @@
+"""The checks a campaign passes before anything runs, each naming the file and field: its
+steps' templates (at load), then those that need the runner (`check_runner`, the
+campaign's `preflight`): its options, the sandbox (the store outside the scratch area, the
+declared directories and sockets), every configuration's targets resolved where its run
+will use them (`check_targets`, also for each new batch of an adaptive source), the grants
+a runner's program would pass on, and the executor's width against the source. What only a
+runner knows it checks itself (`check_target`, `refused_grant`, `check_home`, ...); these
+are early, friendly errors, the sandbox is the guarantee."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StorlabError
+from ..fileio import within
+from .executors import requested_width
+from .runners import (ShellTemplateError, landlock_net_missing, make_runner, refused_shared,
+                      refused_socket, refused_writable, render_argv, require_sandbox,
+                      reserved_env_clash, shell_command, starts_programs, template_names,
+                      unsandboxed)
+from .spec import CampaignError, CampaignSpec
+from .store import refuse_linked_dirs, refuse_links
+
+if TYPE_CHECKING:
+    from .campaign import Campaign
+
+#: Names the step templates may use besides the factors and `vars`.
+BUILTINS = ("workdir", "campaign_dir", "key", "config_id", "repetition")
+
+
+def check_steps(camp: Campaign) -> None:
+    """The setup and teardown steps' templates (each `{name}` a factor, a var or a
+    builtin; a shell step's values reach it by the environment) and `runner.exclude`."""
+    known = set(camp.space.names) | set(camp.spec.vars) | set(BUILTINS)
+    clash = reserved_env_clash(set(camp.space.names) | set(camp.spec.vars))
+    if clash:
+        what = "factor" if clash[0] in camp.space.names else "field vars:"
+        raise CampaignError(f"{camp.path}: {what} {clash[0]!r} would reach shell steps as "
+                            f"{clash[1]}, storlab's own environment variable; rename it")
+    for part in ("setup", "teardown"):
+        for i, step in enumerate(getattr(camp.spec, part)):
+            for t in step.templates:
+                unknown = template_names(t) - known
+                if unknown:
+                    raise CampaignError(
+                        f"{camp.path}: field {part}[{i}]: {{{sorted(unknown)[0]}}} is not a "
+                        "factor, a var or one of " + ", ".join(BUILTINS))
+            try:  # shell steps get values by the environment, `sh -c` scripts as words
+                if step.shell:
+                    shell_command(str(step.run), dict.fromkeys(known, ""))
+                else:
+                    render_argv(step.templates, dict.fromkeys(known, ""))
+            except ShellTemplateError as exc:
+                raise CampaignError(f"{camp.path}: field {part}[{i}]: {exc}") from None
+    bad = [n for n in camp.spec.runner.exclude if n not in camp.space.names]
+    if bad:
+        raise CampaignError(f"{camp.path}: field runner.exclude: {bad} are not factors")
+
+
+def check_runner(camp: Campaign) -> Any:
+    """Checks that need the runner: options accepted, targets allowed (a block device or
+    an existing file outside the campaign's scratch area without `allow_destructive` is
+    refused here, before any run or step), resolved in a run's scratch directory.
+    Returns the runner (an adaptive campaign checks each new batch with it). Refused too
+    when the run's programs cannot be sandboxed here (`require_sandbox`), and when the
+    store lies in the scratch area, where the runs' programs write (one could put a link
+    at the store's name that storlab, as root, would then write through)."""
+    if camp.store_path.resolve().is_relative_to(camp.scratch.resolve()):
+        raise CampaignError(f"{camp.path}: field store: {camp.spec.store} lies inside the "
+                            f"scratch area ({camp.spec.workdir}), where the runs' programs "
+                            "write; name a store outside it")
+    for fld in ("store", "workdir"):
+        try:
+            refuse_linked_dirs(camp.dir, getattr(camp.spec, fld), fld)
+        except CampaignError as exc:
+            raise CampaignError(f"{camp.path}: {exc}") from None
+    refuse_links(camp.store_path)
+    try:
+        runner = make_runner(camp.spec.runner.type, camp.runner_options())
+    except CampaignError as exc:
+        raise CampaignError(f"{camp.path}: field runner: {exc}") from None
+    if starts_programs(camp.spec.runner.type) or camp.spec.setup or camp.spec.teardown:
+        try:
+            require_sandbox()
+        except CampaignError as exc:
+            raise CampaignError(f"{camp.path}: {exc}") from None
+    sb = camp.spec.sandbox
+    why = refused_writable([str(camp.dir / p) for p in sb.writable], str(camp.dir),
+                           sb.allow_destructive)
+    if why:
+        raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
+    why = refused_socket([str(camp.dir / p) for p in sb.sockets])
+    if why:
+        raise CampaignError(f"{camp.path}: field sandbox.sockets: {why}")
+    names = getattr(runner, "check_fields", None)
+    if names is not None:  # every {field} is known before the first run
+        try:
+            names({n for n in camp.space.names if n not in camp.spec.runner.exclude})
+        except CampaignError as exc:
+            raise CampaignError(f"{camp.path}: field runner: {exc}") from None
+    check_targets(camp, runner, [(cid, cfg) for cid, cfg, _ in camp.configs])
+    check = getattr(camp.source, "check", None)
+    if check is not None:  # e.g. a response the runner cannot produce
+        try:
+            check(runner)
+        except StorlabError as exc:
+            raise CampaignError(f"{camp.path}: design: {exc}") from None
+    return runner
+
+
+def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str, Any]]]
+                  ) -> None:
+    """Every configuration's targets, resolved in the run directory the runner will use."""
+    check = getattr(runner, "check_target", None)
+    if check is not None:
+        own = camp.own_scratch()
+        for cid, cfg in configs:
+            run_dir = camp.scratch / f"c{cid}-r1"
+            try:
+                check(_runner_config(camp.spec, cfg), base=camp.scratch if own else run_dir,
+                      workdir=run_dir)
+            except CampaignError as exc:
+                hint = "" if own else (
+                    f" ({camp.scratch} leads outside the campaign's directory: only "
+                    "each run's own directory counts as the campaign's there)")
+                raise CampaignError(f"{camp.path}: {exc}{hint}") from None
+    # a shared system directory declared writable whole (fio `directory: /var/tmp`)
+    sb = camp.spec.sandbox
+    # a program the runner's program starts must not inherit an undeclared grant
+    grant = getattr(runner, "refused_grant", None)
+    if grant is not None:
+        for cid, cfg in configs:
+            why = grant(runner.job_options(_runner_config(camp.spec, cfg),
+                                           camp.scratch / f"c{cid}-r1", check=False),
+                        bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
+            if why:
+                raise CampaignError(f"{camp.path}: field runner: {why}")
+    # the runner's implicit network is held to its TCP ports by Landlock, or not given
+    need = getattr(runner, "network_reason", lambda: None)()
+    if need and not sb.network and not unsandboxed() and (no := landlock_net_missing()):
+        raise CampaignError(f"{camp.path}: field runner: {need} gets the host's network, "
+                            f"held to its TCP ports by Landlock, but {no}; declare "
+                            "sandbox.network: true to give the programs the whole network")
+    walls = getattr(runner, "sandbox", None)
+    allow = sb.allow_destructive or bool(camp.spec.runner.options.get("allow_destructive"))
+    why = refused_shared([str(camp.dir / p) for p in sb.writable], allow)
+    if why:
+        raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
+    _refuse_over_own(camp, sb.writable, "sandbox.writable", allow)
+    if walls is not None:
+        for cid, cfg in configs:
+            targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
+            why = refused_shared(targets, allow)
+            if why:
+                raise CampaignError(f"{camp.path}: field runner: {why}")
+    # a file a program makes directly in the campaign's directory: the sandbox keeps
+    # that directory read-only unless the campaign declares it (or allow_destructive)
+    home = getattr(runner, "check_home", None)
+    here = os.path.realpath(camp.dir)
+    if home is not None and not sb.allow_destructive and not any(
+            within(here, os.path.realpath(camp.dir / p)) for p in sb.writable):
+        for cid, cfg in configs:
+            try:
+                home(_runner_config(camp.spec, cfg), camp.dir, camp.scratch / f"c{cid}-r1")
+            except CampaignError as exc:
+                raise CampaignError(f"{camp.path}: {exc}") from None
+    # a file not made yet in another existing directory, an existing directory the
+    # job names beside a program the runner's program starts: refused unless declared
+    new_file = getattr(runner, "refused_new_file", None)
+    program_dir = getattr(runner, "refused_program_dir", None)
+    if new_file is not None and program_dir is not None and not sb.allow_destructive:
+        declared = [os.path.realpath(camp.dir / p) for p in sb.writable]
+        for cid, cfg in configs:
+            run_dir = camp.scratch / f"c{cid}-r1"
+            why = new_file(_runner_config(camp.spec, cfg), run_dir, declared) \
+                or program_dir(runner.job_options(_runner_config(camp.spec, cfg), run_dir,
+                                                  check=False), run_dir, declared)
+            if why:
+                raise CampaignError(f"{camp.path}: field runner: {why}")
+    if walls is not None:  # (after: a file made in the campaign's directory has a hint)
+        for cid, cfg in configs:
+            _refuse_over_own(camp, walls(_runner_config(camp.spec, cfg),
+                                        camp.scratch / f"c{cid}-r1")[0], "runner", allow)
+
+
+def _refuse_over_own(camp: Campaign, targets: list[str], field: str, allow: bool) -> None:
+    """A directory a run's programs may write (a declared directory, or the directory
+    of a file not made yet) that holds the store or the directory above the scratch
+    area: a program could swap storlab's own files or directories there for links.
+    A file not made yet counts only where the sandbox opens its directory (with
+    `allow`: `_open_target`)."""
+    own = [os.path.realpath(camp.store_path.parent),
+           os.path.realpath(camp.scratch.parent)]
+    for t in targets:
+        # as in the run (its directory not made yet: `..` taken from the name)
+        r = os.path.realpath(camp.dir / t)  # an absolute target stays itself
+        if os.path.isdir(r) or os.path.basename(os.fspath(t)) in (".", ".."):
+            ds = [r]
+        elif not os.path.lexists(r):
+            # a directory made by the time the run starts (by storlab for its store,
+            # by a step) opens as itself; a file not made yet opens its directory
+            # only with `allow` (`_open_target`)
+            parent = os.path.dirname(r)
+            ds = [r] + ([parent] if allow else [])
+        else:
+            continue
+        for d in ds:
+            if any(within(o, d) for o in own):
+                raise CampaignError(
+                    f"{camp.path}: field {field}: {t} opens {d} to the runs' programs, "
+                    "which holds the campaign's store or scratch area (a program could "
+                    "swap them for links); declare a directory of its own, beside them")
+
+
+def check_width(camp: Campaign, executor: str | None) -> None:
+    """Refuse, before anything runs, `parallel:N` with more workers than an adaptive
+    design's budget, or with an adaptive source that proposes one run at a time (N - 1
+    slots would stay idle)."""
+    width = requested_width(executor)
+    if not camp.adaptive or width is None or width <= 1:
+        return
+    budget = int(camp.source.meta().get("budget") or 0)
+    if budget and width > budget:
+        raise CampaignError(f"--executor {executor}: {width} workers for a budget of "
+                            f"{budget} runs; use at most parallel:{budget}")
+    if not getattr(camp.source, "batches", False):
+        raise CampaignError(f"--executor {executor}: the {camp.source.meta().get('kind')} "
+                            "design proposes one run at a time; use --executor "
+                            "sequential")
+
+
+def _runner_config(spec: CampaignSpec, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A configuration as the runner sees it (`runner.exclude` left out)."""
+    return {k: v for k, v in cfg.items() if k not in spec.runner.exclude}

@@ -1,0 +1,340 @@
+"""fio's options as fio reads them, and the command line storlab hands it: option names
+(abbreviations, command-line-only options, names the installed fio does not know), values
+fio would read differently (comments, blanks, `$` expansion, sizes against times),
+`extra_args` read as fio's getopt does, an existing job file read into plain options, and
+one run's options, argv and (client/server mode) job file."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..spec import CampaignError
+from ._program import ask_program, render_value, write_run_file
+from ...fileio import within
+from ...units import fio_value
+
+#: Engines whose target is not a local file (no default scratch directory for them).
+REMOTE_ENGINES = {"rbd", "rados", "http", "net", "netsplice", "nfs", "libcufile", "nbd"}
+
+#: fio options that name the files a job opens (and may create or overwrite).
+TARGET_OPTIONS = ("filename", "directory", "filename_format", "opendir")
+#: fio options that name one file fio writes as given (an I/O log, fio's own output).
+WRITTEN_FILES = ("write_iolog", "output")
+#: fio options whose value is a prefix: fio writes `<prefix>_bw.<jobnum>.log` and the like.
+LOG_PREFIXES = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+#: fio's command-line options (`fio --help`, fio 3.33): not job options; they belong in
+#: `extra_args`, where fio reads them before the job (as runner options or factors they
+#: would land after `--name` on fio's command line).
+COMMAND_LINE_ONLY = frozenset((
+    "debug", "parse-only", "merge-blktrace-only", "output", "bandwidth-log", "minimal",
+    "output-format", "terse-version", "version", "help", "cpuclock-test", "crctest",
+    "cmdhelp", "enghelp", "showcmd", "eta", "eta-newline", "eta-interval",
+    "status-interval", "readonly", "section", "alloc-size", "warnings-fatal", "max-jobs",
+    "server", "daemonize", "client", "remote-config", "idle-prof", "inflate-log",
+    "trigger-file", "trigger-timeout", "trigger", "trigger-remote", "aux-path",
+    "append-terse", "latency-log"))
+#: Names whose abbreviations fio would also accept and storlab refuses.
+GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES, *LOG_PREFIXES)
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+_UNKNOWN = re.compile(r"unrecognized option '--([^'=]+)|option '--([^'=]+)[^']*' is ambiguous")
+#: The tokens fio expands in a `filename_format`.
+TOKENS = re.compile(r"\$(jobname|jobnum|filenum|clientuid)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SECTION = re.compile(r"^\[([^\]]*)\]$")
+
+#: fio options whose value is a time: a trailing m is minutes there ("runtime=1.5m"), not
+#: mebibytes, so their values never go through the size conversion.
+TIME_OPTIONS = frozenset({
+    "runtime", "ramp_time", "startdelay", "thinktime", "thinktime_spin", "thinktime_iotime",
+    "latency_target", "latency_window", "max_latency", "steadystate_duration",
+    "steadystate_ramp_time", "ss_dur", "ss_ramp", "job_start_clock_id", "flow_sleep",
+    "rate_cycle"})
+
+
+def _as_fio(name: str, value: str) -> str:
+    """`fio_value` for sizes; time-valued options as given."""
+    return value if name in TIME_OPTIONS else fio_value(value)
+
+
+class FioSettings(Protocol):
+    """What a fio runner fixes for every run (`FioRunner`), as the guard reads it."""
+
+    fio: str
+    job_name: str
+    clients: list[str]
+    extra_args: list[str]
+    allow_destructive: bool
+    options: dict[str, Any]
+
+    def system_fio(self) -> bool: ...
+
+
+def job_options(job: FioSettings, config: Mapping[str, Any], workdir: Path,
+                check: bool = True) -> dict[str, str]:
+    """The fio options of one run: fixed, then the configuration's, then defaults.
+    With `check`, names and values fio would read differently are refused."""
+    # fio_value: fio's default mode reads "4KiB" as 4000 bytes; storlab (and the
+    # analysis of these runs) reads 4096, so such values reach fio as bytes.
+    opts = {k: _as_fio(k, render_value(v)) for k, v in job.options.items() if v is not None}
+    opts.update({k: _as_fio(k, render_value(v)) for k, v in config.items() if v is not None})
+    if check:
+        for k, v in opts.items():
+            check_option(k, v, jobfile=bool(job.clients))
+    engine = opts.get("ioengine", "")
+    if not {"filename", "directory", "filename_format"} & opts.keys() \
+            and engine not in REMOTE_ENGINES:
+        opts["directory"] = str(workdir)  # the run's own scratch directory
+    opts.setdefault("group_reporting", "1")
+    return opts
+
+
+def given_options(job: FioSettings, opts: Mapping[str, str] | None = None
+                  ) -> list[tuple[str, str]]:
+    """(name, value) of every option the job's fio reads: `extra_args` (before the job,
+    inherited by it), then `opts` (default: the runner's own options)."""
+    return [*parse_extra_args(job.extra_args),
+            *(job.options if opts is None else opts).items()]
+
+
+def check_option_names(job: FioSettings, opts: Mapping[str, str],
+                       checked: set[frozenset[str]]) -> None:
+    """Refuse option names the installed fio does not know (a typo would make fio
+    fail every run, or worse, be read as an abbreviation of another option): fio's own
+    parser decides (`fio --parse-only`), once per set of names (`checked`: the sets
+    already asked). Skipped when fio is not installed here (the runs then report fio's own
+    error)."""
+    names = frozenset(opts)
+    if names in checked:
+        return
+    checked.add(names)
+    for k in opts:
+        if not _OPTION_NAME.fullmatch(k):
+            raise CampaignError(f"fio option name {k!r} is not a fio option name")
+    exe = shutil.which(job.fio)
+    if exe is None:
+        return
+    argv = [exe, "--parse-only", f"--name={job.job_name}",
+            # no option that names a file: parsing must not touch any
+            *(f"--{k}={v}" for k, v in opts.items() if k not in GUARDED)]
+    p = ask_program(argv)  # in the sandbox: an `external:` engine is loaded to parse
+    if p.timed_out:
+        return
+    if "not loadable" in p.stderr:  # an engine missing here may exist on the run hosts
+        return
+    m = _UNKNOWN.search(p.stderr)
+    if m:
+        hint = re.search(r"Did you mean (\S+)\?", p.stderr)
+        raise CampaignError(f"fio option {m.group(1) or m.group(2)!r} is not an option of "
+                            f"{exe} ({_fio_version(exe)})"
+                            + (f"; did you mean {hint.group(1)!r}?" if hint else ""))
+
+
+def argv(job: FioSettings, opts: Mapping[str, str], jobfile: Path | None = None) -> list[str]:
+    """fio's command line: options as `--key=value` argv elements (no shell), or a
+    job file for client/server mode (fio sends job files to its servers)."""
+    base = [job.fio, "--output-format=json+", *job.extra_args]
+    if jobfile is not None:
+        out = list(base)
+        for c in job.clients:
+            out += [f"--client={c}", str(jobfile)]
+        return out
+    return [*base, f"--name={job.job_name}", *(f"--{k}={v}" for k, v in opts.items())]
+
+
+def write_jobfile(job: FioSettings, opts: Mapping[str, str], path: Path) -> Path:
+    """The job file of client/server mode (`[job_name]`, one `key=value` a line) at `path`."""
+    lines = [f"[{job.job_name}]"]
+    for k, v in opts.items():
+        if "\n" in v or "\n" in k:
+            raise CampaignError(f"fio option {k!r} has a newline in its value")
+        lines.append(f"{k}={v}")
+    return write_run_file(path, "\n".join(lines) + "\n")  # a step may have left a link
+
+
+_VERSIONS: dict[str, str] = {}
+
+
+def _fio_version(exe: str) -> str:
+    if exe not in _VERSIONS:
+        p = ask_program([exe, "--version"])
+        out = "" if p.timed_out or p.exit_code != 0 else p.stdout.strip()
+        _VERSIONS[exe] = out or "version unknown"
+    return _VERSIONS[exe]
+
+
+def _abbreviated(name: str) -> tuple[str, ...]:
+    """The guarded options `name` abbreviates (fio accepts unambiguous abbreviations on
+    its command line), none when it is one or an option of its own (`direct`: an exact
+    name wins over an abbreviation)."""
+    if name in GUARDED:
+        return ()
+    hits = tuple(t for t in GUARDED if name and t.startswith(name))
+    if hits and exact_fio_option(name):
+        return ()
+    return hits
+
+
+def target_option(name: str) -> tuple[str, ...]:
+    """The target options a name stands for: itself, or every one it abbreviates."""
+    if name in TARGET_OPTIONS:
+        return (name,)
+    return tuple(t for t in _abbreviated(name) if t in TARGET_OPTIONS)
+
+
+@functools.cache
+def exact_fio_option(name: str) -> bool:
+    """Whether `name` is an option of fio in its own right (fio 3.33: only `direct` among
+    the prefixes of the target options); the installed fio is asked as well."""
+    if name in ("direct",):
+        return True
+    exe = shutil.which("fio")
+    if exe is None or not _OPTION_NAME.fullmatch(name):
+        return False
+    p = ask_program([exe, f"--cmdhelp={name}"])
+    return bool(re.search(rf"^\s*{re.escape(name)}\s*:", p.stdout, re.MULTILINE))
+
+
+def check_option(name: str, value: str, jobfile: bool, where: str = "fio option") -> None:
+    """Refuse a name or value that fio would read differently from what storlab checks."""
+    label = f"{where} {name}={value!r}"
+    if name == "name" and where != "extra_args":
+        raise CampaignError(f"{label}: 'name' starts another fio job; use the runner option "
+                            "job_name")
+    if name in COMMAND_LINE_ONLY and where != "extra_args":
+        raise CampaignError(f"{label}: {name!r} is one of fio's command-line options, not a "
+                            "job option; put it in extra_args (--name=value)")
+    if _abbreviated(name):
+        raise CampaignError(f"{label}: fio would read {name!r} as an abbreviation of "
+                            f"{' or '.join(_abbreviated(name))}; write the option's full name")
+    if _CONTROL.search(value):
+        raise CampaignError(f"{label}: control characters (newline, tab...) are refused: "
+                            "fio would not read the value as written")
+    if name in GUARDED or jobfile:
+        if ";" in value or "#" in value:
+            raise CampaignError(f"{label}: fio reads ';' and '#' as the start of a comment "
+                                "and would cut the value there; refused")
+    if name in GUARDED:
+        if value != value.strip() or re.search(r"\s:|:\s", value):
+            raise CampaignError(f"{label}: blanks at the start or end of a name are refused "
+                                "(fio strips some of them)")
+    plain = TOKENS.sub("", value) if name == "filename_format" else value
+    if jobfile and "$" in plain:
+        raise CampaignError(f"{label}: fio expands '$' (environment variables, $ncpus...) "
+                            "in job files; refused in client mode")
+
+
+def parse_extra_args(args: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, value) of the options in `extra_args`, read as fio's getopt_long_only reads
+    them (`-x`/`--x`, `=value` or the next argument). Job files (bare arguments) are
+    refused: storlab could not check what they name."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("-") or a in ("-", "--"):
+            raise CampaignError(f"fio extra_args: {a!r} is not an option (job files and "
+                                "bare values are refused: write --name=value, and put job "
+                                "options in the runner options)")
+        name, eq, value = a.lstrip("-").partition("=")
+        if not eq and (name in GUARDED or _abbreviated(name)):
+            if i + 1 >= len(args):
+                raise CampaignError(f"fio extra_args: {a!r} needs a value")
+            value = args[i + 1]
+            i += 1
+        for bad in ("client", "server", "remote-config", "daemonize"):
+            if name and bad.startswith(name) and len(name) > 1:
+                raise CampaignError(f"fio extra_args: {a!r}: client/server mode is set with "
+                                    "the runner option clients")
+        out.append((name, value))
+        i += 1
+    return out
+
+
+def split_names(value: str) -> list[str]:
+    """fio's ':'-separated list (a '\\:' is a literal ':'; empty entries are skipped)."""
+    parts = value.replace("\\:", "\0").split(":")
+    return [p.replace("\0", ":") for p in parts if p]
+
+
+def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str, str]:
+    """The options of an existing fio job file, as storlab's base job: `[global]` first,
+    then its one job section (which wins). Read as fio reads it: blank lines and lines
+    starting with ';' or '#' skipped, a value cut at ';' or '#', blanks around names and
+    values stripped, a bare option (`time_based`) set to 1. Refused, naming the file and
+    line: several job sections (storlab runs one job per run), `include` (a file storlab
+    would not see), fio's command-line options, `name`, and anything fio would expand or
+    read differently on a command line (`$` variables, control characters...). With `home`
+    (the campaign's directory), the file opened must lie inside it, links followed (what
+    was opened is checked, not the name): storlab, often root, would otherwise read
+    somebody's file through a link the campaign planted and show its lines in its errors
+    and its options in the store."""
+    p = Path(path)
+    # O_PATH: what the name leads to is looked at before it is opened for reading, so a
+    # directory, a FIFO or a device (a watchdog, a tape) is refused, never opened
+    try:
+        pfd = os.open(p, os.O_PATH | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
+                            ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(pfd).st_mode):
+            raise CampaignError(f"fio job_file {p}: not a regular file")
+        if home is not None:
+            real, top = os.readlink(f"/proc/self/fd/{pfd}"), os.path.realpath(home)
+            if not within(real, top, strict=True):
+                raise CampaignError(f"fio job_file {p}: leads outside the campaign's "
+                                    f"directory {top} (to {real}); storlab reads a job file "
+                                    "only inside it: copy the file there")
+        try:  # the very file checked, through its descriptor
+            fd = os.open(f"/proc/self/fd/{pfd}", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        except OSError as exc:
+            raise CampaignError(f"fio job_file {p}: cannot read it ({exc.strerror or exc})"
+                                ) from None
+        except UnicodeDecodeError:
+            raise CampaignError(f"fio job_file {p}: not UTF-8 text") from None
+    finally:
+        os.close(pfd)
+    sections: dict[str, dict[str, str]] = {}
+    jobs: list[str] = []
+    current: dict[str, str] | None = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        where = f"fio job_file {p}, line {lineno}"
+        if not line or line[0] in ";#":
+            continue
+        m = _SECTION.match(line)
+        if m:
+            name = m.group(1).strip()
+            if name != "global":
+                jobs.append(name)
+                if len(jobs) > 1:
+                    raise CampaignError(f"{where}: a second job [{name}] (after [{jobs[0]}]):"
+                                        " storlab runs one fio job per run; keep one job "
+                                        "section and share options through [global]")
+            current = sections.setdefault(name, {})
+            continue
+        if line.startswith("include ") or line == "include":
+            raise CampaignError(f"{where}: 'include' is refused: storlab checks the options "
+                                "it reads, so put them in this file")
+        if current is None:
+            raise CampaignError(f"{where}: option {line!r} before any [section]")
+        key, eq, value = line.partition("=")
+        key = key.strip()
+        value = re.split(r"[;#]", value, maxsplit=1)[0].strip() if eq else "1"
+        if not _OPTION_NAME.fullmatch(key):
+            raise CampaignError(f"{where}: {key!r} is not a fio option name")
+        check_option(key, value, jobfile=True, where=where)
+        current[key] = value
+    if not sections:
+        raise CampaignError(f"fio job_file {p}: no [global] or job section")
+    return {**sections.get("global", {}), **(sections[jobs[0]] if jobs else {})}
+

@@ -1,0 +1,264 @@
+"""What a fio job is granted in the sandbox and what it may not do with it: the grants fio
+gets for its own needs (the host's network held to the job's TCP ports, io_uring rings,
+Unix sockets), given only to the system's fio; options that start a program or load code,
+which would inherit them; and the files and directories the sandbox would not open (a file
+not made yet elsewhere, a file made in the campaign's read-only directory, an existing
+directory handed whole to a program fio starts)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..spec import CampaignError
+from .fio_cmdline import (REMOTE_ENGINES, WRITTEN_FILES, FioSettings, exact_fio_option,
+                          given_options, job_options, split_names)
+from .fio_targets import candidates, sandbox_targets
+from ...fileio import within
+
+#: Engines that talk over the network (a run with one shares the host's network; the
+#: sandbox gives other runs a network namespace of their own).
+NETWORK_ENGINES = REMOTE_ENGINES - {"libcufile"} | {"libiscsi", "rdma", "gfapi",
+                                                   "gfapi_async", "dfs", "libhdfs"}
+#: Engines that make io_uring rings (the sandbox refuses rings to other programs: their
+#: operations pass round the seccomp filter). fio's io_uring engines issue reads, writes,
+#: syncs and, `io_uring_cmd`, passthrough commands on the files fio opened itself (through
+#: the walls: only declared device nodes exist in the sandbox's /dev); no option makes them
+#: open, make a socket or connect.
+IO_URING_ENGINES = frozenset({"io_uring", "io_uring_cmd", "xnvme", "libblkio"})
+#: fio options that run a program (`exec_prerun`, `exec_postrun`: system(3); the
+#: command-line triggers' commands). A program fio starts inherits fio's seccomp filter,
+#: so it would get what storlab grants fio itself for its engine (Unix sockets for
+#: `protocol=unix`, rings for an io_uring engine, the host's network for a network engine
+#: or client mode): refused in such a job unless the
+#: campaign declares that grant (`FioRunner.refused_grant`).
+PROGRAM_OPTIONS = ("exec_prerun", "exec_postrun", "trigger", "trigger-remote")
+#: A Ceph cluster's TCP ports (its monitors' msgr2 and msgr1, its daemons' default
+#: `ms_bind_port_min`..`ms_bind_port_max`): fio's rbd and rados engines reach them.
+CEPH_PORTS = (3300, 6789, *range(6800, 7301))
+
+
+def network_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
+    """Why this job needs the host's network (client mode, a network engine), or None;
+    `opts`: a run's job options (default: the runner's own)."""
+    if job.clients:
+        return "fio client mode"
+    given = given_options(job, opts)
+    engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
+    if any(k == "protocol" and str(v) == "unix" for k, v in given):
+        engines -= {"net", "netsplice"}  # a Unix socket: the sandbox's own, no network
+    return f"ioengine {min(engines)}" if engines else None
+
+
+def network_ports(job: FioSettings, opts: Mapping[str, str] | None = None
+                  ) -> tuple[int, ...]:
+    """The TCP ports this job names, the only ones its fio (and what it starts) may bind
+    or connect to when its network is the runner's implicit need (Landlock): each
+    client's (`host,port`, fio's default 8765), a net engine's `port` (a range of
+    `numjobs` ports from it, as fio uses) and the port in a `host/port[/proto]`
+    `filename`, the port of an `nbd://`, `nfs://` or `iscsi://` address, http's 80 or
+    443, Ceph's (3300, 6789, its daemons' 6800-7300) for the rbd and rados engines.
+    An engine whose ports are not named here needs `sandbox.network: true`."""
+    out: set[int] = set()
+    for c in job.clients:
+        c = str(c)
+        if not c.startswith("sock:"):
+            port = c.rsplit(",", 1)[1] if "," in c else "8765"
+            out.update(_ports(port))
+    given = given_options(job, opts)
+    engines = {str(v) for k, v in given if k == "ioengine"}
+    numjobs = max([int(v) for k, v in given if k == "numjobs" and str(v).isdigit()] + [1])
+    for k, v in given:
+        v = str(v)
+        if k == "port":
+            out.update(p + i for p in _ports(v) for i in range(min(numjobs, 4096)))
+        elif k == "filename" and engines & {"net", "netsplice", "rdma"}:
+            for name in split_names(v):
+                parts = name.split("/")
+                if len(parts) > 1:
+                    out.update(_ports(parts[1]))
+        m = re.search(r"\b(nbd|nfs|iscsi)://\[?[^/\]]*?\]?:(\d+)", v)
+        if m:
+            out.update(_ports(m.group(2)))
+    defaults = {"nbd": (10809,), "nfs": (2049, 111), "libiscsi": (3260,),
+                "http": (80, 443), "rbd": CEPH_PORTS, "rados": CEPH_PORTS}
+    for e in engines:
+        out.update(defaults.get(e, ()))
+    return tuple(sorted(out))
+
+
+def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
+    """Why this job's fio makes io_uring rings (an io_uring engine), or None."""
+    engines = {str(v) for k, v in given_options(job, opts)
+               if k == "ioengine"} & IO_URING_ENGINES
+    return f"ioengine {min(engines)}" if engines else None
+
+
+def unix_socket_reason(job: FioSettings, opts: Mapping[str, str] | None = None
+                       ) -> str | None:
+    """Why this job's fio makes Unix sockets of its own (the net engines with
+    `protocol=unix`: its listener and its client, both in the sandbox; a client
+    reaching its server by `sock:<path>`, a path the campaign also declares in
+    `sandbox.sockets` for it to be there), or None."""
+    if any(str(c).startswith("sock:") for c in job.clients):
+        return "fio client mode, sock:"
+    given = given_options(job, opts)
+    if {str(v) for k, v in given if k == "ioengine"} & {"net", "netsplice"} and \
+            any(k == "protocol" and str(v) == "unix" for k, v in given):
+        return "ioengine net, protocol=unix"
+    return None
+
+
+def refused_grant(job: FioSettings, opts: Mapping[str, str], sockets: bool, io_uring: bool,
+                  network: bool = False) -> str | None:
+    """Why this job may not run as given, or None: storlab grants fio Unix sockets
+    (`unix_socket_reason`), io_uring rings (`io_uring_reason`) or the host's network
+    (`network_reason`: a network engine, client mode) implicitly (the campaign
+    declares neither `sandbox.sockets` nor `sandbox.unix_sockets`, `sockets`, nor
+    `sandbox.io_uring`, `io_uring`, nor `sandbox.network`, `network`), and an option
+    would start a program
+    (`PROGRAM_OPTIONS`, or an abbreviation fio accepts) or an `ioengine` value runs or
+    loads code other than fio's own engines (`exec`, `external:`, a library path:
+    `_loads_code`; libaio beside io_uring is fine), which would inherit that grant."""
+    grants = [f"{why} gets {what}" for why, what, decl in (
+        (unix_socket_reason(job, opts), "Unix sockets", sockets),
+        (io_uring_reason(job, opts), "io_uring rings", io_uring),
+        (network_reason(job, opts), "the host's network", network)) if why and not decl]
+    if not grants:
+        return None
+    declare = ("sandbox.unix_sockets: true (or the socket paths in sandbox.sockets)"
+               if "Unix" in grants[0] else "sandbox.io_uring: true"
+               if "io_uring" in grants[0] else "sandbox.network: true")
+    if not job.system_fio():
+        return (f"fio: {job.fio!r} is not the system's fio (a root-owned program under "
+                f"/usr) and would get what storlab grants fio itself for this job "
+                f"({'; '.join(grants)}); declare {declare} in the campaign if it should "
+                "have it")
+    what = starts_program(job, opts)
+    if what is None:
+        return None
+    return (f"{what}, which would inherit what storlab grants fio itself for this "
+            f"job ({'; '.join(grants)}); declare {declare} in the campaign if that "
+            "program should have it, or drop the option")
+
+
+def starts_program(job: FioSettings, opts: Mapping[str, str]) -> str | None:
+    """The first option of this job that starts a program (`PROGRAM_OPTIONS`, or an
+    abbreviation fio accepts) or runs or loads code other than fio's own engines
+    (`exec`, `external:`, a library path: `_loads_code`), in words; None when none."""
+    for k, v in given_options(job, opts):
+        runs = [p for p in PROGRAM_OPTIONS if p.startswith(k)]
+        if runs and (k in runs or not exact_fio_option(k)):
+            return f"fio option {k}={v!r} starts a program"
+        if (k == "ioengine" or len(k) > 2 and "ioengine".startswith(k)
+                and not exact_fio_option(k)) and _loads_code(str(v)):
+            return f"fio option {k}={v!r} runs or loads code other than fio's engines"
+    return None
+
+
+def refused_program_dir(job: FioSettings, opts: Mapping[str, str], workdir: Path,
+                        writable: Sequence[str], allow: bool = False) -> str | None:
+    """Why this job may not run as given, or None: an existing directory its options
+    name (`directory`, a log prefix's or a `filename_format`'s directory, a `filename`
+    that is a directory) opens writable to fio, and an option starting a program
+    (`starts_program`) would get it whole: an `exec_prerun` appended to a file in
+    /var/spool/cron/crontabs or ~/.ssh. Allowed when that directory lies inside the
+    run's directory `workdir` or a declared `writable` directory (real paths), or
+    with `allow` (allow_destructive)."""
+    if allow or job.allow_destructive:
+        return None
+    what = starts_program(job, opts)
+    if what is None:
+        return None
+    own = [os.path.realpath(workdir), *writable]
+    for t in sandbox_targets(job, opts, Path(workdir)):
+        real = os.path.realpath(t)
+        if os.path.isdir(real) and not any(within(real, d) for d in own):
+            return (f"{what}, which would get the existing directory {t} that the job "
+                    "names, writable whole (fio's own files and logs go there); declare "
+                    "that directory in sandbox.writable if that program may write all "
+                    "of it, or drop the option")
+    return None
+
+
+def check_home(job: FioSettings, config: Mapping[str, Any], home: Path, workdir: Path
+               ) -> None:
+    """Refuse a file fio would make directly in the campaign's directory `home` (beside
+    the campaign file and the store), which the sandbox keeps read-only: every run
+    would fail with `Read-only file system`. Called unless the campaign declares that
+    directory writable or sets allow_destructive."""
+    if job.allow_destructive:
+        return
+    home = Path(home).resolve()
+    opts = job_options(job, config, Path(workdir).absolute(), check=False)
+    for c in candidates(job, opts, Path(workdir).absolute()):
+        if not c.pattern and not c.opendir and not os.path.lexists(c.path) \
+                and Path(os.path.realpath(os.path.dirname(c.path))) == home:
+            raise CampaignError(
+                f"fio target {c.given} (as {c.path}) would be made directly in the "
+                "campaign's directory, which the sandbox keeps read-only (it holds the "
+                f"campaign file and the store); name it relative (made in each run's "
+                f"directory), or in a directory inside declared in sandbox.writable "
+                f"(data/{os.path.basename(c.path)})")
+
+
+def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
+                     writable: Sequence[str]) -> str | None:
+    """Why a file this job would make is refused, or None: a file not made yet in an
+    existing directory other than the run's directory `workdir` (the sandbox opens no
+    such directory for it: the whole directory would be writable, another campaign's
+    store or a ~/.ssh beside the file), unless that
+    directory lies in a declared `writable` directory (real paths) or the runner sets
+    allow_destructive (the directory then opens whole)."""
+    if job.allow_destructive:
+        return None
+    workdir = Path(workdir).absolute()
+    opts = job_options(job, config, workdir, check=False)
+    given = given_options(job, opts)
+    own = [os.path.realpath(workdir)]
+    for c in candidates(job, opts, workdir):
+        # `..` taken from the name: the run's directory may not be made yet
+        path = os.path.normpath(c.path)
+        if c.pattern or c.opendir or os.path.lexists(path):
+            continue
+        parent = os.path.dirname(path)
+        real = os.path.realpath(parent)
+        if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
+            continue
+        option = next((k for k, v in given if k in WRITTEN_FILES and v == c.given),
+                      "filename")
+        return (f"fio option {option}: {c.given} (as {c.path}) is not made yet in the "
+                f"existing directory {parent}, which the sandbox does not open for it: "
+                "make the file first, or declare its directory in sandbox.writable")
+    return None
+
+
+def system_program(name: str) -> str | None:
+    """The real path of the root-owned file under /usr that others cannot write which
+    `name` resolves to on PATH (links followed), or None when it resolves to no such file."""
+    exe = shutil.which(name)
+    if exe is None:
+        return None
+    real = os.path.realpath(exe)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    ok = within(real, "/usr", strict=True) and st.st_uid == 0 and not st.st_mode & 0o022
+    return real if ok else None
+
+
+def _loads_code(engine: str) -> bool:
+    """Whether an `ioengine` value runs or loads code other than fio's built-in engines:
+    `exec` (a program), `external:<lib>` or a library path."""
+    return engine == "exec" or engine.startswith("external") or "/" in engine
+
+
+def _ports(value: str) -> list[int]:
+    """The TCP port `value` names (a number 1-65535), or none."""
+    value = value.strip()
+    return [int(value)] if value.isdigit() and 0 < int(value) < 65536 else []

@@ -1,0 +1,74 @@
+"""How a campaign's programs run, in words, for `storlab status` and the report: what the
+sandbox opens besides each run's directory (declared directories, devices, network, Unix
+sockets, io_uring, Landlock), then each step declared to run outside it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import StorlabError
+from .runners import (UNSANDBOXED_ENV, landlock_missing, landlock_net_missing,
+                      ld_conf_opt_dirs, make_runner, shown_install_trees, starts_programs,
+                      unsandboxed)
+from .spec import CampaignSpec
+
+if TYPE_CHECKING:
+    from .campaign import Campaign
+
+
+def sandbox_summary(camp: Campaign) -> list[str]:
+    """How this campaign's programs run, for `storlab status` and the report: one line
+    for the sandbox (what it opens besides each run's directory), then one per step
+    declared `system_writable` (it runs outside). Empty for a runner that starts no
+    program and has no steps."""
+    if not starts_programs(camp.spec.runner.type) and not (camp.spec.setup
+                                                           or camp.spec.teardown):
+        return []
+    if unsandboxed():
+        head = f"off ({UNSANDBOXED_ENV}=1): programs run with the whole system writable"
+    else:
+        sb = camp.spec.sandbox
+        extra = ", ".join(sb.writable) or "nothing else"
+        dev = camp.spec.runner.options.get("allow_destructive") or sb.allow_destructive
+        net = "the host's (sandbox.network)" if sb.network else "none (its own)"
+        try:
+            runner = make_runner(camp.spec.runner.type, camp.runner_options())
+            why = getattr(runner, "network_reason", lambda: None)()
+            ring = getattr(runner, "io_uring_reason", lambda: None)()
+            prog = getattr(runner, "program", lambda: None)()
+        except (StorlabError, OSError, TypeError, ValueError):
+            why = ring = prog = None
+        if why and not sb.network:
+            net = f"the host's for the runner's program ({why})"
+        trees = shown_install_trees(prog, str(camp.dir)) if prog else []
+        head = (f"bwrap: read-only system (/usr, /etc, /sys) and campaign "
+                + (f"directory, also {', '.join(sb.readable)}" if sb.readable
+                   else "directory")
+                + (f", the program's install tree {', '.join(trees)}" if trees else "")
+                + (f", ld.so.conf's library directories {', '.join(libs)}"
+                   if (libs := ld_conf_opt_dirs()) else "")
+                + f"; writable: each run's directory, the runner's targets, {extra}; "
+                "declared devices "
+                + ("writable (allow_destructive)" if dev else "not openable")
+                + f"; network: {net}; Unix sockets: "
+                + (", ".join([*sb.sockets, *(["the run's own (sandbox.unix_sockets)"]
+                                             if sb.unix_sockets else [])]) or "none")
+                + "; io_uring: " + ("every program (sandbox.io_uring)" if sb.io_uring
+                                    else f"the runner's program ({ring})" if ring
+                                    else "none but the runner's own need (a factor's "
+                                    "engine)")
+                + "; Landlock: " + (f"not applied ({ll})" if (ll := landlock_missing())
+                                    else "abstract sockets and signals scoped")
+                + ("" if not why or sb.network else
+                   "; the runner's network: TCP to its own ports only (Landlock)"
+                   if not (no := landlock_net_missing()) else
+                   f"; the runner's network: not applied ({no}): refused unless "
+                   "sandbox.network"))
+    return [head, *system_writable_steps(camp.spec)]
+
+
+def system_writable_steps(spec: CampaignSpec) -> list[str]:
+    """The steps declared to run outside the sandbox, as `setup[i]: command`."""
+    return [f"{part}[{i}]: {s.run if isinstance(s.run, str) else ' '.join(s.run)}"
+            for part in ("setup", "teardown")
+            for i, s in enumerate(getattr(spec, part)) if s.system_writable]
