@@ -271,7 +271,7 @@ def temporary_directory(prefix: str) -> Iterator[str]:
 
 def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str = "",
                  home: str | Path | None = None, home_fd: int | None = None,
-                 mode: int = 0o666) -> Path:
+                 mode: int = 0o666, dir_mode: int = 0o777) -> Path:
     """Write `directory/name` anew with `data`, atomically and never through a link:
     `directory` (made if missing) is opened with O_NOFOLLOW, so a link there (to somebody's
     directory) is refused in one line; the file is written under a temporary name made
@@ -280,15 +280,15 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
     programs may have planted a link. With `home` (the campaign's directory), `directory`
     is made and opened from it one component at a time (`open_dir_beneath`): a link
     swapped in for any directory on the way is refused, not only for the last; `home_fd`:
-    `home` as the caller holds it (see `open_dir_beneath`); `mode`: the file's (less the
-    umask)."""
+    `home` as the caller holds it (see `open_dir_beneath`); `mode`: the file's, `dir_mode`:
+    of the directories made (both less the umask)."""
     d = Path(directory)
     label = f"{what} {d}" if what else str(d)
     try:
         if home is not None:
-            dfd = open_dir_beneath(home, d, what=what, home_fd=home_fd)
+            dfd = open_dir_beneath(home, d, what=what, home_fd=home_fd, mode=dir_mode)
         else:
-            d.mkdir(parents=True, exist_ok=True)
+            d.mkdir(mode=dir_mode, parents=True, exist_ok=True)
             dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if d.is_symlink():

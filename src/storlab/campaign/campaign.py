@@ -364,7 +364,7 @@ class Campaign:
         document = getattr(runner, "document", None)
         if not r.warmup and out.result.ok and document is not None:
             write_document(document(out.result.raw), self.documents_dir, r.config_id,
-                           r.repetition, self.spec.runner.type, self.dir)
+                           r.repetition, self.spec.runner.type, self.dir, private=True)
 
     # ------------------------------------------------------------------ results
     def results(self, level: str = "config") -> pd.DataFrame:

@@ -23,15 +23,20 @@ def documents_dir(store_path: Path, runner_type: str) -> Path:
 
 
 def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
-                   repetition: int, runner_type: str, home: Path) -> Path | None:
+                   repetition: int, runner_type: str, home: Path, private: bool = False
+                   ) -> Path | None:
     """One run's document as `directory/c<config>-r<repetition>.json`; None without
     one. Never through a link a run's program could have planted beside the store (the
-    campaign's directory `home` holds it)."""
+    campaign's directory `home` holds it). `private`: the file 0600 in a directory made
+    0700, as the store and the runs' output streams (a run's own document, written as it
+    finishes); an export the user asks for keeps the umask."""
     if doc is None:
         return None
     return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
                         json.dumps(doc, indent=2) + "\n",
-                        what=f"{runner_type} JSON directory", home=home)
+                        what=f"{runner_type} JSON directory", home=home,
+                        mode=0o600 if private else 0o666,
+                        dir_mode=0o700 if private else 0o777)
 
 
 def export_documents(store_path: Path, runner_type: str, directory: Path, home: Path
