@@ -129,6 +129,32 @@ def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: 
     assert not [p for p in c.iterdir() if p.name.startswith(".storlab-new-")]
 
 
+
+@pytest.mark.parametrize("option", [{"filename_format": "victims/$jobname.new"},
+                                    {"write_bw_log": "victims/bw"}])
+def test_a_fio_pattern_with_no_file_yet_is_refused_like_a_filename(
+        storlab, tmp_path: Path, option: dict[str, str]) -> None:
+    """A `filename_format` (or a log prefix) naming files not made yet in an existing
+    directory outside the run's was let through to the run, where only the kernel's
+    read-only mount stopped it (`/etc/cron.d` in an attack). Now it is refused before any
+    run, in one line naming the option, as a `filename` is."""
+    import yaml
+
+    (tmp_path / "victims").mkdir()
+    spec = {"name": "p", "space": {"factors": [
+                {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
+            "design": {"configs": [{"bs": "4k"}]},
+            "runner": {"type": "fio", "options": {
+                "size": "64k", "rw": "write", "ioengine": "psync",
+                **{k: str(tmp_path / v) for k, v in option.items()}}}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", tmp_path / "p.yaml", timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
+    assert f"fio option {next(iter(option))}" in out and "sandbox.writable" in out, out
+    assert list((tmp_path / "victims").iterdir()) == []
+    assert not (tmp_path / "campaign.db").exists()
+
 FCHMOD = r"""
 import json, os, sys
 got = dict()  # (no braces: the command runner substitutes names in them)

@@ -7,6 +7,7 @@ directory handed whole to a program fio starts)."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -223,15 +224,19 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
     for c in candidates(job, opts, workdir):
         # `..` taken from the name: the run's directory may not be made yet
         path = os.path.normpath(c.path)
-        if c.pattern or c.opendir or os.path.lexists(path):
-            continue
         parent = os.path.dirname(path)
+        # a pattern (filename_format, a log prefix) with no file made yet names new files
+        # in its directory as surely as a filename does
+        if c.opendir or (glob.glob(path) if c.pattern else os.path.lexists(path)) \
+                or c.pattern and glob.has_magic(parent):
+            continue
         real = os.path.realpath(parent)
         if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
             continue
-        option = next((k for k, v in given if k in WRITTEN_FILES and v == c.given),
-                      "filename")
-        return (f"fio option {option}: {c.given} (as {c.path}) is not made yet in the "
+        option = c.option if c.pattern else next(
+            (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")
+        shown = c.given if c.given == c.path else f"{c.given} (as {c.path})"
+        return (f"fio option {option}: {shown} is not made yet in the "
                 f"existing directory {parent}, which the sandbox does not open for it: "
                 "make the file first, or declare its directory in sandbox.writable")
     return None
