@@ -75,3 +75,29 @@ def test_cluster_commands_refuse_a_group_writable_base(tmp_path: Path) -> None:
                             str(base)], capture_output=True, text=True, env=env, timeout=60)
         assert r.returncode == 2, r
         assert r.stderr.count("\n") == 1 and "mode 0770" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_a_campaign_cluster_dir_of_another_user_is_refused_before_any_run(
+        tmp_path: Path) -> None:
+    """A campaign's `cluster_dir:` naming a directory its author (nobody) controls, with
+    a forged state: refused at preflight, before storlab runs `ceph` with its conf."""
+    import yaml
+
+    from storlab.campaign.campaign import Campaign
+    from storlab.errors import StorlabError
+
+    forged = tmp_path / "forged"
+    (forged / "ceph").mkdir(parents=True)
+    (forged / "ceph" / "cluster.json").write_text('{"ready": true}')
+    for p in (forged, forged / "ceph", forged / "ceph" / "cluster.json"):
+        os.chown(p, NOBODY, NOBODY)
+    (tmp_path / "campaign.yaml").write_text(yaml.safe_dump({
+        "space": {"factors": [{"name": "osd_op_num_shards", "values": [2, 4]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "ceph", "options": {"cluster_dir": str(forged)}}}))
+    with pytest.raises(StorlabError) as exc:
+        Campaign.load(tmp_path / "campaign.yaml").preflight()
+    msg = str(exc.value)
+    assert "\n" not in msg and "options.cluster_dir" in msg and "nobody" in msg, msg
+    assert not (tmp_path / "campaign.db").exists()
