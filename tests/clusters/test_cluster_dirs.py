@@ -62,17 +62,12 @@ def test_up_replaces_a_link_of_ours_at_the_kind_without_following_it(tmp_path: P
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
-def test_cluster_commands_refuse_a_group_writable_base(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
+def test_cluster_commands_refuse_a_group_writable_base(tmp_path: Path, storlab) -> None:
     base = tmp_path / "base"
     base.mkdir()
     os.chmod(base, 0o770)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     for cmd in (["status", "ceph"], ["down", "swift"]):
-        r = subprocess.run([sys.executable, "-m", "storlab", "cluster", *cmd, "--dir",
-                            str(base)], capture_output=True, text=True, env=env, timeout=60)
+        r = storlab("cluster", *cmd, "--dir", str(base))
         assert r.returncode == 2, r
         assert r.stderr.count("\n") == 1 and "mode 0770" in r.stderr, r.stderr
 
