@@ -22,8 +22,9 @@ load, `pid_file` a file they write and delete): a factor is taken as a Ceph para
 when Ceph's own schema (`ceph config help NAME`) says it is a number, a bool, a size or a
 duration, or a string with `enum_values` that hold every level. Any other (free-form
 string, address, uuid) is refused before the first run, and again before it is set,
-unless the campaign sets `allow_destructive` (`runner.options.allow_destructive`; at run
-time `sandbox.allow_destructive` counts too).
+unless the campaign sets the runner's `allow_destructive: true` (its own, as fio's: the
+preflight sees the runner's options; `sandbox.allow_destructive` is about the programs'
+files and does not open this).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any
 
 from ..spec import CampaignError
 from ._program import render_value, run_program, tail
-from ._sandbox import current, opened
+from ._sandbox import opened
 from .base import RunResult
 from .fio import CEPH_PORTS
 
@@ -107,11 +108,10 @@ class CephRunner:
                 _HELP[key] = None
         return _HELP[key]
 
-    def refused_parameter(self, cluster: Any, params: Mapping[str, Any],
-                          allow: bool = False) -> str | None:
+    def refused_parameter(self, cluster: Any, params: Mapping[str, Any]) -> str | None:
         """Why one of `params` (factors Ceph knows) may not reach the cluster's root
         daemons, or None: by the option's type in Ceph's schema, never by its name."""
-        if allow or self.allow_destructive:
+        if self.allow_destructive:
             return None
         for name, value in params.items():
             meta = self.describe(cluster, name) or {}
@@ -191,7 +191,7 @@ class CephRunner:
             cluster = self._cluster()
             params = {k: v for k, v in config.items() if self.describe(cluster, k) is not None}
             load_cfg = {k: v for k, v in config.items() if k not in params}
-            why = self.refused_parameter(cluster, params, current().allow_destructive)
+            why = self.refused_parameter(cluster, params)
             if why:
                 return RunResult("failed", stderr=why, started=started, ended=time.time())
             info = self.apply(cluster, params)
