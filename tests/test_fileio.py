@@ -242,3 +242,60 @@ def test_within_compares_components_as_written(path: str, top: str, inside: bool
     assert within(path, top) is inside
     assert within(path, top, strict=True) is below
     assert within(Path(path), Path(top)) is inside
+
+
+# ---------------------------------------------------------------- directories trusted as root
+NOBODY = 65534
+
+
+def test_trusted_dir_accepts_a_private_path_below_a_sticky_tmp(tmp_path: Path) -> None:
+    from storlab.fileio import check_trusted_dir
+
+    # pytest's basetemp lies below /tmp (sticky, world-writable): allowed above the end
+    assert check_trusted_dir(tmp_path / "clusters" / "ceph") == tmp_path / "clusters" / "ceph"
+    assert check_trusted_dir(tmp_path) == tmp_path
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root")
+def test_trusted_dir_refuses_a_link_another_user_planted_in_a_sticky_dir(
+        tmp_path: Path) -> None:
+    from storlab.fileio import check_trusted_dir
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # like /tmp
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    # nobody's link `shared/clusters` -> a directory of root's (made here, then given to
+    # nobody: pytest's base directory is 0700, so nobody itself could not reach it)
+    os.symlink(mine, shared / "clusters")
+    os.lchown(shared / "clusters", NOBODY, NOBODY)
+    assert (shared / "clusters").lstat().st_uid == NOBODY
+    with pytest.raises(StorlabError) as exc:
+        check_trusted_dir(shared / "clusters" / "ceph", "cluster directory")
+    msg = str(exc.value)
+    assert "\n" not in msg and f"{shared / 'clusters'} (a symbolic link" in msg
+    assert "uid 65534" in msg
+    # the sticky directory alone, as a non-final component, is fine; as the last it is not
+    check_trusted_dir(shared / "ceph")
+    with pytest.raises(StorlabError, match="mode 1777"):
+        check_trusted_dir(shared)
+
+
+def test_trusted_dir_refuses_a_group_writable_component(tmp_path: Path) -> None:
+    from storlab.fileio import check_trusted_dir
+
+    mid = tmp_path / "mid"
+    (mid / "base").mkdir(parents=True)
+    os.chmod(mid, 0o775)
+    with pytest.raises(StorlabError) as exc:
+        check_trusted_dir(mid / "base" / "ceph")
+    msg = str(exc.value)
+    assert "\n" not in msg and f"{mid} (a directory" in msg and "mode 0775" in msg
+    os.chmod(mid, 0o755)
+    check_trusted_dir(mid / "base" / "ceph")
+    # reached through a link of our own, the link's target is walked too
+    os.symlink(mid, tmp_path / "alias")
+    os.chmod(mid, 0o1777)  # sticky, but the last component of the real path
+    with pytest.raises(StorlabError, match="mode 1777"):
+        check_trusted_dir(tmp_path / "alias")

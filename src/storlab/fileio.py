@@ -58,6 +58,68 @@ def within(path: str | os.PathLike[str], top: str | os.PathLike[str], *,
     return p.is_relative_to(top) and not (strict and p == PurePath(top))
 
 
+def _entry(mode: int) -> str:
+    """A directory entry's kind in words (a link judged by lstat, not followed)."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a file" if stat.S_ISREG(mode) else _kind(mode)
+
+
+def _owner(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_trusted_dir(path: str | os.PathLike[str], what: str = "") -> Path:
+    """Refuse, in one line naming the component, its owner and mode, a directory storlab
+    keeps its own root files in (a cluster's keys, configs, PID records, daemons' logs)
+    when anyone but root or the effective user could change where the path leads or what
+    it holds. The path as written and its real path are walked from `/`, each component
+    taken as it is (lstat: a link is judged itself, by its owner, and where it leads by the
+    real path's walk): it must be owned by root or the euid and be writable by neither its
+    group nor others, unless it is a sticky directory and not the last component (`/tmp`:
+    others may add names there, not replace ours). OpenSSH's StrictModes and sudo check
+    the same. A link or directory another user planted in `/tmp` fails here. Components
+    that do not exist yet end the walk: the caller makes them, then checks again. The
+    absolute path is returned."""
+    lexical = os.path.abspath(path)
+    label = f"{what} {path}" if what else str(path)
+    euid = os.geteuid()
+    for full in dict.fromkeys((lexical, os.path.realpath(lexical))):
+        parts = PurePath(full).parts
+        at = ""
+        for i, name in enumerate(parts):
+            at = os.path.join(at, name) if at else name
+            try:
+                st = os.lstat(at)
+            except FileNotFoundError:
+                break
+            except OSError as exc:
+                raise StorlabError(f"{label}: cannot check {at} ({exc.strerror or exc})"
+                                   ) from None
+            mode = st.st_mode
+            if st.st_uid not in (0, euid):
+                raise StorlabError(
+                    f"{label}: {at} ({_entry(mode)}, mode {stat.S_IMODE(mode):04o}) is owned "
+                    f"by {_owner(st.st_uid)}, not by root or you: storlab trusts a "
+                    "directory with its own files as root only when no other user can "
+                    "change the path")
+            if stat.S_ISLNK(mode):
+                continue  # a link's mode means nothing; where it leads: the real path
+            sticky_above = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and i < len(parts) - 1
+            if mode & 0o022 and not sticky_above:
+                raise StorlabError(
+                    f"{label}: {at} ({_entry(mode)}, owner {_owner(st.st_uid)}) has mode "
+                    f"{stat.S_IMODE(mode):04o}: writable by its group or others, who could "
+                    "swap what storlab keeps there as root; remove their write permission "
+                    "(chmod go-w) or choose another directory")
+    return Path(lexical)
+
+
 def check_target(path: str | Path, what: str = "") -> Path:
     """`path` as a Path, or a one-line error when it cannot be a file we write."""
     p = Path(path)

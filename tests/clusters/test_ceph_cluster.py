@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 from storlab.campaign.campaign import Campaign
+from storlab.campaign.runners.ceph import CephRunner
+from storlab.errors import StorlabError
 from storlab.clusters import ClusterError
 from storlab.clusters._util import Daemon, wait_until
 from storlab.clusters.ceph import CephCluster, CephOptions
@@ -90,6 +92,75 @@ def test_campaign_applies_parameters_and_runs_loads(ceph, tmp_path):
         after = _copies(c.conf, "ceph-osd", "-i", "0")
         assert len(after) == 1 and after != osd
     assert c.status()["health"] == "HEALTH_OK"
+
+
+def _param_campaign(d, base, factor, values, extra=""):
+    (d / "campaign.yaml").write_text(textwrap.dedent(f"""
+        space: {{factors: [{{name: {factor}, kind: categorical, values: {values}}}]}}
+        design: {{kind: full}}
+        runner:
+          type: ceph
+          options:
+            cluster_dir: {base}
+            load: {{type: rados_bench, options: {{seconds: 1}}}}
+            {extra}
+    """))
+    return Campaign.load(d / "campaign.yaml")
+
+
+def test_a_free_form_ceph_option_is_refused_before_any_run(ceph, tmp_path):
+    """osd_class_dir (a directory of plugins the root OSD loads) is a string of any value
+    in Ceph's schema: refused by its type before anything runs, unless allow_destructive;
+    a string option with enum_values is a parameter like a number."""
+    c, base, _ = ceph
+    before = c.ceph("config", "get", "osd", "osd_class_dir").strip()
+    camp = _param_campaign(tmp_path, base, "osd_class_dir", [str(tmp_path), "/tmp"])
+    with pytest.raises(StorlabError) as exc:
+        camp.preflight()
+    msg = str(exc.value)
+    assert "\n" not in msg and "factor osd_class_dir" in msg and "type str" in msg
+    assert "root" in msg and "allow_destructive" in msg
+    with pytest.raises(StorlabError, match="osd_class_dir"):
+        camp.run()
+    assert not (tmp_path / "campaign.db").exists()
+    # storlab's own check at run time too (a runner used without the campaign's preflight)
+    runner = CephRunner(cluster_dir=str(base))
+    res = runner.run({"pid_file": str(tmp_path / "victim")}, tmp_path)
+    assert res.status == "failed" and "factor pid_file" in res.stderr
+    assert c.ceph("config", "get", "osd", "osd_class_dir").strip() == before
+    assert c.ceph("config", "get", "osd", "pid_file").strip() == ""
+    # allowed when the campaign says so (checked only: a run would point the OSD there)
+    _param_campaign(tmp_path, base, "osd_class_dir", ["/tmp", "/var/tmp"],
+                    "allow_destructive: true").preflight()
+    # a string with Ceph's enum_values: every level must be one of them
+    _param_campaign(tmp_path, base, "osd_op_queue", ["wpq", "mclock_scheduler"]).preflight()
+    with pytest.raises(StorlabError, match="level 'fifo' is not one of Ceph's values"):
+        _param_campaign(tmp_path, base, "osd_op_queue", ["wpq", "fifo"]).preflight()
+
+
+def test_client_conf_never_writes_through_a_planted_link(ceph, tmp_path):
+    c, base, _ = ceph
+    loot = tmp_path / "loot"
+    loot.write_text("")
+    # a DEST another user made (nobody's directory holding nobody's link): refused
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.symlink(loot, theirs / "ceph.client.admin.keyring")
+    os.lchown(theirs / "ceph.client.admin.keyring", 65534, 65534)
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(ClusterError) as exc:
+        c.client_conf(theirs)
+    assert "\n" not in str(exc.value) and "nobody" in str(exc.value)
+    # our own DEST with a link at a file's name: the link is replaced, never followed
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.symlink(loot, mine / "ceph.client.admin.keyring")
+    got = c.client_conf(mine)
+    keyring = mine / "ceph.client.admin.keyring"
+    assert got["keyring"] == str(keyring) and not keyring.is_symlink()
+    assert "key = " in keyring.read_text() and loot.read_text() == ""
+    assert stat.S_IMODE(keyring.stat().st_mode) == 0o600
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o700
 
 
 def test_failing_daemon_start_reports_the_log_tail(tmp_path):

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazi
 
 
 def get_cluster(kind: str, base: str | Path | None = None) -> Any:
-    """The CephCluster or SwiftCluster rooted at `base` (default /tmp/storlab-clusters)."""
+    """The CephCluster or SwiftCluster rooted at `base` (default `_util.default_base()`),
+    refused in one line when its directory is not one storlab may trust (`check_trusted_dir`)."""
     if kind == "ceph":
         from .ceph import CephCluster
 

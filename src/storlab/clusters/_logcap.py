@@ -10,6 +10,7 @@ Run as `python -I _logcap.py LOG MAX_BYTES`; standard library only, so that it s
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -25,7 +26,7 @@ def main(argv: list[str]) -> int:
     # The daemon's session gets signals meant for it; this writer only stops at EOF.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    out = open(path, "ab", buffering=0)
+    out = _open(path)
     size = out.tell()
     skipping = 0
     stdin = sys.stdin.buffer
@@ -47,7 +48,7 @@ def main(argv: list[str]) -> int:
         if size + len(line) > cap and size > 0:
             out.close()
             os.replace(path, path + ".1")
-            out = open(path, "ab", buffering=0)
+            out = _open(path)
             size = 0
         out.write(line)
         size += len(line)
@@ -56,6 +57,13 @@ def main(argv: list[str]) -> int:
                   % skipping)
     out.close()
     return 0
+
+
+def _open(path: str) -> io.FileIO:
+    """The log, appended to, never through a link at its name."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    return open(fd, "ab", buffering=0)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -17,17 +18,78 @@ from pathlib import Path
 from typing import Any
 
 from .._proc_lifetime import die_with_parent, stat_fields
-from ..errors import ClusterError
+from ..errors import ClusterError, StorlabError
+from ..fileio import check_trusted_dir, remove_tree
 
-#: Where clusters live unless told otherwise (one subdirectory per kind).
-DEFAULT_BASE = Path(os.environ.get("STORLAB_CLUSTER_DIR", "/tmp/storlab-clusters"))
 LOG_TAIL_LINES = 25
 
 
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last `lines` lines of a log file ('' if there is none)."""
+def default_base() -> Path:
+    """Where clusters live unless told otherwise (one subdirectory per kind):
+    `$STORLAB_CLUSTER_DIR`, else `/var/lib/storlab/clusters` for root and
+    `$XDG_STATE_HOME/storlab/clusters` (`~/.local/state/...`) for anyone else. Never a
+    shared directory such as /tmp, where another user could plant the path first."""
+    env = os.environ.get("STORLAB_CLUSTER_DIR")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/storlab/clusters")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(state) / "storlab" / "clusters"
+
+
+#: The default base as this process started (`default_base()` is asked at each use).
+DEFAULT_BASE = default_base()
+
+
+def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
+    """`base/kind` (absolute) once `check_trusted_dir` finds that no user but root or
+    this one could change what it leads to or holds: storlab, often as root, starts
+    daemons from the confs there, signals the processes its PID records name and copies
+    its logs into messages."""
+    d = Path(base or default_base()) / kind
     try:
-        with open(path, "rb") as fh:
+        return check_trusted_dir(d, "cluster directory")
+    except StorlabError as exc:
+        raise ClusterError(str(exc)) from None
+
+
+def fresh_cluster_dir(d: Path) -> None:
+    """Make the cluster directory `d` anew, 0700, never through a link: its base is made
+    if missing and checked again (`trusted_cluster_dir`), then opened by its real path;
+    whatever is at `d`'s name there (an old cluster, or a link another user planted) is
+    removed from that descriptor without following a link, and `d` is made in it."""
+    d.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
+    trusted_cluster_dir(d.parent, d.name)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        bfd = os.open(os.path.realpath(d.parent), flags)
+    except OSError as exc:
+        raise ClusterError(f"{d.parent}: cannot open ({exc.strerror or exc})") from None
+    try:
+        remove_tree(d.name, bfd)
+        os.mkdir(d.name, 0o700, dir_fd=bfd)
+        fd = os.open(d.name, flags, dir_fd=bfd)
+        try:
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ClusterError(f"{d}: cannot make the cluster's directory "
+                           f"({exc.strerror or exc})") from None
+    finally:
+        os.close(bfd)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last `lines` lines of a log file ('' if there is none). Read with O_NOFOLLOW:
+    a link at a log's name (to a root-only file) is never copied into a message."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device: nothing to show
+            os.close(fd)
+            return ""
+        with os.fdopen(fd, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - 64 * 1024))
@@ -219,7 +281,8 @@ class Daemon:
             raise ClusterError(f"{self.name} is already running as pid(s) {copies} "
                                f"(`{' '.join(self.argv)}`); not starting a second copy")
         full_env = None if self.env is None else {**os.environ, **self.env}
-        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW,
+                         0o600))
         writer = subprocess.Popen([sys.executable, "-I", str(_LOGCAP), str(self.log),
                                    str(LOG_CAP_BYTES)], stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

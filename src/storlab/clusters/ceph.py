@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import StorlabError
+from ..fileio import check_trusted_dir, within, write_in_dir
 from ._util import (
     check_bind,
-    DEFAULT_BASE,
+    fresh_cluster_dir,
+    trusted_cluster_dir,
     logs_kept_on_failure,
     ClusterError,
     RUNNING,
@@ -70,7 +73,7 @@ class CephCluster:
     kind = "ceph"
 
     def __init__(self, base: Path | None = None) -> None:
-        self.dir = Path(base or DEFAULT_BASE) / "ceph"
+        self.dir = trusted_cluster_dir(base, "ceph")
         self.conf = self.dir / "ceph.conf"
         self.state_file = self.dir / "cluster.json"
 
@@ -161,11 +164,8 @@ class CephCluster:
             if not port_free(port, o.bind):
                 raise ClusterError(f"port {o.bind}:{port} is in use (another cluster?)")
         t0 = time.monotonic()
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
+        fresh_cluster_dir(self.dir)
         with private_files():  # keys, keyrings, the conf and the monitor's db: root only
-            self.dir.mkdir(parents=True, exist_ok=True)
-            os.chmod(self.dir, 0o700)
             for sub in ("run", "log", "crash", "mon.a", "mgr.x"):
                 (self.dir / sub).mkdir(parents=True, exist_ok=True)
             fsid = str(uuid.uuid4())
@@ -283,29 +283,43 @@ class CephCluster:
     def client_conf(self, dest: Path) -> dict[str, str]:
         """A client's ceph.conf (monitor address, cephx) and a copy of the admin keyring in
         `dest` (made 0700; both files 0600), for a load host such as a fio server in a
-        network namespace: point it at them with CEPH_CONF. The paths written."""
+        network namespace: point it at them with CEPH_CONF. `dest` must be a directory no
+        other user could change (`check_trusted_dir`), and each file is written under a
+        fresh name made there exclusively without following a link, then renamed in: a
+        link planted at a file's name is replaced, never written through. The paths."""
         st = self.state()
         if st is None or not st.get("ready"):
             raise ClusterError(f"no ceph cluster is up in {self.dir}")
-        dest = Path(dest).resolve()
-        if dest == self.dir or self.dir in dest.parents:
+        dest = Path(os.path.abspath(dest))
+        if within(os.path.realpath(dest), os.path.realpath(self.dir)):
             raise ClusterError(f"{dest}: not inside the cluster's own directory (it goes "
                                "away with `cluster down`)")
-        conf, keyring = dest / "ceph.conf", dest / "ceph.client.admin.keyring"
-        with private_files():
-            dest.mkdir(parents=True, exist_ok=True)
-            os.chmod(dest, 0o700)
-            shutil.copyfile(self.dir / "admin.keyring", keyring)
-            conf.write_text("\n".join([
-                "[global]", f"fsid = {st['fsid']}",
-                f"mon host = v2:{st.get('bind', '127.0.0.1')}:{st['mon_port']}",
-                "ms bind msgr1 = false", "auth cluster required = cephx",
-                "auth service required = cephx", "auth client required = cephx",
-                # no admin socket or log under /var on the load host
-                "admin socket = ", "log file = ", "",
-                "[client.admin]", f"keyring = {keyring}", ""]))
-            for f in (conf, keyring):
-                os.chmod(f, 0o600)
+        try:
+            check_trusted_dir(dest, "client-conf DEST")
+            with private_files():
+                dest.mkdir(parents=True, exist_ok=True)
+                dest = check_trusted_dir(dest, "client-conf DEST")
+                real = os.path.realpath(dest)
+                fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.fchmod(fd, 0o700)
+                finally:
+                    os.close(fd)
+                conf, keyring = Path(real) / "ceph.conf", Path(real) / "ceph.client.admin.keyring"
+                write_in_dir(real, keyring.name, (self.dir / "admin.keyring").read_bytes(),
+                             "client-conf DEST")
+                write_in_dir(real, conf.name, "\n".join([
+                    "[global]", f"fsid = {st['fsid']}",
+                    f"mon host = v2:{st.get('bind', '127.0.0.1')}:{st['mon_port']}",
+                    "ms bind msgr1 = false", "auth cluster required = cephx",
+                    "auth service required = cephx", "auth client required = cephx",
+                    # no admin socket or log under /var on the load host
+                    "admin socket = ", "log file = ", "",
+                    "[client.admin]", f"keyring = {keyring}", ""]), "client-conf DEST")
+        except StorlabError as exc:
+            raise ClusterError(str(exc)) from None
+        except OSError as exc:
+            raise ClusterError(f"client-conf DEST {dest}: {exc.strerror or exc}") from None
         return {"conf": str(conf), "keyring": str(keyring)}
 
     # ------------------------------------------------------------------ health

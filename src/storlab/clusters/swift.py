@@ -25,7 +25,8 @@ from typing import Any
 
 from ._util import (
     check_bind,
-    DEFAULT_BASE,
+    fresh_cluster_dir,
+    trusted_cluster_dir,
     logs_kept_on_failure,
     ClusterError,
     RUNNING,
@@ -68,7 +69,7 @@ class SwiftCluster:
     kind = "swift"
 
     def __init__(self, base: Path | None = None) -> None:
-        self.dir = Path(base or DEFAULT_BASE) / "swift"
+        self.dir = trusted_cluster_dir(base, "swift")
         self.state_file = self.dir / "cluster.json"
         self.node = self.dir / "node"
 
@@ -140,7 +141,10 @@ class SwiftCluster:
         self.node.mkdir(parents=True, exist_ok=True)
         if o.storage == "loop":
             img = self.dir / "disk.img"
-            with open(img, "wb") as fh:
+            # made anew in the fresh directory, never through a link at its name
+            fd = os.open(img, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
                 fh.truncate(o.disk_bytes)
             try:
                 run(["mkfs.xfs", "-q", "-f", str(img)], timeout=60)
@@ -179,8 +183,7 @@ class SwiftCluster:
             raise ClusterError("/etc/swift/swift.conf is missing (install the swift package: "
                                "scripts/sysdeps.sh)")
         t0 = time.monotonic()
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
+        fresh_cluster_dir(self.dir)
         # The servers read their confs and rings after dropping to `user`: the swift user
         # (owning the 0700 directory) only if it can reach it (pytest's and other private
         # temp dirs are 0700 all the way up), else root.
@@ -190,7 +193,6 @@ class SwiftCluster:
         with private_files():  # confs hold the accounts' keys: their owner alone reads them
             for sub in ("run", "log"):
                 (self.dir / sub).mkdir(parents=True, exist_ok=True)
-            os.chmod(self.dir, 0o700)
             state: dict[str, Any] = {
                 "kind": "swift", "dir": str(self.dir), "replicas": o.replicas,
                 "workers": o.workers, "proxy_workers": o.proxy_workers, "storage": o.storage,
@@ -206,9 +208,17 @@ class SwiftCluster:
                 self._mount(o, state)
                 self._write_confs(o, user, key, admin_key)
                 self._build_rings(o)
-                run(["chown", "-R", f"{user}:", str(self.dir)])
                 # what the tools created with modes of their own (rings are 0644)
                 run(["chmod", "-R", "go-rwx", str(self.dir)])
+                if user != "root":
+                    # the daemons' files are theirs; storlab's own (the directory, its
+                    # state, PID records, logs and disk image) stay root's, the directory
+                    # only traversable by others: a daemon cannot swap what root later
+                    # reads, signals or removes
+                    theirs = [str(p) for p in sorted(self.dir.iterdir()) if p.name not in
+                              ("run", "log", "cluster.json", "disk.img")]
+                    run(["chown", "-R", "-h", f"{user}:", *theirs])
+                    os.chmod(self.dir, 0o711)
                 self._start(o, timeout)
         state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))
         save_state(self.state_file, state)

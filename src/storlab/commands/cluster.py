@@ -16,8 +16,10 @@ cluster_app = typer.Typer(
     name="cluster", no_args_is_help=True, add_completion=False,
     help="Bring a throwaway single-host Ceph or Swift cluster up and down (as root).")
 
-DIR_OPT = typer.Option(None, "--dir", help="Where clusters live "
-                       "(default $STORLAB_CLUSTER_DIR or /tmp/storlab-clusters).",
+DIR_OPT = typer.Option(None, "--dir", help="Where clusters live (default "
+                       "$STORLAB_CLUSTER_DIR, else /var/lib/storlab/clusters as root, "
+                       "$XDG_STATE_HOME/storlab/clusters otherwise); refused when a user "
+                       "other than root or you owns or may write a directory on its path.",
                        callback=input_dir("--dir"))
 JSON_OPT = typer.Option(False, "--json/--no-json", help="Print JSON.")
 OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.",
@@ -161,7 +163,9 @@ def down_cmd(
 
 
 def client_conf_cmd(
-    dest: Path = typer.Argument(..., help="Directory for ceph.conf and the keyring copy."),
+    dest: Path = typer.Argument(..., help="Directory for ceph.conf and the keyring copy "
+                                "(refused when another user owns or may write a directory "
+                                "on its path; files written without following links)."),
     base: Optional[Path] = DIR_OPT,
     json_out: bool = JSON_OPT,
 ) -> None:

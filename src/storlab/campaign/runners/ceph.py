@@ -15,6 +15,16 @@ objecter_* options, which the load's librados reads at connect; `osd` otherwise;
 with `who: {NAME: SECTION}`) only when its value changes; when Ceph says a changed parameter
 cannot be updated at runtime, the OSDs are restarted (stopped and started by PID; they read
 the mon's configuration database at start) before the health wait.
+
+Ceph's daemons run as root outside the runs' walls, and some of Ceph's options name a path
+or code for them (`osd_class_dir` and `erasure_code_dir` are directories of plugins they
+load, `pid_file` a file they write and delete): a factor is taken as a Ceph parameter only
+when Ceph's own schema (`ceph config help NAME`) says it is a number, a bool, a size or a
+duration, or a string with `enum_values` that hold every level. Any other (free-form
+string, address, uuid) is refused before the first run, and again before it is set,
+unless the campaign sets the runner's `allow_destructive: true` (its own, as fio's: the
+preflight sees the runner's options; `sandbox.allow_destructive` is about the programs'
+files and does not open this).
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ from .fio_guard import CEPH_PORTS
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
 RADOS_BENCH_OPTIONS = ("mode", "seconds", "block_size", "concurrency")
 _HELP: dict[tuple[str, str], dict[str, Any] | None] = {}
+#: Ceph option types whose values are data for a daemon, never a path or code it uses.
+DATA_TYPES = ("int", "uint", "float", "bool", "size", "secs", "millisecs")
 
 
 class CephRunner:
@@ -43,7 +55,7 @@ class CephRunner:
 
     def __init__(self, load: Mapping[str, Any] | None = None, cluster_dir: str | None = None,
                  who: Mapping[str, str] | None = None, health_timeout: float = 180,
-                 settle: float = 0.0) -> None:
+                 settle: float = 0.0, allow_destructive: bool = False) -> None:
         load = dict(load or {"type": "rados_bench"})
         self.load_type = str(load.get("type", "rados_bench"))
         if self.load_type not in LOAD_TYPES:
@@ -71,6 +83,7 @@ class CephRunner:
         self.who = dict(who or {})
         self.health_timeout = float(health_timeout)
         self.settle = float(settle)
+        self.allow_destructive = bool(allow_destructive)
 
     # ------------------------------------------------------------------ parameters
     def _cluster(self) -> Any:
@@ -94,6 +107,52 @@ class CephRunner:
             except (ClusterError, ValueError):
                 _HELP[key] = None
         return _HELP[key]
+
+    def refused_parameter(self, cluster: Any, params: Mapping[str, Any]) -> str | None:
+        """Why one of `params` (factors Ceph knows) may not reach the cluster's root
+        daemons, or None: by the option's type in Ceph's schema, never by its name."""
+        if self.allow_destructive:
+            return None
+        for name, value in params.items():
+            meta = self.describe(cluster, name) or {}
+            kind = str(meta.get("type", "?"))
+            if kind in DATA_TYPES:
+                continue
+            enum = [str(v) for v in meta.get("enum_values") or []]
+            if kind == "str" and enum:
+                if render_value(value) in enum:
+                    continue
+                return (f"factor {name}: level {render_value(value)!r} is not one of Ceph's "
+                        f"values for it ({', '.join(enum)})")
+            return (f"factor {name}: a Ceph option of type {kind} that takes any value; "
+                    "such options name paths and code for Ceph's daemons, which run as root "
+                    "outside the sandbox (a plugin directory they load, a file they write "
+                    "and delete), so only numbers, sizes, durations, bools and strings with "
+                    "Ceph's enum_values are set; set runner.options.allow_destructive: true "
+                    "to set it anyway")
+        return None
+
+    def check_target(self, config: Mapping[str, Any], base: Path | None = None,
+                     workdir: Path | None = None) -> None:
+        """Preflight (before any run): refuse a configuration whose Ceph parameters
+        `refused_parameter` refuses, and a cluster directory storlab may not trust. With
+        no cluster up, nothing more is known here: each run checks again before setting."""
+        from ...clusters import ClusterError, get_cluster
+
+        try:
+            get_cluster("ceph", self.cluster_dir)  # the directory's trust check
+        except ClusterError as exc:
+            raise CampaignError(f"runner: options.cluster_dir: {exc}") from None
+        if self.allow_destructive:
+            return
+        try:
+            cluster = self._cluster()
+        except ClusterError:
+            return
+        params = {k: v for k, v in config.items() if self.describe(cluster, k) is not None}
+        why = self.refused_parameter(cluster, params)
+        if why:
+            raise CampaignError(f"runner: {why}")
 
     def section(self, name: str) -> str:
         return self.who.get(name) or ("client" if name.startswith("objecter_") else "osd")
@@ -132,6 +191,9 @@ class CephRunner:
             cluster = self._cluster()
             params = {k: v for k, v in config.items() if self.describe(cluster, k) is not None}
             load_cfg = {k: v for k, v in config.items() if k not in params}
+            why = self.refused_parameter(cluster, params)
+            if why:
+                return RunResult("failed", stderr=why, started=started, ended=time.time())
             info = self.apply(cluster, params)
         except StorlabError as exc:
             return RunResult("failed", stderr=str(exc), started=started, ended=time.time())

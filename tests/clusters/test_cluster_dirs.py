@@ -1,0 +1,98 @@
+"""Cluster directories storlab trusts as root: the default base lies outside /tmp, and a
+directory or link another user planted on the path is refused in one line before storlab
+removes, makes, reads or writes anything there (no cluster is started here)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from storlab.clusters import ClusterError, get_cluster
+from storlab.clusters._util import default_base
+
+NOBODY = 65534
+
+
+def test_default_base_is_not_shared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("STORLAB_CLUSTER_DIR", raising=False)
+    want = (Path("/var/lib/storlab/clusters") if os.geteuid() == 0 else
+            Path(os.path.expanduser("~/.local/state/storlab/clusters")))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    assert default_base() == want
+    monkeypatch.setenv("STORLAB_CLUSTER_DIR", str(tmp_path / "cl"))
+    assert default_base() == tmp_path / "cl"
+    assert get_cluster("ceph").dir == tmp_path / "cl" / "ceph"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root")
+@pytest.mark.parametrize("kind", ["ceph", "swift"])
+def test_a_planted_kind_link_is_refused_and_its_target_kept(tmp_path: Path, kind: str) -> None:
+    """nobody's link at <base>/<kind> (to a directory of root's that `up` would empty)."""
+    base, victim = tmp_path / "base", tmp_path / "victim"
+    base.mkdir()
+    os.chmod(base, 0o1777)  # a shared base, like the old /tmp default
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep")
+    os.symlink(victim, base / kind)
+    os.lchown(base / kind, NOBODY, NOBODY)
+    with pytest.raises(ClusterError) as exc:
+        get_cluster(kind, base)
+    msg = str(exc.value)
+    assert "\n" not in msg and f"{base / kind} (a symbolic link" in msg and "nobody" in msg
+    assert (victim / "keep.txt").read_text() == "keep"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_up_replaces_a_link_of_ours_at_the_kind_without_following_it(tmp_path: Path) -> None:
+    """A root-owned link at <base>/ceph passes the owner check, but `up` removes the entry
+    itself from the base it holds open: the directory it led to keeps its files."""
+    from storlab.clusters._util import fresh_cluster_dir
+
+    base, victim = tmp_path / "base", tmp_path / "victim"
+    base.mkdir()
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep")
+    os.symlink(victim, base / "ceph")
+    fresh_cluster_dir(base / "ceph")
+    assert (victim / "keep.txt").read_text() == "keep"
+    assert not (base / "ceph").is_symlink() and list((base / "ceph").iterdir()) == []
+    assert (base / "ceph").stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_cluster_commands_refuse_a_group_writable_base(tmp_path: Path, storlab) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    os.chmod(base, 0o770)
+    for cmd in (["status", "ceph"], ["down", "swift"]):
+        r = storlab("cluster", *cmd, "--dir", str(base))
+        assert r.returncode == 2, r
+        assert r.stderr.count("\n") == 1 and "mode 0770" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_a_campaign_cluster_dir_of_another_user_is_refused_before_any_run(
+        tmp_path: Path) -> None:
+    """A campaign's `cluster_dir:` naming a directory its author (nobody) controls, with
+    a forged state: refused at preflight, before storlab runs `ceph` with its conf."""
+    import yaml
+
+    from storlab.campaign.campaign import Campaign
+    from storlab.errors import StorlabError
+
+    forged = tmp_path / "forged"
+    (forged / "ceph").mkdir(parents=True)
+    (forged / "ceph" / "cluster.json").write_text('{"ready": true}')
+    for p in (forged, forged / "ceph", forged / "ceph" / "cluster.json"):
+        os.chown(p, NOBODY, NOBODY)
+    (tmp_path / "campaign.yaml").write_text(yaml.safe_dump({
+        "space": {"factors": [{"name": "osd_op_num_shards", "values": [2, 4]}]},
+        "design": {"kind": "full"},
+        "runner": {"type": "ceph", "options": {"cluster_dir": str(forged)}}}))
+    with pytest.raises(StorlabError) as exc:
+        Campaign.load(tmp_path / "campaign.yaml").preflight()
+    msg = str(exc.value)
+    assert "\n" not in msg and "options.cluster_dir" in msg and "nobody" in msg, msg
+    assert not (tmp_path / "campaign.db").exists()
