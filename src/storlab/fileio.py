@@ -120,6 +120,28 @@ def check_trusted_dir(path: str | os.PathLike[str], what: str = "") -> Path:
     return Path(lexical)
 
 
+def check_no_foreign_link(path: str | os.PathLike[str], what: str = "") -> None:
+    """Refuse, in one line, a path reached through a symbolic link owned by anyone but root
+    or the effective user: where such a link leads decides where storlab (often root)
+    makes what it writes beside the file, a campaign's store and runs say. The kernel's
+    `fs.protected_symlinks` refuses the same only for links in sticky directories; this
+    refuses it anywhere on the path as written."""
+    label = f"{what} {path}" if what else str(path)
+    at = ""
+    for name in PurePath(os.path.abspath(path)).parts:
+        at = os.path.join(at, name) if at else name
+        try:
+            st = os.lstat(at)
+        except OSError:
+            return  # missing: nothing to follow (the reader says what is wrong)
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, os.geteuid()):
+            raise StorlabError(
+                f"{label}: reached through {at}, a symbolic link owned by "
+                f"{_owner(st.st_uid)}, not by root or you: where it leads would decide "
+                f"where storlab writes; name the file by its real path "
+                f"({os.path.realpath(path)})")
+
+
 def check_target(path: str | Path, what: str = "") -> Path:
     """`path` as a Path, or a one-line error when it cannot be a file we write."""
     p = Path(path)

@@ -443,3 +443,28 @@ def test_an_existing_file_in_a_named_directory_opens_only_with_allow_destructive
     assert r.returncode == 2 and "Traceback" not in out, out
     assert "old.dat" in out and "allow_destructive" in out, out
     assert old.read_bytes() == b"keep" * 1024
+
+
+def test_a_campaign_reached_through_somebody_elses_link_is_refused(storlab, tmp_path: Path
+                                                                   ) -> None:
+    """A campaign file named through a link another user owns (nobody's link in /tmp to
+    a root campaign) made root's store and runs where the link led, in the target's
+    directory. Now refused in one line naming the link; the same file through a link of
+    our own, or by its real path, loads."""
+    import shutil
+
+    real = tmp_path / "theirs"
+    shutil.copytree(ROOT / "examples/fio-screening", real)
+    before = sorted(p.name for p in real.iterdir())
+    camp = real / "campaign.yaml"
+    link = tmp_path / "link.yaml"
+    link.symlink_to(camp)
+    os.lchown(link, 65534, 65534)
+    r = storlab("status", link, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
+    assert f"reached through {link}, a symbolic link owned by uid 65534" in out, out
+    assert str(camp) in out, out
+    assert sorted(p.name for p in real.iterdir()) == before
+    os.lchown(link, os.geteuid(), os.getegid())
+    assert storlab("status", link, timeout=60).returncode == 0

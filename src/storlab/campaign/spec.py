@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
     field_validator, model_validator
 
 from ..errors import CampaignError, StorlabError
-from ..fileio import read_yaml, within
+from ..fileio import check_no_foreign_link, read_yaml, within
 from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP
 
 # Bounds (storlab.limits) keep a typo from planning more runs than memory holds
@@ -224,6 +224,7 @@ def load_spec(path: str | Path) -> CampaignSpec:
     """Read and check a campaign file; errors name the file, the field and the value."""
     p = Path(path)
     try:
+        check_no_foreign_link(p)  # the store and the runs are made where the file is
         data = read_yaml(p)
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
