@@ -105,7 +105,10 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("simulate_python", ["simulate", "examples/sim/small.yaml", "--requests", "1500",
                          "--backend", "python", "--json"]),
     ("simulate_sweep", ["simulate", "examples/sim/small.yaml", "--requests", "1500",
-                        "--sweep", "object_workers=14,28", "--workers", "1", "-q", "--json"]),
+                        "--sweep", "object_workers=14,28", "--workers", "1", "-q", "--json",
+                        # a fresh campaign each time: the default one in the working
+                        # directory would be resumed, answering from an older storlab
+                        "--campaign", "{tmp}/sweep"]),
     ("estimate_fit", ["estimate", "fit", "examples/estimate-quiet/out/runs.csv", "--json"]),
     ("estimate_predict_text", ["estimate", "predict", "-m",
                                "examples/estimate-quiet/out/model.json", "--read-pct", "30",
