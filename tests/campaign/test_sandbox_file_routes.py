@@ -130,30 +130,33 @@ def test_a_fio_file_not_made_yet_opens_no_existing_directory(storlab, tmp_path: 
 
 
 
-@pytest.mark.parametrize("option", [{"filename_format": "victims/$jobname.new"},
-                                    {"write_bw_log": "victims/bw"}])
-def test_a_fio_pattern_with_no_file_yet_is_refused_like_a_filename(
-        storlab, tmp_path: Path, option: dict[str, str]) -> None:
-    """A `filename_format` (or a log prefix) naming files not made yet in an existing
-    directory outside the run's was let through to the run, where only the kernel's
-    read-only mount stopped it (`/etc/cron.d` in an attack). Now it is refused before any
-    run, in one line naming the option, as a `filename` is."""
+@pytest.mark.parametrize("option", ["filename_format", "write_bw_log"])
+def test_a_fio_pattern_with_no_file_yet_in_a_system_directory_is_refused_before_the_run(
+        storlab, tmp_path: Path, option: str) -> None:
+    """A `filename_format` (or a log prefix) naming files not made yet in a system or
+    shared directory (`/etc/cron.d` in an attack; a shared one is refused earlier) reached the run, where only the
+    kernel's read-only mount stopped it. Now it is refused before any run, in one line
+    naming the option, as a `filename` is. (A directory of the job's own opens whole:
+    test_a_step_gets_none_of_the_runners_directories.)"""
+    import uuid
+
     import yaml
 
-    (tmp_path / "victims").mkdir()
+    name = f"/etc/storlab-{uuid.uuid4().hex}"  # a system directory: never opened
     spec = {"name": "p", "space": {"factors": [
                 {"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
             "design": {"configs": [{"bs": "4k"}]},
             "runner": {"type": "fio", "options": {
                 "size": "64k", "rw": "write", "ioengine": "psync",
-                **{k: str(tmp_path / v) for k, v in option.items()}}}}
+                option: name + (".$jobnum" if option == "filename_format" else "")}}}
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     r = storlab("run", tmp_path / "p.yaml", timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
-    assert f"fio option {next(iter(option))}" in out and "sandbox.writable" in out, out
-    assert list((tmp_path / "victims").iterdir()) == []
+    assert f"fio option {option}" in out and "system or shared directory /etc," in out, out
+    assert not [p for p in Path("/etc").iterdir() if p.name.startswith(name[5:])]
     assert not (tmp_path / "campaign.db").exists()
+
 
 FCHMOD = r"""
 import json, os, sys

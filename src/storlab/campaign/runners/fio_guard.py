@@ -18,6 +18,7 @@ from typing import Any
 from ..spec import CampaignError
 from .fio_cmdline import (REMOTE_ENGINES, WRITTEN_FILES, FioSettings, exact_fio_option,
                           given_options, job_options, split_names)
+from ._sandbox import opens_declared
 from .fio_targets import candidates, sandbox_targets
 from ...fileio import within
 
@@ -225,19 +226,23 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
         # `..` taken from the name: the run's directory may not be made yet
         path = os.path.normpath(c.path)
         parent = os.path.dirname(path)
-        # a pattern (filename_format, a log prefix) with no file made yet names new files
-        # in its directory as surely as a filename does
         if c.opendir or (glob.glob(path) if c.pattern else os.path.lexists(path)) \
                 or c.pattern and glob.has_magic(parent):
             continue
         real = os.path.realpath(parent)
         if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
             continue
+        # A pattern's directory (filename_format, a log prefix) is the job's own: it opens
+        # whole, unless it is a system or shared one, where the files fio would make
+        # there meet a read-only file system in the run (/etc/cron.d): said here instead.
+        if c.pattern and opens_declared(real, False):
+            continue
         option = c.option if c.pattern else next(
             (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")
         shown = c.given if c.given == c.path else f"{c.given} (as {c.path})"
         return (f"fio option {option}: {shown} is not made yet in the "
-                f"existing directory {parent}, which the sandbox does not open for it: "
+                f"existing {'system or shared ' if c.pattern else ''}directory {parent}, "
+                "which the sandbox does not open for it: "
                 "make the file first, or declare its directory in sandbox.writable")
     return None
 
