@@ -168,11 +168,13 @@ def check_target(path: str | Path, what: str = "") -> Path:
 
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "utf-8",
-                 what: str = "") -> Iterator[IO[Any]]:
+                 what: str = "", private: bool = False) -> Iterator[IO[Any]]:
     """Open a temporary file beside `path` for writing; on success it replaces `path`.
 
     `mode` is "w" (text) or "wb" (binary). On any exception the temporary file is removed
     and `path` is left as it was. `what` names the option in error messages ("-o").
+    `private`: the file 0600 whatever the umask or the file it replaces (it holds what a
+    run printed, as private as the store).
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
@@ -185,7 +187,8 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
     try:
         try:
             # mkstemp makes 0600; give the file the mode a plain open() would have given.
-            mode_bits = p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+            mode_bits = 0o600 if private else \
+                p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
             os.fchmod(fd, mode_bits)
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
                            newline=None if "b" in mode else "") as fh:
@@ -218,9 +221,9 @@ def _fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
-def write_text(path: str | Path, text: str, what: str = "") -> Path:
-    """Write `text` (UTF-8) atomically."""
-    with atomic_write(path, "w", what=what) as fh:
+def write_text(path: str | Path, text: str, what: str = "", private: bool = False) -> Path:
+    """Write `text` (UTF-8) atomically (`private`: see `atomic_write`)."""
+    with atomic_write(path, "w", what=what, private=private) as fh:
         fh.write(text)
     return Path(path)
 

@@ -4,6 +4,7 @@ without data are left out, failures show with their stderr, bad input is one lin
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from html.parser import HTMLParser
@@ -258,6 +259,15 @@ def test_campaign_progress_and_failures(tmp_path: Path) -> None:
     t = parse(html)
     prog = html.split('id="progress"')[1].split("</section>")[0]
     assert "Failed runs (2)" in prog and "disk on fire" in prog and "threads=8, mode=b" in prog
+    # What failed runs printed (a root run may print a root-only file) is as private as the
+    # store: the report holding it is written 0600 whatever the umask; one without, as usual.
+    old = os.umask(0o022)
+    try:
+        assert rep.write(tmp_path / "r.html").stat().st_mode & 0o777 == 0o600
+        plain = build_report(from_campaign(command_campaign(tmp_path / "p")), figures=False)
+        assert plain.write(tmp_path / "p.html").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
     from storlab.report import progress_plot
 
     fig = progress_plot(Campaign.load(camp).results("run"))

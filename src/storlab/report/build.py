@@ -53,7 +53,9 @@ class Report:
     def write(self, path: str | Path) -> Path:
         from ..fileio import write_text
 
-        return write_text(path, self.html())  # temp file + rename: never a partial report
+        # temp file + rename: never a partial report. One that shows failed runs' last
+        # lines is as private as the store: a run (root) may have printed a root-only file.
+        return write_text(path, self.html(), private="failures" in self.data)
 
 
 def build_report(inp: ReportInput, responses: Sequence[str] | None = None,
