@@ -37,7 +37,7 @@ GRAMMARS: dict[str, tuple[re.Pattern[str], str]] = {
 
 #: `who` of `ceph config set`: a section (`global`, a daemon type, `<type>.<id>`), then
 #: optional masks (`osd/host:node1`, `osd/class:ssd`), as Ceph's configuration guide has.
-_ID = r"[A-Za-z0-9_][A-Za-z0-9_.]*"
+_ID = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a host name has dashes, never first
 _MASK = rf"/[a-z_]+:{_ID}"
 WHO = re.compile(rf"(?:global|(?:mon|mgr|osd|mds|client)(?:\.{_ID})?)(?:{_MASK})*")
 #: a Ceph option name (`osd_op_num_shards`); Ceph also reads spaces, storlab's factors do not.
