@@ -72,6 +72,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"fio_targets"},            # the paths a fio job opens, destructive ones refused
         {"fio_guard"},              # what a fio job is granted in the sandbox, and refused
         {"fio", "command", "postmark", "sysbench", "simulator", "objectstore"},  # runners
+        {"ceph_values"},            # what may reach root's ceph argv (values, who)
         {"ceph"},                   # drives the fio or object-store runner as its load
     ],
 }

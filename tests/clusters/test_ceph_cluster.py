@@ -138,6 +138,34 @@ def test_a_free_form_ceph_option_is_refused_before_any_run(ceph, tmp_path):
         _param_campaign(tmp_path, base, "osd_op_queue", ["wpq", "fifo"]).preflight()
 
 
+def test_a_level_or_who_read_as_a_ceph_cli_option_is_refused(ceph, tmp_path):
+    """A level `--log_file=FILE` of an int option, or `who: --log_file=FILE`, would be an
+    option of root's `ceph` CLI (a root file written outside every wall): refused before
+    any run in one line (allow_destructive opens no such level), and again at the call."""
+    c, base, _ = ceph
+    victim = tmp_path / "victim"
+    levels = [2, f"--log_file={victim}"]
+    for extra in ("", "allow_destructive: true"):
+        camp = _param_campaign(tmp_path, base, "osd_op_num_shards", levels, extra)
+        with pytest.raises(StorlabError) as exc:
+            camp.run()
+        msg = str(exc.value)
+        assert "\n" not in msg and "factor osd_op_num_shards" in msg and "integer" in msg
+        assert not (tmp_path / "campaign.db").exists()
+    with pytest.raises(StorlabError) as exc:
+        _param_campaign(tmp_path, base, "osd_op_num_shards", [2, 4],
+                        f"who: {{osd_op_num_shards: '--log_file={victim}'}}").preflight()
+    assert "\n" not in str(exc.value) and "who.osd_op_num_shards" in str(exc.value)
+    # the check next to the argv (a runner driven without the campaign's preflight)
+    runner = CephRunner(cluster_dir=str(base))
+    with pytest.raises(StorlabError, match="integer"):
+        runner.apply(c, {"osd_op_num_shards": f"--log_file={victim}"})
+    runner.who = {"osd_op_num_shards": f"--log_file={victim}"}
+    with pytest.raises(StorlabError, match="Ceph configuration section"):
+        runner.apply(c, {"osd_op_num_shards": 2})
+    assert not victim.exists()
+
+
 def test_client_conf_never_writes_through_a_planted_link(ceph, tmp_path):
     c, base, _ = ceph
     loot = tmp_path / "loot"

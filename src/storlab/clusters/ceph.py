@@ -84,7 +84,8 @@ class CephCluster:
                    timeout=timeout, check=check).stdout
 
     def ceph_json(self, *args: str, timeout: float = 30) -> Any:
-        return json.loads(self.ceph(*args, "--format", "json", timeout=timeout) or "null")
+        # the format first: after a `--` in args it would be read as a positional
+        return json.loads(self.ceph("--format", "json", *args, timeout=timeout) or "null")
 
     def _daemon(self, name: str, argv: list[str]) -> Daemon:
         tie = bool((self.state() or {}).get("tie_to_parent"))

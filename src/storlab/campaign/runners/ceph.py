@@ -20,7 +20,9 @@ Ceph's daemons run as root outside the runs' walls, and some of Ceph's options n
 or code for them (`osd_class_dir` and `erasure_code_dir` are directories of plugins they
 load, `pid_file` a file they write and delete): a factor is taken as a Ceph parameter only
 when Ceph's own schema (`ceph config help NAME`) says it is a number, a bool, a size or a
-duration, or a string with `enum_values` that hold every level. Any other (free-form
+duration, or a string with `enum_values` that hold every level, and each level only in the
+form that type takes, as `who` only as a Ceph section (`ceph_values`: root's `ceph` CLI
+reads a word starting with `-` as its own option). Any other (free-form
 string, address, uuid) is refused before the first run, and again before it is set,
 unless the campaign sets the runner's `allow_destructive: true` (its own, as fio's: the
 preflight sees the runner's options; `sandbox.allow_destructive` is about the programs'
@@ -41,6 +43,7 @@ from ..spec import CampaignError
 from ._program import render_value, run_program, tail
 from ._sandbox import opened
 from .base import RunResult
+from .ceph_values import OPTION_NAME, refused_value, refused_who
 from .fio_guard import CEPH_PORTS
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
@@ -80,7 +83,11 @@ class CephRunner:
 
             ObjectStoreRunner(**{"cluster": "ceph", **self.load_options})
         self.cluster_dir = cluster_dir
-        self.who = dict(who or {})
+        self.who = {str(k): str(v) for k, v in (who or {}).items()}
+        for name, section in self.who.items():  # they reach root's ceph argv
+            why = refused_who(section)
+            if why:
+                raise CampaignError(f"ceph runner: options.who.{name}: {why}")
         self.health_timeout = float(health_timeout)
         self.settle = float(settle)
         self.allow_destructive = bool(allow_destructive)
@@ -100,30 +107,30 @@ class CephRunner:
         per process: a `ceph` call costs ~0.3 s of a shared CPU)."""
         from ...clusters import ClusterError
 
+        if not OPTION_NAME.fullmatch(name):  # never a ceph CLI option, so a load option
+            return None
         key = (str(cluster.conf), name)
         if key not in _HELP:
             try:
-                _HELP[key] = cluster.ceph_json("config", "help", name)
+                _HELP[key] = cluster.ceph_json("config", "help", "--", name)
             except (ClusterError, ValueError):
                 _HELP[key] = None
         return _HELP[key]
 
     def refused_parameter(self, cluster: Any, params: Mapping[str, Any]) -> str | None:
         """Why one of `params` (factors Ceph knows) may not reach the cluster's root
-        daemons, or None: by the option's type in Ceph's schema, never by its name."""
-        if self.allow_destructive:
-            return None
+        daemons, or None: by the option's type in Ceph's schema, never by its name; and
+        each value in the form that type takes (`refused_value`), whatever the runner's
+        `allow_destructive`, as it is a word of root's `ceph` argv."""
         for name, value in params.items():
             meta = self.describe(cluster, name) or {}
             kind = str(meta.get("type", "?"))
-            if kind in DATA_TYPES:
-                continue
             enum = [str(v) for v in meta.get("enum_values") or []]
-            if kind == "str" and enum:
-                if render_value(value) in enum:
-                    continue
-                return (f"factor {name}: level {render_value(value)!r} is not one of Ceph's "
-                        f"values for it ({', '.join(enum)})")
+            why = refused_value(kind, enum, render_value(value))
+            if why:
+                return f"factor {name}: {why}"
+            if kind in DATA_TYPES or (kind == "str" and enum) or self.allow_destructive:
+                continue
             return (f"factor {name}: a Ceph option of type {kind} that takes any value; "
                     "such options name paths and code for Ceph's daemons, which run as root "
                     "outside the sandbox (a plugin directory they load, a file they write "
@@ -143,8 +150,6 @@ class CephRunner:
             get_cluster("ceph", self.cluster_dir)  # the directory's trust check
         except ClusterError as exc:
             raise CampaignError(f"runner: options.cluster_dir: {exc}") from None
-        if self.allow_destructive:
-            return
         try:
             cluster = self._cluster()
         except ClusterError:
@@ -166,10 +171,15 @@ class CephRunner:
             meta = self.describe(cluster, name) or {}
             who = self.section(name)
             want = render_value(value)
-            have = cluster.ceph("config", "get", who, name).strip()
+            why = (refused_who(who) or refused_value(
+                str(meta.get("type", "?")), [str(v) for v in meta.get("enum_values") or []], want))
+            if why:  # checked before the run too; here again, next to the argv it guards
+                raise CampaignError(f"ceph runner: factor {name}: {why}")
+            # `--` ends the CLI's own options: who, name and value are never read as one
+            have = cluster.ceph("config", "get", "--", who, name).strip()
             if _same(have, want):
                 continue
-            cluster.ceph("config", "set", who, name, want)
+            cluster.ceph("config", "set", "--", who, name, want)
             changed += 1
             if who != "client" and not meta.get("can_update_at_runtime", True):
                 restart = True
