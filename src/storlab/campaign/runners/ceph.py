@@ -40,7 +40,7 @@ from typing import Any
 from ..spec import CampaignError
 from ._program import render_value, run_program, tail
 from ._sandbox import opened
-from .base import RunResult
+from .base import RunResult, option_bool
 from .fio_guard import CEPH_PORTS
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
@@ -83,7 +83,7 @@ class CephRunner:
         self.who = dict(who or {})
         self.health_timeout = float(health_timeout)
         self.settle = float(settle)
-        self.allow_destructive = bool(allow_destructive)
+        self.allow_destructive = option_bool("allow_destructive", allow_destructive)
 
     # ------------------------------------------------------------------ parameters
     def _cluster(self) -> Any:
