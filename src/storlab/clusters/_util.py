@@ -54,12 +54,38 @@ def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
         raise ClusterError(str(exc)) from None
 
 
+def make_base(base: Path) -> None:
+    """Make the missing directories of `base`, each 0755 whatever the umask (set again
+    after mkdir, which applies it): under umask 002 a made base would be 0775 and the
+    trust check refuse what storlab made itself. Not 0700: the Swift daemons, run as
+    their own user, pass through it. One made meanwhile by another is left to the check."""
+    missing = []
+    while not os.path.lexists(base):
+        missing.append(base)
+        base = base.parent
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o755)
+        except FileExistsError:
+            continue
+        try:
+            fd = os.open(p, flags)
+            try:
+                os.fchmod(fd, 0o755)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ClusterError(f"{p}: cannot make the directory ({exc.strerror or exc})"
+                               ) from None
+
+
 def fresh_cluster_dir(d: Path) -> None:
     """Make the cluster directory `d` anew, 0700, never through a link: its base is made
     if missing and checked again (`trusted_cluster_dir`), then opened by its real path;
     whatever is at `d`'s name there (an old cluster, or a link another user planted) is
     removed from that descriptor without following a link, and `d` is made in it."""
-    d.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
+    make_base(d.parent)
     trusted_cluster_dir(d.parent, d.name)
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
