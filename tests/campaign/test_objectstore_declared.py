@@ -112,6 +112,20 @@ def test_records_dir_outside_what_the_runs_may_write_is_refused(
     assert not os.path.exists("/etc/storlab-records")
 
 
+def test_an_absolute_records_dir_inside_the_scratch_area_is_accepted(tmp_path: Path) -> None:
+    """It lies inside the scratch area: it was refused as "outside the scratch area"."""
+    from storlab.campaign.runners.objectstore import refused_records_dir
+
+    scratch = tmp_path / "scratch"
+    (scratch / "rec").mkdir(parents=True)
+    os.symlink(scratch, tmp_path / "via")  # the scratch area named through a link
+    for rd in (str(scratch / "rec"), str(scratch)):
+        assert refused_records_dir(rd, scratch, [], False) is None
+        assert refused_records_dir(rd, tmp_path / "via", [], False) is None
+    why = refused_records_dir(str(tmp_path / "elsewhere"), scratch, [], False)
+    assert why is not None and "outside the scratch area" in why
+
+
 def test_declared_endpoint_and_records_dir_run_and_their_files_are_private(
         tmp_path: Path, listener: tuple[str, list[str]], storlab: Any) -> None:
     """Declared (`sandbox.network: true`, records_dir in a `sandbox.writable` directory),

@@ -24,9 +24,9 @@ asks `refused_grant` and `refused_new_file`) and again by each run:
 - the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
   campaign declares `sandbox.network: true`; without it a factor may not move the load to
   another host or port (`refused_endpoint`);
-- `records_dir` lies in the scratch area (relative, without `..` out of it) or in a
-  directory declared in `sandbox.writable` that the sandbox opens (not a system or shared
-  one), unless `sandbox.allow_destructive` (`refused_records_dir`).
+- `records_dir` lies in the scratch area (relative without `..` out of it, or absolute)
+  or in a directory declared in `sandbox.writable` that the sandbox opens (not a system
+  or shared one), unless `sandbox.allow_destructive` (`refused_records_dir`).
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
         return None
     scratch = os.path.abspath(scratch)
     rd = os.path.normpath(os.path.join(scratch, records_dir))  # an absolute one stays itself
-    if not os.path.isabs(records_dir) and within(rd, scratch):
+    # an absolute one was resolved (`prepare_options`): held to the scratch area's real path
+    if within(rd, scratch) or within(rd, os.path.realpath(scratch)):
         return None
     for d in writable:
         if within(rd, d):
