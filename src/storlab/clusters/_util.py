@@ -54,6 +54,16 @@ def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
         raise ClusterError(str(exc)) from None
 
 
+def _chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
+    """Set a directory just made to `mode` (mkdir applies the umask), never through a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
 def make_base(base: Path) -> None:
     """Make the missing directories of `base`, each 0755 whatever the umask (set again
     after mkdir, which applies it): under umask 002 a made base would be 0775 and the
@@ -63,18 +73,13 @@ def make_base(base: Path) -> None:
     while not os.path.lexists(base):
         missing.append(base)
         base = base.parent
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     for p in reversed(missing):
         try:
             os.mkdir(p, 0o755)
         except FileExistsError:
             continue
         try:
-            fd = os.open(p, flags)
-            try:
-                os.fchmod(fd, 0o755)
-            finally:
-                os.close(fd)
+            _chmod_dir(p, 0o755)
         except OSError as exc:
             raise ClusterError(f"{p}: cannot make the directory ({exc.strerror or exc})"
                                ) from None
@@ -95,11 +100,7 @@ def fresh_cluster_dir(d: Path) -> None:
     try:
         remove_tree(d.name, bfd)
         os.mkdir(d.name, 0o700, dir_fd=bfd)
-        fd = os.open(d.name, flags, dir_fd=bfd)
-        try:
-            os.fchmod(fd, 0o700)
-        finally:
-            os.close(fd)
+        _chmod_dir(d.name, 0o700, bfd)
     except OSError as exc:
         raise ClusterError(f"{d}: cannot make the cluster's directory "
                            f"({exc.strerror or exc})") from None
