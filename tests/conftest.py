@@ -433,8 +433,11 @@ def act_on_a_stopped_look() -> Callable[..., Any]:
     `look()` returns the state when it is the moment, else None. Once a look at the running
     program says so, the program is stopped (SIGSTOP; its process group with `group`) and
     looked at again: `act(state)` (a SIGKILL, a SIGINT) gets the state of that second look,
-    sent before the program goes on, so nothing can finish between the look and the act (CI
-    saw a run end between them under load: a kill meant for three runs in flight cut two).
+    sent before the program goes on (CI saw a run end between an unstopped look and a kill
+    under load: a kill meant for three runs in flight cut two). With SIGKILL nothing finishes
+    between the look and the act. A signal the program handles (SIGINT) is handled only
+    after SIGCONT, once the C call it was stopped in returns: that one step (an sqlite
+    commit marking a run done) can still complete, so such a test must allow it.
     Returns that state; None if the program ended or `timeout` s passed first."""
     def watch(proc: Any, look: Callable[[], Any], act: Callable[[Any], None],
               group: bool = False, timeout: float = 120, every: float = 0.05) -> Any:

@@ -107,6 +107,12 @@ def make_inputs(d: Path) -> None:
     (d / "rep0.yaml").write_text(CAMPAIGN % (0, "[]"))
     (d / "shell5.yaml").write_text(CAMPAIGN % (1, '[{run: "echo hi", shell: 5}]'))
     (d / "shellyes.yaml").write_text(CAMPAIGN % (1, '[{run: "echo hi", shell: "yes"}]'))
+    # a quoted "no"/"false" is a true string: a runner's safety flag refuses it
+    runner = "runner: {type: command, options: {command: [\"true\"], regex_metrics: "
+    (d / "fioallow.yaml").write_text((CAMPAIGN % (1, "[]")).replace(
+        runner, "runner: {type: fio, options: {allow_destructive: 'no', rw: read}}\n#"))
+    (d / "shellfalse.yaml").write_text((CAMPAIGN % (1, "[]")).replace(
+        "options: {command:", "options: {shell: 'false', command:"))
     (d / "runs-5.yaml").write_text(CAMPAIGN.replace("{kind: full}", "{kind: lhs, runs: -5}")
                                    % (1, "[]"))
     (d / "previous.json").write_text('{"kept": true}\n')
@@ -284,6 +290,9 @@ CASES: list[Case] = [
     C("run", "rep0.yaml", "campaign_file"),
     C("run", "shell5.yaml", "campaign_file", expect="shell"),
     C("run", "shellyes.yaml", "campaign_file", expect="shell"),
+    C("run", "fioallow.yaml", "campaign_file",
+      expect="option allow_destructive: 'no' must be true or false"),
+    C("run", "shellfalse.yaml", "campaign_file", expect="option shell: 'false' must be true"),
     C("run", "runs-5.yaml", "campaign_file"),
     C("run", "campaign.yaml -o adir", "-o"),
     C("tune", "garbage.yaml --budget 10", "campaign_file"),

@@ -326,7 +326,8 @@ def test_ctrl_c_stops_after_the_current_run(tmp_path: Path, storlab_argv: list[s
             return str(running[0]["key"])
         return None
 
-    # the SIGINT lands (handled once storlab goes on) in the run the stopped look saw
+    # the SIGINT lands (handled once storlab goes on) in the run the stopped look saw; a C
+    # call it was stopped in (a commit) completes first, which the asserts below allow
     interrupted = act_on_a_stopped_look(proc, in_a_run,
                                         lambda _: proc.send_signal(signal.SIGINT), timeout=60)
     out, err = proc.communicate(timeout=60)

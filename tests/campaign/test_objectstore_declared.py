@@ -112,6 +112,53 @@ def test_records_dir_outside_what_the_runs_may_write_is_refused(
     assert not os.path.exists("/etc/storlab-records")
 
 
+def test_the_ceph_runners_objectstore_load_is_held_before_any_run(
+        tmp_path: Path, listener: tuple[str, list[str]], storlab: Any) -> None:
+    """The ceph runner with an object-store load: its endpoint and records_dir are refused
+    by the preflight as the objectstore runner's are (only each run held them). No Ceph
+    cluster is needed: the preflight refuses before it would ask one."""
+    url, hits = listener
+    clusters = tmp_path / "clusters"
+    clusters.mkdir(mode=0o700)
+
+    def ceph(name: str, load: dict[str, Any], **extra: Any) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        space = {"factors": [{"name": "object_size", "kind": "ordinal",
+                              "values": ["4KiB", "8KiB"]}],
+                 "responses": [{"name": "put_ops_per_s", "goal": "maximize"}]}
+        (d / "campaign.yaml").write_text(yaml.safe_dump(
+            {"name": "c", "timeout": 60, "space": space, "design": {"kind": "full"},
+             "runner": {"type": "ceph", "options": {
+                 "cluster_dir": str(clusters),
+                 "load": {"type": "objectstore", "options": {
+                     "api": "s3", "duration": 1, "clients": 1, "objects": 2, **load}}}},
+             **extra}, sort_keys=False))
+        return d / "campaign.yaml"
+
+    p = storlab("run", str(ceph("ep", {"endpoint": url})), timeout=120)
+    refused(p, "field runner: load: option endpoint", url, "sandbox.network: true")
+    p = storlab("run", str(ceph("rec", {"records_dir": "/etc"}, sandbox={"network": True})),
+                timeout=120)
+    refused(p, "field runner: load: option records_dir: /etc", "sandbox.writable")
+    assert hits == []
+    assert not [f for f in os.listdir("/etc") if f.endswith(".csv.gz")]
+
+
+def test_an_absolute_records_dir_inside_the_scratch_area_is_accepted(tmp_path: Path) -> None:
+    """It lies inside the scratch area: it was refused as "outside the scratch area"."""
+    from storlab.campaign.runners.objectstore import refused_records_dir
+
+    scratch = tmp_path / "scratch"
+    (scratch / "rec").mkdir(parents=True)
+    os.symlink(scratch, tmp_path / "via")  # the scratch area named through a link
+    for rd in (str(scratch / "rec"), str(scratch)):
+        assert refused_records_dir(rd, scratch, [], False) is None
+        assert refused_records_dir(rd, tmp_path / "via", [], False) is None
+    why = refused_records_dir(str(tmp_path / "elsewhere"), scratch, [], False)
+    assert why is not None and "outside the scratch area" in why
+
+
 def test_declared_endpoint_and_records_dir_run_and_their_files_are_private(
         tmp_path: Path, listener: tuple[str, list[str]], storlab: Any) -> None:
     """Declared (`sandbox.network: true`, records_dir in a `sandbox.writable` directory),

@@ -50,6 +50,26 @@ def test_spec_and_target_checks():
         Target(api="swift", auth_url="http://127.0.0.1:8080/auth/v1.0")
 
 
+def test_one_reading_of_a_target_url():
+    """The client and the runner's endpoint check read a URL by one function: https's own
+    port is 443 (the check said 443, the client went to 80); a scheme the client does not
+    speak or a port that is not one is refused in one line."""
+    from storlab.campaign.runners.objload import url_address
+
+    assert url_address("https://H") == ("https", "h", 443)
+    assert url_address("http://h") == ("http", "h", 80)
+    assert url_address("http://h:8080/auth/v1.0") == ("http", "h", 8080)
+    for url, words in [("ftp://127.0.0.1", "scheme must be http or https"),
+                       ("127.0.0.1:80", "scheme must be http or https"),
+                       ("http://127.0.0.1:80x", "port must be a number"),
+                       ("http://127.0.0.1:99999", "port must be a number"),
+                       ("http://:80", "no host")]:
+        with pytest.raises(LoadError, match=words):
+            url_address(url)
+        with pytest.raises(LoadError, match=words):
+            Target(api="s3", endpoint=url, access_key="a", secret_key="b")
+
+
 def test_sigv4_matches_an_independent_derivation():
     """The AWS documentation's signing-key example (secret, 20120215, us-east-1, iam)
     checks the key chain; the request signature is then recomputed by hand."""

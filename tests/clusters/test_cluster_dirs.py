@@ -61,6 +61,24 @@ def test_up_replaces_a_link_of_ours_at_the_kind_without_following_it(tmp_path: P
     assert (base / "ceph").stat().st_mode & 0o777 == 0o700
 
 
+def test_up_makes_a_missing_base_trusted_under_umask_002(tmp_path: Path) -> None:
+    """The base's missing components are made 0755 whatever the umask: under umask 002
+    mkdir alone gives 0775, which the trust check then refused."""
+    from storlab.clusters._util import fresh_cluster_dir
+
+    top = tmp_path / "top"
+    top.mkdir(mode=0o755)
+    os.chmod(top, 0o755)
+    old = os.umask(0o002)
+    try:
+        fresh_cluster_dir(top / "a" / "base" / "ceph")
+    finally:
+        os.umask(old)
+    for p in (top / "a", top / "a" / "base"):
+        assert p.stat().st_mode & 0o777 == 0o755, p
+    assert (top / "a" / "base" / "ceph").stat().st_mode & 0o777 == 0o700
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def test_cluster_commands_refuse_a_group_writable_base(tmp_path: Path, storlab) -> None:
     base = tmp_path / "base"

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import stat
 import textwrap
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -41,6 +43,14 @@ def opts(free_ports):
 def swift(swift_cluster):
     """The session's Swift (tests/conftest.py), shared with the runner contract's tests."""
     return swift_cluster
+
+
+def _has_user(name):
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def _target(st, api):
@@ -235,6 +245,34 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path, opts):
     with pytest.raises(ClusterError, match="replicas 4"):
         c.up(SwiftOptions(replicas=4, **opts))
     assert not (tmp_path / "swift").exists()
+
+
+@pytest.mark.skipif(not _has_user("swift"), reason="no swift user")
+def test_daemons_own_only_the_storage_when_run_as_swift(opts):
+    """In a directory others can enter the daemons run as the swift user: they own only
+    node/ (their storage); the confs and rings they read are root:swift 0640 (a server
+    reads its conf as root before it drops to swift: one it could rewrite would make it
+    root at its next start), the builders root's alone. The cluster answers a probe."""
+    import grp
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="storlab-swift-user-"))
+    os.chmod(base, 0o755)
+    c = SwiftCluster(base)
+    try:
+        c.up(SwiftOptions(storage="dir", **opts), timeout=90)
+        d, gid = base / "swift", grp.getgrnam("swift").gr_gid
+        swift_uid = pwd.getpwnam("swift").pw_uid
+        for f in ("proxy-server.conf", "object-server.conf", "object.ring.gz"):
+            st = (d / f).stat()
+            assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, gid, 0o640), f
+        assert (d / "object.builder").stat().st_uid == 0
+        assert all(p.stat().st_uid == swift_uid for p in [d / "node", *(d / "node").iterdir()])
+        assert [p.name for p in d.iterdir() if p.stat().st_uid == swift_uid] == ["node"]
+        assert c.probe().startswith("ok"), c.probe()
+    finally:
+        c.down()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_files_are_private_and_keys_random(swift):

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
-from .runners import (ShellTemplateError, landlock_net_missing, make_runner, refused_shared,
-                      refused_socket, refused_writable, render_argv, require_sandbox,
+from .runners import (ShellTemplateError, landlock_net_missing, make_runner, option_bool,
+                      refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
 from .spec import CampaignError, CampaignSpec
@@ -144,7 +144,8 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                             f"held to its TCP ports by Landlock, but {no}; declare "
                             "sandbox.network: true to give the programs the whole network")
     walls = getattr(runner, "sandbox", None)
-    allow = sb.allow_destructive or bool(camp.spec.runner.options.get("allow_destructive"))
+    allow = sb.allow_destructive or option_bool(
+        "allow_destructive", camp.spec.runner.options.get("allow_destructive", False))
     why = refused_shared([str(camp.dir / p) for p in sb.writable], allow)
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")

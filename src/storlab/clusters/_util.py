@@ -54,12 +54,43 @@ def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
         raise ClusterError(str(exc)) from None
 
 
+def _chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
+    """Set a directory just made to `mode` (mkdir applies the umask), never through a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def make_base(base: Path) -> None:
+    """Make the missing directories of `base`, each 0755 whatever the umask (set again
+    after mkdir, which applies it): under umask 002 a made base would be 0775 and the
+    trust check refuse what storlab made itself. Not 0700: the Swift daemons, run as
+    their own user, pass through it. One made meanwhile by another is left to the check."""
+    missing = []
+    while not os.path.lexists(base):
+        missing.append(base)
+        base = base.parent
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o755)
+        except FileExistsError:
+            continue
+        try:
+            _chmod_dir(p, 0o755)
+        except OSError as exc:
+            raise ClusterError(f"{p}: cannot make the directory ({exc.strerror or exc})"
+                               ) from None
+
+
 def fresh_cluster_dir(d: Path) -> None:
     """Make the cluster directory `d` anew, 0700, never through a link: its base is made
     if missing and checked again (`trusted_cluster_dir`), then opened by its real path;
     whatever is at `d`'s name there (an old cluster, or a link another user planted) is
     removed from that descriptor without following a link, and `d` is made in it."""
-    d.parent.mkdir(parents=True, exist_ok=True)  # the base: the umask's mode
+    make_base(d.parent)
     trusted_cluster_dir(d.parent, d.name)
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -69,11 +100,7 @@ def fresh_cluster_dir(d: Path) -> None:
     try:
         remove_tree(d.name, bfd)
         os.mkdir(d.name, 0o700, dir_fd=bfd)
-        fd = os.open(d.name, flags, dir_fd=bfd)
-        try:
-            os.fchmod(fd, 0o700)
-        finally:
-            os.close(fd)
+        _chmod_dir(d.name, 0o700, bfd)
     except OSError as exc:
         raise ClusterError(f"{d}: cannot make the cluster's directory "
                            f"({exc.strerror or exc})") from None

@@ -211,13 +211,19 @@ class SwiftCluster:
                 # what the tools created with modes of their own (rings are 0644)
                 run(["chmod", "-R", "go-rwx", str(self.dir)])
                 if user != "root":
-                    # the daemons' files are theirs; storlab's own (the directory, its
-                    # state, PID records, logs and disk image) stay root's, the directory
-                    # only traversable by others: a daemon cannot swap what root later
-                    # reads, signals or removes
-                    theirs = [str(p) for p in sorted(self.dir.iterdir()) if p.name not in
-                              ("run", "log", "cluster.json", "disk.img")]
-                    run(["chown", "-R", "-h", f"{user}:", *theirs])
+                    # only the storage is the daemons' own; the confs and rings they
+                    # read stay root's, readable by their group (0640): a server starts
+                    # as root and reads its conf before it drops to `user`, so a daemon
+                    # able to rewrite it (`user = root`) would be root at the next start.
+                    # The builders, state, PID records, logs and disk image are root's
+                    # alone; the directory is only traversable by others
+                    run(["chown", "-R", "-h", f"{user}:", str(self.node)])
+                    read = [str(p) for p in sorted(self.dir.iterdir())
+                            if p.name.endswith((".conf", ".ring.gz"))]
+                    group = pwd.getpwnam(user).pw_gid
+                    for f in read:
+                        os.chown(f, 0, group, follow_symlinks=False)
+                        os.chmod(f, 0o640)
                     os.chmod(self.dir, 0o711)
                 self._start(o, timeout)
         state.update(ready=True, up_seconds=round(time.monotonic() - t0, 1))

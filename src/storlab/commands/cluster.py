@@ -19,7 +19,8 @@ cluster_app = typer.Typer(
 DIR_OPT = typer.Option(None, "--dir", help="Where clusters live (default "
                        "$STORLAB_CLUSTER_DIR, else /var/lib/storlab/clusters as root, "
                        "$XDG_STATE_HOME/storlab/clusters otherwise); refused when a user "
-                       "other than root or you owns or may write a directory on its path.",
+                       "other than root or you owns or may write a directory on its path "
+                       "(a sticky directory such as /tmp is allowed above it).",
                        callback=input_dir("--dir"))
 JSON_OPT = typer.Option(False, "--json/--no-json", help="Print JSON.")
 OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.",

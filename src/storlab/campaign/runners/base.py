@@ -42,6 +42,16 @@ def failure_lines(stderr: str | None, n: int = 3) -> list[str]:
     return theirs[-n:] + ours[-2:]
 
 
+def option_bool(name: str, value: Any) -> bool:
+    """A runner option that gates safety (`allow_destructive`, `shell`), taken only as a
+    real YAML bool: `bool("false")` is True, so a quoted "false" or "no" would open it."""
+    if isinstance(value, bool):
+        return value
+    from ..spec import CampaignError
+
+    raise CampaignError(f"runner: option {name}: {value!r} must be true or false")
+
+
 class Runner(Protocol):
     """Runs one configuration. `workdir` is a scratch directory owned by this run."""
 

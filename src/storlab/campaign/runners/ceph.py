@@ -35,14 +35,14 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
 from ._program import render_value, run_program, tail
 from ._sandbox import opened
-from .base import RunResult
+from .base import RunResult, option_bool
 from .ceph_values import OPTION_NAME, refused_value, refused_who
 from .fio_guard import CEPH_PORTS
 
@@ -78,11 +78,16 @@ class CephRunner:
             from .fio import FioRunner
 
             FioRunner(**self.load_options)  # refuses bad extra_args and job names
-        else:
+        self.cluster_dir = cluster_dir
+        # the object-store load, built once: it refuses bad options now, and the
+        # campaign's preflight asks it where the load goes and writes (below)
+        self._objstore: Any = None
+        if self.load_type == "objectstore":
             from .objectstore import ObjectStoreRunner
 
-            ObjectStoreRunner(**{"cluster": "ceph", **self.load_options})
-        self.cluster_dir = cluster_dir
+            self._objstore = ObjectStoreRunner(**{"cluster": "ceph",
+                                                  "cluster_dir": cluster_dir,
+                                                  **self.load_options})
         self.who = {str(k): str(v) for k, v in (who or {}).items()}
         for name, section in self.who.items():  # they reach root's ceph argv
             why = refused_who(section)
@@ -90,7 +95,7 @@ class CephRunner:
                 raise CampaignError(f"ceph runner: options.who.{name}: {why}")
         self.health_timeout = float(health_timeout)
         self.settle = float(settle)
-        self.allow_destructive = bool(allow_destructive)
+        self.allow_destructive = option_bool("allow_destructive", allow_destructive)
 
     # ------------------------------------------------------------------ parameters
     def _cluster(self) -> Any:
@@ -219,6 +224,35 @@ class CephRunner:
             res.ended = time.time()
         return res
 
+    # The campaign's preflight asks these of every runner that has them: an object-store
+    # load runs in storlab's own process, so its endpoint and records_dir are held before
+    # any run as the objectstore runner's are (each run holds them again). Other loads
+    # have nothing to answer here.
+    def job_options(self, config: Mapping[str, Any], workdir: Path, check: bool = False
+                    ) -> dict[str, Any]:
+        """The object-store load's options of a run of `config` ({} for another load)."""
+        return self._objstore.job_options(config, workdir, check) if self._objstore else {}
+
+    def refused_grant(self, opts: Mapping[str, Any], sockets: bool, io_uring: bool,
+                      network: bool) -> str | None:
+        """Why the object-store load's endpoint is not declared, or None."""
+        if self._objstore is None:
+            return None
+        why = self._objstore.refused_grant(opts, sockets, io_uring, network)
+        return f"load: {why}" if why else None
+
+    def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
+                         writable: Sequence[str]) -> str | None:
+        """Why the object-store load's records may not be made in its records_dir, or None."""
+        if self._objstore is None:
+            return None
+        why = self._objstore.refused_new_file(config, workdir, writable)
+        return f"load: {why}" if why else None
+
+    def refused_program_dir(self, opts: Mapping[str, Any], workdir: Path,
+                            writable: Sequence[str]) -> None:
+        """The load starts no program the runs' walls would open a directory beside."""
+
     def network_reason(self) -> str:
         return "the ceph runner's load talks to its cluster"
 
@@ -235,10 +269,7 @@ class CephRunner:
             os.environ["CEPH_CONF"] = st["conf"]
             res = FioRunner(**opts).run(load_cfg, workdir, timeout)
         else:
-            from .objectstore import ObjectStoreRunner
-
-            res = ObjectStoreRunner(**{"cluster": "ceph", "cluster_dir": self.cluster_dir,
-                                       **self.load_options}).run(load_cfg, workdir, timeout)
+            res = self._objstore.run(load_cfg, workdir, timeout)
         return res
 
     def _rados_bench(self, st: Mapping[str, Any], cfg: Mapping[str, Any], workdir: Path,

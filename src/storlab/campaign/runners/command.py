@@ -24,7 +24,7 @@ from ..spec import CampaignError
 from ._program import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
                     render_value, reserved_env_clash, run_program, shell_command, substitute,
                     tail, template_names)
-from .base import RunResult, find_json
+from .base import RunResult, find_json, option_bool
 
 
 #: The command runner's own options (any other option is a constant for the templates).
@@ -43,6 +43,8 @@ class CommandRunner:
                  args: bool = False, env: Mapping[str, str] | None = None,
                  stream: str = "stdout", ok_codes: Sequence[int] = (0,),
                  **fixed: Any) -> None:
+        shell = option_bool("shell", shell)
+        args = option_bool("args", args)
         if isinstance(command, str) and not shell:
             import shlex
 

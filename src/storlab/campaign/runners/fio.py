@@ -25,7 +25,7 @@ from . import fio_parse as parse
 from . import fio_targets as targets
 from ._program import run_program, tail
 from ._sandbox import current
-from .base import RunResult
+from .base import RunResult, option_bool
 from .fio_cmdline import check_option, parse_extra_args, read_job_file
 from .fio_parse import fio_named, job_records, parse_json_output, server_key, summarize
 from .fio_targets import Candidate
@@ -75,7 +75,7 @@ class FioRunner:
         self.fio = fio
         self.job_file = Path(job_file) if job_file is not None else None
         self.clients = [str(c) for c in (clients or [])]
-        self.allow_destructive = bool(allow_destructive)
+        self.allow_destructive = option_bool("allow_destructive", allow_destructive)
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(job_name)):
             raise CampaignError(f"fio runner: job_name {job_name!r} must be letters, digits, "
                                 "'_', '.' or '-'")

@@ -24,9 +24,9 @@ asks `refused_grant` and `refused_new_file`) and again by each run:
 - the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
   campaign declares `sandbox.network: true`; without it a factor may not move the load to
   another host or port (`refused_endpoint`);
-- `records_dir` lies in the scratch area (relative, without `..` out of it) or in a
-  directory declared in `sandbox.writable` that the sandbox opens (not a system or shared
-  one), unless `sandbox.allow_destructive` (`refused_records_dir`).
+- `records_dir` lies in the scratch area (relative without `..` out of it, or absolute)
+  or in a directory declared in `sandbox.writable` that the sandbox opens (not a system
+  or shared one), unless `sandbox.allow_destructive` (`refused_records_dir`).
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .objload import Target
+from .objload import Target, url_address
 from ..spec import CampaignError
+from ...errors import LoadError
 from ...fileio import within
 from ._sandbox import current, opens_declared
 from .base import RunResult
@@ -79,16 +79,6 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _address(url: str) -> tuple[str, int | None]:
-    """(host, port) a URL's requests go to (the scheme's port when none is written)."""
-    u = urllib.parse.urlsplit(str(url))
-    try:
-        port = u.port
-    except ValueError:
-        port = None
-    return (u.hostname or "").lower(), port or {"http": 80, "https": 443}.get(u.scheme)
-
-
 def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
                      network: bool) -> str | None:
     """Why the load may not go where the runner's `options` and a configuration's factors
@@ -119,7 +109,11 @@ def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
         return f"{what} {k}: {v} cannot be checked against cluster {cluster} ({exc}); {hint}"
     for what, k, v in named:
         mine = own.get(k)
-        if not mine or _address(v) != _address(mine):
+        try:
+            theirs = url_address(v)
+        except LoadError as exc:
+            return f"{what} {k}: {exc}"
+        if not mine or theirs != url_address(mine):
             return (f"{what} {k}: {v} is not the endpoint of cluster {cluster} "
                     f"({mine or f'none for {k}'}); {hint}")
     return None
@@ -137,7 +131,8 @@ def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
         return None
     scratch = os.path.abspath(scratch)
     rd = os.path.normpath(os.path.join(scratch, records_dir))  # an absolute one stays itself
-    if not os.path.isabs(records_dir) and within(rd, scratch):
+    # an absolute one was resolved (`prepare_options`): held to the scratch area's real path
+    if within(rd, scratch) or within(rd, os.path.realpath(scratch)):
         return None
     for d in writable:
         if within(rd, d):

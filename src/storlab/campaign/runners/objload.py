@@ -103,10 +103,34 @@ class Target:
         if missing:
             raise LoadError(f"api {self.api}: missing {', '.join(missing)}")
         for url in (self.endpoint, self.auth_url):
-            host = urllib.parse.urlsplit(url).hostname if url else None
+            host = url_address(url)[1] if url else None
             if host is not None and not is_lan_address(host):
                 raise LoadError(f"target {url}: only loopback or private (RFC 1918) "
                                 "endpoints are allowed")
+
+
+def url_address(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) an http or https URL's requests go to, the scheme's port when
+    none is written: the one reading of a URL, for the client and for the runner's check
+    that the load goes to the cluster's own endpoint. Another scheme, no host or a port
+    that is not a number 0-65535 is refused (LoadError)."""
+    u = urllib.parse.urlsplit(str(url))
+    if u.scheme not in ("http", "https"):
+        raise LoadError(f"target {url}: the scheme must be http or https")
+    try:
+        port = u.port
+    except ValueError:
+        raise LoadError(f"target {url}: the port must be a number from 0 to 65535") from None
+    if not u.hostname:
+        raise LoadError(f"target {url}: no host")
+    return u.scheme, u.hostname, port or (443 if u.scheme == "https" else 80)
+
+
+def _connection(scheme: str, host: str, port: int, timeout: float
+                ) -> http.client.HTTPConnection:
+    """A connection to (scheme, host, port) as `url_address` reads a URL."""
+    cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+    return cls(host, port, timeout=timeout)
 
 
 @dataclass
@@ -158,12 +182,12 @@ class _Conn:
     def __init__(self, target: Target, swift_auth: tuple[str, str] | None) -> None:
         self.t = target
         if target.api == "s3":
-            u = urllib.parse.urlsplit(target.endpoint)
-            self.host, self.port, self.prefix = u.hostname, u.port or 80, ""
+            self.scheme, self.host, self.port = url_address(target.endpoint)
+            self.prefix = ""
         else:
             assert swift_auth is not None
-            u = urllib.parse.urlsplit(swift_auth[0])
-            self.host, self.port, self.prefix = u.hostname, u.port or 80, u.path.rstrip("/")
+            self.scheme, self.host, self.port = url_address(swift_auth[0])
+            self.prefix = urllib.parse.urlsplit(swift_auth[0]).path.rstrip("/")
             self.token = swift_auth[1]
         self.hostport = f"{self.host}:{self.port}"
         self.conn: http.client.HTTPConnection | None = None
@@ -209,7 +233,7 @@ class _Conn:
             headers["Content-Length"] = "0"
         for attempt in (0, 1):  # one retry on a stale keep-alive connection
             if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+                self.conn = _connection(self.scheme, self.host, self.port, timeout)
             try:
                 self.conn.request(method, path, body=body, headers=headers)
                 resp = self.conn.getresponse()
@@ -239,8 +263,8 @@ class _Conn:
 
 
 def swift_login(target: Target, timeout: float = 10) -> tuple[str, str]:
+    c = _connection(*url_address(target.auth_url), timeout)
     u = urllib.parse.urlsplit(target.auth_url)
-    c = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
     try:
         c.request("GET", u.path, headers={"X-Auth-User": target.user,
                                           "X-Auth-Key": target.key})
