@@ -43,15 +43,31 @@ DEFAULT_BASE = default_base()
 
 
 def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
-    """`base/kind` (absolute) once `check_trusted_dir` finds that no user but root or
-    this one could change what it leads to or holds: storlab, often as root, starts
-    daemons from the confs there, signals the processes its PID records name and copies
-    its logs into messages."""
+    """`base/kind` as `check_trusted_dir` resolved it (no link in it), once it finds that no
+    user but root or this one could change what it leads to or holds: storlab, often as
+    root, starts daemons from the confs there, signals the processes its PID records name
+    and copies its logs into messages. It may not exist yet (`up` makes it): readers ask
+    `present_cluster_dir` before reading."""
     d = Path(base or default_base()) / kind
     try:
         return check_trusted_dir(d, "cluster directory")
     except StorlabError as exc:
         raise ClusterError(str(exc)) from None
+
+
+def present_cluster_dir(d: Path) -> bool:
+    """Whether the cluster directory `d` is there now, walked again by `check_trusted_dir`
+    to its end (refused in one line when untrusted). What reads or signals from a cluster's
+    directory (state, status, down, a run's cluster) asks this first: a directory that was
+    missing when the cluster object was made (`--dir /tmp/x`) may since have been made by
+    another user, and is then refused, never read."""
+    try:
+        check_trusted_dir(d, "cluster directory", missing_ok=False)
+    except FileNotFoundError:
+        return False
+    except StorlabError as exc:
+        raise ClusterError(str(exc)) from None
+    return True
 
 
 def fresh_cluster_dir(d: Path) -> None:
