@@ -19,7 +19,7 @@ from typing import Any
 
 from .._proc_lifetime import die_with_parent, stat_fields
 from ..errors import ClusterError, StorlabError
-from ..fileio import check_trusted_dir, remove_tree
+from ..fileio import check_trusted_dir, remove_tree, walk_resolved
 
 LOG_TAIL_LINES = 25
 
@@ -43,14 +43,19 @@ DEFAULT_BASE = default_base()
 
 
 def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
-    """`base/kind` as `check_trusted_dir` resolved it (no link in it), once it finds that no
-    user but root or this one could change what it leads to or holds: storlab, often as
+    """`base/kind` with the base resolved (no link in it; `kind` an entry of it), once
+    `check_trusted_dir` finds that no user but root or this one could change what it
+    leads to or holds: storlab, often as
     root, starts daemons from the confs there, signals the processes its PID records name
     and copies its logs into messages. It may not exist yet (`up` makes it): readers ask
     `present_cluster_dir` before reading."""
-    d = Path(base or default_base()) / kind
+    top = Path(base or default_base())
     try:
-        return check_trusted_dir(d, "cluster directory")
+        check_trusted_dir(top / kind, "cluster directory")  # the base, `kind`, its target
+        # the base's resolved path (its entries were judged just above: only root or this
+        # user could change them), and `kind` kept as an entry: a link of ours there is
+        # replaced by `up`, not followed into the directory it leads to
+        return walk_resolved(top, lambda *_: None) / kind
     except StorlabError as exc:
         raise ClusterError(str(exc)) from None
 
