@@ -299,3 +299,93 @@ def test_trusted_dir_refuses_a_group_writable_component(tmp_path: Path) -> None:
     os.chmod(mid, 0o1777)  # sticky, but the last component of the real path
     with pytest.raises(StorlabError, match="mode 1777"):
         check_trusted_dir(tmp_path / "alias")
+
+
+# ---------------------------------------------------------------- the kernel's way through a path
+def test_walk_resolved_goes_where_the_kernel_goes(tmp_path: Path) -> None:
+    """`..` after a link is the target's parent (as `open` takes it, not `abspath`), a
+    relative target is read from the link's directory, and links chain: the answer is
+    the real path, every entry met handed to the rule once."""
+    from storlab.fileio import walk_resolved
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "c").mkdir()
+    os.symlink("a/b", tmp_path / "rel")          # relative: from tmp_path
+    os.symlink(tmp_path / "rel", tmp_path / "abs")  # absolute, to another link
+    met: list[str] = []
+    cases = {"rel/..": "a", "abs/../b": "a/b", "abs/../../c": "c", "rel/./": "a/b",
+             "abs/x/y": "a/b/x/y"}  # a missing part ends the walk, the rest as written
+    for given, want in cases.items():
+        got = walk_resolved(tmp_path / given, lambda at, st, last: met.append(at))
+        assert got == tmp_path / want, given
+        if "x" not in given:
+            assert os.path.realpath(tmp_path / given) == str(got)
+    assert str(tmp_path / "rel") in met and str(tmp_path / "abs") in met
+    with pytest.raises(FileNotFoundError):
+        walk_resolved(tmp_path / "abs" / "x", lambda *_: None, missing_ok=False)
+
+
+def test_walk_resolved_stops_a_link_loop_in_one_line(tmp_path: Path) -> None:
+    from storlab.fileio import MAX_LINK_HOPS, walk_resolved
+
+    os.symlink("loop", tmp_path / "loop")
+    with pytest.raises(StorlabError) as exc:
+        walk_resolved(tmp_path / "loop" / "f", lambda *_: None)
+    msg = str(exc.value)
+    assert "\n" not in msg and f"more than {MAX_LINK_HOPS} symbolic links" in msg
+    assert str(tmp_path / "loop") in msg
+    # a chain of exactly the cap resolves (the kernel's limit is the same)
+    (tmp_path / "end").mkdir()
+    prev = "end"
+    for i in range(MAX_LINK_HOPS):
+        os.symlink(prev, tmp_path / f"l{i}")
+        prev = f"l{i}"
+    assert walk_resolved(tmp_path / prev, lambda *_: None) == tmp_path / "end"
+    os.symlink(prev, tmp_path / "one-more")
+    with pytest.raises(StorlabError, match="more than"):
+        walk_resolved(tmp_path / "one-more", lambda *_: None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root")
+def test_a_foreign_link_before_dotdot_or_behind_our_own_link_is_refused(
+        tmp_path: Path) -> None:
+    """nobody's link met on the kernel's way: before a `..` (which `abspath` would erase)
+    and inside the target of root's own link (never lstat'ed by a walk of the path as
+    written). Both checks refuse in one line naming nobody's link; the real path passes."""
+    from storlab.fileio import check_no_foreign_link, check_trusted_dir
+
+    theirs = tmp_path / "theirs" / "sub"
+    theirs.mkdir(parents=True)
+    (theirs / "c.yaml").write_text("")
+    (theirs.parent / "c.yaml").write_text("")
+    link = tmp_path / "link"
+    os.symlink(theirs, link)
+    os.lchown(link, NOBODY, NOBODY)
+    os.symlink(link, tmp_path / "rootlink")  # root's link -> nobody's link
+    for given in (link / ".." / "c.yaml", tmp_path / "rootlink" / "c.yaml"):
+        with pytest.raises(StorlabError) as exc:
+            check_no_foreign_link(given)
+        msg = str(exc.value)
+        assert "\n" not in msg and f"reached through {link}, a symbolic link owned by " \
+            "uid 65534" in msg, msg
+    with pytest.raises(StorlabError) as exc:
+        check_trusted_dir(tmp_path / "rootlink", "cluster directory")
+    assert f"{link} (a symbolic link" in str(exc.value) and "uid 65534" in str(exc.value)
+    assert check_no_foreign_link(theirs / "c.yaml") == theirs / "c.yaml"
+    # our own links, chained and before `..`, pass and give the real path
+    os.lchown(link, 0, 0)
+    assert check_no_foreign_link(link / ".." / "c.yaml") == theirs.parent / "c.yaml"
+    assert check_trusted_dir(tmp_path / "rootlink") == theirs
+
+
+def test_trusted_dir_judges_the_directory_a_trailing_dotdot_ends_on(tmp_path: Path) -> None:
+    """`shared/x/..` ends on the sticky, world-writable `shared`: the last directory, so
+    refused, though it was met first as a middle one."""
+    from storlab.fileio import check_trusted_dir
+
+    shared = tmp_path / "shared"
+    (shared / "x").mkdir(parents=True)
+    os.chmod(shared, 0o1777)
+    check_trusted_dir(shared / "x")
+    with pytest.raises(StorlabError, match="mode 1777"):
+        check_trusted_dir(shared / "x" / "..")

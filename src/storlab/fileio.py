@@ -13,13 +13,14 @@ usual payloads: `write_text`, `write_json`, `write_frame` (CSV/Parquet/JSON by s
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import IO, TYPE_CHECKING, Any
@@ -74,72 +75,138 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def check_trusted_dir(path: str | os.PathLike[str], what: str = "") -> Path:
-    """Refuse, in one line naming the component, its owner and mode, a directory storlab
+#: Symbolic links followed while resolving one path before it is refused (the kernel's
+#: limit: ELOOP after 40).
+MAX_LINK_HOPS = 40
+
+#: A per-entry rule for `walk_resolved`: the entry's path as met, its lstat, and whether
+#: it is the path's last entry (a link's target, spliced in, comes after it).
+EntryRule = Callable[[str, os.stat_result, bool], None]
+
+
+def walk_resolved(path: str | os.PathLike[str], rule: EntryRule, label: str = "", *,
+                  missing_ok: bool = True) -> Path:
+    """Resolve `path` as the kernel does, calling `rule` on every entry it lstat's, and
+    return the path it resolved to. Component by component from `/` (a relative path from
+    the working directory): `..` is applied to the prefix resolved so far, never to the
+    text (`link/..` is the link target's parent, as `open` goes); a symbolic link's target
+    is spliced in where the link stood (relative to the link's directory, absolute from
+    `/`), so every link on the way is met, at any depth, and so is every directory. After
+    `MAX_LINK_HOPS` links the path is refused (a loop). A component that does not exist
+    ends the walk: the rest is appended as written (the caller makes it, then checks
+    again); without `missing_ok` it raises FileNotFoundError instead. The returned path has no link in it: use it, not the path given, for what
+    follows (a second resolution could take another way)."""
+    text = os.fspath(path)
+    label = label or text
+    if not os.path.isabs(text):
+        text = os.path.join(os.getcwd(), text)  # getcwd: the kernel's name, no links
+    pending = [c for c in text.split("/") if c not in ("", ".")]
+    pending.reverse()  # a stack: the next component last
+    at = "/"
+    try:
+        rule(at, os.lstat(at), not pending)
+    except OSError as exc:
+        raise StorlabError(f"{label}: cannot check / ({exc.strerror or exc})") from None
+    hops = 0
+    while pending:
+        name = pending.pop()
+        if name == "..":
+            at = os.path.dirname(at)  # `at` holds no link: its parent is the real one
+            if not pending:  # met above as a middle entry: now it is the last
+                try:
+                    rule(at, os.lstat(at), True)
+                except OSError as exc:
+                    raise StorlabError(f"{label}: cannot check {at} "
+                                       f"({exc.strerror or exc})") from None
+            continue
+        entry = os.path.join(at, name)
+        try:
+            st = os.lstat(entry)
+        except (FileNotFoundError, NotADirectoryError):
+            if not missing_ok:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), entry
+                                        ) from None
+            return Path(entry, *reversed(pending))
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot check {entry} ({exc.strerror or exc})"
+                               ) from None
+        rule(entry, st, not pending)
+        if not stat.S_ISLNK(st.st_mode):
+            at = entry
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            raise StorlabError(f"{label}: more than {MAX_LINK_HOPS} symbolic links on the "
+                               f"way (a loop?), the last {entry}")
+        try:
+            target = os.readlink(entry)
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot read the link {entry} "
+                               f"({exc.strerror or exc})") from None
+        if target.startswith("/"):
+            at = "/"
+        pending.extend(reversed([c for c in target.split("/") if c not in ("", ".")]))
+    return Path(at)
+
+
+def check_trusted_dir(path: str | os.PathLike[str], what: str = "", *,
+                      missing_ok: bool = True) -> Path:
+    """Refuse, in one line naming the entry, its owner and mode, a directory storlab
     keeps its own root files in (a cluster's keys, configs, PID records, daemons' logs)
     when anyone but root or the effective user could change where the path leads or what
-    it holds. The path as written and its real path are walked from `/`, each component
-    taken as it is (lstat: a link is judged itself, by its owner, and where it leads by the
-    real path's walk): it must be owned by root or the euid and be writable by neither its
-    group nor others, unless it is a sticky directory and not the last component (`/tmp`:
+    it holds. The path is resolved as the kernel does (`walk_resolved`), and every entry
+    met on the way (each directory, each link at any depth, the links' targets) must be
+    owned by root or the euid; a directory (or the last entry) must be writable by
+    neither its group nor others, unless it is a sticky directory and not the last (`/tmp`:
     others may add names there, not replace ours). OpenSSH's StrictModes and sudo check
     the same. A link or directory another user planted in `/tmp` fails here. Components
-    that do not exist yet end the walk: the caller makes them, then checks again. The
-    absolute path is returned."""
-    lexical = os.path.abspath(path)
+    that do not exist yet end the walk: the caller makes them, then checks again (without
+    `missing_ok`, FileNotFoundError: a reader must not take a directory anyone may make
+    later in a sticky one for its own). The resolved path is returned: the caller uses it, so a link swapped later changes nothing."""
     label = f"{what} {path}" if what else str(path)
     euid = os.geteuid()
-    for full in dict.fromkeys((lexical, os.path.realpath(lexical))):
-        parts = PurePath(full).parts
-        at = ""
-        for i, name in enumerate(parts):
-            at = os.path.join(at, name) if at else name
-            try:
-                st = os.lstat(at)
-            except FileNotFoundError:
-                break
-            except OSError as exc:
-                raise StorlabError(f"{label}: cannot check {at} ({exc.strerror or exc})"
-                                   ) from None
-            mode = st.st_mode
-            if st.st_uid not in (0, euid):
-                raise StorlabError(
-                    f"{label}: {at} ({_entry(mode)}, mode {stat.S_IMODE(mode):04o}) is owned "
-                    f"by {_owner(st.st_uid)}, not by root or you: storlab trusts a "
-                    "directory with its own files as root only when no other user can "
-                    "change the path")
-            if stat.S_ISLNK(mode):
-                continue  # a link's mode means nothing; where it leads: the real path
-            sticky_above = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and i < len(parts) - 1
-            if mode & 0o022 and not sticky_above:
-                raise StorlabError(
-                    f"{label}: {at} ({_entry(mode)}, owner {_owner(st.st_uid)}) has mode "
-                    f"{stat.S_IMODE(mode):04o}: writable by its group or others, who could "
-                    "swap what storlab keeps there as root; remove their write permission "
-                    "(chmod go-w) or choose another directory")
-    return Path(lexical)
+
+    def rule(at: str, st: os.stat_result, last: bool) -> None:
+        mode = st.st_mode
+        if st.st_uid not in (0, euid):
+            raise StorlabError(
+                f"{label}: {at} ({_entry(mode)}, mode {stat.S_IMODE(mode):04o}) is owned "
+                f"by {_owner(st.st_uid)}, not by root or you: storlab trusts a "
+                "directory with its own files as root only when no other user can "
+                "change the path")
+        if stat.S_ISLNK(mode):
+            return  # a link's mode means nothing; its target is walked next
+        sticky_above = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and not last
+        if mode & 0o022 and not sticky_above:
+            raise StorlabError(
+                f"{label}: {at} ({_entry(mode)}, owner {_owner(st.st_uid)}) has mode "
+                f"{stat.S_IMODE(mode):04o}: writable by its group or others, who could "
+                "swap what storlab keeps there as root; remove their write permission "
+                "(chmod go-w) or choose another directory")
+
+    return walk_resolved(path, rule, label, missing_ok=missing_ok)
 
 
-def check_no_foreign_link(path: str | os.PathLike[str], what: str = "") -> None:
+def check_no_foreign_link(path: str | os.PathLike[str], what: str = "") -> Path:
     """Refuse, in one line, a path reached through a symbolic link owned by anyone but root
     or the effective user: where such a link leads decides where storlab (often root)
     makes what it writes beside the file, a campaign's store and runs say. The kernel's
     `fs.protected_symlinks` refuses the same only for links in sticky directories; this
-    refuses it anywhere on the path as written."""
+    refuses it anywhere on the way the kernel takes (`walk_resolved`: links inside a link's
+    target and links before a `..` included). The resolved path is returned: read the
+    file there, and make what goes beside it there."""
     label = f"{what} {path}" if what else str(path)
-    at = ""
-    for name in PurePath(os.path.abspath(path)).parts:
-        at = os.path.join(at, name) if at else name
-        try:
-            st = os.lstat(at)
-        except OSError:
-            return  # missing: nothing to follow (the reader says what is wrong)
-        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, os.geteuid()):
+    euid = os.geteuid()
+
+    def rule(at: str, st: os.stat_result, last: bool) -> None:
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, euid):
             raise StorlabError(
                 f"{label}: reached through {at}, a symbolic link owned by "
                 f"{_owner(st.st_uid)}, not by root or you: where it leads would decide "
                 f"where storlab writes; name the file by its real path "
                 f"({os.path.realpath(path)})")
+
+    return walk_resolved(path, rule, label)
 
 
 def check_target(path: str | Path, what: str = "") -> Path:

@@ -452,22 +452,35 @@ def test_a_campaign_reached_through_somebody_elses_link_is_refused(storlab, tmp_
                                                                    ) -> None:
     """A campaign file named through a link another user owns (nobody's link in /tmp to
     a root campaign) made root's store and runs where the link led, in the target's
-    directory. Now refused in one line naming the link; the same file through a link of
-    our own, or by its real path, loads."""
+    directory. Now refused in one line naming the link, wherever the kernel meets it: a
+    link to the file, a link to a directory before `..` (`dirlink/../campaign.yaml` opens
+    the target's parent's file, which `abspath` would have hidden), and nobody's link
+    behind root's own; the same file through links of our own, or by its real path,
+    loads."""
     import shutil
 
     real = tmp_path / "theirs"
     shutil.copytree(ROOT / "examples/fio-screening", real)
+    (real / "sub").mkdir()
     before = sorted(p.name for p in real.iterdir())
     camp = real / "campaign.yaml"
-    link = tmp_path / "link.yaml"
+    link, dirlink = tmp_path / "link.yaml", tmp_path / "dirlink"
     link.symlink_to(camp)
-    os.lchown(link, 65534, 65534)
-    r = storlab("status", link, timeout=60)
-    out = r.stdout + r.stderr
-    assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
-    assert f"reached through {link}, a symbolic link owned by uid 65534" in out, out
-    assert str(camp) in out, out
+    dirlink.symlink_to(real / "sub")
+    (tmp_path / "rootlink").symlink_to(dirlink)  # root's link -> nobody's link
+    for p in (link, dirlink):
+        os.lchown(p, 65534, 65534)
+    for given, through in ((link, link), (dirlink / ".." / "campaign.yaml", dirlink),
+                           (tmp_path / "rootlink" / ".." / "campaign.yaml", dirlink)):
+        r = storlab("status", given, timeout=60)
+        out = r.stdout + r.stderr
+        assert r.returncode == 2 and "Traceback" not in out and \
+            len(out.strip().splitlines()) == 1, out
+        assert f"reached through {through}, a symbolic link owned by uid 65534" in out, out
+        assert str(camp) in out, out
     assert sorted(p.name for p in real.iterdir()) == before
-    os.lchown(link, os.geteuid(), os.getegid())
+    for p in (link, dirlink):
+        os.lchown(p, os.geteuid(), os.getegid())
     assert storlab("status", link, timeout=60).returncode == 0
+    assert storlab("status", tmp_path / "rootlink" / ".." / "campaign.yaml",
+                   timeout=60).returncode == 0

@@ -114,3 +114,52 @@ def test_a_campaign_cluster_dir_of_another_user_is_refused_before_any_run(
     msg = str(exc.value)
     assert "\n" not in msg and "options.cluster_dir" in msg and "nobody" in msg, msg
     assert not (tmp_path / "campaign.db").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's directory needs root")
+@pytest.mark.parametrize("kind", ["ceph", "swift"])
+def test_a_cluster_dir_made_by_another_user_after_the_check_is_never_read(
+        tmp_path: Path, kind: str) -> None:
+    """`--dir` naming a directory not made yet, in a sticky shared one: the cluster object
+    is made (its path passes), then another user makes the directory with a forged state
+    and PID record. status, state and down read nothing there and signal nothing: each
+    checks the directory again as it is now; with no directory they say "no cluster"."""
+    from storlab.clusters import cluster_state
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    c = get_cluster(kind, shared / "x")
+    assert c.state() is None and c.status() is None
+    assert c.down()["removed"] is None
+    with pytest.raises(ClusterError, match="no .* cluster is up"):
+        cluster_state(kind, shared / "x")
+    # now nobody makes it, with a state and a PID record naming this very process
+    d = shared / "x" / kind
+    (d / "run").mkdir(parents=True)
+    (d / "cluster.json").write_text('{"ready": true, "kind": "%s"}' % kind)
+    (d / "run" / "mon.a.pid").write_text(f"{os.getpid()}\npython\n\n")
+    for p in (shared / "x", d, d / "run", d / "cluster.json", d / "run" / "mon.a.pid"):
+        os.chown(p, NOBODY, NOBODY)
+    for call in (c.state, c.status, c.down):
+        with pytest.raises(ClusterError) as exc:
+            call()
+        msg = str(exc.value)
+        assert "\n" not in msg and f"{shared / 'x'} (a directory" in msg and "nobody" in msg
+    assert (d / "cluster.json").exists()  # down removed nothing of theirs
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_a_link_of_ours_as_base_is_resolved_once(tmp_path: Path) -> None:
+    """The base named through a link of ours: the cluster's directory is the link's
+    target's, fixed when the object is made (a link changed later leads nowhere new)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    os.symlink(real, tmp_path / "alias")
+    c = get_cluster("ceph", tmp_path / "alias")
+    assert c.dir == real / "ceph"
+    other = tmp_path / "other"
+    other.mkdir()
+    os.unlink(tmp_path / "alias")
+    os.symlink(other, tmp_path / "alias")
+    assert c.dir == real / "ceph" and c.state() is None

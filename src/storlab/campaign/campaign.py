@@ -46,7 +46,7 @@ from .preflight import check_runner, check_steps, check_targets, check_width
 from .runners import run_identity, runner_class
 from .sandbox_summary import sandbox_summary
 from .sources import DesignSource, Observation, Proposal, adaptive_kinds, make_source
-from .spec import CampaignError, CampaignSpec, check_plan, load_spec
+from .spec import CampaignError, CampaignSpec, check_plan, read_spec
 from .store import FAILED, Store
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
@@ -62,7 +62,8 @@ class Campaign:
 
     def __init__(self, spec: CampaignSpec, path: str | Path) -> None:
         self.spec = spec
-        self.path = Path(path).resolve()
+        # absolute, not resolved again: `load` passes the path its checks resolved
+        self.path = Path(os.path.abspath(path))
         self.dir = self.path.parent
         self.name = spec.name or self.path.stem
         self.space = campaign_space(spec, self.path)
@@ -88,17 +89,17 @@ class Campaign:
         """The campaign of a file; with `store`, read from that store file (next to the
         file) instead of the file's `store:`, as the adaptive design it holds when, say,
         `storlab tune` wrote it from a fixed design (`storemeta.source_store`)."""
-        spec = load_spec(path)
-        here = Path(path).resolve().parent
+        path, spec = read_spec(path)  # the real path, resolved once with its checks
+        here = path.parent
         if store is None:
-            check_own_store(here / spec.store, Path(path))
+            check_own_store(here / spec.store, path)
         if store is not None:
             own = {(here / n).resolve()
                    for n in (spec.store, *(source_store(path, k) for k in adaptive_kinds()))}
             if (here / store).resolve() not in own:
                 # the file's own stores are read as without --store (a campaign directory
                 # moved or copied keeps its old path in their meta)
-                check_store_campaign(here / store, Path(path))
+                check_store_campaign(here / store, path)
             spec = spec.model_copy(update={"store": store})
             spec = as_stored_source(spec, here / store)
         return cls(spec, path)
@@ -407,8 +408,9 @@ class Campaign:
 
 
 def campaign_space(spec: CampaignSpec, path: str | Path) -> Space:
-    """The campaign's space (a file next to the campaign file, or inline)."""
-    path = Path(path).resolve()
+    """The campaign's space (a file next to the campaign file, or inline); `path` as
+    `read_spec` resolved it."""
+    path = Path(os.path.abspath(path))
     sp = spec.space
     try:
         if isinstance(sp, str):

@@ -222,10 +222,18 @@ class CampaignSpec(_Model):
 
 def load_spec(path: str | Path) -> CampaignSpec:
     """Read and check a campaign file; errors name the file, the field and the value."""
+    return read_spec(path)[1]
+
+
+def read_spec(path: str | Path) -> tuple[Path, CampaignSpec]:
+    """The campaign file's real path and its checked spec (`load_spec`). The path is the
+    one `check_no_foreign_link` resolved, the file is read there, and the caller makes the
+    store and the runs beside it: never a second resolution, which a link swapped in
+    between would lead elsewhere."""
     p = Path(path)
     try:
-        check_no_foreign_link(p)  # the store and the runs are made where the file is
-        data = read_yaml(p)
+        real = check_no_foreign_link(p)  # the store and the runs are made where the file is
+        data = read_yaml(real)
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
     if not isinstance(data, dict):
@@ -234,7 +242,7 @@ def load_spec(path: str | Path) -> CampaignSpec:
     if nul is not None:  # a path or argument with a NUL byte cannot reach the system
         raise CampaignError(f"{p}: field {nul}: holds a NUL byte")
     try:
-        return CampaignSpec.model_validate(data)
+        return real, CampaignSpec.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or "(top)"

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._proc_lifetime import die_with_parent, stat_fields
 from ..errors import ClusterError, StorlabError
-from ..fileio import check_trusted_dir, remove_tree
+from ..fileio import check_trusted_dir, remove_tree, walk_resolved
 
 LOG_TAIL_LINES = 25
 
@@ -43,13 +43,19 @@ DEFAULT_BASE = default_base()
 
 
 def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
-    """`base/kind` (absolute) once `check_trusted_dir` finds that no user but root or
-    this one could change what it leads to or holds: storlab, often as root, starts
-    daemons from the confs there, signals the processes its PID records name and copies
-    its logs into messages."""
-    d = Path(base or default_base()) / kind
+    """`base/kind` with the base resolved (no link in it; `kind` an entry of it), once
+    `check_trusted_dir` finds that no user but root or this one could change what it
+    leads to or holds: storlab, often as
+    root, starts daemons from the confs there, signals the processes its PID records name
+    and copies its logs into messages. It may not exist yet (`up` makes it): readers ask
+    `present_cluster_dir` before reading."""
+    top = Path(base or default_base())
     try:
-        return check_trusted_dir(d, "cluster directory")
+        check_trusted_dir(top / kind, "cluster directory")  # the base, `kind`, its target
+        # the base's resolved path (its entries were judged just above: only root or this
+        # user could change them), and `kind` kept as an entry: a link of ours there is
+        # replaced by `up`, not followed into the directory it leads to
+        return walk_resolved(top, lambda *_: None) / kind
     except StorlabError as exc:
         raise ClusterError(str(exc)) from None
 
@@ -83,6 +89,21 @@ def make_base(base: Path) -> None:
         except OSError as exc:
             raise ClusterError(f"{p}: cannot make the directory ({exc.strerror or exc})"
                                ) from None
+
+
+def present_cluster_dir(d: Path) -> bool:
+    """Whether the cluster directory `d` is there now, walked again by `check_trusted_dir`
+    to its end (refused in one line when untrusted). What reads or signals from a cluster's
+    directory (state, status, down, a run's cluster) asks this first: a directory that was
+    missing when the cluster object was made (`--dir /tmp/x`) may since have been made by
+    another user, and is then refused, never read."""
+    try:
+        check_trusted_dir(d, "cluster directory", missing_ok=False)
+    except FileNotFoundError:
+        return False
+    except StorlabError as exc:
+        raise ClusterError(str(exc)) from None
+    return True
 
 
 def fresh_cluster_dir(d: Path) -> None:

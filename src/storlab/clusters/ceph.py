@@ -32,6 +32,7 @@ from ._util import (
     asok_command,
     keep_logs_only,
     load_state,
+    present_cluster_dir,
     pid_present,
     port_free,
     private_files,
@@ -96,7 +97,8 @@ class CephCluster:
         return self._daemon(f"osd.{i}", ["ceph-osd", "-c", str(self.conf), "-i", str(i), "-d"])
 
     def state(self) -> dict[str, Any] | None:
-        return load_state(self.state_file)
+        """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
+        return load_state(self.state_file) if present_cluster_dir(self.dir) else None
 
     # ------------------------------------------------------------------ conf
     def _write_conf(self, fsid: str, o: CephOptions, replicas: int) -> None:
@@ -296,7 +298,7 @@ class CephCluster:
             raise ClusterError(f"{dest}: not inside the cluster's own directory (it goes "
                                "away with `cluster down`)")
         try:
-            check_trusted_dir(dest, "client-conf DEST")
+            dest = check_trusted_dir(dest, "client-conf DEST")  # made where it was checked
             with private_files():
                 dest.mkdir(parents=True, exist_ok=True)
                 dest = check_trusted_dir(dest, "client-conf DEST")
@@ -424,6 +426,8 @@ class CephCluster:
 
     # ------------------------------------------------------------------ down / status
     def _pidfiles(self) -> list[Path]:
+        if not present_cluster_dir(self.dir):  # nothing of ours to signal
+            return []
         return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
 
     def down(self, keep_logs: bool = False) -> dict[str, Any]:
@@ -440,10 +444,10 @@ class CephCluster:
                 stopped.append(pf.stem)
         # safety net: any daemon still running with our conf lost its PID file somehow
         stopped += [f"pid {p}" for p in stop_strays(str(self.conf))]
-        existed = self.dir.exists()
-        if keep_logs:
+        existed = present_cluster_dir(self.dir)  # checked again: removed as it is now
+        if existed and keep_logs:
             keep_logs_only(self.dir, "log")
-        else:
+        elif existed:
             shutil.rmtree(self.dir, ignore_errors=True)
         return {"kind": "ceph", "stopped": stopped, "removed": str(self.dir) if existed else None}
 

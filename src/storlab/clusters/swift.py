@@ -33,6 +33,7 @@ from ._util import (
     Daemon,
     keep_logs_only,
     load_state,
+    present_cluster_dir,
     pid_present,
     port_free,
     private_files,
@@ -74,7 +75,8 @@ class SwiftCluster:
         self.node = self.dir / "node"
 
     def state(self) -> dict[str, Any] | None:
-        return load_state(self.state_file)
+        """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
+        return load_state(self.state_file) if present_cluster_dir(self.dir) else None
 
     def _daemon(self, name: str, argv: list[str]) -> Daemon:
         tie = bool((self.state() or {}).get("tie_to_parent"))
@@ -278,12 +280,16 @@ class SwiftCluster:
 
     # ------------------------------------------------------------------ down / status
     def _pidfiles(self) -> list[Path]:
+        if not present_cluster_dir(self.dir):  # nothing of ours to signal
+            return []
         return sorted((self.dir / "run").glob("*.pid")) if (self.dir / "run").exists() else []
 
     def down(self, keep_logs: bool = False) -> dict[str, Any]:
         """Stop every daemon by PID (proxy first), unmount, detach the loop device, remove
         the directory (all but the daemons' logs with `keep_logs`). Safe to call on a
         half-built cluster."""
+        if not present_cluster_dir(self.dir):  # no cluster: nothing to read or signal
+            return {"kind": "swift", "stopped": [], "loop_detached": [], "removed": None}
         stopped = []
         order = sorted(self._pidfiles(), key=lambda p: (p.stem != "proxy",
                                                         p.stem == "memcached", p.stem))

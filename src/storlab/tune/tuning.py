@@ -61,11 +61,11 @@ class Tuning:
                  seed: int | None = None, confirm_share: float | None = None,
                  optuna_storage: str | None = None) -> None:
         from ..campaign.campaign import Campaign
-        from ..campaign.spec import load_spec
+        from ..campaign.spec import read_spec
         from ..campaign.storemeta import source_store
         from ..design import KINDS
 
-        spec = load_spec(campaign_file)
+        real, spec = read_spec(campaign_file)  # resolved once, with its link check
         d = spec.design
         #: What the tuning changed on the way (a fixed design's repetitions ...), said last.
         self.notes: list[str] = []
@@ -79,7 +79,7 @@ class Tuning:
                                    "--budget N to tune over its space")
             d = d.with_source(kind=KIND)
             if spec.store == "campaign.db":  # never mix with the fixed design's runs
-                spec = spec.model_copy(update={"store": source_store(campaign_file, KIND)})
+                spec = spec.model_copy(update={"store": source_store(real, KIND)})
             if spec.repetitions != 1:  # said (terminal and JSON notes), not dropped in silence
                 self.notes.append(f"the fixed design's repetitions: {spec.repetitions} do "
                                   "not apply to tuning (its confirmation re-runs the "
@@ -103,7 +103,7 @@ class Tuning:
             spec = spec.model_copy(update={"design": d.model_copy(update=update)})
         _check_optuna_storage(optuna_storage)
         self.optuna_storage = optuna_storage
-        self.campaign = Campaign(spec, campaign_file)
+        self.campaign = Campaign(spec, real)
         done = _runs_done(self.campaign)
         budget_now = int(self.campaign.source.meta()["budget"])
         if done > budget_now:
@@ -221,11 +221,11 @@ class Confirmation:
                  seed: int = 7) -> None:
         from ..campaign.campaign import Campaign, campaign_space
         from ..campaign.sources import config_key
-        from ..campaign.spec import load_spec
+        from ..campaign.spec import read_spec
         from .tune_source import check_metrics, declared_goal, objectives_given
 
-        spec = load_spec(campaign_file)
-        space = campaign_space(spec, campaign_file)
+        real, spec = read_spec(campaign_file)  # resolved once, with its link check
+        space = campaign_space(spec, real)
         cfgs = [parse_config(c, space, "--config") for c in configs]
         ref = parse_config(against, space, "--against") if against else None
         allc = cfgs + ([ref] if ref is not None else [])
@@ -242,7 +242,7 @@ class Confirmation:
         spec = spec.model_copy(update={
             "design": design, "repetitions": runs, "randomize": True, "seed": seed,
             "store": store, "name": f"{spec.name or Path(campaign_file).stem}-confirm"})
-        self.campaign = Campaign(spec, campaign_file)
+        self.campaign = Campaign(spec, real)
         # before anything runs (it ran every run, then said no run produced it)
         check_metrics(self.campaign.preflight(), [name])
         # the goal given, else the file's objectives' (a tuning file says {p99: minimize}),
