@@ -108,14 +108,15 @@ def present_cluster_dir(d: Path) -> bool:
 
 def fresh_cluster_dir(d: Path) -> None:
     """Make the cluster directory `d` anew, 0700, never through a link: its base is made
-    if missing and checked again (`trusted_cluster_dir`), then opened by its real path;
-    whatever is at `d`'s name there (an old cluster, or a link another user planted) is
-    removed from that descriptor without following a link, and `d` is made in it."""
+    if missing and checked again (`trusted_cluster_dir`), then opened by the path that
+    check resolved (never resolved a second time); whatever is at `d`'s name there (an
+    old cluster, or a link another user planted) is removed from that descriptor without
+    following a link, and `d` is made in it."""
     make_base(d.parent)
-    trusted_cluster_dir(d.parent, d.name)
+    base = trusted_cluster_dir(d.parent, d.name).parent
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        bfd = os.open(os.path.realpath(d.parent), flags)
+        bfd = os.open(base, flags)
     except OSError as exc:
         raise ClusterError(f"{d.parent}: cannot open ({exc.strerror or exc})") from None
     try:
