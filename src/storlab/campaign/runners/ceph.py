@@ -176,10 +176,12 @@ class CephRunner:
             meta = self.describe(cluster, name) or {}
             who = self.section(name)
             want = render_value(value)
-            why = (refused_who(who) or refused_value(
-                str(meta.get("type", "?")), [str(v) for v in meta.get("enum_values") or []], want))
-            if why:  # checked before the run too; here again, next to the argv it guards
-                raise CampaignError(f"ceph runner: factor {name}: {why}")
+            # checked before the run too; here again, next to the argv it guards
+            bad_who = refused_who(who)
+            why = f"factor {name}: {bad_who}" if bad_who else \
+                self.refused_parameter(cluster, {name: value})
+            if why:
+                raise CampaignError(f"ceph runner: {why}")
             # `--` ends the CLI's own options: who, name and value are never read as one
             have = cluster.ceph("config", "get", "--", who, name).strip()
             if _same(have, want):
@@ -248,10 +250,6 @@ class CephRunner:
             return None
         why = self._objstore.refused_new_file(config, workdir, writable)
         return f"load: {why}" if why else None
-
-    def refused_program_dir(self, opts: Mapping[str, Any], workdir: Path,
-                            writable: Sequence[str]) -> None:
-        """The load starts no program the runs' walls would open a directory beside."""
 
     def network_reason(self) -> str:
         return "the ceph runner's load talks to its cluster"
