@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
-from .runners import (ShellTemplateError, landlock_net_missing, make_runner, option_bool,
+from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
                       refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
@@ -144,8 +144,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                             f"held to its TCP ports by Landlock, but {no}; declare "
                             "sandbox.network: true to give the programs the whole network")
     walls = getattr(runner, "sandbox", None)
-    allow = sb.allow_destructive or option_bool(
-        "allow_destructive", camp.spec.runner.options.get("allow_destructive", False))
+    allow = sb.allow_destructive or getattr(runner, "allow_destructive", False)
     why = refused_shared([str(camp.dir / p) for p in sb.writable], allow)
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
@@ -169,15 +168,16 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                 raise CampaignError(f"{camp.path}: {exc}") from None
     # a file not made yet in another existing directory, an existing directory the
     # job names beside a program the runner's program starts: refused unless declared
+    # (each asked of the runners that have it: the object-store load starts no program)
     new_file = getattr(runner, "refused_new_file", None)
     program_dir = getattr(runner, "refused_program_dir", None)
-    if new_file is not None and program_dir is not None and not sb.allow_destructive:
+    if (new_file or program_dir) and not sb.allow_destructive:
         declared = [os.path.realpath(camp.dir / p) for p in sb.writable]
         for cid, cfg in configs:
             run_dir = camp.scratch / f"c{cid}-r1"
-            why = new_file(_runner_config(camp.spec, cfg), run_dir, declared) \
-                or program_dir(runner.job_options(_runner_config(camp.spec, cfg), run_dir,
-                                                  check=False), run_dir, declared)
+            why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
+                or (program_dir and program_dir(runner.job_options(
+                    _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
     if walls is not None:  # (after: a file made in the campaign's directory has a hint)

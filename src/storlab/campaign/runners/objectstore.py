@@ -210,7 +210,6 @@ class ObjectStoreRunner:
         return opts, {}
 
     def __init__(self, records_dir: str | None = None, **options: Any) -> None:
-        self._records_dir = records_dir
         self.records_dir = Path(records_dir) if records_dir else None
         self.options = dict(options)
         self._target_opts = {k: self.options.pop(k) for k in list(self.options)
@@ -239,12 +238,8 @@ class ObjectStoreRunner:
                          writable: Sequence[str]) -> str | None:
         """Why the records file may not be made in `records_dir` (`refused_records_dir`;
         the preflight asks only without `sandbox.allow_destructive`), or None."""
-        return refused_records_dir(self._records_dir, Path(workdir).parent, writable, False)
-
-    def refused_program_dir(self, opts: Mapping[str, Any], workdir: Path,
-                            writable: Sequence[str]) -> None:
-        """The load starts no program: no directory opens beside one."""
-        return None
+        return refused_records_dir(str(self.records_dir) if self.records_dir else None,
+                                   Path(workdir).parent, writable, False)
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
@@ -319,9 +314,8 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
         raise StorlabError(why)
     if records_dir.is_absolute():
         rdir, home_fd = records_dir, None
-        home = next((os.path.realpath(h) for h in current().homes
-                     if os.path.abspath(rdir).startswith(
-                         os.path.realpath(h).rstrip("/") + "/")), "/")
+        home = next((os.path.realpath(h) for h in decl.homes
+                     if within(os.path.abspath(rdir), os.path.realpath(h), strict=True)), "/")
     else:
         held = held_scratch()
         rdir, home = Path(scratch) / records_dir, scratch
