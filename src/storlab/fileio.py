@@ -94,8 +94,9 @@ def walk_resolved(path: str | os.PathLike[str], rule: EntryRule, label: str = ""
     `/`), so every link on the way is met, at any depth, and so is every directory. After
     `MAX_LINK_HOPS` links the path is refused (a loop). A component that does not exist
     ends the walk: the rest is appended as written (the caller makes it, then checks
-    again); without `missing_ok` it raises FileNotFoundError instead. The returned path has no link in it: use it, not the path given, for what
-    follows (a second resolution could take another way)."""
+    again); without `missing_ok` it raises FileNotFoundError instead. The returned path
+    has no link in it: use it, not the path given, for what follows (a second resolution
+    could take another way)."""
     text = os.fspath(path)
     label = label or text
     if not os.path.isabs(text):
@@ -162,7 +163,8 @@ def check_trusted_dir(path: str | os.PathLike[str], what: str = "", *,
     the same. A link or directory another user planted in `/tmp` fails here. Components
     that do not exist yet end the walk: the caller makes them, then checks again (without
     `missing_ok`, FileNotFoundError: a reader must not take a directory anyone may make
-    later in a sticky one for its own). The resolved path is returned: the caller uses it, so a link swapped later changes nothing."""
+    later in a sticky one for its own). The resolved path is returned: the caller uses
+    it, so a link swapped later changes nothing."""
     label = f"{what} {path}" if what else str(path)
     euid = os.geteuid()
 
