@@ -16,7 +16,7 @@ from storlab.errors import CampaignError
 ])
 @pytest.mark.parametrize("value", ["false", "no", 0, 1, None])
 def test_quoted_bool_refused(kind: str, options: dict, name: str, value: object) -> None:
-    with pytest.raises(CampaignError, match=f"^runner: option {name}: {value!r} must be "
+    with pytest.raises(CampaignError, match=f"^option {name}: {value!r} must be "
                                             "true or false$"):
         make_runner(kind, {**options, name: value})
 

@@ -49,7 +49,7 @@ def option_bool(name: str, value: Any) -> bool:
         return value
     from ..spec import CampaignError
 
-    raise CampaignError(f"runner: option {name}: {value!r} must be true or false")
+    raise CampaignError(f"option {name}: {value!r} must be true or false")
 
 
 class Runner(Protocol):
