@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
 
 import storlab
 from storlab.errors import StorlabError
@@ -181,6 +180,8 @@ def _close_figures() -> Iterator[None]:
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_the_result_shape(name: str) -> None:
+    from matplotlib.figure import Figure  # (here: not at every worker's collection)
+
     res = BUILDERS[name]()
     assert type(res).__name__ == name and isinstance(res, Result)
     frame = res.to_frame()

@@ -16,7 +16,7 @@ BASE = {
          "disks": {"type": "hdd7200", "count": 2}},
     ],
     "swift": {"part_power": 8},
-    "workload": {"objects": 2000},
+    "workload": {"objects": 2000, "requests": 20000},  # (the analytic truth samples 20,000)
 }
 TRUTH = {"proxy_cpu_op": 1.8, "proxy_cpu_mb": 1.0, "object_cpu_op": 1.0, "object_cpu_mb": 1.0,
          "disk_overhead": 0.7, "disk_bandwidth": 1.0}
@@ -26,7 +26,7 @@ def measured_by_truth() -> pd.DataFrame:
     """Exact-model data: the analytic model of the true cluster, so a perfect fit exists."""
     truth = calibrated_raw(BASE, TRUTH)
     rows = []
-    for clients in (1, 4, 32):
+    for clients in (1, 4, 16):
         for op in ("GET", "PUT"):
             for size in ("4KiB", "256KiB"):
                 ov = {"clients": clients, "mix": f"{op}:1", "object_size": size}

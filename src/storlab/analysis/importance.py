@@ -275,7 +275,17 @@ def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[flo
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = sd[rep] / np.abs(mean[rep])
     spread = spread[np.isfinite(spread)]
-    return float(np.median(spread)) if len(spread) else math.nan, int(rep.sum())
+    return _median(spread) if len(spread) else math.nan, int(rep.sum())
+
+
+def _median(v: np.ndarray) -> float:
+    """`np.median` of finite values, without its NaN check (which imports numpy.ma: 0.02 s
+    of the command's start-up)."""
+    k = len(v) // 2
+    if len(v) % 2:
+        return float(np.partition(v, k)[k])
+    part = np.partition(v, (k - 1, k))
+    return float((part[k - 1] + part[k]) / 2)
 
 
 def default_params(df: pd.DataFrame | CodedTable, response: str, max_levels: int = 10,

@@ -142,7 +142,7 @@ def importance_cmd(
 ) -> None:
     """Which parameters matter: Carver's parameter importance (PI/CPI) and greedy selection."""
     from ..analysis import importance_csv, importance_of as importance
-    from ..campaign.runners import is_metric
+    from ..metrics import is_metric  # (not through the runners' face: 0.03-0.06 s of imports)
 
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else None
     res = None
