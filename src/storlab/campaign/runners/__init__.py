@@ -52,11 +52,13 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
     "load_spec_from": ".objectstore", "resolve_target": ".objectstore",
+    "serve_fio": ".fio",
 })
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on first use
     from ...errors import LoadError
     from .fanout import run_load_on_hosts
+    from .fio import serve_fio
     from .objectstore import load_spec_from, resolve_target
     from .objload import LoadResult, LoadSpec, Target, run_load
 
