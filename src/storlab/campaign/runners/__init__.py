@@ -75,7 +75,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "ld_conf_opt_dirs", "option_bool",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",
-           "load_spec_from", "resolve_target"]
+           "load_spec_from", "resolve_target", "serve_fio"]
 
 
 def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:
