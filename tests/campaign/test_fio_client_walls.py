@@ -163,3 +163,17 @@ def test_a_walled_fio_server_writes_only_its_directory(tmp_path: Path, victim: P
         p = storlab("run", camp, timeout=120)
         assert "failed 2" in p.stdout, p.stdout + p.stderr
         assert digest(victim) == before
+
+
+def test_ceph_engines_pass_with_plain_names_only() -> None:
+    """The ceph runner's fio load in client mode (rbd: pool, image, client name) is on the
+    list; a name that could steer a path on the server, or `conf`, is not."""
+    from storlab.campaign.runners.fio_guard import refused_client_option
+
+    base = {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": "img",
+            "rw": "randread", "bs": "4k", "iodepth": "16"}
+    r = FioRunner(clients=["h"])
+    assert refused_client_option(r, base) is None
+    for bad in ({"clientname": "../x"}, {"conf": "/tmp/ceph.conf"},
+                {"clustername": "../../tmp/x"}):
+        assert refused_client_option(r, {**base, **bad}) is not None, bad

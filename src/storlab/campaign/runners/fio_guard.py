@@ -301,10 +301,16 @@ CLIENT_OPTIONS = frozenset((
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage",
     "dedupe_percentage",
     "percentile_list", "clat_percentiles", "lat_percentiles", "kb_base", "unit_base",
-    "description"))
+    "description",
+    # the rbd and rados engines' target (`fio --enghelp=rbd`), plain names only
+    # (`CLIENT_NAMES`); not `conf` nor `clustername`: a ceph.conf the server would read
+    # sets log and socket files
+    "pool", "rbdname", "clientname", "busy_poll", "touch_objects"))
+#: Client-mode options whose value names a Ceph object, not a path: plain names only.
+CLIENT_NAMES = frozenset(("pool", "rbdname", "clientname"))
 #: Engines a client-mode job may name: plain reads and writes of the job's own files.
 CLIENT_ENGINES = frozenset(("sync", "psync", "vsync", "pvsync", "pvsync2", "libaio",
-                            "posixaio", "mmap", "io_uring", "null"))
+                            "posixaio", "mmap", "io_uring", "null", "rbd", "rados"))
 #: fio's command-line options a client-mode `extra_args` may hold: the local client's
 #: progress output only (`--trigger-remote` would run a command on every server).
 CLIENT_COMMAND_LINE = frozenset(("eta", "eta-newline", "eta-interval", "status-interval",
@@ -326,6 +332,9 @@ def refused_client_option(job: FioSettings, opts: Mapping[str, str]) -> str | No
                     "the declared targets go to them (rw, bs, size, iodepth, ...; see "
                     "docs/guarantees-targets.md); start the servers with `storlab "
                     "fio-server`, or set allow_destructive: true to pass it")
+        if name in CLIENT_NAMES and not re.fullmatch(r"[A-Za-z0-9_.-]+", str(value)):
+            return (f"fio option {name}={value!r}: refused in client mode: a Ceph name is "
+                    "letters, digits, '_', '.' or '-'")
         if name == "ioengine" and value not in CLIENT_ENGINES:
             return (f"fio option ioengine={value!r}: refused in client mode (the servers run "
                     f"outside storlab's walls): use one of {', '.join(sorted(CLIENT_ENGINES))},"
