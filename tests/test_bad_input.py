@@ -361,6 +361,13 @@ CASES: list[Case] = [
     C("cluster load", "swift --hosts 0 --dir cl", "--hosts"),
     C("cluster client-conf", "adir --dir cl", "dest", expect="no ceph cluster is up"),
     C("cluster client-conf", "cc --dir garbage.bin", "--dir"),
+    # ---- fio-server (nothing may start when an option is bad) ----
+    C("fio-server", "--dir garbage.bin", "--dir", expect="not a directory"),
+    C("fio-server", "--dir nosuch", "--dir", expect="not an existing directory"),
+    C("fio-server", "--dir adir --port 0", "--port"),
+    C("fio-server", "--dir adir --port 70000", "--port"),
+    C("fio-server", "--dir adir --device garbage.bin", "--device", expect="not a device"),
+    C("fio-server", "--dir adir --bind 'a b'", "--bind", expect="not an address"),
 ]
 
 

@@ -440,6 +440,8 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
     of the directories made (both less the umask)."""
     d = Path(directory)
     label = f"{what} {d}" if what else str(d)
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise StorlabError(f"{label}: {name!r} is not a plain file name")
     try:
         if home is not None:
             dfd = open_dir_beneath(home, d, what=what, home_fd=home_fd, mode=dir_mode)

@@ -209,3 +209,25 @@ def test_the_output_streams_are_made_from_a_directory_opened_without_links(
     res = execute_task(task).result
     assert res.status == "failed" and "is a symbolic link" in res.stderr, res.stderr
     assert {n: digest(theirs / n) for n in before} == before
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_crafted_store_cannot_lead_the_fio_json_export_out(tmp_path: Path, storlab: Any
+                                                            ) -> None:
+    """A store storlab did not write (INTEGER affinity keeps a text `config_id`): the
+    export's file name is made from it, so `1/../../x` would write beside the directory."""
+    import sqlite3
+
+    camp = campaign(tmp_path / "c", {"type": "fio", "options": {
+        "rw": "write", "size": "64k", "ioengine": "psync"}},
+        {"name": "bs", "kind": "ordinal", "values": ["4k", "8k"]})
+    assert storlab("run", str(camp), timeout=120).returncode == 0
+    with sqlite3.connect(tmp_path / "c" / "campaign.db") as db:
+        db.execute("UPDATE runs SET config_id = '1/../../escape' WHERE key = 'c1-r1'")
+    out = tmp_path / "export"
+    for d in ("c1", ".c1"):  # what the traversal needs inside the export directory
+        (out / d).mkdir(parents=True)
+    p = storlab("results", str(camp), "--fio-json", str(out), timeout=120)
+    assert not list(tmp_path.glob("escape*")), p.stdout + p.stderr
+    assert p.returncode == 2 and "config_id" in p.stderr, p.stdout + p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr

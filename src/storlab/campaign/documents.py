@@ -32,6 +32,12 @@ def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
     finishes); an export the user asks for keeps the umask."""
     if doc is None:
         return None
+    for field, v in (("config_id", config_id), ("repetition", repetition)):
+        # the name is made from them: a crafted store's text ("1/../../x") would lead the
+        # file out of `directory`
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise CampaignError(f"{directory}: a stored run's {field} {v!r} is not a "
+                                "whole number (a store storlab did not write); refused")
     return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
                         json.dumps(doc, indent=2) + "\n",
                         what=f"{runner_type} JSON directory", home=home,

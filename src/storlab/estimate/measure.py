@@ -38,7 +38,8 @@ import yaml
 from scipy import stats
 
 from ..errors import EstimateError, StorlabError
-from ..fileio import read_yaml, write_fresh, write_text
+from ..fileio import (check_no_foreign_link, check_trusted_dir, open_dir_beneath, read_yaml,
+                      write_fresh, write_in_dir)
 from ..jsonutil import to_jsonable
 from ..result_shape import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
@@ -243,15 +244,27 @@ class MeasurePlan:
                 "options": self.options, "seed": self.seed}
 
 
-def probe_direct(directory: Path) -> tuple[bool, str]:
-    """Whether files in `directory` accept O_DIRECT (some filesystems reject it)."""
+def probe_direct(directory: Path, dir_fd: int | None = None) -> tuple[bool, str]:
+    """Whether files in `directory` accept O_DIRECT (some filesystems reject it). The probe
+    file is made in the directory held as `dir_fd` (default: `directory` opened here) under
+    a fresh name, exclusively and without following a link (O_EXCL | O_NOFOLLOW): storlab
+    often runs as root, and a link planted at a fixed name would make it create the file
+    the link names (/etc/nologin)."""
     flag = getattr(os, "O_DIRECT", None)
     if flag is None:
         return False, "this platform has no O_DIRECT"
-    path = directory / ".storlab-odirect-probe"
+    own = dir_fd is None
     try:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | flag, 0o600)
+        if dir_fd is None:
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise EstimateError(f"{directory}: cannot open it ({exc.strerror})") from None
+    name = f".storlab-odirect-probe.{os.getpid()}.{os.urandom(4).hex()}"
+    try:
+        fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY | os.O_CLOEXEC
+                     | flag, 0o600, dir_fd=dir_fd)
         os.close(fd)
+        os.unlink(name, dir_fd=dir_fd)
         return True, ""
     except OSError as exc:
         if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
@@ -259,7 +272,8 @@ def probe_direct(directory: Path) -> tuple[bool, str]:
         raise EstimateError(f"{directory}: cannot create the scratch file ({exc.strerror})"
                             ) from None
     finally:
-        path.unlink(missing_ok=True)
+        if own:
+            os.close(dir_fd)
 
 
 # --------------------------------------------------------------------------- target
@@ -308,6 +322,13 @@ class Target:
                                 "device")
         if st is None and not t.parent.is_dir():
             raise EstimateError(f"--target {t}: directory {t.parent} does not exist")
+        if not t.is_relative_to(campaign_dir):
+            # storlab (often root) makes files there (the O_DIRECT probe, fio's file):
+            # only in a directory no other user can change
+            try:
+                check_trusted_dir(t.parent, "--target")
+            except StorlabError as exc:
+                raise EstimateError(str(exc)) from None
         created = marker.exists() and marker.read_text().strip() == str(t)
         if st is not None and not created and not allow_destructive:
             raise EstimateError(f"--target {t} is an existing file: fio would overwrite it; "
@@ -326,8 +347,44 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
     """The campaign files for `plan`: design.csv (one configuration per planned run, in run
     order; `block` is the replicate round) and campaign.yaml. An existing campaign directory
     must hold the same measurement (then it resumes). Returns the campaign file, the runs
-    in configuration order and notes."""
-    campaign_dir.mkdir(parents=True, exist_ok=True)
+    in configuration order and notes. The directory is checked before anything is written
+    (no other user's link on its path) and every file is written from its held descriptor:
+    as root, a link swapped in would otherwise decide where these files go."""
+    cfd = _open_campaign_dir(campaign_dir)
+    try:
+        return _write_campaign(plan, campaign_dir, target, allow_destructive, cfd)
+    finally:
+        os.close(cfd)
+
+
+def _open_campaign_dir(campaign_dir: Path) -> int:
+    """The campaign directory, checked (`check_no_foreign_link`) and held open (made, one
+    component at a time without following a link, when missing)."""
+    try:
+        real = check_no_foreign_link(campaign_dir, "--campaign")
+        # from / down, no component followed: a link swapped in after the check is refused
+        return open_dir_beneath("/", real, what="--campaign")
+    except StorlabError as exc:
+        raise EstimateError(str(exc)) from None
+
+
+def _read_in(cfd: int, name: str, campaign_dir: Path) -> str | None:
+    """The text of `name` in the held directory, None when missing; never through a link."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                     dir_fd=cfd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise EstimateError(f"{campaign_dir}/{name}: cannot read it ({exc.strerror}); "
+                            "a link there is refused") from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read().decode("utf-8", "replace")
+
+
+def _write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
+                    allow_destructive: bool, cfd: int
+                    ) -> tuple[Path, list[PlannedRun], list[str]]:
     notes: list[str] = []
     runs = plan.runs()
     table = pd.DataFrame([r.config for r in runs])
@@ -348,8 +405,11 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
         if target.device:
             options["direct"] = 1
         else:
-            target.path.parent.mkdir(parents=True, exist_ok=True)
-            direct, why = probe_direct(target.path.parent)
+            dfd = _target_dir(target.path, campaign_dir, cfd)
+            try:
+                direct, why = probe_direct(target.path.parent, dfd)
+            finally:
+                os.close(dfd)
             options["direct"] = 1 if direct else 0
             if not direct:
                 notes.append(f"{why}: running buffered (direct=0); the page cache will "
@@ -378,7 +438,7 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
             and target.path.parent != campaign_dir \
             and target.path.is_relative_to(campaign_dir):
         # the sandbox opens the directory of a file fio makes only when declared
-        target.path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(_target_dir(target.path, campaign_dir, cfd))
         spec["sandbox"] = {"writable": [str(target.path.parent.relative_to(campaign_dir))]}
     csv_text = table.to_csv(index=False)
     yaml_text = ("# storlab estimate measure: one configuration per planned run, in run "
@@ -387,14 +447,32 @@ def write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
                  + yaml.safe_dump(spec, sort_keys=False))
     path = campaign_dir / "campaign.yaml"
     for name, text in (("campaign.yaml", yaml_text), ("design.csv", csv_text)):
-        f = campaign_dir / name
-        if f.exists() and f.read_text() != text:
+        old = _read_in(cfd, name, campaign_dir)
+        if old is not None and old != text:
             raise EstimateError(f"{campaign_dir}: holds another measurement ({name} differs "
                                 "from this command's); give another --campaign or remove it")
     for name, text in (("design.csv", csv_text), ("campaign.yaml", yaml_text)):
-        write_text(campaign_dir / name, text)  # temp + rename
+        try:  # temp + rename, in the directory held
+            write_in_dir(campaign_dir, name, text, home=campaign_dir, home_fd=cfd)
+        except StorlabError as exc:
+            raise EstimateError(str(exc)) from None
     notes.append(f"campaign {campaign_dir} (store campaign.db; the same command resumes it)")
     return path, runs, notes
+
+
+def _target_dir(path: Path, campaign_dir: Path, cfd: int) -> int:
+    """The directory of the target file `path`, held open: inside the campaign directory
+    made and opened from its descriptor without following links; elsewhere the directory
+    `Target.resolve` checked (`check_trusted_dir`: no other user can change it)."""
+    try:
+        if path.is_relative_to(campaign_dir):
+            return open_dir_beneath(campaign_dir, path.parent, what="--target", home_fd=cfd)
+        return os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except StorlabError as exc:
+        raise EstimateError(str(exc)) from None
+    except OSError as exc:
+        raise EstimateError(f"--target {path}: cannot open {path.parent} ({exc.strerror})"
+                            ) from None
 
 
 @dataclass
@@ -596,6 +674,10 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
     campaign_dir = Path(campaign_dir).absolute()
     if campaign_dir.exists() and not campaign_dir.is_dir():
         raise EstimateError(f"--campaign {campaign_dir}: not a directory")
+    try:  # before anything is read or written there
+        check_no_foreign_link(campaign_dir, "--campaign")
+    except StorlabError as exc:
+        raise EstimateError(str(exc)) from None
     tgt = Target.resolve(Path(target) if target is not None else None, campaign_dir,
                          allow_destructive, str(plan.options.get("ioengine", "")))
     if plan.seed is None:
@@ -633,8 +715,6 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
     except EstimateError:
         raise
     except Exception as exc:  # CampaignError and friends: one line for the user
-        from ..errors import StorlabError
-
         if isinstance(exc, StorlabError):
             raise EstimateError(str(exc)) from None
         raise

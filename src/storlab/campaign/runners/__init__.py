@@ -52,11 +52,13 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
     "load_spec_from": ".objectstore", "resolve_target": ".objectstore",
+    "serve_fio": ".fio",
 })
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on first use
     from ...errors import LoadError
     from .fanout import run_load_on_hosts
+    from .fio import serve_fio
     from .objectstore import load_spec_from, resolve_target
     from .objload import LoadResult, LoadSpec, Target, run_load
 
@@ -73,7 +75,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "ld_conf_opt_dirs", "option_bool",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",
-           "load_spec_from", "resolve_target"]
+           "load_spec_from", "resolve_target", "serve_fio"]
 
 
 def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:

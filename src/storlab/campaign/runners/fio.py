@@ -128,6 +128,9 @@ class FioRunner:
         opts = self.job_options(config, workdir, check=True)
         if names:
             self.check_option_names(opts)
+        why = guard.refused_client_option(self, opts)
+        if why:
+            raise CampaignError(why)
         if self.allow_destructive:
             return
         for cand in self.fio_targets(opts, workdir):
@@ -291,3 +294,27 @@ class FioRunner:
         res.status = "ok"
         return res
 
+
+
+def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = ()
+              ) -> tuple[int | None, str]:
+    """Run `fio --server=ip:bind,port` in the walls local runs get, until it ends: the
+    system's fio, `scratch` (an existing directory, its working directory) writable,
+    every other file read-only, a private /dev holding only `devices` (writable), the
+    host's network held to `port` (Landlock). A client then reaches only what these walls
+    open, whatever its job file says. Returns (exit code, the tail of its output)."""
+    exe = guard.system_program("fio")
+    if exe is None:
+        raise CampaignError("fio-server: no system fio (a root-owned /usr file on PATH)")
+    if not re.fullmatch(r"[0-9A-Za-z.:%-]+", bind):
+        raise CampaignError(f"fio-server --bind {bind!r}: not an address")
+    if not scratch.is_dir():
+        raise CampaignError(f"fio-server --dir {scratch}: not an existing directory")
+    for d in devices:
+        if not (d.startswith("/dev/") and os.path.exists(d)
+                and not os.path.isdir(d) and not os.path.isfile(d)):
+            raise CampaignError(f"fio-server --device {d}: not a device node under /dev")
+    proc = run_program([exe, f"--server=ip:{bind},{port}"], cwd=scratch, timeout=None,
+                       targets=list(devices), allow_destructive=bool(devices),
+                       network=True, ports=(port,), io_uring=True)
+    return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())

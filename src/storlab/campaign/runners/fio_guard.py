@@ -272,3 +272,71 @@ def _ports(value: str) -> list[int]:
     """The TCP port `value` names (a number 1-65535), or none."""
     value = value.strip()
     return [int(value)] if value.isdigit() and 0 < int(value) < 65536 else []
+
+
+#: Client mode: a fio server runs outside storlab's walls (storlab did not start it), so
+#: the servers get only options that shape I/O against the declared targets (those the
+#: target guard checks: `filename`, `directory`, `filename_format`), each read in fio's
+#: HOWTO (`fio --cmdhelp=NAME`). Not here, on purpose: anything naming another file the
+#: server opens (`read_iolog`, `replay_redirect`, `write_*_log`, `verify_state_*`,
+#: `mem=mmap:FILE`, `opendir`, `ioscheduler`'s sysfs write), a program (`exec_*`), an
+#: engine beyond `CLIENT_ENGINES`, and verification (its state files).
+CLIENT_OPTIONS = frozenset((
+    "filename", "directory", "filename_format", "nrfiles", "nr_files", "openfiles",
+    "file_service_type", "unique_filename", "create_on_open",
+    "rw", "readwrite", "rw_sequencer", "rwmixread", "rwmixwrite", "percentage_random",
+    "randrepeat", "allrandrepeat", "randseed", "random_distribution", "random_generator",
+    "norandommap",
+    "bs", "blocksize", "ba", "blockalign", "bsrange", "blocksize_range", "bssplit",
+    "bs_unaligned", "blocksize_unaligned",
+    "size", "filesize", "io_size", "io_limit", "offset", "fileoffset", "offset_increment",
+    "number_ios", "loops",
+    "ioengine", "iodepth", "iodepth_batch", "iodepth_batch_submit",
+    "iodepth_batch_complete_min", "iodepth_batch_complete", "iodepth_low",
+    "io_submit_mode", "direct", "buffered", "sync", "fsync", "fdatasync", "end_fsync",
+    "fsync_on_close", "invalidate", "fadvise_hint",
+    "runtime", "timeout", "time_based", "ramp_time", "startdelay", "numjobs",
+    "group_reporting", "rate", "rate_iops", "rate_min", "ratemin", "rate_process",
+    "thinktime", "thinktime_blocks",
+    "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage",
+    "dedupe_percentage",
+    "percentile_list", "clat_percentiles", "lat_percentiles", "kb_base", "unit_base",
+    "description",
+    # the rbd and rados engines' target (`fio --enghelp=rbd`), plain names only
+    # (`CLIENT_NAMES`); not `conf` nor `clustername`: a ceph.conf the server would read
+    # sets log and socket files
+    "pool", "rbdname", "clientname", "busy_poll", "touch_objects"))
+#: Client-mode options whose value names a Ceph object, not a path: plain names only.
+CLIENT_NAMES = frozenset(("pool", "rbdname", "clientname"))
+#: Engines a client-mode job may name: plain reads and writes of the job's own files.
+CLIENT_ENGINES = frozenset(("sync", "psync", "vsync", "pvsync", "pvsync2", "libaio",
+                            "posixaio", "mmap", "io_uring", "null", "rbd", "rados"))
+#: fio's command-line options a client-mode `extra_args` may hold: the local client's
+#: progress output only (`--trigger-remote` would run a command on every server).
+CLIENT_COMMAND_LINE = frozenset(("eta", "eta-newline", "eta-interval", "status-interval",
+                                 "warnings-fatal"))
+
+
+def refused_client_option(job: FioSettings, opts: Mapping[str, str]) -> str | None:
+    """In client mode, why an option may not go to the fio servers (not on the allow-list
+    `CLIENT_OPTIONS`, an engine not in `CLIENT_ENGINES`), or None; always None outside
+    client mode or with `allow_destructive`."""
+    if not job.clients or job.allow_destructive:
+        return None
+    cmd = dict(given_options(job, {}))
+    for name, value in [*cmd.items(), *opts.items()]:
+        ok = name in CLIENT_COMMAND_LINE if name in cmd else name in CLIENT_OPTIONS
+        if not ok:
+            return (f"fio option {name}={value!r}: refused in client mode: the fio servers "
+                    "run outside storlab's walls, so only options that shape I/O against "
+                    "the declared targets go to them (rw, bs, size, iodepth, ...; see "
+                    "docs/guarantees-targets.md); start the servers with `storlab "
+                    "fio-server`, or set allow_destructive: true to pass it")
+        if name in CLIENT_NAMES and not re.fullmatch(r"[A-Za-z0-9_.-]+", str(value)):
+            return (f"fio option {name}={value!r}: refused in client mode: a Ceph name is "
+                    "letters, digits, '_', '.' or '-'")
+        if name == "ioengine" and value not in CLIENT_ENGINES:
+            return (f"fio option ioengine={value!r}: refused in client mode (the servers run "
+                    f"outside storlab's walls): use one of {', '.join(sorted(CLIENT_ENGINES))},"
+                    " or set allow_destructive: true")
+    return None
