@@ -194,7 +194,7 @@ class CommandRunner:
                     pass  # the last match: final summaries come after interval reports
             except TimeoutError:
                 raise ValueError(
-                    f"pattern {rx.pattern!r} took more than {limit:g} CPU seconds on the "
+                    f"pattern {rx.pattern!r} took more than {limit:.1f} CPU seconds on the "
                     "output (a pattern that backtracks, such as a nested quantifier "
                     "(a+)+; write it without)") from None
             if hit is None:
