@@ -133,3 +133,44 @@ def test_any_csv_table(storlab_main: Any, text: str, command: str) -> None:
         p.write_text(text)
         first = text.split("\n", 1)[0].split(",")[-1] or "y"
         _check(storlab_main(command, str(p), "-y", first), text)
+
+
+def _laughs(width: int, depth: int) -> tuple[str, int]:
+    """A chain of anchors, each level a list of `width` aliases of the one before (the
+    "billion laughs"), and how many nodes the document stands for expanded."""
+    lines, size, total = [f"l0: &l0 [{', '.join(['lol'] * width)}]"], 1 + width, 1
+    total += 1 + size
+    for i in range(1, depth):
+        lines.append(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]")
+        size = 1 + width * size
+        total += 1 + size
+    return "\n".join(lines) + "\n", total
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(1, 12), st.integers(1, 12))
+def test_yaml_aliases_are_bounded_by_what_they_expand_to(width: int, depth: int) -> None:
+    """A document is refused exactly when, its aliases expanded, it stands for more than
+    MAX_YAML_NODES nodes (then every later walk of it stays bounded); otherwise it reads
+    as YAML says."""
+    from storlab.errors import StorlabError
+    from storlab.fileio import MAX_YAML_NODES, read_yaml
+
+    text, total = _laughs(width, depth)
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "c.yaml"
+        p.write_text(text)
+        if total > MAX_YAML_NODES:
+            try:
+                read_yaml(p)
+            except StorlabError as exc:
+                assert "aliases" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"{width}x{depth} ({total} nodes) was read")
+            return
+        data = read_yaml(p)
+    node = data[f"l{depth - 1}"]
+    for _ in range(depth - 1):
+        assert len(node) == width
+        node = node[0]
+    assert node == ["lol"] * width

@@ -389,3 +389,34 @@ def test_trusted_dir_judges_the_directory_a_trailing_dotdot_ends_on(tmp_path: Pa
     check_trusted_dir(shared / "x")
     with pytest.raises(StorlabError, match="mode 1777"):
         check_trusted_dir(shared / "x" / "..")
+
+
+BILLION_LAUGHS = "vars:\n" + "".join(
+    f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10) if i else ', '.join(['lol'] * 10)}]\n"
+    for i in range(10))
+
+
+def test_a_billion_laughs_campaign_is_one_line(tmp_path, storlab) -> None:
+    """Ten levels of ten aliases (under 1 kB, 10^10 values expanded) hung `status`,
+    `run` and `design` in the walks after the YAML load; now refused at the load."""
+    (tmp_path / "c.yaml").write_text(
+        "space: {factors: [{name: a, values: [1, 2]}]}\ndesign: {kind: full}\n"
+        "runner: {type: command, options: {command: [echo, '{a}'], "
+        "regex_metrics: ['(?P<n>\\d+)']}}\n" + BILLION_LAUGHS)
+    (tmp_path / "s.yaml").write_text(BILLION_LAUGHS.replace("vars:", "x-junk:") + (
+        "factors:\n  - {name: a, values: [1, 2]}\n  - {name: b, values: *l9}\n"))
+    for args in (("status", tmp_path / "c.yaml"), ("run", tmp_path / "c.yaml"),
+                 ("design", tmp_path / "s.yaml", "--kind", "full")):
+        r = storlab(*args, timeout=60)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "aliases" in r.stderr, r.stderr
+
+
+def test_aliases_of_a_normal_size_still_read(tmp_path) -> None:
+    from storlab.fileio import read_yaml
+
+    (tmp_path / "a.yaml").write_text(
+        "base: &b {bs: 4k, depth: 8}\nx: {a: *b, depth: 16}\ny: [*b, *b]\n")
+    assert read_yaml(tmp_path / "a.yaml") == {
+        "base": {"bs": "4k", "depth": 8}, "x": {"a": {"bs": "4k", "depth": 8}, "depth": 16},
+        "y": [{"bs": "4k", "depth": 8}] * 2}

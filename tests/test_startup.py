@@ -68,3 +68,30 @@ def test_python_m_storlab_is_the_storlab_program():
     bad = subprocess.run([sys.executable, "-m", "storlab", "no-such-command"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+#: Modules `python -m storlab status` imports (from the standard library and the
+#: dependencies) that a file in the working directory would shadow were it on sys.path.
+_PLANTED = ("__future__", "typing", "enum", "pandas", "numpy", "yaml", "typer", "click",
+            "rich", "sqlite3")
+
+
+def test_python_m_storlab_imports_nothing_from_the_working_directory(tmp_path):
+    """`python -m` puts the working directory first on sys.path: root typing
+    `python -m storlab status campaign.yaml` in another user's directory imported that
+    user's `pandas.py` (the attack). The package face drops it before any other import."""
+    marker = tmp_path / "imported"
+    for name in _PLANTED:
+        (tmp_path / f"{name}.py").write_text(
+            f"open({str(marker)!r} + '-{name}', 'w').close()\nraise ImportError('planted')\n")
+    (tmp_path / "space.yaml").write_text(
+        "factors:\n  - {name: x, kind: categorical, values: [a, b]}\n"
+        "responses:\n  - {name: t, goal: minimize}\n")
+    (tmp_path / "campaign.yaml").write_text(
+        "name: m\nspace: space.yaml\ndesign: {kind: full}\nrepetitions: 1\n"
+        "runner: {type: command, options: {command: [sh, -c, 'exit 0'], regex_metrics: []}}\n")
+    p = subprocess.run([sys.executable, "-m", "storlab", "status", "campaign.yaml"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert sorted(m.name for m in tmp_path.glob("imported-*")) == []
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "pending" in p.stdout

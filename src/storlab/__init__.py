@@ -16,11 +16,26 @@ Each subpackage (campaign, analysis, sim, design, estimate, tune, report, cluste
 its own face; docs/architecture.md is the map.
 """
 
-from __future__ import annotations
+# First, before any import that could be shadowed: `python -m storlab` puts the working
+# directory first on sys.path, and this face runs before storlab/__main__.py (sys.argv[0]
+# is "-m" while the package is being found). Root running `python -m storlab` in another
+# user's directory would import that user's `typing.py` or `pandas.py`; the working
+# directory is dropped here. (`python -P`, Python 3.11+, never adds it; a `storlab/`
+# package there is found before this code runs: docs/guarantees-*.md.)
+import os as _os
+import sys as _sys
 
-from typing import TYPE_CHECKING
+if _sys.argv[:1] == ["-m"] and not _sys.flags.safe_path and _sys.path:
+    try:
+        if _sys.path[0] in ("", ".") or _os.path.samefile(_sys.path[0], _os.getcwd()):
+            del _sys.path[0]
+    except OSError:  # the working directory is gone: nothing can be imported from it
+        pass
+del _os, _sys
 
-from ._lazy import attach
+from typing import TYPE_CHECKING  # noqa: E402  (after the guard above, on purpose)
+
+from ._lazy import attach  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -540,6 +540,11 @@ MAX_INPUT_BYTES = 512 * 2**20
 MAX_YAML_BYTES = 256 * 2**10
 #: Deepest nesting of a YAML document (a campaign nests 4 levels; PyYAML recurses per level).
 MAX_YAML_DEPTH = 64
+#: Most nodes a YAML document may stand for, an alias counted as what it repeats: a
+#: file of MAX_YAML_BYTES without aliases holds at most ~130,000 (`[1,1,...]`); ten
+#: levels of ten aliases each ("billion laughs", 899 bytes) stand for 10^10, which every
+#: later walk of the data would visit.
+MAX_YAML_NODES = 250_000
 
 
 def _size(n: int) -> str:
@@ -688,9 +693,34 @@ def _strict_loader() -> Any:
                 if self.depth > MAX_YAML_DEPTH:
                     raise YamlRefusal(f"{where(self.peek_event())}: nested more than "
                                        f"{MAX_YAML_DEPTH} levels deep")
-                return super().compose_node(parent, index)
+                alias = self.check_event(yaml.AliasEvent)
+                node = super().compose_node(parent, index)
             finally:
                 self.depth -= 1
+            self._count(node, alias)
+            return node
+
+        def _count(self, node: Any, alias: bool) -> None:
+            """Record what `node` stands for, an alias's repeats included; refuse a
+            document past MAX_YAML_NODES (a composed child is counted before its
+            parent, so each node is summed once: linear in the file)."""
+            if not hasattr(self, "sizes"):
+                self.sizes: dict[int, int] = {}
+            if alias:
+                if id(node) not in self.sizes:  # its collection is still being composed
+                    raise YamlRefusal(f"{where(node)}: an alias inside the collection it "
+                                       "names (an endless document)")
+                return
+            if isinstance(node, yaml.MappingNode):
+                kids = [n for pair in node.value for n in pair]
+            else:
+                kids = node.value if isinstance(node, yaml.SequenceNode) else []
+            size = 1 + sum(self.sizes[id(k)] for k in kids)
+            if size > MAX_YAML_NODES:
+                raise YamlRefusal(f"{where(node)}: stands for more than {MAX_YAML_NODES:,} "
+                                   "values once its aliases (*name) are expanded; write "
+                                   "the data out, or use fewer aliases")
+            self.sizes[id(node)] = size
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}

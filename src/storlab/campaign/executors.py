@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from .. import _proc_lifetime
 from ..errors import StorlabError
+from ..fileio import temporary_directory
 from .runners import TAG_ENV, run_tag, tail
 from .runners.base import RunResult
 from .spec import CampaignError
@@ -174,14 +175,26 @@ def local_dask_cluster(workers: int | None) -> Iterator[str]:
     (`Security.temporary()`: a CA and certificate made in memory for this cluster, never
     written): a client without that certificate, say a program of a run reaching the
     scheduler over the host's network, is refused at the handshake, so no one else can
-    submit code to run as storlab's user. Raises OSError when it cannot start."""
+    submit code to run as storlab's user.
+
+    Its scratch space is a new private directory (`mkdtemp`: 0700, made with O_EXCL
+    semantics), removed afterwards: distributed's default, `<tmp>/dask-scratch-space`,
+    is a fixed name in a shared directory that it accepts whoever made it, and it puts
+    that directory first on `sys.path` of this process and the workers, so another
+    user's `distributed/__init__.py` there would run as storlab's user. The config key
+    `temporary-directory` (what every other Dask server here defaults to) points there
+    too while the cluster lives. Raises OSError when it cannot start."""
+    import dask
     from distributed import LocalCluster
     from distributed.security import Security
 
     sec = Security.temporary()
-    cluster = LocalCluster(n_workers=workers or None, processes=True, protocol="tls",
-                           host="127.0.0.1", dashboard_address=None, security=sec)
-    with cluster:
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(temporary_directory("storlab-dask-"))
+        stack.enter_context(dask.config.set({"temporary-directory": scratch}))
+        cluster = stack.enter_context(LocalCluster(
+            n_workers=workers or None, processes=True, protocol="tls", host="127.0.0.1",
+            dashboard_address=None, security=sec, local_directory=scratch))
         where = cluster.scheduler_address.split("://", 1)[1]
         _SECURITY[where] = sec
         try:

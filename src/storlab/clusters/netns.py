@@ -154,22 +154,30 @@ class Lan:
     def dask(self, timeout: float = 60) -> Iterator[tuple[str, list[subprocess.Popen[Any]]]]:
         """A Dask scheduler on the root end and one single-threaded worker per host (the
         load hosts of `cluster load --dask`); yields the scheduler's HOST:PORT and the
-        workers' processes, and stops them all on the way out."""
+        workers' processes, and stops them all on the way out. Their scratch space is a
+        private directory (`mkdtemp`, 0700) removed afterwards, never Dask's default
+        `<tmp>/dask-scratch-space`: a shared path another user may have made first, which
+        Dask puts on the processes' `sys.path`."""
         from distributed import Client
 
+        from ..fileio import temporary_directory
         from ._util import free_port_block
 
         port = free_port_block(1)
+        scratch_dir = contextlib.ExitStack()
+        scratch = scratch_dir.enter_context(temporary_directory("storlab-dask-"))
+        env = {"DASK_TEMPORARY_DIRECTORY": scratch}
         sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
                                   "--host", self.gateway, "--port", str(port),
-                                  "--no-dashboard"],
+                                  "--no-dashboard"], env={**os.environ, **env},
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         workers: list[subprocess.Popen[Any]] = []
         try:
             wait_port(self.gateway, port, timeout=timeout)
             workers = [self.popen(h.index, [sys.executable, "-m", "distributed.cli.dask_worker",
                                             f"tcp://{self.gateway}:{port}", "--host", h.addr,
-                                            "--nthreads", "1", "--no-nanny", "--no-dashboard"])
+                                            "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                                            "--local-directory", scratch], env=env)
                        for h in self.hosts]
             with Client(f"tcp://{self.gateway}:{port}", timeout=30) as cl:
                 cl.wait_for_workers(len(self.hosts), timeout=timeout)
@@ -182,6 +190,7 @@ class Lan:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+            scratch_dir.close()
 
     # ------------------------------------------------------------------ clean-up
     def pids(self, host: int) -> list[int]:

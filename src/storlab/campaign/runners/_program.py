@@ -476,6 +476,22 @@ def _read_tail(fh: Any, start: int, limit: int) -> tuple[str, bool]:
     return fh.read(end - begin).decode("utf-8", "replace"), begin > start
 
 
+#: The operator's variables a run's program and steps get, by name (and every `LC_*`):
+#: the rest of storlab's environment (tokens, cloud keys, PYTHONPATH, LD_PRELOAD) stays
+#: out. CEPH_CONF: the cluster the ceph runner's fio rbd engine reaches (a path it sets).
+#: TMPDIR is then pointed at the run's directory by the sandbox.
+PROGRAM_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ",
+               "TMPDIR", "CEPH_CONF")
+
+
+def program_environment(env: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """A program's environment: storlab's own `PROGRAM_ENV` and `LC_*` variables, then
+    `env` (the campaign's `env:`, the factor values `STORLAB_<NAME>`) over them."""
+    out = {k: v for k, v in os.environ.items() if k in PROGRAM_ENV or k.startswith("LC_")}
+    out.update({k: str(v) for k, v in (env or {}).items()})
+    return out
+
+
 def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None = None,
                 timeout: float | None = None, env: Mapping[str, str] | None = None,
                 shell: bool = False, stdin_text: str | None = None,
@@ -502,8 +518,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     if not shell and isinstance(argv, str):
         raise TypeError("argv must be a list unless shell=True")
     program = ["/bin/sh", "-c", argv] if isinstance(argv, str) else list(argv)
-    full_env = dict(os.environ)
-    full_env.update({k: str(v) for k, v in (env or {}).items()})
+    full_env = program_environment(env)
     tag = _RUN_TAG.get()
     if tag:
         full_env[TAG_ENV] = tag

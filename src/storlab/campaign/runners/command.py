@@ -15,10 +15,11 @@ regular expressions with one named group per metric.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from ..spec import CampaignError
 from ._program import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
@@ -30,6 +31,13 @@ from .base import RunResult, find_json, option_bool
 #: The command runner's own options (any other option is a constant for the templates).
 OPTIONS = ("command", "shell", "json_metrics", "regex_metrics", "args", "env", "stream",
            "ok_codes")
+#: Most CPU seconds the patterns of `regex_metrics` may take on one run's output (Python's
+#: `re` has no limit: a backtracking pattern such as `(a|a)+b` on a line of a's took
+#: storlab hours after the run, on every resume). The run's remaining time under
+#: `timeout:` bounds it too, with at least MIN_MATCH_S so a run that used its time
+#: still gets its numbers.
+MAX_MATCH_S = 60.0
+MIN_MATCH_S = 1.0
 
 
 class CommandRunner:
@@ -64,9 +72,9 @@ class CommandRunner:
         if isinstance(pats, Mapping):  # {metric: pattern with one group}
             pats = [p if "(?P<" in p else p.replace("(", f"(?P<{m}>", 1)
                     for m, p in pats.items()]
-        try:
-            self.regexes = [re.compile(p, re.MULTILINE) for p in pats]
-        except re.error as exc:
+        try:  # `regex` (re's syntax, and a time limit on matching: `extract`)
+            self.regexes = [regex.compile(p, regex.MULTILINE | regex.VERSION0) for p in pats]
+        except (regex.error, TypeError) as exc:
             raise CampaignError(f"command runner: bad regular expression ({exc})") from None
         if stream not in ("stdout", "stderr", "both"):
             raise CampaignError(f"command runner: stream {stream!r} must be stdout, stderr "
@@ -158,8 +166,9 @@ class CommandRunner:
             return res
         text = {"stdout": proc.stdout, "stderr": proc.stderr,
                 "both": proc.stdout + "\n" + proc.stderr}[self.stream]
+        left = MAX_MATCH_S if timeout is None else timeout - (proc.ended - proc.started)
         try:
-            res.metrics = self.extract(text)
+            res.metrics = self.extract(text, max(MIN_MATCH_S, min(MAX_MATCH_S, left)))
         except ValueError as exc:
             res.stderr = tail(f"{proc.stderr}\nstorlab: {exc}")
             return res
@@ -170,8 +179,9 @@ class CommandRunner:
         """Every metric this runner can report (what json_metrics and the patterns name)."""
         return set(self.json_metrics) | {n for rx in self.regexes for n in rx.groupindex}
 
-    def extract(self, text: str) -> dict[str, float]:
-        """Metrics from the output; ValueError naming what is missing."""
+    def extract(self, text: str, limit: float = MAX_MATCH_S) -> dict[str, float]:
+        """Metrics from the output; ValueError naming what is missing, or a pattern
+        that took more than `limit` CPU seconds on it (`regex`'s limit, per pattern)."""
         m: dict[str, float] = {}
         if self.json_metrics:
             doc = find_json(text)
@@ -179,8 +189,14 @@ class CommandRunner:
                 m[name] = _number(_walk(doc, path), name)
         for rx in self.regexes:
             hit = None
-            for hit in rx.finditer(text):
-                pass  # the last match: final summaries come after interval reports
+            try:
+                for hit in rx.finditer(text, timeout=limit):
+                    pass  # the last match: final summaries come after interval reports
+            except TimeoutError:
+                raise ValueError(
+                    f"pattern {rx.pattern!r} took more than {limit:.1f} CPU seconds on the "
+                    "output (a pattern that backtracks, such as a nested quantifier "
+                    "(a+)+; write it without)") from None
             if hit is None:
                 raise ValueError(f"pattern {rx.pattern!r} not found in the output")
             for name, v in hit.groupdict().items():
