@@ -28,19 +28,34 @@ def _temps(d: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- the helper itself
 
-def test_atomic_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
+def test_atomic_write_replaces_with_a_fixed_mode(tmp_path: Path) -> None:
     p = tmp_path / "out.txt"
     write_text(p, "one\n")
     umask = os.umask(0)
     os.umask(umask)
-    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask  # as a plain open() gives
-    os.chmod(p, 0o640)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask
+    os.chmod(p, 0o6777)  # another user's set-ID, world-writable file at the name (A5-11)
     inode = p.stat().st_ino
     write_text(p, "two\n")
     assert p.read_text() == "two\n"
     assert p.stat().st_ino != inode  # a new file renamed over the old one
-    assert stat.S_IMODE(p.stat().st_mode) == 0o640  # the user's mode is kept
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask  # never the old mode
     assert _temps(tmp_path) == []
+
+
+def test_atomic_write_over_a_link_takes_not_its_targets_mode(tmp_path: Path) -> None:
+    """A5-11: `-o res.csv` where res.csv links to a 6777 file made a -rwsrwsrwx output."""
+    mine = tmp_path / "mine"
+    mine.write_text("x\n")
+    os.chmod(mine, 0o6777)
+    out = tmp_path / "res.csv"
+    out.symlink_to(mine)
+    write_text(out, "a,b\n", what="-o")
+    assert not out.is_symlink() and out.read_text() == "a,b\n"
+    assert stat.S_IMODE(out.lstat().st_mode) & 0o7022 == 0
+    assert mine.read_text() == "x\n"  # the link's target untouched
+    write_text(tmp_path / "p.html", "x", private=True)
+    assert stat.S_IMODE((tmp_path / "p.html").stat().st_mode) == 0o600
 
 
 def test_failure_inside_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:

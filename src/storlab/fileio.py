@@ -242,8 +242,10 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
 
     `mode` is "w" (text) or "wb" (binary). On any exception the temporary file is removed
     and `path` is left as it was. `what` names the option in error messages ("-o").
-    `private`: the file 0600 whatever the umask or the file it replaces (it holds what a
-    run printed, as private as the store).
+    `private`: the file 0600 whatever the umask (it holds what a run printed, as private
+    as the store); otherwise 0644 less the umask. The mode is fixed, never copied from
+    what `path` names now: that entry (a link, another user's set-ID file) is replaced,
+    not followed, and its mode bits would make a root output writable by all.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
@@ -255,9 +257,8 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
         raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
     try:
         try:
-            # mkstemp makes 0600; give the file the mode a plain open() would have given.
-            mode_bits = 0o600 if private else \
-                p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+            # mkstemp makes 0600; a fixed mode, never the old file's (A5-11).
+            mode_bits = 0o600 if private else 0o644 & ~_umask()
             os.fchmod(fd, mode_bits)
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
                            newline=None if "b" in mode else "") as fh:
