@@ -518,8 +518,10 @@ def save_figure(fig: Any, path: str | Path, what: str = "--plot", close: bool = 
     if fmt not in supported:
         raise StorlabError(f"{what} {p}: unknown plot format {p.suffix or '(none)'!r}; use "
                            f"{', '.join(f'.{s}' for s in ('png', 'svg', 'pdf'))}".lstrip())
+    from .plotstyle import saving
+
     try:
-        with atomic_write(p, "wb", what=what) as fh:
+        with atomic_write(p, "wb", what=what) as fh, saving():
             fig.savefig(fh, format=fmt, **savefig_kw)
     finally:
         if close:
