@@ -411,3 +411,54 @@ def _kept_directory_is_private(tmp_path: Path, storlab: Any) -> None:
         r = _as_nobody("cat", str(path))
         assert r.returncode != 0 and "s3cret" not in r.stdout and "old-" not in r.stdout
     assert stat.S_IMODE((tmp_path / "c" / "scratch").stat().st_mode) & 0o077 == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a store another user owns)")
+@pytest.mark.parametrize("owner,mode", [(65534, 0o666), (65534, 0o600), (0, 0o666)])
+def test_a_store_another_user_owns_or_may_write_is_refused(tmp_path: Path, storlab: Any,
+                                                           owner: int, mode: int) -> None:
+    """A5-2: a store another user owns (or anyone may write) was written by root with what
+    the runs printed (a root-only file a program read): that user read it back. Now one
+    line, exit 2, before any run; the store's bytes are unchanged."""
+    camp = campaign(tmp_path / "c", ECHO)
+    assert storlab("run", camp, timeout=120).returncode == 0
+    store = tmp_path / "c" / "campaign.db"
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600  # storlab's own store: private
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM runs")
+    db.close()
+    for p in tmp_path.joinpath("c").glob("campaign.db*"):
+        if p.is_file():
+            os.chown(p, owner, owner)
+            p.chmod(mode)
+    before = digest(store)
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "campaign store" in err, err
+    assert ("uid 65534" in err) if owner else (f"mode {mode:04o}" in err), err
+    assert digest(store) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file another user owns)")
+def test_the_store_check_reads_the_descriptors_sqlite_holds(tmp_path: Path) -> None:
+    """A5-2, the race: the names checked, then another user's file swapped in before SQLite
+    opens it. `refuse_foreign_files(opened=True)` judges the files this process holds."""
+    from storlab.campaign.spec import CampaignError
+    from storlab.campaign.store import refuse_foreign_files
+
+    store = tmp_path / "campaign.db"
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE t (x)")
+    db.close()
+    refuse_foreign_files(store)  # root's 0644: fine
+    conn = sqlite3.connect(store)
+    conn.execute("SELECT * FROM t").fetchall()  # the file is open now
+    try:
+        refuse_foreign_files(store, opened=True)
+        os.chown(store, 65534, 65534)  # what is open is now nobody's
+        with pytest.raises(CampaignError, match="owned by uid 65534"):
+            refuse_foreign_files(store, opened=True)
+    finally:
+        conn.close()
+    conn.close()
