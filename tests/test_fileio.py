@@ -404,3 +404,15 @@ def test_trusted_dir_judges_the_directory_a_trailing_dotdot_ends_on(tmp_path: Pa
     check_trusted_dir(shared / "x")
     with pytest.raises(StorlabError, match="mode 1777"):
         check_trusted_dir(shared / "x" / "..")
+
+
+def test_csv_cells_round_trip_verbatim(tmp_path: Path) -> None:
+    """A5-4, decided (docs/guarantees-input.md): the CSV is storlab's data format, read back
+    by its analyses; values starting with = + - @ are written as they are (no `'` prefix,
+    which would change a level `-o noatime` and break the round trip), numbers stay numbers."""
+    df = pd.DataFrame({"opt": ["=HYPERLINK(\"http://x\")", "-o noatime", "+1x", "@a"],
+                       "y": [-3.5, 2.0, -0.25, 1e-9]})
+    p = write_frame(df, tmp_path / "r.csv")
+    back = read_table(p)
+    assert back["opt"].tolist() == df["opt"].tolist()
+    assert back["y"].tolist() == df["y"].tolist()
