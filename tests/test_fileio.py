@@ -416,3 +416,19 @@ def test_csv_cells_round_trip_verbatim(tmp_path: Path) -> None:
     back = read_table(p)
     assert back["opt"].tolist() == df["opt"].tolist()
     assert back["y"].tolist() == df["y"].tolist()
+
+
+def test_cli_output_onto_a_link_to_a_set_id_file(tmp_path: Path, storlab: Any) -> None:
+    """A5-11 through the program: `-o out.csv` where out.csv links to a 6777 file."""
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump({"factors": [
+        {"name": "a", "kind": "integer", "values": [1, 2]}]}))
+    mine = tmp_path / "mine"
+    mine.write_text("x\n")
+    os.chmod(mine, 0o6777)
+    (tmp_path / "out.csv").symlink_to(mine)
+    p = storlab("design", tmp_path / "space.yaml", "--kind", "full", "-o",
+                tmp_path / "out.csv")
+    assert p.returncode == 0, p.stderr
+    st = (tmp_path / "out.csv").lstat()
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o7022 == 0
+    assert mine.read_text() == "x\n" and stat.S_IMODE(mine.stat().st_mode) == 0o6777
