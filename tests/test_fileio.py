@@ -28,19 +28,34 @@ def _temps(d: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- the helper itself
 
-def test_atomic_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
+def test_atomic_write_replaces_with_a_fixed_mode(tmp_path: Path) -> None:
     p = tmp_path / "out.txt"
     write_text(p, "one\n")
     umask = os.umask(0)
     os.umask(umask)
-    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask  # as a plain open() gives
-    os.chmod(p, 0o640)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask
+    os.chmod(p, 0o6777)  # another user's set-ID, world-writable file at the name (A5-11)
     inode = p.stat().st_ino
     write_text(p, "two\n")
     assert p.read_text() == "two\n"
     assert p.stat().st_ino != inode  # a new file renamed over the old one
-    assert stat.S_IMODE(p.stat().st_mode) == 0o640  # the user's mode is kept
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask  # never the old mode
     assert _temps(tmp_path) == []
+
+
+def test_atomic_write_over_a_link_takes_not_its_targets_mode(tmp_path: Path) -> None:
+    """A5-11: `-o res.csv` where res.csv links to a 6777 file made a -rwsrwsrwx output."""
+    mine = tmp_path / "mine"
+    mine.write_text("x\n")
+    os.chmod(mine, 0o6777)
+    out = tmp_path / "res.csv"
+    out.symlink_to(mine)
+    write_text(out, "a,b\n", what="-o")
+    assert not out.is_symlink() and out.read_text() == "a,b\n"
+    assert stat.S_IMODE(out.lstat().st_mode) & 0o7022 == 0
+    assert mine.read_text() == "x\n"  # the link's target untouched
+    write_text(tmp_path / "p.html", "x", private=True)
+    assert stat.S_IMODE((tmp_path / "p.html").stat().st_mode) == 0o600
 
 
 def test_failure_inside_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
@@ -420,3 +435,31 @@ def test_aliases_of_a_normal_size_still_read(tmp_path) -> None:
     assert read_yaml(tmp_path / "a.yaml") == {
         "base": {"bs": "4k", "depth": 8}, "x": {"a": {"bs": "4k", "depth": 8}, "depth": 16},
         "y": [{"bs": "4k", "depth": 8}] * 2}
+
+
+def test_csv_cells_round_trip_verbatim(tmp_path: Path) -> None:
+    """A5-4, decided (docs/guarantees-input.md): the CSV is storlab's data format, read back
+    by its analyses; values starting with = + - @ are written as they are (no `'` prefix,
+    which would change a level `-o noatime` and break the round trip), numbers stay numbers."""
+    df = pd.DataFrame({"opt": ["=HYPERLINK(\"http://x\")", "-o noatime", "+1x", "@a"],
+                       "y": [-3.5, 2.0, -0.25, 1e-9]})
+    p = write_frame(df, tmp_path / "r.csv")
+    back = read_table(p)
+    assert back["opt"].tolist() == df["opt"].tolist()
+    assert back["y"].tolist() == df["y"].tolist()
+
+
+def test_cli_output_onto_a_link_to_a_set_id_file(tmp_path: Path, storlab: Any) -> None:
+    """A5-11 through the program: `-o out.csv` where out.csv links to a 6777 file."""
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump({"factors": [
+        {"name": "a", "kind": "integer", "values": [1, 2]}]}))
+    mine = tmp_path / "mine"
+    mine.write_text("x\n")
+    os.chmod(mine, 0o6777)
+    (tmp_path / "out.csv").symlink_to(mine)
+    p = storlab("design", tmp_path / "space.yaml", "--kind", "full", "-o",
+                tmp_path / "out.csv")
+    assert p.returncode == 0, p.stderr
+    st = (tmp_path / "out.csv").lstat()
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o7022 == 0
+    assert mine.read_text() == "x\n" and stat.S_IMODE(mine.stat().st_mode) == 0o6777

@@ -236,3 +236,34 @@ def test_effects_on_a_log_response_tick_plain_numbers_not_milli() -> None:
     ax = _pareto()[1].axes[0]
     ticks = ax.xaxis.get_major_formatter().format_ticks(ax.get_xticks())
     assert "10k" in ticks, ticks
+
+
+@pytest.mark.parametrize("case", ["matplotlibrc", "dollar-level"])
+def test_report_ignores_local_matplotlibrc_and_draws_dollars_as_text(
+        tmp_path: Path, storlab_argv: list[str], case: str) -> None:
+    """A5-15: a `matplotlibrc` in the working directory (`text.usetex: True`) crashed
+    `storlab report` (latex not found); with TeX it would typeset a campaign's labels as
+    root. A5-3: a level `$\\frac{1}{$` crashed it in mathtext. The real program, in a
+    fresh process (matplotlib reads ./matplotlibrc as it is imported)."""
+    import pandas as pd
+    import yaml
+
+    odd = "$\\frac{1}{$" if case == "dollar-level" else "b"
+    if case == "matplotlibrc":
+        (tmp_path / "matplotlibrc").write_text("text.usetex: True\nsavefig.dpi: 3\n")
+    space = {"name": "m", "factors": [
+        {"name": "t", "kind": "integer", "values": [1, 8]},
+        {"name": "s", "kind": "categorical", "values": ["a", odd]}],
+        "responses": [{"name": "iops", "goal": "maximize"}]}
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump(space))
+    rows = [{"t": t, "s": s, "iops": 100 + 50 * (t == 8) + 20 * (s == "a") + r}
+            for r in range(2) for t in (1, 8) for s in ("a", odd)]
+    pd.DataFrame(rows).to_csv(tmp_path / "res.csv", index=False)
+    p = subprocess.run([*storlab_argv, "report", "res.csv", "--space", "space.yaml",
+                        "-o", "r.html"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    html = (tmp_path / "r.html").read_text()
+    assert "data:image/png;base64," in html
+    if case == "dollar-level":
+        assert "$\\frac{1}{$" in html

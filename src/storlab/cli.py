@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from . import commands
-from .errors import StorlabError
+from .errors import StorlabError, terminal_safe
 
 class _NoBoolMetavar:
     """A flag shows no `<bool>` value it does not take (typer's rich help prints one for
@@ -264,7 +264,7 @@ def _oserror_line(exc: OSError) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    print(f"storlab: error: {message}", file=sys.stderr)
+    print(f"storlab: error: {terminal_safe(message)}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -3,6 +3,19 @@ prints them and exits 2), then the internal signals that storlab catches itself.
 
 from __future__ import annotations
 
+import re
+
+#: C0 control characters but tab and newline, DEL, and the C1 range: what a terminal
+#: obeys (ESC sequences, OSC titles and hyperlinks, cursor moves) rather than shows.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` (a program's output, a value a campaign wrote) for a terminal: each control
+    character but newline and tab shown as `\\xNN`, so a run's stderr cannot move the
+    cursor, rewrite the lines above it or set the window title on the operator's terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
 
 class StorlabError(Exception):
     """Bad input or a request storlab cannot honour; the message is shown as is."""

@@ -150,6 +150,30 @@ def walk_resolved(path: str | os.PathLike[str], rule: EntryRule, label: str = ""
     return Path(at)
 
 
+def check_trusted_entry(at: str, st: os.stat_result, label: str, last: bool = True) -> None:
+    """`check_trusted_dir`'s rule for one entry, from its lstat (or the fstat of a
+    descriptor storlab opened): owned by root or the euid, and (unless a link, or a sticky
+    directory that is not the `last` entry) writable by neither its group nor others.
+    For a file storlab writes as root (a store, its -wal/-shm, its lock): another user's,
+    or one others may write, could be read by them afterwards, whatever storlab wrote."""
+    mode = st.st_mode
+    if st.st_uid not in (0, os.geteuid()):
+        raise StorlabError(
+            f"{label}: {at} ({_entry(mode)}, mode {stat.S_IMODE(mode):04o}) is owned "
+            f"by {_owner(st.st_uid)}, not by root or you: storlab trusts a "
+            "directory with its own files as root only when no other user can "
+            "change the path")
+    if stat.S_ISLNK(mode):
+        return  # a link's mode means nothing; its target is walked next
+    sticky_above = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and not last
+    if mode & 0o022 and not sticky_above:
+        raise StorlabError(
+            f"{label}: {at} ({_entry(mode)}, owner {_owner(st.st_uid)}) has mode "
+            f"{stat.S_IMODE(mode):04o}: writable by its group or others, who could "
+            "swap what storlab keeps there as root; remove their write permission "
+            "(chmod go-w) or choose another directory")
+
+
 def check_trusted_dir(path: str | os.PathLike[str], what: str = "", *,
                       missing_ok: bool = True) -> Path:
     """Refuse, in one line naming the entry, its owner and mode, a directory storlab
@@ -166,25 +190,9 @@ def check_trusted_dir(path: str | os.PathLike[str], what: str = "", *,
     later in a sticky one for its own). The resolved path is returned: the caller uses
     it, so a link swapped later changes nothing."""
     label = f"{what} {path}" if what else str(path)
-    euid = os.geteuid()
 
     def rule(at: str, st: os.stat_result, last: bool) -> None:
-        mode = st.st_mode
-        if st.st_uid not in (0, euid):
-            raise StorlabError(
-                f"{label}: {at} ({_entry(mode)}, mode {stat.S_IMODE(mode):04o}) is owned "
-                f"by {_owner(st.st_uid)}, not by root or you: storlab trusts a "
-                "directory with its own files as root only when no other user can "
-                "change the path")
-        if stat.S_ISLNK(mode):
-            return  # a link's mode means nothing; its target is walked next
-        sticky_above = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and not last
-        if mode & 0o022 and not sticky_above:
-            raise StorlabError(
-                f"{label}: {at} ({_entry(mode)}, owner {_owner(st.st_uid)}) has mode "
-                f"{stat.S_IMODE(mode):04o}: writable by its group or others, who could "
-                "swap what storlab keeps there as root; remove their write permission "
-                "(chmod go-w) or choose another directory")
+        check_trusted_entry(at, st, label, last)
 
     return walk_resolved(path, rule, label, missing_ok=missing_ok)
 
@@ -242,8 +250,10 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
 
     `mode` is "w" (text) or "wb" (binary). On any exception the temporary file is removed
     and `path` is left as it was. `what` names the option in error messages ("-o").
-    `private`: the file 0600 whatever the umask or the file it replaces (it holds what a
-    run printed, as private as the store).
+    `private`: the file 0600 whatever the umask (it holds what a run printed, as private
+    as the store); otherwise 0644 less the umask. The mode is fixed, never copied from
+    what `path` names now: that entry (a link, another user's set-ID file) is replaced,
+    not followed, and its mode bits would make a root output writable by all.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
@@ -255,9 +265,8 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
         raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
     try:
         try:
-            # mkstemp makes 0600; give the file the mode a plain open() would have given.
-            mode_bits = 0o600 if private else \
-                p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+            # mkstemp makes 0600; a fixed mode, never the old file's (A5-11).
+            mode_bits = 0o600 if private else 0o644 & ~_umask()
             os.fchmod(fd, mode_bits)
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
                            newline=None if "b" in mode else "") as fh:
@@ -519,8 +528,10 @@ def save_figure(fig: Any, path: str | Path, what: str = "--plot", close: bool = 
     if fmt not in supported:
         raise StorlabError(f"{what} {p}: unknown plot format {p.suffix or '(none)'!r}; use "
                            f"{', '.join(f'.{s}' for s in ('png', 'svg', 'pdf'))}".lstrip())
+    from .plotstyle import saving
+
     try:
-        with atomic_write(p, "wb", what=what) as fh:
+        with atomic_write(p, "wb", what=what) as fh, saving():
             fig.savefig(fh, format=fmt, **savefig_kw)
     finally:
         if close:

@@ -66,11 +66,39 @@ RC: dict[str, Any] = {
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: Always, over any style: labels are data (factor names and levels a campaign wrote), so
+#: `$...$` is text, not mathtext (a level `$\\frac{1}{$` crashed `report`), and never TeX
+#: (a `matplotlibrc` asking for it would hand the labels to `latex`, as root).
+SAFE_RC: dict[str, Any] = {"text.usetex": False, "text.parse_math": False}
+
+
+@functools.cache
+def bundled_defaults() -> dict[str, Any]:
+    """Matplotlib's own defaults (its bundled `matplotlibrc`), whatever the `matplotlibrc`
+    in the working directory, `$MATPLOTLIBRC` or the user's config say: matplotlib obeys
+    `./matplotlibrc` first, so any directory storlab is run in (as root, maybe another
+    user's) would otherwise choose how its figures are drawn. The backend is left alone
+    (a notebook's choice)."""
+    return {k: v for k, v in matplotlib.rcParamsDefault.items()
+            if not k.startswith("backend") and k != "interactive"}
+
+
 @contextlib.contextmanager
 def styled() -> Iterator[None]:
     """Draw inside this block to get storlab's figure style (fonts are fixed when text is
-    created, so the whole figure must be built inside, not just saved)."""
-    with matplotlib.rc_context(RC):
+    created, so the whole figure must be built inside, not just saved): matplotlib's
+    bundled defaults, then storlab's `RC`, then `SAFE_RC`."""
+    with matplotlib.rc_context({**bundled_defaults(), **RC, **SAFE_RC}):
+        yield
+
+
+@contextlib.contextmanager
+def saving() -> Iterator[None]:
+    """Wrap `fig.savefig` in this: the settings read while saving come from matplotlib's
+    bundled defaults (not a local `matplotlibrc`), except storlab's own `RC`, which stay as
+    they are (`styled()` around, or the caller's)."""
+    rc = {k: v for k, v in bundled_defaults().items() if k not in RC}
+    with matplotlib.rc_context({**rc, **SAFE_RC}):
         yield
 
 

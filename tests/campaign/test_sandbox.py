@@ -390,3 +390,27 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
         assert {decide(x64, 435), decide(i386, 435), decide(x64, x32 | 435)} == {"enosys"}
         # openat2 (its mode in memory): ENOSYS, on which glibc's callers use openat
         assert {decide(x64, 437, 0, 0, 0, 24), decide(i386, 437)} == {"enosys"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a directory under /var/lib)")
+def test_status_lists_a_declared_system_directory_as_read_only(tmp_path: Path, storlab: Any
+                                                               ) -> None:
+    """`sandbox.writable: [/var/lib/x]` without allow_destructive: the sandbox leaves it
+    read-only (a system directory), and `status` listed it as writable. Now it says what
+    the kernel does; the run's write there fails (EROFS)."""
+    import tempfile
+
+    sysdir = tempfile.mkdtemp(prefix="storlab-decl-", dir="/var/lib")
+    try:
+        camp = command_campaign(tmp_path / "c", ["sh", "-c", f"echo x > {sysdir}/f && "
+                                                 "echo '{\"y\": 1}'"],
+                                sandbox={"writable": ["data", sysdir]})
+        r = storlab("status", camp)
+        assert r.returncode == 0, r.stderr
+        assert "the runner's targets, data; declared but read-only (a system or shared " \
+               "directory: writable only with sandbox.allow_destructive): " + sysdir \
+               in r.stdout, r.stdout
+        storlab("run", camp, "-q", timeout=120)
+        assert not os.path.exists(os.path.join(sysdir, "f"))  # the kernel agrees
+    finally:
+        shutil.rmtree(sysdir, ignore_errors=True)

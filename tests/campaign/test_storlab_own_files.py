@@ -363,3 +363,102 @@ def test_the_scratch_area_is_compared_only_when_seen_the_same_way(tmp_path: Path
     for other in (view.replace(boot, "another-boot"), view.rsplit(" ", 1)[0] + " mnt:[1]"):
         r = run(other, st.st_ino + 1)
         assert r.status == "ok", (other, r.stderr)
+
+
+def _as_nobody(*argv: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           *argv], capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv (another user reads)")
+def test_a_failed_runs_kept_directory_is_private(storlab: Any) -> None:
+    """A5-9: a failed run's directory is kept for inspection, with whatever its program
+    copied there of what it read (as root); it was 0755 with 0644 files, readable by every
+    user. Now 0700 (and an older campaign's 0755 scratch area is made 0700 when a run
+    touches it), so `nobody` reads nothing, whatever the files' modes."""
+    import tempfile
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="storlab-a5-9-", dir="/tmp"))  # others reach it
+    try:
+        _kept_directory_is_private(tmp_path, storlab)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _kept_directory_is_private(tmp_path: Path, storlab: Any) -> None:
+    tmp_path.chmod(0o755)
+    camp = campaign(tmp_path / "c", {"type": "command", "options": {
+        "command": ["sh", "-c", "umask 022; echo s3cret-a5-9 > leak.txt; exit 1"],
+        "regex_metrics": []}})
+    (tmp_path / "c").chmod(0o755)
+    old = tmp_path / "c" / "scratch" / "c9-r1"  # an older campaign's kept run, 0755/0644
+    old.mkdir(parents=True)
+    (tmp_path / "c" / "scratch").chmod(0o755)
+    old.chmod(0o755)
+    (old / "old.txt").write_text("old-secret\n")
+    (old / "old.txt").chmod(0o644)
+    assert _as_nobody("cat", str(old / "old.txt")).returncode == 0  # readable before
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode != 0 or "failed" in p.stdout + p.stderr, p.stderr
+    leak = tmp_path / "c" / "scratch" / "c1-r1" / "leak.txt"
+    assert leak.read_text() == "s3cret-a5-9\n"  # kept, for the operator
+    assert stat.S_IMODE(leak.stat().st_mode) == 0o644  # the program's mode, unreachable:
+    assert stat.S_IMODE(leak.parent.stat().st_mode) == 0o700
+    for path in (leak, old / "old.txt"):
+        r = _as_nobody("cat", str(path))
+        assert r.returncode != 0 and "s3cret" not in r.stdout and "old-" not in r.stdout
+    assert stat.S_IMODE((tmp_path / "c" / "scratch").stat().st_mode) & 0o077 == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a store another user owns)")
+@pytest.mark.parametrize("owner,mode", [(65534, 0o666), (65534, 0o600), (0, 0o666)])
+def test_a_store_another_user_owns_or_may_write_is_refused(tmp_path: Path, storlab: Any,
+                                                           owner: int, mode: int) -> None:
+    """A5-2: a store another user owns (or anyone may write) was written by root with what
+    the runs printed (a root-only file a program read): that user read it back. Now one
+    line, exit 2, before any run; the store's bytes are unchanged."""
+    camp = campaign(tmp_path / "c", ECHO)
+    assert storlab("run", camp, timeout=120).returncode == 0
+    store = tmp_path / "c" / "campaign.db"
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600  # storlab's own store: private
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM runs")
+    db.close()
+    for p in tmp_path.joinpath("c").glob("campaign.db*"):
+        if p.is_file():
+            os.chown(p, owner, owner)
+            p.chmod(mode)
+    before = digest(store)
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "campaign store" in err, err
+    assert ("uid 65534" in err) if owner else (f"mode {mode:04o}" in err), err
+    assert digest(store) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file another user owns)")
+def test_the_store_check_reads_the_descriptors_sqlite_holds(tmp_path: Path) -> None:
+    """A5-2, the race: the names checked, then another user's file swapped in before SQLite
+    opens it. `refuse_foreign_files(opened=True)` judges the files this process holds."""
+    from storlab.campaign.spec import CampaignError
+    from storlab.campaign.store import refuse_foreign_files
+
+    store = tmp_path / "campaign.db"
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE t (x)")
+    db.close()
+    refuse_foreign_files(store)  # root's 0644: fine
+    conn = sqlite3.connect(store)
+    conn.execute("SELECT * FROM t").fetchall()  # the file is open now
+    try:
+        refuse_foreign_files(store, opened=True)
+        os.chown(store, 65534, 65534)  # what is open is now nobody's
+        with pytest.raises(CampaignError, match="owned by uid 65534"):
+            refuse_foreign_files(store, opened=True)
+    finally:
+        conn.close()
+    conn.close()

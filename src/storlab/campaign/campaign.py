@@ -292,10 +292,12 @@ class Campaign:
         """(`scratch_view`, st_dev, st_ino) of the scratch area now (made if missing): each run's
         directory is made only while it still leads there (`RunTask.scratch_id`)."""
         try:
-            self.scratch.mkdir(parents=True, exist_ok=True)
+            self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = os.stat(self.scratch)
         except OSError:
             return None  # each run then fails on it in one line
+        if st.st_uid == os.geteuid() and st.st_mode & 0o077 and self.own_scratch():
+            _tighten(self.scratch)  # an older campaign's (0755): its kept runs made private
         return scratch_view(), st.st_dev, st.st_ino
 
     @property
@@ -454,3 +456,21 @@ def results_table(configs: list[tuple[int, dict[str, Any], dict[str, Any]]],
     if df.empty:
         return pd.DataFrame(columns=["config_id", *names])
     return df.reset_index(drop=True)
+
+
+def _tighten(directory: Path) -> None:
+    """Take group's and others' access away from `directory` (a campaign's own scratch
+    area), on a descriptor opened without following a link: never a link's target. Best
+    effort: the runs' own directories are 0700 anyway."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid():
+            os.fchmod(fd, st.st_mode & 0o7700)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

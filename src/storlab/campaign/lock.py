@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import _proc_lifetime
 from ..errors import CampaignError, CampaignLocked, StorlabError
-from ..fileio import open_dir_beneath
+from ..fileio import check_trusted_entry, open_dir_beneath
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,11 @@ def hold(store: Path, wait: bool = False, on_wait: Callable[[Holder | None], Non
     finally:
         os.close(dfd)
     st = os.fstat(fd)
+    try:  # another user's lock (or one others may write): theirs to hold or to swap
+        check_trusted_entry(str(path), st, "lock file")
+    except StorlabError as exc:
+        os.close(fd)
+        raise CampaignError(str(exc)) from None
     if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
         # a hard link planted at the lock's name (to a victim file) would be truncated and
         # written with the holder record: only a file of the campaign's own is a lock

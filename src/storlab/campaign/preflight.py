@@ -21,7 +21,7 @@ from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
 from .spec import CampaignError, CampaignSpec
-from .store import refuse_linked_dirs, refuse_links
+from .store import refuse_foreign_files, refuse_linked_dirs, refuse_links
 
 if TYPE_CHECKING:
     from .campaign import Campaign
@@ -77,6 +77,7 @@ def check_runner(camp: Campaign) -> Any:
         except CampaignError as exc:
             raise CampaignError(f"{camp.path}: {exc}") from None
     refuse_links(camp.store_path)
+    refuse_foreign_files(camp.store_path)
     try:
         runner = make_runner(camp.spec.runner.type, camp.runner_options())
     except CampaignError as exc:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import StorlabError
 from .runners import (UNSANDBOXED_ENV, landlock_missing, landlock_net_missing,
-                      ld_conf_opt_dirs, make_runner, shown_install_trees, starts_programs,
-                      unsandboxed)
+                      ld_conf_opt_dirs, make_runner, opens_declared, shown_install_trees,
+                      starts_programs, unsandboxed)
 from .spec import CampaignSpec
 
 if TYPE_CHECKING:
@@ -28,7 +28,11 @@ def sandbox_summary(camp: Campaign) -> list[str]:
         head = f"off ({UNSANDBOXED_ENV}=1): programs run with the whole system writable"
     else:
         sb = camp.spec.sandbox
-        extra = ", ".join(sb.writable) or "nothing else"
+        opens, shut = declared_writable(sb.writable, sb.allow_destructive, str(camp.dir))
+        extra = ", ".join(opens) or "nothing else"
+        if shut:  # what the sandbox leaves read-only, said so, not listed as writable
+            extra += (f"; declared but read-only (a system or shared directory: writable "
+                      f"only with sandbox.allow_destructive): {', '.join(shut)}")
         dev = camp.spec.runner.options.get("allow_destructive") or sb.allow_destructive
         net = "the host's (sandbox.network)" if sb.network else "none (its own)"
         try:
@@ -65,6 +69,32 @@ def sandbox_summary(camp: Campaign) -> list[str]:
                    f"; the runner's network: not applied ({no}): refused unless "
                    "sandbox.network"))
     return [head, *system_writable_steps(camp.spec)]
+
+
+def declared_writable(paths: list[str], allow: bool, home: str
+                      ) -> tuple[list[str], list[str]]:
+    """The campaign's `sandbox.writable` split as the sandbox opens them (`_sandbox`'s
+    `_open_target`): a directory (or a name not made yet) opens unless it is a system or
+    shared one without `allow` (`opens_declared`); an existing file only with `allow` or
+    inside the campaign's directory `home`. Returns (writable, left read-only)."""
+    import os
+    import stat
+
+    from ..fileio import within
+
+    opens: list[str] = []
+    shut: list[str] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            ok = allow or within(os.path.realpath(p), os.path.realpath(home))
+        else:
+            ok = opens_declared(p, allow)
+        (opens if ok else shut).append(p)
+    return opens, shut
 
 
 def system_writable_steps(spec: CampaignSpec) -> list[str]:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import _proc_lifetime
-from ..fileio import link_to
+from ..errors import StorlabError
+from ..fileio import check_trusted_entry, link_to
 from ..jsonutil import to_jsonable
 from . import lock
 from .runners import TAG_ENV, campaign_identity
@@ -113,6 +114,45 @@ def refuse_links(path: Path) -> None:
     _refuse_shared_files(path)
 
 
+#: The store's files another user must not own or be able to write (`refuse_foreign_files`).
+TRUSTED = ("", "-wal", "-shm", "-journal", ".lock")
+
+
+def refuse_foreign_files(path: Path, opened: bool = False) -> None:
+    """A writer's store (or its -wal/-shm/-journal/lock file) owned by another user, or
+    writable by its group or others: refused in one line (`fileio.check_trusted_entry`, the
+    rule for storlab's own directories as root). storlab writes what the runs printed into
+    it (a root-only file a program read, say): in another user's file, that user would read
+    it. Checked on the names (lstat), and with `opened` on the descriptors of this process
+    that lead to those files (`/proc/self/fd`: what SQLite holds open, whatever was swapped
+    in at the names in between)."""
+    names = {os.path.abspath(path.with_name(path.name + s)) for s in TRUSTED}
+    entries: list[tuple[str, os.stat_result]] = []
+    if not opened:
+        for name in sorted(names):
+            try:
+                entries.append((name, os.lstat(name)))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CampaignError(f"{name}: cannot check ({exc.strerror or exc})") from None
+    else:
+        real = {os.path.realpath(n) for n in names}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+                if target in real:
+                    entries.append((target, os.fstat(int(fd))))
+            except OSError:
+                continue  # closed meanwhile (listdir's own descriptor, another thread's)
+    for name, st in entries:
+        try:
+            check_trusted_entry(name, st, "campaign store")
+        except StorlabError as exc:
+            raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
+                                "--no-preserve=ownership) or run as its owner") from None
+
+
 def _refuse_shared_files(path: Path) -> None:
     """SQLite opens the store and its -wal/-shm/-journal itself (even to read): one that
     is a hard link to somebody's file, or a device node, would be written by storlab as
@@ -179,6 +219,7 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_links(self.path)
+        refuse_foreign_files(self.path)
         try:
             if not self.path.exists():
                 self._create()
@@ -198,6 +239,11 @@ class Store:
             if _is_full(exc):
                 raise self._full(exc) from None
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
+        try:  # the files SQLite opened, not the names checked before (swapped meanwhile?)
+            refuse_foreign_files(self.path, opened=True)
+        except CampaignError:
+            self.db.close()
+            raise
 
     def _create(self) -> None:
         """Make the store complete under a temporary name, then link it into place: three

@@ -185,7 +185,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
 
     name = workdir.name
     try:
-        workdir.parent.mkdir(parents=True, exist_ok=True)
+        workdir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # the scratch area as named (it may be a link the user set up to a faster disk)
         pfd = os.open(workdir.parent, _DIR)
     except OSError as exc:
@@ -223,7 +223,9 @@ def execute_task(task: RunTask) -> TaskOutcome:
             return failed(f"{workdir}: cannot clear the run directory left there "
                           f"({exc.strerror or exc})")
         try:
-            os.mkdir(name, 0o777, dir_fd=pfd)
+            # 0700: a failed run's directory is kept, with copies of what its programs
+            # read (as root): other users must not reach them, whatever their modes
+            os.mkdir(name, 0o700, dir_fd=pfd)
             # the directory just made, not where a link swapped in meanwhile leads
             wfd = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=pfd)
         except OSError as exc:

@@ -30,14 +30,30 @@ from numbers import Number
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape as escape  # data inside a `markup=True` print
 from rich.table import Table
 
-from ..errors import StorlabError
+from ..errors import StorlabError, terminal_safe
 from ..fileio import check_target, read_yaml, write_text
 from ..jsonutil import to_jsonable
 
 if TYPE_CHECKING:  # numpy and pandas load when a table is printed, not at start-up
     import pandas as pd
+
+class SafeConsole(Console):
+    """A rich Console for text that is data: markup off unless a call asks for it
+    (`markup=True`, the data in it passed through `escape`), so a factor level `[/]` is
+    shown, not parsed (it crashed `status`), and `[link=...]` in a run's stderr is no
+    hyperlink; every string it renders (printed, a table's cells and titles) has its
+    control characters shown as `\\xNN` (`errors.terminal_safe`)."""
+
+    def __init__(self, **kw: Any) -> None:
+        kw.setdefault("markup", False)
+        super().__init__(**kw)
+
+    def render_str(self, text: str, **kw: Any) -> Any:
+        return super().render_str(terminal_safe(text), **kw)
+
 
 def _console() -> Console:
     """The terminal's width on a terminal; into a pipe or a file (CI logs, `| tee`), rich
@@ -48,8 +64,8 @@ def _console() -> Console:
     import sys
 
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console(emoji=False)
-    return Console(width=160, emoji=False)
+        return SafeConsole(emoji=False)
+    return SafeConsole(width=160, emoji=False)
 
 
 console = _console()
@@ -61,7 +77,7 @@ def emit_json(data: Any, output: Path | None = None) -> None:
     if output is not None:
         write_text(output, text + "\n", what="-o")
     else:
-        print(text)
+        print(text)  # json.dumps escapes control characters (ensure_ascii) itself
 
 
 # ---- option checks (typer callbacks): each returns the value or raises StorlabError ----

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._common import console
+from ..errors import terminal_safe
+from ._common import SafeConsole, console
 
 # Headline metrics for the progress bar's "last result", first one present wins.
 PROGRESS_METRICS = ("total_iops", "iops", "transactions_per_s", "reads_per_s", "total_bw_bytes")
@@ -47,43 +48,49 @@ def campaign_progress(name: str, quiet: bool = False, json_out: bool = False,
 
     show = not (quiet or json_out) and sys.stderr.isatty()
     talk = not (quiet or json_out)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+    # the campaign's name and the last run's stderr are data: no markup, no control bytes
+    progress = Progress(TextColumn("{task.description}", style="bold", markup=False),
+                        BarColumn(),
                         MofNCompleteColumn(), TextColumn("failed {task.fields[failed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        TextColumn("{task.fields[last]}"), disable=not show,
+                        TextColumn("{task.fields[last]}", markup=False), disable=not show,
                         console=console if show else None, transient=False)
     state: dict[str, Any] = {"task": None, "failed": 0}
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
-            state["task"] = progress.add_task(name, total=data["planned"],
+            state["task"] = progress.add_task(terminal_safe(name), total=data["planned"],
                                               completed=data["done"], failed=0, last="")
             if talk:
-                print(f"{name}: {data['planned']} runs planned, {data['done']} done, "
-                      f"store {data['store']}", file=sys.stderr)
+                print(terminal_safe(f"{name}: {data['planned']} runs planned, "
+                                    f"{data['done']} done, store {data['store']}"),
+                      file=sys.stderr)
         elif kind == "run":
             res = data["result"]
             if data["warmup"]:
-                progress.update(state["task"], last=f"warm-up {data['key']} {res.status}")
+                progress.update(state["task"],
+                                last=terminal_safe(f"warm-up {data['key']} {res.status}"))
                 return
             if not res.ok:
                 state["failed"] += 1
-            last = f"{data['key']} {res.status} " + (headline(res.metrics, prefer) if res.ok
-                                                     else _why(res.stderr))
+            last = terminal_safe(f"{data['key']} {res.status} "
+                                 + (headline(res.metrics, prefer) if res.ok
+                                    else _why(res.stderr)))
             progress.update(state["task"], advance=1, failed=state["failed"], last=last)
             if not show and talk:
                 print(f"  {last}", file=sys.stderr)
         elif kind == "waiting":
-            print(f"waiting for {data['holder']} to finish with {data['store']} ...",
-                  file=sys.stderr)
+            print(terminal_safe(f"waiting for {data['holder']} to finish with "
+                                f"{data['store']} ..."), file=sys.stderr)
         elif kind == "takeover":
-            print(f"taking over the lock of {data['store']} left by {data['holder']}, "
-                  "which is no longer running", file=sys.stderr)
+            print(terminal_safe(f"taking over the lock of {data['store']} left by "
+                                f"{data['holder']}, which is no longer running"),
+                  file=sys.stderr)
         elif kind == "leftovers":
             procs = ", ".join(f"{pid} ({cmd[:40]})" for pid, cmd in data["processes"][:5])
-            print(f"killing {len(data['processes'])} process(es) left running for run(s) "
-                  f"{', '.join(data['runs'])} by an earlier, killed storlab: {procs}",
-                  file=sys.stderr)
+            print(terminal_safe(f"killing {len(data['processes'])} process(es) left running "
+                                f"for run(s) {', '.join(data['runs'])} by an earlier, "
+                                f"killed storlab: {procs}"), file=sys.stderr)
         elif kind == "stopping":
             print("\nstopping after the current run (Ctrl-C again to abort it)",
                   file=sys.stderr)
@@ -102,7 +109,6 @@ def task_progress(name: str, total: int | None = None, quiet: bool = False
     bar on stderr (done/total, elapsed, ETA, what it is doing), removed when done; nothing
     when stderr is not a terminal or with quiet (--json), so piped output stays the
     command's own."""
-    from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
@@ -110,17 +116,18 @@ def task_progress(name: str, total: int | None = None, quiet: bool = False
     if not show:
         yield lambda *a, **k: None
         return
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
-                        TimeRemainingColumn(), TextColumn("{task.fields[label]}"),
-                        console=Console(stderr=True, emoji=False),  # a:b: in labels
+    progress = Progress(TextColumn("{task.description}", style="bold", markup=False),
+                        BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("ETA"), TimeRemainingColumn(),
+                        TextColumn("{task.fields[label]}", markup=False),
+                        console=SafeConsole(stderr=True, emoji=False),  # a:b: in labels
                         transient=True)
-    task = progress.add_task(name, total=total, label="")
+    task = progress.add_task(terminal_safe(name), total=total, label="")
 
     def step(label: str = "", advance: float = 1, total: int | None = None) -> None:
         if total is not None:
             progress.update(task, total=total)
-        progress.update(task, advance=advance, label=label)
+        progress.update(task, advance=advance, label=terminal_safe(label))
 
     with progress:
         yield step

@@ -11,8 +11,8 @@ import typer
 from ..errors import AnalysisError, DesignError, NotTwoLevel, StorlabError
 from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
 from ..fileio import read_table, save_figure, write_frame
-from ._common import (at_least, console, emit_json, fitted_tables, fraction, frame_table,
-                      input_file, output_dir, output_file)
+from ._common import (at_least, console, emit_json, escape, fitted_tables, fraction,
+                      frame_table, input_file, output_dir, output_file)
 
 # Heavy libraries (statsmodels, matplotlib) load inside the commands, so that `storlab`
 # starts quickly whatever command runs.
@@ -114,13 +114,13 @@ def design_cmd(
         console.print(correction)
         console.print(f"follow-up on the top {top}: {', '.join(space.names)}")
         if note:
-            console.print(f"[yellow]note:[/] {note}")
-    head = f"[bold]{m['kind']}[/] design: {d.runs} runs, {space.k} factors"
+            console.print(f"[yellow]note:[/] {escape(str(note))}", markup=True)
+    head = f"[bold]{escape(str(m['kind']))}[/] design: {d.runs} runs, {space.k} factors"
     if m.get("resolution"):
-        head += f", resolution {m.get('resolution_roman') or roman(m['resolution'])}"
+        head += escape(f", resolution {m.get('resolution_roman') or roman(m['resolution'])}")
     if m.get("construction"):
-        head += f" ({m['construction']})"
-    console.print(head)
+        head += escape(f" ({m['construction']})")
+    console.print(head, markup=True)
     if m.get("generators"):
         console.print("generators: " + ", ".join(m["generators"]))
         rel = m["defining_relation"]
@@ -145,7 +145,7 @@ def design_cmd(
     if m.get("search"):
         s = m["search"]
         if s.get("warning"):
-            console.print(f"[bold yellow]warning:[/] {s['warning']}")
+            console.print(f"[bold yellow]warning:[/] {escape(str(s['warning']))}", markup=True)
         elif s.get("source") == "catalogue":
             console.print("generators: storlab's minimum-aberration catalogue (exact search, "
                           "stored; scripts/ma_catalogue.py)")
@@ -295,8 +295,8 @@ def analyze_cmd(
         if not json_out:
             console.print(f"wrote {output}")
         return
-    console.print(f"[bold]{a.label}[/] ({a.goal}), {len(a.data)} runs, "
-                  f"mean {a.data['_y'].mean():.4g}")
+    console.print(f"[bold]{escape(str(a.label))}[/] ({a.goal}), {len(a.data)} runs, "
+                  f"mean {a.data['_y'].mean():.4g}", markup=True)
     console.print(frame_table(a.effects[a.shown_columns], title="Effects (largest first)"))
     console.print(frame_table(a.anova, title="ANOVA"))
     if a.lenth is not None:
@@ -310,7 +310,7 @@ def analyze_cmd(
         console.print(f"curvature: center mean {c['center_mean']:.4g} vs factorial mean "
                       f"{c['factorial_mean']:.4g}{at}, p = {c['p']:.3g}")
     for w in a.warnings:
-        console.print(f"[yellow]note:[/] {w}")
+        console.print(f"[yellow]note:[/] {escape(str(w))}", markup=True)
     r = a.recommendation
     if r.get("directions"):
         import pandas as pd
@@ -320,8 +320,8 @@ def analyze_cmd(
             title=f"Level directions ({r['goal']}; +1 = high level, -1 = low level)"))
     if r["settings"]:
         sets = ", ".join(f"{s['factor']}={s['value']}" for s in r["settings"])
-        console.print(f"[bold green]recommendation[/] ({r['goal']}): {sets}; "
-                      f"predicted {response} = {r['predicted']:.4g}")
+        console.print(f"[bold green]recommendation[/] ({r['goal']}): {escape(sets)}; "
+                      f"predicted {escape(str(response))} = {r['predicted']:.4g}", markup=True)
     else:
         console.print("no significant effect: no setting to recommend")
     if plots is not None:

@@ -10,7 +10,7 @@ import typer
 
 from ..fileio import read_table, read_text, save_figure, write_frame
 from ..limits import MAX_SEED
-from ._common import (at_least, console, emit_json, fraction, frame_table, input_dir,
+from ._common import (at_least, console, emit_json, escape, fraction, frame_table, input_dir,
                       input_file, output_file, positive)
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def _write(data: dict[str, Any], table: pd.DataFrame, output: Path | None, as_js
 
 def _warn(lines: list[str]) -> None:
     for line in lines:
-        console.print(f"[yellow]warning:[/yellow] {line}")
+        console.print(f"[yellow]warning:[/yellow] {escape(str(line))}", markup=True)
 
 
 def _model_tables(model: RWModel, confidence: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -12,8 +12,8 @@ import typer
 from ..errors import AnalysisError
 from ..fileio import read_table, save_figure
 from ..limits import MAX_SEED
-from ._common import (at_least, common_scale, console, emit_json, frame_table, input_file,
-                      output_file)
+from ._common import (at_least, common_scale, console, emit_json, escape, frame_table,
+                      input_file, output_file)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -194,7 +194,8 @@ def importance_cmd(
     # The tables from plain rows (no pandas: see above).
     tab = res.step_rows()
     if res.too_few:
-        console.print(f"[yellow]too few configurations for a selection:[/] {res.too_few}")
+        console.print("[yellow]too few configurations for a selection:[/] "
+                      f"{escape(str(res.too_few))}", markup=True)
     elif tab:
         final = ", ".join(f"{k}={v}" for k, v in res.best_values().items())
         imp_text, imp_scale = common_scale([r["importance"] for r in tab])

@@ -11,7 +11,7 @@ import typer
 from ..errors import StorlabError
 from ..fileio import read_text, save_figure, write_frame
 from ..limits import MAX_SEED
-from ._common import (STORE_HELP, at_least, campaign_store_note, console, emit_json,
+from ._common import (STORE_HELP, at_least, campaign_store_note, console, emit_json, escape,
                       fraction, frame_table, input_file, is_campaign, output_dir, output_file)
 
 # matplotlib, scikit-learn and the report builder load inside the commands.
@@ -156,13 +156,14 @@ def coverage_cmd(
                   f"(Ward vs k-means ARI {cov.agreement:.2f})")
     console.print(frame_table(cov.table(), title=f"Coverage by {by}"))
     for d in cov.dropped:
-        console.print(f"[yellow]left out:[/] {d}")
+        console.print(f"[yellow]left out:[/] {escape(str(d))}", markup=True)
     tied = cov.tied_with_best()
     if tied:  # equal on clusters, spread, range and runs: say so rather than pick silently
-        console.print(f"[bold]{cov.best()}[/] and {', '.join(tied)} tie on clusters, spread, "
-                      "range and runs (listed by name)")
+        console.print(f"[bold]{escape(str(cov.best()))}[/] and {escape(', '.join(tied))} tie on "
+                      "clusters, spread, range and runs (listed by name)", markup=True)
     else:
-        console.print(f"[bold green]{cov.best()}[/] covers the most clusters")
+        console.print(f"[bold green]{escape(str(cov.best()))}[/] covers the most clusters",
+                      markup=True)
     if output is not None:
         console.print(f"wrote {output}")
     if plots is not None:

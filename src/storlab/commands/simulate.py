@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from ..fileio import read_text, save_figure, write_frame, write_text
-from ._common import (at_least, console, emit_json, fraction, frame_table, input_dir,
+from ._common import (at_least, console, emit_json, escape, fraction, frame_table, input_dir,
                       input_file, output_file)
 
 if TYPE_CHECKING:
@@ -194,15 +194,16 @@ def _print_report(rep: Any, src: str, analytic: bool) -> None:
                           f"latency {f['lat_mean_ms']:.2f} ms{outside}")
     console.print(frame_table(rep.util, title="utilisation by resource", floatfmt="{:.3f}"))
     b = rep.bottleneck
-    console.print(f"bottleneck: [bold]{b['resource']}[/bold] ({b['station']}, "
-                  f"utilisation {b['utilisation']:.1%})")
+    console.print(f"bottleneck: [bold]{escape(str(b['resource']))}[/bold] "
+                  f"({escape(str(b['station']))}, utilisation {b['utilisation']:.1%})",
+                  markup=True)
     if not analytic:
         console.print(f"Little's law check: |L - XW|/L = {rep.littles_law_error:.2e} (system), "
                       f"{rep.station_littles_error:.2e} (worst station), "
                       f"{rep.littles_law_system:.2e} (requests in the window); {rep.events:,} events "
                       f"in {rep.wall:.2f} s engine + {rep.build_wall:.2f} s route building")
     for note in rep.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {escape(str(note))}", markup=True)
 
 
 def _calibrate(raw: dict[str, Any], src: str, csv: Path, holdout: float,

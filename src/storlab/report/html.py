@@ -145,13 +145,15 @@ def figure_html(fig: Any | Callable[[], Any], alt: str, caption: str | None = No
     """A matplotlib Figure as an embedded PNG (<figure> with caption). `fig` may be a function
     that draws it, called only where figures are drawn (`figures`); else None."""
     from ..plotstyle import close as close_figure
+    from ..plotstyle import saving
 
     if not _DRAW.get():
         return None
     if callable(fig):
         fig = fig()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", facecolor="white")
+    with saving():
+        fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", facecolor="white")
     width = int(round(fig.get_size_inches()[0] * CSS_DPI))
     if close:
         close_figure(fig)

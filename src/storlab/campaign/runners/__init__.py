@@ -21,7 +21,7 @@ from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionEr
                     shell_command, substitute, tail, template_names, write_run_file)
 from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, landlock_missing,
                        landlock_net_missing,
-                       ld_conf_opt_dirs, refused_shared,
+                       ld_conf_opt_dirs, opens_declared, refused_shared,
                        refused_socket, refused_writable, require_sandbox, shown_install_trees,
                        system_writable, unsandboxed)
 from .base import Runner, RunResult, failure_lines, option_bool
@@ -72,7 +72,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
            "refused_writable", "refused_socket", "refused_shared", "shown_install_trees",
            "system_writable", "unsandboxed", "landlock_missing", "landlock_net_missing",
-           "ld_conf_opt_dirs", "option_bool",
+           "ld_conf_opt_dirs", "opens_declared", "option_bool",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",
            "load_spec_from", "resolve_target", "serve_fio"]
