@@ -283,6 +283,7 @@ class Campaign:
                        sockets=[str(self.dir / p) for p in self.spec.sandbox.sockets],
                        io_uring=self.spec.sandbox.io_uring,
                        unix_sockets=self.spec.sandbox.unix_sockets,
+                       realtime=self.spec.sandbox.realtime,
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),

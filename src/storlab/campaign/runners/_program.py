@@ -638,6 +638,11 @@ _SANDBOX_HINTS = (
      "the sandbox shows /usr, /etc, the campaign's directory and the program's own "
      "directory; a file elsewhere (a script under /home or /srv, a home's dot-files, an "
      "editable install's sources) is shown with sandbox.readable"),
+    (re.compile(r"func=(?:ioprio_set|nice),|set niceness|failed to set pid \d+'s policy|"
+                r"sched_setscheduler|setpriority"),
+     "programs cannot raise their CPU or I/O priority (real-time scheduling, a negative "
+     "nice value, fio prioclass=1: CAP_SYS_NICE) unless the campaign declares "
+     "sandbox.realtime: true"),
     (re.compile(r"name resolution|Name or service not known|Network is unreachable"
                 r"|Connection refused"),
      "programs get a network of their own (loopback only) unless the campaign declares "
