@@ -37,9 +37,9 @@ REGISTRY: dict[str, str] = {
     "ceph": "storlab.campaign.runners.ceph:CephRunner",
 }
 
-#: Runners that start programs (each in its sandbox); the simulator and the object-store
-#: load generator run in storlab's own process.
-PROGRAM_RUNNERS = ("fio", "command", "postmark", "sysbench", "ceph")
+#: Runners that start programs (each in its sandbox; the object-store load is a child
+#: process of its own there); the simulator runs in storlab's own process.
+PROGRAM_RUNNERS = ("fio", "command", "postmark", "sysbench", "ceph", "objectstore")
 
 
 def starts_programs(kind: str) -> bool:

@@ -306,6 +306,23 @@ def write_run_file(path: str | os.PathLike[str], data: str | bytes) -> Path:
     return write_fresh(p, data)
 
 
+def read_run_file(path: str | os.PathLike[str]) -> bytes:
+    """The regular file `path` a runner's program wrote in the run directory, opened
+    without following a link (relative to the run directory's descriptor,
+    `run_directory`, when `path` lies directly in it); OSError otherwise."""
+    got = _RUN_DIR.get()
+    p = Path(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if got is not None and os.path.abspath(p.parent) == got[0]:
+        fd = os.open(p.name, flags, dir_fd=got[1])
+    else:
+        fd = os.open(p, flags)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{p} is not a regular file")
+        return fh.read()
+
+
 @contextmanager
 def run_tag(tag: str) -> Iterator[None]:
     """Programs started inside carry `STORLAB_RUN=tag` in their environment."""

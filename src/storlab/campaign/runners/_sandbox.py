@@ -108,6 +108,10 @@ class Declared:
     unix_sockets: bool = False
     #: The programs keep CAP_SYS_NICE (`REALTIME_CAPS`; the campaign's `sandbox.realtime`).
     realtime: bool = False
+    #: Directories a runner holds open for its program, writable: (descriptor, where it
+    #: shows), bound from the descriptor (the object-store load's records directory in the
+    #: scratch area, made and opened without following a link).
+    bound: tuple[tuple[int, str], ...] = ()
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -125,13 +129,17 @@ def declared(decl: Declared) -> Iterator[None]:
 
 @contextmanager
 def opened(network: bool = False, readable: Iterable[str] = (),
-           ports: Iterable[int] = ()) -> Iterator[None]:
+           ports: Iterable[int] = (), bound: Iterable[tuple[int, str]] = ()
+           ) -> Iterator[None]:
     """Programs started inside also get the network (`network`: TCP to and on `ports`
-    only, unless the campaign declares `sandbox.network`) and see `readable` (a runner's
-    own needs: the ceph runner's load talks to its cluster, reads its conf)."""
+    only, unless the campaign declares `sandbox.network`), see `readable` and may write
+    the directories `bound` ((descriptor, where it shows): the caller keeps the
+    descriptors open meanwhile) (a runner's own needs: the ceph runner's load talks to
+    its cluster, reads its conf; the object-store load writes its records)."""
     d = _DECLARED.get()
     with declared(replace(d, implicit_network=d.implicit_network or network,
-                          ports=(*d.ports, *ports), readable=(*d.readable, *readable))):
+                          ports=(*d.ports, *ports), readable=(*d.readable, *readable),
+                          bound=(*d.bound, *bound))):
         yield
 
 
@@ -1168,6 +1176,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
             _open_target(w, _norm(t), allow, homes)
+        for bfd, at in decl.bound:  # opened by the runner: bound as it holds them
+            w.add(os.dup(bfd), at)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
         # and at the path given (a program uses the name it was told)
         for r in [*decl.homes, *decl.readable]:
