@@ -17,6 +17,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,8 +27,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..._proc_lifetime import descendants, guard_child
 from ...fileio import temporary_directory, write_fresh
@@ -42,7 +41,8 @@ _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 def render_value(value: Any) -> str:
     """A configuration value as program text: 4096.0 -> "4096", True -> "1", numpy -> plain."""
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # not imported: no value is one of its scalars
+    if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool):
         return "1" if value else "0"

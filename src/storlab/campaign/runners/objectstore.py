@@ -332,9 +332,10 @@ def read_records(csv: str) -> Any:
 
 def _package_root() -> str:
     """The directory storlab is imported from (shown read-only to the load's child)."""
-    import storlab
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(storlab.__file__)))
+    here = os.path.abspath(__file__)  # <root>/storlab/campaign/runners/objectstore.py
+    for _ in range(4):
+        here = os.path.dirname(here)
+    return here
 
 
 def run_load_child(target: Target, spec: Any, records: dict[str, str] | None,

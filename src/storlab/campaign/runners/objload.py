@@ -40,8 +40,6 @@ import urllib.parse
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ... import units
 from ...clusters.netns import is_lan_address
 from ...errors import LoadError, StorlabError, UnitsError
@@ -378,7 +376,7 @@ class _Payload:
     """Unique bodies cheaply: a counter stamped on a slice of one random buffer."""
 
     def __init__(self, max_size: int, seed: int) -> None:
-        self.buf = np.random.default_rng(seed).bytes(max_size + 65536)
+        self.buf = random.Random(seed).randbytes(max_size + 65536)
         self.n = 0
         self.lock = threading.Lock()
         self.tag = os.urandom(4).hex()
@@ -416,16 +414,15 @@ def load_rows(target: Target, spec: LoadSpec) -> tuple[list[Row], float, bool]:
     """`run_load` without pandas: (every request's row in `t_sched` order, the prepare
     stage's seconds, whether it wrote the objects)."""
     auth = swift_login(target, spec.timeout) if target.api == "swift" else None
-    sizes = np.array(list(spec.sizes))
-    size_p = np.array(list(spec.sizes.values()))
-    payload = _Payload(int(sizes.max()), spec.seed)
+    sizes = [int(s) for s in spec.sizes]
+    size_p = list(spec.sizes.values())
+    payload = _Payload(max(sizes), spec.seed)
     keys = _Keys()
     # one key space per (objects, sizes): runs with other sizes never overwrite this set
     names = [f"{_marker(spec)[17:]}-{i:07d}" for i in range(spec.objects)]
-    rng0 = np.random.default_rng(spec.seed)
-    obj_sizes = rng0.choice(sizes, size=spec.objects, p=size_p)
+    obj_sizes = random.Random(spec.seed).choices(sizes, weights=size_p, k=spec.objects)
     c0 = _Conn(target, auth)
-    sink = bytearray(int(sizes.max()) + 65536)
+    sink = bytearray(max(sizes) + 65536)
     t_prep = time.perf_counter()
     prepared = False
     try:
@@ -465,7 +462,7 @@ def records_frame(rows: list[Row]) -> pd.DataFrame:
 
 
 def _prepare(target: Target, auth: tuple[str, str] | None, spec: LoadSpec,
-             names: list[str], obj_sizes: np.ndarray, payload: _Payload) -> None:
+             names: list[str], obj_sizes: list[int], payload: _Payload) -> None:
     """Write every object of the key space with as many threads as clients."""
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for i in range(len(names)):
@@ -501,7 +498,7 @@ def _prepare(target: Target, auth: tuple[str, str] | None, spec: LoadSpec,
 
 
 def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: list[str],
-          sizes: np.ndarray, size_p: np.ndarray, keys: _Keys, payload: _Payload
+          sizes: list[int], size_p: list[float], keys: _Keys, payload: _Payload
           ) -> list[Row]:
     n_workers = int(spec.clients)
     per_worker: list[list[tuple[float, float, float, int, int, int]]] = \
@@ -570,7 +567,7 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
 
     def closed(w: int) -> None:
         c, rng = _Conn(target, auth), random.Random(spec.seed * 1_000_003 + w)
-        sink = bytearray(int(max(sizes.max(), max(keys.sizes.values(), default=0))) + 65536)
+        sink = bytearray(max(max(sizes), max(keys.sizes.values(), default=0)) + 65536)
         out = per_worker[w]
         try:
             while time.perf_counter() < deadline and take():
@@ -581,7 +578,7 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
     def served(w: int) -> None:
         assert arrivals is not None
         c, rng = _Conn(target, auth), random.Random(spec.seed * 1_000_003 + w)
-        sink = bytearray(int(sizes.max()) + 65536)
+        sink = bytearray(max(sizes) + 65536)
         out = per_worker[w]
         try:
             while True:
@@ -618,7 +615,7 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
     return rows
 
 
-def _draw(rng: random.Random, p: np.ndarray) -> int:
+def _draw(rng: random.Random, p: list[float]) -> int:
     x, acc = rng.random(), 0.0
     for i, pi in enumerate(p):
         acc += pi
@@ -693,7 +690,9 @@ def summarize(records: pd.DataFrame, warmup: float = 0.0, rate: float | None = N
     return out
 
 
-def _lat_stats(ms: np.ndarray) -> dict[str, float]:
+def _lat_stats(ms: Any) -> dict[str, float]:
+    import numpy as np
+
     if len(ms) == 0:
         return {k: math.nan for k in ("mean", "p50", "p95", "p99")}
     p = np.percentile(ms, [50, 95, 99])
