@@ -1,6 +1,6 @@
-"""The object-store runner's load runs in storlab's own process (often root), outside the
-sandbox the other runners' programs get: where it sends requests and where it writes its
-records are held to what the campaign declares, before any run, in one line, exit 2.
+"""The object-store runner's load runs as a child in the run's sandbox; where it sends
+requests and where it writes its records are also held to what the campaign declares,
+before any run, in one line, exit 2.
 Routes found by an attacker: an `endpoint` naming a root HTTP service on loopback got
 thousands of requests without `sandbox.network`; `records_dir: /etc` wrote root files into
 /etc. The real runner against a real HTTP server on loopback (the Swift cluster's cases:

@@ -12,15 +12,19 @@ state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` f
 factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
 `<records_dir>/<run key>.csv.gz` as well, mode 0600 like the store (a relative `records_dir`
-is taken from the campaign's scratch directory, and written from the scratch area storlab
-holds open, one directory at a time without following a link; an absolute one is resolved
-once when the campaign is loaded, then opened from the campaign's directory when it lies
+is taken from the campaign's scratch directory, made from the scratch area storlab holds
+open, one directory at a time without following a link; an absolute one is resolved once
+when the campaign is loaded, then opened from the campaign's directory when it lies
 inside, else from `/`, the same way). Only a run that succeeded writes them; one that
 cannot keeps its measurement and says why in a warning.
 
-The load runs in storlab's own process, outside the sandbox the other runners' programs
-get, so what it reaches and writes is held here, before any run (the campaign's preflight
-asks `refused_grant` and `refused_new_file`) and again by each run:
+The load runs as a child process in the run's sandbox (`run_load_child`: `python -m
+storlab.campaign.runners.objload`, its configuration and credentials on stdin): it writes
+only its run's directory and the records directory (`records_place`), and reaches the
+host's network by TCP to its endpoint's port only (Landlock) unless the campaign declares
+`sandbox.network`. What it may reach and write is also held here, as early errors,
+before any run (the campaign's preflight asks `refused_grant` and `refused_new_file`) and
+again by each run:
 - the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
   campaign declares `sandbox.network: true`; without it a factor may not move the load to
   another host or port (`refused_endpoint`);
@@ -85,17 +89,18 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
 def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
                      network: bool) -> str | None:
     """Why the load may not go where the runner's `options` and a configuration's factors
-    (`config`) send it, or None. The load runs in storlab's process (often root), outside
-    the sandbox: without the campaign's `sandbox.network: true` its endpoint is that of the
-    cluster storlab started (`cluster:`), and neither an option nor a factor may move it to
-    another host or port (a root HTTP service on loopback got thousands of requests)."""
+    (`config`) send it, or None. The load's child reaches the host's network at its
+    endpoint's port (Landlock): without the campaign's `sandbox.network: true` that
+    endpoint is the cluster's storlab started (`cluster:`), and neither an option nor a
+    factor may move it to another host or port (a root HTTP service on loopback got
+    thousands of requests)."""
     if network:
         return None
     named = [("option", k, v) for k, v in options.items() if k in ADDRESS_KEYS] + \
         [("factor", k, v) for k, v in config.items() if k in ADDRESS_KEYS]
     if not named:
         return None  # the cluster's endpoint, or none (the run then fails on it)
-    hint = ("the load runs in storlab's own process, outside the sandbox: name the cluster "
+    hint = ("the load reaches the host's network only at its endpoint: name the cluster "
             "storlab started (cluster: swift|ceph) or declare sandbox.network: true")
     cluster = options.get("cluster")
     if cluster is None:
@@ -125,11 +130,12 @@ def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
 def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
                         writable: Sequence[str], allow: bool) -> str | None:
     """Why the load's records may not be written to `records_dir` (as the options hold it:
-    relative to the `scratch` area, or absolute and resolved), or None. storlab writes them
-    itself, outside the sandbox: only where a run's programs may write too, the scratch
-    area or a directory declared in `sandbox.writable` (`writable`: real paths) that the
-    sandbox opens (`opens_declared`: no system or shared directory), or anywhere with
-    `allow` (`sandbox.allow_destructive`, as fio's files not made yet)."""
+    relative to the `scratch` area, or absolute and resolved), or None: only where a run's
+    programs may write too, the scratch area or a directory declared in
+    `sandbox.writable` (`writable`: real paths) that the sandbox opens (`opens_declared`:
+    no system or shared directory), or anywhere with `allow`
+    (`sandbox.allow_destructive`, as fio's files not made yet). An early error: the
+    load's child writes nowhere else anyway (`records_place`)."""
     if not isinstance(records_dir, str) or not records_dir or allow:
         return None
     scratch = os.path.abspath(scratch)
@@ -145,9 +151,9 @@ def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
                     "directory, which sandbox.writable opens only with "
                     "sandbox.allow_destructive: true")
     return (f"option records_dir: {records_dir} lies outside the scratch area and every "
-            "directory declared in sandbox.writable; storlab writes the records there "
-            "itself, outside the sandbox: name it relative (in the scratch area), or "
-            "declare its directory in sandbox.writable")
+            "directory declared in sandbox.writable, where the load's sandbox lets it "
+            "write: name it relative (in the scratch area), or declare its directory in "
+            "sandbox.writable")
 
 
 def load_option_names() -> set[str]:
