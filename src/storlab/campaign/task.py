@@ -158,8 +158,9 @@ def open_scratch(scratch: Path, home: str | None, home_id: tuple[str, int, int] 
     if home is None or not within(scratch, home, strict=True):
         scratch.mkdir(parents=True, exist_ok=True)
         return None, os.open(scratch, _DIR)
-    if home_id is not None and home_id[0] != scratch_view():
-        Path(home).mkdir(parents=True, exist_ok=True)  # another host's view: made there
+    if home_id is None or home_id[0] != scratch_view():
+        # nothing to hold it to (another host's view, say a Dask worker): made as named
+        Path(home).mkdir(parents=True, exist_ok=True)
     hfd = os.open(home, _DIR)
     try:
         if home_id is not None and home_id[0] == scratch_view() and identity(hfd) != home_id:
