@@ -89,3 +89,15 @@ def test_fio_real_time_io_class_is_refused_before_any_run_unless_declared(
     fio["options"] = {**fio["options"], "prioclass": 2, "prio": 3}
     r = storlab("run", str(_campaign(tmp_path / "c", fio, "read_iops")), timeout=120)
     assert r.returncode == 0 and "ok 1, failed 0" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("opts, said", [
+    ({"prioclass": "1"}, "prioclass=1"), ({"cmdprio_class": "2:1"}, "cmdprio_class=2:1"),
+    ({"nice": "-5"}, "nice=-5"), ({"nice": "5"}, None), ({"nice": "-0"}, None),
+    ({"prioclass": "2", "prio": "0"}, None), ({"cpus_allowed": "0"}, None)])
+def test_which_fio_options_need_the_capability(opts: dict[str, str], said: str | None
+                                               ) -> None:
+    from storlab.campaign.runners.fio import FioRunner
+
+    why = FioRunner(rw="read").realtime_reason(opts)
+    assert (why is None) if said is None else (why is not None and said in why), why
