@@ -9,7 +9,13 @@
 The ratio ceiling / server-bound rate says how far the generator is from being the
 bottleneck (> 1: the server saturates first).
 
+With `--child-cost N`, instead: what running the load as a sandboxed child costs per run
+(a campaign's objectstore run starts `python -m storlab.campaign.runners.objload` in the
+run's bwrap sandbox), against the same small load run in this process, both against the
+trivial server, N runs each, interleaved; medians and their difference.
+
     .venv/bin/python benchmarks/bench_objectstore.py [--duration 5] [--clients 16]
+    .venv/bin/python benchmarks/bench_objectstore.py --child-cost 10
 """
 
 from __future__ import annotations
@@ -94,12 +100,67 @@ def measure(target: Target, spec: LoadSpec) -> dict[str, float]:
             "cpu_us_per_req": 1e6 * cpu / max(n, 1), "p50_ms": res.summary["lat_p50_ms"]}
 
 
+def child_cost(port: int, repeats: int) -> None:
+    """Per-run wall time of a small load (50 requests, 1 client) in this process
+    (`run_load` and its records as CSV, as the runner did before) and as the runner's
+    sandboxed child (`ObjectStoreRunner.run`: bwrap, a Python start, the records read
+    back and summarised), interleaved."""
+    import statistics
+    import tempfile
+    from pathlib import Path
+
+    from storlab.campaign.runners import Declared, declared
+    from storlab.campaign.runners.objectstore import ObjectStoreRunner
+    from storlab.campaign.runners.objload import records_to_csv
+
+    opts = {"api": "swift", "auth_url": f"http://127.0.0.1:{port}/auth/v1.0", "user": "u",
+            "key": "k", "bucket": "bench", "clients": 1, "objects": 2, "requests": 50,
+            "duration": None, "sizes": 4096}
+    spec = LoadSpec(clients=1, objects=2, requests=50, duration=None, sizes=4096)
+    target = Target(api="swift", auth_url=opts["auth_url"], user="u", key="k",
+                    bucket="bench")
+    runner = ObjectStoreRunner(**opts)
+    inproc, child = [], []
+    with tempfile.TemporaryDirectory(prefix="storlab-bench-") as d:
+        run = Path(d) / "scratch" / "c1-r1"
+        run.mkdir(parents=True)
+        with declared(Declared(homes=(d,), network=True)):  # sandbox.network: true
+            for i in range(repeats + 1):  # the first pair warms caches: not counted
+                t0 = time.perf_counter()
+                records_to_csv(run_load(target, spec).records)
+                t1 = time.perf_counter()
+                res = runner.run({}, run, timeout=120)
+                t2 = time.perf_counter()
+                assert res.status == "ok", res.stderr
+                if i:
+                    inproc.append(t1 - t0)
+                    child.append(t2 - t1)
+    a, b = statistics.median(inproc), statistics.median(child)
+    print(f"object-store load, 50 requests, {repeats} runs per arm, {os.cpu_count()} CPUs "
+          f"shared: in storlab's process {a * 1e3:.0f} ms, as a sandboxed child "
+          f"{b * 1e3:.0f} ms (median); the child costs {(b - a) * 1e3:.0f} ms per run "
+          f"({b / a:.1f}x this small load)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--size", type=int, default=16384)
+    ap.add_argument("--child-cost", type=int, default=0, metavar="N",
+                    help="measure the sandboxed child's cost per run instead (N runs/arm)")
     args = ap.parse_args()
+    if args.child_cost:
+        port = free_port()
+        srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), "4096"],
+                               stdout=subprocess.PIPE, text=True)
+        try:
+            assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
+            child_cost(port, args.child_cost)
+        finally:
+            srv.terminate()
+            srv.wait(10)
+        return
     cases = [("GET", {"get": 1.0}), ("PUT", {"put": 1.0})]
     port = free_port()
     srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), str(args.size)],

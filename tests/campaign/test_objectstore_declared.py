@@ -1,6 +1,6 @@
-"""The object-store runner's load runs in storlab's own process (often root), outside the
-sandbox the other runners' programs get: where it sends requests and where it writes its
-records are held to what the campaign declares, before any run, in one line, exit 2.
+"""The object-store runner's load runs as a child in the run's sandbox; where it sends
+requests and where it writes its records are also held to what the campaign declares,
+before any run, in one line, exit 2.
 Routes found by an attacker: an `endpoint` naming a root HTTP service on loopback got
 thousands of requests without `sandbox.network`; `records_dir: /etc` wrote root files into
 /etc. The real runner against a real HTTP server on loopback (the Swift cluster's cases:
@@ -213,3 +213,63 @@ def test_a_programs_stream_files_are_private_as_the_store(tmp_path: Path,
     assert "s3cr3t" in (out / "c1-r1.stdout").read_text()
     assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
+
+
+def test_the_load_runs_as_a_child_inside_the_walls(
+        tmp_path: Path, listener: tuple[str, list[str]], monkeypatch: Any) -> None:
+    """The load is a child process in the run's sandbox, not storlab's own code: a load
+    function broken in storlab's process changes nothing. Its records reach the scratch
+    area; with the early check on `records_dir` skipped (as if it missed a route), a
+    records file aimed outside cannot be written: the kernel's read-only walls refuse
+    it, the measurement stands with a warning, the victim directory stays empty."""
+    from storlab.campaign.runners import Declared, declared, objectstore, objload
+    from storlab.campaign.runners._program import run_directory
+
+    url, hits = listener
+    camp, victim = tmp_path / "c", tmp_path / "victim"
+    run = camp / "scratch" / "c1-r1"
+    run.mkdir(parents=True)
+    victim.mkdir()
+
+    def boom(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("the load ran in storlab's own process")
+    monkeypatch.setattr(objload, "load_rows", boom)
+    monkeypatch.setattr(objectstore, "refused_records_dir", lambda *args: None)
+    opts = {"api": "s3", "endpoint": url, "access_key": "a", "secret_key": "b",
+            "duration": 1, "clients": 1, "objects": 2}
+    pfd = os.open(run.parent, os.O_RDONLY | os.O_DIRECTORY)
+    wfd = os.open(run, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with declared(Declared(homes=(str(camp),), network=True)), \
+                run_directory(run, wfd, pfd):
+            res = {rd: objectstore.ObjectStoreRunner(records_dir=rd, **opts).run(
+                       {"object_size": "4KiB"}, run, timeout=60)
+                   for rd in ("records", str(victim / "sub"), "../../victim")}
+    finally:
+        os.close(pfd)
+        os.close(wfd)
+    assert all(r.status == "ok" and r.metrics["requests"] > 0 for r in res.values()), res
+    assert res["records"].stderr == ""
+    rec = camp / "scratch" / "records" / "c1-r1.csv.gz"
+    assert stat.S_IMODE(rec.stat().st_mode) == 0o600
+    import gzip
+
+    assert gzip.decompress(rec.read_bytes()).decode() == res["records"].raw
+    for rd in (str(victim / "sub"), "../../victim"):
+        assert "warning: records not written" in res[rd].stderr, res[rd].stderr
+        assert "Read-only file system" in res[rd].stderr, res[rd].stderr
+    assert list(victim.iterdir()) == []
+    assert len(hits) > 10
+
+
+def test_the_childs_records_text_is_the_tables() -> None:
+    """The child writes its records without pandas: the same text the table gives."""
+    import math
+
+    from storlab.campaign.runners.objload import records_frame, records_to_csv, rows_to_csv
+
+    rows = [(0.1234567, 0.2, 0.30000049, 0, 4096, 200, 0),
+            (0.5, 0.5, 0.5, -1, 0, -1, 1), (0.75, math.nan, math.nan, -1, 0, -2, 2),
+            (1.0, 1.25, 2.5, 2, 0, 404, 0), (3.0, 3.1, 3.2, 1, 65536, 0, 1)]
+    assert rows_to_csv(rows) == records_to_csv(records_frame(rows))
+    assert rows_to_csv([]) == records_to_csv(records_frame([]))

@@ -304,14 +304,15 @@ def test_a_left_over_run_directory_that_cannot_be_cleared_is_named(tmp_path: Pat
         os.system(f"chattr -i '{left / 'stuck'}'")
 
 
-def test_records_dir_is_written_from_the_scratch_area_storlab_holds(tmp_path: Path) -> None:
+def test_records_dir_is_made_in_the_scratch_area_storlab_holds(tmp_path: Path) -> None:
     """Route: the object-store runner wrote `<records_dir>/<key>.csv.gz` by path, so a
     scratch area swapped for a link while the load ran (a step outside the sandbox can)
-    sent the records where it leads. Now they go to the scratch area storlab opened when
-    the run started; a link planted for `records_dir` itself is refused in one line.
-    (The runner's whole path, with a real Swift cluster: tests/clusters.)"""
+    sent the records where it leads. Now the directory is made in the scratch area storlab
+    opened when the run started, and that descriptor is what the load's child gets
+    writable; a link planted for `records_dir` itself is refused in one line. (The
+    runner's whole path: tests/campaign/test_objectstore_child.py, tests/clusters.)"""
     from storlab.campaign.runners._program import run_directory
-    from storlab.campaign.runners.objectstore import write_records
+    from storlab.campaign.runners.objectstore import records_place
 
     victim_dir, before = theirs(tmp_path, ["scratch/records/c1-r1.csv.gz"])
     scratch = tmp_path / "c" / "scratch"
@@ -322,15 +323,19 @@ def test_records_dir_is_written_from_the_scratch_area_storlab_holds(tmp_path: Pa
         os.rename(scratch, tmp_path / "c" / "old")
         scratch.symlink_to(victim_dir / "scratch")
         with run_directory(scratch / "c1-r1", wfd, pfd):
-            write_records(Path("records"), scratch / "c1-r1", b"records")
+            bound, rec = records_place(Path("records"), scratch / "c1-r1")
+            for fd, _ in bound:
+                os.close(fd)
+            assert [at for _, at in bound] == [rec["dir"]] == [str(tmp_path / "c" / "old" /
+                                                                  "records")]
+            assert rec["name"] == "c1-r1.csv.gz"
             (tmp_path / "c" / "old" / "planted").symlink_to(victim_dir / "scratch" / "records")
             with pytest.raises(StorlabError, match="planted is a symbolic link"):
-                write_records(Path("planted"), scratch / "c1-r1", b"records")
+                records_place(Path("planted"), scratch / "c1-r1")
     finally:
         os.close(pfd)
         os.close(wfd)
     assert tree(victim_dir) == before
-    assert (tmp_path / "c" / "old" / "records" / "c1-r1.csv.gz").read_bytes() == b"records"
 
 
 def test_the_scratch_area_is_compared_only_when_seen_the_same_way(tmp_path: Path) -> None:

@@ -132,7 +132,7 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
     (in a shared directory). The path the user wrote is resolved once, when the campaign
     is loaded (a link there then, such as `/home -> var/home`, is the user's own
     declaration: the records go where it leads, when that lies in a directory declared
-    in sandbox.writable: storlab writes them itself, outside the sandbox); each write
+    in sandbox.writable: the load's child writes them there, inside its sandbox); each write
     opens the resolved path from / one component at a time without following a link: a
     link swapped in after the load (here by a setup step) is refused, the run keeps its
     measurement with a warning naming the link, the victim's bytes are unchanged. A
@@ -193,7 +193,7 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
 
 def test_the_load_goes_to_the_cluster_storlab_started_unless_declared(swift, tmp_path,
                                                                      storlab):
-    """The load runs in storlab's process, outside the sandbox: its endpoint is the
+    """The load reaches the host's network only at its endpoint's port: that endpoint is the
     cluster's (`cluster:`); naming it again is fine, a factor moving it to another port
     (a root HTTP service on loopback) is refused before any run in one line, unless the
     campaign declares `sandbox.network: true`, which lets it name any endpoint."""

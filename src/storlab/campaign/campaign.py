@@ -50,7 +50,7 @@ from .spec import CampaignError, CampaignSpec, check_plan, read_spec
 from .store import FAILED, Store
 from .storemeta import (as_stored_source, check_own_store, check_store_campaign,
                         source_store, stored_design_meta, sync_plan)
-from .task import RunTask, StepSpec, TaskOutcome, scratch_view
+from .task import RunTask, StepSpec, TaskOutcome, identity, open_scratch
 
 _T = TypeVar("_T")
 
@@ -77,6 +77,7 @@ class Campaign:
             check_plan(spec, len(self.configs), str(self.path))
         self._options: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._scratch_id: tuple[str, int, int] | None = None  # set by `run`
+        self._home_id: tuple[str, int, int] | None = None  # set by `run`
         check_steps(self)
 
     @property
@@ -276,6 +277,7 @@ class Campaign:
                        setup=steps("setup"), teardown=steps("teardown"),
                        timeout=self.spec.timeout, keep_scratch=self.spec.keep_scratch,
                        own_scratch=self.own_scratch(), scratch_id=self._scratch_id,
+                       home_id=self._home_id,
                        writable=[str(self.dir / p) for p in self.spec.sandbox.writable],
                        allow_destructive=self.spec.sandbox.allow_destructive,
                        network=self.spec.sandbox.network,
@@ -283,22 +285,30 @@ class Campaign:
                        sockets=[str(self.dir / p) for p in self.spec.sandbox.sockets],
                        io_uring=self.spec.sandbox.io_uring,
                        unix_sockets=self.spec.sandbox.unix_sockets,
+                       realtime=self.spec.sandbox.realtime,
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's
                        output_dir=str(self.output_dir),
                        tag=run_identity(self.store_path, r.key))
 
-    def _scratch_identity(self) -> tuple[str, int, int] | None:
-        """(`scratch_view`, st_dev, st_ino) of the scratch area now (made if missing): each run's
-        directory is made only while it still leads there (`RunTask.scratch_id`)."""
+    def _identities(self) -> tuple[tuple[str, int, int] | None, tuple[str, int, int] | None]:
+        """(`scratch_view`, st_dev, st_ino) of the campaign's directory and of the scratch
+        area now (made if missing, from the directory's descriptor: `open_scratch`): each
+        run's directory is made only while both still lead there (`RunTask.home_id`,
+        `RunTask.scratch_id`)."""
         try:
-            self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-            st = os.stat(self.scratch)
-        except OSError:
-            return None  # each run then fails on it in one line
-        if st.st_uid == os.geteuid() and st.st_mode & 0o077 and self.own_scratch():
-            _tighten(self.scratch)  # an older campaign's (0755): its kept runs made private
-        return scratch_view(), st.st_dev, st.st_ino
+            hfd, pfd = open_scratch(self.scratch, str(self.dir))
+        except (OSError, StorlabError):
+            return None, None  # each run then fails on it in one line
+        try:
+            st = os.fstat(pfd)
+            if st.st_uid == os.geteuid() and st.st_mode & 0o077 and self.own_scratch():
+                _tighten(self.scratch)  # an older campaign's (0755): its kept runs made private
+            return identity(hfd) if hfd is not None else None, identity(pfd)
+        finally:
+            os.close(pfd)
+            if hfd is not None:
+                os.close(hfd)
 
     @property
     def output_dir(self) -> Path:
@@ -340,7 +350,7 @@ class Campaign:
         stop = stop or threading.Event()
         with Store(self.store_path) as store, store.writer_lock(wait, self.scratch, emit,
                                                              home=self.dir):
-            self._scratch_id = self._scratch_identity()
+            self._home_id, self._scratch_id = self._identities()
             sync_plan(store, self.path, self._measurement(), self.design_meta_now(),
                       None if self.adaptive else self.configs,
                       self.source.meta() if self.adaptive else None)

@@ -61,6 +61,9 @@ def sandbox_summary(camp: Campaign) -> list[str]:
                                     else f"the runner's program ({ring})" if ring
                                     else "none but the runner's own need (a factor's "
                                     "engine)")
+                + "; CPU and I/O priority: " + ("raised at will, CAP_SYS_NICE kept "
+                                                "(sandbox.realtime)" if sb.realtime else
+                                                "not raised (no CAP_SYS_NICE)")
                 + "; Landlock: " + (f"not applied ({ll})" if (ll := landlock_missing())
                                     else "abstract sockets and signals scoped")
                 + ("" if not why or sb.network else

@@ -21,6 +21,8 @@
       sockets: [/run/mysqld/mysqld.sock]  # Unix sockets the programs may connect to
       io_uring: false               # true: every program may make io_uring rings
       unix_sockets: false           # true: every program may make Unix sockets of its own
+      realtime: false               # true: programs keep CAP_SYS_NICE (chrt, nice -n -5,
+                                    # fio prioclass=1); default: dropped
     setup:                          # argv templates; values become whole argv elements
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
       - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
@@ -150,7 +152,7 @@ class SandboxSpec(_Model):
     and existing files among them open for writing (`allow_destructive`); what they may
     reach besides the system's trees and the campaign's directory: the host's `network`,
     `readable` paths, `sockets`, io_uring rings (`io_uring`), Unix sockets of their own
-    (`unix_sockets`)."""
+    (`unix_sockets`); whether they may raise their CPU and I/O priority (`realtime`)."""
 
     writable: list[str] = Field(default_factory=list)
     allow_destructive: StrictBool = False
@@ -168,6 +170,10 @@ class SandboxSpec(_Model):
     #: Every program may make Unix sockets of its own (multiprocessing's forkserver and
     #: Manager, a Listener); the host's stay out of reach (hidden, covered, Landlock).
     unix_sockets: StrictBool = False
+    #: The programs keep CAP_SYS_NICE: real-time scheduling (`chrt`), a negative nice
+    #: value, the real-time I/O class (fio `prioclass=1`). Dropped by default: one
+    #: SCHED_FIFO program starves the host's CPU.
+    realtime: StrictBool = False
 
 
 class CampaignSpec(_Model):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StorlabError
-from ..fileio import open_dir_beneath, remove_tree, write_fresh
+from ..fileio import open_dir_beneath, remove_tree, within, write_fresh
 from .runners import (Declared, ShellTemplateError, declared, make_runner, output_files,
                       render_argv, run_directory, run_program, shell_command,
                       system_writable, tail)
@@ -58,6 +58,7 @@ class RunTask:
     sockets: list[str] = field(default_factory=list)  # the campaign's `sandbox.sockets`
     io_uring: bool = False  # the campaign's `sandbox.io_uring`
     unix_sockets: bool = False  # the campaign's `sandbox.unix_sockets`
+    realtime: bool = False  # the campaign's `sandbox.realtime`
     #: The campaign's directory and scratch area: an existing file outside them opens in
     #: the sandbox only with `allow_destructive`.
     homes: list[str] = field(default_factory=list)
@@ -71,6 +72,10 @@ class RunTask:
     #: host, boot and mount namespace): seen the same way, a scratch area that leads
     #: elsewhere since (a link swapped in) is refused.
     scratch_id: tuple[str, int, int] | None = None
+    #: (view, st_dev, st_ino) of the campaign's directory (`homes[0]`) at the campaign's
+    #: start: seen the same way, one that leads elsewhere since (moved, a link put in its
+    #: place) is refused before anything is made there (`open_scratch`).
+    home_id: tuple[str, int, int] | None = None
 
 
 @dataclass
@@ -132,6 +137,57 @@ def scratch_view() -> str:
     return f"{socket.gethostname()} {boot} {read(lambda: os.readlink('/proc/self/ns/mnt'))}"
 
 
+def identity(fd: int) -> tuple[str, int, int]:
+    """(`scratch_view`, st_dev, st_ino) of the directory open as `fd`."""
+    st = os.fstat(fd)
+    return scratch_view(), st.st_dev, st.st_ino
+
+
+def open_scratch(scratch: Path, home: str | None, home_id: tuple[str, int, int] | None = None
+                 ) -> tuple[int | None, int]:
+    """(the campaign's directory `home`, the scratch area), both open (O_DIRECTORY), the
+    scratch area made when missing. Made and opened relative to `home`'s descriptor, never
+    by path: `home` is opened once and, when `home_id` (its identity at the campaign's
+    start) is seen the same way, must still be that directory, else StorlabError, one
+    line, before anything is made (a campaign's directory swapped for a link to somebody's
+    directory in the middle of a campaign had root make an empty `scratch/` there). The
+    directories between are opened without following a link (`open_dir_beneath`); the
+    scratch area itself may be a link the user set up (to a faster disk), followed, while
+    one made here is opened without following. Without `home` (or a scratch area outside
+    it), by path as named. The caller closes both."""
+    if home is None or not within(scratch, home, strict=True):
+        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return None, os.open(scratch, _DIR)
+    if home_id is None or home_id[0] != scratch_view():
+        # nothing to hold it to (another host's view, say a Dask worker): made as named
+        Path(home).mkdir(parents=True, exist_ok=True)
+    hfd = os.open(home, _DIR)
+    try:
+        if home_id is not None and home_id[0] == scratch_view() and identity(hfd) != home_id:
+            raise StorlabError(f"{home}: the campaign's directory leads to another directory "
+                               "than at the campaign's start (moved, or a link put in its "
+                               "place); refusing to make, use or delete run directories "
+                               "there")
+        parent = scratch.parent
+        dfd = os.dup(hfd) if os.path.abspath(parent) == os.path.abspath(home) else \
+            open_dir_beneath(home, parent, what="the scratch area", home_fd=hfd)
+        try:
+            try:  # as named: the user's own link to a faster disk is followed
+                pfd = os.open(scratch.name, _DIR, dir_fd=dfd)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(scratch.name, 0o700, dir_fd=dfd)
+                except FileExistsError:
+                    pass
+                pfd = os.open(scratch.name, _DIR | os.O_NOFOLLOW, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+    except BaseException:
+        os.close(hfd)
+        raise
+    return hfd, pfd
+
+
 def _marked(dfd: int, mark: bytes) -> bool:
     """Whether the directory `dfd` carries this run's mark (its identity, written when made)."""
     try:
@@ -184,15 +240,19 @@ def execute_task(task: RunTask) -> TaskOutcome:
                            socket.gethostname())
 
     name = workdir.name
+    home = task.homes[0] if task.homes else None
     try:
-        workdir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # the scratch area as named (it may be a link the user set up to a faster disk)
-        pfd = os.open(workdir.parent, _DIR)
+        # from the campaign's directory, still the one at the campaign's start
+        hfd, pfd = open_scratch(workdir.parent, home, task.home_id)
+    except StorlabError as exc:
+        return failed(str(exc))
     except OSError as exc:
         return failed(f"{workdir.parent}: cannot open the scratch area "
                       f"({exc.strerror or exc})")
     with ExitStack() as stack:
         stack.callback(os.close, pfd)
+        if hfd is not None:
+            stack.callback(os.close, hfd)
         now = os.fstat(pfd)
         if (task.scratch_id is not None and task.scratch_id[0] == scratch_view()
                 and (now.st_dev, now.st_ino) != tuple(task.scratch_id[1:])):
@@ -239,17 +299,18 @@ def execute_task(task: RunTask) -> TaskOutcome:
                 run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
                 network=task.network, readable=tuple(task.readable),
                 sockets=tuple(task.sockets), io_uring=task.io_uring,
-                unix_sockets=task.unix_sockets)))
+                unix_sockets=task.unix_sockets, realtime=task.realtime)))
             inner.enter_context(run_directory(workdir, wfd, pfd))
             if task.output_dir is not None:
                 out = Path(task.output_dir)
                 # opened from the campaign's directory without following a link: a
                 # directory link on the way (planted beforehand, or by a program when the
                 # campaign's directory is declared writable) is refused, the run fails
-                home = next((h for h in task.homes if out.is_relative_to(h)), out.parent)
+                at = next((h for h in task.homes if out.is_relative_to(h)), out.parent)
                 try:  # private as the store (0600): what a program printed, a secret too
-                    dfd = open_dir_beneath(home, out, what="the runs' output directory",
-                                           mode=0o700)
+                    dfd = open_dir_beneath(at, out, what="the runs' output directory",
+                                           mode=0o700,  # from the one checked above
+                                           home_fd=hfd if at == home else None)
                 except StorlabError as exc:
                     return failed(str(exc))
                 inner.callback(os.close, dfd)

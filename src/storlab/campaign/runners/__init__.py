@@ -15,16 +15,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..._lazy import attach
-from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionError,
-                    campaign_identity, output_files, render_argv, render_value,
-                    reserved_env_clash, run_directory, run_identity, run_program, run_tag,
-                    shell_command, substitute, tail, template_names, write_run_file)
-from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, landlock_missing,
-                       landlock_net_missing,
-                       ld_conf_opt_dirs, opens_declared, refused_shared,
-                       refused_socket, refused_writable, require_sandbox, shown_install_trees,
-                       system_writable, unsandboxed)
-from .base import Runner, RunResult, failure_lines, option_bool
 from ...metrics import METRICS, is_metric  # each runner's measurement columns (a low layer)
 
 REGISTRY: dict[str, str] = {
@@ -37,9 +27,9 @@ REGISTRY: dict[str, str] = {
     "ceph": "storlab.campaign.runners.ceph:CephRunner",
 }
 
-#: Runners that start programs (each in its sandbox); the simulator and the object-store
-#: load generator run in storlab's own process.
-PROGRAM_RUNNERS = ("fio", "command", "postmark", "sysbench", "ceph")
+#: Runners that start programs (each in its sandbox; the object-store load is a child
+#: process of its own there); the simulator runs in storlab's own process.
+PROGRAM_RUNNERS = ("fio", "command", "postmark", "sysbench", "ceph", "objectstore")
 
 
 def starts_programs(kind: str) -> bool:
@@ -47,8 +37,22 @@ def starts_programs(kind: str) -> bool:
     return kind in PROGRAM_RUNNERS
 
 
-# The load generator (numpy, pandas) loads on first use.
+# Loaded on first use: the program-running helpers (a load generator's child process
+# imports this package without needing them: its start pays for what it imports), the
+# load generator (numpy, pandas).
 _lazy_names, __getattr__, __dir__ = attach(__name__, {
+    **{n: "._program" for n in (
+        "RESERVED_ENV", "TAG_ENV", "ShellTemplateError", "SubstitutionError",
+        "campaign_identity", "output_files", "render_argv", "render_value",
+        "reserved_env_clash", "run_directory", "run_identity", "run_program", "run_tag",
+        "shell_command", "substitute", "tail", "template_names", "write_run_file")},
+    **{n: "._sandbox" for n in (
+        "UNSANDBOXED_ENV", "Declared", "declared", "landlock_missing",
+        "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared", "refused_shared",
+        "refused_socket",
+        "refused_writable", "require_sandbox", "shown_install_trees", "system_writable",
+        "unsandboxed")},
+    **{n: ".base" for n in ("Runner", "RunResult", "failure_lines", "option_bool")},
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
     "load_spec_from": ".objectstore", "resolve_target": ".objectstore",
@@ -56,6 +60,17 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
 })
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on first use
+    from ._program import (RESERVED_ENV, TAG_ENV, ShellTemplateError, SubstitutionError,
+                           campaign_identity, output_files, render_argv, render_value,
+                           reserved_env_clash, run_directory, run_identity, run_program,
+                           run_tag, shell_command, substitute, tail, template_names,
+                           write_run_file)
+    from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, landlock_missing,
+                           landlock_net_missing, ld_conf_opt_dirs, opens_declared,
+                           refused_shared,
+                           refused_socket, refused_writable, require_sandbox,
+                           shown_install_trees, system_writable, unsandboxed)
+    from .base import Runner, RunResult, failure_lines, option_bool
     from ...errors import LoadError
     from .fanout import run_load_on_hosts
     from .fio import serve_fio
@@ -72,7 +87,8 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
            "refused_writable", "refused_socket", "refused_shared", "shown_install_trees",
            "system_writable", "unsandboxed", "landlock_missing", "landlock_net_missing",
-           "ld_conf_opt_dirs", "opens_declared", "option_bool",
+           "ld_conf_opt_dirs", "opens_declared", "option_bool", "run_directory",
+           "write_run_file",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",
            "load_spec_from", "resolve_target", "serve_fio"]

@@ -17,6 +17,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,8 +27,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..._proc_lifetime import descendants, guard_child
 from ...fileio import temporary_directory, write_fresh
@@ -42,7 +41,8 @@ _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 def render_value(value: Any) -> str:
     """A configuration value as program text: 4096.0 -> "4096", True -> "1", numpy -> plain."""
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # not imported: no value is one of its scalars
+    if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -304,6 +304,23 @@ def write_run_file(path: str | os.PathLike[str], data: str | bytes) -> Path:
     if got is not None and os.path.abspath(p.parent) == got[0]:
         return write_fresh(p, data, dir_fd=got[1])
     return write_fresh(p, data)
+
+
+def read_run_file(path: str | os.PathLike[str]) -> bytes:
+    """The regular file `path` a runner's program wrote in the run directory, opened
+    without following a link (relative to the run directory's descriptor,
+    `run_directory`, when `path` lies directly in it); OSError otherwise."""
+    got = _RUN_DIR.get()
+    p = Path(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if got is not None and os.path.abspath(p.parent) == got[0]:
+        fd = os.open(p.name, flags, dir_fd=got[1])
+    else:
+        fd = os.open(p, flags)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{p} is not a regular file")
+        return fh.read()
 
 
 @contextmanager
@@ -653,6 +670,11 @@ _SANDBOX_HINTS = (
      "the sandbox shows /usr, /etc, the campaign's directory and the program's own "
      "directory; a file elsewhere (a script under /home or /srv, a home's dot-files, an "
      "editable install's sources) is shown with sandbox.readable"),
+    (re.compile(r"func=(?:ioprio_set|nice),|set niceness|failed to set pid \d+'s policy|"
+                r"sched_setscheduler|setpriority"),
+     "programs cannot raise their CPU or I/O priority (real-time scheduling, a negative "
+     "nice value, fio prioclass=1: CAP_SYS_NICE) unless the campaign declares "
+     "sandbox.realtime: true"),
     (re.compile(r"name resolution|Name or service not known|Network is unreachable"
                 r"|Connection refused"),
      "programs get a network of their own (loopback only) unless the campaign declares "

@@ -58,10 +58,15 @@ BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 #: and DAC_READ_SEARCH (`open_by_handle_at` opens any file of a file system through a
 #: writable mount of it, the way out of a bind-mount jail).
 #: Dropped too: FSETID (without it, writing a file, growing it or cloning into it clears
-#: its set-user-ID and set-group-ID bits: a file made empty with them cannot be filled).
+#: its set-user-ID and set-group-ID bits: a file made empty with them cannot be filled),
+#: and SYS_NICE unless declared (`REALTIME_CAPS`).
 KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL",
-             "CAP_SETGID", "CAP_SETUID", "CAP_IPC_LOCK", "CAP_SYS_NICE",
-             "CAP_NET_BIND_SERVICE")
+             "CAP_SETGID", "CAP_SETUID", "CAP_IPC_LOCK", "CAP_NET_BIND_SERVICE")
+#: Kept only when the campaign declares `sandbox.realtime: true`: SYS_NICE lets a program
+#: take a real-time scheduling class (`chrt -f 99`: a spinning SCHED_FIFO thread starves
+#: every other task of its CPU, storlab and the host's daemons included), a negative nice
+#: value, the real-time I/O class (fio `prioclass=1`) and another process's priority.
+REALTIME_CAPS = ("CAP_SYS_NICE",)
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,12 @@ class Declared:
     #: The programs may make Unix sockets of their own (the campaign's
     #: `sandbox.unix_sockets`): the seccomp filter's rule is off, the other walls stay.
     unix_sockets: bool = False
+    #: The programs keep CAP_SYS_NICE (`REALTIME_CAPS`; the campaign's `sandbox.realtime`).
+    realtime: bool = False
+    #: Directories a runner holds open for its program, writable: (descriptor, where it
+    #: shows), bound from the descriptor (the object-store load's records directory in the
+    #: scratch area, made and opened without following a link).
+    bound: tuple[tuple[int, str], ...] = ()
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -118,13 +129,17 @@ def declared(decl: Declared) -> Iterator[None]:
 
 @contextmanager
 def opened(network: bool = False, readable: Iterable[str] = (),
-           ports: Iterable[int] = ()) -> Iterator[None]:
+           ports: Iterable[int] = (), bound: Iterable[tuple[int, str]] = ()
+           ) -> Iterator[None]:
     """Programs started inside also get the network (`network`: TCP to and on `ports`
-    only, unless the campaign declares `sandbox.network`) and see `readable` (a runner's
-    own needs: the ceph runner's load talks to its cluster, reads its conf)."""
+    only, unless the campaign declares `sandbox.network`), see `readable` and may write
+    the directories `bound` ((descriptor, where it shows): the caller keeps the
+    descriptors open meanwhile) (a runner's own needs: the ceph runner's load talks to
+    its cluster, reads its conf; the object-store load writes its records)."""
     d = _DECLARED.get()
     with declared(replace(d, implicit_network=d.implicit_network or network,
-                          ports=(*d.ports, *ports), readable=(*d.readable, *readable))):
+                          ports=(*d.ports, *ports), readable=(*d.readable, *readable),
+                          bound=(*d.bound, *bound))):
         yield
 
 
@@ -185,7 +200,7 @@ def _root() -> tuple[str, ...]:
     return tuple(argv)
 
 
-def _base(exe: str, network: bool = False) -> list[str]:
+def _base(exe: str, network: bool = False, realtime: bool = False) -> list[str]:
     argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc",
             "--remount-ro", "/proc", "--unshare-pid", "--die-with-parent"]
     if not network:
@@ -193,7 +208,7 @@ def _base(exe: str, network: bool = False) -> list[str]:
     argv.append("--unshare-ipc")  # the host's SysV shared memory and queues: not the run's
     if os.geteuid() == 0:  # root keeps its capabilities in bwrap unless told
         argv += ["--cap-drop", "ALL"]
-        for cap in KEPT_CAPS:
+        for cap in (*KEPT_CAPS, *(REALTIME_CAPS if realtime else ())):
             argv += ["--cap-add", cap]
     return argv
 
@@ -676,6 +691,7 @@ class Walls:
     #: the filter lets the program make Unix sockets (declared ones) and io_uring rings
     unix_sockets: bool = False
     io_uring: bool = False
+    realtime: bool = False  # the program keeps `REALTIME_CAPS` (`sandbox.realtime`)
     #: the campaign's directory and declared readable places, where they show: walked for
     #: sockets (a hard link to a daemon's socket has a name /proc/net/unix does not list)
     trees: list[str] = field(default_factory=list)
@@ -728,7 +744,7 @@ class Walls:
         """bwrap's argv; the program's environment `env` is set inside (`--clearenv`,
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
-        out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network)
+        out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network, self.realtime)
         kept = _outermost(zip(self.fds, self.writable))
         # a bind inside another is dropped: its descriptor too, or bwrap (which closes
         # those it uses) would hand it to the program
@@ -1160,6 +1176,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         homes = [os.path.realpath(h) for h in decl.homes]
         for t in [*targets, *decl.paths]:
             _open_target(w, _norm(t), allow, homes)
+        for bfd, at in decl.bound:  # opened by the runner: bound as it holds them
+            w.add(os.dup(bfd), at)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
         # and at the path given (a program uses the name it was told)
         for r in [*decl.homes, *decl.readable]:
@@ -1176,6 +1194,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
             w.tcp_ports = tuple(sorted({*ports, *decl.ports}))
         w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
+        w.realtime = decl.realtime
     except BaseException:
         w.close()
         raise

@@ -156,6 +156,11 @@ class FioRunner:
         """Why this job's fio makes io_uring rings (an io_uring engine), or None."""
         return guard.io_uring_reason(self, opts)
 
+    def realtime_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
+        """Why this job's fio raises its priority (CAP_SYS_NICE), or None
+        (`fio_guard.realtime_reason`)."""
+        return guard.realtime_reason(self, opts)
+
     def unix_socket_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
         """Why this job's fio makes Unix sockets of its own, or None
         (`fio_guard.unix_socket_reason`)."""

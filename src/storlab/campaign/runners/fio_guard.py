@@ -100,6 +100,21 @@ def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
     return f"ioengine {min(engines)}" if engines else None
 
 
+def realtime_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
+    """Why this job's fio raises its priority, which needs CAP_SYS_NICE (kept only with
+    `sandbox.realtime`): the real-time I/O class (`prioclass=1`, `cmdprio_class` with a
+    1) or a negative `nice`; or None. A best-effort `prio` needs nothing."""
+    for k, v in given_options(job, opts):
+        text = str(v).strip()
+        if k == "prioclass" and text == "1":
+            return "fio prioclass=1 (the real-time I/O class)"
+        if k == "cmdprio_class" and "1" in text.replace(",", ":").split(":"):
+            return f"fio cmdprio_class={text} (the real-time I/O class)"
+        if k == "nice" and text.startswith("-") and text.lstrip("-0") != "":
+            return f"fio nice={text} (a negative nice value)"
+    return None
+
+
 def unix_socket_reason(job: FioSettings, opts: Mapping[str, str] | None = None
                        ) -> str | None:
     """Why this job's fio makes Unix sockets of its own (the net engines with

@@ -12,15 +12,19 @@ state file) or is given in full (`api`, `endpoint`, `access_key`, `secret_key` f
 factors `read_pct` (GET share of GET+PUT, 0-100) and `object_size`/`size` are shorthands.
 Per-request records go to `RunResult.raw` as CSV (in the store) and, with `records_dir`, to
 `<records_dir>/<run key>.csv.gz` as well, mode 0600 like the store (a relative `records_dir`
-is taken from the campaign's scratch directory, and written from the scratch area storlab
-holds open, one directory at a time without following a link; an absolute one is resolved
-once when the campaign is loaded, then opened from the campaign's directory when it lies
+is taken from the campaign's scratch directory, made from the scratch area storlab holds
+open, one directory at a time without following a link; an absolute one is resolved once
+when the campaign is loaded, then opened from the campaign's directory when it lies
 inside, else from `/`, the same way). Only a run that succeeded writes them; one that
 cannot keeps its measurement and says why in a warning.
 
-The load runs in storlab's own process, outside the sandbox the other runners' programs
-get, so what it reaches and writes is held here, before any run (the campaign's preflight
-asks `refused_grant` and `refused_new_file`) and again by each run:
+The load runs as a child process in the run's sandbox (`run_load_child`: `python -m
+storlab.campaign.runners.objload`, its configuration and credentials on stdin): it writes
+only its run's directory and the records directory (`records_place`), and reaches the
+host's network by TCP to its endpoint's port only (Landlock) unless the campaign declares
+`sandbox.network`. What it may reach and write is also held here, as early errors,
+before any run (the campaign's preflight asks `refused_grant` and `refused_new_file`) and
+again by each run:
 - the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
   campaign declares `sandbox.network: true`; without it a factor may not move the load to
   another host or port (`refused_endpoint`);
@@ -32,7 +36,9 @@ asks `refused_grant` and `refused_new_file`) and again by each run:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,9 +46,10 @@ from typing import Any
 
 from .objload import Target, url_address
 from ..spec import CampaignError
-from ...errors import LoadError
+from ...errors import LoadError, StorlabError
 from ...fileio import within
-from ._sandbox import current, opens_declared
+from ._program import read_run_file, run_program, tail
+from ._sandbox import current, opened, opens_declared
 from .base import RunResult
 
 TARGET_KEYS = {f.name for f in dataclasses.fields(Target)}
@@ -82,17 +89,18 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
 def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
                      network: bool) -> str | None:
     """Why the load may not go where the runner's `options` and a configuration's factors
-    (`config`) send it, or None. The load runs in storlab's process (often root), outside
-    the sandbox: without the campaign's `sandbox.network: true` its endpoint is that of the
-    cluster storlab started (`cluster:`), and neither an option nor a factor may move it to
-    another host or port (a root HTTP service on loopback got thousands of requests)."""
+    (`config`) send it, or None. The load's child reaches the host's network at its
+    endpoint's port (Landlock): without the campaign's `sandbox.network: true` that
+    endpoint is the cluster's storlab started (`cluster:`), and neither an option nor a
+    factor may move it to another host or port (a root HTTP service on loopback got
+    thousands of requests)."""
     if network:
         return None
     named = [("option", k, v) for k, v in options.items() if k in ADDRESS_KEYS] + \
         [("factor", k, v) for k, v in config.items() if k in ADDRESS_KEYS]
     if not named:
         return None  # the cluster's endpoint, or none (the run then fails on it)
-    hint = ("the load runs in storlab's own process, outside the sandbox: name the cluster "
+    hint = ("the load reaches the host's network only at its endpoint: name the cluster "
             "storlab started (cluster: swift|ceph) or declare sandbox.network: true")
     cluster = options.get("cluster")
     if cluster is None:
@@ -122,11 +130,12 @@ def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
 def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
                         writable: Sequence[str], allow: bool) -> str | None:
     """Why the load's records may not be written to `records_dir` (as the options hold it:
-    relative to the `scratch` area, or absolute and resolved), or None. storlab writes them
-    itself, outside the sandbox: only where a run's programs may write too, the scratch
-    area or a directory declared in `sandbox.writable` (`writable`: real paths) that the
-    sandbox opens (`opens_declared`: no system or shared directory), or anywhere with
-    `allow` (`sandbox.allow_destructive`, as fio's files not made yet)."""
+    relative to the `scratch` area, or absolute and resolved), or None: only where a run's
+    programs may write too, the scratch area or a directory declared in
+    `sandbox.writable` (`writable`: real paths) that the sandbox opens (`opens_declared`:
+    no system or shared directory), or anywhere with `allow`
+    (`sandbox.allow_destructive`, as fio's files not made yet). An early error: the
+    load's child writes nowhere else anyway (`records_place`)."""
     if not isinstance(records_dir, str) or not records_dir or allow:
         return None
     scratch = os.path.abspath(scratch)
@@ -142,9 +151,9 @@ def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
                     "directory, which sandbox.writable opens only with "
                     "sandbox.allow_destructive: true")
     return (f"option records_dir: {records_dir} lies outside the scratch area and every "
-            "directory declared in sandbox.writable; storlab writes the records there "
-            "itself, outside the sandbox: name it relative (in the scratch area), or "
-            "declare its directory in sandbox.writable")
+            "directory declared in sandbox.writable, where the load's sandbox lets it "
+            "write: name it relative (in the scratch area), or declare its directory in "
+            "sandbox.writable")
 
 
 def load_option_names() -> set[str]:
@@ -241,12 +250,21 @@ class ObjectStoreRunner:
         return refused_records_dir(str(self.records_dir) if self.records_dir else None,
                                    Path(workdir).parent, writable, False)
 
+    def network_reason(self) -> str:
+        """Why the load's child gets the host's network (TCP to its endpoint's port only,
+        unless the campaign declares `sandbox.network`)."""
+        return "the object-store load talks to its endpoint"
+
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
-        from .objload import LoadError, records_to_csv, run_load
+        from .objload import CHILD_RECORDS, child_config, failed_load, summarize
         from ...errors import StorlabError
 
         started = time.time()
+
+        def failed(why: str, status: str = "failed", code: int | None = None) -> RunResult:
+            return RunResult(status, stderr=why, exit_code=code, started=started,
+                             ended=time.time())
         try:
             values = {**self.options, **{k: v for k, v in config.items()
                                          if k not in TARGET_KEYS}}
@@ -261,48 +279,106 @@ class ObjectStoreRunner:
                     spec.duration + 5 > timeout:
                 raise CampaignError(f"duration {spec.duration} s does not fit the run "
                                     f"timeout {timeout} s")
-            res = run_load(target, spec)
         except (LoadError, StorlabError) as exc:
-            return RunResult("failed", stderr=str(exc), started=started, ended=time.time())
-        csv = records_to_csv(res.records)
-        m = {k: float(v) for k, v in res.summary.items()}
-        m["prepare_s"] = res.prepare_seconds
+            return failed(str(exc))
+        note, bound, records = "", [], None
+        if self.records_dir is not None:
+            try:
+                bound, records = records_place(self.records_dir, Path(workdir))
+            except StorlabError as exc:  # the measurement stands; its records are in the store
+                note = f"warning: records not written to records_dir: {exc}"
+        try:
+            out = run_load_child(target, spec, records, bound, workdir, timeout)
+        finally:
+            for fd, _ in bound:
+                os.close(fd)
+        if out.timed_out or out.exit_code != 0:
+            return failed(tail(out.stderr), "timeout" if out.timed_out else "failed",
+                          out.exit_code)
+        try:
+            raw = read_run_file(Path(workdir) / CHILD_RECORDS).decode()
+            said = json.loads(out.stdout.strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError) as exc:
+            return failed(f"the object-store load's child left no records or summary ({exc})"
+                          f"\n{tail(out.stderr)}")
+        res = read_records(raw)
+        m = {k: float(v) for k, v in summarize(res, spec.warmup, spec.rate).items()}
+        m["prepare_s"] = float(said.get("prepare_s", 0.0))
         rows = [{"op": op, **{k[len(op) + 1:]: v for k, v in m.items()
                               if k.startswith(op + "_")}} for op in ("get", "put", "delete")
                 if m.get(f"{op}_ops_per_s", 0) > 0]
         status = "ok"
         stderr = ""
-        if m["requests"] == 0 or (m["errors"] > 0.5 * m["requests"]):
+        if failed_load(m["requests"], m["errors"]):
             status = "failed"
-            bad = res.records[res.records["status"] >= 300]["status"].value_counts()
+            bad = res[res["status"] >= 300]["status"].value_counts()
             stderr = (f"{int(m['errors'])} of {int(m['requests'])} requests failed "
                       f"({int(m.get('conn_errors', 0))} connection errors, "
                       f"{int(m.get('timeouts', 0))} timeouts, HTTP status counts "
                       f"{bad.to_dict()})")
-        elif self.records_dir is not None:  # a failed run's records stay in the store only
-            import gzip
-
-            try:
-                write_records(self.records_dir, Path(workdir), gzip.compress(csv.encode()))
-            except StorlabError as exc:  # the measurement stands; its records are in the store
-                stderr = f"warning: records not written to records_dir: {exc}"
-        return RunResult(status, metrics=m, raw=csv, stderr=stderr, exit_code=0,
+        elif note or said.get("records_error"):  # a failed run's records stay in the store
+            stderr = note or f"warning: records not written to records_dir: " \
+                             f"{said['records_error']}"
+        return RunResult(status, metrics=m, raw=raw, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)
 
 
-def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
-    """Write a run's records to `<records_dir>/<run key>.csv.gz`. A relative `records_dir`
-    lies in the campaign's scratch directory (the parent of every run's own) and is made
-    and opened from the scratch area storlab holds open for the run (`held_scratch`), one
-    directory at a time without following a link: a link a run's program or a step
-    planted for it, or for a directory below it, is refused, never followed. An absolute
-    one inside the campaign's directory is opened from that directory the same way, one
-    elsewhere from `/` (a link anywhere on its way, say one planted in /tmp, is refused:
-    storlab, often root, would write where the link leads). Only where the campaign lets
-    its runs write (`refused_records_dir`, asked of the run's declarations again here);
-    the file is private, as the store."""
-    from ...errors import StorlabError
-    from ...fileio import write_in_dir
+def read_records(csv: str) -> Any:
+    """The records table from the CSV a load's child wrote (`objload.rows_to_csv`)."""
+    import io
+
+    import pandas as pd
+
+    times = {c: float for c in ("t_sched", "t_start", "t_end")}
+    return pd.read_csv(io.StringIO(csv), keep_default_na=False,
+                       na_values={c: [""] for c in times},
+                       dtype={**times, "op": str, "size": "int64", "status": "int64",
+                              "worker": "int64"})
+
+
+def _package_root() -> str:
+    """The directory storlab is imported from (shown read-only to the load's child)."""
+    here = os.path.abspath(__file__)  # <root>/storlab/campaign/runners/objectstore.py
+    for _ in range(4):
+        here = os.path.dirname(here)
+    return here
+
+
+def run_load_child(target: Target, spec: Any, records: dict[str, str] | None,
+                   bound: Sequence[tuple[int, str]], workdir: Path | str,
+                   timeout: float | None) -> Any:
+    """Run the load as a child process in the run's sandbox (`objload.main`), its
+    configuration and credentials on stdin (never in argv, its environment or a file):
+    it sees storlab's package read-only, writes the run's directory and the directories
+    `bound` (`records_place`), and reaches the host's network by TCP to the target's
+    ports only (Landlock), unless the campaign declares `sandbox.network`. Returns the
+    child's `ProcOutcome`."""
+    from .objload import child_config
+
+    root = _package_root()
+    ports = {url_address(u)[2] for u in (target.endpoint, target.auth_url) if u}
+    env = {"PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get(
+        "PYTHONPATH")])]), "PYTHONDONTWRITEBYTECODE": "1"}
+    with opened(network=True, readable=[root], ports=sorted(ports), bound=bound):
+        # -P: not the run's directory first on the path (a step could put a module there)
+        return run_program([sys.executable, "-P", "-m", f"{__package__}.objload"],
+                           cwd=os.fspath(workdir), timeout=timeout, env=env,
+                           stdin_text=child_config(target, spec, records))
+
+
+def records_place(records_dir: Path, workdir: Path) -> tuple[list[tuple[int, str]],
+                                                            dict[str, str]]:
+    """Where a run's load child writes `<records_dir>/<run key>.csv.gz`: (directories to
+    bind writable for it, each (descriptor, where it shows): the caller closes them; the
+    child's `records` of `objload.child_config`). Only where the campaign lets its runs
+    write (`refused_records_dir`, asked of the run's declarations): StorlabError otherwise.
+    In the scratch area (relative, or absolute inside it), and anywhere with
+    `sandbox.allow_destructive`, storlab makes the directory and opens it from the
+    scratch area it holds for the run (`held_scratch`; from `/` elsewhere), one directory
+    at a time without following a link, and binds that descriptor. In a directory declared
+    in `sandbox.writable` the child makes and writes it itself, inside the walls that
+    directory's mount opens: whatever the checks said, the child writes nowhere else."""
+    from ...fileio import open_dir_beneath
     from ._program import held_scratch
 
     scratch = os.path.dirname(os.path.abspath(workdir))
@@ -312,13 +388,20 @@ def write_records(records_dir: Path, workdir: Path, data: bytes) -> Path:
                               decl.allow_destructive)
     if why:
         raise StorlabError(why)
-    if records_dir.is_absolute():
-        rdir, home_fd = records_dir, None
-        home = next((os.path.realpath(h) for h in decl.homes
-                     if within(os.path.abspath(rdir), os.path.realpath(h), strict=True)), "/")
-    else:
+    name = f"{Path(workdir).name}.csv.gz"
+    rd = os.path.normpath(os.path.join(scratch, records_dir))  # an absolute one stays itself
+    real = os.path.realpath(scratch)
+    inside = within(rd, scratch) or within(rd, real)
+    if inside or decl.allow_destructive:
         held = held_scratch()
-        rdir, home = Path(scratch) / records_dir, scratch
-        home_fd = held[1] if held is not None and held[0] == scratch else None
-    return write_in_dir(rdir, f"{Path(workdir).name}.csv.gz", data, what="records_dir",
-                        home=home, home_fd=home_fd, mode=RECORDS_MODE)
+        if inside:
+            top = scratch if within(rd, scratch) else real
+            home_fd = held[1] if held is not None and held[0] == scratch else None
+        else:
+            top, home_fd = "/", None
+        fd = open_dir_beneath(top, rd, what="records_dir", home_fd=home_fd)
+        at = os.readlink(f"/proc/self/fd/{fd}")  # where the kernel has it: shown there
+        return [(fd, at)], {"dir": at, "name": name, "home": at}
+    home = next((os.path.realpath(h) for h in decl.homes
+                 if within(rd, os.path.realpath(h), strict=True)), "/")
+    return [], {"dir": rd, "name": name, "home": home}

@@ -13,31 +13,39 @@ What it does (after COSBench's stages and warp's per-request records):
 Why not boto3: it is GIL-bound and costs ~0.8 core at a few hundred ops/s here
 (notes/real-systems.md 4), which would make the client the bottleneck; SigV4 is ~30 lines.
 Payloads are unique per request (a counter in the first bytes; Garage-style dedup).
+
+A campaign's run starts it as a child process in the run's sandbox (`main`, `python -m
+storlab.campaign.runners.objload`: its configuration, credentials included, as JSON on
+stdin); that child does without pandas (`load_rows`, `rows_to_csv`: a start costs the
+interpreter and numpy only), the summary is made by storlab from the records it wrote.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import hashlib
 import hmac
 import http.client
 import io
+import json
 import math
 import os
 import queue
 import random
+import sys
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ... import units
 from ...clusters.netns import is_lan_address
-from ...errors import LoadError, UnitsError
+from ...errors import LoadError, StorlabError, UnitsError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OPS = ("get", "put", "delete")
 RECORD_COLUMNS = ("t_sched", "t_start", "t_end", "op", "size", "status", "worker")
@@ -368,7 +376,7 @@ class _Payload:
     """Unique bodies cheaply: a counter stamped on a slice of one random buffer."""
 
     def __init__(self, max_size: int, seed: int) -> None:
-        self.buf = np.random.default_rng(seed).bytes(max_size + 65536)
+        self.buf = random.Random(seed).randbytes(max_size + 65536)
         self.n = 0
         self.lock = threading.Lock()
         self.tag = os.urandom(4).hex()
@@ -388,20 +396,33 @@ def _marker(spec: LoadSpec) -> str:
     return f"storlab-prepared-{h[:12]}"
 
 
+#: One request's record as the client threads keep it: RECORD_COLUMNS, with the
+#: operation as its index in OPS (-1: none).
+Row = tuple[float, float, float, int, int, int, int]
+_OP_NAMES = {0: "get", 1: "put", 2: "delete", -1: "none"}
+
+
 # ----------------------------------------------------------------------------- run
 def run_load(target: Target, spec: LoadSpec) -> LoadResult:
     """Prepare (unless already done), run the main stage, summarise."""
+    rows, prep_s, prepared = load_rows(target, spec)
+    records = records_frame(rows)
+    return LoadResult(records, summarize(records, spec.warmup, spec.rate), prep_s, prepared)
+
+
+def load_rows(target: Target, spec: LoadSpec) -> tuple[list[Row], float, bool]:
+    """`run_load` without pandas: (every request's row in `t_sched` order, the prepare
+    stage's seconds, whether it wrote the objects)."""
     auth = swift_login(target, spec.timeout) if target.api == "swift" else None
-    sizes = np.array(list(spec.sizes))
-    size_p = np.array(list(spec.sizes.values()))
-    payload = _Payload(int(sizes.max()), spec.seed)
+    sizes = [int(s) for s in spec.sizes]
+    size_p = list(spec.sizes.values())
+    payload = _Payload(max(sizes), spec.seed)
     keys = _Keys()
     # one key space per (objects, sizes): runs with other sizes never overwrite this set
     names = [f"{_marker(spec)[17:]}-{i:07d}" for i in range(spec.objects)]
-    rng0 = np.random.default_rng(spec.seed)
-    obj_sizes = rng0.choice(sizes, size=spec.objects, p=size_p)
+    obj_sizes = random.Random(spec.seed).choices(sizes, weights=size_p, k=spec.objects)
     c0 = _Conn(target, auth)
-    sink = bytearray(int(sizes.max()) + 65536)
+    sink = bytearray(max(sizes) + 65536)
     t_prep = time.perf_counter()
     prepared = False
     try:
@@ -422,18 +443,26 @@ def run_load(target: Target, spec: LoadSpec) -> LoadResult:
     prep_s = time.perf_counter() - t_prep
     for n, s in zip(names, obj_sizes):
         keys.add(n, int(s))
-    records = _main(target, auth, spec, names, sizes, size_p, keys, payload)
-    if ((records["op"] == "delete") & (records["status"] < 300) & (records["status"] >= 200)
-            ).any() or spec.put_keys == "new":
+    rows = _main(target, auth, spec, names, sizes, size_p, keys, payload)
+    if any(r[3] == 2 and 200 <= r[5] < 300 for r in rows) or spec.put_keys == "new":
         # the prepared set is no longer intact: the next run must write it again
         c0 = _Conn(target, auth)
         c0.request("DELETE", _marker(spec), None, spec.timeout, sink)
         c0.close()
-    return LoadResult(records, summarize(records, spec.warmup, spec.rate), prep_s, prepared)
+    return rows, prep_s, prepared
+
+
+def records_frame(rows: list[Row]) -> pd.DataFrame:
+    """The rows as the records table (RECORD_COLUMNS, the operation by name)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+    df["op"] = df["op"].map(_OP_NAMES)
+    return df
 
 
 def _prepare(target: Target, auth: tuple[str, str] | None, spec: LoadSpec,
-             names: list[str], obj_sizes: np.ndarray, payload: _Payload) -> None:
+             names: list[str], obj_sizes: list[int], payload: _Payload) -> None:
     """Write every object of the key space with as many threads as clients."""
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for i in range(len(names)):
@@ -469,8 +498,8 @@ def _prepare(target: Target, auth: tuple[str, str] | None, spec: LoadSpec,
 
 
 def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: list[str],
-          sizes: np.ndarray, size_p: np.ndarray, keys: _Keys, payload: _Payload
-          ) -> pd.DataFrame:
+          sizes: list[int], size_p: list[float], keys: _Keys, payload: _Payload
+          ) -> list[Row]:
     n_workers = int(spec.clients)
     per_worker: list[list[tuple[float, float, float, int, int, int]]] = \
         [[] for _ in range(n_workers)]
@@ -538,7 +567,7 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
 
     def closed(w: int) -> None:
         c, rng = _Conn(target, auth), random.Random(spec.seed * 1_000_003 + w)
-        sink = bytearray(int(max(sizes.max(), max(keys.sizes.values(), default=0))) + 65536)
+        sink = bytearray(max(max(sizes), max(keys.sizes.values(), default=0)) + 65536)
         out = per_worker[w]
         try:
             while time.perf_counter() < deadline and take():
@@ -549,7 +578,7 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
     def served(w: int) -> None:
         assert arrivals is not None
         c, rng = _Conn(target, auth), random.Random(spec.seed * 1_000_003 + w)
-        sink = bytearray(int(sizes.max()) + 65536)
+        sink = bytearray(max(sizes) + 65536)
         out = per_worker[w]
         try:
             while True:
@@ -582,12 +611,11 @@ def _main(target: Target, auth: tuple[str, str] | None, spec: LoadSpec, names: l
                 unserved.append((x, math.nan, math.nan, -1, 0, -2))
         per_worker.append(unserved)
     rows = [(*r, w) for w, recs in enumerate(per_worker) for r in recs]
-    df = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
-    df["op"] = df["op"].map({0: "get", 1: "put", 2: "delete", -1: "none"})
-    return df.sort_values("t_sched", kind="stable").reset_index(drop=True)
+    rows.sort(key=lambda r: r[0])  # stable, as the table's sort was
+    return rows
 
 
-def _draw(rng: random.Random, p: np.ndarray) -> int:
+def _draw(rng: random.Random, p: list[float]) -> int:
     x, acc = rng.random(), 0.0
     for i, pi in enumerate(p):
         acc += pi
@@ -662,7 +690,9 @@ def summarize(records: pd.DataFrame, warmup: float = 0.0, rate: float | None = N
     return out
 
 
-def _lat_stats(ms: np.ndarray) -> dict[str, float]:
+def _lat_stats(ms: Any) -> dict[str, float]:
+    import numpy as np
+
     if len(ms) == 0:
         return {k: math.nan for k in ("mean", "p50", "p95", "p99")}
     p = np.percentile(ms, [50, 95, 99])
@@ -672,6 +702,8 @@ def _lat_stats(ms: np.ndarray) -> dict[str, float]:
 
 def time_series(records: pd.DataFrame, interval: float = 1.0) -> pd.DataFrame:
     """Per-interval ops/s, MB/s and p50/p99 latency per operation, from the records."""
+    import pandas as pd
+
     r = records[(records["status"] >= 200) & (records["status"] < 300)].copy()
     r["bin"] = (r["t_end"] // interval).astype(int)
     r["lat_ms"] = (r["t_end"] - r["t_start"]) * 1e3
@@ -688,3 +720,73 @@ def records_to_csv(records: pd.DataFrame) -> str:
     buf = io.StringIO()
     records.to_csv(buf, index=False, float_format="%.6f")
     return buf.getvalue()
+
+
+def rows_to_csv(rows: list[Row]) -> str:
+    """`records_to_csv(records_frame(rows))` without pandas: times with six decimals, a
+    time never taken (an arrival no client served) empty."""
+    def t(x: float) -> str:
+        return "" if x != x else f"{x:.6f}"
+    out = [",".join(RECORD_COLUMNS)]
+    out += [f"{t(a)},{t(b)},{t(c)},{_OP_NAMES[op]},{size},{st},{w}"
+            for a, b, c, op, size, st, w in rows]
+    return "\n".join(out) + "\n"
+
+
+def failed_load(requests: float, errors: float) -> bool:
+    """Whether a load's run failed: no request answered, or more than half in error (its
+    records are then kept in the store only, not written to `records_dir`)."""
+    return requests == 0 or errors > 0.5 * requests
+
+
+def _counts(rows: list[Row], warmup: float) -> tuple[int, int]:
+    """(requests, errors) as `summarize` counts them, from the rows."""
+    done = [r for r in rows if r[0] >= warmup and r[5] >= 0]
+    ok = sum(1 for r in done if 200 <= r[5] < 300 or (r[3] == 2 and r[5] == 404))
+    return len(done), len(done) - ok
+
+
+#: The records file a child writes in its run directory (its cwd), for storlab to read.
+CHILD_RECORDS = "objload-records.csv"
+
+
+def child_config(target: Target, spec: LoadSpec, records: dict[str, str] | None) -> str:
+    """The JSON a child (`main`) reads on stdin: the target (credentials: never in argv, the
+    environment or a file), the load, and where to write the records (`records`: `dir`,
+    `name`, `home`, as the sandbox shows them), or None."""
+    return json.dumps({"target": asdict(target), "spec": asdict(spec), "records": records})
+
+
+def main() -> int:
+    """The load as a child process (`python -m storlab.campaign.runners.objload`): its
+    configuration on stdin (`child_config`); every request's record to `CHILD_RECORDS` in
+    its working directory (the run's), and, when the load did not fail (`failed_load`),
+    gzipped to `records.dir/records.name` (never through a link: `fileio.write_in_dir`);
+    on stdout one JSON line (`prepare_s`, `prepared`, `records_error`). Exit 1 with one
+    line on stderr when the load cannot run."""
+    from ...fileio import write_fresh, write_in_dir
+
+    try:
+        cfg = json.loads(sys.stdin.read())
+        spec = LoadSpec(**{**cfg["spec"], "sizes": {int(k): v for k, v in
+                                                     cfg["spec"]["sizes"].items()}})
+        rows, prep_s, prepared = load_rows(Target(**cfg["target"]), spec)
+    except (LoadError, KeyError, TypeError, ValueError) as exc:
+        print(f"objectstore load: {exc}", file=sys.stderr)
+        return 1
+    text = rows_to_csv(rows)
+    write_fresh(CHILD_RECORDS, text, mode=0o600)
+    note = None
+    rec = cfg.get("records")
+    if rec and not failed_load(*_counts(rows, spec.warmup)):
+        try:
+            write_in_dir(rec["dir"], rec["name"], gzip.compress(text.encode()),
+                         what="records_dir", home=rec["home"], mode=0o600)
+        except StorlabError as exc:  # the measurement stands; its records are in the store
+            note = str(exc)
+    print(json.dumps({"prepare_s": prep_s, "prepared": prepared, "records_error": note}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
