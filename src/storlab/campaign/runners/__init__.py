@@ -25,6 +25,7 @@ from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, landlock_missing,
                        refused_socket, refused_writable, require_sandbox, shown_install_trees,
                        system_writable, unsandboxed)
 from .base import Runner, RunResult, failure_lines, option_bool
+from . import cluster_walls  # noqa: F401  (registers the walls of a cluster's programs)
 from ...metrics import METRICS, is_metric  # each runner's measurement columns (a low layer)
 
 REGISTRY: dict[str, str] = {
