@@ -413,11 +413,8 @@ class Daemon:
             p = subprocess.Popen(argv, stdout=writer.stdin, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True,
                                  cwd=self.pidfile.parent, env=full_env, user=self.user,
-                                 # bwrap makes the walls' mount points with the umask:
-                                 # 0700 would shut the `ceph` user out of its own
-                                 # directories (the cluster's directory, 0700, stays root's)
-                                 umask=0o022 if walls is not None else PRIVATE_UMASK,
-                                 pass_fds=pass_fds, preexec_fn=preexec)
+                                 umask=PRIVATE_UMASK, pass_fds=pass_fds,
+                                 preexec_fn=preexec)
         except FileNotFoundError:
             writer.stdin.close()
             writer.wait()

@@ -209,9 +209,6 @@ class CephCluster:
             f"rgw data = {d}/rgw", "rgw thread pool size = 64", "",
         ]
         self.conf.write_text("\n".join(lines))
-        # read by the daemons, which run as `ceph` (it holds no key)
-        os.chown(self.conf, 0, _ceph_ids()[1])
-        os.chmod(self.conf, 0o640)
 
     # ------------------------------------------------------------------ up
     def up(self, o: CephOptions | None = None, timeout: float = 120) -> dict[str, Any]:
