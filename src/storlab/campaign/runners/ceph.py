@@ -16,8 +16,8 @@ with `who: {NAME: SECTION}`) only when its value changes; when Ceph says a chang
 cannot be updated at runtime, the OSDs are restarted (stopped and started by PID; they read
 the mon's configuration database at start) before the health wait.
 
-Ceph's daemons run as root outside the runs' walls, and some of Ceph's options name a path
-or code for them (`osd_class_dir` and `erasure_code_dir` are directories of plugins they
+Ceph's daemons run as the `ceph` user in walls of their own (`clusters.ceph`), and some of
+Ceph's options name a path or code for them (`osd_class_dir` and `erasure_code_dir` are directories of plugins they
 load, `pid_file` a file they write and delete): a factor is taken as a Ceph parameter only
 when Ceph's own schema (`ceph config help NAME`) says it is a number, a bool, a size or a
 duration, or a string with `enum_values` that hold every level, and each level only in the
@@ -145,9 +145,9 @@ class CephRunner:
             if kind in DATA_TYPES or (kind == "str" and enum) or self.allow_destructive:
                 continue
             return (f"factor {name}: a Ceph option of type {kind} that takes any value; "
-                    "such options name paths and code for Ceph's daemons, which run as root "
-                    "outside the sandbox (a plugin directory they load, a file they write "
-                    "and delete), so only numbers, sizes, durations, bools and strings with "
+                    "such options name paths and code for Ceph's daemons (a plugin "
+                    "directory they load, a file they write and delete), so only numbers, "
+                    "sizes, durations, bools and strings with "
                     "Ceph's enum_values are set; set runner.options.allow_destructive: true "
                     "to set it anyway")
         return None
