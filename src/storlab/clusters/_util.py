@@ -159,6 +159,8 @@ class Walled:
     env: dict[str, str] | None = None
     preexec: Callable[[], None] | None = None
     close: Callable[[], None] = lambda: None
+    #: False when the user opted out of the sandbox: `argv` is the program itself
+    inside: bool = True
 
 
 #: What builds a cluster program's walls: set by the layer that owns the sandbox
@@ -398,6 +400,7 @@ class Daemon:
         assert writer.stdin is not None
         info_r = info_w = -1
         walls: Walled | None = None
+        started = False
         try:
             argv, pass_fds, preexec = self.argv, (), _die_with_parent if \
                 self.tie_to_parent else None
@@ -407,7 +410,14 @@ class Daemon:
                 walls = walled(self.argv, daemon=True, die_with_parent=self.tie_to_parent,
                                info_fd=info_w, **self.walls)
                 argv, pass_fds, preexec = walls.argv, (*walls.pass_fds, info_w), walls.preexec
-                full_env = walls.env
+                if walls.inside:
+                    full_env = walls.env
+                else:  # no bwrap to write the pid: the program is the child
+                    os.close(info_r)
+                    os.close(info_w)
+                    info_r = info_w = -1
+                    pass_fds = ()
+                    preexec = _die_with_parent if self.tie_to_parent else None
             # cwd: the daemon's own directory, never the caller's (ceph-mon was seen
             # exiting silently with status 1 in one caller's directory)
             p = subprocess.Popen(argv, stdout=writer.stdin, stderr=subprocess.STDOUT,
@@ -415,6 +425,7 @@ class Daemon:
                                  cwd=self.pidfile.parent, env=full_env, user=self.user,
                                  umask=PRIVATE_UMASK, pass_fds=pass_fds,
                                  preexec_fn=preexec)
+            started = True
         except FileNotFoundError:
             writer.stdin.close()
             writer.wait()
@@ -423,6 +434,8 @@ class Daemon:
         except subprocess.SubprocessError:
             writer.stdin.close()
             writer.wait()
+            if walls is None:
+                raise
             raise ClusterError(f"{self.name}: could not enter its sandbox (no_new_privs or "
                                "Landlock refused); not started without it") from None
         finally:
@@ -431,6 +444,8 @@ class Daemon:
                 walls.close()
             if info_w >= 0:
                 os.close(info_w)
+            if not started and info_r >= 0:
+                os.close(info_r)
         pid = p.pid
         if info_r >= 0:
             pid = _info_pid(info_r) or p.pid  # bwrap failed before its child: bwrap's own

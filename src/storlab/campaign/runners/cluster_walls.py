@@ -33,7 +33,7 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
     is bound from a descriptor opened without a link on the way. Raises ClusterError in
     one line when the walls cannot be built."""
     if unsandboxed():
-        return Walled(list(program))
+        return Walled(list(program), inside=False)
     w = Walls(network=True, tcp_ports=tuple(sorted(set(ports))), unix_sockets=unix_sockets,
               strict=False, die_with_parent=die_with_parent, as_pid_1=daemon,
               info_fd=info_fd, open_dirs=_above([*writable, *readable]) if daemon else ())
