@@ -128,12 +128,12 @@ class CephCluster:
         # the format first: after a `--` in args it would be read as a positional
         return json.loads(self.ceph("--format", "json", *args, timeout=timeout) or "null")
 
-    def _daemon(self, name: str, argv: list[str], data: str | None = None) -> Daemon:
+    def _daemon(self, name: str, argv: list[str]) -> Daemon:
         """Daemon `name` running `argv` as the `ceph` user in its walls: writable, only its
-        data directory `data` (default `name`) and the runtime directory `var/`."""
+        data directory (`name`: mon.a, osd.0, rgw...) and the runtime directory `var/`."""
         tie = bool((self.state() or {}).get("tie_to_parent"))
         d = self.dir
-        walls = {"cwd": str(d / VAR), "writable": [str(d / VAR), str(d / (data or name))],
+        walls = {"cwd": str(d / VAR), "writable": [str(d / VAR), str(d / name)],
                  "readable": [str(self.conf)], "ports": self.ports(), "unix_sockets": True}
         return Daemon(name, [*argv, "--setuser", CEPH_USER, "--setgroup", CEPH_USER],
                       d / "log" / f"{name}.out", d / "run" / f"{name}.pid",
@@ -152,7 +152,7 @@ class CephCluster:
                 p = os.path.join(root, name)
                 os.chown(p, uid, gid, follow_symlinks=False)
                 if not os.path.islink(p):
-                    os.chmod(p, os.stat(p).st_mode & 0o7700)
+                    os.chmod(p, os.stat(p).st_mode & 0o700)
         os.chown(top, uid, gid)
         os.chmod(top, 0o700)
 
