@@ -107,14 +107,16 @@ class CephCluster:
                         timeout=timeout, check=check, writable=writable).stdout
 
     def cli(self, argv: list[str], *, timeout: float = 60, check: bool = True,
-            writable: tuple[Path, ...] = (), unix_sockets: bool = False
-            ) -> subprocess.CompletedProcess[str]:
+            writable: tuple[Path, ...] = (), unix_sockets: bool = False,
+            proc_writable: bool = False) -> subprocess.CompletedProcess[str]:
         """Run a Ceph program as root in its walls: the system read-only, the conf and the
         admin keyring shown read-only, `writable` the only places it may write, TCP to the
-        cluster's ports only (`ports`), no Unix socket unless `unix_sockets`."""
+        cluster's ports only (`ports`), no Unix socket unless `unix_sockets`, /proc
+        read-only unless `proc_writable` (its kernel-wide parts stay read-only)."""
         w = walled(argv, cwd="/", writable=[str(p) for p in writable],
                    readable=[str(self.conf), str(self.dir / "admin.keyring")],
-                   ports=self.ports(), unix_sockets=unix_sockets)
+                   ports=self.ports(), unix_sockets=unix_sockets,
+                   proc_writable=proc_writable)
         return run(argv, timeout=timeout, check=check, walls=w)
 
     def ports(self) -> tuple[int, ...]:
@@ -134,7 +136,10 @@ class CephCluster:
         tie = bool((self.state() or {}).get("tie_to_parent"))
         d = self.dir
         walls = {"cwd": str(d / VAR), "writable": [str(d / VAR), str(d / name)],
-                 "readable": [str(self.conf)], "ports": self.ports(), "unix_sockets": True}
+                 "readable": [str(self.conf)], "ports": self.ports(), "unix_sockets": True,
+                 # radosgw names a thread through /proc/self/task/TID/comm and aborts when
+                 # /proc is read-only; the kernel's parts of /proc stay read-only
+                 "proc_writable": name == "rgw"}
         return Daemon(name, [*argv, "--setuser", CEPH_USER, "--setgroup", CEPH_USER],
                       d / "log" / f"{name}.out", d / "run" / f"{name}.pid",
                       tie_to_parent=tie, walls=walls)
@@ -338,7 +343,8 @@ class CephCluster:
         # radosgw-admin generates the keys: a secret given on its command line would be
         # readable by every local user in /proc/PID/cmdline while it runs.
         cp = self.cli(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
-                       "--display-name=bench", "--gen-access-key", "--gen-secret"], timeout=60)
+                       "--display-name=bench", "--gen-access-key", "--gen-secret"], timeout=60,
+                      proc_writable=True)  # names a thread, as radosgw does
         try:
             key = json.loads(cp.stdout)["keys"][0]
             access, secret = str(key["access_key"]), str(key["secret_key"])

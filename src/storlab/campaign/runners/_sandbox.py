@@ -185,9 +185,22 @@ def _root() -> tuple[str, ...]:
     return tuple(argv)
 
 
-def _base(exe: str, network: bool = False, die_with_parent: bool = True) -> list[str]:
-    argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc",
-            "--remount-ro", "/proc", "--unshare-pid"]
+#: What of /proc stays read-only when the rest is writable (`Walls.proc_writable`): what
+#: Docker keeps read-only (sysctls, the sysrq trigger, bus, fs, irq) and the kernel's
+#: driver tables; bwrap covers bus and irq itself.
+PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
+
+
+def _base(exe: str, network: bool = False, die_with_parent: bool = True,
+          proc_writable: bool = False) -> list[str]:
+    argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc"]
+    if proc_writable:  # the own processes' entries (a thread's name), never the kernel's
+        for sub in PROC_READONLY:
+            if os.path.exists(f"/proc/{sub}"):
+                argv += ["--ro-bind", f"/proc/{sub}", f"/proc/{sub}"]
+    else:
+        argv += ["--remount-ro", "/proc"]
+    argv.append("--unshare-pid")
     if die_with_parent:  # a cluster's daemons outlive the command that starts them
         argv.append("--die-with-parent")
     if not network:
@@ -691,6 +704,9 @@ class Walls:
     die_with_parent: bool = True
     as_pid_1: bool = False
     info_fd: int | None = None
+    #: /proc writable but its kernel-wide parts (`PROC_READONLY`): radosgw names its
+    #: threads through /proc/self/task/TID/comm and aborts when it cannot
+    proc_writable: bool = False
     #: directories of the sandbox's own root (mount points bwrap made, with the modes of
     #: the host's directories they stand for) opened to every user (0755): a daemon that
     #: drops root (`ceph`) reaches its places through them
@@ -741,7 +757,7 @@ class Walls:
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
         out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network,
-                    self.die_with_parent)
+                    self.die_with_parent, self.proc_writable)
         if self.as_pid_1:
             out.append("--as-pid-1")
         if self.info_fd is not None:

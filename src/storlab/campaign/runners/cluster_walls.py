@@ -27,7 +27,8 @@ from ._sandbox import (BWRAP_ENV_OUTSIDE, SYSTEM_TREES, Walls, enter_landlock,
 def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
                   readable: Sequence[str] = (), ports: Sequence[int] = (),
                   unix_sockets: bool = False, daemon: bool = False,
-                  die_with_parent: bool = True, info_fd: int | None = None) -> Walled:
+                  die_with_parent: bool = True, info_fd: int | None = None,
+                  proc_writable: bool = False) -> Walled:
     """`program` ready to start in its walls (see the module's text); `program` as it is
     when the user opted out of the sandbox (`STORLAB_UNSANDBOXED=1`). Each writable place
     is bound from a descriptor opened without a link on the way. Raises ClusterError in
@@ -36,7 +37,8 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
         return Walled(list(program), inside=False)
     w = Walls(network=True, tcp_ports=tuple(sorted(set(ports))), unix_sockets=unix_sockets,
               strict=False, die_with_parent=die_with_parent, as_pid_1=daemon,
-              info_fd=info_fd, open_dirs=_above([*writable, *readable]) if daemon else ())
+              info_fd=info_fd, open_dirs=_above([*writable, *readable]) if daemon else (),
+              proc_writable=proc_writable)
     try:
         require_sandbox()
         why = landlock_refused()
