@@ -577,7 +577,9 @@ def stop_pid(pidfile: Path, grace: float = 10.0, kill_wait: float = 60.0) -> boo
             _wait_gone(rec.log_pid, rec.log_start, 5.0)
         pidfile.unlink(missing_ok=True)
         return False
-    _kill(rec.pid, signal.SIGTERM)  # identified by start time above: ours
+    # identified by start time above: ours. A daemon that is its sandbox's pid 1 and has
+    # no SIGTERM handler yet (early in its start) would never see SIGTERM: killed at once
+    _kill(rec.pid, signal.SIGKILL if _term_dropped(rec.pid) else signal.SIGTERM)
     if not _wait_gone(rec.pid, rec.start, grace, rec.program):
         _kill(rec.pid, signal.SIGKILL)
         if not _wait_gone(rec.pid, rec.start, kill_wait, rec.program):
@@ -588,6 +590,20 @@ def stop_pid(pidfile: Path, grace: float = 10.0, kill_wait: float = 60.0) -> boo
         _wait_gone(rec.log_pid, rec.log_start, 5.0)
     pidfile.unlink(missing_ok=True)
     return True
+
+
+def _term_dropped(pid: int) -> bool:
+    """Whether SIGTERM sent to `pid` would be dropped: it is pid 1 of a PID namespace of
+    its own (a walled daemon) and catches no SIGTERM (`SigCgt`), and a namespace's pid 1
+    gets no signal it has no handler for."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        nspid = fields.get("NSpid", "").split()
+        caught = int(fields.get("SigCgt", "0").strip(), 16)
+    except (OSError, ValueError):
+        return False
+    return len(nspid) > 1 and nspid[-1] == "1" and not caught & (1 << (signal.SIGTERM - 1))
 
 
 def pid_alive(pidfile: Path) -> bool:
