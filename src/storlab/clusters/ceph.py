@@ -23,6 +23,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import time
 import uuid
@@ -286,6 +287,7 @@ class CephCluster:
         self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
                   "mds", "allow *", "-o", str(d / "mgr.x" / "keyring"), writable=(d / "mgr.x",))
         self._give("mgr.x")
+        _open_mgr_caches()
         mgr = self._daemon("mgr.x", ["ceph-mgr", "-c", c, "-i", "x", "-d"])
         mgr.start()
         for i in range(o.osds):
@@ -589,6 +591,30 @@ class CephCluster:
                 if fh.read() != data:
                     return "failed: the object read back differs from the one written"
         return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
+
+
+#: Where ceph-mgr finds its Python modules.
+MGR_MODULES = "/usr/share/ceph/mgr"
+
+
+def _open_mgr_caches(top: str = MGR_MODULES) -> None:
+    """Make Python's `__pycache__` directories under the manager's modules readable
+    (0755, their files 0644) where a root manager made them for root alone (storlab ran
+    it as root under umask 077 before its walls): ceph-mgr, now the `ceph` user, checks
+    every directory there for a module and aborts on one it cannot enter. Only these
+    caches, root's, are changed; nothing else of the package."""
+    for root, dirs, _ in os.walk(top):
+        for name in dirs:
+            if name != "__pycache__":
+                continue
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            if st.st_uid != 0 or not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o005 == 0o005:
+                continue
+            os.chmod(p, 0o755)
+            for f in os.scandir(p):
+                if f.is_file(follow_symlinks=False):
+                    os.chmod(f.path, 0o644)
 
 
 def _ceph_ids() -> tuple[int, int]:
