@@ -2,8 +2,8 @@
 vs unwalled, the baseline measured in the same run.
 
 1. `CephCluster.up` (1 memstore OSD) then `down`, alternating with the daemons and CLI in
-   their walls and opted out of them (`STORLAB_UNSANDBOXED=1`: the daemons still run as
-   the `ceph` user), `--reps` times each; seconds until HEALTH_OK and the ratio.
+   their walls and opted out of them (`STORLAB_UNSANDBOXED=1`: the daemons then run as
+   root, as before the walls), `--reps` times each; seconds until HEALTH_OK and the ratio.
 2. `ceph health` on the last cluster, `--calls` times each way (median ms and the ratio).
 
     .venv/bin/python benchmarks/bench_ceph_walls.py [--reps 1] [--calls 10]

@@ -166,12 +166,21 @@ class Walled:
 #: What builds a cluster program's walls: set by the layer that owns the sandbox
 #: (`storlab.campaign.runners` registers bubblewrap's on import; this layer sits below it).
 _WALLS: Callable[..., Walled] | None = None
+_OPTED_OUT: Callable[[], bool] = lambda: False
 
 
-def use_walls(provider: Callable[..., Walled]) -> None:
-    """Register what `walled` builds the walls with."""
-    global _WALLS
-    _WALLS = provider
+def use_walls(provider: Callable[..., Walled], opted_out: Callable[[], bool]) -> None:
+    """Register what `walled` builds the walls with, and what says the user opted out of
+    them (`walls_opted_out`)."""
+    global _WALLS, _OPTED_OUT
+    _WALLS, _OPTED_OUT = provider, opted_out
+
+
+def walls_opted_out() -> bool:
+    """The user opted out of the sandbox (`STORLAB_UNSANDBOXED=1`): programs run as they
+    are (Ceph's daemons then as root, as before the walls: the `ceph` user could not reach
+    its directories in the cluster's root-only directory)."""
+    return _OPTED_OUT()
 
 
 def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),

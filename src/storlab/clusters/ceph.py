@@ -55,6 +55,7 @@ from ._util import (
     stop_strays,
     wait_until,
     walled,
+    walls_opted_out,
 )
 
 POOL = "bench"
@@ -141,7 +142,8 @@ class CephCluster:
                  # radosgw names a thread through /proc/self/task/TID/comm and aborts when
                  # /proc is read-only; the kernel's parts of /proc stay read-only
                  "proc_writable": name == "rgw"}
-        return Daemon(name, [*argv, "--setuser", CEPH_USER, "--setgroup", CEPH_USER],
+        drop = [] if walls_opted_out() else ["--setuser", CEPH_USER, "--setgroup", CEPH_USER]
+        return Daemon(name, [*argv, *drop],
                       d / "log" / f"{name}.out", d / "run" / f"{name}.pid",
                       tie_to_parent=tie, walls=walls)
 

@@ -78,4 +78,4 @@ def _above(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(out, key=lambda d: d.count("/")))
 
 
-use_walls(cluster_walls)
+use_walls(cluster_walls, unsandboxed)
