@@ -64,7 +64,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
     ],
     "campaign.runners": [
         {"_sandbox"},               # the bubblewrap walls
-        {"_program"},               # starting a program inside them
+        {"_program", "cluster_walls"},  # a run's program inside them; a cluster's
         {"base"},                   # RunResult, the Runner protocol
         {"objload"},                # the object-store load generator, one host
         {"fanout"},                 # the same from several hosts

@@ -110,3 +110,29 @@ def test_storlab_run_refuses_with_one_line_before_anything_runs(
     assert word in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "Traceback" not in p.stderr
     assert not (tmp_path / "c" / "campaign.db").exists()
+
+
+@pytest.mark.parametrize("load_options,factors,word", [
+    ({"seconds": "--conf=/tmp/evil.conf"}, [], "options.seconds"),
+    ({"block_size": True}, [], "options.block_size"),
+    ({"mode": "write --no-cleanup"}, [], "options.mode"),
+    ({"seconds": 1}, [{"name": "concurrency", "kind": "categorical",
+                       "values": [16, "-c/etc/passwd"]}], "factor concurrency"),
+    ({"seconds": 1}, [{"name": "block_size", "kind": "ordinal",
+                       "values": [4096, 4.5]}], "factor block_size"),
+])
+def test_rados_bench_takes_only_its_options_with_values_of_their_type(
+        tmp_path: Path, load_options: dict[str, Any], factors: list[dict[str, Any]],
+        word: str, storlab: Any) -> None:
+    """rados bench's options reach its argv: `mode` one of its modes, the others whole
+    numbers in bounds; anything else (a word rados would read as its own option, a bool,
+    a fraction) is refused before any run in one line naming the file and the field."""
+    runner = {"type": "ceph", "options": {
+        "load": {"type": "rados_bench", "options": load_options}}}
+    camp = _campaign(tmp_path / "c", runner, factors or [
+        {"name": "x_unused", "kind": "ordinal", "values": [1, 2]}])
+    p = storlab("run", str(camp), timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert word in p.stderr and "campaign.yaml" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert not (tmp_path / "c" / "campaign.db").exists()

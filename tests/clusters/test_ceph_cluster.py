@@ -3,7 +3,9 @@ through the ceph runner (a start-up-only parameter forces an OSD restart), broug
 
 from __future__ import annotations
 
+import errno
 import os
+import pwd
 import shutil
 import signal
 import stat
@@ -17,7 +19,7 @@ from storlab.campaign.campaign import Campaign
 from storlab.campaign.runners.ceph import CephRunner
 from storlab.errors import StorlabError
 from storlab.clusters import ClusterError
-from storlab.clusters._util import Daemon, wait_until
+from storlab.clusters._util import Daemon, read_record, wait_until
 from storlab.clusters.ceph import CephCluster, CephOptions
 
 _NEED = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "rados", "fio")
@@ -119,7 +121,7 @@ def test_a_free_form_ceph_option_is_refused_before_any_run(ceph, tmp_path):
         camp.preflight()
     msg = str(exc.value)
     assert "\n" not in msg and "factor osd_class_dir" in msg and "type str" in msg
-    assert "root" in msg and "allow_destructive" in msg
+    assert "paths and code" in msg and "allow_destructive" in msg
     with pytest.raises(StorlabError, match="osd_class_dir"):
         camp.run()
     assert not (tmp_path / "campaign.db").exists()
@@ -227,11 +229,70 @@ def test_files_are_for_root_only(ceph):
     for f in ("ceph.conf", "admin.keyring", "mon.keyring", "cluster.json", "mon.a/keyring",
               "mgr.x/keyring", "osd.0/keyring"):
         assert stat.S_IMODE((d / f).stat().st_mode) == 0o600, f
-    for sub in ("mon.a", "mgr.x", "osd.0", "log", "run"):
+    for sub in ("mon.a", "mgr.x", "osd.0", "log", "run", "var"):
         assert stat.S_IMODE((d / sub).stat().st_mode) == 0o700, sub
     # nothing under the state directory is readable by others
     for p in d.rglob("*"):
         assert not stat.S_IMODE(p.lstat().st_mode) & 0o077 or p.is_symlink(), p
+
+
+def _field(pid, name):
+    """A field of /proc/PID/status, split."""
+    with open(f"/proc/{pid}/status") as fh:
+        return next(line for line in fh if line.startswith(name + ":")).split()[1:]
+
+
+def test_daemons_run_as_ceph_inside_read_only_walls(ceph):
+    """Each daemon runs as the `ceph` user with no capability left, as the first process
+    of a mount namespace whose root is read-only: the system and root's files of the
+    cluster (keyrings, state, PID records) cannot be written, nor mostly seen; its own data
+    directory and the runtime directory are its only writable places, and /dev holds no
+    disk."""
+    c, base, _ = ceph
+    d = base / "ceph"
+    uid, gid = pwd.getpwnam("ceph").pw_uid, pwd.getpwnam("ceph").pw_gid
+    pids = {pf.stem: read_record(pf).pid for pf in (d / "run").glob("*.pid")}
+    assert set(pids) == {"mon.a", "mgr.x", "osd.0"}
+    for name, pid in pids.items():
+        assert _field(pid, "Uid") == [str(uid)] * 4 and _field(pid, "Gid") == [str(gid)] * 4
+        assert _field(pid, "CapEff") == ["0000000000000000"], name
+        assert _field(pid, "NSpid")[-1] == "1", name  # its sandbox's pid 1
+        with open(f"/proc/{pid}/mountinfo") as fh:
+            root = next(line.split() for line in fh if line.split()[4] == "/")
+        assert "ro" in root[5].split(","), (name, root)
+        inside = f"/proc/{pid}/root"
+        with pytest.raises(OSError) as exc:  # even for root, through the daemon's view
+            open(f"{inside}/etc/storlab-cephwall-probe", "w").close()
+        assert exc.value.errno == errno.EROFS
+        for f in ("admin.keyring", "mon.keyring", "cluster.json", "run"):
+            assert not os.path.lexists(f"{inside}{d}/{f}"), (name, f)
+        others = {"mon.a", "mgr.x", "osd.0"} - {name}
+        assert os.path.isdir(f"{inside}{d}/{name}") and not any(
+            os.path.lexists(f"{inside}{d}/{o}") for o in others), name
+        assert not [n for n in os.listdir(f"{inside}/dev") if n.startswith(("loop", "vd",
+                                                                            "sd", "nvme"))]
+    # the daemons' own files are the ceph user's, root's stay root's
+    assert (d / "osd.0").stat().st_uid == uid and (d / "var" / "run").stat().st_uid == uid
+    assert (d / "admin.keyring").stat().st_uid == 0 and (d / "run").stat().st_uid == 0
+
+
+def test_the_ceph_cli_runs_inside_read_only_walls(ceph, tmp_path):
+    """The CLI (root) sees the conf and the admin keyring, read-only, and nothing of the
+    host's files: a value read as its own option (`--log_file=FILE`) or any write lands
+    nowhere."""
+    c, base, _ = ceph
+    d = base / "ceph"
+    victim = tmp_path / "victim"
+    assert c.ceph(f"--log_file={victim}", "--log_to_file=true", "health", check=False) \
+        is not None
+    assert not victim.exists()
+    r = c.cli(["sh", "-c", f"touch {victim}; echo x >> {d}/admin.keyring; "
+               f"touch {d}/x; ls /dev; cat {d}/cluster.json"], check=False)
+    assert r.returncode != 0 and not victim.exists() and not (d / "x").exists()
+    assert "x" not in (d / "admin.keyring").read_text().splitlines()
+    assert "Read-only file system" in r.stderr and "loop" not in r.stdout
+    assert "No such file" in r.stderr  # cluster.json: not shown
+    assert c.ceph("health").startswith("HEALTH_OK")  # and it still talks to the monitor
 
 
 def test_osd_restarts_start_exactly_one_copy(ceph):

@@ -111,3 +111,51 @@ def test_free_ports_stay_below_the_ephemeral_range():
     for _ in range(50):
         base = free_port_block(5)
         assert 1024 <= base and base + 5 <= low
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the walls' daemons are root's (cluster up)")
+@pytest.mark.parametrize("opt_out", [False, True])
+def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkeypatch, opt_out):
+    """A daemon started in walls (`Daemon(walls=...)`, as Ceph's are): its PID record
+    names the program itself (pid 1 of its sandbox, bwrap's `--info-fd`), not bwrap; the
+    root it sees is read-only but for its writable place; SIGTERM by the record ends it and
+    bwrap with it, and its exit status is bwrap's. Opted out of the sandbox
+    (`STORLAB_UNSANDBOXED=1`), the program is started as it is."""
+    import storlab.campaign.runners  # noqa: F401  (registers the walls)
+
+    if opt_out:
+        monkeypatch.setenv("STORLAB_UNSANDBOXED", "1")
+    own = tmp_path / "own"
+    own.mkdir()
+    code = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\n"
+            "open(os.path.join(sys.argv[1], 'mine'), 'w').close()\n"
+            "if sys.argv[2] == 'probe':  # only in walls: unwalled root would write it\n"
+            "    try:\n        open('/etc/storlab-walled-probe', 'w')\n"
+            "    except OSError as e:\n        print('refused', e.errno, flush=True)\n"
+            "time.sleep(60)\n")
+    d = Daemon("w", ["python3", "-c", code, str(own), "-" if opt_out else "probe"],
+               tmp_path / "w.log",
+               tmp_path / "run" / "w.pid", tie_to_parent=True,
+               walls={"cwd": str(own), "writable": [str(own)]})
+    pid = d.start()
+    wait_until(lambda: (own / "mine").exists(), 20, "the daemon to write its place", [d])
+    rec = read_record(d.pidfile)
+    assert rec.pid == pid and rec.state() == RUNNING
+    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+        # the program, not bwrap
+        assert os.path.basename(fh.read().split(b"\0")[0]).startswith(b"python")
+    with open(f"/proc/{pid}/status") as fh:
+        nspid = next(line for line in fh if line.startswith("NSpid:")).split()[1:]
+    if opt_out:
+        assert nspid == [str(pid)]
+    else:
+        assert nspid[-1] == "1"
+        wait_until(lambda: "refused 30" in d.log.read_text(), 20, "EROFS on /etc", [d])
+    assert not os.path.exists("/etc/storlab-walled-probe")
+    os.kill(pid, signal.SIGTERM)  # by the record's pid: the program's own handler runs
+    wait_until(lambda: proc_state(pid, rec.start) == GONE, 20, "the daemon to end")
+    with pytest.raises(ClusterError, match="exit status 7"):  # bwrap's status is its own
+        d.check_alive()
+    stop_pid(d.pidfile, grace=10)
+    assert not d.pidfile.exists()

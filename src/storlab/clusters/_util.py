@@ -148,19 +148,87 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+@dataclass
+class Walled:
+    """A program made ready to start inside its walls (`walled`): start `argv` with
+    `pass_fds`, the environment `env` (None: storlab's) and `preexec` in the child, then
+    call `close` (the descriptors the walls bind from)."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+    env: dict[str, str] | None = None
+    preexec: Callable[[], None] | None = None
+    close: Callable[[], None] = lambda: None
+    #: False when the user opted out of the sandbox: `argv` is the program itself
+    inside: bool = True
+
+
+#: What builds a cluster program's walls: set by the layer that owns the sandbox
+#: (`storlab.campaign.runners` registers bubblewrap's on import; this layer sits below it).
+_WALLS: Callable[..., Walled] | None = None
+_OPTED_OUT: Callable[[], bool] = lambda: False
+
+
+def use_walls(provider: Callable[..., Walled], opted_out: Callable[[], bool]) -> None:
+    """Register what `walled` builds the walls with, and what says the user opted out of
+    them (`walls_opted_out`)."""
+    global _WALLS, _OPTED_OUT
+    _WALLS, _OPTED_OUT = provider, opted_out
+
+
+def walls_opted_out() -> bool:
+    """The user opted out of the sandbox (`STORLAB_UNSANDBOXED=1`): programs run as they
+    are (Ceph's daemons then as root, as before the walls: the `ceph` user could not reach
+    its directories in the cluster's root-only directory)."""
+    return _OPTED_OUT()
+
+
+def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
+           readable: Sequence[str] = (), ports: Sequence[int] = (),
+           unix_sockets: bool = False, daemon: bool = False, die_with_parent: bool = True,
+           info_fd: int | None = None, proc_writable: bool = False) -> Walled:
+    """`program` inside a sandbox: the system read-only, `writable` the only places it
+    may write, `readable` shown read-only beside the system's trees, the host's network
+    with TCP to and on `ports` only; a `daemon` runs as the sandbox's pid 1 and may
+    outlive storlab (unless `die_with_parent`), its pid written to `info_fd`;
+    `proc_writable`: its own processes' /proc entries writable (the kernel's stay
+    read-only). Fails closed:
+    no sandbox registered (`use_walls`) is an error, never a program run without walls."""
+    if _WALLS is None:
+        raise ClusterError(f"cannot start {program[0]}: the sandbox cluster programs run in "
+                           "is not loaded (import storlab.campaign.runners first)")
+    return _WALLS(list(program), cwd=cwd, writable=list(writable), readable=list(readable),
+                  ports=tuple(ports), unix_sockets=unix_sockets, daemon=daemon,
+                  die_with_parent=die_with_parent, info_fd=info_fd,
+                  proc_writable=proc_writable)
+
+
 def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,
         env: Mapping[str, str] | None = None, input_text: str | None = None,
-        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a command (argv list, no shell); raise ClusterError with its stderr on failure."""
+        cwd: Path | None = None, walls: Walled | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    """Run a command (argv list, no shell); raise ClusterError with its stderr on failure.
+    With `walls` (`walled(argv, ...)`), what starts is the walled program."""
     full_env = None if env is None else {**os.environ, **env}
     try:
-        cp = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                            env=full_env, input=input_text, cwd=cwd, errors="replace")
+        if walls is not None:
+            full_env = walls.env if full_env is None else {**full_env, **(walls.env or {})}
+        cp = subprocess.run(walls.argv if walls is not None else list(argv),
+                            capture_output=True, text=True, timeout=timeout,
+                            env=full_env, input=input_text, cwd=cwd, errors="replace",
+                            pass_fds=walls.pass_fds if walls is not None else (),
+                            preexec_fn=walls.preexec if walls is not None else None)
     except FileNotFoundError:
         raise ClusterError(f"{argv[0]}: command not found (run scripts/sysdeps.sh as root "
                            "to install the cluster packages)") from None
     except subprocess.TimeoutExpired:
         raise ClusterError(f"`{' '.join(argv)}` did not finish within {timeout:g} s") from None
+    except subprocess.SubprocessError:  # the child could not enter its walls
+        raise ClusterError(f"{argv[0]}: could not enter its sandbox (no_new_privs or "
+                           "Landlock refused); not run without it") from None
+    finally:
+        if walls is not None:
+            walls.close()
     if check and cp.returncode != 0:
         msg = (cp.stderr.strip() or cp.stdout.strip()).splitlines()[-5:]
         raise ClusterError(f"`{' '.join(argv)}` exited {cp.returncode}: " + " | ".join(msg))
@@ -305,9 +373,14 @@ class Daemon:
 
     def __init__(self, name: str, argv: Sequence[str], log: Path, pidfile: Path,
                  env: Mapping[str, str] | None = None, user: str | None = None,
-                 tie_to_parent: bool = False) -> None:
+                 tie_to_parent: bool = False, walls: Mapping[str, Any] | None = None
+                 ) -> None:
         self.name, self.argv, self.log, self.pidfile = name, list(argv), log, pidfile
         self.env, self.user, self.tie_to_parent = env, user, tie_to_parent
+        #: `walled`'s arguments (cwd, writable, readable, ports...): the daemon starts in
+        #: a sandbox of its own, as its pid 1; None: as a plain child
+        self.walls = dict(walls) if walls is not None else None
+        self.pid: int | None = None  # the daemon's own pid, once started by this object
         # Kept so that its exit status stays ours: a dropped Popen of a running child is
         # reaped by the subprocess module's clean-up at the next Popen, status and all.
         self.proc: subprocess.Popen[bytes] | None = None
@@ -337,29 +410,65 @@ class Daemon:
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True, umask=PRIVATE_UMASK)
         assert writer.stdin is not None
+        info_r = info_w = -1
+        walls: Walled | None = None
+        started = False
         try:
+            argv, pass_fds, preexec = self.argv, (), _die_with_parent if \
+                self.tie_to_parent else None
+            if self.walls is not None:
+                # bwrap writes the daemon's pid (outside its namespace) to this pipe
+                info_r, info_w = os.pipe2(os.O_CLOEXEC)
+                walls = walled(self.argv, daemon=True, die_with_parent=self.tie_to_parent,
+                               info_fd=info_w, **self.walls)
+                argv, pass_fds, preexec = walls.argv, (*walls.pass_fds, info_w), walls.preexec
+                if walls.inside:
+                    full_env = walls.env
+                else:  # no bwrap to write the pid: the program is the child
+                    os.close(info_r)
+                    os.close(info_w)
+                    info_r = info_w = -1
+                    pass_fds = ()
+                    preexec = _die_with_parent if self.tie_to_parent else None
             # cwd: the daemon's own directory, never the caller's (ceph-mon was seen
             # exiting silently with status 1 in one caller's directory)
-            p = subprocess.Popen(self.argv, stdout=writer.stdin, stderr=subprocess.STDOUT,
+            p = subprocess.Popen(argv, stdout=writer.stdin, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True,
                                  cwd=self.pidfile.parent, env=full_env, user=self.user,
-                                 umask=PRIVATE_UMASK,
-                                 preexec_fn=_die_with_parent if self.tie_to_parent else None)
+                                 umask=PRIVATE_UMASK, pass_fds=pass_fds,
+                                 preexec_fn=preexec)
+            started = True
         except FileNotFoundError:
             writer.stdin.close()
             writer.wait()
             raise ClusterError(f"{self.argv[0]}: command not found (run "
                                "scripts/sysdeps.sh as root)") from None
+        except subprocess.SubprocessError:
+            writer.stdin.close()
+            writer.wait()
+            if walls is None:
+                raise
+            raise ClusterError(f"{self.name}: could not enter its sandbox (no_new_privs or "
+                               "Landlock refused); not started without it") from None
         finally:
             writer.stdin.close()  # the daemon holds the pipe now: EOF when it exits
+            if walls is not None:
+                walls.close()
+            if info_w >= 0:
+                os.close(info_w)
+            if not started and info_r >= 0:
+                os.close(info_r)
+        pid = p.pid
+        if info_r >= 0:
+            pid = _info_pid(info_r) or p.pid  # bwrap failed before its child: bwrap's own
         # The start time is read now: a process that died at once has none (recorded None
         # would fall back to the command line, so the writer's pid stands in: never ours).
-        start = proc_start(p.pid)
-        _write_record(self.pidfile, PidRecord(p.pid, self.argv[0],
+        start = proc_start(pid)
+        _write_record(self.pidfile, PidRecord(pid, self.argv[0],
                                               start if start is not None else -1,
                                               writer.pid, proc_start(writer.pid)))
-        self.proc, self.writer = p, writer
-        return p.pid
+        self.proc, self.writer, self.pid = p, writer, pid
+        return pid
 
     def state(self) -> str:
         rec = self.record()
@@ -372,7 +481,8 @@ class Daemon:
         """How the process ended ('exit status 3', 'killed by signal 9 (SIGKILL)'), when it
         is our child; '' when unknown (started by another storlab process)."""
         rec = self.record()
-        if self.proc is not None and rec is not None and rec.pid == self.proc.pid:
+        # bwrap (self.proc) exits with its child's status
+        if self.proc is not None and rec is not None and rec.pid == self.pid:
             try:
                 return _describe_status(self.proc.wait(timeout=wait))
             except subprocess.TimeoutExpired:
@@ -393,6 +503,30 @@ class Daemon:
 
     def stop(self, grace: float = 10.0) -> bool:
         return stop_pid(self.pidfile, grace)
+
+
+def _info_pid(fd: int, timeout: float = 30.0) -> int | None:
+    """The `child-pid` bwrap wrote to its `--info-fd` (read from `fd`, then closed): the
+    daemon's pid as this namespace sees it; None when bwrap ended without one."""
+    import select
+
+    data = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            got = os.read(fd, 4096)
+            if not got:
+                break
+            data += got
+    finally:
+        os.close(fd)
+    try:
+        return int(json.loads(data)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _final_tail(d: Daemon) -> str:
@@ -452,7 +586,9 @@ def stop_pid(pidfile: Path, grace: float = 10.0, kill_wait: float = 60.0) -> boo
             _wait_gone(rec.log_pid, rec.log_start, 5.0)
         pidfile.unlink(missing_ok=True)
         return False
-    _kill(rec.pid, signal.SIGTERM)  # identified by start time above: ours
+    # identified by start time above: ours. A daemon that is its sandbox's pid 1 and has
+    # no SIGTERM handler yet (early in its start) would never see SIGTERM: killed at once
+    _kill(rec.pid, signal.SIGKILL if _term_dropped(rec.pid) else signal.SIGTERM)
     if not _wait_gone(rec.pid, rec.start, grace, rec.program):
         _kill(rec.pid, signal.SIGKILL)
         if not _wait_gone(rec.pid, rec.start, kill_wait, rec.program):
@@ -463,6 +599,20 @@ def stop_pid(pidfile: Path, grace: float = 10.0, kill_wait: float = 60.0) -> boo
         _wait_gone(rec.log_pid, rec.log_start, 5.0)
     pidfile.unlink(missing_ok=True)
     return True
+
+
+def _term_dropped(pid: int) -> bool:
+    """Whether SIGTERM sent to `pid` would be dropped: it is pid 1 of a PID namespace of
+    its own (a walled daemon) and catches no SIGTERM (`SigCgt`), and a namespace's pid 1
+    gets no signal it has no handler for."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        nspid = fields.get("NSpid", "").split()
+        caught = int(fields.get("SigCgt", "0").strip(), 16)
+    except (OSError, ValueError):
+        return False
+    return len(nspid) > 1 and nspid[-1] == "1" and not caught & (1 << (signal.SIGTERM - 1))
 
 
 def pid_alive(pidfile: Path) -> bool:

@@ -3,6 +3,16 @@ packages, bootstrapped by hand without systemd or cephadm.
 
 Everything lives under one directory (conf, keyrings, daemon data, logs, PID files); the
 daemons run in the foreground (`-d`, logging to stderr) in their own sessions so storlab holds their PIDs.
+
+Walls: each daemon runs as the `ceph` user (`--setuser ceph --setgroup ceph`, as Debian's
+units start them) in a sandbox of its own (`walled`: the system read-only, a private /dev
+and /proc, TCP held to Ceph's ports) where it sees, besides the system's trees, the conf
+read-only and, writable, only its own data directory and the cluster's runtime directory
+`var/` (admin sockets, Ceph's own logs, crash reports), both the `ceph` user's. Root's
+files stay root's: the conf, the keyrings of the monitor's bootstrap and of the admin, the
+state, storlab's PID records (`run/`) and the daemons' captured output (`log/`). Every CLI
+call (`ceph`, `rados`, `rbd`, `radosgw-admin`, the bootstrap tools) runs in such walls too:
+the conf and the admin keyring readable, nothing writable but the one place a call makes.
 Pitfall kept in mind (notes/real-systems.md 4): every daemon gets its own `keyring =` in
 its own section; a global `keyring =` makes the manager and OSDs authenticate as admin.
 """
@@ -13,6 +23,8 @@ import json
 import os
 import secrets
 import shutil
+import stat
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -42,11 +54,22 @@ from ._util import (
     stop_pid,
     stop_strays,
     wait_until,
+    walled,
+    walls_opted_out,
 )
 
 POOL = "bench"
 IMAGE = "storlab"
 STORES = ("memstore", "bluestore")
+#: The user Ceph's daemons run as (Debian's ceph-common package makes it).
+CEPH_USER = "ceph"
+#: The TCP ports a cluster's programs may bind and connect to besides the monitor's and
+#: radosgw's (Landlock): the monitor's defaults and the OSDs' and manager's range
+#: (ms_bind_port_min..max).
+MSGR_PORTS = (3300, 6789, *range(6800, 7301))
+#: The cluster's runtime directory, the `ceph` user's: admin sockets (`run`), Ceph's own
+#: logs (`log`), crash reports (`crash`).
+VAR = "var"
 #: Health checks that say nothing about a throwaway cluster's fitness for a benchmark.
 BENIGN_CHECKS = {"MGR_MODULE_DEPENDENCY", "MGR_MODULE_ERROR", "POOL_NO_REDUNDANCY",
                  "AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED", "TOO_FEW_OSDS",
@@ -79,22 +102,67 @@ class CephCluster:
         self.state_file = self.dir / "cluster.json"
 
     # ------------------------------------------------------------------ helpers
-    def ceph(self, *args: str, timeout: float = 30, check: bool = True) -> str:
-        """Run the `ceph` CLI against this cluster; stdout."""
-        return run(["ceph", "-c", str(self.conf), "--connect-timeout", "10", *args],
-                   timeout=timeout, check=check).stdout
+    def ceph(self, *args: str, timeout: float = 30, check: bool = True,
+             writable: tuple[Path, ...] = ()) -> str:
+        """Run the `ceph` CLI against this cluster, in its walls (`cli`); stdout."""
+        return self.cli(["ceph", "-c", str(self.conf), "--connect-timeout", "10", *args],
+                        timeout=timeout, check=check, writable=writable).stdout
+
+    def cli(self, argv: list[str], *, timeout: float = 60, check: bool = True,
+            writable: tuple[Path, ...] = (), unix_sockets: bool = False,
+            proc_writable: bool = False) -> subprocess.CompletedProcess[str]:
+        """Run a Ceph program as root in its walls: the system read-only, the conf and the
+        admin keyring shown read-only, `writable` the only places it may write, TCP to the
+        cluster's ports only (`ports`), no Unix socket unless `unix_sockets`, /proc
+        read-only unless `proc_writable` (its kernel-wide parts stay read-only)."""
+        w = walled(argv, cwd="/", writable=[str(p) for p in writable],
+                   readable=[str(self.conf), str(self.dir / "admin.keyring")],
+                   ports=self.ports(), unix_sockets=unix_sockets,
+                   proc_writable=proc_writable)
+        return run(argv, timeout=timeout, check=check, walls=w)
+
+    def ports(self) -> tuple[int, ...]:
+        """The TCP ports the cluster's programs may reach: its monitor's and radosgw's, and
+        Ceph's defaults (`MSGR_PORTS`)."""
+        st = self.state() or {}
+        own = [int(st[k]) for k in ("mon_port", "rgw_port") if st.get(k)]
+        return tuple(sorted({*own, *MSGR_PORTS}))
 
     def ceph_json(self, *args: str, timeout: float = 30) -> Any:
         # the format first: after a `--` in args it would be read as a positional
         return json.loads(self.ceph("--format", "json", *args, timeout=timeout) or "null")
 
     def _daemon(self, name: str, argv: list[str]) -> Daemon:
+        """Daemon `name` running `argv` as the `ceph` user in its walls: writable, only its
+        data directory (`name`: mon.a, osd.0, rgw...) and the runtime directory `var/`."""
         tie = bool((self.state() or {}).get("tie_to_parent"))
-        return Daemon(name, argv, self.dir / "log" / f"{name}.out",
-                      self.dir / "run" / f"{name}.pid", tie_to_parent=tie)
+        d = self.dir
+        walls = {"cwd": str(d / VAR), "writable": [str(d / VAR), str(d / name)],
+                 "readable": [str(self.conf)], "ports": self.ports(), "unix_sockets": True,
+                 # radosgw names a thread through /proc/self/task/TID/comm and aborts when
+                 # /proc is read-only; the kernel's parts of /proc stay read-only
+                 "proc_writable": name == "rgw"}
+        drop = [] if walls_opted_out() else ["--setuser", CEPH_USER, "--setgroup", CEPH_USER]
+        return Daemon(name, [*argv, *drop],
+                      d / "log" / f"{name}.out", d / "run" / f"{name}.pid",
+                      tie_to_parent=tie, walls=walls)
 
     def _osd_daemon(self, i: int) -> Daemon:
         return self._daemon(f"osd.{i}", ["ceph-osd", "-c", str(self.conf), "-i", str(i), "-d"])
+
+    def _give(self, sub: str) -> None:
+        """The directory `sub` of the cluster, and all it holds, to the `ceph` user, for
+        it alone (no group or other bits); links are not followed (none are made)."""
+        uid, gid = _ceph_ids()
+        top = self.dir / sub
+        for root, dirs, files in os.walk(top):
+            for name in [*dirs, *files]:
+                p = os.path.join(root, name)
+                os.chown(p, uid, gid, follow_symlinks=False)
+                if not os.path.islink(p):
+                    os.chmod(p, os.stat(p).st_mode & 0o700)
+        os.chown(top, uid, gid)
+        os.chmod(top, 0o700)
 
     def state(self) -> dict[str, Any] | None:
         """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
@@ -123,9 +191,10 @@ class CephCluster:
             "auth cluster required = cephx", "auth service required = cephx",
             "auth client required = cephx",
             "auth allow insecure global id reclaim = false",
-            f"run dir = {d}/run", f"admin socket = {d}/run/$cluster-$name.asok",
-            f"log file = {d}/log/$name.log",
-            f"crash dir = {d}/crash", f"exporter sock dir = {d}/run",
+            f"run dir = {d}/{VAR}/run", f"admin socket = {d}/{VAR}/run/$cluster-$name.asok",
+            f"log file = {d}/{VAR}/log/$name.log",
+            f"mon cluster log file = {d}/{VAR}/log/$cluster.$channel.log",
+            f"crash dir = {d}/{VAR}/crash", f"exporter sock dir = {d}/{VAR}/run",
             f"osd pool default size = {replicas}", "osd pool default min size = 1",
             "osd pool default pg autoscale mode = off", "osd pool default pg num = 8",
             "osd crush chooseleaf type = 0", "mon allow pool delete = true",
@@ -139,7 +208,9 @@ class CephCluster:
             "[mgr.x]", f"mgr data = {d}/mgr.x", f"keyring = {d}/mgr.x/keyring", "",
             "[osd]", f"osd data = {d}/osd.$id", f"keyring = {d}/osd.$id/keyring",
             *osd_store, "",
-            "[client.admin]", f"keyring = {d}/admin.keyring", "",
+            # the CLI writes nothing: no log, no admin socket (its walls are read-only)
+            "[client.admin]", f"keyring = {d}/admin.keyring", "log file = ",
+            "admin socket = ", "",
             "[client.rgw.storlab]", f"keyring = {d}/rgw/keyring",
             # tcp_nodelay: without it small GETs wait ~40 ms on delayed ACKs
             f"rgw frontends = beast endpoint={o.bind}:{o.rgw_port} tcp_nodelay=1",
@@ -169,14 +240,17 @@ class CephCluster:
         t0 = time.monotonic()
         fresh_cluster_dir(self.dir)
         with private_files():  # keys, keyrings, the conf and the monitor's db: root only
-            for sub in ("run", "log", "crash", "mon.a", "mgr.x"):
+            for sub in ("run", "log", f"{VAR}/run", f"{VAR}/log", f"{VAR}/crash", "mon.a",
+                        "mgr.x"):
                 (self.dir / sub).mkdir(parents=True, exist_ok=True)
+            self._give(VAR)
             fsid = str(uuid.uuid4())
             self._write_conf(fsid, o, replicas)
             state: dict[str, Any] = {
                 "kind": "ceph", "dir": str(self.dir), "conf": str(self.conf), "fsid": fsid,
                 "osds": o.osds, "replicas": replicas, "store": o.store, "pool": POOL,
                 "image": IMAGE, "mon_port": o.mon_port, "bind": o.bind,
+                **({"rgw_port": o.rgw_port} if o.rgw else {}),
                 "started": time.time(), "ready": False, "tie_to_parent": o.tie_to_parent}
             save_state(self.state_file, state)
             with logs_kept_on_failure(self.down, self.dir / "log", "ceph"):
@@ -190,17 +264,21 @@ class CephCluster:
     def _bootstrap(self, o: CephOptions, replicas: int, timeout: float) -> None:
         d, c = self.dir, str(self.conf)
         monkey, admin = d / "mon.keyring", d / "admin.keyring"
-        run(["ceph-authtool", "--create-keyring", str(monkey), "--gen-key", "-n", "mon.",
-             "--cap", "mon", "allow *"])
-        run(["ceph-authtool", "--create-keyring", str(admin), "--gen-key", "-n", "client.admin",
-             "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
-             "--cap", "mds", "allow *"])
-        run(["ceph-authtool", str(monkey), "--import-keyring", str(admin)])
-        run(["monmaptool", "--create", "--fsid", self.state()["fsid"], "--addv", "a",
-             f"[v2:{o.bind}:{o.mon_port}]", str(d / "monmap")])
-        run(["ceph-mon", "-c", c, "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
-             "--keyring", str(monkey)], timeout=60)
+        # the bootstrap tools as root, in walls where only the cluster's directory is
+        # writable; what the daemons keep is given to the `ceph` user after
+        self.cli(["ceph-authtool", "--create-keyring", str(monkey), "--gen-key", "-n", "mon.",
+                  "--cap", "mon", "allow *"], writable=(d,))
+        self.cli(["ceph-authtool", "--create-keyring", str(admin), "--gen-key", "-n",
+                  "client.admin", "--cap", "mon", "allow *", "--cap", "osd", "allow *",
+                  "--cap", "mgr", "allow *", "--cap", "mds", "allow *"], writable=(d,))
+        self.cli(["ceph-authtool", str(monkey), "--import-keyring", str(admin)], writable=(d,))
+        self.cli(["monmaptool", "--create", "--fsid", self.state()["fsid"], "--addv", "a",
+                  f"[v2:{o.bind}:{o.mon_port}]", str(d / "monmap")], writable=(d,))
+        self.cli(["ceph-mon", "-c", c, "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
+                  "--keyring", str(monkey)], timeout=60, writable=(d,), unix_sockets=True)
         shutil.copy(monkey, d / "mon.a" / "keyring")
+        self._give("mon.a")
+        self._give(VAR)  # the log the mkfs began is the daemon's to append to
         mon = self._daemon("mon.a", ["ceph-mon", "-c", c, "-i", "a", "-d"])
         mon.start()
         # ready: its admin socket says it leads the (one-monitor) quorum
@@ -209,7 +287,9 @@ class CephCluster:
         # Small clusters: no noisy defaults (these live in the mon's config database).
         self.ceph("config", "set", "mgr", "mgr/balancer/active", "false", check=False)
         self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
-                  "mds", "allow *", "-o", str(d / "mgr.x" / "keyring"))
+                  "mds", "allow *", "-o", str(d / "mgr.x" / "keyring"), writable=(d / "mgr.x",))
+        self._give("mgr.x")
+        _open_mgr_caches()
         mgr = self._daemon("mgr.x", ["ceph-mgr", "-c", c, "-i", "x", "-d"])
         mgr.start()
         for i in range(o.osds):
@@ -224,9 +304,7 @@ class CephCluster:
         self.ceph("osd", "pool", "application", "enable", POOL, "rbd")
         self.wait_healthy(timeout, [mon, mgr, *osds])
         # An RBD image for fio's rbd engine (thin: costs nothing until written).
-        run(["rbd", "-c", c, "create", f"{POOL}/{IMAGE}", "--size", "256M"], timeout=60)
-        # what Ceph created with modes of its own (the monitor's store.db is 0755)
-        run(["chmod", "-R", "go-rwx", str(d)])
+        self.cli(["rbd", "-c", c, "create", f"{POOL}/{IMAGE}", "--size", "256M"], timeout=60)
 
     def _create_osd(self, i: int) -> None:
         d, c = self.dir, str(self.conf)
@@ -238,8 +316,11 @@ class CephCluster:
         # The key first: mkfs then fetches the mon's config database like a started OSD.
         self.ceph("auth", "get-or-create", f"osd.{i}", "osd", "allow *", "mon",
                   "allow profile osd", "mgr", "allow profile osd",
-                  "-o", str(d / f"osd.{i}" / "keyring"))
-        run(["ceph-osd", "-c", c, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid], timeout=120)
+                  "-o", str(d / f"osd.{i}" / "keyring"), writable=(d / f"osd.{i}",))
+        self.cli(["ceph-osd", "-c", c, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid],
+                 timeout=120, writable=(d / f"osd.{i}", d / VAR), unix_sockets=True)
+        self._give(f"osd.{i}")
+        self._give(VAR)
 
     def _start_rgw(self, o: CephOptions, timeout: float) -> dict[str, Any]:
         """radosgw with beast on `bind` and an S3 user with keys of its own."""
@@ -249,7 +330,9 @@ class CephCluster:
         (d / "rgw").mkdir(exist_ok=True)
         self.ceph("config", "set", "global", "osd_pool_default_pg_num", "8")
         self.ceph("auth", "get-or-create", "client.rgw.storlab", "mon", "allow rw", "osd",
-                  "allow rwx", "mgr", "allow rw", "-o", str(d / "rgw" / "keyring"))
+                  "allow rwx", "mgr", "allow rw", "-o", str(d / "rgw" / "keyring"),
+                  writable=(d / "rgw",))
+        self._give("rgw")
         rgw = self._daemon("rgw", ["radosgw", "-c", str(self.conf), "-n", "client.rgw.storlab",
                                    "-d"])
         rgw.start()
@@ -263,8 +346,9 @@ class CephCluster:
         wait_until(answers, timeout, f"radosgw on {o.bind}:{o.rgw_port}", [rgw])
         # radosgw-admin generates the keys: a secret given on its command line would be
         # readable by every local user in /proc/PID/cmdline while it runs.
-        cp = run(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
-                  "--display-name=bench", "--gen-access-key", "--gen-secret"], timeout=60)
+        cp = self.cli(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",
+                       "--display-name=bench", "--gen-access-key", "--gen-secret"], timeout=60,
+                      proc_writable=True)  # names a thread, as radosgw does
         try:
             key = json.loads(cp.stdout)["keys"][0]
             access, secret = str(key["access_key"]), str(key["secret_key"])
@@ -278,9 +362,9 @@ class CephCluster:
         """Write the first `nbytes` of the RBD image once (sequential 4 MiB writes): an
         unwritten extent of a thin image is answered by librbd without asking an OSD, so
         reads measured on it would measure nothing."""
-        run(["rbd", "-c", str(self.conf), "bench", "--io-type", "write", "--io-size", "4M",
-             "--io-total", str(nbytes), "--io-pattern", "seq", f"{POOL}/{IMAGE}"],
-            timeout=timeout)
+        self.cli(["rbd", "-c", str(self.conf), "bench", "--io-type", "write", "--io-size",
+                  "4M", "--io-total", str(nbytes), "--io-pattern", "seq", f"{POOL}/{IMAGE}"],
+                 timeout=timeout)
 
     # ------------------------------------------------------------------ clients
     def client_conf(self, dest: Path) -> dict[str, str]:
@@ -402,7 +486,7 @@ class CephCluster:
                                f"{self.dir / 'log'}); bring the cluster down and up again")
 
     def _asok(self, name: str, prefix: str) -> Any:
-        out = asok_command(self.dir / "run" / f"ceph-{name}.asok", prefix)
+        out = asok_command(self.dir / VAR / "run" / f"ceph-{name}.asok", prefix)
         return out if isinstance(out, dict) else {}
 
     def osds_up_in(self) -> dict[int, tuple[bool, bool]]:
@@ -498,7 +582,8 @@ class CephCluster:
                 fh.write(data)
             for args in (("put", "storlab-probe", src), ("get", "storlab-probe", back)):
                 try:
-                    r = run([*base, *args], timeout=timeout + 5, check=False)
+                    r = self.cli([*base, *args], timeout=timeout + 5, check=False,
+                                 writable=(Path(tmp),))
                 except ClusterError as exc:
                     return f"failed: rados {args[0]}: {_one_line(exc)}"
                 if r.returncode != 0:
@@ -508,6 +593,42 @@ class CephCluster:
                 if fh.read() != data:
                     return "failed: the object read back differs from the one written"
         return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
+
+
+#: Where ceph-mgr finds its Python modules.
+MGR_MODULES = "/usr/share/ceph/mgr"
+
+
+def _open_mgr_caches(top: str = MGR_MODULES) -> None:
+    """Make Python's `__pycache__` directories under the manager's modules readable
+    (0755, their files 0644) where a root manager made them for root alone (storlab ran
+    it as root under umask 077 before its walls): ceph-mgr, now the `ceph` user, checks
+    every directory there for a module and aborts on one it cannot enter. Only these
+    caches, root's, are changed; nothing else of the package."""
+    for root, dirs, _ in os.walk(top):
+        for name in dirs:
+            if name != "__pycache__":
+                continue
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            if st.st_uid != 0 or not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o005 == 0o005:
+                continue
+            os.chmod(p, 0o755)
+            for f in os.scandir(p):
+                if f.is_file(follow_symlinks=False):
+                    os.chmod(f.path, 0o644)
+
+
+def _ceph_ids() -> tuple[int, int]:
+    """The `ceph` user's uid and gid."""
+    import pwd
+
+    try:
+        pw = pwd.getpwnam(CEPH_USER)
+    except KeyError:
+        raise ClusterError(f"no `{CEPH_USER}` user on this host (Debian's ceph-common "
+                           "package makes it: run scripts/sysdeps.sh as root)") from None
+    return pw.pw_uid, pw.pw_gid
 
 
 def _one_line(exc: BaseException) -> str:

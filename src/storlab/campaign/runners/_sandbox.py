@@ -200,9 +200,24 @@ def _root() -> tuple[str, ...]:
     return tuple(argv)
 
 
-def _base(exe: str, network: bool = False, realtime: bool = False) -> list[str]:
-    argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc",
-            "--remount-ro", "/proc", "--unshare-pid", "--die-with-parent"]
+#: What of /proc stays read-only when the rest is writable (`Walls.proc_writable`): what
+#: Docker keeps read-only (sysctls, the sysrq trigger, bus, fs, irq) and the kernel's
+#: driver tables; bwrap covers bus and irq itself.
+PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
+
+
+def _base(exe: str, network: bool = False, realtime: bool = False,
+          die_with_parent: bool = True, proc_writable: bool = False) -> list[str]:
+    argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc"]
+    if proc_writable:  # the own processes' entries (a thread's name), never the kernel's
+        for sub in PROC_READONLY:
+            if os.path.exists(f"/proc/{sub}"):
+                argv += ["--ro-bind", f"/proc/{sub}", f"/proc/{sub}"]
+    else:
+        argv += ["--remount-ro", "/proc"]
+    argv.append("--unshare-pid")
+    if die_with_parent:  # a cluster's daemons outlive the command that starts them
+        argv.append("--die-with-parent")
     if not network:
         argv.append("--unshare-net")
     argv.append("--unshare-ipc")  # the host's SysV shared memory and queues: not the run's
@@ -699,6 +714,19 @@ class Walls:
     #: with several hard links too (each shown read-only over itself)
     strict: bool = True
     covers: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
+    #: a cluster's daemon: it may outlive storlab (no `--die-with-parent`), runs as the
+    #: sandbox's pid 1 (`--as-pid-1`: signalled by its own pid, its exit ends the
+    #: namespace), and bwrap writes its pid to `info_fd` (`--info-fd`)
+    die_with_parent: bool = True
+    as_pid_1: bool = False
+    info_fd: int | None = None
+    #: /proc writable but its kernel-wide parts (`PROC_READONLY`): radosgw names its
+    #: threads through /proc/self/task/TID/comm and aborts when it cannot
+    proc_writable: bool = False
+    #: directories of the sandbox's own root (mount points bwrap made, with the modes of
+    #: the host's directories they stand for) opened to every user (0755): a daemon that
+    #: drops root (`ceph`) reaches its places through them
+    open_dirs: tuple[str, ...] = ()
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -744,7 +772,12 @@ class Walls:
         """bwrap's argv; the program's environment `env` is set inside (`--clearenv`,
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
-        out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network, self.realtime)
+        out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network, self.realtime,
+                    self.die_with_parent, self.proc_writable)
+        if self.as_pid_1:
+            out.append("--as-pid-1")
+        if self.info_fd is not None:
+            out += ["--info-fd", str(self.info_fd)]
         kept = _outermost(zip(self.fds, self.writable))
         # a bind inside another is dropped: its descriptor too, or bwrap (which closes
         # those it uses) would hand it to the program
@@ -769,6 +802,8 @@ class Walls:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         for sock in sorted({*self.covered(cwd), *sockets}):
             out += ["--ro-bind", "/dev/null", sock]
+        for d in self.open_dirs:
+            out += ["--chmod", "0755", d]
         # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
         # read-only: a write outside the declared places fails loudly, not in memory unseen
         out += ["--remount-ro", "/"]

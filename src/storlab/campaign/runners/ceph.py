@@ -16,8 +16,8 @@ with `who: {NAME: SECTION}`) only when its value changes; when Ceph says a chang
 cannot be updated at runtime, the OSDs are restarted (stopped and started by PID; they read
 the mon's configuration database at start) before the health wait.
 
-Ceph's daemons run as root outside the runs' walls, and some of Ceph's options name a path
-or code for them (`osd_class_dir` and `erasure_code_dir` are directories of plugins they
+Ceph's daemons run as the `ceph` user in walls of their own (`clusters.ceph`), and some of
+Ceph's options name a path or code for them (`osd_class_dir` and `erasure_code_dir` are directories of plugins they
 load, `pid_file` a file they write and delete): a factor is taken as a Ceph parameter only
 when Ceph's own schema (`ceph config help NAME`) says it is a number, a bool, a size or a
 duration, or a string with `enum_values` that hold every level, and each level only in the
@@ -48,6 +48,11 @@ from .fio_guard import CEPH_PORTS
 
 LOAD_TYPES = ("fio", "rados_bench", "objectstore")
 RADOS_BENCH_OPTIONS = ("mode", "seconds", "block_size", "concurrency")
+RADOS_BENCH_MODES = ("write", "seq", "rand")
+#: rados bench's numeric options: the inclusive bounds storlab passes (seconds up to a day,
+#: a block up to 1 GiB, up to 4096 operations in flight).
+RADOS_BENCH_BOUNDS = {"seconds": (1, 86400), "block_size": (1, 1 << 30),
+                      "concurrency": (1, 4096)}
 _HELP: dict[tuple[str, str], dict[str, Any] | None] = {}
 #: Ceph option types whose values are data for a daemon, never a path or code it uses.
 DATA_TYPES = ("int", "uint", "float", "bool", "size", "secs", "millisecs")
@@ -74,6 +79,9 @@ class CephRunner:
             if bad:
                 raise CampaignError(f"ceph runner: rados_bench option(s) {bad} unknown "
                                     f"(known: {', '.join(RADOS_BENCH_OPTIONS)})")
+            why = refused_rados_bench(self.load_options)
+            if why:
+                raise CampaignError(f"ceph runner: load.options.{why}")
         elif self.load_type == "fio":
             from .fio import FioRunner
 
@@ -137,9 +145,9 @@ class CephRunner:
             if kind in DATA_TYPES or (kind == "str" and enum) or self.allow_destructive:
                 continue
             return (f"factor {name}: a Ceph option of type {kind} that takes any value; "
-                    "such options name paths and code for Ceph's daemons, which run as root "
-                    "outside the sandbox (a plugin directory they load, a file they write "
-                    "and delete), so only numbers, sizes, durations, bools and strings with "
+                    "such options name paths and code for Ceph's daemons (a plugin "
+                    "directory they load, a file they write and delete), so only numbers, "
+                    "sizes, durations, bools and strings with "
                     "Ceph's enum_values are set; set runner.options.allow_destructive: true "
                     "to set it anyway")
         return None
@@ -155,6 +163,11 @@ class CephRunner:
             get_cluster("ceph", self.cluster_dir)  # the directory's trust check
         except ClusterError as exc:
             raise CampaignError(f"runner: options.cluster_dir: {exc}") from None
+        if self.load_type == "rados_bench":  # its factors, whatever the cluster says
+            why = refused_rados_bench({k: v for k, v in config.items()
+                                       if k in RADOS_BENCH_OPTIONS}, "factor ")
+            if why:
+                raise CampaignError(f"runner: {why}")
         try:
             cluster = self._cluster()
         except ClusterError:
@@ -278,6 +291,9 @@ class CephRunner:
         unknown = set(o) - set(RADOS_BENCH_OPTIONS)
         if unknown:
             return RunResult("failed", stderr=f"rados_bench: unknown option(s) {sorted(unknown)}")
+        why = refused_rados_bench(o)  # checked before the runs; here again, by the argv
+        if why:
+            return RunResult("failed", stderr=f"rados_bench: {why}")
         base = ["rados", "-c", st["conf"], "-p", st["pool"], "bench",
                 render_value(o["seconds"])]
         common = ["-t", render_value(o["concurrency"]), "--format", "json",
@@ -302,6 +318,28 @@ class CephRunner:
                      "--run-name", "storlab"], timeout=120)
         return RunResult("ok", metrics=metrics, raw="\n".join(raw), stderr=tail("\n".join(err)),
                          exit_code=0)
+
+
+def refused_rados_bench(opts: Mapping[str, Any], label: str = "") -> str | None:
+    """Why one of rados bench's options `opts` may not reach its argv, or None (each
+    named `label` + its name): `mode` one of `RADOS_BENCH_MODES`, the others whole numbers
+    within `RADOS_BENCH_BOUNDS` (a bool, a fraction or a word such as `--conf=...` is
+    refused: rados reads a word starting with `-` as its own option)."""
+    for name, value in opts.items():
+        text = render_value(value)
+        if name == "mode":
+            if text not in RADOS_BENCH_MODES:
+                return (f"{label}mode: {text!r} must be one of "
+                        f"{', '.join(RADOS_BENCH_MODES)}")
+            continue
+        lo, hi = RADOS_BENCH_BOUNDS.get(name, (None, None))
+        if lo is None:
+            continue  # an unknown option: refused by name elsewhere
+        if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,12}", text) \
+                or not lo <= int(text) <= hi:
+            shown = repr(value) if isinstance(value, bool) else repr(text)
+            return f"{label}{name}: {shown} must be a whole number from {lo} to {hi}"
+    return None
 
 
 def parse_rados_bench(stdout: str, mode: str) -> dict[str, float]:
