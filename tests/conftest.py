@@ -341,7 +341,7 @@ def ceph_cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
     half a minute): (cluster, its directory, the status `up` gave). Their modules share
     the xdist group "ceph", so one worker holds it; brought down at the end, or by the
     test marked `last` that checks what down leaves."""
-    import storlab.campaign.runners  # noqa: F401  (the walls the cluster's programs run in)
+    import storlab.campaign.runners.cluster_walls  # noqa: F401  (the walls the cluster's programs run in)
     from storlab.clusters._util import free_port_block
     from storlab.clusters.ceph import CephCluster, CephOptions
 

@@ -121,7 +121,7 @@ def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkey
     root it sees is read-only but for its writable place; SIGTERM by the record ends it and
     bwrap with it, and its exit status is bwrap's. Opted out of the sandbox
     (`STORLAB_UNSANDBOXED=1`), the program is started as it is."""
-    import storlab.campaign.runners  # noqa: F401  (registers the walls)
+    import storlab.campaign.runners.cluster_walls  # noqa: F401  (registers the walls)
 
     if opt_out:
         monkeypatch.setenv("STORLAB_UNSANDBOXED", "1")

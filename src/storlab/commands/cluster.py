@@ -28,7 +28,7 @@ OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.",
 
 
 def _kinds(kind: Optional[str]) -> tuple[str, ...]:
-    from ..campaign import runners  # noqa: F401  (registers the walls clusters start in)
+    from ..campaign.runners import cluster_walls  # noqa: F401  (the walls clusters start in)
     from ..clusters import KINDS, ClusterError
 
     if kind is None:

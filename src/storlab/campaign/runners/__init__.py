@@ -15,7 +15,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..._lazy import attach
-from . import cluster_walls  # noqa: F401  (registers the walls of a cluster's programs)
 from ...metrics import METRICS, is_metric  # each runner's measurement columns (a low layer)
 
 REGISTRY: dict[str, str] = {

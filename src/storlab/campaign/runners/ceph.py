@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
+from . import cluster_walls  # noqa: F401  (registers the walls Ceph's programs start in)
 from ._program import render_value, run_program, tail
 from ._sandbox import opened
 from .base import RunResult, option_bool

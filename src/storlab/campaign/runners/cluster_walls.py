@@ -1,6 +1,7 @@
 """The walls a cluster's programs start in (Ceph's daemons, its `ceph`/`rados` CLI and
 bootstrap tools): the runs' bubblewrap sandbox (`_sandbox.Walls`), registered with the
-cluster layer (`clusters.use_walls`) when this package loads.
+cluster layer (`clusters.use_walls`) when this module loads (the ceph runner and the
+`cluster` commands import it).
 
 What such a program gets: the system's trees read-only, a private /dev with the usual
 pseudo devices only, a private read-only /proc, empty read-only /tmp and /run, the
