@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.xdist_group("lan")]
 @pytest.fixture(scope="module")
 def ceph_on_lan(lan, tmp_path_factory):
     """A Ceph cluster with radosgw listening on the LAN's root end; down afterwards."""
+    from storlab.campaign.runners import register_cluster_walls
     from storlab.clusters._util import free_port_block
     from storlab.clusters.ceph import CephCluster, CephOptions
 
@@ -34,6 +35,7 @@ def ceph_on_lan(lan, tmp_path_factory):
     if missing:
         pytest.skip(f"missing {missing}: run scripts/sysdeps.sh as root")
     base = tmp_path_factory.mktemp("mh")
+    register_cluster_walls()  # the walls Ceph's programs start in
     c = CephCluster(base)
     port = free_port_block(2)
     try:

@@ -196,7 +196,7 @@ def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
     no sandbox registered (`use_walls`) is an error, never a program run without walls."""
     if _WALLS is None:
         raise ClusterError(f"cannot start {program[0]}: the sandbox cluster programs run in "
-                           "is not loaded (import storlab.campaign.runners first)")
+                           "is not loaded (call storlab.campaign.runners.register_cluster_walls() first)")
     return _WALLS(list(program), cwd=cwd, writable=list(writable), readable=list(readable),
                   ports=tuple(ports), unix_sockets=unix_sockets, daemon=daemon,
                   die_with_parent=die_with_parent, info_fd=info_fd,
