@@ -103,8 +103,12 @@ def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
 def realtime_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
     """Why this job's fio raises its priority, which needs CAP_SYS_NICE (kept only with
     `sandbox.realtime`): the real-time I/O class (`prioclass=1`, `cmdprio_class` with a
-    1) or a negative `nice`; or None. A best-effort `prio` needs nothing."""
-    for k, v in given_options(job, opts):
+    1, or `cmdprio_percentage`/`cmdprio_bssplit` for a direction whose `cmdprio_class` is
+    not set: fio's default there is the real-time class; a `cmdprio_bssplit` entry
+    `bs/perc/1/level`) or a negative `nice`; or None. A best-effort `prio` needs nothing."""
+    given = given_options(job, opts)
+    classes = _per_direction(next((str(v) for k, v in given if k == "cmdprio_class"), ""))
+    for k, v in given:
         text = str(v).strip()
         if k == "prioclass" and text == "1":
             return "fio prioclass=1 (the real-time I/O class)"
@@ -112,7 +116,25 @@ def realtime_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
             return f"fio cmdprio_class={text} (the real-time I/O class)"
         if k == "nice" and text.startswith("-") and text.lstrip("-0") != "":
             return f"fio nice={text} (a negative nice value)"
+        if k in ("cmdprio_percentage", "cmdprio_bssplit"):
+            for d, part in enumerate(_per_direction(text)):
+                entries = [e.split("/") for e in part.split(":")] \
+                    if k == "cmdprio_bssplit" else [["", part]]
+                for e in entries:
+                    used = len(e) > 1 and e[1].strip() not in ("", "0")
+                    cls = e[2].strip() if len(e) > 2 and e[2].strip() else classes[d]
+                    if used and cls in ("", "0", "1"):
+                        return (f"fio {k}={text} with "
+                                + ("a real-time class entry" if len(e) > 2 and cls == "1"
+                                   else "no cmdprio_class (fio's default there is the "
+                                   "real-time I/O class; cmdprio_class=2 is best-effort)"))
     return None
+
+
+def _per_direction(value: str) -> list[str]:
+    """A fio `read[,write]` value per direction (reads, writes): one value is both."""
+    parts = [p.strip() for p in value.split(",")]
+    return [parts[0], parts[1] if len(parts) > 1 else parts[0]]
 
 
 def unix_socket_reason(job: FioSettings, opts: Mapping[str, str] | None = None
