@@ -131,15 +131,20 @@ def test_engines_and_command_line_options_outside_the_lists_are_refused(
 def test_allowed_options_run_and_allow_destructive_passes_the_rest(
         tmp_path: Path, victim: Path, plain_server: str, storlab: Any) -> None:
     c = tmp_path / "c"
+    # everyday options that name no file (refused before, every one)
     camp = campaign(c, {"clients": [plain_server], "rw": "randwrite", "size": "64k",
                         "iodepth": 2, "ioengine": "psync", "direct": 0, "numjobs": 1,
-                        "runtime": 1})
+                        "runtime": 1, "thread": 1, "fallocate": "none",
+                        "cpus_allowed": "0", "cpus_allowed_policy": "shared",
+                        "stonewall": 1, "prio": 4, "prioclass": 2, "gtod_reduce": 1,
+                        "norandommap": 1, "randrepeat": 0, "unlink": 1, "ramp_time": 0,
+                        "log_avg_msec": 100, "zero_buffers": 1, "invalidate": 1})
     p = storlab("run", camp, timeout=120)
     assert p.returncode == 0 and "ok 2" in p.stdout, p.stdout + p.stderr
     # the owner's word passes an option off the list (the run itself is not the subject)
     camp = campaign(tmp_path / "d", {"clients": [plain_server], "rw": "write",
                                      "size": "4k", "allow_destructive": True,
-                                     "description": "x", "unified_rw_reporting": "none"})
+                                     "description": "x", "verify_fatal": 0})
     assert storlab("run", camp, timeout=120).returncode == 0
 
 
@@ -177,3 +182,57 @@ def test_ceph_engines_pass_with_plain_names_only() -> None:
     for bad in ({"clientname": "../x"}, {"conf": "/tmp/ceph.conf"},
                 {"clustername": "../../tmp/x"}):
         assert refused_client_option(r, {**base, **bad}) is not None, bad
+
+
+def _fio_names(*args: str) -> set[str]:
+    out = subprocess.run(["fio", *args], capture_output=True, text=True).stdout
+    return {ln.split(":")[0].strip() for ln in out.splitlines()
+            if ":" in ln and "has no options" not in ln}
+
+
+def test_every_fio_option_is_judged_for_client_mode() -> None:
+    """Each option the installed fio lists (`--cmdhelp=all`, the client engines'
+    `--enghelp`) is on the list or refused with a reason, never both; each name on them
+    is fio's (an option or its alias)."""
+    from storlab.campaign.runners.fio_guard import (CLIENT_ENGINES, CLIENT_OPTIONS,
+                                                    CLIENT_REFUSED)
+
+    names = _fio_names("--cmdhelp=all").union(
+        *(_fio_names(f"--enghelp={e}") for e in sorted(CLIENT_ENGINES | {"io_uring_cmd"})))
+    assert not names - CLIENT_OPTIONS - CLIENT_REFUSED.keys()
+    assert not CLIENT_OPTIONS & CLIENT_REFUSED.keys()
+    for n in sorted((CLIENT_OPTIONS | CLIENT_REFUSED.keys()) - names):  # aliases
+        said = subprocess.run(["fio", f"--cmdhelp={n}"], capture_output=True, text=True)
+        assert f"alias: {n}" in said.stdout, n
+
+
+@pytest.mark.parametrize("opts", [
+    {"thread": "1"}, {"fallocate": "none"}, {"cpus_allowed": "0-1"},
+    {"cpus_allowed_policy": "split"}, {"stonewall": "1"}, {"new_group": "1"},
+    {"prio": "4"}, {"prioclass": "2"}, {"gtod_reduce": "1"}, {"disable_slat": "1"},
+    {"ioengine": "io_uring", "hipri": "1", "fixedbufs": "1", "registerfiles": "1",
+     "sqthread_poll": "1", "sqthread_poll_cpu": "0", "nonvectored": "1"},
+    {"ioengine": "pvsync2", "uncached": "1"}, {"zonemode": "none"}, {"overwrite": "1"},
+    {"create_on_open": "1"}, {"file_append": "1"}, {"group_reporting": "1"},
+    {"refill_buffers": "1"}, {"scramble_buffers": "1"}, {"dedupe_percentage": "10"},
+    {"random_generator": "lfsr"}, {"random_distribution": "zipf:1.2"},
+    {"clat_percentiles": "1", "percentile_list": "50:99"}, {"lat_percentiles": "1"},
+    {"disable_lat": "1"}, {"mem": "malloc"}, {"lockfile": "exclusive"}])
+def test_options_that_name_no_file_pass_in_client_mode(opts: dict[str, str]) -> None:
+    from storlab.campaign.runners.fio_guard import refused_client_option
+
+    assert refused_client_option(FioRunner(clients=["h"]), opts) is None
+
+
+@pytest.mark.parametrize("opts, why", [
+    ({"write_bw_log": "bw"}, "log file"), ({"ioscheduler": "none"}, "sysfs"),
+    ({"exec_prerun": "true"}, "program"), ({"verify_state_save": "1"}, "verification"),
+    ({"mem": "mmaphuge:/hugetlbfs/x"}, "names a file"), ({"cgroup": "x"}, "cgroup"),
+    ({"buffer_pattern": "'/etc/shadow'"}, "reads a file"), ({"no_such": "1"}, "list")])
+def test_refusals_say_why_and_what_to_do(opts: dict[str, str], why: str) -> None:
+    from storlab.campaign.runners.fio_guard import refused_client_option
+
+    said = refused_client_option(FioRunner(clients=["h"]), opts)
+    assert said is not None and why in said, said
+    assert "allow_destructive: true if the servers may run it outside any wall" in said
+    assert "fio-server" not in said  # a walled server does not lift the refusal

@@ -5,6 +5,7 @@ chrt and fio."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,10 @@ def test_chrt_fails_inside_by_default_and_works_when_declared(tmp_path: Path) ->
     with declared(Declared(realtime=True)):
         out = run_program(argv, cwd=str(tmp_path), timeout=60)
     assert out.exit_code == 0, out.stderr
-    # a negative nice value: `nice` warns and runs at 0 without the capability
-    for decl, said in ((Declared(), "0"), (Declared(realtime=True), "-5")):
+    # a negative nice value: `nice` warns and keeps the inherited niceness without the
+    # capability (this process's: the suite may run under `nice`), lowers it with it
+    base = os.nice(0)
+    for decl, said in ((Declared(), str(base)), (Declared(realtime=True), str(base - 5))):
         with declared(decl):
             out = run_program(["nice", "-n", "-5", "nice"], cwd=str(tmp_path), timeout=60)
         assert out.stdout.strip() == said, (out.stdout, out.stderr)
@@ -101,3 +104,47 @@ def test_which_fio_options_need_the_capability(opts: dict[str, str], said: str |
 
     why = FioRunner(rw="read").realtime_reason(opts)
     assert (why is None) if said is None else (why is not None and said in why), why
+
+
+@pytest.mark.parametrize("opts, said", [
+    ({"cmdprio_percentage": "50"}, "cmdprio_percentage=50 with no cmdprio_class"),
+    ({"cmdprio_bssplit": "4k/50"}, "cmdprio_bssplit=4k/50 with no cmdprio_class"),
+    ({"cmdprio_bssplit": "4k/50/2/0:8k/10/1/0"}, "a real-time class entry"),
+    ({"cmdprio_percentage": "0,50", "cmdprio_class": "2"}, None),
+    ({"cmdprio_percentage": "50,0", "cmdprio_class": "2,0"}, None),
+    ({"cmdprio_bssplit": "4k/50/2/0"}, None), ({"cmdprio_percentage": "0"}, None)])
+def test_cmdprio_without_a_class_is_the_real_time_class(opts: dict[str, str],
+                                                        said: str | None) -> None:
+    """fio's cmdprio_class defaults to the real-time class for a direction that
+    cmdprio_percentage or cmdprio_bssplit gives a share."""
+    from storlab.campaign.runners.fio import FioRunner
+
+    why = FioRunner(rw="read").realtime_reason(opts)
+    assert (why is None) if said is None else (why is not None and said in why), why
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_fio_cmdprio_needs_the_declaration_and_says_so(tmp_path: Path, storlab: Any) -> None:
+    """Real fio, libaio, O_DIRECT on a file of the run: cmdprio_percentage alone is the
+    real-time class (EPERM on every I/O without CAP_SYS_NICE): refused before any run,
+    and a run that meets it anyway (no preflight) names the declaration."""
+    opts = {"rw": "randread", "size": "1m", "bs": "4k", "ioengine": "libaio",
+            "direct": 1, "runtime": "1", "time_based": 1, "cmdprio_percentage": 50}
+    fio = {"type": "fio", "exclude": ["n"], "options": opts}
+    r = storlab("run", str(_campaign(tmp_path / "a", fio, "read_iops")), timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "cmdprio_percentage=50" in lines[0] and "sandbox.realtime: true" in lines[0]
+    r = storlab("run", str(_campaign(tmp_path / "b", fio, "read_iops", realtime=True)),
+                timeout=120)
+    assert r.returncode == 0 and "ok 1, failed 0" in r.stdout, r.stdout + r.stderr
+    fio["options"] = {**opts, "cmdprio_class": 2}
+    r = storlab("run", str(_campaign(tmp_path / "c", fio, "read_iops")), timeout=120)
+    assert r.returncode == 0 and "ok 1, failed 0" in r.stdout, r.stdout + r.stderr
+    # the run-time hint, for what gets past the check (fio says EPERM before its JSON)
+    (tmp_path / "d").mkdir()
+    argv = ["fio", "--name=t", "--filename=f", "--output-format=json",
+            *(f"--{k}={v}" for k, v in opts.items())]
+    with declared(Declared()):
+        out = run_program(argv, cwd=str(tmp_path / "d"), timeout=60)
+    assert out.exit_code != 0 and "sandbox.realtime: true" in out.stderr, out.stderr

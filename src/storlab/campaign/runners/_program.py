@@ -654,7 +654,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
         out, cut = _read_tail(out_f, out_at, STDOUT_TAIL)
         err, _ = _read_tail(err_f, err_at, STDERR_TAIL * 4)
     if walls is not None and proc.returncode != 0:
-        err += sandbox_hint(err, out[-4096:])
+        err += sandbox_hint(err, out[:4096] + "\n" + out[-4096:])  # fio: errors, then JSON
     if cut:
         err += (f"\nstorlab: stdout was longer than {STDOUT_TAIL >> 20} MiB; kept its tail"
                 + (f" (whole stream: {paths[0]})" if paths[0] else ""))
@@ -686,7 +686,8 @@ _SANDBOX_HINTS = (
 #: ring (fio: `error=... io_uring.c ... Operation not permitted`). Another EPERM (mount,
 #: chmod of a set-ID bit, ptrace) gets no hint: those name nothing a campaign can declare.
 _EPERM = re.compile(r"Operation not permitted|\bEPERM\b")
-_EPERM_CAUSES = re.compile(r"(?P<ring>io_uring|IORING)|(?P<made>socketpair|socket\(|"
+_EPERM_CAUSES = re.compile(r"(?P<ring>io_uring|IORING)|(?P<prio>func=io commit,|func=io_u error,|"
+                           r"io_u error on file)|(?P<made>socketpair|socket\(|"
                            r"socket\.socket|create socket|socket:|AF_UNIX|SOCK_STREAM)|"
                            r"(?P<connect>\bconnect\b)", re.I)
 _EPERM_HINTS = {
@@ -695,6 +696,10 @@ _EPERM_HINTS = {
             "program's own (multiprocessing's forkserver, Manager, Listener)",
     "connect": "programs reach no Unix socket outside but those named in sandbox.sockets "
                "(an abstract one outside: none)",
+    "prio": "an I/O refused with EPERM: a real-time I/O priority needs CAP_SYS_NICE (fio "
+            "prioclass=1, or cmdprio_percentage/cmdprio_bssplit without cmdprio_class=2: "
+            "fio's default there is the real-time class): set cmdprio_class=2, or declare "
+            "sandbox.realtime: true",
     "ring": "programs get EPERM for an io_uring ring unless the campaign declares "
             "sandbox.io_uring: true (fio's io_uring engines have one)",
 }

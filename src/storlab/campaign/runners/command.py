@@ -15,6 +15,7 @@ regular expressions with one named group per metric.
 from __future__ import annotations
 
 import difflib
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,15 @@ from .base import RunResult, find_json, option_bool
 #: The command runner's own options (any other option is a constant for the templates).
 OPTIONS = ("command", "shell", "json_metrics", "regex_metrics", "args", "env", "stream",
            "ok_codes")
-#: Most CPU seconds the patterns of `regex_metrics` may take on one run's output (Python's
-#: `re` has no limit: a backtracking pattern such as `(a|a)+b` on a line of a's took
-#: storlab hours after the run, on every resume). The run's remaining time under
-#: `timeout:` bounds it too, with at least MIN_MATCH_S so a run that used its time
-#: still gets its numbers.
+#: Most CPU seconds of its own thread each pattern of `regex_metrics` may take on one
+#: run's output (Python's `re` has no limit: a backtracking pattern such as `(a|a)+b` on a
+#: line of a's took storlab hours after the run, on every resume): the campaign's
+#: `timeout:`, at least MIN_MATCH_S (the longest a plain pattern took over the largest
+#: output kept, 16 MiB of 4M matches, was 3.3-3.8 s: benchmarks/bench_regex_metrics.py)
+#: and at most MAX_MATCH_S. Not reduced by the run's own time: a run that used all of
+#: `timeout:` still gets its numbers.
 MAX_MATCH_S = 60.0
-MIN_MATCH_S = 1.0
+MIN_MATCH_S = 10.0
 
 
 class CommandRunner:
@@ -166,9 +169,8 @@ class CommandRunner:
             return res
         text = {"stdout": proc.stdout, "stderr": proc.stderr,
                 "both": proc.stdout + "\n" + proc.stderr}[self.stream]
-        left = MAX_MATCH_S if timeout is None else timeout - (proc.ended - proc.started)
         try:
-            res.metrics = self.extract(text, max(MIN_MATCH_S, min(MAX_MATCH_S, left)))
+            res.metrics = self.extract(text, match_limit(timeout))
         except ValueError as exc:
             res.stderr = tail(f"{proc.stderr}\nstorlab: {exc}")
             return res
@@ -181,28 +183,50 @@ class CommandRunner:
 
     def extract(self, text: str, limit: float = MAX_MATCH_S) -> dict[str, float]:
         """Metrics from the output; ValueError naming what is missing, or a pattern
-        that took more than `limit` CPU seconds on it (`regex`'s limit, per pattern)."""
+        that took more than `limit` CPU seconds of this thread on it (`_last_match`)."""
         m: dict[str, float] = {}
         if self.json_metrics:
             doc = find_json(text)
             for name, path in self.json_metrics.items():
                 m[name] = _number(_walk(doc, path), name)
         for rx in self.regexes:
-            hit = None
-            try:
-                for hit in rx.finditer(text, timeout=limit):
-                    pass  # the last match: final summaries come after interval reports
-            except TimeoutError:
-                raise ValueError(
-                    f"pattern {rx.pattern!r} took more than {limit:.1f} CPU seconds on the "
-                    "output (a pattern that backtracks, such as a nested quantifier "
-                    "(a+)+; write it without)") from None
+            hit = _last_match(rx, text, limit)
             if hit is None:
                 raise ValueError(f"pattern {rx.pattern!r} not found in the output")
             for name, v in hit.groupdict().items():
                 if v is not None:
                     m[name] = _number(v, name)
         return m
+
+
+def match_limit(timeout: float | None) -> float:
+    """The CPU seconds each pattern may take on a run's output: the campaign's
+    `timeout:` held to MIN_MATCH_S..MAX_MATCH_S (MAX_MATCH_S without one)."""
+    return MAX_MATCH_S if timeout is None else max(MIN_MATCH_S, min(MAX_MATCH_S, timeout))
+
+
+def _last_match(rx: regex.Pattern[str], text: str, limit: float) -> regex.Match[str] | None:
+    """The last match of `rx` in `text` (final summaries come after interval reports), or
+    None; ValueError when matching took more than `limit` CPU seconds of this thread.
+    `regex`'s own `timeout=` counts the whole process's CPU time (another busy thread
+    spends it too): it stops each slice, and the slices resume after the last match
+    until this thread's own time reaches `limit`."""
+    used, pos, hit = 0.0, 0, None
+    while True:
+        start = time.thread_time()
+        try:
+            for hit in rx.finditer(text, pos, timeout=limit - used):
+                pass
+            return hit
+        except TimeoutError:
+            used += time.thread_time() - start
+            if limit - used < 0.01 * limit:
+                raise ValueError(
+                    f"pattern {rx.pattern!r} took more than {limit:.1f} CPU seconds on the "
+                    "output (a pattern that backtracks, such as a nested quantifier "
+                    "(a+)+; write it without)") from None
+            if hit is not None:
+                pos = hit.end()
 
 
 def _walk(doc: Any, path: str) -> Any:

@@ -103,8 +103,12 @@ def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
 def realtime_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
     """Why this job's fio raises its priority, which needs CAP_SYS_NICE (kept only with
     `sandbox.realtime`): the real-time I/O class (`prioclass=1`, `cmdprio_class` with a
-    1) or a negative `nice`; or None. A best-effort `prio` needs nothing."""
-    for k, v in given_options(job, opts):
+    1, or `cmdprio_percentage`/`cmdprio_bssplit` for a direction whose `cmdprio_class` is
+    not set: fio's default there is the real-time class; a `cmdprio_bssplit` entry
+    `bs/perc/1/level`) or a negative `nice`; or None. A best-effort `prio` needs nothing."""
+    given = given_options(job, opts)
+    classes = _per_direction(next((str(v) for k, v in given if k == "cmdprio_class"), ""))
+    for k, v in given:
         text = str(v).strip()
         if k == "prioclass" and text == "1":
             return "fio prioclass=1 (the real-time I/O class)"
@@ -112,7 +116,25 @@ def realtime_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
             return f"fio cmdprio_class={text} (the real-time I/O class)"
         if k == "nice" and text.startswith("-") and text.lstrip("-0") != "":
             return f"fio nice={text} (a negative nice value)"
+        if k in ("cmdprio_percentage", "cmdprio_bssplit"):
+            for d, part in enumerate(_per_direction(text)):
+                entries = [e.split("/") for e in part.split(":")] \
+                    if k == "cmdprio_bssplit" else [["", part]]
+                for e in entries:
+                    used = len(e) > 1 and e[1].strip() not in ("", "0")
+                    cls = e[2].strip() if len(e) > 2 and e[2].strip() else classes[d]
+                    if used and cls in ("", "0", "1"):
+                        return (f"fio {k}={text} with "
+                                + ("a real-time class entry" if len(e) > 2 and cls == "1"
+                                   else "no cmdprio_class (fio's default there is the "
+                                   "real-time I/O class; cmdprio_class=2 is best-effort)"))
     return None
+
+
+def _per_direction(value: str) -> list[str]:
+    """A fio `read[,write]` value per direction (reads, writes): one value is both."""
+    parts = [p.strip() for p in value.split(",")]
+    return [parts[0], parts[1] if len(parts) > 1 else parts[0]]
 
 
 def unix_socket_reason(job: FioSettings, opts: Mapping[str, str] | None = None
@@ -290,37 +312,101 @@ def _ports(value: str) -> list[int]:
 
 
 #: Client mode: a fio server runs outside storlab's walls (storlab did not start it), so
-#: the servers get only options that shape I/O against the declared targets (those the
-#: target guard checks: `filename`, `directory`, `filename_format`), each read in fio's
-#: HOWTO (`fio --cmdhelp=NAME`). Not here, on purpose: anything naming another file the
-#: server opens (`read_iolog`, `replay_redirect`, `write_*_log`, `verify_state_*`,
-#: `mem=mmap:FILE`, `opendir`, `ioscheduler`'s sysfs write), a program (`exec_*`), an
-#: engine beyond `CLIENT_ENGINES`, and verification (its state files).
+#: the servers get only options whose value is a number, size, time, boolean, enum or
+#: CPU/NUMA list and names no file, program, host or account: each of fio 3.33's options
+#: (`fio --cmdhelp=all`, and `--enghelp` of each engine in `CLIENT_ENGINES`) is either
+#: here or in `CLIENT_REFUSED` with the reason, judged by its help text. The targets
+#: (`filename`, `directory`, `filename_format`) are here: the target guard checks them.
 CLIENT_OPTIONS = frozenset((
-    "filename", "directory", "filename_format", "nrfiles", "nr_files", "openfiles",
-    "file_service_type", "unique_filename", "create_on_open",
+    # targets and files (the target guard reads these)
+    "filename", "directory", "filename_format", "unique_filename", "lockfile", "nrfiles",
+    "nr_files", "file_service_type", "openfiles", "fallocate", "create_serialize",
+    "create_fsync", "create_on_open", "create_only", "allow_file_create", "pre_read",
+    "unlink", "unlink_each_loop", "file_append", "overwrite", "fill_device", "fill_fs",
+    # pattern and randomness
     "rw", "readwrite", "rw_sequencer", "rwmixread", "rwmixwrite", "percentage_random",
     "randrepeat", "allrandrepeat", "randseed", "random_distribution", "random_generator",
-    "norandommap",
+    "norandommap", "ignore_error", "continue_on_error", "error_dump", "serialize_overlap",
+    # sizes and offsets
     "bs", "blocksize", "ba", "blockalign", "bsrange", "blocksize_range", "bssplit",
-    "bs_unaligned", "blocksize_unaligned",
-    "size", "filesize", "io_size", "io_limit", "offset", "fileoffset", "offset_increment",
-    "number_ios", "loops",
+    "bs_unaligned", "blocksize_unaligned", "size", "filesize", "io_size", "io_limit",
+    "offset", "fileoffset", "offset_increment", "offset_align", "number_ios", "loops",
+    # engine, queueing, caching and syncs
     "ioengine", "iodepth", "iodepth_batch", "iodepth_batch_submit",
-    "iodepth_batch_complete_min", "iodepth_batch_complete", "iodepth_low",
-    "io_submit_mode", "direct", "buffered", "sync", "fsync", "fdatasync", "end_fsync",
-    "fsync_on_close", "invalidate", "fadvise_hint",
-    "runtime", "timeout", "time_based", "ramp_time", "startdelay", "numjobs",
-    "group_reporting", "rate", "rate_iops", "rate_min", "ratemin", "rate_process",
-    "thinktime", "thinktime_blocks",
+    "iodepth_batch_complete_min", "iodepth_batch_complete", "iodepth_batch_complete_max",
+    "iodepth_low", "io_submit_mode", "direct", "atomic", "buffered", "sync", "fsync",
+    "fdatasync", "write_barrier", "sync_file_range", "end_fsync", "fsync_on_close",
+    "invalidate", "fadvise_hint", "write_hint",
+    # memory (`mem` without a file: `CLIENT_VALUES`)
+    "mem", "iomem", "hugepage-size", "lockmem",
+    # zoned devices
+    "zonemode", "zonesize", "zonecapacity", "zonerange", "zoneskip", "read_beyond_wp",
+    "max_open_zones", "job_max_open_zones", "ignore_zone_limits", "zone_reset_threshold",
+    "zone_reset_frequency",
+    # time, jobs, rate, latency targets, flow, steady state
+    "runtime", "timeout", "time_based", "ramp_time", "startdelay", "numjobs", "thread",
+    "stonewall", "wait_for_previous", "new_group", "exitall", "exit_what",
+    "exitall_on_error", "rate", "rate_min", "ratemin", "rate_process", "rate_cycle",
+    "ratecycle", "rate_ignore_thinktime", "rate_iops", "rate_iops_min", "thinktime",
+    "thinktime_spin", "thinktime_blocks", "thinktime_blocks_type", "thinktime_iotime",
+    "max_latency", "latency_target", "latency_window", "latency_percentile", "latency_run",
+    "flow_id", "flow", "flow_sleep", "steadystate", "ss", "steadystate_duration", "ss_dur",
+    "steadystate_ramp_time", "ss_ramp",
+    # CPU, NUMA and priority (a real-time class: `realtime_reason`, client mode too)
+    "cpumask", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy",
+    "gtod_cpu", "nice", "prio", "prioclass",
+    # buffer contents
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage",
-    "dedupe_percentage",
-    "percentile_list", "clat_percentiles", "lat_percentiles", "kb_base", "unit_base",
-    "description",
+    "buffer_compress_chunk", "dedupe_percentage", "dedupe_mode",
+    "dedupe_working_set_percentage", "dedupe_global",
+    # reporting and timing (the log options shape logs, which are refused: no file)
+    "group_reporting", "stats", "clat_percentiles", "lat_percentiles", "slat_percentiles",
+    "percentile_list", "significant_figures", "disk_util", "gtod_reduce", "disable_lat",
+    "disable_clat", "disable_slat", "disable_bw_measurement", "disable_bw",
+    "unified_rw_reporting", "block_error_percentiles", "clocksource", "kb_base",
+    "unit_base", "description", "bwavgtime", "iopsavgtime", "per_job_logs", "log_entries",
+    "log_avg_msec", "log_hist_msec", "log_hist_coarseness", "log_max_value", "log_offset",
+    "log_prio", "log_compression", "log_compression_cpus", "log_store_compressed",
+    "log_unix_epoch", "log_alternate_epoch", "log_alternate_epoch_clock_id",
+    # the engines' own (`fio --enghelp=io_uring`, libaio, pvsync2, mmap)
+    "hipri", "hipri_percentage", "cmdprio", "cmdprio_class", "cmdprio_percentage",
+    "cmdprio_bssplit", "fixedbufs", "registerfiles", "sqthread_poll", "sqthread_poll_cpu",
+    "nonvectored", "uncached", "nowait", "force_async", "userspace_reap", "thp",
     # the rbd and rados engines' target (`fio --enghelp=rbd`), plain names only
-    # (`CLIENT_NAMES`); not `conf` nor `clustername`: a ceph.conf the server would read
-    # sets log and socket files
+    # (`CLIENT_NAMES`)
     "pool", "rbdname", "clientname", "busy_poll", "touch_objects"))
+#: fio 3.33's options refused in client mode, and why (see `CLIENT_OPTIONS`).
+CLIENT_REFUSED = {
+    **dict.fromkeys(("opendir",), "names a directory the target check does not walk"),
+    **dict.fromkeys(("name", "wait_for"), "names another job (the job file holds one)"),
+    **dict.fromkeys(("exec_prerun", "exec_postrun"), "runs a program"),
+    **dict.fromkeys(("write_iolog", "read_iolog", "read_iolog_chunked", "replay_no_stall",
+                     "replay_redirect", "replay_scale", "replay_align", "replay_time_scale",
+                     "replay_skip", "merge_blktrace_file", "merge_blktrace_scalars",
+                     "merge_blktrace_iters"),
+                    "an I/O log or trace names its own files (and devices)"),
+    **dict.fromkeys(("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log"),
+                    "writes a log file it names"),
+    **dict.fromkeys(("verify", "do_verify", "verify_interval", "verify_offset",
+                     "verify_pattern", "verify_fatal", "verify_dump", "verify_async",
+                     "verify_backlog", "verify_backlog_batch", "experimental_verify",
+                     "verify_state_load", "verify_state_save", "verify_only",
+                     "trim_percentage", "trim_verify_zero", "trim_backlog",
+                     "trim_backlog_batch"),
+                    "verification writes state and dump files on the server"),
+    "buffer_pattern": "reads a file when its value is quoted ('file')",
+    "ioscheduler": "writes the device's scheduler in sysfs",
+    "allow_mounted_write": "lifts fio's own refusal to write a mounted device",
+    **dict.fromkeys(("cgroup", "cgroup_nodelete", "cgroup_weight"),
+                    "makes and writes a cgroup directory"),
+    **dict.fromkeys(("uid", "gid"), "runs the job as another account"),
+    "profile": "a built-in profile takes options of its own (act's device names)",
+    **dict.fromkeys(("conf", "clustername"),
+                    "a ceph.conf the server reads sets log and socket files"),
+    "cmd_type": "an option of io_uring_cmd, not a client-mode engine"}
+#: Client-mode options that take only these values (`mem=mmap:FILE` names a file).
+CLIENT_VALUES = dict.fromkeys(("mem", "iomem"), frozenset((
+    "malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared", "cudamalloc")))
 #: Client-mode options whose value names a Ceph object, not a path: plain names only.
 CLIENT_NAMES = frozenset(("pool", "rbdname", "clientname"))
 #: Engines a client-mode job may name: plain reads and writes of the job's own files.
@@ -334,24 +420,30 @@ CLIENT_COMMAND_LINE = frozenset(("eta", "eta-newline", "eta-interval", "status-i
 
 def refused_client_option(job: FioSettings, opts: Mapping[str, str]) -> str | None:
     """In client mode, why an option may not go to the fio servers (not on the allow-list
-    `CLIENT_OPTIONS`, an engine not in `CLIENT_ENGINES`), or None; always None outside
-    client mode or with `allow_destructive`."""
+    `CLIENT_OPTIONS`, an engine not in `CLIENT_ENGINES`, a value outside
+    `CLIENT_VALUES`), or None; always None outside client mode or with
+    `allow_destructive`."""
     if not job.clients or job.allow_destructive:
         return None
     cmd = dict(given_options(job, {}))
+    outside = ("the fio servers run outside storlab's walls, so only options that name "
+               "no file, program or host go to them (docs/guarantees-targets.md)")
+    accept = ("drop it, or set allow_destructive: true if the servers may run it outside "
+              "any wall (that also turns off storlab's target checks)")
     for name, value in [*cmd.items(), *opts.items()]:
         ok = name in CLIENT_COMMAND_LINE if name in cmd else name in CLIENT_OPTIONS
         if not ok:
-            return (f"fio option {name}={value!r}: refused in client mode: the fio servers "
-                    "run outside storlab's walls, so only options that shape I/O against "
-                    "the declared targets go to them (rw, bs, size, iodepth, ...; see "
-                    "docs/guarantees-targets.md); start the servers with `storlab "
-                    "fio-server`, or set allow_destructive: true to pass it")
+            why = CLIENT_REFUSED.get(name, "not on the client-mode list")
+            return (f"fio option {name}={value!r}: refused in client mode ({why}): "
+                    f"{outside}; {accept}")
         if name in CLIENT_NAMES and not re.fullmatch(r"[A-Za-z0-9_.-]+", str(value)):
             return (f"fio option {name}={value!r}: refused in client mode: a Ceph name is "
                     "letters, digits, '_', '.' or '-'")
         if name == "ioengine" and value not in CLIENT_ENGINES:
-            return (f"fio option ioengine={value!r}: refused in client mode (the servers run "
-                    f"outside storlab's walls): use one of {', '.join(sorted(CLIENT_ENGINES))},"
-                    " or set allow_destructive: true")
+            return (f"fio option ioengine={value!r}: refused in client mode: {outside}: use "
+                    f"one of {', '.join(sorted(CLIENT_ENGINES))}; or {accept}")
+        if name in CLIENT_VALUES and str(value) not in CLIENT_VALUES[name]:
+            return (f"fio option {name}={value!r}: refused in client mode (a file-backed "
+                    f"buffer names a file): use one of {', '.join(sorted(CLIENT_VALUES[name]))};"
+                    f" or {accept}")
     return None
