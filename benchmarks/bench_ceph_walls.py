@@ -20,8 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import storlab.campaign.runners  # noqa: F401  (registers the walls clusters start in)
-from storlab.campaign.runners import UNSANDBOXED_ENV
+from storlab.campaign.runners import UNSANDBOXED_ENV, register_cluster_walls
 from storlab.clusters.ceph import CephCluster, CephOptions
 from storlab.clusters._util import free_port_block
 
@@ -34,6 +33,7 @@ def _opted_out(on: bool) -> None:
 
 
 def main() -> None:
+    register_cluster_walls()  # the walls Ceph's programs start in
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--calls", type=int, default=10)

@@ -33,6 +33,7 @@ import pandas as pd
 from storlab.campaign.runners.fio import FioRunner
 from storlab.clusters._util import free_port_block, read_pid
 from storlab.clusters.ceph import CephCluster, CephOptions
+from storlab.campaign.runners import register_cluster_walls
 from storlab.campaign.runners.fanout import run_load_on_hosts
 from storlab.clusters.netns import Lan, wait_port
 from storlab.campaign.runners.objload import LoadSpec, Target
@@ -103,6 +104,7 @@ def bench_objload(lan: Lan, c: CephCluster, seconds: float, reps: int) -> pd.Dat
 
 
 def main() -> None:
+    register_cluster_walls()  # the walls Ceph's programs start in
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0, help="Seconds of load per run.")
     ap.add_argument("--reps", type=int, default=3, help="Runs of each host count.")

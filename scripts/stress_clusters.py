@@ -25,6 +25,7 @@ import time
 import traceback
 from pathlib import Path
 
+from storlab.campaign.runners import register_cluster_walls
 from storlab.clusters._util import free_port_block
 from storlab.clusters.ceph import CephCluster, CephOptions
 from storlab.clusters.swift import SwiftCluster, SwiftOptions
@@ -151,6 +152,7 @@ def cycle(kind: str, base: Path, restarts: int) -> dict[str, float]:
 
 
 def main() -> int:
+    register_cluster_walls()  # the walls Ceph's programs start in
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--restarts", type=int, default=2, help="restarts per cycle")
