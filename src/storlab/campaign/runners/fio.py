@@ -348,7 +348,7 @@ def server_address(bind: str) -> str:
     try:
         addr = ipaddress.ip_address(bind)
     except ValueError:
-        raise CampaignError(f"fio-server --bind {bind!r}: not an IP address") from None
+        raise CampaignError(f"fio-server --bind {bind!r}: not an address (IPv4 or IPv6)") from None
     return f"{'ip6' if addr.version == 6 else 'ip'}:{addr}"
 
 
