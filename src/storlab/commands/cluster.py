@@ -28,9 +28,10 @@ OUT_OPT = typer.Option(None, "-o", "--output", help="Write the JSON to a file.",
 
 
 def _kinds(kind: Optional[str]) -> tuple[str, ...]:
-    from ..campaign.runners import cluster_walls  # noqa: F401  (the walls clusters start in)
+    from ..campaign.runners import register_cluster_walls
     from ..clusters import KINDS, ClusterError
 
+    register_cluster_walls()  # the walls the clusters' programs start in
     if kind is None:
         return KINDS
     if kind not in KINDS:
@@ -173,8 +174,10 @@ def client_conf_cmd(
 ) -> None:
     """Write a Ceph client's ceph.conf and admin keyring (mode 600, directory 700) for load
     hosts, e.g. fio servers in network namespaces: start them with CEPH_CONF=DEST/ceph.conf."""
+    from ..campaign.runners import register_cluster_walls
     from ..clusters import get_cluster
 
+    register_cluster_walls()
     got = get_cluster("ceph", base).client_conf(dest)
     if json_out:
         emit_json(got, None)

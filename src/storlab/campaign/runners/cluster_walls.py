@@ -79,4 +79,10 @@ def _above(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(out, key=lambda d: d.count("/")))
 
 
-use_walls(cluster_walls, unsandboxed)
+def register_cluster_walls() -> None:
+    """Register these walls with the cluster layer (again: idempotent). Importing this
+    module does it; the CLI's cluster commands call it through the runners' face."""
+    use_walls(cluster_walls, unsandboxed)
+
+
+register_cluster_walls()
