@@ -39,11 +39,9 @@ def fio_server_cmd(
     against DIR and the declared devices (and may read what that account may read)."""
     from ..campaign.runners import serve_fio
 
-    shown = ", ".join(devices or []) or "none"
-    console.print(f"fio server on {bind},{port} in its walls: writable {scratch}; "
-                  f"devices {shown}", markup=False)
     code, out = serve_fio(scratch, bind, port, devices or [], connect_ports or [],
-                          ceph=ceph, io_uring=io_uring)
+                          ceph=ceph, io_uring=io_uring,
+                          announce=lambda line: console.print(line, markup=False))
     if out:
         console.print(out, markup=False)
     raise typer.Exit(0 if code in (0, None) else 1)

@@ -16,7 +16,7 @@ import ipaddress
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -368,14 +368,16 @@ def device_node(d: str) -> str:
 
 def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
               connect_ports: Sequence[int] = (), ceph: bool = False,
-              io_uring: bool = False) -> tuple[int | None, str]:
+              io_uring: bool = False, announce: Callable[[str], None] | None = None
+              ) -> tuple[int | None, str]:
     """Run `fio --server=ip:bind,port` in the walls local runs get, until it ends: the
     system's fio as the owner of `scratch` (an existing directory, its working directory,
     writable; never root: no capability, no group but the `devices`' own), the smaller
     root read-only, a private /dev holding only `devices` (writable), the host's network
     held by Landlock to TCP on `port` and `connect_ports` (and a Ceph cluster's,
     `guard.CEPH_PORTS`, with `ceph`: the rbd/rados engines), io_uring
-    rings only with `io_uring`. fio's protocol has no authentication: whoever reaches the
+    rings only with `io_uring`; `announce` gets one line once every option is checked.
+    fio's protocol has no authentication: whoever reaches the
     port runs jobs, as that account, against what it may open. Returns (exit code, the
     tail of its output)."""
     exe = guard.system_program("fio")
@@ -386,6 +388,10 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
         raise CampaignError(f"fio-server --dir {scratch}: not an existing directory")
     nodes = [device_node(d) for d in devices]
     account = _server_account(scratch, nodes)
+    if announce is not None:
+        user = f"uid {scratch.stat().st_uid}" if account else "this user"
+        announce(f"fio server on {where},{port} in its walls as {user}: writable "
+                 f"{scratch}; devices {', '.join(nodes) or 'none'}")
     proc = run_program([*account, exe, f"--server={where},{port}"], cwd=scratch,
                        timeout=None, targets=nodes, allow_destructive=bool(nodes),
                        network=True, io_uring=io_uring,
