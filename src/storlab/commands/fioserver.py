@@ -25,12 +25,14 @@ def fio_server_cmd(
                                                 "(repeatable); none by default."),
     connect_ports: Optional[list[int]] = typer.Option(
         None, "--connect-port", help="Another TCP port the server's jobs may connect to "
-        "(repeatable); none by default.", callback=lambda v: [at_least("--connect-port", 1, 65535)(p) for p in v or []]),
-    ceph: bool = typer.Option(False, "--ceph", help="Let the jobs reach a Ceph cluster "
-                              "(the rbd/rados engines): TCP to ports 3300, 6789 and "
-                              "6800-7300."),
-    io_uring: bool = typer.Option(False, "--io-uring", help="Let the jobs make io_uring "
-                                  "rings (fio's io_uring engines)."),
+        "(repeatable); none by default.",
+        callback=lambda v: [at_least("--connect-port", 1, 65535)(p) for p in v or []]),
+    ceph: bool = typer.Option(
+        False, "--ceph/--no-ceph", help="Let the jobs reach a Ceph cluster on its default "
+        "ports (the rbd/rados engines): TCP to 3300, 6789 and 6800-7300."),
+    io_uring: bool = typer.Option(
+        False, "--io-uring/--no-io-uring", help="Let the jobs make io_uring rings (fio's "
+        "io_uring engines)."),
 ) -> None:
     """Run `fio --server` in bubblewrap walls until it is stopped: as DIR's owner (never
     root, no capability), the system trees read-only, a private /dev with only the
