@@ -366,8 +366,18 @@ CASES: list[Case] = [
     C("fio-server", "--dir nosuch", "--dir", expect="not an existing directory"),
     C("fio-server", "--dir adir --port 0", "--port"),
     C("fio-server", "--dir adir --port 70000", "--port"),
-    C("fio-server", "--dir adir --device garbage.bin", "--device", expect="not a device"),
+    C("fio-server", "--dir adir --device garbage.bin", "--device",
+      expect="not a block or character device"),
     C("fio-server", "--dir adir --bind 'a b'", "--bind", expect="not an address"),
+    C("fio-server", "--dir adir --bind 10.0.0.256", "--bind", expect="not an address"),
+    C("fio-server", "--dir adir --device /dev/../etc/passwd", "--device",
+      expect="not a block or character device"),
+    C("fio-server", "--dir adir --device /dev/nosuch", "--device",
+      expect="No such file"),
+    C("fio-server", "--dir adir --connect-port 0", "--connect-port"),
+    # run as root, the server runs as DIR's owner: a root-owned DIR starts nothing
+    *([C("fio-server", "--dir adir", "--dir", expect="owned by root")]
+      if os.geteuid() == 0 else []),
 ]
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import pwd
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +23,8 @@ from storlab.campaign.spec import CampaignError
 from storlab.clusters._util import free_port_block
 from storlab.clusters.netns import wait_port
 
+NOBODY = pwd.getpwnam("nobody").pw_uid
+NOBODY_GROUP = pwd.getpwnam("nobody").pw_gid
 STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
@@ -148,26 +152,91 @@ def test_allowed_options_run_and_allow_destructive_passes_the_rest(
     assert storlab("run", camp, timeout=120).returncode == 0
 
 
+def server_dir(tmp_path: Path) -> Path:
+    """A directory for `storlab fio-server --dir`: run as root, the server runs as the
+    directory's owner, which must not be root (here: nobody)."""
+    d = tmp_path / "srv"
+    d.mkdir()
+    if os.geteuid() == 0:
+        os.chown(d, NOBODY, NOBODY_GROUP)
+    return d
+
+
 def test_a_walled_fio_server_writes_only_its_directory(tmp_path: Path, victim: Path,
-                                                       storlab: Any,
                                                        storlab_argv: list[str]) -> None:
-    c = tmp_path / "c"
-    (c / "scratch").mkdir(parents=True)
-    with _serve([*storlab_argv, "fio-server", "--dir", str(c / "scratch")],
+    """A job in the server's directory runs as with any server; one naming a file
+    elsewhere (what a client passing the guard with allow_destructive may send) meets
+    the walls, and the file keeps its bytes."""
+    srv = server_dir(tmp_path)
+    ok, bad = tmp_path / "ok.fio", tmp_path / "bad.fio"
+    ok.write_text("[a]\nfilename=data\nsize=64k\nrw=write\nioengine=psync\n")
+    bad.write_text(f"[b]\nfilename={victim}\nsize=4k\nrw=write\n")
+    before = digest(victim)
+    with _serve([*storlab_argv, "fio-server", "--dir", str(srv)], walled=True) as server:
+        out = _client(server, ok)
+        assert "err= 0" in out and (srv / "data").stat().st_size == 64 << 10, out
+        out = _client(server, bad)
+        assert "exited with error 1" in out, out
+    assert digest(victim) == before
+
+
+def _client(server: str, job: Path, *extra: str) -> str:
+    """What `fio --client` prints for `job` sent to `server` (as anyone may send one: fio's
+    protocol has no authentication)."""
+    p = subprocess.run(["fio", f"--client=ip:{server}", *extra, str(job)],
+                       capture_output=True, text=True, timeout=60)
+    return p.stdout + p.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server drops root: needs root")
+@pytest.mark.skipif(not os.path.isfile("/etc/shadow"), reason="no /etc/shadow")
+def test_a_client_job_reads_no_root_only_file_through_the_walled_server(
+        tmp_path: Path, storlab_argv: list[str]) -> None:
+    """fio's server runs any job a client sends, `exec_prerun` included: run by root,
+    `storlab fio-server` must not read root's files for it (it runs as DIR's owner, with
+    no capability), neither through a program the job starts nor through `filename=`."""
+    srv = server_dir(tmp_path)
+    copy = srv / "shadow"
+    steal = tmp_path / "steal.fio"
+    # names relative to the server's directory: the 0700 directories above it are root's
+    steal.write_text("[a]\nexec_prerun=/usr/bin/cp /etc/shadow shadow\n"
+                     "exec_postrun=/usr/bin/chmod 644 shadow\n"
+                     "filename=data\nsize=4k\nrw=write\n")
+    read = tmp_path / "read.fio"
+    read.write_text("[b]\nfilename=/etc/shadow\nsize=512\nbs=512\nrw=read\n")
+    with _serve([*storlab_argv, "fio-server", "--dir", str(srv)], walled=True) as server:
+        out = _client(server, steal)
+        assert (srv / "data").exists(), out  # the job itself ran: the refusal is the walls'
+        assert not copy.exists()
+        assert "Permission denied" in (srv / "a.prerun.txt").read_text()
+        out = _client(server, read, "--readonly")
+        assert "func=open(/etc/shadow), error=Permission denied" in out, out
+    # the same read from a server as users start one (root, no walls) succeeds
+    with _serve(["fio"]) as server:
+        out = _client(server, read, "--readonly")
+        assert "err= 0" in out and "error=" not in out, out
+
+
+def test_a_walled_fio_server_connects_only_to_its_declared_ports(
+        tmp_path: Path, storlab_argv: list[str]) -> None:
+    """TCP out of the server's jobs: refused by Landlock (EACCES) off the declared ports;
+    with `--connect-port` (or `--ceph`: its monitors and OSDs) the connect reaches the
+    kernel (nobody listens: ECONNREFUSED)."""
+    srv = server_dir(tmp_path)
+    port = free_port_block(1)  # nobody listens there
+    job = tmp_path / "net.fio"
+    job.write_text(f"[n]\nioengine=net\nhostname=127.0.0.1\nport={port}\n"
+                   "protocol=tcp\nrw=write\nsize=4k\n")
+    with _serve([*storlab_argv, "fio-server", "--dir", str(srv)], walled=True) as server:
+        assert "func=connect, error=Permission denied" in _client(server, job)
+    with _serve([*storlab_argv, "fio-server", "--dir", str(srv), "--connect-port",
+                 str(port)], walled=True) as server:
+        assert "func=connect, error=Connection refused" in _client(server, job)
+    ceph = tmp_path / "ceph.fio"
+    ceph.write_text(job.read_text().replace(f"port={port}", "port=6789"))
+    with _serve([*storlab_argv, "fio-server", "--dir", str(srv), "--ceph"],
                 walled=True) as server:
-        # in its directory: the run works as with any server
-        camp = campaign(c, {"clients": [server], "rw": "write", "size": "64k",
-                            "ioengine": "psync"})
-        p = storlab("run", camp, timeout=120)
-        assert p.returncode == 0 and "ok 2" in p.stdout, p.stdout + p.stderr
-        # a client that passes the guard with allow_destructive still meets the walls
-        before = digest(victim)
-        d = tmp_path / "d"
-        camp = campaign(d, {"clients": [server], "rw": "write", "size": "4k",
-                            "filename": str(victim), "allow_destructive": True})
-        p = storlab("run", camp, timeout=120)
-        assert "failed 2" in p.stdout, p.stdout + p.stderr
-        assert digest(victim) == before
+        assert "func=connect, error=Connection refused" in _client(server, ceph)
 
 
 def test_ceph_engines_pass_with_plain_names_only() -> None:

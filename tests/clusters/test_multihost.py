@@ -72,3 +72,25 @@ def test_campaign_keeps_a_row_per_host(fio_hosts, tmp_path, two_size_campaign):
     for cid, rows in hosts.groupby("config_id"):
         assert len(rows) == len(fio_hosts)
         assert rows["read_iops"].sum() == pytest.approx(runs.loc[cid, "read_iops"])
+
+
+#: Modules the Dask scheduler and workers import that a file in the working directory
+#: would shadow were it on sys.path (`python -m` puts it there first).
+_PLANTED = ("typing", "enum", "distributed", "tornado", "toolz", "yaml")
+
+
+def test_dask_children_import_nothing_from_the_working_directory(lan, tmp_path,
+                                                                 monkeypatch):
+    """`Lan.dask` (`cluster load --dask`, as root) starts `python -m distributed.cli.*`:
+    started from the operator's working directory without -P they imported a `typing.py`
+    found there. Planted modules leave a marker and fail the import: none may be touched,
+    and the scheduler and both workers come up."""
+    pytest.importorskip("distributed")
+    marker = tmp_path / "imported"
+    for name in _PLANTED:
+        (tmp_path / f"{name}.py").write_text(
+            f"open({str(marker)!r} + '-{name}', 'w').close()\nraise ImportError('planted')\n")
+    monkeypatch.chdir(tmp_path)
+    with lan.dask(timeout=60) as (address, workers):
+        assert address.startswith(lan.gateway) and all(w.poll() is None for w in workers)
+    assert sorted(m.name for m in tmp_path.glob("imported-*")) == []

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import pwd
 import shutil
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,6 +27,8 @@ from storlab.campaign.store import Store
 from storlab.clusters.netns import wait_port
 
 pytestmark = [pytest.mark.xdist_group("lan")]
+NOBODY = pwd.getpwnam("nobody").pw_uid
+NOBODY_GROUP = pwd.getpwnam("nobody").pw_gid
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +88,38 @@ def test_ceph_runner_fio_servers_on_two_hosts(lan, ceph_on_lan, tmp_path, two_si
         every = [r for r in doc["client_stats"] if r["jobname"] == "All clients"][0]
         per = [r for r in doc["client_stats"] if r["jobname"] != "All clients"]
         assert sum(r["read"]["total_ios"] for r in per) == every["read"]["total_ios"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the walled server drops root: needs root")
+def test_a_walled_fio_server_reaches_ceph_with_its_ports(lan, ceph_on_lan, tmp_path,
+                                                         storlab_argv):
+    """`storlab fio-server --ceph` (the recipe docs/clusters.md gives) in a host: its rbd
+    job reads the cluster's image (without `--ceph` Landlock refuses the monitor's port:
+    librados then retries until its mount timeout; the refusal itself is
+    test_fio_client_walls' connect test). The server runs as its directory's owner
+    (nobody): the client conf lies there, theirs."""
+    from storlab.clusters.ceph import IMAGE, POOL
+
+    srv = Path(tempfile.mkdtemp(prefix="fixd-srv-", dir="/tmp"))  # parents others search
+    try:
+        conf = ceph_on_lan.client_conf(srv / "ceph")
+        for p in (srv, *srv.rglob("*")):
+            os.chown(p, NOBODY, NOBODY_GROUP)
+        job = tmp_path / "rbd.fio"
+        job.write_text(f"[r]\nioengine=rbd\nclientname=admin\npool={POOL}\n"
+                       f"rbdname={IMAGE}\nrw=randread\nbs=4k\nsize=4m\nio_size=1m\n")
+        h = lan.hosts[0]
+        lan.popen(h.index, [*storlab_argv, "fio-server", "--dir", str(srv), "--bind",
+                            h.addr, "--port", "8767", "--ceph", "--connect-port",
+                            str(ceph_on_lan.state()["mon_port"])],  # not Ceph's default
+                  env={"CEPH_CONF": conf["conf"]})
+        wait_port(h.addr, 8767)
+        p = subprocess.run(["fio", f"--client=ip:{h.addr},8767", str(job)],
+                           capture_output=True, text=True, timeout=120)
+        out = p.stdout + p.stderr
+        assert p.returncode == 0 and "err= 0" in out, out
+    finally:
+        shutil.rmtree(srv)
 
 
 @pytest.fixture

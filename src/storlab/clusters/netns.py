@@ -164,33 +164,36 @@ class Lan:
         from ._util import free_port_block
 
         port = free_port_block(1)
-        scratch_dir = contextlib.ExitStack()
-        scratch = scratch_dir.enter_context(temporary_directory("storlab-dask-"))
-        env = {"DASK_TEMPORARY_DIRECTORY": scratch}
-        sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                  "--host", self.gateway, "--port", str(port),
-                                  "--no-dashboard"], env={**os.environ, **env},
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        workers: list[subprocess.Popen[Any]] = []
-        try:
-            wait_port(self.gateway, port, timeout=timeout)
-            workers = [self.popen(h.index, [sys.executable, "-m", "distributed.cli.dask_worker",
-                                            f"tcp://{self.gateway}:{port}", "--host", h.addr,
-                                            "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                                            "--local-directory", scratch], env=env)
-                       for h in self.hosts]
-            with Client(f"tcp://{self.gateway}:{port}", timeout=30) as cl:
-                cl.wait_for_workers(len(self.hosts), timeout=timeout)
-            yield f"{self.gateway}:{port}", workers
-        finally:
-            for p in [*workers, sched]:
-                p.terminate()
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            scratch_dir.close()
+        with temporary_directory("storlab-dask-") as scratch:
+            env = {"DASK_TEMPORARY_DIRECTORY": scratch}
+            # -P and the private directory as the working one: `python -m` would put the
+            # operator's working directory first on sys.path (a typing.py there, run as root)
+            sched = subprocess.Popen([sys.executable, "-P", "-m",
+                                      "distributed.cli.dask_scheduler", "--host", self.gateway,
+                                      "--port", str(port), "--no-dashboard"],
+                                     env={**os.environ, **env}, cwd=scratch,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            workers: list[subprocess.Popen[Any]] = []
+            try:
+                wait_port(self.gateway, port, timeout=timeout)
+                workers = [self.popen(h.index, [sys.executable, "-P", "-m",
+                                                "distributed.cli.dask_worker",
+                                                f"tcp://{self.gateway}:{port}", "--host", h.addr,
+                                                "--nthreads", "1", "--no-nanny",
+                                                "--no-dashboard", "--local-directory", scratch],
+                                      env=env, cwd=scratch)
+                           for h in self.hosts]
+                with Client(f"tcp://{self.gateway}:{port}", timeout=30) as cl:
+                    cl.wait_for_workers(len(self.hosts), timeout=timeout)
+                yield f"{self.gateway}:{port}", workers
+            finally:
+                for p in [*workers, sched]:
+                    p.terminate()
+                    try:
+                        p.wait(20)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
 
     # ------------------------------------------------------------------ clean-up
     def pids(self, host: int) -> list[int]:

@@ -13,23 +13,37 @@ from ._common import at_least, console, input_dir
 def fio_server_cmd(
     scratch: Path = typer.Option(..., "--dir", help="The only place the server may write "
                                  "(its working directory; must exist): the clients' "
-                                 "targets must lie under it.", callback=input_dir("--dir")),
-    bind: str = typer.Option("127.0.0.1", "--bind", help="Address to listen on."),
+                                 "targets must lie under it. Run as root, the server runs "
+                                 "as its owner, which must not be root.",
+                                 callback=input_dir("--dir")),
+    bind: str = typer.Option("127.0.0.1", "--bind", help="IPv4 or IPv6 address to listen "
+                             "on."),
     port: int = typer.Option(8765, "--port", help="TCP port (fio's default 8765).",
                              callback=at_least("--port", 1, 65535)),
-    devices: Optional[list[str]] = typer.Option(None, "--device", help="A device node "
-                                                "clients may write (repeatable); none by "
-                                                "default."),
+    devices: Optional[list[str]] = typer.Option(None, "--device", help="A block or "
+                                                "character device node clients may write "
+                                                "(repeatable); none by default."),
+    connect_ports: Optional[list[int]] = typer.Option(
+        None, "--connect-port", help="Another TCP port the server's jobs may connect to "
+        "(repeatable); none by default.",
+        callback=lambda v: [at_least("--connect-port", 1, 65535)(p) for p in v or []]),
+    ceph: bool = typer.Option(
+        False, "--ceph/--no-ceph", help="Let the jobs reach a Ceph cluster on its default "
+        "ports (the rbd/rados engines): TCP to 3300, 6789 and 6800-7300."),
+    io_uring: bool = typer.Option(
+        False, "--io-uring/--no-io-uring", help="Let the jobs make io_uring rings (fio's "
+        "io_uring engines)."),
 ) -> None:
-    """Run `fio --server` in bubblewrap walls until it is stopped: read-only root, a
-    private /dev with only the --device nodes, --dir writable, the network held to
-    --port. Campaigns with `clients:` then reach nothing else on this host."""
+    """Run `fio --server` in bubblewrap walls until it is stopped: as DIR's owner (never
+    root, no capability), the system trees read-only, a private /dev with only the
+    --device nodes, DIR writable, TCP held to --port (and --connect-port). fio's protocol
+    has no authentication: anyone who reaches the port runs I/O jobs, as that account,
+    against DIR and the declared devices (and may read what that account may read)."""
     from ..campaign.runners import serve_fio
 
-    shown = ", ".join(devices or []) or "none"
-    console.print(f"fio server on {bind},{port} in its walls: writable {scratch}; "
-                  f"devices {shown}", markup=False)
-    code, out = serve_fio(scratch, bind, port, devices or [])
+    code, out = serve_fio(scratch, bind, port, devices or [], connect_ports or [],
+                          ceph=ceph, io_uring=io_uring,
+                          announce=lambda line: console.print(line, markup=False))
     if out:
         console.print(out, markup=False)
     raise typer.Exit(0 if code in (0, None) else 1)

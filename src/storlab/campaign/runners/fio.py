@@ -12,9 +12,11 @@ command line (`fio_cmdline`), the paths a job opens and the refusal of destructi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -301,25 +303,97 @@ class FioRunner:
 
 
 
-def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = ()
+def _server_account(scratch: Path, devices: Sequence[str]) -> list[str]:
+    """The `setpriv` words that make the server the owner of `scratch` (its uid and
+    group; never root), with no capability left and the groups of the `devices` only
+    (what lets it open them); [] when storlab is not root (the server is then its user).
+    Raises CampaignError when `scratch` is root's or a device gives its group no access."""
+    if os.geteuid() != 0:
+        return []
+    st = scratch.stat()
+    if st.st_uid == 0:
+        raise CampaignError(f"fio-server --dir {scratch}: owned by root; the server runs "
+                            "as the directory's owner, never as root: chown it to an "
+                            "unprivileged account (e.g. chown nobody:nogroup DIR)")
+    try:
+        import pwd
+
+        gid = pwd.getpwuid(st.st_uid).pw_gid
+    except KeyError:
+        gid = st.st_gid
+    groups = []
+    for d in devices:
+        ds = os.stat(d)
+        if ds.st_mode & 0o006 == 0o006 or ds.st_uid == st.st_uid and ds.st_mode & 0o600 == 0o600:
+            continue  # open to everyone (/dev/null) or the account's own
+        if ds.st_gid == 0 or ds.st_mode & 0o060 != 0o060:
+            raise CampaignError(f"fio-server --device {d}: mode {ds.st_mode & 0o777:o} "
+                                f"group {ds.st_gid}: the unprivileged server opens a "
+                                "device through its (non-root) group's read and write "
+                                "bits")
+        groups.append(ds.st_gid)
+    setpriv = guard.system_program("setpriv")
+    if setpriv is None:
+        raise CampaignError("fio-server: no system setpriv (util-linux), which drops the "
+                            "server's root")
+    keep = ",".join(str(g) for g in sorted(set(groups)))
+    return [setpriv, f"--reuid={st.st_uid}", f"--regid={gid}",
+            f"--groups={keep}" if keep else "--clear-groups",
+            "--inh-caps=-all", "--"]
+
+
+def server_address(bind: str) -> str:
+    """fio's `--server` words for `bind` (an IPv4 or IPv6 address): `ip:` or `ip6:`.
+    Raises CampaignError when `bind` is no address."""
+    try:
+        addr = ipaddress.ip_address(bind)
+    except ValueError:
+        raise CampaignError(f"fio-server --bind {bind!r}: not an address (IPv4 or IPv6)") from None
+    return f"{'ip6' if addr.version == 6 else 'ip'}:{addr}"
+
+
+def device_node(d: str) -> str:
+    """`d`'s real path when it is a block or character device node under /dev; raises
+    CampaignError otherwise."""
+    real = os.path.realpath(d)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise CampaignError(f"fio-server --device {d}: {exc.strerror}") from None
+    if not (real.startswith("/dev/") and (stat.S_ISBLK(mode) or stat.S_ISCHR(mode))):
+        raise CampaignError(f"fio-server --device {d}: not a block or character device "
+                            "node under /dev")
+    return real
+
+
+def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
+              connect_ports: Sequence[int] = (), ceph: bool = False,
+              io_uring: bool = False, announce: Callable[[str], None] | None = None
               ) -> tuple[int | None, str]:
     """Run `fio --server=ip:bind,port` in the walls local runs get, until it ends: the
-    system's fio, `scratch` (an existing directory, its working directory) writable,
-    every other file read-only, a private /dev holding only `devices` (writable), the
-    host's network held to `port` (Landlock). A client then reaches only what these walls
-    open, whatever its job file says. Returns (exit code, the tail of its output)."""
+    system's fio as the owner of `scratch` (an existing directory, its working directory,
+    writable; never root: no capability, no group but the `devices`' own), the smaller
+    root read-only, a private /dev holding only `devices` (writable), the host's network
+    held by Landlock to TCP on `port` and `connect_ports` (and a Ceph cluster's,
+    `guard.CEPH_PORTS`, with `ceph`: the rbd/rados engines), io_uring
+    rings only with `io_uring`; `announce` gets one line once every option is checked.
+    fio's protocol has no authentication: whoever reaches the
+    port runs jobs, as that account, against what it may open. Returns (exit code, the
+    tail of its output)."""
     exe = guard.system_program("fio")
     if exe is None:
         raise CampaignError("fio-server: no system fio (a root-owned /usr file on PATH)")
-    if not re.fullmatch(r"[0-9A-Za-z.:%-]+", bind):
-        raise CampaignError(f"fio-server --bind {bind!r}: not an address")
+    where = server_address(bind)
     if not scratch.is_dir():
         raise CampaignError(f"fio-server --dir {scratch}: not an existing directory")
-    for d in devices:
-        if not (d.startswith("/dev/") and os.path.exists(d)
-                and not os.path.isdir(d) and not os.path.isfile(d)):
-            raise CampaignError(f"fio-server --device {d}: not a device node under /dev")
-    proc = run_program([exe, f"--server=ip:{bind},{port}"], cwd=scratch, timeout=None,
-                       targets=list(devices), allow_destructive=bool(devices),
-                       network=True, ports=(port,), io_uring=True)
+    nodes = [device_node(d) for d in devices]
+    account = _server_account(scratch, nodes)
+    if announce is not None:
+        user = f"uid {scratch.stat().st_uid}" if account else "this user"
+        announce(f"fio server on {where},{port} in its walls as {user}: writable "
+                 f"{scratch}; devices {', '.join(nodes) or 'none'}")
+    proc = run_program([*account, exe, f"--server={where},{port}"], cwd=scratch,
+                       timeout=None, targets=nodes, allow_destructive=bool(nodes),
+                       network=True, io_uring=io_uring,
+                       ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())))
     return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())
