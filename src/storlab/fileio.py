@@ -621,6 +621,33 @@ def check_input_stat(st: os.stat_result, label: str, limit: int = MAX_INPUT_BYTE
                            "storlab reads from such a file")
 
 
+def read_in_dir(dir_fd: int | None, name: str | os.PathLike[str], what: str = "",
+                limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file `name` in the directory held as `dir_fd` (None: `name`
+    as a path), opened without following a link (O_NOFOLLOW) nor blocking on a FIFO,
+    checked on its descriptor (`check_input_stat`: a regular file, at most `limit` bytes).
+    The reading counterpart of `write_in_dir` for files beside a store or in a run
+    directory, where a program may have planted a link. A missing file raises
+    FileNotFoundError (the caller decides); any other refusal is a one-line StorlabError
+    starting with `what`."""
+    label = what or os.fspath(name)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "a link there is refused" if exc.errno == errno.ELOOP else exc.strerror
+        raise StorlabError(f"{label}: cannot read it ({why})") from None
+    with os.fdopen(fd, "rb") as fh:
+        check_input_stat(os.fstat(fd), label, limit)
+        data = fh.read(limit + 1)  # a file that grows while read stays bounded
+    if len(data) > limit:
+        raise StorlabError(f"{label}: more than the {_size(limit)} storlab reads from such "
+                           "a file")
+    return data
+
+
 def read_text(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> str:
     """A UTF-8 text file's contents; a missing file, a directory, a FIFO or device, a file
     over `limit` bytes or binary data is a one-line StorlabError naming the file."""
