@@ -446,24 +446,34 @@ def test_a_store_another_user_owns_or_may_write_is_refused(tmp_path: Path, storl
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file another user owns)")
-def test_the_store_check_reads_the_descriptors_sqlite_holds(tmp_path: Path) -> None:
-    """A5-2, the race: the names checked, then another user's file swapped in before SQLite
-    opens it. `refuse_foreign_files(opened=True)` judges the files this process holds."""
+def test_the_store_check_judges_the_directory_then_the_files_checked(tmp_path: Path) -> None:
+    """A5-2, the race (F3): the names checked, then another user's file swapped in (or the
+    store renamed away) before or after SQLite opens it. Only a user who can change the
+    store's directory can do that: such a directory is refused before anything is opened;
+    after the open, a file at a name that is not the one checked is judged itself."""
     from storlab.campaign.spec import CampaignError
-    from storlab.campaign.store import refuse_foreign_files
+    from storlab.campaign.store import Store, refuse_foreign_files
 
-    store = tmp_path / "campaign.db"
-    with sqlite3.connect(store) as db:
-        db.execute("CREATE TABLE t (x)")
-    db.close()
-    refuse_foreign_files(store)  # root's 0644: fine
-    conn = sqlite3.connect(store)
-    conn.execute("SELECT * FROM t").fetchall()  # the file is open now
-    try:
-        refuse_foreign_files(store, opened=True)
-        os.chown(store, 65534, 65534)  # what is open is now nobody's
-        with pytest.raises(CampaignError, match="owned by uid 65534"):
-            refuse_foreign_files(store, opened=True)
-    finally:
-        conn.close()
-    conn.close()
+    home = tmp_path / "c"
+    home.mkdir(mode=0o755)
+    store = home / "campaign.db"
+    Store(store).db.close()
+    checked = refuse_foreign_files(store)
+    assert checked[str(store)] == (store.stat().st_dev, store.stat().st_ino)
+    os.chown(home, 65534, 65534)  # another user's directory: may rename the store away
+    with pytest.raises(CampaignError, match="campaign store directory.*uid 65534"):
+        Store(store)
+    os.chown(home, 0, 0)
+    home.chmod(0o777)  # anyone may rename entries there
+    with pytest.raises(CampaignError, match="campaign store directory.*mode 0777"):
+        Store(store)
+    home.chmod(0o755)
+    refuse_foreign_files(store, checked)  # the same files: fine
+    swapped = home / "other.db"
+    shutil.copy(store, swapped)
+    os.chown(swapped, 65534, 65534)
+    os.replace(swapped, store)  # a new file at the name, not the one checked
+    with pytest.raises(CampaignError, match="owned by uid 65534"):
+        refuse_foreign_files(store, checked)
+    with pytest.raises(CampaignError, match="owned by uid 65534"):
+        Store(store)

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import _proc_lifetime
 from ..errors import StorlabError
-from ..fileio import check_trusted_entry, link_to
+from ..fileio import check_trusted_dir, check_trusted_entry, link_to
 from ..jsonutil import to_jsonable
 from . import lock
 from .runners import TAG_ENV, campaign_identity
@@ -118,39 +118,44 @@ def refuse_links(path: Path) -> None:
 TRUSTED = ("", "-wal", "-shm", "-journal", ".lock")
 
 
-def refuse_foreign_files(path: Path, opened: bool = False) -> None:
+#: A store file's identity, (st_dev, st_ino), by name.
+Identities = dict[str, tuple[int, int]]
+
+
+def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Identities:
     """A writer's store (or its -wal/-shm/-journal/lock file) owned by another user, or
-    writable by its group or others: refused in one line (`fileio.check_trusted_entry`, the
-    rule for storlab's own directories as root). storlab writes what the runs printed into
-    it (a root-only file a program read, say): in another user's file, that user would read
-    it. Checked on the names (lstat), and with `opened` on the descriptors of this process
-    that lead to those files (`/proc/self/fd`: what SQLite holds open, whatever was swapped
-    in at the names in between)."""
-    names = {os.path.abspath(path.with_name(path.name + s)) for s in TRUSTED}
-    entries: list[tuple[str, os.stat_result]] = []
-    if not opened:
-        for name in sorted(names):
-            try:
-                entries.append((name, os.lstat(name)))
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise CampaignError(f"{name}: cannot check ({exc.strerror or exc})") from None
-    else:
-        real = {os.path.realpath(n) for n in names}
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-                if target in real:
-                    entries.append((target, os.fstat(int(fd))))
-            except OSError:
-                continue  # closed meanwhile (listdir's own descriptor, another thread's)
-    for name, st in entries:
+    writable by its group or others, or kept in a directory another user can change:
+    refused in one line (`fileio.check_trusted_dir` and `check_trusted_entry`, the rule
+    for storlab's own directories as root). storlab writes what the runs printed into it
+    (a root-only file a program read, say): in another user's file, that user would read
+    it. The directory is checked first: when no other user can create, remove or rename
+    entries there, nobody can swap a file in at a checked name, before SQLite opens it or
+    after. Returns the identities (st_dev, st_ino) of the files checked; given those
+    (`checked`, after SQLite opened the store and before it writes), every file now at a
+    name must be one of them or pass the rule itself (SQLite made it meanwhile)."""
+    try:  # a directory still missing is made by `Store` (the euid's), then checked again
+        check_trusted_dir(path.parent, "campaign store directory")
+    except StorlabError as exc:
+        raise CampaignError(f"{exc} (another user could swap the store's files there)"
+                            ) from None
+    seen: Identities = {}
+    for suffix in TRUSTED:
+        name = os.path.abspath(path.with_name(path.name + suffix))
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise CampaignError(f"{name}: cannot check ({exc.strerror or exc})") from None
+        seen[name] = (st.st_dev, st.st_ino)
+        if checked is not None and checked.get(name) == seen[name]:
+            continue  # the very file checked before
         try:
             check_trusted_entry(name, st, "campaign store")
         except StorlabError as exc:
             raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
                                 "--no-preserve=ownership) or run as its owner") from None
+    return seen
 
 
 def _refuse_shared_files(path: Path) -> None:
@@ -219,12 +224,18 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_links(self.path)
-        refuse_foreign_files(self.path)
+        checked = refuse_foreign_files(self.path)
         try:
             if not self.path.exists():
                 self._create()
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             self._check_format(self.db)
+            # opened and read, nothing written yet: the files are still the ones checked
+            try:
+                refuse_foreign_files(self.path, checked)
+            except CampaignError:
+                self.db.close()
+                raise
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
@@ -239,11 +250,6 @@ class Store:
             if _is_full(exc):
                 raise self._full(exc) from None
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
-        try:  # the files SQLite opened, not the names checked before (swapped meanwhile?)
-            refuse_foreign_files(self.path, opened=True)
-        except CampaignError:
-            self.db.close()
-            raise
 
     def _create(self) -> None:
         """Make the store complete under a temporary name, then link it into place: three
