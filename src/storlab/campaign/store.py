@@ -141,12 +141,9 @@ def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Ident
     seen: Identities = {}
     for suffix in TRUSTED:
         name = os.path.abspath(path.with_name(path.name + suffix))
-        try:
-            st = os.lstat(name)
-        except FileNotFoundError:
+        st = _lstat(name)
+        if st is None:
             continue
-        except OSError as exc:
-            raise CampaignError(f"{name}: cannot check ({exc.strerror or exc})") from None
         seen[name] = (st.st_dev, st.st_ino)
         if checked is not None and checked.get(name) == seen[name]:
             continue  # the very file checked before
@@ -158,17 +155,24 @@ def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Ident
     return seen
 
 
+def _lstat(p: str | Path) -> os.stat_result | None:
+    """`p`'s lstat, None when missing; any other failure one line."""
+    try:
+        return os.lstat(p)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CampaignError(f"{p}: cannot check ({exc.strerror or exc})") from None
+
+
 def _refuse_shared_files(path: Path) -> None:
     """SQLite opens the store and its -wal/-shm/-journal itself (even to read): one that
     is a hard link to somebody's file, or a device node, would be written by storlab as
     root. Each must be absent or a regular file with one link."""
     for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
-        try:
-            st = os.lstat(p)
-        except FileNotFoundError:
+        st = _lstat(p)
+        if st is None:
             continue
-        except OSError as exc:
-            raise CampaignError(f"{p}: cannot check ({exc.strerror or exc})") from None
         if not stat.S_ISREG(st.st_mode):
             raise CampaignError(f"{p}: not a regular file; SQLite would write it as the "
                                 "store's own: remove it (storlab never makes such a file)")
