@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import _proc_lifetime
 from ..errors import StorlabError
-from ..fileio import check_trusted_dir, check_trusted_entry, link_to
+from ..fileio import check_trusted_entry, link_to
 from ..jsonutil import to_jsonable
 from . import lock
 from .runners import TAG_ENV, campaign_identity
@@ -124,20 +124,13 @@ Identities = dict[str, tuple[int, int]]
 
 def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Identities:
     """A writer's store (or its -wal/-shm/-journal/lock file) owned by another user, or
-    writable by its group or others, or kept in a directory another user can change:
-    refused in one line (`fileio.check_trusted_dir` and `check_trusted_entry`, the rule
-    for storlab's own directories as root). storlab writes what the runs printed into it
-    (a root-only file a program read, say): in another user's file, that user would read
-    it. The directory is checked first: when no other user can create, remove or rename
-    entries there, nobody can swap a file in at a checked name, before SQLite opens it or
-    after. Returns the identities (st_dev, st_ino) of the files checked; given those
-    (`checked`, after SQLite opened the store and before it writes), every file now at a
-    name must be one of them or pass the rule itself (SQLite made it meanwhile)."""
-    try:  # a directory still missing is made by `Store` (the euid's), then checked again
-        check_trusted_dir(path.parent, "campaign store directory")
-    except StorlabError as exc:
-        raise CampaignError(f"{exc} (another user could swap the store's files there)"
-                            ) from None
+    writable by its group or others: refused in one line (`fileio.check_trusted_entry`,
+    the rule for storlab's own directories as root). storlab writes what the runs printed
+    into it (a root-only file a program read, say): in another user's file, that user would
+    read it. Checked on the names (lstat); returns the identities (st_dev, st_ino) of the
+    files checked. Given those (`checked`, after SQLite opened the store, before it
+    writes), a file now at a name that is not one of them is judged itself; what SQLite
+    holds is judged on its descriptors (`refuse_foreign_held`), whatever the names."""
     seen: Identities = {}
     for suffix in TRUSTED:
         name = os.path.abspath(path.with_name(path.name + suffix))
@@ -153,6 +146,37 @@ def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Ident
             raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
                                 "--no-preserve=ownership) or run as its owner") from None
     return seen
+
+
+def held_files() -> set[tuple[int, int, int]]:
+    """The regular files this process holds open: (descriptor, st_dev, st_ino)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            st = os.fstat(int(fd))
+        except OSError:
+            continue  # closed meanwhile (listdir's own descriptor, another thread's)
+        if stat.S_ISREG(st.st_mode):
+            held.add((int(fd), st.st_dev, st.st_ino))
+    return held
+
+
+def refuse_foreign_held(before: set[tuple[int, int, int]]) -> None:
+    """Every regular file opened since `before` (`held_files`: what SQLite opened for the
+    store, its -wal and -shm) judged on its descriptor by the store's rule, whatever its
+    name: a file swapped in at a checked name, then renamed away, is still caught (in a
+    directory another user may change: root running somebody's campaign)."""
+    for fd, _, _ in sorted(held_files() - before):
+        try:
+            st = os.fstat(fd)
+            name = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        try:
+            check_trusted_entry(name, st, "campaign store")
+        except StorlabError as exc:
+            raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
+                                "--no-preserve=ownership) or run as its owner") from None
 
 
 def _lstat(p: str | Path) -> os.stat_result | None:
@@ -232,11 +256,13 @@ class Store:
         try:
             if not self.path.exists():
                 self._create()
+            before = held_files()
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._check_format(self.db)
-            # opened and read, nothing written yet: the files are still the ones checked
+            self._check_format(self.db)  # a read: SQLite opens the store, -wal and -shm
+            # opened, nothing written yet: judged on the names and on the descriptors
             try:
                 refuse_foreign_files(self.path, checked)
+                refuse_foreign_held(before)
             except CampaignError:
                 self.db.close()
                 raise
