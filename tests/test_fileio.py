@@ -39,8 +39,47 @@ def test_atomic_write_replaces_with_a_fixed_mode(tmp_path: Path) -> None:
     write_text(p, "two\n")
     assert p.read_text() == "two\n"
     assert p.stat().st_ino != inode  # a new file renamed over the old one
-    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask  # never the old mode
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask  # never the old, wider mode
     assert _temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("old, private, new", [
+    (0o600, False, 0o600),   # a results table the user made private stays private
+    (0o640, False, 0o640),
+    (0o755, False, 0o644),   # execute bits never taken
+    (0o6777, False, 0o644),  # set-ID bits never taken, never wider than the default
+    (0o7777, True, 0o600),
+    (0o400, True, 0o400),
+    (0o000, False, 0o000),
+])
+def test_atomic_write_keeps_an_own_files_narrower_mode(tmp_path: Path, old: int,
+                                                       private: bool, new: int) -> None:
+    """F4: `-o out.csv` over the user's 0600 out.csv made it 0644 (world-readable)."""
+    p = tmp_path / "out.csv"
+    p.write_text("secret\n")
+    os.chmod(p, old)
+    umask = os.umask(0o022)
+    try:
+        write_text(p, "a,b\n", what="-o", private=private)
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(p.stat().st_mode) == new
+
+
+def test_atomic_write_takes_no_mode_from_another_users_file(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a file another user owns")
+    p = tmp_path / "out.csv"
+    p.write_text("x\n")
+    os.chown(p, 65534, 65534)
+    os.chmod(p, 0o600)
+    umask = os.umask(0o022)
+    try:
+        write_text(p, "a\n", what="-o")
+    finally:
+        os.umask(umask)
+    st = p.stat()
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o644)
 
 
 def test_atomic_write_over_a_link_takes_not_its_targets_mode(tmp_path: Path) -> None:

@@ -251,9 +251,11 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
     `mode` is "w" (text) or "wb" (binary). On any exception the temporary file is removed
     and `path` is left as it was. `what` names the option in error messages ("-o").
     `private`: the file 0600 whatever the umask (it holds what a run printed, as private
-    as the store); otherwise 0644 less the umask. The mode is fixed, never copied from
-    what `path` names now: that entry (a link, another user's set-ID file) is replaced,
-    not followed, and its mode bits would make a root output writable by all.
+    as the store); otherwise 0644 less the umask. A regular file of the caller's already
+    at `path` narrows that mode to its own permission bits (a results table the user made
+    0600 stays 0600), never widens it: set-ID, sticky and execute bits are never taken,
+    and any other entry there (a link, another user's file) is replaced, not followed,
+    lending nothing.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
@@ -265,9 +267,8 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
         raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
     try:
         try:
-            # mkstemp makes 0600; a fixed mode, never the old file's (A5-11).
-            mode_bits = 0o600 if private else 0o644 & ~_umask()
-            os.fchmod(fd, mode_bits)
+            # mkstemp makes 0600; at most the default, never the old file's wider bits (A5-11)
+            os.fchmod(fd, _output_mode(p, private))
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
                            newline=None if "b" in mode else "") as fh:
                 yield fh
@@ -283,6 +284,20 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
             pass
         raise
     _fsync_dir(p.parent)
+
+
+def _output_mode(p: Path, private: bool) -> int:
+    """The mode `atomic_write` gives its file: the default (0600 when `private`, else 0644
+    less the umask) intersected with the permission bits of a regular file the effective
+    user owns at `p` (lstat: a link at the name lends nothing)."""
+    bits = 0o600 if private else 0o644 & ~_umask()
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return bits
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+        bits &= stat.S_IMODE(st.st_mode)
+    return bits
 
 
 def _fsync_dir(d: Path) -> None:
@@ -604,6 +619,33 @@ def check_input_stat(st: os.stat_result, label: str, limit: int = MAX_INPUT_BYTE
     if st.st_size > limit:
         raise StorlabError(f"{label}: {st.st_size} bytes, more than the {_size(limit)} "
                            "storlab reads from such a file")
+
+
+def read_in_dir(dir_fd: int | None, name: str | os.PathLike[str], what: str = "",
+                limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file `name` in the directory held as `dir_fd` (None: `name`
+    as a path), opened without following a link (O_NOFOLLOW) nor blocking on a FIFO,
+    checked on its descriptor (`check_input_stat`: a regular file, at most `limit` bytes).
+    The reading counterpart of `write_in_dir` for files beside a store or in a run
+    directory, where a program may have planted a link. A missing file raises
+    FileNotFoundError (the caller decides); any other refusal is a one-line StorlabError
+    starting with `what`."""
+    label = what or os.fspath(name)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "a link there is refused" if exc.errno == errno.ELOOP else exc.strerror
+        raise StorlabError(f"{label}: cannot read it ({why})") from None
+    with os.fdopen(fd, "rb") as fh:
+        check_input_stat(os.fstat(fd), label, limit)
+        data = fh.read(limit + 1)  # a file that grows while read stays bounded
+    if len(data) > limit:
+        raise StorlabError(f"{label}: more than the {_size(limit)} storlab reads from such "
+                           "a file")
+    return data
 
 
 def read_text(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> str:

@@ -485,3 +485,12 @@ def test_run_to_run_rsd_only_from_true_repeats():
               for i in (0, 1)]
     assert res.noise_rsd == pytest.approx(float(np.median(expect)), rel=1e-12)
     assert "over 2 repeated configurations" in res.noise_note
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=60))
+def test_the_repeat_noise_median_is_numpys(values: list[float]) -> None:
+    from storlab.analysis.importance import _median
+
+    v = np.array(values)
+    assert _median(v) == pytest.approx(float(np.median(v)), rel=1e-12, abs=1e-9)

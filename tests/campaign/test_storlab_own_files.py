@@ -7,6 +7,7 @@ attacker: a real sandbox, real programs, the victim's bytes compared before and 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -382,8 +383,9 @@ def _as_nobody(*argv: str) -> "subprocess.CompletedProcess[str]":
 def test_a_failed_runs_kept_directory_is_private(storlab: Any) -> None:
     """A5-9: a failed run's directory is kept for inspection, with whatever its program
     copied there of what it read (as root); it was 0755 with 0644 files, readable by every
-    user. Now 0700 (and an older campaign's 0755 scratch area is made 0700 when a run
-    touches it), so `nobody` reads nothing, whatever the files' modes."""
+    user. Now 0700 (and an older campaign's 0755 scratch area is made 0711, passable but
+    not listable, when a run touches it), so `nobody` reads nothing, whatever the files'
+    modes."""
     import tempfile
 
     tmp_path = Path(tempfile.mkdtemp(prefix="storlab-a5-9-", dir="/tmp"))  # others reach it
@@ -415,7 +417,7 @@ def _kept_directory_is_private(tmp_path: Path, storlab: Any) -> None:
     for path in (leak, old / "old.txt"):
         r = _as_nobody("cat", str(path))
         assert r.returncode != 0 and "s3cret" not in r.stdout and "old-" not in r.stdout
-    assert stat.S_IMODE((tmp_path / "c" / "scratch").stat().st_mode) & 0o077 == 0
+    assert stat.S_IMODE((tmp_path / "c" / "scratch").stat().st_mode) == 0o711  # F17
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a store another user owns)")
@@ -446,24 +448,81 @@ def test_a_store_another_user_owns_or_may_write_is_refused(tmp_path: Path, storl
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a file another user owns)")
-def test_the_store_check_reads_the_descriptors_sqlite_holds(tmp_path: Path) -> None:
-    """A5-2, the race: the names checked, then another user's file swapped in before SQLite
-    opens it. `refuse_foreign_files(opened=True)` judges the files this process holds."""
+def test_the_store_check_judges_what_sqlite_holds_not_the_names(tmp_path: Path) -> None:
+    """A5-2, the race (F3): another user's file swapped in at the store's name before
+    SQLite opens it, then renamed away (the old check matched descriptors by name, so it
+    was skipped). The files SQLite opened are judged on their descriptors, whatever their
+    names, before anything is written."""
     from storlab.campaign.spec import CampaignError
-    from storlab.campaign.store import refuse_foreign_files
+    from storlab.campaign.store import (Store, held_files, refuse_foreign_files,
+                                        refuse_foreign_held)
 
-    store = tmp_path / "campaign.db"
-    with sqlite3.connect(store) as db:
-        db.execute("CREATE TABLE t (x)")
-    db.close()
-    refuse_foreign_files(store)  # root's 0644: fine
+    home = tmp_path / "c"
+    home.mkdir(mode=0o755)
+    store = home / "campaign.db"
+    Store(store).db.close()
+    checked = refuse_foreign_files(store)
+    assert checked[str(store)] == (store.stat().st_dev, store.stat().st_ino)
+    before = held_files()
     conn = sqlite3.connect(store)
-    conn.execute("SELECT * FROM t").fetchall()  # the file is open now
     try:
-        refuse_foreign_files(store, opened=True)
-        os.chown(store, 65534, 65534)  # what is open is now nobody's
+        conn.execute("PRAGMA user_version").fetchone()  # open: the store, -wal, -shm
+        refuse_foreign_held(before)  # storlab's own files: fine
+        os.chown(store, 65534, 65534)  # what is open is now nobody's ...
+        os.rename(store, home / "elsewhere.db")  # ... and no longer at the name
         with pytest.raises(CampaignError, match="owned by uid 65534"):
-            refuse_foreign_files(store, opened=True)
+            refuse_foreign_held(before)
+        os.rename(home / "elsewhere.db", store)
     finally:
         conn.close()
-    conn.close()
+    with pytest.raises(CampaignError, match="owned by uid 65534"):
+        Store(store)
+    os.chown(store, 0, 0)
+    swapped = home / "other.db"
+    shutil.copy(store, swapped)
+    os.replace(swapped, store)  # another file at the name, root's: judged, fine
+    refuse_foreign_files(store, checked)
+    os.chown(home, 65534, 65534)  # root runs somebody's campaign: still works
+    Store(store).db.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv (a program that switches user)")
+@pytest.mark.parametrize("opening", ["chown 65534 .", "chmod 1777 ."])
+def test_a_program_that_switches_user_reaches_its_run_directory(storlab: Any,
+                                                                opening: str) -> None:
+    """F17: a run's program that drops to another user (postgres, mysqld --user) reaches
+    its run directory by path (`{workdir}`, `$PWD`) once a setup step opens that directory
+    to it: the scratch area is 0711 (passable, not listable), the run directories 0700.
+    Real bwrap walls, a real uid switch (setpriv: CAP_SETUID is kept inside)."""
+    import tempfile
+
+    # the campaign directly in /tmp: inside the walls the directories above a bound one
+    # are bwrap's own (0700), a deeper campaign needs the sandbox to make them passable
+    tmp_path = Path(tempfile.mkdtemp(prefix="storlab-f17-", dir="/tmp"))
+    try:
+        _switched_user_runs(tmp_path, storlab, opening)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _switched_user_runs(tmp_path: Path, storlab: Any, opening: str) -> None:
+    tmp_path.chmod(0o755)
+    camp = campaign(tmp_path, {"type": "command", "options": {
+        "command": ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    "sh", "-c", 'cat "$PWD/cfg.txt" >/dev/null && '
+                    'echo "{\\"y\\": {n}}" > "{workdir}/db.dat" && cat "$PWD/db.dat"'],
+        "json_metrics": {"y": "y"}}},
+        setup=[{"run": f"echo cfg > cfg.txt && {opening}", "shell": True}],
+        )
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with sqlite3.connect(tmp_path / "campaign.db") as db:
+        rows = db.execute("SELECT status, metrics, stderr_tail FROM runs ORDER BY key"
+                          ).fetchall()
+    db.close()
+    assert [(r[0], json.loads(r[1])) for r in rows] == [("ok", {"y": 10}), ("ok", {"y": 20})
+                                                        ], rows
+    scratch = tmp_path / "scratch"
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o711
+    assert _as_nobody("ls", str(scratch)).returncode != 0  # passable, not listable

@@ -236,3 +236,45 @@ def test_another_plan_in_the_same_campaign_is_refused(tmp_path, shm) -> None:
     write_campaign(MeasurePlan.build("4k", repeat=1, seed=1), camp, t)  # same: resumes
     with pytest.raises(EstimateError, match="holds another measurement"):
         write_campaign(MeasurePlan.build("4k", repeat=2, seed=1), camp, t)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another owner)")
+def test_a_target_leaving_the_campaign_by_dotdot_is_checked(tmp_path) -> None:
+    """F11: `--target CAMPAIGN/../shared/file` was judged inside the campaign (the `..`
+    kept) and skipped the trust check on another user's directory."""
+    camp = tmp_path / "camp"
+    camp.mkdir()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chown(shared, 65534, 65534)
+    with pytest.raises(EstimateError, match="--target.*owned by"):
+        Target.resolve(camp / ".." / "shared" / "f.dat", camp, allow_destructive=False)
+    (camp / "data").mkdir()
+    (camp / "in").symlink_to(camp / "data")  # the user's own link inside: stays inside
+    t = Target.resolve(camp / "in" / "f.dat", camp, allow_destructive=False)
+    assert t.path == camp / "data" / "f.dat" and t.ours
+
+
+def test_a_campaign_file_is_read_bounded_and_never_through_a_link(tmp_path) -> None:
+    """F16: the campaign's own files are read with fileio.read_in_dir (regular, bounded)."""
+    from storlab.estimate.measure import _read_in
+
+    camp = tmp_path / "camp"
+    camp.mkdir()
+    fd = os.open(camp, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _read_in(fd, "campaign.yaml", camp) is None
+        (camp / "campaign.yaml").write_text("a: 1\n")
+        assert _read_in(fd, "campaign.yaml", camp) == "a: 1\n"
+        (camp / "design.csv").symlink_to(camp / "campaign.yaml")
+        with pytest.raises(EstimateError, match="design.csv: cannot read it.*link"):
+            _read_in(fd, "design.csv", camp)
+        os.mkfifo(camp / "fifo")
+        with pytest.raises(EstimateError, match="fifo: is a FIFO"):
+            _read_in(fd, "fifo", camp)
+        with open(camp / "big", "wb") as fh:
+            fh.truncate(600 * 2**20)  # sparse: over the 512 MiB input limit
+        with pytest.raises(EstimateError, match="big: .* bytes, more than"):
+            _read_in(fd, "big", camp)
+    finally:
+        os.close(fd)

@@ -281,6 +281,8 @@ def repeat_noise(cnt: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> tuple[flo
 def _median(v: np.ndarray) -> float:
     """`np.median` of finite values, without its NaN check (which imports numpy.ma: 0.02 s
     of the command's start-up)."""
+    # kept over statistics.median (its import ~4 ms, 3.7x slower at 300 values) and
+    # np.median (numpy.ma ~10-20 ms): benchmarks/bench_median.py
     k = len(v) // 2
     if len(v) % 2:
         return float(np.partition(v, k)[k])

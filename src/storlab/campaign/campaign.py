@@ -302,7 +302,7 @@ class Campaign:
             return None, None  # each run then fails on it in one line
         try:
             st = os.fstat(pfd)
-            if st.st_uid == os.geteuid() and st.st_mode & 0o077 and self.own_scratch():
+            if st.st_uid == os.geteuid() and st.st_mode & 0o066 and self.own_scratch():
                 _tighten(self.scratch)  # an older campaign's (0755): its kept runs made private
             return identity(hfd) if hfd is not None else None, identity(pfd)
         finally:
@@ -469,17 +469,32 @@ def results_table(configs: list[tuple[int, dict[str, Any], dict[str, Any]]],
 
 
 def _tighten(directory: Path) -> None:
-    """Take group's and others' access away from `directory` (a campaign's own scratch
-    area), on a descriptor opened without following a link: never a link's target. Best
-    effort: the runs' own directories are 0700 anyway."""
+    """Take group's and others' read and write away from `directory` (a campaign's own
+    scratch area, `task.SCRATCH_MODE`: search stays), and all their access from the run
+    directories an older storlab left in it (0755: passable now, they would be readable by
+    their guessable names); on descriptors opened without following a link: never a
+    link's target. Best effort: the runs' own directories are made 0700 anyway."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
     try:
         st = os.fstat(fd)
-        if st.st_uid == os.geteuid():
-            os.fchmod(fd, st.st_mode & 0o7700)
+        if st.st_uid != os.geteuid():
+            return
+        for name in os.listdir(fd):
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                              | os.O_CLOEXEC, dir_fd=fd)
+            except OSError:
+                continue  # not a directory, or a link: nothing of ours to tighten
+            try:
+                sst = os.fstat(sub)
+                if sst.st_uid == os.geteuid() and sst.st_mode & 0o077:
+                    os.fchmod(sub, sst.st_mode & 0o7700)
+            finally:
+                os.close(sub)
+        os.fchmod(fd, st.st_mode & 0o7700 | 0o011)
     except OSError:
         pass
     finally:

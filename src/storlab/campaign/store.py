@@ -118,34 +118,60 @@ def refuse_links(path: Path) -> None:
 TRUSTED = ("", "-wal", "-shm", "-journal", ".lock")
 
 
-def refuse_foreign_files(path: Path, opened: bool = False) -> None:
+#: A store file's identity, (st_dev, st_ino), by name.
+Identities = dict[str, tuple[int, int]]
+
+
+def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Identities:
     """A writer's store (or its -wal/-shm/-journal/lock file) owned by another user, or
-    writable by its group or others: refused in one line (`fileio.check_trusted_entry`, the
-    rule for storlab's own directories as root). storlab writes what the runs printed into
-    it (a root-only file a program read, say): in another user's file, that user would read
-    it. Checked on the names (lstat), and with `opened` on the descriptors of this process
-    that lead to those files (`/proc/self/fd`: what SQLite holds open, whatever was swapped
-    in at the names in between)."""
-    names = {os.path.abspath(path.with_name(path.name + s)) for s in TRUSTED}
-    entries: list[tuple[str, os.stat_result]] = []
-    if not opened:
-        for name in sorted(names):
-            try:
-                entries.append((name, os.lstat(name)))
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise CampaignError(f"{name}: cannot check ({exc.strerror or exc})") from None
-    else:
-        real = {os.path.realpath(n) for n in names}
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-                if target in real:
-                    entries.append((target, os.fstat(int(fd))))
-            except OSError:
-                continue  # closed meanwhile (listdir's own descriptor, another thread's)
-    for name, st in entries:
+    writable by its group or others: refused in one line (`fileio.check_trusted_entry`,
+    the rule for storlab's own directories as root). storlab writes what the runs printed
+    into it (a root-only file a program read, say): in another user's file, that user would
+    read it. Checked on the names (lstat); returns the identities (st_dev, st_ino) of the
+    files checked. Given those (`checked`, after SQLite opened the store, before it
+    writes), a file now at a name that is not one of them is judged itself; what SQLite
+    holds is judged on its descriptors (`refuse_foreign_held`), whatever the names."""
+    seen: Identities = {}
+    for suffix in TRUSTED:
+        name = os.path.abspath(path.with_name(path.name + suffix))
+        st = _lstat(name)
+        if st is None:
+            continue
+        seen[name] = (st.st_dev, st.st_ino)
+        if checked is not None and checked.get(name) == seen[name]:
+            continue  # the very file checked before
+        try:
+            check_trusted_entry(name, st, "campaign store")
+        except StorlabError as exc:
+            raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
+                                "--no-preserve=ownership) or run as its owner") from None
+    return seen
+
+
+def held_files() -> set[tuple[int, int, int]]:
+    """The regular files this process holds open: (descriptor, st_dev, st_ino)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            st = os.fstat(int(fd))
+        except OSError:
+            continue  # closed meanwhile (listdir's own descriptor, another thread's)
+        if stat.S_ISREG(st.st_mode):
+            held.add((int(fd), st.st_dev, st.st_ino))
+    return held
+
+
+def refuse_foreign_held(before: set[tuple[int, int, int]]) -> None:
+    """Every regular file opened since `before` (`held_files`: what SQLite opened for the
+    store, its -wal and -shm) judged on its descriptor by the store's rule, whatever its
+    name: a file swapped in at a checked name, then renamed away, is still caught (in a
+    directory another user may change: root running somebody's campaign)."""
+    for fd, _, _ in sorted(held_files() - before):
+        try:
+            st = os.fstat(fd)
+            name = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
         try:
             check_trusted_entry(name, st, "campaign store")
         except StorlabError as exc:
@@ -153,17 +179,24 @@ def refuse_foreign_files(path: Path, opened: bool = False) -> None:
                                 "--no-preserve=ownership) or run as its owner") from None
 
 
+def _lstat(p: str | Path) -> os.stat_result | None:
+    """`p`'s lstat, None when missing; any other failure one line."""
+    try:
+        return os.lstat(p)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CampaignError(f"{p}: cannot check ({exc.strerror or exc})") from None
+
+
 def _refuse_shared_files(path: Path) -> None:
     """SQLite opens the store and its -wal/-shm/-journal itself (even to read): one that
     is a hard link to somebody's file, or a device node, would be written by storlab as
     root. Each must be absent or a regular file with one link."""
     for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
-        try:
-            st = os.lstat(p)
-        except FileNotFoundError:
+        st = _lstat(p)
+        if st is None:
             continue
-        except OSError as exc:
-            raise CampaignError(f"{p}: cannot check ({exc.strerror or exc})") from None
         if not stat.S_ISREG(st.st_mode):
             raise CampaignError(f"{p}: not a regular file; SQLite would write it as the "
                                 "store's own: remove it (storlab never makes such a file)")
@@ -219,12 +252,20 @@ class Store:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_links(self.path)
-        refuse_foreign_files(self.path)
+        checked = refuse_foreign_files(self.path)
         try:
             if not self.path.exists():
                 self._create()
+            before = held_files()
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._check_format(self.db)
+            self._check_format(self.db)  # a read: SQLite opens the store, -wal and -shm
+            # opened, nothing written yet: judged on the names and on the descriptors
+            try:
+                refuse_foreign_files(self.path, checked)
+                refuse_foreign_held(before)
+            except CampaignError:
+                self.db.close()
+                raise
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
@@ -239,11 +280,6 @@ class Store:
             if _is_full(exc):
                 raise self._full(exc) from None
             raise CampaignError(f"{self.path}: not a usable campaign store ({exc})") from None
-        try:  # the files SQLite opened, not the names checked before (swapped meanwhile?)
-            refuse_foreign_files(self.path, opened=True)
-        except CampaignError:
-            self.db.close()
-            raise
 
     def _create(self) -> None:
         """Make the store complete under a temporary name, then link it into place: three

@@ -143,6 +143,23 @@ def identity(fd: int) -> tuple[str, int, int]:
     return scratch_view(), st.st_dev, st.st_ino
 
 
+#: A scratch area's mode: others may pass through it (search), not list or change it. The
+#: run directories in it are 0700 (a kept run's files stay private); a program that
+#: switches user (postgres, mysqld --user) reaches its own run directory by path once a
+#: setup step opens that directory to it (`chmod 755 .`, `chown postgres .`).
+SCRATCH_MODE = 0o711
+
+
+def _scratch_mode(fd: int) -> None:
+    """A scratch area storlab made: `SCRATCH_MODE` whatever the umask (a umask of 077
+    would leave it 0700, closing every run directory to a program that switches user)."""
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, SCRATCH_MODE)
+    except OSError:
+        pass  # best effort: a filesystem without modes
+
+
 def open_scratch(scratch: Path, home: str | None, home_id: tuple[str, int, int] | None = None
                  ) -> tuple[int | None, int]:
     """(the campaign's directory `home`, the scratch area), both open (O_DIRECTORY), the
@@ -156,8 +173,12 @@ def open_scratch(scratch: Path, home: str | None, home_id: tuple[str, int, int] 
     one made here is opened without following. Without `home` (or a scratch area outside
     it), by path as named. The caller closes both."""
     if home is None or not within(scratch, home, strict=True):
-        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return None, os.open(scratch, _DIR)
+        made = not scratch.exists()
+        scratch.mkdir(mode=SCRATCH_MODE, parents=True, exist_ok=True)
+        pfd = os.open(scratch, _DIR)
+        if made:
+            _scratch_mode(pfd)
+        return None, pfd
     if home_id is None or home_id[0] != scratch_view():
         # nothing to hold it to (another host's view, say a Dask worker): made as named
         Path(home).mkdir(parents=True, exist_ok=True)
@@ -176,10 +197,11 @@ def open_scratch(scratch: Path, home: str | None, home_id: tuple[str, int, int] 
                 pfd = os.open(scratch.name, _DIR, dir_fd=dfd)
             except FileNotFoundError:
                 try:
-                    os.mkdir(scratch.name, 0o700, dir_fd=dfd)
+                    os.mkdir(scratch.name, SCRATCH_MODE, dir_fd=dfd)
                 except FileExistsError:
                     pass
                 pfd = os.open(scratch.name, _DIR | os.O_NOFOLLOW, dir_fd=dfd)
+                _scratch_mode(pfd)
         finally:
             os.close(dfd)
     except BaseException:

@@ -38,8 +38,8 @@ import yaml
 from scipy import stats
 
 from ..errors import EstimateError, StorlabError
-from ..fileio import (check_no_foreign_link, check_trusted_dir, open_dir_beneath, read_yaml,
-                      write_fresh, write_in_dir)
+from ..fileio import (check_no_foreign_link, check_trusted_dir, open_dir_beneath,
+                      read_in_dir, read_yaml, walk_resolved, within, write_fresh, write_in_dir)
 from ..jsonutil import to_jsonable
 from ..result_shape import Result
 from .cells import Cell, check_read_pct, parse_size_mix, size_bytes, size_label
@@ -304,7 +304,7 @@ class Target:
             return cls(None, False, False)
         if target is None:
             return cls(campaign_dir / "data" / DATA_NAME, False, True)
-        t = Path(target).absolute()
+        t = _resolve_target(target, campaign_dir)
         try:
             st = os.stat(t)
         except FileNotFoundError:
@@ -322,7 +322,7 @@ class Target:
                                 "device")
         if st is None and not t.parent.is_dir():
             raise EstimateError(f"--target {t}: directory {t.parent} does not exist")
-        if not t.is_relative_to(campaign_dir):
+        if not within(t, campaign_dir):
             # storlab (often root) makes files there (the O_DIRECT probe, fio's file):
             # only in a directory no other user can change
             try:
@@ -334,6 +334,22 @@ class Target:
             raise EstimateError(f"--target {t} is an existing file: fio would overwrite it; "
                                 "add --allow-destructive to allow it, or name a new file")
         return cls(t, False, st is None or created)
+
+
+def _resolve_target(target: Path, campaign_dir: Path) -> Path:
+    """`target` resolved as the kernel will (`walk_resolved`: links and `..` applied, so
+    `CAMPAIGN/../elsewhere/file` is elsewhere, not inside); inside the campaign directory
+    it is named from `campaign_dir` as given, so the lexical containment tests that follow
+    hold."""
+    def _any(at: str, st: os.stat_result, last: bool) -> None:
+        pass
+
+    try:
+        t = walk_resolved(target, _any, f"--target {target}")
+        home = walk_resolved(campaign_dir, _any, f"--campaign {campaign_dir}")
+    except StorlabError as exc:
+        raise EstimateError(str(exc)) from None
+    return campaign_dir / t.relative_to(home) if within(t, home) else t
 
 
 # --------------------------------------------------------------------------- campaign
@@ -371,15 +387,11 @@ def _open_campaign_dir(campaign_dir: Path) -> int:
 def _read_in(cfd: int, name: str, campaign_dir: Path) -> str | None:
     """The text of `name` in the held directory, None when missing; never through a link."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                     dir_fd=cfd)
+        return read_in_dir(cfd, name, f"{campaign_dir}/{name}").decode("utf-8", "replace")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise EstimateError(f"{campaign_dir}/{name}: cannot read it ({exc.strerror}); "
-                            "a link there is refused") from None
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read().decode("utf-8", "replace")
+    except StorlabError as exc:
+        raise EstimateError(str(exc)) from None
 
 
 def _write_campaign(plan: MeasurePlan, campaign_dir: Path, target: Target,
