@@ -303,7 +303,7 @@ class Campaign:
         try:
             st = os.fstat(pfd)
             if st.st_uid == os.geteuid() and st.st_mode & 0o066 and self.own_scratch():
-                _tighten(self.scratch)  # an older campaign's (0755): its kept runs made private
+                _tighten(pfd)  # an older campaign's (0755): its kept runs made private
             return identity(hfd) if hfd is not None else None, identity(pfd)
         finally:
             os.close(pfd)
@@ -468,16 +468,13 @@ def results_table(configs: list[tuple[int, dict[str, Any], dict[str, Any]]],
     return df.reset_index(drop=True)
 
 
-def _tighten(directory: Path) -> None:
-    """Take group's and others' read and write away from `directory` (a campaign's own
-    scratch area, `task.SCRATCH_MODE`: search stays), and all their access from the run
+def _tighten(fd: int) -> None:
+    """Take group's and others' read and write away from the directory open as `fd` (a
+    campaign's own scratch area, held since `open_scratch` checked it: never reopened by
+    path; `task.SCRATCH_MODE`: search stays), and all their access from the run
     directories an older storlab left in it (0755: passable now, they would be readable by
-    their guessable names); on descriptors opened without following a link: never a
-    link's target. Best effort: the runs' own directories are made 0700 anyway."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return
+    their guessable names), opened without following a link. Best effort: the runs' own
+    directories are made 0700 anyway."""
     try:
         st = os.fstat(fd)
         if st.st_uid != os.geteuid():
@@ -497,5 +494,3 @@ def _tighten(directory: Path) -> None:
         os.fchmod(fd, st.st_mode & 0o7700 | 0o011)
     except OSError:
         pass
-    finally:
-        os.close(fd)
