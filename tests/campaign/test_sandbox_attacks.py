@@ -878,7 +878,7 @@ def test_a_system_directory_spelled_otherwise_stays_shut(lab: Lab, spelled: str)
 
 
 _UNDER_RLIMIT = """\
-import json, resource, sys
+import json, os, resource, sys
 from storlab.campaign.runners import _sandbox
 from storlab.campaign.task import RunTask, execute_task
 from storlab.errors import CampaignError
@@ -886,7 +886,8 @@ task, linked, hard = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.a
 resource.setrlimit(resource.RLIMIT_NOFILE,
                    (50, hard if hard else resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 try:  # the walls alone: which linked files does bwrap's argv cover?
-    argv, walls = _sandbox.wrap(["true"], task["workdir"], task["writable"])
+    _, walls = _sandbox.wrap(["true"], task["workdir"], task["writable"])
+    argv = os.pread(walls.args_fd, 1 << 24, 0).decode().split("\0")  # bwrap's --args
     walls.close()
     walls_said = [f for f in linked if f not in argv]
 except CampaignError as exc:
