@@ -1,7 +1,8 @@
 """A campaign's directory swapped in the middle of a campaign (moved away, a link to
 somebody's directory put in its place): the run in flight finishes in the real directory,
-the next run refuses it in one line before anything is made there. Route found by an attacker: the run was refused, but only after
-storlab (root) had made an empty `scratch/` in the link's target (`mkdir -p` by path)."""
+the next run refuses it in one line before anything is made there. Route found by an
+attacker: the run was refused, but only after storlab (root) had made an empty `scratch/`
+in the link's target (`mkdir -p` by path)."""
 
 from __future__ import annotations
 

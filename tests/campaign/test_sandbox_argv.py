@@ -42,8 +42,8 @@ def test_no_cmdline_shows_the_programs_environment(tmp_path: Path, storlab_forke
                   "responses": [{"name": "v", "goal": "minimize"}]},
         "sandbox": {"env_pass": ["F18_PASSED"]},
         "runner": {"type": "command", "options": {
-            "command": ["sh", "-c", f'[ "$STORLAB_X" = b ] || read line < {fifo}; echo "$MY_API_TOKEN $F18_PASSED";'
-                        " echo result v=1"],
+            "command": ["sh", "-c", f'[ "$STORLAB_X" = b ] || read line < {fifo}; '
+                        'echo "$MY_API_TOKEN $F18_PASSED"; echo result v=1'],
             "regex_metrics": [r"result v=(?P<v>\d+)"],
             "env": {"MY_API_TOKEN": SECRET}}}}))
     proc = storlab_forked.start("run", str(d / "campaign.yaml"),

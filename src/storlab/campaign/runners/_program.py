@@ -586,7 +586,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
             ruleset = walls.landlock() if walls else None
             # bwrap starts in / (its `--chdir` puts the program in the run's directory as
             # bound): no path to the run's directory is followed outside the walls
-            proc = subprocess.Popen(wrapped, cwd="/" if walls else cwd, pass_fds=walls.all_fds if walls else (),
+            proc = subprocess.Popen(wrapped, cwd="/" if walls else cwd,
+                                    pass_fds=walls.all_fds if walls else (),
                                     env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL,
