@@ -1,7 +1,8 @@
 """A campaign's directory swapped in the middle of a campaign (moved away, a link to
-somebody's directory put in its place): the next run refuses it in one line before
-anything is made there. Route found by an attacker: the run was refused, but only after
-storlab (root) had made an empty `scratch/` in the link's target (`mkdir -p` by path)."""
+somebody's directory put in its place): the run in flight finishes in the real directory,
+the next run refuses it in one line before anything is made there. Route found by an
+attacker: the run was refused, but only after storlab (root) had made an empty `scratch/`
+in the link's target (`mkdir -p` by path)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,10 @@ def test_a_directory_swapped_between_runs_is_refused_before_anything_is_made_the
                "campaign's start" in e and len(e.strip().splitlines()) == 1
                for e in refused), refused
     assert sum(s == "ok" for s, _ in runs.values()) + len(refused) == n, json.dumps(runs)
+    # in order (randomize: false): the runs done before the swap and the one in flight at
+    # the stop ok, in the real directory (its program started from the run's directory
+    # held open, bwrap in /: never by the path that leads elsewhere now), then every
+    # later run refused; none failed any other way
+    order = [runs[f"c{i}-r1"][0] for i in range(1, n + 1)]
+    k = order.count("ok")
+    assert k >= len(done) and order == ["ok"] * k + ["failed"] * (n - k), order

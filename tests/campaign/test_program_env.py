@@ -52,3 +52,51 @@ def test_a_runs_programs_get_an_allow_listed_environment(tmp_path: Path, storlab
     assert extra == set(), extra
     steps = (d / "scratch" / "c1-r1" / "setup.env").read_text()  # a step: the same rule
     assert SECRET not in steps and "STORLAB_X=c" in steps
+
+
+def test_sandbox_env_pass_hands_named_variables_to_programs_and_steps(tmp_path: Path,
+                                                                       storlab) -> None:
+    """`sandbox.env_pass` names variables of storlab's environment every program and step
+    gets (an SSH agent's socket, a proxy): the value at run time, never stored; `status`
+    names them, without their values."""
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "campaign.yaml").write_text(yaml.safe_dump({
+        "name": "pass", "design": {"kind": "full"},
+        "space": {"factors": [{"name": "x", "kind": "categorical", "values": ["c", "d"]}],
+                  "responses": [{"name": "v", "goal": "minimize"}]},
+        "sandbox": {"env_pass": ["https_proxy", "F2_AGENT", "F2_UNSET"]},
+        "setup": [{"run": "env > setup.env", "shell": True}],
+        "runner": {"type": "command", "options": {
+            "command": ["sh", "-c", "env > run.env; echo result v=1"],
+            "regex_metrics": [r"result v=(?P<v>\d+)"]}},
+        "keep_scratch": True}))
+    r = storlab("run", d / "campaign.yaml", env={
+        "https_proxy": "http://proxy.f2:3128", "F2_AGENT": SECRET, "F2_OTHER": SECRET})
+    assert r.returncode == 0, r.stderr
+    seen = _env_of((d / "scratch" / "c1-r1" / "run.env").read_text())
+    assert (seen["https_proxy"], seen["F2_AGENT"]) == ("http://proxy.f2:3128", SECRET)
+    assert "F2_OTHER" not in seen and "F2_UNSET" not in seen  # not named; not set
+    steps = _env_of((d / "scratch" / "c1-r1" / "setup.env").read_text())
+    assert steps["F2_AGENT"] == SECRET and "F2_OTHER" not in steps
+    assert SECRET.encode() not in (d / "campaign.db").read_bytes()  # names, not values
+    st = storlab("status", d / "campaign.yaml", env={"F2_AGENT": SECRET})
+    assert st.returncode == 0, st.stderr
+    assert "sandbox.env_pass" in st.stdout and "F2_AGENT" in st.stdout.replace("\n", "")
+    assert SECRET not in st.stdout
+
+
+def test_sandbox_env_pass_refuses_a_bad_name_in_one_line(tmp_path: Path, storlab) -> None:
+    d = tmp_path / "c"
+    d.mkdir()
+    for bad, said in (("A=B", "not a variable name"), ("STORLAB_X", "storlab's own")):
+        (d / "campaign.yaml").write_text(yaml.safe_dump({
+            "name": "bad", "design": {"kind": "full"},
+            "space": {"factors": [{"name": "x", "kind": "categorical", "values": ["c", "d"]}],
+                      "responses": [{"name": "v", "goal": "minimize"}]},
+            "sandbox": {"env_pass": ["HOME", bad]},
+            "runner": {"type": "command", "options": {"command": ["true"]}}}))
+        r = storlab("run", d / "campaign.yaml")
+        assert r.returncode == 2, r.stderr
+        assert said in r.stderr and "env_pass" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -71,6 +71,9 @@ def sandbox_summary(camp: Campaign) -> list[str]:
                    if not (no := landlock_net_missing()) else
                    f"; the runner's network: not applied ({no}): refused unless "
                    "sandbox.network"))
+    if camp.spec.sandbox.env_pass:  # names only: the values are the operator's, at run time
+        head += ("; variables passed by name besides the stated ones (sandbox.env_pass): "
+                 + ", ".join(camp.spec.sandbox.env_pass))
     return [head, *system_writable_steps(camp.spec)]
 
 

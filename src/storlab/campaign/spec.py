@@ -23,6 +23,8 @@
       unix_sockets: false           # true: every program may make Unix sockets of its own
       realtime: false               # true: programs keep CAP_SYS_NICE (chrt, nice -n -5,
                                     # fio prioclass=1); default: dropped
+      env_pass: [SSH_AUTH_SOCK, https_proxy]  # storlab's variables every program and
+                                    # step gets too (names only: values read at run time)
     setup:                          # argv templates; values become whole argv elements
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
       - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
@@ -34,6 +36,7 @@ Relative paths are relative to the campaign file's directory.
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -174,6 +177,21 @@ class SandboxSpec(_Model):
     #: value, the real-time I/O class (fio `prioclass=1`). Dropped by default: one
     #: SCHED_FIFO program starves the host's CPU.
     realtime: StrictBool = False
+    #: Variables of storlab's environment every program and step gets besides the stated
+    #: ones (`PROGRAM_ENV`), by name: the value is read at run time, never stored
+    #: (`SSH_AUTH_SOCK`, `https_proxy`, `CEPH_ARGS`, `LD_LIBRARY_PATH`).
+    env_pass: list[str] = Field(default_factory=list)
+
+    @field_validator("env_pass")
+    @classmethod
+    def _env_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not a variable name (letters, digits, _)")
+            if name.upper().startswith("STORLAB_"):
+                raise ValueError(f"{name}: STORLAB_* variables are storlab's own (the "
+                                 "factors' values, the run's tag), not passed by name")
+        return list(dict.fromkeys(v))
 
 
 class CampaignSpec(_Model):

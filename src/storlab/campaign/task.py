@@ -59,6 +59,7 @@ class RunTask:
     io_uring: bool = False  # the campaign's `sandbox.io_uring`
     unix_sockets: bool = False  # the campaign's `sandbox.unix_sockets`
     realtime: bool = False  # the campaign's `sandbox.realtime`
+    env_pass: list[str] = field(default_factory=list)  # the campaign's `sandbox.env_pass`
     #: The campaign's directory and scratch area: an existing file outside them opens in
     #: the sandbox only with `allow_destructive`.
     homes: list[str] = field(default_factory=list)
@@ -321,7 +322,8 @@ def execute_task(task: RunTask) -> TaskOutcome:
                 run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
                 network=task.network, readable=tuple(task.readable),
                 sockets=tuple(task.sockets), io_uring=task.io_uring,
-                unix_sockets=task.unix_sockets, realtime=task.realtime)))
+                unix_sockets=task.unix_sockets, realtime=task.realtime,
+                env_pass=tuple(task.env_pass), run_fd=wfd)))
             inner.enter_context(run_directory(workdir, wfd, pfd))
             if task.output_dir is not None:
                 out = Path(task.output_dir)

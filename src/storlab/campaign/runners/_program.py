@@ -502,9 +502,11 @@ PROGRAM_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "T
 
 
 def program_environment(env: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """A program's environment: storlab's own `PROGRAM_ENV` and `LC_*` variables, then
-    `env` (the campaign's `env:`, the factor values `STORLAB_<NAME>`) over them."""
-    out = {k: v for k, v in os.environ.items() if k in PROGRAM_ENV or k.startswith("LC_")}
+    """A program's environment: storlab's own `PROGRAM_ENV` and `LC_*` variables and those
+    the campaign names (`sandbox.env_pass`, as the run declared them), then `env` (the
+    campaign's `env:`, the factor values `STORLAB_<NAME>`) over them."""
+    named = {*PROGRAM_ENV, *_sandbox.current().env_pass}
+    out = {k: v for k, v in os.environ.items() if k in named or k.startswith("LC_")}
     out.update({k: str(v) for k, v in (env or {}).items()})
     return out
 
@@ -582,7 +584,10 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                    f"Landlock: {why}; refusing to run it without",
                                    None, False, started, time.time())
             ruleset = walls.landlock() if walls else None
-            proc = subprocess.Popen(wrapped, cwd=cwd, pass_fds=walls.all_fds if walls else (),
+            # bwrap starts in / (its `--chdir` puts the program in the run's directory as
+            # bound): no path to the run's directory is followed outside the walls
+            proc = subprocess.Popen(wrapped, cwd="/" if walls else cwd,
+                                    pass_fds=walls.all_fds if walls else (),
                                     env=outside if walls else full_env,
                                     stdin=subprocess.PIPE if stdin_text is not None else
                                     subprocess.DEVNULL,

@@ -112,6 +112,12 @@ class Declared:
     #: shows), bound from the descriptor (the object-store load's records directory in the
     #: scratch area, made and opened without following a link).
     bound: tuple[tuple[int, str], ...] = ()
+    #: Variables of storlab's environment the programs get by name (the campaign's
+    #: `sandbox.env_pass`; `_program.program_environment`).
+    env_pass: tuple[str, ...] = ()
+    #: The run's directory held open (`run_dir`'s): bound from it, never opened again by
+    #: path (a campaign's directory swapped meanwhile leads elsewhere).
+    run_fd: int | None = None
 
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
@@ -421,12 +427,24 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
                     for i, (code, jt, jf, k) in enumerate(prog))
 
 
+def _data_fd(name: str, data: bytes) -> int:
+    """A memory file holding `data`, at its start, for bwrap to read (`--seccomp FD`,
+    `--args FD`): readable through /proc by its owner only, unlike an argv."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _seccomp_fd(unix_sockets: bool, io_uring: bool) -> int:
     """A descriptor holding the filter, for bwrap to read (`--seccomp FD`)."""
-    fd = os.memfd_create("storlab-seccomp", os.MFD_CLOEXEC)
-    os.write(fd, _seccomp_program(unix_sockets, io_uring))
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+    return _data_fd("storlab-seccomp", _seccomp_program(unix_sockets, io_uring))
 
 
 #: Landlock's scopes (ABI 6, Linux 6.12): LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET and
@@ -727,6 +745,10 @@ class Walls:
     #: the host's directories they stand for) opened to every user (0755): a daemon that
     #: drops root (`ceph`) reaches its places through them
     open_dirs: tuple[str, ...] = ()
+    #: bwrap's options, NUL-separated in a memory file (`--args FD`; made by `argv`)
+    args_fd: int | None = None
+    #: where the run's directory shows inside (the kernel's name of the one bound)
+    run_at: str | None = None
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -765,7 +787,8 @@ class Walls:
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
         return [*self.fds, *(fd for fd, _ in self.readonly), *(fd for fd, _ in self.covers),
-                *([self.seccomp] if self.seccomp is not None else [])]
+                *([self.seccomp] if self.seccomp is not None else []),
+                *([self.args_fd] if self.args_fd is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
              env: Mapping[str, str] | None = None) -> list[str]:
@@ -814,7 +837,15 @@ class Walls:
             out.append("--clearenv")
             for k, v in env.items():
                 out += ["--setenv", k, v]
-        return [*out, "--chdir", cwd, "--", *program]
+        out += ["--chdir", cwd]
+        # every option (the `--setenv` values: a token in a command runner's `env:`) read
+        # by bwrap from a descriptor (`--args FD`): /proc/PID/cmdline, which every local
+        # user reads, shows only `bwrap --args N -- PROGRAM...`
+        if self.args_fd is not None:
+            os.close(self.args_fd)
+        self.args_fd = _data_fd("storlab-bwrap-args",
+                                b"".join(a.encode() + b"\0" for a in out[1:]))
+        return [out[0], "--args", str(self.args_fd), "--", *program]
 
     def covered(self, cwd: str) -> list[str]:
         """The Unix sockets listening on the host (`/proc/net/unix`) that lie in a place
@@ -898,6 +929,7 @@ class Walls:
             os.close(fd)
         self.covers.clear()
         self.seccomp = None
+        self.args_fd = None
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
@@ -1200,9 +1232,14 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         # the run's directory as the kernel names it: bwrap cannot make a mount point
         # through a link (a scratch directory that is a link elsewhere); the program still
         # reaches it by `cwd`
-        fd = os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
-        w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
         made = decl.run_dir
+        held = made is not None and _norm(made[0]) == cwd and decl.run_fd is not None
+        # the run's directory as storlab holds it: the campaign's directory swapped for a
+        # link since (between the run's checks and here) does not move the program
+        fd = (os.dup(decl.run_fd) if held and decl.run_fd is not None else
+              os.open(cwd, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY))
+        w.add(fd, os.readlink(f"/proc/self/fd/{fd}"))
+        w.run_at = w.writable[-1]
         if made is not None and _norm(made[0]) == cwd:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != made[1:]:
@@ -1307,8 +1344,9 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         for lib in ld_conf_opt_dirs():  # a /usr/bin program's libraries found under /opt
             for at in dict.fromkeys((os.path.realpath(lib), lib)):
                 w.show(os.path.realpath(lib), at)
-        # the run's directory as the kernel names it: a link on the way may not exist inside
-        real = os.path.realpath(cwd)
+        # the run's directory as the kernel names it (the one bound): a link on the way
+        # may not exist inside
+        real = w.run_at or os.path.realpath(cwd)
         tmp = (env or {}).get("TMPDIR")
         if env is not None and not (tmp and any(within(os.path.realpath(tmp), p)
                                                 for p in w.writable)):
