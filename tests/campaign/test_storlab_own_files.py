@@ -497,13 +497,17 @@ def test_a_program_that_switches_user_reaches_its_run_directory(storlab: Any,
     Real bwrap walls, a real uid switch (setpriv: CAP_SETUID is kept inside)."""
     import tempfile
 
-    # the campaign directly in /tmp: inside the walls the directories above a bound one
-    # are bwrap's own (0700), a deeper campaign needs the sandbox to make them passable
-    tmp_path = Path(tempfile.mkdtemp(prefix="storlab-f17-", dir="/tmp"))
+    # a campaign two levels below /tmp: inside the walls the directories above a bound
+    # one are bwrap's own (made 0700), which the sandbox makes passable (0711)
+    top = Path(tempfile.mkdtemp(prefix="storlab-f17-", dir="/tmp"))
     try:
+        top.chmod(0o755)
+        (top / "bench").mkdir(mode=0o755)
+        tmp_path = top / "bench" / "camp"
+        tmp_path.mkdir()
         _switched_user_runs(tmp_path, storlab, opening)
     finally:
-        shutil.rmtree(tmp_path, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def _switched_user_runs(tmp_path: Path, storlab: Any, opening: str) -> None:

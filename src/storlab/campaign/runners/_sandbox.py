@@ -212,6 +212,23 @@ def _root() -> tuple[str, ...]:
 PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
 
 
+def _made_above(bound: Sequence[str]) -> list[str]:
+    """The directories above the `bound` mount points that bwrap makes in its own root (not
+    a system tree, not inside another bind, not /dev, /proc or its own tmpfs mounts),
+    outermost first. bwrap makes them 0700: a program that switches user (a database's
+    server in its run directory) could not pass them by path; 0711 lets it pass, not list."""
+    skip = (*SYSTEM_TREES, "/dev", "/proc")
+    made: set[str] = set()
+    for p in bound:
+        d = os.path.dirname(os.path.normpath(p))
+        while d not in ("/", ""):
+            if (d not in ("/var", *OWN_TMPFS) and not any(within(d, t) for t in skip)
+                    and not any(within(d, b) for b in bound)):
+                made.add(d)
+            d = os.path.dirname(d)
+    return sorted(made, key=lambda d: (d.count("/"), d))
+
+
 def _base(exe: str, network: bool = False, realtime: bool = False,
           die_with_parent: bool = True, proc_writable: bool = False) -> list[str]:
     argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc"]
@@ -825,6 +842,8 @@ class Walls:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         for sock in sorted({*self.covered(cwd), *sockets}):
             out += ["--ro-bind", "/dev/null", sock]
+        for d in _made_above([p for p, _, _ in binds]):
+            out += ["--chmod", "0711", d]
         for d in self.open_dirs:
             out += ["--chmod", "0755", d]
         # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
