@@ -103,22 +103,23 @@ def walk_resolved(path: str | os.PathLike[str], rule: EntryRule, label: str = ""
         text = os.path.join(os.getcwd(), text)  # getcwd: the kernel's name, no links
     pending = [c for c in text.split("/") if c not in ("", ".")]
     pending.reverse()  # a stack: the next component last
+
+    def judge(entry: str, last: bool) -> None:  # an entry already known to exist
+        try:
+            rule(entry, os.lstat(entry), last)
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot check {entry} ({exc.strerror or exc})"
+                               ) from None
+
     at = "/"
-    try:
-        rule(at, os.lstat(at), not pending)
-    except OSError as exc:
-        raise StorlabError(f"{label}: cannot check / ({exc.strerror or exc})") from None
+    judge(at, not pending)
     hops = 0
     while pending:
         name = pending.pop()
         if name == "..":
             at = os.path.dirname(at)  # `at` holds no link: its parent is the real one
             if not pending:  # met above as a middle entry: now it is the last
-                try:
-                    rule(at, os.lstat(at), True)
-                except OSError as exc:
-                    raise StorlabError(f"{label}: cannot check {at} "
-                                       f"({exc.strerror or exc})") from None
+                judge(at, True)
             continue
         entry = os.path.join(at, name)
         try:

@@ -60,7 +60,7 @@ def trusted_cluster_dir(base: str | Path | None, kind: str) -> Path:
         raise ClusterError(str(exc)) from None
 
 
-def _chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
+def chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
     """Set a directory just made to `mode` (mkdir applies the umask), never through a link."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
                  dir_fd=dir_fd)
@@ -85,7 +85,7 @@ def make_base(base: Path) -> None:
         except FileExistsError:
             continue
         try:
-            _chmod_dir(p, 0o755)
+            chmod_dir(p, 0o755)
         except OSError as exc:
             raise ClusterError(f"{p}: cannot make the directory ({exc.strerror or exc})"
                                ) from None
@@ -122,7 +122,7 @@ def fresh_cluster_dir(d: Path) -> None:
     try:
         remove_tree(d.name, bfd)
         os.mkdir(d.name, 0o700, dir_fd=bfd)
-        _chmod_dir(d.name, 0o700, bfd)
+        chmod_dir(d.name, 0o700, bfd)
     except OSError as exc:
         raise ClusterError(f"{d}: cannot make the cluster's directory "
                            f"({exc.strerror or exc})") from None

@@ -42,6 +42,7 @@ from ._util import (
     RUNNING,
     Daemon,
     asok_command,
+    chmod_dir,
     keep_logs_only,
     load_state,
     present_cluster_dir,
@@ -386,12 +387,8 @@ class CephCluster:
             with private_files():
                 dest.mkdir(parents=True, exist_ok=True)
                 dest = check_trusted_dir(dest, "client-conf DEST")
-                real = os.path.realpath(dest)
-                fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                try:
-                    os.fchmod(fd, 0o700)
-                finally:
-                    os.close(fd)
+                real = str(dest)  # resolved by the check: not resolved a second time
+                chmod_dir(real, 0o700)
                 conf, keyring = Path(real) / "ceph.conf", Path(real) / "ceph.client.admin.keyring"
                 write_in_dir(real, keyring.name, (self.dir / "admin.keyring").read_bytes(),
                              "client-conf DEST")
