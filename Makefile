@@ -52,8 +52,11 @@ demo: venv
 	@bash scripts/sysdeps.sh fio
 	bash scripts/demo.sh $(DEMO_DIR)
 
+# Three workers on two cores: the tests wait on real programs (fio's runtime, Ceph's
+# health, a browser), so two workers kept 1.2 cores busy; on a quiet 2-core machine the
+# suite took 648 s with two workers and 544 s with three (docs/architecture.md).
 test: venv sysdeps
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 
 bench: venv sysdeps
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

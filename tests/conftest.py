@@ -25,7 +25,7 @@ import pytest
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
-# xdist groups (`make test` runs `-n 2 --dist loadgroup`): a group keeps tests on one worker,
+# xdist groups (`make test` runs `-n 3 --dist loadgroup`): a group keeps tests on one worker,
 # one after the other. Only what needs that is grouped: modules sharing a cluster or a
 # browser ("ceph": the session's Ceph; "clusters": its Swift; "browser"), the modules of
 # network-namespace hosts ("lan": one private /24 at a time), each group apart so the slow
