@@ -96,6 +96,32 @@ def test_open_loop_holds_the_target_rate(swift):
     assert (res.records["t_start"] >= res.records["t_sched"] - 1e-6).all()
 
 
+def test_cli_load_as_a_walled_child(swift, tmp_path, storlab):
+    """`storlab cluster load` (the load a child in the walls a campaign's run gets): the
+    summary keeps the keys the load in storlab's own process gave, --records the table
+    of every request, written by storlab; the table names each operation."""
+    from storlab.campaign.runners.objload import RECORD_COLUMNS
+
+    c, base, st = swift
+    rec = tmp_path / "rec.csv"
+    args = ("cluster", "load", "swift", "--dir", str(base), "--duration", "1",
+            "--clients", "2", "--objects", "10", "--mix", "get:70,put:30")
+    r = storlab(*args, "--records", str(rec), "--json", timeout=120)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["errors"] == 0 and s["requests"] > 10 and s["put_ops_per_s"] > 0
+    inproc = run_load(Target(api="swift", auth_url=st["auth_url"], user=st["user"],
+                             key=st["key"]), LoadSpec(clients=2, duration=0.5, objects=10,
+                                                      mix={"get": 70, "put": 30}))
+    assert set(s) == set(inproc.summary)
+    df = pd.read_csv(rec)
+    assert list(df.columns) == list(RECORD_COLUMNS)
+    assert (df["status"] >= 0).sum() == s["requests"] and set(df["op"]) == {"get", "put"}
+    r = storlab(*args, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "ops/s" in r.stdout and " get " in r.stdout and " put " in r.stdout
+
+
 def test_campaign_through_objectstore_runner(swift, tmp_path):
     c, base, st = swift
     (tmp_path / "space.yaml").write_text(textwrap.dedent("""

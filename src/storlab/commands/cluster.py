@@ -216,10 +216,13 @@ def load_cmd(
     json_out: bool = JSON_OPT,
     output: Optional[Path] = OUT_OPT,
 ) -> None:
-    """Run the object-store load generator against a running cluster."""
+    """Run the object-store load generator against a running cluster: as a child process in
+    the sandbox a campaign's object-store run gets (TCP to the cluster's port only, writable
+    only a private directory storlab made; storlab writes --records). With --dask the load
+    runs on the Dask workers, outside storlab's sandbox."""
     import pandas as pd
 
-    from ..campaign.runners import Target, load_spec_from, resolve_target, run_load
+    from ..campaign.runners import Target, load_spec_from, resolve_target, run_load_walled
     from ._common import frame_table
 
     (k,) = _kinds(kind)
@@ -239,8 +242,8 @@ def load_cmd(
         addr = dask if "://" in dask else f"tcp://{dask}"
         multi = run_load_on_hosts(addr, target, spec, hosts)
         s, host_rows, recs = multi.summary, multi.rows, multi.records
-    else:
-        res = run_load(target, spec)
+    else:  # a child in the walls a campaign's object-store run gets (the load is root's)
+        res = run_load_walled(target, spec)
         s, recs = res.summary, res.records
     if records:
         write_frame(recs, records, what="--records", fmt="csv")

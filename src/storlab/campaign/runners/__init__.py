@@ -56,7 +56,7 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
     "load_spec_from": ".objectstore", "resolve_target": ".objectstore",
-    "serve_fio": ".fio", "register_cluster_walls": ".cluster_walls",
+    "run_load_walled": ".objectstore", "serve_fio": ".fio", "register_cluster_walls": ".cluster_walls",
 })
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on first use
@@ -75,7 +75,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on fi
     from .fanout import run_load_on_hosts
     from .cluster_walls import register_cluster_walls
     from .fio import serve_fio
-    from .objectstore import load_spec_from, resolve_target
+    from .objectstore import load_spec_from, resolve_target, run_load_walled
     from .objload import LoadResult, LoadSpec, Target, run_load
 
 #: The program-running helpers (private modules `_program`, `_sandbox`) the campaign loop shares
@@ -92,7 +92,8 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "write_run_file",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",
-           "load_spec_from", "resolve_target", "serve_fio", "register_cluster_walls"]
+           "load_spec_from", "resolve_target", "run_load_walled", "serve_fio",
+           "register_cluster_walls"]
 
 
 def make_runner(kind: str, options: dict[str, Any] | None = None) -> Runner:

@@ -257,7 +257,7 @@ class ObjectStoreRunner:
 
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
-        from .objload import CHILD_RECORDS, child_config, failed_load, summarize
+        from .objload import failed_load, summarize
         from ...errors import StorlabError
 
         started = time.time()
@@ -296,11 +296,9 @@ class ObjectStoreRunner:
             return failed(tail(out.stderr), "timeout" if out.timed_out else "failed",
                           out.exit_code)
         try:
-            raw = read_run_file(Path(workdir) / CHILD_RECORDS).decode()
-            said = json.loads(out.stdout.strip().splitlines()[-1])
-        except (OSError, ValueError, IndexError) as exc:
-            return failed(f"the object-store load's child left no records or summary ({exc})"
-                          f"\n{tail(out.stderr)}")
+            raw, said = child_output(out, workdir)
+        except LoadError as exc:
+            return failed(str(exc))
         res = read_records(raw)
         m = {k: float(v) for k, v in summarize(res, spec.warmup, spec.rate).items()}
         m["prepare_s"] = float(said.get("prepare_s", 0.0))
@@ -321,6 +319,54 @@ class ObjectStoreRunner:
                              f"{said['records_error']}"
         return RunResult(status, metrics=m, raw=raw, stderr=stderr, exit_code=0,
                          started=started, ended=time.time(), rows=rows)
+
+
+def child_output(out: Any, workdir: Path | str) -> tuple[str, dict[str, Any]]:
+    """(the records CSV, the summary line) a load's child that ended well (`out`, its
+    `ProcOutcome`) left in its run directory `workdir` and on stdout; LoadError, with the
+    child's stderr, when either is missing."""
+    from .objload import CHILD_RECORDS
+
+    try:
+        raw = read_run_file(Path(workdir) / CHILD_RECORDS).decode()
+        said = json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError) as exc:
+        raise LoadError(f"the object-store load's child left no records or summary ({exc})"
+                        f"\n{tail(out.stderr)}") from None
+    return raw, said
+
+
+def run_load_walled(target: Target, spec: Any) -> Any:
+    """`objload.run_load` (an `objload.LoadResult`) run as a campaign's run runs it, for
+    `storlab cluster load`: the same child (`run_load_child`) in the same walls (TCP to
+    the target's ports only; writable only its run directory, a new private directory
+    storlab made and holds open), credentials on stdin. The records are read back from
+    the directory storlab holds, without following a link. LoadError with the child's own
+    line when the load cannot run."""
+    from .objload import LoadResult, summarize
+    from ...fileio import temporary_directory
+    from ._program import run_directory
+    from ._sandbox import Declared, declared
+
+    with temporary_directory("storlab-load-") as tmp:
+        fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            made = os.fstat(fd)
+            with declared(Declared(run_dir=(tmp, made.st_dev, made.st_ino), run_fd=fd)), \
+                    run_directory(tmp, fd):
+                out = run_load_child(target, spec, None, (), tmp, None)
+                if out.exit_code != 0:
+                    said = [ln for ln in out.stderr.splitlines() if ln.strip()]
+                    own = [ln for ln in said if ln.startswith("objectstore load: ")]
+                    raise LoadError(own[-1][len("objectstore load: "):] if own else
+                                    tail("\n".join(said)) or
+                                    f"the load's child exited with {out.exit_code}")
+                raw, said_json = child_output(out, tmp)
+        finally:
+            os.close(fd)
+    records = read_records(raw)
+    return LoadResult(records, summarize(records, spec.warmup, spec.rate),
+                      float(said_json.get("prepare_s", 0.0)), bool(said_json.get("prepared")))
 
 
 def read_records(csv: str) -> Any:
