@@ -16,6 +16,14 @@ trivial server, N runs each, interleaved; medians and their difference.
 
     .venv/bin/python benchmarks/bench_objectstore.py [--duration 5] [--clients 16]
     .venv/bin/python benchmarks/bench_objectstore.py --child-cost 10
+
+With `--cli-cost N`: what `storlab cluster load` pays for its load as a walled child
+(`run_load_walled`: a private directory, bwrap, a Python start, the records read back and
+summarised) against the load in storlab's process (`run_load`, as the command did before),
+a `--duration` seconds closed loop of `--clients` against the trivial server, N runs per
+arm, interleaved; medians, their difference and the ratio.
+
+    .venv/bin/python benchmarks/bench_objectstore.py --cli-cost 5 --duration 2 --clients 8
 """
 
 from __future__ import annotations
@@ -142,6 +150,36 @@ def child_cost(port: int, repeats: int) -> None:
           f"({b / a:.1f}x this small load)")
 
 
+def cli_cost(port: int, repeats: int, duration: float, clients: int) -> None:
+    """Wall time of `cluster load`'s load in this process and as the walled child."""
+    import statistics
+
+    from storlab.campaign.runners.objectstore import run_load_walled
+
+    spec = LoadSpec(clients=clients, objects=20, duration=duration, sizes=16384)
+    target = Target(api="swift", auth_url=f"http://127.0.0.1:{port}/auth/v1.0", user="u",
+                    key="k", bucket="bench")
+    inproc, child, reqs = [], [], []
+    for i in range(repeats + 1):  # the first pair warms caches: not counted
+        t0 = time.perf_counter()
+        a = run_load(target, spec)
+        t1 = time.perf_counter()
+        b = run_load_walled(target, spec)
+        t2 = time.perf_counter()
+        if i:
+            inproc.append(t1 - t0)
+            child.append(t2 - t1)
+            reqs.append((a.summary["requests"], b.summary["requests"]))
+    a_s, b_s = statistics.median(inproc), statistics.median(child)
+    ra = statistics.median(r[0] for r in reqs) / duration
+    rb = statistics.median(r[1] for r in reqs) / duration
+    print(f"cluster load, {duration:g} s closed loop x {clients} clients, {repeats} runs per "
+          f"arm, {os.cpu_count()} CPUs shared: in storlab's process {a_s:.2f} s, as the "
+          f"walled child {b_s:.2f} s (median wall time); the child costs "
+          f"{(b_s - a_s) * 1e3:.0f} ms per load ({b_s / a_s:.3f}x); requests/s "
+          f"{ra:.0f} in process, {rb:.0f} walled")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=float, default=5.0)
@@ -149,7 +187,21 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=16384)
     ap.add_argument("--child-cost", type=int, default=0, metavar="N",
                     help="measure the sandboxed child's cost per run instead (N runs/arm)")
+    ap.add_argument("--cli-cost", type=int, default=0, metavar="N",
+                    help="measure cluster load's walled child against the load in process "
+                    "(N runs/arm of --duration seconds)")
     args = ap.parse_args()
+    if args.cli_cost:
+        port = free_port()
+        srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), "16384"],
+                               stdout=subprocess.PIPE, text=True)
+        try:
+            assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
+            cli_cost(port, args.cli_cost, args.duration, args.clients)
+        finally:
+            srv.terminate()
+            srv.wait(10)
+        return
     if args.child_cost:
         port = free_port()
         srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), "4096"],

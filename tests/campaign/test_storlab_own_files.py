@@ -530,3 +530,45 @@ def _switched_user_runs(tmp_path: Path, storlab: Any, opening: str) -> None:
     scratch = tmp_path / "scratch"
     assert stat.S_IMODE(scratch.stat().st_mode) == 0o711
     assert _as_nobody("ls", str(scratch)).returncode != 0  # passable, not listable
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a directory another user owns)")
+@pytest.mark.parametrize("owner,mode", [(65534, 0o700), (65534, 0o755), (0, 0o777)])
+def test_an_output_directory_another_user_owns_or_may_write_is_refused(
+        tmp_path: Path, storlab: Any, owner: int, mode: int) -> None:
+    """The runs' output directory beside the store (`<store>.output`: what each run's
+    programs printed, as root) owned by another user, or writable by others: that user
+    would read it, or swap a run's file for a link. One line, exit 2, before any run;
+    nothing written in it."""
+    camp = campaign(tmp_path / "c", ECHO)
+    out = tmp_path / "c" / "campaign.db.output"
+    out.mkdir()
+    os.chown(out, owner, owner)
+    out.chmod(mode)
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "the runs' output directory" in err, err
+    assert ("uid 65534" in err) if owner else (f"mode {mode:04o}" in err), err
+    assert not any(out.iterdir())
+    os.chown(out, 0, 0)
+    out.chmod(0o700)
+    assert storlab("run", camp, timeout=120).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        f"c{c}-r1.{s}" for c in (1, 2) for s in ("stderr", "stdout")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a directory another user owns)")
+def test_an_output_directory_given_away_during_the_campaign_fails_the_next_run(
+        tmp_path: Path, storlab: Any) -> None:
+    """The same rule on the directory each run holds (after the preflight's look at the
+    name): a step of the first run (outside the walls) gives the directory to `nobody`;
+    the next run fails in one line, its stream files never made."""
+    out = tmp_path / "c" / "campaign.db.output"
+    camp = campaign(tmp_path / "c", ECHO, setup=[
+        {"run": f"chown 65534 {out}", "shell": True, "system_writable": True}])
+    p = storlab("run", camp, timeout=120)
+    assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    errs = stderr_tails(tmp_path / "c" / "campaign.db")
+    assert sum("the runs' output directory" in e and "uid 65534" in e for e in errs) == 1, errs
+    assert sorted(p.name for p in out.iterdir()) == ["c1-r1.stderr", "c1-r1.stdout"]

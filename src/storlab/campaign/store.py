@@ -93,8 +93,10 @@ DONE = ("ok",)
 FAILED = ("failed", "timeout")
 
 
+#: The runs' whole stdout and stderr, one file each per run, beside the store.
+OUTPUT = ".output"
 #: What storlab writes beside a store: SQLite's own files, the lock, the runs' whole output.
-BESIDE = ("-wal", "-shm", "-journal", ".lock", ".output")
+BESIDE = ("-wal", "-shm", "-journal", ".lock", OUTPUT)
 
 
 def refuse_links(path: Path) -> None:
@@ -114,8 +116,9 @@ def refuse_links(path: Path) -> None:
     _refuse_shared_files(path)
 
 
-#: The store's files another user must not own or be able to write (`refuse_foreign_files`).
-TRUSTED = ("", "-wal", "-shm", "-journal", ".lock")
+#: The store's files another user must not own or be able to write (`refuse_foreign_files`),
+#: and the runs' output directory (`OUTPUT`): storlab writes what the runs printed there.
+TRUSTED = ("", "-wal", "-shm", "-journal", ".lock", ".output")
 
 
 #: A store file's identity, (st_dev, st_ino), by name.
@@ -140,12 +143,27 @@ def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Ident
         seen[name] = (st.st_dev, st.st_ino)
         if checked is not None and checked.get(name) == seen[name]:
             continue  # the very file checked before
+        if suffix == OUTPUT:
+            refuse_foreign_output(name, st)
+            continue
         try:
             check_trusted_entry(name, st, "campaign store")
         except StorlabError as exc:
             raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
                                 "--no-preserve=ownership) or run as its owner") from None
     return seen
+
+
+def refuse_foreign_output(name: str, st: os.stat_result) -> None:
+    """The runs' output directory (`<store>.output`, `name`; `st` its lstat, or the fstat
+    of the descriptor a run holds) owned by another user, or writable by its group or
+    others: refused in one line, as the store's files are (that user would read what the
+    runs printed, or swap a run's file for a link)."""
+    try:
+        check_trusted_entry(name, st, "the runs' output directory")
+    except StorlabError as exc:
+        raise CampaignError(f"{exc}; remove it (storlab makes it again, mode 0700) or "
+                            "run as its owner") from None
 
 
 def held_files() -> set[tuple[int, int, int]]:

@@ -20,6 +20,7 @@ from .runners import (Declared, ShellTemplateError, declared, make_runner, outpu
                       render_argv, run_directory, run_program, shell_command,
                       system_writable, tail)
 from .runners.base import RunResult
+from .store import refuse_foreign_output
 
 
 #: The file that marks a run directory as storlab's; it holds the run's identity, so a run
@@ -338,6 +339,10 @@ def execute_task(task: RunTask) -> TaskOutcome:
                 except StorlabError as exc:
                     return failed(str(exc))
                 inner.callback(os.close, dfd)
+                try:  # the directory held, as the preflight judged its name: ours still
+                    refuse_foreign_output(str(out), os.fstat(dfd))
+                except StorlabError as exc:
+                    return failed(str(exc))
                 for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
                     write_fresh(out / f"{task.key}.{suffix}", dir_fd=dfd,  # never via a link
                                 mode=0o600)
