@@ -286,6 +286,7 @@ class Campaign:
                        io_uring=self.spec.sandbox.io_uring,
                        unix_sockets=self.spec.sandbox.unix_sockets,
                        realtime=self.spec.sandbox.realtime,
+                       lock_memory=self.spec.sandbox.lock_memory,
                        env_pass=list(self.spec.sandbox.env_pass),
                        homes=[str(self.dir)],  # a scratch area of its own lies inside; one that
                        # leads elsewhere (a shared directory) is not the campaign's

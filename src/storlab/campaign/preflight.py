@@ -138,17 +138,23 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                         bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
-    # a priority only CAP_SYS_NICE gives: kept only when declared (a real-time class
-    # starves the host), so said before any run rather than as each run's EPERM
-    realtime = getattr(runner, "realtime_reason", None)
-    if realtime is not None and not sb.realtime:
+    # a priority only CAP_SYS_NICE gives, memory locked past RLIMIT_MEMLOCK only
+    # CAP_IPC_LOCK allows: kept only when declared (a real-time class starves the host's
+    # CPU, locked pages its memory), so said before any run rather than as each run's error
+    for ask, kept, cap, key in (("realtime_reason", sb.realtime, "CAP_SYS_NICE",
+                                 "sandbox.realtime"),
+                                ("lockmem_reason", sb.lock_memory, "CAP_IPC_LOCK",
+                                 "sandbox.lock_memory")):
+        reason = getattr(runner, ask, None)
+        if reason is None or kept:
+            continue
         for cid, cfg in configs:
-            why = realtime(runner.job_options(_runner_config(camp.spec, cfg),
-                                              camp.scratch / f"c{cid}-r1", check=False))
+            why = reason(runner.job_options(_runner_config(camp.spec, cfg),
+                                            camp.scratch / f"c{cid}-r1", check=False))
             if why:
-                raise CampaignError(f"{camp.path}: field runner: {why} needs CAP_SYS_NICE, "
-                                    "which the programs keep only when the campaign "
-                                    "declares sandbox.realtime: true")
+                raise CampaignError(f"{camp.path}: field runner: {why} needs {cap}, which "
+                                    f"the programs keep only when the campaign declares "
+                                    f"{key}: true")
     # the runner's implicit network is held to its TCP ports by Landlock, or not given
     need = getattr(runner, "network_reason", lambda: None)()
     if need and not sb.network and not unsandboxed() and (no := landlock_net_missing()):

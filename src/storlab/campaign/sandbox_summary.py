@@ -64,6 +64,9 @@ def sandbox_summary(camp: Campaign) -> list[str]:
                 + "; CPU and I/O priority: " + ("raised at will, CAP_SYS_NICE kept "
                                                 "(sandbox.realtime)" if sb.realtime else
                                                 "not raised (no CAP_SYS_NICE)")
+                + "; locked memory: " + ("at will, CAP_IPC_LOCK kept (sandbox.lock_memory)"
+                                         if sb.lock_memory else
+                                         "up to RLIMIT_MEMLOCK (no CAP_IPC_LOCK)")
                 + "; Landlock: " + (f"not applied ({ll})" if (ll := landlock_missing())
                                     else "abstract sockets and signals scoped")
                 + ("" if not why or sb.network else

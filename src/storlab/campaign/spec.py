@@ -23,6 +23,8 @@
       unix_sockets: false           # true: every program may make Unix sockets of its own
       realtime: false               # true: programs keep CAP_SYS_NICE (chrt, nice -n -5,
                                     # fio prioclass=1); default: dropped
+      lock_memory: false            # true: programs keep CAP_IPC_LOCK (mlock past
+                                    # RLIMIT_MEMLOCK, fio lockmem); default: dropped
       env_pass: [SSH_AUTH_SOCK, https_proxy]  # storlab's variables every program and
                                     # step gets too (names only: values read at run time)
     setup:                          # argv templates; values become whole argv elements
@@ -155,7 +157,8 @@ class SandboxSpec(_Model):
     and existing files among them open for writing (`allow_destructive`); what they may
     reach besides the system's trees and the campaign's directory: the host's `network`,
     `readable` paths, `sockets`, io_uring rings (`io_uring`), Unix sockets of their own
-    (`unix_sockets`); whether they may raise their CPU and I/O priority (`realtime`)."""
+    (`unix_sockets`); whether they may raise their CPU and I/O priority (`realtime`) and
+    lock memory past their RLIMIT_MEMLOCK (`lock_memory`)."""
 
     writable: list[str] = Field(default_factory=list)
     allow_destructive: StrictBool = False
@@ -177,6 +180,10 @@ class SandboxSpec(_Model):
     #: value, the real-time I/O class (fio `prioclass=1`). Dropped by default: one
     #: SCHED_FIFO program starves the host's CPU.
     realtime: StrictBool = False
+    #: The programs keep CAP_IPC_LOCK: they may lock memory past their RLIMIT_MEMLOCK
+    #: (`mlock`, fio `lockmem`). Dropped by default: locked pages cannot be reclaimed, one
+    #: program can take the host's memory.
+    lock_memory: StrictBool = False
     #: Variables of storlab's environment every program and step gets besides the stated
     #: ones (`PROGRAM_ENV`), by name: the value is read at run time, never stored
     #: (`SSH_AUTH_SOCK`, `https_proxy`, `CEPH_ARGS`, `LD_LIBRARY_PATH`).

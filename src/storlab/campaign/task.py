@@ -60,6 +60,7 @@ class RunTask:
     io_uring: bool = False  # the campaign's `sandbox.io_uring`
     unix_sockets: bool = False  # the campaign's `sandbox.unix_sockets`
     realtime: bool = False  # the campaign's `sandbox.realtime`
+    lock_memory: bool = False  # the campaign's `sandbox.lock_memory`
     env_pass: list[str] = field(default_factory=list)  # the campaign's `sandbox.env_pass`
     #: The campaign's directory and scratch area: an existing file outside them opens in
     #: the sandbox only with `allow_destructive`.
@@ -324,6 +325,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
                 network=task.network, readable=tuple(task.readable),
                 sockets=tuple(task.sockets), io_uring=task.io_uring,
                 unix_sockets=task.unix_sockets, realtime=task.realtime,
+                lock_memory=task.lock_memory,
                 env_pass=tuple(task.env_pass), run_fd=wfd)))
             inner.enter_context(run_directory(workdir, wfd, pfd))
             if task.output_dir is not None:

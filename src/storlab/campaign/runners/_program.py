@@ -680,6 +680,9 @@ _SANDBOX_HINTS = (
      "programs cannot raise their CPU or I/O priority (real-time scheduling, a negative "
      "nice value, fio prioclass=1: CAP_SYS_NICE) unless the campaign declares "
      "sandbox.realtime: true"),
+    (re.compile(r"\bmlock(?:all)?\b|memlock", re.I),
+     "programs cannot lock more memory than RLIMIT_MEMLOCK (mlock, fio lockmem: "
+     "CAP_IPC_LOCK) unless the campaign declares sandbox.lock_memory: true"),
     (re.compile(r"name resolution|Name or service not known|Network is unreachable"
                 r"|Connection refused"),
      "programs get a network of their own (loopback only) unless the campaign declares "

@@ -59,14 +59,19 @@ BWRAP_ENV_OUTSIDE: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 #: writable mount of it, the way out of a bind-mount jail).
 #: Dropped too: FSETID (without it, writing a file, growing it or cloning into it clears
 #: its set-user-ID and set-group-ID bits: a file made empty with them cannot be filled),
-#: and SYS_NICE unless declared (`REALTIME_CAPS`).
+#: and SYS_NICE and IPC_LOCK unless declared (`REALTIME_CAPS`, `LOCK_MEMORY_CAPS`).
 KEPT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL",
-             "CAP_SETGID", "CAP_SETUID", "CAP_IPC_LOCK", "CAP_NET_BIND_SERVICE")
+             "CAP_SETGID", "CAP_SETUID", "CAP_NET_BIND_SERVICE")
 #: Kept only when the campaign declares `sandbox.realtime: true`: SYS_NICE lets a program
 #: take a real-time scheduling class (`chrt -f 99`: a spinning SCHED_FIFO thread starves
 #: every other task of its CPU, storlab and the host's daemons included), a negative nice
 #: value, the real-time I/O class (fio `prioclass=1`) and another process's priority.
 REALTIME_CAPS = ("CAP_SYS_NICE",)
+#: Kept only when the campaign declares `sandbox.lock_memory: true`: IPC_LOCK lets a
+#: program lock any amount of memory (`mlock`, `mlockall`, fio `lockmem`, SHM_LOCK) past
+#: its RLIMIT_MEMLOCK: locked pages cannot be reclaimed, so one program can leave the
+#: host (storlab, its daemons) without memory.
+LOCK_MEMORY_CAPS = ("CAP_IPC_LOCK",)
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,9 @@ class Declared:
     unix_sockets: bool = False
     #: The programs keep CAP_SYS_NICE (`REALTIME_CAPS`; the campaign's `sandbox.realtime`).
     realtime: bool = False
+    #: The programs keep CAP_IPC_LOCK (`LOCK_MEMORY_CAPS`; the campaign's
+    #: `sandbox.lock_memory`).
+    lock_memory: bool = False
     #: Directories a runner holds open for its program, writable: (descriptor, where it
     #: shows), bound from the descriptor (the object-store load's records directory in the
     #: scratch area, made and opened without following a link).
@@ -230,7 +238,8 @@ def _made_above(bound: Sequence[str]) -> list[str]:
 
 
 def _base(exe: str, network: bool = False, realtime: bool = False,
-          die_with_parent: bool = True, proc_writable: bool = False) -> list[str]:
+          die_with_parent: bool = True, proc_writable: bool = False,
+          lock_memory: bool = False) -> list[str]:
     argv = [exe, *_root(), "--dev", "/dev", "--proc", "/proc"]
     if proc_writable:  # the own processes' entries (a thread's name), never the kernel's
         for sub in PROC_READONLY:
@@ -246,7 +255,8 @@ def _base(exe: str, network: bool = False, realtime: bool = False,
     argv.append("--unshare-ipc")  # the host's SysV shared memory and queues: not the run's
     if os.geteuid() == 0:  # root keeps its capabilities in bwrap unless told
         argv += ["--cap-drop", "ALL"]
-        for cap in (*KEPT_CAPS, *(REALTIME_CAPS if realtime else ())):
+        for cap in (*KEPT_CAPS, *(REALTIME_CAPS if realtime else ()),
+                    *(LOCK_MEMORY_CAPS if lock_memory else ())):
             argv += ["--cap-add", cap]
     return argv
 
@@ -742,6 +752,7 @@ class Walls:
     unix_sockets: bool = False
     io_uring: bool = False
     realtime: bool = False  # the program keeps `REALTIME_CAPS` (`sandbox.realtime`)
+    lock_memory: bool = False  # it keeps `LOCK_MEMORY_CAPS` (`sandbox.lock_memory`)
     #: the campaign's directory and declared readable places, where they show: walked for
     #: sockets (a hard link to a daemon's socket has a name /proc/net/unix does not list)
     trees: list[str] = field(default_factory=list)
@@ -813,7 +824,7 @@ class Walls:
         `--setenv`): bwrap itself runs as root outside the walls and must not see it
         (`LD_PRELOAD` from a campaign would load its code into bwrap)."""
         out = _base(shutil.which(bwrap_exe()) or bwrap_exe(), self.network, self.realtime,
-                    self.die_with_parent, self.proc_writable)
+                    self.die_with_parent, self.proc_writable, self.lock_memory)
         if self.as_pid_1:
             out.append("--as-pid-1")
         if self.info_fd is not None:
@@ -1286,6 +1297,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         w.unix_sockets = unix_sockets or bool(decl.sockets) or decl.unix_sockets
         w.io_uring = io_uring or decl.io_uring
         w.realtime = decl.realtime
+        w.lock_memory = decl.lock_memory
     except BaseException:
         w.close()
         raise

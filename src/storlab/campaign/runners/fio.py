@@ -163,6 +163,11 @@ class FioRunner:
         (`fio_guard.realtime_reason`)."""
         return guard.realtime_reason(self, opts)
 
+    def lockmem_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
+        """Why this job's fio locks memory past its RLIMIT_MEMLOCK (CAP_IPC_LOCK), or None
+        (`fio_guard.lockmem_reason`)."""
+        return guard.lockmem_reason(self, opts)
+
     def unix_socket_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
         """Why this job's fio makes Unix sockets of its own, or None
         (`fio_guard.unix_socket_reason`)."""

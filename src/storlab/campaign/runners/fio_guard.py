@@ -100,6 +100,30 @@ def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
     return f"ioengine {min(engines)}" if engines else None
 
 
+def lockmem_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
+    """Why this job's fio locks memory past RLIMIT_MEMLOCK, which needs CAP_IPC_LOCK (kept
+    only with `sandbox.lock_memory`): `lockmem` (fio pins that much with mlock in each job)
+    above the soft limit its programs inherit from storlab, or a value storlab cannot
+    read as a size; or None."""
+    import resource
+
+    from ... import units
+
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    for k, v in given_options(job, opts):
+        if k != "lockmem":
+            continue
+        text = str(v).strip()
+        try:
+            n = units.parse_size(text, "lockmem", allow_zero=True)
+        except units.UnitsError:
+            return f"fio lockmem={text} (memory locked with mlock)"
+        if n and soft != resource.RLIM_INFINITY and n > soft:
+            return (f"fio lockmem={text} (memory locked with mlock, past the "
+                    f"RLIMIT_MEMLOCK of {soft} bytes)")
+    return None
+
+
 def realtime_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
     """Why this job's fio raises its priority, which needs CAP_SYS_NICE (kept only with
     `sandbox.realtime`): the real-time I/O class (`prioclass=1`, `cmdprio_class` with a
