@@ -191,24 +191,17 @@ def main() -> None:
                     help="measure cluster load's walled child against the load in process "
                     "(N runs/arm of --duration seconds)")
     args = ap.parse_args()
-    if args.cli_cost:
+    if args.cli_cost or args.child_cost:
         port = free_port()
-        srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), "16384"],
+        size = "16384" if args.cli_cost else "4096"
+        srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), size],
                                stdout=subprocess.PIPE, text=True)
         try:
             assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
-            cli_cost(port, args.cli_cost, args.duration, args.clients)
-        finally:
-            srv.terminate()
-            srv.wait(10)
-        return
-    if args.child_cost:
-        port = free_port()
-        srv = subprocess.Popen([sys.executable, "-c", TRIVIAL_SERVER, str(port), "4096"],
-                               stdout=subprocess.PIPE, text=True)
-        try:
-            assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
-            child_cost(port, args.child_cost)
+            if args.cli_cost:
+                cli_cost(port, args.cli_cost, args.duration, args.clients)
+            else:
+                child_cost(port, args.child_cost)
         finally:
             srv.terminate()
             srv.wait(10)

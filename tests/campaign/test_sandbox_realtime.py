@@ -1,12 +1,16 @@
 """CAP_SYS_NICE inside the walls: dropped unless the campaign declares `sandbox.realtime:
 true`. Route found by an attacker: a command run did `chrt -f 99` (SCHED_FIFO 99, a
 spinning thread starves its CPU: the host's daemons and storlab too). Real bwrap, real
-chrt and fio."""
+chrt and fio. And CAP_IPC_LOCK: dropped unless the campaign declares
+`sandbox.lock_memory: true` (a root program kept it: it could mlock any amount of memory
+past its RLIMIT_MEMLOCK, pages never reclaimed). A real program calling mlock, real fio."""
 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,8 @@ STORLAB_FORKED = True  # `storlab` calls forked from the started program (confte
 
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
               pytest.mark.skipif(shutil.which("chrt") is None, reason="chrt not installed")]
+#: A test of CAP_IPC_LOCK kept: only root's programs have it to keep.
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="only root's programs hold CAP_IPC_LOCK")
 
 
 def test_chrt_fails_inside_by_default_and_works_when_declared(tmp_path: Path) -> None:
@@ -55,25 +61,49 @@ def _campaign(d: Path, runner: dict[str, Any], response: str = "y", **sandbox: A
     return d / "campaign.yaml"
 
 
-def test_a_campaign_opts_in_and_status_says_so(tmp_path: Path, storlab: Any) -> None:
+#: Lowers its own RLIMIT_MEMLOCK to 64 KiB (always allowed), then locks 4 MiB: past the
+#: limit, which only CAP_IPC_LOCK lets a program do.
+MLOCK = r"""
+import ctypes, os, resource, sys
+hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+lim = 64 << 10 if hard == resource.RLIM_INFINITY else min(64 << 10, hard)
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (lim, hard))
+libc = ctypes.CDLL(None, use_errno=True)
+n = 4 << 20
+buf = ctypes.create_string_buffer(n)
+if libc.mlock(buf, ctypes.c_size_t(n)) != 0:
+    print(f"mlock: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
+    sys.exit(1)
+print("locked", n)
+"""
+
+
+@pytest.mark.parametrize("key, program, off, on", [
+    ("realtime", ["sh", "-c", "chrt -f 99 true && echo y=1"],
+     "CPU and I/O priority: not raised (no CAP_SYS_NICE)",
+     "CPU and I/O priority: raised at will, CAP_SYS_NICE kept (sandbox.realtime)"),
+    pytest.param("lock_memory", [sys.executable, "-c", MLOCK + "\nprint('y=1')"],
+                 "locked memory: up to RLIMIT_MEMLOCK (no CAP_IPC_LOCK)",
+                 "locked memory: at will, CAP_IPC_LOCK kept (sandbox.lock_memory)",
+                 marks=ROOT)])
+def test_a_campaign_opts_in_and_status_says_so(tmp_path: Path, storlab: Any, key: str,
+                                               program: list[str], off: str, on: str
+                                               ) -> None:
     cmd = {"type": "command", "options": {
-        "command": ["sh", "-c", "chrt -f 99 true && echo y=1"],
-        "regex_metrics": ["y=(?P<y>[0-9]+)"]}}
+        "command": program, "regex_metrics": ["y=(?P<y>[0-9]+)"]}}
     plain = _campaign(tmp_path / "plain", cmd)
     r = storlab("run", str(plain), timeout=120)
     assert "ok 0, failed 1" in r.stdout, r.stdout + r.stderr
-    assert "CPU and I/O priority: not raised (no CAP_SYS_NICE)" in \
-        storlab("status", str(plain)).stdout
-    rt = _campaign(tmp_path / "rt", cmd, realtime=True)
-    r = storlab("run", str(rt), timeout=120)
+    assert off in storlab("status", str(plain)).stdout
+    kept = _campaign(tmp_path / "kept", cmd, **{key: True})
+    r = storlab("run", str(kept), timeout=120)
     assert r.returncode == 0 and "ok 1, failed 0" in r.stdout, r.stdout + r.stderr
-    assert "CPU and I/O priority: raised at will, CAP_SYS_NICE kept (sandbox.realtime)" in \
-        storlab("status", str(rt)).stdout
+    assert on in storlab("status", str(kept)).stdout
     # a bad value: one line naming the field
-    bad = _campaign(tmp_path / "bad", cmd, realtime="yes please")
+    bad = _campaign(tmp_path / "bad", cmd, **{key: "yes please"})
     r = storlab("run", str(bad), timeout=120)
     lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and "sandbox.realtime" in lines[0], r.stderr
+    assert r.returncode == 2 and len(lines) == 1 and f"sandbox.{key}" in lines[0], r.stderr
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
@@ -148,3 +178,58 @@ def test_fio_cmdprio_needs_the_declaration_and_says_so(tmp_path: Path, storlab: 
     with declared(Declared()):
         out = run_program(argv, cwd=str(tmp_path / "d"), timeout=60)
     assert out.exit_code != 0 and "sandbox.realtime: true" in out.stderr, out.stderr
+
+
+@ROOT
+def test_mlock_past_the_limit_fails_by_default_and_works_when_declared(tmp_path: Path
+                                                                       ) -> None:
+    argv = [sys.executable, "-c", MLOCK]
+    with declared(Declared()):
+        out = run_program(argv, cwd=str(tmp_path), timeout=60)
+    assert out.exit_code != 0 and "mlock: Cannot allocate memory" in out.stderr, out.stderr
+    assert "sandbox.lock_memory: true" in out.stderr, out.stderr  # the hint says what
+    with declared(Declared(lock_memory=True)):
+        out = run_program(argv, cwd=str(tmp_path), timeout=60)
+    assert out.exit_code == 0 and out.stdout.strip() == f"locked {4 << 20}", out.stderr
+    # the capability set itself, as the kernel reports it
+    cap_ipc_lock = 1 << 14
+    for decl, kept in ((Declared(), False), (Declared(lock_memory=True), True)):
+        with declared(decl):
+            out = run_program(["sh", "-c", "grep CapEff /proc/self/status"],
+                              cwd=str(tmp_path))
+        assert bool(int(out.stdout.split()[1], 16) & cap_ipc_lock) == kept, out.stdout
+
+
+@ROOT
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_fio_lockmem_past_the_limit_is_refused_before_any_run_unless_declared(
+        tmp_path: Path, storlab: Any) -> None:
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    if soft == resource.RLIM_INFINITY or soft > 64 << 20:
+        pytest.skip("RLIMIT_MEMLOCK unlimited or above 64 MiB here: nothing to refuse")
+    big = f"{(soft >> 20) + 8}m"
+    fio = {"type": "fio", "exclude": ["n"], "options": {
+        "rw": "read", "size": "64k", "bs": "4k", "ioengine": "psync", "lockmem": big}}
+    r = storlab("run", str(_campaign(tmp_path / "a", fio, "read_iops")), timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert f"fio lockmem={big}" in lines[0] and "sandbox.lock_memory: true" in lines[0]
+    r = storlab("run", str(_campaign(tmp_path / "b", fio, "read_iops", lock_memory=True)),
+                timeout=120)
+    assert r.returncode == 0 and "ok 1, failed 0" in r.stdout, r.stdout + r.stderr
+    # within the limit: needs nothing
+    fio["options"] = {**fio["options"], "lockmem": "64k"}
+    r = storlab("run", str(_campaign(tmp_path / "c", fio, "read_iops")), timeout=120)
+    assert r.returncode == 0 and "ok 1, failed 0" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("value, refused", [("1g", True), ("0", False), ("4k", False),
+                                            ("lots", True)])
+def test_which_lockmem_values_need_the_capability(value: str, refused: bool) -> None:
+    from storlab.campaign.runners.fio import FioRunner
+
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    if value == "1g" and (soft == resource.RLIM_INFINITY or soft >= 1 << 30):
+        pytest.skip("RLIMIT_MEMLOCK at or above 1 GiB here")
+    why = FioRunner(rw="read").lockmem_reason({"lockmem": value})
+    assert (why is not None and f"lockmem={value}" in why) if refused else why is None, why
