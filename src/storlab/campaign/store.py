@@ -118,7 +118,7 @@ def refuse_links(path: Path) -> None:
 
 #: The store's files another user must not own or be able to write (`refuse_foreign_files`),
 #: and the runs' output directory (`OUTPUT`): storlab writes what the runs printed there.
-TRUSTED = ("", "-wal", "-shm", "-journal", ".lock", ".output")
+TRUSTED = ("", "-wal", "-shm", "-journal", ".lock", OUTPUT)
 
 
 #: A store file's identity, (st_dev, st_ino), by name.

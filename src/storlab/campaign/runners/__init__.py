@@ -56,7 +56,8 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
     "run_load": ".objload", "LoadError": "storlab.errors", "run_load_on_hosts": ".fanout",
     "load_spec_from": ".objectstore", "resolve_target": ".objectstore",
-    "run_load_walled": ".objectstore", "serve_fio": ".fio", "register_cluster_walls": ".cluster_walls",
+    "run_load_walled": ".objectstore", "serve_fio": ".fio",
+    "register_cluster_walls": ".cluster_walls",
 })
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on first use

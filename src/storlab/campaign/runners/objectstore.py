@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .objload import Target, url_address
+from .objload import LoadResult, LoadSpec, Target, url_address
 from ..spec import CampaignError
 from ...errors import LoadError, StorlabError
 from ...fileio import within
@@ -336,14 +336,14 @@ def child_output(out: Any, workdir: Path | str) -> tuple[str, dict[str, Any]]:
     return raw, said
 
 
-def run_load_walled(target: Target, spec: Any) -> Any:
+def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
     """`objload.run_load` (an `objload.LoadResult`) run as a campaign's run runs it, for
     `storlab cluster load`: the same child (`run_load_child`) in the same walls (TCP to
     the target's ports only; writable only its run directory, a new private directory
     storlab made and holds open), credentials on stdin. The records are read back from
     the directory storlab holds, without following a link. LoadError with the child's own
     line when the load cannot run."""
-    from .objload import LoadResult, summarize
+    from .objload import summarize
     from ...fileio import temporary_directory
     from ._program import run_directory
     from ._sandbox import Declared, declared
