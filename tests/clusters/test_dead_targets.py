@@ -133,4 +133,5 @@ def test_cli_load_reaches_only_its_endpoints_port(auth_elsewhere, tmp_path, stor
                 "--objects", "1", "--timeout", "2", timeout=120)
     assert r.returncode == 2, r.stderr
     assert "connection error" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert f"reaches TCP only at port {port}," in r.stderr
     assert other.hits == 0

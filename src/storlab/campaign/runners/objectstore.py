@@ -358,9 +358,14 @@ def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
                 if out.exit_code != 0:
                     said = [ln for ln in out.stderr.splitlines() if ln.strip()]
                     own = [ln for ln in said if ln.startswith("objectstore load: ")]
-                    raise LoadError(own[-1][len("objectstore load: "):] if own else
-                                    tail("\n".join(said)) or
-                                    f"the load's child exited with {out.exit_code}")
+                    why = (own[-1][len("objectstore load: "):] if own else
+                           tail("\n".join(said)) or
+                           f"the load's child exited with {out.exit_code}")
+                    if "connection error" in why:  # maybe a port the walls keep shut
+                        why += (" (the load's sandbox reaches TCP only at port "
+                                f"{', '.join(map(str, endpoint_ports(target)))}, the "
+                                "cluster's endpoint)")
+                    raise LoadError(why)
                 raw, said_json = child_output(out, tmp)
         finally:
             os.close(fd)
@@ -390,6 +395,11 @@ def _package_root() -> str:
     return here
 
 
+def endpoint_ports(target: Target) -> list[int]:
+    """The TCP ports the load's child may reach (Landlock): its endpoint's and auth URL's."""
+    return sorted({url_address(u)[2] for u in (target.endpoint, target.auth_url) if u})
+
+
 def run_load_child(target: Target, spec: Any, records: dict[str, str] | None,
                    bound: Sequence[tuple[int, str]], workdir: Path | str,
                    timeout: float | None) -> Any:
@@ -402,10 +412,10 @@ def run_load_child(target: Target, spec: Any, records: dict[str, str] | None,
     from .objload import child_config
 
     root = _package_root()
-    ports = {url_address(u)[2] for u in (target.endpoint, target.auth_url) if u}
+    ports = endpoint_ports(target)
     env = {"PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get(
         "PYTHONPATH")])]), "PYTHONDONTWRITEBYTECODE": "1"}
-    with opened(network=True, readable=[root], ports=sorted(ports), bound=bound):
+    with opened(network=True, readable=[root], ports=ports, bound=bound):
         # -P: not the run's directory first on the path (a step could put a module there)
         return run_program([sys.executable, "-P", "-m", f"{__package__}.objload"],
                            cwd=os.fspath(workdir), timeout=timeout, env=env,
