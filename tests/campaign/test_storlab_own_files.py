@@ -238,6 +238,30 @@ def test_a_fifo_planted_at_the_runs_output_file_is_one_line(tmp_path: Path, stor
     assert all("no longer a regular file" in t and "Traceback" not in t for t in tails), tails
 
 
+def test_somebodys_file_put_at_the_runs_output_file_is_not_written(tmp_path: Path,
+                                                                   storlab: Any) -> None:
+    """A step that swaps the run's stdout file for one of another user's (its owner would
+    read what the program prints next, e.g. a root-only file it read): the run fails with
+    one storlab line and the program's output never lands there. One of storlab's own made
+    readable by everybody is made private again before anything is written."""
+    out = "{campaign_dir}/campaign.db.output/{key}.stdout"
+    for name, swap, ok in (("other", f"chown 65534 {out}", False),
+                           ("mode", f"chmod 666 {out}", True)):
+        camp = campaign(tmp_path / name, ECHO, sandbox={"writable": ["campaign.db.output"]},
+                        setup=[["sh", "-c", f"rm -f {out} && : > {out} && {swap}"]])
+        (tmp_path / name / "campaign.db.output").mkdir(mode=0o700)
+        p = storlab("run", str(camp), timeout=120)
+        outputs = list((tmp_path / name / "campaign.db.output").glob("*.stdout"))
+        if ok:
+            assert "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+            assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in outputs), outputs
+            continue
+        assert "ok 0, failed 2" in p.stdout, p.stdout + p.stderr
+        tails = stderr_tails(tmp_path / name / "campaign.db")
+        assert all("is not storlab's own (owner uid 65534)" in t for t in tails), tails
+        assert all(f.read_bytes() == b"" for f in outputs), outputs
+
+
 def test_a_hard_link_copy_of_the_store_gets_advice_that_keeps_its_results(
         tmp_path: Path, storlab: Any) -> None:
     """A `cp -al` copy of a campaign leaves the store with two links: refused, but the

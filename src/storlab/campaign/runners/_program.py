@@ -389,6 +389,14 @@ def _open_stream(path: str | None, header: bytes, dir_fd: int | None = None
         os.close(fd)
         raise CampaignError(f"{path}: the run's output file is no longer a regular file of "
                             "its own (a step replaced it); refusing to write it")
+    if st.st_uid != os.geteuid():
+        # somebody's file put at the name: its owner would read what the program prints
+        # next (a root-only file the program read in the walls)
+        os.close(fd)
+        raise CampaignError(f"{path}: the run's output file is not storlab's own (owner uid "
+                            f"{st.st_uid}); refusing to write it")
+    if st.st_mode & 0o077:  # made readable by a step, or by an older storlab: private again
+        os.fchmod(fd, 0o600)
     os.set_blocking(fd, True)
     fh = os.fdopen(fd, "a+b")
     fh.write(header)
