@@ -122,35 +122,3 @@ def test_a_label_wider_than_the_sample_is_read_whole(tmp_path: Path) -> None:
     fast = importance_csv(path, "tput", params=["k", "j"], stop="top:2")
     assert fast is not None and not math.isnan(fast.variance)
     _same(fast, importance(read_table(path), "tput", params=["k", "j"], stop="top:2"))
-
-
-@pytest.mark.parametrize("extra", ["", "x,lots\n", "x\n", "\n\n\n"])
-def test_a_file_read_in_two_halves_is_read_as_one(tmp_path: Path, extra: str,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large file is read by this process and a forked child at once (each one half):
-    the same table as one reading, and a bad row in either half refuses the file."""
-    import storlab.analysis.coded as coded
-
-    rng = np.random.default_rng(5)
-    n = 2001
-    cols = {"a": [["x", "y", "zz"][i] for i in rng.integers(0, 3, n)],
-            "b": [str(v) for v in rng.choice([1, 4, 16], n)],
-            "tput": [repr(float(v)) for v in rng.normal(100, 10, n)]}
-    head, rows = _write(tmp_path, "t.csv", cols).read_text().split("\n", 1)
-    for text in (f"{head}\n{extra}{rows}", f"{head}\n{rows}{extra}"):  # first/second half
-        path = tmp_path / "t.csv"
-        path.write_text(text)
-        whole = read_coded_csv(path, {"tput"})
-        with monkeypatch.context() as m:
-            m.setattr(coded, "_SPLIT_BYTES", 1)
-            halves = read_coded_csv(path, {"tput"})
-        if extra.strip():  # a label among numbers, a short row
-            assert whole is None and halves is None
-            continue
-        assert whole is not None and halves is not None
-        assert whole.n_rows == halves.n_rows == n
-        for name in cols:
-            w, h = whole.columns[name], halves.columns[name]
-            assert w.values == h.values
-            assert np.array_equal(w.floats() if w.codes is None else w.codes,
-                                  h.floats() if h.codes is None else h.codes)

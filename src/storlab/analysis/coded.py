@@ -13,10 +13,7 @@ the file with pandas (`storlab.fileio.read_table`), errors included.
 
 from __future__ import annotations
 
-import io
 import math
-import mmap
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +30,6 @@ _INT = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: Lines sampled to choose each column's reading (label width; number or label).
 _SAMPLE_BYTES = 1 << 16
-#: Larger files are read by two processes at once (`_parse_rows`).
-_SPLIT_BYTES = 4 << 20
 
 
 @dataclass
@@ -94,9 +89,10 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
         else:
             kinds.append(f"S{max(8, -(-2 * max(map(len, seen)) // 8) * 8)}")
     for _ in range(3):  # a label wider than the sample's twice: read again, wider
-        table = _parse_rows(data[end + 1:], np.dtype([(f"c{j}", k)
-                                                     for j, k in enumerate(kinds)]))
-        if table is None:  # a label among numbers, a short or long row
+        try:
+            table = np.loadtxt(p, delimiter=",", skiprows=1, comments=None, quotechar=None,
+                               dtype=[(f"c{j}", k) for j, k in enumerate(kinds)], ndmin=1)
+        except ValueError:  # a label among numbers, a short or long row
             return None
         # Each column as a view of the rows' bytes (no copy): labels as big-endian words.
         rows = table.view(np.uint8).reshape(len(table), -1)
@@ -125,50 +121,6 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
             return None
         columns[name] = coded
     return CodedTable(names, len(table), columns)
-
-
-def _loadtxt(body: bytes | memoryview, dtype: np.dtype) -> np.ndarray:
-    return np.loadtxt(io.BytesIO(body), delimiter=",", comments=None, quotechar=None,
-                      dtype=dtype, ndmin=1)
-
-
-def _parse_rows(body: bytes, dtype: np.dtype) -> np.ndarray | None:
-    """The rows of `body` (the file after its header line) as `dtype` records, or None
-    when numpy's reader refuses a row (a label among numbers, a short or long row).
-
-    `numpy.loadtxt` holds the GIL and took 0.3 s of the 1 s `storlab importance` on a
-    500,000-row file, so a large file is read in two halves at once: the second by a
-    forked child that writes its records into memory shared with this process (a thread
-    would wait on the GIL; a new interpreter would import numpy again). With no idle
-    core this gains nothing and costs a fork and a copy (~0.01 s)."""
-    mid = body.find(b"\n", len(body) // 2) + 1
-    if (len(body) < _SPLIT_BYTES or mid <= 0 or not hasattr(os, "fork")
-            or body.count(b"\n", mid) == len(body) - mid):  # (a second half of blank lines)
-        try:
-            return _loadtxt(body, dtype)
-        except ValueError:
-            return None
-    most = body.count(b"\n", mid) + 1  # records the second half can hold, at most
-    shared = mmap.mmap(-1, 8 + most * dtype.itemsize)
-    pid = os.fork()
-    if pid == 0:  # the child: read, write the count and the records, exit at once
-        code = 1
-        try:
-            rows = _loadtxt(memoryview(body)[mid:], dtype)
-            shared[:8] = len(rows).to_bytes(8, "little")
-            np.frombuffer(shared, dtype=dtype, count=len(rows), offset=8)[:] = rows
-            code = 0
-        finally:
-            os._exit(code)  # (no atexit handler, no flush of buffers the parent also holds)
-    try:
-        first = _loadtxt(memoryview(body)[:mid], dtype)
-    except ValueError:
-        first = None
-    _, status = os.waitpid(pid, 0)
-    if first is None or os.waitstatus_to_exitcode(status) != 0:
-        return None
-    n = int.from_bytes(shared[:8], "little")
-    return np.concatenate([first, np.frombuffer(shared, dtype=dtype, count=n, offset=8)])
 
 
 def _labels(col: np.ndarray) -> CodedColumn | None:
