@@ -16,6 +16,7 @@ pandas-groupby implementation, measured in the same run.
    per-repetition time is scaled to the full count (said so in the output).
 
     .venv/bin/python benchmarks/bench_importance.py [--quick] [--command-only] [--repeats N]
+        [--baseline OTHER_TREE/src]
 """
 
 from __future__ import annotations
@@ -128,36 +129,49 @@ def pandas_program(csv: str) -> None:
     print(",".join(p for p, _ in pandas_greedy(df, "tput", params, 4)))
 
 
-def whole_commands(rows: int, repeats: int) -> list[tuple[str, float, float, float, float]]:
-    """(case, storlab wall, storlab cpu, pandas wall, pandas cpu) medians."""
+def whole_commands(rows: int, repeats: int, baseline: str | None = None
+                   ) -> list[tuple[str, float, float, float, float]]:
+    """(case, storlab wall, storlab cpu, pandas wall, pandas cpu) medians; with `baseline`
+    (another tree's `src`), that storlab's command too, interleaved with this one."""
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         csv = str(Path(tmp) / "results.csv")
         big_table(rows).to_csv(csv, index=False)
         env = dict(os.environ)
-        cached = dict(env, PYTHONPYCACHEPREFIX=str(Path(tmp) / "pyc"))
-        cached.pop("PYTHONDONTWRITEBYTECODE", None)
+        trees = {"": env}
+        if baseline:
+            trees["baseline "] = dict(env, PYTHONPATH=os.pathsep.join(
+                [baseline, *filter(None, [env.get("PYTHONPATH")])]))
         ours = [sys.executable, "-m", "storlab", "importance", csv, "-y", "tput",
                 "--stop", "top:4"]
         theirs = [sys.executable, __file__, "--pandas-program", csv]
-        run_timed(ours, cached)  # fills the byte-code cache
+        cached = {}
+        for i, (tree, tenv) in enumerate(trees.items()):
+            cached[tree] = dict(tenv, PYTHONPYCACHEPREFIX=str(Path(tmp) / f"pyc{i}"))
+            cached[tree].pop("PYTHONDONTWRITEBYTECODE", None)
+            run_timed(ours, cached[tree])  # fills the byte-code cache
         run_timed(theirs, env)   # and the page cache
-        times: dict[str, list[tuple[float, float]]] = {"as is": [], "pyc": [], "pandas": []}
-        selected = ""
+        times: dict[str, list[tuple[float, float]]] = {"pandas": []}
+        texts = set()
         for _ in range(repeats):  # interleaved, so load changes hit every case alike
-            w, c, text = run_timed(ours, env)
-            times["as is"].append((w, c))
-            times["pyc"].append(run_timed(ours, cached)[:2])
+            for tree, tenv in trees.items():
+                w, c, text = run_timed(ours, tenv)
+                texts.add(text)
+                times.setdefault(f"{tree}as is", []).append((w, c))
+                times.setdefault(f"{tree}pyc", []).append(run_timed(ours, cached[tree])[:2])
             w, c, selected = run_timed(theirs, env)
             times["pandas"].append((w, c))
+        assert len(texts) == 1, "the trees print different reports"
         picked = [ln.split()[3] for ln in text.splitlines()
                   if ln.startswith("│") and ln.split()[1].isdigit()]
         assert picked == selected.strip().split(","), (picked, selected)
         med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                for k, v in times.items()}
         pw, pc = med["pandas"]
-        out.append((f"command, {rows:,}-row CSV, as is", *med["as is"], pw, pc))
-        out.append((f"command, {rows:,}-row CSV, storlab .pyc cached", *med["pyc"], pw, pc))
+        for tree in trees:
+            out.append((f"{tree}command, {rows:,}-row CSV, as is", *med[f"{tree}as is"], pw, pc))
+            out.append((f"{tree}command, {rows:,}-row CSV, storlab .pyc cached",
+                        *med[f"{tree}pyc"], pw, pc))
     return out
 
 
@@ -167,6 +181,9 @@ def main() -> None:
     ap.add_argument("--command-only", action="store_true",
                     help="only the whole-command case (0)")
     ap.add_argument("--repeats", type=int, default=5, help="runs of each whole command")
+    ap.add_argument("--baseline", metavar="SRC",
+                    help="another storlab tree's src directory (e.g. a checkout of the "
+                         "previous commit): its command is timed too, interleaved")
     ap.add_argument("--pandas-program", metavar="CSV", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pandas_program:
@@ -179,8 +196,9 @@ def main() -> None:
           f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
     print(f"{'case':52s} {'storlab s':>10s} {'cpu s':>7s} {'pandas s':>9s} {'cpu s':>7s} "
           f"{'ratio':>7s}  (wall, median of {args.repeats}; ratio of wall)")
-    for name, w, c, pw, pc in whole_commands(rows, args.repeats):
+    for name, w, c, pw, pc in whole_commands(rows, args.repeats, args.baseline):
         print(f"{name:52s} {w:10.3f} {c:7.3f} {pw:9.3f} {pc:7.3f} {pw / w:6.1f}x")
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print()
     if args.command_only:
         return

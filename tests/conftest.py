@@ -128,6 +128,7 @@ def storlab_quick(storlab_main: Callable[..., tuple[int, str, str]]) -> Run:
 _FORK_SERVER = r"""
 import atexit, json, os, resource, sys, threading, traceback
 import storlab.cli
+storlab.cli.app  # every command, built once (else each child imports its command's module)
 import numpy, pandas, pydantic, yaml  # what nearly every command imports when it runs
 import matplotlib, scipy.stats, statsmodels.formula.api  # and the analyses (~3 s)
 import optuna  # and the tuning (~1 s)

@@ -1,6 +1,6 @@
 """Start-up: `storlab --help` and `python -m storlab` load no heavy library.
 
-Every command module is imported at start-up (the CLI registers them all), so one
+`storlab --help` imports every command module (a command only its own), so one
 top-level `import pandas` in any of them would make every `storlab --help` pay for it.
 What is checked is what gets loaded (in a fresh interpreter), not a timing: timings on a
 shared machine are noise; benchmarks/bench_startup.py measures the CPU time."""
@@ -110,3 +110,44 @@ def test_python_m_cannot_keep_out_what_python_imports_before_storlab(tmp_path, n
     subprocess.run([sys.executable, "-m", "storlab", "--help"], cwd=tmp_path,
                    capture_output=True, text=True, timeout=120)
     assert not marker.exists()
+
+
+def test_command_table_names_the_module_of_every_command():
+    """`storlab NAME` imports only NAME's module (storlab.cli.COMMAND_MODULES): the table
+    holds every top-level command and group, each with the module that registers it."""
+    code = """
+import importlib, pkgutil, typer
+from storlab import cli, commands
+found = {}
+for info in pkgutil.iter_modules(commands.__path__):
+    mod = importlib.import_module(f"storlab.commands.{info.name}")
+    if hasattr(mod, "register"):
+        t = typer.Typer()
+        mod.register(t)
+        for c in t.registered_commands:
+            found[c.name] = info.name
+        for g in t.registered_groups:
+            found[g.name or g.typer_instance.info.name] = info.name
+print(found == cli.COMMAND_MODULES, sorted(set(found.items()) ^ set(cli.COMMAND_MODULES.items())))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split(" ", 1)
+    assert out[0] == "True", out[1]
+
+
+def test_a_command_loads_only_its_own_module():
+    code = """
+import sys
+sys.argv = ["storlab", "importance", "--help"]
+import runpy
+try:
+    runpy.run_module("storlab", run_name="__main__")
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m.startswith("storlab.commands.")), file=sys.stderr)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert "Usage: storlab importance" in p.stdout
+    loaded = ast.literal_eval(p.stderr.strip().splitlines()[-1])
+    assert loaded == ["storlab.commands._common", "storlab.commands.importance"]

@@ -77,15 +77,6 @@ class StorlabGroup(_NoBoolMetavar, TyperGroup):
             return super().invoke(ctx)
 
 
-app = typer.Typer(
-    cls=StorlabGroup,
-    name="storlab",
-    help="Design, run, analyse and simulate storage performance experiments.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
 
 
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -188,11 +179,64 @@ def _use_storlab_command(t: typer.Typer) -> None:
             _use_storlab_command(group.typer_instance)
 
 
-for _info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-    _mod = importlib.import_module(f"{commands.__name__}.{_info.name}")
-    if hasattr(_mod, "register"):
-        _mod.register(app)
-_use_storlab_command(app)
+#: The module under storlab.commands of each top-level command and group. `storlab NAME
+#: ...` imports only NAME's module: where byte code is not cached (a source tree with
+#: PYTHONDONTWRITEBYTECODE) compiling all nine took 0.1-0.15 s of every command
+#: (`benchmarks/bench_importance.py`). tests/test_startup.py holds it equal to what the
+#: modules register; a name missing here only costs that time.
+COMMAND_MODULES = {
+    "run": "campaign", "results": "campaign", "status": "campaign", "cluster": "cluster",
+    "design": "design", "analyze": "design", "estimate": "estimate",
+    "fio-server": "fioserver", "importance": "importance", "importance-eval": "importance",
+    "report": "report", "coverage": "report", "simulate": "simulate", "tune": "tune",
+    "confirm": "tune", "tune-eval": "tune",
+}
+
+
+def build_app(modules: list[str] | None = None) -> typer.Typer:
+    """The `storlab` program with the commands of `modules` (names under
+    storlab.commands; None: every command)."""
+    t = typer.Typer(
+        cls=StorlabGroup,
+        name="storlab",
+        help="Design, run, analyse and simulate storage performance experiments.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    if modules is None:
+        modules = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    for name in modules:
+        mod = importlib.import_module(f"{commands.__name__}.{name}")
+        if hasattr(mod, "register"):
+            mod.register(t)
+    _use_storlab_command(t)
+    return t
+
+
+app: typer.Typer  # (annotation only: the value comes from __getattr__ below)
+
+
+def __getattr__(name: str) -> Any:
+    """`storlab.cli.app`, the whole program (every command), built on first use."""
+    if name == "app":
+        globals()["app"] = build_app()
+        return globals()["app"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """The program for `argv`: only its command's module when argv starts with a command
+    name (and that module makes a group: typer runs a lone command as the program
+    itself), else every command (help, errors, suggestions for a mistyped name)."""
+    if "app" in globals():  # already built (a test's server, an embedding program)
+        return globals()["app"]
+    module = COMMAND_MODULES.get(argv[0]) if argv else None
+    if module is not None:
+        t = build_app([module])
+        if len(t.registered_commands) > 1 or t.registered_groups:
+            return t
+    return __getattr__("app")  # type: ignore[no-any-return]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -233,7 +277,8 @@ def _run(argv: list[str] | None) -> int:
     """Run the command; its exit status (the errors below exit with theirs)."""
     try:
         # Not standalone: click's errors come here instead of being printed in a box
-        rv = app(args=argv, prog_name="storlab", standalone_mode=False)
+        args = sys.argv[1:] if argv is None else argv
+        rv = _app_for(args)(args=args, prog_name="storlab", standalone_mode=False)
         # an Exit raised by the command comes back as its code; a command returns None
         return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except StorlabError as exc:

@@ -131,15 +131,20 @@ def _labels(col: np.ndarray) -> CodedColumn | None:
     # Native-order words: arithmetic on the big-endian strided view converts on every
     # operation (3x slower than converting once).
     words = col.view(">u8").astype(np.uint64)
-    codes, n = _factorize(words[:, 0])
+    codes, uniq = _factorize(words[:, 0])
+    n = len(uniq)
     for k in range(1, words.shape[1]):
         if not words[:, k].any():
             break
-        c, m = _factorize(words[:, k])
-        codes, n = dense_ids(codes * m + c, n * m)
-    first = np.empty(n, dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
-    texts = [bytes(b).rstrip(b"\0").decode() for b in col[first]]
+        c, more = _factorize(words[:, k])
+        codes, n = dense_ids(codes * len(more) + c, n * len(more))
+        uniq = None
+    if uniq is not None:  # labels of up to 8 bytes: each is its word
+        texts = [int(w).to_bytes(8, "big").rstrip(b"\0").decode() for w in uniq]
+    else:  # longer: read one row of each
+        first = np.empty(n, dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+        texts = [bytes(b).rstrip(b"\0").decode() for b in col[first]]
     if all(_INT.fullmatch(t) for t in texts):
         values: list[Any] = [int(t) for t in texts]
         if any(abs(v) >= 2**63 for v in values):
@@ -177,22 +182,25 @@ def _number_like(t: str) -> bool:
     return True
 
 
-def _factorize(key: np.ndarray) -> tuple[np.ndarray, int]:
-    """Codes of `key`'s distinct values in increasing order, and how many there are: by a
-    hash table (multiplicative hashing) when no two distinct values share a bucket
-    (linear, a few passes), else by sorting."""
+def _factorize(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of `key`'s distinct values in increasing order, and those values: by a hash
+    table (multiplicative hashing) when no two distinct values share a bucket (linear, a
+    few passes), else by sorting."""
     for bits in (16, 20):
-        h = ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)).astype(np.intp)
+        # In place, and the bucket (< 2**20) viewed as int64, not copied: 40% faster.
+        h = key * np.uint64(0x9E3779B97F4A7C15)
+        h >>= np.uint64(64 - bits)
+        h = h.view(np.int64)
         rep = np.zeros(1 << bits, dtype=np.uint64)
         rep[h] = key
-        if (rep[h] == key).all():
+        if np.array_equal(rep[h], key):
             present = np.flatnonzero(np.bincount(h, minlength=1 << bits))
             order = np.argsort(rep[present], kind="stable")
             code = np.empty(1 << bits, dtype=np.int64)
             code[present[order]] = np.arange(len(present))
-            return code[h], len(present)
+            return code[h], rep[present[order]]
     uniq, inv = np.unique(key, return_inverse=True)
-    return inv.ravel().astype(np.int64), len(uniq)
+    return inv.ravel().astype(np.int64), uniq
 
 
 def dense_ids(key: np.ndarray, total: int) -> tuple[np.ndarray, int]:

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -104,6 +108,22 @@ def load_source(source: Path, space_file: Optional[Path], params: Optional[list[
     return df, names, goal, note
 
 
+@contextlib.contextmanager
+def _one_blas_thread(wanted: bool) -> Iterator[None]:
+    """numpy imported inside starts one OpenBLAS thread (when `wanted` and numpy is not
+    loaded yet). OpenBLAS starts a worker per core at load, which spins at first: 0.05-0.09 s
+    of CPU of a 1 s command (`benchmarks/bench_importance.py`) that does no linear algebra.
+    The environment is restored after, so no child inherits the setting."""
+    if not wanted or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def importance_cmd(
     results: Path = typer.Argument(..., help="Results table (.csv, .parquet, .json) or a "
                                              "campaign file.",
@@ -141,12 +161,14 @@ def importance_cmd(
                                       "S1/ST beside the PI shares."),
 ) -> None:
     """Which parameters matter: Carver's parameter importance (PI/CPI) and greedy selection."""
-    from ..analysis import importance_csv, importance_of as importance
+    plain_csv = space_file is None and not compare and results.suffix.lower() == ".csv"
+    with _one_blas_thread(plain_csv):
+        from ..analysis import importance_csv, importance_of as importance
     from ..metrics import is_metric  # (not through the runners' face: 0.03-0.06 s of imports)
 
     goal_full = {"max": "maximize", "min": "minimize"}.get(goal, goal) if goal else None
     res = None
-    if space_file is None and not compare and results.suffix.lower() == ".csv":
+    if plain_csv:
         # A plain CSV is read without pandas (its import alone was half the command's time);
         # None: the file or the analysis needs pandas, and the path below does it all.
         res = importance_csv(results, response, params=split_names(params), stop=stop,
