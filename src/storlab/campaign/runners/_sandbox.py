@@ -617,6 +617,142 @@ def _tcp_ruleset(ports: tuple[int, ...]) -> int:
     return fd
 
 
+#: Landlock's right to execute a file (ABI 1) and the rule type naming a file or a
+#: directory by descriptor: `struct landlock_path_beneath_attr` (packed: u64
+#: allowed_access, s32 parent_fd).
+LANDLOCK_ACCESS_FS_EXECUTE = 0x1
+_LL_RULE_PATH_BENEATH = 1
+#: How many execute rulesets (`exec_ruleset`) a process keeps (one per set of files).
+EXEC_RULESETS_KEPT = 16
+_EXEC_RULESETS: OrderedDict[tuple[tuple[str, int, int], ...], int] = OrderedDict()
+#: The system's Perl (Debian's Essential perl-base): it enters the execute rules inside the
+#: walls, once bwrap has made its mounts (the kernel refuses mount to a process whose
+#: Landlock domain handles a file access: entered before bwrap, bwrap fails), then
+#: starts the program. Perl starts in 1 ms, Python in 15 (measured on the machine the
+#: guarantees doc names); no compiled helper ships with storlab.
+PERL = "/usr/bin/perl"
+#: The shim's code: argv is (ruleset fd, environment fd, file to start, program argv...).
+#: The environment reaches it in a memory file, not through bwrap's `--setenv`: Perl and
+#: its loader must not read the program's LD_PRELOAD or PERL5OPT before the rules hold.
+EXEC_SHIM = r"""my ($r, $e, $x) = splice(@ARGV, 0, 3);
+if ($e ne "-") { open(my $h, "<&=", $e) or die "storlab: environment: $!\n";
+  my $s = do { local $/; <$h> }; close($h);
+  %ENV = map { split(/=/, $_, 2) } grep { length } split(/\0/, $s); }
+syscall(446, $r + 0, 0) == 0 or die "storlab: landlock_restrict_self: $!\n";
+open(my $rh, "<&=", $r) and close($rh);
+exec { $x } @ARGV or die "storlab: cannot start $x: $!\n";"""
+
+
+def exec_missing() -> str | None:
+    """Why a known runner's program may start other programs here (Landlock's execute
+    rules need ABI 1, Linux 5.13), or None (for `storlab status`)."""
+    return None if landlock_abi() >= 1 else "the kernel has no Landlock"
+
+
+def elf_interpreter(path: str) -> str | None:
+    """The ELF interpreter `path` names (PT_INTERP: the kernel opens it with execute
+    intent during execve), or None (a static or non-ELF file). Read by hand: a header and
+    a program-header table, too little to add pyelftools for."""
+    import struct
+
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+            return None
+        end = "<" if head[5] == 1 else ">"
+        wide = head[4] == 2
+        phoff = struct.unpack_from(end + ("Q" if wide else "I"), head, 32 if wide else 28)[0]
+        size, count = struct.unpack_from(end + "HH", head, 54 if wide else 42)
+        fh.seek(phoff)
+        table = fh.read(size * min(count, 4096))
+        for i in range(len(table) // max(size, 1)):
+            ent = table[i * size:(i + 1) * size]
+            if struct.unpack_from(end + "I", ent, 0)[0] != 3:  # PT_INTERP
+                continue
+            # p_offset and p_filesz: at 8 and 32 in a 64-bit entry, at 4 and 16 in a 32-bit
+            word, at = ("Q", (8, 32)) if wide else ("I", (4, 16))
+            off, n = (struct.unpack_from(end + word, ent, a)[0] for a in at)
+            fh.seek(off)
+            return os.fsdecode(fh.read(min(n, 4096)).split(b"\0")[0]) or None
+    return None
+
+
+def program_files(exe: str) -> tuple[str, ...]:
+    """The files (real paths) the kernel opens with execute intent to start `exe`: the
+    file itself, its ELF interpreter and, for a `#!` script, its interpreter's (4 levels,
+    the kernel's own limit)."""
+    out: list[str] = []
+    todo = [exe]
+    while todo and len(out) < 8:
+        f = os.path.realpath(todo.pop())
+        if f in out:
+            continue
+        out.append(f)
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(256)
+        except OSError:
+            continue
+        if head[:2] == b"#!":
+            words = head[2:].split(b"\n", 1)[0].split()
+            if words:
+                todo.append(os.fsdecode(words[0]))
+        elif (interp := elf_interpreter(f)) is not None:
+            todo.append(interp if interp.startswith("/") else os.path.join(
+                os.path.dirname(f), interp))
+    return tuple(out)
+
+
+def exec_ruleset(files: tuple[str, ...]) -> int:
+    """A Landlock ruleset (its descriptor, kept for the process: at most
+    `EXEC_RULESETS_KEPT`, by the files' identities, so a file replaced since gets a new
+    one) handling LANDLOCK_ACCESS_FS_EXECUTE and allowing it on `files` only. Rules hold
+    the inodes, so they hold inside bwrap's mount namespace. Raises CampaignError when the
+    kernel cannot make it."""
+    import ctypes
+    import struct
+
+    key = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError as exc:
+            raise CampaignError(f"cannot allow {f} to execute: {exc.strerror}") from None
+        key.append((f, st.st_dev, st.st_ino))
+    with _TCP_RULESETS_LOCK:
+        fd = _EXEC_RULESETS.get(tuple(key))
+        if fd is not None:
+            _EXEC_RULESETS.move_to_end(tuple(key))
+            return fd
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+        attr = ctypes.create_string_buffer(struct.pack("<Q", LANDLOCK_ACCESS_FS_EXECUTE))
+        fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
+        if fd < 0:
+            raise CampaignError("cannot make the Landlock ruleset holding the program to "
+                                f"its own files: {os.strerror(ctypes.get_errno())}")
+        try:
+            for f, dev, ino in key:
+                pfd = os.open(f, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    st = os.fstat(pfd)
+                    rule = ctypes.create_string_buffer(
+                        struct.pack("<Qi", LANDLOCK_ACCESS_FS_EXECUTE, pfd))
+                    if (st.st_dev, st.st_ino) != (dev, ino) or syscall(
+                            _LL_ADD_RULE, fd, _LL_RULE_PATH_BENEATH, rule,
+                            ctypes.c_uint32(0)) != 0:
+                        raise CampaignError(f"cannot allow {f} to execute in the Landlock "
+                                            f"ruleset: {os.strerror(ctypes.get_errno())}")
+                finally:
+                    os.close(pfd)
+        except BaseException:
+            os.close(fd)
+            raise
+        _EXEC_RULESETS[tuple(key)] = fd
+        while len(_EXEC_RULESETS) > EXEC_RULESETS_KEPT:
+            os.close(_EXEC_RULESETS.popitem(last=False)[1])
+        return fd
+
+
 @functools.cache
 def _libc_calls() -> tuple[object, object]:
     import ctypes
@@ -766,6 +902,11 @@ class Walls:
     args_fd: int | None = None
     #: where the run's directory shows inside (the kernel's name of the one bound)
     run_at: str | None = None
+    #: the files the program may execute (`exec_ruleset`: its binary and interpreters) and
+    #: the file started: (start, files); None: any (the command runner, steps, clusters)
+    executes: tuple[str, tuple[str, ...]] | None = None
+    #: the execute ruleset's and the environment's descriptors the shim reads
+    exec_fds: list[int] = field(default_factory=list)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -805,6 +946,7 @@ class Walls:
         """Every descriptor bwrap binds from (to pass it)."""
         return [*self.fds, *(fd for fd, _ in self.readonly), *(fd for fd, _ in self.covers),
                 *([self.seccomp] if self.seccomp is not None else []),
+                *self.exec_fds,
                 *([self.args_fd] if self.args_fd is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
@@ -852,7 +994,20 @@ class Walls:
         if self.seccomp is None:
             self.seccomp = _seccomp_fd(self.unix_sockets, self.io_uring)
         out += ["--seccomp", str(self.seccomp)]
-        if env is not None:
+        for fd in self.exec_fds:
+            os.close(fd)
+        self.exec_fds = []
+        if self.executes is not None:  # the shim enters the execute rules, then starts it
+            self.exec_fds.append(os.dup(exec_ruleset(self.executes[1])))
+            if env is not None:
+                self.exec_fds.append(_data_fd("storlab-env", b"".join(
+                    f"{k}={v}".encode() + b"\0" for k, v in env.items())))
+            program = [PERL, "-e", EXEC_SHIM, str(self.exec_fds[0]),
+                       str(self.exec_fds[1]) if env is not None else "-",
+                       self.executes[0], *program]
+            if env is not None:
+                out.append("--clearenv")
+        elif env is not None:
             out.append("--clearenv")
             for k, v in env.items():
                 out += ["--setenv", k, v]
@@ -949,6 +1104,7 @@ class Walls:
         self.covers.clear()
         self.seccomp = None
         self.args_fd = None
+        self.exec_fds = []
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
@@ -1342,8 +1498,8 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
          allow_destructive: bool = False, env: Mapping[str, str] | None = None,
          network: bool = False, unix_sockets: bool = False,
-         io_uring: bool = False, ports: Iterable[int] = ()
-         ) -> tuple[list[str], Walls | None]:
+         io_uring: bool = False, ports: Iterable[int] = (),
+         executables: Sequence[str] | None = None) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
     start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
     then `walls.close()`. `network`: the runner needs the host's network for this program
@@ -1351,7 +1507,10 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     `unix_sockets`, `io_uring`: it makes Unix sockets of its own (fio's net engine with
     `protocol=unix`), io_uring rings (fio's io_uring engines).
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
-    out. Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
+    out. `executables`: the programs (found as `program[0]` is) the program may execute,
+    `program[0]` first: nothing else executes inside (Landlock's execute rule, where the
+    kernel has Landlock); None: anything (the command runner, steps).
+    Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
@@ -1366,6 +1525,13 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         # the run's directory as the kernel names it (the one bound): a link on the way
         # may not exist inside
         real = w.run_at or os.path.realpath(cwd)
+        if executables is not None and exec_missing() is None:
+            found = [_found(e, cwd, (env or os.environ).get("PATH")) for e in executables]
+            if not os.path.isfile(PERL):
+                raise CampaignError(f"no {PERL} (Debian package perl-base), which enters the "
+                                    "program's execute rules inside its walls")
+            w.executes = (found[0], tuple(dict.fromkeys(
+                f for e in found for f in program_files(e))))
         tmp = (env or {}).get("TMPDIR")
         if env is not None and not (tmp and any(within(os.path.realpath(tmp), p)
                                                 for p in w.writable)):
@@ -1374,6 +1540,15 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     except BaseException:
         w.close()
         raise
+
+
+def _found(name: str, cwd: str, path: str | None) -> str:
+    """The file `name` starts (on `path`, or relative to `cwd`), absolute; CampaignError
+    when there is none."""
+    found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
+    if found is None:
+        raise CampaignError(f"cannot find the program {name!r} to allow it to execute")
+    return os.path.join(cwd, found)
 
 
 def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[str]:

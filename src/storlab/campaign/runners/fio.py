@@ -267,7 +267,9 @@ class FioRunner:
                            network=self.network_reason(opts) is not None,
                            ports=self.network_ports(opts),
                            unix_sockets=self.unix_socket_reason(opts) is not None,
-                           io_uring=self.io_uring_reason(opts) is not None)
+                           io_uring=self.io_uring_reason(opts) is not None,
+                           # fio alone executes, unless its options say it starts a program
+                           executables=None if guard.starts_program(self, opts) else [argv[0]])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:
@@ -395,5 +397,7 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
     proc = run_program([*account, exe, f"--server={where},{port}"], cwd=scratch,
                        timeout=None, targets=nodes, allow_destructive=bool(nodes),
                        network=True, io_uring=io_uring,
-                       ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())))
+                       ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())),
+                       # a client's job starts no program (exec_prerun, ioengine=exec...)
+                       executables=[*account[:1], exe])
     return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())

@@ -91,7 +91,8 @@ class PostmarkRunner:
         cfg = workdir / "postmark.cfg"
         write_run_file(cfg, self.script(config, workdir))  # a step may have left a link there
         proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout,
-                           targets=self.sandbox(config, workdir)[0])
+                           targets=self.sandbox(config, workdir)[0],
+                           executables=[self.postmark])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:
