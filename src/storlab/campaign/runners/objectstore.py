@@ -201,6 +201,10 @@ class ObjectStoreRunner:
 
     name = "objectstore"
 
+    def starts_programs_reason(self) -> str | None:
+        """None: the load's child (Python) executes nothing but its own files."""
+        return None
+
     @staticmethod
     def prepare_options(options: dict[str, Any], directory: Path
                         ) -> tuple[dict[str, Any], dict[str, Any]]:

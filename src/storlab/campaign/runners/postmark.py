@@ -43,6 +43,11 @@ class PostmarkRunner:
         """The program started (its install tree is shown read-only)."""
         return self.postmark
 
+    def starts_programs_reason(self) -> str | None:
+        """None: its program executes nothing but its own files (the sandbox's execute
+        rules); else why it may start other programs."""
+        return None
+
     def check_target(self, config: Mapping[str, Any], base: Path | None = None,
                      workdir: Path | None = None) -> None:
         """Preflight: every factor passed to postmark must be one of its options."""

@@ -52,6 +52,11 @@ class SysbenchRunner:
         """The program started (its install tree is shown read-only)."""
         return self.sysbench
 
+    def starts_programs_reason(self) -> str | None:
+        """None: its program executes nothing but its own files (the sandbox's execute
+        rules); else why it may start other programs."""
+        return None
+
     def check_names(self, options: Mapping[str, Any], what: str) -> None:
         """Refuse names that the installed sysbench does not list in `sysbench --help` and
         `sysbench fileio help` (skipped when sysbench is not installed here)."""
