@@ -48,13 +48,18 @@ def test_a_fio_option_that_runs_a_shell_gets_nothing_with_the_rule(tmp_path: Pat
 
 
 def test_ioengine_exec_cannot_start_its_program(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    opts = ("--ioengine=exec", "--program=/usr/bin/touch", f"--arguments={victim}",
-            "--runtime=300ms", "--time_based")
-    _fio(tmp_path, *opts, execs=[str(FIO)])
-    assert not victim.exists()
-    _fio(tmp_path, *opts, execs=None)
-    assert victim.exists()
+    """Neither its program nor the dynamic loader running it (`ld.so PROGRAM`: the loader
+    may execute, the kernel opens it for fio itself; the filter refuses the execve)."""
+    loader = elf_interpreter(str(FIO))
+    assert loader is not None
+    for program, args in (("/usr/bin/touch", "{}"), (loader, "/usr/bin/touch {}")):
+        victim = tmp_path / f"victim-{len(args)}"
+        opts = ("--ioengine=exec", f"--program={program}",
+                f"--arguments={args.format(victim)}", "--runtime=300ms", "--time_based")
+        _fio(tmp_path, *opts, execs=[str(FIO)])
+        assert not victim.exists(), program
+        _fio(tmp_path, *opts, execs=None)
+        assert victim.exists(), program
 
 
 def test_an_exec_gets_eacces_and_nothing_leaks_into_the_program(tmp_path: Path) -> None:

@@ -631,22 +631,97 @@ _EXEC_RULESETS: OrderedDict[tuple[tuple[str, int, int], ...], int] = OrderedDict
 #: starts the program. Perl starts in 1 ms, Python in 15 (measured on the machine the
 #: guarantees doc names); no compiled helper ships with storlab.
 PERL = "/usr/bin/perl"
-#: The shim's code: argv is (ruleset fd, environment fd, file to start, program argv...).
-#: The environment reaches it in a memory file, not through bwrap's `--setenv`: Perl and
-#: its loader must not read the program's LD_PRELOAD or PERL5OPT before the rules hold.
-EXEC_SHIM = r"""my ($r, $e, $x) = splice(@ARGV, 0, 3);
+#: The shim's code. argv: (ruleset fd, environment fd or "-", filter fd, the syscall
+#: numbers of seccomp, dup3 and execveat, dup3's flags (O_CLOEXEC but for a script, whose
+#: interpreter opens it by /dev/fd), the file to start, the program's argv...). It
+#: enters the ruleset, puts the file to start on the ruleset's descriptor number, loads
+#: the filter (`exec_filter`: every execve refused but an execveat of that descriptor)
+#: and starts the file through it. The environment reaches it in a memory file, not
+#: through bwrap's `--setenv`: Perl and its loader must not read the program's LD_PRELOAD
+#: or PERL5OPT before the rules hold.
+EXEC_SHIM = r"""my ($r, $e, $f, $sc, $dup, $xat, $cx, $x) = splice(@ARGV, 0, 8);
 if ($e ne "-") { open(my $h, "<&=", $e) or die "storlab: environment: $!\n";
   my $s = do { local $/; <$h> }; close($h);
   %ENV = map { split(/=/, $_, 2) } grep { length } split(/\0/, $s); }
 syscall(446, $r + 0, 0) == 0 or die "storlab: landlock_restrict_self: $!\n";
-open(my $rh, "<&=", $r) and close($rh);
-exec { $x } @ARGV or die "storlab: cannot start $x: $!\n";"""
+open(my $p, "<", $x) or die "storlab: cannot open $x: $!\n";
+syscall($dup, fileno($p), $r + 0, $cx + 0) == $r or die "storlab: dup3: $!\n"; close($p);
+open(my $fh, "<&=", $f) or die "storlab: filter: $!\n";
+my $flt = do { local $/; <$fh> }; close($fh);
+my $prog = pack("S x![p] p", length($flt) / 8, $flt);
+syscall($sc, 1, 0, $prog) == 0 or die "storlab: seccomp: $!\n";
+my @env = map { "$_=$ENV{$_}" } sort keys %ENV;
+my ($none, $av, $ev) = ("", pack("p*", @ARGV, undef), pack("p*", @env, undef));
+syscall($xat, $r + 0, $none, $av, $ev, 0x1000);
+die "storlab: cannot start $x: $!\n";"""
+#: By architecture: the AUDIT_ARCH, (seccomp, dup3, execveat, execve) numbers, and the
+#: compat architectures' (AUDIT_ARCH, execve, execveat) refused whole (x86_64's x32
+#: numbers, 520 and 545 once the x32 bit is cleared, are refused with the native block).
+EXEC_SYSCALLS = {"x86_64": (0xC000003E, (317, 292, 322, 59), [(0x40000003, 11, 358)],
+                            (520, 545)),
+                 "aarch64": (0xC00000B7, (277, 24, 281, 221), [], ())}
+AT_EMPTY_PATH = 0x1000
+
+
+def exec_filter(fd: int) -> bytes:
+    """A seccomp filter (classic BPF, as `_seccomp_program`) refusing with EACCES every
+    execve, and every execveat but one of descriptor `fd` with AT_EMPTY_PATH: the shim's
+    start of the program. The program itself then starts nothing: not through the
+    dynamic loader (`ld.so /bin/sh`, which the execute rule must allow: the kernel opens
+    it for every dynamic program), nor through a name (fio's `ioengine=exec` calls
+    execvp). What stays is an execveat of a descriptor at `fd` that the program placed
+    there itself (arbitrary code already), held by the execute rule to its own files."""
+    import platform
+    import struct
+
+    arch, (_, _, xat, xve), compat, x32 = EXEC_SYSCALLS[platform.machine()]
+    ld_abs, jeq, jset, and_k, ret = 0x20, 0x15, 0x45, 0x54, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
+    # (code, jump if true, jump if false, k); jumps: a label or 0 (the next instruction)
+    prog: list[tuple[int, int | str, int | str, int]] = [
+        (ld_abs, 0, 0, 4), (jeq, 0, "compat", arch),
+        (ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF),  # nr, x32's bit cleared
+        *((jeq, "deny", 0, nr) for nr in (xve, *x32)),
+        (jeq, 0, "allow", xat),
+        (ld_abs, 0, 0, 16), (jeq, 0, "deny", fd),  # execveat's dirfd: the shim's
+        (ld_abs, 0, 0, 16 + 8 * 4), (jset, "allow", "deny", AT_EMPTY_PATH)]
+    labels = {"compat": len(prog)}
+    for a, ve, xa in compat:  # a compat architecture: no execve at all
+        prog += [(jeq, 0, f"not{a}", a), (ld_abs, 0, 0, 0), (jeq, "deny", 0, ve),
+                 (jeq, "deny", "allow", xa)]
+        labels[f"not{a}"] = len(prog)
+    labels["allow"] = len(prog)
+    prog.append((ret, 0, 0, allow))
+    labels["deny"] = len(prog)
+    prog.append((ret, 0, 0, deny))
+
+    def off(at: int, j: int | str) -> int:
+        return j if isinstance(j, int) else labels[j] - at - 1
+
+    return b"".join(struct.pack("<HBBI", code, off(n, jt), off(n, jf), k)
+                    for n, (code, jt, jf, k) in enumerate(prog))
+
+
+def _script(path: str) -> bool:
+    """`path` starts with `#!`."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def exec_missing() -> str | None:
     """Why a known runner's program may start other programs here (Landlock's execute
-    rules need ABI 1, Linux 5.13), or None (for `storlab status`)."""
-    return None if landlock_abi() >= 1 else "the kernel has no Landlock"
+    rules need ABI 1, Linux 5.13; the shim's syscall numbers are known for x86_64 and
+    aarch64), or None (for `storlab status`)."""
+    import platform
+
+    if landlock_abi() < 1:
+        return "the kernel has no Landlock"
+    if platform.machine() not in EXEC_SYSCALLS:
+        return f"no execute rules on {platform.machine()} (x86_64 and aarch64 only)"
+    return None
 
 
 def elf_interpreter(path: str) -> str | None:
@@ -902,10 +977,11 @@ class Walls:
     args_fd: int | None = None
     #: where the run's directory shows inside (the kernel's name of the one bound)
     run_at: str | None = None
-    #: the files the program may execute (`exec_ruleset`: its binary and interpreters) and
-    #: the file started: (start, files); None: any (the command runner, steps, clusters)
-    executes: tuple[str, tuple[str, ...]] | None = None
-    #: the execute ruleset's and the environment's descriptors the shim reads
+    #: the program's words before the one the shim starts (`setpriv ... --`), the file it
+    #: starts, and the files that may execute (`exec_ruleset`: the binary and its
+    #: interpreters); None: any (the command runner, steps, clusters)
+    executes: tuple[int, str, tuple[str, ...]] | None = None
+    #: the execute ruleset's, the environment's and the filter's descriptors (the shim's)
     exec_fds: list[int] = field(default_factory=list)
 
     def add(self, fd: int, at: str) -> None:
@@ -998,13 +1074,21 @@ class Walls:
             os.close(fd)
         self.exec_fds = []
         if self.executes is not None:  # the shim enters the execute rules, then starts it
-            self.exec_fds.append(os.dup(exec_ruleset(self.executes[1])))
+            import platform
+
+            at, start, files = self.executes
+            rfd = os.dup(exec_ruleset(files))
+            self.exec_fds.append(rfd)
+            self.exec_fds.append(_data_fd("storlab-exec-filter", exec_filter(rfd)))
             if env is not None:
                 self.exec_fds.append(_data_fd("storlab-env", b"".join(
                     f"{k}={v}".encode() + b"\0" for k, v in env.items())))
-            program = [PERL, "-e", EXEC_SHIM, str(self.exec_fds[0]),
-                       str(self.exec_fds[1]) if env is not None else "-",
-                       self.executes[0], *program]
+            nrs = EXEC_SYSCALLS[platform.machine()][1]
+            program = [*program[:at], PERL, "-e", EXEC_SHIM, str(rfd),
+                       str(self.exec_fds[2]) if env is not None else "-",
+                       str(self.exec_fds[1]), *(str(n) for n in nrs[:3]),
+                       "0" if _script(start) else str(os.O_CLOEXEC), start,
+                       *program[at:]]
             if env is not None:
                 out.append("--clearenv")
         elif env is not None:
@@ -1508,7 +1592,8 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     `protocol=unix`), io_uring rings (fio's io_uring engines).
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
     out. `executables`: the programs (found as `program[0]` is) the program may execute,
-    `program[0]` first: nothing else executes inside (Landlock's execute rule, where the
+    the one started first (a word of `program`: what comes before it, `setpriv ... --`,
+    runs before the rules): nothing else executes inside (Landlock's execute rule, where the
     kernel has Landlock); None: anything (the command runner, steps).
     Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
@@ -1530,7 +1615,10 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
             if not os.path.isfile(PERL):
                 raise CampaignError(f"no {PERL} (Debian package perl-base), which enters the "
                                     "program's execute rules inside its walls")
-            w.executes = (found[0], tuple(dict.fromkeys(
+            # the shim starts `executables[0]` where the program names it (after a
+            # `setpriv ... --` that drops the account first), else the program itself
+            at = program.index(executables[0]) if executables[0] in program else 0
+            w.executes = (at, found[0], tuple(dict.fromkeys(
                 f for e in found for f in program_files(e))))
         tmp = (env or {}).get("TMPDIR")
         if env is not None and not (tmp and any(within(os.path.realpath(tmp), p)

@@ -406,5 +406,5 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
                        network=True, io_uring=io_uring,
                        ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())),
                        # a client's job starts no program (exec_prerun, ioengine=exec...)
-                       executables=[*account[:1], exe])
+                       executables=[exe])
     return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())
