@@ -1593,7 +1593,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
     out. `executables`: the programs (found as `program[0]` is) the program may execute,
     the one started first (a word of `program`: what comes before it, `setpriv ... --`,
-    runs before the rules): nothing else executes inside (Landlock's execute rule, where the
+    runs before the rules; a `#!` script started gets no rule): nothing else executes inside (Landlock's execute rule, where the
     kernel has Landlock); None: anything (the command runner, steps).
     Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
@@ -1610,8 +1610,11 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         # the run's directory as the kernel names it (the one bound): a link on the way
         # may not exist inside
         real = w.run_at or os.path.realpath(cwd)
-        if executables is not None and exec_missing() is None:
-            found = [_found(e, cwd, (env or os.environ).get("PATH")) for e in executables]
+        found = [] if executables is None or exec_missing() is not None else [
+            _found(e, cwd, (env or os.environ).get("PATH")) for e in executables]
+        # a `#!` wrapper (a `fio:` script that execs the real fio) starts programs by
+        # design: no rule holds what it starts
+        if executables and found and not _script(found[0]):
             if not os.path.isfile(PERL):
                 raise CampaignError(f"no {PERL} (Debian package perl-base), which enters the "
                                     "program's execute rules inside its walls")
