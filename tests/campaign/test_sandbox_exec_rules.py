@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from storlab.campaign.runners._program import run_program
 from storlab.campaign.runners._sandbox import (elf_interpreter, exec_missing, exec_ruleset,
                                                program_files)
 
-from .test_fio_client_walls import _client, _serve, server_dir
+from .test_fio_client_walls import _client, _serve, campaign, server_dir
 
 STORLAB_FORKED = True
 FIO = shutil.which("fio")
@@ -131,3 +132,13 @@ def test_a_wrapper_script_gets_no_rule(tmp_path: Path) -> None:
     assert program_files(str(script))[:2] == (str(script), os.path.realpath("/bin/sh"))
     out = run_program([str(script)], cwd=tmp_path, timeout=60, executables=[str(script)])
     assert out.exit_code == 0 and out.stdout == "hi", out.stderr
+
+
+def test_status_says_what_the_program_may_execute(tmp_path: Path, storlab: Any) -> None:
+    """One clause in the sandbox line: the rule, or why a job's fio may start programs."""
+    plain = campaign(tmp_path / "a", {"rw": "write", "size": "64k"})
+    out = storlab("status", plain).stdout
+    assert "programs it may execute: itself only (Landlock" in out.replace("\n", " "), out
+    prerun = campaign(tmp_path / "b", {"rw": "write", "size": "64k", "exec_prerun": "true"})
+    out = storlab("status", prerun).stdout
+    assert "programs it may execute: any (fio option exec_prerun" in out.replace("\n", " "), out

@@ -76,7 +76,8 @@ def sandbox_summary(camp: Campaign) -> list[str]:
                    "sandbox.network")
                 + "; programs it may execute: " + (
                     f"any, not applied ({no})" if own and (no := exec_missing()) else
-                    "its own files only (Landlock: its binary and ELF interpreter)"
+                    "itself only (Landlock: its binary and ELF interpreter; seccomp: no "
+                    "other execve)"
                     if own and not others else f"any ({others})" if own else
                     "any (the runner runs what it names)")
                 + ("; setup and teardown steps: any program" if camp.spec.setup
