@@ -98,8 +98,9 @@ def test_a_client_job_on_the_walled_fio_server_starts_no_program(
     srv = server_dir(tmp_path)
     victim = srv / "victim"
     job = tmp_path / "job.fio"
+    # absolute names: the plain server runs in this process's directory
     job.write_text(f"[a]\nexec_prerun=/usr/bin/touch {victim}\n"
-                   "filename=data\nsize=4k\nrw=write\n")
+                   f"filename={srv / 'data'}\nsize=4k\nrw=write\n")
     with _serve([*storlab_argv, "fio-server", "--dir", str(srv)], walled=True) as server:
         out = _client(server, job)
         assert (srv / "data").exists(), out
