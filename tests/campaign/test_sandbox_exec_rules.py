@@ -91,20 +91,21 @@ def test_fio_engines_load_their_libraries_under_the_rule(tmp_path: Path, engine:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the server drops root: needs root")
 def test_a_client_job_on_the_walled_fio_server_starts_no_program(
-        tmp_path: Path, storlab_argv: list[str]) -> None:
+        tmp_path: Path, storlab_argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """fio's protocol has no authentication: a client's `exec_prerun` reached a shell as
     the server's account. Now the shell does not start; the job's I/O runs. A server as
     users start one (root, no walls) is the control: the same job writes the victim."""
     srv = server_dir(tmp_path)
     victim = srv / "victim"
     job = tmp_path / "job.fio"
-    # absolute names: the plain server runs in this process's directory
+    # absolute names: the plain server runs in this process's directory, not srv
     job.write_text(f"[a]\nexec_prerun=/usr/bin/touch {victim}\n"
                    f"filename={srv / 'data'}\nsize=4k\nrw=write\n")
     with _serve([*storlab_argv, "fio-server", "--dir", str(srv)], walled=True) as server:
         out = _client(server, job)
         assert (srv / "data").exists(), out
     assert not victim.exists()
+    monkeypatch.chdir(tmp_path)  # where the plain server writes its prerun.txt
     with _serve(["fio"]) as server:
         out = _client(server, job)
     assert victim.exists(), out
