@@ -111,6 +111,20 @@ def test_a_client_job_on_the_walled_fio_server_starts_no_program(
     assert victim.exists(), out
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="/dev writable takes allow_destructive as root")
+@pytest.mark.parametrize("execs", [[sys.executable], None])
+def test_the_pseudo_devices_open_when_dev_is_declared_writable(
+        tmp_path: Path, execs: list[str] | None) -> None:
+    """`directory: /dev` (allow_destructive) binds the host's /dev writable and `nodev`
+    over the walls' own: perl, the rule's shim, died there ("Can't open /dev/null") and
+    fio never ran. null, zero, urandom still open, with the rule and without."""
+    code = ("open('/dev/null', 'w').write('x')\n"
+            "print(len(open('/dev/zero', 'rb').read(4) + open('/dev/urandom', 'rb').read(4)))")
+    out = run_program([sys.executable, "-c", code], cwd=tmp_path, timeout=60,
+                      targets=["/dev"], allow_destructive=True, executables=execs)
+    assert out.exit_code == 0 and out.stdout.strip() == "8", out.stderr
+
+
 def test_the_files_allowed_are_the_binary_and_its_elf_interpreter() -> None:
     """PT_INTERP read from the file, as readelf reads it; the ruleset kept per set of
     files (the same descriptor for the same files)."""

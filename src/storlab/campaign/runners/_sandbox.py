@@ -210,6 +210,11 @@ def _root() -> tuple[str, ...]:
 #: Docker keeps read-only (sysctls, the sysrq trigger, bus, fs, irq) and the kernel's
 #: driver tables; bwrap covers bus and irq itself.
 PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
+#: The pseudo devices bwrap's `--dev` binds into its private /dev, bound again over a
+#: writable bind of the host's /dev (`directory: /dev` with allow_destructive), which is
+#: `nodev` like every bind: there they would fail to open (EACCES), and perl, the execute
+#: rules' shim, dies at start without /dev/null (`-e` reads it as its script file).
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 def _made_above(bound: Sequence[str]) -> list[str]:
@@ -1056,6 +1061,9 @@ class Walls:
                        key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
             out += [how, str(fd), p]
+        if any(within("/dev", p) for p in self.writable):
+            out += [x for n in DEV_NODES if os.path.exists(f"/dev/{n}")
+                    for x in ("--dev-bind", f"/dev/{n}", f"/dev/{n}")]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         for sock in sorted({*self.covered(cwd), *sockets}):
