@@ -1,7 +1,9 @@
 """Cost of the run sandbox: wall time of one program start through `run_program` inside
 bubblewrap against the same start unsandboxed (STORLAB_UNSANDBOXED=1), measured in the
 same run, interleaved, for `true` (the pure overhead) and a 1-second fio job (what a run
-costs). Prints the median per-run overhead in ms and the ratio, in wall time: CPU time
+costs), and the same sandboxed start with the execute rules (`executables`: the program
+may execute its own files only). Prints the median per-run overhead in ms and the ratio,
+and what the execute rules add, in wall time: CPU time
 cannot be compared (the processes of a PID namespace are reaped inside it and their
 rusage does not reach storlab), so on a loaded machine take the lowest of a few runs.
 
@@ -123,14 +125,15 @@ def main() -> None:
         if args.stdout_mib:
             stdout_cost(d, args.stdout_mib, 3)
 
-        def true() -> None:
-            out = run_program(["true"], cwd=d)
+        def true(execs: list[str] | None = None) -> None:
+            out = run_program(["true"], cwd=d, executables=execs)
             assert out.exit_code == 0, out.stderr
 
-        def fio() -> None:
+        def fio(execs: list[str] | None = None) -> None:
             out = run_program(["fio", "--name=b", "--ioengine=psync", "--rw=randread",
                                "--bs=4k", "--size=4M", "--runtime=1", "--time_based",
-                               f"--directory={d}", "--output-format=json"], cwd=d)
+                               f"--directory={d}", "--output-format=json"], cwd=d,
+                              executables=execs)
             assert out.exit_code == 0, out.stderr
 
         cases = [("true", true, args.repeats)]
@@ -139,15 +142,21 @@ def main() -> None:
         print(f"wall time per run, median of interleaved runs ({os.cpu_count()} CPUs, load "
               f"{os.getloadavg()[0]:.1f})")
         print(f"{'program':10} {'runs':>5} {'bare ms':>9} {'bwrap ms':>9} "
-              f"{'overhead ms':>12} {'ratio':>7}")
+              f"{'overhead ms':>12} {'ratio':>7} {'+exec ms':>9} {'exec rules ms':>14}")
         for name, fn, n in cases:
-            timed(fn, True), timed(fn, False)  # warm caches and the bwrap probe
-            bare, boxed = [], []
+            prog = [shutil.which(name.split(",")[0]) or name]
+            # warm caches, the bwrap probe and the execute ruleset
+            timed(fn, True), timed(fn, False), timed(lambda: fn(prog), True)
+            bare, boxed, ruled = [], [], []
             for _ in range(n):
                 boxed.append(timed(fn, True))
                 bare.append(timed(fn, False))
+                # the same walls with the execute rules (the program's own files only)
+                ruled.append(timed(lambda: fn(prog), True))
             b, s = statistics.median(bare) * 1e3, statistics.median(boxed) * 1e3
-            print(f"{name:10} {n:5d} {b:9.1f} {s:9.1f} {s - b:12.1f} {s / b:6.2f}x")
+            r = statistics.median(ruled) * 1e3
+            print(f"{name:10} {n:5d} {b:9.1f} {s:9.1f} {s - b:12.1f} {s / b:6.2f}x "
+                  f"{r:9.1f} {r - s:14.1f}")
         os.environ.pop(UNSANDBOXED_ENV, None)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import StorlabError
-from .runners import (UNSANDBOXED_ENV, landlock_missing, landlock_net_missing,
+from .runners import (UNSANDBOXED_ENV, exec_missing, landlock_missing, landlock_net_missing,
                       ld_conf_opt_dirs, make_runner, opens_declared, shown_install_trees,
                       starts_programs, unsandboxed)
 from .spec import CampaignSpec
@@ -40,8 +40,11 @@ def sandbox_summary(camp: Campaign) -> list[str]:
             why = getattr(runner, "network_reason", lambda: None)()
             ring = getattr(runner, "io_uring_reason", lambda: None)()
             prog = getattr(runner, "program", lambda: None)()
+            own = hasattr(runner, "starts_programs_reason")
+            others = runner.starts_programs_reason() if own else None
         except (StorlabError, OSError, TypeError, ValueError):
-            why = ring = prog = None
+            why = ring = prog = others = None
+            own = False
         if why and not sb.network:
             net = f"the host's for the runner's program ({why})"
         trees = shown_install_trees(prog, str(camp.dir)) if prog else []
@@ -73,7 +76,15 @@ def sandbox_summary(camp: Campaign) -> list[str]:
                    "; the runner's network: TCP to its own ports only (Landlock)"
                    if not (no := landlock_net_missing()) else
                    f"; the runner's network: not applied ({no}): refused unless "
-                   "sandbox.network"))
+                   "sandbox.network")
+                + "; programs it may execute: " + (
+                    f"any, not applied ({no})" if own and (no := exec_missing()) else
+                    "itself only (Landlock: its binary and ELF interpreter; seccomp: no "
+                    "other execve)"
+                    if own and not others else f"any ({others})" if own else
+                    "any (the runner runs what it names)")
+                + ("; setup and teardown steps: any program" if camp.spec.setup
+                   or camp.spec.teardown else ""))
     if camp.spec.sandbox.env_pass:  # names only: the values are the operator's, at run time
         head += ("; variables passed by name besides the stated ones (sandbox.env_pass): "
                  + ", ".join(camp.spec.sandbox.env_pass))

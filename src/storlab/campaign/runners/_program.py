@@ -524,7 +524,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                 shell: bool = False, stdin_text: str | None = None,
                 targets: Sequence[str] = (), allow_destructive: bool = False,
                 network: bool = False, unix_sockets: bool = False,
-                io_uring: bool = False, ports: Sequence[int] = ()) -> ProcOutcome:
+                io_uring: bool = False, ports: Sequence[int] = (),
+                executables: Sequence[str] | None = None) -> ProcOutcome:
     """Run `argv` (a list; a string only with `shell=True`) inside its sandbox and collect
     its output.
 
@@ -538,7 +539,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     the outcome holds their tails. The child gets its own session so a terminal Ctrl-C
     reaches storlab only (it stops cleanly after the current run), and a guard process
     (`_proc_lifetime.guard_child`) kills it when storlab dies, also when it runs unsandboxed.
-    It carries the run's tag (`run_tag`).
+    It carries the run's tag (`run_tag`). `executables`: the only programs it may execute
+    (`_sandbox.wrap`; a known runner's program: itself), None for any.
     """
     if shell and not isinstance(argv, str):
         argv = " ".join(shlex.quote(a) for a in argv)
@@ -561,7 +563,7 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
     try:
         wrapped, walls = _sandbox.wrap(program, os.fspath(cwd) if cwd is not None else None,
                                        targets, allow_destructive, full_env, network,
-                                       unix_sockets, io_uring, ports)
+                                       unix_sockets, io_uring, ports, executables)
     except CampaignError as exc:
         return ProcOutcome("", f"storlab: {exc}", None, False, started, time.time())
     except OSError as exc:  # the walls could not open what they bind (EMFILE): one line
@@ -768,7 +770,8 @@ def ask_program(argv: Sequence[str], timeout: float = 30) -> ProcOutcome:
     try:
         with temporary_directory("storlab-ask-") as tmp, \
                 _sandbox.declared(_sandbox.Declared()):
-            return run_program(list(argv), cwd=tmp, timeout=timeout)
+            return run_program(list(argv), cwd=tmp, timeout=timeout,
+                               executables=[argv[0]])
     finally:
         _STREAMS.reset(token)
 

@@ -218,6 +218,11 @@ def _root() -> tuple[str, ...]:
 #: Docker keeps read-only (sysctls, the sysrq trigger, bus, fs, irq) and the kernel's
 #: driver tables; bwrap covers bus and irq itself.
 PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
+#: The pseudo devices bwrap's `--dev` binds into its private /dev, bound again over a
+#: writable bind of the host's /dev (`directory: /dev` with allow_destructive), which is
+#: `nodev` like every bind: there they would fail to open (EACCES), and perl, the execute
+#: rules' shim, dies at start without /dev/null (`-e` reads it as its script file).
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 def _made_above(bound: Sequence[str]) -> list[str]:
@@ -627,6 +632,217 @@ def _tcp_ruleset(ports: tuple[int, ...]) -> int:
     return fd
 
 
+#: Landlock's right to execute a file (ABI 1) and the rule type naming a file or a
+#: directory by descriptor: `struct landlock_path_beneath_attr` (packed: u64
+#: allowed_access, s32 parent_fd).
+LANDLOCK_ACCESS_FS_EXECUTE = 0x1
+_LL_RULE_PATH_BENEATH = 1
+#: How many execute rulesets (`exec_ruleset`) a process keeps (one per set of files).
+EXEC_RULESETS_KEPT = 16
+_EXEC_RULESETS: OrderedDict[tuple[tuple[str, int, int], ...], int] = OrderedDict()
+#: The system's Perl (Debian's Essential perl-base): it enters the execute rules inside the
+#: walls, once bwrap has made its mounts (the kernel refuses mount to a process whose
+#: Landlock domain handles a file access: entered before bwrap, bwrap fails), then
+#: starts the program. Perl starts in 1 ms, Python in 15 (measured on the machine the
+#: guarantees doc names); no compiled helper ships with storlab.
+PERL = "/usr/bin/perl"
+#: The shim's code. argv: (ruleset fd, environment fd or "-", filter fd, the syscall
+#: numbers of seccomp, dup3 and execveat, dup3's flags (O_CLOEXEC but for a script, whose
+#: interpreter opens it by /dev/fd), the file to start, the program's argv...). It
+#: enters the ruleset, puts the file to start on the ruleset's descriptor number, loads
+#: the filter (`exec_filter`: every execve refused but an execveat of that descriptor)
+#: and starts the file through it. The environment reaches it in a memory file, not
+#: through bwrap's `--setenv`: Perl and its loader must not read the program's LD_PRELOAD
+#: or PERL5OPT before the rules hold.
+EXEC_SHIM = r"""my ($r, $e, $f, $sc, $dup, $xat, $cx, $x) = splice(@ARGV, 0, 8);
+if ($e ne "-") { open(my $h, "<&=", $e) or die "storlab: environment: $!\n";
+  my $s = do { local $/; <$h> }; close($h);
+  %ENV = map { split(/=/, $_, 2) } grep { length } split(/\0/, $s); }
+syscall(446, $r + 0, 0) == 0 or die "storlab: landlock_restrict_self: $!\n";
+open(my $p, "<", $x) or die "storlab: cannot open $x: $!\n";
+syscall($dup, fileno($p), $r + 0, $cx + 0) == $r or die "storlab: dup3: $!\n"; close($p);
+open(my $fh, "<&=", $f) or die "storlab: filter: $!\n";
+my $flt = do { local $/; <$fh> }; close($fh);
+my $prog = pack("S x![p] p", length($flt) / 8, $flt);
+syscall($sc, 1, 0, $prog) == 0 or die "storlab: seccomp: $!\n";
+my @env = map { "$_=$ENV{$_}" } sort keys %ENV;
+my ($none, $av, $ev) = ("", pack("p*", @ARGV, undef), pack("p*", @env, undef));
+syscall($xat, $r + 0, $none, $av, $ev, 0x1000);
+die "storlab: cannot start $x: $!\n";"""
+#: By architecture: the AUDIT_ARCH, (seccomp, dup3, execveat, execve) numbers, and the
+#: compat architectures' (AUDIT_ARCH, execve, execveat) refused whole (x86_64's x32
+#: numbers, 520 and 545 once the x32 bit is cleared, are refused with the native block).
+EXEC_SYSCALLS = {"x86_64": (0xC000003E, (317, 292, 322, 59), [(0x40000003, 11, 358)],
+                            (520, 545)),
+                 "aarch64": (0xC00000B7, (277, 24, 281, 221), [], ())}
+AT_EMPTY_PATH = 0x1000
+
+
+def exec_filter(fd: int) -> bytes:
+    """A seccomp filter (classic BPF, as `_seccomp_program`) refusing with EACCES every
+    execve, and every execveat but one of descriptor `fd` with AT_EMPTY_PATH: the shim's
+    start of the program. The program itself then starts nothing: not through the
+    dynamic loader (`ld.so /bin/sh`, which the execute rule must allow: the kernel opens
+    it for every dynamic program), nor through a name (fio's `ioengine=exec` calls
+    execvp). What stays is an execveat of a descriptor at `fd` that the program placed
+    there itself (arbitrary code already), held by the execute rule to its own files."""
+    import platform
+    import struct
+
+    arch, (_, _, xat, xve), compat, x32 = EXEC_SYSCALLS[platform.machine()]
+    ld_abs, jeq, jset, and_k, ret = 0x20, 0x15, 0x45, 0x54, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
+    # (code, jump if true, jump if false, k); jumps: a label or 0 (the next instruction)
+    prog: list[tuple[int, int | str, int | str, int]] = [
+        (ld_abs, 0, 0, 4), (jeq, 0, "compat", arch),
+        (ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF),  # nr, x32's bit cleared
+        *((jeq, "deny", 0, nr) for nr in (xve, *x32)),
+        (jeq, 0, "allow", xat),
+        (ld_abs, 0, 0, 16), (jeq, 0, "deny", fd),  # execveat's dirfd: the shim's
+        (ld_abs, 0, 0, 16 + 8 * 4), (jset, "allow", "deny", AT_EMPTY_PATH)]
+    labels = {"compat": len(prog)}
+    for a, ve, xa in compat:  # a compat architecture: no execve at all
+        prog += [(jeq, 0, f"not{a}", a), (ld_abs, 0, 0, 0), (jeq, "deny", 0, ve),
+                 (jeq, "deny", "allow", xa)]
+        labels[f"not{a}"] = len(prog)
+    labels["allow"] = len(prog)
+    prog.append((ret, 0, 0, allow))
+    labels["deny"] = len(prog)
+    prog.append((ret, 0, 0, deny))
+
+    def off(at: int, j: int | str) -> int:
+        return j if isinstance(j, int) else labels[j] - at - 1
+
+    return b"".join(struct.pack("<HBBI", code, off(n, jt), off(n, jf), k)
+                    for n, (code, jt, jf, k) in enumerate(prog))
+
+
+def _script(path: str) -> bool:
+    """`path` starts with `#!`."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def exec_missing() -> str | None:
+    """Why a known runner's program may start other programs here (Landlock's execute
+    rules need ABI 1, Linux 5.13; the shim's syscall numbers are known for x86_64 and
+    aarch64), or None (for `storlab status`)."""
+    import platform
+
+    if landlock_abi() < 1:
+        return "the kernel has no Landlock"
+    if platform.machine() not in EXEC_SYSCALLS:
+        return f"no execute rules on {platform.machine()} (x86_64 and aarch64 only)"
+    return None
+
+
+def elf_interpreter(path: str) -> str | None:
+    """The ELF interpreter `path` names (PT_INTERP: the kernel opens it with execute
+    intent during execve), or None (a static or non-ELF file). Read by hand: a header and
+    a program-header table, too little to add pyelftools for."""
+    import struct
+
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+            return None
+        end = "<" if head[5] == 1 else ">"
+        wide = head[4] == 2
+        phoff = struct.unpack_from(end + ("Q" if wide else "I"), head, 32 if wide else 28)[0]
+        size, count = struct.unpack_from(end + "HH", head, 54 if wide else 42)
+        fh.seek(phoff)
+        table = fh.read(size * min(count, 4096))
+        for i in range(len(table) // max(size, 1)):
+            ent = table[i * size:(i + 1) * size]
+            if struct.unpack_from(end + "I", ent, 0)[0] != 3:  # PT_INTERP
+                continue
+            # p_offset and p_filesz: at 8 and 32 in a 64-bit entry, at 4 and 16 in a 32-bit
+            word, at = ("Q", (8, 32)) if wide else ("I", (4, 16))
+            off, n = (struct.unpack_from(end + word, ent, a)[0] for a in at)
+            fh.seek(off)
+            return os.fsdecode(fh.read(min(n, 4096)).split(b"\0")[0]) or None
+    return None
+
+
+def program_files(exe: str) -> tuple[str, ...]:
+    """The files (real paths) the kernel opens with execute intent to start `exe`: the
+    file itself, its ELF interpreter and, for a `#!` script, its interpreter's (4 levels,
+    the kernel's own limit)."""
+    out: list[str] = []
+    todo = [exe]
+    while todo and len(out) < 8:
+        f = os.path.realpath(todo.pop())
+        if f in out:
+            continue
+        out.append(f)
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(256)
+        except OSError:
+            continue
+        if head[:2] == b"#!":
+            words = head[2:].split(b"\n", 1)[0].split()
+            if words:
+                todo.append(os.fsdecode(words[0]))
+        elif (interp := elf_interpreter(f)) is not None:
+            todo.append(interp if interp.startswith("/") else os.path.join(
+                os.path.dirname(f), interp))
+    return tuple(out)
+
+
+def exec_ruleset(files: tuple[str, ...]) -> int:
+    """A Landlock ruleset (its descriptor, kept for the process: at most
+    `EXEC_RULESETS_KEPT`, by the files' identities, so a file replaced since gets a new
+    one) handling LANDLOCK_ACCESS_FS_EXECUTE and allowing it on `files` only. Rules hold
+    the inodes, so they hold inside bwrap's mount namespace. Raises CampaignError when the
+    kernel cannot make it."""
+    import ctypes
+    import struct
+
+    key = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError as exc:
+            raise CampaignError(f"cannot allow {f} to execute: {exc.strerror}") from None
+        key.append((f, st.st_dev, st.st_ino))
+    with _TCP_RULESETS_LOCK:
+        fd = _EXEC_RULESETS.get(tuple(key))
+        if fd is not None:
+            _EXEC_RULESETS.move_to_end(tuple(key))
+            return fd
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+        attr = ctypes.create_string_buffer(struct.pack("<Q", LANDLOCK_ACCESS_FS_EXECUTE))
+        fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
+        if fd < 0:
+            raise CampaignError("cannot make the Landlock ruleset holding the program to "
+                                f"its own files: {os.strerror(ctypes.get_errno())}")
+        try:
+            for f, dev, ino in key:
+                pfd = os.open(f, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    st = os.fstat(pfd)
+                    rule = ctypes.create_string_buffer(
+                        struct.pack("<Qi", LANDLOCK_ACCESS_FS_EXECUTE, pfd))
+                    if (st.st_dev, st.st_ino) != (dev, ino) or syscall(
+                            _LL_ADD_RULE, fd, _LL_RULE_PATH_BENEATH, rule,
+                            ctypes.c_uint32(0)) != 0:
+                        raise CampaignError(f"cannot allow {f} to execute in the Landlock "
+                                            f"ruleset: {os.strerror(ctypes.get_errno())}")
+                finally:
+                    os.close(pfd)
+        except BaseException:
+            os.close(fd)
+            raise
+        _EXEC_RULESETS[tuple(key)] = fd
+        while len(_EXEC_RULESETS) > EXEC_RULESETS_KEPT:
+            os.close(_EXEC_RULESETS.popitem(last=False)[1])
+        return fd
+
+
 @functools.cache
 def _libc_calls() -> tuple[object, object]:
     import ctypes
@@ -777,6 +993,12 @@ class Walls:
     args_fd: int | None = None
     #: where the run's directory shows inside (the kernel's name of the one bound)
     run_at: str | None = None
+    #: the program's words before the one the shim starts (`setpriv ... --`), the file it
+    #: starts, and the files that may execute (`exec_ruleset`: the binary and its
+    #: interpreters); None: any (the command runner, steps, clusters)
+    executes: tuple[int, str, tuple[str, ...]] | None = None
+    #: the execute ruleset's, the environment's and the filter's descriptors (the shim's)
+    exec_fds: list[int] = field(default_factory=list)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -816,6 +1038,7 @@ class Walls:
         """Every descriptor bwrap binds from (to pass it)."""
         return [*self.fds, *(fd for fd, _ in self.readonly), *(fd for fd, _ in self.covers),
                 *([self.seccomp] if self.seccomp is not None else []),
+                *self.exec_fds,
                 *([self.args_fd] if self.args_fd is not None else [])]
 
     def argv(self, program: Sequence[str], cwd: str,
@@ -849,6 +1072,9 @@ class Walls:
                        key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
             out += [how, str(fd), p]
+        if any(within("/dev", p) for p in self.writable):
+            out += [x for n in DEV_NODES if os.path.exists(f"/dev/{n}")
+                    for x in ("--dev-bind", f"/dev/{n}", f"/dev/{n}")]
         for real, at in self.devices:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         for sock in sorted({*self.covered(cwd), *sockets}):
@@ -863,7 +1089,28 @@ class Walls:
         if self.seccomp is None:
             self.seccomp = _seccomp_fd(self.unix_sockets, self.io_uring)
         out += ["--seccomp", str(self.seccomp)]
-        if env is not None:
+        for fd in self.exec_fds:
+            os.close(fd)
+        self.exec_fds = []
+        if self.executes is not None:  # the shim enters the execute rules, then starts it
+            import platform
+
+            at, start, files = self.executes
+            rfd = os.dup(exec_ruleset(files))
+            self.exec_fds.append(rfd)
+            self.exec_fds.append(_data_fd("storlab-exec-filter", exec_filter(rfd)))
+            if env is not None:
+                self.exec_fds.append(_data_fd("storlab-env", b"".join(
+                    f"{k}={v}".encode() + b"\0" for k, v in env.items())))
+            nrs = EXEC_SYSCALLS[platform.machine()][1]
+            program = [*program[:at], PERL, "-e", EXEC_SHIM, str(rfd),
+                       str(self.exec_fds[2]) if env is not None else "-",
+                       str(self.exec_fds[1]), *(str(n) for n in nrs[:3]),
+                       "0" if _script(start) else str(os.O_CLOEXEC), start,
+                       *program[at:]]
+            if env is not None:
+                out.append("--clearenv")
+        elif env is not None:
             out.append("--clearenv")
             for k, v in env.items():
                 out += ["--setenv", k, v]
@@ -960,6 +1207,7 @@ class Walls:
         self.covers.clear()
         self.seccomp = None
         self.args_fd = None
+        self.exec_fds = []
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
@@ -1354,8 +1602,8 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
 def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
          allow_destructive: bool = False, env: Mapping[str, str] | None = None,
          network: bool = False, unix_sockets: bool = False,
-         io_uring: bool = False, ports: Iterable[int] = ()
-         ) -> tuple[list[str], Walls | None]:
+         io_uring: bool = False, ports: Iterable[int] = (),
+         executables: Sequence[str] | None = None) -> tuple[list[str], Walls | None]:
     """`program` inside its walls (with its environment `env` set inside), and the walls:
     start the argv with `pass_fds=walls.all_fds` and BWRAP_ENV_OUTSIDE as its environment,
     then `walls.close()`. `network`: the runner needs the host's network for this program
@@ -1363,7 +1611,11 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     `unix_sockets`, `io_uring`: it makes Unix sockets of its own (fio's net engine with
     `protocol=unix`), io_uring rings (fio's io_uring engines).
     `program` unchanged (and no walls) for a `system_writable` step, or when the user opted
-    out. Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
+    out. `executables`: the programs (found as `program[0]` is) the program may execute,
+    the one started first (a word of `program`: what comes before it, `setpriv ... --`,
+    runs before the rules; a `#!` script started gets no rule): nothing else executes inside (Landlock's execute rule, where the
+    kernel has Landlock); None: anything (the command runner, steps).
+    Raises CampaignError when the walls cannot be built (see `require_sandbox`)."""
     if current().system or unsandboxed():
         return list(program), None
     require_sandbox()
@@ -1378,6 +1630,19 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
         # the run's directory as the kernel names it (the one bound): a link on the way
         # may not exist inside
         real = w.run_at or os.path.realpath(cwd)
+        found = [] if executables is None or exec_missing() is not None else [
+            _found(e, cwd, (env or os.environ).get("PATH")) for e in executables]
+        # a `#!` wrapper (a `fio:` script that execs the real fio) starts programs by
+        # design: no rule holds what it starts
+        if executables and found and not _script(found[0]):
+            if not os.path.isfile(PERL):
+                raise CampaignError(f"no {PERL} (Debian package perl-base), which enters the "
+                                    "program's execute rules inside its walls")
+            # the shim starts `executables[0]` where the program names it (after a
+            # `setpriv ... --` that drops the account first), else the program itself
+            at = program.index(executables[0]) if executables[0] in program else 0
+            w.executes = (at, found[0], tuple(dict.fromkeys(
+                f for e in found for f in program_files(e))))
         tmp = (env or {}).get("TMPDIR")
         if env is not None and not (tmp and any(within(os.path.realpath(tmp), p)
                                                 for p in w.writable)):
@@ -1386,6 +1651,15 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
     except BaseException:
         w.close()
         raise
+
+
+def _found(name: str, cwd: str, path: str | None) -> str:
+    """The file `name` starts (on `path`, or relative to `cwd`), absolute; CampaignError
+    when there is none."""
+    found = name if os.sep in name else shutil.which(name, path=path or os.defpath)
+    if found is None:
+        raise CampaignError(f"cannot find the program {name!r} to allow it to execute")
+    return os.path.join(cwd, found)
 
 
 def shown_install_trees(name: str, cwd: str, path: str | None = None) -> list[str]:

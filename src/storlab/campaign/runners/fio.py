@@ -154,6 +154,12 @@ class FioRunner:
         its network is the runner's implicit need (`fio_guard.network_ports`)."""
         return guard.network_ports(self, opts)
 
+    def starts_programs_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
+        """Why this job's fio may start other programs (an option that starts or loads
+        one: `fio_guard.starts_program`), or None: it executes nothing but its own files
+        (the sandbox's execute rules)."""
+        return guard.starts_program(self, opts)
+
     def io_uring_reason(self, opts: Mapping[str, str] | None = None) -> str | None:
         """Why this job's fio makes io_uring rings (an io_uring engine), or None."""
         return guard.io_uring_reason(self, opts)
@@ -272,7 +278,10 @@ class FioRunner:
                            network=self.network_reason(opts) is not None,
                            ports=self.network_ports(opts),
                            unix_sockets=self.unix_socket_reason(opts) is not None,
-                           io_uring=self.io_uring_reason(opts) is not None)
+                           io_uring=self.io_uring_reason(opts) is not None,
+                           # fio alone executes, unless its options say it starts a program
+                           executables=None if self.starts_programs_reason(opts)
+                           else [argv[0]])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:
@@ -400,5 +409,7 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
     proc = run_program([*account, exe, f"--server={where},{port}"], cwd=scratch,
                        timeout=None, targets=nodes, allow_destructive=bool(nodes),
                        network=True, io_uring=io_uring,
-                       ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())))
+                       ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())),
+                       # a client's job starts no program (exec_prerun, ioengine=exec...)
+                       executables=[exe])
     return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())

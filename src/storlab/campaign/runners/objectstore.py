@@ -201,6 +201,10 @@ class ObjectStoreRunner:
 
     name = "objectstore"
 
+    def starts_programs_reason(self) -> str | None:
+        """None: the load's child (Python) executes nothing but its own files."""
+        return None
+
     @staticmethod
     def prepare_options(options: dict[str, Any], directory: Path
                         ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -419,7 +423,8 @@ def run_load_child(target: Target, spec: Any, records: dict[str, str] | None,
         # -P: not the run's directory first on the path (a step could put a module there)
         return run_program([sys.executable, "-P", "-m", f"{__package__}.objload"],
                            cwd=os.fspath(workdir), timeout=timeout, env=env,
-                           stdin_text=child_config(target, spec, records))
+                           stdin_text=child_config(target, spec, records),
+                           executables=[sys.executable])
 
 
 def records_place(records_dir: Path, workdir: Path) -> tuple[list[tuple[int, str]],

@@ -43,6 +43,11 @@ class PostmarkRunner:
         """The program started (its install tree is shown read-only)."""
         return self.postmark
 
+    def starts_programs_reason(self) -> str | None:
+        """None: its program executes nothing but its own files (the sandbox's execute
+        rules); else why it may start other programs."""
+        return None
+
     def check_target(self, config: Mapping[str, Any], base: Path | None = None,
                      workdir: Path | None = None) -> None:
         """Preflight: every factor passed to postmark must be one of its options."""
@@ -91,7 +96,8 @@ class PostmarkRunner:
         cfg = workdir / "postmark.cfg"
         write_run_file(cfg, self.script(config, workdir))  # a step may have left a link there
         proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout,
-                           targets=self.sandbox(config, workdir)[0])
+                           targets=self.sandbox(config, workdir)[0],
+                           executables=[self.postmark])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:

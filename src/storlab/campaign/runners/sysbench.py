@@ -52,6 +52,11 @@ class SysbenchRunner:
         """The program started (its install tree is shown read-only)."""
         return self.sysbench
 
+    def starts_programs_reason(self) -> str | None:
+        """None: its program executes nothing but its own files (the sandbox's execute
+        rules); else why it may start other programs."""
+        return None
+
     def check_names(self, options: Mapping[str, Any], what: str) -> None:
         """Refuse names that the installed sysbench does not list in `sysbench --help` and
         `sysbench fileio help` (skipped when sysbench is not installed here)."""
@@ -82,14 +87,17 @@ class SysbenchRunner:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         base = [self.sysbench, "fileio", *self.args(config)]
-        prep = run_program([*base, "prepare"], cwd=workdir, timeout=timeout)
+        prep = run_program([*base, "prepare"], cwd=workdir, timeout=timeout,
+                           executables=base[:1])
         if prep.exit_code != 0 or prep.timed_out:
             return RunResult("timeout" if prep.timed_out else "failed", raw=prep.stdout,
                              stderr=tail(f"prepare: {prep.stderr}{_fatal(prep.stdout)}"),
                              exit_code=prep.exit_code, started=prep.started, ended=prep.ended)
-        proc = run_program([*base, "run"], cwd=workdir, timeout=timeout)
+        proc = run_program([*base, "run"], cwd=workdir, timeout=timeout,
+                           executables=base[:1])
         if self.cleanup:
-            run_program([*base, "cleanup"], cwd=workdir, timeout=timeout)
+            run_program([*base, "cleanup"], cwd=workdir, timeout=timeout,
+                        executables=base[:1])
         res = RunResult("failed", raw=proc.stdout, stderr=tail(proc.stderr + _fatal(proc.stdout)),
                         exit_code=proc.exit_code, started=proc.started, ended=proc.ended)
         if proc.timed_out:

@@ -1,0 +1,160 @@
+"""A known runner's program executes nothing but its own files (Landlock's execute rule,
+entered inside the walls after bwrap's mounts): real fio, a real `storlab fio-server`,
+real Python, real bwrap. Each attack runs twice in the same walls, with the rule (the
+victim stays untouched, the exec gets EACCES) and without it (the control: written)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storlab.campaign.runners._program import run_program
+from storlab.campaign.runners._sandbox import (elf_interpreter, exec_missing, exec_ruleset,
+                                               program_files)
+
+from .test_fio_client_walls import _client, _serve, campaign, server_dir
+
+STORLAB_FORKED = True
+FIO = shutil.which("fio")
+pytestmark = [
+    pytest.mark.skipif(FIO is None, reason="fio not installed"),
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
+    pytest.mark.skipif(exec_missing() is not None, reason=f"Landlock: {exec_missing()}"),
+]
+
+
+def _fio(d: Path, *opts: str, execs: list[str] | None, **kw: object) -> object:
+    return run_program([str(FIO), "--name=x", "--filename=f", "--size=256k", "--bs=4k",
+                        *opts, "--output-format=json"], cwd=d, timeout=60,
+                       executables=execs, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("route", ["--exec_prerun", "--exec_postrun"])
+def test_a_fio_option_that_runs_a_shell_gets_nothing_with_the_rule(tmp_path: Path,
+                                                                   route: str) -> None:
+    """fio's system(3) cannot start /bin/sh: no victim, fio's own job still runs. The same
+    walls without the rule (what the runner gives a job that names the option) write it."""
+    victim = tmp_path / "victim"
+    out = _fio(tmp_path, "--rw=write", f"{route}=/usr/bin/touch {victim}", execs=[str(FIO)])
+    assert out.exit_code == 0 and '"error" : 0' in out.stdout, out.stderr  # type: ignore[attr-defined]
+    assert not victim.exists()
+    out = _fio(tmp_path, "--rw=write", f"{route}=/usr/bin/touch {victim}", execs=None)
+    assert out.exit_code == 0 and victim.exists(), out.stderr  # type: ignore[attr-defined]
+
+
+def test_ioengine_exec_cannot_start_its_program(tmp_path: Path) -> None:
+    """Neither its program nor the dynamic loader running it (`ld.so PROGRAM`: the loader
+    may execute, the kernel opens it for fio itself; the filter refuses the execve)."""
+    loader = elf_interpreter(str(FIO))
+    assert loader is not None
+    for program, args in (("/usr/bin/touch", "{}"), (loader, "/usr/bin/touch {}")):
+        victim = tmp_path / f"victim-{len(args)}"
+        opts = ("--ioengine=exec", f"--program={program}",
+                f"--arguments={args.format(victim)}", "--runtime=300ms", "--time_based")
+        _fio(tmp_path, *opts, execs=[str(FIO)])
+        assert not victim.exists(), program
+        _fio(tmp_path, *opts, execs=None)
+        assert victim.exists(), program
+
+
+def test_an_exec_gets_eacces_and_nothing_leaks_into_the_program(tmp_path: Path) -> None:
+    """The program's execve of /bin/sh fails with EACCES (its own binary re-executes); the
+    shim's descriptors (ruleset, environment) are closed; the environment arrives."""
+    code = ("import os, errno\n"
+            "print(sorted(os.listdir('/proc/self/fd')), os.environ['FOO'])\n"
+            "try:\n os.execv('/bin/sh', ['sh', '-c', 'echo PWNED > victim'])\n"
+            "except OSError as e:\n print('errno', errno.errorcode[e.errno])\n")
+    out = run_program([sys.executable, "-c", code], cwd=tmp_path, timeout=60,
+                      env={"FOO": "b a=r"}, executables=[sys.executable])
+    assert out.exit_code == 0, out.stderr
+    fds, rest = out.stdout.split("]", 1)
+    assert fds == "['0', '1', '2', '3'" and rest.split() == ["b", "a=r", "errno", "EACCES"]
+    assert not (tmp_path / "victim").exists()
+    out = run_program([sys.executable, "-c", code], cwd=tmp_path, timeout=60,
+                      env={"FOO": "x"}, executables=None)
+    assert (tmp_path / "victim").read_text() == "PWNED\n", out.stderr
+
+
+@pytest.mark.parametrize("engine", ["psync", "libaio", "io_uring"])
+def test_fio_engines_load_their_libraries_under_the_rule(tmp_path: Path, engine: str) -> None:
+    """Shared libraries and fio's engines are mapped, not executed: every engine runs."""
+    out = _fio(tmp_path, "--rw=randwrite", f"--ioengine={engine}", "--iodepth=4",
+               execs=[str(FIO)], io_uring=engine == "io_uring")
+    assert out.exit_code == 0 and '"error" : 0' in out.stdout, out.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server drops root: needs root")
+def test_a_client_job_on_the_walled_fio_server_starts_no_program(
+        tmp_path: Path, storlab_argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """fio's protocol has no authentication: a client's `exec_prerun` reached a shell as
+    the server's account. Now the shell does not start; the job's I/O runs. A server as
+    users start one (root, no walls) is the control: the same job writes the victim."""
+    srv = server_dir(tmp_path)
+    victim = srv / "victim"
+    job = tmp_path / "job.fio"
+    # absolute names: the plain server runs in this process's directory, not srv
+    job.write_text(f"[a]\nexec_prerun=/usr/bin/touch {victim}\n"
+                   f"filename={srv / 'data'}\nsize=4k\nrw=write\n")
+    with _serve([*storlab_argv, "fio-server", "--dir", str(srv)], walled=True) as server:
+        out = _client(server, job)
+        assert (srv / "data").exists(), out
+    assert not victim.exists()
+    monkeypatch.chdir(tmp_path)  # where the plain server writes its prerun.txt
+    with _serve(["fio"]) as server:
+        out = _client(server, job)
+    assert victim.exists(), out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="/dev writable takes allow_destructive as root")
+@pytest.mark.parametrize("execs", [[sys.executable], None])
+def test_the_pseudo_devices_open_when_dev_is_declared_writable(
+        tmp_path: Path, execs: list[str] | None) -> None:
+    """`directory: /dev` (allow_destructive) binds the host's /dev writable and `nodev`
+    over the walls' own: perl, the rule's shim, died there ("Can't open /dev/null") and
+    fio never ran. null, zero, urandom still open, with the rule and without."""
+    code = ("open('/dev/null', 'w').write('x')\n"
+            "print(len(open('/dev/zero', 'rb').read(4) + open('/dev/urandom', 'rb').read(4)))")
+    out = run_program([sys.executable, "-c", code], cwd=tmp_path, timeout=60,
+                      targets=["/dev"], allow_destructive=True, executables=execs)
+    assert out.exit_code == 0 and out.stdout.strip() == "8", out.stderr
+
+
+def test_the_files_allowed_are_the_binary_and_its_elf_interpreter() -> None:
+    """PT_INTERP read from the file, as readelf reads it; the ruleset kept per set of
+    files (the same descriptor for the same files)."""
+    want = subprocess.run(["readelf", "-l", str(FIO)], capture_output=True, text=True
+                          ).stdout.split("interpreter: ", 1)[1].split("]", 1)[0] \
+        if shutil.which("readelf") else None
+    got = elf_interpreter(str(FIO))
+    assert got is not None and (want is None or got == want)
+    files = program_files(str(FIO))
+    assert files == (os.path.realpath(str(FIO)), os.path.realpath(got))
+    assert elf_interpreter(__file__) is None
+    assert exec_ruleset(files) == exec_ruleset(files)
+
+
+def test_a_wrapper_script_gets_no_rule(tmp_path: Path) -> None:
+    """A `#!` wrapper (a `fio:` script that execs the real fio) starts programs by design:
+    it runs with no execute rule (the walls hold it as any program)."""
+    script = tmp_path / "prog"
+    script.write_text("#!/bin/sh\n/usr/bin/printf hi\n")
+    script.chmod(0o755)
+    assert program_files(str(script))[:2] == (str(script), os.path.realpath("/bin/sh"))
+    out = run_program([str(script)], cwd=tmp_path, timeout=60, executables=[str(script)])
+    assert out.exit_code == 0 and out.stdout == "hi", out.stderr
+
+
+def test_status_says_what_the_program_may_execute(tmp_path: Path, storlab: Any) -> None:
+    """One clause in the sandbox line: the rule, or why a job's fio may start programs."""
+    plain = campaign(tmp_path / "a", {"rw": "write", "size": "64k"})
+    out = storlab("status", plain).stdout
+    assert "programs it may execute: itself only (Landlock" in out.replace("\n", " "), out
+    prerun = campaign(tmp_path / "b", {"rw": "write", "size": "64k", "exec_prerun": "true"})
+    out = storlab("status", prerun).stdout
+    assert "programs it may execute: any (fio option exec_prerun" in out.replace("\n", " "), out
