@@ -70,6 +70,58 @@ def chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
         os.close(fd)
 
 
+def give_tree(top: str | Path, uid: int, gid: int) -> None:
+    """Give the directory `top` (0700) and all it holds to `uid:gid`, for it alone (no
+    group or other bits), from held descriptors only: `top` and every subdirectory are opened
+    `O_NOFOLLOW` from their parent's descriptor and each entry is changed through a
+    descriptor of what was opened, so an entry swapped for a link (the tree's owner may
+    write in it while this runs) is never followed, never resolved by path again, and
+    never changed. Links are left as they are (none are made); a non-directory with
+    more than one name (a hard link: its other name may be any file) is refused."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(top, flags)
+    try:
+        _give_fd(fd, str(top), uid, gid)
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+def _give_fd(dfd: int, where: str, uid: int, gid: int) -> None:
+    """`give_tree` on the directory held open as `dfd` (`where`: its name, for errors)."""
+    for name in os.listdir(dfd):
+        try:
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        except FileNotFoundError:
+            continue  # removed meanwhile by the tree's owner
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                try:  # the directory itself, by the entry just held: a swap is refused
+                    sub = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY
+                                  | os.O_CLOEXEC)
+                except OSError as exc:
+                    raise ClusterError(f"{where}/{name}: cannot open ({exc.strerror})") from None
+                try:
+                    _give_fd(sub, f"{where}/{name}", uid, gid)
+                    os.fchown(sub, uid, gid)
+                    os.fchmod(sub, stat.S_IMODE(st.st_mode) & 0o700)
+                finally:
+                    os.close(sub)
+                continue
+            if st.st_nlink != 1:
+                raise ClusterError(f"{where}/{name}: has {st.st_nlink} names (a hard link); "
+                                   "not given to the cluster's daemons")
+            # an O_PATH descriptor takes no fchown/fchmod; its /proc name is that very inode
+            os.chown(f"/proc/self/fd/{fd}", uid, gid)
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) & 0o700)
+        finally:
+            os.close(fd)
+
+
 def make_base(base: Path) -> None:
     """Make the missing directories of `base`, each 0755 whatever the umask (set again
     after mkdir, which applies it): under umask 002 a made base would be 0775 and the

@@ -36,6 +36,7 @@ from ..fileio import check_trusted_dir, within, write_in_dir
 from ._util import (
     check_bind,
     fresh_cluster_dir,
+    give_tree,
     trusted_cluster_dir,
     logs_kept_on_failure,
     ClusterError,
@@ -153,17 +154,10 @@ class CephCluster:
 
     def _give(self, sub: str) -> None:
         """The directory `sub` of the cluster, and all it holds, to the `ceph` user, for
-        it alone (no group or other bits); links are not followed (none are made)."""
-        uid, gid = _ceph_ids()
-        top = self.dir / sub
-        for root, dirs, files in os.walk(top):
-            for name in [*dirs, *files]:
-                p = os.path.join(root, name)
-                os.chown(p, uid, gid, follow_symlinks=False)
-                if not os.path.islink(p):
-                    os.chmod(p, os.stat(p).st_mode & 0o700)
-        os.chown(top, uid, gid)
-        os.chmod(top, 0o700)
+        it alone (no group or other bits). The daemons may be writing in it meanwhile
+        (`var/` after the monitor starts): `give_tree` works from held descriptors, so a
+        directory they swap for a link leads nowhere."""
+        give_tree(self.dir / sub, *_ceph_ids())
 
     def state(self) -> dict[str, Any] | None:
         """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
