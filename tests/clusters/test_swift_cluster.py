@@ -195,8 +195,8 @@ def test_the_load_goes_to_the_cluster_storlab_started_unless_declared(swift, tmp
                                                                      storlab):
     """The load reaches the host's network only at its endpoint's port: that endpoint is the
     cluster's (`cluster:`); naming it again is fine, a factor moving it to another port
-    (a root HTTP service on loopback) is refused before any run in one line, unless the
-    campaign declares `sandbox.network: true`, which lets it name any endpoint."""
+    (a root HTTP service on loopback) is refused before any run in one line, even when
+    the campaign declares `sandbox.network: true`: the keys are the cluster's."""
     import yaml
 
     c, base, st = swift
@@ -222,9 +222,59 @@ def test_the_load_goes_to_the_cluster_storlab_started_unless_declared(swift, tmp
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"factor endpoint: {other} is not the endpoint of cluster swift" in r.stderr
     assert not (d / "campaign.db.output").exists()  # no run started
-    # declared: both run (nothing listens on the other port: that run fails)
+    # declared network: still refused, the keys are the cluster's
     d, r = run("declared", [own, other], sandbox={"network": True})
-    assert "ok 1, failed 1" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "go only to that cluster's endpoint" in r.stderr
+    assert not (d / "campaign.db.output").exists()
+
+
+def test_the_clusters_key_never_goes_to_the_campaigns_own_auth_url(swift, tmp_path,
+                                                                  storlab):
+    """A campaign naming `cluster: swift` and its own `auth_url` (with `sandbox.network:
+    true`, which lets the load reach any host) is refused in one line before any run: the
+    listener at that address (a local user's) is never sent the Swift key."""
+    import http.server
+    import threading
+
+    import yaml
+
+    _, base, st = swift
+    heard: list[str] = []
+
+    class Listener(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the stdlib's name)
+            heard.append(str(self.headers.get("X-Auth-Key")))
+            self.send_response(200)
+            self.send_header("X-Storage-Url", "http://127.0.0.1:1/v1/AUTH_x")
+            self.send_header("X-Auth-Token", "t")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        d = tmp_path / "own-auth"
+        d.mkdir()
+        spec = {"name": "ownauth", "timeout": 60, "space": {"factors": [
+                    {"name": "clients", "kind": "categorical", "values": [1, 2]}],
+                    "responses": [{"name": "total_iops", "goal": "maximize"}]},
+                "design": {"kind": "full"}, "sandbox": {"network": True},
+                "runner": {"type": "objectstore", "options": {
+                    "cluster": "swift", "cluster_dir": str(base), "api": "swift",
+                    "auth_url": f"http://127.0.0.1:{srv.server_port}/auth/v1.0",
+                    "duration": 1, "objects": 2}}}
+        (d / "campaign.yaml").write_text(yaml.safe_dump(spec))
+        r = storlab("run", str(d / "campaign.yaml"), timeout=120)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert heard == [], "the cluster's key was sent to the campaign's auth_url"
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "option auth_url" in r.stderr and "go only to that cluster's endpoint" in r.stderr
+    assert not (d / "campaign.db.output").exists()  # no run started
 
 
 def test_failing_daemon_start_reports_the_log_tail(tmp_path, free_ports):
