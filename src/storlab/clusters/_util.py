@@ -754,6 +754,8 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str,
         try:
             if pred():
                 return time.monotonic() - t0
+        except PortTaken:
+            raise  # another process answers there: waiting cannot help
         except ClusterError:
             pass
         if time.monotonic() - t0 > timeout:
@@ -809,6 +811,93 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
     return True
+
+
+class PortTaken(ClusterError):
+    """A cluster's port is held by another process than the daemon storlab started."""
+
+
+def _listeners(host: str, port: int) -> set[int]:
+    """The socket inodes listening in this network namespace that take a TCP connection
+    to `host:port` (IPv4): bound to `host`, to 0.0.0.0, or in /proc/net/tcp6 to :: or
+    ::ffff:`host`."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.IPv4Address(host)
+    except ValueError:
+        raise ClusterError(f"{host!r}: a cluster's address is an IPv4 address") from None
+    v4 = {f"{int.from_bytes(ip.packed, 'little'):08X}", "00000000"}
+    v6 = {"0" * 32, "0000000000000000FFFF0000" + f"{int.from_bytes(ip.packed, 'little'):08X}"}
+    out: set[int] = set()
+    for table, mine in (("/proc/net/tcp", v4), ("/proc/net/tcp6", v6)):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            addr, _, hexport = f[1].partition(":")
+            if f[3] == "0A" and int(hexport, 16) == port and addr.upper() in mine:
+                out.add(int(f[9]))
+    return out
+
+
+def _process_tree(pid: int) -> list[int]:
+    """`pid` and every process descending from it (a server's forked workers)."""
+    children: dict[int, list[int]] = {}
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open(f"/proc/{e}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(e))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def _socket_inodes(pids: Sequence[int]) -> set[int]:
+    out: set[int] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    return out
+
+
+def listener_is_daemons(pidfile: Path, name: str, host: str, port: int) -> bool:
+    """Whether what answers TCP connections to `host:port` is the daemon `name` storlab
+    started (`pidfile`'s process or one it forked): True when every socket listening
+    there is one of theirs, False while none listens yet. A port another process holds
+    (a local user who bound it after `up`'s "port free" check) raises ClusterError:
+    nothing is sent there, the cluster's keys least of all."""
+    held = _listeners(host, port)
+    if not held:
+        return False
+    rec = read_record(pidfile)
+    ours = _socket_inodes(_process_tree(rec.pid)) if rec is not None and \
+        rec.state() == RUNNING else set()
+    if held <= ours:
+        return True
+    raise PortTaken(f"port {host}:{port} is held by another process, not the {name} "
+                       "storlab started; nothing (no key) is sent there: bring the cluster "
+                       "down and find who listens there (ss -ltnp)")
 
 
 def check_bind(addr: str) -> None:

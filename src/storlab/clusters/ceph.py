@@ -45,6 +45,7 @@ from ._util import (
     asok_command,
     chmod_dir,
     keep_logs_only,
+    listener_is_daemons,
     load_state,
     present_cluster_dir,
     pid_present,
@@ -339,6 +340,10 @@ class CephCluster:
         rgw.start()
 
         def answers() -> bool:
+            # the port held by the radosgw storlab started, not by whoever bound it after
+            # `up`'s "port free" check (the state would send the S3 load there)
+            if not listener_is_daemons(rgw.pidfile, "radosgw", o.bind, o.rgw_port):
+                return False
             try:
                 urllib.request.urlopen(f"http://{o.bind}:{o.rgw_port}/", timeout=2).read()
                 return True
@@ -358,6 +363,16 @@ class CephCluster:
                                + cp.stdout.strip()[-200:]) from None
         return {"s3": {"endpoint": f"http://{o.bind}:{o.rgw_port}", "access_key": access,
                        "secret_key": secret, "region": "us-east-1"}}
+
+    def check_endpoint(self, st: dict[str, Any]) -> None:
+        """Refuse (ClusterError) radosgw's port held by another process than the radosgw
+        storlab started: S3 loads would go there."""
+        if (st.get("s3") or {}).get("endpoint"):
+            import urllib.parse
+
+            u = urllib.parse.urlsplit(str(st["s3"]["endpoint"]))
+            listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw", u.hostname or "",
+                                u.port or 80)
 
     def prefill(self, nbytes: int, timeout: float = 300) -> None:
         """Write the first `nbytes` of the RBD image once (sequential 4 MiB writes): an
@@ -554,6 +569,13 @@ class CephCluster:
                     problems.append(f"down or out in the OSD map: {', '.join(bad)}")
             except ClusterError as exc:
                 problems.append(f"ceph does not answer ({_one_line(exc)})")
+        if running.get("rgw") and st.get("rgw_port"):
+            try:
+                if not listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw",
+                                           st.get("bind", "127.0.0.1"), int(st["rgw_port"])):
+                    problems.append(f"radosgw does not listen on port {st['rgw_port']}")
+            except ClusterError:
+                problems.append(f"rgw: port {st['rgw_port']} is held by another process")
         if probe:
             out["probe"] = self.probe()
             if not out["probe"].startswith("ok"):
