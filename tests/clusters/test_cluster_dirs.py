@@ -255,3 +255,44 @@ def test_give_refuses_a_hard_link_to_a_file_elsewhere(tmp_path: Path) -> None:
     with pytest.raises(ClusterError, match="hard link"):
         c._give("var")
     assert secret.stat().st_uid == 0 and secret.stat().st_mode & 0o777 == 0o600
+
+
+def test_admin_socket_never_through_a_link_and_bounded_in_time(tmp_path: Path) -> None:
+    """Root asks a daemon's admin socket in the daemons' `var/run`: a link planted there
+    (to another Unix socket) is refused, and a peer answering a byte at a time is cut at
+    the timeout (a recv timeout alone bounded each byte only)."""
+    import socket
+    import struct
+    import threading
+    import time
+
+    from storlab.clusters._util import asok_command
+
+    other = socket.socket(socket.AF_UNIX)
+    other.bind(str(tmp_path / "other.sock"))
+    other.listen(1)
+    os.symlink(tmp_path / "other.sock", tmp_path / "ceph-mon.a.asok")
+    with pytest.raises(ClusterError, match="not a socket"):
+        asok_command(tmp_path / "ceph-mon.a.asok", "status")
+    drip = socket.socket(socket.AF_UNIX)
+    drip.bind(str(tmp_path / "ceph-osd.0.asok"))
+    drip.listen(1)
+
+    def serve() -> None:
+        c, _ = drip.accept()
+        c.recv(1000)
+        c.sendall(struct.pack(">I", 64))
+        try:
+            for _ in range(64):
+                c.send(b" ")
+                time.sleep(0.3)
+        except OSError:
+            pass
+        c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(ClusterError, match="timed out"):
+        asok_command(tmp_path / "ceph-osd.0.asok", "status", timeout=1.5)
+    assert time.monotonic() - t0 < 3
+    other.close()
+    drip.close()

@@ -717,13 +717,22 @@ def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: An
     import struct
 
     req = json.dumps({"prefix": prefix, "format": "json", **args}).encode() + b"\0"
+    end = time.monotonic() + timeout
+    fd = -1
     try:
+        # The socket's directory is the daemons' (`var/run`): the name is opened without
+        # following a link and connected to through that descriptor, so a link planted
+        # there never sends root to another Unix socket.
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            raise ClusterError(f"admin socket {path}: not a socket")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
-            s.connect(str(path))
+            s.connect(f"/proc/self/fd/{fd}")
             s.sendall(req)
             head = b""
             while len(head) < 4:
+                s.settimeout(max(end - time.monotonic(), 0.001))  # the whole answer's time
                 got = s.recv(4 - len(head))
                 if not got:
                     raise ClusterError(f"admin socket {path}: closed without an answer")
@@ -731,12 +740,16 @@ def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: An
             (n,) = struct.unpack(">I", head)
             body = bytearray()
             while len(body) < n:
-                got = s.recv(n - len(body))
+                s.settimeout(max(end - time.monotonic(), 0.001))
+                got = s.recv(min(n - len(body), 1 << 20))
                 if not got:
                     break
                 body += got
     except OSError as exc:
         raise ClusterError(f"admin socket {path}: {exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     try:
         return json.loads(bytes(body) or b"null")
     except ValueError:
