@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._proc_lifetime import die_with_parent, stat_fields
+from .._proc_lifetime import descendants, die_with_parent, stat_fields
 from ..errors import ClusterError, StorlabError
 from ..fileio import check_trusted_dir, remove_tree, walk_resolved
 
@@ -857,26 +857,6 @@ def _listeners(host: str, port: int) -> set[int]:
     return out
 
 
-def _process_tree(pid: int) -> list[int]:
-    """`pid` and every process descending from it (a server's forked workers)."""
-    children: dict[int, list[int]] = {}
-    for e in os.listdir("/proc"):
-        if not e.isdigit():
-            continue
-        try:
-            with open(f"/proc/{e}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(e))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
-
-
 def _socket_inodes(pids: Sequence[int]) -> set[int]:
     out: set[int] = set()
     for pid in pids:
@@ -904,7 +884,7 @@ def listener_is_daemons(pidfile: Path, name: str, host: str, port: int) -> bool:
     if not held:
         return False
     rec = read_record(pidfile)
-    ours = _socket_inodes(_process_tree(rec.pid)) if rec is not None and \
+    ours = _socket_inodes([rec.pid, *descendants(rec.pid)]) if rec is not None and \
         rec.state() == RUNNING else set()
     if held <= ours:
         return True
