@@ -30,6 +30,17 @@ def test_status_and_down_when_nothing_is_up(tmp_path, storlab):
     assert r.returncode == 0 and "nothing to bring down" in r.stdout
 
 
+def test_status_output_file_is_private(tmp_path, storlab):
+    """`-o FILE` of cluster state (keys included when a cluster is up) is 0600 whatever
+    the umask, like the other outputs holding credentials."""
+    out = tmp_path / "out" / "status.json"
+    out.parent.mkdir()
+    r = storlab("cluster", "status", "--dir", tmp_path / "cl", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert json.loads(out.read_text()) == {"ceph": None, "swift": None}
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path, storlab):
     for args, words in ((("up", "minio"), "must be one of ceph, swift"),
                         (("up", "ceph", "--store", "filestore"), "memstore, bluestore"),

@@ -163,3 +163,136 @@ def test_a_link_of_ours_as_base_is_resolved_once(tmp_path: Path) -> None:
     os.unlink(tmp_path / "alias")
     os.symlink(other, tmp_path / "alias")
     assert c.dir == real / "ceph" and c.state() is None
+
+
+# The `ceph` user's side of the race on `CephCluster._give`: in the cluster's `var/`
+# (its cwd), wait until root changes an entry of crash/sub (sub is listed by then), then
+# exchange sub with the link sub.l -> the victim directory (renameat2 RENAME_EXCHANGE).
+_SWAPPER = r"""
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init()
+assert libc.inotify_add_watch(fd, b"crash/sub", 0x4) >= 0  # IN_ATTRIB
+print("ready", flush=True)
+named = False
+while not named:
+    buf, off = os.read(fd, 65536), 0
+    while off < len(buf):
+        _, _, _, ln = struct.unpack_from("iIII", buf, off)
+        named = named or bool(buf[off + 16:off + 16 + ln].rstrip(b"\0"))
+        off += 16 + ln
+r = libc.syscall(316, -100, b"crash/sub", -100, b"crash/sub.l", 2)
+print("swapped", r, ctypes.get_errno(), flush=True)
+"""
+
+
+def _ceph_user() -> tuple[int, int] | None:
+    import pwd
+
+    try:
+        pw = pwd.getpwnam("ceph")
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or _ceph_user() is None
+                    or not os.path.exists("/usr/bin/python3")
+                    or not os.path.exists("/usr/bin/setpriv"),
+                    reason="needs root, the ceph user, /usr/bin/python3 and setpriv")
+def test_give_never_follows_a_directory_the_daemon_swaps_for_a_link(tmp_path: Path) -> None:
+    """A `ceph` process (a compromised monitor: `var/` is its cwd and writable) swaps a
+    directory of `var/` for a link to root's directory while root gives `var/` to ceph:
+    root's files there keep their owner and mode."""
+    import subprocess
+
+    uid, gid = _ceph_user()  # type: ignore[misc]
+    c = get_cluster("ceph", tmp_path / "base")
+    names = [f"f{i:04d}" for i in range(2000)]  # a long listing: the window
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    for n in names:
+        (victim / n).write_text("root's")
+        os.chmod(victim / n, 0o640)
+    var = c.dir / "var"
+    (var / "crash" / "sub").mkdir(parents=True)
+    os.chmod(c.dir, 0o700)
+    for n in names:
+        (var / "crash" / "sub" / n).touch()
+    os.symlink(victim, var / "crash" / "sub.l")
+    for p in [var, *var.rglob("*")]:
+        os.lchown(p, uid, gid)  # as after the first `_give`, before the daemons start
+    child = subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+         "/usr/bin/python3", "-I", "-c", _SWAPPER],
+        cwd=var, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        c._give("var")
+        assert child.stdout.readline().startswith("swapped 0")  # the race was run
+    finally:
+        child.kill()
+        child.wait()
+    assert (var / "crash" / "sub").is_symlink()  # the swap took place mid-walk
+    changed = [n for n in names if (victim / n).stat().st_uid != 0
+               or (victim / n).stat().st_mode & 0o777 != 0o640]
+    assert changed == [], f"{len(changed)} of root's files given to ceph"
+    assert os.stat(victim).st_uid == 0
+    # the real directory (now at sub.l's name) was given whole
+    assert all((var / "crash" / "sub.l" / n).stat().st_uid == uid for n in names)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or _ceph_user() is None, reason="needs root and ceph")
+def test_give_refuses_a_hard_link_to_a_file_elsewhere(tmp_path: Path) -> None:
+    """A second name in `var/` of a file of root's (where hard links are not protected)
+    is not given: root's file keeps its owner."""
+    c = get_cluster("ceph", tmp_path / "base")
+    (c.dir / "var" / "log").mkdir(parents=True)
+    secret = tmp_path / "secret"
+    secret.write_text("root's")
+    os.chmod(secret, 0o600)
+    os.link(secret, c.dir / "var" / "log" / "ceph.log")
+    with pytest.raises(ClusterError, match="hard link"):
+        c._give("var")
+    assert secret.stat().st_uid == 0 and secret.stat().st_mode & 0o777 == 0o600
+
+
+def test_admin_socket_never_through_a_link_and_bounded_in_time(tmp_path: Path) -> None:
+    """Root asks a daemon's admin socket in the daemons' `var/run`: a link planted there
+    (to another Unix socket) is refused, and a peer answering a byte at a time is cut at
+    the timeout (a recv timeout alone bounded each byte only)."""
+    import socket
+    import struct
+    import threading
+    import time
+
+    from storlab.clusters._util import asok_command
+
+    other = socket.socket(socket.AF_UNIX)
+    other.bind(str(tmp_path / "other.sock"))
+    other.listen(1)
+    os.symlink(tmp_path / "other.sock", tmp_path / "ceph-mon.a.asok")
+    with pytest.raises(ClusterError, match="not a socket"):
+        asok_command(tmp_path / "ceph-mon.a.asok", "status")
+    drip = socket.socket(socket.AF_UNIX)
+    drip.bind(str(tmp_path / "ceph-osd.0.asok"))
+    drip.listen(1)
+
+    def serve() -> None:
+        c, _ = drip.accept()
+        c.recv(1000)
+        c.sendall(struct.pack(">I", 64))
+        try:
+            for _ in range(64):
+                c.send(b" ")
+                time.sleep(0.3)
+        except OSError:
+            pass
+        c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(ClusterError, match="timed out"):
+        asok_command(tmp_path / "ceph-osd.0.asok", "status", timeout=1.5)
+    assert time.monotonic() - t0 < 3
+    other.close()
+    drip.close()

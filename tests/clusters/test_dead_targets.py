@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from storlab.campaign.runners import run_load_walled
 from storlab.campaign.runners.objload import LoadError, LoadSpec, Target, run_load
 
 
@@ -50,9 +51,10 @@ def test_closed_port_is_a_connection_error(closed_port):
         run_load(_s3(closed_port), LoadSpec(duration=1, clients=2, objects=2, timeout=1))
 
 
-def test_cli_load_against_a_silent_proxy(silent_port, tmp_path, storlab):
-    """`storlab cluster load` with a cluster whose proxy stopped answering: bounded by
-    --timeout, one clear line."""
+def test_cli_load_refuses_a_proxy_port_storlab_did_not_start(silent_port, tmp_path, storlab):
+    """`storlab cluster load` with a cluster whose proxy port another process holds (here
+    the test's silent listener; a local user who bound the port after `up`'s check): one
+    clear line, exit 2, the key never sent."""
     d = tmp_path / "swift"
     d.mkdir()
     url = f"http://127.0.0.1:{silent_port}"
@@ -63,7 +65,7 @@ def test_cli_load_against_a_silent_proxy(silent_port, tmp_path, storlab):
     r = storlab("cluster", "load", "swift", "--dir", str(tmp_path), "--duration", "1",
                 "--timeout", "2", timeout=120)
     assert r.returncode == 2, r.stderr
-    assert "no answer within 2 s (timeout)" in r.stderr
+    assert f"port 127.0.0.1:{silent_port} is held by another process" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert time.monotonic() - t0 < 60
 
@@ -112,26 +114,105 @@ def auth_elsewhere():
         s.server_close()
 
 
-def test_cli_load_reaches_only_its_endpoints_port(auth_elsewhere, tmp_path, storlab):
-    """`storlab cluster load` runs its load as a child in the walls a campaign's run gets:
-    TCP to the cluster's endpoint's port only (Landlock). An auth service that sends the
-    load to another local port: in storlab's own process the load went there; in the walls
-    it cannot connect, and the command says so in one line."""
+def test_the_load_reaches_only_its_endpoints_port(auth_elsewhere):
+    """`storlab cluster load` runs its load as a child in the walls a campaign's run gets
+    (`run_load_walled`): TCP to the cluster's endpoint's port only (Landlock). An auth
+    service that sends the load to another local port: in storlab's own process the load
+    went there; in the walls it cannot connect, and says so in one line. (Through the CLI
+    such a hand-written cluster is refused earlier: its port is not held by a daemon
+    storlab started.)"""
     port, other = auth_elsewhere
-    d = tmp_path / "swift"
-    d.mkdir()
-    (d / "cluster.json").write_text(json.dumps({
-        "kind": "swift", "ready": True, "auth_url": f"http://127.0.0.1:{port}/auth/v1.0",
-        "user": "test:tester", "key": "k", "proxy": f"http://127.0.0.1:{port}"}))
-    # what the load did in storlab's own process (root): the other port took its requests
     target = Target(api="swift", auth_url=f"http://127.0.0.1:{port}/auth/v1.0",
                     user="test:tester", key="k")
+    # what the load did in storlab's own process (root): the other port took its requests
     run_load(target, LoadSpec(duration=0.3, clients=1, objects=1, timeout=2))
     assert other.hits > 0
     other.hits = 0
-    r = storlab("cluster", "load", "swift", "--dir", str(tmp_path), "--duration", "1",
-                "--objects", "1", "--timeout", "2", timeout=120)
-    assert r.returncode == 2, r.stderr
-    assert "connection error" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    assert f"reaches TCP only at port {port}," in r.stderr
+    with pytest.raises(LoadError) as exc:
+        run_load_walled(target, LoadSpec(duration=1, clients=1, objects=1, timeout=2))
+    msg = str(exc.value)
+    assert "connection error" in msg and "\n" not in msg.strip(), msg
+    assert f"reaches TCP only at port {port}," in msg
     assert other.hits == 0
+
+
+class _Drip:
+    """A server (a local user's, on a port the load was pointed at) that answers PUT and
+    HEAD at once and every GET with a body that never ends, one byte at a time: with
+    `headers`, even the status line and headers drip (the Swift login's answer)."""
+
+    def __init__(self, headers: bool = False) -> None:
+        import http.server
+        import threading
+
+        drip_headers = headers
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _drip(self, data: bytes) -> None:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.2)
+
+            def do_GET(self):  # noqa: N802 (the stdlib's name)
+                try:
+                    if drip_headers:
+                        self._drip(b"HTTP/1.1 200 OK\r\nX-Storage-Url: http://x/v1\r\n" * 1000)
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(10 ** 9))
+                    self.end_headers()
+                    self._drip(b"x" * 10 ** 6)
+                except OSError:
+                    return
+
+            def _empty(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_PUT = do_HEAD = _empty  # noqa: N815
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.srv.daemon_threads = True
+        self.port = self.srv.server_port
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def test_a_dripping_server_cannot_hold_the_load_past_its_time():
+    """Every request ends at its timeout whatever the server sends (a socket timeout
+    bounds one recv only): the load takes duration + timeout + a margin, its GETs
+    counted as timed out, never as answered."""
+    drip = _Drip()
+    try:
+        t0 = time.monotonic()
+        res = run_load(_s3(drip.port), LoadSpec(duration=2, clients=2, objects=1,
+                                                timeout=2, mix={"get": 1}))
+        took = time.monotonic() - t0
+    finally:
+        drip.close()
+    assert took < 2 + 2 + 1.5, took
+    rec = res.records
+    assert len(rec) >= 2 and (rec["status"] == 1).all(), rec["status"].tolist()  # TIMED_OUT
+
+
+def test_a_dripping_swift_login_is_a_timeout():
+    drip = _Drip(headers=True)
+    target = Target(api="swift", auth_url=f"http://127.0.0.1:{drip.port}/auth/v1.0",
+                    user="u", key="k")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(LoadError, match=r"swift auth .* no answer within 2 s"):
+            run_load(target, LoadSpec(duration=1, clients=1, objects=1, timeout=2))
+        took = time.monotonic() - t0
+    finally:
+        drip.close()
+    assert took < 2 + 1.5, took

@@ -221,8 +221,8 @@ def test_the_load_goes_to_the_cluster_storlab_started_unless_declared(swift, tmp
                                                                      storlab):
     """The load reaches the host's network only at its endpoint's port: that endpoint is the
     cluster's (`cluster:`); naming it again is fine, a factor moving it to another port
-    (a root HTTP service on loopback) is refused before any run in one line, unless the
-    campaign declares `sandbox.network: true`, which lets it name any endpoint."""
+    (a root HTTP service on loopback) is refused before any run in one line, even when
+    the campaign declares `sandbox.network: true`: the keys are the cluster's."""
     import yaml
 
     c, base, st = swift
@@ -248,9 +248,59 @@ def test_the_load_goes_to_the_cluster_storlab_started_unless_declared(swift, tmp
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"factor endpoint: {other} is not the endpoint of cluster swift" in r.stderr
     assert not (d / "campaign.db.output").exists()  # no run started
-    # declared: both run (nothing listens on the other port: that run fails)
+    # declared network: still refused, the keys are the cluster's
     d, r = run("declared", [own, other], sandbox={"network": True})
-    assert "ok 1, failed 1" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "go only to that cluster's endpoint" in r.stderr
+    assert not (d / "campaign.db.output").exists()
+
+
+def test_the_clusters_key_never_goes_to_the_campaigns_own_auth_url(swift, tmp_path,
+                                                                  storlab):
+    """A campaign naming `cluster: swift` and its own `auth_url` (with `sandbox.network:
+    true`, which lets the load reach any host) is refused in one line before any run: the
+    listener at that address (a local user's) is never sent the Swift key."""
+    import http.server
+    import threading
+
+    import yaml
+
+    _, base, st = swift
+    heard: list[str] = []
+
+    class Listener(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the stdlib's name)
+            heard.append(str(self.headers.get("X-Auth-Key")))
+            self.send_response(200)
+            self.send_header("X-Storage-Url", "http://127.0.0.1:1/v1/AUTH_x")
+            self.send_header("X-Auth-Token", "t")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        d = tmp_path / "own-auth"
+        d.mkdir()
+        spec = {"name": "ownauth", "timeout": 60, "space": {"factors": [
+                    {"name": "clients", "kind": "categorical", "values": [1, 2]}],
+                    "responses": [{"name": "total_iops", "goal": "maximize"}]},
+                "design": {"kind": "full"}, "sandbox": {"network": True},
+                "runner": {"type": "objectstore", "options": {
+                    "cluster": "swift", "cluster_dir": str(base), "api": "swift",
+                    "auth_url": f"http://127.0.0.1:{srv.server_port}/auth/v1.0",
+                    "duration": 1, "objects": 2}}}
+        (d / "campaign.yaml").write_text(yaml.safe_dump(spec))
+        r = storlab("run", str(d / "campaign.yaml"), timeout=120)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert heard == [], "the cluster's key was sent to the campaign's auth_url"
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "option auth_url" in r.stderr and "go only to that cluster's endpoint" in r.stderr
+    assert not (d / "campaign.db.output").exists()  # no run started
 
 
 def test_failing_daemon_start_reports_the_log_tail(tmp_path, free_ports):
@@ -299,6 +349,95 @@ def test_daemons_own_only_the_storage_when_run_as_swift(opts):
     finally:
         c.down()
         shutil.rmtree(base, ignore_errors=True)
+
+
+# A local user's squatter: once the cluster directory appears (`up` makes it after its
+# "port free" check), it binds the proxy's port and answers every request as a proxy
+# would, printing each X-Auth-Key it is sent.
+_SQUATTER = r"""
+import http.server, os, sys, time
+d, port = sys.argv[1], int(sys.argv[2])
+while not os.path.exists(d):
+    time.sleep(0.002)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        print("key", self.headers.get("X-Auth-Key"), flush=True)
+        self.send_response(200)
+        self.send_header("X-Storage-Url", f"http://127.0.0.1:{port}/v1/AUTH_test")
+        self.send_header("X-Auth-Token", "AUTH_tk")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_HEAD = do_GET
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", port), H)
+print("bound", flush=True)
+srv.serve_forever()
+"""
+
+
+def test_a_port_squatted_after_the_check_is_refused_and_never_sent_the_key(tmp_path,
+                                                                           free_ports):
+    """Another process binds the proxy's port between `up`'s "port free" check and the
+    proxy's start: `up` fails in one error naming the port, and that process is never
+    sent the key (it was, and `status` called the cluster healthy)."""
+    import subprocess
+    import sys
+
+    base = free_ports(5)
+    o = SwiftOptions(port=base + 3, storage_port=base, memcached_port=base + 4,
+                     storage="dir", replicas=1, tie_to_parent=True)
+    c = SwiftCluster(tmp_path)
+    squat = subprocess.Popen([sys.executable, "-I", "-c", _SQUATTER, str(tmp_path / "swift"),
+                              str(o.port)], stdout=subprocess.PIPE, text=True)
+    try:
+        with pytest.raises(ClusterError) as exc:
+            c.up(o, timeout=60)
+        msg = str(exc.value)
+        assert f"port 127.0.0.1:{o.port} is held by another process, not the proxy" in msg
+    finally:
+        squat.kill()
+        heard = squat.communicate()[0]
+        c.down()
+    assert "bound" in heard  # the race was run: it held the port
+    assert "key" not in heard.replace("bound", ""), heard
+
+
+def test_status_and_loads_refuse_a_proxy_port_another_process_holds(swift, tmp_path):
+    """The proxy storlab started is gone and another process answers on its port: status
+    is not healthy and names it, no probe sends the key there, a load is refused."""
+    import subprocess
+    import sys
+
+    from storlab.clusters import cluster_state
+
+    c, base, st = swift
+    port = st["ports"]["proxy"]
+    from storlab.clusters._util import stop_pid
+
+    stop_pid(c.dir / "run" / "proxy.pid", grace=10)
+    squat = subprocess.Popen([sys.executable, "-I", "-c", _SQUATTER, str(c.dir), str(port)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: not _port_free(port), 20, "the squatter to bind")
+        status = c.status(probe=True)
+        assert not status["healthy"]
+        assert f"proxy: port {port} is held by another process" in status["health"]
+        assert status["probe"].startswith(f"failed: port 127.0.0.1:{port} is held by")
+        with pytest.raises(ClusterError, match=f"port 127.0.0.1:{port} is held by another"):
+            cluster_state("swift", base)
+    finally:
+        squat.kill()
+        heard = squat.communicate()[0]
+        c.restart("proxy")
+    assert "key" not in heard.replace("bound", ""), heard
+    assert c.status()["healthy"]
+
+
+def _port_free(port):
+    from storlab.clusters._util import port_free
+
+    return port_free(port)
 
 
 def test_files_are_private_and_keys_random(swift):

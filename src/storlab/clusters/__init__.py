@@ -40,10 +40,12 @@ def get_cluster(kind: str, base: str | Path | None = None) -> Any:
 
 
 def cluster_state(kind: str, base: str | Path | None = None) -> dict[str, Any]:
-    """The saved state of a running, ready cluster; a clear error when there is none."""
+    """The saved state of a running, ready cluster; a clear error when there is none, or
+    when another process than the daemon storlab started holds its endpoint's port."""
     c = get_cluster(kind, base)
     st = c.state()
     if st is None or not st.get("ready"):
         raise ClusterError(f"no {kind} cluster is up in {c.dir}; run `storlab cluster up "
                            f"{kind}` first")
+    c.check_endpoint(st)  # the keys go to the daemon storlab started, not a port squatter
     return st

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._proc_lifetime import die_with_parent, stat_fields
+from .._proc_lifetime import descendants, die_with_parent, stat_fields
 from ..errors import ClusterError, StorlabError
 from ..fileio import check_trusted_dir, remove_tree, walk_resolved
 
@@ -68,6 +68,58 @@ def chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
         os.fchmod(fd, mode)
     finally:
         os.close(fd)
+
+
+def give_tree(top: str | Path, uid: int, gid: int) -> None:
+    """Give the directory `top` (0700) and all it holds to `uid:gid`, for it alone (no
+    group or other bits), from held descriptors only: `top` and every subdirectory are opened
+    `O_NOFOLLOW` from their parent's descriptor and each entry is changed through a
+    descriptor of what was opened, so an entry swapped for a link (the tree's owner may
+    write in it while this runs) is never followed, never resolved by path again, and
+    never changed. Links are left as they are (none are made); a non-directory with
+    more than one name (a hard link: its other name may be any file) is refused."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(top, flags)
+    try:
+        _give_fd(fd, str(top), uid, gid)
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+def _give_fd(dfd: int, where: str, uid: int, gid: int) -> None:
+    """`give_tree` on the directory held open as `dfd` (`where`: its name, for errors)."""
+    for name in os.listdir(dfd):
+        try:
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        except FileNotFoundError:
+            continue  # removed meanwhile by the tree's owner
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                try:  # the directory itself, by the entry just held: a swap is refused
+                    sub = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY
+                                  | os.O_CLOEXEC)
+                except OSError as exc:
+                    raise ClusterError(f"{where}/{name}: cannot open ({exc.strerror})") from None
+                try:
+                    _give_fd(sub, f"{where}/{name}", uid, gid)
+                    os.fchown(sub, uid, gid)
+                    os.fchmod(sub, stat.S_IMODE(st.st_mode) & 0o700)
+                finally:
+                    os.close(sub)
+                continue
+            if st.st_nlink != 1:
+                raise ClusterError(f"{where}/{name}: has {st.st_nlink} names (a hard link); "
+                                   "not given to the cluster's daemons")
+            # an O_PATH descriptor takes no fchown/fchmod; its /proc name is that very inode
+            os.chown(f"/proc/self/fd/{fd}", uid, gid)
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) & 0o700)
+        finally:
+            os.close(fd)
 
 
 def make_base(base: Path) -> None:
@@ -665,13 +717,22 @@ def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: An
     import struct
 
     req = json.dumps({"prefix": prefix, "format": "json", **args}).encode() + b"\0"
+    end = time.monotonic() + timeout
+    fd = -1
     try:
+        # The socket's directory is the daemons' (`var/run`): the name is opened without
+        # following a link and connected to through that descriptor, so a link planted
+        # there never sends root to another Unix socket.
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            raise ClusterError(f"admin socket {path}: not a socket")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
-            s.connect(str(path))
+            s.connect(f"/proc/self/fd/{fd}")
             s.sendall(req)
             head = b""
             while len(head) < 4:
+                s.settimeout(max(end - time.monotonic(), 0.001))  # the whole answer's time
                 got = s.recv(4 - len(head))
                 if not got:
                     raise ClusterError(f"admin socket {path}: closed without an answer")
@@ -679,12 +740,16 @@ def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: An
             (n,) = struct.unpack(">I", head)
             body = bytearray()
             while len(body) < n:
-                got = s.recv(n - len(body))
+                s.settimeout(max(end - time.monotonic(), 0.001))
+                got = s.recv(min(n - len(body), 1 << 20))
                 if not got:
                     break
                 body += got
     except OSError as exc:
         raise ClusterError(f"admin socket {path}: {exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     try:
         return json.loads(bytes(body) or b"null")
     except ValueError:
@@ -702,6 +767,8 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str,
         try:
             if pred():
                 return time.monotonic() - t0
+        except PortTaken:
+            raise  # another process answers there: waiting cannot help
         except ClusterError:
             pass
         if time.monotonic() - t0 > timeout:
@@ -757,6 +824,73 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
     return True
+
+
+class PortTaken(ClusterError):
+    """A cluster's port is held by another process than the daemon storlab started."""
+
+
+def _listeners(host: str, port: int) -> set[int]:
+    """The socket inodes listening in this network namespace that take a TCP connection
+    to `host:port` (IPv4): bound to `host`, to 0.0.0.0, or in /proc/net/tcp6 to :: or
+    ::ffff:`host`."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.IPv4Address(host)
+    except ValueError:
+        raise ClusterError(f"{host!r}: a cluster's address is an IPv4 address") from None
+    v4 = {f"{int.from_bytes(ip.packed, 'little'):08X}", "00000000"}
+    v6 = {"0" * 32, "0000000000000000FFFF0000" + f"{int.from_bytes(ip.packed, 'little'):08X}"}
+    out: set[int] = set()
+    for table, mine in (("/proc/net/tcp", v4), ("/proc/net/tcp6", v6)):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            addr, _, hexport = f[1].partition(":")
+            if f[3] == "0A" and int(hexport, 16) == port and addr.upper() in mine:
+                out.add(int(f[9]))
+    return out
+
+
+def _socket_inodes(pids: Sequence[int]) -> set[int]:
+    out: set[int] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    return out
+
+
+def listener_is_daemons(pidfile: Path, name: str, host: str, port: int) -> bool:
+    """Whether what answers TCP connections to `host:port` is the daemon `name` storlab
+    started (`pidfile`'s process or one it forked): True when every socket listening
+    there is one of theirs, False while none listens yet. A port another process holds
+    (a local user who bound it after `up`'s "port free" check) raises ClusterError:
+    nothing is sent there, the cluster's keys least of all."""
+    held = _listeners(host, port)
+    if not held:
+        return False
+    rec = read_record(pidfile)
+    ours = _socket_inodes([rec.pid, *descendants(rec.pid)]) if rec is not None and \
+        rec.state() == RUNNING else set()
+    if held <= ours:
+        return True
+    raise PortTaken(f"port {host}:{port} is held by another process, not the {name} "
+                       "storlab started; nothing (no key) is sent there: bring the cluster "
+                       "down and find who listens there (ss -ltnp)")
 
 
 def check_bind(addr: str) -> None:

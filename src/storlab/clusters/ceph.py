@@ -36,6 +36,7 @@ from ..fileio import check_trusted_dir, within, write_in_dir
 from ._util import (
     check_bind,
     fresh_cluster_dir,
+    give_tree,
     trusted_cluster_dir,
     logs_kept_on_failure,
     ClusterError,
@@ -44,6 +45,7 @@ from ._util import (
     asok_command,
     chmod_dir,
     keep_logs_only,
+    listener_is_daemons,
     load_state,
     present_cluster_dir,
     pid_present,
@@ -153,17 +155,10 @@ class CephCluster:
 
     def _give(self, sub: str) -> None:
         """The directory `sub` of the cluster, and all it holds, to the `ceph` user, for
-        it alone (no group or other bits); links are not followed (none are made)."""
-        uid, gid = _ceph_ids()
-        top = self.dir / sub
-        for root, dirs, files in os.walk(top):
-            for name in [*dirs, *files]:
-                p = os.path.join(root, name)
-                os.chown(p, uid, gid, follow_symlinks=False)
-                if not os.path.islink(p):
-                    os.chmod(p, os.stat(p).st_mode & 0o700)
-        os.chown(top, uid, gid)
-        os.chmod(top, 0o700)
+        it alone (no group or other bits). The daemons may be writing in it meanwhile
+        (`var/` after the monitor starts): `give_tree` works from held descriptors, so a
+        directory they swap for a link leads nowhere."""
+        give_tree(self.dir / sub, *_ceph_ids())
 
     def state(self) -> dict[str, Any] | None:
         """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
@@ -345,6 +340,10 @@ class CephCluster:
         rgw.start()
 
         def answers() -> bool:
+            # the port held by the radosgw storlab started, not by whoever bound it after
+            # `up`'s "port free" check (the state would send the S3 load there)
+            if not listener_is_daemons(rgw.pidfile, "radosgw", o.bind, o.rgw_port):
+                return False
             try:
                 urllib.request.urlopen(f"http://{o.bind}:{o.rgw_port}/", timeout=2).read()
                 return True
@@ -364,6 +363,16 @@ class CephCluster:
                                + cp.stdout.strip()[-200:]) from None
         return {"s3": {"endpoint": f"http://{o.bind}:{o.rgw_port}", "access_key": access,
                        "secret_key": secret, "region": "us-east-1"}}
+
+    def check_endpoint(self, st: dict[str, Any]) -> None:
+        """Refuse (ClusterError) radosgw's port held by another process than the radosgw
+        storlab started: S3 loads would go there."""
+        if (st.get("s3") or {}).get("endpoint"):
+            import urllib.parse
+
+            u = urllib.parse.urlsplit(str(st["s3"]["endpoint"]))
+            listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw", u.hostname or "",
+                                u.port or 80)
 
     def prefill(self, nbytes: int, timeout: float = 300) -> None:
         """Write the first `nbytes` of the RBD image once (sequential 4 MiB writes): an
@@ -560,6 +569,13 @@ class CephCluster:
                     problems.append(f"down or out in the OSD map: {', '.join(bad)}")
             except ClusterError as exc:
                 problems.append(f"ceph does not answer ({_one_line(exc)})")
+        if running.get("rgw") and st.get("rgw_port"):
+            try:
+                if not listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw",
+                                           st.get("bind", "127.0.0.1"), int(st["rgw_port"])):
+                    problems.append(f"radosgw does not listen on port {st['rgw_port']}")
+            except ClusterError:
+                problems.append(f"rgw: port {st['rgw_port']} is held by another process")
         if probe:
             out["probe"] = self.probe()
             if not out["probe"].startswith("ok"):

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from ._util import (
     RUNNING,
     Daemon,
     keep_logs_only,
+    listener_is_daemons,
     load_state,
     present_cluster_dir,
     pid_present,
@@ -238,7 +240,11 @@ class SwiftCluster:
                                         str(o.memcached_port), "-U", "0", "-m", "64",
                                         "-u", mc_user])
         mc.start()
-        wait_until(lambda: _memcached_ok(o.memcached_port), timeout, "memcached", [mc])
+        # each port asked only once the daemon storlab started holds it: a local user
+        # may bind a port after the "port free" check (the proxy's got the Swift key)
+        wait_until(lambda: listener_is_daemons(mc.pidfile, mc.name, "127.0.0.1",
+                                               o.memcached_port)
+                   and _memcached_ok(o.memcached_port), timeout, "memcached", [mc])
         daemons = [mc] + [self._server_daemon(s) for s in SERVERS]
         for d in daemons[1:]:
             d.start()
@@ -246,12 +252,15 @@ class SwiftCluster:
                                        str(self.dir / "proxy-server.conf"), "-v"])
         proxy.start()
         daemons.append(proxy)
-        urls = [f"http://{o.bind}:{p}/healthcheck" for p in
-                (*self._ports(o).values(), o.port)]
-        wait_until(lambda: all(_http_ok(u) for u in urls), timeout,
+        ports = {**self._ports(o), "proxy": o.port}
+        held = [(d, ports[d.name]) for d in daemons[1:]]
+        wait_until(lambda: all(listener_is_daemons(d.pidfile, d.name, o.bind, p)
+                               and _http_ok(f"http://{o.bind}:{p}/healthcheck")
+                               for d, p in held), timeout,
                    "the swift servers' healthchecks", daemons)
         key = (self.state() or {}).get("key", "")
-        wait_until(lambda: self._account_ok(o.bind, o.port, key), timeout,
+        wait_until(lambda: listener_is_daemons(proxy.pidfile, proxy.name, o.bind, o.port)
+                   and self._account_ok(o.bind, o.port, key), timeout,
                    "an authenticated account on the proxy", daemons)
 
     def _account_ok(self, host: str, port: int, key: str) -> bool:
@@ -259,6 +268,15 @@ class SwiftCluster:
         req = urllib.request.Request(url, method="HEAD", headers={"X-Auth-Token": token})
         with urllib.request.urlopen(req, timeout=5) as r:
             return 200 <= r.status < 300
+
+    def check_endpoint(self, st: dict[str, Any]) -> None:
+        """Refuse (ClusterError) a proxy port held by another process than the proxy
+        storlab started: the load would send it the key (nothing listening passes: the
+        load then fails to connect)."""
+        if st.get("auth_url"):  # where the key goes: the state's own word for it
+            u = urllib.parse.urlsplit(str(st["auth_url"]))
+            listener_is_daemons(self.dir / "run" / "proxy.pid", "proxy",
+                                u.hostname or "", u.port or 80)
 
     def restart(self, name: str, timeout: float = 60) -> float:
         """Stop one server (account, container, object or proxy) by pid and start time,
@@ -334,10 +352,23 @@ class SwiftCluster:
         out: dict[str, Any] = {**st, "daemons": dict(sorted(running.items()))}
         problems = [f"{n} not running" for n, ok in sorted(running.items()) if not ok]
         ports = st.get("ports") or {}
-        for name in (*SERVERS, "proxy"):
-            if running.get(name) and name in ports and \
-                    not _http_ok(f"http://{st.get('bind', '127.0.0.1')}:{ports[name]}"
-                                 "/healthcheck"):
+        host = st.get("bind", "127.0.0.1")
+        for name in ("memcached", *SERVERS, "proxy"):
+            if name not in ports:
+                continue
+            try:  # what answers there must be the daemon storlab started
+                mine = listener_is_daemons(self.dir / "run" / f"{name}.pid", name,
+                                           "127.0.0.1" if name == "memcached" else host,
+                                           int(ports[name]))
+            except ClusterError:
+                problems.append(f"{name}: port {ports[name]} is held by another process")
+                continue
+            if not running.get(name):
+                continue  # said above
+            if not mine:
+                problems.append(f"{name} does not listen on port {ports[name]}")
+            elif name != "memcached" and \
+                    not _http_ok(f"http://{host}:{ports[name]}/healthcheck"):
                 problems.append(f"{name} healthcheck does not answer")
         if probe:
             out["probe"] = self.probe()
@@ -353,6 +384,10 @@ class SwiftCluster:
         st = self.state() or {}
         t0 = time.monotonic()
         data = secrets.token_bytes(4096)
+        try:
+            self.check_endpoint(st)  # the key only to the proxy storlab started
+        except ClusterError as exc:
+            return f"failed: {exc}"
         try:
             url, token = swift_auth(st["auth_url"], st["user"], st["key"], timeout=timeout)
             h = {"X-Auth-Token": token}

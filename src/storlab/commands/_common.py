@@ -71,11 +71,12 @@ def _console() -> Console:
 console = _console()
 
 
-def emit_json(data: Any, output: Path | None = None) -> None:
-    """Print `data` as JSON, or write it (atomically) to `output`."""
+def emit_json(data: Any, output: Path | None = None, private: bool = False) -> None:
+    """Print `data` as JSON, or write it (atomically) to `output` (`private`: 0600, for
+    what holds keys)."""
     text = json.dumps(to_jsonable(data), indent=2)
     if output is not None:
-        write_text(output, text + "\n", what="-o")
+        write_text(output, text + "\n", what="-o", private=private)
     else:
         print(text)  # json.dumps escapes control characters (ensure_ascii) itself
 

@@ -88,7 +88,7 @@ def up_cmd(
                                proxy_workers=proxy_workers, storage=storage, bind=bind),
                  timeout=timeout)
     if json_out or output:
-        emit_json(st, output)
+        emit_json(st, output, private=True)  # the state holds the cluster's keys
         if not json_out:
             return
         return
@@ -126,7 +126,7 @@ def status_cmd(
 
     out = {k: get_cluster(k, base).status(probe=probe) for k in _kinds(kind)}
     if json_out or output:
-        emit_json(out, output)
+        emit_json(out, output, private=True)  # the states hold the clusters' keys
     else:
         for k, st in out.items():
             if st is None:

@@ -27,7 +27,8 @@ before any run (the campaign's preflight asks `refused_grant` and `refused_new_f
 again by each run:
 - the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
   campaign declares `sandbox.network: true`; without it a factor may not move the load to
-  another host or port (`refused_endpoint`);
+  another host or port (`refused_endpoint`); with `cluster:` neither may, whatever the
+  sandbox: the keys read from the cluster's state go to its own endpoint only;
 - `records_dir` lies in the scratch area (relative without `..` out of it, or absolute)
   or in a directory declared in `sandbox.writable` that the sandbox opens (not a system
   or shared one), unless `sandbox.allow_destructive` (`refused_records_dir`).
@@ -82,8 +83,27 @@ def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
                                     "with --rgw)")
             out.update(api="s3", endpoint=s3["endpoint"], access_key=s3["access_key"],
                        secret_key=s3["secret_key"], region=s3.get("region", "us-east-1"))
+        for k in ADDRESS_KEYS:  # the state's keys go to the state's endpoint only
+            if k in opts and not _same_address(opts[k], out.get(k)):
+                raise CampaignError(f"{k}: {opts[k]} is not the endpoint of cluster "
+                                    f"{cluster} ({out.get(k) or f'none for {k}'}); "
+                                    f"{OWN_KEYS_HINT}")
     out.update({k: v for k, v in opts.items() if k in TARGET_KEYS})
     return out
+
+
+#: Why a campaign naming `cluster:` may not name another endpoint, whatever its sandbox.
+OWN_KEYS_HINT = ("the keys read from a cluster's state go only to that cluster's endpoint: "
+                 "drop the option, or give another target in full with its own keys "
+                 "(without cluster:)")
+
+
+def _same_address(url: Any, own: Any) -> bool:
+    """Whether `url` sends requests where the cluster's own `own` does."""
+    try:
+        return bool(own) and url_address(url) == url_address(own)
+    except LoadError:
+        return False
 
 
 def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
@@ -93,8 +113,10 @@ def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
     endpoint's port (Landlock): without the campaign's `sandbox.network: true` that
     endpoint is the cluster's storlab started (`cluster:`), and neither an option nor a
     factor may move it to another host or port (a root HTTP service on loopback got
-    thousands of requests)."""
-    if network:
+    thousands of requests). With `cluster:`, the cluster's keys go only to its own
+    endpoint, whatever `network` says (they are root's: a campaign's author asking for
+    its own `auth_url` was sent the Swift key)."""
+    if network and options.get("cluster") is None:
         return None
     named = [("option", k, v) for k, v in options.items() if k in ADDRESS_KEYS] + \
         [("factor", k, v) for k, v in config.items() if k in ADDRESS_KEYS]
@@ -123,7 +145,7 @@ def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
             return f"{what} {k}: {exc}"
         if not mine or theirs != url_address(mine):
             return (f"{what} {k}: {v} is not the endpoint of cluster {cluster} "
-                    f"({mine or f'none for {k}'}); {hint}")
+                    f"({mine or f'none for {k}'}); {OWN_KEYS_HINT if network else hint}")
     return None
 
 

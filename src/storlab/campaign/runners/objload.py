@@ -183,6 +183,66 @@ class LoadSpec:
         self.sizes = parse_sizes(self.sizes)
 
 
+# ----------------------------------------------------------------------------- deadlines
+class _Deadlines:
+    """Every request's whole time bounded by its timeout, whatever the server does: a
+    socket timeout bounds one recv only, so a server dripping a byte a second (headers or
+    body) held a load past its duration for ever. One thread per process watches the
+    armed connections and shuts a socket down once its request's time is up (at most
+    `TICK` late); the blocked recv then returns and the request counts as timed out."""
+
+    TICK = 0.05
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.armed: dict[int, tuple[float, http.client.HTTPConnection]] = {}
+        self.fired: set[int] = set()
+        self.thread: threading.Thread | None = None
+
+    def arm(self, conn: http.client.HTTPConnection, seconds: float) -> int:
+        """Watch `conn` for `seconds` from now; a token for `disarm`."""
+        token = id(conn)
+        with self.lock:
+            self.armed[token] = (time.monotonic() + seconds, conn)
+            self.fired.discard(token)
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._watch, daemon=True,
+                                               name="objload-deadlines")
+                self.thread.start()
+        return token
+
+    def disarm(self, token: int) -> bool:
+        """Stop watching; whether the deadline had passed (the socket was shut down)."""
+        with self.lock:
+            self.armed.pop(token, None)
+            if token in self.fired:
+                self.fired.discard(token)
+                return True
+        return False
+
+    def _watch(self) -> None:
+        import socket
+
+        while True:
+            time.sleep(self.TICK)
+            now = time.monotonic()
+            with self.lock:
+                due = [(t, c) for t, (end, c) in self.armed.items() if end <= now]
+                for t, c in due:
+                    sock = c.sock
+                    if sock is None:  # still connecting: its own timeout bounds that
+                        continue
+                    self.armed.pop(t)
+                    self.fired.add(t)
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+
+_DEADLINES = _Deadlines()
+
+
 # ----------------------------------------------------------------------------- protocol
 class _Conn:
     """One persistent connection speaking S3 or Swift; reconnects after an error."""
@@ -242,6 +302,7 @@ class _Conn:
         for attempt in (0, 1):  # one retry on a stale keep-alive connection
             if self.conn is None:
                 self.conn = _connection(self.scheme, self.host, self.port, timeout)
+            token = _DEADLINES.arm(self.conn, timeout)
             try:
                 self.conn.request(method, path, body=body, headers=headers)
                 resp = self.conn.getresponse()
@@ -252,14 +313,20 @@ class _Conn:
                     if not n:
                         break
                     got += n
+                if _DEADLINES.disarm(token):  # cut short at its deadline: not an answer
+                    self.close()
+                    return TIMED_OUT, 0
                 if resp.will_close:
                     self.close()
                 return resp.status, got
             except TimeoutError:
+                _DEADLINES.disarm(token)
                 self.close()
                 return TIMED_OUT, 0
             except (OSError, http.client.HTTPException):
                 self.close()
+                if _DEADLINES.disarm(token):
+                    return TIMED_OUT, 0
                 if attempt == 1:
                     return CONN_ERROR, 0
         return CONN_ERROR, 0
@@ -273,20 +340,27 @@ class _Conn:
 def swift_login(target: Target, timeout: float = 10) -> tuple[str, str]:
     c = _connection(*url_address(target.auth_url), timeout)
     u = urllib.parse.urlsplit(target.auth_url)
+    token = _DEADLINES.arm(c, timeout)
     try:
         c.request("GET", u.path, headers={"X-Auth-User": target.user,
                                           "X-Auth-Key": target.key})
         r = c.getresponse()
         r.read()
+        if _DEADLINES.disarm(token):
+            raise TimeoutError
         if r.status >= 300:
             raise LoadError(f"swift auth at {target.auth_url} answered {r.status}")
         return r.getheader("X-Storage-Url"), r.getheader("X-Auth-Token")
     except TimeoutError:
         raise LoadError(f"swift auth at {target.auth_url}: "
                         f"{status_text(TIMED_OUT, timeout)}") from None
-    except OSError as exc:
+    except (OSError, http.client.HTTPException) as exc:
+        if _DEADLINES.disarm(token):
+            raise LoadError(f"swift auth at {target.auth_url}: "
+                            f"{status_text(TIMED_OUT, timeout)}") from None
         raise LoadError(f"swift auth at {target.auth_url}: connection error ({exc})") from None
     finally:
+        _DEADLINES.disarm(token)
         c.close()
 
 
