@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazi
     from ..errors import CampaignError, CampaignLocked
     from .campaign import Campaign, RunSummary, results_table
     from .executors import Executor, make_executor
+    from .preflight import grant_env
     from .runners import Runner, RunResult, make_runner
     from .sources import DesignSource, Observation, Proposal, make_source
     from .spec import CampaignSpec, DesignSpec, RunnerSpec, load_spec

@@ -24,7 +24,8 @@
       realtime: false               # true: programs keep CAP_SYS_NICE (chrt, nice -n -5,
                                     # fio prioclass=1); default: dropped
       env_pass: [SSH_AUTH_SOCK, https_proxy]  # storlab's variables every program and
-                                    # step gets too (names only: values read at run time)
+                                    # step gets too, once `run --env-pass NAME` grants
+                                    # them (names only: values read at run time)
     setup:                          # argv templates; values become whole argv elements
       # system_writable: no walls at all; only with sandbox.allow_destructive: true
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
