@@ -82,9 +82,8 @@ def bench_fio(lan: Lan, c: CephCluster, conf: str, seconds: float, reps: int,
 
 
 def bench_objload(lan: Lan, c: CephCluster, seconds: float, reps: int) -> pd.DataFrame:
-    with lan.dask() as (address, procs):
-        workers = [p.pid for p in procs]
-        addr = f"tcp://{address}"
+    with lan.dask() as d:
+        workers = [p.pid for p in d.workers]
         s3 = c.state()["s3"]
         target = Target(api="s3", endpoint=s3["endpoint"], access_key=s3["access_key"],
                         secret_key=s3["secret_key"])
@@ -93,7 +92,7 @@ def bench_objload(lan: Lan, c: CephCluster, seconds: float, reps: int) -> pd.Dat
         for rep in range(reps):
             for n in (1, 2):
                 w0 = cpu_s(workers)
-                res = run_load_on_hosts(addr, target, spec, n)
+                res = run_load_on_hosts(d.address, target, spec, n, security=d.security)
                 ops = res.summary["requests"]
                 rows.append({"load": "cluster load S3 GET", "hosts": n, "rep": rep,
                              "iops": res.summary["ops_per_s"],

@@ -82,3 +82,24 @@ def command_campaign() -> Callable[..., Path]:
 def program_got(storlab: Any) -> Callable[[Path], Any]:
     """`program_got(campaign)`: run it with the CLI; what its program reported as `got`."""
     return lambda camp: _program_got(storlab, camp)
+
+
+@pytest.fixture
+def tls_dask_cluster(tmp_path_factory: pytest.TempPathFactory,
+                     monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A user's own Dask cluster as docs/clusters.md starts one: mutual TLS, its CA and the
+    client's certificate given to storlab through Dask's TLS environment variables (plain
+    TCP is refused as root). Yields the LocalCluster."""
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    from storlab.clusters.dask_tls import client_env, write_credentials
+
+    sec = Security.temporary()
+    d = tmp_path_factory.mktemp("dask-tls")
+    d.chmod(0o700)
+    for k, v in client_env(write_credentials(sec, d)).items():
+        monkeypatch.setenv(k, v)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, protocol="tls",
+                      host="127.0.0.1", security=sec, dashboard_address=None) as cluster:
+        yield cluster

@@ -354,23 +354,20 @@ def test_parallel_executor_gives_the_same_rows(tmp_path: Path) -> None:
 
 
 @needs_fio
-def test_dask_executor_on_local_cluster_matches_local(tmp_path: Path) -> None:
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        addr = "dask://" + cluster.scheduler_address.split("://", 1)[1]
-        local = Campaign.load(command_campaign(tmp_path / "local"))
-        remote = Campaign.load(command_campaign(tmp_path / "dask"))
-        assert local.run().ok == 8
-        assert remote.run(executor=addr).ok == 8
-        pd.testing.assert_frame_equal(_comparable(local.results("run")),
-                                      _comparable(remote.results("run")))
-        # real fio through Dask: same plan, same stored keys and metrics, all ok
-        lf = Campaign.load(fio_campaign(tmp_path / "lf", repetitions=1))
-        df = Campaign.load(fio_campaign(tmp_path / "df", repetitions=1))
-        lf.run()
-        df.run(executor=addr)
+def test_dask_executor_on_local_cluster_matches_local(tmp_path: Path,
+                                                     tls_dask_cluster: Any) -> None:
+    addr = "dask://" + tls_dask_cluster.scheduler_address.split("://", 1)[1]
+    local = Campaign.load(command_campaign(tmp_path / "local"))
+    remote = Campaign.load(command_campaign(tmp_path / "dask"))
+    assert local.run().ok == 8
+    assert remote.run(executor=addr).ok == 8
+    pd.testing.assert_frame_equal(_comparable(local.results("run")),
+                                  _comparable(remote.results("run")))
+    # real fio through Dask: same plan, same stored keys and metrics, all ok
+    lf = Campaign.load(fio_campaign(tmp_path / "lf", repetitions=1))
+    df = Campaign.load(fio_campaign(tmp_path / "df", repetitions=1))
+    lf.run()
+    df.run(executor=addr)
     rl, rd = rows(tmp_path / "lf" / "campaign.db"), rows(tmp_path / "df" / "campaign.db")
     assert rl.keys() == rd.keys()
     for k in rl:

@@ -31,3 +31,25 @@ def test_the_sweeps_dask_cluster_refuses_a_client_without_its_certificate() -> N
             assert ex.client.run_on_scheduler(lambda: 7) == 7
         finally:
             ex.client.close()
+
+
+def test_a_plain_tcp_scheduler_is_refused_as_root_unless_the_operator_opts_out(
+        tmp_path, storlab, command_campaign) -> None:
+    """A user's scheduler on plain TCP runs code for anyone who reaches it, as its workers'
+    account (root, with the docs' old recipe): as root storlab refuses to use one, in one
+    line naming the TLS recipe, before any run; STORLAB_DASK_INSECURE=1 lets it through
+    (here: to a port where nothing listens)."""
+    import os
+
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("the refusal is for root")
+    camp = command_campaign(tmp_path / "c", ["true"])
+    for how in ("dask://127.0.0.1:9", "tcp://127.0.0.1:9"):
+        r = storlab("run", camp, "-q", "-e", how, timeout=60)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "plain TCP as root" in r.stderr and "STORLAB_DASK_INSECURE=1" in r.stderr
+    r = storlab("run", camp, "-q", "-e", "dask://127.0.0.1:9", timeout=120,
+                env={"STORLAB_DASK_INSECURE": "1"})
+    assert r.returncode == 2 and "cannot reach the Dask scheduler at tcp://" in r.stderr

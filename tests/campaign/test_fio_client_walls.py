@@ -307,3 +307,27 @@ def test_refusals_say_why_and_what_to_do(opts: dict[str, str], why: str) -> None
     assert said is not None and why in said, said
     assert "allow_destructive: true if the servers may run it outside any wall" in said
     assert "fio-server" not in said  # a walled server does not lift the refusal
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server takes DIR's owner: needs root")
+def test_fio_server_refuses_a_link_a_system_tree_and_a_system_accounts_directory(
+        tmp_path: Path, storlab: Any) -> None:
+    """The server runs as DIR's owner with DIR writable: DIR's owner who swapped it for a
+    link to a daemon's directory (/var/log/ceph, /etc/polkit-1/rules.d) got the server as
+    that daemon's account, writing there. A link on the way, a directory in the system's
+    trees, or one a system account owns is refused in one line, before any server."""
+    daemon = pwd.getpwnam("daemon").pw_uid  # uid 1 on Debian
+    sysdir = tmp_path / "daemons-dir"
+    sysdir.mkdir()
+    os.chown(sysdir, daemon, daemon)
+    link = tmp_path / "fs"
+    link.symlink_to(sysdir)
+    port = str(free_port_block(1))
+    for d, why in ((link, "symbolic link"), (tmp_path / "fs" / ".", "symbolic link"),
+                   (sysdir, f"owned by system account uid {daemon}"),
+                   (Path("/etc"), "inside the system's trees"),
+                   (Path("/var/log"), "inside the system's trees")):
+        r = storlab("fio-server", "--dir", d, "--port", port, timeout=30)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (d, r.stderr)
+        assert why in r.stderr, (d, r.stderr)
+    assert list(sysdir.iterdir()) == []

@@ -408,44 +408,41 @@ def test_old_store_gains_the_owner_column(tmp_path: Path) -> None:
 
 
 def test_dask_leftovers_are_killed_before_the_resume_runs(tmp_path: Path, storlab: Any,
-                                                          kill_storlab_when: Any) -> None:
+                                                          kill_storlab_when: Any,
+                                                          tls_dask_cluster: Any) -> None:
     """A Dask worker finishes a task whose client was SIGKILLed: the resume kills it first
     (on the campaign's host, and through the scheduler on every worker)."""
-    from distributed import LocalCluster
-
     from storlab.campaign.executors import DaskExecutor
 
     d = tmp_path / "c"
     camp = child_campaign(d)
     stray = None
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        addr = "dask://" + cluster.scheduler_address.split("://", 1)[1]
-        _, _ = kill_storlab_when(camp, lambda _: log(d), "-e", addr)
-        child = log(d)[0]["pid"]
-        time.sleep(1.0)
-        assert not gone(child)  # the worker goes on with the orphaned task
-        (d / "io" / "marker").touch()
-        r = storlab("run", str(camp), "-q", "-e", addr, timeout=120)
-        assert r.returncode == 0, r.stderr
-        # the program and its sandbox (bwrap and the namespace's init carry the tag too)
-        assert "killing 3 process(es) left running for run(s) c1-r1" in r.stderr
-        assert gone(child)
-        again = [e for e in log(d) if e["key"] == "v0"]
-        assert len(again) == 2 and again[1]["overlap"] == []
-        # the workers' own check: a tagged process on a worker's host is killed through the
-        # scheduler (here the worker shares our host)
-        from storlab.campaign.runners import campaign_identity
+    addr = "dask://" + tls_dask_cluster.scheduler_address.split("://", 1)[1]
+    _, _ = kill_storlab_when(camp, lambda _: log(d), "-e", addr)
+    child = log(d)[0]["pid"]
+    time.sleep(1.0)
+    assert not gone(child)  # the worker goes on with the orphaned task
+    (d / "io" / "marker").touch()
+    r = storlab("run", str(camp), "-q", "-e", addr, timeout=120)
+    assert r.returncode == 0, r.stderr
+    # the program and its sandbox (bwrap and the namespace's init carry the tag too)
+    assert "killing 3 process(es) left running for run(s) c1-r1" in r.stderr
+    assert gone(child)
+    again = [e for e in log(d) if e["key"] == "v0"]
+    assert len(again) == 2 and again[1]["overlap"] == []
+    # the workers' own check: a tagged process on a worker's host is killed through the
+    # scheduler (here the worker shares our host)
+    from storlab.campaign.runners import campaign_identity
 
-        owner = campaign_identity(d / "campaign.db")
-        stray = subprocess.Popen(["sleep", "60"], start_new_session=True,
-                                 env={**os.environ, "STORLAB_RUN": f"{owner}/c2-r1"})
-        ex = DaskExecutor(addr.replace("dask://", "tcp://"))
-        try:
-            ex._reap(owner)
-        finally:
-            ex.client.close()
-        assert stray.wait(timeout=5) == -signal.SIGKILL
+    owner = campaign_identity(d / "campaign.db")
+    stray = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                             env={**os.environ, "STORLAB_RUN": f"{owner}/c2-r1"})
+    ex = DaskExecutor(addr)
+    try:
+        ex._reap(owner)
+    finally:
+        ex.client.close()
+    assert stray.wait(timeout=5) == -signal.SIGKILL
     if stray is not None and stray.poll() is None:
         stray.kill()
 

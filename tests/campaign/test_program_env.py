@@ -71,8 +71,10 @@ def test_sandbox_env_pass_hands_named_variables_to_programs_and_steps(tmp_path: 
             "command": ["sh", "-c", "env > run.env; echo result v=1"],
             "regex_metrics": [r"result v=(?P<v>\d+)"]}},
         "keep_scratch": True}))
-    r = storlab("run", d / "campaign.yaml", env={
-        "https_proxy": "http://proxy.f2:3128", "F2_AGENT": SECRET, "F2_OTHER": SECRET})
+    # granted by the operator: on the command line and in STORLAB_ENV_PASS
+    r = storlab("run", d / "campaign.yaml", "--env-pass", "https_proxy", "--env-pass",
+                "F2_AGENT", env={"https_proxy": "http://proxy.f2:3128", "F2_AGENT": SECRET,
+                                 "F2_OTHER": SECRET, "STORLAB_ENV_PASS": "F2_UNSET"})
     assert r.returncode == 0, r.stderr
     seen = _env_of((d / "scratch" / "c1-r1" / "run.env").read_text())
     assert (seen["https_proxy"], seen["F2_AGENT"]) == ("http://proxy.f2:3128", SECRET)
@@ -100,3 +102,31 @@ def test_sandbox_env_pass_refuses_a_bad_name_in_one_line(tmp_path: Path, storlab
         assert r.returncode == 2, r.stderr
         assert said in r.stderr and "env_pass" in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_env_pass_needs_the_operators_grant(tmp_path: Path, storlab) -> None:
+    """The campaign's author named the operator's token in `sandbox.env_pass` (with
+    `network: true`, sent to the author's listener): the operator did not grant it, so the
+    run is refused in one line naming the flag, before any program; granted, it passes."""
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "campaign.yaml").write_text(yaml.safe_dump({
+        "name": "grab", "design": {"kind": "full"},
+        "space": {"factors": [{"name": "x", "kind": "categorical", "values": ["c", "d"]}],
+                  "responses": [{"name": "v", "goal": "minimize"}]},
+        "sandbox": {"env_pass": ["F2_ROOT_TOKEN"], "network": True},
+        "runner": {"type": "command", "options": {
+            "command": ["sh", "-c", "echo \"$F2_ROOT_TOKEN\" > got; echo result v=1"],
+            "regex_metrics": [r"result v=(?P<v>\d+)"]}},
+        "keep_scratch": True}))
+    got = d / "scratch" / "c1-r1" / "got"
+    for grant in ({}, {"STORLAB_ENV_PASS": "F2_OTHER,https_proxy"}):
+        r = storlab("run", d / "campaign.yaml", env={"F2_ROOT_TOKEN": SECRET, **grant})
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "sandbox.env_pass: F2_ROOT_TOKEN not granted" in r.stderr
+        assert "--env-pass F2_ROOT_TOKEN" in r.stderr
+        assert not got.exists()
+    r = storlab("run", d / "campaign.yaml", "--env-pass", "F2_ROOT_TOKEN",
+                env={"F2_ROOT_TOKEN": SECRET})
+    assert r.returncode == 0, r.stderr
+    assert got.read_text().strip() == SECRET

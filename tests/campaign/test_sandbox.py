@@ -47,13 +47,14 @@ ECHO = ["sh", "-c", "echo '{\"y\": 1}'"]
 
 
 def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storlab: Any) -> None:
-    camp = command_campaign(tmp_path / "c", ECHO, sandbox={"writable": ["data"]}, setup=[
+    camp = command_campaign(tmp_path / "c", ECHO, sandbox={"writable": ["data"],
+                                                           "allow_destructive": True}, setup=[
         {"run": "sysctl -w vm.swappiness=10", "system_writable": True}, "true"])
     r = storlab("status", camp)
     assert r.returncode == 0, r.stderr
     assert "sandbox: bwrap: read-only system (/usr, /etc, /sys) and campaign " \
            "directory; writable: each run's directory, the runner's targets, data; declared " \
-           "devices not openable; network: none (its own); Unix sockets: none; io_uring: " \
+           "devices writable (allow_destructive); network: none (its own); Unix sockets: none; io_uring: " \
            "none but the runner's own need" in r.stdout
     assert "outside the sandbox (system_writable): setup[0]: sysctl -w vm.swappiness=10" \
         in r.stdout
@@ -414,3 +415,21 @@ def test_status_lists_a_declared_system_directory_as_read_only(tmp_path: Path, s
         assert not os.path.exists(os.path.join(sysdir, "f"))  # the kernel agrees
     finally:
         shutil.rmtree(sysdir, ignore_errors=True)
+
+
+def test_a_system_writable_step_needs_allow_destructive(tmp_path: Path, storlab: Any) -> None:
+    """A `system_writable` step runs with no walls: without `allow_destructive` it wrote a
+    file outside (the README: an outside file is never written without it). Refused in one
+    line before any step; with `allow_destructive: true` it runs."""
+    victim = tmp_path / "outside"
+    step = {"run": ["sh", "-c", f"echo x > {victim}"], "system_writable": True}
+    camp = command_campaign(tmp_path / "c", ECHO, setup=[step])
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "setup[0]: system_writable" in r.stderr
+    assert "sandbox.allow_destructive: true" in r.stderr
+    assert not victim.exists()
+    camp = command_campaign(tmp_path / "c", ECHO, setup=[step],
+                            sandbox={"allow_destructive": True})
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 0 and victim.read_text() == "x\n", r.stderr

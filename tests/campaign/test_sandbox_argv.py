@@ -47,7 +47,8 @@ def test_no_cmdline_shows_the_programs_environment(tmp_path: Path, storlab_forke
             "regex_metrics": [r"result v=(?P<v>\d+)"],
             "env": {"MY_API_TOKEN": SECRET}}}}))
     proc = storlab_forked.start("run", str(d / "campaign.yaml"),
-                                env={**os.environ, "F18_PASSED": PASSED})
+                                env={**os.environ, "F18_PASSED": PASSED,
+                                     "STORLAB_ENV_PASS": "F18_PASSED"})
     try:
         deadline, seen = time.monotonic() + 60, None
         while time.monotonic() < deadline and proc.poll() is None:

@@ -79,7 +79,8 @@ def test_a_setup_step_swapping_the_run_directory_for_a_link(tmp_path: Path, stor
     swap = (f'k=$(basename "$PWD"); mv "../$k" "../gone-$k" && ln -s {victim_dir} "../$k"')
     camp = campaign(tmp_path / "c", {"type": "postmark",
                                      "options": {"transactions": 20, "location": ".."}},
-                    setup=[{"run": swap, "shell": True, "system_writable": True}])
+                    setup=[{"run": swap, "shell": True, "system_writable": True}],
+                    sandbox={"allow_destructive": True})
     p = storlab("run", str(camp), timeout=120)
     assert "ran 2" in p.stdout and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert tree(victim_dir) == before
@@ -98,7 +99,8 @@ def test_a_teardown_swapping_the_scratch_area_for_a_link(tmp_path: Path, storlab
     victim_dir, before = theirs(tmp_path, ["scratch/c1-r1/result.dat", "scratch/other.dat"])
     swap = f"cd ../.. && mv scratch old && ln -s {victim_dir / 'scratch'} scratch"
     camp = campaign(tmp_path / "c", ECHO, workdir="w/scratch",
-                    teardown=[{"run": swap, "shell": True, "system_writable": True}])
+                    teardown=[{"run": swap, "shell": True, "system_writable": True}],
+                    sandbox={"allow_destructive": True})
     p = storlab("run", str(camp), timeout=120)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert tree(victim_dir) == before, p.stdout + p.stderr

@@ -91,6 +91,66 @@ def test_dask_children_import_nothing_from_the_working_directory(lan, tmp_path,
         (tmp_path / f"{name}.py").write_text(
             f"open({str(marker)!r} + '-{name}', 'w').close()\nraise ImportError('planted')\n")
     monkeypatch.chdir(tmp_path)
-    with lan.dask(timeout=60) as (address, workers):
-        assert address.startswith(lan.gateway) and all(w.poll() is None for w in workers)
+    with lan.dask(timeout=60) as d:
+        assert d.address.startswith(f"tls://{lan.gateway}:")
+        assert all(w.poll() is None for w in d.workers)
     assert sorted(m.name for m in tmp_path.glob("imported-*")) == []
+
+
+#: A client run as nobody with the system's Python and the venv's packages (the venv's own
+#: interpreter lives under /root): what any local user connecting to the scheduler gets.
+_NOBODY_CLIENT = """
+import sys
+from distributed import Client
+try:
+    with Client(sys.argv[1], timeout=5) as c:
+        print(c.run_on_scheduler(lambda: __import__("os").getuid()))
+except Exception as exc:
+    print("refused", type(exc).__name__)
+"""
+
+
+def _as_nobody(address: str) -> str:
+    import os
+    import subprocess
+    import sysconfig
+
+    py = shutil.which("python3", path="/usr/bin")
+    if py is None or shutil.which("setpriv") is None:
+        pytest.skip("needs /usr/bin/python3 and setpriv")
+    r = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+                        py, "-c", _NOBODY_CLIENT, address], capture_output=True, text=True,
+                       timeout=60, cwd="/", env={"PATH": os.environ["PATH"], "HOME": "/",
+                                                 "PYTHONPATH": sysconfig.get_paths()["purelib"]})
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr
+
+
+def test_lans_dask_runs_no_code_for_another_user(lan):
+    """`Lan.dask` (bench_multihost.py, the multi-host tests) runs a root scheduler on the
+    gateway, an address of the host that every local user reaches: on plain TCP nobody's
+    client ran code there as root (the control below does). Its mutual TLS refuses a client
+    without the LAN's certificate, over tcp:// and tls:// alike; the holder's client runs."""
+    import subprocess
+    import sys
+
+    from storlab.clusters._util import free_port_block
+
+    with lan.dask(timeout=60) as d:
+        where = d.address.split("://", 1)[1]
+        for scheme in ("tcp", "tls"):
+            assert _as_nobody(f"{scheme}://{where}").startswith("refused"), scheme
+        from distributed import Client
+
+        with Client(d.address, timeout=30, security=d.security) as c:
+            assert c.run_on_scheduler(lambda: 7) == 7
+    # control: the same scheduler on plain TCP, as Lan.dask started it before
+    port = free_port_block(1)
+    sched = subprocess.Popen([sys.executable, "-P", "-m", "distributed.cli.dask_scheduler",
+                              "--host", lan.gateway, "--port", str(port), "--no-dashboard"],
+                             cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(lan.gateway, port, timeout=60)
+        assert _as_nobody(f"tcp://{lan.gateway}:{port}") == "0"  # root's uid, for nobody
+    finally:
+        sched.terminate()
+        sched.wait(20)

@@ -124,17 +124,17 @@ def test_a_walled_fio_server_reaches_ceph_with_its_ports(lan, ceph_on_lan, tmp_p
 
 @pytest.fixture
 def dask_lan(lan):
-    """A Dask scheduler on the LAN's root end and one worker per host; HOST:PORT."""
-    with lan.dask() as (address, _workers):
-        yield address
+    """A Dask scheduler on the LAN's root end and one worker per host (TLS: `Lan.dask`)."""
+    with lan.dask() as d:
+        yield d
 
 
 def test_object_load_from_two_hosts_through_dask(lan, ceph_on_lan, dask_lan, tmp_path, storlab):
     recs = tmp_path / "records.csv"
-    r = storlab("cluster", "load", "ceph", "--dask", dask_lan, "--hosts", "2", "--duration",
-                "1.5", "--clients", "2", "--objects", "20", "--mix", "get:80,put:20",
-                "--sizes", "4k", "--records", str(recs), "--dir", str(ceph_on_lan.dir.parent),
-                "--json", timeout=120)
+    r = storlab("cluster", "load", "ceph", "--dask", dask_lan.address, "--hosts", "2",
+                "--duration", "1.5", "--clients", "2", "--objects", "20", "--mix",
+                "get:80,put:20", "--sizes", "4k", "--records", str(recs), "--dir",
+                str(ceph_on_lan.dir.parent), "--json", timeout=120, env=dask_lan.env)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     rows, merged = out["hosts"], out["merged"]

@@ -19,7 +19,7 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "DesignSource": ".sources", "Proposal": ".sources", "Observation": ".sources",
     "make_source": ".sources",
     "run_sweep": ".sweep_campaign", "check_executor": ".sweep_campaign",
-    "default_directory": ".sweep_campaign",
+    "default_directory": ".sweep_campaign", "grant_env": ".preflight",
     "Executor": ".executors", "make_executor": ".executors",
     "Runner": ".runners", "RunResult": ".runners", "make_runner": ".runners",
 })
@@ -27,13 +27,14 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
 __all__ = ["FAILED", "Campaign", "CampaignError", "CampaignLocked", "CampaignSpec",
            "DesignSource", "DesignSpec", "Executor", "Observation", "Proposal", "RunResult",
            "RunSummary", "Runner", "RunnerSpec", "Store", "check_executor", "default_directory",
-           "load_spec", "make_executor", "make_runner", "make_source", "results_table",
+           "grant_env", "load_spec", "make_executor", "make_runner", "make_source", "results_table",
            "run_sweep"]
 
 if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
     from ..errors import CampaignError, CampaignLocked
     from .campaign import Campaign, RunSummary, results_table
     from .executors import Executor, make_executor
+    from .preflight import grant_env
     from .runners import Runner, RunResult, make_runner
     from .sources import DesignSource, Observation, Proposal, make_source
     from .spec import CampaignSpec, DesignSpec, RunnerSpec, load_spec

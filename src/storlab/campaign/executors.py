@@ -210,10 +210,18 @@ class DaskExecutor(_WindowedExecutor):
     def __init__(self, address: str, width: int | None = None) -> None:
         from distributed import Client
 
+        from ..clusters.dask_tls import client_security, scheduler_address
+
         where = address.split("://", 1)[-1]
         sec = _SECURITY.get(where)
         if sec is not None:  # a cluster this process started: its TLS
             address = "tls://" + where
+        else:  # the user's: Dask's TLS configuration; plain TCP refused as root
+            try:
+                address = scheduler_address(address)
+            except ValueError as exc:
+                raise CampaignError(str(exc)) from None
+            sec = client_security()
         try:
             self.client = Client(address, timeout=30, security=sec)
         except OSError as exc:
@@ -281,9 +289,7 @@ def make_executor(spec: str | None) -> Executor:
         if n and not (n.isdigit() and int(n) > 0):
             raise CampaignError(f"executor {spec!r}: parallel:N needs a positive N")
         return ParallelExecutor(int(n) if n else None)
-    if spec.startswith("dask://"):
-        return DaskExecutor("tcp://" + spec[len("dask://"):])
-    if spec.startswith("tcp://"):
+    if spec.startswith(("dask://", "tcp://", "tls://")):
         return DaskExecutor(spec)
     raise CampaignError(f"executor {spec!r} must be sequential, parallel[:N] or "
                         "dask://host:port")

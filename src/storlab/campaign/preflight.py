@@ -10,7 +10,8 @@ are early, friendly errors, the sandbox is the guarantee."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StorlabError
@@ -59,6 +60,24 @@ def check_steps(camp: Campaign) -> None:
         raise CampaignError(f"{camp.path}: field runner.exclude: {bad} are not factors")
 
 
+#: The operator's grant: the variables (comma-separated names) a campaign's
+#: `sandbox.env_pass` may hand its programs. The campaign file names what its programs
+#: need; only the operator, at run time, lets them have it (`storlab run --env-pass NAME`).
+ENV_GRANT = "STORLAB_ENV_PASS"
+
+
+def granted_env() -> set[str]:
+    """The names the operator granted (ENV_GRANT in this process's environment)."""
+    return {n for n in re.split(r"[,\s]+", os.environ.get(ENV_GRANT, "")) if n}
+
+
+def grant_env(names: Iterable[str]) -> None:
+    """Grant `names` too (`storlab run --env-pass`), for this process's campaigns."""
+    names = set(names)
+    if names:
+        os.environ[ENV_GRANT] = ",".join(sorted(granted_env() | names))
+
+
 def check_runner(camp: Campaign) -> Any:
     """Checks that need the runner: options accepted, targets allowed (a block device or
     an existing file outside the campaign's scratch area without `allow_destructive` is
@@ -95,6 +114,12 @@ def check_runner(camp: Campaign) -> Any:
     why = refused_socket([str(camp.dir / p) for p in sb.sockets])
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.sockets: {why}")
+    ungranted = [n for n in sb.env_pass if n not in granted_env()]
+    if ungranted:  # the campaign's author would pick the operator's tokens and keys
+        raise CampaignError(
+            f"{camp.path}: field sandbox.env_pass: {', '.join(ungranted)} not granted: a "
+            "campaign's programs get the operator's variables only when the operator says so "
+            f"(storlab run --env-pass {ungranted[0]}, or {ENV_GRANT}={','.join(ungranted)})")
     names = getattr(runner, "check_fields", None)
     if names is not None:  # every {field} is known before the first run
         try:

@@ -26,8 +26,10 @@
       lock_memory: false            # true: programs keep CAP_IPC_LOCK (mlock past
                                     # RLIMIT_MEMLOCK, fio lockmem); default: dropped
       env_pass: [SSH_AUTH_SOCK, https_proxy]  # storlab's variables every program and
-                                    # step gets too (names only: values read at run time)
+                                    # step gets too, once `run --env-pass NAME` grants
+                                    # them (names only: values read at run time)
     setup:                          # argv templates; values become whole argv elements
+      # system_writable: no walls at all; only with sandbox.allow_destructive: true
       - {run: [mkfs.ext4, -F, -b, "{block_size}", "{device}"], system_writable: true}
       - {run: "echo {scheduler} > /sys/block/loop0/queue/scheduler", shell: true,
          system_writable: true}     # outside the sandbox: shown by status and report
@@ -249,6 +251,19 @@ class CampaignSpec(_Model):
         if not isinstance(v, list):
             raise ValueError("must be a list of steps")
         return [{"run": s} if isinstance(s, (str, list)) else s for s in v]
+
+    @model_validator(mode="after")
+    def _system_steps_are_destructive(self) -> CampaignSpec:
+        # such a step runs with no walls: it may write any device or file of the host
+        if not self.sandbox.allow_destructive:
+            for part in ("setup", "teardown"):
+                for i, step in enumerate(getattr(self, part)):
+                    if step.system_writable:
+                        raise ValueError(
+                            f"{part}[{i}]: system_writable runs the step outside the "
+                            "sandbox, where it may write any device or file: it needs "
+                            "sandbox.allow_destructive: true")
+        return self
 
 
 def load_spec(path: str | Path) -> CampaignSpec:

@@ -144,7 +144,7 @@ def check_executor(executor: str) -> None:
     """Refuse an unknown `--executor` before anything is written."""
     e = (executor or "local").strip()
     if e not in ("local", "serial", "sequential", "parallel", "dask") and not any(
-            e.startswith(p) for p in ("parallel:", "dask://", "tcp://")):
+            e.startswith(p) for p in ("parallel:", "dask://", "tcp://", "tls://")):
         raise SimError(f"--executor {executor!r}: use {EXECUTORS}")
     n = e.partition(":")[2] if e.startswith("parallel:") else "1"
     if not (n.isdigit() and int(n) > 0):
@@ -164,7 +164,7 @@ def campaign_executor(executor: str, workers: int | None, points: int) -> Iterat
     elif e in ("local", "parallel"):
         n = workers or min(points, os.cpu_count() or 1)
         yield "sequential" if n == 1 else f"parallel:{n}"
-    elif e.startswith("parallel:") or e.startswith("dask://") or e.startswith("tcp://"):
+    elif e.startswith(("parallel:", "dask://", "tcp://", "tls://")):
         yield e
     elif e == "dask":
         from .executors import local_dask_cluster

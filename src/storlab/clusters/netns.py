@@ -25,7 +25,8 @@ import contextlib
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from ..errors import NetnsError  # also here for old imports
 
@@ -68,6 +69,16 @@ class Host:
     netns: str
     addr: str
     veth: str  # the root end
+
+
+class DaskLan(NamedTuple):
+    """What `Lan.dask` yields: the scheduler's `tls://HOST:PORT`, the workers' processes,
+    the client's credentials (a `distributed.security.Security`) and the environment
+    variables that give a `storlab` child the same (Dask's TLS configuration)."""
+    address: str
+    workers: list[subprocess.Popen[Any]]
+    security: Any
+    env: dict[str, str]
 
 
 @dataclass
@@ -151,41 +162,56 @@ class Lan:
         return p
 
     @contextlib.contextmanager
-    def dask(self, timeout: float = 60) -> Iterator[tuple[str, list[subprocess.Popen[Any]]]]:
+    def dask(self, timeout: float = 60) -> Iterator[DaskLan]:
         """A Dask scheduler on the root end and one single-threaded worker per host (the
-        load hosts of `cluster load --dask`); yields the scheduler's HOST:PORT and the
-        workers' processes, and stops them all on the way out. Their scratch space is a
-        private directory (`mkdtemp`, 0700) removed afterwards, never Dask's default
-        `<tmp>/dask-scratch-space`: a shared path another user may have made first, which
-        Dask puts on the processes' `sys.path`."""
+        load hosts of `cluster load --dask`); yields its `tls://` address, the workers'
+        processes, the client's credentials and the environment a `storlab` child reaches
+        it with, and stops them all on the way out.
+
+        The scheduler listens on the gateway, an address of the host's own network
+        namespace that every local user reaches, and it and the workers run as root: they
+        speak distributed's mutual TLS with a certificate made for this LAN
+        (`Security.temporary()`), so a client without it is refused at the handshake
+        instead of running code as root. The certificate and key are files in the private
+        scratch directory (`mkdtemp`, 0700, removed afterwards), which is also Dask's
+        scratch space, never its default `<tmp>/dask-scratch-space`: a shared path another
+        user may have made first, which Dask puts on the processes' `sys.path`."""
         from distributed import Client
+        from distributed.security import Security
 
         from ..fileio import temporary_directory
         from ._util import free_port_block
+        from .dask_tls import client_env, write_credentials
 
         port = free_port_block(1)
+        sec = Security.temporary()
+        address = f"tls://{self.gateway}:{port}"
         with temporary_directory("storlab-dask-") as scratch:
             env = {"DASK_TEMPORARY_DIRECTORY": scratch}
+            files = write_credentials(sec, Path(scratch))
+            tls = ["--tls-ca-file", files["ca"], "--tls-cert", files["cert"],
+                   "--tls-key", files["key"]]
             # -P and the private directory as the working one: `python -m` would put the
             # operator's working directory first on sys.path (a typing.py there, run as root)
             sched = subprocess.Popen([sys.executable, "-P", "-m",
                                       "distributed.cli.dask_scheduler", "--host", self.gateway,
-                                      "--port", str(port), "--no-dashboard"],
+                                      "--port", str(port), "--protocol", "tls", *tls,
+                                      "--no-dashboard"],
                                      env={**os.environ, **env}, cwd=scratch,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             workers: list[subprocess.Popen[Any]] = []
             try:
                 wait_port(self.gateway, port, timeout=timeout)
                 workers = [self.popen(h.index, [sys.executable, "-P", "-m",
-                                                "distributed.cli.dask_worker",
-                                                f"tcp://{self.gateway}:{port}", "--host", h.addr,
+                                                "distributed.cli.dask_worker", address,
+                                                "--host", h.addr, "--protocol", "tls", *tls,
                                                 "--nthreads", "1", "--no-nanny",
                                                 "--no-dashboard", "--local-directory", scratch],
                                       env=env, cwd=scratch)
                            for h in self.hosts]
-                with Client(f"tcp://{self.gateway}:{port}", timeout=30) as cl:
+                with Client(address, timeout=30, security=sec) as cl:
                     cl.wait_for_workers(len(self.hosts), timeout=timeout)
-                yield f"{self.gateway}:{port}", workers
+                yield DaskLan(address, workers, sec, client_env(files))
             finally:
                 for p in [*workers, sched]:
                     p.terminate()

@@ -28,14 +28,18 @@ def run_cmd(
     wait: bool = typer.Option(False, "--wait/--no-wait",
                               help="If another storlab runs this campaign, wait for it to "
                                    "finish instead of exiting (then run what is left)."),
+    env_pass: list[str] = typer.Option([], "--env-pass", help="Let the campaign's programs "
+                                       "have this variable of yours when its sandbox.env_pass "
+                                       "names it (repeat; also STORLAB_ENV_PASS=A,B)."),
 ) -> None:
     """Run a campaign (resumes: finished runs are kept, unfinished ones run again).
 
     One writer per campaign: while another `storlab run` holds the campaign, this one exits
     with status 2 naming it, or waits with --wait."""
-    from ..campaign import Campaign
+    from ..campaign import Campaign, grant_env
     from ._progress import campaign_progress
 
+    grant_env(env_pass)
     camp = Campaign.load(campaign_file)
     with campaign_progress(camp.name, quiet, json_out) as on_event:
         summary = camp.run(executor=executor, retry_failed=retry_failed, on_event=on_event,

@@ -207,8 +207,8 @@ def load_cmd(
     records: Optional[Path] = typer.Option(None, "--records",
                                            help="Write per-request records (CSV).",
                                            callback=output_file("--records")),
-    dask: Optional[str] = typer.Option(None, "--dask", help="HOST:PORT of a Dask scheduler "
-                                       "whose workers (one per load host) run the load; "
+    dask: Optional[str] = typer.Option(None, "--dask", help="[tls://]HOST:PORT of a Dask scheduler "
+                                       "(TLS from Dask's configuration) whose workers (one per load host) run the load; "
                                        "merged per host. --clients and --rate are per host."),
     hosts: int = typer.Option(1, "--hosts", help="With --dask: load hosts to use (one worker "
                               "on each).", callback=at_least("--hosts", 1)),
@@ -239,8 +239,7 @@ def load_cmd(
     if dask is not None:
         from ..campaign.runners import run_load_on_hosts
 
-        addr = dask if "://" in dask else f"tcp://{dask}"
-        multi = run_load_on_hosts(addr, target, spec, hosts)
+        multi = run_load_on_hosts(dask, target, spec, hosts)
         s, host_rows, recs = multi.summary, multi.rows, multi.records
     else:  # a child in the walls a campaign's object-store run gets (the load is root's)
         res = run_load_walled(target, spec)

@@ -14,7 +14,8 @@ def fio_server_cmd(
     scratch: Path = typer.Option(..., "--dir", help="The only place the server may write "
                                  "(its working directory; must exist): the clients' "
                                  "targets must lie under it. Run as root, the server runs "
-                                 "as its owner, which must not be root.",
+                                 "as its owner, which must not be root nor a system account; "
+                                 "no link on its path, not in a system tree.",
                                  callback=input_dir("--dir")),
     bind: str = typer.Option("127.0.0.1", "--bind", help="IPv4 or IPv6 address to listen "
                              "on."),

@@ -68,15 +68,24 @@ def merge(per_host: list[tuple[str, LoadResult]], spec: LoadSpec) -> HostsResult
 
 
 def run_load_on_hosts(address: str, target: Target, spec: LoadSpec, hosts: int,
-                      connect_timeout: float = 30) -> HostsResult:
+                      connect_timeout: float = 30, security: Any = None) -> HostsResult:
     """Prepare the objects once (from the first host), then the same load from `hosts`
-    worker hosts at once, each with its own seed; merged."""
+    worker hosts at once, each with its own seed; merged. `address` is read as
+    `clusters.dask_tls.scheduler_address` does (plain TCP refused as root); `security`:
+    the client's TLS credentials, else Dask's configuration."""
     from distributed import Client
+
+    from ...clusters.dask_tls import client_security, scheduler_address
 
     if hosts < 1:
         raise LoadError(f"--hosts {hosts} must be at least 1")
     try:
-        client = Client(address, timeout=connect_timeout)
+        address = scheduler_address(address)
+    except ValueError as exc:
+        raise LoadError(str(exc)) from None
+    try:
+        client = Client(address, timeout=connect_timeout,
+                        security=security or client_security())
     except OSError as exc:
         raise LoadError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
     try:

@@ -12,6 +12,7 @@ command line (`fio_cmdline`), the paths a job opens and the refusal of destructi
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import re
@@ -26,7 +27,7 @@ from . import fio_guard as guard
 from . import fio_parse as parse
 from . import fio_targets as targets
 from ._program import run_program, tail
-from ._sandbox import current
+from ._sandbox import SYSTEM_TREES, current, declared, open_plain
 from .base import RunResult, option_bool
 from .fio_cmdline import check_option, parse_extra_args, read_job_file
 from .fio_parse import fio_named, job_records, parse_json_output, server_key, summarize
@@ -317,14 +318,52 @@ class FioRunner:
 
 
 
-def _server_account(scratch: Path, devices: Sequence[str]) -> list[str]:
-    """The `setpriv` words that make the server the owner of `scratch` (its uid and
-    group; never root), with no capability left and the groups of the `devices` only
+#: Where a server's directory never is: the system's trees and daemons' state.
+SERVER_DIR_REFUSED = (*SYSTEM_TREES, "/boot", "/dev", "/proc", "/run", "/var/lib", "/var/log",
+                      "/var/spool", "/var/cache", "/var/mail")
+#: Below this uid an account is the system's (a daemon's: ceph, postgres, polkitd): the
+#: server never runs as one, nor in a directory such an account owns.
+FIRST_USER_UID = 1000
+
+
+def _server_dir(scratch: Path) -> tuple[str, int]:
+    """`scratch` (absolute, as given) and a descriptor of it opened one component at a time
+    without following a link: the server runs as the owner of what that descriptor holds
+    and is bound from it, never by the name again. Refused (CampaignError): a link on the
+    way (its target's owner would become the server's account, its target writable), not
+    a directory, a directory in the system's trees, or one a system account owns."""
+    path = os.path.abspath(scratch)
+    fd = open_plain(path)
+    if fd is None:
+        raise CampaignError(f"fio-server --dir {scratch}: " + (
+            "reached through a symbolic link; give the real path of a directory"
+            if os.path.isdir(path) else "not an existing directory"))
+    st = os.fstat(fd)
+    bad = ""
+    if stat.S_ISLNK(st.st_mode):
+        bad = "a symbolic link (give the real path of a directory)"
+    elif not stat.S_ISDIR(st.st_mode):
+        bad = "not a directory"
+    elif any(path == t or path.startswith(t + "/") for t in SERVER_DIR_REFUSED):
+        bad = "inside the system's trees"
+    elif os.geteuid() == 0 and 0 < st.st_uid < FIRST_USER_UID:
+        bad = f"owned by system account uid {st.st_uid}"
+    if bad:
+        os.close(fd)
+        raise CampaignError(f"fio-server --dir {scratch}: {bad}; the server runs as the "
+                            "directory's owner with it writable: use a directory of an "
+                            "unprivileged account (e.g. chown nobody:nogroup DIR)")
+    return path, fd
+
+
+def _server_account(scratch: Path, devices: Sequence[str], fd: int) -> list[str]:
+    """The `setpriv` words that make the server the owner of the directory `fd` (its uid
+    and group; never root), with no capability left and the groups of the `devices` only
     (what lets it open them); [] when storlab is not root (the server is then its user).
     Raises CampaignError when `scratch` is root's or a device gives its group no access."""
     if os.geteuid() != 0:
         return []
-    st = scratch.stat()
+    st = os.fstat(fd)
     if st.st_uid == 0:
         raise CampaignError(f"fio-server --dir {scratch}: owned by root; the server runs "
                             "as the directory's owner, never as root: chown it to an "
@@ -398,18 +437,24 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
     if exe is None:
         raise CampaignError("fio-server: no system fio (a root-owned /usr file on PATH)")
     where = server_address(bind)
-    if not scratch.is_dir():
-        raise CampaignError(f"fio-server --dir {scratch}: not an existing directory")
-    nodes = [device_node(d) for d in devices]
-    account = _server_account(scratch, nodes)
-    if announce is not None:
-        user = f"uid {scratch.stat().st_uid}" if account else "this user"
-        announce(f"fio server on {where},{port} in its walls as {user}: writable "
-                 f"{scratch}; devices {', '.join(nodes) or 'none'}")
-    proc = run_program([*account, exe, f"--server={where},{port}"], cwd=scratch,
-                       timeout=None, targets=nodes, allow_destructive=bool(nodes),
-                       network=True, io_uring=io_uring,
-                       ports=(port, *connect_ports, *(guard.CEPH_PORTS if ceph else ())),
-                       # a client's job starts no program (exec_prerun, ioengine=exec...)
-                       executables=[exe])
+    path, fd = _server_dir(scratch)
+    try:
+        nodes = [device_node(d) for d in devices]
+        account = _server_account(scratch, nodes, fd)
+        st = os.fstat(fd)
+        if announce is not None:
+            user = f"uid {st.st_uid}" if account else "this user"
+            announce(f"fio server on {where},{port} in its walls as {user}: writable "
+                     f"{path}; devices {', '.join(nodes) or 'none'}")
+        # bound from the descriptor checked above: DIR swapped for a link meanwhile (its
+        # owner may rename it) does not move the server
+        with declared(dataclasses.replace(current(), run_dir=(path, st.st_dev, st.st_ino),
+                                          run_fd=fd)):
+            proc = run_program([*account, exe, f"--server={where},{port}"], cwd=path,
+                               timeout=None, targets=nodes, allow_destructive=bool(nodes),
+                               network=True, io_uring=io_uring,
+                               ports=(port, *connect_ports,
+                                      *(guard.CEPH_PORTS if ceph else ())))
+    finally:
+        os.close(fd)
     return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())
