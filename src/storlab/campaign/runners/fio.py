@@ -454,7 +454,9 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
                                timeout=None, targets=nodes, allow_destructive=bool(nodes),
                                network=True, io_uring=io_uring,
                                ports=(port, *connect_ports,
-                                      *(guard.CEPH_PORTS if ceph else ())))
+                                      *(guard.CEPH_PORTS if ceph else ())),
+                               # a client's job starts no program (exec_prerun, exec...)
+                               executables=[exe])
     finally:
         os.close(fd)
     return proc.exit_code, tail(f"{proc.stdout}\n{proc.stderr}".strip())
