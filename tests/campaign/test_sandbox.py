@@ -426,9 +426,11 @@ def test_a_system_writable_step_needs_allow_destructive(tmp_path: Path, storlab:
     camp = command_campaign(tmp_path / "c", ECHO, setup=[step])
     r = storlab("run", camp, "-q")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "setup[0]: system_writable" in r.stderr
+    assert "field setup[0].system_writable" in r.stderr
     assert "sandbox.allow_destructive: true" in r.stderr
     assert not victim.exists()
+    # refused before runs only: a finished campaign's results stay readable
+    assert storlab("status", camp).returncode == 0
     camp = command_campaign(tmp_path / "c", ECHO, setup=[step],
                             sandbox={"allow_destructive": True})
     r = storlab("run", camp, "-q")

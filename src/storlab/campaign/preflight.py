@@ -114,6 +114,14 @@ def check_runner(camp: Campaign) -> Any:
     why = refused_socket([str(camp.dir / p) for p in sb.sockets])
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.sockets: {why}")
+    if not sb.allow_destructive:  # here, not when the file is read: its results stay readable
+        for part in ("setup", "teardown"):
+            for i, step in enumerate(getattr(camp.spec, part)):
+                if step.system_writable:  # no walls at all: any device or file of the host
+                    raise CampaignError(
+                        f"{camp.path}: field {part}[{i}].system_writable: the step runs "
+                        "outside the sandbox, where it may write any device or file: it "
+                        "needs sandbox.allow_destructive: true")
     ungranted = [n for n in sb.env_pass if n not in granted_env()]
     if ungranted:  # the campaign's author would pick the operator's tokens and keys
         raise CampaignError(
