@@ -53,3 +53,25 @@ def test_a_plain_tcp_scheduler_is_refused_as_root_unless_the_operator_opts_out(
     r = storlab("run", camp, "-q", "-e", "dask://127.0.0.1:9", timeout=120,
                 env={"STORLAB_DASK_INSECURE": "1"})
     assert r.returncode == 2 and "cannot reach the Dask scheduler at tcp://" in r.stderr
+
+
+def test_every_unencrypted_or_unknown_scheme_is_one_line(monkeypatch) -> None:
+    """ws:// is as unauthenticated as tcp:// (refused as root); a scheme that names no
+    scheduler host (inproc://, ucx://) is a one-line error, never a traceback."""
+    import os
+
+    import pytest
+
+    from storlab.clusters.dask_tls import INSECURE_ENV, scheduler_address
+
+    monkeypatch.delenv(INSECURE_ENV, raising=False)
+    assert scheduler_address("tls://h:1") == "tls://h:1"
+    for bad in ("inproc://h:1", "ucx://h:1", "http://h:1"):
+        with pytest.raises(ValueError, match="unknown scheme"):
+            scheduler_address(bad)
+    if os.geteuid() == 0:
+        for plain in ("ws://h:1", "tcp://h:1"):
+            with pytest.raises(ValueError, match="plain TCP as root"):
+                scheduler_address(plain)
+        monkeypatch.setenv(INSECURE_ENV, "1")
+        assert scheduler_address("ws://h:1") == "ws://h:1"

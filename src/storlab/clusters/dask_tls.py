@@ -58,7 +58,11 @@ def scheduler_address(given: str) -> str:
     if scheme == "dask":
         scheme = "tls" if _tls_configured() else "tcp"
     address = f"{scheme}://{where}"
-    if scheme == "tcp" and os.geteuid() == 0 and os.environ.get(INSECURE_ENV) != "1":
+    if scheme not in ("tls", "tcp", "ws", "wss"):  # inproc, ucx...: not a scheduler host
+        raise ValueError(f"Dask scheduler {given}: unknown scheme {scheme}:// (give "
+                         "HOST:PORT, tls://HOST:PORT or tcp://HOST:PORT)")
+    # ws:// is as unauthenticated as tcp://
+    if scheme in ("tcp", "ws") and os.geteuid() == 0 and os.environ.get(INSECURE_ENV) != "1":
         raise ValueError(
             f"Dask scheduler {address}: plain TCP as root lets anyone who reaches it run code "
             f"as its workers' account; use TLS (set {TLS_ENV['ca']}, {TLS_ENV['cert']} and "
