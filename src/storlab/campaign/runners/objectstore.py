@@ -362,6 +362,11 @@ def child_output(out: Any, workdir: Path | str) -> tuple[str, dict[str, Any]]:
     return raw, said
 
 
+#: Seconds `cluster load`'s child may take beyond its duration and one request's timeout
+#: (connecting, logging in, preparing the objects GETs read), before it is stopped.
+LOAD_SETUP_ALLOWANCE = 600.0
+
+
 def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
     """`objload.run_load` (an `objload.LoadResult`) run as a campaign's run runs it, for
     `storlab cluster load`: the same child (`run_load_child`) in the same walls (TCP to
@@ -380,7 +385,14 @@ def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
             made = os.fstat(fd)
             with declared(Declared(run_dir=(tmp, made.st_dev, made.st_ino), run_fd=fd)), \
                     run_directory(tmp, fd):
-                out = run_load_child(target, spec, None, (), tmp, None)
+                # bounded like a run: the load, one request's timeout, and room for
+                # preparing its objects (each request ends at its timeout)
+                limit = spec.duration + spec.timeout + LOAD_SETUP_ALLOWANCE
+                out = run_load_child(target, spec, None, (), tmp, limit)
+                if out.timed_out:
+                    raise LoadError(f"the load did not end within {limit:g} s (its "
+                                    f"{spec.duration:g} s, one request's {spec.timeout:g} s "
+                                    "timeout and time to prepare its objects); stopped")
                 if out.exit_code != 0:
                     said = [ln for ln in out.stderr.splitlines() if ln.strip()]
                     own = [ln for ln in said if ln.startswith("objectstore load: ")]
