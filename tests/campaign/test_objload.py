@@ -127,3 +127,18 @@ def test_time_series_counts_every_ok_request():
     ts = time_series(rec, 1.0)
     assert ts["ops_per_s"].sum() == (rec["status"] < 300).sum()
     assert set(ts["op"]) == {"get", "put"}
+
+
+def test_a_request_that_raises_leaves_no_deadline_armed():
+    """An exception the request does not turn into a status (here http.client's ValueError
+    for a header value with a line break, raised before any connection) still disarms the
+    request's deadline: the entry was left armed for ever, holding its connection."""
+    from storlab.campaign.runners.objload import _DEADLINES
+
+    t = Target(api="swift", auth_url="http://127.0.0.1:9/auth/v1.0", user="u", key="k",
+               bucket="b")
+    c = _Conn(t, ("http://127.0.0.1:9/v1/AUTH_u", "tk\r\nX-Injected: 1"))
+    with pytest.raises(ValueError):
+        c.request("GET", "o", None, 5.0, bytearray(16))
+    assert c.conn is not None and c.conn.sock is None  # it never connected
+    assert all(conn is not c.conn for _, conn in _DEADLINES.armed.values())

@@ -159,3 +159,66 @@ def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkey
         d.check_alive()
     stop_pid(d.pidfile, grace=10)
     assert not d.pidfile.exists()
+
+
+def test_give_tree_refuses_a_deep_tree_or_a_link_in_one_line(tmp_path):
+    """`give_tree` walks by hand, one descriptor a level: a normal tree is given (modes
+    for the owner alone, links left as they are); a tree deeper than GIVE_DEPTH (its owner
+    may make one while `up` runs) and a top swapped for a link are refused in one line, no
+    RecursionError, EMFILE or ELOOP traceback, and no descriptor is left open."""
+    from storlab.clusters._util import GIVE_DEPTH, give_tree
+
+    uid, gid = os.getuid(), os.getgid()
+    top = tmp_path / "t"
+    (top / "a" / "b").mkdir(parents=True)
+    (top / "a" / "f").write_text("x")
+    os.chmod(top / "a" / "f", 0o666)
+    os.chmod(top / "a", 0o777)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o755)
+    os.symlink(outside, top / "a" / "link")
+    give_tree(top, uid, gid)
+    assert [oct(os.lstat(p).st_mode & 0o777) for p in (top, top / "a", top / "a" / "b",
+                                                      top / "a" / "f")] == \
+        ["0o700", "0o700", "0o700", "0o600"]
+    assert os.lstat(outside).st_mode & 0o777 == 0o755  # the link was not followed
+    fds = len(os.listdir("/proc/self/fd"))
+    deep = tmp_path / "deep"
+    (deep / "/".join(["d"] * (GIVE_DEPTH + 5))).mkdir(parents=True)
+    with pytest.raises(ClusterError, match=f"deeper than {GIVE_DEPTH} directories") as exc:
+        give_tree(deep, uid, gid)
+    assert "\n" not in str(exc.value)
+    os.symlink(top, tmp_path / "swapped")
+    with pytest.raises(ClusterError, match="swapped: cannot be given .*a link is never"):
+        give_tree(tmp_path / "swapped", uid, gid)
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_a_listener_checked_by_a_host_name(tmp_path, free_ports):
+    """A cluster state may name its host (`localhost`): the check resolves it and finds
+    the daemon's own socket (it said "held by another process"); a port another process
+    holds is still that, and a name that does not resolve says so, not "held"."""
+    import socket
+
+    from storlab.clusters._util import PortTaken, listener_is_daemons
+
+    port = free_ports(2)
+    d = _daemon(tmp_path, "import socket, time\n"
+                          f"s = socket.socket(); s.bind(('127.0.0.1', {port}))\n"
+                          "s.listen(); print('up', flush=True); time.sleep(60)\n")
+    d.start()
+    try:
+        wait_until(lambda: "up" in d.log.read_text(), 20, "the daemon to listen", [d])
+        for host in ("localhost", "127.0.0.1"):
+            assert listener_is_daemons(d.pidfile, "d", host, port)
+        with socket.socket() as other:  # this test's own socket: not the daemon's
+            other.bind(("127.0.0.1", port + 1))
+            other.listen()
+            with pytest.raises(PortTaken, match="held by another process"):
+                listener_is_daemons(d.pidfile, "d", "localhost", port + 1)
+        with pytest.raises(ClusterError, match="resolves") as exc:
+            listener_is_daemons(d.pidfile, "d", "no-such-host.invalid", port)
+        assert not isinstance(exc.value, PortTaken)
+    finally:
+        stop_pid(d.pidfile, grace=5)

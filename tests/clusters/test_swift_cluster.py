@@ -352,8 +352,9 @@ def test_daemons_own_only_the_storage_when_run_as_swift(opts):
 
 
 # A local user's squatter: once the cluster directory appears (`up` makes it after its
-# "port free" check), it binds the proxy's port and answers every request as a proxy
-# would, printing each X-Auth-Key it is sent.
+# "port free" check), it binds the proxy's port as soon as the port is free (trying every
+# millisecond) and answers every request as a proxy would, printing each X-Auth-Key it is
+# sent.
 _SQUATTER = r"""
 import http.server, os, sys, time
 d, port = sys.argv[1], int(sys.argv[2])
@@ -370,7 +371,12 @@ class H(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
     def log_message(self, *a):
         pass
-srv = http.server.HTTPServer(("127.0.0.1", port), H)
+while True:
+    try:
+        srv = http.server.HTTPServer(("127.0.0.1", port), H)
+        break
+    except OSError:
+        time.sleep(0.001)
 print("bound", flush=True)
 srv.serve_forever()
 """
@@ -404,8 +410,10 @@ def test_a_port_squatted_after_the_check_is_refused_and_never_sent_the_key(tmp_p
 
 
 def test_status_and_loads_refuse_a_proxy_port_another_process_holds(swift, tmp_path):
-    """The proxy storlab started is gone and another process answers on its port: status
-    is not healthy and names it, no probe sends the key there, a load is refused."""
+    """The proxy storlab started is gone: with nothing on its port a load is refused (the
+    next process to bind the port would be sent the key); with another process answering
+    there, status is not healthy and names it, no probe sends the key there, a load is
+    refused."""
     import subprocess
     import sys
 
@@ -416,9 +424,14 @@ def test_status_and_loads_refuse_a_proxy_port_another_process_holds(swift, tmp_p
     from storlab.clusters._util import stop_pid
 
     stop_pid(c.dir / "run" / "proxy.pid", grace=10)
-    squat = subprocess.Popen([sys.executable, "-I", "-c", _SQUATTER, str(c.dir), str(port)],
-                             stdout=subprocess.PIPE, text=True)
+    squat = None
     try:
+        with pytest.raises(ClusterError, match=f"proxy storlab started does not listen on "
+                                               f"127.0.0.1:{port}; nothing"):
+            cluster_state("swift", base)
+        assert c.probe().startswith("failed: the proxy storlab started does not listen")
+        squat = subprocess.Popen([sys.executable, "-I", "-c", _SQUATTER, str(c.dir),
+                                  str(port)], stdout=subprocess.PIPE, text=True)
         wait_until(lambda: not _port_free(port), 20, "the squatter to bind")
         status = c.status(probe=True)
         assert not status["healthy"]
@@ -427,11 +440,38 @@ def test_status_and_loads_refuse_a_proxy_port_another_process_holds(swift, tmp_p
         with pytest.raises(ClusterError, match=f"port 127.0.0.1:{port} is held by another"):
             cluster_state("swift", base)
     finally:
-        squat.kill()
-        heard = squat.communicate()[0]
+        heard = ""
+        if squat is not None:
+            squat.kill()
+            heard = squat.communicate()[0]
         c.restart("proxy")
     assert "key" not in heard.replace("bound", ""), heard
     assert c.status()["healthy"]
+
+
+def test_restart_refuses_a_process_that_binds_the_port_in_the_gap(swift):
+    """`restart` stops the proxy and starts it again; another process that binds the port
+    in between answers the healthcheck too (it was taken for the proxy and restart said
+    done). restart fails at once naming it; nothing is sent the key; the next restart,
+    the squatter gone, brings the proxy back."""
+    import subprocess
+    import sys
+
+    c, _, st = swift
+    port = st["ports"]["proxy"]
+    squat = subprocess.Popen([sys.executable, "-I", "-c", _SQUATTER, str(c.dir), str(port)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        with pytest.raises(ClusterError, match=f"port 127.0.0.1:{port} is held by another "
+                                               "process, not the proxy"):
+            c.restart("proxy", timeout=30)
+    finally:
+        squat.kill()
+        heard = squat.communicate()[0]
+        c.restart("proxy")
+    assert "bound" in heard  # the race was run: it held the port
+    assert "key" not in heard.replace("bound", ""), heard
+    assert c.status(probe=True)["healthy"]
 
 
 def _port_free(port):

@@ -70,6 +70,11 @@ def chmod_dir(path: str | Path, mode: int, dir_fd: int | None = None) -> None:
         os.close(fd)
 
 
+#: How deep `give_tree` goes: each level holds one descriptor until its subtree is done,
+#: and no tree storlab makes is a tenth as deep; a deeper one is refused in one line.
+GIVE_DEPTH = 64
+
+
 def give_tree(top: str | Path, uid: int, gid: int) -> None:
     """Give the directory `top` (0700) and all it holds to `uid:gid`, for it alone (no
     group or other bits), from held descriptors only: `top` and every subdirectory are opened
@@ -77,49 +82,70 @@ def give_tree(top: str | Path, uid: int, gid: int) -> None:
     descriptor of what was opened, so an entry swapped for a link (the tree's owner may
     write in it while this runs) is never followed, never resolved by path again, and
     never changed. Links are left as they are (none are made); a non-directory with
-    more than one name (a hard link: its other name may be any file) is refused."""
+    more than one name (a hard link: its other name may be any file) is refused, as is
+    a tree deeper than `GIVE_DEPTH` and any error of the system (one-line ClusterError,
+    the tree part given)."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(top, flags)
+    at = str(top)
+    # the walk by hand (post-order): a stack of [descriptor, name, mode, names left]
+    stack: list[tuple[int, str, int, list[str]]] = []
     try:
-        _give_fd(fd, str(top), uid, gid)
-        os.fchown(fd, uid, gid)
-        os.fchmod(fd, 0o700)
+        stack.append((os.open(top, flags), at, 0o700, []))
+        stack[-1][3].extend(os.listdir(stack[-1][0]))
+        while stack:
+            dfd, where, mode, names = stack[-1]
+            if not names:  # all it holds is given: now the directory itself
+                stack.pop()
+                at = where
+                try:
+                    os.fchown(dfd, uid, gid)
+                    os.fchmod(dfd, mode)
+                finally:
+                    os.close(dfd)
+                continue
+            name = names.pop()
+            at = f"{where}/{name}"
+            sub = _give_entry(dfd, at, name, uid, gid)
+            if sub is None:
+                continue
+            if len(stack) >= GIVE_DEPTH:
+                os.close(sub[0])
+                raise ClusterError(f"{at}: deeper than {GIVE_DEPTH} directories; not given "
+                                   "to the cluster's daemons")
+            stack.append((sub[0], at, sub[1], []))
+            stack[-1][3].extend(os.listdir(sub[0]))
+    except OSError as exc:
+        raise ClusterError(f"{at}: cannot be given to the cluster's daemons "
+                           f"({exc.strerror or exc}; a link is never followed)") from None
+    finally:
+        for dfd, *_ in stack:
+            os.close(dfd)
+
+
+def _give_entry(dfd: int, where: str, name: str, uid: int, gid: int) -> tuple[int, int] | None:
+    """Give the entry `name` of the directory held as `dfd` (`where`: its path, for errors)
+    unless it is a directory: then (a descriptor of that very directory, the mode it is to
+    get once what it holds is given). None for what was given, a link or an entry gone."""
+    try:
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except FileNotFoundError:
+        return None  # removed meanwhile by the tree's owner
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        if stat.S_ISDIR(st.st_mode):  # the directory itself, by the entry just held
+            return (os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC),
+                    stat.S_IMODE(st.st_mode) & 0o700)
+        if st.st_nlink != 1:
+            raise ClusterError(f"{where}: has {st.st_nlink} names (a hard link); "
+                               "not given to the cluster's daemons")
+        # an O_PATH descriptor takes no fchown/fchmod; its /proc name is that very inode
+        os.chown(f"/proc/self/fd/{fd}", uid, gid)
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) & 0o700)
+        return None
     finally:
         os.close(fd)
-
-
-def _give_fd(dfd: int, where: str, uid: int, gid: int) -> None:
-    """`give_tree` on the directory held open as `dfd` (`where`: its name, for errors)."""
-    for name in os.listdir(dfd):
-        try:
-            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-        except FileNotFoundError:
-            continue  # removed meanwhile by the tree's owner
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISLNK(st.st_mode):
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                try:  # the directory itself, by the entry just held: a swap is refused
-                    sub = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY
-                                  | os.O_CLOEXEC)
-                except OSError as exc:
-                    raise ClusterError(f"{where}/{name}: cannot open ({exc.strerror})") from None
-                try:
-                    _give_fd(sub, f"{where}/{name}", uid, gid)
-                    os.fchown(sub, uid, gid)
-                    os.fchmod(sub, stat.S_IMODE(st.st_mode) & 0o700)
-                finally:
-                    os.close(sub)
-                continue
-            if st.st_nlink != 1:
-                raise ClusterError(f"{where}/{name}: has {st.st_nlink} names (a hard link); "
-                                   "not given to the cluster's daemons")
-            # an O_PATH descriptor takes no fchown/fchmod; its /proc name is that very inode
-            os.chown(f"/proc/self/fd/{fd}", uid, gid)
-            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) & 0o700)
-        finally:
-            os.close(fd)
 
 
 def make_base(base: Path) -> None:
@@ -830,18 +856,45 @@ class PortTaken(ClusterError):
     """A cluster's port is held by another process than the daemon storlab started."""
 
 
-def _listeners(host: str, port: int) -> set[int]:
-    """The socket inodes listening in this network namespace that take a TCP connection
-    to `host:port` (IPv4): bound to `host`, to 0.0.0.0, or in /proc/net/tcp6 to :: or
-    ::ffff:`host`."""
+def _proc_net_hex(packed: bytes) -> str:
+    """An address as /proc/net/tcp{,6} prints it: 32-bit words, each in host byte order."""
+    return "".join(f"{int.from_bytes(packed[i:i + 4], sys.byteorder):08X}"
+                   for i in range(0, len(packed), 4))
+
+
+def _addresses(host: str) -> list[Any]:
+    """`host` as IP addresses: itself when it is one, else what it resolves to (a state
+    written by hand or by an older storlab may name `localhost`; the load connects to
+    what the name resolves to, so that is what is checked)."""
     import ipaddress
+    import socket
 
     try:
-        ip = ipaddress.IPv4Address(host)
+        return [ipaddress.ip_address(host)]
     except ValueError:
-        raise ClusterError(f"{host!r}: a cluster's address is an IPv4 address") from None
-    v4 = {f"{int.from_bytes(ip.packed, 'little'):08X}", "00000000"}
-    v6 = {"0" * 32, "0000000000000000FFFF0000" + f"{int.from_bytes(ip.packed, 'little'):08X}"}
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ClusterError(f"{host!r}: a cluster's address is an IP address or a name that "
+                           f"resolves to one ({getattr(exc, 'strerror', None) or exc})") from None
+    return [ipaddress.ip_address(str(i[4][0]).partition("%")[0]) for i in infos]
+
+
+def _listeners(host: str, port: int) -> set[int]:
+    """The socket inodes listening in this network namespace that take a TCP connection
+    to `host:port` (`host` an address or a name, every address it resolves to): bound to
+    that address or to the wildcard of its family (an IPv4 one also to ::ffff:ADDR or
+    :: in /proc/net/tcp6)."""
+    v4, v6 = set(), {"0" * 32}
+    for ip in _addresses(host):
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.version == 4:
+            v4 |= {_proc_net_hex(ip.packed), "00000000"}
+            v6.add(_proc_net_hex(b"\0" * 10 + b"\xff\xff" + ip.packed))
+        else:
+            v6.add(_proc_net_hex(ip.packed))
     out: set[int] = set()
     for table, mine in (("/proc/net/tcp", v4), ("/proc/net/tcp6", v6)):
         try:

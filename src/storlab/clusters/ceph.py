@@ -47,6 +47,7 @@ from ._util import (
     keep_logs_only,
     listener_is_daemons,
     load_state,
+    PortTaken,
     present_cluster_dir,
     pid_present,
     port_free,
@@ -365,14 +366,20 @@ class CephCluster:
                        "secret_key": secret, "region": "us-east-1"}}
 
     def check_endpoint(self, st: dict[str, Any]) -> None:
-        """Refuse (ClusterError) radosgw's port held by another process than the radosgw
-        storlab started: S3 loads would go there."""
+        """Refuse (ClusterError) to send S3 requests to the state's endpoint unless what
+        listens there is the radosgw storlab started: another process holding the port, or
+        nothing listening (radosgw is gone, and whoever binds the port next would be sent
+        the signed requests). A check by port cannot close the window between it and the
+        connection the load then makes; it refuses every state it can see."""
         if (st.get("s3") or {}).get("endpoint"):
             import urllib.parse
 
             u = urllib.parse.urlsplit(str(st["s3"]["endpoint"]))
-            listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw", u.hostname or "",
-                                u.port or 80)
+            host, port = u.hostname or "", u.port or 80
+            if not listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw", host, port):
+                raise ClusterError(f"the radosgw storlab started does not listen on "
+                                   f"{host}:{port}; nothing is sent there: "
+                                   "`storlab cluster status ceph` says why")
 
     def prefill(self, nbytes: int, timeout: float = 300) -> None:
         """Write the first `nbytes` of the RBD image once (sequential 4 MiB writes): an
@@ -574,8 +581,10 @@ class CephCluster:
                 if not listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw",
                                            st.get("bind", "127.0.0.1"), int(st["rgw_port"])):
                     problems.append(f"radosgw does not listen on port {st['rgw_port']}")
-            except ClusterError:
+            except PortTaken:
                 problems.append(f"rgw: port {st['rgw_port']} is held by another process")
+            except ClusterError as exc:  # an address it cannot read: says which
+                problems.append(f"rgw: {exc}")
         if probe:
             out["probe"] = self.probe()
             if not out["probe"].startswith("ok"):

@@ -35,6 +35,7 @@ from ._util import (
     keep_logs_only,
     listener_is_daemons,
     load_state,
+    PortTaken,
     present_cluster_dir,
     pid_present,
     port_free,
@@ -270,30 +271,40 @@ class SwiftCluster:
             return 200 <= r.status < 300
 
     def check_endpoint(self, st: dict[str, Any]) -> None:
-        """Refuse (ClusterError) a proxy port held by another process than the proxy
-        storlab started: the load would send it the key (nothing listening passes: the
-        load then fails to connect)."""
+        """Refuse (ClusterError) to send anything to the state's auth URL unless what
+        listens there is the proxy storlab started: another process holding the port, or
+        nothing listening (the proxy is gone, and whoever binds the port next would be sent
+        the key). A check by port cannot close the window between it and the connection
+        the load then makes; it refuses every state it can see."""
         if st.get("auth_url"):  # where the key goes: the state's own word for it
             u = urllib.parse.urlsplit(str(st["auth_url"]))
-            listener_is_daemons(self.dir / "run" / "proxy.pid", "proxy",
-                                u.hostname or "", u.port or 80)
+            host, port = u.hostname or "", u.port or 80
+            if not listener_is_daemons(self.dir / "run" / "proxy.pid", "proxy", host, port):
+                raise ClusterError(f"the proxy storlab started does not listen on "
+                                   f"{host}:{port}; nothing (no key) is sent there: "
+                                   "`storlab cluster status swift` says why")
 
     def restart(self, name: str, timeout: float = 60) -> float:
         """Stop one server (account, container, object or proxy) by pid and start time,
-        start it once, wait until its healthcheck answers. Returns the seconds it took."""
+        start it once, wait until the daemon just started listens on its port (not a
+        process that bound it in the gap: that is refused at once) and its healthcheck
+        answers. Returns the seconds it took."""
         if name not in (*SERVERS, "proxy"):
             raise ClusterError(f"swift daemon {name!r} must be one of "
                                f"{', '.join((*SERVERS, 'proxy'))}")
         st = self.state() or {}
         port = (st.get("ports") or {}).get(name)
+        if port is None:
+            raise ClusterError(f"the cluster's state in {self.dir} names no port for {name}")
         t0 = time.monotonic()
         d = self._server_daemon(name) if name != "proxy" else self._daemon(
             "proxy", ["swift-proxy-server", str(self.dir / "proxy-server.conf"), "-v"])
         stop_pid(d.pidfile, grace=10)
         d.start()
         host = st.get("bind", "127.0.0.1")
-        wait_until(lambda: _http_ok(f"http://{host}:{port}/healthcheck"), timeout,
-                   f"the {name} server's healthcheck", [d])
+        wait_until(lambda: listener_is_daemons(d.pidfile, d.name, host, int(port))
+                   and _http_ok(f"http://{host}:{port}/healthcheck"), timeout,
+                   f"the {name} server listening on its port and its healthcheck", [d])
         return time.monotonic() - t0
 
     # ------------------------------------------------------------------ down / status
@@ -360,8 +371,11 @@ class SwiftCluster:
                 mine = listener_is_daemons(self.dir / "run" / f"{name}.pid", name,
                                            "127.0.0.1" if name == "memcached" else host,
                                            int(ports[name]))
-            except ClusterError:
+            except PortTaken:
                 problems.append(f"{name}: port {ports[name]} is held by another process")
+                continue
+            except ClusterError as exc:  # an address it cannot read: says which
+                problems.append(f"{name}: {exc}")
                 continue
             if not running.get(name):
                 continue  # said above

@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import http.client
 import io
+import itertools
 import json
 import math
 import os
@@ -189,7 +190,9 @@ class _Deadlines:
     socket timeout bounds one recv only, so a server dripping a byte a second (headers or
     body) held a load past its duration for ever. One thread per process watches the
     armed connections and shuts a socket down once its request's time is up (at most
-    `TICK` late); the blocked recv then returns and the request counts as timed out."""
+    `TICK` late); the blocked recv then returns and the request counts as timed out.
+    Tokens are drawn from a counter, never reused: a token disarmed twice (once on the
+    way, once in a `finally`) cannot take another request's entry."""
 
     TICK = 0.05
 
@@ -198,11 +201,12 @@ class _Deadlines:
         self.armed: dict[int, tuple[float, http.client.HTTPConnection]] = {}
         self.fired: set[int] = set()
         self.thread: threading.Thread | None = None
+        self.tokens = itertools.count(1)
 
     def arm(self, conn: http.client.HTTPConnection, seconds: float) -> int:
         """Watch `conn` for `seconds` from now; a token for `disarm`."""
-        token = id(conn)
         with self.lock:
+            token = next(self.tokens)
             self.armed[token] = (time.monotonic() + seconds, conn)
             self.fired.discard(token)
             if self.thread is None or not self.thread.is_alive():
@@ -231,7 +235,7 @@ class _Deadlines:
                 for t, c in due:
                     sock = c.sock
                     if sock is None:  # still connecting: its own timeout bounds that
-                        continue
+                        continue  # (every request disarms in a `finally`: none is left)
                     self.armed.pop(t)
                     self.fired.add(t)
                     try:
@@ -329,6 +333,8 @@ class _Conn:
                     return TIMED_OUT, 0
                 if attempt == 1:
                     return CONN_ERROR, 0
+            finally:
+                _DEADLINES.disarm(token)
         return CONN_ERROR, 0
 
     def close(self) -> None:
