@@ -85,6 +85,10 @@ class ClusterError(StorlabError):
     """A cluster cannot be brought up, used or brought down as asked."""
 
 
+class PortTaken(ClusterError):
+    """A cluster's port is held by another process than the daemon storlab started."""
+
+
 class LoadError(StorlabError):
     """A load specification or target that cannot be used."""
 

@@ -592,7 +592,8 @@ def test_an_output_directory_given_away_during_the_campaign_fails_the_next_run(
     the next run fails in one line, its stream files never made."""
     out = tmp_path / "c" / "campaign.db.output"
     camp = campaign(tmp_path / "c", ECHO, setup=[
-        {"run": f"chown 65534 {out}", "shell": True, "system_writable": True}])
+        {"run": f"chown 65534 {out}", "shell": True, "system_writable": True}],
+        sandbox={"allow_destructive": True})
     p = storlab("run", camp, timeout=120)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     errs = stderr_tails(tmp_path / "c" / "campaign.db")

@@ -201,7 +201,8 @@ def test_a_listener_checked_by_a_host_name(tmp_path, free_ports):
     holds is still that, and a name that does not resolve says so, not "held"."""
     import socket
 
-    from storlab.clusters._util import PortTaken, listener_is_daemons
+    from storlab.clusters._util import listener_is_daemons
+    from storlab.errors import PortTaken
 
     port = free_ports(2)
     d = _daemon(tmp_path, "import socket, time\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._proc_lifetime import descendants, die_with_parent, stat_fields
-from ..errors import ClusterError, StorlabError
+from ..errors import ClusterError, PortTaken, StorlabError
 from ..fileio import check_trusted_dir, remove_tree, walk_resolved
 
 LOG_TAIL_LINES = 25
@@ -850,10 +850,6 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
     return True
-
-
-class PortTaken(ClusterError):
-    """A cluster's port is held by another process than the daemon storlab started."""
 
 
 def _proc_net_hex(packed: bytes) -> str:

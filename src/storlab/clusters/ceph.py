@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import StorlabError
+from ..errors import PortTaken, StorlabError
 from ..fileio import check_trusted_dir, within, write_in_dir
 from ._util import (
     check_bind,
@@ -47,7 +47,6 @@ from ._util import (
     keep_logs_only,
     listener_is_daemons,
     load_state,
-    PortTaken,
     present_cluster_dir,
     pid_present,
     port_free,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import PortTaken
 from ._util import (
     check_bind,
     fresh_cluster_dir,
@@ -35,7 +36,6 @@ from ._util import (
     keep_logs_only,
     listener_is_daemons,
     load_state,
-    PortTaken,
     present_cluster_dir,
     pid_present,
     port_free,
