@@ -74,6 +74,18 @@ REALTIME_CAPS = ("CAP_SYS_NICE",)
 LOCK_MEMORY_CAPS = ("CAP_IPC_LOCK",)
 
 
+def clamp_memlock() -> None:
+    """Set the calling process's hard RLIMIT_MEMLOCK to its soft one (in a child about to
+    exec bwrap, when the program does not keep `LOCK_MEMORY_CAPS`). Without CAP_IPC_LOCK
+    a process locks up to its soft limit, but any process may raise that soft limit to
+    the hard one (a hard `memlock` of unlimited: systemd's `LimitMEMLOCK=infinity`, many
+    container runtimes); lowering the hard one needs no capability, raising it back needs
+    CAP_SYS_RESOURCE, which the walls drop."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, soft))
+
+
 @dataclass(frozen=True)
 class Declared:
     """What the campaign declared for the programs of a run: extra writable `paths`
