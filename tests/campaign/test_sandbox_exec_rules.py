@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from storlab.campaign.runners import _sandbox
 from storlab.campaign.runners._program import run_program
 from storlab.campaign.runners._sandbox import (elf_interpreter, exec_missing, exec_ruleset,
                                                program_files)
@@ -136,7 +137,31 @@ def test_the_files_allowed_are_the_binary_and_its_elf_interpreter() -> None:
     files = program_files(str(FIO))
     assert files == (os.path.realpath(str(FIO)), os.path.realpath(got))
     assert elf_interpreter(__file__) is None
-    assert exec_ruleset(files) == exec_ruleset(files)
+    a = exec_ruleset(files)
+    kept = len(_sandbox._EXEC_RULESETS)
+    b = exec_ruleset(files)
+    try:  # the caller's own duplicates of the one ruleset kept
+        assert a != b and len(_sandbox._EXEC_RULESETS) == kept
+    finally:
+        os.close(a)
+        os.close(b)
+
+
+def test_a_ruleset_returned_outlives_its_eviction(tmp_path: Path) -> None:
+    """The descriptor returned is the caller's: rulesets for more sets of files than are
+    kept evict and close the kept one, not the caller's (it was dup'ed under the lock)."""
+    paths = []
+    for i in range(_sandbox.EXEC_RULESETS_KEPT + 1):
+        (tmp_path / f"f{i}").write_text("")
+        paths.append(str(tmp_path / f"f{i}"))
+    first = exec_ruleset((paths[0],))
+    try:
+        for p in paths[1:]:
+            os.close(exec_ruleset((p,)))
+        assert all(k[0][0] != paths[0] for k in _sandbox._EXEC_RULESETS)  # evicted
+        assert "landlock-ruleset" in os.readlink(f"/proc/self/fd/{first}")
+    finally:
+        os.close(first)
 
 
 def test_a_wrapper_script_gets_no_rule(tmp_path: Path) -> None:

@@ -806,11 +806,12 @@ def program_files(exe: str) -> tuple[str, ...]:
 
 
 def exec_ruleset(files: tuple[str, ...]) -> int:
-    """A Landlock ruleset (its descriptor, kept for the process: at most
-    `EXEC_RULESETS_KEPT`, by the files' identities, so a file replaced since gets a new
-    one) handling LANDLOCK_ACCESS_FS_EXECUTE and allowing it on `files` only. Rules hold
-    the inodes, so they hold inside bwrap's mount namespace. Raises CampaignError when the
-    kernel cannot make it."""
+    """A Landlock ruleset handling LANDLOCK_ACCESS_FS_EXECUTE and allowing it on `files`
+    only: a duplicate of its descriptor, the caller's to close (the ruleset is kept for
+    the process: at most `EXEC_RULESETS_KEPT`, by the files' identities, so a file
+    replaced since gets a new one; duplicated under the lock, as another thread may evict
+    and close the kept one). Rules hold the inodes, so they hold inside bwrap's mount
+    namespace. Raises CampaignError when the kernel cannot make it."""
     import ctypes
     import struct
 
@@ -825,7 +826,7 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
         fd = _EXEC_RULESETS.get(tuple(key))
         if fd is not None:
             _EXEC_RULESETS.move_to_end(tuple(key))
-            return fd
+            return os.dup(fd)
         syscall = ctypes.CDLL(None, use_errno=True).syscall
         attr = ctypes.create_string_buffer(struct.pack("<Q", LANDLOCK_ACCESS_FS_EXECUTE))
         fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
@@ -852,7 +853,7 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
         _EXEC_RULESETS[tuple(key)] = fd
         while len(_EXEC_RULESETS) > EXEC_RULESETS_KEPT:
             os.close(_EXEC_RULESETS.popitem(last=False)[1])
-        return fd
+        return os.dup(fd)
 
 
 @functools.cache
@@ -1108,7 +1109,7 @@ class Walls:
             import platform
 
             at, start, files = self.executes
-            rfd = os.dup(exec_ruleset(files))
+            rfd = exec_ruleset(files)
             self.exec_fds.append(rfd)
             self.exec_fds.append(_data_fd("storlab-exec-filter", exec_filter(rfd)))
             if env is not None:
