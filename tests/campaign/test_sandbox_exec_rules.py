@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from storlab.campaign.runners import _sandbox
 from storlab.campaign.runners._program import run_program
@@ -183,3 +184,23 @@ def test_status_says_what_the_program_may_execute(tmp_path: Path, storlab: Any) 
     prerun = campaign(tmp_path / "b", {"rw": "write", "size": "64k", "exec_prerun": "true"})
     out = storlab("status", prerun).stdout
     assert "programs it may execute: any (fio option exec_prerun" in out.replace("\n", " "), out
+    # a factor that gives some configurations an engine running a program: no rule for
+    # those runs (`FioRunner.run`), so the line does not say "itself only"
+    spec = yaml.safe_load(plain.read_text())
+    spec["space"]["factors"].append({"name": "ioengine", "kind": "categorical",
+                                     "values": ["psync", "exec"]})
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = storlab("status", tmp_path / "c" / "campaign.yaml").stdout.replace("\n", " ")
+    assert ("programs it may execute: any (fio option ioengine='exec' runs or loads code "
+            "other than fio's engines, in some configurations)") in out, out
+    # a `#!` wrapper as the campaign's fio: `wrap` gives it no rule
+    wrapper = tmp_path / "fio-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nexec {FIO} \"$@\"\n")
+    wrapper.chmod(0o755)
+    spec = yaml.safe_load(plain.read_text())
+    spec["runner"]["options"]["fio"] = str(wrapper)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = storlab("status", tmp_path / "d" / "campaign.yaml").stdout.replace("\n", " ")
+    assert f"programs it may execute: any ({wrapper} is a #! script" in out, out

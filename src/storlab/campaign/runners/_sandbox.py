@@ -729,8 +729,8 @@ def exec_filter(fd: int) -> bytes:
                     for n, (code, jt, jf, k) in enumerate(prog))
 
 
-def _script(path: str) -> bool:
-    """`path` starts with `#!`."""
+def is_script(path: str) -> bool:
+    """`path` starts with `#!` (a wrapper: `wrap` gives it no execute rule)."""
     try:
         with open(path, "rb") as fh:
             return fh.read(2) == b"#!"
@@ -1119,7 +1119,7 @@ class Walls:
             program = [*program[:at], PERL, "-e", EXEC_SHIM, str(rfd),
                        str(self.exec_fds[2]) if env is not None else "-",
                        str(self.exec_fds[1]), *(str(n) for n in nrs[:3]),
-                       "0" if _script(start) else str(os.O_CLOEXEC), start,
+                       "0" if is_script(start) else str(os.O_CLOEXEC), start,
                        *program[at:]]
             if env is not None:
                 out.append("--clearenv")
@@ -1647,7 +1647,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
             _found(e, cwd, (env or os.environ).get("PATH")) for e in executables]
         # a `#!` wrapper (a `fio:` script that execs the real fio) starts programs by
         # design: no rule holds what it starts
-        if executables and found and not _script(found[0]):
+        if executables and found and not is_script(found[0]):
             if not os.path.isfile(PERL):
                 raise CampaignError(f"no {PERL} (Debian package perl-base), which enters the "
                                     "program's execute rules inside its walls")
