@@ -192,8 +192,15 @@ def test_status_says_what_the_program_may_execute(tmp_path: Path, storlab: Any) 
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     out = storlab("status", tmp_path / "c" / "campaign.yaml").stdout.replace("\n", " ")
-    assert ("programs it may execute: any (fio option ioengine='exec' runs or loads code "
-            "other than fio's engines, in some configurations)") in out, out
+    said = ("programs it may execute: any (fio option ioengine='exec' runs or loads code "
+            "other than fio's engines, in some configurations)")
+    assert said in out, out
+    # an adaptive design: its configurations are not known before it runs, each level of
+    # its factors is asked
+    spec["design"] = {"kind": "tune", "budget": 12, "objectives": ["write_iops"]}
+    (tmp_path / "c" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = storlab("status", tmp_path / "c" / "campaign.yaml").stdout.replace("\n", " ")
+    assert said in out, out
     # a `#!` wrapper as the campaign's fio: `wrap` gives it no rule
     wrapper = tmp_path / "fio-wrapper"
     wrapper.write_text(f"#!/bin/sh\nexec {FIO} \"$@\"\n")
