@@ -61,13 +61,8 @@ def _campaign(d: Path, runner: dict[str, Any], response: str = "y", **sandbox: A
     return d / "campaign.yaml"
 
 
-#: Lowers its own RLIMIT_MEMLOCK to 64 KiB (always allowed), then locks 4 MiB: past the
-#: limit, which only CAP_IPC_LOCK lets a program do.
-MLOCK = r"""
-import ctypes, os, resource, sys
-hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
-lim = 64 << 10 if hard == resource.RLIM_INFINITY else min(64 << 10, hard)
-resource.setrlimit(resource.RLIMIT_MEMLOCK, (lim, hard))
+#: Locks 4 MiB with mlock (exit 1 and the error when refused).
+LOCK_4M = r"""
 libc = ctypes.CDLL(None, use_errno=True)
 n = 4 << 20
 buf = ctypes.create_string_buffer(n)
@@ -77,6 +72,15 @@ if libc.mlock(buf, ctypes.c_size_t(n)) != 0:
 print("locked", n)
 """
 
+#: Lowers its own RLIMIT_MEMLOCK to 64 KiB (always allowed), then locks 4 MiB: past the
+#: limit, which only CAP_IPC_LOCK lets a program do.
+MLOCK = r"""
+import ctypes, os, resource, sys
+hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+lim = 64 << 10 if hard == resource.RLIM_INFINITY else min(64 << 10, hard)
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (lim, hard))
+""" + LOCK_4M
+
 #: Raises its soft RLIMIT_MEMLOCK to its hard one (any process may: no capability), then
 #: locks 4 MiB.
 RAISE_MLOCK = r"""
@@ -84,14 +88,7 @@ import ctypes, os, resource, sys
 soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
 print("limits", soft, hard, flush=True)
 resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))
-libc = ctypes.CDLL(None, use_errno=True)
-n = 4 << 20
-buf = ctypes.create_string_buffer(n)
-if libc.mlock(buf, ctypes.c_size_t(n)) != 0:
-    print(f"mlock: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
-    sys.exit(1)
-print("locked", n)
-"""
+""" + LOCK_4M
 
 
 @pytest.mark.parametrize("key, program, off, on", [
