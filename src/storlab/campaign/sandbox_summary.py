@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StorlabError
 from .runners import (UNSANDBOXED_ENV, exec_missing, is_script, landlock_missing,
-                      landlock_net_missing, ld_conf_opt_dirs, make_runner, opens_declared, shown_install_trees,
+                      landlock_net_missing, ld_conf_opt_dirs, make_runner, opens_declared,
+                      shown_install_trees,
                       starts_programs, unsandboxed)
 from .spec import CampaignSpec
 

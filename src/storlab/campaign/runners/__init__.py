@@ -48,7 +48,8 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
         "shell_command", "substitute", "tail", "template_names", "write_run_file")},
     **{n: "._sandbox" for n in (
         "UNSANDBOXED_ENV", "Declared", "declared", "exec_missing", "is_script",
-        "landlock_missing", "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared", "refused_shared",
+        "landlock_missing", "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared",
+        "refused_shared",
         "refused_socket",
         "refused_writable", "require_sandbox", "shown_install_trees", "system_writable",
         "unsandboxed")},
