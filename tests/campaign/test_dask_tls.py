@@ -5,27 +5,76 @@ client holding its TLS certificate: a client that connects as anyone on the host
 
 from __future__ import annotations
 
+import socket
+import ssl
+from pathlib import Path
+
+from storlab.campaign import executors
 from storlab.campaign.executors import make_executor
 from storlab.campaign.sweep_campaign import campaign_executor
 
+#: What the scheduler answers a client without a certificate (TLS 1.3 sends its alert
+#: after the client's handshake ends: on the first read; TLS 1.2 fails the handshake).
+NO_CERT = {"TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_HANDSHAKE_FAILURE"}
 
-def _anyone(address: str) -> object:
-    """What an unauthenticated client got from the scheduler at `address`."""
+
+def _anyone(address: str, security: object = None) -> object:
+    """What a client with `security` got from the scheduler at `address`."""
     from distributed import Client
 
     try:
-        with Client(address, timeout=5) as c:
+        with Client(address, timeout=5, security=security) as c:
             return c.run_on_scheduler(lambda: "ran on the scheduler")
-    except (OSError, TimeoutError, TypeError) as exc:  # TypeError: tls:// without a context
+    except (OSError, TimeoutError) as exc:
         return exc
 
 
-def test_the_sweeps_dask_cluster_refuses_a_client_without_its_certificate() -> None:
+def _tls_reply(where: str, ca: str, cert: tuple[str, str] | None) -> str | None:
+    """A real TLS connection to the scheduler at `where` that trusts its CA (PEM `ca`) and
+    presents `cert` (files: certificate, key) or none: the SSL error's reason it got
+    before or on the first read, or None when the scheduler kept talking."""
+    host, port = where.rsplit(":", 1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False  # distributed's own clients check the CA, not a name
+    ctx.load_verify_locations(cadata=ca)
+    if cert is not None:
+        ctx.load_cert_chain(*cert)
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        try:
+            with ctx.wrap_socket(raw) as s:
+                s.settimeout(2)
+                s.sendall(b"\0" * 8)  # not a Dask frame: the server waits for more
+                s.recv(1)
+        except ssl.SSLError as exc:
+            return str(exc.reason)
+        except TimeoutError:
+            return None
+    return None
+
+
+def test_the_sweeps_dask_cluster_refuses_a_client_without_its_certificate(
+        tmp_path: Path) -> None:
+    from distributed.security import Security
+
     with campaign_executor("dask", 1, 2) as spec:
         where = spec.split("://", 1)[1]
-        for scheme in ("tcp", "tls"):
-            got = _anyone(f"{scheme}://{where}")
-            assert got != "ran on the scheduler", (scheme, got)
+        got = _anyone(f"tcp://{where}")
+        assert isinstance(got, OSError), got
+        sec = executors._SECURITY[where]
+        # TLS trusting the scheduler's CA, no certificate: refused by the scheduler
+        assert _tls_reply(where, sec.tls_ca_file, None) in NO_CERT
+        # the same connection with storlab's certificate goes through the handshake
+        paths = []
+        for name, pem in (("cert", sec.tls_client_cert), ("key", sec.tls_client_key)):
+            (tmp_path / name).write_text(pem)
+            paths.append(str(tmp_path / name))
+        assert _tls_reply(where, sec.tls_ca_file, (paths[0], paths[1])) is None
+        # distributed's client with a certificate of another CA: the handshake fails
+        other = Security.temporary()
+        got = _anyone(f"tls://{where}", Security(
+            tls_ca_file=sec.tls_ca_file, tls_client_cert=other.tls_client_cert,
+            tls_client_key=other.tls_client_key, require_encryption=True))
+        assert isinstance(got, OSError) and isinstance(got.__cause__, ssl.SSLError), got
         ex = make_executor(spec)  # storlab's own client: its certificate
         try:
             assert ex.client.run_on_scheduler(lambda: 7) == 7

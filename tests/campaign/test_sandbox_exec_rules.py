@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from storlab.campaign.runners import _sandbox
 from storlab.campaign.runners._program import run_program
 from storlab.campaign.runners._sandbox import (elf_interpreter, exec_missing, exec_ruleset,
                                                program_files)
@@ -136,7 +138,31 @@ def test_the_files_allowed_are_the_binary_and_its_elf_interpreter() -> None:
     files = program_files(str(FIO))
     assert files == (os.path.realpath(str(FIO)), os.path.realpath(got))
     assert elf_interpreter(__file__) is None
-    assert exec_ruleset(files) == exec_ruleset(files)
+    a = exec_ruleset(files)
+    kept = len(_sandbox._EXEC_RULESETS)
+    b = exec_ruleset(files)
+    try:  # the caller's own duplicates of the one ruleset kept
+        assert a != b and len(_sandbox._EXEC_RULESETS) == kept
+    finally:
+        os.close(a)
+        os.close(b)
+
+
+def test_a_ruleset_returned_outlives_its_eviction(tmp_path: Path) -> None:
+    """The descriptor returned is the caller's: rulesets for more sets of files than are
+    kept evict and close the kept one, not the caller's (it was dup'ed under the lock)."""
+    paths = []
+    for i in range(_sandbox.EXEC_RULESETS_KEPT + 1):
+        (tmp_path / f"f{i}").write_text("")
+        paths.append(str(tmp_path / f"f{i}"))
+    first = exec_ruleset((paths[0],))
+    try:
+        for p in paths[1:]:
+            os.close(exec_ruleset((p,)))
+        assert all(k[0][0] != paths[0] for k in _sandbox._EXEC_RULESETS)  # evicted
+        assert "landlock-ruleset" in os.readlink(f"/proc/self/fd/{first}")
+    finally:
+        os.close(first)
 
 
 def test_a_wrapper_script_gets_no_rule(tmp_path: Path) -> None:
@@ -158,3 +184,30 @@ def test_status_says_what_the_program_may_execute(tmp_path: Path, storlab: Any) 
     prerun = campaign(tmp_path / "b", {"rw": "write", "size": "64k", "exec_prerun": "true"})
     out = storlab("status", prerun).stdout
     assert "programs it may execute: any (fio option exec_prerun" in out.replace("\n", " "), out
+    # a factor that gives some configurations an engine running a program: no rule for
+    # those runs (`FioRunner.run`), so the line does not say "itself only"
+    spec = yaml.safe_load(plain.read_text())
+    spec["space"]["factors"].append({"name": "ioengine", "kind": "categorical",
+                                     "values": ["psync", "exec"]})
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = storlab("status", tmp_path / "c" / "campaign.yaml").stdout.replace("\n", " ")
+    said = ("programs it may execute: any (fio option ioengine='exec' runs or loads code "
+            "other than fio's engines, in some configurations)")
+    assert said in out, out
+    # an adaptive design: its configurations are not known before it runs, each level of
+    # its factors is asked
+    spec["design"] = {"kind": "tune", "budget": 12, "objectives": ["write_iops"]}
+    (tmp_path / "c" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = storlab("status", tmp_path / "c" / "campaign.yaml").stdout.replace("\n", " ")
+    assert said in out, out
+    # a `#!` wrapper as the campaign's fio: `wrap` gives it no rule
+    wrapper = tmp_path / "fio-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nexec {FIO} \"$@\"\n")
+    wrapper.chmod(0o755)
+    spec = yaml.safe_load(plain.read_text())
+    spec["runner"]["options"]["fio"] = str(wrapper)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = storlab("status", tmp_path / "d" / "campaign.yaml").stdout.replace("\n", " ")
+    assert f"programs it may execute: any ({wrapper} is a #! script" in out, out

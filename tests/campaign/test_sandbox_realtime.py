@@ -61,13 +61,8 @@ def _campaign(d: Path, runner: dict[str, Any], response: str = "y", **sandbox: A
     return d / "campaign.yaml"
 
 
-#: Lowers its own RLIMIT_MEMLOCK to 64 KiB (always allowed), then locks 4 MiB: past the
-#: limit, which only CAP_IPC_LOCK lets a program do.
-MLOCK = r"""
-import ctypes, os, resource, sys
-hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
-lim = 64 << 10 if hard == resource.RLIM_INFINITY else min(64 << 10, hard)
-resource.setrlimit(resource.RLIMIT_MEMLOCK, (lim, hard))
+#: Locks 4 MiB with mlock (exit 1 and the error when refused).
+LOCK_4M = r"""
 libc = ctypes.CDLL(None, use_errno=True)
 n = 4 << 20
 buf = ctypes.create_string_buffer(n)
@@ -76,6 +71,24 @@ if libc.mlock(buf, ctypes.c_size_t(n)) != 0:
     sys.exit(1)
 print("locked", n)
 """
+
+#: Lowers its own RLIMIT_MEMLOCK to 64 KiB (always allowed), then locks 4 MiB: past the
+#: limit, which only CAP_IPC_LOCK lets a program do.
+MLOCK = r"""
+import ctypes, os, resource, sys
+hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+lim = 64 << 10 if hard == resource.RLIM_INFINITY else min(64 << 10, hard)
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (lim, hard))
+""" + LOCK_4M
+
+#: Raises its soft RLIMIT_MEMLOCK to its hard one (any process may: no capability), then
+#: locks 4 MiB.
+RAISE_MLOCK = r"""
+import ctypes, os, resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+print("limits", soft, hard, flush=True)
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))
+""" + LOCK_4M
 
 
 @pytest.mark.parametrize("key, program, off, on", [
@@ -191,6 +204,27 @@ def test_mlock_past_the_limit_fails_by_default_and_works_when_declared(tmp_path:
     with declared(Declared(lock_memory=True)):
         out = run_program(argv, cwd=str(tmp_path), timeout=60)
     assert out.exit_code == 0 and out.stdout.strip() == f"locked {4 << 20}", out.stderr
+    # started with a soft limit of 64 KiB under a higher hard one (`LimitMEMLOCK=infinity`
+    # is the same, unbounded): the program raises its soft limit and locks 4 MiB, which
+    # holds only if its hard limit was left above the soft one
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if hard != resource.RLIM_INFINITY and hard < 8 << 20:
+        pytest.skip("hard RLIMIT_MEMLOCK below 8 MiB here: nothing to raise to")
+    argv = [sys.executable, "-c", RAISE_MLOCK]
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (64 << 10, hard))
+    try:
+        outs = {}
+        for decl in (Declared(), Declared(lock_memory=True)):
+            with declared(decl):
+                outs[decl.lock_memory] = run_program(argv, cwd=str(tmp_path), timeout=60)
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    out = outs[False]
+    assert out.exit_code != 0 and f"limits {64 << 10} {64 << 10}" in out.stdout, (
+        out.stdout, out.stderr)
+    assert "mlock: Cannot allocate memory" in out.stderr, out.stderr
+    out = outs[True]  # declared: the hard limit is left as it was (and the capability kept)
+    assert out.exit_code == 0 and f"limits {64 << 10} {hard}" in out.stdout, out.stderr
     # the capability set itself, as the kernel reports it
     cap_ipc_lock = 1 << 14
     for decl, kept in ((Declared(), False), (Declared(lock_memory=True), True)):

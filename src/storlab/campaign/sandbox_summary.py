@@ -4,11 +4,12 @@ sockets, io_uring, Landlock), then each step declared to run outside it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StorlabError
-from .runners import (UNSANDBOXED_ENV, exec_missing, landlock_missing, landlock_net_missing,
-                      ld_conf_opt_dirs, make_runner, opens_declared, shown_install_trees,
+from .runners import (UNSANDBOXED_ENV, exec_missing, is_script, landlock_missing,
+                      landlock_net_missing, ld_conf_opt_dirs, make_runner, opens_declared,
+                      shown_install_trees,
                       starts_programs, unsandboxed)
 from .spec import CampaignSpec
 
@@ -41,7 +42,7 @@ def sandbox_summary(camp: Campaign) -> list[str]:
             ring = getattr(runner, "io_uring_reason", lambda: None)()
             prog = getattr(runner, "program", lambda: None)()
             own = hasattr(runner, "starts_programs_reason")
-            others = runner.starts_programs_reason() if own else None
+            others = starts_others(camp, runner, prog) if own else None
         except (StorlabError, OSError, TypeError, ValueError):
             why = ring = prog = others = None
             own = False
@@ -89,6 +90,33 @@ def sandbox_summary(camp: Campaign) -> list[str]:
         head += ("; variables passed by name besides the stated ones (sandbox.env_pass): "
                  + ", ".join(camp.spec.sandbox.env_pass))
     return [head, *system_writable_steps(camp.spec)]
+
+
+def starts_others(camp: Campaign, runner: Any, prog: str | None) -> str | None:
+    """Why some run's program may start other programs, so that it runs with no execute
+    rule, decided as the runs decide it: the runner's own reason, the program a `#!`
+    wrapper (`wrap` gives it none), or a configuration's options (fio's `exec_prerun`,
+    `ioengine=exec`: the runner passes no executables for that run). The configurations
+    are the fixed table's, or for an adaptive campaign each level a factor may take."""
+    import inspect
+    import shutil
+
+    if why := runner.starts_programs_reason():
+        return why
+    if prog and is_script(shutil.which(prog) or prog):
+        return f"{prog} is a #! script: what it starts is not held"
+    if not inspect.signature(runner.starts_programs_reason).parameters:
+        return None
+    spec = camp.spec
+    configs = [cfg for _, cfg, _ in camp.configs] if camp.configs else [
+        {f.name: v} for f in camp.space.factors for v in (f.levels or [])]
+    for cfg in configs:
+        opts = runner.job_options({k: v for k, v in cfg.items()
+                                   if k not in spec.runner.exclude},
+                                  camp.dir / "run", check=False)
+        if why := runner.starts_programs_reason(opts):
+            return f"{why}, in some configurations"
+    return None
 
 
 def declared_writable(paths: list[str], allow: bool, home: str

@@ -47,8 +47,9 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
         "reserved_env_clash", "run_directory", "run_identity", "run_program", "run_tag",
         "shell_command", "substitute", "tail", "template_names", "write_run_file")},
     **{n: "._sandbox" for n in (
-        "UNSANDBOXED_ENV", "Declared", "declared", "exec_missing", "landlock_missing",
-        "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared", "refused_shared",
+        "UNSANDBOXED_ENV", "Declared", "declared", "exec_missing", "is_script",
+        "landlock_missing", "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared",
+        "refused_shared",
         "refused_socket",
         "refused_writable", "require_sandbox", "shown_install_trees", "system_writable",
         "unsandboxed")},
@@ -66,7 +67,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on fi
                            reserved_env_clash, run_directory, run_identity, run_program,
                            run_tag, shell_command, substitute, tail, template_names,
                            write_run_file)
-    from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, exec_missing, landlock_missing,
+    from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, exec_missing, is_script,
+                           landlock_missing,
                            landlock_net_missing, ld_conf_opt_dirs, opens_declared,
                            refused_shared,
                            refused_socket, refused_writable, require_sandbox,
@@ -89,7 +91,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
            "refused_writable", "refused_socket", "refused_shared", "shown_install_trees",
            "system_writable", "unsandboxed", "landlock_missing", "landlock_net_missing", "exec_missing",
-           "ld_conf_opt_dirs", "opens_declared", "option_bool", "run_directory",
+           "is_script", "ld_conf_opt_dirs", "opens_declared", "option_bool", "run_directory",
            "write_run_file",
            # loaded on first use
            "LoadSpec", "LoadResult", "Target", "run_load", "LoadError", "run_load_on_hosts",

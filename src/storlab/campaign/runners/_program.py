@@ -605,7 +605,8 @@ def run_program(argv: Sequence[str] | str, *, cwd: str | os.PathLike[str] | None
                                     stderr=pipes[1][1] if pipes else err_f,
                                     start_new_session=True,
                                     preexec_fn=functools.partial(
-                                        _start_child, os.getpid(), ruleset))
+                                        _start_child, os.getpid(), ruleset,
+                                        walls is not None and not walls.lock_memory))
         except CampaignError as exc:  # the kernel cannot hold it to its TCP ports
             return ProcOutcome("", f"storlab: cannot start {program[0]} in its sandbox: {exc}",
                                None, False, started, time.time())
@@ -741,11 +742,14 @@ def _eperm_hints(said: str) -> list[str]:
     return out
 
 
-def _start_child(parent: int, ruleset: int | None) -> None:
-    """The child's `preexec_fn`: the guard (`guard_child`), then, for a sandboxed program,
-    the Landlock scopes (`_sandbox.enter_landlock`; it raises when the kernel refuses:
-    Popen then fails and the program does not run)."""
+def _start_child(parent: int, ruleset: int | None, clamp_memlock: bool = False) -> None:
+    """The child's `preexec_fn`: the guard (`guard_child`), the hard RLIMIT_MEMLOCK down
+    to the soft one when the program does not keep CAP_IPC_LOCK (`clamp_memlock`), then,
+    for a sandboxed program, the Landlock scopes (`_sandbox.enter_landlock`; it raises
+    when the kernel refuses: Popen then fails and the program does not run)."""
     guard_child(parent)
+    if clamp_memlock:
+        _sandbox.clamp_memlock()
     if ruleset is not None:
         _sandbox.enter_landlock(ruleset)
 

@@ -74,6 +74,18 @@ REALTIME_CAPS = ("CAP_SYS_NICE",)
 LOCK_MEMORY_CAPS = ("CAP_IPC_LOCK",)
 
 
+def clamp_memlock() -> None:
+    """Set the calling process's hard RLIMIT_MEMLOCK to its soft one (in a child about to
+    exec bwrap, when the program does not keep `LOCK_MEMORY_CAPS`). Without CAP_IPC_LOCK
+    a process locks up to its soft limit, but any process may raise that soft limit to
+    the hard one (a hard `memlock` of unlimited: systemd's `LimitMEMLOCK=infinity`, many
+    container runtimes); lowering the hard one needs no capability, raising it back needs
+    CAP_SYS_RESOURCE, which the walls drop."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, soft))
+
+
 @dataclass(frozen=True)
 class Declared:
     """What the campaign declared for the programs of a run: extra writable `paths`
@@ -717,8 +729,8 @@ def exec_filter(fd: int) -> bytes:
                     for n, (code, jt, jf, k) in enumerate(prog))
 
 
-def _script(path: str) -> bool:
-    """`path` starts with `#!`."""
+def is_script(path: str) -> bool:
+    """`path` starts with `#!` (a wrapper: `wrap` gives it no execute rule)."""
     try:
         with open(path, "rb") as fh:
             return fh.read(2) == b"#!"
@@ -794,11 +806,12 @@ def program_files(exe: str) -> tuple[str, ...]:
 
 
 def exec_ruleset(files: tuple[str, ...]) -> int:
-    """A Landlock ruleset (its descriptor, kept for the process: at most
-    `EXEC_RULESETS_KEPT`, by the files' identities, so a file replaced since gets a new
-    one) handling LANDLOCK_ACCESS_FS_EXECUTE and allowing it on `files` only. Rules hold
-    the inodes, so they hold inside bwrap's mount namespace. Raises CampaignError when the
-    kernel cannot make it."""
+    """A Landlock ruleset handling LANDLOCK_ACCESS_FS_EXECUTE and allowing it on `files`
+    only: a duplicate of its descriptor, the caller's to close (the ruleset is kept for
+    the process: at most `EXEC_RULESETS_KEPT`, by the files' identities, so a file
+    replaced since gets a new one; duplicated under the lock, as another thread may evict
+    and close the kept one). Rules hold the inodes, so they hold inside bwrap's mount
+    namespace. Raises CampaignError when the kernel cannot make it."""
     import ctypes
     import struct
 
@@ -813,7 +826,7 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
         fd = _EXEC_RULESETS.get(tuple(key))
         if fd is not None:
             _EXEC_RULESETS.move_to_end(tuple(key))
-            return fd
+            return os.dup(fd)
         syscall = ctypes.CDLL(None, use_errno=True).syscall
         attr = ctypes.create_string_buffer(struct.pack("<Q", LANDLOCK_ACCESS_FS_EXECUTE))
         fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
@@ -840,7 +853,7 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
         _EXEC_RULESETS[tuple(key)] = fd
         while len(_EXEC_RULESETS) > EXEC_RULESETS_KEPT:
             os.close(_EXEC_RULESETS.popitem(last=False)[1])
-        return fd
+        return os.dup(fd)
 
 
 @functools.cache
@@ -1096,7 +1109,7 @@ class Walls:
             import platform
 
             at, start, files = self.executes
-            rfd = os.dup(exec_ruleset(files))
+            rfd = exec_ruleset(files)
             self.exec_fds.append(rfd)
             self.exec_fds.append(_data_fd("storlab-exec-filter", exec_filter(rfd)))
             if env is not None:
@@ -1106,7 +1119,7 @@ class Walls:
             program = [*program[:at], PERL, "-e", EXEC_SHIM, str(rfd),
                        str(self.exec_fds[2]) if env is not None else "-",
                        str(self.exec_fds[1]), *(str(n) for n in nrs[:3]),
-                       "0" if _script(start) else str(os.O_CLOEXEC), start,
+                       "0" if is_script(start) else str(os.O_CLOEXEC), start,
                        *program[at:]]
             if env is not None:
                 out.append("--clearenv")
@@ -1634,7 +1647,7 @@ def wrap(program: Sequence[str], cwd: str | None, targets: Iterable[str] = (),
             _found(e, cwd, (env or os.environ).get("PATH")) for e in executables]
         # a `#!` wrapper (a `fio:` script that execs the real fio) starts programs by
         # design: no rule holds what it starts
-        if executables and found and not _script(found[0]):
+        if executables and found and not is_script(found[0]):
             if not os.path.isfile(PERL):
                 raise CampaignError(f"no {PERL} (Debian package perl-base), which enters the "
                                     "program's execute rules inside its walls")

@@ -103,8 +103,9 @@ def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> 
 def lockmem_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
     """Why this job's fio locks memory past RLIMIT_MEMLOCK, which needs CAP_IPC_LOCK (kept
     only with `sandbox.lock_memory`): `lockmem` (fio pins that much with mlock in each job)
-    above the soft limit its programs inherit from storlab, or a value storlab cannot
-    read as a size; or None."""
+    above the soft limit its programs inherit from storlab (their hard limit too: the walls
+    lower the hard one to it, `_sandbox.clamp_memlock`, so no program raises past it), or
+    a value storlab cannot read as a size; or None."""
     import resource
 
     from ... import units
