@@ -15,7 +15,8 @@ from storlab.campaign.sweep_campaign import campaign_executor
 
 #: What the scheduler answers a client without a certificate (TLS 1.3 sends its alert
 #: after the client's handshake ends: on the first read; TLS 1.2 fails the handshake).
-NO_CERT = {"TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_HANDSHAKE_FAILURE"}
+#: Or the connection just closes, the alert unread (seen two times in five here).
+NO_CERT = {"TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_HANDSHAKE_FAILURE", "CLOSED"}
 
 
 def _anyone(address: str, security: object = None) -> object:
@@ -44,9 +45,14 @@ def _tls_reply(where: str, ca: str, cert: tuple[str, str] | None) -> str | None:
             with ctx.wrap_socket(raw) as s:
                 s.settimeout(2)
                 s.sendall(b"\0" * 8)  # not a Dask frame: the server waits for more
-                s.recv(1)
+                if s.recv(1) == b"":  # closed without an alert the client read
+                    return "CLOSED"
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):  # closed, the alert unread
+            return "CLOSED"
         except ssl.SSLError as exc:
             return str(exc.reason)
+        except ConnectionResetError:
+            return "CLOSED"
         except TimeoutError:
             return None
     return None
@@ -74,7 +80,9 @@ def test_the_sweeps_dask_cluster_refuses_a_client_without_its_certificate(
         got = _anyone(f"tls://{where}", Security(
             tls_ca_file=sec.tls_ca_file, tls_client_cert=other.tls_client_cert,
             tls_client_key=other.tls_client_key, require_encryption=True))
-        assert isinstance(got, OSError) and isinstance(got.__cause__, ssl.SSLError), got
+        # the TLS failure, raised as itself or named by distributed's comm error
+        assert isinstance(got, OSError) and (isinstance(got.__cause__, ssl.SSLError)
+                                             or "SSLError" in str(got)), got
         ex = make_executor(spec)  # storlab's own client: its certificate
         try:
             assert ex.client.run_on_scheduler(lambda: 7) == 7
