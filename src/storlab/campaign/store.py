@@ -146,12 +146,18 @@ def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Ident
         if suffix == OUTPUT:
             refuse_foreign_output(name, st)
             continue
-        try:
-            check_trusted_entry(name, st, "campaign store")
-        except StorlabError as exc:
-            raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
-                                "--no-preserve=ownership) or run as its owner") from None
+        _refuse_foreign_store_file(name, st)
     return seen
+
+
+def _refuse_foreign_store_file(name: str, st: os.stat_result) -> None:
+    """One of the store's files owned by another user, or writable by its group or
+    others: refused in one line with the way out."""
+    try:
+        check_trusted_entry(name, st, "campaign store")
+    except StorlabError as exc:
+        raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
+                            "--no-preserve=ownership) or run as its owner") from None
 
 
 def refuse_foreign_output(name: str, st: os.stat_result) -> None:
@@ -190,11 +196,7 @@ def refuse_foreign_held(before: set[tuple[int, int, int]]) -> None:
             name = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
-        try:
-            check_trusted_entry(name, st, "campaign store")
-        except StorlabError as exc:
-            raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
-                                "--no-preserve=ownership) or run as its owner") from None
+        _refuse_foreign_store_file(name, st)
 
 
 def _lstat(p: str | Path) -> os.stat_result | None:
