@@ -35,11 +35,11 @@ import stat
 import subprocess
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ...errors import CampaignError
 from ...fileio import within
@@ -594,18 +594,26 @@ _TCP_RULESETS: OrderedDict[tuple[int, ...], int] = OrderedDict()
 _TCP_RULESETS_LOCK = threading.Lock()
 
 
+def _kept_ruleset(kept: OrderedDict[Any, int], limit: int, key: Any,
+                  make: Callable[[], int]) -> int:
+    """The ruleset descriptor `kept` holds for `key`, or `make()`'s, kept (at most `limit`:
+    the least recently used one's descriptor is closed). Call under `_TCP_RULESETS_LOCK`."""
+    fd = kept.get(key)
+    if fd is not None:
+        kept.move_to_end(key)
+        return fd
+    fd = kept[key] = make()
+    while len(kept) > limit:
+        os.close(kept.popitem(last=False)[1])
+    return fd
+
+
 def tcp_ruleset(ports: tuple[int, ...]) -> int:
     """`_tcp_ruleset(ports)`, kept for the next start with the same ports (at most
     `TCP_RULESETS_KEPT` sets: the least recently used one's descriptor is closed)."""
     with _TCP_RULESETS_LOCK:
-        fd = _TCP_RULESETS.get(ports)
-        if fd is not None:
-            _TCP_RULESETS.move_to_end(ports)
-            return fd
-        fd = _TCP_RULESETS[ports] = _tcp_ruleset(ports)
-        while len(_TCP_RULESETS) > TCP_RULESETS_KEPT:
-            os.close(_TCP_RULESETS.popitem(last=False)[1])
-        return fd
+        return _kept_ruleset(_TCP_RULESETS, TCP_RULESETS_KEPT, ports,
+                             lambda: _tcp_ruleset(ports))
 
 
 def _tcp_ruleset(ports: tuple[int, ...]) -> int:
@@ -812,9 +820,6 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
     replaced since gets a new one; duplicated under the lock, as another thread may evict
     and close the kept one). Rules hold the inodes, so they hold inside bwrap's mount
     namespace. Raises CampaignError when the kernel cannot make it."""
-    import ctypes
-    import struct
-
     key = []
     for f in files:
         try:
@@ -823,37 +828,40 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
             raise CampaignError(f"cannot allow {f} to execute: {exc.strerror}") from None
         key.append((f, st.st_dev, st.st_ino))
     with _TCP_RULESETS_LOCK:
-        fd = _EXEC_RULESETS.get(tuple(key))
-        if fd is not None:
-            _EXEC_RULESETS.move_to_end(tuple(key))
-            return os.dup(fd)
-        syscall = ctypes.CDLL(None, use_errno=True).syscall
-        attr = ctypes.create_string_buffer(struct.pack("<Q", LANDLOCK_ACCESS_FS_EXECUTE))
-        fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
-        if fd < 0:
-            raise CampaignError("cannot make the Landlock ruleset holding the program to "
-                                f"its own files: {os.strerror(ctypes.get_errno())}")
-        try:
-            for f, dev, ino in key:
-                pfd = os.open(f, os.O_PATH | os.O_CLOEXEC)
-                try:
-                    st = os.fstat(pfd)
-                    rule = ctypes.create_string_buffer(
-                        struct.pack("<Qi", LANDLOCK_ACCESS_FS_EXECUTE, pfd))
-                    if (st.st_dev, st.st_ino) != (dev, ino) or syscall(
-                            _LL_ADD_RULE, fd, _LL_RULE_PATH_BENEATH, rule,
-                            ctypes.c_uint32(0)) != 0:
-                        raise CampaignError(f"cannot allow {f} to execute in the Landlock "
-                                            f"ruleset: {os.strerror(ctypes.get_errno())}")
-                finally:
-                    os.close(pfd)
-        except BaseException:
-            os.close(fd)
-            raise
-        _EXEC_RULESETS[tuple(key)] = fd
-        while len(_EXEC_RULESETS) > EXEC_RULESETS_KEPT:
-            os.close(_EXEC_RULESETS.popitem(last=False)[1])
-        return os.dup(fd)
+        return os.dup(_kept_ruleset(_EXEC_RULESETS, EXEC_RULESETS_KEPT, tuple(key),
+                                    lambda: _exec_ruleset(key)))
+
+
+def _exec_ruleset(key: list[tuple[str, int, int]]) -> int:
+    """A new ruleset for `exec_ruleset`: execute allowed on each file, if it is still the
+    one (device, inode) `key` names."""
+    import ctypes
+    import struct
+
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    attr = ctypes.create_string_buffer(struct.pack("<Q", LANDLOCK_ACCESS_FS_EXECUTE))
+    fd = syscall(_LL_CREATE, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if fd < 0:
+        raise CampaignError("cannot make the Landlock ruleset holding the program to "
+                            f"its own files: {os.strerror(ctypes.get_errno())}")
+    try:
+        for f, dev, ino in key:
+            pfd = os.open(f, os.O_PATH | os.O_CLOEXEC)
+            try:
+                st = os.fstat(pfd)
+                rule = ctypes.create_string_buffer(
+                    struct.pack("<Qi", LANDLOCK_ACCESS_FS_EXECUTE, pfd))
+                if (st.st_dev, st.st_ino) != (dev, ino) or syscall(
+                        _LL_ADD_RULE, fd, _LL_RULE_PATH_BENEATH, rule,
+                        ctypes.c_uint32(0)) != 0:
+                    raise CampaignError(f"cannot allow {f} to execute in the Landlock "
+                                        f"ruleset: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(pfd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @functools.cache
