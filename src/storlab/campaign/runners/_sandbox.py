@@ -609,11 +609,13 @@ def _kept_ruleset(kept: OrderedDict[Any, int], limit: int, key: Any,
 
 
 def tcp_ruleset(ports: tuple[int, ...]) -> int:
-    """`_tcp_ruleset(ports)`, kept for the next start with the same ports (at most
-    `TCP_RULESETS_KEPT` sets: the least recently used one's descriptor is closed)."""
+    """`_tcp_ruleset(ports)`: a duplicate of its descriptor, the caller's to close (the
+    ruleset is kept for the next start with the same ports, at most `TCP_RULESETS_KEPT`
+    sets: the least recently used one's descriptor is closed; duplicated under the lock,
+    as another thread may evict and close the kept one before the caller uses it)."""
     with _TCP_RULESETS_LOCK:
-        return _kept_ruleset(_TCP_RULESETS, TCP_RULESETS_KEPT, ports,
-                             lambda: _tcp_ruleset(ports))
+        return os.dup(_kept_ruleset(_TCP_RULESETS, TCP_RULESETS_KEPT, ports,
+                                    lambda: _tcp_ruleset(ports)))
 
 
 def _tcp_ruleset(ports: tuple[int, ...]) -> int:
@@ -1020,6 +1022,9 @@ class Walls:
     executes: tuple[int, str, tuple[str, ...]] | None = None
     #: the execute ruleset's, the environment's and the filter's descriptors (the shim's)
     exec_fds: list[int] = field(default_factory=list)
+    #: the Landlock ruleset descriptors `landlock()` returned (duplicates: `close()`
+    #: closes them; never passed to bwrap)
+    rulesets: list[int] = field(default_factory=list)
 
     def add(self, fd: int, at: str) -> None:
         self.fds.append(fd)
@@ -1216,15 +1221,26 @@ class Walls:
 
     def landlock(self) -> int | None:
         """The Landlock ruleset the program's sandbox enters: the shared one
-        (`landlock_ruleset`), or the one holding TCP to `tcp_ports` (`tcp_ruleset`).
-        Raises CampaignError when the kernel cannot hold it to them."""
+        (`landlock_ruleset`), or the one holding TCP to `tcp_ports` (`tcp_ruleset`); a
+        duplicate of its descriptor, these walls' own until `close()` (a kept ruleset
+        another thread evicts stays open for this start). Raises CampaignError when the
+        kernel cannot hold it to them."""
         if self.tcp_ports is None:
-            return landlock_ruleset()
-        return tcp_ruleset(self.tcp_ports)
+            shared = landlock_ruleset()  # kept for the process, never closed
+            if shared is None:
+                return None
+            fd = os.dup(shared)
+        else:
+            fd = tcp_ruleset(self.tcp_ports)
+        self.rulesets.append(fd)
+        return fd
 
     def close(self) -> None:
         for fd in self.all_fds:
             os.close(fd)
+        for fd in self.rulesets:
+            os.close(fd)
+        self.rulesets.clear()
         self.covers.clear()
         self.seccomp = None
         self.args_fd = None
