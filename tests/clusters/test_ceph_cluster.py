@@ -247,8 +247,9 @@ def _field(pid, name):
 
 
 def test_daemons_run_as_ceph_inside_read_only_walls(ceph):
-    """Each daemon runs as the `ceph` user with no capability left, as the first process
-    of a mount namespace whose root is read-only: the system and root's files of the
+    """Each daemon runs as the `ceph` user with no capability left, as the child of
+    bwrap's init (pid 2: the session's cluster is tied to the test run, and the init dies
+    with it) in a mount namespace whose root is read-only: the system and root's files of the
     cluster (keyrings, state, PID records) cannot be written, nor mostly seen; its own data
     directory and the runtime directory are its only writable places, and /dev holds no
     disk."""
@@ -260,7 +261,7 @@ def test_daemons_run_as_ceph_inside_read_only_walls(ceph):
     for name, pid in pids.items():
         assert _field(pid, "Uid") == [str(uid)] * 4 and _field(pid, "Gid") == [str(gid)] * 4
         assert _field(pid, "CapEff") == ["0000000000000000"], name
-        assert _field(pid, "NSpid")[-1] == "1", name  # its sandbox's pid 1
+        assert _field(pid, "NSpid")[-1] == "2", name  # under its sandbox's pid 1
         with open(f"/proc/{pid}/mountinfo") as fh:
             root = next(line.split() for line in fh if line.split()[4] == "/")
         assert "ro" in root[5].split(","), (name, root)
@@ -333,6 +334,50 @@ def test_killed_osd_is_reported_then_restarted(ceph):
     c.restart_osds(timeout=120)
     assert len(_copies(c.conf, "ceph-osd", "-i", "0")) == 1
     assert c.status()["healthy"]
+
+
+#: Brings a tied Ceph up in a process of its own (as a test run does), says so, waits.
+_TIED_UP = """
+import sys, time
+from pathlib import Path
+import storlab.campaign.runners.cluster_walls  # the walls the cluster's programs run in
+from storlab.clusters.ceph import CephCluster, CephOptions
+
+c = CephCluster(Path(sys.argv[1]))
+c.up(CephOptions(osds=1, store="memstore", osd_bytes=256 << 20, mon_port=int(sys.argv[2]),
+                 pg_num=8, tie_to_parent=True), timeout=180)
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_run_takes_its_tied_daemons_with_it(tmp_path, free_ports, leftovers):
+    """The daemons drop root (`--setuser ceph`), which cleared the parent-death signal
+    bwrap set on them as their sandbox's pid 1: a SIGKILLed test run left them running.
+    Tied, they run under bwrap's init, which dies with the run: all gone in seconds."""
+    import subprocess
+    import sys
+
+    base = tmp_path / "k"
+    base.mkdir()
+    up = subprocess.Popen([sys.executable, "-c", _TIED_UP, str(base), str(free_ports(1))],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert up.stdout.readline().strip() == "up", up.stderr.read() if up.poll() else ""
+        running = _copies(CephCluster(base).conf, "ceph-mon")
+        assert len(running) == 1 and _field(running[0], "Uid")[0] == \
+            str(pwd.getpwnam("ceph").pw_uid)
+        up.kill()
+        up.wait()
+        deadline = time.monotonic() + 5
+        while leftovers(base)["processes"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert leftovers(base)["processes"] == [], "daemons outlived the killed run"
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        CephCluster(base).down()  # whatever is left (nothing, with the fix)
 
 
 def test_failed_up_keeps_the_logs(tmp_path, free_ports):

@@ -114,10 +114,12 @@ def test_free_ports_stay_below_the_ephemeral_range():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the walls' daemons are root's (cluster up)")
-@pytest.mark.parametrize("opt_out", [False, True])
-def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkeypatch, opt_out):
+@pytest.mark.parametrize("opt_out, tie", [(False, True), (False, False), (True, True)])
+def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkeypatch,
+                                                                opt_out, tie):
     """A daemon started in walls (`Daemon(walls=...)`, as Ceph's are): its PID record
-    names the program itself (pid 1 of its sandbox, bwrap's `--info-fd`), not bwrap; the
+    names the program itself, not bwrap: pid 1 of its sandbox (bwrap's `--info-fd`) when it
+    may outlive storlab, the child of bwrap's init (pid 2) when tied to storlab; the
     root it sees is read-only but for its writable place; SIGTERM by the record ends it and
     bwrap with it, and its exit status is bwrap's. Opted out of the sandbox
     (`STORLAB_UNSANDBOXED=1`), the program is started as it is."""
@@ -136,7 +138,7 @@ def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkey
             "time.sleep(60)\n")
     d = Daemon("w", ["python3", "-c", code, str(own), "-" if opt_out else "probe"],
                tmp_path / "w.log",
-               tmp_path / "run" / "w.pid", tie_to_parent=True,
+               tmp_path / "run" / "w.pid", tie_to_parent=tie,
                walls={"cwd": str(own), "writable": [str(own)]})
     pid = d.start()
     wait_until(lambda: (own / "mine").exists(), 20, "the daemon to write its place", [d])
@@ -150,7 +152,7 @@ def test_a_walled_daemon_is_recorded_by_its_own_pid_and_stopped(tmp_path, monkey
     if opt_out:
         assert nspid == [str(pid)]
     else:
-        assert nspid[-1] == "1"
+        assert nspid[-1] == ("2" if tie else "1")
         wait_until(lambda: "refused 30" in d.log.read_text(), 20, "EROFS on /etc", [d])
     assert not os.path.exists("/etc/storlab-walled-probe")
     os.kill(pid, signal.SIGTERM)  # by the record's pid: the program's own handler runs
@@ -223,3 +225,67 @@ def test_a_listener_checked_by_a_host_name(tmp_path, free_ports):
         assert not isinstance(exc.value, PortTaken)
     finally:
         stop_pid(d.pidfile, grace=5)
+
+
+#: Started in a process of its own: a walled daemon tied to it (as test clusters start
+#: Ceph's), which changes its credentials as `ceph-mon --setuser ceph` does; prints its pid.
+_TIED_STARTER = """
+import sys, time
+import storlab.campaign.runners.cluster_walls  # registers the walls
+from pathlib import Path
+from storlab.clusters._util import Daemon
+
+own = Path(sys.argv[1])
+code = ("import os, pwd, time\\n"
+        "u = pwd.getpwnam('ceph')\\n"
+        "os.setgroups([]); os.setgid(u.pw_gid); os.setuid(u.pw_uid)\\n"
+        "print('dropped', os.getuid(), flush=True)\\n"
+        "time.sleep(300)\\n")
+d = Daemon("w", ["python3", "-c", code], own / "w.log", own / "run" / "w.pid",
+           tie_to_parent=True, walls={"cwd": str(own), "writable": [str(own)]})
+print(d.start(), flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the walls' daemons are root's (cluster up)")
+def test_a_tied_walled_daemon_that_drops_root_dies_with_its_starter(tmp_path):
+    """A walled daemon was its sandbox's pid 1 (`--as-pid-1`); changing its credentials
+    (`--setuser ceph`) cleared the parent-death signal bwrap gave it, so a killed test run
+    left it running. Tied, it now runs under bwrap's init, which dies with the starter and
+    takes the PID namespace down: gone within seconds of a SIGKILL of the starter."""
+    import pwd
+
+    try:
+        ceph_uid = pwd.getpwnam("ceph").pw_uid
+    except KeyError:
+        pytest.skip("no ceph user")
+    own = tmp_path / "own"
+    own.mkdir()
+    starter = subprocess.Popen([sys.executable, "-c", _TIED_STARTER, str(own)],
+                               stdout=subprocess.PIPE, text=True)
+    rec = None
+    try:
+        pid = int(starter.stdout.readline())
+        rec = read_record(own / "run" / "w.pid")
+        assert rec is not None and rec.pid == pid
+        wait_until(lambda: f"dropped {ceph_uid}" in (own / "w.log").read_text(), 20,
+                   "the daemon to drop root")
+        with open(f"/proc/{pid}/status") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        assert fields["Uid"].split()[0] == str(ceph_uid)
+        # the record names the program itself, not bwrap's init
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            assert os.path.basename(fh.read().split(b"\0")[0]).startswith(b"python")
+        starter.kill()
+        starter.wait()
+        deadline = time.monotonic() + 5
+        while proc_state(pid, rec.start) != GONE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc_state(pid, rec.start) == GONE, "the daemon outlived its starter"
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+            starter.wait()
+        if rec is not None and proc_state(rec.pid, rec.start) != GONE:
+            os.kill(rec.pid, signal.SIGKILL)

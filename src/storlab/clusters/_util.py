@@ -267,8 +267,11 @@ def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
            info_fd: int | None = None, proc_writable: bool = False) -> Walled:
     """`program` inside a sandbox: the system read-only, `writable` the only places it
     may write, `readable` shown read-only beside the system's trees, the host's network
-    with TCP to and on `ports` only; a `daemon` runs as the sandbox's pid 1 and may
-    outlive storlab (unless `die_with_parent`), its pid written to `info_fd`;
+    with TCP to and on `ports` only; a `daemon` may outlive storlab and then runs as the
+    sandbox's pid 1; with `die_with_parent` it runs under bwrap's init, which dies with
+    storlab and ends the namespace (a daemon changing its credentials, ceph's
+    `--setuser`, loses its own parent-death signal); bwrap writes the sandbox's first
+    pid to `info_fd`;
     `proc_writable`: its own processes' /proc entries writable (the kernel's stay
     read-only). Fails closed:
     no sandbox registered (`use_walls`) is an error, never a program run without walls."""
@@ -456,7 +459,8 @@ class Daemon:
         self.name, self.argv, self.log, self.pidfile = name, list(argv), log, pidfile
         self.env, self.user, self.tie_to_parent = env, user, tie_to_parent
         #: `walled`'s arguments (cwd, writable, readable, ports...): the daemon starts in
-        #: a sandbox of its own, as its pid 1; None: as a plain child
+        #: a sandbox of its own, as its pid 1 (tied: as the child of bwrap's init, which
+        #: dies with this process); None: as a plain child
         self.walls = dict(walls) if walls is not None else None
         self.pid: int | None = None  # the daemon's own pid, once started by this object
         # Kept so that its exit status stays ours: a dropped Popen of a running child is
@@ -539,6 +543,11 @@ class Daemon:
         pid = p.pid
         if info_r >= 0:
             pid = _info_pid(info_r) or p.pid  # bwrap failed before its child: bwrap's own
+            if self.tie_to_parent and pid != p.pid:
+                # the sandbox's pid 1 is bwrap's init (it dies with us); the record names
+                # the daemon, its child, so that SIGTERM reaches it (an init without a
+                # handler drops it) and its end is the daemon's own
+                pid = _only_child(pid) or pid
         # The start time is read now: a process that died at once has none (recorded None
         # would fall back to the command line, so the writer's pid stands in: never ours).
         start = proc_start(pid)
@@ -605,6 +614,25 @@ def _info_pid(fd: int, timeout: float = 30.0) -> int | None:
         return int(json.loads(data)["child-pid"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _only_child(pid: int, timeout: float = 10.0) -> int | None:
+    """The child of `pid` (bwrap's init in a sandbox: it starts the one program), once it
+    has forked it; None when `pid` ends first (the program failed to start: the init's
+    own end then tells it)."""
+    start = proc_start(pid)
+    deadline = time.monotonic() + timeout
+    while start is not None and proc_state(pid, start) == RUNNING:
+        for e in os.listdir("/proc"):
+            if not e.isdigit():
+                continue
+            st = stat_fields(int(e))
+            if st is not None and int(st[1]) == pid:
+                return int(e)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    return None
 
 
 def _final_tail(d: Daemon) -> str:

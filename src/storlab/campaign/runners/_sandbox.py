@@ -999,9 +999,10 @@ class Walls:
     #: with several hard links too (each shown read-only over itself)
     strict: bool = True
     covers: list[tuple[int, str]] = field(default_factory=list)  # (descriptor, shown at)
-    #: a cluster's daemon: it may outlive storlab (no `--die-with-parent`), runs as the
-    #: sandbox's pid 1 (`--as-pid-1`: signalled by its own pid, its exit ends the
-    #: namespace), and bwrap writes its pid to `info_fd` (`--info-fd`)
+    #: a cluster's daemon: it may outlive storlab (no `--die-with-parent`), then runs as
+    #: the sandbox's pid 1 (`--as-pid-1`: signalled by its own pid, its exit ends the
+    #: namespace; a tied one runs under bwrap's init, which dies with storlab), and bwrap
+    #: writes its pid (the init's when not `as_pid_1`) to `info_fd` (`--info-fd`)
     die_with_parent: bool = True
     as_pid_1: bool = False
     info_fd: int | None = None

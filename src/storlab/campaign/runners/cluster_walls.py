@@ -37,7 +37,12 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
     if unsandboxed():
         return Walled(list(program), inside=False)
     w = Walls(network=True, tcp_ports=tuple(sorted(set(ports))), unix_sockets=unix_sockets,
-              strict=False, die_with_parent=die_with_parent, as_pid_1=daemon,
+              # a daemon tied to storlab is not pid 1: bwrap's own init is, which dies with
+              # storlab (--die-with-parent) and takes the PID namespace down with it; a
+              # daemon that changes its credentials (ceph's --setuser) loses the
+              # parent-death signal bwrap gave it, so as pid 1 it would outlive a kill
+              strict=False, die_with_parent=die_with_parent,
+              as_pid_1=daemon and not die_with_parent,
               info_fd=info_fd, open_dirs=_above([*writable, *readable]) if daemon else (),
               proc_writable=proc_writable)
     try:
