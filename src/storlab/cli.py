@@ -281,8 +281,8 @@ def _run(argv: list[str] | None) -> int:
         rv = _app_for(args)(args=args, prog_name="storlab", standalone_mode=False)
         # an Exit raised by the command comes back as its code; a command returns None
         return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
-    except StorlabError as exc:
-        _fail(str(exc), 2)
+    except StorlabError as exc:  # bad input: 2; runs that all failed (RunsFailed): 1
+        _fail(str(exc), getattr(exc, "exit_code", 2))
     except (IsADirectoryError, NotADirectoryError, FileNotFoundError, PermissionError) as exc:
         # A path the user gave that a library opened before storlab could check it.
         _fail(_oserror_line(exc), 2)

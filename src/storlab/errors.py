@@ -1,5 +1,5 @@
 """Every exception class storlab defines: the errors that reach the user as one line (the CLI
-prints them and exits 2), then the internal signals that storlab catches itself."""
+prints them and exits 2, or a class's `exit_code`), then the internal signals that storlab catches itself."""
 
 from __future__ import annotations
 
@@ -65,12 +65,23 @@ class TuneError(StorlabError):
     """A tuning request that cannot be honoured as asked."""
 
 
+class RunsFailed(StorlabError):
+    """Runs were made and none gave what the command needs (every run it made failed): not
+    bad input, so the CLI exits 1 rather than 2."""
+
+    exit_code = 1
+
+
 class ReportError(StorlabError):
     """The inputs of a report cannot be used (unknown response, unreadable files...)."""
 
 
 class EstimateError(StorlabError):
     """Input the read/write-mix model cannot use (0 throughput, bad mix, bad percentage...)."""
+
+
+class MeasureRunsFailed(RunsFailed, EstimateError):
+    """Every run of `estimate measure` failed or was refused: nothing to fit (exit 1)."""
 
 
 class QuietDeviceError(EstimateError):

@@ -170,11 +170,51 @@ def test_failing_run_is_recorded_and_campaign_goes_on(tmp_path: Path, cli: Any) 
     assert len(bad) == 1 and bad[0]["status"] == "failed"
     assert "no-such-pattern" in bad[0]["stderr_tail"] and bad[0]["exit_code"] != 0
     assert json.loads(cli("run", str(camp), "--json").stdout)["ran"] == 0
-    retry = json.loads(cli("run", str(camp), "--retry-failed", "--json").stdout)
-    assert retry["ran"] == 1 and retry["failed"] == 1
+    # the one run retried fails again: every run of this invocation failed, exit 1
+    p = cli("run", str(camp), "--retry-failed", "--json", check=False)
+    retry = json.loads(p.stdout)
+    assert p.returncode == 1 and retry["ran"] == 1 and retry["failed"] == 1, p.stderr
+    assert "the one run failed" in p.stderr and "--failures" in p.stderr
     assert rows(tmp_path / "c" / "campaign.db")[bad[0]["key"]]["attempts"] == 2
     st = json.loads(cli("status", str(camp), "--json").stdout)
     assert {c["status"]: c["runs"] for c in st["counts"]} == {"ok": 1, "failed": 1}
+
+
+def test_run_exits_1_when_every_run_of_the_invocation_failed(tmp_path: Path,
+                                                              cli: Any) -> None:
+    """`storlab run` exited 0 with every run failed (a caller trusting it hid the failure):
+    now 1 (2 stays bad input) with a last line saying how many and where to see why; 0
+    when some succeeded, saying "N of M runs failed"; --fail-on-error: 1 then too."""
+    fail = ("import json, sys; sys.argv[1].startswith('bad') and sys.exit(3); "
+            "print(json.dumps({'y': 1}))")
+    spec = {"space": {"factors": [{"name": "name", "kind": "categorical",
+                                   "values": ["bad", "good"]}]},
+            "design": {"kind": "full"}, "repetitions": 1,
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, "-c", fail, "{name}"],
+                "json_metrics": {"y": "y"}}}}
+    every = write_campaign(tmp_path / "every", **{
+        **spec, "space": {"factors": [{"name": "name", "kind": "categorical",
+                                       "values": ["bad", "bad2"]}]}})
+    p = cli("run", str(every), check=False)
+    assert p.returncode == 1, p.stdout + p.stderr
+    last = p.stdout.strip().splitlines()[-1]
+    assert last.startswith("all 2 runs failed") and f"storlab status {every} --failures" \
+        in last, p.stdout
+    again = cli("run", str(every), check=False)  # nothing left to run: nothing failed now
+    assert again.returncode == 0, again.stdout + again.stderr
+    some = write_campaign(tmp_path / "some", **spec)
+    p = cli("run", str(some), check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.strip().splitlines()[-1].startswith("1 of 2 runs failed"), p.stdout
+    strict = write_campaign(tmp_path / "strict", **spec)
+    p = cli("run", str(strict), "--fail-on-error", check=False)
+    assert p.returncode == 1 and "1 of 2 runs failed" in p.stdout, p.stdout + p.stderr
+    fine = write_campaign(tmp_path / "fine", **{
+        **spec, "space": {"factors": [{"name": "name", "kind": "categorical",
+                                       "values": ["good", "good2"]}]}})
+    p = cli("run", str(fine), "--fail-on-error", check=False)
+    assert p.returncode == 0 and "failed" not in p.stdout.splitlines()[-1], p.stdout
 
 
 def _a_block_device() -> str:
@@ -386,7 +426,8 @@ def test_fio_own_error_is_shown_by_status_and_the_report(tmp_path: Path, cli: An
                         runner={"type": "fio", "options": {**FIO, "ioengine": "nosuchengine"}},
                         space={"factors": [{"name": "bs", "kind": "ordinal",
                                             "values": ["4k", "64k"]}]})
-    run = cli("run", str(camp))
+    run = cli("run", str(camp), check=False)
+    assert run.returncode == 1 and "all 2 runs failed" in run.stdout  # every run failed
     assert "not loadable" in run.stderr  # the progress line of each failed run
     table = cli("status", str(camp)).stdout
     assert "engine nosuchengine not loadable" in table and "no fio JSON document" in table

@@ -208,6 +208,18 @@ def test_measure_writes_its_runs_into_the_campaign_it_creates(storlab_main, tmp_
     assert RWModel.load(tmp_path / "est" / "model.json").fit_for("4k").f_rw > 0
 
 
+@needs_fio
+def test_measure_exits_1_when_every_run_failed(storlab_main, tmp_path, shm) -> None:
+    """Every fio run failing (an engine fio cannot load) is no bad input: exit 1, as
+    `storlab run` does when all its runs fail (it was 2)."""
+    code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "--repeats", "1",
+                                "--runtime", "1", "--file-size", "4m", "--target", str(shm),
+                                "--ioengine", "nosuchengine", "--campaign",
+                                str(tmp_path / "camp"), "--json")
+    assert code == 1 and "every run failed or was refused" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_measure_bad_options(storlab_main, tmp_path) -> None:
     code, _, err = storlab_main("estimate", "measure", "--sizes", "4k", "--mixed", "8k:1")
     assert code == 2 and "8k, which --sizes does not measure" in err

@@ -1075,3 +1075,38 @@ def test_the_terminal_writes_no_unit_beside_n_a() -> None:
     assert _quantity(None, None, "MB/s") == "n/a"
     assert _quantity(4.5, 0.25, "MB/s") == "4.5 +/- 0.25 MB/s"
     assert _quantity(4.5, None, "") == "4.5"
+
+
+def test_tune_and_confirm_exit_1_when_their_runs_failed(tmp_path: Path, cli: Any,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """`tune` said "nothing to recommend" and exited 0 with every run failed, `confirm`
+    exited 2 (bad input) when no run gave the response: both now exit 1, as `storlab run`
+    does, saying how many runs failed and how to see why; some failed: 0, but 1 with
+    --fail-on-error."""
+    monkeypatch.chdir(tmp_path)
+    broken = campaign(tmp_path / "b", budget=6, strategy="random")
+    spec = yaml.safe_load(broken.read_text())
+    spec["runner"]["options"]["command"] = [sys.executable, "-c",
+                                            "import sys; sys.exit('no such device')"]
+    broken.write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = cli("tune", str(broken), "--quiet", check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    last = " ".join(r.stdout.strip().splitlines()[-1].split())
+    assert re.match(r"all \d+ runs failed \(see why: storlab status ", last), r.stdout
+    assert "--store" in last and last.endswith("--failures)"), last
+    cfg = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=none"
+    r = cli("confirm", str(broken), "--config", cfg, "--against", REF, "-n", "2", "--quiet",
+            check=False)
+    assert r.returncode == 1 and "no run produced 'y'" in r.stderr, r.stdout + r.stderr
+    # some runs fail (bfq, with ORACLE_FAIL): 0, and 1 with --fail-on-error
+    half = campaign(tmp_path / "h", env={"ORACLE_FAIL": "1"})
+    bfq = "engine=libaio,depth=16,bs=64k,x1=1,x2=0,sched=bfq"
+    r = cli("confirm", str(half), "--config", bfq, "--against", REF, "-n", "2", "--quiet",
+            check=False)
+    assert r.returncode == 0 and "2 of 4 runs failed" in " ".join(r.stdout.split()), \
+        r.stdout + r.stderr
+    r = cli("confirm", str(half), "--config", bfq, "--against", REF, "-n", "2", "--quiet",
+            "--store", "again.db", "--fail-on-error", check=False)
+    assert r.returncode == 1 and "2 of 4 runs failed" in " ".join(r.stdout.split()), \
+        r.stdout + r.stderr

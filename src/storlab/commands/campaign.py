@@ -31,11 +31,16 @@ def run_cmd(
     env_pass: list[str] = typer.Option([], "--env-pass", help="Let the campaign's programs "
                                        "have this variable of yours when its sandbox.env_pass "
                                        "names it (repeat; also STORLAB_ENV_PASS=A,B)."),
+    fail_on_error: bool = typer.Option(False, "--fail-on-error/--no-fail-on-error",
+                                       help="Exit 1 when any run of this invocation failed "
+                                            "(default: only when every one did)."),
 ) -> None:
     """Run a campaign (resumes: finished runs are kept, unfinished ones run again).
 
-    One writer per campaign: while another `storlab run` holds the campaign, this one exits
-    with status 2 naming it, or waits with --wait."""
+    Exits 1 when this invocation ran runs and none succeeded (with --fail-on-error: when
+    any failed), 2 on bad input, 130 when interrupted. One writer per campaign: while
+    another `storlab run` holds the campaign, this one exits with status 2 naming it, or
+    waits with --wait."""
     from ..campaign import Campaign, grant_env
     from ._progress import campaign_progress
 
@@ -56,10 +61,31 @@ def run_cmd(
         if summary.failures:
             console.print(f"failed runs: {', '.join(summary.failures[:10])}"
                           + (" ..." if len(summary.failures) > 10 else "")
-                          + "  (see `storlab status`; rerun with --retry-failed)")
+                          + "  (rerun them with --retry-failed)")
     if summary.interrupted:
         console.print("interrupted: run the same command again to resume")
         raise typer.Exit(130)
+    code = failed_runs_exit(summary.ran, summary.ok, summary.failed, campaign_file,
+                            fail_on_error, json_out)
+    if code:
+        raise typer.Exit(code)
+
+
+def failed_runs_exit(ran: int, ok: int, failed: int, campaign_file: Path,
+                     fail_on_error: bool, json_out: bool, why: str = "") -> int:
+    """Say how many of this invocation's runs failed (last line; on stderr beside
+    --json) and return the exit status: 1 when runs ran and none succeeded, or any failed
+    with `fail_on_error`; else 0. Shared by the commands that run campaigns."""
+    if not failed:
+        return 0
+    why = why or f"see why: storlab status {campaign_file} --failures"
+    line = ((f"all {failed} runs failed" if failed > 1 else "the one run failed")
+            if not ok and failed == ran else f"{failed} of {ran} runs failed") + f" ({why})"
+    if json_out:
+        typer.echo(f"storlab: {line}", err=True)
+    else:
+        console.print(line, highlight=False, soft_wrap=True)
+    return 1 if fail_on_error or (ran and not ok) else 0
 
 
 def results_cmd(

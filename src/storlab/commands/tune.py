@@ -12,6 +12,7 @@ import typer
 
 from ..errors import StorlabError
 from ..fileio import save_figure
+from .campaign import failed_runs_exit
 from ._common import (at_least, console, emit_json, fitted_tables, frame_table, input_file,
                       output_file)
 
@@ -83,9 +84,13 @@ def tune_cmd(
         None, "--optuna-storage", help="Also write every run as a trial of an Optuna study "
         "named after the campaign in this Optuna RDB storage (sqlite:///study.db), for "
         "optuna-dashboard and optuna.load_study."),
+    fail_on_error: bool = typer.Option(False, "--fail-on-error/--no-fail-on-error",
+                                       help="Exit 1 when any run of this invocation failed."),
 ) -> None:
     """Screen, tune, confirm: the best measured configuration, re-run and compared with the
-    baseline (resumes like `storlab run`: run the same command again)."""
+    baseline (resumes like `storlab run`: run the same command again). Exits 1 when every
+    run of this invocation failed or nothing can be recommended (with --fail-on-error:
+    when any run failed)."""
     from ..tune import Tuning
     from ._progress import campaign_progress
 
@@ -118,6 +123,12 @@ def tune_cmd(
             console.print(f"wrote {data['optuna']['trials']} runs as trials of the Optuna "
                           f"study {camp.name!r} in {optuna_storage} (optuna-dashboard "
                           f"{optuna_storage})")
+    s = out.summary
+    code = failed_runs_exit(s.ran, s.ok, s.failed, campaign_file, fail_on_error, json_out,
+                            f"see why: storlab status {campaign_file} --store "
+                            f"{Path(data['store']).name} --failures")
+    if code or data["best"] is None:  # no recommendation: the command did not do its job
+        raise typer.Exit(1)
 
 
 def _print_tune(res: Any, data: dict[str, Any], units: dict[str, str]) -> None:
@@ -219,8 +230,12 @@ def confirm_cmd(
     json_out: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write JSON to a file.",
                                           callback=output_file("-o")),
+    fail_on_error: bool = typer.Option(False, "--fail-on-error/--no-fail-on-error",
+                                       help="Exit 1 when any run of this invocation failed."),
 ) -> None:
-    """Re-run configurations in random interleaved order and compare them (Welch's t-test)."""
+    """Re-run configurations in random interleaved order and compare them (Welch's t-test).
+    Exits 1 when no run gave the response or every run of this invocation failed (with
+    --fail-on-error: when any run failed)."""
     from ..tune import Confirmation
     from ..tune import change_text
     from ._progress import campaign_progress
@@ -250,6 +265,12 @@ def confirm_cmd(
                               f"{c['verdict']}")
     if out.interrupted:
         raise typer.Exit(130)
+    s = out.summary
+    code = failed_runs_exit(s.ran, s.ok, s.failed, campaign_file, fail_on_error, json_out,
+                            f"see why: storlab status {campaign_file} --store {store} "
+                            "--failures")
+    if code:
+        raise typer.Exit(code)
 
 
 def _runs_text(r: dict[str, Any]) -> str:

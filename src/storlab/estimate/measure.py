@@ -37,7 +37,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
-from ..errors import EstimateError, StorlabError
+from ..errors import EstimateError, MeasureRunsFailed, StorlabError
 from ..fileio import (check_no_foreign_link, check_trusted_dir, open_dir_beneath,
                       read_in_dir, read_yaml, walk_resolved, within, write_fresh, write_in_dir)
 from ..jsonutil import to_jsonable
@@ -750,7 +750,7 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
     if ok.empty:
         bad = runs[runs["error"] != ""]
         first = bad["error"].iloc[0] if len(bad) else "no runs"
-        raise EstimateError(f"every run failed or was refused (first: {first})")
+        raise MeasureRunsFailed(f"every run failed or was refused (first: {first})")
     cells = _cells(ok)
     try:
         model = RWModel.from_cells(cells, method=plan.method,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PlanMismatch, StorlabError
+from ..errors import PlanMismatch, RunsFailed, StorlabError
 from ..fileio import check_target
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ class Confirmation:
             failed = int(mine["status"].isin(FAILED).sum()) if len(mine) else 0
             groups.append((cfg, vals, failed, len(ok) - len(vals)))
         if all(not v for _, v, _, _ in groups):
-            raise StorlabError(f"no run produced {name!r}: see `storlab status --failures` "
+            raise RunsFailed(f"no run produced {name!r}: see `storlab status --failures` "
                                f"(store {camp.store_path})")
         base = groups[-1] if self.has_reference else None
         rows = []
