@@ -264,13 +264,16 @@ def walls_opted_out() -> bool:
 def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
            readable: Sequence[str] = (), ports: Sequence[int] = (),
            unix_sockets: bool = False, daemon: bool = False, die_with_parent: bool = True,
-           info_fd: int | None = None, proc_writable: bool = False) -> Walled:
+           info_fd: int | None = None, proc_writable: bool = False,
+           user: str | None = None, copies: Sequence[str] = ()) -> Walled:
     """`program` inside a sandbox: the system read-only, `writable` the only places it
     may write, `readable` shown read-only beside the system's trees, the host's network
     with TCP to and on `ports` only; a `daemon` runs as the sandbox's pid 1 and may
     outlive storlab (unless `die_with_parent`), its pid written to `info_fd`;
     `proc_writable`: its own processes' /proc entries writable (the kernel's stay
-    read-only). Fails closed:
+    read-only); `user`: it runs as that account from its start (never root, no
+    capability); `copies`: files shown as read-only copies that account reads (the host's
+    stay as they are: root's). Fails closed:
     no sandbox registered (`use_walls`) is an error, never a program run without walls."""
     if _WALLS is None:
         raise ClusterError(f"cannot start {program[0]}: the sandbox cluster programs run in "
@@ -278,7 +281,7 @@ def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
     return _WALLS(list(program), cwd=cwd, writable=list(writable), readable=list(readable),
                   ports=tuple(ports), unix_sockets=unix_sockets, daemon=daemon,
                   die_with_parent=die_with_parent, info_fd=info_fd,
-                  proc_writable=proc_writable)
+                  proc_writable=proc_writable, user=user, copies=list(copies))
 
 
 def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,

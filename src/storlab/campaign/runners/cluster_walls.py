@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ...clusters import ClusterError, Walled, use_walls
 from ...errors import CampaignError
 from ...fileio import within
-from ._sandbox import (BWRAP_ENV_OUTSIDE, SYSTEM_TREES, Walls, enter_landlock,
+from ._sandbox import (BWRAP_ENV_OUTSIDE, SYSTEM_TREES, Walls, clamp_memlock, enter_landlock,
                        landlock_refused, open_plain, require_sandbox, unsandboxed)
 
 
@@ -29,16 +29,21 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
                   readable: Sequence[str] = (), ports: Sequence[int] = (),
                   unix_sockets: bool = False, daemon: bool = False,
                   die_with_parent: bool = True, info_fd: int | None = None,
-                  proc_writable: bool = False) -> Walled:
+                  proc_writable: bool = False, user: str | None = None,
+                  copies: Sequence[str] = ()) -> Walled:
     """`program` ready to start in its walls (see the module's text); `program` as it is
     when the user opted out of the sandbox (`STORLAB_UNSANDBOXED=1`). Each writable place
-    is bound from a descriptor opened without a link on the way. Raises ClusterError in
-    one line when the walls cannot be built."""
+    is bound from a descriptor opened without a link on the way. `user`: the program
+    runs as that account (`setpriv` inside the walls: its uid and group, no other group,
+    no capability), never root; `copies`: files shown as read-only copies every account
+    inside reads (a root-only conf or keyring, unchanged on the host). Raises
+    ClusterError in one line when the walls cannot be built."""
     if unsandboxed():
         return Walled(list(program), inside=False)
+    shown = [*writable, *readable, *copies]
     w = Walls(network=True, tcp_ports=tuple(sorted(set(ports))), unix_sockets=unix_sockets,
               strict=False, die_with_parent=die_with_parent, as_pid_1=daemon,
-              info_fd=info_fd, open_dirs=_above([*writable, *readable]) if daemon else (),
+              info_fd=info_fd, open_dirs=_above(shown) if daemon or user else (),
               proc_writable=proc_writable)
     try:
         require_sandbox()
@@ -52,7 +57,11 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
             w.add(fd, p)
         for r in readable:
             w.show(r)
-        argv = w.argv(program, cwd)
+        for c in copies:
+            if not w.copy(c):
+                raise CampaignError(f"{c} is missing, not a regular file or reached "
+                                    "through a link")
+        argv = w.argv([*_as_user(user), *program] if user else program, cwd)
         ruleset = w.landlock()
     except CampaignError as exc:
         w.close()
@@ -61,8 +70,38 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
         w.close()
         raise
     return Walled(argv, tuple(w.all_fds), dict(BWRAP_ENV_OUTSIDE),
-                  functools.partial(enter_landlock, ruleset) if ruleset is not None else None,
-                  w.close)
+                  functools.partial(_enter, ruleset), w.close)
+
+
+def _enter(ruleset: int | None) -> None:
+    """The child's `preexec_fn`: the hard RLIMIT_MEMLOCK down to the soft one (no Ceph
+    program storlab starts locks memory: memstore, a bluestore file and TCP messengers;
+    none keeps CAP_IPC_LOCK, so a hard limit above the soft one, systemd's
+    `LimitMEMLOCK=infinity` say, only let it raise its own), then the Landlock rules."""
+    clamp_memlock()
+    if ruleset is not None:
+        enter_landlock(ruleset)
+
+
+def _as_user(user: str) -> list[str]:
+    """The `setpriv` words that start a program as `user` (its uid and primary group, no
+    supplementary group, no inheritable capability: the kernel clears the rest when the
+    uid leaves 0). Raises CampaignError without the account or a system setpriv."""
+    import pwd
+
+    from .fio_guard import system_program
+
+    try:
+        pw = pwd.getpwnam(user)
+    except KeyError:
+        raise CampaignError(f"no `{user}` user on this host") from None
+    if pw.pw_uid == 0:
+        raise CampaignError(f"`{user}` is root: a program run as another user never is")
+    setpriv = system_program("setpriv")
+    if setpriv is None:
+        raise CampaignError("no system setpriv (util-linux), which drops root")
+    return [setpriv, f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
+            "--inh-caps=-all", "--"]
 
 
 def _above(paths: Sequence[str]) -> tuple[str, ...]:
