@@ -5,8 +5,10 @@ with the exit status and the log's tail, the Ceph admin socket, private file mod
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import resource
 import signal
 import stat
 import subprocess
@@ -517,7 +519,7 @@ class Daemon:
                                  stdin=subprocess.DEVNULL, start_new_session=True,
                                  cwd=self.pidfile.parent, env=full_env, user=self.user,
                                  umask=PRIVATE_UMASK, pass_fds=pass_fds,
-                                 preexec_fn=preexec)
+                                 preexec_fn=functools.partial(_clamped_start, preexec))
             started = True
         except FileNotFoundError:
             writer.stdin.close()
@@ -620,6 +622,26 @@ def _final_tail(d: Daemon) -> str:
         time.sleep(0.5)
         tail = log_tail(d.log) or "(the log is empty)"
     return tail
+
+
+def clamp_memlock() -> None:
+    """The calling process's hard RLIMIT_MEMLOCK down to its soft one (in a child about to
+    exec a cluster's program). None of the clusters' daemons locks memory (Ceph's on
+    memstore, a bluestore file and TCP messengers; Swift's servers, memcached without
+    `-k`) and none keeps CAP_IPC_LOCK: a hard limit above the soft one (systemd's
+    `LimitMEMLOCK=infinity`) only let a daemon raise its own, so it could lock memory
+    the host cannot reclaim. Raising the hard limit back needs CAP_SYS_RESOURCE."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, soft))
+
+
+def _clamped_start(then: Callable[[], None] | None) -> None:
+    """A daemon's `preexec_fn`: `clamp_memlock`, then `then` (its walls' entry, or dying
+    with its parent)."""
+    clamp_memlock()
+    if then is not None:
+        then()
 
 
 def _die_with_parent() -> None:
