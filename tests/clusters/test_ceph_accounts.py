@@ -143,3 +143,79 @@ def test_no_cluster_program_keeps_a_hard_memlock_above_its_soft_one(rgw_ceph):
     finally:
         resource.setrlimit(resource.RLIMIT_MEMLOCK, old)
     assert _memlock(r.stdout) == (str(now), str(now))
+
+
+def _ours(pid: int) -> bool:
+    """`pid` descends from this process (another test run's load children are not)."""
+    while pid > 1:
+        with open(f"/proc/{pid}/status") as fh:
+            pid = int(next(x for x in fh if x.startswith("PPid:")).split()[1])
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def _load_children() -> dict[int, str]:
+    """Live processes running the object-store load's child (`-m ...objload`): pid ->
+    its mount namespace."""
+    out = {}
+    for e in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{e}/cmdline", "rb") as fh:
+                cmd = fh.read().split(b"\0")
+            if b"storlab.campaign.runners.objload" in cmd and b"-m" in cmd and \
+                    _ours(int(e)):
+                out[int(e)] = os.readlink(f"/proc/{e}/ns/mnt")
+        except (OSError, StopIteration):
+            continue
+    return out
+
+
+def test_the_dask_load_runs_walled_on_a_root_worker(rgw_ceph):
+    """`cluster load --dask` (run_load_on_hosts): a root worker runs each host's load as
+    the walled child `cluster load` starts (its own mount namespace, below a bwrap), where
+    it used to run in the worker's own process, outside every wall."""
+    import threading
+    import time
+
+    distributed = pytest.importorskip("distributed")
+    from distributed.security import Security
+
+    from storlab.campaign.runners import Target, load_spec_from, resolve_target
+    from storlab.campaign.runners.fanout import run_load_on_hosts
+
+    c, base, _, _ = rgw_ceph
+    sec = Security.temporary()
+    target = Target(**resolve_target({"cluster": "ceph", "cluster_dir": str(base)}))
+    spec = load_spec_from({"mix": "get:50,put:50", "sizes": "4k", "clients": 2,
+                           "duration": 3, "objects": 5, "timeout": 10})
+    seen: dict[int, tuple[str, list[str]]] = {}
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for pid, ns in _load_children().items():
+                try:
+                    with open(f"/proc/{pid}/status") as fh:
+                        nspid = next(x for x in fh if x.startswith("NSpid:")).split()[1:]
+                    seen.setdefault(pid, (ns, nspid))
+                except (OSError, StopIteration):
+                    pass
+            time.sleep(0.05)
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  protocol="tls", security=sec, dashboard_address=None,
+                                  host="127.0.0.1") as lc:
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        try:
+            res = run_load_on_hosts(lc.scheduler_address, target, spec, 1, security=sec)
+        finally:
+            stop.set()
+            t.join()
+    assert res.summary["requests"] > 0 and res.summary["errors"] == 0, res.summary
+    assert res.summary["put_ops_per_s"] > 0
+    own = os.readlink("/proc/self/ns/mnt")  # the worker's too (a child of this process)
+    assert seen, "no walled load child ran on the worker"
+    for pid, (ns, nspid) in seen.items():
+        assert ns != own and len(nspid) >= 2, (pid, ns, nspid)  # its sandbox's namespaces

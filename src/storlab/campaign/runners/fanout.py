@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...errors import LoadError
+from ...errors import CampaignError, LoadError
+from .objectstore import run_load_walled
 from .objload import LoadResult, LoadSpec, Target, run_load, summarize
 
 #: Summary keys that add up over hosts (rates over each host's own span, and counts).
@@ -35,10 +36,33 @@ class HostsResult:
 
 
 def _one_host(target: Target, spec: LoadSpec) -> tuple[str, LoadResult]:
-    """Runs on a worker: the load from this host (its address as the scheduler knows it)."""
+    """Runs on a worker: the load from this host (its address as the scheduler knows it).
+    A root worker runs it as `storlab cluster load` does, a child in the walls of a
+    campaign's object-store run (`objectstore.run_load_walled`: TCP to the target's ports
+    only, writable only a private directory), unless its host has no sandbox (bwrap
+    missing, the kernel refusing namespaces or Landlock) or its environment opts out
+    (`STORLAB_UNSANDBOXED=1`); a worker of another account runs it in its own process,
+    held by that account's rights."""
     from distributed import get_worker
 
-    return get_worker().address, run_load(target, spec)
+    return get_worker().address, (run_load_walled(target, spec) if walls_for_load()
+                                  else run_load(target, spec))
+
+
+def walls_for_load() -> bool:
+    """This process (a Dask worker) should run a load in storlab's walls: it is root and
+    the sandbox can be built here."""
+    import os
+
+    from ._sandbox import landlock_refused, require_sandbox, unsandboxed
+
+    if os.geteuid() != 0 or unsandboxed():
+        return False
+    try:
+        require_sandbox()
+    except CampaignError:  # bwrap missing or refused here
+        return False
+    return landlock_refused() is None
 
 
 def pick_workers(info: dict[str, Any], hosts: int) -> list[str]:
