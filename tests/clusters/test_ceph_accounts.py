@@ -163,7 +163,9 @@ def _load_children() -> dict[int, str]:
         try:
             with open(f"/proc/{e}/cmdline", "rb") as fh:
                 cmd = fh.read().split(b"\0")
+            # the child itself (python), not the bwrap whose argv names it
             if b"storlab.campaign.runners.objload" in cmd and b"-m" in cmd and \
+                    not os.path.basename(cmd[0]).startswith((b"bwrap", b"perl")) and \
                     _ours(int(e)):
                 out[int(e)] = os.readlink(f"/proc/{e}/ns/mnt")
         except (OSError, StopIteration):
