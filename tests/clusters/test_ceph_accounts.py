@@ -183,7 +183,8 @@ def test_the_dask_load_runs_walled_on_a_root_worker(rgw_ceph):
     distributed = pytest.importorskip("distributed")
     from distributed.security import Security
 
-    from storlab.campaign.runners import Target, load_spec_from, resolve_target
+    from storlab.campaign.runners import (Target, load_spec_from, resolve_target,
+                                          run_load_walled)
     from storlab.campaign.runners.fanout import run_load_on_hosts
 
     c, base, _, _ = rgw_ceph
@@ -211,7 +212,9 @@ def test_the_dask_load_runs_walled_on_a_root_worker(rgw_ceph):
         t = threading.Thread(target=watch, daemon=True)
         t.start()
         try:
-            res = run_load_on_hosts(lc.scheduler_address, target, spec, 1, security=sec)
+            # as `storlab cluster load --dask` calls it
+            res = run_load_on_hosts(lc.scheduler_address, target, spec, 1, security=sec,
+                                    walled=run_load_walled)
         finally:
             stop.set()
             t.join()

@@ -240,7 +240,8 @@ def load_cmd(
     if dask is not None:
         from ..campaign.runners import run_load_on_hosts
 
-        multi = run_load_on_hosts(dask, target, spec, hosts)
+        # a root worker runs its host's load as the walled child below does
+        multi = run_load_on_hosts(dask, target, spec, hosts, walled=run_load_walled)
         s, host_rows, recs = multi.summary, multi.rows, multi.records
     else:  # a child in the walls a campaign's object-store run gets (the load is root's)
         res = run_load_walled(target, spec)

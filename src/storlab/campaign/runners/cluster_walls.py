@@ -88,8 +88,7 @@ def _as_user(user: str) -> list[str]:
     supplementary group, no inheritable capability: the kernel clears the rest when the
     uid leaves 0). Raises CampaignError without the account or a system setpriv."""
     import pwd
-
-    from .fio_guard import system_program
+    import shutil
 
     try:
         pw = pwd.getpwnam(user)
@@ -97,9 +96,16 @@ def _as_user(user: str) -> list[str]:
         raise CampaignError(f"no `{user}` user on this host") from None
     if pw.pw_uid == 0:
         raise CampaignError(f"`{user}` is root: a program run as another user never is")
-    setpriv = system_program("setpriv")
-    if setpriv is None:
-        raise CampaignError("no system setpriv (util-linux), which drops root")
+    found = shutil.which("setpriv")
+    setpriv = os.path.realpath(found) if found else ""
+    try:
+        st = os.stat(setpriv) if setpriv else None
+    except OSError:
+        st = None
+    # the system's file (root's, under /usr, not writable by others), not one a PATH leads to
+    if st is None or st.st_uid != 0 or st.st_mode & 0o022 or not within(setpriv, "/usr"):
+        raise CampaignError("no system setpriv (util-linux, root's under /usr), which "
+                            "drops root")
     return [setpriv, f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
             "--inh-caps=-all", "--"]
 
