@@ -7,7 +7,10 @@ Ceph with radosgw, brought up by a storlab whose soft RLIMIT_MEMLOCK is below it
 - radosgw starts as `ceph` (it used to start as root and defer its `--setuser` until its
   frontends listened: it connected to the cluster as root) and still serves S3;
 - every daemon's and CLI call's hard RLIMIT_MEMLOCK is its soft one (they used to keep
-  the hard limit storlab had, and could raise their soft one to it)."""
+  the hard limit storlab had, and could raise their soft one to it);
+- `cluster load --dask` on a root worker (a real local Dask cluster over TLS) runs the
+  load as the walled child `cluster load` starts (it used to run in the worker's own
+  process, outside every wall)."""
 
 from __future__ import annotations
 
