@@ -289,3 +289,29 @@ def test_a_tied_walled_daemon_that_drops_root_dies_with_its_starter(tmp_path):
             starter.wait()
         if rec is not None and proc_state(rec.pid, rec.start) != GONE:
             os.kill(rec.pid, signal.SIGKILL)
+
+
+def test_a_daemon_gets_no_hard_memlock_above_its_soft_one(tmp_path):
+    """A cluster's daemon (Swift's start unwalled, as here) starts with its hard
+    RLIMIT_MEMLOCK lowered to the soft one storlab has: it used to inherit the hard one and
+    could raise its soft limit to it (lock memory the host cannot reclaim)."""
+    import resource
+
+    old = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    low = 64 << 10
+    if old[1] != resource.RLIM_INFINITY and old[1] <= low:
+        pytest.skip("the hard RLIMIT_MEMLOCK here is already at most 64 KiB")
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (low, old[1]))
+    code = ("import resource, sys, time; print('memlock', *resource.getrlimit("
+            "resource.RLIMIT_MEMLOCK), flush=True); time.sleep(60)")
+    d = _daemon(tmp_path, code)
+    try:
+        d.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, old)
+    try:
+        wait_until(lambda: "memlock" in d.log.read_text(), 20, "the limits in the log", [d])
+        said = next(x for x in d.log.read_text().splitlines() if x.startswith("memlock"))
+        assert said.split()[1:] == [str(low), str(low)], said
+    finally:
+        stop_pid(d.pidfile)

@@ -5,8 +5,10 @@ with the exit status and the log's tail, the Ceph admin socket, private file mod
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import resource
 import signal
 import stat
 import subprocess
@@ -264,7 +266,8 @@ def walls_opted_out() -> bool:
 def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
            readable: Sequence[str] = (), ports: Sequence[int] = (),
            unix_sockets: bool = False, daemon: bool = False, die_with_parent: bool = True,
-           info_fd: int | None = None, proc_writable: bool = False) -> Walled:
+           info_fd: int | None = None, proc_writable: bool = False,
+           user: str | None = None, copies: Sequence[str] = ()) -> Walled:
     """`program` inside a sandbox: the system read-only, `writable` the only places it
     may write, `readable` shown read-only beside the system's trees, the host's network
     with TCP to and on `ports` only; a `daemon` may outlive storlab and then runs as the
@@ -273,7 +276,9 @@ def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
     `--setuser`, loses its own parent-death signal); bwrap writes the sandbox's first
     pid to `info_fd`;
     `proc_writable`: its own processes' /proc entries writable (the kernel's stay
-    read-only). Fails closed:
+    read-only); `user`: it runs as that account from its start (never root, no
+    capability); `copies`: files shown as read-only copies that account reads (the host's
+    stay as they are: root's). Fails closed:
     no sandbox registered (`use_walls`) is an error, never a program run without walls."""
     if _WALLS is None:
         raise ClusterError(f"cannot start {program[0]}: the sandbox cluster programs run in "
@@ -281,7 +286,7 @@ def walled(program: Sequence[str], *, cwd: str, writable: Sequence[str] = (),
     return _WALLS(list(program), cwd=cwd, writable=list(writable), readable=list(readable),
                   ports=tuple(ports), unix_sockets=unix_sockets, daemon=daemon,
                   die_with_parent=die_with_parent, info_fd=info_fd,
-                  proc_writable=proc_writable)
+                  proc_writable=proc_writable, user=user, copies=list(copies))
 
 
 def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,
@@ -518,7 +523,7 @@ class Daemon:
                                  stdin=subprocess.DEVNULL, start_new_session=True,
                                  cwd=self.pidfile.parent, env=full_env, user=self.user,
                                  umask=PRIVATE_UMASK, pass_fds=pass_fds,
-                                 preexec_fn=preexec)
+                                 preexec_fn=functools.partial(_clamped_start, preexec))
             started = True
         except FileNotFoundError:
             writer.stdin.close()
@@ -645,6 +650,26 @@ def _final_tail(d: Daemon) -> str:
         time.sleep(0.5)
         tail = log_tail(d.log) or "(the log is empty)"
     return tail
+
+
+def clamp_memlock() -> None:
+    """The calling process's hard RLIMIT_MEMLOCK down to its soft one (in a child about to
+    exec a cluster's program). None of the clusters' daemons locks memory (Ceph's on
+    memstore, a bluestore file and TCP messengers; Swift's servers, memcached without
+    `-k`) and none keeps CAP_IPC_LOCK: a hard limit above the soft one (systemd's
+    `LimitMEMLOCK=infinity`) only let a daemon raise its own, so it could lock memory
+    the host cannot reclaim. Raising the hard limit back needs CAP_SYS_RESOURCE."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, soft))
+
+
+def _clamped_start(then: Callable[[], None] | None) -> None:
+    """A daemon's `preexec_fn`: `clamp_memlock`, then `then` (its walls' entry, or dying
+    with its parent)."""
+    clamp_memlock()
+    if then is not None:
+        then()
 
 
 def _die_with_parent() -> None:

@@ -5,14 +5,19 @@ Everything lives under one directory (conf, keyrings, daemon data, logs, PID fil
 daemons run in the foreground (`-d`, logging to stderr) in their own sessions so storlab holds their PIDs.
 
 Walls: each daemon runs as the `ceph` user (`--setuser ceph --setgroup ceph`, as Debian's
-units start them) in a sandbox of its own (`walled`: the system read-only, a private /dev
+units start them; radosgw, which defers that drop until its frontends listen, starts as
+`ceph` instead) in a sandbox of its own (`walled`: the system read-only, a private /dev
 and /proc, TCP held to Ceph's ports) where it sees, besides the system's trees, the conf
 read-only and, writable, only its own data directory and the cluster's runtime directory
 `var/` (admin sockets, Ceph's own logs, crash reports), both the `ceph` user's. Root's
 files stay root's: the conf, the keyrings of the monitor's bootstrap and of the admin, the
 state, storlab's PID records (`run/`) and the daemons' captured output (`log/`). Every CLI
-call (`ceph`, `rados`, `rbd`, `radosgw-admin`, the bootstrap tools) runs in such walls too:
-the conf and the admin keyring readable, nothing writable but the one place a call makes.
+call (`ceph`, `rados`, `rbd`, `radosgw-admin`, the OSDs' mkfs) runs in such walls too, as
+the `ceph` user with no capability: the conf and the admin keyring shown as read-only
+copies it reads (root's 0600 files on the host), nothing writable but the one place a call
+makes; only the local bootstrap tools that make root's keyrings and the monitor's store
+(`ceph-authtool`, `monmaptool`, the monitor's mkfs), before any daemon runs, are root.
+Every program's hard RLIMIT_MEMLOCK is its soft one (none of them locks memory).
 Pitfall kept in mind (notes/real-systems.md 4): every daemon gets its own `keyring =` in
 its own section; a global `keyring =` makes the manager and OSDs authenticate as admin.
 """
@@ -113,15 +118,22 @@ class CephCluster:
 
     def cli(self, argv: list[str], *, timeout: float = 60, check: bool = True,
             writable: tuple[Path, ...] = (), unix_sockets: bool = False,
-            proc_writable: bool = False) -> subprocess.CompletedProcess[str]:
-        """Run a Ceph program as root in its walls: the system read-only, the conf and the
-        admin keyring shown read-only, `writable` the only places it may write, TCP to the
-        cluster's ports only (`ports`), no Unix socket unless `unix_sockets`, /proc
-        read-only unless `proc_writable` (its kernel-wide parts stay read-only)."""
+            proc_writable: bool = False, as_root: bool = False
+            ) -> subprocess.CompletedProcess[str]:
+        """Run a Ceph program in its walls: the system read-only, `writable` the only
+        places it may write, TCP to the cluster's ports only (`ports`), no Unix socket
+        unless `unix_sockets`, /proc read-only unless `proc_writable` (its kernel-wide parts
+        stay read-only). It runs as the `ceph` user from its start (no capability), the
+        conf and the admin keyring shown as read-only copies it reads (root's files on the
+        host stay root's 0600): what talks to the daemons is never root. `as_root`: the
+        local bootstrap tools that make root's files (keyrings, the monitor's map and
+        store) before any daemon runs; they see the conf and keyring read-only."""
+        keys = [str(self.conf), str(self.dir / "admin.keyring")]
+        drop = not as_root and not walls_opted_out()
         w = walled(argv, cwd="/", writable=[str(p) for p in writable],
-                   readable=[str(self.conf), str(self.dir / "admin.keyring")],
-                   ports=self.ports(), unix_sockets=unix_sockets,
-                   proc_writable=proc_writable)
+                   readable=[] if drop else keys, copies=keys if drop else [],
+                   user=CEPH_USER if drop else None, ports=self.ports(),
+                   unix_sockets=unix_sockets, proc_writable=proc_writable)
         return run(argv, timeout=timeout, check=check, walls=w)
 
     def ports(self) -> tuple[int, ...]:
@@ -141,11 +153,18 @@ class CephCluster:
         tie = bool((self.state() or {}).get("tie_to_parent"))
         d = self.dir
         walls = {"cwd": str(d / VAR), "writable": [str(d / VAR), str(d / name)],
-                 "readable": [str(self.conf)], "ports": self.ports(), "unix_sockets": True,
-                 # radosgw names a thread through /proc/self/task/TID/comm and aborts when
-                 # /proc is read-only; the kernel's parts of /proc stay read-only
-                 "proc_writable": name == "rgw"}
+                 "readable": [str(self.conf)], "ports": self.ports(), "unix_sockets": True}
         drop = [] if walls_opted_out() else ["--setuser", CEPH_USER, "--setgroup", CEPH_USER]
+        if name == "rgw" and drop:
+            # radosgw defers `--setuser` until its frontends listen: it would connect to
+            # the cluster, and name its threads, as root. It starts as the `ceph` user
+            # instead (setpriv in its walls), the conf a read-only copy it reads. It names
+            # a thread through /proc/self/task/TID/comm and aborts when /proc is
+            # read-only (rgw_notify.cc: ceph_assert): its own processes' entries stay
+            # writable, to it alone (no capability); the kernel's parts read-only
+            walls.update(readable=[], copies=[str(self.conf)], user=CEPH_USER,
+                         proc_writable=True)
+            drop = []
         return Daemon(name, [*argv, *drop],
                       d / "log" / f"{name}.out", d / "run" / f"{name}.pid",
                       tie_to_parent=tie, walls=walls)
@@ -266,18 +285,23 @@ class CephCluster:
     def _bootstrap(self, o: CephOptions, replicas: int, timeout: float) -> None:
         d, c = self.dir, str(self.conf)
         monkey, admin = d / "mon.keyring", d / "admin.keyring"
-        # the bootstrap tools as root, in walls where only the cluster's directory is
-        # writable; what the daemons keep is given to the `ceph` user after
+        # the local bootstrap tools as root (they make root's keyrings and talk to no
+        # daemon), in walls where only the cluster's directory is writable; what the
+        # daemons keep is given to the `ceph` user after
         self.cli(["ceph-authtool", "--create-keyring", str(monkey), "--gen-key", "-n", "mon.",
-                  "--cap", "mon", "allow *"], writable=(d,))
+                  "--cap", "mon", "allow *"], writable=(d,), as_root=True)
         self.cli(["ceph-authtool", "--create-keyring", str(admin), "--gen-key", "-n",
                   "client.admin", "--cap", "mon", "allow *", "--cap", "osd", "allow *",
-                  "--cap", "mgr", "allow *", "--cap", "mds", "allow *"], writable=(d,))
-        self.cli(["ceph-authtool", str(monkey), "--import-keyring", str(admin)], writable=(d,))
+                  "--cap", "mgr", "allow *", "--cap", "mds", "allow *"], writable=(d,),
+                 as_root=True)
+        self.cli(["ceph-authtool", str(monkey), "--import-keyring", str(admin)],
+                 writable=(d,), as_root=True)
         self.cli(["monmaptool", "--create", "--fsid", self.state()["fsid"], "--addv", "a",
-                  f"[v2:{o.bind}:{o.mon_port}]", str(d / "monmap")], writable=(d,))
+                  f"[v2:{o.bind}:{o.mon_port}]", str(d / "monmap")], writable=(d,),
+                 as_root=True)
         self.cli(["ceph-mon", "-c", c, "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
-                  "--keyring", str(monkey)], timeout=60, writable=(d,), unix_sockets=True)
+                  "--keyring", str(monkey)], timeout=60, writable=(d,), unix_sockets=True,
+                 as_root=True)
         shutil.copy(monkey, d / "mon.a" / "keyring")
         self._give("mon.a")
         self._give(VAR)  # the log the mkfs began is the daemon's to append to
@@ -288,6 +312,7 @@ class CephCluster:
                    timeout, "the monitor to lead its quorum", [mon])
         # Small clusters: no noisy defaults (these live in the mon's config database).
         self.ceph("config", "set", "mgr", "mgr/balancer/active", "false", check=False)
+        self._give("mgr.x")  # the CLI (the `ceph` user) writes the manager's keyring there
         self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
                   "mds", "allow *", "-o", str(d / "mgr.x" / "keyring"), writable=(d / "mgr.x",))
         self._give("mgr.x")
@@ -312,6 +337,7 @@ class CephCluster:
         d, c = self.dir, str(self.conf)
         osd_uuid = str(uuid.uuid4())
         (d / f"osd.{i}").mkdir(parents=True, exist_ok=True)
+        self._give(f"osd.{i}")  # its keyring and mkfs: made by the `ceph` user
         got = self.ceph("osd", "new", osd_uuid).strip()
         if got != str(i):
             raise ClusterError(f"ceph osd new gave id {got}, expected {i}")
@@ -330,6 +356,7 @@ class CephCluster:
 
         d = self.dir
         (d / "rgw").mkdir(exist_ok=True)
+        self._give("rgw")  # its keyring: written by the CLI, the `ceph` user
         self.ceph("config", "set", "global", "osd_pool_default_pg_num", "8")
         self.ceph("auth", "get-or-create", "client.rgw.storlab", "mon", "allow rw", "osd",
                   "allow rwx", "mgr", "allow rw", "-o", str(d / "rgw" / "keyring"),
@@ -607,6 +634,9 @@ class CephCluster:
             data = secrets.token_bytes(4096)
             with open(src, "wb") as fh:
                 fh.write(data)
+            if not walls_opted_out():  # rados runs as the `ceph` user: its directory
+                for p in (tmp, src):
+                    os.chown(p, *_ceph_ids())
             for args in (("put", "storlab-probe", src), ("get", "storlab-probe", back)):
                 try:
                     r = self.cli([*base, *args], timeout=timeout + 5, check=False,
@@ -616,8 +646,13 @@ class CephCluster:
                 if r.returncode != 0:
                     said = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:]
                     return f"failed: rados {args[0]}: {' '.join(said) or r.returncode}"
-            with open(back, "rb") as fh:
-                if fh.read() != data:
+            # written by the `ceph` user: read without following a link, never a FIFO
+            try:
+                fd = os.open(back, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError as exc:
+                return f"failed: rados get: {exc.strerror}"
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fd).st_mode) or fh.read(8192) != data:
                     return "failed: the object read back differs from the one written"
         return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
 

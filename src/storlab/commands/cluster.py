@@ -219,7 +219,8 @@ def load_cmd(
     """Run the object-store load generator against a running cluster: as a child process in
     the sandbox a campaign's object-store run gets (TCP to the cluster's port only, writable
     only a private directory storlab made; storlab writes --records). With --dask the load
-    runs on the Dask workers, outside storlab's sandbox."""
+    runs on the Dask workers: a root worker starts the same walled child, a worker of
+    another account runs it as that account."""
     import pandas as pd
 
     from ..campaign.runners import Target, load_spec_from, resolve_target, run_load_walled
@@ -239,7 +240,8 @@ def load_cmd(
     if dask is not None:
         from ..campaign.runners import run_load_on_hosts
 
-        multi = run_load_on_hosts(dask, target, spec, hosts)
+        # a root worker runs its host's load as the walled child below does
+        multi = run_load_on_hosts(dask, target, spec, hosts, walled=run_load_walled)
         s, host_rows, recs = multi.summary, multi.rows, multi.records
     else:  # a child in the walls a campaign's object-store run gets (the load is root's)
         res = run_load_walled(target, spec)

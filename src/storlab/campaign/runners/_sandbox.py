@@ -1013,6 +1013,11 @@ class Walls:
     #: the host's directories they stand for) opened to every user (0755): a daemon that
     #: drops root (`ceph`) reaches its places through them
     open_dirs: tuple[str, ...] = ()
+    #: (descriptor, shown at): regular files shown as read-only copies in the sandbox's
+    #: memory (`--ro-bind-data`), readable by every account inside (0444) while the host's
+    #: file keeps its owner and mode: a program that runs as another user (`setpriv`, the
+    #: `ceph` user) reads a root-only conf or keyring only there
+    copies: list[tuple[int, str]] = field(default_factory=list)
     #: bwrap's options, NUL-separated in a memory file (`--args FD`; made by `argv`)
     args_fd: int | None = None
     #: where the run's directory shows inside (the kernel's name of the one bound)
@@ -1047,6 +1052,23 @@ class Walls:
             return
         self.readonly.append((fd, at))
 
+    def copy(self, path: str, at: str | None = None) -> bool:
+        """Show a copy of the regular file `path` (opened without a link on the way) at
+        `at` (default: there), read-only and readable by every account inside; the host's
+        file is not changed. False when missing, a link on the way, or not a regular file."""
+        where = open_plain(path)
+        if where is None:
+            return False
+        try:
+            if not stat.S_ISREG(os.fstat(where).st_mode):
+                return False
+            # bwrap reads the data: a readable descriptor of what was opened (no FIFO)
+            fd = os.open(f"/proc/self/fd/{where}", os.O_RDONLY | os.O_CLOEXEC)
+        finally:
+            os.close(where)
+        self.copies.append((fd, at or path))
+        return True
+
     def socket(self, path: str, at: str) -> None:
         """Bind the Unix socket `path` alone at `at`, from the socket found there without a
         link on the way (nothing when it is missing or not a socket)."""
@@ -1064,6 +1086,7 @@ class Walls:
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
         return [*self.fds, *(fd for fd, _ in self.readonly), *(fd for fd, _ in self.covers),
+                *(fd for fd, _ in self.copies),
                 *([self.seccomp] if self.seccomp is not None else []),
                 *self.exec_fds,
                 *([self.args_fd] if self.args_fd is not None else [])]
@@ -1106,7 +1129,9 @@ class Walls:
             out += ["--dev-bind" if self.device_writes else "--ro-bind", real, at]
         for sock in sorted({*self.covered(cwd), *sockets}):
             out += ["--ro-bind", "/dev/null", sock]
-        for d in _made_above([p for p, _, _ in binds]):
+        for fd, p in self.copies:
+            out += ["--perms", "0444", "--ro-bind-data", str(fd), p]
+        for d in _made_above([*(p for p, _, _ in binds), *(p for _, p in self.copies)]):
             out += ["--chmod", "0711", d]
         for d in self.open_dirs:
             out += ["--chmod", "0755", d]
@@ -1249,6 +1274,7 @@ class Walls:
         self.fds.clear()
         self.writable.clear()
         self.readonly.clear()
+        self.copies.clear()
         self.sockets.clear()
 
 

@@ -21,7 +21,7 @@ Ceph's options name a path or code for them (`osd_class_dir` and `erasure_code_d
 load, `pid_file` a file they write and delete): a factor is taken as a Ceph parameter only
 when Ceph's own schema (`ceph config help NAME`) says it is a number, a bool, a size or a
 duration, or a string with `enum_values` that hold every level, and each level only in the
-form that type takes, as `who` only as a Ceph section (`ceph_values`: root's `ceph` CLI
+form that type takes, as `who` only as a Ceph section (`ceph_values`: the `ceph` CLI
 reads a word starting with `-` as its own option). Any other (free-form
 string, address, uuid) is refused before the first run, and again before it is set,
 unless the campaign sets the runner's `allow_destructive: true` (its own, as fio's: the

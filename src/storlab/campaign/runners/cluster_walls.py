@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ...clusters import ClusterError, Walled, use_walls
 from ...errors import CampaignError
 from ...fileio import within
-from ._sandbox import (BWRAP_ENV_OUTSIDE, SYSTEM_TREES, Walls, enter_landlock,
+from ._sandbox import (BWRAP_ENV_OUTSIDE, SYSTEM_TREES, Walls, clamp_memlock, enter_landlock,
                        landlock_refused, open_plain, require_sandbox, unsandboxed)
 
 
@@ -29,13 +29,18 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
                   readable: Sequence[str] = (), ports: Sequence[int] = (),
                   unix_sockets: bool = False, daemon: bool = False,
                   die_with_parent: bool = True, info_fd: int | None = None,
-                  proc_writable: bool = False) -> Walled:
+                  proc_writable: bool = False, user: str | None = None,
+                  copies: Sequence[str] = ()) -> Walled:
     """`program` ready to start in its walls (see the module's text); `program` as it is
     when the user opted out of the sandbox (`STORLAB_UNSANDBOXED=1`). Each writable place
-    is bound from a descriptor opened without a link on the way. Raises ClusterError in
-    one line when the walls cannot be built."""
+    is bound from a descriptor opened without a link on the way. `user`: the program
+    runs as that account (`setpriv` inside the walls: its uid and group, no other group,
+    no capability), never root; `copies`: files shown as read-only copies every account
+    inside reads (a root-only conf or keyring, unchanged on the host). Raises
+    ClusterError in one line when the walls cannot be built."""
     if unsandboxed():
         return Walled(list(program), inside=False)
+    shown = [*writable, *readable, *copies]
     w = Walls(network=True, tcp_ports=tuple(sorted(set(ports))), unix_sockets=unix_sockets,
               # a daemon tied to storlab is not pid 1: bwrap's own init is, which dies with
               # storlab (--die-with-parent) and takes the PID namespace down with it; a
@@ -43,7 +48,7 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
               # parent-death signal bwrap gave it, so as pid 1 it would outlive a kill
               strict=False, die_with_parent=die_with_parent,
               as_pid_1=daemon and not die_with_parent,
-              info_fd=info_fd, open_dirs=_above([*writable, *readable]) if daemon else (),
+              info_fd=info_fd, open_dirs=_above(shown) if daemon or user else (),
               proc_writable=proc_writable)
     try:
         require_sandbox()
@@ -57,7 +62,11 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
             w.add(fd, p)
         for r in readable:
             w.show(r)
-        argv = w.argv(program, cwd)
+        for c in copies:
+            if not w.copy(c):
+                raise CampaignError(f"{c} is missing, not a regular file or reached "
+                                    "through a link")
+        argv = w.argv([*_as_user(user), *program] if user else program, cwd)
         ruleset = w.landlock()
     except CampaignError as exc:
         w.close()
@@ -66,8 +75,44 @@ def cluster_walls(program: Sequence[str], *, cwd: str, writable: Sequence[str] =
         w.close()
         raise
     return Walled(argv, tuple(w.all_fds), dict(BWRAP_ENV_OUTSIDE),
-                  functools.partial(enter_landlock, ruleset) if ruleset is not None else None,
-                  w.close)
+                  functools.partial(_enter, ruleset), w.close)
+
+
+def _enter(ruleset: int | None) -> None:
+    """The child's `preexec_fn`: the hard RLIMIT_MEMLOCK down to the soft one (no Ceph
+    program storlab starts locks memory: memstore, a bluestore file and TCP messengers;
+    none keeps CAP_IPC_LOCK, so a hard limit above the soft one, systemd's
+    `LimitMEMLOCK=infinity` say, only let it raise its own), then the Landlock rules."""
+    clamp_memlock()
+    if ruleset is not None:
+        enter_landlock(ruleset)
+
+
+def _as_user(user: str) -> list[str]:
+    """The `setpriv` words that start a program as `user` (its uid and primary group, no
+    supplementary group, no inheritable capability: the kernel clears the rest when the
+    uid leaves 0). Raises CampaignError without the account or a system setpriv."""
+    import pwd
+    import shutil
+
+    try:
+        pw = pwd.getpwnam(user)
+    except KeyError:
+        raise CampaignError(f"no `{user}` user on this host") from None
+    if pw.pw_uid == 0:
+        raise CampaignError(f"`{user}` is root: a program run as another user never is")
+    found = shutil.which("setpriv")
+    setpriv = os.path.realpath(found) if found else ""
+    try:
+        st = os.stat(setpriv) if setpriv else None
+    except OSError:
+        st = None
+    # the system's file (root's, under /usr, not writable by others), not one a PATH leads to
+    if st is None or st.st_uid != 0 or st.st_mode & 0o022 or not within(setpriv, "/usr"):
+        raise CampaignError("no system setpriv (util-linux, root's under /usr), which "
+                            "drops root")
+    return [setpriv, f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
+            "--inh-caps=-all", "--"]
 
 
 def _above(paths: Sequence[str]) -> tuple[str, ...]:

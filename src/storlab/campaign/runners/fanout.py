@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ...errors import LoadError
+from ...errors import CampaignError, LoadError
 from .objload import LoadResult, LoadSpec, Target, run_load, summarize
 
 #: Summary keys that add up over hosts (rates over each host's own span, and counts).
@@ -34,11 +35,36 @@ class HostsResult:
     records: pd.DataFrame  # every request, with a `host` column
 
 
-def _one_host(target: Target, spec: LoadSpec) -> tuple[str, LoadResult]:
-    """Runs on a worker: the load from this host (its address as the scheduler knows it)."""
+def _one_host(target: Target, spec: LoadSpec,
+              walled: Callable[[Target, LoadSpec], LoadResult] | None = None
+              ) -> tuple[str, LoadResult]:
+    """Runs on a worker: the load from this host (its address as the scheduler knows it).
+    A root worker runs it through `walled` (`objectstore.run_load_walled`, what `storlab
+    cluster load` runs: a child in the walls of a campaign's object-store run, TCP to the
+    target's ports only, writable only a private directory), unless its host has no
+    sandbox (bwrap missing, the kernel refusing namespaces or Landlock) or its
+    environment opts out (`STORLAB_UNSANDBOXED=1`); a worker of another account runs it
+    in its own process, held by that account's rights."""
     from distributed import get_worker
 
-    return get_worker().address, run_load(target, spec)
+    return get_worker().address, (walled(target, spec) if walled is not None
+                                  and walls_for_load() else run_load(target, spec))
+
+
+def walls_for_load() -> bool:
+    """This process (a Dask worker) should run a load in storlab's walls: it is root and
+    the sandbox can be built here."""
+    import os
+
+    from ._sandbox import landlock_refused, require_sandbox, unsandboxed
+
+    if os.geteuid() != 0 or unsandboxed():
+        return False
+    try:
+        require_sandbox()
+    except CampaignError:  # bwrap missing or refused here
+        return False
+    return landlock_refused() is None
 
 
 def pick_workers(info: dict[str, Any], hosts: int) -> list[str]:
@@ -68,11 +94,14 @@ def merge(per_host: list[tuple[str, LoadResult]], spec: LoadSpec) -> HostsResult
 
 
 def run_load_on_hosts(address: str, target: Target, spec: LoadSpec, hosts: int,
-                      connect_timeout: float = 30, security: Any = None) -> HostsResult:
+                      connect_timeout: float = 30, security: Any = None,
+                      walled: Callable[[Target, LoadSpec], LoadResult] | None = None
+                      ) -> HostsResult:
     """Prepare the objects once (from the first host), then the same load from `hosts`
     worker hosts at once, each with its own seed; merged. `address` is read as
     `clusters.dask_tls.scheduler_address` does (plain TCP refused as root); `security`:
-    the client's TLS credentials, else Dask's configuration."""
+    the client's TLS credentials, else Dask's configuration; `walled`: what a root worker
+    runs the load with (`_one_host`)."""
     from distributed import Client
 
     from ...clusters.dask_tls import client_security, scheduler_address
@@ -95,11 +124,11 @@ def run_load_on_hosts(address: str, target: Target, spec: LoadSpec, hosts: int,
             # instead of all writing the same objects at once
             first = dataclasses.replace(spec, duration=None, requests=1, mix={"get": 1.0},
                                         mode="closed", rate=None, warmup=0.0)
-            client.submit(_one_host, target, first, workers=[workers[0]], pure=False,
-                          allow_other_workers=False).result()
+            client.submit(_one_host, target, first, walled, workers=[workers[0]],
+                          pure=False, allow_other_workers=False).result()
         main = [dataclasses.replace(spec, seed=spec.seed + i, prepare="never")
                 for i in range(hosts)]
-        futures = [client.submit(_one_host, target, s, workers=[w], pure=False,
+        futures = [client.submit(_one_host, target, s, walled, workers=[w], pure=False,
                                  allow_other_workers=False) for s, w in zip(main, workers)]
         per_host = client.gather(futures)
     finally:

@@ -386,12 +386,16 @@ def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
             with declared(Declared(run_dir=(tmp, made.st_dev, made.st_ino), run_fd=fd)), \
                     run_directory(tmp, fd):
                 # bounded like a run: the load, one request's timeout, and room for
-                # preparing its objects (each request ends at its timeout)
-                limit = spec.duration + spec.timeout + LOAD_SETUP_ALLOWANCE
+                # preparing its objects (each request ends at its timeout); a load of
+                # a request count (the Dask hosts' preparing one): every request its
+                # timeout, one client after another at worst
+                span = (spec.duration if spec.duration is not None else
+                        spec.timeout * -(-int(spec.requests or 1) // int(spec.clients)))
+                limit = span + spec.timeout + LOAD_SETUP_ALLOWANCE
                 out = run_load_child(target, spec, None, (), tmp, limit)
                 if out.timed_out:
                     raise LoadError(f"the load did not end within {limit:g} s (its "
-                                    f"{spec.duration:g} s, one request's {spec.timeout:g} s "
+                                    f"{span:g} s, one request's {spec.timeout:g} s "
                                     "timeout and time to prepare its objects); stopped")
                 if out.exit_code != 0:
                     said = [ln for ln in out.stderr.splitlines() if ln.strip()]
