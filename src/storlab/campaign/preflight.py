@@ -18,7 +18,7 @@ from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
 from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
-                      refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
+                      refused_dir, refused_readable, refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
 from .spec import CampaignError, CampaignSpec
@@ -111,9 +111,14 @@ def check_runner(camp: Campaign) -> Any:
                            sb.allow_destructive)
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
-    why = refused_socket([str(camp.dir / p) for p in sb.sockets])
-    if why:
-        raise CampaignError(f"{camp.path}: field sandbox.sockets: {why}")
+    for i, p in enumerate(sb.sockets):
+        why = refused_socket([str(camp.dir / p)], sb.allow_destructive)
+        if why:
+            raise CampaignError(f"{camp.path}: field sandbox.sockets[{i}]: {why}")
+    for i, p in enumerate(sb.readable):
+        why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive)
+        if why:
+            raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     if not sb.allow_destructive:  # here, not when the file is read: its results stay readable
         for part in ("setup", "teardown"):
             for i, step in enumerate(getattr(camp.spec, part)):
@@ -200,12 +205,17 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
     _refuse_over_own(camp, sb.writable, "sandbox.writable", allow)
+    for i, p in enumerate(sb.writable):
+        _refuse_system_dir(camp, str(camp.dir / p), f"sandbox.writable[{i}]", allow)
     if walls is not None:
         for cid, cfg in configs:
             targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
             why = refused_shared(targets, allow)
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
+            for t in targets:
+                _refuse_system_dir(camp, t, "runner", allow, "a target directory of the "
+                                   "runner's: ")
     # a file a program makes directly in the campaign's directory: the sandbox keeps
     # that directory read-only unless the campaign declares it (or allow_destructive)
     home = getattr(runner, "check_home", None)
@@ -235,6 +245,23 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
         for cid, cfg in configs:
             _refuse_over_own(camp, walls(_runner_config(camp.spec, cfg),
                                         camp.scratch / f"c{cid}-r1")[0], "runner", allow)
+
+
+def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,
+                       what: str = "") -> None:
+    """An existing directory the runs' programs would write (a declared `sandbox.writable`,
+    a runner's target directory) that is not the benchmark's own: in the system's trees,
+    shared, another user's or writable by others (`refused_dir`), outside the campaign's
+    directory, without `allow`: refused in one line, with the way out."""
+    if allow or not os.path.isdir(path):
+        return
+    why = refused_dir(path, [str(camp.dir)])
+    if why:
+        raise CampaignError(
+            f"{camp.path}: field {field}: {what}{why}: the runs' programs would write the "
+            "host's own files there (logs, spools, other users' files); name a directory of "
+            "the benchmark's own (/mnt/test, /data/bench, one made under /var/tmp), or set "
+            "sandbox.allow_destructive: true if writing there is really meant")
 
 
 def _refuse_over_own(camp: Campaign, targets: list[str], field: str, allow: bool) -> None:
