@@ -132,17 +132,20 @@ def test_a_directory_root_made_outside_opens_and_allow_destructive_opens_the_res
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 def test_a_runner_target_directory_in_a_system_tree_is_refused(
         tmp_path: Path, storlab: Any, outside: dict[str, Path]) -> None:
-    """fio `directory: /var/spool/<x>` (a target directory of the runner's): refused in
-    one line (fio made its file there)."""
+    """fio `directory: /var/spool/<x>` (a target directory of the runner's, opened whole)
+    holding fio's own file name: refused in one line (fio wrote there; a new file there
+    was refused already, `refused_new_file`)."""
     spool = outside["spool"]
     runner = {"type": "fio", "exclude": ["n"],
-              "options": {"directory": str(spool), "filename": "root",
-                          "rw": "write", "bs": "4k", "size": "64k"}}
+              "options": {"directory": str(spool), "job_name": "j", "rw": "write",
+                          "bs": "4k", "size": "64k"}}
+    (spool / "j.0.0").touch()  # fio's own name (a leftover): its directory opened whole
     camp = campaign(tmp_path / "c", [], {}, runner)
     r = storlab("run", camp, "-q", timeout=120)
     one_line(r, "field runner", str(spool), "lies in /var",
              "sandbox.allow_destructive: true")
-    assert not (spool / "root").exists()
+    assert [p.name for p in spool.iterdir()] == ["j.0.0"]
+    assert (spool / "j.0.0").stat().st_size == 0
 
 
 class Listener:

@@ -213,9 +213,6 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
             why = refused_shared(targets, allow)
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
-            for t in targets:
-                _refuse_system_dir(camp, t, "runner", allow, "a target directory of the "
-                                   "runner's: ")
     # a file a program makes directly in the campaign's directory: the sandbox keeps
     # that directory read-only unless the campaign declares it (or allow_destructive)
     home = getattr(runner, "check_home", None)
@@ -243,8 +240,11 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                 raise CampaignError(f"{camp.path}: field runner: {why}")
     if walls is not None:  # (after: a file made in the campaign's directory has a hint)
         for cid, cfg in configs:
-            _refuse_over_own(camp, walls(_runner_config(camp.spec, cfg),
-                                        camp.scratch / f"c{cid}-r1")[0], "runner", allow)
+            targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
+            _refuse_over_own(camp, targets, "runner", allow)
+            for t in targets:  # (after: a file not made yet names its option)
+                _refuse_system_dir(camp, t, "runner", allow, "a target directory of the "
+                                   "runner's: ")
 
 
 def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,
