@@ -263,3 +263,25 @@ def test_a_program_under_root_sees_its_bin_not_its_home_entry(
         assert "root-only-token" not in out and "token" in err, (out, err)
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_campaign_under_home_keeps_its_own_directories(storlab: Any) -> None:
+    """The campaign's own directory tree opens wherever it lies, /home included: a
+    declared `out` of its own and a fio log prefix in it (a pattern's directory)."""
+    home = Path(tempfile.mkdtemp(prefix="storlab-test-", dir="/home"))
+    try:
+        (home / "c" / "out").mkdir(parents=True)
+        camp = campaign(home / "c", write_in(home / "c" / "out"), {"writable": ["out"]})
+        r = storlab("run", camp, "-q", timeout=120)
+        assert r.returncode == 0 and (home / "c" / "out" / "root").exists(), r.stderr
+        (home / "d" / "logs").mkdir(parents=True)
+        runner = {"type": "fio", "exclude": ["n"],
+                  "options": {"rw": "write", "bs": "4k", "size": "64k",
+                              "write_bw_log": str(home / "d" / "logs" / "bw")}}
+        camp = campaign(home / "d", [], {}, runner)
+        r = storlab("run", camp, "-q", timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert list((home / "d" / "logs").glob("bw*.log")), r.stdout
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

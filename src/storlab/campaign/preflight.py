@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
                       refused_dir, refused_readable, refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
+from .runners._sandbox import current
+from .runners._sandbox import declared as in_campaign
 from .spec import CampaignError, CampaignSpec
 from .store import refuse_foreign_files, refuse_linked_dirs, refuse_links
 
@@ -231,13 +234,9 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     program_dir = getattr(runner, "refused_program_dir", None)
     if (new_file or program_dir) and not sb.allow_destructive:
         declared = [os.path.realpath(camp.dir / p) for p in sb.writable]
-        for cid, cfg in configs:
-            run_dir = camp.scratch / f"c{cid}-r1"
-            why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
-                or (program_dir and program_dir(runner.job_options(
-                    _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
-            if why:
-                raise CampaignError(f"{camp.path}: field runner: {why}")
+        # as the runs judge a directory (`opens_declared`): the campaign's own opens
+        with in_campaign(replace(current(), homes=(str(camp.dir),))):
+            _refuse_new_files(camp, runner, configs, new_file, program_dir, declared)
     if walls is not None:  # (after: a file made in the campaign's directory has a hint)
         for cid, cfg in configs:
             targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
@@ -245,6 +244,19 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
             for t in targets:  # (after: a file not made yet names its option)
                 _refuse_system_dir(camp, t, "runner", allow, "a target directory of the "
                                    "runner's: ")
+
+
+def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str, Any]]],
+                      new_file: Any, program_dir: Any, declared: list[str]) -> None:
+    """A file not made yet in another existing directory, an existing directory the job
+    names beside a program the runner's program starts: refused unless declared."""
+    for cid, cfg in configs:
+        run_dir = camp.scratch / f"c{cid}-r1"
+        why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
+            or (program_dir and program_dir(runner.job_options(
+                _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
+        if why:
+            raise CampaignError(f"{camp.path}: field runner: {why}")
 
 
 def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,

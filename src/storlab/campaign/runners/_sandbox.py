@@ -1567,11 +1567,11 @@ def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
     return None
 
 
-def opens_declared(path: str, allow: bool, homes: Iterable[str] = ()) -> bool:
+def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None) -> bool:
     """Whether the directory `path`, declared in `sandbox.writable` (or a runner's target
     directory), opens writable: see `refused_dir`; with `allow` (`allow_destructive`),
-    always."""
-    return allow or refused_dir(path, homes) is None
+    always. `homes`: the campaign's directory (None: the one `current()` declares)."""
+    return allow or refused_dir(path, current().homes if homes is None else homes) is None
 
 
 def _is_device(path: str) -> bool:
