@@ -19,7 +19,8 @@ from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
 from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
-                      refused_dir, refused_readable, refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
+                      refused_dir, refused_readable, refused_shared, refused_socket,
+                      refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
 from .runners._sandbox import current
