@@ -1677,10 +1677,9 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool) -> str | 
         where = next((h for h in ("/root", "/home") if within(real, h)
                       or within(_norm(p), h)), None)
         why = None
-        if where == "/root":
-            why = "lies in /root, root's home"
-        elif where == "/home":
-            why = "lies in a user's home (/home)"
+        if where is not None:
+            why = ("is root's home" if real == "/root" else "lies in /root, root's home"
+                   if where == "/root" else "lies in /home, the users' homes")
         else:
             try:
                 st = os.stat(real)
