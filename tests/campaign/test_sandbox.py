@@ -408,8 +408,9 @@ def test_status_lists_a_declared_system_directory_as_read_only(tmp_path: Path, s
                                 sandbox={"writable": ["data", sysdir]})
         r = storlab("status", camp)
         assert r.returncode == 0, r.stderr
-        assert "the runner's targets, data; declared but read-only (a system or shared " \
-               "directory: writable only with sandbox.allow_destructive): " + sysdir \
+        assert "the runner's targets, data; declared but read-only (a system, shared or " \
+               "another user's directory: writable only with sandbox.allow_destructive): " \
+               + sysdir \
                in r.stdout, r.stdout
         storlab("run", camp, "-q", timeout=120)
         assert not os.path.exists(os.path.join(sysdir, "f"))  # the kernel agrees

@@ -45,7 +45,10 @@ while True:
     c, _ = s.accept()
     with open(count, "a") as fh:
         fh.write("1\\n")
-    c.sendall(b"hi")
+    try:  # a client that hung up at once (storlab asking who listens) ends nothing
+        c.sendall(b"hi")
+    except OSError:
+        pass
     c.close()
 """
 
@@ -158,10 +161,13 @@ def campaign(make: Any, d: Path, program: str, target: Path, **sandbox: Any) -> 
 
 
 def test_a_root_daemon_under_opt_in_another_network_namespace(
-        tmp_path: Path, opt_dir: Path, program_got: Any, command_campaign: Any) -> None:
+        tmp_path: Path, opt_dir: Path, program_got: Any, command_campaign: Any,
+        storlab: Any) -> None:
     """Not on this namespace's /proc/net/unix, so never covered by name. /opt is no longer
     shown; shown (`sandbox.readable`), the program cannot make a Unix socket without
-    `sandbox.sockets`; declared there, exactly that socket is reached."""
+    `sandbox.sockets`; declared there, a root daemon's socket is refused before any run
+    (storlab's question, SO_PEERCRED, is the one connection it accepts); declared with
+    `allow_destructive`, exactly that socket is reached."""
     d = Daemon(opt_dir, tmp_path)
     try:
         assert str(d.path) not in Path("/proc/net/unix").read_text()
@@ -170,9 +176,13 @@ def test_a_root_daemon_under_opt_in_another_network_namespace(
         assert program_got(campaign(command_campaign, tmp_path / "shown", PROBE, d.path,
                                      readable=[str(opt_dir)])) == "PermissionError"
         assert d.accepted == 0
-        assert program_got(campaign(command_campaign, tmp_path / "declared", PROBE, d.path,
-                                     sockets=[str(d.path)])) == "hi"
-        assert d.accepted == 1
+        r = storlab("run", campaign(command_campaign, tmp_path / "declared", PROBE, d.path,
+                                    sockets=[str(d.path)]), timeout=120)
+        assert r.returncode == 2 and "runs as root" in r.stderr, r.stderr
+        assert d.accepted == 1  # storlab's question
+        assert program_got(campaign(command_campaign, tmp_path / "allowed", PROBE, d.path,
+                                     sockets=[str(d.path)], allow_destructive=True)) == "hi"
+        assert d.accepted == 2
     finally:
         d.close()
 

@@ -247,7 +247,9 @@ def test_opt_ins_are_shown_and_wrong_values_refused_in_one_line(tmp_path: Path,
         camp = campaign(tmp_path / "c", {"network": True, "sockets": [str(sock)]})
         r = storlab("status", camp)
         assert r.returncode == 0, r.stderr
-        assert f"network: the host's (sandbox.network); Unix sockets: {sock}" in r.stdout
+        assert ("network: the host's (sandbox.network: whatever the programs read, root "
+                "inside, can leave the machine: root-only files under /etc included); Unix "
+                f"sockets: {sock}") in r.stdout
         for bad, field in (({"network": "maybe"}, "network"),
                            ({"sockets": [str(camp)]}, "sockets"),
                            ({"readable": "x"}, "readable")):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,12 @@ from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
 from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
-                      refused_shared, refused_socket, refused_writable, render_argv, require_sandbox,
+                      refused_dir, refused_readable, refused_shared, refused_socket,
+                      refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
+from .runners._sandbox import current
+from .runners._sandbox import declared as in_campaign
 from .spec import CampaignError, CampaignSpec
 from .store import refuse_foreign_files, refuse_linked_dirs, refuse_links
 
@@ -111,9 +115,14 @@ def check_runner(camp: Campaign) -> Any:
                            sb.allow_destructive)
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
-    why = refused_socket([str(camp.dir / p) for p in sb.sockets])
-    if why:
-        raise CampaignError(f"{camp.path}: field sandbox.sockets: {why}")
+    for i, p in enumerate(sb.sockets):
+        why = refused_socket([str(camp.dir / p)], sb.allow_destructive)
+        if why:
+            raise CampaignError(f"{camp.path}: field sandbox.sockets[{i}]: {why}")
+    for i, p in enumerate(sb.readable):
+        why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive)
+        if why:
+            raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     if not sb.allow_destructive:  # here, not when the file is read: its results stay readable
         for part in ("setup", "teardown"):
             for i, step in enumerate(getattr(camp.spec, part)):
@@ -200,6 +209,8 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
     _refuse_over_own(camp, sb.writable, "sandbox.writable", allow)
+    for i, p in enumerate(sb.writable):
+        _refuse_system_dir(camp, str(camp.dir / p), f"sandbox.writable[{i}]", allow)
     if walls is not None:
         for cid, cfg in configs:
             targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
@@ -224,17 +235,46 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     program_dir = getattr(runner, "refused_program_dir", None)
     if (new_file or program_dir) and not sb.allow_destructive:
         declared = [os.path.realpath(camp.dir / p) for p in sb.writable]
-        for cid, cfg in configs:
-            run_dir = camp.scratch / f"c{cid}-r1"
-            why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
-                or (program_dir and program_dir(runner.job_options(
-                    _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
-            if why:
-                raise CampaignError(f"{camp.path}: field runner: {why}")
+        # as the runs judge a directory (`opens_declared`): the campaign's own opens
+        with in_campaign(replace(current(), homes=(str(camp.dir),))):
+            _refuse_new_files(camp, runner, configs, new_file, program_dir, declared)
     if walls is not None:  # (after: a file made in the campaign's directory has a hint)
         for cid, cfg in configs:
-            _refuse_over_own(camp, walls(_runner_config(camp.spec, cfg),
-                                        camp.scratch / f"c{cid}-r1")[0], "runner", allow)
+            targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
+            _refuse_over_own(camp, targets, "runner", allow)
+            for t in targets:  # (after: a file not made yet names its option)
+                _refuse_system_dir(camp, t, "runner", allow, "a target directory of the "
+                                   "runner's: ")
+
+
+def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str, Any]]],
+                      new_file: Any, program_dir: Any, declared: list[str]) -> None:
+    """A file not made yet in another existing directory, an existing directory the job
+    names beside a program the runner's program starts: refused unless declared."""
+    for cid, cfg in configs:
+        run_dir = camp.scratch / f"c{cid}-r1"
+        why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
+            or (program_dir and program_dir(runner.job_options(
+                _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
+        if why:
+            raise CampaignError(f"{camp.path}: field runner: {why}")
+
+
+def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,
+                       what: str = "") -> None:
+    """An existing directory the runs' programs would write (a declared `sandbox.writable`,
+    a runner's target directory) that is not the benchmark's own: in the system's trees,
+    shared, another user's or writable by others (`refused_dir`), outside the campaign's
+    directory, without `allow`: refused in one line, with the way out."""
+    if allow or not os.path.isdir(path):
+        return
+    why = refused_dir(path, [str(camp.dir)])
+    if why:
+        raise CampaignError(
+            f"{camp.path}: field {field}: {what}{why}: the runs' programs would write the "
+            "host's own files there (logs, spools, other users' files); name a directory of "
+            "the benchmark's own (/mnt/test, /data/bench, one made under /var/tmp), or set "
+            "sandbox.allow_destructive: true if writing there is really meant")
 
 
 def _refuse_over_own(camp: Campaign, targets: list[str], field: str, allow: bool) -> None:

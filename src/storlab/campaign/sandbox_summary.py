@@ -32,10 +32,13 @@ def sandbox_summary(camp: Campaign) -> list[str]:
         opens, shut = declared_writable(sb.writable, sb.allow_destructive, str(camp.dir))
         extra = ", ".join(opens) or "nothing else"
         if shut:  # what the sandbox leaves read-only, said so, not listed as writable
-            extra += (f"; declared but read-only (a system or shared directory: writable "
-                      f"only with sandbox.allow_destructive): {', '.join(shut)}")
+            extra += (f"; declared but read-only (a system, shared or another user's "
+                      f"directory: writable only with sandbox.allow_destructive): "
+                      f"{', '.join(shut)}")
         dev = camp.spec.runner.options.get("allow_destructive") or sb.allow_destructive
-        net = "the host's (sandbox.network)" if sb.network else "none (its own)"
+        net = ("the host's (sandbox.network: whatever the programs read, root inside, can "
+               "leave the machine: root-only files under /etc included)" if sb.network
+               else "none (its own)")
         try:
             runner = make_runner(camp.spec.runner.type, camp.runner_options())
             why = getattr(runner, "network_reason", lambda: None)()
@@ -123,7 +126,8 @@ def declared_writable(paths: list[str], allow: bool, home: str
                       ) -> tuple[list[str], list[str]]:
     """The campaign's `sandbox.writable` split as the sandbox opens them (`_sandbox`'s
     `_open_target`): a directory (or a name not made yet) opens unless it is a system or
-    shared one without `allow` (`opens_declared`); an existing file only with `allow` or
+    shared one, another user's or one others may write, outside the campaign's directory,
+    without `allow` (`opens_declared`); an existing file only with `allow` or
     inside the campaign's directory `home`. Returns (writable, left read-only)."""
     import os
     import stat
@@ -140,7 +144,7 @@ def declared_writable(paths: list[str], allow: bool, home: str
         if st is not None and not stat.S_ISDIR(st.st_mode):
             ok = allow or within(os.path.realpath(p), os.path.realpath(home))
         else:
-            ok = opens_declared(p, allow)
+            ok = opens_declared(p, allow, [home])
         (opens if ok else shut).append(p)
     return opens, shut
 

@@ -1484,19 +1484,137 @@ def _unwalked(path: str) -> bool:
 
 
 def _system(path: str) -> bool:
-    """`path` is one of `SYSTEM_DIRS`, or holds one, or is under /etc, /usr, /boot, /var/lib
-    (programs and their state)."""
+    """`path` is one of `SYSTEM_DIRS`, or holds one, or lies in one of the system's trees
+    (`_system_tree`)."""
+    return _norm(path) in SYSTEM_DIRS or _system_tree(path) is not None
+
+
+#: The system's trees, at tree granularity: a directory in one (or one of them) opens
+#: writable only with `allow_destructive` (outside the campaign's own directory). /var holds
+#: logs, spools (cron's crontabs), mail, caches, web roots; /home and /root the users'
+#: files (`.ssh/authorized_keys`, `.bashrc`); /srv, /opt services and software. `/lib*`
+#: (any name starting with `lib` right below /) counts too.
+SYSTEM_WRITE_TREES = ("/etc", "/usr", "/var", "/boot", "/efi", "/root", "/home", "/srv",
+                      "/opt", "/run", "/proc", "/sys", "/dev", "/bin", "/sbin", "/snap",
+                      "/nix", "/lost+found", "/selinux", "/cdrom")
+#: Inside those, trees where a directory of one's own opens (the trees themselves are
+#: shared, `SHARED_DIRS`): temporary files kept across reboots, shared memory.
+OWN_DIR_TREES = ("/var/tmp", "/dev/shm")
+
+
+def _system_tree(path: str) -> str | None:
+    """The system tree (`SYSTEM_WRITE_TREES`) the normal path `path` lies in, or None: not
+    one of `OWN_DIR_TREES` strictly below (but a systemd service's private temporary
+    directory there is the service's)."""
     p = _norm(path)
-    return p in SYSTEM_DIRS or any(within(p, d) for d in
-                                   ("/etc", "/usr", "/boot", "/var/lib", "/bin", "/sbin",
-                                    "/lib", "/lib64", "/root"))
+    if p == "/":
+        return "/"
+    for own in OWN_DIR_TREES:
+        if within(p, own, strict=True):
+            name = p[len(own) + 1:].split("/", 1)[0]
+            return own if name.startswith("systemd-private-") else None
+    top = "/" + p.split("/")[1]
+    if top in SYSTEM_WRITE_TREES or top.startswith("/lib"):
+        return top
+    if within(p, "/tmp", strict=True) and \
+            p[5:].split("/", 1)[0].startswith("systemd-private-"):
+        return "/tmp"
+    return None
 
 
-def opens_declared(path: str, allow: bool) -> bool:
-    """Whether the directory `path`, declared in `sandbox.writable`, opens writable: a
-    system directory (`_system`) or a shared one (`SHARED_DIRS`) only with `allow`
-    (`allow_destructive`)."""
-    return allow or not (_system(path) or _shared(path))
+def _foreign(st: os.stat_result) -> str | None:
+    """Why a directory with status `st` is not storlab's caller's alone: another user owns
+    it, or its group or other users may write it (a shared directory, /tmp)."""
+    if st.st_uid not in (0, os.geteuid()):
+        return f"owned by uid {st.st_uid}, another user"
+    if st.st_mode & 0o022:
+        return (f"writable by {'other users' if st.st_mode & 0o002 else 'its group'} "
+                f"(mode {stat.S_IMODE(st.st_mode):04o})")
+    return None
+
+
+def _changeable_link(path: str) -> str | None:
+    """The first link on the way to `path` whose directory another user can change (swap
+    the link for one leading elsewhere), in words, or None. Links followed as the kernel
+    does (relative to the directory holding them); a missing component ends the walk."""
+    todo = [n for n in _norm(path).split("/") if n]
+    cur, hops = "/", 0
+    while todo:
+        name = todo.pop(0)
+        if name == ".":
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, name)
+        try:
+            st = os.lstat(nxt)
+        except OSError:
+            return None
+        if not stat.S_ISLNK(st.st_mode):
+            cur = nxt
+            continue
+        hops += 1
+        if hops > 40:
+            return f"{nxt}: too many links"
+        try:
+            holder = os.lstat(cur)
+        except OSError:
+            return None
+        why = _foreign(holder)
+        sticky_own = holder.st_mode & stat.S_ISVTX and st.st_uid in (0, os.geteuid()) \
+            and holder.st_uid in (0, os.geteuid())
+        if why and not sticky_own:
+            return f"the link {nxt} lies in {cur}, {why}, who may swap it"
+        target = os.readlink(nxt)
+        if target.startswith("/"):
+            cur = "/"
+        todo = [n for n in target.split("/") if n] + todo
+    return None
+
+
+def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
+                st: os.stat_result | None = None) -> str | None:
+    """Why the directory `path` (a declared `sandbox.writable`, a runner's target
+    directory) may not open writable without `allow` (`allow_destructive`), in words, or
+    None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
+    it leads to (links resolved) may not be `/`, lie in one of the system's trees
+    (`_system_tree`) or be a shared directory (`SHARED_DIRS`), and must be owned by root
+    or the caller and writable by neither its group nor others (`_foreign`, judged from
+    `st` when given: the descriptor the sandbox binds); no link on the way may lie in a
+    directory another user can change."""
+    if allow:
+        return None
+    real = os.path.realpath(path)
+    if any(within(real, os.path.realpath(h)) for h in homes):
+        return None
+    shown = path if real == _norm(path) else f"{path} (leading to {real})"
+    if real == "/" or _norm(path) == "/":
+        return f"{shown} is the host's whole file system"
+    if _shared(path):
+        return f"{shown} is a directory every user of the host shares"
+    tree = _system_tree(real) or _system_tree(path)
+    if tree is not None:
+        return f"{shown} lies in {tree}, one of the system's trees"
+    if st is None:
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None  # not made yet: judged when it is (the run's walls)
+    why = _foreign(st)
+    if why:
+        return f"{shown} is {why}"
+    link = _changeable_link(path)
+    if link:
+        return f"{path}: {link}"
+    return None
+
+
+def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None) -> bool:
+    """Whether the directory `path`, declared in `sandbox.writable` (or a runner's target
+    directory), opens writable: see `refused_dir`; with `allow` (`allow_destructive`),
+    always. `homes`: the campaign's directory (None: the one `current()` declares)."""
+    return allow or refused_dir(path, current().homes if homes is None else homes) is None
 
 
 def _is_device(path: str) -> bool:
@@ -1528,10 +1646,45 @@ def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None
     return None
 
 
-def refused_socket(paths: Iterable[str]) -> str | None:
+def listener_uid(fd: int) -> int | None:
+    """The uid the daemon listening on the Unix socket held by `fd` (an `O_PATH`
+    descriptor) runs as, asked of the kernel: a connection (non-blocking, through
+    /proc/self/fd, closed at once) and its `SO_PEERCRED` (the listener's credentials when it
+    called listen). None when nobody listens (ECONNREFUSED) or it cannot be asked; for a
+    datagram socket (no listener), its file's owner."""
+    import socket
+    import struct
+
+    at = f"/proc/self/fd/{fd}"
+    for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+        s = socket.socket(socket.AF_UNIX, kind | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
+        try:
+            try:
+                s.connect(at)
+            except BlockingIOError:  # its backlog is full: the kernel knows who bound it
+                pass
+            except OSError as exc:
+                if exc.errno == errno.EPROTOTYPE:
+                    continue
+                if exc.errno == errno.ECONNREFUSED:
+                    return None
+                raise
+            cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                struct.calcsize("3i"))
+            pid, uid, _ = struct.unpack("3i", cred)
+            # not connected (a full backlog): who made the socket's file
+            return uid if pid > 0 else os.fstat(fd).st_uid
+        finally:
+            s.close()
+    return os.fstat(fd).st_uid  # datagram: no listener to ask
+
+
+def refused_socket(paths: Iterable[str], allow: bool = True) -> str | None:
     """Why the first of the campaign's `sandbox.sockets` cannot be one, or None: a path
     that exists and is not a Unix socket (one missing yet, say a server a step starts, is
-    bound when it is there)."""
+    bound when it is there); without `allow` (`allow_destructive`), a socket whose daemon
+    runs as root (`listener_uid`): Docker's, systemd's, a root shell's do whatever they
+    are asked, outside every wall."""
     for p in paths:
         try:
             st = os.stat(p)
@@ -1539,6 +1692,50 @@ def refused_socket(paths: Iterable[str]) -> str | None:
             continue
         if not stat.S_ISSOCK(st.st_mode):
             return f"{p} is not a Unix socket"
+        if allow:
+            continue
+        fd = os.open(os.path.realpath(p), _PATH | os.O_CLOEXEC)
+        try:
+            uid = listener_uid(fd)
+        finally:
+            os.close(fd)
+        if uid == 0:
+            return (f"{p}: the daemon listening there runs as root, and the runs' programs "
+                    "could have it do anything outside the sandbox (a root daemon's socket "
+                    "amounts to root); set sandbox.allow_destructive: true if that is "
+                    "really meant")
+    return None
+
+
+def refused_readable(paths: Iterable[str], network: bool, allow: bool) -> str | None:
+    """Why the first of the campaign's `sandbox.readable` may not be shown while the
+    programs have the host's network (`network`: `sandbox.network`), without `allow`
+    (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>),
+    or one other users may not read (a file without o+r, a directory without o+rx): the
+    programs run as root, and with the network what they read can leave the machine."""
+    if allow or not network:
+        return None
+    for p in paths:
+        real = os.path.realpath(p)
+        where = next((h for h in ("/root", "/home") if within(real, h)
+                      or within(_norm(p), h)), None)
+        why = None
+        if where is not None:
+            why = ("is root's home" if real == "/root" else "lies in /root, root's home"
+                   if where == "/root" else "lies in /home, the users' homes")
+        else:
+            try:
+                st = os.stat(real)
+            except OSError:
+                continue
+            need = 0o005 if stat.S_ISDIR(st.st_mode) else 0o004
+            if st.st_mode & need != need:
+                why = (f"is not readable by every user (mode "
+                       f"{stat.S_IMODE(st.st_mode):04o})")
+        if why:
+            return (f"{p} {why}, and with sandbox.network the runs' programs (root inside) "
+                    "could send what they read there off the machine; set "
+                    "sandbox.allow_destructive: true if that is really meant")
     return None
 
 
@@ -1651,8 +1848,8 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     if fd is None:
         return
     st = os.fstat(fd)
-    if stat.S_ISDIR(st.st_mode):
-        ok = opens_declared(t, allow)
+    if stat.S_ISDIR(st.st_mode):  # judged as held: where the descriptor leads, its owner
+        ok = allow or refused_dir(os.readlink(f"/proc/self/fd/{fd}"), homes, st=st) is None
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(within(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
@@ -1776,8 +1973,11 @@ def ld_conf_opt_dirs(conf: str = "/etc/ld.so.conf") -> tuple[str, ...]:
 
 def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
     """Where the program `name` is installed, to show it read-only: for the program as
-    found (on `path`, or relative to `cwd`) and for what its links lead to, the tree right
-    below a home (/root/.pyenv for a pyenv shim or Python, /home/<user>/bin), else the
+    found (on `path`, or relative to `cwd`) and for what its links lead to: in a home
+    (/root, /home/<user>), the directory above its `bin`/`sbin` when that lies deeper than
+    the home's entry (/root/.pyenv/versions/3.11.7) or is a virtualenv, the entry whole
+    for a version manager's shim (/root/.pyenv/shims/python: /root/.pyenv), else its own
+    directory (not the entry whole: /root/.cargo holds tokens); elsewhere the
     directory above its `bin`/`sbin` (a Python's `lib` lies there, a virtualenv's
     `pyvenv.cfg`), else its own directory; the program's file alone rather than a home, a
     system directory or a directory right below / (/data). Under /opt: the package's
@@ -1798,10 +1998,21 @@ def _install_trees(name: str, cwd: str, path: str | None) -> list[str]:
         if parts[1] == "opt" and len(parts) > 3:
             out.append("/".join(parts[:3]))
             continue
-        if parts[1] == "root" and len(parts) > 3:
-            top = "/".join(parts[:3])
-        elif parts[1] == "home" and len(parts) > 4:
-            top = "/".join(parts[:4])
+        entry = ("/".join(parts[:3]) if parts[1] == "root" and len(parts) > 3 else
+                 "/".join(parts[:4]) if parts[1] == "home" and len(parts) > 4 else None)
+        if entry is not None:
+            # in a home: an entry of the home whole (/root/.cargo holds registry tokens
+            # beside rustup) only for a version manager's shim (<entry>/shims/python:
+            # pyenv, rbenv, nodenv run their tree's libexec); else the directory above the
+            # program's bin/sbin when it lies deeper (/root/.pyenv/versions/3.11.7) or is
+            # a virtualenv (its pyvenv.cfg), else the program's own directory
+            above = os.path.dirname(d) if os.path.basename(d) in ("bin", "sbin") else None
+            top = entry if d == f"{entry}/shims" else above if above is not None and (
+                within(above, entry, strict=True)
+                or os.path.isfile(os.path.join(above, "pyvenv.cfg"))) else d
+            out.append(exe if top in ("/root", *SYSTEM_DIRS) or os.path.dirname(top)
+                       == "/home" else top)
+            continue
         else:
             top = os.path.dirname(d) if os.path.basename(d) in ("bin", "sbin") else d
             if top in SYSTEM_DIRS or os.path.dirname(top) == "/":
