@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
     field_validator, model_validator
 
 from ..errors import CampaignError, StorlabError
-from ..fileio import check_no_foreign_link, read_yaml, within
+from ..fileio import check_campaign_dir, check_no_foreign_link, read_yaml, within
 from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP
 
 # Bounds (storlab.limits) keep a typo from planning more runs than memory holds
@@ -266,6 +266,8 @@ def read_spec(path: str | Path) -> tuple[Path, CampaignSpec]:
     p = Path(path)
     try:
         real = check_no_foreign_link(p)  # the store and the runs are made where the file is
+        # as root: a directory no other user can swap for a link once the file is read
+        check_campaign_dir(real.parent)
         data = read_yaml(real)
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
