@@ -515,10 +515,10 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
         if home is not None:
             dfd = open_dir_beneath(home, d, what=what, home_fd=home_fd, mode=dir_mode)
         else:
-            real = check_trusted_output_dir(d, what)  # as root: no other user's way in
-            real.mkdir(mode=dir_mode, parents=True, exist_ok=True)
-            check_trusted_output_dir(real, what)  # what was made meanwhile, judged too
-            dfd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            check_trusted_output_dir(d, what)  # as root: no other user's way in
+            d.mkdir(mode=dir_mode, parents=True, exist_ok=True)
+            check_trusted_output_dir(d, what)  # what was made meanwhile, judged too
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if d.is_symlink():
             raise StorlabError(f"{label}: is a link (to {link_to(d)}); storlab writes "
