@@ -778,3 +778,19 @@ def test_a_store_an_earlier_storlab_made_is_still_a_store(tmp_path: Path,
         assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
     db.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another user's directory)")
+def test_a_store_subdirectory_another_user_owns_is_refused(tmp_path: Path,
+                                                          storlab: Any) -> None:
+    """`store: sub/campaign.db` with `sub` another user's (a campaign copied with its
+    owners kept): that user could swap the store's files there; refused in one line, as
+    root, before anything is written."""
+    camp = campaign(tmp_path / "c", ECHO, store="sub/campaign.db")
+    (tmp_path / "c" / "sub").mkdir()
+    os.chown(tmp_path / "c" / "sub", 65534, 65534)
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "field store:" in err and "uid 65534" in err, err
+    assert list((tmp_path / "c" / "sub").iterdir()) == []
