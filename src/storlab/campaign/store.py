@@ -84,8 +84,9 @@ FORMAT = 1
 #: SQLite's `application_id` of a store (b"STLB"): set on every store a writer opens; an
 #: existing database with another id, or with tables but not storlab's, is not a store.
 APPLICATION_ID = 0x53544C42
-#: The tables every store has had since the first format (an older store's id is 0).
-STORE_TABLES = frozenset({"meta", "configs", "runs"})
+#: The table that marks a store an earlier storlab made (its application_id is 0): every
+#: store has had its `runs` table (a hand-made old one may have no other).
+STORE_TABLES = frozenset({"runs"})
 
 
 def _version() -> str:
