@@ -502,3 +502,78 @@ def test_cli_output_onto_a_link_to_a_set_id_file(tmp_path: Path, storlab: Any) -
     st = (tmp_path / "out.csv").lstat()
     assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o7022 == 0
     assert mine.read_text() == "x\n" and stat.S_IMODE(mine.stat().st_mode) == 0o6777
+
+
+# ------------------------------------------- writing where no other user can lead us
+
+def test_atomic_write_renames_in_the_directory_it_opened(tmp_path: Path) -> None:
+    """A7-3: the output's directory swapped for a link while the file is written (after
+    any look at the path): the file lands in the directory opened at the start, never
+    where the link leads (root's report.html replaced a file in a root-only directory)."""
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir(mode=0o700)
+    (victim / "report.html").write_text("ORIGINAL\n")
+    with atomic_write(out / "report.html") as fh:
+        fh.write("new\n")
+        out.rename(tmp_path / "out.real")
+        out.symlink_to(victim)
+    assert (victim / "report.html").read_text() == "ORIGINAL\n"
+    assert sorted(p.name for p in victim.iterdir()) == ["report.html"]
+    assert (tmp_path / "out.real" / "report.html").read_text() == "new\n"
+    assert _temps(tmp_path / "out.real") == []
+
+
+def _nobody_dir() -> Path:
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="storlab-a73-", dir="/tmp"))
+    top.chmod(0o755)
+    (top / "theirs").mkdir()
+    os.chown(top / "theirs", 65534, 65534)
+    return top
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another user's directory)")
+def test_root_writes_no_output_into_a_directory_another_user_can_change(
+        tmp_path: Path, storlab: Any) -> None:
+    """As root, `-o` (and every output through `atomic_write`) into a directory another
+    user owns is refused in one line naming the owner: that user could swap it for a link
+    to a root-only directory between storlab's look and its write."""
+    import shutil
+
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump({"factors": [
+        {"name": "a", "kind": "integer", "values": [1, 2]}]}))
+    top = _nobody_dir()
+    try:
+        p = storlab("design", tmp_path / "space.yaml", "--kind", "full", "-o",
+                    top / "theirs" / "out.csv")
+        assert p.returncode == 2, p.stdout + p.stderr
+        err = p.stderr.strip()
+        assert err.count("\n") == 0 and "owned by uid 65534" in err, err
+        assert "run storlab as that user" in err, err
+        assert list((top / "theirs").iterdir()) == []
+        from storlab.fileio import write_in_dir  # `results --fio-json DIR` writes with it
+
+        with pytest.raises(StorlabError, match="owned by uid 65534"):
+            write_in_dir(top / "theirs" / "docs", "c1-r1.json", "{}")
+        assert list((top / "theirs").iterdir()) == []
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the sticky-directory rule)")
+def test_root_still_writes_into_a_sticky_directory(tmp_path: Path) -> None:
+    """A sticky directory others may write (/tmp) is fine for an output: the file is made
+    there under a fresh name (O_EXCL) and renamed through the held directory; a plain
+    world-writable one is refused."""
+    sticky, plain = tmp_path / "sticky", tmp_path / "plain"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    plain.mkdir()
+    plain.chmod(0o777)
+    write_text(sticky / "out.txt", "ok\n")
+    assert (sticky / "out.txt").read_text() == "ok\n"
+    with pytest.raises(StorlabError, match="mode 0777"):
+        write_text(plain / "out.txt", "no\n")
+    assert list(plain.iterdir()) == []

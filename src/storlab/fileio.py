@@ -198,6 +198,52 @@ def check_trusted_dir(path: str | os.PathLike[str], what: str = "", *,
     return walk_resolved(path, rule, label, missing_ok=missing_ok)
 
 
+def check_trusted_output_dir(path: str | os.PathLike[str], what: str = "") -> Path:
+    """As root, the directory storlab writes a user-named file into (`-o`, a report, an
+    export), resolved (`walk_resolved`) and refused in one line unless no other user can
+    change where the path leads: every entry owned by root or the euid, no directory
+    writable by its group or others unless sticky (`/tmp`: the file is made there under a
+    fresh name, O_EXCL, and renamed through the held directory, never followed). Without
+    this, the owner of a directory on the way could swap it for a link between storlab's
+    check and its write, and root would replace a file in a root-only directory. Not
+    root: the path as given (the kernel's permissions guard the user). The returned path
+    has no link in it; what does not exist yet is appended as written."""
+    if os.geteuid() != 0:
+        return Path(path)
+    label = f"{what} {path}" if what else str(path)
+
+    def rule(at: str, st: os.stat_result, last: bool) -> None:
+        try:  # the directory holds the file written: a sticky one is fine as the last
+            check_trusted_entry(at, st, label, last=False)
+        except StorlabError as exc:
+            raise StorlabError(f"{exc}; as root storlab writes only into directories no "
+                               "other user can change: write to such a directory, or run "
+                               "storlab as that user") from None
+
+    return walk_resolved(path, rule, label)
+
+
+def check_campaign_dir(path: str | os.PathLike[str], what: str = "campaign directory"
+                       ) -> Path:
+    """As root, the campaign's directory (where storlab makes the store, its lock, the
+    runs' output files and the scratch area) reached only through directories no other
+    user can change (`check_trusted_dir`: owned by root or the euid, not writable by their
+    group or others unless sticky and not the last; every link on the way root's or the
+    euid's). Otherwise that user could swap the directory for a link after the campaign
+    file was read, and root would write its files wherever the link leads. Refused in one
+    line naming the entry, its owner and the way out. Not root: the path as given."""
+    if os.geteuid() != 0:
+        return Path(path)
+    try:
+        return check_trusted_dir(path, what, missing_ok=False)
+    except FileNotFoundError as exc:
+        raise StorlabError(f"{what} {path}: {exc.filename} does not exist") from None
+    except StorlabError as exc:
+        raise StorlabError(f"{exc}; as root, copy the campaign into a directory only root "
+                           "can change (cp -r --no-preserve=ownership), or run storlab as "
+                           "that user") from None
+
+
 def check_no_foreign_link(path: str | os.PathLike[str], what: str = "") -> Path:
     """Refuse, in one line, a path reached through a symbolic link owned by anyone but root
     or the effective user: where such a link leads decides where storlab (often root)
@@ -262,57 +308,55 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
     p = check_target(path, what)
     label = f"{what} {p}" if what else str(p)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    parent = check_trusted_output_dir(p.parent if str(p.parent) else Path("."), what)
+    try:  # every step below through this descriptor: a link swapped in later is not met
+        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
     try:
-        try:
-            # mkstemp makes 0600; at most the default, never the old file's wider bits (A5-11)
-            os.fchmod(fd, _output_mode(p, private))
-            with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
-                           newline=None if "b" in mode else "") as fh:
-                yield fh
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, p)
+        tmp = f".{p.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:  # 0600 until written; at most the default, never the old file's wider bits
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         except OSError as exc:
             raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
         try:
-            os.unlink(tmp)
+            try:
+                os.fchmod(fd, _output_mode(p, private, dfd))
+                with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
+                               newline=None if "b" in mode else "") as fh:
+                    yield fh
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, p.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except OSError as exc:
+                raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+        try:  # the rename itself durable (best effort: some filesystems refuse)
+            os.fsync(dfd)
         except OSError:
             pass
-        raise
-    _fsync_dir(p.parent)
+    finally:
+        os.close(dfd)
 
 
-def _output_mode(p: Path, private: bool) -> int:
+def _output_mode(p: Path, private: bool, dir_fd: int | None = None) -> int:
     """The mode `atomic_write` gives its file: the default (0600 when `private`, else 0644
     less the umask) intersected with the permission bits of a regular file the effective
     user owns at `p` (lstat: a link at the name lends nothing)."""
     bits = 0o600 if private else 0o644 & ~_umask()
     try:
-        st = os.lstat(p)
+        st = os.lstat(p.name, dir_fd=dir_fd) if dir_fd is not None else os.lstat(p)
     except OSError:
         return bits
     if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
         bits &= stat.S_IMODE(st.st_mode)
     return bits
-
-
-def _fsync_dir(d: Path) -> None:
-    """Make the rename itself durable (best effort: some filesystems refuse)."""
-    try:
-        fd = os.open(d if str(d) else ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def write_text(path: str | Path, text: str, what: str = "", private: bool = False) -> Path:
@@ -471,7 +515,9 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
         if home is not None:
             dfd = open_dir_beneath(home, d, what=what, home_fd=home_fd, mode=dir_mode)
         else:
+            check_trusted_output_dir(d, what)  # as root: no other user's way in
             d.mkdir(mode=dir_mode, parents=True, exist_ok=True)
+            check_trusted_output_dir(d, what)  # what was made meanwhile, judged too
             dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if d.is_symlink():

@@ -211,3 +211,50 @@ def test_status_says_what_the_program_may_execute(tmp_path: Path, storlab: Any) 
     (tmp_path / "d" / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     out = storlab("status", tmp_path / "d" / "campaign.yaml").stdout.replace("\n", " ")
     assert f"programs it may execute: any ({wrapper} is a #! script" in out, out
+
+
+def _with_interp(src: str, dst: Path, interp: bytes) -> None:
+    """A copy of the ELF `src` whose PT_INTERP names `interp` (shorter than the original)."""
+    import struct
+
+    b = bytearray(Path(src).read_bytes())
+    phoff = struct.unpack_from("<Q", b, 32)[0]
+    size, count = struct.unpack_from("<HH", b, 54)
+    for i in range(count):
+        e = phoff + i * size
+        if struct.unpack_from("<I", b, e)[0] == 3:
+            off = struct.unpack_from("<Q", b, e + 8)[0]  # p_offset
+            n = struct.unpack_from("<Q", b, e + 32)[0]  # p_filesz
+            assert len(interp) < n
+            b[off:off + n] = interp + b"\0" * (n - len(interp))
+    dst.write_bytes(bytes(b))
+    dst.chmod(0o755)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_interpreter_that_is_a_fifo_or_a_device_is_refused_not_opened(
+        tmp_path: Path, storlab: Any, kind: str) -> None:
+    """A7-2: a campaign's own `fio:` ELF whose PT_INTERP names a FIFO it ships hung root's
+    `storlab run` for ever in the preflight (the interpreter opened by path, blocking,
+    outside the walls and before any time bound); a device there was opened as root. Now
+    refused in one line, exit 2, before any run, and quickly."""
+    import time
+
+    _with_interp("/usr/bin/true", tmp_path / "myfio", b"interp.x")
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "interp.x")
+    else:
+        (tmp_path / "interp.x").symlink_to("/dev/zero")
+    (tmp_path / "campaign.yaml").write_text(yaml.safe_dump({
+        "name": "interp", "seed": 1, "randomize": False,
+        "space": {"factors": [{"name": "bs", "kind": "categorical", "values": ["4k", "8k"]}]},
+        "design": {"configs": [{"bs": "4k"}]},
+        "runner": {"type": "fio", "options": {"fio": str(tmp_path / "myfio")}}}))
+    start = time.monotonic()
+    p = storlab("run", tmp_path / "campaign.yaml", timeout=60)
+    assert time.monotonic() - start < 30
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0, err
+    assert ("is a FIFO" if kind == "fifo" else "is a device") in err, err
+    assert not (tmp_path / "campaign.db").exists()

@@ -32,8 +32,9 @@ def test_sweep_refuses_a_planted_simulate_sweep_link(storlab, tmp_path: Path) ->
 
 
 def _nobody_campaign(d: Path, **design: object) -> Path:
-    """A fixed-design command campaign in `d`, the directory and file owned by nobody
-    (uid 65534: the campaign is somebody's while storlab runs as root)."""
+    """A fixed-design command campaign in `d`, the file owned by nobody (uid 65534: the
+    campaign is somebody's while storlab runs as root; copied into a directory of root's,
+    as root must: a directory another user owns is refused)."""
     import yaml
 
     d.mkdir(parents=True, exist_ok=True)
@@ -42,8 +43,7 @@ def _nobody_campaign(d: Path, **design: object) -> Path:
             "design": design,
             "runner": {"type": "command", "options": {"command": ["true"]}}}
     (d / "r.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    for p in (d, d / "r.yaml"):
-        os.chown(p, 65534, 65534)
+    os.chown(d / "r.yaml", 65534, 65534)
     return d / "r.yaml"
 
 
@@ -209,8 +209,7 @@ def test_a_cluster_file_outside_reads_only_when_the_owner_could(storlab, tmp_pat
             "design": {"kind": "full"},
             "runner": {"type": "simulator", "options": {"cluster": "cluster.yaml"}}}
     (d / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    for p in (d, d / "s.yaml"):
-        os.chown(p, 65534, 65534)
+    os.chown(d / "s.yaml", 65534, 65534)  # the directory root's: another user's is refused
     secret = tmp_path / "root-only.yaml"
     secret.write_text(example.read_text().replace("#", "# SECRET", 1))
     secret.chmod(0o600)

@@ -508,7 +508,7 @@ def test_the_store_check_judges_what_sqlite_holds_not_the_names(tmp_path: Path) 
     shutil.copy(store, swapped)
     os.replace(swapped, store)  # another file at the name, root's: judged, fine
     refuse_foreign_files(store, checked)
-    os.chown(home, 65534, 65534)  # root runs somebody's campaign: still works
+    os.chown(home, 65534, 65534)  # the store alone: the campaign file is what refuses
     Store(store).db.close()
 
 
@@ -599,3 +599,198 @@ def test_an_output_directory_given_away_during_the_campaign_fails_the_next_run(
     errs = stderr_tails(tmp_path / "c" / "campaign.db")
     assert sum("the runs' output directory" in e and "uid 65534" in e for e in errs) == 1, errs
     assert sorted(p.name for p in out.iterdir()) == ["c1-r1.stderr", "c1-r1.stdout"]
+
+
+def _nobody_top() -> Path:
+    """A fresh directory in /tmp (root's, 0755) that `nobody` may pass through."""
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="storlab-a74-", dir="/tmp"))
+    top.chmod(0o755)
+    return top
+
+
+SWAPPER = r"""
+import ctypes, os, select, struct, sys
+d, target = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+assert libc.inotify_add_watch(fd, d.encode(), 0x10) >= 0  # IN_CLOSE_NOWRITE
+print("ready", flush=True)
+while True:
+    r, _, _ = select.select([fd], [], [], 60)
+    if not r:
+        sys.exit(3)
+    buf, i, hit = os.read(fd, 65536), 0, False
+    while i < len(buf):
+        _, mask, _, n = struct.unpack_from("iIII", buf, i)
+        hit |= buf[i + 16:i + 16 + n].rstrip(b"\0") == b"campaign.yaml"
+        i += 16 + n
+    if hit:
+        break
+os.rename(d, d + ".real")
+os.symlink(target, d)
+print("swapped", flush=True)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv (another user's campaign directory)")
+def test_a_campaign_directory_another_user_can_swap_is_refused_before_anything_is_written(
+        storlab: Any) -> None:
+    """A7-4: root runs a campaign in a directory another user (`nobody`, a real uid switch)
+    owns; that user swaps the directory for a link to a root-only directory as soon as
+    storlab has read campaign.yaml (inotify). storlab made its store, lock, output files
+    and scratch area where the link led (with `store: authorized_keys`, root's 0600 file
+    holding a run's output in /root/.ssh). Now: one line, exit 2, naming the directory,
+    its owner and the way out, before anything is written; the victim stays empty, and so
+    does the campaign's own directory."""
+    import subprocess
+    import sys
+
+    top = _nobody_top()
+    try:
+        theirs = top / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        victim = top / "victim"
+        victim.mkdir(mode=0o700)
+        camp = campaign(theirs / "c", ECHO, store="authorized_keys")
+        for p in (theirs / "c", camp):
+            os.chown(p, 65534, 65534)
+        swapper = subprocess.Popen(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             sys.executable, "-c", SWAPPER, str(theirs / "c"), str(victim)],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
+            p = storlab("run", camp, timeout=120)
+            assert p.returncode == 2, p.stdout + p.stderr
+            err = p.stderr.strip()
+            assert err.count("\n") == 0, err
+            assert "owned by uid 65534" in err and str(theirs) in err, err
+            assert "copy the campaign into a directory only root can change" in err, err
+            assert list(victim.iterdir()) == []
+            real = theirs / "c.real" if (theirs / "c.real").exists() else theirs / "c"
+            assert sorted(x.name for x in real.iterdir()) == ["campaign.yaml"]
+        finally:
+            swapper.kill()
+            swapper.wait()
+        # the way out: the same campaign copied into a directory only root can change
+        mine = top / "mine"
+        mine.mkdir(mode=0o700)
+        shutil.copy(camp, mine / "campaign.yaml")
+        assert storlab("run", mine / "campaign.yaml", timeout=120).returncode == 0
+        assert (mine / "authorized_keys").stat().st_uid == 0
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another user's directory)")
+@pytest.mark.parametrize("command", [["run"], ["status"], ["report"]])
+def test_a_campaign_directory_another_user_owns_is_refused_by_every_command(
+        storlab: Any, command: list[str]) -> None:
+    """The same refusal reaches every command that reads the campaign file as root (run,
+    status, report: all go through the one reading of the file), with the owner named;
+    nothing is made in that directory."""
+    top = _nobody_top()
+    try:
+        camp = campaign(top / "c", ECHO)
+        os.chown(top / "c", 65534, 65534)
+        p = storlab(*command, camp, timeout=120)
+        assert p.returncode == 2, p.stdout + p.stderr
+        err = p.stderr.strip()
+        assert err.count("\n") == 0 and "owned by uid 65534" in err, err
+        assert sorted(x.name for x in (top / "c").iterdir()) == ["campaign.yaml"]
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a world-writable directory)")
+def test_a_world_writable_campaign_directory_is_refused_a_private_one_below_tmp_runs(
+        storlab: Any) -> None:
+    """A campaign directory anyone may write (0777, no sticky bit) is refused as root; a
+    root-owned 0700 directory below the sticky /tmp runs (the rule of sudo and sshd's
+    StrictModes: a sticky directory on the way, not as the last)."""
+    top = _nobody_top()
+    try:
+        camp = campaign(top / "c", ECHO)
+        (top / "c").chmod(0o777)
+        p = storlab("run", camp, timeout=120)
+        assert p.returncode == 2 and "mode 0777" in p.stderr, p.stdout + p.stderr
+        (top / "c").chmod(0o700)
+        assert storlab("run", camp, timeout=120).returncode == 0
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_an_existing_sqlite_database_that_is_not_a_store_is_refused(
+        tmp_path: Path, storlab: Any) -> None:
+    """A7-4d: `store:` naming an existing SQLite database of an application (root's, say):
+    storlab switched it to WAL and wrote its tables and the runs into it. Now one line,
+    exit 2, the database's bytes unchanged."""
+    camp = campaign(tmp_path / "c", ECHO, store="app.db")
+    app = tmp_path / "c" / "app.db"
+    with sqlite3.connect(app) as db:
+        db.execute("CREATE TABLE users (name TEXT, pw TEXT)")
+        db.execute("INSERT INTO users VALUES ('admin', 'x')")
+    db.close()
+    before = digest(app)
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "not a storlab store" in err and "users" in err, err
+    assert digest(app) == before
+    assert sorted(x.name for x in (tmp_path / "c").iterdir()) == ["app.db", "campaign.yaml"]
+    # the writer itself (what `run` opens once the campaign is loaded: the file swapped in
+    # after the load's look, as in the attack) refuses before it writes a byte
+    from storlab.campaign.spec import CampaignError
+    from storlab.campaign.store import Store
+
+    with pytest.raises(CampaignError, match="not a storlab store"):
+        Store(app)
+    assert digest(app) == before
+    with sqlite3.connect(app) as db:  # another application's id: refused too
+        db.execute("DROP TABLE users")
+        db.execute("PRAGMA application_id=1234")
+    db.close()
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2 and "application_id 0x4d2" in p.stderr, p.stdout + p.stderr
+
+
+def test_a_store_an_earlier_storlab_made_is_still_a_store(tmp_path: Path,
+                                                          storlab: Any) -> None:
+    """A store without the application id (made before it was set) is storlab's by its
+    tables: run again it is used, and marked; a new store carries the id."""
+    from storlab.campaign.store import APPLICATION_ID
+
+    camp = campaign(tmp_path / "c", ECHO)
+    assert storlab("run", camp, timeout=120).returncode == 0
+    store = tmp_path / "c" / "campaign.db"
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        db.execute("PRAGMA application_id=0")
+        db.execute("DELETE FROM runs")
+    db.close()
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    db.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another user's directory)")
+def test_a_store_subdirectory_another_user_owns_is_refused(tmp_path: Path,
+                                                          storlab: Any) -> None:
+    """`store: sub/campaign.db` with `sub` another user's (a campaign copied with its
+    owners kept): that user could swap the store's files there; refused in one line, as
+    root, before anything is written."""
+    camp = campaign(tmp_path / "c", ECHO, store="sub/campaign.db")
+    (tmp_path / "c" / "sub").mkdir()
+    os.chown(tmp_path / "c" / "sub", 65534, 65534)
+    p = storlab("run", camp, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "field store:" in err and "uid 65534" in err, err
+    assert list((tmp_path / "c" / "sub").iterdir()) == []

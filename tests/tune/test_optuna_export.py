@@ -6,6 +6,7 @@ phase and replicate as user attrs."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,24 @@ def test_a_storage_that_is_no_url_is_one_line(tmp_path: Path, storlab_forked: An
     p = storlab_forked("tune", _campaign(tmp_path), "--optuna-storage", "study.db")
     assert p.returncode == 2 and "not a database URL" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "study.db").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another user's directory)")
+def test_an_optuna_database_in_another_users_directory_is_refused_as_root() -> None:
+    """SQLite writes the study by path: as root, a directory another user owns (who could
+    swap it for a link to a root-only one) is refused in one line before tuning starts."""
+    import shutil
+    import tempfile
+
+    from storlab.errors import StorlabError
+    from storlab.tune.tuning import _check_optuna_storage
+
+    top = Path(tempfile.mkdtemp(prefix="storlab-optuna-", dir="/tmp"))
+    try:
+        (top / "theirs").mkdir()
+        os.chown(top / "theirs", 65534, 65534)
+        with pytest.raises(StorlabError, match="owned by uid 65534"):
+            _check_optuna_storage(f"sqlite:///{top}/theirs/study.db")
+        _check_optuna_storage(f"sqlite:///{top}/study.db")  # root's own directory: fine
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

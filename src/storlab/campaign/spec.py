@@ -40,6 +40,7 @@ Relative paths are relative to the campaign file's directory.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from pathlib import Path
@@ -49,7 +50,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
     field_validator, model_validator
 
 from ..errors import CampaignError, StorlabError
-from ..fileio import check_no_foreign_link, read_yaml, within
+from ..fileio import (check_campaign_dir, check_no_foreign_link, check_trusted_dir,
+                      read_yaml, within)
 from ..limits import MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP
 
 # Bounds (storlab.limits) keep a typo from planning more runs than memory holds
@@ -266,6 +268,8 @@ def read_spec(path: str | Path) -> tuple[Path, CampaignSpec]:
     p = Path(path)
     try:
         real = check_no_foreign_link(p)  # the store and the runs are made where the file is
+        # as root: a directory no other user can swap for a link once the file is read
+        check_campaign_dir(real.parent)
         data = read_yaml(real)
     except StorlabError as exc:
         raise CampaignError(str(exc)) from None
@@ -275,7 +279,7 @@ def read_spec(path: str | Path) -> tuple[Path, CampaignSpec]:
     if nul is not None:  # a path or argument with a NUL byte cannot reach the system
         raise CampaignError(f"{p}: field {nul}: holds a NUL byte")
     try:
-        return real, CampaignSpec.model_validate(data)
+        spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or "(top)"
@@ -283,6 +287,13 @@ def read_spec(path: str | Path) -> tuple[Path, CampaignSpec]:
         shown = "" if isinstance(value, dict) or e["type"] == "missing" else f" (value {value!r})"
         msg = str(e['msg']).removeprefix("Value error, ")
         raise CampaignError(f"{p}: field {loc}: {msg}{shown}") from None
+    sub = Path(spec.store).parent
+    if os.geteuid() == 0 and sub != Path("."):  # `store: sub/x.db`: sub judged as well
+        try:
+            check_trusted_dir(real.parent / sub, f"{p}: field store:")
+        except StorlabError as exc:
+            raise CampaignError(str(exc)) from None
+    return real, spec
 
 
 def _nul_field(data: Any, where: str = "") -> str | None:

@@ -81,6 +81,12 @@ CREATE TABLE IF NOT EXISTS plan (
 #: could not read or would damage the store (a new nullable column is not such a change).
 #: A store of a higher format is refused, never reused.
 FORMAT = 1
+#: SQLite's `application_id` of a store (b"STLB"): set on every store a writer opens; an
+#: existing database with another id, or with tables but not storlab's, is not a store.
+APPLICATION_ID = 0x53544C42
+#: The table that marks a store an earlier storlab made (its application_id is 0): every
+#: store has had its `runs` table (a hand-made old one may have no other).
+STORE_TABLES = frozenset({"runs"})
 
 
 def _version() -> str:
@@ -296,6 +302,8 @@ class Store:
                     self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
             if self.db.execute("PRAGMA user_version").fetchone()[0] < FORMAT:
                 self.db.execute(f"PRAGMA user_version={FORMAT}")
+            if self.db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")  # an older store
         except sqlite3.DatabaseError as exc:
             if _is_full(exc):
                 raise self._full(exc) from None
@@ -322,6 +330,7 @@ class Store:
                 db.executescript(SCHEMA)
                 db.executescript(PLAN_SCHEMA)
                 db.execute(f"PRAGMA user_version={FORMAT}")
+                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             finally:
                 db.close()
             try:
@@ -340,7 +349,22 @@ class Store:
 
     def _check_format(self, db: sqlite3.Connection) -> None:
         """Refuse a store a newer storlab wrote in a format this one does not know (it was
-        reused and overwritten)."""
+        reused and overwritten), and an SQLite database that is not a store at all (another
+        `application_id`, or tables without storlab's: an application's database the
+        campaign's `store:` names) before anything is written into it."""
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite%'")}
+        if app not in (0, APPLICATION_ID) or (app == 0 and tables
+                                              and not STORE_TABLES <= tables):
+            # somebody's database at the store's name (an application's, root's): storlab
+            # would add its tables and write the runs into it
+            db.close()
+            what = (f"application_id {app:#x}" if app else
+                    f"tables {', '.join(sorted(tables)[:5])}")
+            raise CampaignError(f"{self.path}: not a storlab store (an SQLite database with "
+                                f"{what}); storlab writes only into its own stores: give "
+                                "the campaign another `store:` name")
         have = db.execute("PRAGMA user_version").fetchone()[0]
         if have > FORMAT:
             db.close()

@@ -26,7 +26,8 @@ import pandas as pd
 import yaml
 
 from ..errors import SimError
-from ..fileio import open_dir_beneath, temporary_directory, write_in_dir
+from ..errors import StorlabError
+from ..fileio import check_trusted_dir, open_dir_beneath, temporary_directory, write_in_dir
 from ..sim.spec import SHORT_KEYS, apply_overrides, coerce_value, parse_cluster
 from ..sim.sweep import SweepResult
 from ..units import parse_size
@@ -99,6 +100,12 @@ def write_sweep_campaign(raw: Mapping[str, Any], sweeps: Mapping[str, Sequence[A
                                + yaml.safe_dump(spec, sort_keys=False))}
     if directory.exists() and not directory.is_dir():
         raise SimError(f"--campaign {directory}: not a directory")
+    if os.geteuid() == 0:  # as root: a directory no other user can swap (as `run` asks)
+        try:
+            check_trusted_dir(directory, "--campaign")
+        except StorlabError as exc:
+            raise SimError(f"{exc}; as root, give a --campaign directory only root can "
+                           "change, or run storlab as that user") from None
     # Made and opened one component at a time without following a link (storlab often
     # runs as root: a `simulate-sweep` link planted in the working directory must not
     # make root write the campaign, its store and scratch where it leads), and its files

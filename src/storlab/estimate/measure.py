@@ -688,6 +688,8 @@ def run_plan(plan: MeasurePlan, campaign_dir: Path | str, target: Path | str | N
         raise EstimateError(f"--campaign {campaign_dir}: not a directory")
     try:  # before anything is read or written there
         check_no_foreign_link(campaign_dir, "--campaign")
+        if os.geteuid() == 0:  # as root: no other user can swap it for a link later
+            check_trusted_dir(campaign_dir, "--campaign")
     except StorlabError as exc:
         raise EstimateError(str(exc)) from None
     tgt = Target.resolve(Path(target) if target is not None else None, campaign_dir,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanMismatch, RunsFailed, StorlabError
-from ..fileio import check_target
+from ..fileio import check_target, check_trusted_output_dir
 
 if TYPE_CHECKING:
     from ..campaign.campaign import Campaign
@@ -172,6 +172,8 @@ def _check_optuna_storage(url: str | None) -> None:
                                "database file itself")
         if db and db != ":memory:":
             check_target(db, "--optuna-storage")
+            # as root: SQLite writes by path, so a directory no other user can swap
+            check_trusted_output_dir(Path(db).parent, "--optuna-storage")
 
 
 def _runs_done(camp: Campaign) -> int:

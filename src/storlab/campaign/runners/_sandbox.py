@@ -761,13 +761,35 @@ def exec_missing() -> str | None:
     return None
 
 
+def _open_program(path: str) -> Any:
+    """`path` (a program, an interpreter a PT_INTERP or `#!` names) opened for its header
+    only when it is a regular file: looked at through O_PATH first, so a FIFO or a device
+    the campaign ships (a PT_INTERP naming a FIFO hung root's storlab for ever, outside
+    every time bound; a watchdog or tape opened does harm) is refused in one line, never
+    opened; the very inode checked is then read, non-blocking."""
+
+    pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(pfd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                    or stat.S_ISBLK(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "not a regular file")
+            raise CampaignError(f"{path}: is {kind}, not a regular file; a program and its "
+                                "interpreter (PT_INTERP, #!) must be regular files")
+        fd = os.open(f"/proc/self/fd/{pfd}", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    finally:
+        os.close(pfd)
+    return os.fdopen(fd, "rb")
+
+
 def elf_interpreter(path: str) -> str | None:
     """The ELF interpreter `path` names (PT_INTERP: the kernel opens it with execute
     intent during execve), or None (a static or non-ELF file). Read by hand: a header and
     a program-header table, too little to add pyelftools for."""
     import struct
 
-    with open(path, "rb") as fh:
+    with _open_program(path) as fh:
         head = fh.read(64)
         if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
             return None
@@ -801,7 +823,7 @@ def program_files(exe: str) -> tuple[str, ...]:
             continue
         out.append(f)
         try:
-            with open(f, "rb") as fh:
+            with _open_program(f) as fh:
                 head = fh.read(256)
         except OSError:
             continue

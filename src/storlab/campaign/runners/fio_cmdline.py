@@ -123,6 +123,9 @@ def check_option_names(job: FioSettings, opts: Mapping[str, str],
     argv = [exe, "--parse-only", f"--name={job.job_name}",
             # no option that names a file: parsing must not touch any
             *(f"--{k}={v}" for k, v in opts.items() if k not in GUARDED)]
+    from ._sandbox import program_files
+
+    program_files(exe)  # a FIFO or device as fio or its interpreter: refused before any run
     p = ask_program(argv)  # in the sandbox: an `external:` engine is loaded to parse
     if p.timed_out:
         return
