@@ -23,8 +23,8 @@ from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
                       refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
-from .runners._sandbox import current
-from .runners._sandbox import declared as in_campaign
+from .runners import current
+from .runners import declared as in_campaign
 from .spec import CampaignError, CampaignSpec
 from .store import refuse_foreign_files, refuse_linked_dirs, refuse_links
 

@@ -47,7 +47,7 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
         "reserved_env_clash", "run_directory", "run_identity", "run_program", "run_tag",
         "shell_command", "substitute", "tail", "template_names", "write_run_file")},
     **{n: "._sandbox" for n in (
-        "UNSANDBOXED_ENV", "Declared", "declared", "exec_missing", "is_script",
+        "UNSANDBOXED_ENV", "Declared", "current", "declared", "exec_missing", "is_script",
         "landlock_missing", "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared",
         "refused_dir", "refused_readable", "refused_shared",
         "refused_socket",
@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on fi
                            reserved_env_clash, run_directory, run_identity, run_program,
                            run_tag, shell_command, substitute, tail, template_names,
                            write_run_file)
-    from ._sandbox import (UNSANDBOXED_ENV, Declared, declared, exec_missing, is_script,
+    from ._sandbox import (UNSANDBOXED_ENV, Declared, current, declared, exec_missing, is_script,
                            landlock_missing,
                            landlock_net_missing, ld_conf_opt_dirs, opens_declared,
                            refused_dir, refused_readable, refused_shared,
@@ -88,7 +88,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "RESERVED_ENV", "TAG_ENV", "ShellTemplateError", "SubstitutionError", "render_argv",
            "render_value", "reserved_env_clash", "run_program", "run_tag", "shell_command",
            "substitute", "tail", "template_names", "output_files", "campaign_identity",
-           "run_identity", "UNSANDBOXED_ENV", "Declared", "declared", "require_sandbox",
+           "run_identity", "UNSANDBOXED_ENV", "Declared", "current", "declared", "require_sandbox",
            "refused_writable", "refused_socket", "refused_shared", "refused_dir",
            "refused_readable", "shown_install_trees",
            "system_writable", "unsandboxed", "landlock_missing", "landlock_net_missing", "exec_missing",
