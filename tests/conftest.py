@@ -295,9 +295,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 #: Modules of long ungrouped tests (real tunings and campaigns, 20-70 s each under load), longest
 #: first, run before the others: `--dist loadgroup` hands out the groups, then the ungrouped
-#: tests in this order, so the last tests given out are short and both workers finish together.
+#: tests in this order, so the last tests given out are short and the workers finish together
+#: (the replay, racing, parallel-tuning and plot-gallery tests, 10-36 s each, came last and
+#: left the other workers idle for up to 25 s).
 SLOW_FIRST = ("tests/tune/test_tune.py", "tests/campaign/test_campaign.py",
-              "tests/sim/test_simulate_cli.py", "tests/test_fileio.py")
+              "tests/sim/test_simulate_cli.py", "tests/test_fileio.py",
+              "tests/tune/test_replay_cli.py", "tests/tune/test_racing.py",
+              "tests/tune/test_parallel_tune.py", "tests/test_plotstyle.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

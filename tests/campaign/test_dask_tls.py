@@ -5,6 +5,7 @@ client holding its TLS certificate: a client that connects as anyone on the host
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 from pathlib import Path
@@ -95,8 +96,11 @@ def test_a_plain_tcp_scheduler_is_refused_as_root_unless_the_operator_opts_out(
     """A user's scheduler on plain TCP runs code for anyone who reaches it, as its workers'
     account (root, with the docs' old recipe): as root storlab refuses to use one, in one
     line naming the TLS recipe, before any run; STORLAB_DASK_INSECURE=1 lets it through
-    (here: to a port where nothing listens)."""
+    (here: to a port that accepts and closes every connection, so the client does connect,
+    and fails at once; a port where nothing listens made it retry for its whole 30-second
+    connect timeout)."""
     import os
+    import threading
 
     if os.geteuid() != 0:
         import pytest
@@ -107,9 +111,22 @@ def test_a_plain_tcp_scheduler_is_refused_as_root_unless_the_operator_opts_out(
         r = storlab("run", camp, "-q", "-e", how, timeout=60)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "plain TCP as root" in r.stderr and "STORLAB_DASK_INSECURE=1" in r.stderr
-    r = storlab("run", camp, "-q", "-e", "dask://127.0.0.1:9", timeout=120,
-                env={"STORLAB_DASK_INSECURE": "1"})
+    accepted: list[int] = []
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+
+        def close_each() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = srv.accept()
+                    accepted.append(1)
+                    conn.close()
+
+        threading.Thread(target=close_each, daemon=True).start()
+        port = srv.getsockname()[1]
+        r = storlab("run", camp, "-q", "-e", f"dask://127.0.0.1:{port}", timeout=120,
+                    env={"STORLAB_DASK_INSECURE": "1"})
     assert r.returncode == 2 and "cannot reach the Dask scheduler at tcp://" in r.stderr
+    assert accepted, "the opted-out client never connected"
 
 
 def test_every_unencrypted_or_unknown_scheme_is_one_line(monkeypatch) -> None:

@@ -9,6 +9,7 @@ skipped on purpose, so what holds here is the kernel's doing. Each fio run write
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -816,7 +817,12 @@ def test_an_abstract_socket_bound_inside_is_not_the_hosts(lab: Lab) -> None:
         except PermissionError:
             state = "refused"
         open("bound", "w").close()
-        time.sleep(3)
+        for _ in range(600):  # held until the host's client has looked (at most 30 s)
+            try:
+                open("looked").close()
+                break
+            except FileNotFoundError:
+                time.sleep(0.05)
         print('{{"y": 1}}', state)
         """)
     import threading
@@ -836,6 +842,8 @@ def test_an_abstract_socket_bound_inside_is_not_the_hosts(lab: Lab) -> None:
             c.connect("\0" + name)
         c.close()
     finally:
+        with contextlib.suppress(OSError):  # the program waits for it (else 30 s)
+            (lab.scratch / "c1-r1" / "looked").touch()
         th.join()
     assert out["r"].status == "ok", out["r"].stderr
     assert "refused" in out["r"].raw, out["r"].raw
