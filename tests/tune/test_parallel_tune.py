@@ -150,8 +150,13 @@ def test_sigkill_with_n_in_flight_resumes_without_lost_or_repeated_runs(
     assert killed, f"never saw three runs in flight ({when}): {stored(db)}"
     before = stored(db)
     cut = [r["key"] for r in before if r["status"] == "running"]
-    assert len(cut) == 3, before
-    assert when == "search" or any(early(r) for r in before if r["key"] in cut), before
+    # A commit whose WAL frames the tuner had written, but not yet its index in the shared
+    # memory, when it stopped is invisible to the stopped look; SQLite recovers it from the
+    # WAL after the kill. So one of the three runs the look saw in flight may be finished
+    # (seen under load): the others were cut, and none started after the look.
+    looked = [r["key"] for r in killed if r["status"] == "running"]
+    assert 2 <= len(cut) <= 3 and set(cut) <= set(looked), (killed, before)
+    assert when == "search" or any(early(r) for r in killed if r["key"] in looked), killed
     finished = {r["key"]: r for r in before if r["status"] == "ok"}
     r = storlab_forked("tune", str(p), "--executor", "parallel:3", "--json", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr

@@ -289,6 +289,18 @@ def run_directory(path: str | os.PathLike[str], dir_fd: int,
         _RUN_DIR.reset(token)
 
 
+def make_run_dir(path: str | os.PathLike[str]) -> None:
+    """The run's directory, for a runner about to use it: made by the campaign beneath
+    its held directory (`run_directory`) when it runs the task, so nothing is made here
+    then (a `mkdir(parents=True)` by path would follow a link swapped in meanwhile for
+    the campaign's directory and make `scratch/<run>` wherever it leads); made by path
+    only for a runner used on its own (no campaign holding it)."""
+    got = _RUN_DIR.get()
+    if got is not None and os.path.abspath(path) == got[0]:
+        return
+    Path(path).mkdir(parents=True, exist_ok=True)
+
+
 def held_scratch() -> tuple[str, int] | None:
     """(path, descriptor) of the scratch area the running run's directory lies in, opened
     once when the run started (a runner writes beside the runs from it, never by path)."""

@@ -23,9 +23,9 @@ from typing import Any
 import regex
 
 from ..spec import CampaignError
-from ._program import (RESERVED_ENV, ShellTemplateError, SubstitutionError, render_argv,
-                    render_value, reserved_env_clash, run_program, shell_command, substitute,
-                    tail, template_names)
+from ._program import (RESERVED_ENV, ShellTemplateError, SubstitutionError, make_run_dir,
+                       render_argv, render_value, reserved_env_clash, run_program,
+                       shell_command, substitute, tail, template_names)
 from .base import RunResult, find_json, option_bool
 
 
@@ -155,7 +155,7 @@ class CommandRunner:
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
         workdir = Path(workdir)
-        workdir.mkdir(parents=True, exist_ok=True)
+        make_run_dir(workdir)
         env = {k: substitute(v, {**self.fixed, **config}) for k, v in self.env.items()}
         argv, shell_env = self._render(config, workdir)
         proc = run_program(argv, cwd=workdir, timeout=timeout, shell=self.shell,

@@ -26,7 +26,7 @@ from . import fio_cmdline as cmdline
 from . import fio_guard as guard
 from . import fio_parse as parse
 from . import fio_targets as targets
-from ._program import run_program, tail
+from ._program import make_run_dir, run_program, tail
 from ._sandbox import SYSTEM_TREES, current, declared, open_plain
 from .base import RunResult, option_bool
 from .fio_cmdline import check_option, parse_extra_args, read_job_file
@@ -259,7 +259,7 @@ class FioRunner:
         # run's scratch area is the directory holding the runs' own directories.
         self.check_target(config, base=workdir.parent, workdir=workdir, names=False,
                           files=False)
-        workdir.mkdir(parents=True, exist_ok=True)
+        make_run_dir(workdir)
         opts = self.job_options(config, workdir)
         decl = current()
         why = self.refused_grant(opts, bool(decl.sockets) or decl.unix_sockets, decl.io_uring,

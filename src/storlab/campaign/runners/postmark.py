@@ -15,7 +15,7 @@ from typing import Any
 
 from ...units import parse_size
 from ..spec import CampaignError
-from ._program import render_value, run_program, tail, write_run_file
+from ._program import make_run_dir, render_value, run_program, tail, write_run_file
 from .base import RunResult
 
 #: Columns of `set report terse`, in postmark's order.
@@ -92,7 +92,7 @@ class PostmarkRunner:
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
         workdir = Path(workdir)
-        workdir.mkdir(parents=True, exist_ok=True)
+        make_run_dir(workdir)
         cfg = workdir / "postmark.cfg"
         write_run_file(cfg, self.script(config, workdir))  # a step may have left a link there
         proc = run_program([self.postmark, str(cfg)], cwd=workdir, timeout=timeout,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from ._program import ask_program, render_value, run_program, tail
+from ._program import ask_program, make_run_dir, render_value, run_program, tail
 from .base import RunResult
 
 DEFAULTS = {"file-total-size": "64M", "file-num": "4", "file-test-mode": "rndrw", "time": "5"}
@@ -85,7 +85,7 @@ class SysbenchRunner:
     def run(self, config: Mapping[str, Any], workdir: Path, timeout: float | None = None
             ) -> RunResult:
         workdir = Path(workdir)
-        workdir.mkdir(parents=True, exist_ok=True)
+        make_run_dir(workdir)
         base = [self.sysbench, "fileio", *self.args(config)]
         prep = run_program([*base, "prepare"], cwd=workdir, timeout=timeout,
                            executables=base[:1])
