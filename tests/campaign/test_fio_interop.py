@@ -205,7 +205,7 @@ def test_a_changed_argument_of_a_long_command_is_named(tmp_path: Path, storlab: 
     text = (f"space:\n  factors:\n    - {{name: a, kind: integer, values: [1, 2]}}\n"
             f"design: {{kind: full}}\nrunner:\n  type: command\n  options:\n"
             f"    command: [{sys.executable}, -c, \"{prog}\", count=32M]\n"
-            f"    regex_metrics: ['t (?P<t>[\\\\d.]+)']\n")
+            f"    regex_metrics: ['t (?P<t>[\\d.]+)']\n")
     camp.write_text(text)
     assert storlab("run", camp, "--quiet").returncode == 0
     camp.write_text(text.replace("count=32M", "count=16M"))

@@ -192,9 +192,13 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
             assert r.returncode == 2 and refused in r.stderr, r.stderr
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
             return None
-        assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+        got = None
         with sqlite3.connect(d / "campaign.db") as db:
-            return db.execute("SELECT status, stderr_tail, metrics FROM runs").fetchone()
+            got = db.execute("SELECT status, stderr_tail, metrics FROM runs").fetchone()
+        # its one run: exit 0 when it worked, 1 when it failed
+        assert r.returncode == (0 if got[0] == "ok" else 1), r.stderr
+        assert "Traceback" not in r.stdout + r.stderr, r.stderr
+        return got
 
     # a link there before the load: the user's declaration, where it leads declared too
     run("undeclared", shared / "lnk" / "sub", refused="declare its directory")
