@@ -794,3 +794,70 @@ def test_a_store_subdirectory_another_user_owns_is_refused(tmp_path: Path,
     err = p.stderr.strip()
     assert err.count("\n") == 0 and "field store:" in err and "uid 65534" in err, err
     assert list((tmp_path / "c" / "sub").iterdir()) == []
+
+
+SHIPPED_STORE = """
+PRAGMA application_id=1398033474;
+PRAGMA user_version=1;
+CREATE TABLE configs (config_id INTEGER PRIMARY KEY, config TEXT NOT NULL,
+ design TEXT NOT NULL);
+CREATE TABLE runs (key TEXT PRIMARY KEY, seq INTEGER NOT NULL, config_id INTEGER NOT NULL,
+ repetition INTEGER NOT NULL, warmup INTEGER NOT NULL, config TEXT NOT NULL,
+ status TEXT NOT NULL, exit_code INTEGER, started REAL, ended REAL, host TEXT,
+ attempts INTEGER NOT NULL DEFAULT 0, stderr_tail TEXT, raw TEXT, metrics TEXT, rows TEXT,
+ owner TEXT);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@pytest.mark.parametrize("odd, named", [
+    ("CREATE TABLE junk (x); CREATE TRIGGER t AFTER INSERT ON runs BEGIN INSERT INTO junk "
+     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c; "
+     "END;", "trigger 't' on 'runs'"),
+    ("CREATE TABLE junk (x);", "table 'junk'"),
+    ("CREATE VIEW v AS SELECT 1;", "view 'v'"),
+    ("CREATE INDEX i ON runs (status) WHERE length(status) > 0;", "index 'i' on 'runs'"),
+])
+def test_a_shipped_store_holding_objects_storlab_never_makes_is_refused(
+        tmp_path: Path, storlab: Any, odd: str, named: str) -> None:
+    """A8-2: a campaign ships its own store, storlab's id and tables plus a trigger on
+    `runs` evaluating an endless recursive query: root's `storlab run` never returned (and
+    a trigger could rewrite the results). Now every command refuses the store in one line
+    naming the object, before anything is written; a store storlab made is untouched by
+    the check."""
+    camp = campaign(tmp_path / "c", ECHO)
+    store = tmp_path / "c" / "campaign.db"
+    db = sqlite3.connect(store)
+    db.executescript(SHIPPED_STORE + odd)
+    db.close()
+    before = digest(store)
+    for cmd in ("run", "status"):
+        p = storlab(cmd, camp, timeout=60)
+        assert p.returncode == 2, (cmd, p.stdout + p.stderr)
+        err = p.stderr.strip()
+        assert err.count("\n") == 0 and named in err and "never creates" in err, (cmd, err)
+    assert digest(store) == before
+    assert sorted(x.name for x in (tmp_path / "c").iterdir()) == ["campaign.db",
+                                                                   "campaign.yaml"]
+
+
+def test_a_store_every_storlab_made_passes_the_schema_check(tmp_path: Path) -> None:
+    """The schema check accepts what storlab makes: a new store, an older one (no `plan`,
+    no `owner` column: added on open) and a store somebody ran ANALYZE on."""
+    from storlab.campaign.store import Store, foreign_schema_object
+
+    old = tmp_path / "old.db"
+    db = sqlite3.connect(old)
+    db.executescript(SHIPPED_STORE.replace(",\n owner TEXT", "").replace(
+        "PRAGMA application_id=1398033474;", ""))
+    db.close()
+    with Store(old) as s:
+        assert s.db.execute("SELECT count(*) FROM plan").fetchone()[0] == 0
+    db = sqlite3.connect(old)
+    db.execute("ANALYZE")
+    assert foreign_schema_object(db) is None
+    db.close()
+    with Store(tmp_path / "new.db"):
+        pass
+    with Store(tmp_path / "new.db", readonly=True) as s:
+        assert foreign_schema_object(s.db) is None
