@@ -861,3 +861,45 @@ def test_a_store_every_storlab_made_passes_the_schema_check(tmp_path: Path) -> N
         pass
     with Store(tmp_path / "new.db", readonly=True) as s:
         assert foreign_schema_object(s.db) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a system tree, another user)")
+def test_a_shipped_scratch_link_leading_out_of_the_campaign_is_refused(
+        tmp_path: Path, storlab: Any) -> None:
+    """A8-4: a campaign ships `scratch` as a link to a system directory (`cp -r` keeps it):
+    root made the runs' directories there (/etc/<x>/c1-r1/ with what the program wrote).
+    Now, before any run, one line: without allow_destructive any scratch area leading out
+    of the campaign's directory; with it, one in a system tree or another user's
+    directory. A benchmark directory of root's own, with allow_destructive, is used."""
+    import tempfile
+
+    plant = ["sh", "-c", "echo planted > planted.conf; echo '{\"y\": 1}'"]
+    runner = {"type": "command", "options": {"command": plant, "json_metrics": {"y": "y"}}}
+    etc = Path(tempfile.mkdtemp(prefix="storlab-a84-", dir="/etc"))
+    other = tmp_path / "other"
+    other.mkdir()
+    os.chown(other, 65534, 65534)
+    fast = tmp_path / "fast"
+    fast.mkdir(mode=0o700)
+    try:
+        for allow, to, said in ((False, etc, "leads outside the campaign's directory"),
+                                (False, fast, "leads outside the campaign's directory"),
+                                (True, etc, "one of the system's trees"),
+                                (True, other, "uid 65534")):
+            d = tmp_path / f"c-{allow}-{to.name}"
+            camp = campaign(d, runner, sandbox={"allow_destructive": allow})
+            (d / "scratch").symlink_to(to)
+            p = storlab("run", camp, timeout=120)
+            assert p.returncode == 2, (allow, to, p.stdout + p.stderr)
+            err = p.stderr.strip()
+            assert err.count("\n") == 0 and said in err and "field workdir" in err, err
+            assert str(to) in err, err
+            assert list(to.iterdir()) == [], (allow, to)
+            assert not (d / "campaign.db").exists()
+        d = tmp_path / "c-fast"
+        camp = campaign(d, runner, sandbox={"allow_destructive": True})
+        (d / "scratch").symlink_to(fast)
+        p = storlab("run", camp, timeout=120)
+        assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+    finally:
+        shutil.rmtree(etc, ignore_errors=True)
