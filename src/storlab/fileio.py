@@ -223,6 +223,42 @@ def check_trusted_output_dir(path: str | os.PathLike[str], what: str = "") -> Pa
     return walk_resolved(path, rule, label)
 
 
+def open_output_dir(path: str | os.PathLike[str], what: str = "", mode: int = 0o777) -> int:
+    """A descriptor (O_DIRECTORY) of the user-named output directory `path` (an export's,
+    `--plots`), made when missing. As root: judged first (`check_trusted_output_dir`: no
+    other user can change where it leads), then made and opened from `/` one component
+    of the resolved path at a time with O_NOFOLLOW, never by path (a `mkdir(parents=True)`
+    followed another user's link on the way and made the directory in a root-only one),
+    and judged again, the descriptor's directory the one the path now names. Not root:
+    made by path (the kernel's permissions guard the user). The caller closes it."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    label = f"{what} {path}" if what else str(path)
+    if os.geteuid() != 0:
+        try:
+            Path(path).mkdir(mode=mode, parents=True, exist_ok=True)
+            return os.open(path, flags)
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot make the directory "
+                               f"({exc.strerror or exc})") from None
+    real = check_trusted_output_dir(path, what)
+    fd = open_dir_beneath("/", real, what=what, mode=mode)
+    try:
+        again = check_trusted_output_dir(real, what)  # what was made meanwhile, judged too
+        st, held = os.stat(again), os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino):
+            raise StorlabError(f"{label}: changed while storlab made it; not written")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_output_dir(path: str | os.PathLike[str], what: str = "") -> None:
+    """`open_output_dir`, for a caller that writes its files by path afterwards (each one
+    judged again by `atomic_write`)."""
+    os.close(open_output_dir(path, what))
+
+
 def check_campaign_dir(path: str | os.PathLike[str], what: str = "campaign directory"
                        ) -> Path:
     """As root, the campaign's directory (where storlab makes the store, its lock, the

@@ -903,3 +903,43 @@ def test_a_shipped_scratch_link_leading_out_of_the_campaign_is_refused(
         assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
     finally:
         shutil.rmtree(etc, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None
+                    or shutil.which("fio") is None,
+                    reason="needs root, setpriv (another user makes the link) and fio")
+def test_an_output_directory_through_another_users_link_is_not_made(
+        tmp_path: Path, storlab: Any) -> None:
+    """A8-6: root exports a fio campaign's documents under another user's directory
+    (`results --fio-json /home/them/x/out`), `x` that user's link to a root-only directory:
+    root made `out/` there and wrote `c1-r1.json` in it. Now the directory is judged first
+    and made from `/` without following a link: one line, nothing made where the link
+    leads; the same for `analyze --plots`. Into a directory of root's own it is written."""
+    import tempfile
+
+    camp = campaign(tmp_path / "c", {"type": "fio", "options": {
+        "rw": "write", "size": "1M", "ioengine": "psync"}})
+    assert storlab("run", camp, timeout=180).returncode == 0
+    victim = Path(tempfile.mkdtemp(prefix="storlab-a86-", dir="/etc"))
+    theirs_dir = Path(tempfile.mkdtemp(prefix="storlab-a86-"))
+    try:
+        theirs_dir.chmod(0o755)
+        os.chown(theirs_dir, 65534, 65534)
+        made = _as_nobody("ln", "-s", str(victim), str(theirs_dir / "x"))
+        assert made.returncode == 0, made.stderr
+        p = storlab("results", camp, "--fio-json", theirs_dir / "x" / "out", timeout=60)
+        assert p.returncode == 2, p.stdout + p.stderr
+        err = p.stderr.strip()
+        assert err.count("\n") == 0 and "uid 65534" in err and "--fio-json" in err, err
+        (tmp_path / "r.csv").write_text("A,B,y\n-1,-1,1\n1,-1,3\n-1,1,2\n1,1,5\n")
+        p = storlab("analyze", tmp_path / "r.csv", "-y", "y", "--plots",
+                    theirs_dir / "x" / "plots", timeout=60)
+        assert p.returncode != 0 and "uid 65534" in p.stderr, p.stdout + p.stderr
+        assert list(victim.iterdir()) == []
+        p = storlab("results", camp, "--fio-json", tmp_path / "mine" / "out", timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert sorted(x.name for x in (tmp_path / "mine" / "out").iterdir()) == [
+            "c1-r1.json", "c2-r1.json"]
+    finally:
+        shutil.rmtree(victim, ignore_errors=True)
+        shutil.rmtree(theirs_dir, ignore_errors=True)
