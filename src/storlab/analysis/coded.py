@@ -63,9 +63,7 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
     module's text). Columns in `numbers` are read as floats per row; so is a column whose
     first lines hold more than `many` distinct numbers (a measurement)."""
     try:  # (the reader of the pandas path says what is wrong with the file)
-        p = check_input(path)
-        with open(p, "rb") as fh:
-            data = fh.read()
+        data = read_input_bytes(path)  # one descriptor, never blocking on a FIFO
     except (StorlabError, OSError):
         return None
     if not data.isascii() or any(c in data for c in (b'"', b" ", b"\t", b"\r", b"\x00")):
