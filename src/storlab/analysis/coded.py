@@ -89,7 +89,8 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
             kinds.append(f"S{max(8, -(-2 * max(map(len, seen)) // 8) * 8)}")
     for _ in range(3):  # a label wider than the sample's twice: read again, wider
         try:
-            table = np.loadtxt(io.BytesIO(data), delimiter=",", skiprows=1, comments=None, quotechar=None,
+            table = np.loadtxt(io.BytesIO(data), delimiter=",", skiprows=1, comments=None,
+                               quotechar=None,
                                dtype=[(f"c{j}", k) for j, k in enumerate(kinds)], ndmin=1)
         except ValueError:  # a label among numbers, a short or long row
             return None
