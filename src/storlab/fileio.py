@@ -223,6 +223,42 @@ def check_trusted_output_dir(path: str | os.PathLike[str], what: str = "") -> Pa
     return walk_resolved(path, rule, label)
 
 
+def open_output_dir(path: str | os.PathLike[str], what: str = "", mode: int = 0o777) -> int:
+    """A descriptor (O_DIRECTORY) of the user-named output directory `path` (an export's,
+    `--plots`), made when missing. As root: judged first (`check_trusted_output_dir`: no
+    other user can change where it leads), then made and opened from `/` one component
+    of the resolved path at a time with O_NOFOLLOW, never by path (a `mkdir(parents=True)`
+    followed another user's link on the way and made the directory in a root-only one),
+    and judged again, the descriptor's directory the one the path now names. Not root:
+    made by path (the kernel's permissions guard the user). The caller closes it."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    label = f"{what} {path}" if what else str(path)
+    if os.geteuid() != 0:
+        try:
+            Path(path).mkdir(mode=mode, parents=True, exist_ok=True)
+            return os.open(path, flags)
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot make the directory "
+                               f"({exc.strerror or exc})") from None
+    real = check_trusted_output_dir(path, what)
+    fd = open_dir_beneath("/", real, what=what, mode=mode)
+    try:
+        again = check_trusted_output_dir(real, what)  # what was made meanwhile, judged too
+        st, held = os.stat(again), os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino):
+            raise StorlabError(f"{label}: changed while storlab made it; not written")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_output_dir(path: str | os.PathLike[str], what: str = "") -> None:
+    """`open_output_dir`, for a caller that writes its files by path afterwards (each one
+    judged again by `atomic_write`)."""
+    os.close(open_output_dir(path, what))
+
+
 def check_campaign_dir(path: str | os.PathLike[str], what: str = "campaign directory"
                        ) -> Path:
     """As root, the campaign's directory (where storlab makes the store, its lock, the
@@ -695,6 +731,35 @@ def read_in_dir(dir_fd: int | None, name: str | os.PathLike[str], what: str = ""
     return data
 
 
+def read_input_bytes(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES,
+                     checked: bool = False) -> bytes:
+    """The bytes of the input file `path` (links followed: the user's own), opened ONCE
+    without blocking (O_NONBLOCK: a FIFO put at the name after `check_input` looked would
+    have held an open by path for ever) and judged on that descriptor (`check_input_stat`:
+    a regular file, at most `limit` bytes), read from it and nowhere else. `checked`: the
+    caller ran `check_input` already (its one-line answers for a missing file, say)."""
+    p = Path(path) if checked else check_input(path, what, limit)
+    label = f"{what} {p}" if what else str(p)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except IsADirectoryError:
+        raise StorlabError(f"{label}: is a directory, expected a file") from None
+    except FileNotFoundError:
+        raise StorlabError(f"{label}: file not found") from None
+    except OSError as exc:
+        raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as fh:
+        check_input_stat(os.fstat(fd), label, limit)
+        try:
+            data = fh.read(limit + 1)  # a file that grows while read stays bounded
+        except OSError as exc:
+            raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise StorlabError(f"{label}: more than the {_size(limit)} storlab reads from such "
+                           "a file")
+    return data
+
+
 def read_text(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> str:
     """A UTF-8 text file's contents; a missing file, a directory, a FIFO or device, a file
     over `limit` bytes or binary data is a one-line StorlabError naming the file."""
@@ -709,15 +774,7 @@ def _read_checked(path: str | Path, what: str = "", limit: int = MAX_INPUT_BYTES
     p = Path(path) if data is not None else check_input(path, what, limit)
     label = f"{what} {p}" if what else str(p)
     if data is None:
-        try:
-            with open(p, "rb") as fh:
-                data = fh.read(limit + 1)  # a file that grows while read stays bounded
-        except IsADirectoryError:
-            raise StorlabError(f"{label}: is a directory, expected a file") from None
-        except FileNotFoundError:
-            raise StorlabError(f"{label}: file not found") from None
-        except OSError as exc:
-            raise StorlabError(f"{label}: cannot read ({exc.strerror or exc})") from None
+        data = read_input_bytes(p, what, limit, checked=True)
     if len(data) > limit:
         raise StorlabError(f"{label}: more than the {_size(limit)} storlab reads from such "
                            "a file")
@@ -902,8 +959,9 @@ def read_table(path: str | Path, what: str = "", data: bytes | None = None) -> p
             raise StorlabError(f"{label}: is a directory, expected a table file")
         check_input(p, what)
     try:
-        if suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(p if data is None else io.BytesIO(data))
+        if suffix in (".parquet", ".pq"):  # the bytes read once, never the path again
+            df = pd.read_parquet(io.BytesIO(read_input_bytes(p, what, checked=True)
+                                            if data is None else data))
             names = [str(c) for c in df.columns]
         else:
             data, text = _read_checked(p, what, data=data)

@@ -222,7 +222,8 @@ def test_a_run_directory_left_without_the_mark_is_reused_in_the_own_scratch_area
     (theirs / "c1-r1").mkdir(parents=True)
     (theirs / "c1-r1" / "data").write_text("somebody's\n")
     (theirs / "c1-r1" / ".storlab-run").write_text("another-campaign/c1-r1")  # not ours
-    camp = command_campaign(tmp_path / "linked", ECHO)
+    # a scratch area leading out of the campaign's directory needs the opt-in (A8-4)
+    camp = command_campaign(tmp_path / "linked", ECHO, sandbox={"allow_destructive": True})
     (tmp_path / "linked" / "scratch").symlink_to(theirs)
     p = storlab("run", str(camp), timeout=120)
     assert "ok 0, failed 1" in p.stdout, p.stdout + p.stderr

@@ -794,3 +794,152 @@ def test_a_store_subdirectory_another_user_owns_is_refused(tmp_path: Path,
     err = p.stderr.strip()
     assert err.count("\n") == 0 and "field store:" in err and "uid 65534" in err, err
     assert list((tmp_path / "c" / "sub").iterdir()) == []
+
+
+SHIPPED_STORE = """
+PRAGMA application_id=1398033474;
+PRAGMA user_version=1;
+CREATE TABLE configs (config_id INTEGER PRIMARY KEY, config TEXT NOT NULL,
+ design TEXT NOT NULL);
+CREATE TABLE runs (key TEXT PRIMARY KEY, seq INTEGER NOT NULL, config_id INTEGER NOT NULL,
+ repetition INTEGER NOT NULL, warmup INTEGER NOT NULL, config TEXT NOT NULL,
+ status TEXT NOT NULL, exit_code INTEGER, started REAL, ended REAL, host TEXT,
+ attempts INTEGER NOT NULL DEFAULT 0, stderr_tail TEXT, raw TEXT, metrics TEXT, rows TEXT,
+ owner TEXT);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@pytest.mark.parametrize("odd, named", [
+    ("CREATE TABLE junk (x); CREATE TRIGGER t AFTER INSERT ON runs BEGIN INSERT INTO junk "
+     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c; "
+     "END;", "trigger 't' on 'runs'"),
+    ("CREATE TABLE junk (x);", "table 'junk'"),
+    ("CREATE VIEW v AS SELECT 1;", "view 'v'"),
+    ("CREATE INDEX i ON runs (status) WHERE length(status) > 0;", "index 'i' on 'runs'"),
+])
+def test_a_shipped_store_holding_objects_storlab_never_makes_is_refused(
+        tmp_path: Path, storlab: Any, odd: str, named: str) -> None:
+    """A8-2: a campaign ships its own store, storlab's id and tables plus a trigger on
+    `runs` evaluating an endless recursive query: root's `storlab run` never returned (and
+    a trigger could rewrite the results). Now every command refuses the store in one line
+    naming the object, before anything is written; a store storlab made is untouched by
+    the check."""
+    camp = campaign(tmp_path / "c", ECHO)
+    store = tmp_path / "c" / "campaign.db"
+    db = sqlite3.connect(store)
+    db.executescript(SHIPPED_STORE + odd)
+    db.close()
+    before = digest(store)
+    for cmd in ("run", "status"):
+        p = storlab(cmd, camp, timeout=60)
+        assert p.returncode == 2, (cmd, p.stdout + p.stderr)
+        err = p.stderr.strip()
+        assert err.count("\n") == 0 and named in err and "never creates" in err, (cmd, err)
+    assert digest(store) == before
+    assert sorted(x.name for x in (tmp_path / "c").iterdir()) == ["campaign.db",
+                                                                   "campaign.yaml"]
+
+
+def test_a_store_every_storlab_made_passes_the_schema_check(tmp_path: Path) -> None:
+    """The schema check accepts what storlab makes: a new store, an older one (no `plan`,
+    no `owner` column: added on open) and a store somebody ran ANALYZE on."""
+    from storlab.campaign.store import Store, foreign_schema_object
+
+    old = tmp_path / "old.db"
+    db = sqlite3.connect(old)
+    db.executescript(SHIPPED_STORE.replace(",\n owner TEXT", "").replace(
+        "PRAGMA application_id=1398033474;", ""))
+    db.close()
+    with Store(old) as s:
+        assert s.db.execute("SELECT count(*) FROM plan").fetchone()[0] == 0
+    db = sqlite3.connect(old)
+    db.execute("ANALYZE")
+    assert foreign_schema_object(db) is None
+    db.close()
+    with Store(tmp_path / "new.db"):
+        pass
+    with Store(tmp_path / "new.db", readonly=True) as s:
+        assert foreign_schema_object(s.db) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a system tree, another user)")
+def test_a_shipped_scratch_link_leading_out_of_the_campaign_is_refused(
+        tmp_path: Path, storlab: Any) -> None:
+    """A8-4: a campaign ships `scratch` as a link to a system directory (`cp -r` keeps it):
+    root made the runs' directories there (/etc/<x>/c1-r1/ with what the program wrote).
+    Now, before any run, one line: without allow_destructive any scratch area leading out
+    of the campaign's directory; with it, one in a system tree or another user's
+    directory. A benchmark directory of root's own, with allow_destructive, is used."""
+    import tempfile
+
+    plant = ["sh", "-c", "echo planted > planted.conf; echo '{\"y\": 1}'"]
+    runner = {"type": "command", "options": {"command": plant, "json_metrics": {"y": "y"}}}
+    etc = Path(tempfile.mkdtemp(prefix="storlab-a84-", dir="/etc"))
+    other = tmp_path / "other"
+    other.mkdir()
+    os.chown(other, 65534, 65534)
+    fast = tmp_path / "fast"
+    fast.mkdir(mode=0o700)
+    try:
+        for allow, to, said in ((False, etc, "leads outside the campaign's directory"),
+                                (False, fast, "leads outside the campaign's directory"),
+                                (True, etc, "one of the system's trees"),
+                                (True, other, "uid 65534")):
+            d = tmp_path / f"c-{allow}-{to.name}"
+            camp = campaign(d, runner, sandbox={"allow_destructive": allow})
+            (d / "scratch").symlink_to(to)
+            p = storlab("run", camp, timeout=120)
+            assert p.returncode == 2, (allow, to, p.stdout + p.stderr)
+            err = p.stderr.strip()
+            assert err.count("\n") == 0 and said in err and "field workdir" in err, err
+            assert str(to) in err, err
+            assert list(to.iterdir()) == [], (allow, to)
+            assert not (d / "campaign.db").exists()
+        d = tmp_path / "c-fast"
+        camp = campaign(d, runner, sandbox={"allow_destructive": True})
+        (d / "scratch").symlink_to(fast)
+        p = storlab("run", camp, timeout=120)
+        assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
+    finally:
+        shutil.rmtree(etc, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None
+                    or shutil.which("fio") is None,
+                    reason="needs root, setpriv (another user makes the link) and fio")
+def test_an_output_directory_through_another_users_link_is_not_made(
+        tmp_path: Path, storlab: Any) -> None:
+    """A8-6: root exports a fio campaign's documents under another user's directory
+    (`results --fio-json /home/them/x/out`), `x` that user's link to a root-only directory:
+    root made `out/` there and wrote `c1-r1.json` in it. Now the directory is judged first
+    and made from `/` without following a link: one line, nothing made where the link
+    leads; the same for `analyze --plots`. Into a directory of root's own it is written."""
+    import tempfile
+
+    camp = campaign(tmp_path / "c", {"type": "fio", "options": {
+        "rw": "write", "size": "1M", "ioengine": "psync"}})
+    assert storlab("run", camp, timeout=180).returncode == 0
+    victim = Path(tempfile.mkdtemp(prefix="storlab-a86-", dir="/etc"))
+    theirs_dir = Path(tempfile.mkdtemp(prefix="storlab-a86-"))
+    try:
+        theirs_dir.chmod(0o755)
+        os.chown(theirs_dir, 65534, 65534)
+        made = _as_nobody("ln", "-s", str(victim), str(theirs_dir / "x"))
+        assert made.returncode == 0, made.stderr
+        p = storlab("results", camp, "--fio-json", theirs_dir / "x" / "out", timeout=60)
+        assert p.returncode == 2, p.stdout + p.stderr
+        err = p.stderr.strip()
+        assert err.count("\n") == 0 and "uid 65534" in err and "--fio-json" in err, err
+        (tmp_path / "r.csv").write_text("A,B,y\n-1,-1,1\n1,-1,3\n-1,1,2\n1,1,5\n")
+        p = storlab("analyze", tmp_path / "r.csv", "-y", "y", "--plots",
+                    theirs_dir / "x" / "plots", timeout=60)
+        assert p.returncode != 0 and "uid 65534" in p.stderr, p.stdout + p.stderr
+        assert list(victim.iterdir()) == []
+        p = storlab("results", camp, "--fio-json", tmp_path / "mine" / "out", timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert sorted(x.name for x in (tmp_path / "mine" / "out").iterdir()) == [
+            "c1-r1.json", "c2-r1.json"]
+    finally:
+        shutil.rmtree(victim, ignore_errors=True)
+        shutil.rmtree(theirs_dir, ignore_errors=True)

@@ -248,7 +248,9 @@ def test_a_workdir_climbing_out_to_a_shared_directory_is_not_the_campaigns(
         p.stdout + p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert digest(victim) == before
-    camp = campaign(tmp_path / "c2", {"filename": "../victim.dat", "allow_destructive": True})
+    # the scratch area leading out of the campaign's directory needs the sandbox's opt-in
+    camp = campaign(tmp_path / "c2", {"filename": "../victim.dat", "allow_destructive": True},
+                    sandbox={"allow_destructive": True})
     (tmp_path / "c2" / "scratch").symlink_to(shared)
     p = run(camp)
     assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr

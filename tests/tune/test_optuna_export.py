@@ -115,3 +115,32 @@ def test_an_optuna_database_in_another_users_directory_is_refused_as_root() -> N
         _check_optuna_storage(f"sqlite:///{top}/study.db")  # root's own directory: fine
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_an_optuna_database_holding_a_trigger_is_refused(tmp_path: Path,
+                                                         storlab_forked: Any) -> None:
+    """A8-2 for Optuna's database: a shipped study.db with a trigger (an endless recursive
+    query on insert) would run inside root's storlab as it exports; refused in one line
+    before a run, the file unchanged. A plain earlier study (Optuna's own schema) is fine."""
+    import sqlite3
+
+    camp = _campaign(tmp_path)
+    db = tmp_path / "study.db"
+    optuna.create_study(study_name="x", storage=f"sqlite:///{db}")
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE junk (x); CREATE TRIGGER t AFTER INSERT ON trials BEGIN "
+                      "INSERT INTO junk WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+                      "SELECT x+1 FROM c) SELECT count(*) FROM c; END;")
+    con.close()
+    before = db.read_bytes()
+    p = storlab_forked("tune", camp, "--quiet", "--optuna-storage", f"sqlite:///{db}",
+                       timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip()
+    assert err.count("\n") == 0 and "trigger 't' on 'trials'" in err, err
+    assert db.read_bytes() == before and not (tmp_path / "exported.db").exists()
+    from storlab.tune.tuning import _check_optuna_storage
+
+    other = tmp_path / "plain.db"
+    optuna.create_study(study_name="x", storage=f"sqlite:///{other}")
+    _check_optuna_storage(f"sqlite:///{other}")

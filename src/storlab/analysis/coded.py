@@ -13,6 +13,7 @@ the file with pandas (`storlab.fileio.read_table`), errors included.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StorlabError
-from ..fileio import check_input
+from ..fileio import read_input_bytes
 from ..limits import MAX_COLUMNS
 
 #: Integers and decimal numbers as pandas' C parser reads them (no spaces: refused above).
@@ -63,9 +64,7 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
     module's text). Columns in `numbers` are read as floats per row; so is a column whose
     first lines hold more than `many` distinct numbers (a measurement)."""
     try:  # (the reader of the pandas path says what is wrong with the file)
-        p = check_input(path)
-        with open(p, "rb") as fh:
-            data = fh.read()
+        data = read_input_bytes(path)  # one descriptor, never blocking on a FIFO
     except (StorlabError, OSError):
         return None
     if not data.isascii() or any(c in data for c in (b'"', b" ", b"\t", b"\r", b"\x00")):
@@ -90,7 +89,8 @@ def read_coded_csv(path: str | Path, numbers: set[str], many: int = 10
             kinds.append(f"S{max(8, -(-2 * max(map(len, seen)) // 8) * 8)}")
     for _ in range(3):  # a label wider than the sample's twice: read again, wider
         try:
-            table = np.loadtxt(p, delimiter=",", skiprows=1, comments=None, quotechar=None,
+            table = np.loadtxt(io.BytesIO(data), delimiter=",", skiprows=1, comments=None,
+                               quotechar=None,
                                dtype=[(f"c{j}", k) for j, k in enumerate(kinds)], ndmin=1)
         except ValueError:  # a label among numbers, a short or long row
             return None

@@ -6,10 +6,11 @@ from the store into a directory."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from ..fileio import write_in_dir
+from ..fileio import open_output_dir, write_in_dir
 from .runners import runner_class
 from .spec import CampaignError
 from .store import Store
@@ -23,8 +24,8 @@ def documents_dir(store_path: Path, runner_type: str) -> Path:
 
 
 def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
-                   repetition: int, runner_type: str, home: Path, private: bool = False
-                   ) -> Path | None:
+                   repetition: int, runner_type: str, home: Path, private: bool = False,
+                   home_fd: int | None = None) -> Path | None:
     """One run's document as `directory/c<config>-r<repetition>.json`; None without
     one. Never through a link a run's program could have planted beside the store (the
     campaign's directory `home` holds it). `private`: the file 0600 in a directory made
@@ -40,7 +41,7 @@ def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
                                 "whole number (a store storlab did not write); refused")
     return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
                         json.dumps(doc, indent=2) + "\n",
-                        what=f"{runner_type} JSON directory", home=home,
+                        what=f"{runner_type} JSON directory", home=home, home_fd=home_fd,
                         mode=0o600 if private else 0o666,
                         dir_mode=0o700 if private else 0o777)
 
@@ -59,11 +60,16 @@ def export_documents(store_path: Path, runner_type: str, directory: Path, home: 
         runs = [r for r in store.runs(with_raw=True) if not r["warmup"]
                 and r["status"] == "ok"]
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    # the user's directory (as root: judged, then made and held from `/` without following
+    # a link; another user's link on the way had root make it in a root-only directory)
+    dfd = open_output_dir(directory, f"--{runner_type}-json")
     out = []
-    for r in runs:
-        path = write_document(document(r["raw"]), directory, r["config_id"],
-                              r["repetition"], runner_type, home)
-        if path is not None:
-            out.append(path)
+    try:
+        for r in runs:
+            path = write_document(document(r["raw"]), directory, r["config_id"],
+                                  r["repetition"], runner_type, directory, home_fd=dfd)
+            if path is not None:
+                out.append(path)
+    finally:
+        os.close(dfd)
     return out

@@ -99,6 +99,7 @@ def check_runner(camp: Campaign) -> Any:
             refuse_linked_dirs(camp.dir, getattr(camp.spec, fld), fld)
         except CampaignError as exc:
             raise CampaignError(f"{camp.path}: {exc}") from None
+    _refuse_scratch_elsewhere(camp)
     refuse_links(camp.store_path)
     refuse_foreign_files(camp.store_path)
     try:
@@ -151,6 +152,31 @@ def check_runner(camp: Campaign) -> Any:
         except StorlabError as exc:
             raise CampaignError(f"{camp.path}: design: {exc}") from None
     return runner
+
+
+def _refuse_scratch_elsewhere(camp: Campaign) -> None:
+    """The scratch area (`workdir:`, default `scratch`) may be a link the user set up (to a
+    faster disk); storlab makes the runs' directories there as root and the programs write
+    in them. Judged like a writable declaration: leading outside the campaign's directory
+    it needs `sandbox.allow_destructive` (a campaign shipped `scratch` as a link to /etc,
+    `cp -r` kept it, and root made the runs' directories there), and even then not into
+    the system's trees, a shared directory or one another user owns or may write
+    (`refused_dir`)."""
+    if camp.own_scratch():
+        return
+    shown = f"{camp.spec.workdir} (leading to {os.path.realpath(camp.scratch)})"
+    if not camp.spec.sandbox.allow_destructive:
+        raise CampaignError(
+            f"{camp.path}: field workdir: the scratch area {shown} leads outside the "
+            "campaign's directory, and storlab would make the runs' directories there as "
+            "root; make it a directory inside the campaign's, or set "
+            "sandbox.allow_destructive: true if a scratch area there is really meant")
+    why = refused_dir(str(camp.scratch), [str(camp.dir)])
+    if why:
+        raise CampaignError(
+            f"{camp.path}: field workdir: the scratch area {why}: storlab would make the "
+            "runs' directories there as root, even with sandbox.allow_destructive; link a "
+            "directory of the benchmark's own (/mnt/test, one made under /var/tmp)")
 
 
 def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str, Any]]]

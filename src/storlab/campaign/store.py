@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import stat
 import time
@@ -87,6 +88,57 @@ APPLICATION_ID = 0x53544C42
 #: The table that marks a store an earlier storlab made (its application_id is 0): every
 #: store has had its `runs` table (a hand-made old one may have no other).
 STORE_TABLES = frozenset({"runs"})
+
+
+#: What storlab itself makes in a store, every format still read: its tables and the
+#: indexes SQLite makes for their primary keys (and ANALYZE's statistics tables).
+OWN_OBJECTS = frozenset({("table", "meta"), ("table", "configs"), ("table", "runs"),
+                         ("table", "plan"), ("index", "sqlite_autoindex_meta_1"),
+                         ("index", "sqlite_autoindex_runs_1"),
+                         ("index", "sqlite_autoindex_plan_1"),
+                         ("table", "sqlite_stat1"), ("table", "sqlite_stat4")})
+
+
+def _own_columns() -> dict[str, set[str]]:
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(SCHEMA)
+        db.executescript(PLAN_SCHEMA)
+        return {t: {r[1] for r in db.execute(f"PRAGMA table_info({t})")}
+                for t in ("meta", "configs", "runs", "plan")}
+    finally:
+        db.close()
+
+
+def foreign_schema_object(db: sqlite3.Connection,
+                          own: frozenset[tuple[str, str]] | None = OWN_OBJECTS
+                          ) -> str | None:
+    """The first schema object of `db` its maker (storlab) does not make, as a phrase
+    ("trigger t on runs"), or None. A database a campaign ships runs its schema inside
+    whoever opens it: a trigger on `runs` evaluating an endless recursive query hung root's
+    `storlab run`, and could rewrite what storlab writes. With `own` None (a database of
+    another program, Optuna's): only what runs code is refused (triggers, views, virtual
+    tables)."""
+    rows = db.execute("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master "
+                      "ORDER BY type NOT IN ('trigger', 'view')").fetchall()  # code first
+    columns = _own_columns() if own is not None else {}
+    for kind, name, table, sql in rows:
+        words = " ".join(sql.split()[:3]).upper()
+        if kind in ("trigger", "view") or words.startswith("CREATE VIRTUAL"):
+            return f"{kind if kind != 'table' else 'virtual table'} {name!r}" + (
+                f" on {table!r}" if kind == "trigger" else "")
+        if own is None:
+            continue
+        if (kind, name) not in own:
+            return f"{kind} {name!r}" + (f" on {table!r}" if kind == "index" else "")
+        if kind == "table" and name in columns:
+            cols = db.execute(f"PRAGMA table_xinfo({name})").fetchall()
+            extra = [c[1] for c in cols if c[1] not in columns[name] or c[6] != 0]
+            if extra:
+                return f"column {extra[0]!r} of table {name!r}"
+            if re.search(r"\bCHECK\b", sql, re.IGNORECASE):
+                return f"a CHECK constraint on table {name!r}"
+    return None
 
 
 def _version() -> str:
@@ -284,6 +336,7 @@ class Store:
                 self._create()
             before = held_files()
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self.db.execute("PRAGMA trusted_schema=OFF")  # a belt: _check_format refuses
             self._check_format(self.db)  # a read: SQLite opens the store, -wal and -shm
             # opened, nothing written yet: judged on the names and on the descriptors
             try:
@@ -365,6 +418,13 @@ class Store:
             raise CampaignError(f"{self.path}: not a storlab store (an SQLite database with "
                                 f"{what}); storlab writes only into its own stores: give "
                                 "the campaign another `store:` name")
+        odd = foreign_schema_object(db)
+        if odd is not None:
+            db.close()
+            raise CampaignError(f"{self.path}: not a storlab store as storlab makes it (it "
+                                f"holds {odd}, which storlab never creates; a database's "
+                                "schema runs inside whoever opens it): remove that, or "
+                                "give the campaign another `store:` name")
         have = db.execute("PRAGMA user_version").fetchone()[0]
         if have > FORMAT:
             db.close()
@@ -404,6 +464,7 @@ class Store:
     def _connect_ro(uri: str) -> sqlite3.Connection:
         db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         try:
+            db.execute("PRAGMA trusted_schema=OFF")
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file now
         except sqlite3.DatabaseError:
             db.close()

@@ -10,7 +10,7 @@ import typer
 
 from ..errors import AnalysisError, DesignError, NotTwoLevel, StorlabError
 from ..limits import MAX_FACTORS, MAX_RUNS, MAX_SEED
-from ..fileio import read_table, save_figure, write_frame
+from ..fileio import make_output_dir, read_table, save_figure, write_frame
 from ._common import (at_least, console, emit_json, escape, fitted_tables, fraction,
                       frame_table, input_file, output_dir, output_file)
 
@@ -284,7 +284,7 @@ def analyze_cmd(
     if plots is not None:
         if plot_format not in ("png", "svg"):
             raise AnalysisError(f"--plot-format {plot_format!r} must be png or svg")
-        plots.mkdir(parents=True, exist_ok=True)
+        make_output_dir(plots, "--plots")  # as root: no other user's link on the way
         skipped = _no_interactions(a)
         for kind in PLOT_KINDS:
             if kind == "interaction" and skipped:

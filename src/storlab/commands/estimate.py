@@ -257,8 +257,9 @@ def predict_cmd(
     from ..estimate import MIXES, RWModel
 
     _check_choice(mix, MIXES, "--mix")
-    read_text(model_path, "--model")  # binary or non-UTF-8: one line naming the file
-    model = RWModel.load(model_path)
+    # read once, from one descriptor (a FIFO renamed over the file after a first read
+    # blocked root's storlab when the model was opened again); binary: one line
+    model = RWModel.loads(read_text(model_path, "--model"), str(model_path))
     pr = model.predict(read_pct, sizes, mix=mix, confidence=confidence)
     table = pr.table()
     data = {**pr.to_dict(), "warnings": model.warnings}

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import StorlabError
-from ..fileio import read_text, save_figure, write_frame
+from ..fileio import make_output_dir, read_text, save_figure, write_frame
 from ..limits import MAX_SEED
 from ._common import (STORE_HELP, at_least, campaign_store_note, console, emit_json, escape,
                       fraction, frame_table, input_file, is_campaign, output_dir, output_file)
@@ -134,7 +134,7 @@ def coverage_cmd(
     cov = coverage(table, by, metrics=_split(metrics), n_components=components,
                    n_clusters=clusters, log=log, seed=seed, source=str(results))
     if plots is not None:
-        plots.mkdir(parents=True, exist_ok=True)
+        make_output_dir(plots, "--plots")  # as root: no other user's link on the way
         for kind in CoverageResult.PLOT_KINDS:
             save_figure(cov.plot(kind), plots / f"coverage-{kind}.png", dpi=150,
                         bbox_inches="tight")

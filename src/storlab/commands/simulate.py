@@ -214,11 +214,13 @@ def _calibrate(raw: dict[str, Any], src: str, csv: Path, holdout: float,
 
     if not 0 <= holdout < 1:
         raise SimError(f"--holdout {holdout}: must be in [0, 1)")
-    read_text(csv, "--calibrate")  # binary or non-UTF-8 input: one line naming the file
+    # read once (binary or non-UTF-8: one line naming the file), parsed from that text:
+    # opening the path again would block on a FIFO put there meanwhile
+    text = read_text(csv, "--calibrate")
     from ._progress import task_progress
 
     with task_progress("calibrate", quiet=as_json) as step:
-        res = calibrate(raw, read_measurements(csv), holdout=holdout, source=str(csv),
+        res = calibrate(raw, read_measurements(csv, text=text), holdout=holdout, source=str(csv),
                         progress=step)
     if save is not None:
         import yaml

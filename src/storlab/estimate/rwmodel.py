@@ -274,15 +274,24 @@ class RWModel(Result):
         return cls(dict(sorted(fits.items())), thr, dict(d.get("meta") or {}))
 
     @classmethod
-    def load(cls, path: str | Path) -> RWModel:
+    def load(cls, path: str | Path, what: str = "") -> RWModel:
+        """The model saved at `path`, read once from one descriptor (`read_input_bytes`:
+        a regular file, bounded, never a FIFO put at the name after a look)."""
+        from ..fileio import read_text
+
         path = Path(path)
+        if not path.exists() and not path.is_symlink():
+            raise EstimateError(f"{path}: no such model file")
+        return cls.loads(read_text(path, what), str(path))
+
+    @classmethod
+    def loads(cls, text: str, where: str) -> RWModel:
+        """The model from its saved JSON `text` (`where` names it in errors)."""
         try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise EstimateError(f"{path}: no such model file") from None
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise EstimateError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
-        return cls.from_dict(data, str(path))
+            raise EstimateError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        return cls.from_dict(data, where)
 
 
 def _pool_alias(pool: bool | None, error: str) -> str:

@@ -49,10 +49,18 @@ RIDGE = 0.05
 LATENCY_COLUMNS = ("lat_mean_ms", "p50_ms", "lat_p50_ms")
 
 
-def read_measurements(path: str | Path) -> pd.DataFrame:
+def read_measurements(path: str | Path, text: str | None = None) -> pd.DataFrame:
+    """The measurements CSV at `path`; `text`: its content already read (`path` then only
+    names it), else read once, bounded, from one descriptor (`fileio.read_text`)."""
+    import io
+
+    from ..fileio import read_text
+
     p = Path(path)
+    if text is None:
+        text = read_text(p)
     try:
-        df = pd.read_csv(p, comment="#")
+        df = pd.read_csv(io.StringIO(text), comment="#")
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise SimError(f"{p}: cannot read CSV ({exc})") from None
     df = df.rename(columns={c: _ALIASES.get(c.strip().lower(), c.strip().lower())
