@@ -485,9 +485,9 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
     camp = tmp_path / "camp"
     (camp / "deep" / "er").mkdir(parents=True)
     (tmp_path / "in").mkdir()
-    (tmp_path / "out").mkdir()
+    (camp / "out").mkdir()  # the campaign's own: outside, only with allow_destructive
     names = {"camp": camp / "deep" / "er" / "x.sock", "readable": tmp_path / "in" / "x",
-             "writable": tmp_path / "out" / "x.sock"}
+             "writable": camp / "out" / "x.sock"}
     for p in names.values():
         os.link(daemon / "d.sock", p)
     addrs = {k: str(v) for k, v in names.items()}
@@ -495,7 +495,7 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
     try:
         # a socket declared (Unix sockets can be made): the covering is what holds
         res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
-                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")],
+                  readable=[str(tmp_path / "in")], writable=[str(camp / "out")],
                   sockets=[str(tmp_path / "declared.sock")])
         assert res.status == "ok", res.stderr[-600:]
         got = json.loads(res.raw.strip().splitlines()[-1])

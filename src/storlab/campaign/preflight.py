@@ -19,7 +19,8 @@ from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
 from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
-                      refused_dir, refused_readable, refused_shared, refused_socket,
+                      refused_dir, refused_outside, refused_readable, refused_shared,
+                      refused_socket,
                       refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
@@ -111,6 +112,15 @@ def check_runner(camp: Campaign) -> Any:
         except CampaignError as exc:
             raise CampaignError(f"{camp.path}: {exc}") from None
     sb = camp.spec.sandbox
+    if not sb.allow_destructive:  # the campaign's own directory, or the opt-in
+        for i, p in enumerate(sb.writable):
+            why = refused_outside(str(camp.dir / p), [str(camp.dir)])
+            if why:
+                raise CampaignError(
+                    f"{camp.path}: field sandbox.writable[{i}]: {why}: the runs' programs "
+                    "could overwrite what is there (a script root runs, storlab's own "
+                    "files); put it inside the campaign's directory, or set "
+                    "sandbox.allow_destructive: true if writing there is really meant")
     why = refused_writable([str(camp.dir / p) for p in sb.writable], str(camp.dir),
                            sb.allow_destructive)
     if why:
