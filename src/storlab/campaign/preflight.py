@@ -272,8 +272,9 @@ def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict
 
 def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,
                        what: str = "") -> None:
-    """An existing directory the runs' programs would write (a declared `sandbox.writable`,
-    a runner's target directory) that is not the benchmark's own: in the system's trees,
+    """An existing directory the runs' programs would write (a runner's target directory;
+    a declared `sandbox.writable` outside the campaign's directory is refused earlier,
+    `refused_outside`, unless `allow_destructive`) that is not the benchmark's own: in the system's trees,
     shared, another user's or writable by others (`refused_dir`), outside the campaign's
     directory, without `allow`: refused in one line, with the way out."""
     if allow or not os.path.isdir(path):

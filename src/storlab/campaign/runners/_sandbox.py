@@ -1614,9 +1614,10 @@ def _changeable_link(path: str) -> str | None:
 
 def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
                 st: os.stat_result | None = None) -> str | None:
-    """Why the directory `path` (a declared `sandbox.writable`, a runner's target
-    directory) may not open writable without `allow` (`allow_destructive`), in words, or
-    None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
+    """Why the directory `path` (a runner's target directory: fio `directory:`, a
+    pattern's directory; the campaign's `sandbox.writable` has the stricter
+    `refused_outside`) may not open writable without `allow` (`allow_destructive`), in
+    words, or None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
     it leads to (links resolved) may not be `/`, lie in one of the system's trees
     (`_system_tree`) or be a shared directory (`SHARED_DIRS`), and must be owned by root
     or the caller and writable by neither its group nor others (`_foreign`, judged from
@@ -1819,7 +1820,10 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     (`open_plain`; a declared file that does not exist yet opens its directory when that
     lies inside the campaign's directory, see `_open_target`): a directory, or a regular
     file with one hard link inside the campaign's directory or scratch area
-    (`Declared.homes`); a path through a link (or /proc/self/...), a file with several
+    (`Declared.homes`); a `sandbox.writable` directory only inside the campaign's
+    directory (`refused_outside`), a runner's target directory by `refused_dir`; a
+    declared socket whose daemon runs as root is asked about again here and refused
+    (`Walls.socket`); a path through a link (or /proc/self/...), a file with several
     links, an existing file elsewhere, a system directory (`_system`), a shared one
     (`SHARED_DIRS`) and a device stay shut (the static checks refuse them with a message
     first); files with several links inside a writable directory are shown read-only over
