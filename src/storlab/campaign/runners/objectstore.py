@@ -30,8 +30,8 @@ again by each run:
   another host or port (`refused_endpoint`); with `cluster:` neither may, whatever the
   sandbox: the keys read from the cluster's state go to its own endpoint only;
 - `records_dir` lies in the scratch area (relative without `..` out of it, or absolute)
-  or in a directory declared in `sandbox.writable` that the sandbox opens (not a system
-  or shared one), unless `sandbox.allow_destructive` (`refused_records_dir`).
+  or in a directory declared in `sandbox.writable` that the sandbox opens (inside the
+  campaign's directory), unless `sandbox.allow_destructive` (`refused_records_dir`).
 """
 
 from __future__ import annotations
