@@ -103,7 +103,8 @@ def test_records_dir_outside_what_the_runs_may_write_is_refused(
             ("up", "../../mine", net, ("records_dir: ../../mine", "outside the scratch")),
             ("undeclared", str(mine), net, (str(mine), "declare its directory")),
             ("system", "/etc/storlab-records", {**net, "writable": ["/etc"]},
-             ("lies in /etc", "allow_destructive"))]:
+             ("sandbox.writable[0]", "/etc", "outside the campaign's directory",
+              "allow_destructive"))]:
         p = storlab("run", str(campaign(tmp_path / name, {"endpoint": url, "records_dir": rd},
                                         sandbox=sandbox)), timeout=120)
         refused(p, *words)
@@ -166,13 +167,14 @@ def test_declared_endpoint_and_records_dir_run_and_their_files_are_private(
     directory, as the store: a program's output may hold what only root could read. A
     report the user writes with `-o` keeps the umask (the user's file)."""
     url, hits = listener
-    camp = campaign(tmp_path / "c", {"endpoint": url, "records_dir": str(tmp_path / "out/rec")},
-                    sandbox={"network": True, "writable": [str(tmp_path / "out")]})
-    (tmp_path / "out").mkdir()
+    camp = campaign(tmp_path / "c", {"endpoint": url,
+                                     "records_dir": str(tmp_path / "c" / "out/rec")},
+                    sandbox={"network": True, "writable": ["out"]})
+    (tmp_path / "c" / "out").mkdir()
     p = storlab("run", str(camp), timeout=120)
     assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
     assert len(hits) > 10
-    recs = sorted((tmp_path / "out" / "rec").glob("*.csv.gz"))
+    recs = sorted((tmp_path / "c" / "out" / "rec").glob("*.csv.gz"))
     assert len(recs) == 2
     assert {stat.S_IMODE(f.stat().st_mode) for f in recs} == {0o600}
     store = tmp_path / "c" / "campaign.db"
@@ -200,7 +202,8 @@ def test_a_programs_stream_files_are_private_as_the_store(tmp_path: Path,
         "name": "leak", "timeout": 30, "design": {"kind": "full"},
         "space": {"factors": [{"name": "n", "kind": "ordinal", "values": [1, 2]}],
                   "responses": [{"name": "v", "goal": "minimize"}]},
-        "sandbox": {"readable": [str(secret)]},
+        # a root-only file shown needs the opt-in (A8-1)
+        "sandbox": {"readable": [str(secret)], "allow_destructive": True},
         "runner": {"type": "command", "options": {
             "command": ["sh", "-c", f"cat {secret}; echo {{n}}"],
             "regex_metrics": ["(?P<v>[0-9]+)$"]}}}))

@@ -53,7 +53,8 @@ def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storl
     r = storlab("status", camp)
     assert r.returncode == 0, r.stderr
     assert "sandbox: bwrap: read-only system (/usr, /etc, /sys) and campaign " \
-           "directory; writable: each run's directory, the runner's targets, data; declared " \
+           "directory; writable: each run's directory, the runner's targets, data; " \
+           "sandbox.writable anywhere (sandbox.allow_destructive); declared " \
            "devices writable (allow_destructive); network: none (its own); Unix sockets: none; io_uring: " \
            "none but the runner's own need" in r.stdout
     assert "outside the sandbox (system_writable): setup[0]: sysctl -w vm.swappiness=10" \
@@ -234,7 +235,8 @@ def test_sandbox_writable_file_outside_the_campaign_needs_allow_destructive(
         tmp_path: Path, victim: Path, loopdev: str, storlab: Any) -> None:
     """An existing file (or a device) outside the campaign's directory in
     `sandbox.writable`: one line, exit 2, before any run, the victim untouched; with
-    `allow_destructive` the campaign runs; a directory outside needs nothing."""
+    `allow_destructive` the campaign runs; a directory outside needs it too (A8-3), one
+    inside the campaign's directory nothing."""
     before = victim.read_bytes()
     write = ["sh", "-c", f"printf PWNED | dd of={victim} conv=notrunc; echo '{{\"y\": 1}}'"]
     for declared in (str(victim), loopdev):
@@ -246,6 +248,10 @@ def test_sandbox_writable_file_outside_the_campaign_needs_allow_destructive(
     assert victim.read_bytes() == before
     (tmp_path / "out").mkdir()
     camp = command_campaign(tmp_path / "d", ECHO, sandbox={"writable": [str(tmp_path / "out")]})
+    r = storlab("run", camp, "-q")
+    assert r.returncode == 2 and "field sandbox.writable[0]" in r.stderr, r.stderr
+    (tmp_path / "d" / "out").mkdir()
+    camp = command_campaign(tmp_path / "d", ECHO, sandbox={"writable": ["out"]})
     assert storlab("run", camp, "-q").returncode == 0
     camp = command_campaign(tmp_path / "e", write, sandbox={
         "writable": [str(victim)], "allow_destructive": True})
@@ -398,8 +404,8 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
 def test_status_lists_a_declared_system_directory_as_read_only(tmp_path: Path, storlab: Any
                                                                ) -> None:
     """`sandbox.writable: [/var/lib/x]` without allow_destructive: the sandbox leaves it
-    read-only (a system directory), and `status` listed it as writable. Now it says what
-    the kernel does; the run's write there fails (EROFS)."""
+    read-only (outside the campaign's directory), and `status` listed it as writable. Now
+    it says what the kernel does; the run is refused before it starts (A8-3)."""
     import tempfile
 
     sysdir = tempfile.mkdtemp(prefix="storlab-decl-", dir="/var/lib")
@@ -409,11 +415,11 @@ def test_status_lists_a_declared_system_directory_as_read_only(tmp_path: Path, s
                                 sandbox={"writable": ["data", sysdir]})
         r = storlab("status", camp)
         assert r.returncode == 0, r.stderr
-        assert "the runner's targets, data; declared but read-only (a system, shared or " \
-               "another user's directory: writable only with sandbox.allow_destructive): " \
+        assert "the runner's targets, data; declared but read-only (outside the " \
+               "campaign's directory: writable only with sandbox.allow_destructive): " \
                + sysdir \
                in r.stdout, r.stdout
-        storlab("run", camp, "-q", timeout=120)
+        assert storlab("run", camp, "-q", timeout=120).returncode == 2
         assert not os.path.exists(os.path.join(sysdir, "f"))  # the kernel agrees
     finally:
         shutil.rmtree(sysdir, ignore_errors=True)

@@ -685,7 +685,7 @@ def test_a_hard_link_in_a_declared_directory_stays_shut(lab: Lab) -> None:
     link to the victim: fio writing that name, and a command writing it, leave the victim
     untouched (each file with several links is shown read-only over itself); with
     allow_destructive it is written, as the user declared."""
-    d = lab.root / "data"
+    d = lab.scratch / "data"  # the campaign's own: outside, only allow_destructive
     d.mkdir()
     os.link(lab.victim, d / "job.0.0")
     before = lab.state()
@@ -746,7 +746,7 @@ def test_a_set_user_id_shell_left_for_the_host(lab: Lab) -> None:
     nosuid). chmod with S_ISUID/S_ISGID is refused (seccomp), `cp -p` of a set-user-ID
     program loses the bits, and a file is not made with them (open with such a mode:
     EPERM): no file there carries them after the run."""
-    d = lab.root / "data"
+    d = lab.scratch / "data"  # the campaign's own
     d.mkdir()
     script = (f"cp /bin/sh {d}/sh; chmod 4755 {d}/sh; chmod g+s {d}/sh; "
               f"cp -p /usr/bin/passwd {d}/pw; "
@@ -769,7 +769,7 @@ def test_a_set_user_id_shell_left_for_the_host(lab: Lab) -> None:
 def test_a_numeric_chmod_of_a_set_group_id_directory_fails(lab: Lab) -> None:
     """As the docs say: GNU chmod keeps a directory's S_ISGID by passing it back, so the
     filter refuses `chmod 755` of a 2755 directory (EPERM); `chmod g-s` clears it."""
-    d = lab.root / "data"
+    d = lab.scratch / "data"  # the campaign's own (outside: allow_destructive)
     (d / "sg").mkdir(parents=True)
     os.chmod(d / "sg", 0o2755)
     script = (f"chmod 755 {d}/sg || echo NUMERIC-REFUSED; chmod g-s {d}/sg && echo CLEARED; "
@@ -920,7 +920,7 @@ def test_hard_links_the_walls_cannot_all_cover_refuse_the_run(lab: Lab, hard: in
     Either way none of the files is written."""
     import json
     import subprocess
-    theirs, d = lab.root / "theirs", lab.root / "data"
+    theirs, d = lab.root / "theirs", lab.scratch / "data"
     theirs.mkdir()
     d.mkdir()
     for i in range(60):

@@ -307,8 +307,8 @@ def test_a_program_cannot_make_a_set_id_file(storlab, tmp_path: Path, command_ca
     root program of a run made a set-user-ID root file on the host (so did openat, creat,
     mknod). Now each gets EPERM and no file with a set-ID bit exists; a plain file is
     still made."""
-    out = tmp_path / "out"
-    out.mkdir()
+    out = tmp_path / "c" / "out"  # the campaign's own (outside: allow_destructive)
+    out.mkdir(parents=True)
     camp = command_campaign(tmp_path / "c", ["python3", "-c", SETID_MAKE, str(out)],
                             writable=[str(out)])
     got = program_got(camp)

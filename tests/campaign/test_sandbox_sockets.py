@@ -33,6 +33,21 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap no
               pytest.mark.xdist_group("fio")]
 
 
+def listen_as_nobody(s: socket.socket, backlog: int) -> None:
+    """`s.listen(backlog)` by a forked child as `nobody`: the kernel then gives that
+    account as the listener's (`SO_PEERCRED`), a database's daemon rather than root's,
+    which the walls of each run refuse without `allow_destructive` (A8-9). The socket is
+    shared: this process accepts on it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.seteuid(65534)
+            s.listen(backlog)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
 class Listeners:
     """Listening sockets outside any campaign, each counting the connections it accepted."""
 
@@ -60,7 +75,7 @@ class Listeners:
         self.count = {name: 0 for name in self.socks}
         self.sel = selectors.DefaultSelector()
         for name, s in self.socks.items():
-            s.listen(16)
+            listen_as_nobody(s, 16)
             s.setblocking(False)
             self.sel.register(s, selectors.EVENT_READ, name)
         self.stop = threading.Event()
@@ -185,7 +200,8 @@ def test_sandbox_sockets_opens_the_declared_socket_only(tmp_path: Path,
                                                         listeners: Listeners) -> None:
     want = listeners.addrs["run"]
     got = probe(tmp_path, listeners, sockets=[want])
-    assert got["run"] == "hi" and listeners.count["run"] == 1, got
+    # 2: the walls' question (who listens: one connection, closed at once), the program's
+    assert got["run"] == "hi" and listeners.count["run"] == 2, got
     assert [k for k, v in got.items() if v == "hi"] == ["run"], got
     # its directory stays hidden: a socket beside it does not open
     other = socket.socket(socket.AF_UNIX)
@@ -400,7 +416,7 @@ def test_a_daemons_socket_in_a_place_the_program_sees_is_covered(tmp_path: Path)
               camp / "declared.sock"):
         s = socket.socket(socket.AF_UNIX)
         s.bind(str(p))
-        s.listen(4)
+        listen_as_nobody(s, 4)
         socks.append(s)
     addrs = {"camp": str(camp / "run" / "daemon.sock"), "readable": str(tmp_path / "in/d.sock"),
              "declared": str(camp / "declared.sock")}
@@ -450,13 +466,17 @@ def test_a_declared_socket_inside_a_declared_writable_directory_opens(tmp_path: 
     from storlab.campaign.runners import run_program
     from storlab.campaign.runners._sandbox import Declared, declared
 
-    camp, shared = tmp_path / "camp", Path(tempfile.mkdtemp(dir="/var/tmp"))
+    # the declared directory the campaign's own (outside: allow_destructive, A8-3), its
+    # daemon not root's (a root daemon's socket is not shown, A8-9)
+    camp = tmp_path / "camp"
+    shared = camp / "db"
     wd = camp / "runs" / "r1"
     wd.mkdir(parents=True)
+    shared.mkdir()
     sp = str(shared / "db.sock")
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(sp)
-    srv.listen(5)
+    listen_as_nobody(srv, 5)
     code = ("import socket; c = socket.socket(socket.AF_UNIX); "
             f"c.connect({sp!r}); print('connected')")
     try:
@@ -485,9 +505,9 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
     camp = tmp_path / "camp"
     (camp / "deep" / "er").mkdir(parents=True)
     (tmp_path / "in").mkdir()
-    (tmp_path / "out").mkdir()
+    (camp / "out").mkdir()  # the campaign's own: outside, only with allow_destructive
     names = {"camp": camp / "deep" / "er" / "x.sock", "readable": tmp_path / "in" / "x",
-             "writable": tmp_path / "out" / "x.sock"}
+             "writable": camp / "out" / "x.sock"}
     for p in names.values():
         os.link(daemon / "d.sock", p)
     addrs = {k: str(v) for k, v in names.items()}
@@ -495,7 +515,7 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
     try:
         # a socket declared (Unix sockets can be made): the covering is what holds
         res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
-                  readable=[str(tmp_path / "in")], writable=[str(tmp_path / "out")],
+                  readable=[str(tmp_path / "in")], writable=[str(camp / "out")],
                   sockets=[str(tmp_path / "declared.sock")])
         assert res.status == "ok", res.stderr[-600:]
         got = json.loads(res.raw.strip().splitlines()[-1])

@@ -199,14 +199,15 @@ def test_a_file_the_campaign_creates_outside_does_not_stop_its_next_runs(
     """Before each run only devices are checked again: the file run 1 created outside (in
     a directory the campaign declares writable) is not refused for run 2 (preflight
     already said no file existed there). Undeclared, the campaign is refused before any
-    run with a hint to declare its directory."""
-    target = tmp_path / "mnt" / "bench.dat"
-    target.parent.mkdir()
+    run with a hint to declare its directory (inside the campaign's directory: one
+    outside needs allow_destructive)."""
+    target = tmp_path / "c" / "mnt" / "bench.dat"
+    target.parent.mkdir(parents=True)
     p = run(campaign(tmp_path / "u", {"filename": str(target)}))
     assert p.returncode == 2 and "make the file first" in p.stderr, p.stdout + p.stderr
     assert not target.exists()
     p = run(campaign(tmp_path / "c", {"filename": str(target)},
-                     sandbox={"writable": [str(target.parent)]}))
+                     sandbox={"writable": ["mnt"]}))
     assert p.returncode == 0 and "ok 2, failed 0" in p.stdout, p.stdout + p.stderr
     assert target.stat().st_size == 1 << 20
 

@@ -175,10 +175,11 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
     (shared / "lnk").symlink_to(tmp_path / "mine")
     (tmp_path / "mine").mkdir()
 
+    # every campaign file in tmp_path: the declared directories lie inside the campaign's
+    # directory (outside it, sandbox.writable needs allow_destructive)
     def run(name, records, setup=(), writable=(shared,), refused=None, **load):
-        d = tmp_path / name
-        d.mkdir()
-        spec = {"name": name, "timeout": 60, "space": {"factors": [
+        spec = {"name": name, "timeout": 60, "store": f"{name}.db",
+                "workdir": f"{name}-scratch", "space": {"factors": [
                     {"name": "clients", "kind": "categorical", "values": [1, 2]}],
                     "responses": [{"name": "total_iops", "goal": "maximize"}]},
                 "design": {"configs": [{"clients": 1}]},
@@ -186,14 +187,14 @@ def test_records_dir_outside_the_campaign_never_through_a_link(swift, tmp_path, 
                 "runner": {"type": "objectstore", "options": {
                     "cluster": "swift", "cluster_dir": str(base), "duration": 1,
                     "objects": 4, "records_dir": str(records), **load}}}
-        (d / "campaign.yaml").write_text(__import__("yaml").safe_dump(spec))
-        r = storlab("run", str(d / "campaign.yaml"), timeout=120)
+        (tmp_path / f"{name}.yaml").write_text(__import__("yaml").safe_dump(spec))
+        r = storlab("run", str(tmp_path / f"{name}.yaml"), timeout=120)
         if refused is not None:  # before any run, one line
             assert r.returncode == 2 and refused in r.stderr, r.stderr
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
             return None
         got = None
-        with sqlite3.connect(d / "campaign.db") as db:
+        with sqlite3.connect(tmp_path / f"{name}.db") as db:
             got = db.execute("SELECT status, stderr_tail, metrics FROM runs").fetchone()
         # its one run: exit 0 when it worked, 1 when it failed
         assert r.returncode == (0 if got[0] == "ok" else 1), r.stderr

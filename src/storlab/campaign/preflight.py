@@ -19,7 +19,8 @@ from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
 from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
-                      refused_dir, refused_readable, refused_shared, refused_socket,
+                      refused_dir, refused_outside, refused_readable, refused_shared,
+                      refused_socket,
                       refused_writable, render_argv, require_sandbox,
                       reserved_env_clash, shell_command, starts_programs, template_names,
                       unsandboxed)
@@ -112,6 +113,15 @@ def check_runner(camp: Campaign) -> Any:
         except CampaignError as exc:
             raise CampaignError(f"{camp.path}: {exc}") from None
     sb = camp.spec.sandbox
+    if not sb.allow_destructive:  # the campaign's own directory, or the opt-in
+        for i, p in enumerate(sb.writable):
+            why = refused_outside(str(camp.dir / p), [str(camp.dir)])
+            if why:
+                raise CampaignError(
+                    f"{camp.path}: field sandbox.writable[{i}]: {why}: the runs' programs "
+                    "could overwrite what is there (a script root runs, storlab's own "
+                    "files); put it inside the campaign's directory, or set "
+                    "sandbox.allow_destructive: true if writing there is really meant")
     why = refused_writable([str(camp.dir / p) for p in sb.writable], str(camp.dir),
                            sb.allow_destructive)
     if why:
@@ -288,8 +298,9 @@ def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict
 
 def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,
                        what: str = "") -> None:
-    """An existing directory the runs' programs would write (a declared `sandbox.writable`,
-    a runner's target directory) that is not the benchmark's own: in the system's trees,
+    """An existing directory the runs' programs would write (a runner's target directory;
+    a declared `sandbox.writable` outside the campaign's directory is refused earlier,
+    `refused_outside`, unless `allow_destructive`) that is not the benchmark's own: in the system's trees,
     shared, another user's or writable by others (`refused_dir`), outside the campaign's
     directory, without `allow`: refused in one line, with the way out."""
     if allow or not os.path.isdir(path):

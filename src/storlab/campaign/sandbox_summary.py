@@ -32,9 +32,13 @@ def sandbox_summary(camp: Campaign) -> list[str]:
         opens, shut = declared_writable(sb.writable, sb.allow_destructive, str(camp.dir))
         extra = ", ".join(opens) or "nothing else"
         if shut:  # what the sandbox leaves read-only, said so, not listed as writable
-            extra += (f"; declared but read-only (a system, shared or another user's "
-                      f"directory: writable only with sandbox.allow_destructive): "
+            extra += (f"; declared but read-only (outside the campaign's directory: "
+                      f"writable only with sandbox.allow_destructive): "
                       f"{', '.join(shut)}")
+        extra += ("; sandbox.writable anywhere (sandbox.allow_destructive)" if
+                  sb.allow_destructive else
+                  "; sandbox.writable inside the campaign's directory only (elsewhere "
+                  "with sandbox.allow_destructive)")
         dev = camp.spec.runner.options.get("allow_destructive") or sb.allow_destructive
         net = ("the host's (sandbox.network: whatever the programs read, root inside, can "
                "leave the machine: root-only files under /etc included)" if sb.network
@@ -125,10 +129,9 @@ def starts_others(camp: Campaign, runner: Any, prog: str | None) -> str | None:
 def declared_writable(paths: list[str], allow: bool, home: str
                       ) -> tuple[list[str], list[str]]:
     """The campaign's `sandbox.writable` split as the sandbox opens them (`_sandbox`'s
-    `_open_target`): a directory (or a name not made yet) opens unless it is a system or
-    shared one, another user's or one others may write, outside the campaign's directory,
-    without `allow` (`opens_declared`); an existing file only with `allow` or
-    inside the campaign's directory `home`. Returns (writable, left read-only)."""
+    `_open_target`): without `allow`, only inside the campaign's directory `home`
+    (`opens_declared`; an existing file too); with `allow`, everything. Returns
+    (writable, left read-only), as declared."""
     import os
     import stat
 
@@ -137,14 +140,15 @@ def declared_writable(paths: list[str], allow: bool, home: str
     opens: list[str] = []
     shut: list[str] = []
     for p in paths:
+        at = os.path.join(home, p)  # relative to the campaign file, an absolute one itself
         try:
-            st = os.stat(p)
+            st = os.stat(at)
         except OSError:
             st = None
         if st is not None and not stat.S_ISDIR(st.st_mode):
-            ok = allow or within(os.path.realpath(p), os.path.realpath(home))
+            ok = allow or within(os.path.realpath(at), os.path.realpath(home))
         else:
-            ok = opens_declared(p, allow, [home])
+            ok = opens_declared(at, allow, [home])
         (opens if ok else shut).append(p)
     return opens, shut
 

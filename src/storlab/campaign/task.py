@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import sys
 import time
 import traceback
 from contextlib import ExitStack
@@ -350,7 +351,10 @@ def execute_task(task: RunTask) -> TaskOutcome:
                                 mode=0o600)
                 inner.enter_context(output_files(out / f"{task.key}.stdout",
                                                  out / f"{task.key}.stderr", dfd))
-            result = _execute(task, workdir, started)
+            try:
+                result = _execute(task, workdir, started)
+            finally:
+                _private(wfd, workdir)
         if result.ok and not task.keep_scratch:
             # by name in the scratch area held open: a link swapped in for the run's
             # directory, or for the scratch area, is not followed (rmtree refuses a link)
@@ -398,6 +402,25 @@ def _execute(task: RunTask, workdir: Path, started: float) -> RunResult:
                 result.status = "failed"
                 result.exit_code = code
     return result
+
+
+def _private(wfd: int, workdir: Path) -> None:
+    """The run's directory (held by `wfd`) put back to storlab's own, mode 0700, once its
+    programs ended, ok or failed: a program is root inside and the directory is the root
+    of its writable bind, so it could `chmod 755` (or `chown`) it, and a failed run's
+    directory is kept, with copies of what the program read (root-only files), under a
+    scratch area other users may pass (0711). Through the descriptor, never the name (a
+    link swapped in is not followed)."""
+    at = f"/proc/self/fd/{wfd}"
+    try:
+        st = os.fstat(wfd)
+        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            os.chown(at, os.geteuid(), os.getegid())
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(at, 0o700)
+    except OSError as exc:  # cannot happen to root on its own directory; said, not hidden
+        print(f"storlab: warning: {workdir}: cannot make the run directory private again "
+              f"({exc.strerror or exc})", file=sys.stderr)
 
 
 def _left_over(pfd: int, name: str) -> str | None:

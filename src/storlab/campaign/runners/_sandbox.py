@@ -1091,13 +1091,30 @@ class Walls:
         self.copies.append((fd, at or path))
         return True
 
-    def socket(self, path: str, at: str) -> None:
+    def socket(self, path: str, at: str, declared: str | None = None) -> None:
         """Bind the Unix socket `path` alone at `at`, from the socket found there without a
-        link on the way (nothing when it is missing or not a socket)."""
+        link on the way (nothing when it is missing or not a socket). `declared`: the
+        campaign's name for it, when a root daemon's socket may not open (no
+        `allow_destructive`): the daemon listening on the socket held is asked now, at
+        each run's start (one that started listening there since the preflight asked, a
+        restarted Docker, a root tmux, is not shown; CampaignError naming it)."""
         fd = open_plain(path)
         if fd is None:
             return
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            if declared is not None:
+                try:
+                    uid: int | None = listener_uid(fd)
+                except OSError:  # cannot be asked: not shown (fails closed)
+                    uid = 0
+                if uid == 0:
+                    os.close(fd)
+                    raise CampaignError(
+                        f"sandbox.sockets: {declared}: the daemon listening there now runs "
+                        "as root (it started after the campaign's check), and the run's "
+                        "programs could have it do anything outside the sandbox; not shown "
+                        "to this run: set sandbox.allow_destructive: true if that is "
+                        "really meant")
             self.readonly.append((fd, at))
             # kept out of `covered` even when its bind is dropped inside a writable one
             self.sockets.append(at)
@@ -1597,9 +1614,10 @@ def _changeable_link(path: str) -> str | None:
 
 def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
                 st: os.stat_result | None = None) -> str | None:
-    """Why the directory `path` (a declared `sandbox.writable`, a runner's target
-    directory) may not open writable without `allow` (`allow_destructive`), in words, or
-    None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
+    """Why the directory `path` (a runner's target directory: fio `directory:`, a
+    pattern's directory; the campaign's `sandbox.writable` has the stricter
+    `refused_outside`) may not open writable without `allow` (`allow_destructive`), in
+    words, or None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
     it leads to (links resolved) may not be `/`, lie in one of the system's trees
     (`_system_tree`) or be a shared directory (`SHARED_DIRS`), and must be owned by root
     or the caller and writable by neither its group nor others (`_foreign`, judged from
@@ -1632,11 +1650,37 @@ def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
     return None
 
 
-def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None) -> bool:
-    """Whether the directory `path`, declared in `sandbox.writable` (or a runner's target
-    directory), opens writable: see `refused_dir`; with `allow` (`allow_destructive`),
-    always. `homes`: the campaign's directory (None: the one `current()` declares)."""
-    return allow or refused_dir(path, current().homes if homes is None else homes) is None
+def refused_outside(path: str, homes: Iterable[str]) -> str | None:
+    """Why `path`, declared in the campaign's `sandbox.writable`, may not open writable
+    without `allow_destructive`, in words, or None: what it leads to (links resolved) must
+    lie inside the campaign's own directory (`homes`, its scratch area when its own lies
+    inside), with no link on the way in a directory another user may change. A deny-list
+    of the system's trees cannot name every root-owned directory a root-run script or
+    storlab's own interpreter lives in (`/work/app`, `/mnt/backup`, a venv's
+    site-packages): outside the campaign's directory a declaration needs the opt-in."""
+    homes = [os.path.realpath(h) for h in homes]
+    real = os.path.realpath(path)
+    if not any(within(real, h) for h in homes):
+        shown = path if real == _norm(path) else f"{path} (leading to {real})"
+        where = homes[0] if homes else "(none)"
+        return f"{shown} lies outside the campaign's directory {where}"
+    link = _changeable_link(path)
+    if link:
+        return f"{path}: {link}"
+    return None
+
+
+def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None,
+                   target: bool = False) -> bool:
+    """Whether the directory `path`, declared in `sandbox.writable`, opens writable: only
+    inside the campaign's directory (`refused_outside`); a runner's target directory
+    (`target`: fio `directory:`, a pattern's directory) by `refused_dir`; with `allow`
+    (`allow_destructive`), always. `homes`: the campaign's directory (None: the one
+    `current()` declares)."""
+    if allow:
+        return True
+    homes = current().homes if homes is None else homes
+    return (refused_dir(path, homes) if target else refused_outside(path, homes)) is None
 
 
 def _is_device(path: str) -> bool:
@@ -1730,12 +1774,13 @@ def refused_socket(paths: Iterable[str], allow: bool = True) -> str | None:
 
 
 def refused_readable(paths: Iterable[str], network: bool, allow: bool) -> str | None:
-    """Why the first of the campaign's `sandbox.readable` may not be shown while the
-    programs have the host's network (`network`: `sandbox.network`), without `allow`
+    """Why the first of the campaign's `sandbox.readable` may not be shown without `allow`
     (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>),
     or one other users may not read (a file without o+r, a directory without o+rx): the
-    programs run as root, and with the network what they read can leave the machine."""
-    if allow or not network:
+    programs run as root, and what they read they may copy where others reach it (with
+    the network, `network`: `sandbox.network`, off the machine; without, into a
+    directory of the run's while it lasts, or a declared writable place)."""
+    if allow:
         return None
     for p in paths:
         real = os.path.realpath(p)
@@ -1755,9 +1800,12 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool) -> str | 
                 why = (f"is not readable by every user (mode "
                        f"{stat.S_IMODE(st.st_mode):04o})")
         if why:
-            return (f"{p} {why}, and with sandbox.network the runs' programs (root inside) "
-                    "could send what they read there off the machine; set "
-                    "sandbox.allow_destructive: true if that is really meant")
+            how = ("with sandbox.network the runs' programs (root inside) could send what "
+                   "they read there off the machine" if network else
+                   "the runs' programs (root inside) could copy what they read there where "
+                   "other users reach it")
+            return (f"{p} {why}, and {how}; set sandbox.allow_destructive: true if that "
+                    "is really meant")
     return None
 
 
@@ -1772,7 +1820,10 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     (`open_plain`; a declared file that does not exist yet opens its directory when that
     lies inside the campaign's directory, see `_open_target`): a directory, or a regular
     file with one hard link inside the campaign's directory or scratch area
-    (`Declared.homes`); a path through a link (or /proc/self/...), a file with several
+    (`Declared.homes`); a `sandbox.writable` directory only inside the campaign's
+    directory (`refused_outside`), a runner's target directory by `refused_dir`; a
+    declared socket whose daemon runs as root is asked about again here and refused
+    (`Walls.socket`); a path through a link (or /proc/self/...), a file with several
     links, an existing file elsewhere, a system directory (`_system`), a shared one
     (`SHARED_DIRS`) and a device stay shut (the static checks refuse them with a message
     first); files with several links inside a writable directory are shown read-only over
@@ -1807,8 +1858,10 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
                 raise CampaignError(f"{cwd} is no longer the run directory storlab made (it "
                                     "leads elsewhere now); refusing to start a program there")
         homes = [os.path.realpath(h) for h in decl.homes]
-        for t in [*targets, *decl.paths]:
+        for t in targets:
             _open_target(w, _norm(t), allow, homes)
+        for t in decl.paths:  # the campaign's declarations: inside its directory only
+            _open_target(w, _norm(t), allow, homes, declared=True)
         for bfd, at in decl.bound:  # opened by the runner: bound as it holds them
             w.add(os.dup(bfd), at)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
@@ -1821,7 +1874,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         w.strict = not allow
         for sock in decl.sockets:
             for at in dict.fromkeys((_norm(sock), os.path.realpath(sock))):
-                w.socket(os.path.realpath(sock), at)
+                w.socket(os.path.realpath(sock), at, declared=None if allow else sock)
         w.network = network or decl.network or decl.implicit_network
         if w.network and not decl.network:  # the runner's need only: its TCP ports
             w.tcp_ports = tuple(sorted({*ports, *decl.ports}))
@@ -1835,9 +1888,11 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     return w
 
 
-def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
+def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str],
+                 declared: bool = False) -> None:
     """Add target `t` to `w` if it opens (see `walls_for`); `homes`: the campaign's
-    directory (real paths)."""
+    directory (real paths). `declared`: one of the campaign's `sandbox.writable`, which
+    without `allow` opens only inside the campaign's directory (`refused_outside`)."""
     if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
         return
     if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
@@ -1871,7 +1926,9 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         return
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):  # judged as held: where the descriptor leads, its owner
-        ok = allow or refused_dir(os.readlink(f"/proc/self/fd/{fd}"), homes, st=st) is None
+        held = os.readlink(f"/proc/self/fd/{fd}")
+        ok = allow or (any(within(held, h) for h in homes) if declared
+                       else refused_dir(held, homes, st=st) is None)
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(within(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device

@@ -297,7 +297,7 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
         # A pattern's directory (filename_format, a log prefix) is the job's own: it opens
         # whole, unless it is a system or shared one, where the files fio would make
         # there meet a read-only file system in the run (/etc/cron.d): said here instead.
-        if c.pattern and opens_declared(real, False):
+        if c.pattern and opens_declared(real, False, target=True):
             continue
         option = c.option if c.pattern else next(
             (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")

@@ -30,8 +30,8 @@ again by each run:
   another host or port (`refused_endpoint`); with `cluster:` neither may, whatever the
   sandbox: the keys read from the cluster's state go to its own endpoint only;
 - `records_dir` lies in the scratch area (relative without `..` out of it, or absolute)
-  or in a directory declared in `sandbox.writable` that the sandbox opens (not a system
-  or shared one), unless `sandbox.allow_destructive` (`refused_records_dir`).
+  or in a directory declared in `sandbox.writable` that the sandbox opens (inside the
+  campaign's directory), unless `sandbox.allow_destructive` (`refused_records_dir`).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
     relative to the `scratch` area, or absolute and resolved), or None: only where a run's
     programs may write too, the scratch area or a directory declared in
     `sandbox.writable` (`writable`: real paths) that the sandbox opens (`opens_declared`:
-    no system or shared directory), or anywhere with `allow`
+    inside the campaign's directory), or anywhere with `allow`
     (`sandbox.allow_destructive`, as fio's files not made yet). An early error: the
     load's child writes nowhere else anyway (`records_place`)."""
     if not isinstance(records_dir, str) or not records_dir or allow:
@@ -169,8 +169,8 @@ def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
         if within(rd, d):
             if opens_declared(d, allow):
                 return None
-            return (f"option records_dir: {records_dir} lies in {d}, a system or shared "
-                    "directory, which sandbox.writable opens only with "
+            return (f"option records_dir: {records_dir} lies in {d}, outside the "
+                    "campaign's directory, which sandbox.writable opens only with "
                     "sandbox.allow_destructive: true")
     return (f"option records_dir: {records_dir} lies outside the scratch area and every "
             "directory declared in sandbox.writable, where the load's sandbox lets it "
