@@ -356,7 +356,7 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
                          | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         except OSError as exc:
             raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
-        try:
+        with _removed_unless_renamed(tmp, dfd):
             try:
                 os.fchmod(fd, _output_mode(p, private, dfd))
                 with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
@@ -367,18 +367,26 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
                 os.replace(tmp, p.name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except OSError as exc:
                 raise StorlabError(f"{label}: cannot write ({exc.strerror or exc})") from None
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dfd)
-            except OSError:
-                pass
-            raise
         try:  # the rename itself durable (best effort: some filesystems refuse)
             os.fsync(dfd)
         except OSError:
             pass
     finally:
         os.close(dfd)
+
+
+@contextmanager
+def _removed_unless_renamed(tmp: str, dir_fd: int) -> Iterator[None]:
+    """The temporary file `tmp` (in `dir_fd`) removed when the block that writes and
+    renames it raises: nothing half-written is left beside the target."""
+    try:
+        yield
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
 
 
 def _output_mode(p: Path, private: bool, dir_fd: int | None = None) -> int:
@@ -565,18 +573,12 @@ def write_in_dir(directory: str | Path, name: str, data: str | bytes, what: str 
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      mode & ~_umask(), dir_fd=dfd)
-        try:
+        with _removed_unless_renamed(tmp, dfd):
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data.encode() if isinstance(data, str) else data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dfd)
-            except OSError:
-                pass
-            raise
     except OSError as exc:
         raise StorlabError(f"{label}/{name}: cannot write ({exc.strerror or exc})") from None
     finally:
