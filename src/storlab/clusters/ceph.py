@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PortTaken, StorlabError
-from ..fileio import check_trusted_dir, within, write_in_dir
+from ..fileio import check_trusted_dir, temporary_directory, within, write_in_dir
 from ._util import (
     check_bind,
     fresh_cluster_dir,
@@ -622,21 +622,16 @@ class CephCluster:
     def probe(self, timeout: float = 10.0) -> str:
         """Write a 4 KiB object to the pool and read it back, within `timeout` seconds
         (librados would wait forever on a dead OSD): 'ok (… ms)' or what failed."""
-        import tempfile
-
         st = self.state() or {}
         base = ["rados", "-c", str(self.conf), "-p", str(st.get("pool", POOL)),
                 "--rados-osd-op-timeout", f"{timeout:g}", "--rados-mon-op-timeout",
                 f"{timeout:g}"]
         t0 = time.monotonic()
-        with tempfile.TemporaryDirectory() as tmp:
+        # removed through its held parent, never by a path the `ceph` user could swap
+        with temporary_directory("storlab-probe-") as tmp:
             src, back = os.path.join(tmp, "in"), os.path.join(tmp, "out")
             data = secrets.token_bytes(4096)
-            with open(src, "wb") as fh:
-                fh.write(data)
-            if not walls_opted_out():  # rados runs as the `ceph` user: its directory
-                for p in (tmp, src):
-                    os.chown(p, *_ceph_ids())
+            _give_probe_dir(tmp, data)
             for args in (("put", "storlab-probe", src), ("get", "storlab-probe", back)):
                 try:
                     r = self.cli([*base, *args], timeout=timeout + 5, check=False,
@@ -655,6 +650,27 @@ class CephCluster:
                 if not stat.S_ISREG(os.fstat(fd).st_mode) or fh.read(8192) != data:
                     return "failed: the object read back differs from the one written"
         return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
+
+
+def _give_probe_dir(tmp: str, data: bytes) -> None:
+    """Write the probe's object to `tmp`/in and give both to the `ceph` user (rados runs
+    as it) through descriptors opened while `tmp` is still root's: once the directory is
+    ceph's, ceph may rename a link over `in`, and a chown by path then gave the link's
+    target (a root-only file, /etc/shadow) to ceph. So the file is made O_EXCL|O_NOFOLLOW
+    in the held directory, and the file, then the directory, change owner by fchown."""
+    dfd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd = os.open("in", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600, dir_fd=dfd)
+        with open(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if not walls_opted_out():  # rados runs as the `ceph` user: its directory
+                uid, gid = _ceph_ids()
+                os.fchown(fh.fileno(), uid, gid)
+                os.fchown(dfd, uid, gid)  # given last: nothing in it was touched by path
+    finally:
+        os.close(dfd)
 
 
 #: Where ceph-mgr finds its Python modules.
