@@ -144,3 +144,77 @@ def test_an_optuna_database_holding_a_trigger_is_refused(tmp_path: Path,
     other = tmp_path / "plain.db"
     optuna.create_study(study_name="x", storage=f"sqlite:///{other}")
     _check_optuna_storage(f"sqlite:///{other}")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the attack is on root's export")
+@pytest.mark.parametrize("target", ["file", "fifo"])
+def test_a_study_db_planted_during_the_runs_is_refused_at_export(
+        tmp_path: Path, storlab_forked: Any, target: str) -> None:
+    """The campaign may write `out` (inside its directory); its command plants
+    `out/study.db` as a link to a file in a root-only directory (or a FIFO there) after the
+    check made before the runs. The export, after the runs, judges it again: refused in
+    one line, nothing made where the link leads, the tuning's runs kept in its store."""
+    camp_dir = tmp_path / "camp"
+    (camp_dir / "out").mkdir(parents=True)
+    secret = tmp_path / "rootonly"
+    secret.mkdir(mode=0o700)
+    victim = secret / "authorized_keys"
+    db = camp_dir / "out" / "study.db"
+    plant = (f"ln -sf {victim} {db}" if target == "file"
+             else f"[ -p {db} ] || mkfifo {db}")
+    spec = {
+        "name": "planted", "seed": 1, "sandbox": {"writable": ["out"]},
+        "space": {"factors": [
+            {"name": "k", "kind": "categorical", "values": ["a", "MARKER-LINE"]},
+            {"name": "n", "kind": "integer", "values": [1, 2, 3, 4]}]},
+        "design": {"kind": "tune", "budget": 6, "objectives": [{"y": "maximize"}]},
+        "runner": {"type": "command", "options": {
+            "command": ["sh", "-c", f"{plant} 2>/dev/null; echo '{{\"y\": {{n}}}}'"],
+            "json_metrics": {"y": "y"}}},
+    }
+    camp = camp_dir / "campaign.yaml"
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    p = storlab_forked("tune", camp, "--quiet", "--optuna-storage", f"sqlite:///{db}",
+                       timeout=300)
+    err = p.stderr.strip()
+    assert os.listdir(secret) == [], err  # nothing made where the link leads
+    assert p.returncode != 0 and err.count("\n") == 0, p.stdout + p.stderr
+    kind = "a symbolic link" if target == "file" else "not a regular file"
+    assert f"{db} is {kind}" in err and "not exported" in err, err
+    import sqlite3
+
+    store = next(camp_dir.glob("*.sqlite"), None) or next(camp_dir.rglob("*.db"))
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        assert con.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] >= 6
+    finally:
+        con.close()
+
+
+def test_the_database_is_judged_again_where_it_is_opened(tmp_path: Path) -> None:
+    """At export time: a trigger written into the database after the check before the runs
+    is refused, so is a journal that is a link; a plain database opens through the held
+    directory (/proc/self/fd), and the study lands in the file the URL names."""
+    import sqlite3
+
+    from storlab.errors import StorlabError
+    from storlab.tune.optuna_storage import held_sqlite
+
+    db = tmp_path / "study.db"
+    url = f"sqlite:///{db}"
+    with held_sqlite(url) as held:
+        assert held.startswith("sqlite:////proc/self/fd/") and held.endswith("/study.db")
+        optuna.create_study(study_name="s", storage=held)
+    assert optuna.load_study(study_name="s", storage=url).study_name == "s"
+    os.symlink(tmp_path / "elsewhere", tmp_path / "study.db-journal")
+    with pytest.raises(StorlabError, match="study.db-journal is a symbolic link"):
+        with held_sqlite(url):
+            pass
+    os.unlink(tmp_path / "study.db-journal")
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TRIGGER t AFTER INSERT ON trials BEGIN SELECT 1; END;")
+    con.close()
+    with pytest.raises(StorlabError, match=f"{db} holds trigger 't'"):
+        with held_sqlite(url):
+            pass
+    assert not (tmp_path / "elsewhere").exists()

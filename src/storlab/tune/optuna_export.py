@@ -21,6 +21,7 @@ from ..errors import StorlabError
 from ..jsonutil import plain
 from ..space import Factor, Space
 from .domain import Domain
+from .optuna_storage import held_sqlite
 from .strategies import observed_values
 
 if TYPE_CHECKING:
@@ -57,13 +58,25 @@ def export_study(result: TuneResult, space: Space, storage: str, study_name: str
     of that name); `times` (run key -> start, end in epoch seconds) dates the trials, so
     a dashboard's timeline shows when each run was made. Returns the trials written."""
     import optuna
-    from optuna.trial import TrialState, create_trial
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        storage_obj = optuna.storages.RDBStorage(storage)
-    except Exception as exc:  # a bad URL, a driver that is missing, an unwritable file
-        raise StorlabError(f"--optuna-storage {storage}: {str(exc).splitlines()[0]}") from None
+    with held_sqlite(storage) as url:
+        try:
+            storage_obj = optuna.storages.RDBStorage(url)
+        except Exception as exc:  # a bad URL, a driver that is missing, an unwritable file
+            raise StorlabError(f"--optuna-storage {storage}: "
+                               f"{str(exc).splitlines()[0]}") from None
+        try:
+            return _write_study(result, space, storage_obj, study_name, times)
+        finally:
+            storage_obj.engine.dispose()  # closed before the held directory is
+
+
+def _write_study(result: TuneResult, space: Space, storage_obj: Any, study_name: str,
+                 times: Mapping[str, tuple[float | None, float | None]] | None) -> int:
+    import optuna
+    from optuna.trial import TrialState, create_trial
+
     try:
         optuna.delete_study(study_name=study_name, storage=storage_obj)
     except KeyError:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanMismatch, RunsFailed, StorlabError
 from ..fileio import check_target, check_trusted_output_dir
+from .optuna_storage import refuse_code_in_optuna_db
 
 if TYPE_CHECKING:
     from ..campaign.campaign import Campaign
@@ -174,35 +175,7 @@ def _check_optuna_storage(url: str | None) -> None:
             check_target(db, "--optuna-storage")
             # as root: SQLite writes by path, so a directory no other user can swap
             check_trusted_output_dir(Path(db).parent, "--optuna-storage")
-            _refuse_code_in_optuna_db(url, db)
-
-
-def _refuse_code_in_optuna_db(url: str, db: str) -> None:
-    """An existing Optuna database holding triggers, views or virtual tables is refused:
-    Optuna makes none, and a database's schema runs inside whoever writes to it (a trigger
-    evaluating an endless query hung root's storlab). Optuna's own tables and indexes
-    change with its versions, so only what runs code is judged here."""
-    import sqlite3
-
-    from ..campaign.store import foreign_schema_object
-
-    if not os.path.isfile(db):
-        return
-    try:
-        con = sqlite3.connect(Path(db).resolve().as_uri() + "?mode=ro", uri=True,
-                              timeout=30.0)
-        try:
-            con.execute("PRAGMA trusted_schema=OFF")
-            odd = foreign_schema_object(con, own=None)
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as exc:
-        raise StorlabError(f"--optuna-storage {url}: {db} is not a usable SQLite database "
-                           f"({exc})") from None
-    if odd is not None:
-        raise StorlabError(f"--optuna-storage {url}: {db} holds {odd}, which Optuna never "
-                           "creates (a database's schema runs inside whoever writes to it): "
-                           "name a new database file")
+            refuse_code_in_optuna_db(url, db)
 
 
 def _runs_done(camp: Campaign) -> int:
