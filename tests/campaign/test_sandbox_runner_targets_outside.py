@@ -138,3 +138,21 @@ def test_readable_run_with_unix_sockets_needs_allow_destructive(tmp_path: Path,
         Campaign.load(camp("b", io_uring=True)).preflight()
     Campaign.load(camp("c")).preflight()
     Campaign.load(camp("d", unix_sockets=True, allow_destructive=True)).preflight()
+
+
+def test_the_fio_runner_refuses_a_target_outside_at_the_run(tmp_path: Path) -> None:
+    """The runner itself, called past the campaign's preflight, refuses a `directory:`
+    outside the campaign's directory before fio starts (nothing made there)."""
+    from storlab.campaign.runners import make_runner
+    from storlab.campaign.runners._sandbox import Declared, declared
+    from storlab.errors import CampaignError
+
+    home = tmp_path / "c"
+    (home / "scratch").mkdir(parents=True)
+    app = tmp_path / "app"
+    app.mkdir()
+    runner = make_runner("fio", {"rw": "write", "size": "4k", "directory": str(app)})
+    with declared(Declared(homes=(str(home),))):
+        with pytest.raises(CampaignError, match="outside the campaign's directory"):
+            runner.run({"bs": "4k"}, home / "scratch" / "c1-r1")
+    assert os.listdir(app) == []

@@ -1614,9 +1614,9 @@ def _changeable_link(path: str) -> str | None:
 
 def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
                 st: os.stat_result | None = None) -> str | None:
-    """Why the directory `path` (a runner's target directory: fio `directory:`, a
-    pattern's directory; the campaign's `sandbox.writable` has the stricter
-    `refused_outside`) may not open writable without `allow` (`allow_destructive`), in
+    """Why the directory `path` (the scratch area a link leads to, with the campaign's
+    `allow_destructive`; `sandbox.writable` and a runner's targets have the stricter
+    `refused_outside` without it) may not open writable without `allow`, in
     words, or None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
     it leads to (links resolved) may not be `/`, lie in one of the system's trees
     (`_system_tree`) or be a shared directory (`SHARED_DIRS`), and must be owned by root

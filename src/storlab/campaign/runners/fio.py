@@ -218,8 +218,8 @@ class FioRunner:
         the sandbox keeps read-only (`fio_guard.check_home`)."""
         guard.check_home(self, config, home, workdir)
 
-    def refused_outside_target(self, config: Mapping[str, Any], workdir: Path, home: str
-                               ) -> str | None:
+    def refused_outside_target(self, config: Mapping[str, Any], workdir: Path,
+                               home: str | Sequence[str]) -> str | None:
         """Why a target of this job lies outside the campaign's directory `home` without
         allow_destructive, or None (`fio_guard.refused_outside_target`)."""
         return guard.refused_outside_target(self, config, workdir, home)
@@ -274,8 +274,8 @@ class FioRunner:
             declared = [os.path.realpath(p) for p in decl.paths]
             why = (self.refused_new_file(config, workdir, declared)
                    or self.refused_program_dir(opts, workdir, declared)
-                   or next(filter(None, (self.refused_outside_target(config, workdir, h)
-                                         for h in decl.homes[:1])), None))
+                   or (self.refused_outside_target(config, workdir, decl.homes)
+                       if decl.homes else None))
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None

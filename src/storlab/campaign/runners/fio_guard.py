@@ -316,9 +316,10 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
 
 
 def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir: Path,
-                           home: str) -> str | None:
+                           home: str | Sequence[str]) -> str | None:
     """Why a target directory of this job (`directory`, a pattern's directory) or a file
-    it names lies outside the campaign's directory `home` without allow_destructive, in
+    it names lies outside the campaign's directory `home` (or every one of several)
+    without allow_destructive, in
     one line naming the option, or None. A deny-list of the system's trees cannot name
     every root-owned directory a root-run script or an interpreter lives in (/work/app,
     a venv's site-packages): the job names whole files there (a `filename_format`
@@ -328,7 +329,7 @@ def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir:
     workdir = Path(workdir).absolute()
     opts = job_options(job, config, workdir, check=False)
     given = given_options(job, opts)
-    homes = [os.path.realpath(home)]
+    homes = [os.path.realpath(h) for h in ([home] if isinstance(home, str) else home)]
     named: list[tuple[str, str, str]] = [
         (k, d, d if os.path.isabs(d) else f"{workdir}/{d}") for k, v in given
         if "directory" in target_option(k) for d in split_names(v)]
