@@ -54,7 +54,8 @@ def test_status_shows_the_sandbox_and_the_steps_outside_it(tmp_path: Path, storl
     assert r.returncode == 0, r.stderr
     assert "sandbox: bwrap: read-only system (/usr, /etc, /sys) and campaign " \
            "directory; writable: each run's directory, the runner's targets, data; " \
-           "sandbox.writable anywhere (sandbox.allow_destructive); declared " \
+           "sandbox.writable and the runner's targets anywhere " \
+           "(sandbox.allow_destructive); declared " \
            "devices writable (allow_destructive); network: none (its own); Unix sockets: none; io_uring: " \
            "none but the runner's own need" in r.stdout
     assert "outside the sandbox (system_writable): setup[0]: sysctl -w vm.swappiness=10" \

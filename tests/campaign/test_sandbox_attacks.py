@@ -898,8 +898,10 @@ from storlab.errors import CampaignError
 task, linked, hard = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
 resource.setrlimit(resource.RLIMIT_NOFILE,
                    (50, hard if hard else resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-try:  # the walls alone: which linked files does bwrap's argv cover?
-    _, walls = _sandbox.wrap(["true"], task["workdir"], task["writable"])
+try:  # the walls alone: which linked files does bwrap's argv cover? (a runner's target
+    # directory opens only inside the campaign's directory: `homes` said)
+    with _sandbox.declared(_sandbox.Declared(homes=tuple(task["homes"]))):
+        _, walls = _sandbox.wrap(["true"], task["workdir"], task["writable"])
     argv = os.pread(walls.args_fd, 1 << 24, 0).decode().split(chr(0))  # bwrap's --args
     walls.close()
     walls_said = [f for f in linked if f not in argv]

@@ -212,7 +212,8 @@ def test_a_runner_target_directory_in_a_system_tree_is_refused(
         tmp_path: Path, storlab: Any, outside: dict[str, Path]) -> None:
     """fio `directory: /var/spool/<x>` (a target directory of the runner's, opened whole)
     holding fio's own file name: refused in one line (fio wrote there; a new file there
-    was refused already, `refused_new_file`)."""
+    was refused already, `refused_new_file`): outside the campaign's directory, as any
+    runner target without allow_destructive."""
     spool = outside["spool"]
     runner = {"type": "fio", "exclude": ["n"],
               "options": {"directory": str(spool), "job_name": "j", "rw": "write",
@@ -220,8 +221,8 @@ def test_a_runner_target_directory_in_a_system_tree_is_refused(
     (spool / "j.0.0").touch()  # fio's own name (a leftover): its directory opened whole
     camp = campaign(tmp_path / "c", [], {}, runner)
     r = storlab("run", camp, "-q", timeout=120)
-    one_line(r, "field runner", str(spool), "lies in /var",
-             "sandbox.allow_destructive: true")
+    one_line(r, "field runner.options.directory", str(spool),
+             "outside the campaign's directory", "sandbox.allow_destructive: true")
     assert [p.name for p in spool.iterdir()] == ["j.0.0"]
     assert (spool / "j.0.0").stat().st_size == 0
 

@@ -153,7 +153,8 @@ def test_a_fio_pattern_with_no_file_yet_in_a_system_directory_is_refused_before_
     r = storlab("run", tmp_path / "p.yaml", timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
-    assert f"fio option {option}" in out and "system or shared directory /etc," in out, out
+    assert f"runner.options.{option}" in out and "/etc lies outside the campaign's " \
+        "directory" in out and "allow_destructive" in out, out
     assert not [p for p in Path("/etc").iterdir() if p.name.startswith(name[5:])]
     assert not (tmp_path / "campaign.db").exists()
 
@@ -383,21 +384,24 @@ def test_a_program_fio_starts_gets_no_existing_directory_the_job_names(
         storlab, tmp_path: Path, option: str) -> None:
     """An existing directory outside the campaign named by a fio path option opened whole
     and writable: an `exec_prerun` appended to an existing file in it (a crontab, an
-    authorized_keys). Now refused before any run in one line, the file untouched; declared
-    in sandbox.writable, it runs."""
-    outside = tmp_path / "home" / ".ssh"
-    outside.mkdir(parents=True)
-    keys = outside / "authorized_keys"
-    keys.write_text("ssh-ed25519 AAAA user\n")
-    value = str(outside) if option == "directory" else str(outside / "lg")
-    camp = _fio_campaign(tmp_path / "c", {option: value,
-                                          "exec_prerun": f"sh -c 'echo PWNED >> {keys}'"})
-    r = storlab("run", camp, timeout=240)
-    out = r.stdout + r.stderr
-    assert r.returncode == 2 and "Traceback" not in out, out
-    assert len(out.strip().splitlines()) == 1 and "exec_prerun" in out, out
-    assert str(outside) in out and "sandbox.writable" in out, out
-    assert keys.read_text() == "ssh-ed25519 AAAA user\n"
+    authorized_keys). Now refused before any run in one line, the file untouched: outside
+    the campaign's directory as every runner target without allow_destructive; inside
+    it, undeclared, because a program fio starts would get it."""
+    for outside, why in ((tmp_path / "home" / ".ssh", "outside the campaign's directory"),
+                         (tmp_path / "c" / "home" / ".ssh", "exec_prerun")):
+        outside.mkdir(parents=True)
+        keys = outside / "authorized_keys"
+        keys.write_text("ssh-ed25519 AAAA user\n")
+        value = str(outside) if option == "directory" else str(outside / "lg")
+        camp = _fio_campaign(tmp_path / "c", {option: value,
+                                              "exec_prerun": f"sh -c 'echo PWNED >> {keys}'"})
+        r = storlab("run", camp, timeout=240)
+        out = r.stdout + r.stderr
+        assert r.returncode == 2 and "Traceback" not in out, out
+        assert len(out.strip().splitlines()) == 1 and why in out, out
+        assert str(outside) in out, out
+        assert ("sandbox.writable" if why == "exec_prerun" else "allow_destructive") in out
+        assert keys.read_text() == "ssh-ed25519 AAAA user\n"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's binds need root")
@@ -405,12 +409,14 @@ def test_a_step_gets_none_of_the_runners_directories(storlab, tmp_path: Path) ->
     """The setup and teardown steps got the runner's targets: with fio `directory:` naming
     an existing directory outside the campaign, a step appended to a file there. Now a
     step gets what the campaign declares only: the step fails, the file untouched, while
-    fio itself still lays its files out and writes its logs there."""
+    fio itself still lays its files out and writes its logs there (the runner's
+    allow_destructive, which a target outside the campaign's directory needs, is fio's
+    only)."""
     outside = tmp_path / "spool"
     outside.mkdir()
     tab = outside / "root"
     tab.write_text("# crontab\n")
-    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside),
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside), "allow_destructive": True,
                                           "write_bw_log": str(outside / "lg")},
                          setup=[["sh", "-c", f"echo '* * * * * PWNED' >> {tab}"]])
     r = storlab("run", camp, timeout=240)
@@ -419,7 +425,7 @@ def test_a_step_gets_none_of_the_runners_directories(storlab, tmp_path: Path) ->
     assert tab.read_text() == "# crontab\n"
     assert "c1-r1 failed" in out, out
     # without the step, fio makes its file and logs in the directory the job names
-    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside),
+    camp = _fio_campaign(tmp_path / "c", {"directory": str(outside), "allow_destructive": True,
                                           "write_bw_log": str(outside / "lg")})
     (camp.parent / "campaign.db").unlink()
     r = storlab("run", camp, timeout=240)

@@ -186,11 +186,16 @@ def test_allow_destructive_lets_fio_write_the_file(tmp_path: Path, victim: Path,
 
 def test_fio_default_names_outside_are_fio_leftovers_and_run(tmp_path: Path, run: Any) -> None:
     """`directory: /mnt/test` without a file name: fio writes `storlab.<n>.<m>` there;
-    such files left by an earlier run are fio's, so the campaign resumes."""
+    such files left by an earlier run are fio's, so the campaign resumes. A directory
+    outside the campaign's needs allow_destructive (refused in one line without)."""
     outside = tmp_path / "mnt"
     outside.mkdir()
     (outside / "storlab.0.0").write_bytes(b"old fio file" * 100)
-    p = run(campaign(tmp_path / "c", {"directory": str(outside)}))
+    p = run(campaign(tmp_path / "u", {"directory": str(outside)}))
+    assert p.returncode == 2 and "runner.options.directory" in p.stderr \
+        and "allow_destructive" in p.stderr and len(p.stderr.strip().splitlines()) == 1, \
+        p.stderr
+    p = run(campaign(tmp_path / "c", {"directory": str(outside), "allow_destructive": True}))
     assert p.returncode == 0, p.stderr
 
 
@@ -200,10 +205,13 @@ def test_a_file_the_campaign_creates_outside_does_not_stop_its_next_runs(
     a directory the campaign declares writable) is not refused for run 2 (preflight
     already said no file existed there). Undeclared, the campaign is refused before any
     run with a hint to declare its directory (inside the campaign's directory: one
-    outside needs allow_destructive)."""
+    outside needs allow_destructive, refused naming the option)."""
     target = tmp_path / "c" / "mnt" / "bench.dat"
     target.parent.mkdir(parents=True)
     p = run(campaign(tmp_path / "u", {"filename": str(target)}))
+    assert p.returncode == 2 and "runner.options.filename" in p.stderr \
+        and "outside the campaign's directory" in p.stderr, p.stdout + p.stderr
+    p = run(campaign(tmp_path / "c", {"filename": str(target)}))
     assert p.returncode == 2 and "make the file first" in p.stderr, p.stdout + p.stderr
     assert not target.exists()
     p = run(campaign(tmp_path / "c", {"filename": str(target)},

@@ -131,7 +131,8 @@ def check_runner(camp: Campaign) -> Any:
         if why:
             raise CampaignError(f"{camp.path}: field sandbox.sockets[{i}]: {why}")
     for i, p in enumerate(sb.readable):
-        why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive)
+        why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive,
+                               bool(sb.sockets) or sb.unix_sockets or sb.io_uring)
         if why:
             raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     if not sb.allow_destructive:  # here, not when the file is read: its results stay readable
@@ -264,6 +265,19 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                 home(_runner_config(camp.spec, cfg), camp.dir, camp.scratch / f"c{cid}-r1")
             except CampaignError as exc:
                 raise CampaignError(f"{camp.path}: {exc}") from None
+    # a runner's target outside the campaign's directory: only with allow_destructive
+    # (a deny-list cannot name every root-owned directory a root-run script or a
+    # site-packages lies in); fio's names its option
+    outside = getattr(runner, "refused_outside_target", None)
+    if not allow:
+        for cid, cfg in configs:
+            why = outside and outside(_runner_config(camp.spec, cfg),
+                                      camp.scratch / f"c{cid}-r1", str(camp.dir))
+            if why:
+                raise CampaignError(f"{camp.path}: {why}")
+            if walls is not None:
+                _refuse_outside_targets(camp, walls(_runner_config(camp.spec, cfg),
+                                                    camp.scratch / f"c{cid}-r1")[0])
     # a file not made yet in another existing directory, an existing directory the
     # job names beside a program the runner's program starts: refused unless declared
     # (each asked of the runners that have it: the object-store load starts no program)
@@ -294,6 +308,22 @@ def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict
                 _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
         if why:
             raise CampaignError(f"{camp.path}: field runner: {why}")
+
+
+def _refuse_outside_targets(camp: Campaign, targets: list[str]) -> None:
+    """A runner's target (a directory, a file made or not yet) outside the campaign's
+    directory, without allow_destructive: refused in one line, with the way out (the
+    sandbox opens none there either). Devices are the target check's; /proc never opens."""
+    for t in targets:
+        t = os.path.normpath(os.path.join(camp.dir, t))
+        if t.startswith(("/dev/", "/proc/")) or t in ("/dev", "/proc"):
+            continue
+        why = refused_outside(t, [str(camp.dir)])
+        if why:
+            raise CampaignError(
+                f"{camp.path}: field runner: a target of the runner's: {why}; the runs' "
+                "programs may write only inside it unless the campaign sets "
+                "sandbox.allow_destructive: true")
 
 
 def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,

@@ -35,11 +35,15 @@ def sandbox_summary(camp: Campaign) -> list[str]:
             extra += (f"; declared but read-only (outside the campaign's directory: "
                       f"writable only with sandbox.allow_destructive): "
                       f"{', '.join(shut)}")
-        extra += ("; sandbox.writable anywhere (sandbox.allow_destructive)" if
-                  sb.allow_destructive else
+        own_allow = bool(camp.spec.runner.options.get("allow_destructive"))
+        extra += ("; sandbox.writable and the runner's targets anywhere "
+                  "(sandbox.allow_destructive)" if sb.allow_destructive else
                   "; sandbox.writable inside the campaign's directory only (elsewhere "
-                  "with sandbox.allow_destructive)")
-        dev = camp.spec.runner.options.get("allow_destructive") or sb.allow_destructive
+                  "with sandbox.allow_destructive), the runner's targets anywhere (its "
+                  "allow_destructive)" if own_allow else
+                  "; sandbox.writable inside the campaign's directory only, the runner's "
+                  "targets too (elsewhere with sandbox.allow_destructive)")
+        dev = own_allow or sb.allow_destructive
         net = ("the host's (sandbox.network: whatever the programs read, root inside, can "
                "leave the machine: root-only files under /etc included)" if sb.network
                else "none (its own)")

@@ -1614,9 +1614,9 @@ def _changeable_link(path: str) -> str | None:
 
 def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
                 st: os.stat_result | None = None) -> str | None:
-    """Why the directory `path` (a runner's target directory: fio `directory:`, a
-    pattern's directory; the campaign's `sandbox.writable` has the stricter
-    `refused_outside`) may not open writable without `allow` (`allow_destructive`), in
+    """Why the directory `path` (the scratch area a link leads to, with the campaign's
+    `allow_destructive`; `sandbox.writable` and a runner's targets have the stricter
+    `refused_outside` without it) may not open writable without `allow`, in
     words, or None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
     it leads to (links resolved) may not be `/`, lie in one of the system's trees
     (`_system_tree`) or be a shared directory (`SHARED_DIRS`), and must be owned by root
@@ -1672,15 +1672,16 @@ def refused_outside(path: str, homes: Iterable[str]) -> str | None:
 
 def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None,
                    target: bool = False) -> bool:
-    """Whether the directory `path`, declared in `sandbox.writable`, opens writable: only
-    inside the campaign's directory (`refused_outside`); a runner's target directory
-    (`target`: fio `directory:`, a pattern's directory) by `refused_dir`; with `allow`
-    (`allow_destructive`), always. `homes`: the campaign's directory (None: the one
-    `current()` declares)."""
+    """Whether the directory `path`, declared in `sandbox.writable` or a runner's target
+    directory (`target`: fio `directory:`, a pattern's directory), opens writable: only
+    inside the campaign's directory (`refused_outside`: a deny-list cannot name every
+    root-owned directory a root-run script or an interpreter's site-packages lives in);
+    with `allow` (`allow_destructive`), always. `homes`: the campaign's directory (None:
+    the one `current()` declares)."""
     if allow:
         return True
     homes = current().homes if homes is None else homes
-    return (refused_dir(path, homes) if target else refused_outside(path, homes)) is None
+    return refused_outside(path, homes) is None
 
 
 def _is_device(path: str) -> bool:
@@ -1773,13 +1774,23 @@ def refused_socket(paths: Iterable[str], allow: bool = True) -> str | None:
     return None
 
 
-def refused_readable(paths: Iterable[str], network: bool, allow: bool) -> str | None:
+#: Where daemons put their Unix sockets: shown read-only, a socket bound there after the
+#: run's walls were built (a root daemon restarting) is still reached by connect().
+SOCKET_DIRS = ("/run", "/var/run")
+
+
+def refused_readable(paths: Iterable[str], network: bool, allow: bool,
+                     sockets: bool = False) -> str | None:
     """Why the first of the campaign's `sandbox.readable` may not be shown without `allow`
     (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>),
     or one other users may not read (a file without o+r, a directory without o+rx): the
     programs run as root, and what they read they may copy where others reach it (with
     the network, `network`: `sandbox.network`, off the machine; without, into a
-    directory of the run's while it lasts, or a declared writable place)."""
+    directory of the run's while it lasts, or a declared writable place). When the runs
+    may make Unix sockets (`sockets`: `sandbox.sockets`, `unix_sockets`, `io_uring`),
+    also /run, /var/run, a place inside them or above them (`SOCKET_DIRS`): a read-only
+    bind does not stop connect(), and a root daemon that starts listening there during a
+    run is not covered by the walls built at its start."""
     if allow:
         return None
     for p in paths:
@@ -1787,6 +1798,14 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool) -> str | 
         where = next((h for h in ("/root", "/home") if within(real, h)
                       or within(_norm(p), h)), None)
         why = None
+        near = sockets and next((d for d in SOCKET_DIRS for x in (real, _norm(p))
+                                 if within(x, d) or within(d, x)), None)
+        if near:
+            return (f"{p} is or holds {near}, where daemons (root's among them) put their "
+                    "Unix sockets, and the campaign lets the runs make Unix sockets: one a "
+                    "root daemon binds there during a run would be reached (a read-only "
+                    "view does not stop connect()); set sandbox.allow_destructive: true "
+                    "if that is really meant")
         if where is not None:
             why = ("is root's home" if real == "/root" else "lies in /root, root's home"
                    if where == "/root" else "lies in /home, the users' homes")
@@ -1821,7 +1840,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     lies inside the campaign's directory, see `_open_target`): a directory, or a regular
     file with one hard link inside the campaign's directory or scratch area
     (`Declared.homes`); a `sandbox.writable` directory only inside the campaign's
-    directory (`refused_outside`), a runner's target directory by `refused_dir`; a
+    directory (`refused_outside`), a runner's target directory likewise; a
     declared socket whose daemon runs as root is asked about again here and refused
     (`Walls.socket`); a path through a link (or /proc/self/...), a file with several
     links, an existing file elsewhere, a system directory (`_system`), a shared one
@@ -1891,8 +1910,9 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
 def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str],
                  declared: bool = False) -> None:
     """Add target `t` to `w` if it opens (see `walls_for`); `homes`: the campaign's
-    directory (real paths). `declared`: one of the campaign's `sandbox.writable`, which
-    without `allow` opens only inside the campaign's directory (`refused_outside`)."""
+    directory (real paths). `declared`: one of the campaign's `sandbox.writable`; it and
+    a runner's target open without `allow` only inside the campaign's directory (a
+    directory: where the descriptor held leads)."""
     if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
         return
     if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`
@@ -1927,8 +1947,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str],
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):  # judged as held: where the descriptor leads, its owner
         held = os.readlink(f"/proc/self/fd/{fd}")
-        ok = allow or (any(within(held, h) for h in homes) if declared
-                       else refused_dir(held, homes, st=st) is None)
+        ok = allow or any(within(held, h) for h in homes)
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(within(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device

@@ -218,6 +218,12 @@ class FioRunner:
         the sandbox keeps read-only (`fio_guard.check_home`)."""
         guard.check_home(self, config, home, workdir)
 
+    def refused_outside_target(self, config: Mapping[str, Any], workdir: Path,
+                               home: str | Sequence[str]) -> str | None:
+        """Why a target of this job lies outside the campaign's directory `home` without
+        allow_destructive, or None (`fio_guard.refused_outside_target`)."""
+        return guard.refused_outside_target(self, config, workdir, home)
+
     def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
                          writable: Sequence[str]) -> str | None:
         """Why a file this job would make is refused (not made yet in an existing directory
@@ -267,7 +273,9 @@ class FioRunner:
         if why is None and not decl.allow_destructive:  # as the campaign's preflight
             declared = [os.path.realpath(p) for p in decl.paths]
             why = (self.refused_new_file(config, workdir, declared)
-                   or self.refused_program_dir(opts, workdir, declared))
+                   or self.refused_program_dir(opts, workdir, declared)
+                   or (self.refused_outside_target(config, workdir, decl.homes)
+                       if decl.homes else None))
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None

@@ -17,9 +17,9 @@ from typing import Any
 
 from ..spec import CampaignError
 from .fio_cmdline import (REMOTE_ENGINES, WRITTEN_FILES, FioSettings, exact_fio_option,
-                          given_options, job_options, split_names)
-from ._sandbox import opens_declared
-from .fio_targets import candidates, sandbox_targets
+                          given_options, job_options, split_names, target_option)
+from ._sandbox import opens_declared, refused_outside
+from .fio_targets import HARMLESS, candidates, sandbox_targets
 from ...fileio import within
 
 #: Engines that talk over the network (a run with one shares the host's network; the
@@ -294,18 +294,60 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
         real = os.path.realpath(parent)
         if not os.path.isdir(real) or any(within(real, d) for d in (*own, *writable)):
             continue
-        # A pattern's directory (filename_format, a log prefix) is the job's own: it opens
-        # whole, unless it is a system or shared one, where the files fio would make
-        # there meet a read-only file system in the run (/etc/cron.d): said here instead.
+        # A pattern's directory (filename_format, a log prefix) opens whole inside the
+        # campaign's directory only (`opens_declared`): the job names the whole file (a
+        # `filename_format` without a token), so elsewhere it could make a .pth file in
+        # a site-packages or a script beside a root-run one.
         if c.pattern and opens_declared(real, False, target=True):
             continue
         option = c.option if c.pattern else next(
             (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")
         shown = c.given if c.given == c.path else f"{c.given} (as {c.path})"
+        if c.pattern:
+            return (f"fio option {option}: {shown} is not made yet in the existing "
+                    f"directory {parent} outside the campaign's directory, which the "
+                    "sandbox does not open without allow_destructive: name a file inside "
+                    "the campaign's directory, or set allow_destructive: true in the "
+                    "runner options if writing there is really meant")
         return (f"fio option {option}: {shown} is not made yet in the "
-                f"existing {'system or shared ' if c.pattern else ''}directory {parent}, "
-                "which the sandbox does not open for it: "
+                f"existing directory {parent}, which the sandbox does not open for it: "
                 "make the file first, or declare its directory in sandbox.writable")
+    return None
+
+
+def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir: Path,
+                           home: str | Sequence[str]) -> str | None:
+    """Why a target directory of this job (`directory`, a pattern's directory) or a file
+    it names lies outside the campaign's directory `home` (or every one of several)
+    without allow_destructive, in
+    one line naming the option, or None. A deny-list of the system's trees cannot name
+    every root-owned directory a root-run script or an interpreter lives in (/work/app,
+    a venv's site-packages): the job names whole files there (a `filename_format`
+    without a token) and a program the campaign names writes the whole directory."""
+    if job.allow_destructive:
+        return None
+    workdir = Path(workdir).absolute()
+    opts = job_options(job, config, workdir, check=False)
+    given = given_options(job, opts)
+    homes = [os.path.realpath(h) for h in ([home] if isinstance(home, str) else home)]
+    named: list[tuple[str, str, str]] = [
+        (k, d, d if os.path.isabs(d) else f"{workdir}/{d}") for k, v in given
+        if "directory" in target_option(k) for d in split_names(v)]
+    for c in candidates(job, opts, workdir):
+        option = c.option if c.pattern else next(
+            (k for k, v in given if v == c.given), "filename")
+        named.append((option, c.given, os.path.dirname(c.path) if c.pattern else c.path))
+    for option, value, path in named:
+        path = os.path.normpath(path)
+        if glob.has_magic(path) or os.path.realpath(path) in HARMLESS \
+                or path.startswith("/dev/") or path == "/proc" or path.startswith("/proc/"):
+            continue  # devices: refused by the target check; /proc never opens
+        why = refused_outside(path, homes)
+        if why:
+            return (f"field runner.options.{option}: {value}: {why}; the runs' programs "
+                    "may write only inside it unless the campaign sets "
+                    "sandbox.allow_destructive: true or the runner's allow_destructive: "
+                    "true")
     return None
 
 
