@@ -246,8 +246,6 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if why:
         raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
     _refuse_over_own(camp, sb.writable, "sandbox.writable", allow)
-    for i, p in enumerate(sb.writable):
-        _refuse_system_dir(camp, str(camp.dir / p), f"sandbox.writable[{i}]", allow)
     if walls is not None:
         for cid, cfg in configs:
             targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
@@ -292,9 +290,6 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
         for cid, cfg in configs:
             targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
             _refuse_over_own(camp, targets, "runner", allow)
-            for t in targets:  # (after: a file not made yet names its option)
-                _refuse_system_dir(camp, t, "runner", allow, "a target directory of the "
-                                   "runner's: ")
 
 
 def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str, Any]]],
@@ -324,24 +319,6 @@ def _refuse_outside_targets(camp: Campaign, targets: list[str]) -> None:
                 f"{camp.path}: field runner: a target of the runner's: {why}; the runs' "
                 "programs may write only inside it unless the campaign sets "
                 "sandbox.allow_destructive: true")
-
-
-def _refuse_system_dir(camp: Campaign, path: str, field: str, allow: bool,
-                       what: str = "") -> None:
-    """An existing directory the runs' programs would write (a runner's target directory;
-    a declared `sandbox.writable` outside the campaign's directory is refused earlier,
-    `refused_outside`, unless `allow_destructive`) that is not the benchmark's own: in the system's trees,
-    shared, another user's or writable by others (`refused_dir`), outside the campaign's
-    directory, without `allow`: refused in one line, with the way out."""
-    if allow or not os.path.isdir(path):
-        return
-    why = refused_dir(path, [str(camp.dir)])
-    if why:
-        raise CampaignError(
-            f"{camp.path}: field {field}: {what}{why}: the runs' programs would write the "
-            "host's own files there (logs, spools, other users' files); name a directory of "
-            "the benchmark's own (/mnt/test, /data/bench, one made under /var/tmp), or set "
-            "sandbox.allow_destructive: true if writing there is really meant")
 
 
 def _refuse_over_own(camp: Campaign, targets: list[str], field: str, allow: bool) -> None:
