@@ -743,7 +743,14 @@ def read_input_bytes(path: str | Path, what: str = "", limit: int = MAX_INPUT_BY
     p = Path(path) if checked else check_input(path, what, limit)
     label = f"{what} {p}" if what else str(p)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # O_PATH first, judged by fstat, then opened for reading through that descriptor:
+        # a device swapped in at the name is never opened (a watchdog armed, a tape wound)
+        pfd = os.open(p, os.O_PATH | os.O_CLOEXEC)
+        try:
+            check_input_stat(os.fstat(pfd), label, limit)
+            fd = os.open(f"/proc/self/fd/{pfd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        finally:
+            os.close(pfd)
     except IsADirectoryError:
         raise StorlabError(f"{label}: is a directory, expected a file") from None
     except FileNotFoundError:

@@ -132,7 +132,8 @@ def check_runner(camp: Campaign) -> Any:
             raise CampaignError(f"{camp.path}: field sandbox.sockets[{i}]: {why}")
     for i, p in enumerate(sb.readable):
         why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive,
-                               bool(sb.sockets) or sb.unix_sockets or sb.io_uring)
+                               bool(sb.sockets) or sb.unix_sockets or sb.io_uring,
+                               homes=[str(camp.dir)])
         if why:
             raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     if not sb.allow_destructive:  # here, not when the file is read: its results stay readable

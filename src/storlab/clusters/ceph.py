@@ -643,7 +643,7 @@ class CephCluster:
                     return f"failed: rados {args[0]}: {' '.join(said) or r.returncode}"
             # written by the `ceph` user: read without following a link, never a FIFO
             try:
-                fd = os.open(back, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                fd = os.open(back, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             except OSError as exc:
                 return f"failed: rados get: {exc.strerror}"
             with open(fd, "rb") as fh:

@@ -55,7 +55,9 @@ def held_sqlite(storage: str) -> Iterator[str]:
     a device had root create a database there, or write SQLite pages over the device).
     Its directory is walked as root writes any output (`check_trusted_output_dir`), then
     held open (component by component, O_NOFOLLOW) and named to SQLite through
-    /proc/self/fd, so the directory judged is the one written; the database and its
+    /proc/self/fd (SQLite resolves that name to the real path again: what holds is that
+    the path was just judged root's, and no program of the campaign runs any more after
+    the runs, so nothing changes it meanwhile); the database and its
     journals must each be a regular file with one name, or not exist (a link, a device,
     a FIFO refused in one line), and an existing database holds no trigger or view.
     Other URLs (a server's database) as given."""

@@ -1522,12 +1522,6 @@ def _unwalked(path: str) -> bool:
                                                             *SYSTEM_TREES))
 
 
-def _system(path: str) -> bool:
-    """`path` is one of `SYSTEM_DIRS`, or holds one, or lies in one of the system's trees
-    (`_system_tree`)."""
-    return _norm(path) in SYSTEM_DIRS or _system_tree(path) is not None
-
-
 #: The system's trees, at tree granularity: a directory in one (or one of them) opens
 #: writable only with `allow_destructive` (outside the campaign's own directory). /var holds
 #: logs, spools (cron's crontabs), mail, caches, web roots; /home and /root the users'
@@ -1605,7 +1599,10 @@ def _changeable_link(path: str) -> str | None:
             and holder.st_uid in (0, os.geteuid())
         if why and not sticky_own:
             return f"the link {nxt} lies in {cur}, {why}, who may swap it"
-        target = os.readlink(nxt)
+        try:
+            target = os.readlink(nxt)
+        except OSError:  # removed since its lstat: nothing more on this way
+            return None
         if target.startswith("/"):
             cur = "/"
         todo = [n for n in target.split("/") if n] + todo
@@ -1761,11 +1758,14 @@ def refused_socket(paths: Iterable[str], allow: bool = True) -> str | None:
             return f"{p} is not a Unix socket"
         if allow:
             continue
-        fd = os.open(os.path.realpath(p), _PATH | os.O_CLOEXEC)
         try:
-            uid = listener_uid(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(os.path.realpath(p), _PATH | os.O_CLOEXEC)
+            try:
+                uid = listener_uid(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # not ours to connect to (EACCES), gone meanwhile...
+            return f"{p}: cannot ask who listens there ({exc.strerror or exc})"
         if uid == 0:
             return (f"{p}: the daemon listening there runs as root, and the runs' programs "
                     "could have it do anything outside the sandbox (a root daemon's socket "
@@ -1780,7 +1780,7 @@ SOCKET_DIRS = ("/run", "/var/run")
 
 
 def refused_readable(paths: Iterable[str], network: bool, allow: bool,
-                     sockets: bool = False) -> str | None:
+                     sockets: bool = False, homes: Iterable[str] = ()) -> str | None:
     """Why the first of the campaign's `sandbox.readable` may not be shown without `allow`
     (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>),
     or one other users may not read (a file without o+r, a directory without o+rx): the
@@ -1790,11 +1790,16 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool,
     may make Unix sockets (`sockets`: `sandbox.sockets`, `unix_sockets`, `io_uring`),
     also /run, /var/run, a place inside them or above them (`SOCKET_DIRS`): a read-only
     bind does not stop connect(), and a root daemon that starts listening there during a
-    run is not covered by the walls built at its start."""
+    run is not covered by the walls built at its start. A place inside the campaign's
+    directory (`homes`: shown anyway) passes; so does every place for a storlab not run
+    as root (its programs read only what its user may)."""
     if allow:
         return None
+    own = [os.path.realpath(h) for h in homes]
     for p in paths:
         real = os.path.realpath(p)
+        if any(within(real, h) for h in own):
+            continue
         where = next((h for h in ("/root", "/home") if within(real, h)
                       or within(_norm(p), h)), None)
         why = None
@@ -1806,6 +1811,8 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool,
                     "root daemon binds there during a run would be reached (a read-only "
                     "view does not stop connect()); set sandbox.allow_destructive: true "
                     "if that is really meant")
+        if os.geteuid() != 0:
+            continue
         if where is not None:
             why = ("is root's home" if real == "/root" else "lies in /root, root's home"
                    if where == "/root" else "lies in /home, the users' homes")
@@ -1843,7 +1850,7 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     directory (`refused_outside`), a runner's target directory likewise; a
     declared socket whose daemon runs as root is asked about again here and refused
     (`Walls.socket`); a path through a link (or /proc/self/...), a file with several
-    links, an existing file elsewhere, a system directory (`_system`), a shared one
+    links, an existing file elsewhere, a system directory (`_system_tree`), a shared one
     (`SHARED_DIRS`) and a device stay shut (the static checks refuse them with a message
     first); files with several links inside a writable directory are shown read-only over
     themselves (`Walls.specials`). With `allow_destructive` targets are resolved (links

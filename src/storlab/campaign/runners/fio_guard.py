@@ -333,7 +333,11 @@ def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir:
     named: list[tuple[str, str, str]] = [
         (k, d, d if os.path.isabs(d) else f"{workdir}/{d}") for k, v in given
         if "directory" in target_option(k) for d in split_names(v)]
-    for c in candidates(job, opts, workdir):
+    # a remote engine's `filename` names an object, a host or a port, no file here (the
+    # http engine's `/bucket/obj`); a Unix socket's path stays judged
+    remote = bool({str(v) for k, v in given if k == "ioengine"} & REMOTE_ENGINES) \
+        and not unix_socket_reason(job, opts)
+    for c in ([] if remote else candidates(job, opts, workdir)):
         option = c.option if c.pattern else next(
             (k for k, v in given if v == c.given), "filename")
         named.append((option, c.given, os.path.dirname(c.path) if c.pattern else c.path))
