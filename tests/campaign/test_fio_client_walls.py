@@ -326,7 +326,8 @@ def test_fio_server_refuses_a_link_a_system_tree_and_a_system_accounts_directory
     for d, why in ((link, "symbolic link"), (tmp_path / "fs" / ".", "symbolic link"),
                    (sysdir, f"owned by system account uid {daemon}"),
                    (Path("/etc"), "inside the system's trees"),
-                   (Path("/var/log"), "inside the system's trees")):
+                   (Path("/var/log"), "inside the system's trees"),
+                   ("//var/log", "inside the system's trees")):
         r = storlab("fio-server", "--dir", d, "--port", port, timeout=30)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (d, r.stderr)
         assert why in r.stderr, (d, r.stderr)
