@@ -18,13 +18,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StorlabError
 from ..fileio import within
 from .executors import requested_width
-from .runners import (ShellTemplateError, landlock_net_missing, make_runner,
+from .runners import (ShellTemplateError, current, landlock_net_missing, make_runner,
                       refused_dir, refused_outside, refused_readable, refused_shared,
-                      refused_socket,
-                      refused_writable, render_argv, require_sandbox,
-                      reserved_env_clash, shell_command, starts_programs, template_names,
-                      unsandboxed)
-from .runners import current
+                      refused_socket, render_argv, require_sandbox, reserved_env_clash,
+                      shell_command, starts_programs, template_names, unsandboxed)
 from .runners import declared as in_campaign
 from .spec import CampaignError, CampaignSpec
 from .store import refuse_foreign_files, refuse_linked_dirs, refuse_links
@@ -122,10 +119,6 @@ def check_runner(camp: Campaign) -> Any:
                     "could overwrite what is there (a script root runs, storlab's own "
                     "files); put it inside the campaign's directory, or set "
                     "sandbox.allow_destructive: true if writing there is really meant")
-    why = refused_writable([str(camp.dir / p) for p in sb.writable], str(camp.dir),
-                           sb.allow_destructive)
-    if why:
-        raise CampaignError(f"{camp.path}: field sandbox.writable: {why}")
     for i, p in enumerate(sb.sockets):
         why = refused_socket([str(camp.dir / p)], sb.allow_destructive)
         if why:

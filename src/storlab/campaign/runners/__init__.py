@@ -50,8 +50,7 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
         "UNSANDBOXED_ENV", "Declared", "current", "declared", "exec_missing", "is_script",
         "landlock_missing", "landlock_net_missing", "ld_conf_opt_dirs", "opens_declared",
         "refused_dir", "refused_outside", "refused_readable", "refused_shared",
-        "refused_socket",
-        "refused_writable", "require_sandbox", "shown_install_trees", "system_writable",
+        "refused_socket", "require_sandbox", "shown_install_trees", "system_writable",
         "unsandboxed")},
     **{n: ".base" for n in ("Runner", "RunResult", "failure_lines", "option_bool")},
     "LoadSpec": ".objload", "LoadResult": ".objload", "Target": ".objload",
@@ -71,7 +70,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and readers; loaded on fi
                            landlock_missing,
                            landlock_net_missing, ld_conf_opt_dirs, opens_declared,
                            refused_dir, refused_outside, refused_readable, refused_shared,
-                           refused_socket, refused_writable, require_sandbox,
+                           refused_socket, require_sandbox,
                            shown_install_trees, system_writable, unsandboxed)
     from .base import Runner, RunResult, failure_lines, option_bool
     from ...errors import LoadError
@@ -89,7 +88,7 @@ __all__ = ["REGISTRY", "RunResult", "Runner", "make_runner", "runner_class", "fa
            "render_value", "reserved_env_clash", "run_program", "run_tag", "shell_command",
            "substitute", "tail", "template_names", "output_files", "campaign_identity",
            "run_identity", "UNSANDBOXED_ENV", "Declared", "current", "declared", "require_sandbox",
-           "refused_writable", "refused_socket", "refused_shared", "refused_dir", "refused_outside",
+           "refused_socket", "refused_shared", "refused_dir", "refused_outside",
            "refused_readable", "shown_install_trees",
            "system_writable", "unsandboxed", "landlock_missing", "landlock_net_missing", "exec_missing",
            "is_script", "ld_conf_opt_dirs", "opens_declared", "option_bool", "run_directory",

@@ -596,26 +596,26 @@ _TCP_RULESETS_LOCK = threading.Lock()
 
 def _kept_ruleset(kept: OrderedDict[Any, int], limit: int, key: Any,
                   make: Callable[[], int]) -> int:
-    """The ruleset descriptor `kept` holds for `key`, or `make()`'s, kept (at most `limit`:
-    the least recently used one's descriptor is closed). Call under `_TCP_RULESETS_LOCK`."""
-    fd = kept.get(key)
-    if fd is not None:
-        kept.move_to_end(key)
-        return fd
-    fd = kept[key] = make()
-    while len(kept) > limit:
-        os.close(kept.popitem(last=False)[1])
-    return fd
+    """A duplicate of the ruleset descriptor `kept` holds for `key`, or of `make()`'s,
+    kept (at most `limit`: the least recently used one's descriptor is closed); the
+    caller's to close. Duplicated under `_TCP_RULESETS_LOCK`, which it takes: another
+    thread may evict and close the kept one before the caller uses it."""
+    with _TCP_RULESETS_LOCK:
+        fd = kept.get(key)
+        if fd is not None:
+            kept.move_to_end(key)
+            return os.dup(fd)
+        fd = kept[key] = make()
+        while len(kept) > limit:
+            os.close(kept.popitem(last=False)[1])
+        return os.dup(fd)
 
 
 def tcp_ruleset(ports: tuple[int, ...]) -> int:
     """`_tcp_ruleset(ports)`: a duplicate of its descriptor, the caller's to close (the
     ruleset is kept for the next start with the same ports, at most `TCP_RULESETS_KEPT`
-    sets: the least recently used one's descriptor is closed; duplicated under the lock,
-    as another thread may evict and close the kept one before the caller uses it)."""
-    with _TCP_RULESETS_LOCK:
-        return os.dup(_kept_ruleset(_TCP_RULESETS, TCP_RULESETS_KEPT, ports,
-                                    lambda: _tcp_ruleset(ports)))
+    sets: `_kept_ruleset`)."""
+    return _kept_ruleset(_TCP_RULESETS, TCP_RULESETS_KEPT, ports, lambda: _tcp_ruleset(ports))
 
 
 def _tcp_ruleset(ports: tuple[int, ...]) -> int:
@@ -851,9 +851,8 @@ def exec_ruleset(files: tuple[str, ...]) -> int:
         except OSError as exc:
             raise CampaignError(f"cannot allow {f} to execute: {exc.strerror}") from None
         key.append((f, st.st_dev, st.st_ino))
-    with _TCP_RULESETS_LOCK:
-        return os.dup(_kept_ruleset(_EXEC_RULESETS, EXEC_RULESETS_KEPT, tuple(key),
-                                    lambda: _exec_ruleset(key)))
+    return _kept_ruleset(_EXEC_RULESETS, EXEC_RULESETS_KEPT, tuple(key),
+                         lambda: _exec_ruleset(key))
 
 
 def _exec_ruleset(key: list[tuple[str, int, int]]) -> int:
@@ -1667,10 +1666,9 @@ def refused_outside(path: str, homes: Iterable[str]) -> str | None:
     return None
 
 
-def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None,
-                   target: bool = False) -> bool:
+def opens_declared(path: str, allow: bool, homes: Iterable[str] | None = None) -> bool:
     """Whether the directory `path`, declared in `sandbox.writable` or a runner's target
-    directory (`target`: fio `directory:`, a pattern's directory), opens writable: only
+    directory (fio `directory:`, a pattern's directory), opens writable: only
     inside the campaign's directory (`refused_outside`: a deny-list cannot name every
     root-owned directory a root-run script or an interpreter's site-packages lives in);
     with `allow` (`allow_destructive`), always. `homes`: the campaign's directory (None:
@@ -1688,26 +1686,6 @@ def _is_device(path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISBLK(mode) or stat.S_ISCHR(mode)
-
-
-def refused_writable(paths: Iterable[str], home: str, allow: bool) -> str | None:
-    """Why the first of the campaign's `sandbox.writable` `paths` cannot open, or None:
-    without `allow`, an existing file or device (not a directory) outside the campaign's
-    directory `home` needs `allow_destructive`, as the runners' targets do."""
-    if allow:
-        return None
-    home = os.path.realpath(home)
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode) and not within(os.path.realpath(p), home):
-            what = "a device" if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode) \
-                else "an existing file"
-            return (f"{p} is {what} outside the campaign's directory; set "
-                    "sandbox.allow_destructive: true to let the runs write it")
-    return None
 
 
 def listener_uid(fd: int) -> int | None:
@@ -1884,10 +1862,8 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
                 raise CampaignError(f"{cwd} is no longer the run directory storlab made (it "
                                     "leads elsewhere now); refusing to start a program there")
         homes = [os.path.realpath(h) for h in decl.homes]
-        for t in targets:
+        for t in [*targets, *decl.paths]:  # both inside the campaign's directory only
             _open_target(w, _norm(t), allow, homes)
-        for t in decl.paths:  # the campaign's declarations: inside its directory only
-            _open_target(w, _norm(t), allow, homes, declared=True)
         for bfd, at in decl.bound:  # opened by the runner: bound as it holds them
             w.add(os.dup(bfd), at)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
@@ -1914,12 +1890,11 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
     return w
 
 
-def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str],
-                 declared: bool = False) -> None:
+def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
     """Add target `t` to `w` if it opens (see `walls_for`); `homes`: the campaign's
-    directory (real paths). `declared`: one of the campaign's `sandbox.writable`; it and
-    a runner's target open without `allow` only inside the campaign's directory (a
-    directory: where the descriptor held leads)."""
+    directory (real paths). A runner's target and a `sandbox.writable` entry open without
+    `allow` only inside the campaign's directory (a directory: where the descriptor held
+    leads)."""
     if t == "/proc" or t.startswith("/proc/"):  # storlab's /proc/self is not the program's
         return
     if _is_device(t):  # bound read-only and nodev (not openable) unless `allow`

@@ -298,7 +298,7 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
         # campaign's directory only (`opens_declared`): the job names the whole file (a
         # `filename_format` without a token), so elsewhere it could make a .pth file in
         # a site-packages or a script beside a root-run one.
-        if c.pattern and opens_declared(real, False, target=True):
+        if c.pattern and opens_declared(real, False):
             continue
         option = c.option if c.pattern else next(
             (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")
