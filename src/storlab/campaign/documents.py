@@ -30,7 +30,8 @@ def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
     one. Never through a link a run's program could have planted beside the store (the
     campaign's directory `home` holds it). `private`: the file 0600 in a directory made
     0700, as the store and the runs' output streams (a run's own document, written as it
-    finishes); an export the user asks for keeps the umask."""
+    finishes); otherwise (an export the user asks for) the file is 0600 too, in the
+    directory as the caller made it."""
     if doc is None:
         return None
     for field, v in (("config_id", config_id), ("repetition", repetition)):
@@ -42,14 +43,15 @@ def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
     return write_in_dir(directory, f"c{config_id}-r{repetition}.json",
                         json.dumps(doc, indent=2) + "\n",
                         what=f"{runner_type} JSON directory", home=home, home_fd=home_fd,
-                        mode=0o600 if private else 0o666,
-                        dir_mode=0o700 if private else 0o777)
+                        mode=0o600, dir_mode=0o700 if private else 0o777)
 
 
 def export_documents(store_path: Path, runner_type: str, directory: Path, home: Path
                      ) -> list[Path]:
     """Write each successful measured run's program document in the store to `directory`
-    as `c<config>-r<repetition>.json`. Returns the files written; none for a runner
+    as `c<config>-r<repetition>.json`, each `0600` whatever the umask (it holds what a
+    run's program printed, a root-only file read inside the walls too: as private as the
+    store and the runs' output files). Returns the files written; none for a runner
     without documents."""
     document = getattr(runner_class(runner_type), "document", None)
     if not store_path.exists():
