@@ -140,6 +140,62 @@ def test_readable_run_with_unix_sockets_needs_allow_destructive(tmp_path: Path,
     Campaign.load(camp("d", unix_sockets=True, allow_destructive=True)).preflight()
 
 
+@pytest.mark.parametrize("where", ["/run", "/var/run", "/"])
+def test_readable_run_with_fios_own_unix_sockets_needs_allow_destructive(
+        tmp_path: Path, storlab: Any, where: str) -> None:
+    """fio's net engine with `protocol=unix` gets Unix sockets without a declaration:
+    `sandbox.readable: [/run]` is then judged as with `sandbox.unix_sockets` declared
+    (a root daemon binding its socket there during a run would be reached through the
+    read-only view, by fio's own client): refused before any run, one line naming the
+    field and fio's option, exit 2, nothing run. Another engine, no readable /run, or
+    the opt-in: no such refusal."""
+    from storlab.campaign import Campaign
+
+    unix = {"ioengine": "net", "protocol": "unix", "filename": "fio.sock", "rw": "write",
+            "size": "4k"}
+    camp = _campaign(tmp_path / "a", unix, sandbox={"readable": [where]})
+    r = storlab("run", camp, timeout=120)
+    err = r.stderr.strip()
+    assert r.returncode == 2 and len(err.splitlines()) == 1, r.stdout + r.stderr
+    assert "sandbox.readable[0]" in err and "protocol=unix" in err, err
+    assert "allow_destructive" in err and "Traceback" not in err, err
+    assert not (camp.parent / "scratch").exists()  # no run started
+    # the protocol a factor's value picks, per configuration: judged for each
+    spec = yaml.safe_load(camp.read_text())
+    spec["space"]["factors"].append({"name": "protocol", "kind": "categorical",
+                                     "values": ["tcp", "unix"]})
+    spec["design"] = {"configs": [{"bs": 512, "protocol": "tcp"},
+                                  {"bs": 512, "protocol": "unix"}]}
+    camp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    r = storlab("run", camp, timeout=120)
+    assert r.returncode == 2 and "protocol=unix" in r.stderr, r.stdout + r.stderr
+    # without the Unix engine, without /run, or with the opt-in: shown
+    Campaign.load(_campaign(tmp_path / "b", {"rw": "write", "size": "4k"},
+                            sandbox={"readable": [where]})).preflight()
+    Campaign.load(_campaign(tmp_path / "c", unix, sandbox={"readable": ["/usr/share"]})
+                  ).preflight()
+    Campaign.load(_campaign(tmp_path / "d", unix, sandbox={
+        "readable": [where], "allow_destructive": True})).preflight()
+
+
+def test_the_fio_runner_refuses_readable_run_with_its_unix_sockets_at_the_run(
+        tmp_path: Path) -> None:
+    """The runner itself, called past the campaign's preflight with `/run` readable and no
+    declaration, refuses a `protocol=unix` job before fio starts."""
+    from storlab.campaign.runners import make_runner
+    from storlab.campaign.runners._sandbox import Declared, declared
+    from storlab.errors import CampaignError
+
+    home = tmp_path / "c"
+    (home / "scratch").mkdir(parents=True)
+    runner = make_runner("fio", {"ioengine": "net", "protocol": "unix",
+                                 "filename": "fio.sock", "rw": "write", "size": "4k"})
+    with declared(Declared(homes=(str(home),), readable=("/run",))):
+        with pytest.raises(CampaignError, match=r"/run.*protocol=unix.*allow_destructive"):
+            runner.run({"bs": "4k"}, home / "scratch" / "c1-r1")
+    assert not (home / "scratch" / "c1-r1" / "fio.sock").exists()
+
+
 def test_the_fio_runner_refuses_a_target_outside_at_the_run(tmp_path: Path) -> None:
     """The runner itself, called past the campaign's preflight, refuses a `directory:`
     outside the campaign's directory before fio starts (nothing made there)."""

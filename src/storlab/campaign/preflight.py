@@ -211,6 +211,19 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                         bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
+    # Unix sockets the runner's program gets without a declaration (fio's net engine with
+    # protocol=unix): sandbox.readable judged as with them declared (`refused_readable`)
+    implicit = getattr(runner, "unix_socket_reason", None)
+    if implicit is not None and sb.readable and not (sb.sockets or sb.unix_sockets
+                                                     or sb.io_uring):
+        for cid, cfg in configs:
+            reason = implicit(runner.job_options(_runner_config(camp.spec, cfg),
+                                                 camp.scratch / f"c{cid}-r1", check=False))
+            for i, p in enumerate(sb.readable) if reason else ():
+                why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive,
+                                       f"the runner's fio ({reason})", homes=[str(camp.dir)])
+                if why:
+                    raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     # a priority only CAP_SYS_NICE gives, memory locked past RLIMIT_MEMLOCK only
     # CAP_IPC_LOCK allows: kept only when declared (a real-time class starves the host's
     # CPU, locked pages its memory), so said before any run rather than as each run's error

@@ -1758,19 +1758,20 @@ SOCKET_DIRS = ("/run", "/var/run")
 
 
 def refused_readable(paths: Iterable[str], network: bool, allow: bool,
-                     sockets: bool = False, homes: Iterable[str] = ()) -> str | None:
+                     sockets: bool | str = False, homes: Iterable[str] = ()) -> str | None:
     """Why the first of the campaign's `sandbox.readable` may not be shown without `allow`
-    (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>),
-    or one other users may not read (a file without o+r, a directory without o+rx): the
-    programs run as root, and what they read they may copy where others reach it (with
-    the network, `network`: `sandbox.network`, off the machine; without, into a
-    directory of the run's while it lasts, or a declared writable place). When the runs
-    may make Unix sockets (`sockets`: `sandbox.sockets`, `unix_sockets`, `io_uring`),
-    also /run, /var/run, a place inside them or above them (`SOCKET_DIRS`): a read-only
-    bind does not stop connect(), and a root daemon that starts listening there during a
-    run is not covered by the walls built at its start. A place inside the campaign's
-    directory (`homes`: shown anyway) passes; so does every place for a storlab not run
-    as root (its programs read only what its user may)."""
+    (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>), or
+    one other users may not read (a file without o+r, a directory without o+rx): the
+    programs run as root, and what they read they may copy where others reach it (with the
+    network, `network`: `sandbox.network`, off the machine; without, into a directory of the
+    run's while it lasts, or a declared writable place). When the runs may make Unix sockets
+    (`sockets`: `sandbox.sockets`, `unix_sockets`, `io_uring`; or, as text, the program that
+    gets them without a declaration and why: fio's net engine with `protocol=unix`, named in
+    the line), also /run, /var/run, a place inside them or above them (`SOCKET_DIRS`): a
+    read-only bind does not stop connect(), and a root daemon that starts listening there
+    during a run is not covered by the walls built at its start. A place inside the
+    campaign's directory (`homes`: shown anyway) passes; so does every place for a storlab
+    not run as root (its programs read only what its user may)."""
     if allow:
         return None
     own = [os.path.realpath(h) for h in homes]
@@ -1784,11 +1785,12 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool,
         near = sockets and next((d for d in SOCKET_DIRS for x in (real, _norm(p))
                                  if within(x, d) or within(d, x)), None)
         if near:
+            who = (f"{sockets} makes Unix sockets of its own" if isinstance(sockets, str)
+                   else "the campaign lets the runs make Unix sockets")
             return (f"{p} is or holds {near}, where daemons (root's among them) put their "
-                    "Unix sockets, and the campaign lets the runs make Unix sockets: one a "
-                    "root daemon binds there during a run would be reached (a read-only "
-                    "view does not stop connect()); set sandbox.allow_destructive: true "
-                    "if that is really meant")
+                    f"Unix sockets, and {who}: one a root daemon binds there during a run "
+                    "would be reached (a read-only view does not stop connect()); set "
+                    "sandbox.allow_destructive: true if that is really meant")
         if os.geteuid() != 0:
             continue
         if where is not None:

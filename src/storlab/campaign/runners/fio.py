@@ -28,7 +28,7 @@ from . import fio_guard as guard
 from . import fio_parse as parse
 from . import fio_targets as targets
 from ._program import make_run_dir, run_program, tail
-from ._sandbox import SYSTEM_TREES, current, declared, open_plain
+from ._sandbox import SYSTEM_TREES, current, declared, open_plain, refused_readable
 from .base import RunResult, option_bool
 from .fio_cmdline import check_option, parse_extra_args, read_job_file
 from .fio_parse import fio_named, job_records, parse_json_output, server_key, summarize
@@ -277,6 +277,11 @@ class FioRunner:
                    or self.refused_program_dir(opts, workdir, declared)
                    or (self.refused_outside_target(config, workdir, decl.homes)
                        if decl.homes else None))
+            reason = None if decl.sockets or decl.unix_sockets or decl.io_uring \
+                else self.unix_socket_reason(opts)
+            if why is None and reason:  # /run shown with fio's own Unix sockets
+                why = refused_readable(decl.readable, decl.network, False,
+                                       f"the runner's fio ({reason})", homes=decl.homes)
         if why:
             raise CampaignError(why)
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
