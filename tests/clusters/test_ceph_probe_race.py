@@ -1,7 +1,8 @@
-"""`CephCluster.probe` gives its temporary directory to the `ceph` user (rados runs as it).
+"""`CephCluster.probe` lets the `ceph` user (rados runs as it) read and write its files.
 A process of that account (a compromised daemon) watching the temporary directory renames
 a link to a root-only file over the probe's `in` as soon as the directory is its own: a
 chown by path afterwards gave that file to ceph (/etc/shadow: root for the ceph account).
+Now the directory stays root's (0711) and only its two files are ceph's.
 Raced here for real: the `ceph` user's own process against the real `probe()` (no cluster
 needed: rados fails after the directory was given)."""
 
@@ -104,3 +105,71 @@ def test_the_ceph_user_cannot_swap_a_link_in_before_the_probe_gives_its_file(
         racer.wait()
         shutil.rmtree(watch, ignore_errors=True)
     assert victim.read_text() == "SECRET\n" and victim.stat().st_uid == 0
+
+
+#: what the `ceph` account tries in the probe's directory D (argv[1]): one word per try
+TRIES = r"""
+import json, os, sys
+d = sys.argv[1]
+def attempt(f):
+    try:
+        f()
+        return "done"
+    except OSError as e:
+        return os.strerror(e.errno)
+def write_out():
+    with open(os.path.join(d, "out"), "wb") as fh:  # as rados get: O_WRONLY|O_CREAT|O_TRUNC
+        fh.write(b"object")
+got = {
+    "list": attempt(lambda: os.listdir(d)),
+    "rename in": attempt(lambda: os.rename(os.path.join(d, "in"), os.path.join(d, "x"))),
+    "unlink in": attempt(lambda: os.unlink(os.path.join(d, "in"))),
+    "link over": attempt(lambda: os.symlink("/etc/shadow", os.path.join(d, "y"))),
+    "rename dir": attempt(lambda: os.rename(d, d + ".mine")),
+    "chmod dir": attempt(lambda: os.chmod(d, 0o777)),
+    "read in": attempt(lambda: open(os.path.join(d, "in"), "rb").read()),
+    "write out": attempt(write_out),
+}
+print(json.dumps(got))
+"""
+
+
+def test_the_probe_directory_stays_roots_with_only_its_files_given_to_ceph():
+    """The probe's temporary directory, in root's sticky TMPDIR, stays root's 0711; only
+    `in` and `out` are ceph's (0600, given by descriptor). The `ceph` account (a real uid
+    switch) reads `in` and writes `out`, as rados does, and can neither list the
+    directory, nor rename, remove or link anything in it, nor rename or chmod the
+    directory itself (when it was ceph's, it could do all of these)."""
+    import json
+
+    from storlab.clusters.ceph import _ceph_ids, _prepare_probe_dir
+
+    tmp = tempfile.mkdtemp(prefix="storlab-probe-test-", dir="/tmp")  # sticky, as TMPDIR
+    try:
+        dfd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            _prepare_probe_dir(dfd, b"D" * 4096)
+        finally:
+            os.close(dfd)
+        uid, gid = _ceph_ids()
+        st = os.lstat(tmp)
+        assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o711)
+        for name, size in (("in", 4096), ("out", 0)):
+            f = os.lstat(os.path.join(tmp, name))
+            assert (f.st_uid, f.st_gid, f.st_mode & 0o7777, f.st_size) == (uid, gid, 0o600,
+                                                                           size), name
+        assert sorted(os.listdir(tmp)) == ["in", "out"]
+        r = subprocess.run(
+            ["setpriv", "--reuid=ceph", "--regid=ceph", "--clear-groups", sys.executable
+             if sys.executable.startswith("/usr/") else "/usr/bin/python3", "-c", TRIES,
+             tmp], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        denied = {"Permission denied", "Operation not permitted"}
+        for k in ("list", "rename in", "unlink in", "link over", "rename dir", "chmod dir"):
+            assert got[k] in denied, (k, got)
+        assert got["read in"] == got["write out"] == "done", got
+        assert os.lstat(tmp).st_uid == 0 and sorted(os.listdir(tmp)) == ["in", "out"]
+        assert Path(tmp, "out").read_bytes() == b"object"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -631,46 +631,52 @@ class CephCluster:
         with temporary_directory("storlab-probe-") as tmp:
             src, back = os.path.join(tmp, "in"), os.path.join(tmp, "out")
             data = secrets.token_bytes(4096)
-            _give_probe_dir(tmp, data)
-            for args in (("put", "storlab-probe", src), ("get", "storlab-probe", back)):
-                try:
-                    r = self.cli([*base, *args], timeout=timeout + 5, check=False,
-                                 writable=(Path(tmp),))
-                except ClusterError as exc:
-                    return f"failed: rados {args[0]}: {_one_line(exc)}"
-                if r.returncode != 0:
-                    said = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:]
-                    return f"failed: rados {args[0]}: {' '.join(said) or r.returncode}"
-            # written by the `ceph` user: read without following a link, never a FIFO
+            dfd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
-                fd = os.open(back, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError as exc:
-                return f"failed: rados get: {exc.strerror}"
-            with open(fd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fd).st_mode) or fh.read(8192) != data:
-                    return "failed: the object read back differs from the one written"
+                _prepare_probe_dir(dfd, data)
+                for args in (("put", "storlab-probe", src), ("get", "storlab-probe", back)):
+                    try:
+                        r = self.cli([*base, *args], timeout=timeout + 5, check=False,
+                                     writable=(Path(tmp),))
+                    except ClusterError as exc:
+                        return f"failed: rados {args[0]}: {_one_line(exc)}"
+                    if r.returncode != 0:
+                        said = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:]
+                        return f"failed: rados {args[0]}: {' '.join(said) or r.returncode}"
+                # written by the `ceph` user into the file storlab made: read from the
+                # held directory without following a link, never a FIFO
+                try:
+                    fd = os.open("out", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                                 | os.O_CLOEXEC, dir_fd=dfd)
+                except OSError as exc:
+                    return f"failed: rados get: {exc.strerror}"
+                with open(fd, "rb") as fh:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode) or fh.read(8192) != data:
+                        return "failed: the object read back differs from the one written"
+            finally:
+                os.close(dfd)
         return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
 
 
-def _give_probe_dir(tmp: str, data: bytes) -> None:
-    """Write the probe's object to `tmp`/in and give both to the `ceph` user (rados runs
-    as it) through descriptors opened while `tmp` is still root's: once the directory is
-    ceph's, ceph may rename a link over `in`, and a chown by path then gave the link's
-    target (a root-only file, /etc/shadow) to ceph. So the file is made O_EXCL|O_NOFOLLOW
-    in the held directory, and the file, then the directory, change owner by fchown."""
-    dfd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        fd = os.open("in", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+def _prepare_probe_dir(dfd: int, data: bytes) -> None:
+    """Make the probe's files in the held temporary directory `dfd` for rados, which runs
+    as the `ceph` user: `in` (the object, `data`) and `out` (empty, for `rados get`), each
+    made O_EXCL|O_NOFOLLOW and given to ceph by fchown through its own descriptor, `0600`.
+    The directory itself stays root's, `0711` (ceph passes it, cannot list it, make,
+    remove or rename anything in it, nor, in the sticky system TMPDIR, rename or replace
+    the directory): given to ceph, the directory let a compromised ceph account rename
+    a link over `in` (a chown by path then gave /etc/shadow to ceph) or swap the
+    directory, in root's sticky TMPDIR, for one of its own."""
+    os.fchmod(dfd, 0o711)
+    for name, content in (("in", data), ("out", b"")):
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o600, dir_fd=dfd)
         with open(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(content)
             fh.flush()
-            if not walls_opted_out():  # rados runs as the `ceph` user: its directory
+            if not walls_opted_out():  # rados runs as the `ceph` user: its files only
                 uid, gid = _ceph_ids()
                 os.fchown(fh.fileno(), uid, gid)
-                os.fchown(dfd, uid, gid)  # given last: nothing in it was touched by path
-    finally:
-        os.close(dfd)
 
 
 #: Where ceph-mgr finds its Python modules.
