@@ -856,6 +856,85 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str,
         time.sleep(interval)
 
 
+#: At most this many bytes of a daemon's HTTP answer are read waiting for its status line.
+HTTP_ANSWER_LIMIT = 16 << 10
+#: Each attempt to get an HTTP status line from a daemon lasts at most this many seconds.
+HTTP_ATTEMPT_SECONDS = 2.0
+
+
+def http_answer(host: str, port: int, deadline: float, limit: int = HTTP_ANSWER_LIMIT
+                ) -> str | None:
+    """The status line (`HTTP/1.1 200 OK`) what listens on `host`:`port` answers to `GET /`
+    with, or None when nothing answers there (refused, reset, closed before a byte) or
+    `deadline` has passed before asking. Bounded as a whole, not per read: by `deadline`
+    (`time.monotonic()`) and by `limit` bytes; a listener dripping bytes (a compromised
+    daemon's account holding root's `cluster up`) or sending an endless line gets
+    ClusterError saying so. Only the status line is read: any HTTP answer counts, its body
+    is never waited for."""
+    import socket
+
+    got = b""
+    try:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None  # no time left to ask
+        with socket.create_connection((host, port), timeout=left) as s:
+            s.sendall(f"GET / HTTP/1.0\r\nHost: {host}:{port}\r\n\r\n".encode())
+            while b"\n" not in got:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                s.settimeout(left)
+                chunk = s.recv(min(4096, limit - len(got)))
+                if not chunk:
+                    break
+                got += chunk
+                if len(got) >= limit and b"\n" not in got:
+                    raise ClusterError(f"{host}:{port} sent {len(got)} bytes without an "
+                                       "HTTP status line")
+    except TimeoutError:
+        raise ClusterError(f"{host}:{port} gave no complete HTTP status line in time "
+                           f"({len(got)} bytes received)") from None
+    except OSError:
+        if not got:
+            return None
+    if not got:
+        return None
+    line = got.split(b"\n", 1)[0].strip().decode("latin-1")
+    parts = line.split()
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ClusterError(f"{host}:{port} answered no HTTP: {line[:80]!r}")
+    return line
+
+
+def wait_http(host: str, port: int, timeout: float, what: str,
+              daemons: Sequence[Daemon] = (), ours: Callable[[], bool] = lambda: True
+              ) -> float:
+    """Wait until what listens on `host`:`port` answers HTTP (`http_answer`), and `ours()`
+    says the listener is the daemon started; every attempt ends by the whole wait's
+    deadline (`timeout` seconds from now, at most `HTTP_ATTEMPT_SECONDS` each), so a
+    listener that drips its answer cannot hold the wait past it: ClusterError then, saying
+    what the last attempt got. Returns the seconds waited (`wait_until`)."""
+    deadline = time.monotonic() + timeout
+    last: list[str] = []
+
+    def answers() -> bool:
+        if not ours():
+            return False
+        try:
+            return http_answer(host, port, min(deadline, time.monotonic()
+                                               + HTTP_ATTEMPT_SECONDS)) is not None
+        except ClusterError as exc:
+            last[:] = [str(exc)]
+            raise
+    try:
+        return wait_until(answers, timeout, what, daemons)
+    except ClusterError as exc:
+        if not last:
+            raise
+        raise ClusterError(f"{exc}\nlast attempt: {last[0]}") from None
+
+
 def save_state(path: Path, state: Mapping[str, Any]) -> None:
     """Write the state atomically, 0600: it holds the cluster's credentials."""
     tmp = path.with_suffix(".tmp")

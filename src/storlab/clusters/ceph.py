@@ -61,6 +61,7 @@ from ._util import (
     save_state,
     stop_pid,
     stop_strays,
+    wait_http,
     wait_until,
     walled,
     walls_opted_out,
@@ -352,8 +353,6 @@ class CephCluster:
 
     def _start_rgw(self, o: CephOptions, timeout: float) -> dict[str, Any]:
         """radosgw with beast on `bind` and an S3 user with keys of its own."""
-        import urllib.request
-
         d = self.dir
         (d / "rgw").mkdir(exist_ok=True)
         self._give("rgw")  # its keyring: written by the CLI, the `ceph` user
@@ -365,18 +364,12 @@ class CephCluster:
         rgw = self._daemon("rgw", ["radosgw", "-c", str(self.conf), "-n", "client.rgw.storlab",
                                    "-d"])
         rgw.start()
-
-        def answers() -> bool:
-            # the port held by the radosgw storlab started, not by whoever bound it after
-            # `up`'s "port free" check (the state would send the S3 load there)
-            if not listener_is_daemons(rgw.pidfile, "radosgw", o.bind, o.rgw_port):
-                return False
-            try:
-                urllib.request.urlopen(f"http://{o.bind}:{o.rgw_port}/", timeout=2).read()
-                return True
-            except OSError as exc:
-                return getattr(exc, "code", None) is not None  # any HTTP answer counts
-        wait_until(answers, timeout, f"radosgw on {o.bind}:{o.rgw_port}", [rgw])
+        # the port held by the radosgw storlab started, not by whoever bound it after
+        # `up`'s "port free" check (the state would send the S3 load there); any HTTP
+        # answer counts, the whole wait bounded in time and bytes (radosgw runs as the
+        # `ceph` user: a compromised account dripping its answer held root's `up`)
+        wait_http(o.bind, o.rgw_port, timeout, f"radosgw on {o.bind}:{o.rgw_port}", [rgw],
+                  lambda: listener_is_daemons(rgw.pidfile, "radosgw", o.bind, o.rgw_port))
         # radosgw-admin generates the keys: a secret given on its command line would be
         # readable by every local user in /proc/PID/cmdline while it runs.
         cp = self.cli(["radosgw-admin", "-c", str(self.conf), "user", "create", "--uid=bench",

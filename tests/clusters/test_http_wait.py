@@ -1,0 +1,144 @@
+"""Waiting for a daemon's HTTP answer (radosgw at `cluster up ceph`) is bounded as a whole:
+radosgw runs as the `ceph` user, and a compromised account answering one byte per 0.5 s
+(each read under urllib's per-read timeout) held root's `cluster up` forever. Real socket
+servers in threads: a drip, an endless line, an endless body, a refusal."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from storlab.clusters._util import HTTP_ANSWER_LIMIT, http_answer, wait_http
+from storlab.errors import ClusterError
+
+
+def _serve(talk: Callable[[socket.socket, threading.Event], None]
+           ) -> Iterator[tuple[str, int]]:
+    stop = threading.Event()
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(0.2)
+
+    def conn(c: socket.socket) -> None:
+        with c:
+            try:
+                talk(c, stop)
+            except OSError:
+                pass
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=conn, args=(c,), daemon=True).start()
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        yield srv.getsockname()[:2]
+    finally:
+        stop.set()
+        t.join(5)
+        srv.close()
+
+
+def _drip(c: socket.socket, stop: threading.Event) -> None:
+    c.recv(4096)
+    for b in b"HTTP/1.1 200 OK":  # the status line's start, never its end
+        if stop.wait(0.5):
+            return
+        c.sendall(bytes([b]))
+    while not stop.wait(0.5):
+        c.sendall(b"x")
+
+
+def _flood(c: socket.socket, stop: threading.Event) -> None:
+    c.recv(4096)
+    while not stop.is_set():
+        c.sendall(b"y" * 4096)
+
+
+def _endless_body(c: socket.socket, stop: threading.Event) -> None:
+    c.recv(4096)
+    c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\n")
+    while not stop.is_set():
+        c.sendall(b"z" * 4096)
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def drip() -> Iterator[tuple[str, int]]:
+    yield from _serve(_drip)
+
+
+@pytest.fixture
+def flood() -> Iterator[tuple[str, int]]:
+    yield from _serve(_flood)
+
+
+@pytest.fixture
+def endless_body() -> Iterator[tuple[str, int]]:
+    yield from _serve(_endless_body)
+
+
+def _bounded(f: Callable[[], object], limit: float) -> tuple[object, float]:
+    """f() in a thread, given `limit` seconds: (its result or exception, seconds taken)."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(f())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            out.append(exc)
+    t0 = time.monotonic()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(limit)
+    assert not t.is_alive(), f"still waiting after {limit} s"
+    return out[0], time.monotonic() - t0
+
+
+def test_a_dripping_listener_cannot_hold_the_wait_past_its_deadline(drip) -> None:
+    host, port = drip
+    got, took = _bounded(lambda: wait_http(host, port, 3, f"radosgw on {host}:{port}"), 15)
+    assert isinstance(got, ClusterError), got
+    assert 2.5 < took < 4.5, took
+    msg = str(got)
+    assert f"timed out after 3 s waiting for radosgw on {host}:{port}" in msg, msg
+    assert "no complete HTTP status line in time" in msg and "bytes received" in msg, msg
+    # one attempt alone: ends by its own deadline
+    got, took = _bounded(lambda: http_answer(host, port, time.monotonic() + 1.2), 10)
+    assert isinstance(got, ClusterError) and took < 2, (got, took)
+
+
+def test_an_endless_line_is_cut_at_the_byte_limit(flood) -> None:
+    host, port = flood
+    got, took = _bounded(lambda: http_answer(host, port, time.monotonic() + 30), 10)
+    assert isinstance(got, ClusterError) and took < 5, (got, took)
+    assert f"sent {HTTP_ANSWER_LIMIT} bytes without an HTTP status line" in str(got), got
+
+
+def test_any_http_answer_counts_its_body_never_awaited(endless_body) -> None:
+    host, port = endless_body
+    got, took = _bounded(lambda: wait_http(host, port, 30, "an answer"), 10)
+    assert not isinstance(got, BaseException) and took < 2, (got, took)
+    assert http_answer(host, port, time.monotonic() + 5) == "HTTP/1.1 403 Forbidden"
+
+
+def test_nothing_listening_is_waited_for_until_the_timeout() -> None:
+    s = socket.create_server(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # the port free now: refused
+    assert http_answer("127.0.0.1", port, time.monotonic() + 2) is None
+    got, took = _bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw"), 10)
+    assert isinstance(got, ClusterError) and "last attempt" not in str(got), got
+    assert took < 3, took
+    # a listener not the daemon started is never asked
+    asked: list[int] = []
+    got, _ = _bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw",
+                                        ours=lambda: bool(asked.append(1))), 10)
+    assert isinstance(got, ClusterError) and asked, got
