@@ -296,3 +296,62 @@ def test_admin_socket_never_through_a_link_and_bounded_in_time(tmp_path: Path) -
     assert time.monotonic() - t0 < 3
     other.close()
     drip.close()
+
+
+def test_admin_socket_answer_longer_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    """The answer's length is the daemon's word (4 bytes, up to 4 GiB) and the daemons run
+    as `ceph`: one announcing 4 GiB and sending it fast filled root's memory within the
+    timeout. A real Unix socket server announcing 4 GiB (and sending bytes as fast as it
+    can) is refused at the length, before a byte of the body is read; an answer within
+    the limit is read whole."""
+    import json as _json
+    import resource
+    import socket
+    import struct
+    import threading
+    import time
+
+    from storlab.clusters._util import ASOK_REPLY_LIMIT, asok_command
+
+    sent: list[int] = []
+
+    def server(name: str, announce: int, body: bytes | None) -> socket.socket:
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(str(tmp_path / name))
+        srv.listen(1)
+
+        def serve() -> None:
+            c, _ = srv.accept()
+            with c:
+                c.recv(1000)
+                c.sendall(struct.pack(">I", announce))
+                try:
+                    if body is not None:
+                        c.sendall(body)
+                        return
+                    chunk = b"\0" * (1 << 20)
+                    while True:  # as much as root will take
+                        c.sendall(chunk)
+                        sent.append(len(chunk))
+                except OSError:
+                    pass
+        threading.Thread(target=serve, daemon=True).start()
+        return srv
+
+    huge = server("ceph-osd.0.asok", 0xFFFFFFFF, None)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.monotonic()
+    with pytest.raises(ClusterError, match=r"announced a 4294967295-byte answer, more than "
+                                           r"the 64 MiB .* refused unread"):
+        asok_command(tmp_path / "ceph-osd.0.asok", "perf dump", timeout=5)
+    assert time.monotonic() - t0 < 2  # at the length, not at the timeout
+    # root read nothing of it: the peer could put no more than the socket buffers hold
+    assert sum(sent) < 16 << 20, sum(sent)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 64 << 10  # KiB
+    huge.close()
+    # a long answer within the limit is read whole
+    doc = _json.dumps({"k": "v" * (ASOK_REPLY_LIMIT // 8)}).encode()
+    fine = server("ceph-mon.a.asok", len(doc), doc)
+    assert asok_command(tmp_path / "ceph-mon.a.asok", "config show", timeout=10) == \
+        {"k": "v" * (ASOK_REPLY_LIMIT // 8)}
+    fine.close()

@@ -788,10 +788,19 @@ def stop_strays(arg: str, grace: float = 10.0) -> list[int]:
     return [pid for pid, _ in strays]
 
 
+#: The longest answer read from a Ceph admin socket. Its 4-byte length is the daemon's
+#: word (up to 4 GiB), and the daemons run as the `ceph` user: a compromised account
+#: announcing 4 GiB and sending it within the 5 s filled root's memory. The largest real
+#: answers are a few hundred KiB (`perf dump` of an OSD, `config show`: about 0.1 to
+#: 0.5 MiB on a single-host cluster), far below this.
+ASOK_REPLY_LIMIT = 64 << 20
+
+
 def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: Any) -> Any:
     """One command on a Ceph daemon's admin socket (what `ceph daemon` does: the JSON
     command and a NUL; the answer is a 4-byte big-endian length and JSON). Raises
-    ClusterError when the socket does not answer."""
+    ClusterError when the socket does not answer within `timeout` seconds as a whole, or
+    announces an answer longer than `ASOK_REPLY_LIMIT` (refused before it is read)."""
     import socket
     import struct
 
@@ -817,6 +826,10 @@ def asok_command(path: Path | str, prefix: str, timeout: float = 5.0, **args: An
                     raise ClusterError(f"admin socket {path}: closed without an answer")
                 head += got
             (n,) = struct.unpack(">I", head)
+            if n > ASOK_REPLY_LIMIT:  # before a byte of it: root's memory is not the daemon's
+                raise ClusterError(f"admin socket {path}: announced a {n}-byte answer, more "
+                                   f"than the {ASOK_REPLY_LIMIT >> 20} MiB any Ceph daemon's "
+                                   "answer needs; refused unread")
             body = bytearray()
             while len(body) < n:
                 s.settimeout(max(end - time.monotonic(), 0.001))
