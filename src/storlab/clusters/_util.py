@@ -948,6 +948,109 @@ def wait_http(host: str, port: int, timeout: float, what: str,
         raise ClusterError(f"{exc}\nlast attempt: {last[0]}") from None
 
 
+@dataclass(frozen=True)
+class HttpReply:
+    """A whole HTTP answer read by `http_request`: header names lower-cased."""
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+def http_request(host: str, port: int, deadline: float, method: str = "GET",
+                 path: str = "/", headers: Mapping[str, str] | None = None,
+                 body: bytes = b"", limit: int = HTTP_ANSWER_LIMIT) -> HttpReply | None:
+    """One HTTP/1.0 request to `host`:`port` and its whole answer (status line, headers and
+    body, none for HEAD), or None when nothing answers there (refused, reset, closed before
+    a byte) or `deadline` has passed before asking. Bounded as a whole, not per read: by
+    `deadline` (`time.monotonic()`) and by `limit` bytes of answer, headers and body
+    together; a server dripping bytes (a compromised daemon's account holding root's
+    `cluster up` or `status`), announcing or sending more, or closing mid-answer gets
+    ClusterError saying so. HTTP/1.0: no chunked answer, the body ends at its
+    Content-Length or at the close."""
+    import socket
+
+    where = f"{host}:{port}"
+    head = [f"{method} {path} HTTP/1.0", f"Host: {where}", "Connection: close"]
+    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    if body or method in ("PUT", "POST"):
+        head.append(f"Content-Length: {len(body)}")
+    got = bytearray()
+    want: int | None = None  # the whole answer's length, once its headers say it
+    ends = -1  # where the headers end
+    try:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None  # no time left to ask
+        with socket.create_connection((host, port), timeout=left) as s:
+            s.sendall("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body)
+            while want is None or len(got) < want:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                s.settimeout(left)
+                chunk = s.recv(min(64 << 10, limit + 1 - len(got)))
+                if not chunk:
+                    break
+                got += chunk
+                if len(got) > limit:
+                    raise ClusterError(f"{where} sent more than {limit} bytes of answer to "
+                                       f"{method} {path}")
+                if ends < 0:
+                    ends = got.find(b"\r\n\r\n")
+                    if ends >= 0:
+                        want = _http_length(where, bytes(got[:ends]), method, ends + 4,
+                                            limit)
+    except TimeoutError:
+        raise ClusterError(f"{where} gave no complete HTTP answer to {method} {path} in "
+                           f"time ({len(got)} bytes received)") from None
+    except OSError:
+        if not got:
+            return None
+        raise ClusterError(f"{where} broke off its answer to {method} {path} "
+                           f"({len(got)} bytes received)") from None
+    if not got:
+        return None
+    if ends < 0 or (want is not None and len(got) < want):
+        raise ClusterError(f"{where} closed mid-answer to {method} {path} "
+                           f"({len(got)} bytes received)")
+    lines = bytes(got[:ends]).decode("latin-1").split("\r\n")
+    version, status, reason = (lines[0].split(None, 2) + ["", "", ""])[:3]
+    fields: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    return HttpReply(int(status), reason, fields, bytes(got[ends + 4:want]))
+
+
+def _http_length(where: str, head: bytes, method: str, start: int, limit: int
+                 ) -> int | None:
+    """The whole answer's length its headers (`head`, up to the blank line) say, `start`
+    its body's offset: None when it ends at the close. ClusterError for no HTTP, a chunked
+    answer (never to HTTP/1.0), or a Content-Length past `limit`."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split()
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit() \
+            or len(parts[1]) != 3:
+        raise ClusterError(f"{where} answered no HTTP: {lines[0][:80]!r}")
+    status = int(parts[1])
+    fields = {n.strip().lower(): v.strip() for n, _, v in
+              (line.partition(":") for line in lines[1:])}
+    if method == "HEAD" or status in (204, 304) or status < 200:
+        return start  # no body
+    if "chunked" in fields.get("transfer-encoding", "").lower():
+        raise ClusterError(f"{where} sent a chunked answer to an HTTP/1.0 request")
+    if "content-length" not in fields:
+        return None
+    n = fields["content-length"]
+    if not n.isdigit():
+        raise ClusterError(f"{where} sent a Content-Length of {n[:40]!r}")
+    if start + int(n) > limit:
+        raise ClusterError(f"{where} announced a {n}-byte body, more than the "
+                           f"{limit} bytes read")
+    return start + int(n)
+
+
 def save_state(path: Path, state: Mapping[str, Any]) -> None:
     """Write the state atomically, 0600: it holds the cluster's credentials."""
     tmp = path.with_suffix(".tmp")

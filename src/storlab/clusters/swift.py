@@ -16,9 +16,7 @@ import secrets
 import shutil
 import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +29,10 @@ from ._util import (
     trusted_cluster_dir,
     logs_kept_on_failure,
     ClusterError,
+    HTTP_ATTEMPT_SECONDS,
     RUNNING,
     Daemon,
+    http_request,
     keep_logs_only,
     listener_is_daemons,
     load_state,
@@ -255,20 +255,27 @@ class SwiftCluster:
         daemons.append(proxy)
         ports = {**self._ports(o), "proxy": o.port}
         held = [(d, ports[d.name]) for d in daemons[1:]]
+        # every request bounded as a whole by the wait's deadline (and in bytes): the
+        # servers run as `swift`, and one dripping its answer held root's `up` for ever
+        end = time.monotonic() + timeout
         wait_until(lambda: all(listener_is_daemons(d.pidfile, d.name, o.bind, p)
-                               and _http_ok(f"http://{o.bind}:{p}/healthcheck")
+                               and _healthcheck(o.bind, p, _attempt(end)) is None
                                for d, p in held), timeout,
                    "the swift servers' healthchecks", daemons)
         key = (self.state() or {}).get("key", "")
+        end = time.monotonic() + timeout
         wait_until(lambda: listener_is_daemons(proxy.pidfile, proxy.name, o.bind, o.port)
-                   and self._account_ok(o.bind, o.port, key), timeout,
+                   and self._account_ok(o.bind, o.port, key, end), timeout,
                    "an authenticated account on the proxy", daemons)
 
-    def _account_ok(self, host: str, port: int, key: str) -> bool:
-        url, token = swift_auth(f"http://{host}:{port}/auth/v1.0", USER, key)
-        req = urllib.request.Request(url, method="HEAD", headers={"X-Auth-Token": token})
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return 200 <= r.status < 300
+    def _account_ok(self, host: str, port: int, key: str, end: float) -> bool:
+        """The proxy authenticates the user and answers HEAD on its account, each request
+        by `end` and within `HTTP_ATTEMPT_SECONDS` (ClusterError when one is cut)."""
+        url, token = swift_auth(f"http://{host}:{port}/auth/v1.0", USER, key,
+                                deadline=_attempt(end))
+        h, p, path = _storage_address(url, host, port)
+        r = http_request(h, p, _attempt(end), "HEAD", path, {"X-Auth-Token": token})
+        return r is not None and 200 <= r.status < 300
 
     def check_endpoint(self, st: dict[str, Any]) -> None:
         """Refuse (ClusterError) to send anything to the state's auth URL unless what
@@ -302,8 +309,9 @@ class SwiftCluster:
         stop_pid(d.pidfile, grace=10)
         d.start()
         host = st.get("bind", "127.0.0.1")
+        end = time.monotonic() + timeout
         wait_until(lambda: listener_is_daemons(d.pidfile, d.name, host, int(port))
-                   and _http_ok(f"http://{host}:{port}/healthcheck"), timeout,
+                   and _healthcheck(host, int(port), _attempt(end)) is None, timeout,
                    f"the {name} server listening on its port and its healthcheck", [d])
         return time.monotonic() - t0
 
@@ -381,9 +389,11 @@ class SwiftCluster:
                 continue  # said above
             if not mine:
                 problems.append(f"{name} does not listen on port {ports[name]}")
-            elif name != "memcached" and \
-                    not _http_ok(f"http://{host}:{ports[name]}/healthcheck"):
-                problems.append(f"{name} healthcheck does not answer")
+            elif name != "memcached":
+                why = _healthcheck(host, int(ports[name]),
+                                   time.monotonic() + HTTP_ATTEMPT_SECONDS)
+                if why is not None:
+                    problems.append(f"{name} healthcheck {why}")
         if probe:
             out["probe"] = self.probe()
             if not out["probe"].startswith("ok"):
@@ -394,7 +404,9 @@ class SwiftCluster:
 
     def probe(self, timeout: float = 10.0) -> str:
         """PUT a 4 KiB object through the proxy and GET it back, within `timeout` seconds
-        each: 'ok (… ms)' or what failed (a 503 when the object servers are gone)."""
+        each, whatever the proxy sends (each request bounded as a whole, its answer to
+        64 KiB: the proxy runs as `swift`), the token sent only to the proxy's own
+        address: 'ok (… ms)' or what failed (a 503 when the object servers are gone)."""
         st = self.state() or {}
         t0 = time.monotonic()
         data = secrets.token_bytes(4096)
@@ -403,36 +415,77 @@ class SwiftCluster:
         except ClusterError as exc:
             return f"failed: {exc}"
         try:
+            u = urllib.parse.urlsplit(str(st["auth_url"]))
             url, token = swift_auth(st["auth_url"], st["user"], st["key"], timeout=timeout)
+            host, port, prefix = _storage_address(url, u.hostname or "", u.port or 80)
             h = {"X-Auth-Token": token}
-            for method, path, body in (("PUT", "/storlab-probe", None),
+            got = b""
+            for method, path, body in (("PUT", "/storlab-probe", b""),
                                        ("PUT", "/storlab-probe/probe", data),
-                                       ("GET", "/storlab-probe/probe", None)):
-                req = urllib.request.Request(url + path, data=body, method=method, headers=h)
-                with urllib.request.urlopen(req, timeout=timeout) as r:
-                    got = r.read()
+                                       ("GET", "/storlab-probe/probe", b"")):
+                r = http_request(host, port, time.monotonic() + timeout, method,
+                                 prefix + path, h, body, limit=64 << 10)
+                if r is None:
+                    return f"failed: nothing answers on {host}:{port}"
+                if not 200 <= r.status < 300:
+                    return f"failed: {r.status} {r.reason} on {url + path}"
+                got = r.body
             if got != data:
                 return "failed: the object read back differs from the one written"
-        except urllib.error.HTTPError as exc:
-            return f"failed: {exc.code} {exc.reason} on {exc.url}"
-        except (OSError, KeyError) as exc:
+        except ClusterError as exc:
+            return f"failed: {exc}"
+        except (OSError, KeyError, ValueError) as exc:
             return f"failed: {type(exc).__name__}: {exc}"
         return f"ok (4 KiB put+get in {(time.monotonic() - t0) * 1e3:.0f} ms)"
 
 
-def swift_auth(auth_url: str, user: str, key: str, timeout: float = 5) -> tuple[str, str]:
-    """tempauth v1: (storage URL, token)."""
-    req = urllib.request.Request(auth_url, headers={"X-Auth-User": user, "X-Auth-Key": key})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.headers["X-Storage-Url"], r.headers["X-Auth-Token"]
+def swift_auth(auth_url: str, user: str, key: str, timeout: float = 5,
+               deadline: float | None = None) -> tuple[str, str]:
+    """tempauth v1: (storage URL, token), the whole answer within `timeout` seconds (or
+    by `deadline`, `time.monotonic()`) and 16 KiB whatever the proxy sends (it runs as
+    `swift`: one dripping its answer held root's `up` and `status` for ever under a
+    per-read timeout). ClusterError when it does not answer so, or without both."""
+    u = urllib.parse.urlsplit(auth_url)
+    if u.scheme != "http" or not u.hostname:
+        raise ClusterError(f"auth URL {auth_url!r}: only http://HOST:PORT/... is asked")
+    end = time.monotonic() + timeout if deadline is None else deadline
+    r = http_request(u.hostname, u.port or 80, end, "GET", u.path or "/",
+                     {"X-Auth-User": user, "X-Auth-Key": key})
+    if r is None:
+        raise ClusterError(f"nothing answers on {u.hostname}:{u.port or 80}")
+    if not 200 <= r.status < 300:
+        raise ClusterError(f"auth answered {r.status} {r.reason}")
+    url, token = r.headers.get("x-storage-url"), r.headers.get("x-auth-token")
+    if not url or not token:
+        raise ClusterError("auth answered without X-Storage-Url and X-Auth-Token")
+    return url, token
 
 
-def _http_ok(url: str) -> bool:
+def _storage_address(url: str, host: str, port: int) -> tuple[str, int, str]:
+    """(host, port, path) of the storage URL auth gave, refused (ClusterError) unless it
+    is the proxy's own `host`:`port` over http: the token goes nowhere else."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme != "http" or u.hostname != host or (u.port or 80) != port:
+        raise ClusterError(f"auth gave the storage URL {url[:120]!r}, not on the proxy's "
+                           f"{host}:{port}: no token is sent there")
+    return host, port, u.path.rstrip("/")
+
+
+def _attempt(end: float) -> float:
+    """One request's deadline in a wait ending at `end`."""
+    return min(end, time.monotonic() + HTTP_ATTEMPT_SECONDS)
+
+
+def _healthcheck(host: str, port: int, deadline: float) -> str | None:
+    """None when the server on `host`:`port` answers its healthcheck with 200 by
+    `deadline` (the whole answer, 16 KiB at most), else what it did."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200
-    except (OSError, urllib.error.URLError):
-        return False
+        r = http_request(host, port, deadline, "GET", "/healthcheck")
+    except ClusterError as exc:
+        return f"failed: {exc}"
+    if r is None:
+        return "does not answer"
+    return None if r.status == 200 else f"answered {r.status} {r.reason}"
 
 
 def _memcached_ok(port: int) -> bool:
