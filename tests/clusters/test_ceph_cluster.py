@@ -300,6 +300,25 @@ def test_the_ceph_cli_runs_inside_read_only_walls(ceph, tmp_path):
     assert c.ceph("health").startswith("HEALTH_OK")  # and it still talks to the monitor
 
 
+def test_the_largest_admin_socket_answers_are_far_below_the_limit(ceph):
+    """asok_command refuses an answer announced longer than ASOK_REPLY_LIMIT (a `ceph`
+    process announcing 4 GiB filled root's memory): the largest real answers, `perf dump`
+    and `config show` of the monitor and the OSD, are read whole and far below it."""
+    import json
+
+    from storlab.clusters._util import ASOK_REPLY_LIMIT, asok_command
+
+    c, _, _ = ceph
+    sizes = {}
+    for name in ("mon.a", "osd.0"):
+        for prefix in ("perf dump", "config show"):
+            out = asok_command(c.dir / "var" / "run" / f"ceph-{name}.asok", prefix)
+            assert isinstance(out, dict) and out, (name, prefix, out)
+            sizes[name, prefix] = len(json.dumps(out))
+    print("admin socket answers (bytes of JSON):", sizes)
+    assert max(sizes.values()) < ASOK_REPLY_LIMIT // 16, sizes
+
+
 def test_osd_restarts_start_exactly_one_copy(ceph):
     """One restart here; restarts one after the other start one copy each too (the
     campaign test above restarts the OSD twice and checks the same after each)."""
