@@ -374,9 +374,7 @@ def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
     with temporary_directory("storlab-load-") as tmp:
         fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            made = os.fstat(fd)
-            with declared(Declared(run_dir=(tmp, made.st_dev, made.st_ino), run_fd=fd)), \
-                    run_directory(tmp, fd):
+            with declared(Declared().holding(tmp, fd)), run_directory(tmp, fd):
                 # bounded like a run: the load, one request's timeout, and room for
                 # preparing its objects (each request ends at its timeout); a load of
                 # a request count (the Dask hosts' preparing one): every request its
