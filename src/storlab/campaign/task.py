@@ -21,7 +21,7 @@ from .runners import (Declared, ShellTemplateError, declared, make_runner, outpu
                       render_argv, run_directory, run_program, shell_command,
                       system_writable, tail)
 from .runners.base import RunResult
-from .store import refuse_foreign_output
+from .store import refuse_foreign_entry
 
 
 #: The file that marks a run directory as storlab's; it holds the run's identity, so a run
@@ -341,7 +341,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
                     return failed(str(exc))
                 inner.callback(os.close, dfd)
                 try:  # the directory held, as the preflight judged its name: ours still
-                    refuse_foreign_output(str(out), os.fstat(dfd))
+                    refuse_foreign_entry(str(out), os.fstat(dfd), output=True)
                 except StorlabError as exc:
                     return failed(str(exc))
                 for suffix in ("stdout", "stderr"):  # a run done again starts them afresh
