@@ -192,7 +192,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if check is not None:
         own = camp.own_scratch()
         for cid, cfg in configs:
-            run_dir = camp.scratch / f"c{cid}-r1"
+            run_dir = camp.run_dir(cid)
             try:
                 check(_runner_config(camp.spec, cfg), base=camp.scratch if own else run_dir,
                       workdir=run_dir)
@@ -254,7 +254,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
             within(here, os.path.realpath(camp.dir / p)) for p in sb.writable):
         for cid, cfg in configs:
             try:
-                home(_runner_config(camp.spec, cfg), camp.dir, camp.scratch / f"c{cid}-r1")
+                home(_runner_config(camp.spec, cfg), camp.dir, camp.run_dir(cid))
             except CampaignError as exc:
                 raise CampaignError(f"{camp.path}: {exc}") from None
     # a runner's target outside the campaign's directory: only with allow_destructive
@@ -264,7 +264,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if not allow:
         for cid, cfg in configs:
             why = outside and outside(_runner_config(camp.spec, cfg),
-                                      camp.scratch / f"c{cid}-r1", str(camp.dir))
+                                      camp.run_dir(cid), str(camp.dir))
             if why:
                 raise CampaignError(f"{camp.path}: {why}")
             if walls is not None:
@@ -293,7 +293,7 @@ def _per_config(camp: Campaign, build: Callable[[dict[str, Any], Path], Any]
 
     def get(cid: int, cfg: Mapping[str, Any]) -> Any:
         if cid not in built:
-            built[cid] = build(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")
+            built[cid] = build(_runner_config(camp.spec, cfg), camp.run_dir(cid))
         return built[cid]
     return get
 
@@ -304,7 +304,7 @@ def _refuse_new_files(camp: Campaign, configs: list[tuple[int, dict[str, Any]]],
     """A file not made yet in another existing directory, an existing directory the job
     names beside a program the runner's program starts: refused unless declared."""
     for cid, cfg in configs:
-        run_dir = camp.scratch / f"c{cid}-r1"
+        run_dir = camp.run_dir(cid)
         why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
             or (program_dir and program_dir(job_options(cid, cfg), run_dir, declared))
         if why:
