@@ -40,8 +40,8 @@ from .documents import documents_dir, export_documents, write_document
 from .fixed import Config, fixed_source
 from .inputs import check_campaign_input, read_campaign_input
 from .loop import Event, RunSummary, install_sigint, restore_sigint, run_loop
-from .plan import (PlannedRun, batch_rows, history, pending, stored_plan, table_layout,
-                   table_plan)
+from .plan import (PlannedRun, batch_rows, history, pending, run_key, stored_plan,
+                   table_layout, table_plan)
 from .preflight import check_runner, check_steps, check_targets, check_width
 from .runners import run_identity, runner_class
 from .sandbox_summary import sandbox_summary
@@ -126,6 +126,12 @@ class Campaign:
     @property
     def scratch(self) -> Path:
         return self.dir / self.spec.workdir
+
+    def run_dir(self, config_id: int, repetition: int = 1) -> Path:
+        """The directory a run of configuration `config_id` (its `repetition`) runs in:
+        named by its key in the scratch area (`RunTask.workdir`); the preflight and the
+        sandbox's summary judge a configuration there, in its first repetition's."""
+        return self.scratch / run_key(config_id, repetition)
 
     def own_scratch(self) -> bool:
         """Whether the scratch area is the campaign's own: `workdir:` is a name inside the

@@ -279,6 +279,10 @@ def requested_width(spec: str | None) -> int | None:
     return int(n) if (spec or "").strip().startswith("parallel:") and n.isdigit() else None
 
 
+#: How an executor spec naming a Dask scheduler's address starts (`DaskExecutor`).
+DASK_PREFIXES = ("dask://", "tcp://", "tls://")
+
+
 def make_executor(spec: str | None) -> Executor:
     """`sequential`, `parallel`, `parallel:N`, or `dask://host:port`."""
     spec = (spec or "sequential").strip()
@@ -289,7 +293,7 @@ def make_executor(spec: str | None) -> Executor:
         if n and not (n.isdigit() and int(n) > 0):
             raise CampaignError(f"executor {spec!r}: parallel:N needs a positive N")
         return ParallelExecutor(int(n) if n else None)
-    if spec.startswith(("dask://", "tcp://", "tls://")):
+    if spec.startswith(DASK_PREFIXES):
         return DaskExecutor(spec)
     raise CampaignError(f"executor {spec!r} must be sequential, parallel[:N] or "
                         "dask://host:port")

@@ -41,6 +41,12 @@ def table_layout(proposals: list[Proposal]) -> tuple[list[Config], int]:
     return configs, max((p.repetitions for p in proposals), default=1)
 
 
+def run_key(config_id: int, repetition: int) -> str:
+    """A run's key, `c<configuration id>-r<repetition>`: also its directory's name in the
+    campaign's scratch area (`Campaign.run_dir`)."""
+    return f"c{config_id}-r{repetition}"
+
+
 def table_plan(configs: list[Config], repetitions: int, randomize: bool,
                seed: int) -> list[PlannedRun]:
     """Every measured run of a table, shuffled with the campaign's seed (`randomize`)."""
@@ -49,7 +55,7 @@ def table_plan(configs: list[Config], repetitions: int, randomize: bool,
         rng = np.random.default_rng(seed)
         measured = [measured[i] for i in rng.permutation(len(measured))]
     cfgs = {cid: cfg for cid, cfg, _ in configs}
-    return [PlannedRun(f"c{cid}-r{rep}", seq, cid, rep, False, cfgs[cid])
+    return [PlannedRun(run_key(cid, rep), seq, cid, rep, False, cfgs[cid])
             for seq, (cid, rep) in enumerate(measured, start=1)]
 
 
@@ -152,5 +158,5 @@ def batch_rows(store: Store, batch: list[Proposal], space: Space, where: str,
         rng = np.random.default_rng([seed, n_batch])
         rows = [rows[i] for i in rng.permutation(len(rows))]
     seq0 = max((r["seq"] for r in plan), default=0)
-    return new_configs, [(f"c{cid}-r{rep}", seq0 + i, cid, rep, n_batch, ph, note)
+    return new_configs, [(run_key(cid, rep), seq0 + i, cid, rep, n_batch, ph, note)
                          for i, (cid, rep, ph, note) in enumerate(rows, 1)]

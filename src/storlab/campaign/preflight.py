@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
-from collections.abc import Iterable, Mapping
+from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StorlabError
@@ -191,7 +192,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if check is not None:
         own = camp.own_scratch()
         for cid, cfg in configs:
-            run_dir = camp.scratch / f"c{cid}-r1"
+            run_dir = camp.run_dir(cid)
             try:
                 check(_runner_config(camp.spec, cfg), base=camp.scratch if own else run_dir,
                       workdir=run_dir)
@@ -202,13 +203,13 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                 raise CampaignError(f"{camp.path}: {exc}{hint}") from None
     # a shared system directory declared writable whole (fio `directory: /var/tmp`)
     sb = camp.spec.sandbox
+    job_options = _per_config(camp, lambda c, d: runner.job_options(c, d, check=False))
     # a program the runner's program starts must not inherit an undeclared grant
     grant = getattr(runner, "refused_grant", None)
     if grant is not None:
         for cid, cfg in configs:
-            why = grant(runner.job_options(_runner_config(camp.spec, cfg),
-                                           camp.scratch / f"c{cid}-r1", check=False),
-                        bool(sb.sockets) or sb.unix_sockets, sb.io_uring, sb.network)
+            why = grant(job_options(cid, cfg), bool(sb.sockets) or sb.unix_sockets,
+                        sb.io_uring, sb.network)
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
     # Unix sockets the runner's program gets without a declaration (fio's net engine with
@@ -235,8 +236,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
         if reason is None or kept:
             continue
         for cid, cfg in configs:
-            why = reason(runner.job_options(_runner_config(camp.spec, cfg),
-                                            camp.scratch / f"c{cid}-r1", check=False))
+            why = reason(job_options(cid, cfg))
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why} needs {cap}, which "
                                     f"the programs keep only when the campaign declares "
@@ -248,6 +248,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
                             f"held to its TCP ports by Landlock, but {no}; declare "
                             "sandbox.network: true to give the programs the whole network")
     walls = getattr(runner, "sandbox", None)
+    targets_of = _per_config(camp, lambda c, d: walls(c, d)[0])
     allow = sb.allow_destructive or getattr(runner, "allow_destructive", False)
     why = refused_shared([str(camp.dir / p) for p in sb.writable], allow)
     if why:
@@ -255,8 +256,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     _refuse_over_own(camp, sb.writable, "sandbox.writable", allow)
     if walls is not None:
         for cid, cfg in configs:
-            targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
-            why = refused_shared(targets, allow)
+            why = refused_shared(targets_of(cid, cfg), allow)
             if why:
                 raise CampaignError(f"{camp.path}: field runner: {why}")
     # a file a program makes directly in the campaign's directory: the sandbox keeps
@@ -267,7 +267,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
             within(here, os.path.realpath(camp.dir / p)) for p in sb.writable):
         for cid, cfg in configs:
             try:
-                home(_runner_config(camp.spec, cfg), camp.dir, camp.scratch / f"c{cid}-r1")
+                home(_runner_config(camp.spec, cfg), camp.dir, camp.run_dir(cid))
             except CampaignError as exc:
                 raise CampaignError(f"{camp.path}: {exc}") from None
     # a runner's target outside the campaign's directory: only with allow_destructive
@@ -277,12 +277,11 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if not allow:
         for cid, cfg in configs:
             why = outside and outside(_runner_config(camp.spec, cfg),
-                                      camp.scratch / f"c{cid}-r1", str(camp.dir))
+                                      camp.run_dir(cid), str(camp.dir))
             if why:
                 raise CampaignError(f"{camp.path}: {why}")
             if walls is not None:
-                _refuse_outside_targets(camp, walls(_runner_config(camp.spec, cfg),
-                                                    camp.scratch / f"c{cid}-r1")[0])
+                _refuse_outside_targets(camp, targets_of(cid, cfg))
     # a file not made yet in another existing directory, an existing directory the
     # job names beside a program the runner's program starts: refused unless declared
     # (each asked of the runners that have it: the object-store load starts no program)
@@ -292,22 +291,35 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
         declared = [os.path.realpath(camp.dir / p) for p in sb.writable]
         # as the runs judge a directory (`opens_declared`): the campaign's own opens
         with in_campaign(replace(current(), homes=(str(camp.dir),))):
-            _refuse_new_files(camp, runner, configs, new_file, program_dir, declared)
+            _refuse_new_files(camp, configs, new_file, program_dir, declared, job_options)
     if walls is not None:  # (after: a file made in the campaign's directory has a hint)
         for cid, cfg in configs:
-            targets = walls(_runner_config(camp.spec, cfg), camp.scratch / f"c{cid}-r1")[0]
-            _refuse_over_own(camp, targets, "runner", allow)
+            _refuse_over_own(camp, targets_of(cid, cfg), "runner", allow)
 
 
-def _refuse_new_files(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str, Any]]],
-                      new_file: Any, program_dir: Any, declared: list[str]) -> None:
+def _per_config(camp: Campaign, build: Callable[[dict[str, Any], Path], Any]
+                ) -> Callable[[int, Mapping[str, Any]], Any]:
+    """What `build` makes of a configuration as the runner sees it (`_runner_config`) in
+    its run directory, by the configuration's id, as the preflight's checks ask it (the
+    runner's `job_options`, what its sandbox opens): each made once, when first asked."""
+    built: dict[int, Any] = {}
+
+    def get(cid: int, cfg: Mapping[str, Any]) -> Any:
+        if cid not in built:
+            built[cid] = build(_runner_config(camp.spec, cfg), camp.run_dir(cid))
+        return built[cid]
+    return get
+
+
+def _refuse_new_files(camp: Campaign, configs: list[tuple[int, dict[str, Any]]],
+                      new_file: Any, program_dir: Any, declared: list[str],
+                      job_options: Callable[[int, Mapping[str, Any]], Any]) -> None:
     """A file not made yet in another existing directory, an existing directory the job
     names beside a program the runner's program starts: refused unless declared."""
     for cid, cfg in configs:
-        run_dir = camp.scratch / f"c{cid}-r1"
+        run_dir = camp.run_dir(cid)
         why = (new_file and new_file(_runner_config(camp.spec, cfg), run_dir, declared)) \
-            or (program_dir and program_dir(runner.job_options(
-                _runner_config(camp.spec, cfg), run_dir, check=False), run_dir, declared))
+            or (program_dir and program_dir(job_options(cid, cfg), run_dir, declared))
         if why:
             raise CampaignError(f"{camp.path}: field runner: {why}")
 

@@ -108,7 +108,8 @@ def starts_others(camp: Campaign, runner: Any, prog: str | None) -> str | None:
     rule, decided as the runs decide it: the runner's own reason, the program a `#!`
     wrapper (`wrap` gives it none), or a configuration's options (fio's `exec_prerun`,
     `ioengine=exec`: the runner passes no executables for that run). The configurations
-    are the fixed table's, or for an adaptive campaign each level a factor may take."""
+    are the fixed table's, each judged in its run's directory (`Campaign.run_dir`), or for
+    an adaptive campaign each level a factor may take, judged in the first run's."""
     import inspect
     import shutil
 
@@ -119,12 +120,12 @@ def starts_others(camp: Campaign, runner: Any, prog: str | None) -> str | None:
     if not inspect.signature(runner.starts_programs_reason).parameters:
         return None
     spec = camp.spec
-    configs = [cfg for _, cfg, _ in camp.configs] if camp.configs else [
-        {f.name: v} for f in camp.space.factors for v in (f.levels or [])]
-    for cfg in configs:
+    configs = [(cid, cfg) for cid, cfg, _ in camp.configs] if camp.configs else [
+        (1, {f.name: v}) for f in camp.space.factors for v in (f.levels or [])]
+    for cid, cfg in configs:
         opts = runner.job_options({k: v for k, v in cfg.items()
                                    if k not in spec.runner.exclude},
-                                  camp.dir / "run", check=False)
+                                  camp.run_dir(cid), check=False)
         if why := runner.starts_programs_reason(opts):
             return f"{why}, in some configurations"
     return None

@@ -201,33 +201,23 @@ def refuse_foreign_files(path: Path, checked: Identities | None = None) -> Ident
         seen[name] = (st.st_dev, st.st_ino)
         if checked is not None and checked.get(name) == seen[name]:
             continue  # the very file checked before
-        if suffix == OUTPUT:
-            refuse_foreign_output(name, st)
-            continue
-        _refuse_foreign_store_file(name, st)
+        refuse_foreign_entry(name, st, output=suffix == OUTPUT)
     return seen
 
 
-def _refuse_foreign_store_file(name: str, st: os.stat_result) -> None:
-    """One of the store's files owned by another user, or writable by its group or
-    others: refused in one line with the way out."""
+def refuse_foreign_entry(name: str, st: os.stat_result, output: bool = False) -> None:
+    """One of the store's files, or with `output` the runs' output directory
+    (`<store>.output`), `name` (`st` its lstat, or the fstat of the descriptor held) owned
+    by another user, or writable by its group or others: refused in one line with the way
+    out (that user would read what the runs printed, or swap a run's file for a link)."""
+    what, way_out = (("the runs' output directory", "remove it (storlab makes it again, "
+                      "mode 0700) or run as its owner") if output else
+                     ("campaign store", "copy the store to a file of your own (cp "
+                      "--no-preserve=ownership) or run as its owner"))
     try:
-        check_trusted_entry(name, st, "campaign store")
+        check_trusted_entry(name, st, what)
     except StorlabError as exc:
-        raise CampaignError(f"{exc}; copy the store to a file of your own (cp "
-                            "--no-preserve=ownership) or run as its owner") from None
-
-
-def refuse_foreign_output(name: str, st: os.stat_result) -> None:
-    """The runs' output directory (`<store>.output`, `name`; `st` its lstat, or the fstat
-    of the descriptor a run holds) owned by another user, or writable by its group or
-    others: refused in one line, as the store's files are (that user would read what the
-    runs printed, or swap a run's file for a link)."""
-    try:
-        check_trusted_entry(name, st, "the runs' output directory")
-    except StorlabError as exc:
-        raise CampaignError(f"{exc}; remove it (storlab makes it again, mode 0700) or "
-                            "run as its owner") from None
+        raise CampaignError(f"{exc}; {way_out}") from None
 
 
 def held_files() -> set[tuple[int, int, int]]:
@@ -254,7 +244,7 @@ def refuse_foreign_held(before: set[tuple[int, int, int]]) -> None:
             name = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
-        _refuse_foreign_store_file(name, st)
+        refuse_foreign_entry(name, st)
 
 
 def _lstat(p: str | Path) -> os.stat_result | None:

@@ -149,9 +149,11 @@ def _read_beneath(dfd: int, name: str, directory: Path) -> str | None:
 
 def check_executor(executor: str) -> None:
     """Refuse an unknown `--executor` before anything is written."""
+    from .executors import DASK_PREFIXES
+
     e = (executor or "local").strip()
-    if e not in ("local", "serial", "sequential", "parallel", "dask") and not any(
-            e.startswith(p) for p in ("parallel:", "dask://", "tcp://", "tls://")):
+    if e not in ("local", "serial", "sequential", "parallel", "dask") and \
+            not e.startswith(("parallel:", *DASK_PREFIXES)):
         raise SimError(f"--executor {executor!r}: use {EXECUTORS}")
     n = e.partition(":")[2] if e.startswith("parallel:") else "1"
     if not (n.isdigit() and int(n) > 0):
@@ -163,6 +165,8 @@ def campaign_executor(executor: str, workers: int | None, points: int) -> Iterat
     """The campaign executor for a sweep's `--executor`: `local` (the default) is local
     processes, `serial` one point after the other, `dask` a Dask cluster started here for
     the sweep; the campaign's own names pass through."""
+    from .executors import DASK_PREFIXES
+
     e = (executor or "local").strip()
     if workers is not None and workers < 1:
         raise SimError(f"--workers {workers}: must be at least 1")
@@ -171,7 +175,7 @@ def campaign_executor(executor: str, workers: int | None, points: int) -> Iterat
     elif e in ("local", "parallel"):
         n = workers or min(points, os.cpu_count() or 1)
         yield "sequential" if n == 1 else f"parallel:{n}"
-    elif e.startswith(("parallel:", "dask://", "tcp://", "tls://")):
+    elif e.startswith(("parallel:", *DASK_PREFIXES)):
         yield e
     elif e == "dask":
         from .executors import local_dask_cluster

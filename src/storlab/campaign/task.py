@@ -21,7 +21,7 @@ from .runners import (Declared, ShellTemplateError, declared, make_runner, outpu
                       render_argv, run_directory, run_program, shell_command,
                       system_writable, tail)
 from .runners.base import RunResult
-from .store import refuse_foreign_output
+from .store import refuse_foreign_entry
 
 
 #: The file that marks a run directory as storlab's; it holds the run's identity, so a run
@@ -318,16 +318,14 @@ def execute_task(task: RunTask) -> TaskOutcome:
             return failed(f"{workdir}: cannot make the run directory ({exc.strerror or exc})")
         stack.callback(os.close, wfd)
         write_fresh(workdir / RUN_MARK, mark, dir_fd=wfd)
-        made = os.fstat(wfd)  # what every program of the run must find there
         with ExitStack() as inner:
             inner.enter_context(declared(Declared(
                 tuple(task.writable), task.allow_destructive, homes=tuple(task.homes),
-                run_dir=(os.path.abspath(workdir), made.st_dev, made.st_ino),
                 network=task.network, readable=tuple(task.readable),
                 sockets=tuple(task.sockets), io_uring=task.io_uring,
                 unix_sockets=task.unix_sockets, realtime=task.realtime,
                 lock_memory=task.lock_memory,
-                env_pass=tuple(task.env_pass), run_fd=wfd)))
+                env_pass=tuple(task.env_pass)).holding(workdir, wfd)))
             inner.enter_context(run_directory(workdir, wfd, pfd))
             if task.output_dir is not None:
                 out = Path(task.output_dir)
@@ -343,7 +341,7 @@ def execute_task(task: RunTask) -> TaskOutcome:
                     return failed(str(exc))
                 inner.callback(os.close, dfd)
                 try:  # the directory held, as the preflight judged its name: ours still
-                    refuse_foreign_output(str(out), os.fstat(dfd))
+                    refuse_foreign_entry(str(out), os.fstat(dfd), output=True)
                 except StorlabError as exc:
                     return failed(str(exc))
                 for suffix in ("stdout", "stderr"):  # a run done again starts them afresh

@@ -1191,6 +1191,25 @@ def listener_is_daemons(pidfile: Path, name: str, host: str, port: int) -> bool:
                        "down and find who listens there (ss -ltnp)")
 
 
+def check_endpoint_daemon(url: str, pidfile: Path, name: str, kind: str,
+                          withheld: str = "nothing") -> None:
+    """Refuse (ClusterError) to send anything to `url` (a cluster's state's own word for
+    its endpoint) unless what listens at its host and port is the daemon `name` storlab
+    started (`pidfile`, `listener_is_daemons`): another process holding the port, or
+    nothing listening (the daemon is gone, and whoever binds the port next would be sent
+    what was meant for it: `withheld` says what is not sent). A check by port cannot
+    close the window between it and the connection the load then makes; it refuses every
+    state it can see. `kind` names the cluster for `storlab cluster status`."""
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(str(url))
+    host, port = u.hostname or "", u.port or 80
+    if not listener_is_daemons(pidfile, name, host, port):
+        raise ClusterError(f"the {name} storlab started does not listen on {host}:{port}; "
+                           f"{withheld} is sent there: `storlab cluster status {kind}` says "
+                           "why")
+
+
 def check_bind(addr: str) -> None:
     """Refuse a bind address that is not one of this host's own loopback or private
     addresses (a cluster for benchmarks is not for the outside world)."""

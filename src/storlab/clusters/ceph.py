@@ -40,6 +40,7 @@ from ..errors import PortTaken, StorlabError
 from ..fileio import check_trusted_dir, temporary_directory, within, write_in_dir
 from ._util import (
     check_bind,
+    check_endpoint_daemon,
     fresh_cluster_dir,
     give_tree,
     trusted_cluster_dir,
@@ -388,17 +389,10 @@ class CephCluster:
         """Refuse (ClusterError) to send S3 requests to the state's endpoint unless what
         listens there is the radosgw storlab started: another process holding the port, or
         nothing listening (radosgw is gone, and whoever binds the port next would be sent
-        the signed requests). A check by port cannot close the window between it and the
-        connection the load then makes; it refuses every state it can see."""
+        the signed requests): `check_endpoint_daemon`."""
         if (st.get("s3") or {}).get("endpoint"):
-            import urllib.parse
-
-            u = urllib.parse.urlsplit(str(st["s3"]["endpoint"]))
-            host, port = u.hostname or "", u.port or 80
-            if not listener_is_daemons(self.dir / "run" / "rgw.pid", "radosgw", host, port):
-                raise ClusterError(f"the radosgw storlab started does not listen on "
-                                   f"{host}:{port}; nothing is sent there: "
-                                   "`storlab cluster status ceph` says why")
+            check_endpoint_daemon(st["s3"]["endpoint"], self.dir / "run" / "rgw.pid",
+                                  "radosgw", "ceph")
 
     def prefill(self, nbytes: int, timeout: float = 300) -> None:
         """Write the first `nbytes` of the RBD image once (sequential 4 MiB writes): an

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import PortTaken
 from ._util import (
     check_bind,
+    check_endpoint_daemon,
     fresh_cluster_dir,
     trusted_cluster_dir,
     logs_kept_on_failure,
@@ -281,15 +282,10 @@ class SwiftCluster:
         """Refuse (ClusterError) to send anything to the state's auth URL unless what
         listens there is the proxy storlab started: another process holding the port, or
         nothing listening (the proxy is gone, and whoever binds the port next would be sent
-        the key). A check by port cannot close the window between it and the connection
-        the load then makes; it refuses every state it can see."""
+        the key): `check_endpoint_daemon`."""
         if st.get("auth_url"):  # where the key goes: the state's own word for it
-            u = urllib.parse.urlsplit(str(st["auth_url"]))
-            host, port = u.hostname or "", u.port or 80
-            if not listener_is_daemons(self.dir / "run" / "proxy.pid", "proxy", host, port):
-                raise ClusterError(f"the proxy storlab started does not listen on "
-                                   f"{host}:{port}; nothing (no key) is sent there: "
-                                   "`storlab cluster status swift` says why")
+            check_endpoint_daemon(st["auth_url"], self.dir / "run" / "proxy.pid", "proxy",
+                                  "swift", "nothing (no key)")
 
     def restart(self, name: str, timeout: float = 60) -> float:
         """Stop one server (account, container, object or proxy) by pid and start time,

@@ -139,6 +139,14 @@ class Declared:
     #: path (a campaign's directory swapped meanwhile leads elsewhere).
     run_fd: int | None = None
 
+    def holding(self, path: str | os.PathLike[str], fd: int) -> Declared:
+        """These declarations for a run whose directory `path` storlab holds open (`fd`):
+        `run_dir` from the descriptor (what every program of the run must find at
+        `path`), `run_fd` the descriptor itself (bound from it)."""
+        st = os.fstat(fd)
+        return replace(self, run_dir=(os.path.abspath(path), st.st_dev, st.st_ino),
+                       run_fd=fd)
+
 
 _DECLARED: ContextVar[Declared] = ContextVar("storlab_declared", default=Declared())
 

@@ -12,7 +12,6 @@ command line (`fio_cmdline`), the paths a job opens and the refusal of destructi
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import os
 import re
@@ -464,8 +463,7 @@ def serve_fio(scratch: Path, bind: str, port: int, devices: Sequence[str] = (),
                      f"{path}; devices {', '.join(nodes) or 'none'}")
         # bound from the descriptor checked above: DIR swapped for a link meanwhile (its
         # owner may rename it) does not move the server
-        with declared(dataclasses.replace(current(), run_dir=(path, st.st_dev, st.st_ino),
-                                          run_fd=fd)):
+        with declared(current().holding(path, fd)):
             proc = run_program([*account, exe, f"--server={where},{port}"], cwd=path,
                                timeout=None, targets=nodes, allow_destructive=bool(nodes),
                                network=True, io_uring=io_uring,

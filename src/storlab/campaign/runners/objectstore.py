@@ -27,7 +27,7 @@ before any run (the campaign's preflight asks `refused_grant` and `refused_new_f
 again by each run:
 - the endpoint (`endpoint`, `auth_url`) is a cluster storlab started (`cluster:`), or the
   campaign declares `sandbox.network: true`; without it a factor may not move the load to
-  another host or port (`refused_endpoint`); with `cluster:` neither may, whatever the
+  another host or port (`resolve_target`); with `cluster:` neither may, whatever the
   sandbox: the keys read from the cluster's state go to its own endpoint only;
 - `records_dir` lies in the scratch area (relative without `..` out of it, or absolute)
   or in a directory declared in `sandbox.writable` that the sandbox opens (inside the
@@ -62,91 +62,82 @@ ADDRESS_KEYS = ("endpoint", "auth_url")
 RECORDS_MODE = 0o600
 
 
-def resolve_target(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Target fields from a running cluster's state (`cluster:`) plus explicit options."""
-    opts = dict(options)
-    out: dict[str, Any] = {}
-    cluster = opts.pop("cluster", None)
-    if cluster is not None:
-        from ...clusters import cluster_state
+def resolve_target(options: Mapping[str, Any], config: Mapping[str, Any] | None = None,
+                   network: bool = True, *, resolve: bool = True) -> dict[str, Any]:
+    """The target fields a load of the runner's `options` and a configuration's factors
+    (`config`, which win) uses: a running cluster's (`cluster:`, its state read once:
+    `cluster_state` also checks who listens at its endpoint) plus the explicit ones.
+    CampaignError says why the load may not go there. Its child reaches the host's network
+    at its endpoint's port (Landlock): without `network` (the campaign's
+    `sandbox.network: true`) that endpoint is the cluster's storlab started (`cluster:`),
+    and neither an option nor a factor may move it to another host or port (a root HTTP
+    service on loopback got thousands of requests). With `cluster:`, the cluster's keys go
+    only to its own endpoint, whatever `network` says (they are root's: a campaign's
+    author asking for its own `auth_url` was sent the Swift key). Without `resolve` (the
+    campaign's preflight) only the refusal is asked: the cluster's state is read only
+    when an address named must be held to it, and what is returned is then partial."""
+    config = config or {}
+    cluster = options.get("cluster")
+    out = {k: v for k, v in options.items() if k in TARGET_KEYS}
+    out.update({k: v for k, v in config.items() if k in TARGET_KEYS})
+    named = [] if network and cluster is None else \
+        [("option", k, v) for k, v in options.items() if k in ADDRESS_KEYS] + \
+        [("factor", k, v) for k, v in config.items() if k in ADDRESS_KEYS]
+    hint = ("the load reaches the host's network only at its endpoint: name the cluster "
+            "storlab started (cluster: swift|ceph) or declare sandbox.network: true")
+    if cluster is None:
+        if named:
+            what, k, v = named[0]
+            raise CampaignError(f"{what} {k}: {v} is not the endpoint of a cluster storlab "
+                                f"started; {hint}")
+        return out
+    if not (named or resolve):
+        return out
+    try:
+        own = _cluster_target(cluster, options.get("cluster_dir"), out.get("api"))
+    except StorlabError as exc:
+        if not named:
+            raise
+        what, k, v = named[0]
+        raise CampaignError(f"{what} {k}: {v} cannot be checked against cluster {cluster} "
+                            f"({exc}); {hint}") from None
+    for what, k, v in named:  # the state's keys go to the state's endpoint only
+        mine = own.get(k)
+        try:
+            theirs = url_address(v)
+        except LoadError as exc:
+            raise CampaignError(f"{what} {k}: {exc}") from None
+        if not mine or theirs != url_address(mine):
+            raise CampaignError(f"{what} {k}: {v} is not the endpoint of cluster {cluster} "
+                                f"({mine or f'none for {k}'}); "
+                                f"{OWN_KEYS_HINT if network else hint}")
+    return {**own, **out}
 
-        st = cluster_state(str(cluster), opts.pop("cluster_dir", None))
-        api = opts.get("api") or ("swift" if cluster == "swift" else "s3")
-        if api == "swift":
-            if "auth_url" not in st:
-                raise CampaignError(f"cluster {cluster} has no Swift API")
-            out.update(api="swift", auth_url=st["auth_url"], user=st["user"], key=st["key"])
-        else:
-            s3 = st.get("s3")
-            if not s3:
-                raise CampaignError(f"cluster {cluster} has no S3 endpoint (bring Ceph up "
-                                    "with --rgw)")
-            out.update(api="s3", endpoint=s3["endpoint"], access_key=s3["access_key"],
-                       secret_key=s3["secret_key"], region=s3.get("region", "us-east-1"))
-        for k in ADDRESS_KEYS:  # the state's keys go to the state's endpoint only
-            if k in opts and not _same_address(opts[k], out.get(k)):
-                raise CampaignError(f"{k}: {opts[k]} is not the endpoint of cluster "
-                                    f"{cluster} ({out.get(k) or f'none for {k}'}); "
-                                    f"{OWN_KEYS_HINT}")
-    out.update({k: v for k, v in opts.items() if k in TARGET_KEYS})
-    return out
+
+def _cluster_target(cluster: Any, cluster_dir: Any, api: Any) -> dict[str, Any]:
+    """The target fields of a running cluster's state (`cluster_state`: who listens at its
+    endpoint checked), for `api` (the cluster's own when None)."""
+    from ...clusters import cluster_state
+
+    st = cluster_state(str(cluster), cluster_dir)
+    api = api or ("swift" if cluster == "swift" else "s3")
+    if api == "swift":
+        if "auth_url" not in st:
+            raise CampaignError(f"cluster {cluster} has no Swift API")
+        return {"api": "swift", "auth_url": st["auth_url"], "user": st["user"],
+                "key": st["key"]}
+    s3 = st.get("s3")
+    if not s3:
+        raise CampaignError(f"cluster {cluster} has no S3 endpoint (bring Ceph up with "
+                            "--rgw)")
+    return {"api": "s3", "endpoint": s3["endpoint"], "access_key": s3["access_key"],
+            "secret_key": s3["secret_key"], "region": s3.get("region", "us-east-1")}
 
 
 #: Why a campaign naming `cluster:` may not name another endpoint, whatever its sandbox.
 OWN_KEYS_HINT = ("the keys read from a cluster's state go only to that cluster's endpoint: "
                  "drop the option, or give another target in full with its own keys "
                  "(without cluster:)")
-
-
-def _same_address(url: Any, own: Any) -> bool:
-    """Whether `url` sends requests where the cluster's own `own` does."""
-    try:
-        return bool(own) and url_address(url) == url_address(own)
-    except LoadError:
-        return False
-
-
-def refused_endpoint(options: Mapping[str, Any], config: Mapping[str, Any],
-                     network: bool) -> str | None:
-    """Why the load may not go where the runner's `options` and a configuration's factors
-    (`config`) send it, or None. The load's child reaches the host's network at its
-    endpoint's port (Landlock): without the campaign's `sandbox.network: true` that
-    endpoint is the cluster's storlab started (`cluster:`), and neither an option nor a
-    factor may move it to another host or port (a root HTTP service on loopback got
-    thousands of requests). With `cluster:`, the cluster's keys go only to its own
-    endpoint, whatever `network` says (they are root's: a campaign's author asking for
-    its own `auth_url` was sent the Swift key)."""
-    if network and options.get("cluster") is None:
-        return None
-    named = [("option", k, v) for k, v in options.items() if k in ADDRESS_KEYS] + \
-        [("factor", k, v) for k, v in config.items() if k in ADDRESS_KEYS]
-    if not named:
-        return None  # the cluster's endpoint, or none (the run then fails on it)
-    hint = ("the load reaches the host's network only at its endpoint: name the cluster "
-            "storlab started (cluster: swift|ceph) or declare sandbox.network: true")
-    cluster = options.get("cluster")
-    if cluster is None:
-        what, k, v = named[0]
-        return f"{what} {k}: {v} is not the endpoint of a cluster storlab started; {hint}"
-    from ...errors import StorlabError
-
-    api = config.get("api", options.get("api"))
-    try:
-        own = resolve_target({"cluster": cluster, "cluster_dir": options.get("cluster_dir"),
-                              **({"api": api} if api else {})})
-    except StorlabError as exc:
-        what, k, v = named[0]
-        return f"{what} {k}: {v} cannot be checked against cluster {cluster} ({exc}); {hint}"
-    for what, k, v in named:
-        mine = own.get(k)
-        try:
-            theirs = url_address(v)
-        except LoadError as exc:
-            return f"{what} {k}: {exc}"
-        if not mine or theirs != url_address(mine):
-            return (f"{what} {k}: {v} is not the endpoint of cluster {cluster} "
-                    f"({mine or f'none for {k}'}); {OWN_KEYS_HINT if network else hint}")
-    return None
 
 
 def refused_records_dir(records_dir: Any, scratch: str | os.PathLike[str],
@@ -266,8 +257,12 @@ class ObjectStoreRunner:
 
     def refused_grant(self, opts: Mapping[str, Any], sockets: bool, io_uring: bool,
                       network: bool) -> str | None:
-        """Why this run's endpoint is not declared (`refused_endpoint`), or None."""
-        return refused_endpoint(opts["target"], opts["factors"], network)
+        """Why this run's endpoint is not declared (`resolve_target`'s refusal), or None."""
+        try:
+            resolve_target(opts["target"], opts["factors"], network, resolve=False)
+        except CampaignError as exc:
+            return str(exc)
+        return None
 
     def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
                          writable: Sequence[str]) -> str | None:
@@ -295,12 +290,9 @@ class ObjectStoreRunner:
             values = {**self.options, **{k: v for k, v in config.items()
                                          if k not in TARGET_KEYS}}
             spec = load_spec_from(values)
-            why = refused_endpoint(self._target_opts, config, current().network)
-            if why:  # the preflight refused it already; a caller without one meets it here
-                raise CampaignError(why)
-            target = Target(**resolve_target({**self._target_opts,
-                                              **{k: v for k, v in config.items()
-                                                 if k in TARGET_KEYS}}))
+            # refused by the preflight already; a caller without one meets it here, and
+            # the cluster's listener is checked again (it may have changed since)
+            target = Target(**resolve_target(self._target_opts, config, current().network))
             if timeout is not None and spec.duration is not None and \
                     spec.duration + 5 > timeout:
                 raise CampaignError(f"duration {spec.duration} s does not fit the run "
@@ -382,9 +374,7 @@ def run_load_walled(target: Target, spec: LoadSpec) -> LoadResult:
     with temporary_directory("storlab-load-") as tmp:
         fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            made = os.fstat(fd)
-            with declared(Declared(run_dir=(tmp, made.st_dev, made.st_ino), run_fd=fd)), \
-                    run_directory(tmp, fd):
+            with declared(Declared().holding(tmp, fd)), run_directory(tmp, fd):
                 # bounded like a run: the load, one request's timeout, and room for
                 # preparing its objects (each request ends at its timeout); a load of
                 # a request count (the Dask hosts' preparing one): every request its

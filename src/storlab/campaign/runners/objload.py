@@ -191,8 +191,8 @@ class _Deadlines:
     body) held a load past its duration for ever. One thread per process watches the
     armed connections and shuts a socket down once its request's time is up (at most
     `TICK` late); the blocked recv then returns and the request counts as timed out.
-    Tokens are drawn from a counter, never reused: a token disarmed twice (once on the
-    way, once in a `finally`) cannot take another request's entry."""
+    Each request disarms its token once, in a `finally`, and learns there whether its
+    deadline cut it short; tokens are drawn from a counter, never reused."""
 
     TICK = 0.05
 
@@ -307,6 +307,7 @@ class _Conn:
             if self.conn is None:
                 self.conn = _connection(self.scheme, self.host, self.port, timeout)
             token = _DEADLINES.arm(self.conn, timeout)
+            failed = None
             try:
                 self.conn.request(method, path, body=body, headers=headers)
                 resp = self.conn.getresponse()
@@ -317,24 +318,22 @@ class _Conn:
                     if not n:
                         break
                     got += n
-                if _DEADLINES.disarm(token):  # cut short at its deadline: not an answer
-                    self.close()
-                    return TIMED_OUT, 0
+            except TimeoutError:
+                failed = TIMED_OUT
+            except (OSError, http.client.HTTPException):
+                failed = CONN_ERROR
+            finally:
+                cut = _DEADLINES.disarm(token)  # whether its deadline shut the socket down
+            if cut or failed == TIMED_OUT:  # cut short at its deadline: not an answer
+                self.close()
+                return TIMED_OUT, 0
+            if failed is None:
                 if resp.will_close:
                     self.close()
                 return resp.status, got
-            except TimeoutError:
-                _DEADLINES.disarm(token)
-                self.close()
-                return TIMED_OUT, 0
-            except (OSError, http.client.HTTPException):
-                self.close()
-                if _DEADLINES.disarm(token):
-                    return TIMED_OUT, 0
-                if attempt == 1:
-                    return CONN_ERROR, 0
-            finally:
-                _DEADLINES.disarm(token)
+            self.close()
+            if attempt == 1:
+                return CONN_ERROR, 0
         return CONN_ERROR, 0
 
     def close(self) -> None:
@@ -347,27 +346,24 @@ def swift_login(target: Target, timeout: float = 10) -> tuple[str, str]:
     c = _connection(*url_address(target.auth_url), timeout)
     u = urllib.parse.urlsplit(target.auth_url)
     token = _DEADLINES.arm(c, timeout)
+    failed: Exception | None = None
     try:
         c.request("GET", u.path, headers={"X-Auth-User": target.user,
                                           "X-Auth-Key": target.key})
         r = c.getresponse()
         r.read()
-        if _DEADLINES.disarm(token):
-            raise TimeoutError
-        if r.status >= 300:
-            raise LoadError(f"swift auth at {target.auth_url} answered {r.status}")
-        return r.getheader("X-Storage-Url"), r.getheader("X-Auth-Token")
-    except TimeoutError:
-        raise LoadError(f"swift auth at {target.auth_url}: "
-                        f"{status_text(TIMED_OUT, timeout)}") from None
     except (OSError, http.client.HTTPException) as exc:
-        if _DEADLINES.disarm(token):
-            raise LoadError(f"swift auth at {target.auth_url}: "
-                            f"{status_text(TIMED_OUT, timeout)}") from None
-        raise LoadError(f"swift auth at {target.auth_url}: connection error ({exc})") from None
+        failed = exc
     finally:
-        _DEADLINES.disarm(token)
+        cut = _DEADLINES.disarm(token)  # whether its deadline shut the socket down
         c.close()
+    if cut or isinstance(failed, TimeoutError):
+        raise LoadError(f"swift auth at {target.auth_url}: {status_text(TIMED_OUT, timeout)}")
+    if failed is not None:
+        raise LoadError(f"swift auth at {target.auth_url}: connection error ({failed})")
+    if r.status >= 300:
+        raise LoadError(f"swift auth at {target.auth_url} answered {r.status}")
+    return r.getheader("X-Storage-Url"), r.getheader("X-Auth-Token")
 
 
 # ----------------------------------------------------------------------------- state
