@@ -218,8 +218,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     if implicit is not None and sb.readable and not (sb.sockets or sb.unix_sockets
                                                      or sb.io_uring):
         for cid, cfg in configs:
-            reason = implicit(runner.job_options(_runner_config(camp.spec, cfg),
-                                                 camp.scratch / f"c{cid}-r1", check=False))
+            reason = implicit(job_options(cid, cfg))
             for i, p in enumerate(sb.readable) if reason else ():
                 why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive,
                                        f"the runner's fio ({reason})", homes=[str(camp.dir)])
