@@ -221,7 +221,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
             reason = implicit(job_options(cid, cfg))
             for i, p in enumerate(sb.readable) if reason else ():
                 why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive,
-                                       f"the runner's fio ({reason})", homes=[str(camp.dir)])
+                                       f"the runner's program ({reason})", homes=[str(camp.dir)])
                 if why:
                     raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     # a priority only CAP_SYS_NICE gives, memory locked past RLIMIT_MEMLOCK only
