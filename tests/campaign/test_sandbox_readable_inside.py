@@ -174,3 +174,27 @@ def test_a_storlab_not_run_as_root_keeps_the_kernels_permissions() -> None:
     assert said[1] and "Unix sockets" in said[1], said
     # as root the same places are refused
     assert refused_readable(["/"], True, False) is not None
+
+
+def test_a_runners_own_allow_destructive_does_not_open_the_campaigns_readable(
+        tmp_path: Path, secret: Path) -> None:
+    """fio's `allow_destructive` (its block device) is about its targets: the walls still
+    judge the campaign's `readable` place, swapped for a link to /root past the check,
+    unless the campaign itself says `sandbox.allow_destructive`."""
+    from storlab.campaign.runners._sandbox import Declared, declared, walls_for
+    from storlab.errors import CampaignError
+
+    camp = tmp_path / "camp"
+    run = camp / "scratch" / "c1-r1"
+    run.mkdir(parents=True)
+    (camp / "data").symlink_to(secret.parent)
+    decl = Declared(homes=(str(camp),), readable=(str(camp / "data"),))
+    with declared(decl), pytest.raises(CampaignError, match=r"sandbox\.readable"):
+        walls_for(str(run), allow_destructive=True).close()
+    from dataclasses import replace
+    with declared(replace(decl, allow_destructive=True)):
+        w = walls_for(str(run))
+        try:
+            assert str(secret.parent) in [p for _, p in w.readonly]
+        finally:
+            w.close()

@@ -1894,8 +1894,11 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         # read-only, and sockets: what the path leads to, shown where the kernel names it
         # and at the path given (a program uses the name it was told). The campaign's
         # `readable`, for root without the opt-in: judged again on the descriptor bound
-        # (`refused_readable` judged the path; a link swapped in since leads elsewhere)
-        inside = None if allow or os.geteuid() != 0 else [*homes, *SYSTEM_TREES]
+        # (`refused_readable` judged the path; a link swapped in since leads elsewhere).
+        # The campaign's opt-in only: a runner's own `allow_destructive` (fio's, for its
+        # block device) is about its targets, not about what the campaign shows
+        inside = (None if decl.allow_destructive or os.geteuid() != 0
+                  else [*homes, *SYSTEM_TREES])
         for r, judged in [*((h, None) for h in (*decl.homes, *decl.shown)),
                           *((r, inside) for r in decl.readable)]:
             for at in dict.fromkeys((os.path.realpath(r), _norm(r))):
