@@ -56,7 +56,7 @@ class Lab:
         self.victim.write_bytes(b"VICTIM\n" * 150_000)  # larger than fio's size: written in place
         self.scratch = self.root / "scratch"
         self.scratch.mkdir()
-        self.evil = self.root / "evil.sh"
+        self.evil = self.scratch / "evil.sh"
         self.evil.write_text(textwrap.dedent(f"""\
             #!/bin/sh
             printf PWNED | dd of={self.victim} conv=notrunc 2>/dev/null
@@ -82,9 +82,11 @@ class Lab:
                        timeout=timeout, writable=[str(self.victim), self.dev] if opt_in else [],
                        allow_destructive=opt_in, output_dir=str(self.root / "out"),
                        homes=[str(self.scratch)],
-                       # shown read-only (the victim, the evil script, the iolog), as the
-                       # whole root was before the sandbox's root got smaller
-                       readable=[str(self.root)])
+                       # shown read-only (the victim, the iolog), as the whole root was
+                       # before the sandbox's root got smaller: a readable place outside
+                       # the campaign's directory needs the opt-in (the evil script lies
+                       # in the scratch area, shown anyway)
+                       readable=[str(self.root)] if opt_in else [])
         return execute_task(task).result
 
 
@@ -272,14 +274,18 @@ def test_system_writable_step_is_the_declared_way_out(lab: Lab) -> None:
 
 def test_open_by_handle_at_is_refused(lab: Lab) -> None:
     """The bind-mount escape: a file handle of the victim opened through the writable run
-    directory's mount. CAP_DAC_READ_SEARCH is dropped: EPERM."""
+    directory's mount. CAP_DAC_READ_SEARCH is dropped: EPERM. (The victim's handle taken
+    through a hard link in the scratch area, shown read-only: the victim's own directory
+    is not shown without the opt-in.)"""
+    seen = lab.scratch / "victim-link"
+    os.link(lab.victim, seen)
     code = textwrap.dedent(f"""
         import ctypes, os
         libc = ctypes.CDLL(None, use_errno=True)
         buf = ctypes.create_string_buffer(8 + 128)
         ctypes.c_uint.from_buffer(buf).value = 128
         mnt = ctypes.c_int()
-        r = libc.name_to_handle_at(-100, b"{lab.victim}", buf, ctypes.byref(mnt), 0)
+        r = libc.name_to_handle_at(-100, b"{seen}", buf, ctypes.byref(mnt), 0)
         assert r == 0, os.strerror(ctypes.get_errno())
         here = os.open(".", os.O_RDONLY)
         fd = libc.open_by_handle_at(here, buf, os.O_WRONLY)

@@ -153,6 +153,11 @@ def opt_dir() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def shown(d: Path) -> dict[str, Any]:
+    """`d` declared readable: outside the campaign's directory, with the opt-in."""
+    return {"readable": [str(d)], "allow_destructive": True}
+
+
 def campaign(make: Any, d: Path, program: str, target: Path, **sandbox: Any) -> Path:
     """A one-run command campaign whose program (`program`'s code) tries `target`."""
     d.mkdir(parents=True, exist_ok=True)
@@ -174,7 +179,7 @@ def test_a_root_daemon_under_opt_in_another_network_namespace(
         assert program_got(campaign(command_campaign, tmp_path / "hidden", PROBE, d.path)) == \
             "PermissionError"  # no Unix socket at all (it would not be there either)
         assert program_got(campaign(command_campaign, tmp_path / "shown", PROBE, d.path,
-                                     readable=[str(opt_dir)])) == "PermissionError"
+                                     **shown(opt_dir))) == "PermissionError"
         assert d.accepted == 0
         r = storlab("run", campaign(command_campaign, tmp_path / "declared", PROBE, d.path,
                                     sockets=[str(d.path)]), timeout=120)
@@ -197,10 +202,10 @@ def test_a_socket_renamed_after_bind_and_one_bound_after_the_start(
     try:
         assert not d.path.with_name("bound.sock").exists() and d.path.exists()
         assert program_got(campaign(command_campaign, tmp_path / "renamed", PROBE, d.path,
-                                     readable=[str(opt_dir)])) == "PermissionError"
+                                     **shown(opt_dir))) == "PermissionError"
         other = str(tmp_path / "other.sock")
         assert program_got(campaign(command_campaign, tmp_path / "renamed2", PROBE, d.path,
-                                     readable=[str(opt_dir)], sockets=[other])) == \
+                                     **shown(opt_dir), sockets=[other])) == \
             "ConnectionRefusedError"
         assert d.accepted == 0
     finally:
@@ -208,7 +213,7 @@ def test_a_socket_renamed_after_bind_and_one_bound_after_the_start(
     late = opt_dir.with_name(opt_dir.name + "-late")
     # bound once the run's directory exists: the program is starting or running
     camp = campaign(command_campaign, tmp_path / "late", PROBE, late / "bound.sock",
-                    readable=[str(late)])
+                    **shown(late))
     late.mkdir()
     d = Daemon(late, tmp_path, after=str(tmp_path / "late" / "scratch" / "c1-r1"))
     try:
@@ -227,9 +232,9 @@ def test_io_uring_is_refused_unless_declared(tmp_path: Path, storlab: Any,
     d = Daemon(opt_dir, tmp_path)
     try:
         assert program_got(campaign(command_campaign, tmp_path / "plain", URING, d.path,
-                                     readable=[str(opt_dir)])) == "setup:1"
+                                     **shown(opt_dir))) == "setup:1"
         assert program_got(campaign(command_campaign, tmp_path / "declared", URING, d.path,
-                                     readable=[str(opt_dir)], io_uring=True)) == \
+                                     **shown(opt_dir), io_uring=True)) == \
             "connect:-111"
         assert d.accepted == 0
     finally:

@@ -63,7 +63,7 @@ def test_a_readable_place_inside_the_campaign_in_roots_home_needs_nothing() -> N
         inputs = f"{home}/inputs"
         assert refused_readable([inputs], False, False, homes=[home]) is None
         why = refused_readable([inputs], False, False)
-        assert why and "root's home" in why, why
+        assert why and "outside the campaign's directory" in why, why
     finally:
         shutil.rmtree(home)
 

@@ -220,7 +220,7 @@ def test_a_socket_in_a_readable_or_campaign_directory_does_not_open_through_show
     """`sandbox.readable` naming a socket itself shows nothing (sockets are declared in
     `sandbox.sockets`)."""
     got = probe(tmp_path, listeners, readable=[listeners.addrs["var_lib"]],
-                sockets=[str(tmp_path / "declared.sock")])
+                sockets=[str(tmp_path / "declared.sock")], allow_destructive=True)
     assert got["var_lib"] == "FileNotFoundError" and listeners.count["var_lib"] == 0, got
 
 
@@ -423,7 +423,8 @@ def test_a_daemons_socket_in_a_place_the_program_sees_is_covered(tmp_path: Path)
     script = PROBE.replace("s.recv(2).decode()", "'connected'")
     try:
         res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
-                  readable=[str(tmp_path / "in")], sockets=[addrs["declared"]])
+                  readable=[str(tmp_path / "in")], sockets=[addrs["declared"]],
+                  allow_destructive=True)  # a readable place outside: the opt-in
         assert res.status == "ok", res.stderr[-600:]
         got = json.loads(res.raw.strip().splitlines()[-1])
         assert got["camp"] == got["readable"] == "ConnectionRefusedError", got
@@ -516,7 +517,7 @@ def test_a_hard_link_to_a_daemons_socket_placed_beforehand_is_covered(
         # a socket declared (Unix sockets can be made): the covering is what holds
         res = run(tmp_path, [sys.executable, "-c", script, json.dumps(addrs)],
                   readable=[str(tmp_path / "in")], writable=[str(camp / "out")],
-                  sockets=[str(tmp_path / "declared.sock")])
+                  sockets=[str(tmp_path / "declared.sock")], allow_destructive=True)
         assert res.status == "ok", res.stderr[-600:]
         got = json.loads(res.raw.strip().splitlines()[-1])
         assert {got[k] for k in addrs} == {"ConnectionRefusedError"}, got

@@ -17,7 +17,9 @@
       writable: [/mnt/test]         # directory (and the runner's declared targets)
       allow_destructive: false      # declared devices and existing files writable
       network: false                # true: the host's network (default: none of it)
-      readable: [/data/traces]      # shown read-only besides the system and campaign
+      readable: [traces]            # shown read-only besides the system and campaign
+                                    # (outside the campaign's directory: as root, only
+                                    # with allow_destructive)
       sockets: [/run/mysqld/mysqld.sock]  # Unix sockets the programs may connect to
       io_uring: false               # true: every program may make io_uring rings
       unix_sockets: false           # true: every program may make Unix sockets of its own
@@ -169,7 +171,9 @@ class SandboxSpec(_Model):
     #: The programs share the host's network (TCP/UDP, abstract sockets); otherwise they
     #: get a network namespace of their own with a loopback only.
     network: StrictBool = False
-    #: Paths shown read-only besides the system's trees and the campaign's directory.
+    #: Paths shown read-only besides the system's trees and the campaign's directory;
+    #: for a storlab run as root, outside the campaign's directory (and those trees) only
+    #: with `allow_destructive` (`refused_readable`).
     readable: list[str] = Field(default_factory=list)
     #: Unix sockets the programs may connect to (a database's, a server's); without one
     #: the programs cannot make a Unix socket at all (seccomp: EPERM).

@@ -697,7 +697,8 @@ _SANDBOX_HINTS = (
     (re.compile(r"No such file or directory|not found|cannot open|No module named"),
      "the sandbox shows /usr, /etc, the campaign's directory and the program's own "
      "directory; a file elsewhere (a script under /home or /srv, a home's dot-files, an "
-     "editable install's sources) is shown with sandbox.readable"),
+     "editable install's sources) is shown with sandbox.readable (outside the campaign's "
+     "directory with sandbox.allow_destructive: true, or copy it into the campaign)"),
     (re.compile(r"func=(?:ioprio_set|nice),|set niceness|failed to set pid \d+'s policy|"
                 r"sched_setscheduler|setpriority"),
      "programs cannot raise their CPU or I/O priority (real-time scheduling, a negative "

@@ -111,9 +111,12 @@ class Declared:
     #: network namespace, TCP only to and on `ports` (Landlock), unless `network`.
     implicit_network: bool = False
     ports: tuple[int, ...] = ()
-    #: Extra paths shown read-only (the campaign's `sandbox.readable`, a cluster's
-    #: directory); the campaign's directory (`homes`) is shown read-only too.
+    #: Extra paths shown read-only: the campaign's `sandbox.readable` (for root without
+    #: `allow_destructive`, judged again on the descriptor bound: `walls_for`), and a
+    #: runner's own (`shown`, from `opened`: a cluster's conf, storlab's package), not
+    #: judged; the campaign's directory (`homes`) is shown read-only too.
     readable: tuple[str, ...] = ()
+    shown: tuple[str, ...] = ()
     #: Unix sockets the programs may connect to (the campaign's `sandbox.sockets`): each
     #: bound alone, from the socket storlab opened.
     sockets: tuple[str, ...] = ()
@@ -172,7 +175,7 @@ def opened(network: bool = False, readable: Iterable[str] = (),
     its cluster, reads its conf; the object-store load writes its records)."""
     d = _DECLARED.get()
     with declared(replace(d, implicit_network=d.implicit_network or network,
-                          ports=(*d.ports, *ports), readable=(*d.readable, *readable),
+                          ports=(*d.ports, *ports), shown=(*d.shown, *readable),
                           bound=(*d.bound, *bound))):
         yield
 
@@ -1065,10 +1068,13 @@ class Walls:
         self.fds.append(fd)
         self.writable.append(at)
 
-    def show(self, path: str, at: str | None = None) -> None:
+    def show(self, path: str, at: str | None = None,
+             inside: Sequence[str] | None = None) -> None:
         """Show `path` read-only at `at` (default: there), opened without links on the way;
         nothing when a link, a missing path or a socket (declared in `sockets` instead),
-        nor when it is visible already."""
+        nor when it is visible already. `inside`: the places (real paths) what is opened
+        must lie in, judged on the descriptor (`held_within`; the campaign's
+        `sandbox.readable` for root without `allow_destructive`): elsewhere CampaignError."""
         at = at or path
         if any(within(at, t) for t in (*SYSTEM_TREES, *self.writable)) or any(
                 within(at, p) for _, p in self.readonly):
@@ -1076,6 +1082,15 @@ class Walls:
         fd = open_plain(path)
         if fd is None:
             return
+        if inside is not None and not held_within(fd, inside):
+            held = os.readlink(f"/proc/self/fd/{fd}")
+            os.close(fd)
+            raise CampaignError(
+                f"sandbox.readable: {at}: what it leads to now, {held}, lies outside the "
+                "campaign's directory and the system's trees (changed since the "
+                "campaign's check, or never judged); not shown to this run: copy what the "
+                "runs need into the campaign's directory, or set "
+                "sandbox.allow_destructive: true if showing it is really meant")
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
             os.close(fd)
             return
@@ -1765,31 +1780,49 @@ def refused_socket(paths: Iterable[str], allow: bool = True) -> str | None:
 SOCKET_DIRS = ("/run", "/var/run")
 
 
+def held_within(fd: int, places: Iterable[str]) -> bool:
+    """Whether what the descriptor `fd` holds lies in one of `places` (real paths), judged
+    where the descriptor leads (the kernel's name of it), not by a path that may lead
+    elsewhere since it was looked at (a link swapped in after the campaign's check)."""
+    held = os.readlink(f"/proc/self/fd/{fd}")
+    return any(within(held, p) for p in places)
+
+
 def refused_readable(paths: Iterable[str], network: bool, allow: bool,
                      sockets: bool | str = False, homes: Iterable[str] = ()) -> str | None:
     """Why the first of the campaign's `sandbox.readable` may not be shown without `allow`
-    (`allow_destructive`), or None: a place in /root or in a user's home (/home/<user>), or
-    one other users may not read (a file without o+r, a directory without o+rx): the
-    programs run as root, and what they read they may copy where others reach it (with the
-    network, `network`: `sandbox.network`, off the machine; without, into a directory of the
-    run's while it lasts, or a declared writable place). When the runs may make Unix sockets
-    (`sockets`: `sandbox.sockets`, `unix_sockets`, `io_uring`; or, as text, the program that
-    gets them without a declaration and why: fio's net engine with `protocol=unix`, named in
-    the line), also /run, /var/run, a place inside them or above them (`SOCKET_DIRS`): a
-    read-only bind does not stop connect(), and a root daemon that starts listening there
-    during a run is not covered by the walls built at its start. A place inside the
-    campaign's directory (`homes`: shown anyway) passes; so does every place for a storlab
-    not run as root (its programs read only what its user may)."""
+    (`allow_destructive`), or None. A place inside the campaign's directory (`homes`:
+    shown anyway) passes.
+
+    For a storlab run as root, a place must otherwise lie (links resolved) in one of the
+    system's trees the walls show anyway (`SYSTEM_TREES`: declaring /usr/share is a no-op);
+    what it leads to is judged as a `sandbox.writable` declaration is (`refused_outside`):
+    inside the campaign's directory, no link on the way another user may swap. Every other
+    place needs the opt-in: the programs run as root, and a deny-list of what root alone
+    may read cannot name it all (`/` or `/root/..` show /root and /home whole, /var shows
+    cron's crontabs and /var/backups, /var/lib a root daemon's socket bound during a run);
+    what they read they may copy where others reach it (with the network, `network`:
+    `sandbox.network`, off the machine; without, into a directory of the run's while it
+    lasts, or a declared writable place). The walls judge the place again on the
+    descriptor they bind (`walls_for`).
+
+    For a storlab not run as root (its programs read only what its user may), the one
+    place refused is, when the runs may make Unix sockets (`sockets`: `sandbox.sockets`,
+    `unix_sockets`, `io_uring`; or, as text, the program that gets them without a
+    declaration and why: fio's net engine with `protocol=unix`, named in the line), /run,
+    /var/run, a place inside them or above them (`SOCKET_DIRS`): a read-only bind does not
+    stop connect(), and a daemon that starts listening there during a run is not covered
+    by the walls built at its start (as root, the same places are refused with this
+    reason, which names the program)."""
     if allow:
         return None
     own = [os.path.realpath(h) for h in homes]
+    root = os.geteuid() == 0
     for p in paths:
         real = os.path.realpath(p)
-        if any(within(real, h) for h in own):
+        if any(within(real, h) for h in own) and (not root
+                                                  or refused_outside(p, own) is None):
             continue
-        where = next((h for h in ("/root", "/home") if within(real, h)
-                      or within(_norm(p), h)), None)
-        why = None
         near = sockets and next((d for d in SOCKET_DIRS for x in (real, _norm(p))
                                  if within(x, d) or within(d, x)), None)
         if near:
@@ -1799,27 +1832,17 @@ def refused_readable(paths: Iterable[str], network: bool, allow: bool,
                     f"Unix sockets, and {who}: one a root daemon binds there during a run "
                     "would be reached (a read-only view does not stop connect()); set "
                     "sandbox.allow_destructive: true if that is really meant")
-        if os.geteuid() != 0:
-            continue
-        if where is not None:
-            why = ("is root's home" if real == "/root" else "lies in /root, root's home"
-                   if where == "/root" else "lies in /home, the users' homes")
-        else:
-            try:
-                st = os.stat(real)
-            except OSError:
-                continue
-            need = 0o005 if stat.S_ISDIR(st.st_mode) else 0o004
-            if st.st_mode & need != need:
-                why = (f"is not readable by every user (mode "
-                       f"{stat.S_IMODE(st.st_mode):04o})")
-        if why:
-            how = ("with sandbox.network the runs' programs (root inside) could send what "
-                   "they read there off the machine" if network else
-                   "the runs' programs (root inside) could copy what they read there where "
-                   "other users reach it")
-            return (f"{p} {why}, and {how}; set sandbox.allow_destructive: true if that "
-                    "is really meant")
+        if not root or any(within(real, t) for t in SYSTEM_TREES):
+            continue  # the user's own reach; the system's trees are shown anyway
+        why = refused_outside(p, own) or ""
+        if not any(within(real, h) for h in own):
+            why += " and the system's trees shown anyway (/usr, /etc)"
+        how = ("with sandbox.network they could send what they read there off the machine"
+               if network else "they could copy what they read there where other users "
+               "reach it")
+        return (f"{why}: the runs' programs run as root, {how}; copy what they need into "
+                "the campaign's directory, or set sandbox.allow_destructive: true if "
+                "showing it is really meant")
     return None
 
 
@@ -1877,10 +1900,17 @@ def walls_for(cwd: str, targets: Iterable[str] = (), allow_destructive: bool = F
         for bfd, at in decl.bound:  # opened by the runner: bound as it holds them
             w.add(os.dup(bfd), at)
         # read-only, and sockets: what the path leads to, shown where the kernel names it
-        # and at the path given (a program uses the name it was told)
-        for r in [*decl.homes, *decl.readable]:
+        # and at the path given (a program uses the name it was told). The campaign's
+        # `readable`, for root without the opt-in: judged again on the descriptor bound
+        # (`refused_readable` judged the path; a link swapped in since leads elsewhere).
+        # The campaign's opt-in only: a runner's own `allow_destructive` (fio's, for its
+        # block device) is about its targets, not about what the campaign shows
+        inside = (None if decl.allow_destructive or os.geteuid() != 0
+                  else [*homes, *SYSTEM_TREES])
+        for r, judged in [*((h, None) for h in (*decl.homes, *decl.shown)),
+                          *((r, inside) for r in decl.readable)]:
             for at in dict.fromkeys((os.path.realpath(r), _norm(r))):
-                w.show(os.path.realpath(r), at)
+                w.show(os.path.realpath(r), at, inside=judged)
                 if any(p == at for _, p in w.readonly) and not _unwalked(at):
                     w.trees.append(at)
         w.strict = not allow
@@ -1938,8 +1968,7 @@ def _open_target(w: Walls, t: str, allow: bool, homes: Sequence[str]) -> None:
         return
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):  # judged as held: where the descriptor leads, its owner
-        held = os.readlink(f"/proc/self/fd/{fd}")
-        ok = allow or any(within(held, h) for h in homes)
+        ok = allow or held_within(fd, homes)
     elif stat.S_ISREG(st.st_mode):
         ok = allow or (st.st_nlink == 1 and any(within(t, h) for h in homes))
     else:  # a link (O_NOFOLLOW opened the link itself), a FIFO, a socket, a device
