@@ -17,7 +17,7 @@ from typing import Any
 
 from ..spec import CampaignError
 from .fio_cmdline import (REMOTE_ENGINES, WRITTEN_FILES, FioSettings, exact_fio_option,
-                          given_options, job_options, split_names, target_option)
+                          given_options, job_options, split_names, target_option, unix_net)
 from ._sandbox import opens_declared, refused_outside
 from .fio_targets import HARMLESS, candidates, sandbox_targets
 from ...fileio import within
@@ -51,7 +51,7 @@ def network_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> s
         return "fio client mode"
     given = given_options(job, opts)
     engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
-    if any(k == "protocol" and str(v) == "unix" for k, v in given):
+    if unix_net(given):
         engines -= {"net", "netsplice"}  # a Unix socket: the sandbox's own, no network
     return f"ioengine {min(engines)}" if engines else None
 
@@ -171,8 +171,7 @@ def unix_socket_reason(job: FioSettings, opts: Mapping[str, str] | None = None
     if any(str(c).startswith("sock:") for c in job.clients):
         return "fio client mode, sock:"
     given = given_options(job, opts)
-    if {str(v) for k, v in given if k == "ioengine"} & {"net", "netsplice"} and \
-            any(k == "protocol" and str(v) == "unix" for k, v in given):
+    if unix_net(given):
         return "ioengine net, protocol=unix"
     return None
 
@@ -300,7 +299,7 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
         # a site-packages or a script beside a root-run one.
         if c.pattern and opens_declared(real, False):
             continue
-        option = c.option if c.pattern else next(
+        option = c.option if c.pattern or c.option == "hostname" else next(
             (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")
         shown = c.given if c.given == c.path else f"{c.given} (as {c.path})"
         if c.pattern:
@@ -338,7 +337,7 @@ def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir:
     remote = bool({str(v) for k, v in given if k == "ioengine"} & REMOTE_ENGINES) \
         and not unix_socket_reason(job, opts)
     for c in ([] if remote else candidates(job, opts, workdir)):
-        option = c.option if c.pattern else next(
+        option = c.option if c.pattern or c.option == "hostname" else next(
             (k for k, v in given if v == c.given), "filename")
         named.append((option, c.given, os.path.dirname(c.path) if c.pattern else c.path))
     for option, value, path in named:
