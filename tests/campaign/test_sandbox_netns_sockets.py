@@ -7,6 +7,7 @@ real fio. The daemon records every connection it accepts in a file: none may com
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -123,3 +124,73 @@ def test_a_net_engines_unix_socket_named_by_hostname_is_a_target(
     with pytest.raises(CampaignError, match="hostname"):
         runner.run({"bs": "4k"}, tmp_path / "c" / "scratch" / "c1-r1", timeout=30)
     assert daemon.connections() == 0
+
+
+#: A program that connects to argv[1] and prints what happened, as a JSON line.
+CONNECT = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(3)
+try:
+    s.connect(sys.argv[1]); got = "connected"
+except OSError as exc:
+    got = type(exc).__name__
+print(json.dumps({"y": 1, "got": got}))
+"""
+
+
+def run_connect(tmp_path: Path, path: str, **task: Any) -> Any:
+    """The worker's own path (`execute_task`) running CONNECT on `path` in a campaign
+    under `tmp_path` that lets its programs make Unix sockets."""
+    from storlab.campaign.task import RunTask, execute_task
+
+    camp = tmp_path / "camp"
+    (camp / "scratch").mkdir(parents=True, exist_ok=True)
+    t = RunTask(key="c1-r1", config={}, runner_type="command",
+                runner_options={"command": [sys.executable, "-c", CONNECT, path],
+                                "json_metrics": {"y": "y"}},
+                values={}, workdir=str(camp / "scratch" / "c1-r1"), timeout=60,
+                homes=[str(camp)], unix_sockets=True, **task)
+    return execute_task(t).result
+
+
+def got(res: Any) -> str:
+    assert res.status == "ok", res.stderr[-800:]
+    return str(json.loads(res.raw.strip().splitlines()[-1])["got"])
+
+
+@pytest.mark.parametrize("netns,how", [(True, "abs"), (False, "rel"), (False, "moved"),
+                                       (True, "moved")])
+def test_a_root_daemons_socket_in_a_shown_tree_is_covered_whatever_its_listing(
+        tmp_path: Path, netns: bool, how: str) -> None:
+    """`sandbox.unix_sockets: true`, nothing else declared: a root daemon's socket in /etc
+    (shown by default, not walked) is covered whether the daemon runs in another network
+    namespace (its socket is not in the host's /proc/net/unix), bound it by a relative
+    name after a chdir, or renamed its directory once bound (the listed path leads
+    nowhere): the program's connect() is refused, the daemon counts no connection."""
+    d = Daemon(tmp_path, netns=netns, how=how)
+    try:
+        assert got(run_connect(tmp_path, d.at)) == "ConnectionRefusedError"
+        assert d.connections() == 0
+    finally:
+        d.close()
+
+
+def test_a_socket_not_found_within_the_budget_refuses_the_grant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails closed: when the look for a socket whose name leads nowhere gives up (here a
+    budget of 10 entries), a program that may make Unix sockets does not start (one line
+    naming the socket and `allow_destructive`); with `allow_destructive` it does."""
+    from storlab.campaign.runners import _host_sockets
+
+    d = Daemon(tmp_path, netns=True, how="moved")
+    try:
+        monkeypatch.setattr(_host_sockets, "BUDGET", 10)
+        monkeypatch.setattr(_host_sockets, "_FOUND", {})
+        res = run_connect(tmp_path, d.at)
+        assert res.status != "ok"
+        assert d.path in res.stderr and "allow_destructive" in res.stderr, res.stderr[-800:]
+        assert d.connections() == 0
+        assert got(run_connect(tmp_path, d.at, allow_destructive=True)) == "connected"
+    finally:
+        d.close()
