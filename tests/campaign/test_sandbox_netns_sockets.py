@@ -194,3 +194,33 @@ def test_a_socket_not_found_within_the_budget_refuses_the_grant(
         assert got(run_connect(tmp_path, d.at, allow_destructive=True)) == "connected"
     finally:
         d.close()
+
+
+def test_the_look_is_narrowed_to_where_the_sockets_file_system_is_mounted(
+        tmp_path: Path) -> None:
+    """A socket whose name leads nowhere is looked for only where its file system is
+    mounted in what is shown (a stale socket on a tmpfs shown nowhere costs no walk), and
+    a file system mounted inside a shown tree is looked at there: a root daemon's socket
+    on a tmpfs mounted in /etc, its directory renamed, is still covered."""
+    from storlab.campaign.runners import _host_sockets
+
+    roots = ["/etc", "/usr"]
+    assert _host_sockets.narrowed(roots, [os.stat("/dev/shm").st_dev]) == []
+    assert sorted(_host_sockets.narrowed(roots, [os.stat("/etc").st_dev])) == roots
+    mnt = Path(f"/etc/storlab-test-mnt-{uuid.uuid4().hex[:8]}")
+    mnt.mkdir()
+    try:
+        if subprocess.run(["mount", "-t", "tmpfs", "none", str(mnt)]).returncode != 0:
+            pytest.skip("cannot mount a tmpfs here")
+        try:
+            assert _host_sockets.narrowed(roots, [os.stat(mnt).st_dev]) == [str(mnt)]
+            d = Daemon(tmp_path, where=str(mnt), netns=True, how="moved")
+            try:
+                assert got(run_connect(tmp_path, d.at)) == "ConnectionRefusedError"
+                assert d.connections() == 0
+            finally:
+                d.close()
+        finally:
+            subprocess.run(["umount", str(mnt)])
+    finally:
+        mnt.rmdir()

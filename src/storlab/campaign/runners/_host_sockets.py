@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import os
+import re
 import socket
 import stat
 import struct
@@ -193,20 +194,22 @@ def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
     raise OSError(f"cannot ask the kernel about its sockets ({errors[-1] if errors else 'no process'})")
 
 
-def placed(unplaced: Iterable[Unplaced]) -> dict[int, Unplaced]:
-    """{inode of its file (low 32 bits): socket} for `unplaced`, asked of the kernel in
-    each one's network namespace (the device it gives is the file system's own, which
-    for a btrfs subvolume or an overlay is not the `st_dev` a stat gives: not compared).
-    OSError when the kernel cannot be asked."""
+def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:
+    """{inode of its file (low 32 bits): (its file system's device, socket)} for
+    `unplaced`, asked of the kernel in each one's network namespace (the device is the
+    file system's own, which for a btrfs subvolume or an overlay is not the `st_dev` a
+    stat gives: only used to narrow where to look, `_mounted`). OSError when the kernel
+    cannot be asked."""
     by_ns: dict[int, list[Unplaced]] = {}
     for u in unplaced:
         by_ns.setdefault(u.netns, []).append(u)
-    out: dict[int, Unplaced] = {}
+    out: dict[int, tuple[int, Unplaced]] = {}
     for group in by_ns.values():
         vfs = _dump_in(group[0].pids)
         for u in group:
             if u.sock in vfs:
-                out[vfs[u.sock][1]] = u
+                dev, ino = vfs[u.sock]
+                out[ino] = (dev, u)
     return out
 
 
@@ -215,6 +218,47 @@ _FOUND: dict[int, str] = {}
 #: Entries `find` looks at before it gives up (fails closed); the system's /usr and /etc
 #: hold some 150,000 here.
 BUDGET = 1_000_000
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path: `\\040` and the like are octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _mounted(devs: Iterable[int]) -> list[str] | None:
+    """Where the file systems `devs` are mounted in this mount namespace (the one bwrap
+    builds from); None when one of them is mounted nowhere mountinfo says (a device the
+    kernel names otherwise than mountinfo: look everywhere)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            rows = [r.split() for r in fh]
+    except OSError:
+        return None
+    by_dev: dict[int, list[str]] = {}
+    for r in rows:
+        if len(r) > 4 and ":" in r[2]:
+            major, _, minor = r[2].partition(":")
+            if major.isdigit() and minor.isdigit():
+                by_dev.setdefault(os.makedev(int(major), int(minor)), []).append(
+                    _unescape(r[4]))
+    out: list[str] = []
+    for d in set(devs):
+        if d not in by_dev:
+            return None
+        out += by_dev[d]
+    return out
+
+
+def narrowed(roots: Sequence[str], devs: Iterable[int]) -> list[str]:
+    """The parts of `roots` where a file of the file systems `devs` can lie: a root inside
+    one of their mount points, or a mount point inside a root (a socket on a tmpfs
+    mounted nowhere shown needs no look at all)."""
+    mounts = _mounted(devs)
+    if mounts is None:
+        return list(roots)
+    out = [r for r in roots if any(within(r, m) for m in mounts)]
+    out += [m for m in mounts for r in roots if within(m, r) and not within(r, m)]
+    return out
 
 
 def find(roots: Sequence[str], wanted: Iterable[int], budget: int | None = None

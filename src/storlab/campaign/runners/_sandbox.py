@@ -1251,10 +1251,11 @@ class Walls:
                         f"refusing to start a program that may make Unix sockets; "
                         f"{way_out}") from None
                 wanted = {}
-            found, left, whole = _host_sockets.find(roots, wanted)
+            found, left, whole = _host_sockets.find(
+                _host_sockets.narrowed(roots, (d for d, _ in wanted.values())), wanted)
             out += found
             if not whole and self.strict:
-                u = wanted[min(left)]
+                u = wanted[min(left)][1]
                 raise CampaignError(
                     f"cannot cover the Unix socket {u.name!r} (bound under that name, its "
                     f"file moved or named relative to its daemon's directory): not found "
