@@ -191,7 +191,8 @@ def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
                 return got[0]
         finally:
             os.close(fd)
-    raise OSError(f"cannot ask the kernel about its sockets ({errors[-1] if errors else 'no process'})")
+    why = errors[-1] if errors else "no process"
+    raise OSError(f"cannot ask the kernel about its sockets ({why})")
 
 
 def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:

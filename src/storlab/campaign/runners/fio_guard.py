@@ -178,7 +178,7 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
     engines = {str(v) for k, v in given if k == "ioengine"} & JUDGED_ENGINES
     if not engines:
         return None
-    from ...clusters._util import listening
+    from ...clusters import listening
 
     udp = any(k in ("protocol", "proto") and str(v).strip().startswith("udp")
               for k, v in given)
