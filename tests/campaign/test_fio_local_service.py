@@ -153,3 +153,23 @@ def test_a_job_listening_and_one_connecting_to_it_in_one_fio_run(tmp_path: Path,
             "size": "64k", "startdelay": 1}
     r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
     assert r.returncode == 0 and "ok 1" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
+                                                                 storlab: Any) -> None:
+    """`protocol=udp` (Landlock holds no UDP): a datagram socket of this host bound on the
+    job's port is refused as a TCP listener is; it receives nothing."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.setblocking(False)
+    try:
+        port = s.getsockname()[1]
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1", "port": port,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and f"port {port} is a service of this host (UDP" in r.stderr, \
+            r.stdout + r.stderr
+        with pytest.raises(BlockingIOError):
+            s.recv(10)
+    finally:
+        s.close()
