@@ -63,6 +63,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"measure"},                # measuring it through the campaign loop
     ],
     "campaign.runners": [
+        {"_host_sockets"},          # the host's Unix sockets, every network namespace's
         {"_sandbox"},               # the bubblewrap walls
         {"_program", "cluster_walls"},  # a run's program inside them; a cluster's
         {"base"},                   # RunResult, the Runner protocol

@@ -157,25 +157,33 @@ def test_a_datagram_socketpair_reaches_no_path_socket(tmp_path: Path, storlab: A
     makes one) is refused: neither `sendto` a daemon's path nor a second `connect` reach
     it. Stream and seqpacket pairs stay and reach only their other end (EISCONN; an
     address given to a seqpacket `sendto` is ignored), so multiprocessing and asyncio run.
-    With a socket declared, datagram pairs are made again (the declared rule: sockets)."""
+    The daemon, in another network namespace, has its sockets covered as well (every
+    namespace's sockets are): a stream pair's `connect` there meets /dev/null
+    (ECONNREFUSED). With the daemon's sockets declared (and `allow_destructive`: they
+    are root's), so not covered, a stream pair's `connect` still reaches only its other
+    end (EISCONN) while datagram pairs are made again (the declared rule: sockets) and
+    reach the daemon."""
     argv = [daemon.tool(PAIRS), str(daemon.dir)]
     g = program_got(command_campaign(tmp_path / "plain", argv))
     assert g == {"dgram": "PermissionError", "raw": "PermissionError",
-                 "reconnect": "PermissionError", "stream": "OSError",
-                 "stream_closed": "OSError", "seqpacket": "OSError",
+                 "reconnect": "PermissionError", "stream": "ConnectionRefusedError",
+                 "stream_closed": "ConnectionRefusedError",
+                 "seqpacket": "ConnectionRefusedError",
                  "seq_sendto": "peer:seq", "pool": 14, "pipe": "pipe", "asyncio": "7"}, g
     assert daemon.lines == []
-    # the stream pairs' error is EISCONN (OSError's errno), checked in the same program
+    # the stream pairs' error is EISCONN (OSError's errno) where the path leads to the
+    # listener, checked in the same program
+    declared = {"sockets": [str(daemon.dir / "st.sock"), str(daemon.dir / "dg.sock")],
+                "allow_destructive": True}
     errno_probe = ("import errno, socket, sys\na, b = socket.socketpair()\ntry:\n"
                    "    a.connect(sys.argv[1])\nexcept OSError as e:\n"
                    "    print('{\"y\": 1, \"got\": \"%s\"}' % errno.errorcode[e.errno])\n")
     assert program_got(command_campaign(tmp_path / "errno", [
-        daemon.tool(errno_probe), str(daemon.dir / "st.sock")])) == "EISCONN"
+        daemon.tool(errno_probe), str(daemon.dir / "st.sock")], **declared)) == "EISCONN"
     assert daemon.lines == []
     # declared sockets: the campaign opted into Unix sockets (the documented rule: then
     # what the program sees decides), datagram pairs are made and reach the daemon
-    g = program_got(command_campaign(tmp_path / "declared", argv,
-                                      sockets=[str(tmp_path / "other.sock")]))
+    g = program_got(command_campaign(tmp_path / "declared", argv, **declared))
     assert g["dgram"] == g["raw"] == "sent", g
     assert daemon.lines[:2] == ["dgram sendto", "dgram sendto"], daemon.lines
 

@@ -142,11 +142,18 @@ def test_fio_net_ports(tmp_path: Path) -> None:
 
 def test_a_net_job_reaches_its_own_port_and_status_says_so(
         tmp_path: Path, storlab: Any, listeners: tuple[Listener, Listener]) -> None:
-    """The net engine still reaches the port it names under Landlock's rules, and `storlab
-    status` says the runner's network is held to its ports."""
-    job, other = listeners
-    opts = {"ioengine": "net", "hostname": "127.0.0.1", "port": job.port, "protocol": "tcp",
-            "rw": "write", "size": "64k"}
+    """The net engine still reaches the port it names under Landlock's rules (a receiver
+    job of the same fio listens there: a service of this host on the named port is
+    refused, `tests/campaign/test_fio_local_service.py`), and `storlab status` says the
+    runner's network is held to its ports."""
+    _, other = listeners
+    with socket.socket() as s:  # a free port: the receiver job's
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opts = {"extra_args": ["--name=receiver", "--ioengine=net", "--listen", f"--port={port}",
+                           "--rw=read", "--size=64k"],
+            "ioengine": "net", "hostname": "127.0.0.1", "port": port, "protocol": "tcp",
+            "rw": "write", "size": "64k", "startdelay": 1}
     camp = _fio_campaign(tmp_path / "c", opts)
     r = storlab("status", str(camp))
     missing = _sandbox.landlock_net_missing()
@@ -154,4 +161,4 @@ def test_a_net_job_reaches_its_own_port_and_status_says_so(
             else f"the runner's network: not applied ({missing})") in r.stdout, r.stdout
     r = storlab("run", str(camp), timeout=120)
     assert "Traceback" not in r.stdout + r.stderr
-    assert job.count == 1 and other.count == 0, r.stdout + r.stderr
+    assert r.returncode == 0 and "ok 1" in r.stdout and other.count == 0, r.stdout + r.stderr

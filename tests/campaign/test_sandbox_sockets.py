@@ -227,13 +227,18 @@ def test_a_socket_in_a_readable_or_campaign_directory_does_not_open_through_show
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 def test_fio_net_engine_gets_the_network_a_command_does_not(tmp_path: Path,
                                                             listeners: Listeners) -> None:
-    """fio's `net` engine, a network engine: the fio runner declares the network for it
-    and reaches the listener; the same fio started by a command runner (nothing declared)
-    does not."""
+    """fio's `net` engine, a network engine: the fio runner declares the network for it;
+    the listener, a service of this host, is reached only when the campaign declares
+    `sandbox.network` (without, the run is refused before fio starts); the same fio
+    started by a command runner (nothing declared) does not reach it."""
     port = listeners.addrs["tcp"]
     job = {"ioengine": "net", "hostname": "127.0.0.1", "port": port, "protocol": "tcp",
            "rw": "write", "bs": "4k", "size": "64k"}
-    res = run(tmp_path, [], runner="fio", options=job)
+    res = run(tmp_path, [], runner="fio", options=dict(job))
+    assert res.status != "ok" and f"port {port} is a service of this host" in res.stderr, \
+        res.stderr[-600:]
+    assert listeners.count["tcp"] == 0
+    res = run(tmp_path, [], runner="fio", options=dict(job), network=True)
     assert listeners.count["tcp"] == 1, (res.status, res.stderr[-600:])
     argv = ["fio", "--name=x", *(f"--{k}={v}" for k, v in job.items()),
             "--output-format=json"]

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._lazy import attach
-from ._util import DEFAULT_BASE, ClusterError, Walled, use_walls, walled, walls_opted_out
+from ._util import (DEFAULT_BASE, ClusterError, Walled, listening, use_walls, walled,
+                    walls_opted_out)
 
 KINDS = ("ceph", "swift")
 
@@ -18,7 +19,8 @@ _lazy_names, __getattr__, __dir__ = attach(__name__, {
     "SwiftOptions": ".swift",
 })
 __all__ = ["CephCluster", "CephOptions", "ClusterError", "DEFAULT_BASE", "KINDS", "SwiftCluster",
-           "SwiftOptions", "Walled", "cluster_state", "get_cluster", "use_walls", "walled", "walls_opted_out"]
+           "SwiftOptions", "Walled", "cluster_state", "get_cluster", "listening", "use_walls",
+           "walled", "walls_opted_out"]
 
 if TYPE_CHECKING:  # the names above, for type checkers and readers; loaded lazily at run time
     from .ceph import CephCluster, CephOptions

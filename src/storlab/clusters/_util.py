@@ -14,7 +14,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -1131,6 +1131,14 @@ def _listeners(host: str, port: int) -> set[int]:
     to `host:port` (`host` an address or a name, every address it resolves to): bound to
     that address or to the wildcard of its family (an IPv4 one also to ::ffff:ADDR or
     :: in /proc/net/tcp6)."""
+    return set().union(*listening(host, [port]).values())
+
+
+def listening(host: str, ports: Iterable[int], udp: bool = False) -> dict[int, set[int]]:
+    """{port: socket inodes} for each of `ports` where a socket of this network namespace
+    takes a TCP connection to `host` (listening on that address or its family's wildcard;
+    see `_listeners`), or with `udp` a datagram sent there (bound, not connected). The
+    tables are read once whatever the number of ports."""
     v4, v6 = set(), {"0" * 32}
     for ip in _addresses(host):
         if ip.version == 6 and ip.ipv4_mapped is not None:
@@ -1140,8 +1148,10 @@ def _listeners(host: str, port: int) -> set[int]:
             v6.add(_proc_net_hex(b"\0" * 10 + b"\xff\xff" + ip.packed))
         else:
             v6.add(_proc_net_hex(ip.packed))
-    out: set[int] = set()
-    for table, mine in (("/proc/net/tcp", v4), ("/proc/net/tcp6", v6)):
+    wanted = set(ports)
+    kind, state = ("udp", "07") if udp else ("tcp", "0A")
+    out: dict[int, set[int]] = {}
+    for table, mine in ((f"/proc/net/{kind}", v4), (f"/proc/net/{kind}6", v6)):
         try:
             with open(table) as fh:
                 rows = fh.read().splitlines()[1:]
@@ -1150,8 +1160,9 @@ def _listeners(host: str, port: int) -> set[int]:
         for row in rows:
             f = row.split()
             addr, _, hexport = f[1].partition(":")
-            if f[3] == "0A" and int(hexport, 16) == port and addr.upper() in mine:
-                out.add(int(f[9]))
+            port = int(hexport, 16)
+            if f[3] == state and port in wanted and addr.upper() in mine:
+                out.setdefault(port, set()).add(int(f[9]))
     return out
 
 

@@ -1238,22 +1238,54 @@ class Walls:
         return [out[0], "--args", str(self.args_fd), "--", *program]
 
     def covered(self, cwd: str) -> list[str]:
-        """The Unix sockets listening on the host (`/proc/net/unix`) that lie in a place
-        the program sees (the system's trees, the campaign's directory, a declared
-        directory, the program's install tree), each to be covered by /dev/null: a daemon's
-        socket there does not open either. Not the declared sockets, nor those in the
-        run's own directory (the run's, say from a server a `system_writable` step
-        started)."""
+        """The Unix sockets bound on the host that lie in a place the program sees (the
+        system's trees, the campaign's directory, a declared directory, the program's
+        install tree), each to be covered by /dev/null: a daemon's socket there does not
+        open either. Those of every network namespace that has a process
+        (`_host_sockets.bound`: `connect()` on a path crosses network namespaces); when the
+        program may make Unix sockets, those whose listed name does not lead to them (a
+        relative name, a directory renamed since) are looked for by their inode in the
+        shown trees `specials` does not walk (`_host_sockets.find`). Not the declared
+        sockets, nor those in the run's own directory (the run's, say from a server a
+        `system_writable` step started). CampaignError when such a socket cannot be looked
+        for, or the look gives up, without `allow_destructive` (`strict`)."""
+        from . import _host_sockets
+
         seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
         own = set(self.sockets)
         run_dir = os.path.realpath(cwd)
-        out = []
-        for path in _listening_sockets():
-            if path in own or within(path, run_dir) or within(path, "/dev"):
-                continue
-            if any(within(path, t) for t in seen) and os.path.exists(path):
-                out.append(path)
-        return sorted(set(out))
+        listed, unplaced = _host_sockets.bound()
+        out = [path for path in listed
+               if any(within(path, t) for t in seen) and os.path.exists(path)]
+        if unplaced and self.unix_sockets:
+            # the trees `specials` walks find every socket in them by name already
+            walked = {*self.trees, *(p for fd, p in zip(self.fds, self.writable)
+                                     if not _unwalked(p))}
+            roots = [t for t in seen if t not in walked and t not in own and t != run_dir]
+            way_out = ("set sandbox.allow_destructive: true to run without it, or drop the "
+                       "Unix sockets the campaign's programs get")
+            try:
+                wanted = _host_sockets.placed(unplaced)
+            except OSError as exc:
+                if self.strict:
+                    raise CampaignError(
+                        f"cannot place the Unix socket {unplaced[0].name!r} (its listed name "
+                        f"leads nowhere; {exc}), which may lie in what the program sees: "
+                        f"refusing to start a program that may make Unix sockets; "
+                        f"{way_out}") from None
+                wanted = {}
+            found, left, whole = _host_sockets.find(
+                _host_sockets.narrowed(roots, (d for d, _ in wanted.values())), wanted)
+            out += found
+            if not whole and self.strict:
+                u = wanted[min(left)][1]
+                raise CampaignError(
+                    f"cannot cover the Unix socket {u.name!r} (bound under that name, its "
+                    f"file moved or named relative to its daemon's directory): not found "
+                    f"within {_host_sockets.BUDGET} entries of what the program sees, so "
+                    f"refusing to start a program that may make Unix sockets; {way_out}")
+        return sorted({p for p in out if p not in own and not within(p, run_dir)
+                       and not within(p, "/dev")})
 
     def specials(self, cwd: str) -> tuple[list[str], list[tuple[int, str]]]:
         """What a name on the host's /proc/net/unix does not tell: every Unix socket found
@@ -1337,18 +1369,6 @@ class Walls:
         self.readonly.clear()
         self.copies.clear()
         self.sockets.clear()
-
-
-def _listening_sockets() -> list[str]:
-    """The absolute paths of the Unix sockets bound on the host (its network namespace's
-    `/proc/net/unix`; abstract ones start with '@', relative ones cannot be placed)."""
-    try:
-        with open("/proc/net/unix", encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()[1:]
-    except OSError:
-        return []
-    return [f[7] for f in (line.split(None, 7) for line in lines)
-            if len(f) == 8 and f[7].startswith("/")]
 
 
 #: Per directory walked (path, files asked): its (st_dev, st_ino, st_mtime_ns, st_ctime_ns)

@@ -204,8 +204,11 @@ class FioRunner:
     def refused_grant(self, opts: Mapping[str, str], sockets: bool, io_uring: bool,
                       network: bool = False) -> str | None:
         """Why this job may not run as given (an implicit grant a program it starts would
-        inherit, or a fio that is not the system's), or None (`fio_guard.refused_grant`)."""
-        return guard.refused_grant(self, opts, sockets, io_uring, network)
+        inherit, or a fio that is not the system's: `fio_guard.refused_grant`; a service
+        of this host where its network engine connects: `fio_guard.refused_local_service`),
+        or None. Asked before any run and right before each fio start."""
+        return (guard.refused_grant(self, opts, sockets, io_uring, network)
+                or guard.refused_local_service(self, opts, network))
 
     def refused_program_dir(self, opts: Mapping[str, str], workdir: Path,
                             writable: Sequence[str], allow: bool = False) -> str | None:

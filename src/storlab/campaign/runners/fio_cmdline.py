@@ -103,6 +103,20 @@ def given_options(job: FioSettings, opts: Mapping[str, str] | None = None
             *(job.options if opts is None else opts).items()]
 
 
+#: The names fio reads a net engine's protocol from (`proto` is `protocol`'s alias).
+PROTOCOL_OPTIONS = ("protocol", "proto")
+#: The net engines that take `protocol=unix`: their Unix socket's path is `filename` or,
+#: fio copying it there when no `filename` is given, `hostname`.
+UNIX_NET_ENGINES = frozenset({"net", "netsplice"})
+
+
+def unix_net(given: Sequence[tuple[str, str]]) -> bool:
+    """Whether these options (`given_options`) make a net engine speak over a Unix socket
+    (`protocol=unix` or its alias `proto=unix`)."""
+    return bool({str(v) for k, v in given if k == "ioengine"} & UNIX_NET_ENGINES) and \
+        any(k in PROTOCOL_OPTIONS and str(v).strip() == "unix" for k, v in given)
+
+
 def check_option_names(job: FioSettings, opts: Mapping[str, str],
                        checked: set[frozenset[str]]) -> None:
     """Refuse option names the installed fio does not know (a typo would make fio

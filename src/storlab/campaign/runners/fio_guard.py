@@ -17,7 +17,7 @@ from typing import Any
 
 from ..spec import CampaignError
 from .fio_cmdline import (REMOTE_ENGINES, WRITTEN_FILES, FioSettings, exact_fio_option,
-                          given_options, job_options, split_names, target_option)
+                          given_options, job_options, split_names, target_option, unix_net)
 from ._sandbox import opens_declared, refused_outside
 from .fio_targets import HARMLESS, candidates, sandbox_targets
 from ...fileio import within
@@ -51,7 +51,7 @@ def network_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> s
         return "fio client mode"
     given = given_options(job, opts)
     engines = {str(v) for k, v in given if k == "ioengine"} & NETWORK_ENGINES
-    if any(k == "protocol" and str(v) == "unix" for k, v in given):
+    if unix_net(given):
         engines -= {"net", "netsplice"}  # a Unix socket: the sandbox's own, no network
     return f"ioengine {min(engines)}" if engines else None
 
@@ -91,6 +91,110 @@ def network_ports(job: FioSettings, opts: Mapping[str, str] | None = None
     for e in engines:
         out.update(defaults.get(e, ()))
     return tuple(sorted(out))
+
+
+#: Network engines whose destination is judged against the host's own services
+#: (`refused_local_service`); rbd and rados speak Ceph's protocol, which authenticates
+#: before any byte the job chooses, to the cluster the job names (a local one storlab
+#: started is their purpose); client mode talks to fio servers.
+JUDGED_ENGINES = NETWORK_ENGINES - {"rbd", "rados"}
+#: The options that name where a network engine connects: net/netsplice/rdma's
+#: `hostname`, http's `http_host` (default localhost, `host[:port]`), libhdfs's
+#: `namenode`, gfapi's `brick`.
+HOST_OPTIONS = ("hostname", "http_host", "namenode", "brick")
+
+
+#: An `nbd://`, `nfs://` or `iscsi://` address's host and port.
+_URL_HOST = re.compile(r"\b(?:nbds?|nfs|iscsi)(?:\+\w+)?://\[?([^/\]:?]*)\]?(?::(\d+))?")
+
+
+def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
+                  ) -> list[tuple[str, str, int | None]]:
+    """(option, host, port or None) of every place these options make a network engine
+    connect to; none named: fio's default, this host (`localhost`)."""
+    out: list[tuple[str, str, int | None]] = []
+    for k, v in given:
+        v = str(v).strip()
+        if k in HOST_OPTIONS:
+            host, port = v, None
+            m = re.fullmatch(r"\[([^\]]*)\](?::(\d+))?|([^:]*):(\d+)", v)
+            if m:
+                host = m.group(1) if m.group(1) is not None else m.group(3)
+                port = (_ports(m.group(2) or m.group(4) or "") or [None])[0]
+            out.append((k, host, port))
+        elif k == "filename" and engines & {"net", "netsplice", "rdma"}:
+            for name in split_names(v):
+                if "/" in name and not name.startswith("/"):
+                    out.append((k, name.split("/")[0], None))
+        for m in _URL_HOST.finditer(v):
+            out.append((k, m.group(1), (_ports(m.group(2) or "") or [None])[0]))
+    return out or [("(none: fio's default)", "localhost", None)]
+
+
+def _local(host: str) -> list[str]:
+    """The addresses of `host` that are this host's own (loopback, the wildcard, an
+    address of one of its interfaces): an empty host is fio's localhost; a name is
+    resolved as fio would. None when it resolves to none of them (or not at all)."""
+    import ipaddress
+    import socket
+
+    host = host or "localhost"
+    try:
+        infos = {i[4][0].partition("%")[0] for i in socket.getaddrinfo(
+            host, None, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError):
+        return []
+    out = []
+    for a in sorted(infos):
+        ip = ipaddress.ip_address(a)
+        if ip.is_loopback or ip.is_unspecified:
+            out.append(a)
+            continue
+        fam = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+        with socket.socket(fam, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind((a, 0))  # only an address of this host's interfaces binds
+                out.append(a)
+            except OSError:
+                pass
+    return out
+
+
+def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bool
+                          ) -> str | None:
+    """Why this job may not run now, or None: its network engine gets the host's network
+    without the campaign's `sandbox.network` (held to the job's ports by Landlock, but
+    the job picks the ports), and a place it connects to on this host (loopback, an
+    address of this host, a name resolving to one, fio's default localhost) has a
+    service listening on one of those ports (TCP; UDP for `protocol=udp`): somebody
+    else's (a root Redis or scheduler would get the job's bytes, `buffer_pattern` a
+    command line). Asked before any run and again right before each fio start (a
+    service may start between runs); a job's own listener (`listen`) binds after, so a
+    job listening and another connecting to it in the same fio run. Remote hosts, rbd
+    and rados, and client mode are not judged."""
+    if network or job.clients or network_reason(job, opts) is None:
+        return None
+    given = given_options(job, opts)
+    engines = {str(v) for k, v in given if k == "ioengine"} & JUDGED_ENGINES
+    if not engines:
+        return None
+    from ...clusters import listening
+
+    udp = any(k in ("protocol", "proto") and str(v).strip().startswith("udp")
+              for k, v in given)
+    ports = set(network_ports(job, opts))
+    for option, host, port in _destinations(given, engines):
+        judged = ports | ({port} if port else set())
+        for addr in _local(host):
+            held = listening(addr, judged, udp=udp)
+            if held:
+                p = min(held)
+                return (f"fio option {option}: {host or 'localhost'} port {p} is a service "
+                        f"of this host ({'UDP' if udp else 'TCP'}, listening now, not the "
+                        f"run's): the job's bytes would go to it with the network storlab "
+                        f"grants fio for its engine; declare sandbox.network: true if that "
+                        f"service is meant to be reached")
+    return None
 
 
 def io_uring_reason(job: FioSettings, opts: Mapping[str, str] | None = None) -> str | None:
@@ -171,8 +275,7 @@ def unix_socket_reason(job: FioSettings, opts: Mapping[str, str] | None = None
     if any(str(c).startswith("sock:") for c in job.clients):
         return "fio client mode, sock:"
     given = given_options(job, opts)
-    if {str(v) for k, v in given if k == "ioengine"} & {"net", "netsplice"} and \
-            any(k == "protocol" and str(v) == "unix" for k, v in given):
+    if unix_net(given):
         return "ioengine net, protocol=unix"
     return None
 
@@ -300,7 +403,7 @@ def refused_new_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
         # a site-packages or a script beside a root-run one.
         if c.pattern and opens_declared(real, False):
             continue
-        option = c.option if c.pattern else next(
+        option = c.option if c.pattern or c.option == "hostname" else next(
             (k for k, v in given if k in WRITTEN_FILES and v == c.given), "filename")
         shown = c.given if c.given == c.path else f"{c.given} (as {c.path})"
         if c.pattern:
@@ -338,7 +441,7 @@ def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir:
     remote = bool({str(v) for k, v in given if k == "ioengine"} & REMOTE_ENGINES) \
         and not unix_socket_reason(job, opts)
     for c in ([] if remote else candidates(job, opts, workdir)):
-        option = c.option if c.pattern else next(
+        option = c.option if c.pattern or c.option == "hostname" else next(
             (k for k, v in given if v == c.given), "filename")
         named.append((option, c.given, os.path.dirname(c.path) if c.pattern else c.path))
     for option, value, path in named:

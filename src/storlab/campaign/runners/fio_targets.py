@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..spec import CampaignError
 from .fio_cmdline import (LOG_PREFIXES, TARGET_OPTIONS, TOKENS, WRITTEN_FILES, FioSettings,
-                          given_options, split_names, target_option)
+                          given_options, split_names, target_option, unix_net)
 from ...fileio import within
 
 #: fio's default file name when no `filename` is given.
@@ -98,6 +98,13 @@ def candidates(job: FioSettings, opts: Mapping[str, str], workdir: Path) -> list
     for k in WRITTEN_FILES:  # written as named, in fio's working directory
         out.extend(Candidate(_join(workdir, v), False, v,
                              relative=not os.path.isabs(v)) for v in values[k])
+    # a net engine's Unix socket: fio takes its path from `hostname` when no `filename`
+    # is given, connects there (or, listening, removes what is there and binds), relative
+    # to its working directory
+    if unix_net(given_options(job, opts)):
+        for v in (v for k, v in given_options(job, opts) if k == "hostname" and v):
+            out.append(Candidate(_join(workdir, v), False, v,
+                                 relative=not os.path.isabs(v), option="hostname"))
     for v in values["opendir"]:
         out.append(Candidate(_join(workdir, v), False, v, opendir=True,
                              relative=not Path(v).is_absolute(),
@@ -114,6 +121,8 @@ def sandbox_targets(job: FioSettings, opts: Mapping[str, str], workdir: Path) ->
            if "directory" in target_option(k) for d in split_names(v)]
     written = {v for k, v in given if k in WRITTEN_FILES}
     for c in candidates(job, opts, workdir):
+        if c.option == "hostname":
+            continue  # a Unix socket's path: judged, never opened for fio (`candidates`)
         if not job.allow_destructive and c.given in written and os.path.lexists(c.path):
             continue  # fio would replace it whole: only a new one is the campaign's
         out.append(os.path.dirname(c.path) if c.pattern else c.path)
@@ -179,9 +188,9 @@ def _check_path(p: str, shown: str, root: Path | None, files: bool = True) -> No
             stat.S_IFMT(st.st_mode))
         if kind:
             raise CampaignError(f"fio target {shown} is {kind} outside the campaign "
-                                f"directory's scratch area {root}: fio would open it as a "
-                                "file; set allow_destructive: true in the runner options to "
-                                "allow it")
+                                f"directory's scratch area {root}: fio would open it or "
+                                "connect to it; set allow_destructive: true in the runner "
+                                "options to allow it")
         raise _refuse_device(shown)  # a character device (/dev/sg0, /dev/ng0n1...)
     if files and root is not None and not within(real, root):
         raise _refuse_file(shown, root)
@@ -285,8 +294,10 @@ def check_candidate(c: Candidate, root: Path | None, remote: bool, files: bool =
                 _check_path(f"{d}/{f}", f"{d}/{f} (opendir {c.given})", root, files)
         return
     if not c.pattern:
-        _check_path(c.path, c.given if c.given == c.path else f"{c.given} (as {c.path})",
-                    root, files)
+        shown = c.given if c.given == c.path else f"{c.given} (as {c.path})"
+        if c.option == "hostname":
+            shown += " (option hostname: the Unix socket of protocol=unix)"
+        _check_path(c.path, shown, root, files)
         return
     pattern = _real_prefix(c.path)
     if _may_become_device(pattern):

@@ -1,0 +1,175 @@
+"""fio's network engines get the host's network without a declaration, held by Landlock to
+the ports the job names: the job picks the ports, so a service of this host listening on
+one (a root Redis, a scheduler) would get the job's bytes. Real listeners (root), real
+fio, the real CLI: such a destination is refused before any run and again right before
+each fio start; `sandbox.network: true` reaches it; a job listening itself and another
+connecting to it in the same fio run."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("fio") is None,
+                                 reason="needs bwrap and fio"),
+              pytest.mark.xdist_group("fio")]
+
+
+class Service:
+    """A TCP listener on `host` (a free port, or `port`) counting what it accepts."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            c.close()
+
+    def close(self) -> None:
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def service() -> Iterator[Service]:
+    s = Service()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def campaign(d: Path, options: dict[str, Any], **sandbox: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "l", "timeout": 30, "seed": 1, "randomize": False,
+            "space": {"factors": [{"name": "bs", "kind": "categorical",
+                                   "values": ["4k", "8k"]}]},
+            "design": {"configs": [{"bs": "4k"}]}, "sandbox": sandbox,
+            "runner": {"type": "fio", "options": options}}
+    (d / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return d / "campaign.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", None])
+def test_a_service_of_this_host_on_the_jobs_port_is_refused(
+        tmp_path: Path, storlab: Any, service: Service, host: str | None) -> None:
+    """`ioengine: net` to a port of this host where a service listens (named as an
+    address, as `localhost`, or not at all: fio's default), no `sandbox.network`: refused
+    before any run in one line naming the option, the port and the opt-in; the service
+    accepts nothing. Declared `sandbox.network: true`, the job reaches it."""
+    opts = {"ioengine": "net", "port": service.port, "rw": "write", "size": "64k",
+            **({"hostname": host} if host else {})}
+    r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert str(service.port) in r.stderr and "sandbox.network: true" in r.stderr, r.stderr
+    assert ("hostname" if host else "fio's default") in r.stderr, r.stderr
+    assert service.accepted == 0
+    if host:
+        r = storlab("run", campaign(tmp_path / "n", opts, network=True), timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert service.accepted >= 1
+
+
+def test_a_service_started_after_the_preflight_is_refused_before_fio_starts(
+        tmp_path: Path) -> None:
+    """The runner asks again right before each fio start: a service that listens on the
+    job's port since (between runs) gets nothing, the run does not start."""
+    from storlab.campaign.runners import make_runner
+    from storlab.campaign.spec import CampaignError
+
+    port = free_port()
+    runner = make_runner("fio", {"ioengine": "net", "hostname": "127.0.0.1", "port": port,
+                                 "rw": "write", "size": "64k"})
+    opts = runner.job_options({"bs": "4k"}, tmp_path / "run", check=False)
+    assert runner.refused_grant(opts, False, False, False) is None  # the preflight's ask
+    s = Service(port=port)
+    try:
+        with pytest.raises(CampaignError, match=f"port {port} is a service of this host"):
+            runner.run({"bs": "4k"}, tmp_path / "scratch" / "c1-r1", timeout=30)
+        assert s.accepted == 0
+    finally:
+        s.close()
+
+
+def test_the_http_engine_to_a_service_of_this_host_is_refused(tmp_path: Path,
+                                                              storlab: Any) -> None:
+    """fio's http engine (`http_host`, default localhost; ports 80 and 443): a service of
+    this host on port 80 is refused as well."""
+    try:
+        s = Service(port=80)
+    except OSError:
+        pytest.skip("port 80 is taken here")
+    try:
+        opts = {"ioengine": "http", "http_host": "127.0.0.1", "filename": "/b/o",
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and "http_host: 127.0.0.1 port 80" in r.stderr, r.stderr
+        opts.pop("http_host")  # fio's default: localhost
+        r = storlab("run", campaign(tmp_path / "d", opts), timeout=120)
+        assert r.returncode == 2 and "port 80" in r.stderr, r.stderr
+        assert s.accepted == 0
+    finally:
+        s.close()
+
+
+def test_a_job_listening_and_one_connecting_to_it_in_one_fio_run(tmp_path: Path,
+                                                                  storlab: Any) -> None:
+    """A receiver job (`listen`, from `extra_args`) and the runner's job connecting to it
+    on a free port: nobody listens there when storlab asks, so the run goes on, and fio
+    moves the data between its own jobs."""
+    port = free_port()
+    opts = {"extra_args": ["--name=receiver", "--ioengine=net", "--listen", f"--port={port}",
+                           "--rw=read", "--size=64k"],
+            "ioengine": "net", "hostname": "127.0.0.1", "port": port, "rw": "write",
+            "size": "64k", "startdelay": 1}
+    r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+    assert r.returncode == 0 and "ok 1" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
+                                                                 storlab: Any) -> None:
+    """`protocol=udp` (Landlock holds no UDP): a datagram socket of this host bound on the
+    job's port is refused as a TCP listener is; it receives nothing."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.setblocking(False)
+    try:
+        port = s.getsockname()[1]
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1", "port": port,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and f"port {port} is a service of this host (UDP" in r.stderr, \
+            r.stdout + r.stderr
+        with pytest.raises(BlockingIOError):
+            s.recv(10)
+    finally:
+        s.close()

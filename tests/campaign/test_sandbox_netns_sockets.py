@@ -1,0 +1,226 @@
+"""A root daemon's socket that the host's own /proc/net/unix does not name where it lies
+(a daemon in another network namespace, a socket bound by a relative name, a socket whose
+directory was renamed after it was bound), and a fio net engine's Unix socket named by
+`hostname`: real daemons (one in a network namespace of its own, `unshare -n`), real bwrap,
+real fio. The daemon records every connection it accepts in a file: none may come.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("unshare") is None
+                                 or os.geteuid() != 0, reason="needs bwrap, unshare, root"),
+              pytest.mark.xdist_group("fio")]
+
+#: A daemon (root) that listens at argv[1] (argv[2] "rel": bound by its base name after a
+#: chdir; "moved": its directory renamed to argv[3] once bound) and appends a line to
+#: argv[4] for each connection; it writes argv[5] once it listens.
+DAEMON = r"""
+import os, socket, sys
+path, how, moved, log, ready = sys.argv[1:6]
+s = socket.socket(socket.AF_UNIX)
+if how == "rel":
+    os.chdir(os.path.dirname(path)); s.bind(os.path.basename(path))
+else:
+    s.bind(path)
+os.chmod(path, 0o600)
+s.listen(8)
+if how == "moved":
+    os.rename(os.path.dirname(path), moved)
+open(ready, "w").close()
+while True:
+    c, _ = s.accept()
+    with open(log, "a") as fh:
+        fh.write("connected\n")
+    c.close()
+"""
+
+
+class Daemon:
+    def __init__(self, tmp: Path, where: str = "/etc", netns: bool = True,
+                 how: str = "abs") -> None:
+        self.dir = Path(where) / f"storlab-test-{uuid.uuid4().hex[:8]}"
+        self.dir.mkdir(mode=0o755)
+        self.path = str(self.dir / "ctl.sock")
+        self.moved = Path(f"{self.dir}-moved")
+        self.log = tmp / "daemon.log"
+        ready = tmp / "ready"
+        argv = [sys.executable, "-c", DAEMON, self.path, how, str(self.moved),
+                str(self.log), str(ready)]
+        self.proc = subprocess.Popen((["unshare", "-n"] if netns else []) + argv)
+        for _ in range(100):
+            if ready.exists():
+                break
+            time.sleep(0.05)
+        assert ready.exists(), "the daemon did not start"
+        #: where its socket lies now
+        self.at = str(self.moved / "ctl.sock") if how == "moved" else self.path
+
+    def connections(self) -> int:
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.moved, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(tmp_path)
+    try:
+        yield d
+    finally:
+        d.close()
+
+
+def fio_campaign(camp: Path, options: dict[str, Any], sandbox: dict[str, Any] | None = None
+                 ) -> Path:
+    camp.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "n", "timeout": 30, "seed": 1, "randomize": False,
+            "space": {"factors": [{"name": "bs", "kind": "categorical",
+                                   "values": ["4k", "8k"]}]},
+            "design": {"configs": [{"bs": "4k"}]}, "sandbox": sandbox or {},
+            "runner": {"type": "fio", "options": options}}
+    (camp / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return camp / "campaign.yaml"
+
+
+@pytest.mark.parametrize("proto", ["protocol", "proto"])
+def test_a_net_engines_unix_socket_named_by_hostname_is_a_target(
+        tmp_path: Path, storlab: Any, daemon: Daemon, proto: str) -> None:
+    """fio's net engine with `protocol=unix` (or its alias `proto`) takes the socket's path
+    from `hostname` when no `filename` is given: a root daemon's socket outside the
+    campaign's directory (here one bound in another network namespace, in /etc) is refused
+    before any run, naming the option, and by the runner before fio starts; nothing
+    connects."""
+    opts = {"ioengine": "net", proto: "unix", "hostname": daemon.path, "rw": "write",
+            "size": "64k"}
+    r = storlab("run", fio_campaign(tmp_path / "c", opts), timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "hostname" in r.stderr and daemon.path in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert daemon.connections() == 0
+
+    # the runner's own check, before fio starts (a campaign's preflight aside)
+    from storlab.campaign.runners import make_runner
+    from storlab.campaign.spec import CampaignError
+
+    runner = make_runner("fio", opts)
+    with pytest.raises(CampaignError, match="hostname"):
+        runner.run({"bs": "4k"}, tmp_path / "c" / "scratch" / "c1-r1", timeout=30)
+    assert daemon.connections() == 0
+
+
+#: A program that connects to argv[1] and prints what happened, as a JSON line.
+CONNECT = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(3)
+try:
+    s.connect(sys.argv[1]); got = "connected"
+except OSError as exc:
+    got = type(exc).__name__
+print(json.dumps({"y": 1, "got": got}))
+"""
+
+
+def run_connect(tmp_path: Path, path: str, **task: Any) -> Any:
+    """The worker's own path (`execute_task`) running CONNECT on `path` in a campaign
+    under `tmp_path` that lets its programs make Unix sockets."""
+    from storlab.campaign.task import RunTask, execute_task
+
+    camp = tmp_path / "camp"
+    (camp / "scratch").mkdir(parents=True, exist_ok=True)
+    t = RunTask(key="c1-r1", config={}, runner_type="command",
+                runner_options={"command": [sys.executable, "-c", CONNECT, path],
+                                "json_metrics": {"y": "y"}},
+                values={}, workdir=str(camp / "scratch" / "c1-r1"), timeout=60,
+                homes=[str(camp)], unix_sockets=True, **task)
+    return execute_task(t).result
+
+
+def got(res: Any) -> str:
+    assert res.status == "ok", res.stderr[-800:]
+    return str(json.loads(res.raw.strip().splitlines()[-1])["got"])
+
+
+@pytest.mark.parametrize("netns,how", [(True, "abs"), (False, "rel"), (False, "moved"),
+                                       (True, "moved")])
+def test_a_root_daemons_socket_in_a_shown_tree_is_covered_whatever_its_listing(
+        tmp_path: Path, netns: bool, how: str) -> None:
+    """`sandbox.unix_sockets: true`, nothing else declared: a root daemon's socket in /etc
+    (shown by default, not walked) is covered whether the daemon runs in another network
+    namespace (its socket is not in the host's /proc/net/unix), bound it by a relative
+    name after a chdir, or renamed its directory once bound (the listed path leads
+    nowhere): the program's connect() is refused, the daemon counts no connection."""
+    d = Daemon(tmp_path, netns=netns, how=how)
+    try:
+        assert got(run_connect(tmp_path, d.at)) == "ConnectionRefusedError"
+        assert d.connections() == 0
+    finally:
+        d.close()
+
+
+def test_a_socket_not_found_within_the_budget_refuses_the_grant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails closed: when the look for a socket whose name leads nowhere gives up (here a
+    budget of 10 entries), a program that may make Unix sockets does not start (one line
+    naming the socket and `allow_destructive`); with `allow_destructive` it does."""
+    from storlab.campaign.runners import _host_sockets
+
+    d = Daemon(tmp_path, netns=True, how="moved")
+    try:
+        monkeypatch.setattr(_host_sockets, "BUDGET", 10)
+        monkeypatch.setattr(_host_sockets, "_FOUND", {})
+        res = run_connect(tmp_path, d.at)
+        assert res.status != "ok"
+        assert d.path in res.stderr and "allow_destructive" in res.stderr, res.stderr[-800:]
+        assert d.connections() == 0
+        assert got(run_connect(tmp_path, d.at, allow_destructive=True)) == "connected"
+    finally:
+        d.close()
+
+
+def test_the_look_is_narrowed_to_where_the_sockets_file_system_is_mounted(
+        tmp_path: Path) -> None:
+    """A socket whose name leads nowhere is looked for only where its file system is
+    mounted in what is shown (a stale socket on a tmpfs shown nowhere costs no walk), and
+    a file system mounted inside a shown tree is looked at there: a root daemon's socket
+    on a tmpfs mounted in /etc, its directory renamed, is still covered."""
+    from storlab.campaign.runners import _host_sockets
+
+    roots = ["/etc", "/usr"]
+    assert _host_sockets.narrowed(roots, [os.stat("/dev/shm").st_dev]) == []
+    assert sorted(_host_sockets.narrowed(roots, [os.stat("/etc").st_dev])) == roots
+    mnt = Path(f"/etc/storlab-test-mnt-{uuid.uuid4().hex[:8]}")
+    mnt.mkdir()
+    try:
+        if subprocess.run(["mount", "-t", "tmpfs", "none", str(mnt)]).returncode != 0:
+            pytest.skip("cannot mount a tmpfs here")
+        try:
+            assert _host_sockets.narrowed(roots, [os.stat(mnt).st_dev]) == [str(mnt)]
+            d = Daemon(tmp_path, where=str(mnt), netns=True, how="moved")
+            try:
+                assert got(run_connect(tmp_path, d.at)) == "ConnectionRefusedError"
+                assert d.connections() == 0
+            finally:
+                d.close()
+        finally:
+            subprocess.run(["umount", str(mnt)])
+    finally:
+        mnt.rmdir()
