@@ -933,6 +933,7 @@ def wait_http(host: str, port: int, timeout: float, what: str,
     last: list[str] = []
 
     def answers() -> bool:
+        last.clear()  # what an earlier attempt got is not the last attempt's
         if not ours():
             return False
         try:
