@@ -252,3 +252,18 @@ def test_digits_int_refuses_are_the_servers_error_not_a_traceback(serve, head) -
         http_request(host, port, time.monotonic() + 5)
     why = _healthcheck(host, port, time.monotonic() + 5)
     assert why is not None and why.startswith(f"failed: {host}:{port} "), why
+
+
+@pytest.mark.parametrize("storage", ["http://127.0.0.1:99999/v1/AUTH_test",
+                                     "http://127.0.0.1:x/v1/AUTH_test",
+                                     "http://[::1/v1/AUTH_test"])
+def test_a_storage_url_urllib_cannot_read_is_refused_not_a_traceback(
+        serve, tmp_path, storage) -> None:
+    # the proxy's word: urlsplit's port raised ValueError, out of `up`'s wait (which holds
+    # ClusterError only) as a traceback
+    def talk(c: socket.socket, req: bytes, stop: threading.Event) -> None:
+        _answer("200 OK", {"X-Storage-Url": storage, "X-Auth-Token": "AUTH_tk"})(c, req, stop)
+    host, port, asked = serve(talk)
+    with pytest.raises(ClusterError, match="no token is sent there"):
+        SwiftCluster(tmp_path)._account_ok(host, port, "k", time.monotonic() + 10)
+    assert len(asked) == 1  # the auth only
