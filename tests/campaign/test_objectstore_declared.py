@@ -276,3 +276,21 @@ def test_the_childs_records_text_is_the_tables() -> None:
             (1.0, 1.25, 2.5, 2, 0, 404, 0), (3.0, 3.1, 3.2, 1, 65536, 0, 1)]
     assert rows_to_csv(rows) == records_to_csv(records_frame(rows))
     assert rows_to_csv([]) == records_to_csv(records_frame([]))
+
+
+def test_an_endpoint_that_cannot_be_checked_is_told_the_way_out_its_sandbox_has(
+        tmp_path: Path) -> None:
+    """`cluster:` named with another endpoint, the cluster not up: with
+    `sandbox.network: true` already declared, the line does not tell to declare it (the
+    keys go to the cluster's own endpoint whatever the sandbox); without it, it does."""
+    from storlab.campaign.runners import make_runner
+
+    r = make_runner("objectstore", {"cluster": "ceph", "cluster_dir": str(tmp_path / "no"),
+                                    "duration": 1})
+    opts = r.job_options({"endpoint": "http://127.0.0.1:9"}, tmp_path)
+    with_net = r.refused_grant(opts, False, False, True)
+    assert with_net is not None and "cannot be checked against cluster ceph" in with_net
+    assert "declare sandbox.network: true" not in with_net, with_net
+    assert "go only to that cluster's endpoint" in with_net, with_net
+    without = r.refused_grant(opts, False, False, False)
+    assert without is not None and "declare sandbox.network: true" in without, without

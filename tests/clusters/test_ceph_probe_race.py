@@ -4,7 +4,7 @@ a link to a root-only file over the probe's `in` as soon as the directory is its
 chown by path afterwards gave that file to ceph (/etc/shadow: root for the ceph account).
 Now the directory stays root's (0711) and only its two files are ceph's.
 Raced here for real: the `ceph` user's own process against the real `probe()` (no cluster
-needed: rados fails after the directory was given)."""
+needed: rados fails after the files were given)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ pytestmark = [
 ]
 
 #: the `ceph` account's racer (stdlib only): for each new directory in WATCH, renames a
-#: link to VICTIM over DIR/in for up to 0.3 s (it succeeds once DIR is ceph's)
+#: link to VICTIM over DIR/in for up to 0.3 s (it succeeded once DIR was ceph's; DIR now
+#: stays root's 0711)
 RACER = r"""
 import ctypes, errno, os, signal, struct, sys, time
 victim, watch, stop = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])

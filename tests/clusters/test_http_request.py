@@ -237,3 +237,33 @@ def test_the_account_check_is_bounded_and_sends_the_token_only_to_the_proxy(
     with pytest.raises(ClusterError, match="not on the proxy's .* no token is sent"):
         c._account_ok(host, port, "k", time.monotonic() + 10)
     assert len(asked) == 1 and not other_asked
+
+
+@pytest.mark.parametrize("head", [
+    b"HTTP/1.0 200 OK\r\nContent-Length: \xb2\r\n\r\n",  # latin-1's superscript two
+    b"HTTP/1.0 200 OK\r\nContent-Length: " + b"1" * 5000 + b"\r\n\r\n",  # past int()'s 4300
+    b"HTTP/1.0 \xb200 OK\r\n\r\n",
+], ids=["superscript-length", "5000-digit-length", "superscript-status"])
+def test_digits_int_refuses_are_the_servers_error_not_a_traceback(serve, head) -> None:
+    # str.isdigit() takes them, int() raised ValueError: a traceback out of `status`'s
+    # healthcheck and `up`'s wait (which hold ClusterError only)
+    host, port, _ = serve(lambda c, req, stop: c.sendall(head))
+    with pytest.raises(ClusterError, match=f"{host}:{port} "):
+        http_request(host, port, time.monotonic() + 5)
+    why = _healthcheck(host, port, time.monotonic() + 5)
+    assert why is not None and why.startswith(f"failed: {host}:{port} "), why
+
+
+@pytest.mark.parametrize("storage", ["http://127.0.0.1:99999/v1/AUTH_test",
+                                     "http://127.0.0.1:x/v1/AUTH_test",
+                                     "http://[::1/v1/AUTH_test"])
+def test_a_storage_url_urllib_cannot_read_is_refused_not_a_traceback(
+        serve, tmp_path, storage) -> None:
+    # the proxy's word: urlsplit's port raised ValueError, out of `up`'s wait (which holds
+    # ClusterError only) as a traceback
+    def talk(c: socket.socket, req: bytes, stop: threading.Event) -> None:
+        _answer("200 OK", {"X-Storage-Url": storage, "X-Auth-Token": "AUTH_tk"})(c, req, stop)
+    host, port, asked = serve(talk)
+    with pytest.raises(ClusterError, match="no token is sent there"):
+        SwiftCluster(tmp_path)._account_ok(host, port, "k", time.monotonic() + 10)
+    assert len(asked) == 1  # the auth only

@@ -142,3 +142,17 @@ def test_nothing_listening_is_waited_for_until_the_timeout() -> None:
     got, _ = _bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw",
                                         ours=lambda: bool(asked.append(1))), 10)
     assert isinstance(got, ClusterError) and asked, got
+
+
+def test_the_last_attempt_said_is_the_last_one(flood) -> None:
+    # the first attempt meets a flood, the later ones another listener (not the daemon
+    # started): the error must not blame the flood, long past
+    host, port = flood
+    calls: list[int] = []
+
+    def ours() -> bool:
+        calls.append(1)
+        return len(calls) == 1
+    got, _ = _bounded(lambda: wait_http(host, port, 1.5, "radosgw", ours=ours), 10)
+    assert isinstance(got, ClusterError) and len(calls) > 1, (got, calls)
+    assert "last attempt" not in str(got), got

@@ -31,7 +31,7 @@ def write_document(doc: dict[str, Any] | None, directory: Path, config_id: int,
     campaign's directory `home` holds it). `private`: the file 0600 in a directory made
     0700, as the store and the runs' output streams (a run's own document, written as it
     finishes); otherwise (an export the user asks for) the file is 0600 too, in the
-    directory as the caller made it."""
+    directory given (made with the umask when missing)."""
     if doc is None:
         return None
     for field, v in (("config_id", config_id), ("repetition", repetition)):

@@ -276,7 +276,8 @@ def requested_width(spec: str | None) -> int | None:
     """The N of `parallel:N` (None for any other executor, or a malformed N, which
     `make_executor` refuses)."""
     n = (spec or "").strip().partition("parallel:")[2]
-    return int(n) if (spec or "").strip().startswith("parallel:") and n.isdigit() else None
+    given = (spec or "").strip().startswith("parallel:")
+    return int(n) if given and n.isascii() and n.isdigit() else None  # `²`: int() refuses
 
 
 #: How an executor spec naming a Dask scheduler's address starts (`DaskExecutor`).
@@ -290,7 +291,7 @@ def make_executor(spec: str | None) -> Executor:
         return SequentialExecutor()
     if spec == "parallel" or spec.startswith("parallel:"):
         n = spec.partition(":")[2]
-        if n and not (n.isdigit() and int(n) > 0):
+        if n and not (n.isascii() and n.isdigit() and int(n) > 0):
             raise CampaignError(f"executor {spec!r}: parallel:N needs a positive N")
         return ParallelExecutor(int(n) if n else None)
     if spec.startswith(DASK_PREFIXES):

@@ -156,7 +156,7 @@ def check_executor(executor: str) -> None:
             not e.startswith(("parallel:", *DASK_PREFIXES)):
         raise SimError(f"--executor {executor!r}: use {EXECUTORS}")
     n = e.partition(":")[2] if e.startswith("parallel:") else "1"
-    if not (n.isdigit() and int(n) > 0):
+    if not (n.isascii() and n.isdigit() and int(n) > 0):
         raise SimError(f"--executor {executor!r}: parallel:N needs a positive N")
 
 

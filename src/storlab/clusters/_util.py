@@ -916,7 +916,7 @@ def http_answer(host: str, port: int, deadline: float, limit: int = HTTP_ANSWER_
         return None
     line = got.split(b"\n", 1)[0].strip().decode("latin-1")
     parts = line.split()
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not _decimal(parts[1]):
         raise ClusterError(f"{host}:{port} answered no HTTP: {line[:80]!r}")
     return line
 
@@ -933,6 +933,7 @@ def wait_http(host: str, port: int, timeout: float, what: str,
     last: list[str] = []
 
     def answers() -> bool:
+        last.clear()  # what an earlier attempt got is not the last attempt's
         if not ours():
             return False
         try:
@@ -1031,7 +1032,7 @@ def _http_length(where: str, head: bytes, method: str, start: int, limit: int
     answer (never to HTTP/1.0), or a Content-Length past `limit`."""
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split()
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit() \
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not _decimal(parts[1]) \
             or len(parts[1]) != 3:
         raise ClusterError(f"{where} answered no HTTP: {lines[0][:80]!r}")
     status = int(parts[1])
@@ -1044,12 +1045,19 @@ def _http_length(where: str, head: bytes, method: str, start: int, limit: int
     if "content-length" not in fields:
         return None
     n = fields["content-length"]
-    if not n.isdigit():
+    if not _decimal(n):
         raise ClusterError(f"{where} sent a Content-Length of {n[:40]!r}")
-    if start + int(n) > limit:
-        raise ClusterError(f"{where} announced a {n}-byte body, more than the "
+    # its digits counted before int() reads them (past 4300 it raises ValueError)
+    if len(n.lstrip("0")) > len(str(limit)) or start + int(n) > limit:
+        raise ClusterError(f"{where} announced a {n[:40]}-byte body, more than the "
                            f"{limit} bytes read")
     return start + int(n)
+
+
+def _decimal(text: str) -> bool:
+    """Whether `text` is ASCII digits only: str.isdigit() also takes latin-1's `²`, which
+    int() refuses with ValueError (a traceback, not the server's error)."""
+    return text.isascii() and text.isdigit()
 
 
 def save_state(path: Path, state: Mapping[str, Any]) -> None:

@@ -460,8 +460,12 @@ def swift_auth(auth_url: str, user: str, key: str, timeout: float = 5,
 def _storage_address(url: str, host: str, port: int) -> tuple[str, int, str]:
     """(host, port, path) of the storage URL auth gave, refused (ClusterError) unless it
     is the proxy's own `host`:`port` over http: the token goes nowhere else."""
-    u = urllib.parse.urlsplit(url)
-    if u.scheme != "http" or u.hostname != host or (u.port or 80) != port:
+    try:  # the proxy's word: a port past 65535 or not a number is refused, not a traceback
+        u = urllib.parse.urlsplit(url)
+        where = (u.scheme, u.hostname, u.port or 80)
+    except ValueError:
+        where = None
+    if where != ("http", host, port):
         raise ClusterError(f"auth gave the storage URL {url[:120]!r}, not on the proxy's "
                            f"{host}:{port}: no token is sent there")
     return host, port, u.path.rstrip("/")

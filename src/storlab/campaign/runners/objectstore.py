@@ -100,7 +100,7 @@ def resolve_target(options: Mapping[str, Any], config: Mapping[str, Any] | None 
             raise
         what, k, v = named[0]
         raise CampaignError(f"{what} {k}: {v} cannot be checked against cluster {cluster} "
-                            f"({exc}); {hint}") from None
+                            f"({exc}); {OWN_KEYS_HINT if network else hint}") from None
     for what, k, v in named:  # the state's keys go to the state's endpoint only
         mine = own.get(k)
         try:
