@@ -265,6 +265,9 @@ def _base(exe: str, network: bool = False, realtime: bool = False,
     else:
         argv += ["--remount-ro", "/proc"]
     argv.append("--unshare-pid")
+    # a session of its own (setsid): no controlling terminal, so no `ioctl(TIOCSTI)` into
+    # the terminal storlab was started from, whoever started the program's bwrap
+    argv.append("--new-session")
     if die_with_parent:  # a cluster's daemons outlive the command that starts them
         argv.append("--die-with-parent")
     if not network:
@@ -314,6 +317,18 @@ SETID_SYSCALLS = {"x86_64": [(0xC000003E, 90, 1), (0xC000003E, 91, 1), (0xC00000
                   "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2),
                               (0xC00000B7, 56, 3), (0xC00000B7, 33, 2)]}
 SETID_BITS = 0o6000
+
+#: `ioctl` by architecture (AUDIT_ARCH, syscall number, index of the request argument):
+#: a program gets EPERM for the requests `TTY_REQUESTS`, whatever the descriptor:
+#: TIOCSTI pushes bytes into a terminal's input (a shell reading that terminal runs them
+#: as its user), TIOCLINUX's selection calls paste a console's text into its input. A
+#: program has no terminal of storlab's caller (stdin /dev/null, a session of its own),
+#: but a program of another account may be traced by that account, and one that still
+#: held a terminal would type into it. x32's ioctl is 514.
+IOCTL_SYSCALLS = {"x86_64": [(0xC000003E, 16, 1), (0xC000003E, 514, 1), (0x40000003, 54, 1)],
+                  "aarch64": [(0xC00000B7, 29, 1)]}
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+TTY_REQUESTS = (TIOCSTI, TIOCLINUX)
 
 #: `socket` (and i386's `socketcall` multiplexer) by architecture: (AUDIT_ARCH, syscall
 #: number, index of the argument, value refused): a program gets EPERM for
@@ -383,8 +398,8 @@ IO_URING_SYSCALLS = {"x86_64": [(0xC000003E, 425, 427), (0x40000003, 425, 427)],
 def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1, for `SETID_SYSCALLS` setting
-    `SETID_BITS`, unless `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket
-    and for `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
+    `SETID_BITS`, for `IOCTL_SYSCALLS` asking one of `TTY_REQUESTS`, unless
+    `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket and for `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
     unless `io_uring` for `IO_URING_SYSCALLS`, and allowing everything else of the
     architectures listed there (the machine's own and its compat ones). A call of an
     architecture the filter does not list
@@ -411,15 +426,17 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     pairs = [] if unix_sockets else SOCKETPAIR_SYSCALLS.get(machine, [])
     families = FAMILY_SYSCALLS.get(machine, [])
     enosys = ENOSYS_SYSCALLS.get(machine, [])
-    # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
-    # or 0 (the next instruction)
+    ioctls = IOCTL_SYSCALLS.get(machine, [])
+    # (code, jump if true, jump if false, k): jumps are labels ("deny:N", "next:N", ...)
+    # or 0 (the next instruction); a jump goes 255 instructions at most, so each
+    # architecture's block ends with its own `deny:N` and `enosys:N`
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
-    every = (*ranges, *args, *pairs, *families, *enosys)
+    every = (*ranges, *args, *pairs, *families, *enosys, *ioctls)
     for n, arch in enumerate(dict.fromkeys(a for a, *_ in every)):
         prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
                  (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
-        prog += [(jeq, "enosys", 0, nr) for a, nr in enosys if a == arch]
+        prog += [(jeq, f"enosys:{n}", 0, nr) for a, nr in enosys if a == arch]
         for a, nr in families:
             if a == arch:
                 # socket(family, ...), socketpair(family, ...): a listed family or EPERM
@@ -433,7 +450,7 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
         for a, first, last in ranges:
             if a == arch:
                 at = len(prog)
-                prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", "deny", last)]
+                prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", f"deny:{n}", last)]
                 labels[f"r{at}"] = len(prog)
         for a, nr, arg, test, k in args:
             if a == arch:
@@ -441,7 +458,7 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
                 # more), little-endian
                 at = len(prog)
                 prog += [(jeq, 0, f"p{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
-                         (test, "deny", 0, k), (ld_abs, 0, 0, 0),
+                         (test, f"deny:{n}", 0, k), (ld_abs, 0, 0, 0),
                          (and_k, 0, 0, 0xBFFFFFFF)]
                 labels[f"p{at}"] = len(prog)
         for a, nr in pairs:
@@ -455,17 +472,28 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
                 labels[f"k{at}"] = len(prog)
                 prog += [(ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
                 labels[f"s{at}"] = len(prog)
+        for a, nr, arg in ioctls:
+            if a == arch:
+                # ioctl(fd, request): denied for the requests `TTY_REQUESTS`
+                at = len(prog)
+                prog += [(jeq, 0, f"i{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
+                         *((jeq, f"deny:{n}", 0, k) for k in TTY_REQUESTS),
+                         (ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"i{at}"] = len(prog)
         prog.append((ret, 0, 0, allow))
+        labels[f"deny:{n}"] = len(prog)
+        prog.append((ret, 0, 0, deny))
+        labels[f"enosys:{n}"] = len(prog)
+        prog.append((ret, 0, 0, 0x00050000 | errno.ENOSYS))
         labels[f"next:{n}"] = len(prog)
     # an architecture none of the blocks above took
     prog.append((ret, 0, 0, deny if labels else allow))
-    labels["deny"] = len(prog)
-    prog.append((ret, 0, 0, deny))
-    labels["enosys"] = len(prog)
-    prog.append((ret, 0, 0, 0x00050000 | errno.ENOSYS))
 
     def off(i: int, j: int | str) -> int:
-        return j if isinstance(j, int) else labels[j] - i - 1
+        at = j if isinstance(j, int) else labels[j] - i - 1
+        if not 0 <= at <= 255:  # a classic BPF jump's reach
+            raise ValueError(f"seccomp filter: a jump of {at} instructions")
+        return at
 
     return b"".join(struct.pack("<HBBI", code, off(i, jt), off(i, jf), k)
                     for i, (code, jt, jf, k) in enumerate(prog))
@@ -939,7 +967,7 @@ def _probe(exe: str, ruleset: int | None) -> str | None:
         cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
                             stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE,
-                            preexec_fn=None if ruleset is None else
+                            start_new_session=True, preexec_fn=None if ruleset is None else
                             functools.partial(enter_landlock, ruleset))
     except subprocess.SubprocessError as exc:
         if isinstance(exc, subprocess.TimeoutExpired):
