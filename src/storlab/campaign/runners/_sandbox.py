@@ -237,6 +237,22 @@ PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
+def _links_in(path: str) -> list[tuple[str, str]]:
+    """(name, what it says) of each symbolic link directly in the directory `path`."""
+    try:
+        with os.scandir(path) as it:
+            names = [e.name for e in it if e.is_symlink()]
+    except OSError:
+        return []
+    out = []
+    for name in sorted(names):
+        try:
+            out.append((name, os.readlink(os.path.join(path, name))))
+        except OSError:
+            pass
+    return out
+
+
 def _made_above(bound: Sequence[str]) -> list[str]:
     """The directories above the `bound` mount points that bwrap makes in its own root (not
     a system tree, not inside another bind, not /dev, /proc or its own tmpfs mounts),
@@ -1148,6 +1164,25 @@ class Walls:
         else:
             os.close(fd)
 
+    def scratch_over(self) -> str | None:
+        """The directory holding the run's directory (the scratch area), when the program
+        would see it through a read-only place shown (the campaign's directory): an empty
+        memory file system is mounted there instead, holding only the run's directory, made
+        0711 and read-only. The host's scratch area is root's 0700 (a program is root
+        inside and its run directory the root of its writable bind: a `chmod 755` it made
+        stays when storlab is killed before the run's end); inside, a program that switches
+        user (a database server) still passes it by path, and no other run's directory
+        shows. None without a run's directory, or when the scratch area shows through
+        none, or lies in a writable place (the campaign's declaration: its mode counts)."""
+        if self.run_at is None:
+            return None
+        over = os.path.dirname(self.run_at)
+        if over in ("/", "") or any(within(over, w) for w in self.writable):
+            return None
+        if not any(within(over, p) for _, p in self.readonly):
+            return None
+        return over
+
     @property
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
@@ -1182,12 +1217,20 @@ class Walls:
         self.readonly = shown
         # parents before what lies inside them (bwrap mounts in order)
         sockets, linked = self.specials(cwd)
+        over = self.scratch_over()
         binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
                        + [(p, "--bind-fd", fd) for fd, p in kept]
-                       + [(p, "--ro-bind-fd", fd) for fd, p in linked],
+                       + [(p, "--ro-bind-fd", fd) for fd, p in linked]
+                       # after a bind at its own depth (stable sort), before what is inside
+                       + ([(over, "--tmpfs", None)] if over else []),
                        key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
-            out += [how, str(fd), p]
+            out += [how, p] if fd is None else [how, str(fd), p]
+        if over:  # the scratch area's own links, as they were shown (a target named
+            # through one, with allow_destructive, opens as it names)
+            for name, to in _links_in(over):
+                if not any(within(b, f"{over}/{name}") for b, _, _ in binds):
+                    out += ["--symlink", to, f"{over}/{name}"]
         if any(within("/dev", p) for p in self.writable):
             out += [x for n in DEV_NODES if os.path.exists(f"/dev/{n}")
                     for x in ("--dev-bind", f"/dev/{n}", f"/dev/{n}")]
@@ -1201,6 +1244,8 @@ class Walls:
             out += ["--chmod", "0711", d]
         for d in self.open_dirs:
             out += ["--chmod", "0755", d]
+        if over:  # passable, not listable, and nothing more written there
+            out += ["--chmod", "0711", over, "--remount-ro", over]
         # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
         # read-only: a write outside the declared places fails loudly, not in memory unseen
         out += ["--remount-ro", "/"]
