@@ -415,7 +415,8 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1, for `SETID_SYSCALLS` setting
     `SETID_BITS`, for `IOCTL_SYSCALLS` asking one of `TTY_REQUESTS`, unless
-    `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket and for `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
+    `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket and for
+    `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
     unless `io_uring` for `IO_URING_SYSCALLS`, and allowing everything else of the
     architectures listed there (the machine's own and its compat ones). A call of an
     architecture the filter does not list
