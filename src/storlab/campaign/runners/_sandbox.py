@@ -1219,12 +1219,13 @@ class Walls:
         # parents before what lies inside them (bwrap mounts in order)
         sockets, linked = self.specials(cwd)
         over = self.scratch_over()
-        binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
-                       + [(p, "--bind-fd", fd) for fd, p in kept]
-                       + [(p, "--ro-bind-fd", fd) for fd, p in linked]
-                       # after a bind at its own depth (stable sort), before what is inside
-                       + ([(over, "--tmpfs", None)] if over else []),
-                       key=lambda b: b[0].count("/"))
+        binds: list[tuple[str, str, int | None]] = sorted(
+            [(p, "--ro-bind-fd", fd) for fd, p in shown]
+            + [(p, "--bind-fd", fd) for fd, p in kept]
+            + [(p, "--ro-bind-fd", fd) for fd, p in linked]
+            # after a bind at its own depth (stable sort), before what is inside
+            + ([(over, "--tmpfs", None)] if over else []),
+            key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
             out += [how, p] if fd is None else [how, str(fd), p]
         if over:  # the scratch area's own links, as they were shown (a target named
