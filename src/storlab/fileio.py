@@ -513,7 +513,8 @@ def remove_tree(name: str, dir_fd: int) -> None:
         subprocess.run([rm, "-rf", "--one-file-system", "--", name],
                        cwd=f"/proc/self/fd/{dir_fd}", pass_fds=(dir_fd,),
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=600, check=False)
+                       stderr=subprocess.DEVNULL, timeout=600, check=False,
+                       start_new_session=True)
     except (OSError, subprocess.SubprocessError):
         pass
 

@@ -357,12 +357,17 @@ def test_the_seccomp_filter_decides_as_documented() -> None:
               (i386, 295, 0, 0, 0o101, 0o6755), (i386, 8, 0, 0o4755), (i386, 14, 0, 0o104755),
               (i386, 297, 0, 0, 0o104755),
               (i386, 288), (i386, 348, 1), (i386, 306, 0, 0, 0o4755),
+              # ioctl TIOCSTI, TIOCLINUX (any descriptor; the request's low 32 bits)
+              (x64, 16, 0, 0x5412), (x64, 16, 7, 0x541C), (x64, 16, 0, 1 << 32 | 0x5412),
+              (x64, x32 | 514, 0, 0x5412), (i386, 54, 0, 0x5412), (i386, 54, 3, 0x541C),
               # architectures the filter does not list: denied whatever the call
               (0x40000028, 4, 1, 2, 3), (0xC00000B7, 64), (0x12345678, 0)]
     allowed = [(x64, 247), (x64, 251), (x64, 101, 16, 2), (x64, 310, 1), (x64, 90, 0, 0o755),
                (x64, 268, 0, 0, 0o755), (x64, 1, 1, 0o4755), (i386, 15, 0, 0o755),
                (i386, 4, 1, 2, 3), (x64, 2, 0, 0o101, 0o644), (x64, 257, 0, 0, 0o101, 0o755),
-               (x64, 85, 0, 0o755), (x64, 133, 0, 0o100644), (i386, 295, 0, 0, 0o101, 0o644)]
+               (x64, 85, 0, 0o755), (x64, 133, 0, 0o100644), (i386, 295, 0, 0, 0o101, 0o644),
+               (x64, 16, 0, 0x5401), (x64, 16, 0x5412, 0x5413), (x64, x32 | 514, 0, 0x5401),
+               (i386, 54, 0, 0x5401), (x64, 54, 0, 0x5412)]
     assert [c for c in denied if decide(*c) != "deny"] == []
     assert [c for c in allowed if decide(*c) != "allow"] == []
     # Unix sockets and io_uring rings: refused unless the program may have them

@@ -373,9 +373,8 @@ def test_a_run_directory_the_program_opened_is_private_again_when_kept(
         tmp_path: Path, storlab: Any) -> None:
     """A8-1: a campaign's command (no opt-in) copies a root-only file (/etc/shadow) into
     its run directory, makes the copy 0644 and the directory 0755 (and tries to give it to
-    another user), then fails: the kept run directory, under a scratch area other users
-    may pass (0711) in a campaign directory they may enter, is storlab's and 0700 again:
-    another user reads nothing."""
+    another user), then fails: the kept run directory, in a campaign directory other users
+    may enter, is storlab's and 0700 again: another user reads nothing."""
     top = Path(tempfile.mkdtemp(prefix="storlab-test-", dir="/tmp"))
     top.chmod(0o755)
     try:

@@ -409,9 +409,8 @@ def _as_nobody(*argv: str) -> "subprocess.CompletedProcess[str]":
 def test_a_failed_runs_kept_directory_is_private(storlab: Any) -> None:
     """A5-9: a failed run's directory is kept for inspection, with whatever its program
     copied there of what it read (as root); it was 0755 with 0644 files, readable by every
-    user. Now 0700 (and an older campaign's 0755 scratch area is made 0711, passable but
-    not listable, when a run touches it), so `nobody` reads nothing, whatever the files'
-    modes."""
+    user. Now 0700 (and an older campaign's 0755 scratch area is made 0700 when a run
+    touches it), so `nobody` reads nothing, whatever the files' modes."""
     import tempfile
 
     tmp_path = Path(tempfile.mkdtemp(prefix="storlab-a5-9-", dir="/tmp"))  # others reach it
@@ -443,7 +442,7 @@ def _kept_directory_is_private(tmp_path: Path, storlab: Any) -> None:
     for path in (leak, old / "old.txt"):
         r = _as_nobody("cat", str(path))
         assert r.returncode != 0 and "s3cret" not in r.stdout and "old-" not in r.stdout
-    assert stat.S_IMODE((tmp_path / "c" / "scratch").stat().st_mode) == 0o711  # F17
+    assert stat.S_IMODE((tmp_path / "c" / "scratch").stat().st_mode) == 0o700
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a store another user owns)")
@@ -519,8 +518,10 @@ def test_a_program_that_switches_user_reaches_its_run_directory(storlab: Any,
                                                                 opening: str) -> None:
     """F17: a run's program that drops to another user (postgres, mysqld --user) reaches
     its run directory by path (`{workdir}`, `$PWD`) once a setup step opens that directory
-    to it: the scratch area is 0711 (passable, not listable), the run directories 0700.
-    Real bwrap walls, a real uid switch (setpriv: CAP_SETUID is kept inside)."""
+    to it: the scratch area is root's 0700 on the host and, inside the walls, an empty
+    0711 file system holding only the run's directory (passable, not listable), the run
+    directories 0700. Real bwrap walls, a real uid switch (setpriv: CAP_SETUID is kept
+    inside)."""
     import tempfile
 
     # a campaign two levels below /tmp: inside the walls the directories above a bound
@@ -554,8 +555,8 @@ def _switched_user_runs(tmp_path: Path, storlab: Any, opening: str) -> None:
     assert [(r[0], json.loads(r[1])) for r in rows] == [("ok", {"y": 10}), ("ok", {"y": 20})
                                                         ], rows
     scratch = tmp_path / "scratch"
-    assert stat.S_IMODE(scratch.stat().st_mode) == 0o711
-    assert _as_nobody("ls", str(scratch)).returncode != 0  # passable, not listable
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o700
+    assert _as_nobody("ls", str(scratch)).returncode != 0
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a directory another user owns)")

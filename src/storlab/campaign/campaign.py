@@ -310,8 +310,8 @@ class Campaign:
             return None, None  # each run then fails on it in one line
         try:
             st = os.fstat(pfd)
-            if st.st_uid == os.geteuid() and st.st_mode & 0o066 and self.own_scratch():
-                _tighten(pfd)  # an older campaign's (0755): its kept runs made private
+            if st.st_uid == os.geteuid() and st.st_mode & 0o077 and self.own_scratch():
+                _tighten(pfd)  # an older campaign's (0755, 0711): its kept runs private
             return identity(hfd) if hfd is not None else None, identity(pfd)
         finally:
             os.close(pfd)
@@ -477,12 +477,11 @@ def results_table(configs: list[tuple[int, dict[str, Any], dict[str, Any]]],
 
 
 def _tighten(fd: int) -> None:
-    """Take group's and others' read and write away from the directory open as `fd` (a
+    """Take group's and others' access away from the directory open as `fd` (a
     campaign's own scratch area, held since `open_scratch` checked it: never reopened by
-    path; `task.SCRATCH_MODE`: search stays), and all their access from the run
-    directories an older storlab left in it (0755: passable now, they would be readable by
-    their guessable names), opened without following a link. Best effort: the runs' own
-    directories are made 0700 anyway."""
+    path; `task.SCRATCH_MODE`), and from the run directories an older storlab left in it
+    (0755), opened without following a link. Best effort: the runs' own directories are
+    made 0700 anyway."""
     try:
         st = os.fstat(fd)
         if st.st_uid != os.geteuid():
@@ -499,6 +498,6 @@ def _tighten(fd: int) -> None:
                     os.fchmod(sub, sst.st_mode & 0o7700)
             finally:
                 os.close(sub)
-        os.fchmod(fd, st.st_mode & 0o7700 | 0o011)
+        os.fchmod(fd, st.st_mode & 0o7700)
     except OSError:
         pass

@@ -147,19 +147,24 @@ def identity(fd: int) -> tuple[str, int, int]:
     return scratch_view(), st.st_dev, st.st_ino
 
 
-#: A scratch area's mode: others may pass through it (search), not list or change it. The
-#: run directories in it are 0700 (a kept run's files stay private); a program that
-#: switches user (postgres, mysqld --user) reaches its own run directory by path once a
-#: setup step opens that directory to it (`chmod 755 .`, `chown postgres .`).
-SCRATCH_MODE = 0o711
+#: A scratch area's mode: its owner's alone. The run directories in it are 0700 too, but
+#: a run's directory is the root of its program's writable bind and the program is root
+#: inside: it may `chmod 755 .` it (a setup step does, for a program that switches user),
+#: and when storlab is killed before the run's end nothing puts it back (`_private`). The
+#: scratch area above it, which no program can change (read-only inside), keeps it from
+#: other users whatever its own mode. Inside the walls the scratch area shows as an empty
+#: 0711 file system holding only the run's directory (`Walls.scratch_over`), so a program
+#: that switches user (postgres, mysqld --user) still reaches its directory by path.
+SCRATCH_MODE = 0o700
 
 
 def _scratch_mode(fd: int) -> None:
-    """A scratch area storlab made: `SCRATCH_MODE` whatever the umask (a umask of 077
-    would leave it 0700, closing every run directory to a program that switches user)."""
+    """The scratch area open as `fd`, storlab's own (made by it, or the campaign's):
+    `SCRATCH_MODE` whatever the umask, through the descriptor."""
     try:
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, SCRATCH_MODE)
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o077)
     except OSError:
         pass  # best effort: a filesystem without modes
 
@@ -285,6 +290,8 @@ def execute_task(task: RunTask) -> TaskOutcome:
             return failed(f"{workdir.parent}: the scratch area leads to another directory "
                           "than at the campaign's start (a link put there meanwhile); "
                           "refusing to make, use or delete run directories there")
+        if task.own_scratch:  # the campaign's own: its owner's alone (`SCRATCH_MODE`)
+            _scratch_mode(pfd)
         try:
             if not _ours(pfd, name, task, mark):
                 # not a directory this run made (a scratch link that reaches somebody's
@@ -406,9 +413,9 @@ def _private(wfd: int, workdir: Path) -> None:
     """The run's directory (held by `wfd`) put back to storlab's own, mode 0700, once its
     programs ended, ok or failed: a program is root inside and the directory is the root
     of its writable bind, so it could `chmod 755` (or `chown`) it, and a failed run's
-    directory is kept, with copies of what the program read (root-only files), under a
-    scratch area other users may pass (0711). Through the descriptor, never the name (a
-    link swapped in is not followed)."""
+    directory is kept, with copies of what the program read (root-only files), and a
+    scratch area storlab did not make may be passable by others. Through the descriptor,
+    never the name (a link swapped in is not followed)."""
     at = f"/proc/self/fd/{wfd}"
     try:
         st = os.fstat(wfd)

@@ -294,7 +294,13 @@ def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,
         cwd: Path | None = None, walls: Walled | None = None
         ) -> subprocess.CompletedProcess[str]:
     """Run a command (argv list, no shell); raise ClusterError with its stderr on failure.
-    With `walls` (`walled(argv, ...)`), what starts is the walled program."""
+    With `walls` (`walled(argv, ...)`), what starts is the walled program.
+
+    The command gets /dev/null as its input (`input_text` through a pipe) and a session of
+    its own: never the caller's terminal, neither as its stdin nor as its controlling
+    terminal. The Ceph CLI runs as the `ceph` account, which may trace it (same uid): in
+    root's session with root's tty as fd 0 it had that account push bytes into root's
+    terminal input (`ioctl(0, TIOCSTI)`), which root's shell ran after storlab."""
     full_env = None if env is None else {**os.environ, **env}
     try:
         if walls is not None:
@@ -302,6 +308,8 @@ def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,
         cp = subprocess.run(walls.argv if walls is not None else list(argv),
                             capture_output=True, text=True, timeout=timeout,
                             env=full_env, input=input_text, cwd=cwd, errors="replace",
+                            stdin=subprocess.DEVNULL if input_text is None else None,
+                            start_new_session=True,
                             pass_fds=walls.pass_fds if walls is not None else (),
                             preexec_fn=walls.preexec if walls is not None else None)
     except FileNotFoundError:

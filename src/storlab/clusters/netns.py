@@ -44,7 +44,8 @@ def unavailable() -> str | None:
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL, start_new_session=True)
     if check and r.returncode != 0:
         raise NetnsError(f"ip {' '.join(args)}: {r.stderr.strip() or r.returncode}")
     return r
@@ -145,7 +146,8 @@ class Lan:
             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """Run a command in host `host` to its end; its output."""
         r = subprocess.run(self.argv(host, argv), capture_output=True, text=True,
-                           timeout=timeout, env={**os.environ, **(env or {})})
+                           timeout=timeout, env={**os.environ, **(env or {})},
+                           stdin=subprocess.DEVNULL, start_new_session=True)
         if check and r.returncode != 0:
             raise NetnsError(f"{self.hosts[host].netns}: {' '.join(argv)} exited "
                              f"{r.returncode}: {r.stderr.strip()[-500:]}")
@@ -154,6 +156,7 @@ class Lan:
     def popen(self, host: int, argv: Sequence[str], env: Mapping[str, str] | None = None,
               **kw: Any) -> subprocess.Popen[Any]:
         """Start a long-running command in host `host`; stopped by `close()`."""
+        kw.setdefault("stdin", subprocess.DEVNULL)
         kw.setdefault("stdout", subprocess.DEVNULL)
         kw.setdefault("stderr", subprocess.DEVNULL)
         p = subprocess.Popen(self.argv(host, argv), env={**os.environ, **(env or {})},
@@ -198,7 +201,8 @@ class Lan:
                                       "--port", str(port), "--protocol", "tls", *tls,
                                       "--no-dashboard"],
                                      env={**os.environ, **env}, cwd=scratch,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
             workers: list[subprocess.Popen[Any]] = []
             try:
                 wait_port(self.gateway, port, timeout=timeout)

@@ -527,4 +527,5 @@ def _is_mount(path: Path) -> bool:
         with open("/proc/self/mounts") as fh:
             return any(line.split()[1] == target for line in fh)
     except OSError:
-        return subprocess.run(["mountpoint", "-q", target]).returncode == 0
+        return subprocess.run(["mountpoint", "-q", target], stdin=subprocess.DEVNULL,
+                              start_new_session=True).returncode == 0

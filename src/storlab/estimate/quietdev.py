@@ -35,7 +35,8 @@ class QuietDevice:
 
 
 def _run(argv: list[str]) -> str:
-    cp = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    cp = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                        stdin=subprocess.DEVNULL, start_new_session=True)
     if cp.returncode != 0:
         msg = (cp.stderr or cp.stdout).strip().splitlines()
         raise QuietDeviceError(f"{' '.join(argv)}: {msg[-1] if msg else f'exit {cp.returncode}'}")

@@ -248,6 +248,22 @@ PROC_READONLY = ("sys", "sysrq-trigger", "fs", "scsi", "acpi", "driver")
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
+def _links_in(path: str) -> list[tuple[str, str]]:
+    """(name, what it says) of each symbolic link directly in the directory `path`."""
+    try:
+        with os.scandir(path) as it:
+            names = [e.name for e in it if e.is_symlink()]
+    except OSError:
+        return []
+    out = []
+    for name in sorted(names):
+        try:
+            out.append((name, os.readlink(os.path.join(path, name))))
+        except OSError:
+            pass
+    return out
+
+
 def _made_above(bound: Sequence[str]) -> list[str]:
     """The directories above the `bound` mount points that bwrap makes in its own root (not
     a system tree, not inside another bind, not /dev, /proc or its own tmpfs mounts),
@@ -276,6 +292,9 @@ def _base(exe: str, network: bool = False, realtime: bool = False,
     else:
         argv += ["--remount-ro", "/proc"]
     argv.append("--unshare-pid")
+    # a session of its own (setsid): no controlling terminal, so no `ioctl(TIOCSTI)` into
+    # the terminal storlab was started from, whoever started the program's bwrap
+    argv.append("--new-session")
     if die_with_parent:  # a cluster's daemons outlive the command that starts them
         argv.append("--die-with-parent")
     if not network:
@@ -325,6 +344,18 @@ SETID_SYSCALLS = {"x86_64": [(0xC000003E, 90, 1), (0xC000003E, 91, 1), (0xC00000
                   "aarch64": [(0xC00000B7, 52, 1), (0xC00000B7, 53, 2), (0xC00000B7, 452, 2),
                               (0xC00000B7, 56, 3), (0xC00000B7, 33, 2)]}
 SETID_BITS = 0o6000
+
+#: `ioctl` by architecture (AUDIT_ARCH, syscall number, index of the request argument):
+#: a program gets EPERM for the requests `TTY_REQUESTS`, whatever the descriptor:
+#: TIOCSTI pushes bytes into a terminal's input (a shell reading that terminal runs them
+#: as its user), TIOCLINUX's selection calls paste a console's text into its input. A
+#: program has no terminal of storlab's caller (stdin /dev/null, a session of its own),
+#: but a program of another account may be traced by that account, and one that still
+#: held a terminal would type into it. x32's ioctl is 514.
+IOCTL_SYSCALLS = {"x86_64": [(0xC000003E, 16, 1), (0xC000003E, 514, 1), (0x40000003, 54, 1)],
+                  "aarch64": [(0xC00000B7, 29, 1)]}
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+TTY_REQUESTS = (TIOCSTI, TIOCLINUX)
 
 #: `socket` (and i386's `socketcall` multiplexer) by architecture: (AUDIT_ARCH, syscall
 #: number, index of the argument, value refused): a program gets EPERM for
@@ -394,8 +425,9 @@ IO_URING_SYSCALLS = {"x86_64": [(0xC000003E, 425, 427), (0x40000003, 425, 427)],
 def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     """A classic BPF seccomp filter (bwrap `--seccomp`) returning EPERM for
     `DENIED_SYSCALLS`, for `PID1_SYSCALLS` naming pid 1, for `SETID_SYSCALLS` setting
-    `SETID_BITS`, unless `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket
-    and for `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
+    `SETID_BITS`, for `IOCTL_SYSCALLS` asking one of `TTY_REQUESTS`, unless
+    `unix_sockets` for `UNIX_SOCKET_SYSCALLS` making a Unix socket and for
+    `SOCKETPAIR_SYSCALLS` making a Unix pair of a type not in `SOCKETPAIR_TYPES`,
     unless `io_uring` for `IO_URING_SYSCALLS`, and allowing everything else of the
     architectures listed there (the machine's own and its compat ones). A call of an
     architecture the filter does not list
@@ -422,15 +454,17 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
     pairs = [] if unix_sockets else SOCKETPAIR_SYSCALLS.get(machine, [])
     families = FAMILY_SYSCALLS.get(machine, [])
     enosys = ENOSYS_SYSCALLS.get(machine, [])
-    # (code, jump if true, jump if false, k): jumps are labels ("deny", "next:N", ...)
-    # or 0 (the next instruction)
+    ioctls = IOCTL_SYSCALLS.get(machine, [])
+    # (code, jump if true, jump if false, k): jumps are labels ("deny:N", "next:N", ...)
+    # or 0 (the next instruction); a jump goes 255 instructions at most, so each
+    # architecture's block ends with its own `deny:N` and `enosys:N`
     prog: list[tuple[int, int | str, int | str, int]] = []
     labels: dict[str, int] = {}
-    every = (*ranges, *args, *pairs, *families, *enosys)
+    every = (*ranges, *args, *pairs, *families, *enosys, *ioctls)
     for n, arch in enumerate(dict.fromkeys(a for a, *_ in every)):
         prog += [(ld_abs, 0, 0, 4), (jeq, 0, f"next:{n}", arch), (ld_abs, 0, 0, 0),
                  (and_k, 0, 0, 0xBFFFFFFF)]  # nr, x32's bit cleared
-        prog += [(jeq, "enosys", 0, nr) for a, nr in enosys if a == arch]
+        prog += [(jeq, f"enosys:{n}", 0, nr) for a, nr in enosys if a == arch]
         for a, nr in families:
             if a == arch:
                 # socket(family, ...), socketpair(family, ...): a listed family or EPERM
@@ -444,7 +478,7 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
         for a, first, last in ranges:
             if a == arch:
                 at = len(prog)
-                prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", "deny", last)]
+                prog += [(jge, 0, f"r{at}", first), (jgt, f"r{at}", f"deny:{n}", last)]
                 labels[f"r{at}"] = len(prog)
         for a, nr, arg, test, k in args:
             if a == arch:
@@ -452,7 +486,7 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
                 # more), little-endian
                 at = len(prog)
                 prog += [(jeq, 0, f"p{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
-                         (test, "deny", 0, k), (ld_abs, 0, 0, 0),
+                         (test, f"deny:{n}", 0, k), (ld_abs, 0, 0, 0),
                          (and_k, 0, 0, 0xBFFFFFFF)]
                 labels[f"p{at}"] = len(prog)
         for a, nr in pairs:
@@ -466,17 +500,28 @@ def _seccomp_program(unix_sockets: bool = True, io_uring: bool = True) -> bytes:
                 labels[f"k{at}"] = len(prog)
                 prog += [(ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
                 labels[f"s{at}"] = len(prog)
+        for a, nr, arg in ioctls:
+            if a == arch:
+                # ioctl(fd, request): denied for the requests `TTY_REQUESTS`
+                at = len(prog)
+                prog += [(jeq, 0, f"i{at}", nr), (ld_abs, 0, 0, 16 + 8 * arg),
+                         *((jeq, f"deny:{n}", 0, k) for k in TTY_REQUESTS),
+                         (ld_abs, 0, 0, 0), (and_k, 0, 0, 0xBFFFFFFF)]
+                labels[f"i{at}"] = len(prog)
         prog.append((ret, 0, 0, allow))
+        labels[f"deny:{n}"] = len(prog)
+        prog.append((ret, 0, 0, deny))
+        labels[f"enosys:{n}"] = len(prog)
+        prog.append((ret, 0, 0, 0x00050000 | errno.ENOSYS))
         labels[f"next:{n}"] = len(prog)
     # an architecture none of the blocks above took
     prog.append((ret, 0, 0, deny if labels else allow))
-    labels["deny"] = len(prog)
-    prog.append((ret, 0, 0, deny))
-    labels["enosys"] = len(prog)
-    prog.append((ret, 0, 0, 0x00050000 | errno.ENOSYS))
 
     def off(i: int, j: int | str) -> int:
-        return j if isinstance(j, int) else labels[j] - i - 1
+        at = j if isinstance(j, int) else labels[j] - i - 1
+        if not 0 <= at <= 255:  # a classic BPF jump's reach
+            raise ValueError(f"seccomp filter: a jump of {at} instructions")
+        return at
 
     return b"".join(struct.pack("<HBBI", code, off(i, jt), off(i, jf), k)
                     for i, (code, jt, jf, k) in enumerate(prog))
@@ -950,7 +995,7 @@ def _probe(exe: str, ruleset: int | None) -> str | None:
         cp = subprocess.run([*_base(exe), "--ro-bind-fd", str(fd), "/mnt", "--", "true"],
                             capture_output=True, text=True, timeout=30, pass_fds=(fd,),
                             stdin=subprocess.DEVNULL, env=BWRAP_ENV_OUTSIDE,
-                            preexec_fn=None if ruleset is None else
+                            start_new_session=True, preexec_fn=None if ruleset is None else
                             functools.partial(enter_landlock, ruleset))
     except subprocess.SubprocessError as exc:
         if isinstance(exc, subprocess.TimeoutExpired):
@@ -1143,6 +1188,25 @@ class Walls:
         else:
             os.close(fd)
 
+    def scratch_over(self) -> str | None:
+        """The directory holding the run's directory (the scratch area), when the program
+        would see it through a read-only place shown (the campaign's directory): an empty
+        memory file system is mounted there instead, holding only the run's directory, made
+        0711 and read-only. The host's scratch area is root's 0700 (a program is root
+        inside and its run directory the root of its writable bind: a `chmod 755` it made
+        stays when storlab is killed before the run's end); inside, a program that switches
+        user (a database server) still passes it by path, and no other run's directory
+        shows. None without a run's directory, or when the scratch area shows through
+        none, or lies in a writable place (the campaign's declaration: its mode counts)."""
+        if self.run_at is None:
+            return None
+        over = os.path.dirname(self.run_at)
+        if over in ("/", "") or any(within(over, w) for w in self.writable):
+            return None
+        if not any(within(over, p) for _, p in self.readonly):
+            return None
+        return over
+
     @property
     def all_fds(self) -> list[int]:
         """Every descriptor bwrap binds from (to pass it)."""
@@ -1177,12 +1241,21 @@ class Walls:
         self.readonly = shown
         # parents before what lies inside them (bwrap mounts in order)
         sockets, linked = self.specials(cwd)
-        binds = sorted([(p, "--ro-bind-fd", fd) for fd, p in shown]
-                       + [(p, "--bind-fd", fd) for fd, p in kept]
-                       + [(p, "--ro-bind-fd", fd) for fd, p in linked],
-                       key=lambda b: b[0].count("/"))
+        over = self.scratch_over()
+        binds: list[tuple[str, str, int | None]] = sorted(
+            [(p, "--ro-bind-fd", fd) for fd, p in shown]
+            + [(p, "--bind-fd", fd) for fd, p in kept]
+            + [(p, "--ro-bind-fd", fd) for fd, p in linked]
+            # after a bind at its own depth (stable sort), before what is inside
+            + ([(over, "--tmpfs", None)] if over else []),
+            key=lambda b: b[0].count("/"))
         for p, how, fd in binds:
-            out += [how, str(fd), p]
+            out += [how, p] if fd is None else [how, str(fd), p]
+        if over:  # the scratch area's own links, as they were shown (a target named
+            # through one, with allow_destructive, opens as it names)
+            for name, to in _links_in(over):
+                if not any(within(b, f"{over}/{name}") for b, _, _ in binds):
+                    out += ["--symlink", to, f"{over}/{name}"]
         if any(within("/dev", p) for p in self.writable):
             out += [x for n in DEV_NODES if os.path.exists(f"/dev/{n}")
                     for x in ("--dev-bind", f"/dev/{n}", f"/dev/{n}")]
@@ -1196,6 +1269,8 @@ class Walls:
             out += ["--chmod", "0711", d]
         for d in self.open_dirs:
             out += ["--chmod", "0755", d]
+        if over:  # passable, not listable, and nothing more written there
+            out += ["--chmod", "0711", over, "--remount-ro", over]
         # once every mount point is made: the root (with the empty /tmp, /var/tmp, /run)
         # read-only: a write outside the declared places fails loudly, not in memory unseen
         out += ["--remount-ro", "/"]

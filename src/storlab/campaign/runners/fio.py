@@ -224,8 +224,10 @@ class FioRunner:
     def refused_outside_target(self, config: Mapping[str, Any], workdir: Path,
                                home: str | Sequence[str]) -> str | None:
         """Why a target of this job lies outside the campaign's directory `home` without
-        allow_destructive, or None (`fio_guard.refused_outside_target`)."""
-        return guard.refused_outside_target(self, config, workdir, home)
+        allow_destructive, or None (`fio_guard.refused_outside_target`); so does a file
+        fio reads into what it writes or sends (`fio_guard.refused_loaded_file`)."""
+        return (guard.refused_outside_target(self, config, workdir, home)
+                or guard.refused_loaded_file(self, config, workdir, home))
 
     def refused_new_file(self, config: Mapping[str, Any], workdir: Path,
                          writable: Sequence[str]) -> str | None:

@@ -40,8 +40,11 @@ COMMAND_LINE_ONLY = frozenset((
     "server", "daemonize", "client", "remote-config", "idle-prof", "inflate-log",
     "trigger-file", "trigger-timeout", "trigger", "trigger-remote", "aux-path",
     "append-terse", "latency-log"))
+#: fio options that name files fio reads and puts into what it writes or sends (a
+#: pattern's quoted 'file' parts) or replays (an I/O log): `fio_guard.loaded_files`.
+LOADED_FILES = ("buffer_pattern", "verify_pattern", "read_iolog")
 #: Names whose abbreviations fio would also accept and storlab refuses.
-GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES, *LOG_PREFIXES)
+GUARDED = (*TARGET_OPTIONS, "name", *WRITTEN_FILES, *LOG_PREFIXES, *LOADED_FILES)
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 _UNKNOWN = re.compile(r"unrecognized option '--([^'=]+)|option '--([^'=]+)[^']*' is ambiguous")
 #: The tokens fio expands in a `filename_format`.

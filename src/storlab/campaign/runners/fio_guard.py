@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import CampaignError
-from .fio_cmdline import (REMOTE_ENGINES, WRITTEN_FILES, FioSettings, exact_fio_option,
-                          given_options, job_options, split_names, target_option, unix_net)
+from .fio_cmdline import (LOADED_FILES, REMOTE_ENGINES, WRITTEN_FILES, FioSettings,
+                          exact_fio_option, given_options, job_options, split_names,
+                          target_option, unix_net)
 from ._sandbox import opens_declared, refused_outside
 from .fio_targets import HARMLESS, candidates, sandbox_targets
 from ...fileio import within
@@ -455,6 +456,66 @@ def refused_outside_target(job: FioSettings, config: Mapping[str, Any], workdir:
                     "may write only inside it unless the campaign sets "
                     "sandbox.allow_destructive: true or the runner's allow_destructive: "
                     "true")
+    return None
+
+
+def pattern_files(value: str) -> list[str]:
+    """The files a fio pattern (`buffer_pattern`, `verify_pattern`) reads, as fio's
+    parser finds them (lib/pattern.c): each part in single quotes ('file') outside a
+    double-quoted string ("abc", which has no escape); a quote left open is taken whole
+    (fio refuses the pattern)."""
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        c = value[i]
+        if c in "'\"":
+            end = value.find(c, i + 1)
+            end = len(value) if end < 0 else end
+            if c == "'":
+                out.append(value[i + 1:end])
+            i = end + 1
+        else:
+            i += 1
+    return out
+
+
+def loaded_files(job: FioSettings, opts: Mapping[str, str] | None = None
+                 ) -> list[tuple[str, str, str]]:
+    """(option, its value, a file it names) for each file this job's fio reads and puts
+    into what it writes or sends, or replays (`LOADED_FILES`): a pattern's 'file' parts,
+    each of `read_iolog`'s ':'-separated logs."""
+    out: list[tuple[str, str, str]] = []
+    for k, v in given_options(job, opts):
+        if k in ("buffer_pattern", "verify_pattern"):
+            out += [(k, str(v), f) for f in pattern_files(str(v))]
+        elif k == "read_iolog":
+            out += [(k, str(v), f) for f in split_names(str(v))]
+    return out
+
+
+def refused_loaded_file(job: FioSettings, config: Mapping[str, Any], workdir: Path,
+                        home: str | Sequence[str]) -> str | None:
+    """Why a file this job's fio would read into what it writes or sends (`loaded_files`:
+    `buffer_pattern='file'`, `verify_pattern`, `read_iolog`) lies outside the campaign's
+    directory `home` (or every one of several) without allow_destructive, in one line
+    naming the option, or None. Judged as a target is (`refused_outside`: what the name
+    leads to, links resolved, and no link on the way another user may change); a
+    relative name is fio's, in the run's directory `workdir`. The walls show fio the
+    system's trees read-only, /etc whole: a quoted root-only file there went, as the
+    buffers of the net engine, to the campaign's listener."""
+    if job.allow_destructive:
+        return None
+    workdir = Path(workdir).absolute()
+    opts = job_options(job, config, workdir, check=False)
+    homes = [os.path.realpath(h) for h in ([home] if isinstance(home, str) else home)]
+    for option, value, name in loaded_files(job, opts):
+        path = os.path.normpath(name if os.path.isabs(name) else f"{workdir}/{name}")
+        why = refused_outside(path, homes)
+        if why:
+            return (f"field runner.options.{option}: {value}: fio reads {name} and puts its "
+                    f"bytes in what it writes or sends; {why}; such a file is read only "
+                    "inside it unless the campaign sets sandbox.allow_destructive: true or "
+                    "the runner's allow_destructive: true")
     return None
 
 
