@@ -1197,13 +1197,16 @@ class Walls:
         stays when storlab is killed before the run's end); inside, a program that switches
         user (a database server) still passes it by path, and no other run's directory
         shows. None without a run's directory, or when the scratch area shows through
-        none, or lies in a writable place (the campaign's declaration: its mode counts)."""
+        none, or lies in a writable place (the campaign's declaration: its mode counts), or
+        is itself a place shown (declared `readable` whole: shown as it is, its runs
+        included)."""
         if self.run_at is None:
             return None
         over = os.path.dirname(self.run_at)
         if over in ("/", "") or any(within(over, w) for w in self.writable):
             return None
-        if not any(within(over, p) for _, p in self.readonly):
+        shown = [p for _, p in self.readonly]
+        if over in shown or not any(within(over, p) for p in shown):
             return None
         return over
 
