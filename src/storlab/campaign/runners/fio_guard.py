@@ -134,26 +134,31 @@ def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
 def _local(host: str) -> list[str]:
     """The addresses of `host` that are this host's own (loopback, the wildcard, an
     address of one of its interfaces): an empty host is fio's localhost; a name is
-    resolved as fio would. None when it resolves to none of them (or not at all)."""
+    resolved as fio would. Empty when it resolves to none of them (or not at all). A
+    link-local IPv6 address is tried with the interface its `%zone` names (without it no
+    bind succeeds, while fio, resolving the name, connects through that interface to a
+    listener of this host); an IPv4-mapped one as the IPv4 address it carries."""
     import ipaddress
     import socket
 
     host = host or "localhost"
     try:
-        infos = {i[4][0].partition("%")[0] for i in socket.getaddrinfo(
-            host, None, type=socket.SOCK_STREAM)}
+        infos = {(i[4][0].partition("%")[0], i[4][3] if i[0] == socket.AF_INET6 else 0)
+                 for i in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
     except (OSError, UnicodeError):
         return []
     out = []
-    for a in sorted(infos):
+    for a, scope in sorted(infos):
         ip = ipaddress.ip_address(a)
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip, scope = ip.ipv4_mapped, 0
         if ip.is_loopback or ip.is_unspecified:
             out.append(a)
             continue
         fam = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
         with socket.socket(fam, socket.SOCK_DGRAM) as s:
-            try:
-                s.bind((a, 0))  # only an address of this host's interfaces binds
+            try:  # only an address of this host's interfaces binds
+                s.bind((str(ip), 0, 0, scope) if fam == socket.AF_INET6 else (str(ip), 0))
                 out.append(a)
             except OSError:
                 pass
