@@ -223,3 +223,24 @@ def test_a_link_local_address_of_this_host_is_this_host(tmp_path: Path,
         assert s.accepted == 0
     finally:
         s.close()
+
+
+def test_an_address_in_another_option_does_not_hide_fios_default_host(
+        tmp_path: Path, storlab: Any) -> None:
+    """An `nfs://` address in `description` (judged, a remote host) is not where the http
+    engine connects: without `http_host` it still connects to fio's default, localhost,
+    and a service of this host on port 80 is refused there (the address was taken for
+    the job's destination, and localhost was not judged)."""
+    try:
+        s = Service(port=80)
+    except OSError:
+        pytest.skip("port 80 is taken here")
+    try:
+        opts = {"ioengine": "http", "filename": "o", "rw": "write", "size": "64k",
+                "description": "copy of nfs://192.0.2.1/export"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "fio's default): localhost port 80 is a service" in r.stderr, r.stderr
+        assert s.accepted == 0
+    finally:
+        s.close()

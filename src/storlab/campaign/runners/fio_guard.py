@@ -104,6 +104,13 @@ JUDGED_ENGINES = NETWORK_ENGINES - {"rbd", "rados"}
 HOST_OPTIONS = ("hostname", "http_host", "namenode", "brick")
 
 
+#: The options that name where each network engine connects; an engine of the job none
+#: of whose options is given connects to fio's default, this host (`localhost`).
+_NAMED_BY = {"net": ("hostname", "filename"), "netsplice": ("hostname", "filename"),
+             "rdma": ("hostname", "filename"), "http": ("http_host",),
+             "libhdfs": ("namenode",), "gfapi": ("brick",), "gfapi_async": ("brick",),
+             "nbd": ("uri",), "nfs": ("nfs_url",), "libiscsi": ("filename",)}
+
 #: An `nbd://`, `nfs://` or `iscsi://` address's host and port.
 _URL_HOST = re.compile(r"\b(?:nbds?|nfs|iscsi)(?:\+\w+)?://\[?([^/\]:?]*)\]?(?::(\d+))?")
 
@@ -111,7 +118,10 @@ _URL_HOST = re.compile(r"\b(?:nbds?|nfs|iscsi)(?:\+\w+)?://\[?([^/\]:?]*)\]?(?::
 def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
                   ) -> list[tuple[str, str, int | None]]:
     """(option, host, port or None) of every place these options make a network engine
-    connect to; none named: fio's default, this host (`localhost`)."""
+    connect to (an address in any option's value is judged too), and fio's default, this
+    host (`localhost`), when an engine of `engines` has none of its own options naming
+    one (`_NAMED_BY`; an address in `description`, or another engine's `hostname`, is
+    not where that engine connects)."""
     out: list[tuple[str, str, int | None]] = []
     for k, v in given:
         v = str(v).strip()
@@ -128,7 +138,11 @@ def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
                     out.append((k, name.split("/")[0], None))
         for m in _URL_HOST.finditer(v):
             out.append((k, m.group(1), (_ports(m.group(2) or "") or [None])[0]))
-    return out or [("(none: fio's default)", "localhost", None)]
+    keys = {k for k, v in given if str(v).strip()}
+    if any(not keys & set(_NAMED_BY.get(e, ())) for e in engines if e in _NAMED_BY) \
+            or not out:
+        out.append(("(none: fio's default)", "localhost", None))
+    return out
 
 
 def _local(host: str) -> list[str]:
