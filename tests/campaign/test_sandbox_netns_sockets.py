@@ -238,3 +238,23 @@ def test_the_look_is_narrowed_to_where_the_sockets_file_system_is_mounted(
             subprocess.run(["umount", str(mnt)])
     finally:
         mnt.rmdir()
+
+
+def test_where_a_socket_was_found_before_counts_only_inside_the_roots_looked_at(
+        tmp_path: Path) -> None:
+    """`find` remembers where it found a socket's file (the next start looks there first),
+    but a place outside the roots of this look is not what this program sees: not
+    returned (it would be covered with /dev/null where nothing of it is shown)."""
+    import socket
+
+    from storlab.campaign.runners import _host_sockets
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    path = str(tmp_path / "a" / "s.sock")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(path)
+        key = os.lstat(path).st_ino & 0xFFFFFFFF
+        assert _host_sockets.find([str(tmp_path / "a")], {key}) == ([path], set(), True)
+        assert _host_sockets.find([str(tmp_path / "b")], {key}) == ([], {key}, True)
+        assert _host_sockets.find([str(tmp_path)], {key}) == ([path], set(), True)

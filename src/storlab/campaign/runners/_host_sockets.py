@@ -271,22 +271,22 @@ def find(roots: Sequence[str], wanted: Iterable[int], budget: int | None = None
     with the same inode number is found too (covered for nothing: harmless)."""
     left = set(wanted)
     found: list[str] = []
-    for key in list(left):  # where it was last time, unless it moved
-        p = _FOUND.get(key)
-        try:
-            st = os.lstat(p) if p else None
-        except OSError:
-            st = None
-        if st is not None and stat.S_ISSOCK(st.st_mode) and st.st_ino & 0xFFFFFFFF == key:
-            found.append(p)  # type: ignore[arg-type]
-            left.discard(key)
     budget = BUDGET if budget is None else budget
-    tops = []
+    tops: list[str] = []
     for r in sorted(set(roots), key=len):
         if any(within(r, t) for t in ("/proc", "/sys", "/dev")) or os.path.islink(r) or \
                 any(within(r, t) for t in tops):
             continue
         tops.append(r)
+    for key in list(left):  # where it was last time, unless it moved (or lies elsewhere
+        p = _FOUND.get(key)  # than these roots: another program's walls found it)
+        try:
+            st = os.lstat(p) if p and any(within(p, t) for t in tops) else None
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISSOCK(st.st_mode) and st.st_ino & 0xFFFFFFFF == key:
+            found.append(p)  # type: ignore[arg-type]
+            left.discard(key)
     queue = collections.deque(tops)
     seen = 0
     while left and queue:
