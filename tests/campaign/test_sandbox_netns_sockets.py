@@ -258,3 +258,49 @@ def test_where_a_socket_was_found_before_counts_only_inside_the_roots_looked_at(
         assert _host_sockets.find([str(tmp_path / "a")], {key}) == ([path], set(), True)
         assert _host_sockets.find([str(tmp_path / "b")], {key}) == ([], {key}, True)
         assert _host_sockets.find([str(tmp_path)], {key}) == ([path], set(), True)
+
+
+def test_the_kernels_socket_dump_is_read_whole_or_refused() -> None:
+    """The sock_diag replies read by hand: a socket's file given by its `UNIX_DIAG_VFS`
+    attribute (after another attribute, padded to 4 bytes), over several datagrams until
+    `NLMSG_DONE`; the kernel's error is OSError with its errno; a message cut short or
+    longer than what came is OSError too (it was a struct.error traceback, or read past
+    the message), never a socket silently left out. And the real dump of this network
+    namespace names a socket this process bound."""
+    import socket
+    import struct
+
+    from storlab.campaign.runners import _host_sockets as h
+
+    def msg(kind: int, body: bytes) -> bytes:
+        raw = struct.pack("=IHHII", 16 + len(body), kind, 2, 1, 0) + body
+        return raw + b"\0" * (-len(raw) % 4)
+
+    def sock(ino: int, dev: int, vino: int) -> bytes:
+        name = struct.pack("=HH", 4 + 5, 0) + b"abcde" + b"\0" * 3  # UNIX_DIAG_NAME
+        vfs = struct.pack("=HHII", 12, 1, vino, dev)  # UNIX_DIAG_VFS
+        return msg(20, struct.pack("=BBBBIII", 1, 1, 10, 0, ino, 0, 0) + name + vfs)
+
+    out: dict[int, tuple[int, int]] = {}
+    assert h._parse_vfs(sock(7, (8 << 20) | 3, 99) + sock(8, 5, 100), out) is False
+    assert h._parse_vfs(msg(3, struct.pack("=i", 0)), out) is True
+    assert out == {7: (os.makedev(8, 3), 99), 8: (os.makedev(0, 5), 100)}
+    with pytest.raises(OSError) as exc:
+        h._parse_vfs(msg(2, struct.pack("=i", -13) + b"\0" * 16), {})
+    assert exc.value.errno == 13
+    whole = sock(9, 1, 1)
+    for cut in (whole[:10], whole[:30], whole[:-4]):
+        with pytest.raises(OSError, match="sock_diag"):
+            h._parse_vfs(cut, {})
+    bad = bytearray(whole)
+    bad[32:34] = struct.pack("=H", 200)  # the name attribute's length past the message
+    with pytest.raises(OSError, match="sock_diag"):
+        h._parse_vfs(bytes(bad), {})
+    with socket.socket(socket.AF_UNIX) as s:
+        path = f"/tmp/storlab-test-diag-{uuid.uuid4().hex[:8]}"
+        s.bind(path)
+        try:
+            st = os.lstat(path)
+            assert (st.st_ino & 0xFFFFFFFF) in {ino for _, ino in h._dump_vfs().values()}
+        finally:
+            os.unlink(path)

@@ -133,28 +133,48 @@ def _dump_vfs() -> dict[int, tuple[int, int]]:
         s.sendto(req, (0, 0))
         while True:
             data = s.recv(1 << 16)
-            at = 0
-            while at + 16 <= len(data):
-                length, kind = struct.unpack_from("=IH", data, at)
-                if length < 16:
-                    raise OSError("sock_diag: a malformed reply")
-                if kind == _NLMSG_DONE:
-                    return out
-                if kind == _NLMSG_ERROR:
-                    err = -struct.unpack_from("=i", data, at + 16)[0]
-                    raise OSError(err, f"sock_diag: {os.strerror(err)}")
-                body = at + 16
-                sock = struct.unpack_from("=I", data, body + 4)[0]
-                a = body + 16
-                while a + 4 <= at + length:
-                    alen, atype = struct.unpack_from("=HH", data, a)
-                    if alen < 4:
-                        break
-                    if atype == _UNIX_DIAG_VFS and alen >= 12:
-                        ino, dev = struct.unpack_from("=II", data, a + 4)
-                        out[sock] = (os.makedev(dev >> 20, dev & 0xFFFFF), ino)
-                    a += (alen + 3) & ~3
-                at += (length + 3) & ~3
+            if not data:
+                raise OSError("sock_diag: an empty reply")
+            if _parse_vfs(data, out):
+                break
+    return out
+
+
+def _parse_vfs(data: bytes, out: dict[int, tuple[int, int]]) -> bool:
+    """Read one datagram of a `SOCK_DIAG_BY_FAMILY` dump into `out` (`_dump_vfs`): True
+    once it ends the dump (`NLMSG_DONE`). OSError for the kernel's error (`NLMSG_ERROR`)
+    and for a message that does not fit (a length below the header's or past what was
+    received, a body shorter than a `unix_diag_msg`): never a struct.error traceback,
+    never a socket silently left out."""
+    at = 0
+    while at < len(data):
+        if at + 16 > len(data):
+            raise OSError("sock_diag: a truncated reply")
+        length, kind = struct.unpack_from("=IH", data, at)
+        if length < 16 or at + length > len(data):
+            raise OSError("sock_diag: a malformed reply")
+        if kind == _NLMSG_DONE:
+            return True
+        if kind == _NLMSG_ERROR:
+            if length < 20:
+                raise OSError("sock_diag: a malformed reply")
+            err = -struct.unpack_from("=i", data, at + 16)[0]
+            raise OSError(err, f"sock_diag: {os.strerror(err)}")
+        if length < 16 + 16:
+            raise OSError("sock_diag: a malformed reply")
+        body = at + 16
+        sock = struct.unpack_from("=I", data, body + 4)[0]
+        a = body + 16
+        while a + 4 <= at + length:
+            alen, atype = struct.unpack_from("=HH", data, a)
+            if alen < 4 or a + alen > at + length:
+                raise OSError("sock_diag: a malformed reply")
+            if atype == _UNIX_DIAG_VFS and alen >= 12:
+                ino, dev = struct.unpack_from("=II", data, a + 4)
+                out[sock] = (os.makedev(dev >> 20, dev & 0xFFFFF), ino)
+            a += (alen + 3) & ~3
+        at += (length + 3) & ~3
+    return False
 
 
 def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
