@@ -304,3 +304,18 @@ def test_the_kernels_socket_dump_is_read_whole_or_refused() -> None:
             assert (st.st_ino & 0xFFFFFFFF) in {ino for _, ino in h._dump_vfs().values()}
         finally:
             os.unlink(path)
+
+
+def test_a_process_is_read_only_for_the_network_namespace_it_was_listed_in() -> None:
+    """A namespace's sockets are read through one of its processes: a pid that is no
+    longer in that namespace (ended and reused by a process of another one) is passed
+    over, so its namespace's list is not taken for the one wanted (which would leave the
+    wanted one's sockets uncovered), nor its kernel asked."""
+    from storlab.campaign.runners import _host_sockets as h
+
+    own = os.stat("/proc/self/ns/net").st_ino
+    assert h._read_unix(own, [os.getpid()]) is not None
+    assert h._read_unix(own + 1, [os.getpid()]) is None
+    assert isinstance(h._dump_in(own, [os.getpid()]), dict)
+    with pytest.raises(OSError, match="left that network namespace"):
+        h._dump_in(own + 1, [os.getpid()])

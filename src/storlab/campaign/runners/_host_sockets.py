@@ -65,15 +65,29 @@ def _namespaces() -> dict[int, list[int]]:
     return out
 
 
-def _read_unix(pids: Sequence[int]) -> list[tuple[int, str]] | None:
+def _read_unix(ns: int, pids: Sequence[int]) -> list[tuple[int, str]] | None:
     """(socket inode, name) of the path-bound sockets `/proc/<pid>/net/unix` lists, from
-    the first of `pids` still there; None when none is."""
+    the first of `pids` still there and still in the network namespace `ns` (its inode,
+    asked before and after the read through the process's own /proc directory: a pid
+    ended and reused meanwhile by a process of another namespace is not read for this
+    one); None when none is."""
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/net/unix", encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()[1:]
+            dfd = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            if os.stat("ns/net", dir_fd=dfd).st_ino != ns:
+                continue
+            fd = os.open("net/unix", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
+            with open(fd, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()[1:]
+            if os.stat("ns/net", dir_fd=dfd).st_ino != ns:
+                continue
+        except OSError:
+            continue
+        finally:
+            os.close(dfd)
         out = []
         for line in lines:
             f = line.split(None, 7)
@@ -90,7 +104,7 @@ def bound() -> tuple[list[str], list[Unplaced]]:
     does not (`Unplaced`)."""
     listed: list[tuple[int, list[int], int, str]] = []
     for ns, pids in _namespaces().items():
-        for sock, name in _read_unix(pids) or ():
+        for sock, name in _read_unix(ns, pids) or ():
             listed.append((ns, pids, sock, name))
     count = collections.Counter(name for *_, name in listed)
     placed: list[str] = []
@@ -177,10 +191,11 @@ def _parse_vfs(data: bytes, out: dict[int, tuple[int, int]]) -> bool:
     return False
 
 
-def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """`_dump_vfs` in the network namespace of the first of `pids` still there: asked by a
-    thread of its own that enters it (`setns` changes the calling thread only; the thread
-    ends with it)."""
+def _dump_in(ns: int, pids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """`_dump_vfs` in the network namespace `ns` (its inode), entered through the first of
+    `pids` still in it (a pid reused by a process of another namespace is passed over):
+    asked by a thread of its own that enters it (`setns` changes the calling thread only;
+    the thread ends with it)."""
     own = os.stat("/proc/self/ns/net").st_ino
     errors: list[BaseException] = []
     for pid in pids:
@@ -190,6 +205,9 @@ def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
             errors.append(exc)
             continue
         try:
+            if os.fstat(fd).st_ino != ns:
+                errors.append(OSError(f"process {pid} left that network namespace"))
+                continue
             if os.fstat(fd).st_ino == own:
                 return _dump_vfs()
             got: list[dict[int, tuple[int, int]]] = []
@@ -226,7 +244,7 @@ def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:
         by_ns.setdefault(u.netns, []).append(u)
     out: dict[int, tuple[int, Unplaced]] = {}
     for group in by_ns.values():
-        vfs = _dump_in(group[0].pids)
+        vfs = _dump_in(group[0].netns, group[0].pids)
         for u in group:
             if u.sock in vfs:
                 dev, ino = vfs[u.sock]
