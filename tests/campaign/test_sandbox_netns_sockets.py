@@ -319,3 +319,18 @@ def test_a_process_is_read_only_for_the_network_namespace_it_was_listed_in() -> 
     assert isinstance(h._dump_in(own, [os.getpid()]), dict)
     with pytest.raises(OSError, match="left that network namespace"):
         h._dump_in(own + 1, [os.getpid()])
+
+
+def test_a_sockets_name_is_read_whole_whatever_its_characters(tmp_path: Path) -> None:
+    """/proc/net/unix prints a name as bound: a line ends at a newline only (str's
+    splitlines also ends one at \\x1c or \\x85, cutting `a\\x1cb.sock` to `a`, a path that
+    leads nowhere or to another socket)."""
+    import socket
+
+    from storlab.campaign.runners import _host_sockets
+
+    path = str(tmp_path / "a\x1cb\x85c.sock")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(path)
+        placed, unplaced = _host_sockets.bound()
+        assert path in placed, [u.name for u in unplaced if str(tmp_path) in u.name]

@@ -81,7 +81,7 @@ def _read_unix(ns: int, pids: Sequence[int]) -> list[tuple[int, str]] | None:
                 continue
             fd = os.open("net/unix", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
             with open(fd, encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()[1:]
+                lines = fh.read().split("\n")[1:]  # a name may hold \x1c, \x85...
             if os.stat("ns/net", dir_fd=dfd).st_ino != ns:
                 continue
         except OSError:
