@@ -334,3 +334,32 @@ def test_a_sockets_name_is_read_whole_whatever_its_characters(tmp_path: Path) ->
         s.bind(path)
         placed, unplaced = _host_sockets.bound()
         assert path in placed, [u.name for u in unplaced if str(tmp_path) in u.name]
+
+
+def test_a_program_with_io_uring_rings_gets_the_look_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sandbox.io_uring: true` without `unix_sockets`: a ring's IORING_OP_SOCKET and
+    IORING_OP_CONNECT pass round the seccomp filter, so the program may reach a socket
+    whose listed name leads nowhere as one allowed Unix sockets may: the look for it runs
+    (here it gives up within a budget of 10 entries, and the program does not start; it
+    started unlooked for before)."""
+    from storlab.campaign.runners import _host_sockets
+    from storlab.campaign.task import RunTask, execute_task
+
+    d = Daemon(tmp_path, netns=True, how="moved")
+    try:
+        monkeypatch.setattr(_host_sockets, "BUDGET", 10)
+        monkeypatch.setattr(_host_sockets, "_FOUND", {})
+        camp = tmp_path / "camp"
+        (camp / "scratch").mkdir(parents=True, exist_ok=True)
+        t = RunTask(key="c1-r1", config={}, runner_type="command",
+                    runner_options={"command": [sys.executable, "-c", CONNECT, d.at],
+                                    "json_metrics": {"y": "y"}},
+                    values={}, workdir=str(camp / "scratch" / "c1-r1"), timeout=60,
+                    homes=[str(camp)], io_uring=True)
+        res = execute_task(t).result
+        assert res.status != "ok", res.raw
+        assert d.path in res.stderr and "allow_destructive" in res.stderr, res.stderr[-800:]
+        assert d.connections() == 0
+    finally:
+        d.close()
