@@ -314,6 +314,7 @@ def test_a_process_is_read_only_for_the_network_namespace_it_was_listed_in() -> 
     from storlab.campaign.runners import _host_sockets as h
 
     own = os.stat("/proc/self/ns/net").st_ino
+    assert h._netns("/proc/self/ns/net") == own  # read from the link's text
     assert h._read_unix(own, [os.getpid()]) is not None
     assert h._read_unix(own + 1, [os.getpid()]) is None
     assert isinstance(h._dump_in(own, [os.getpid()]), dict)
