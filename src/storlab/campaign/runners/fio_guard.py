@@ -499,9 +499,11 @@ def _loads_code(engine: str) -> bool:
 
 
 def _ports(value: str) -> list[int]:
-    """The TCP port `value` names (a number 1-65535), or none."""
+    """The TCP port `value` names (a number 1-65535, ASCII digits: str.isdigit() also
+    takes latin-1's `²`, which int() refuses with a ValueError traceback), or none."""
     value = value.strip()
-    return [int(value)] if value.isdigit() and 0 < int(value) < 65536 else []
+    return [int(value)] if value.isascii() and value.isdigit() and 0 < int(value) < 65536 \
+        else []
 
 
 #: Client mode: a fio server runs outside storlab's walls (storlab did not start it), so
