@@ -246,12 +246,15 @@ def test_an_address_in_another_option_does_not_hide_fios_default_host(
         s.close()
 
 
-def test_a_port_of_digits_int_refuses_is_no_traceback(tmp_path: Path, storlab: Any) -> None:
-    """`port: "²"` (str.isdigit() says yes, int() refuses): the local-service check, asked
-    before any run, names no port from it instead of a ValueError traceback out of
-    `storlab run`; the run then fails as fio's, in its own line."""
-    opts = {"ioengine": "net", "hostname": "127.0.0.1", "port": "²", "rw": "write",
-            "size": "64k"}
+@pytest.mark.parametrize("option", ["port", "numjobs"])
+def test_a_number_of_digits_int_refuses_is_no_traceback(tmp_path: Path, storlab: Any,
+                                                        option: str) -> None:
+    """`port: "²"`, `numjobs: "²"` (str.isdigit() says yes, int() refuses): the
+    local-service check, asked before any run, reads no number from it instead of a
+    ValueError traceback out of `storlab run`; the run then fails as fio's, in its own
+    line."""
+    opts = {"ioengine": "net", "hostname": "127.0.0.1", "port": 8999, "rw": "write",
+            "size": "64k", option: "²"}
     r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
     assert "Traceback" not in r.stderr and "ValueError" not in r.stdout + r.stderr, r.stderr
     assert r.returncode != 0, r.stdout + r.stderr

@@ -73,7 +73,8 @@ def network_ports(job: FioSettings, opts: Mapping[str, str] | None = None
             out.update(_ports(port))
     given = given_options(job, opts)
     engines = {str(v) for k, v in given if k == "ioengine"}
-    numjobs = max([int(v) for k, v in given if k == "numjobs" and str(v).isdigit()] + [1])
+    numjobs = max([int(v) for k, v in given if k == "numjobs"
+                   and str(v).isascii() and str(v).isdigit()] + [1])
     for k, v in given:
         v = str(v)
         if k == "port":
