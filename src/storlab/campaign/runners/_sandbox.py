@@ -1248,8 +1248,9 @@ class Walls:
         shown trees `specials` does not walk (`_host_sockets.find`); a program allowed
         io_uring rings may make them (a ring's socket operations pass round the filter).
         Not the declared sockets, nor those in the run's own directory (the run's, say
-        from a server a `system_writable` step started). CampaignError when such a socket cannot be looked
-        for, or the look gives up, without `allow_destructive` (`strict`)."""
+        from a server a `system_writable` step started). CampaignError when such a
+        socket cannot be looked for, or the look gives up, without `allow_destructive`
+        (`strict`)."""
         from . import _host_sockets
 
         seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
