@@ -185,3 +185,76 @@ def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
             s.recv(10)
     finally:
         s.close()
+
+
+def link_local() -> str | None:
+    """A link-local IPv6 address of this host with its interface (`fe80::1%eth0`), or
+    None (/proc/net/if_inet6: the address in hex, the scope 20 for link)."""
+    import ipaddress
+
+    try:
+        rows = Path("/proc/net/if_inet6").read_text().splitlines()
+    except OSError:
+        return None
+    for f in (r.split() for r in rows):
+        if len(f) == 6 and f[3] == "20":
+            return f"{ipaddress.IPv6Address(bytes.fromhex(f[0]))}%{f[5]}"
+    return None
+
+
+def test_a_link_local_address_of_this_host_is_this_host(tmp_path: Path,
+                                                        storlab: Any) -> None:
+    """`hostname: fe80::...%eth0` (an interface's link-local address with its zone) is
+    an address of this host: a listener on `::` is refused before any run, as for `::1`;
+    the service accepts nothing. The check's bind without the zone failed, so the address
+    was taken for another machine's and the run started (fio 3.33's net engine then drops
+    the zone and its connect fails, EINVAL; an engine whose client keeps the zone
+    reaches the listener)."""
+    host = link_local()
+    if host is None:
+        pytest.skip("no link-local IPv6 address here")
+    s = Service("::")
+    try:
+        opts = {"ioengine": "net", "protocol": "tcpv6", "hostname": host, "port": s.port,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"port {s.port} is a service of this host" in r.stderr, r.stderr
+        assert s.accepted == 0
+    finally:
+        s.close()
+
+
+def test_an_address_in_another_option_does_not_hide_fios_default_host(
+        tmp_path: Path, storlab: Any) -> None:
+    """An `nfs://` address in `description` (judged, a remote host) is not where the http
+    engine connects: without `http_host` it still connects to fio's default, localhost,
+    and a service of this host on port 80 is refused there (the address was taken for
+    the job's destination, and localhost was not judged)."""
+    try:
+        s = Service(port=80)
+    except OSError:
+        pytest.skip("port 80 is taken here")
+    try:
+        opts = {"ioengine": "http", "filename": "o", "rw": "write", "size": "64k",
+                "description": "copy of nfs://192.0.2.1/export"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "fio's default): localhost port 80 is a service" in r.stderr, r.stderr
+        assert s.accepted == 0
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("option", ["port", "numjobs"])
+def test_a_number_of_digits_int_refuses_is_no_traceback(tmp_path: Path, storlab: Any,
+                                                        option: str) -> None:
+    """`port: "²"`, `numjobs: "²"` (str.isdigit() says yes, int() refuses): the
+    local-service check, asked before any run, reads no number from it instead of a
+    ValueError traceback out of `storlab run`; the run then fails as fio's, in its own
+    line."""
+    opts = {"ioengine": "net", "hostname": "127.0.0.1", "port": 8999, "rw": "write",
+            "size": "64k", option: "²"}
+    r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+    assert "Traceback" not in r.stderr and "ValueError" not in r.stdout + r.stderr, r.stderr
+    assert r.returncode != 0, r.stdout + r.stderr

@@ -238,3 +238,129 @@ def test_the_look_is_narrowed_to_where_the_sockets_file_system_is_mounted(
             subprocess.run(["umount", str(mnt)])
     finally:
         mnt.rmdir()
+
+
+def test_where_a_socket_was_found_before_counts_only_inside_the_roots_looked_at(
+        tmp_path: Path) -> None:
+    """`find` remembers where it found a socket's file (the next start looks there first),
+    but a place outside the roots of this look is not what this program sees: not
+    returned (it would be covered with /dev/null where nothing of it is shown)."""
+    import socket
+
+    from storlab.campaign.runners import _host_sockets
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    path = str(tmp_path / "a" / "s.sock")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(path)
+        key = os.lstat(path).st_ino & 0xFFFFFFFF
+        assert _host_sockets.find([str(tmp_path / "a")], {key}) == ([path], set(), True)
+        assert _host_sockets.find([str(tmp_path / "b")], {key}) == ([], {key}, True)
+        assert _host_sockets.find([str(tmp_path)], {key}) == ([path], set(), True)
+
+
+def test_the_kernels_socket_dump_is_read_whole_or_refused() -> None:
+    """The sock_diag replies read by hand: a socket's file given by its `UNIX_DIAG_VFS`
+    attribute (after another attribute, padded to 4 bytes), over several datagrams until
+    `NLMSG_DONE`; the kernel's error is OSError with its errno; a message cut short or
+    longer than what came is OSError too (it was a struct.error traceback, or read past
+    the message), never a socket silently left out. And the real dump of this network
+    namespace names a socket this process bound."""
+    import socket
+    import struct
+
+    from storlab.campaign.runners import _host_sockets as h
+
+    def msg(kind: int, body: bytes) -> bytes:
+        raw = struct.pack("=IHHII", 16 + len(body), kind, 2, 1, 0) + body
+        return raw + b"\0" * (-len(raw) % 4)
+
+    def sock(ino: int, dev: int, vino: int) -> bytes:
+        name = struct.pack("=HH", 4 + 5, 0) + b"abcde" + b"\0" * 3  # UNIX_DIAG_NAME
+        vfs = struct.pack("=HHII", 12, 1, vino, dev)  # UNIX_DIAG_VFS
+        return msg(20, struct.pack("=BBBBIII", 1, 1, 10, 0, ino, 0, 0) + name + vfs)
+
+    out: dict[int, tuple[int, int]] = {}
+    assert h._parse_vfs(sock(7, (8 << 20) | 3, 99) + sock(8, 5, 100), out) is False
+    assert h._parse_vfs(msg(3, struct.pack("=i", 0)), out) is True
+    assert out == {7: (os.makedev(8, 3), 99), 8: (os.makedev(0, 5), 100)}
+    with pytest.raises(OSError) as exc:
+        h._parse_vfs(msg(2, struct.pack("=i", -13) + b"\0" * 16), {})
+    assert exc.value.errno == 13
+    whole = sock(9, 1, 1)
+    for cut in (whole[:10], whole[:30], whole[:-4]):
+        with pytest.raises(OSError, match="sock_diag"):
+            h._parse_vfs(cut, {})
+    bad = bytearray(whole)
+    bad[32:34] = struct.pack("=H", 200)  # the name attribute's length past the message
+    with pytest.raises(OSError, match="sock_diag"):
+        h._parse_vfs(bytes(bad), {})
+    with socket.socket(socket.AF_UNIX) as s:
+        path = f"/tmp/storlab-test-diag-{uuid.uuid4().hex[:8]}"
+        s.bind(path)
+        try:
+            st = os.lstat(path)
+            assert (st.st_ino & 0xFFFFFFFF) in {ino for _, ino in h._dump_vfs().values()}
+        finally:
+            os.unlink(path)
+
+
+def test_a_process_is_read_only_for_the_network_namespace_it_was_listed_in() -> None:
+    """A namespace's sockets are read through one of its processes: a pid that is no
+    longer in that namespace (ended and reused by a process of another one) is passed
+    over, so its namespace's list is not taken for the one wanted (which would leave the
+    wanted one's sockets uncovered), nor its kernel asked."""
+    from storlab.campaign.runners import _host_sockets as h
+
+    own = os.stat("/proc/self/ns/net").st_ino
+    assert h._netns("/proc/self/ns/net") == own  # read from the link's text
+    assert h._read_unix(own, [os.getpid()]) is not None
+    assert h._read_unix(own + 1, [os.getpid()]) is None
+    assert isinstance(h._dump_in(own, [os.getpid()]), dict)
+    with pytest.raises(OSError, match="left that network namespace"):
+        h._dump_in(own + 1, [os.getpid()])
+
+
+def test_a_sockets_name_is_read_whole_whatever_its_characters(tmp_path: Path) -> None:
+    """/proc/net/unix prints a name as bound: a line ends at a newline only (str's
+    splitlines also ends one at \\x1c or \\x85, cutting `a\\x1cb.sock` to `a`, a path that
+    leads nowhere or to another socket)."""
+    import socket
+
+    from storlab.campaign.runners import _host_sockets
+
+    path = str(tmp_path / "a\x1cb\x85c.sock")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(path)
+        placed, unplaced = _host_sockets.bound()
+        assert path in placed, [u.name for u in unplaced if str(tmp_path) in u.name]
+
+
+def test_a_program_with_io_uring_rings_gets_the_look_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sandbox.io_uring: true` without `unix_sockets`: a ring's IORING_OP_SOCKET and
+    IORING_OP_CONNECT pass round the seccomp filter, so the program may reach a socket
+    whose listed name leads nowhere as one allowed Unix sockets may: the look for it runs
+    (here it gives up within a budget of 10 entries, and the program does not start; it
+    started unlooked for before)."""
+    from storlab.campaign.runners import _host_sockets
+    from storlab.campaign.task import RunTask, execute_task
+
+    d = Daemon(tmp_path, netns=True, how="moved")
+    try:
+        monkeypatch.setattr(_host_sockets, "BUDGET", 10)
+        monkeypatch.setattr(_host_sockets, "_FOUND", {})
+        camp = tmp_path / "camp"
+        (camp / "scratch").mkdir(parents=True, exist_ok=True)
+        t = RunTask(key="c1-r1", config={}, runner_type="command",
+                    runner_options={"command": [sys.executable, "-c", CONNECT, d.at],
+                                    "json_metrics": {"y": "y"}},
+                    values={}, workdir=str(camp / "scratch" / "c1-r1"), timeout=60,
+                    homes=[str(camp)], io_uring=True)
+        res = execute_task(t).result
+        assert res.status != "ok", res.raw
+        assert d.path in res.stderr and "allow_destructive" in res.stderr, res.stderr[-800:]
+        assert d.connections() == 0
+    finally:
+        d.close()

@@ -42,12 +42,23 @@ class Unplaced:
     sock: int
 
 
+def _netns(path: str, dir_fd: int | None = None) -> int:
+    """The inode of the network namespace `path` (`/proc/PID/ns/net`) is, read from the
+    link's text (`net:[4026531840]`: half a stat's cost, paid for every process at every
+    start); by a stat when the text says otherwise. OSError when it is gone."""
+    text = os.readlink(path, dir_fd=dir_fd)
+    if text.startswith("net:[") and text.endswith("]") and text[5:-1].isascii() \
+            and text[5:-1].isdigit():
+        return int(text[5:-1])
+    return os.stat(path, dir_fd=dir_fd).st_ino
+
+
 def _namespaces() -> dict[int, list[int]]:
     """Each network namespace that has a process (its inode) and up to 4 of its processes,
     this process's own namespace first."""
     out: dict[int, list[int]] = {}
     try:
-        out[os.stat("/proc/self/ns/net").st_ino] = [os.getpid()]
+        out[_netns("/proc/self/ns/net")] = [os.getpid()]
     except OSError:
         pass
     try:
@@ -56,7 +67,7 @@ def _namespaces() -> dict[int, list[int]]:
         return out
     for pid in pids:
         try:
-            ino = os.stat(f"/proc/{pid}/ns/net").st_ino
+            ino = _netns(f"/proc/{pid}/ns/net")
         except OSError:  # gone, or not ours to look at
             continue
         got = out.setdefault(ino, [])
@@ -65,15 +76,29 @@ def _namespaces() -> dict[int, list[int]]:
     return out
 
 
-def _read_unix(pids: Sequence[int]) -> list[tuple[int, str]] | None:
+def _read_unix(ns: int, pids: Sequence[int]) -> list[tuple[int, str]] | None:
     """(socket inode, name) of the path-bound sockets `/proc/<pid>/net/unix` lists, from
-    the first of `pids` still there; None when none is."""
+    the first of `pids` still there and still in the network namespace `ns` (its inode,
+    asked before and after the read through the process's own /proc directory: a pid
+    ended and reused meanwhile by a process of another namespace is not read for this
+    one); None when none is."""
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/net/unix", encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()[1:]
+            dfd = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            if _netns("ns/net", dir_fd=dfd) != ns:
+                continue
+            fd = os.open("net/unix", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
+            with open(fd, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().split("\n")[1:]  # a name may hold \x1c, \x85...
+            if _netns("ns/net", dir_fd=dfd) != ns:
+                continue
+        except OSError:
+            continue
+        finally:
+            os.close(dfd)
         out = []
         for line in lines:
             f = line.split(None, 7)
@@ -90,7 +115,7 @@ def bound() -> tuple[list[str], list[Unplaced]]:
     does not (`Unplaced`)."""
     listed: list[tuple[int, list[int], int, str]] = []
     for ns, pids in _namespaces().items():
-        for sock, name in _read_unix(pids) or ():
+        for sock, name in _read_unix(ns, pids) or ():
             listed.append((ns, pids, sock, name))
     count = collections.Counter(name for *_, name in listed)
     placed: list[str] = []
@@ -133,34 +158,55 @@ def _dump_vfs() -> dict[int, tuple[int, int]]:
         s.sendto(req, (0, 0))
         while True:
             data = s.recv(1 << 16)
-            at = 0
-            while at + 16 <= len(data):
-                length, kind = struct.unpack_from("=IH", data, at)
-                if length < 16:
-                    raise OSError("sock_diag: a malformed reply")
-                if kind == _NLMSG_DONE:
-                    return out
-                if kind == _NLMSG_ERROR:
-                    err = -struct.unpack_from("=i", data, at + 16)[0]
-                    raise OSError(err, f"sock_diag: {os.strerror(err)}")
-                body = at + 16
-                sock = struct.unpack_from("=I", data, body + 4)[0]
-                a = body + 16
-                while a + 4 <= at + length:
-                    alen, atype = struct.unpack_from("=HH", data, a)
-                    if alen < 4:
-                        break
-                    if atype == _UNIX_DIAG_VFS and alen >= 12:
-                        ino, dev = struct.unpack_from("=II", data, a + 4)
-                        out[sock] = (os.makedev(dev >> 20, dev & 0xFFFFF), ino)
-                    a += (alen + 3) & ~3
-                at += (length + 3) & ~3
+            if not data:
+                raise OSError("sock_diag: an empty reply")
+            if _parse_vfs(data, out):
+                break
+    return out
 
 
-def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """`_dump_vfs` in the network namespace of the first of `pids` still there: asked by a
-    thread of its own that enters it (`setns` changes the calling thread only; the thread
-    ends with it)."""
+def _parse_vfs(data: bytes, out: dict[int, tuple[int, int]]) -> bool:
+    """Read one datagram of a `SOCK_DIAG_BY_FAMILY` dump into `out` (`_dump_vfs`): True
+    once it ends the dump (`NLMSG_DONE`). OSError for the kernel's error (`NLMSG_ERROR`)
+    and for a message that does not fit (a length below the header's or past what was
+    received, a body shorter than a `unix_diag_msg`): never a struct.error traceback,
+    never a socket silently left out."""
+    at = 0
+    while at < len(data):
+        if at + 16 > len(data):
+            raise OSError("sock_diag: a truncated reply")
+        length, kind = struct.unpack_from("=IH", data, at)
+        if length < 16 or at + length > len(data):
+            raise OSError("sock_diag: a malformed reply")
+        if kind == _NLMSG_DONE:
+            return True
+        if kind == _NLMSG_ERROR:
+            if length < 20:
+                raise OSError("sock_diag: a malformed reply")
+            err = -struct.unpack_from("=i", data, at + 16)[0]
+            raise OSError(err, f"sock_diag: {os.strerror(err)}")
+        if length < 16 + 16:
+            raise OSError("sock_diag: a malformed reply")
+        body = at + 16
+        sock = struct.unpack_from("=I", data, body + 4)[0]
+        a = body + 16
+        while a + 4 <= at + length:
+            alen, atype = struct.unpack_from("=HH", data, a)
+            if alen < 4 or a + alen > at + length:
+                raise OSError("sock_diag: a malformed reply")
+            if atype == _UNIX_DIAG_VFS and alen >= 12:
+                ino, dev = struct.unpack_from("=II", data, a + 4)
+                out[sock] = (os.makedev(dev >> 20, dev & 0xFFFFF), ino)
+            a += (alen + 3) & ~3
+        at += (length + 3) & ~3
+    return False
+
+
+def _dump_in(ns: int, pids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """`_dump_vfs` in the network namespace `ns` (its inode), entered through the first of
+    `pids` still in it (a pid reused by a process of another namespace is passed over):
+    asked by a thread of its own that enters it (`setns` changes the calling thread only;
+    the thread ends with it)."""
     own = os.stat("/proc/self/ns/net").st_ino
     errors: list[BaseException] = []
     for pid in pids:
@@ -170,6 +216,9 @@ def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
             errors.append(exc)
             continue
         try:
+            if os.fstat(fd).st_ino != ns:
+                errors.append(OSError(f"process {pid} left that network namespace"))
+                continue
             if os.fstat(fd).st_ino == own:
                 return _dump_vfs()
             got: list[dict[int, tuple[int, int]]] = []
@@ -206,7 +255,7 @@ def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:
         by_ns.setdefault(u.netns, []).append(u)
     out: dict[int, tuple[int, Unplaced]] = {}
     for group in by_ns.values():
-        vfs = _dump_in(group[0].pids)
+        vfs = _dump_in(group[0].netns, group[0].pids)
         for u in group:
             if u.sock in vfs:
                 dev, ino = vfs[u.sock]
@@ -271,22 +320,22 @@ def find(roots: Sequence[str], wanted: Iterable[int], budget: int | None = None
     with the same inode number is found too (covered for nothing: harmless)."""
     left = set(wanted)
     found: list[str] = []
-    for key in list(left):  # where it was last time, unless it moved
-        p = _FOUND.get(key)
-        try:
-            st = os.lstat(p) if p else None
-        except OSError:
-            st = None
-        if st is not None and stat.S_ISSOCK(st.st_mode) and st.st_ino & 0xFFFFFFFF == key:
-            found.append(p)  # type: ignore[arg-type]
-            left.discard(key)
     budget = BUDGET if budget is None else budget
-    tops = []
+    tops: list[str] = []
     for r in sorted(set(roots), key=len):
         if any(within(r, t) for t in ("/proc", "/sys", "/dev")) or os.path.islink(r) or \
                 any(within(r, t) for t in tops):
             continue
         tops.append(r)
+    for key in list(left):  # where it was last time, unless it moved (or lies elsewhere
+        p = _FOUND.get(key)  # than these roots: another program's walls found it)
+        try:
+            st = os.lstat(p) if p and any(within(p, t) for t in tops) else None
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISSOCK(st.st_mode) and st.st_ino & 0xFFFFFFFF == key:
+            found.append(p)  # type: ignore[arg-type]
+            left.discard(key)
     queue = collections.deque(tops)
     seen = 0
     while left and queue:

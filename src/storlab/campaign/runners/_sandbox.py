@@ -1323,10 +1323,12 @@ class Walls:
         (`_host_sockets.bound`: `connect()` on a path crosses network namespaces); when the
         program may make Unix sockets, those whose listed name does not lead to them (a
         relative name, a directory renamed since) are looked for by their inode in the
-        shown trees `specials` does not walk (`_host_sockets.find`). Not the declared
-        sockets, nor those in the run's own directory (the run's, say from a server a
-        `system_writable` step started). CampaignError when such a socket cannot be looked
-        for, or the look gives up, without `allow_destructive` (`strict`)."""
+        shown trees `specials` does not walk (`_host_sockets.find`); a program allowed
+        io_uring rings may make them (a ring's socket operations pass round the filter).
+        Not the declared sockets, nor those in the run's own directory (the run's, say
+        from a server a `system_writable` step started). CampaignError when such a
+        socket cannot be looked for, or the look gives up, without `allow_destructive`
+        (`strict`)."""
         from . import _host_sockets
 
         seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
@@ -1335,13 +1337,15 @@ class Walls:
         listed, unplaced = _host_sockets.bound()
         out = [path for path in listed
                if any(within(path, t) for t in seen) and os.path.exists(path)]
-        if unplaced and self.unix_sockets:
+        # io_uring's IORING_OP_SOCKET and _CONNECT pass round the filter: a program with
+        # rings makes Unix sockets whatever `unix_sockets` says
+        if unplaced and (self.unix_sockets or self.io_uring):
             # the trees `specials` walks find every socket in them by name already
             walked = {*self.trees, *(p for fd, p in zip(self.fds, self.writable)
                                      if not _unwalked(p))}
             roots = [t for t in seen if t not in walked and t not in own and t != run_dir]
             way_out = ("set sandbox.allow_destructive: true to run without it, or drop the "
-                       "Unix sockets the campaign's programs get")
+                       "Unix sockets (or io_uring rings) the campaign's programs get")
             try:
                 wanted = _host_sockets.placed(unplaced)
             except OSError as exc:

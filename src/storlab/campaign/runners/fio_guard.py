@@ -74,7 +74,8 @@ def network_ports(job: FioSettings, opts: Mapping[str, str] | None = None
             out.update(_ports(port))
     given = given_options(job, opts)
     engines = {str(v) for k, v in given if k == "ioengine"}
-    numjobs = max([int(v) for k, v in given if k == "numjobs" and str(v).isdigit()] + [1])
+    numjobs = max([int(v) for k, v in given if k == "numjobs"
+                   and str(v).isascii() and str(v).isdigit()] + [1])
     for k, v in given:
         v = str(v)
         if k == "port":
@@ -105,6 +106,13 @@ JUDGED_ENGINES = NETWORK_ENGINES - {"rbd", "rados"}
 HOST_OPTIONS = ("hostname", "http_host", "namenode", "brick")
 
 
+#: The options that name where each network engine connects; an engine of the job none
+#: of whose options is given connects to fio's default, this host (`localhost`).
+_NAMED_BY = {"net": ("hostname", "filename"), "netsplice": ("hostname", "filename"),
+             "rdma": ("hostname", "filename"), "http": ("http_host",),
+             "libhdfs": ("namenode",), "gfapi": ("brick",), "gfapi_async": ("brick",),
+             "nbd": ("uri",), "nfs": ("nfs_url",), "libiscsi": ("filename",)}
+
 #: An `nbd://`, `nfs://` or `iscsi://` address's host and port.
 _URL_HOST = re.compile(r"\b(?:nbds?|nfs|iscsi)(?:\+\w+)?://\[?([^/\]:?]*)\]?(?::(\d+))?")
 
@@ -112,7 +120,10 @@ _URL_HOST = re.compile(r"\b(?:nbds?|nfs|iscsi)(?:\+\w+)?://\[?([^/\]:?]*)\]?(?::
 def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
                   ) -> list[tuple[str, str, int | None]]:
     """(option, host, port or None) of every place these options make a network engine
-    connect to; none named: fio's default, this host (`localhost`)."""
+    connect to (an address in any option's value is judged too), and fio's default, this
+    host (`localhost`), when an engine of `engines` has none of its own options naming
+    one (`_NAMED_BY`; an address in `description`, or another engine's `hostname`, is
+    not where that engine connects)."""
     out: list[tuple[str, str, int | None]] = []
     for k, v in given:
         v = str(v).strip()
@@ -129,32 +140,41 @@ def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
                     out.append((k, name.split("/")[0], None))
         for m in _URL_HOST.finditer(v):
             out.append((k, m.group(1), (_ports(m.group(2) or "") or [None])[0]))
-    return out or [("(none: fio's default)", "localhost", None)]
+    keys = {k for k, v in given if str(v).strip()}
+    if any(not keys & set(_NAMED_BY.get(e, ())) for e in engines if e in _NAMED_BY) \
+            or not out:
+        out.append(("(none: fio's default)", "localhost", None))
+    return out
 
 
 def _local(host: str) -> list[str]:
     """The addresses of `host` that are this host's own (loopback, the wildcard, an
     address of one of its interfaces): an empty host is fio's localhost; a name is
-    resolved as fio would. None when it resolves to none of them (or not at all)."""
+    resolved as fio would. Empty when it resolves to none of them (or not at all). A
+    link-local IPv6 address is tried with the interface its `%zone` names (without it no
+    bind succeeds, while fio, resolving the name, connects through that interface to a
+    listener of this host); an IPv4-mapped one as the IPv4 address it carries."""
     import ipaddress
     import socket
 
     host = host or "localhost"
     try:
-        infos = {i[4][0].partition("%")[0] for i in socket.getaddrinfo(
-            host, None, type=socket.SOCK_STREAM)}
+        infos = {(i[4][0].partition("%")[0], i[4][3] if i[0] == socket.AF_INET6 else 0)
+                 for i in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
     except (OSError, UnicodeError):
         return []
     out = []
-    for a in sorted(infos):
+    for a, scope in sorted(infos):
         ip = ipaddress.ip_address(a)
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip, scope = ip.ipv4_mapped, 0
         if ip.is_loopback or ip.is_unspecified:
             out.append(a)
             continue
         fam = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
         with socket.socket(fam, socket.SOCK_DGRAM) as s:
-            try:
-                s.bind((a, 0))  # only an address of this host's interfaces binds
+            try:  # only an address of this host's interfaces binds
+                s.bind((str(ip), 0, 0, scope) if fam == socket.AF_INET6 else (str(ip), 0))
                 out.append(a)
             except OSError:
                 pass
@@ -541,9 +561,11 @@ def _loads_code(engine: str) -> bool:
 
 
 def _ports(value: str) -> list[int]:
-    """The TCP port `value` names (a number 1-65535), or none."""
+    """The TCP port `value` names (a number 1-65535, ASCII digits: str.isdigit() also
+    takes latin-1's `²`, which int() refuses with a ValueError traceback), or none."""
     value = value.strip()
-    return [int(value)] if value.isdigit() and 0 < int(value) < 65536 else []
+    return [int(value)] if value.isascii() and value.isdigit() and 0 < int(value) < 65536 \
+        else []
 
 
 #: Client mode: a fio server runs outside storlab's walls (storlab did not start it), so
