@@ -185,3 +185,27 @@ def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
             s.recv(10)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("host,bind,proto", [("0", "127.0.0.1", "tcp"),
+                                             ("0.0.0.0", "127.0.0.1", "tcp"),
+                                             ("::", "::1", "tcpv6"),
+                                             ("127.0.0.2", "127.0.0.1", "tcp")])
+def test_the_wildcard_destination_reaches_a_loopback_service_and_is_refused(
+        tmp_path: Path, storlab: Any, host: str, bind: str, proto: str) -> None:
+    """Linux connects a socket aimed at the wildcard (`0`, `0.0.0.0`, `::`) to the
+    loopback: a service bound to 127.0.0.1 (resp. ::1) only gets the job's bytes. A
+    destination of this host is judged against a listener on the port on any address of
+    this host (127.0.0.2 to a service on 127.0.0.1 only as well: storlab does not reason
+    about which local address reaches which listener): refused, the service accepts
+    nothing."""
+    s = Service(bind)
+    try:
+        opts = {"ioengine": "net", "hostname": host, "port": s.port, "protocol": proto,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and f"port {s.port} is a service of this host" in r.stderr, \
+            r.stdout + r.stderr
+        assert s.accepted == 0
+    finally:
+        s.close()

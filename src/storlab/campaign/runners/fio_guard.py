@@ -133,9 +133,11 @@ def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
 
 
 def _local(host: str) -> list[str]:
-    """The addresses of `host` that are this host's own (loopback, the wildcard, an
-    address of one of its interfaces): an empty host is fio's localhost; a name is
-    resolved as fio would. None when it resolves to none of them (or not at all)."""
+    """The addresses of `host` that reach this host (loopback, the wildcard, which Linux
+    connects to the loopback, an address of one of its interfaces, a multicast or
+    broadcast address, whose datagrams this host's own sockets get too): an empty host is
+    fio's localhost; a name is resolved as fio would. Empty when it resolves to none of
+    them (or not at all)."""
     import ipaddress
     import socket
 
@@ -148,7 +150,8 @@ def _local(host: str) -> list[str]:
     out = []
     for a in sorted(infos):
         ip = ipaddress.ip_address(a)
-        if ip.is_loopback or ip.is_unspecified:
+        if ip.is_loopback or ip.is_unspecified or ip.is_multicast or \
+                a == "255.255.255.255":
             out.append(a)
             continue
         fam = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
@@ -166,8 +169,9 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
     """Why this job may not run now, or None: its network engine gets the host's network
     without the campaign's `sandbox.network` (held to the job's ports by Landlock, but
     the job picks the ports), and a place it connects to on this host (loopback, an
-    address of this host, a name resolving to one, fio's default localhost) has a
-    service listening on one of those ports (TCP; UDP for `protocol=udp`): somebody
+    address of this host, a name resolving to one, fio's default localhost, the wildcard
+    `0`/`0.0.0.0`/`::`, which Linux connects to the loopback) has a service listening on
+    one of those ports on any address of this host (TCP; UDP for `protocol=udp`): somebody
     else's (a root Redis or scheduler would get the job's bytes, `buffer_pattern` a
     command line). Asked before any run and again right before each fio start (a
     service may start between runs); a job's own listener (`listen`) binds after, so a
@@ -186,8 +190,12 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
     ports = set(network_ports(job, opts))
     for option, host, port in _destinations(given, engines):
         judged = ports | ({port} if port else set())
-        for addr in _local(host):
-            held = listening(addr, judged, udp=udp)
+        if _local(host):
+            # a destination of this host reaches more than the listeners bound to its own
+            # address (the wildcard connects to the loopback, 127.0.0.0/8 is all loopback,
+            # an IPv4 address is also ::ffff:ADDR): a listener on the port on any address
+            # of this host counts
+            held = listening(None, judged, udp=udp)
             if held:
                 p = min(held)
                 return (f"fio option {option}: {host or 'localhost'} port {p} is a service "
