@@ -74,11 +74,14 @@ def network_ports(job: FioSettings, opts: Mapping[str, str] | None = None
             out.update(_ports(port))
     given = given_options(job, opts)
     engines = {str(v) for k, v in given if k == "ioengine"}
-    numjobs = max([int(v) for k, v in given if k == "numjobs" and str(v).isdigit()] + [1])
+    numjobs = max([n for k, v in given if k == "numjobs" and (n := fio_int(v)) is not None]
+                  + [1])
     for k, v in given:
         v = str(v)
         if k == "port":
-            out.update(p + i for p in _ports(v) for i in range(min(numjobs, 4096)))
+            # fio adds the copy's number to the port and keeps 16 bits of it (65535 with
+            # numjobs=3 also reaches ports 0 and 1)
+            out.update((p + i) % 65536 for p in _ports(v) for i in range(min(numjobs, 4096)))
         elif k == "filename" and engines & {"net", "netsplice", "rdma"}:
             for name in split_names(v):
                 parts = name.split("/")
@@ -185,6 +188,11 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
         return None
     from ...clusters import listening
 
+    for k, v in given:
+        if k in PORT_NUMBERS and fio_int(v) is None:
+            return (f"fio option {k}={str(v).strip()!r}: storlab cannot read it as fio "
+                    f"does, so cannot tell which ports the job reaches (write it as decimal "
+                    f"digits), or declare sandbox.network: true")
     udp = any(k in ("protocol", "proto") and str(v).strip().startswith("udp")
               for k, v in given)
     ports = set(network_ports(job, opts))
@@ -548,10 +556,32 @@ def _loads_code(engine: str) -> bool:
     return engine == "exec" or engine.startswith("external") or "/" in engine
 
 
+#: The spellings of an integer option's value storlab reads as fio does: decimal digits
+#: (leading zeros are decimal to fio, not octal) or `0x` hexadecimal, an optional `+`.
+_FIO_INT = re.compile(r"\+?(?:0[xX][0-9a-fA-F]+|[0-9]+)")
+#: fio's integer options that decide which ports a net engine job reaches: `port`, and
+#: `numjobs` (the job's n-th copy uses `port` + n).
+PORT_NUMBERS = ("port", "numjobs")
+
+
+def fio_int(value: object) -> int | None:
+    """fio's reading of an integer option's value (`str_to_decimal`: strtoll in base 16
+    when the text holds `0x`, else 10; then k/m/g... suffixes, `(expressions)`, trailing
+    text ignored), for the spellings storlab reads with certainty (`_FIO_INT`, blanks
+    around); None for any other (fio may read a number there: `46k` is 47104, `47311x`
+    is 47311)."""
+    text = str(value).strip(" \t\n\r\f\v")
+    if not _FIO_INT.fullmatch(text):
+        return None
+    text = text.lstrip("+")
+    return int(text, 16) if text[:2] in ("0x", "0X") else int(text, 10)
+
+
 def _ports(value: str) -> list[int]:
-    """The TCP port `value` names (a number 1-65535), or none."""
-    value = value.strip()
-    return [int(value)] if value.isdigit() and 0 < int(value) < 65536 else []
+    """The port `value` names (a number 1-65535, read as fio reads it: `fio_int`), or
+    none."""
+    n = fio_int(value)
+    return [n] if n is not None and 0 < n < 65536 else []
 
 
 #: Client mode: a fio server runs outside storlab's walls (storlab did not start it), so
