@@ -299,3 +299,25 @@ def test_numjobs_spelled_in_hex_and_port_wrapping_are_judged(tmp_path: Path,
         assert s.got_nothing()
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("host", ["storlab-nowhere.invalid", "127.0.0.1 x"])
+def test_a_destination_name_that_does_not_resolve_is_refused(
+        tmp_path: Path, storlab: Any, host: str) -> None:
+    """A name without an answer when storlab looks would be resolved again by fio when it
+    connects (a DNS name whose author answers with 127.0.0.1 then, an /etc/hosts line
+    added since): refused before any run, one line naming the option; with
+    `sandbox.network: true` it is fio's to try (and fail)."""
+    s = UdpService()
+    try:
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": host, "port": s.port,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "fio option hostname" in r.stderr and "does not resolve" in r.stderr, r.stderr
+        assert s.got_nothing()
+        r = storlab("run", campaign(tmp_path / "n", opts, network=True), timeout=120)
+        assert "does not resolve" not in r.stderr, r.stderr
+    finally:
+        s.close()

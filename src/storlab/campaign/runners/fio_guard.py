@@ -135,12 +135,13 @@ def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
     return out or [("(none: fio's default)", "localhost", None)]
 
 
-def _local(host: str) -> list[str]:
+def _local(host: str) -> list[str] | None:
     """The addresses of `host` that reach this host (loopback, the wildcard, which Linux
     connects to the loopback, an address of one of its interfaces, a multicast or
     broadcast address, whose datagrams this host's own sockets get too): an empty host is
-    fio's localhost; a name is resolved as fio would. Empty when it resolves to none of
-    them (or not at all)."""
+    fio's localhost; a name is resolved as fio would (here, outside the walls: inside,
+    fio sees the same /etc/hosts, resolver configuration and network). Empty when it
+    resolves to none of them; None when it does not resolve at all."""
     import ipaddress
     import socket
 
@@ -149,7 +150,7 @@ def _local(host: str) -> list[str]:
         infos = {i[4][0].partition("%")[0] for i in socket.getaddrinfo(
             host, None, type=socket.SOCK_STREAM)}
     except (OSError, UnicodeError):
-        return []
+        return None
     out = []
     for a in sorted(infos):
         ip = ipaddress.ip_address(a)
@@ -178,7 +179,9 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
     else's (a root Redis or scheduler would get the job's bytes, `buffer_pattern` a
     command line). Asked before any run and again right before each fio start (a
     service may start between runs); a job's own listener (`listen`) binds after, so a
-    job listening and another connecting to it in the same fio run. Remote hosts, rbd
+    job listening and another connecting to it in the same fio run. A destination name
+    that does not resolve is refused (fio resolves it again later), as is a `port` or
+    `numjobs` value storlab does not read with certainty (`fio_int`). Remote hosts, rbd
     and rados, and client mode are not judged."""
     if network or job.clients or network_reason(job, opts) is None:
         return None
@@ -198,7 +201,16 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
     ports = set(network_ports(job, opts))
     for option, host, port in _destinations(given, engines):
         judged = ports | ({port} if port else set())
-        if _local(host):
+        local = _local(host)
+        if local is None:
+            # fio resolves the name again when it connects: a name without an answer now
+            # (a DNS name whose author answers later, an /etc/hosts line added since) may
+            # lead to this host then
+            return (f"fio option {option}: {host!r} does not resolve here, so storlab "
+                    f"cannot tell whether it leads to a service of this host (fio resolves "
+                    f"it again when it connects): name a host that resolves, or declare "
+                    f"sandbox.network: true")
+        if local:
             # a destination of this host reaches more than the listeners bound to its own
             # address (the wildcard connects to the loopback, 127.0.0.0/8 is all loopback,
             # an IPv4 address is also ::ffff:ADDR): a listener on the port on any address
