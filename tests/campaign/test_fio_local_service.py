@@ -258,3 +258,139 @@ def test_a_number_of_digits_int_refuses_is_no_traceback(tmp_path: Path, storlab:
     r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
     assert "Traceback" not in r.stderr and "ValueError" not in r.stdout + r.stderr, r.stderr
     assert r.returncode != 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("host,bind,proto", [("0", "127.0.0.1", "tcp"),
+                                             ("0.0.0.0", "127.0.0.1", "tcp"),
+                                             ("::", "::1", "tcpv6"),
+                                             ("127.0.0.2", "127.0.0.1", "tcp")])
+def test_the_wildcard_destination_reaches_a_loopback_service_and_is_refused(
+        tmp_path: Path, storlab: Any, host: str, bind: str, proto: str) -> None:
+    """Linux connects a socket aimed at the wildcard (`0`, `0.0.0.0`, `::`) to the
+    loopback: a service bound to 127.0.0.1 (resp. ::1) only gets the job's bytes. A
+    destination of this host is judged against a listener on the port on any address of
+    this host (127.0.0.2 to a service on 127.0.0.1 only as well: storlab does not reason
+    about which local address reaches which listener): refused, the service accepts
+    nothing."""
+    s = Service(bind)
+    try:
+        opts = {"ioengine": "net", "hostname": host, "port": s.port, "protocol": proto,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and f"port {s.port} is a service of this host" in r.stderr, \
+            r.stdout + r.stderr
+        assert s.accepted == 0
+    finally:
+        s.close()
+
+
+class UdpService:
+    """A datagram socket bound on 127.0.0.1 (a free port, or `port`)."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+
+    def got_nothing(self) -> bool:
+        try:
+            self.sock.recv(10)
+        except BlockingIOError:
+            return True
+        return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize("spell", [hex, lambda p: f"+{p}", lambda p: f"  {p}",
+                                   lambda p: f"0{p}", lambda p: hex(p).upper().replace("X", "x")])
+def test_a_udp_port_spelled_as_fio_reads_it_is_judged(tmp_path: Path, storlab: Any,
+                                                       spell: Any) -> None:
+    """fio reads `port` as strtoll does (base 16 with `0x`, a `+`, blanks, leading zeros
+    decimal): each spelling names the same UDP port, judged as the decimal one (UDP: no
+    Landlock rule holds the port, this check is the only wall)."""
+    s = UdpService()
+    try:
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
+                "port": spell(s.port), "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and f"port {s.port} is a service of this host (UDP" \
+            in r.stderr, r.stdout + r.stderr
+        assert s.got_nothing()
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("option,value", [("port", "{p}x"), ("port", "(0+{p})"),
+                                          ("numjobs", "2k"), ("numjobs", "${{N}}")])
+def test_a_port_number_storlab_cannot_read_as_fio_does_is_refused(
+        tmp_path: Path, storlab: Any, option: str, value: str) -> None:
+    """A `port` or `numjobs` value in a spelling storlab does not read with certainty
+    (fio ignores trailing text, reads k/m suffixes and expressions): refused before any
+    run in one line naming the option (fail closed), UDP included."""
+    s = UdpService()
+    try:
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
+                "port": s.port, "rw": "write", "size": "64k",
+                option: value.format(p=s.port)}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"fio option {option}=" in r.stderr and "cannot read it as fio does" \
+            in r.stderr, r.stderr
+        assert s.got_nothing()
+    finally:
+        s.close()
+
+
+def test_numjobs_spelled_in_hex_and_port_wrapping_are_judged(tmp_path: Path,
+                                                             storlab: Any) -> None:
+    """fio's n-th copy of a job (`numjobs`) uses `port` + n, kept to 16 bits: `numjobs:
+    0x2` reaches the next port, `port: 65535` with 3 copies reaches ports 0 and 1."""
+    s = UdpService()
+    try:
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
+                "port": s.port - 1, "numjobs": "0x2", "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2 and f"port {s.port} is a service of this host (UDP" \
+            in r.stderr, r.stdout + r.stderr
+        assert s.got_nothing()
+    finally:
+        s.close()
+    try:
+        s = UdpService(1)
+    except OSError:
+        pytest.skip("UDP port 1 is taken here")
+    try:
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
+                "port": 65535, "numjobs": 3, "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "w", opts), timeout=120)
+        assert r.returncode == 2 and "port 1 is a service of this host (UDP" in r.stderr, \
+            r.stdout + r.stderr
+        assert s.got_nothing()
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("host", ["storlab-nowhere.invalid", "127.0.0.1 x"])
+def test_a_destination_name_that_does_not_resolve_is_refused(
+        tmp_path: Path, storlab: Any, host: str) -> None:
+    """A name without an answer when storlab looks would be resolved again by fio when it
+    connects (a DNS name whose author answers with 127.0.0.1 then, an /etc/hosts line
+    added since): refused before any run, one line naming the option; with
+    `sandbox.network: true` it is fio's to try (and fail)."""
+    s = UdpService()
+    try:
+        opts = {"ioengine": "net", "protocol": "udp", "hostname": host, "port": s.port,
+                "rw": "write", "size": "64k"}
+        r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "fio option hostname" in r.stderr and "does not resolve" in r.stderr, r.stderr
+        assert s.got_nothing()
+        r = storlab("run", campaign(tmp_path / "n", opts, network=True), timeout=120)
+        assert "does not resolve" not in r.stderr, r.stderr
+    finally:
+        s.close()

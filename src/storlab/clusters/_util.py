@@ -1150,13 +1150,15 @@ def _listeners(host: str, port: int) -> set[int]:
     return set().union(*listening(host, [port]).values())
 
 
-def listening(host: str, ports: Iterable[int], udp: bool = False) -> dict[int, set[int]]:
+def listening(host: str | None, ports: Iterable[int], udp: bool = False
+              ) -> dict[int, set[int]]:
     """{port: socket inodes} for each of `ports` where a socket of this network namespace
     takes a TCP connection to `host` (listening on that address or its family's wildcard;
-    see `_listeners`), or with `udp` a datagram sent there (bound, not connected). The
-    tables are read once whatever the number of ports."""
+    see `_listeners`), or with `udp` a datagram sent there (bound, not connected); `host`
+    None: listening on any address at all (v4 or v6, loopback or not). The tables are
+    read once whatever the number of ports."""
     v4, v6 = set(), {"0" * 32}
-    for ip in _addresses(host):
+    for ip in _addresses(host) if host is not None else ():
         if ip.version == 6 and ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped
         if ip.version == 4:
@@ -1167,6 +1169,7 @@ def listening(host: str, ports: Iterable[int], udp: bool = False) -> dict[int, s
     wanted = set(ports)
     kind, state = ("udp", "07") if udp else ("tcp", "0A")
     out: dict[int, set[int]] = {}
+    anywhere = host is None
     for table, mine in ((f"/proc/net/{kind}", v4), (f"/proc/net/{kind}6", v6)):
         try:
             with open(table) as fh:
@@ -1177,7 +1180,7 @@ def listening(host: str, ports: Iterable[int], udp: bool = False) -> dict[int, s
             f = row.split()
             addr, _, hexport = f[1].partition(":")
             port = int(hexport, 16)
-            if f[3] == state and port in wanted and addr.upper() in mine:
+            if f[3] == state and port in wanted and (anywhere or addr.upper() in mine):
                 out.setdefault(port, set()).add(int(f[9]))
     return out
 

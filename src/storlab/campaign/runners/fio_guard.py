@@ -74,12 +74,14 @@ def network_ports(job: FioSettings, opts: Mapping[str, str] | None = None
             out.update(_ports(port))
     given = given_options(job, opts)
     engines = {str(v) for k, v in given if k == "ioengine"}
-    numjobs = max([int(v) for k, v in given if k == "numjobs"
-                   and str(v).isascii() and str(v).isdigit()] + [1])
+    numjobs = max([n for k, v in given if k == "numjobs" and (n := fio_int(v)) is not None]
+                  + [1])
     for k, v in given:
         v = str(v)
         if k == "port":
-            out.update(p + i for p in _ports(v) for i in range(min(numjobs, 4096)))
+            # fio adds the copy's number to the port and keeps 16 bits of it (65535 with
+            # numjobs=3 also reaches ports 0 and 1)
+            out.update((p + i) % 65536 for p in _ports(v) for i in range(min(numjobs, 4096)))
         elif k == "filename" and engines & {"net", "netsplice", "rdma"}:
             for name in split_names(v):
                 parts = name.split("/")
@@ -147,13 +149,16 @@ def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
     return out
 
 
-def _local(host: str) -> list[str]:
-    """The addresses of `host` that are this host's own (loopback, the wildcard, an
-    address of one of its interfaces): an empty host is fio's localhost; a name is
-    resolved as fio would. Empty when it resolves to none of them (or not at all). A
-    link-local IPv6 address is tried with the interface its `%zone` names (without it no
-    bind succeeds, while fio, resolving the name, connects through that interface to a
-    listener of this host); an IPv4-mapped one as the IPv4 address it carries."""
+def _local(host: str) -> list[str] | None:
+    """The addresses of `host` that reach this host (loopback, the wildcard, which Linux
+    connects to the loopback, an address of one of its interfaces, a multicast or
+    broadcast address, whose datagrams this host's own sockets get too): an empty host is
+    fio's localhost; a name is resolved as fio would (here, outside the walls: inside,
+    fio sees the same /etc/hosts, resolver configuration and network). Empty when it
+    resolves to none of them; None when it does not resolve at all. A link-local IPv6
+    address is tried with the interface its `%zone` names (without it no bind succeeds,
+    while fio, resolving the name, connects through that interface to a listener of this
+    host); an IPv4-mapped one as the IPv4 address it carries."""
     import ipaddress
     import socket
 
@@ -162,13 +167,14 @@ def _local(host: str) -> list[str]:
         infos = {(i[4][0].partition("%")[0], i[4][3] if i[0] == socket.AF_INET6 else 0)
                  for i in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
     except (OSError, UnicodeError):
-        return []
+        return None
     out = []
     for a, scope in sorted(infos):
         ip = ipaddress.ip_address(a)
         if ip.version == 6 and ip.ipv4_mapped is not None:
             ip, scope = ip.ipv4_mapped, 0
-        if ip.is_loopback or ip.is_unspecified:
+        if ip.is_loopback or ip.is_unspecified or ip.is_multicast or \
+                str(ip) == "255.255.255.255":
             out.append(a)
             continue
         fam = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
@@ -186,12 +192,15 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
     """Why this job may not run now, or None: its network engine gets the host's network
     without the campaign's `sandbox.network` (held to the job's ports by Landlock, but
     the job picks the ports), and a place it connects to on this host (loopback, an
-    address of this host, a name resolving to one, fio's default localhost) has a
-    service listening on one of those ports (TCP; UDP for `protocol=udp`): somebody
+    address of this host, a name resolving to one, fio's default localhost, the wildcard
+    `0`/`0.0.0.0`/`::`, which Linux connects to the loopback) has a service listening on
+    one of those ports on any address of this host (TCP; UDP for `protocol=udp`): somebody
     else's (a root Redis or scheduler would get the job's bytes, `buffer_pattern` a
     command line). Asked before any run and again right before each fio start (a
     service may start between runs); a job's own listener (`listen`) binds after, so a
-    job listening and another connecting to it in the same fio run. Remote hosts, rbd
+    job listening and another connecting to it in the same fio run. A destination name
+    that does not resolve is refused (fio resolves it again later), as is a `port` or
+    `numjobs` value storlab does not read with certainty (`fio_int`). Remote hosts, rbd
     and rados, and client mode are not judged."""
     if network or job.clients or network_reason(job, opts) is None:
         return None
@@ -201,13 +210,31 @@ def refused_local_service(job: FioSettings, opts: Mapping[str, str], network: bo
         return None
     from ...clusters import listening
 
+    for k, v in given:
+        if k in PORT_NUMBERS and fio_int(v) is None:
+            return (f"fio option {k}={str(v).strip()!r}: storlab cannot read it as fio "
+                    f"does, so cannot tell which ports the job reaches (write it as decimal "
+                    f"digits), or declare sandbox.network: true")
     udp = any(k in ("protocol", "proto") and str(v).strip().startswith("udp")
               for k, v in given)
     ports = set(network_ports(job, opts))
     for option, host, port in _destinations(given, engines):
         judged = ports | ({port} if port else set())
-        for addr in _local(host):
-            held = listening(addr, judged, udp=udp)
+        local = _local(host)
+        if local is None:
+            # fio resolves the name again when it connects: a name without an answer now
+            # (a DNS name whose author answers later, an /etc/hosts line added since) may
+            # lead to this host then
+            return (f"fio option {option}: {host!r} does not resolve here, so storlab "
+                    f"cannot tell whether it leads to a service of this host (fio resolves "
+                    f"it again when it connects): name a host that resolves, or declare "
+                    f"sandbox.network: true")
+        if local:
+            # a destination of this host reaches more than the listeners bound to its own
+            # address (the wildcard connects to the loopback, 127.0.0.0/8 is all loopback,
+            # an IPv4 address is also ::ffff:ADDR): a listener on the port on any address
+            # of this host counts
+            held = listening(None, judged, udp=udp)
             if held:
                 p = min(held)
                 return (f"fio option {option}: {host or 'localhost'} port {p} is a service "
@@ -560,12 +587,32 @@ def _loads_code(engine: str) -> bool:
     return engine == "exec" or engine.startswith("external") or "/" in engine
 
 
+#: The spellings of an integer option's value storlab reads as fio does: decimal digits
+#: (leading zeros are decimal to fio, not octal) or `0x` hexadecimal, an optional `+`.
+_FIO_INT = re.compile(r"\+?(?:0[xX][0-9a-fA-F]+|[0-9]+)")
+#: fio's integer options that decide which ports a net engine job reaches: `port`, and
+#: `numjobs` (the job's n-th copy uses `port` + n).
+PORT_NUMBERS = ("port", "numjobs")
+
+
+def fio_int(value: object) -> int | None:
+    """fio's reading of an integer option's value (`str_to_decimal`: strtoll in base 16
+    when the text holds `0x`, else 10; then k/m/g... suffixes, `(expressions)`, trailing
+    text ignored), for the spellings storlab reads with certainty (`_FIO_INT`, blanks
+    around); None for any other (fio may read a number there: `46k` is 47104, `47311x`
+    is 47311)."""
+    text = str(value).strip(" \t\n\r\f\v")
+    if not _FIO_INT.fullmatch(text):
+        return None
+    text = text.lstrip("+")
+    return int(text, 16) if text[:2] in ("0x", "0X") else int(text, 10)
+
+
 def _ports(value: str) -> list[int]:
-    """The TCP port `value` names (a number 1-65535, ASCII digits: str.isdigit() also
-    takes latin-1's `²`, which int() refuses with a ValueError traceback), or none."""
-    value = value.strip()
-    return [int(value)] if value.isascii() and value.isdigit() and 0 < int(value) < 65536 \
-        else []
+    """The port `value` names (a number 1-65535, read as fio reads it: `fio_int`), or
+    none."""
+    n = fio_int(value)
+    return [n] if n is not None and 0 < n < 65536 else []
 
 
 #: Client mode: a fio server runs outside storlab's walls (storlab did not start it), so
