@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -26,32 +27,42 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("
               pytest.mark.xdist_group("fio")]
 
 #: A daemon (root) that listens at argv[1] (argv[2] "rel": bound by its base name after a
-#: chdir; "moved": its directory renamed to argv[3] once bound) and appends a line to
-#: argv[4] for each connection; it writes argv[5] once it listens.
+#: chdir; "moved": its directory renamed to argv[3] once bound; "thread": bound by a thread
+#: that moved to a network namespace of its own, `unshare(CLONE_NEWNET)`) and appends a
+#: line to argv[4] for each connection; it writes argv[5] once it listens. argv[6], when
+#: given: the name it binds (argv[1] through a link, or as its mount namespace names it).
 DAEMON = r"""
-import os, socket, sys
+import ctypes, os, socket, sys, threading
 path, how, moved, log, ready = sys.argv[1:6]
-s = socket.socket(socket.AF_UNIX)
-if how == "rel":
-    os.chdir(os.path.dirname(path)); s.bind(os.path.basename(path))
-else:
-    s.bind(path)
-os.chmod(path, 0o600)
-s.listen(8)
-if how == "moved":
-    os.rename(os.path.dirname(path), moved)
-open(ready, "w").close()
-while True:
-    c, _ = s.accept()
-    with open(log, "a") as fh:
-        fh.write("connected\n")
-    c.close()
+name = sys.argv[6] if len(sys.argv) > 6 else path
+def serve():
+    if how == "thread":
+        assert ctypes.CDLL(None, use_errno=True).unshare(0x40000000) == 0
+    s = socket.socket(socket.AF_UNIX)
+    if how == "rel":
+        os.chdir(os.path.dirname(name)); s.bind(os.path.basename(name))
+    else:
+        s.bind(name)
+    os.chmod(name, 0o600)
+    s.listen(8)
+    if how == "moved":
+        os.rename(os.path.dirname(path), moved)
+    open(ready, "w").close()
+    while True:
+        c, _ = s.accept()
+        with open(log, "a") as fh:
+            fh.write("connected\n")
+        c.close()
+t = threading.Thread(target=serve, daemon=True)
+t.start()
+t.join()
 """
 
 
 class Daemon:
     def __init__(self, tmp: Path, where: str = "/etc", netns: bool = True,
-                 how: str = "abs") -> None:
+                 how: str = "abs", name: str | None = None,
+                 prefix: tuple[str, ...] = ()) -> None:
         self.dir = Path(where) / f"storlab-test-{uuid.uuid4().hex[:8]}"
         self.dir.mkdir(mode=0o755)
         self.path = str(self.dir / "ctl.sock")
@@ -59,8 +70,9 @@ class Daemon:
         self.log = tmp / "daemon.log"
         ready = tmp / "ready"
         argv = [sys.executable, "-c", DAEMON, self.path, how, str(self.moved),
-                str(self.log), str(ready)]
-        self.proc = subprocess.Popen((["unshare", "-n"] if netns else []) + argv)
+                str(self.log), str(ready), *([name] if name else [])]
+        self.proc = subprocess.Popen([*(a.format(dir=self.dir) for a in prefix),
+                                      *(["unshare", "-n"] if netns else []), *argv])
         for _ in range(100):
             if ready.exists():
                 break
@@ -238,3 +250,56 @@ def test_the_look_is_narrowed_to_where_the_sockets_file_system_is_mounted(
             subprocess.run(["umount", str(mnt)])
     finally:
         mnt.rmdir()
+
+
+def test_a_stale_socket_at_a_daemons_listed_name_does_not_hide_its_real_file(
+        tmp_path: Path) -> None:
+    """A root daemon in a mount namespace of its own binds under a name (in a directory
+    another user may write, here /tmp) that is, in its namespace, a bind of a directory in
+    /etc: the listed name is not where its file lies on the host. A stale socket file left
+    at that name (bound, never listened on) is another file than the daemon's: the
+    kernel's device and inode say so, and the daemon's real file in /etc is looked for and
+    covered: refused, no connection."""
+    m = tmp_path / "m"
+    m.mkdir()
+    d = Daemon(tmp_path, netns=False, name=str(m / "ctl.sock"),
+               prefix=("unshare", "-m", "--propagation", "private", "sh", "-c",
+                       'mount --bind "$0" "$1" && shift && exec "$@"', "{dir}", str(m)))
+    try:
+        assert not os.path.exists(m / "ctl.sock")  # on the host: the daemon's file is in /etc
+        decoy = socket.socket(socket.AF_UNIX)
+        decoy.bind(str(m / "ctl.sock"))
+        decoy.close()
+        assert got(run_connect(tmp_path, d.path)) == "ConnectionRefusedError"
+        assert d.connections() == 0
+    finally:
+        d.close()
+
+
+def test_a_socket_bound_through_a_link_is_covered_where_it_lies(tmp_path: Path) -> None:
+    """A root daemon binds its socket by a name through a symbolic link (here one in /tmp
+    to a directory in /etc, as through a merged /usr's /lib -> usr/lib): its listed name
+    is not in what the program sees, the file it leads to is, and is covered there."""
+    link = tmp_path / "lnk"
+    d = Daemon(tmp_path, netns=False, name=str(link / "ctl.sock"),
+               prefix=("sh", "-c", 'ln -s "$0" "$1" && shift && exec "$@"', "{dir}",
+                       str(link)))
+    try:
+        assert os.path.exists(d.path)
+        assert got(run_connect(tmp_path, d.path)) == "ConnectionRefusedError"
+        assert d.connections() == 0
+    finally:
+        d.close()
+
+
+def test_a_socket_bound_by_a_thread_in_a_network_namespace_of_its_own_is_covered(
+        tmp_path: Path) -> None:
+    """A root daemon's thread moved to a network namespace of its own
+    (`unshare(CLONE_NEWNET)` acts on the calling thread only) binds in /etc: no process's
+    /proc/PID/net/unix lists it, its thread's does; covered: refused, no connection."""
+    d = Daemon(tmp_path, netns=False, how="thread")
+    try:
+        assert got(run_connect(tmp_path, d.path)) == "ConnectionRefusedError"
+        assert d.connections() == 0
+    finally:
+        d.close()

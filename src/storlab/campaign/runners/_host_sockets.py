@@ -33,45 +33,61 @@ from ...fileio import within
 @dataclass(frozen=True)
 class Unplaced:
     """A bound socket whose listed name does not lead to it: `name` as listed (relative,
-    or a path now missing or not that socket), in the network namespace `netns` (its
-    inode) of process `pids` (any of them), the socket's own inode `sock`."""
+    or a path now missing or another file: a stale socket left there, say), in the network
+    namespace `netns` (its inode) of the tasks `tasks` (their /proc directories, any of
+    them), the socket's own inode `sock`; `vfs`: its file's (device, inode low 32 bits) as
+    the kernel gave them (`bound` asked), None when the kernel could not be asked (every
+    task of the namespace ended meanwhile)."""
 
     name: str
     netns: int
-    pids: tuple[int, ...]
+    tasks: tuple[str, ...]
     sock: int
+    vfs: tuple[int, int] | None = None
+    #: why the kernel could not be asked (`vfs` None): not asked when its tasks all ended
+    error: str | None = None
 
 
-def _namespaces() -> dict[int, list[int]]:
-    """Each network namespace that has a process (its inode) and up to 4 of its processes,
-    this process's own namespace first."""
-    out: dict[int, list[int]] = {}
+def _namespaces() -> dict[int, list[str]]:
+    """Each network namespace that has a task (its inode) and up to 4 of its tasks (their
+    /proc directories), this thread's own namespace first. Every thread of every process
+    is looked at: `unshare(CLONE_NEWNET)` and `setns` move the calling thread only, so a
+    daemon's thread may live in a namespace no process's /proc/PID/ns/net names."""
+    out: dict[int, list[str]] = {}
     try:
-        out[os.stat("/proc/self/ns/net").st_ino] = [os.getpid()]
+        out[os.stat("/proc/thread-self/ns/net").st_ino] = ["/proc/thread-self"]
     except OSError:
         pass
     try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
         return out
     for pid in pids:
         try:
-            ino = os.stat(f"/proc/{pid}/ns/net").st_ino
-        except OSError:  # gone, or not ours to look at
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # gone
             continue
-        got = out.setdefault(ino, [])
-        if len(got) < 4:
-            got.append(pid)
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            try:
+                ino = os.stat(f"{task}/ns/net").st_ino
+            except OSError:  # gone, or not ours to look at
+                continue
+            got = out.setdefault(ino, [])
+            if len(got) < 4:
+                got.append(task)
     return out
 
 
-def _read_unix(pids: Sequence[int]) -> list[tuple[int, str]] | None:
-    """(socket inode, name) of the path-bound sockets `/proc/<pid>/net/unix` lists, from
-    the first of `pids` still there; None when none is."""
-    for pid in pids:
+def _read_unix(tasks: Sequence[str], netns: int) -> list[tuple[int, str]] | None:
+    """(socket inode, name) of the path-bound sockets `<task>/net/unix` lists, from the
+    first of `tasks` still in the network namespace `netns`; None when none is."""
+    for task in tasks:
         try:
-            with open(f"/proc/{pid}/net/unix", encoding="utf-8", errors="replace") as fh:
+            with open(f"{task}/net/unix", encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().splitlines()[1:]
+            if os.stat(f"{task}/ns/net").st_ino != netns:
+                continue  # it moved (setns, or the pid reused) meanwhile
         except OSError:
             continue
         out = []
@@ -83,28 +99,65 @@ def _read_unix(pids: Sequence[int]) -> list[tuple[int, str]] | None:
     return None
 
 
+def resolved(name: str) -> str:
+    """`name` with its directory's links followed (the last component not): where the
+    file a path-bound socket's name leads to lies, as the walls show it."""
+    head, tail = os.path.split(name)
+    return os.path.join(os.path.realpath(head or "."), tail)
+
+
 def bound() -> tuple[list[str], list[Unplaced]]:
-    """The bound Unix sockets of every network namespace that has a process: the absolute
-    names that lead to a socket now (each named once on the host: a name listed twice
-    was bound again after the first socket's file moved away), and the sockets whose name
-    does not (`Unplaced`)."""
-    listed: list[tuple[int, list[int], int, str]] = []
-    for ns, pids in _namespaces().items():
-        for sock, name in _read_unix(pids) or ():
-            listed.append((ns, pids, sock, name))
-    count = collections.Counter(name for *_, name in listed)
+    """The bound Unix sockets of every network namespace that has a task: the paths of
+    those whose listed name leads to them now (their directory's links followed:
+    `resolved`), and the sockets whose name does not (`Unplaced`). A name leads to its
+    socket only when the file there is that socket's: the kernel's socket diagnostics
+    (`UNIX_DIAG_VFS`, one dump per namespace that lists a path-bound socket) give its
+    file's device and inode, compared with the file's at the name (a stale socket file
+    another user left at a name a daemon of another mount namespace listens under is not
+    the daemon's). When the kernel cannot be asked about a namespace whose tasks are still
+    there, its sockets are all unplaced (`placed` fails closed on them); those of one
+    whose tasks all ended meanwhile are placed by name alone, as a name that leads to a
+    socket."""
     placed: list[str] = []
     unplaced: list[Unplaced] = []
-    for ns, pids, sock, name in listed:
-        if name.startswith("/") and count[name] == 1:
-            try:
-                if stat.S_ISSOCK(os.lstat(name).st_mode):
-                    placed.append(name)
-                    continue
-            except OSError:
-                pass
-        unplaced.append(Unplaced(name, ns, tuple(pids), sock))
+    for ns, tasks in _namespaces().items():
+        listed = _read_unix(tasks, ns)
+        if not listed:
+            continue
+        error = None
+        try:
+            vfs: dict[int, tuple[int, int]] | None = _dump_in(tasks, ns)
+        except _Gone:  # as before the kernel was asked: a name leading to a socket does
+            vfs = None
+        except OSError as exc:  # every one of them unplaced: `placed` says why
+            vfs, error = None, str(exc)
+        for sock, name in listed:
+            want = vfs.get(sock) if vfs is not None else None
+            if name.startswith("/"):
+                at = resolved(name)
+                try:
+                    st = os.lstat(at)
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISSOCK(st.st_mode):
+                    placed.append(at)  # covered whatever it is: harmless
+                    if want is not None and _same_file(st, want):
+                        continue
+                    if (vfs is None and error is None) or (vfs is not None and want is None):
+                        continue  # its namespace gone, or the socket closed since listed
+            if vfs is None or want is not None:
+                unplaced.append(Unplaced(name, ns, tuple(tasks), sock, want, error))
     return placed, unplaced
+
+
+def _same_file(st: os.stat_result, vfs: tuple[int, int]) -> bool:
+    """Whether `st` (an lstat) is the file the kernel's (device, inode low 32 bits) name.
+    The device is the file system's own, which for a btrfs subvolume or an overlay is not
+    the `st_dev` a stat gives: compared only where the mount table knows it."""
+    dev, ino = vfs
+    if st.st_ino & 0xFFFFFFFF != ino:
+        return False
+    return st.st_dev == dev or _mounted([dev]) is None
 
 
 # NETLINK_SOCK_DIAG for AF_UNIX (linux/sock_diag.h, linux/unix_diag.h). Written by hand:
@@ -157,21 +210,30 @@ def _dump_vfs() -> dict[int, tuple[int, int]]:
                 at += (length + 3) & ~3
 
 
-def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """`_dump_vfs` in the network namespace of the first of `pids` still there: asked by a
-    thread of its own that enters it (`setns` changes the calling thread only; the thread
-    ends with it)."""
-    own = os.stat("/proc/self/ns/net").st_ino
+class _Gone(OSError):
+    """Every task of a network namespace ended before the kernel could be asked in it."""
+
+
+def _dump_in(tasks: Sequence[str], netns: int) -> dict[int, tuple[int, int]]:
+    """`_dump_vfs` in the network namespace `netns` of the first of `tasks` still in it:
+    asked by a thread of its own that enters it (`setns` changes the calling thread only;
+    the thread ends with it). `_Gone` when none of them is left there, OSError when the
+    kernel cannot be asked."""
+    own = os.stat("/proc/thread-self/ns/net").st_ino
+    if own == netns:
+        return _dump_vfs()
     errors: list[BaseException] = []
-    for pid in pids:
+    for task in tasks:
         try:
-            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(f"{task}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
         except OSError as exc:
             errors.append(exc)
             continue
         try:
-            if os.fstat(fd).st_ino == own:
-                return _dump_vfs()
+            if os.fstat(fd).st_ino != netns:  # it moved (or the pid was reused) meanwhile
+                continue
             got: list[dict[int, tuple[int, int]]] = []
 
             def ask() -> None:
@@ -191,26 +253,25 @@ def _dump_in(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
                 return got[0]
         finally:
             os.close(fd)
-    why = errors[-1] if errors else "no process"
-    raise OSError(f"cannot ask the kernel about its sockets ({why})")
+    if not errors:
+        raise _Gone(f"no task left in network namespace {netns}")
+    raise OSError(f"cannot ask the kernel about its sockets ({errors[-1]})")
 
 
 def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:
     """{inode of its file (low 32 bits): (its file system's device, socket)} for
-    `unplaced`, asked of the kernel in each one's network namespace (the device is the
-    file system's own, which for a btrfs subvolume or an overlay is not the `st_dev` a
-    stat gives: only used to narrow where to look, `_mounted`). OSError when the kernel
-    cannot be asked."""
-    by_ns: dict[int, list[Unplaced]] = {}
-    for u in unplaced:
-        by_ns.setdefault(u.netns, []).append(u)
+    `unplaced`, as the kernel gave them to `bound` (the device is the file system's own,
+    which for a btrfs subvolume or an overlay is not the `st_dev` a stat gives: only used
+    to narrow where to look, `_mounted`). OSError when the kernel could not be asked about
+    one (its namespace's tasks all ended meanwhile): it cannot be looked for. A socket the
+    kernel no longer lists is closed: nothing to look for."""
     out: dict[int, tuple[int, Unplaced]] = {}
-    for group in by_ns.values():
-        vfs = _dump_in(group[0].pids)
-        for u in group:
-            if u.sock in vfs:
-                dev, ino = vfs[u.sock]
-                out[ino] = (dev, u)
+    for u in unplaced:
+        if u.vfs is None:
+            raise OSError(u.error or "every task of its network namespace ended before "
+                          "the kernel could be asked there")
+        dev, ino = u.vfs
+        out[ino] = (dev, u)
     return out
 
 
