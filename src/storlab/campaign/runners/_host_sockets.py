@@ -120,17 +120,19 @@ def bound() -> tuple[list[str], list[Unplaced]]:
     socket."""
     placed: list[str] = []
     unplaced: list[Unplaced] = []
-    for ns, tasks in _namespaces().items():
-        listed = _read_unix(tasks, ns)
-        if not listed:
-            continue
+    spaces = _namespaces()
+    lists = {ns: got for ns, tasks in spaces.items() if (got := _read_unix(tasks, ns))}
+    answers = _dumps({ns: spaces[ns] for ns in lists})
+    for ns, listed in lists.items():
+        tasks = spaces[ns]
+        answer = answers[ns]
         error = None
-        try:
-            vfs: dict[int, tuple[int, int]] | None = _dump_in(tasks, ns)
-        except _Gone:  # as before the kernel was asked: a name leading to a socket does
-            vfs = None
-        except OSError as exc:  # every one of them unplaced: `placed` says why
-            vfs, error = None, str(exc)
+        if isinstance(answer, _Gone):  # as before the kernel was asked: a name leading
+            vfs: dict[int, tuple[int, int]] | None = None  # to a socket does
+        elif isinstance(answer, OSError):  # every one of them unplaced: `placed` says why
+            vfs, error = None, str(answer)
+        else:
+            vfs = answer
         for sock, name in listed:
             want = vfs.get(sock) if vfs is not None else None
             if name.startswith("/"):
@@ -214,15 +216,12 @@ class _Gone(OSError):
     """Every task of a network namespace ended before the kernel could be asked in it."""
 
 
-def _dump_in(tasks: Sequence[str], netns: int) -> dict[int, tuple[int, int]]:
-    """`_dump_vfs` in the network namespace `netns` of the first of `tasks` still in it:
-    asked by a thread of its own that enters it (`setns` changes the calling thread only;
-    the thread ends with it). `_Gone` when none of them is left there, OSError when the
-    kernel cannot be asked."""
-    own = os.stat("/proc/thread-self/ns/net").st_ino
-    if own == netns:
-        return _dump_vfs()
-    errors: list[BaseException] = []
+def _dump_one(tasks: Sequence[str], netns: int, libc: ctypes.CDLL
+              ) -> dict[int, tuple[int, int]]:
+    """`_dump_vfs` in the network namespace `netns`, entered (`setns`, by the calling
+    thread) through the first of `tasks` still in it. `_Gone` when none of them is left
+    there, OSError when the kernel cannot be asked."""
+    errors: list[OSError] = []
     for task in tasks:
         try:
             fd = os.open(f"{task}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
@@ -234,28 +233,51 @@ def _dump_in(tasks: Sequence[str], netns: int) -> dict[int, tuple[int, int]]:
         try:
             if os.fstat(fd).st_ino != netns:  # it moved (or the pid was reused) meanwhile
                 continue
-            got: list[dict[int, tuple[int, int]]] = []
-
-            def ask() -> None:
-                try:
-                    libc = ctypes.CDLL(None, use_errno=True)
-                    if libc.setns(fd, _CLONE_NEWNET) != 0:
-                        e = ctypes.get_errno()
-                        raise OSError(e, f"setns: {os.strerror(e)}")
-                    got.append(_dump_vfs())
-                except BaseException as exc:  # noqa: BLE001 (handed to the caller)
-                    errors.append(exc)
-
-            t = threading.Thread(target=ask, name="storlab-sock-diag", daemon=True)
-            t.start()
-            t.join()
-            if got:
-                return got[0]
+            if libc.setns(fd, _CLONE_NEWNET) != 0:
+                e = ctypes.get_errno()
+                errors.append(OSError(e, f"setns: {os.strerror(e)}"))
+                continue
+            return _dump_vfs()
         finally:
             os.close(fd)
     if not errors:
         raise _Gone(f"no task left in network namespace {netns}")
     raise OSError(f"cannot ask the kernel about its sockets ({errors[-1]})")
+
+
+def _dumps(groups: dict[int, Sequence[str]]
+           ) -> dict[int, dict[int, tuple[int, int]] | OSError]:
+    """`_dump_vfs` of each network namespace of `groups` (its inode: its tasks), or why
+    the kernel could not be asked there (`_Gone`, OSError). This thread's own namespace
+    is asked here; the others by one thread of its own that enters each in turn (`setns`
+    changes the calling thread only; the thread ends with it)."""
+    own = os.stat("/proc/thread-self/ns/net").st_ino
+    out: dict[int, dict[int, tuple[int, int]] | OSError] = {}
+    if own in groups:
+        try:
+            out[own] = _dump_vfs()
+        except OSError as exc:
+            out[own] = exc
+    others = {ns: tasks for ns, tasks in groups.items() if ns != own}
+    if not others:
+        return out
+
+    def ask() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for ns, tasks in others.items():
+            try:
+                out[ns] = _dump_one(tasks, ns, libc)
+            except OSError as exc:
+                out[ns] = exc
+            except BaseException as exc:  # noqa: BLE001 (handed to the caller)
+                out[ns] = OSError(str(exc))
+
+    t = threading.Thread(target=ask, name="storlab-sock-diag", daemon=True)
+    t.start()
+    t.join()
+    for ns in others:
+        out.setdefault(ns, OSError("the kernel's answer did not come"))
+    return out
 
 
 def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:
