@@ -3,15 +3,19 @@
 A network namespace's `/proc/net/unix` lists only its own sockets, while `connect()` on a
 path crosses network namespaces: a root daemon in a container with a socket volume, under
 `ip netns exec` or in a systemd unit with `PrivateNetwork=yes` listens on a path the host's
-own list never names. So every network namespace that has a process is read
-(`/proc/<pid>/net/unix` of one process per namespace, deduplicated by the namespace's inode;
-a process may end meanwhile: the next one of that namespace is read).
+own list never names. So every network namespace that has a task is read
+(`/proc/<pid>/task/<tid>/net/unix` of one thread per namespace, deduplicated by the
+namespace's inode: `unshare(CLONE_NEWNET)` and `setns` move the calling thread only; a
+task may end meanwhile: the next one of that namespace is read).
 
 A listed name does not always say where the socket's file is: a name bound relative to
-the daemon's working directory (`ctl.sock`), or one whose directory was renamed (or whose
-file was moved or replaced) since. For those the kernel's socket diagnostics
-(`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`, asked in the socket's own network namespace) give
-the file's device and inode, and `find` looks for them in the trees a program sees.
+the daemon's working directory (`ctl.sock`), one whose directory was renamed (or whose
+file was moved or replaced) since, one through a link (judged where it leads), one of
+another mount namespace's view (where on the host another user may have left a stale
+socket file). So each namespace that lists a path-bound socket is asked once
+(`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`, in that namespace) for the device and inode of each
+socket's file: a name counts only when the file there is that one, and `find` looks for
+the others in the trees a program sees.
 """
 
 from __future__ import annotations
