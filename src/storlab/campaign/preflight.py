@@ -126,8 +126,7 @@ def check_runner(camp: Campaign) -> Any:
             raise CampaignError(f"{camp.path}: field sandbox.sockets[{i}]: {why}")
     for i, p in enumerate(sb.readable):
         why = refused_readable([str(camp.dir / p)], sb.network, sb.allow_destructive,
-                               bool(sb.sockets) or sb.unix_sockets or sb.io_uring,
-                               homes=[str(camp.dir)])
+                               sb.may_make_unix_sockets, homes=[str(camp.dir)])
         if why:
             raise CampaignError(f"{camp.path}: field sandbox.readable[{i}]: {why}")
     if not sb.allow_destructive:  # here, not when the file is read: its results stay readable
@@ -215,8 +214,7 @@ def check_targets(camp: Campaign, runner: Any, configs: list[tuple[int, dict[str
     # Unix sockets the runner's program gets without a declaration (fio's net engine with
     # protocol=unix): sandbox.readable judged as with them declared (`refused_readable`)
     implicit = getattr(runner, "unix_socket_reason", None)
-    if implicit is not None and sb.readable and not (sb.sockets or sb.unix_sockets
-                                                     or sb.io_uring):
+    if implicit is not None and sb.readable and not sb.may_make_unix_sockets:
         for cid, cfg in configs:
             reason = implicit(job_options(cid, cfg))
             for i, p in enumerate(sb.readable) if reason else ():

@@ -197,6 +197,13 @@ class SandboxSpec(_Model):
     #: (`SSH_AUTH_SOCK`, `https_proxy`, `CEPH_ARGS`, `LD_LIBRARY_PATH`).
     env_pass: list[str] = Field(default_factory=list)
 
+    @property
+    def may_make_unix_sockets(self) -> bool:
+        """Whether every program may make a Unix socket: declared `sockets`,
+        `unix_sockets`, or `io_uring` (a ring's `IORING_OP_SOCKET` passes round the
+        filter)."""
+        return bool(self.sockets) or self.unix_sockets or self.io_uring
+
     @field_validator("env_pass")
     @classmethod
     def _env_names(cls, v: list[str]) -> list[str]:

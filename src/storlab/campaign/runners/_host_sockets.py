@@ -3,15 +3,19 @@
 A network namespace's `/proc/net/unix` lists only its own sockets, while `connect()` on a
 path crosses network namespaces: a root daemon in a container with a socket volume, under
 `ip netns exec` or in a systemd unit with `PrivateNetwork=yes` listens on a path the host's
-own list never names. So every network namespace that has a process is read
-(`/proc/<pid>/net/unix` of one process per namespace, deduplicated by the namespace's inode;
-a process may end meanwhile: the next one of that namespace is read).
+own list never names. So every network namespace that has a task is read
+(`/proc/<pid>/task/<tid>/net/unix` of one thread per namespace, deduplicated by the
+namespace's inode: `unshare(CLONE_NEWNET)` and `setns` move the calling thread only; a
+task may end meanwhile: the next one of that namespace is read).
 
 A listed name does not always say where the socket's file is: a name bound relative to
-the daemon's working directory (`ctl.sock`), or one whose directory was renamed (or whose
-file was moved or replaced) since. For those the kernel's socket diagnostics
-(`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`, asked in the socket's own network namespace) give
-the file's device and inode, and `find` looks for them in the trees a program sees.
+the daemon's working directory (`ctl.sock`), one whose directory was renamed (or whose
+file was moved or replaced) since, one through a link (judged where it leads), one of
+another mount namespace's view (where on the host another user may have left a stale
+socket file). So each namespace that lists a path-bound socket is asked once
+(`NETLINK_SOCK_DIAG`, `UNIX_DIAG_VFS`, in that namespace) for the device and inode of each
+socket's file: a name counts only when the file there is that one, and `find` looks for
+the others in the trees a program sees.
 """
 
 from __future__ import annotations
@@ -33,13 +37,19 @@ from ...fileio import within
 @dataclass(frozen=True)
 class Unplaced:
     """A bound socket whose listed name does not lead to it: `name` as listed (relative,
-    or a path now missing or not that socket), in the network namespace `netns` (its
-    inode) of process `pids` (any of them), the socket's own inode `sock`."""
+    or a path now missing or another file: a stale socket left there, say), in the network
+    namespace `netns` (its inode) of the tasks `tasks` (their /proc directories, any of
+    them), the socket's own inode `sock`; `vfs`: its file's (device, inode low 32 bits) as
+    the kernel gave them (`bound` asked), None when the kernel could not be asked (every
+    task of the namespace ended meanwhile)."""
 
     name: str
     netns: int
-    pids: tuple[int, ...]
+    tasks: tuple[str, ...]
     sock: int
+    vfs: tuple[int, int] | None = None
+    #: why the kernel could not be asked (`vfs` None): not asked when its tasks all ended
+    error: str | None = None
 
 
 def _netns(path: str, dir_fd: int | None = None) -> int:
@@ -53,47 +63,55 @@ def _netns(path: str, dir_fd: int | None = None) -> int:
     return os.stat(path, dir_fd=dir_fd).st_ino
 
 
-def _namespaces() -> dict[int, list[int]]:
-    """Each network namespace that has a process (its inode) and up to 4 of its processes,
-    this process's own namespace first."""
-    out: dict[int, list[int]] = {}
+def _namespaces() -> dict[int, list[str]]:
+    """Each network namespace that has a task (its inode) and up to 4 of its tasks (their
+    /proc directories), this thread's own namespace first. Every thread of every process
+    is looked at: `unshare(CLONE_NEWNET)` and `setns` move the calling thread only, so a
+    daemon's thread may live in a namespace no process's /proc/PID/ns/net names."""
+    out: dict[int, list[str]] = {}
     try:
-        out[_netns("/proc/self/ns/net")] = [os.getpid()]
+        out[_netns("/proc/thread-self/ns/net")] = ["/proc/thread-self"]
     except OSError:
         pass
     try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
         return out
     for pid in pids:
         try:
-            ino = _netns(f"/proc/{pid}/ns/net")
-        except OSError:  # gone, or not ours to look at
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # gone
             continue
-        got = out.setdefault(ino, [])
-        if len(got) < 4:
-            got.append(pid)
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            try:
+                ino = _netns(f"{task}/ns/net")
+            except OSError:  # gone, or not ours to look at
+                continue
+            got = out.setdefault(ino, [])
+            if len(got) < 4:
+                got.append(task)
     return out
 
 
-def _read_unix(ns: int, pids: Sequence[int]) -> list[tuple[int, str]] | None:
-    """(socket inode, name) of the path-bound sockets `/proc/<pid>/net/unix` lists, from
-    the first of `pids` still there and still in the network namespace `ns` (its inode,
-    asked before and after the read through the process's own /proc directory: a pid
-    ended and reused meanwhile by a process of another namespace is not read for this
+def _read_unix(tasks: Sequence[str], netns: int) -> list[tuple[int, str]] | None:
+    """(socket inode, name) of the path-bound sockets `<task>/net/unix` lists, from the
+    first of `tasks` still in the network namespace `netns` (its inode, asked before and
+    after the read through the task's own /proc directory: a task that moved, or a pid
+    ended and reused meanwhile by a process of another namespace, is not read for this
     one); None when none is."""
-    for pid in pids:
+    for task in tasks:
         try:
-            dfd = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            dfd = os.open(task, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             continue
         try:
-            if _netns("ns/net", dir_fd=dfd) != ns:
+            if _netns("ns/net", dir_fd=dfd) != netns:
                 continue
             fd = os.open("net/unix", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
             with open(fd, encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().split("\n")[1:]  # a name may hold \x1c, \x85...
-            if _netns("ns/net", dir_fd=dfd) != ns:
+            if _netns("ns/net", dir_fd=dfd) != netns:
                 continue
         except OSError:
             continue
@@ -108,28 +126,67 @@ def _read_unix(ns: int, pids: Sequence[int]) -> list[tuple[int, str]] | None:
     return None
 
 
+def resolved(name: str) -> str:
+    """`name` with its directory's links followed (the last component not): where the
+    file a path-bound socket's name leads to lies, as the walls show it."""
+    head, tail = os.path.split(name)
+    return os.path.join(os.path.realpath(head or "."), tail)
+
+
 def bound() -> tuple[list[str], list[Unplaced]]:
-    """The bound Unix sockets of every network namespace that has a process: the absolute
-    names that lead to a socket now (each named once on the host: a name listed twice
-    was bound again after the first socket's file moved away), and the sockets whose name
-    does not (`Unplaced`)."""
-    listed: list[tuple[int, list[int], int, str]] = []
-    for ns, pids in _namespaces().items():
-        for sock, name in _read_unix(ns, pids) or ():
-            listed.append((ns, pids, sock, name))
-    count = collections.Counter(name for *_, name in listed)
+    """The bound Unix sockets of every network namespace that has a task: the paths of
+    those whose listed name leads to them now (their directory's links followed:
+    `resolved`), and the sockets whose name does not (`Unplaced`). A name leads to its
+    socket only when the file there is that socket's: the kernel's socket diagnostics
+    (`UNIX_DIAG_VFS`, one dump per namespace that lists a path-bound socket) give its
+    file's device and inode, compared with the file's at the name (a stale socket file
+    another user left at a name a daemon of another mount namespace listens under is not
+    the daemon's). When the kernel cannot be asked about a namespace whose tasks are still
+    there, its sockets are all unplaced (`placed` fails closed on them); those of one
+    whose tasks all ended meanwhile are placed by name alone, as a name that leads to a
+    socket."""
     placed: list[str] = []
     unplaced: list[Unplaced] = []
-    for ns, pids, sock, name in listed:
-        if name.startswith("/") and count[name] == 1:
-            try:
-                if stat.S_ISSOCK(os.lstat(name).st_mode):
-                    placed.append(name)
-                    continue
-            except OSError:
-                pass
-        unplaced.append(Unplaced(name, ns, tuple(pids), sock))
+    spaces = _namespaces()
+    lists = {ns: got for ns, tasks in spaces.items() if (got := _read_unix(tasks, ns))}
+    answers = _dumps({ns: spaces[ns] for ns in lists})
+    for ns, listed in lists.items():
+        tasks = spaces[ns]
+        answer = answers[ns]
+        error = None
+        if isinstance(answer, _Gone):  # as before the kernel was asked: a name leading
+            vfs: dict[int, tuple[int, int]] | None = None  # to a socket does
+        elif isinstance(answer, OSError):  # every one of them unplaced: `placed` says why
+            vfs, error = None, str(answer)
+        else:
+            vfs = answer
+        for sock, name in listed:
+            want = vfs.get(sock) if vfs is not None else None
+            if name.startswith("/"):
+                at = resolved(name)
+                try:
+                    st = os.lstat(at)
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISSOCK(st.st_mode):
+                    placed.append(at)  # covered whatever it is: harmless
+                    if want is not None and _same_file(st, want):
+                        continue
+                    if (vfs is None and error is None) or (vfs is not None and want is None):
+                        continue  # its namespace gone, or the socket closed since listed
+            if vfs is None or want is not None:
+                unplaced.append(Unplaced(name, ns, tuple(tasks), sock, want, error))
     return placed, unplaced
+
+
+def _same_file(st: os.stat_result, vfs: tuple[int, int]) -> bool:
+    """Whether `st` (an lstat) is the file the kernel's (device, inode low 32 bits) name.
+    The device is the file system's own, which for a btrfs subvolume or an overlay is not
+    the `st_dev` a stat gives: compared only where the mount table knows it."""
+    dev, ino = vfs
+    if st.st_ino & 0xFFFFFFFF != ino:
+        return False
+    return st.st_dev == dev or _mounted([dev]) is None
 
 
 # NETLINK_SOCK_DIAG for AF_UNIX (linux/sock_diag.h, linux/unix_diag.h). Written by hand:
@@ -202,64 +259,88 @@ def _parse_vfs(data: bytes, out: dict[int, tuple[int, int]]) -> bool:
     return False
 
 
-def _dump_in(ns: int, pids: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """`_dump_vfs` in the network namespace `ns` (its inode), entered through the first of
-    `pids` still in it (a pid reused by a process of another namespace is passed over):
-    asked by a thread of its own that enters it (`setns` changes the calling thread only;
-    the thread ends with it)."""
-    own = os.stat("/proc/self/ns/net").st_ino
-    errors: list[BaseException] = []
-    for pid in pids:
+class _Gone(OSError):
+    """Every task of a network namespace ended before the kernel could be asked in it."""
+
+
+def _dump_one(tasks: Sequence[str], netns: int, libc: ctypes.CDLL
+              ) -> dict[int, tuple[int, int]]:
+    """`_dump_vfs` in the network namespace `netns`, entered (`setns`, by the calling
+    thread) through the first of `tasks` still in it. `_Gone` when none of them is left
+    there, OSError when the kernel cannot be asked."""
+    errors: list[OSError] = []
+    for task in tasks:
         try:
-            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(f"{task}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
         except OSError as exc:
             errors.append(exc)
             continue
         try:
-            if os.fstat(fd).st_ino != ns:
-                errors.append(OSError(f"process {pid} left that network namespace"))
+            if os.fstat(fd).st_ino != netns:  # it moved (or the pid was reused) meanwhile
                 continue
-            if os.fstat(fd).st_ino == own:
-                return _dump_vfs()
-            got: list[dict[int, tuple[int, int]]] = []
-
-            def ask() -> None:
-                try:
-                    libc = ctypes.CDLL(None, use_errno=True)
-                    if libc.setns(fd, _CLONE_NEWNET) != 0:
-                        e = ctypes.get_errno()
-                        raise OSError(e, f"setns: {os.strerror(e)}")
-                    got.append(_dump_vfs())
-                except BaseException as exc:  # noqa: BLE001 (handed to the caller)
-                    errors.append(exc)
-
-            t = threading.Thread(target=ask, name="storlab-sock-diag", daemon=True)
-            t.start()
-            t.join()
-            if got:
-                return got[0]
+            if libc.setns(fd, _CLONE_NEWNET) != 0:
+                e = ctypes.get_errno()
+                errors.append(OSError(e, f"setns: {os.strerror(e)}"))
+                continue
+            return _dump_vfs()
         finally:
             os.close(fd)
-    why = errors[-1] if errors else "no process"
-    raise OSError(f"cannot ask the kernel about its sockets ({why})")
+    if not errors:
+        raise _Gone(f"no task left in network namespace {netns}")
+    raise OSError(f"cannot ask the kernel about its sockets ({errors[-1]})")
+
+
+def _dumps(groups: dict[int, Sequence[str]]
+           ) -> dict[int, dict[int, tuple[int, int]] | OSError]:
+    """`_dump_vfs` of each network namespace of `groups` (its inode: its tasks), or why
+    the kernel could not be asked there (`_Gone`, OSError). This thread's own namespace
+    is asked here; the others by one thread of its own that enters each in turn (`setns`
+    changes the calling thread only; the thread ends with it)."""
+    own = os.stat("/proc/thread-self/ns/net").st_ino
+    out: dict[int, dict[int, tuple[int, int]] | OSError] = {}
+    if own in groups:
+        try:
+            out[own] = _dump_vfs()
+        except OSError as exc:
+            out[own] = exc
+    others = {ns: tasks for ns, tasks in groups.items() if ns != own}
+    if not others:
+        return out
+
+    def ask() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for ns, tasks in others.items():
+            try:
+                out[ns] = _dump_one(tasks, ns, libc)
+            except OSError as exc:
+                out[ns] = exc
+            except BaseException as exc:  # noqa: BLE001 (handed to the caller)
+                out[ns] = OSError(str(exc))
+
+    t = threading.Thread(target=ask, name="storlab-sock-diag", daemon=True)
+    t.start()
+    t.join()
+    for ns in others:
+        out.setdefault(ns, OSError("the kernel's answer did not come"))
+    return out
 
 
 def placed(unplaced: Iterable[Unplaced]) -> dict[int, tuple[int, Unplaced]]:
     """{inode of its file (low 32 bits): (its file system's device, socket)} for
-    `unplaced`, asked of the kernel in each one's network namespace (the device is the
-    file system's own, which for a btrfs subvolume or an overlay is not the `st_dev` a
-    stat gives: only used to narrow where to look, `_mounted`). OSError when the kernel
-    cannot be asked."""
-    by_ns: dict[int, list[Unplaced]] = {}
-    for u in unplaced:
-        by_ns.setdefault(u.netns, []).append(u)
+    `unplaced`, as the kernel gave them to `bound` (the device is the file system's own,
+    which for a btrfs subvolume or an overlay is not the `st_dev` a stat gives: only used
+    to narrow where to look, `_mounted`). OSError when the kernel could not be asked about
+    one (its namespace's tasks all ended meanwhile): it cannot be looked for. A socket the
+    kernel no longer lists is closed: nothing to look for."""
     out: dict[int, tuple[int, Unplaced]] = {}
-    for group in by_ns.values():
-        vfs = _dump_in(group[0].netns, group[0].pids)
-        for u in group:
-            if u.sock in vfs:
-                dev, ino = vfs[u.sock]
-                out[ino] = (dev, u)
+    for u in unplaced:
+        if u.vfs is None:
+            raise OSError(u.error or "every task of its network namespace ended before "
+                          "the kernel could be asked there")
+        dev, ino = u.vfs
+        out[ino] = (dev, u)
     return out
 
 

@@ -142,6 +142,13 @@ class Declared:
     #: path (a campaign's directory swapped meanwhile leads elsewhere).
     run_fd: int | None = None
 
+    @property
+    def may_make_unix_sockets(self) -> bool:
+        """Whether every program may make a Unix socket: declared `sockets`,
+        `unix_sockets`, or `io_uring` (a ring's `IORING_OP_SOCKET` passes round the
+        filter; `Walls.may_make_unix_sockets` adds a runner's own grants)."""
+        return bool(self.sockets) or self.unix_sockets or self.io_uring
+
     def holding(self, path: str | os.PathLike[str], fd: int) -> Declared:
         """These declarations for a run whose directory `path` storlab holds open (`fd`):
         `run_dir` from the descriptor (what every program of the run must find at
@@ -1315,20 +1322,28 @@ class Walls:
                                 b"".join(a.encode() + b"\0" for a in out[1:]))
         return [out[0], "--args", str(self.args_fd), "--", *program]
 
+    @property
+    def may_make_unix_sockets(self) -> bool:
+        """Whether the program may make a Unix socket: the filter lets it (declared
+        sockets, `sandbox.unix_sockets`, fio's net engine with `protocol=unix`), or it may
+        make io_uring rings (`IORING_OP_SOCKET`, which the filter does not see: the
+        campaign's `sandbox.io_uring`, fio's io_uring engines)."""
+        return self.unix_sockets or bool(self.sockets) or self.io_uring
+
     def covered(self, cwd: str) -> list[str]:
         """The Unix sockets bound on the host that lie in a place the program sees (the
         system's trees, the campaign's directory, a declared directory, the program's
         install tree), each to be covered by /dev/null: a daemon's socket there does not
-        open either. Those of every network namespace that has a process
-        (`_host_sockets.bound`: `connect()` on a path crosses network namespaces); when the
-        program may make Unix sockets, those whose listed name does not lead to them (a
-        relative name, a directory renamed since) are looked for by their inode in the
-        shown trees `specials` does not walk (`_host_sockets.find`); a program allowed
-        io_uring rings may make them (a ring's socket operations pass round the filter).
-        Not the declared sockets, nor those in the run's own directory (the run's, say
-        from a server a `system_writable` step started). CampaignError when such a
-        socket cannot be looked for, or the look gives up, without `allow_destructive`
-        (`strict`)."""
+        open either. Those of every network namespace that has a task
+        (`_host_sockets.bound`: `connect()` on a path crosses network namespaces), each at
+        the path its name leads to (its directory's links followed); when the program may
+        make Unix sockets (`may_make_unix_sockets`), those whose listed name does not lead
+        to them (a relative name, a directory renamed since, another file at the name) are
+        looked for by their inode in the shown trees `specials` does not walk
+        (`_host_sockets.find`). Not the declared
+        sockets, nor those in the run's own directory (the run's, say from a server a
+        `system_writable` step started). CampaignError when such a socket cannot be looked
+        for, or the look gives up, without `allow_destructive` (`strict`)."""
         from . import _host_sockets
 
         seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
@@ -1337,9 +1352,7 @@ class Walls:
         listed, unplaced = _host_sockets.bound()
         out = [path for path in listed
                if any(within(path, t) for t in seen) and os.path.exists(path)]
-        # io_uring's IORING_OP_SOCKET and _CONNECT pass round the filter: a program with
-        # rings makes Unix sockets whatever `unix_sockets` says
-        if unplaced and (self.unix_sockets or self.io_uring):
+        if unplaced and self.may_make_unix_sockets:
             # the trees `specials` walks find every socket in them by name already
             walked = {*self.trees, *(p for fd, p in zip(self.fds, self.writable)
                                      if not _unwalked(p))}

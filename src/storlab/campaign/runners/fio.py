@@ -281,8 +281,7 @@ class FioRunner:
                    or self.refused_program_dir(opts, workdir, declared)
                    or (self.refused_outside_target(config, workdir, decl.homes)
                        if decl.homes else None))
-            reason = None if decl.sockets or decl.unix_sockets or decl.io_uring \
-                else self.unix_socket_reason(opts)
+            reason = None if decl.may_make_unix_sockets else self.unix_socket_reason(opts)
             if why is None and reason:  # /run shown with fio's own Unix sockets
                 why = refused_readable(decl.readable, decl.network, False,
                                        f"the runner's fio ({reason})", homes=decl.homes)
