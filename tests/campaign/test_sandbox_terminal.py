@@ -13,7 +13,6 @@ import os
 import pty
 import select
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -84,10 +83,10 @@ def under_a_pty(argv: list[str], cwd: Path, timeout: float = 120) -> tuple[int, 
 
 
 def test_a_run_program_cannot_type_into_a_terminal(
-        tmp_path: Path, command_campaign: Callable[..., Path]) -> None:
+        tmp_path: Path, command_campaign: Callable[..., Path],
+        storlab_argv: list[str]) -> None:
     camp = command_campaign(tmp_path / "c", ["/usr/bin/python3", "-c", PROBE])
-    status, seen = under_a_pty([sys.executable, "-m", "storlab.cli", "run", str(camp)],
-                               camp.parent)
+    status, seen = under_a_pty([*storlab_argv, "run", str(camp)], camp.parent)
     assert status == 0, seen[-3000:]
     outs = list((camp.parent / "campaign.db.output").glob("*.stdout"))
     assert len(outs) == 1, (outs, seen[-3000:])
