@@ -133,3 +133,8 @@ class ShellTemplateError(ValueError):
 class YamlRefusal(ValueError):
     """A YAML value storlab's reader refuses (fileio's loader raises it with the line and
     what to write; read_yaml turns it into a one-line StorlabError naming the file)."""
+
+
+class NamespaceGone(OSError):
+    """Every task of a network namespace ended before the kernel could be asked about its
+    sockets there (the host-socket listing then judges them by name alone)."""

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
+from storlab.errors import NamespaceGone
+
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("unshare") is None
                                  or os.geteuid() != 0, reason="needs bwrap, unshare, root"),
               pytest.mark.xdist_group("fio")]
@@ -331,7 +333,7 @@ def test_a_process_is_read_only_for_the_network_namespace_it_was_listed_in() -> 
     assert h._read_unix(["/proc/thread-self"], own) is not None
     assert h._read_unix(["/proc/thread-self"], own + 1) is None
     assert isinstance(h._dumps({own: ["/proc/thread-self"]})[own], dict)
-    assert isinstance(h._dumps({own + 1: ["/proc/thread-self"]})[own + 1], h._Gone)
+    assert isinstance(h._dumps({own + 1: ["/proc/thread-self"]})[own + 1], NamespaceGone)
 
 
 def test_a_sockets_name_is_read_whole_whatever_its_characters(tmp_path: Path) -> None:

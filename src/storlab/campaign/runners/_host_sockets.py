@@ -31,6 +31,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ...errors import NamespaceGone
 from ...fileio import within
 
 
@@ -154,8 +155,8 @@ def bound() -> tuple[list[str], list[Unplaced]]:
         tasks = spaces[ns]
         answer = answers[ns]
         error = None
-        if isinstance(answer, _Gone):  # as before the kernel was asked: a name leading
-            vfs: dict[int, tuple[int, int]] | None = None  # to a socket does
+        if isinstance(answer, NamespaceGone):  # as before the kernel was asked: a name
+            vfs: dict[int, tuple[int, int]] | None = None  # leading to a socket does
         elif isinstance(answer, OSError):  # every one of them unplaced: `placed` says why
             vfs, error = None, str(answer)
         else:
@@ -259,15 +260,11 @@ def _parse_vfs(data: bytes, out: dict[int, tuple[int, int]]) -> bool:
     return False
 
 
-class _Gone(OSError):
-    """Every task of a network namespace ended before the kernel could be asked in it."""
-
-
 def _dump_one(tasks: Sequence[str], netns: int, libc: ctypes.CDLL
               ) -> dict[int, tuple[int, int]]:
     """`_dump_vfs` in the network namespace `netns`, entered (`setns`, by the calling
-    thread) through the first of `tasks` still in it. `_Gone` when none of them is left
-    there, OSError when the kernel cannot be asked."""
+    thread) through the first of `tasks` still in it. `NamespaceGone` when none of them
+    is left there, OSError when the kernel cannot be asked."""
     errors: list[OSError] = []
     for task in tasks:
         try:
@@ -288,15 +285,15 @@ def _dump_one(tasks: Sequence[str], netns: int, libc: ctypes.CDLL
         finally:
             os.close(fd)
     if not errors:
-        raise _Gone(f"no task left in network namespace {netns}")
+        raise NamespaceGone(f"no task left in network namespace {netns}")
     raise OSError(f"cannot ask the kernel about its sockets ({errors[-1]})")
 
 
 def _dumps(groups: dict[int, Sequence[str]]
            ) -> dict[int, dict[int, tuple[int, int]] | OSError]:
     """`_dump_vfs` of each network namespace of `groups` (its inode: its tasks), or why
-    the kernel could not be asked there (`_Gone`, OSError). This thread's own namespace
-    is asked here; the others by one thread of its own that enters each in turn (`setns`
+    the kernel could not be asked there (`NamespaceGone`, OSError). This thread's own
+    namespace is asked here; the others by one thread of its own that enters each in turn (`setns`
     changes the calling thread only; the thread ends with it)."""
     own = os.stat("/proc/thread-self/ns/net").st_ino
     out: dict[int, dict[int, tuple[int, int]] | OSError] = {}
