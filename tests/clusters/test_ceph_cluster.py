@@ -57,6 +57,7 @@ def test_campaign_applies_parameters_and_runs_loads(ceph, tmp_path):
     """))
     # Each load starts where the OSD is (the second at 4 shards, where the first left it),
     # so only config 3's change of the shard count restarts it (each restart is slow).
+    ceph_conf = os.environ.get("CEPH_CONF")
     for load, shards in (("rados_bench", [2, 2, 4]), ("fio", [4, 4, 2])):
         pd.DataFrame({"osd_op_num_shards": shards, "objecter_inflight_ops": [64, 1024, 1024]}
                      ).to_csv(tmp_path / f"{load}.csv", index=False)
@@ -93,6 +94,8 @@ def test_campaign_applies_parameters_and_runs_loads(ceph, tmp_path):
         # exactly one OSD, a new one
         after = _copies(c.conf, "ceph-osd", "-i", "0")
         assert len(after) == 1 and after != osd
+        # fio's librados found the cluster through CEPH_CONF in fio's environment only
+        assert os.environ.get("CEPH_CONF") == ceph_conf
     assert c.status()["health"] == "HEALTH_OK"
     # the OSD's usage stays within its size across the restarts (memstore's own count went
     # below zero; the OSD then took itself for full and never booted again)

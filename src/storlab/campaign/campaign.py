@@ -167,7 +167,14 @@ class Campaign:
         """The objectives' goals as the store's design metadata recorded them ({} without
         a store)."""
         meta = self._stored_design_meta(adaptive=True) or {}
-        return {str(n): str(g) for n, g in meta.get("objectives") or []}
+        pairs = meta.get("objectives") or []
+        if not (isinstance(pairs, list) and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                for p in pairs)):
+            raise CampaignError(f"{self.store_path}: meta design: objectives is not a list "
+                                "of [response, goal] pairs (storlab writes one there); the "
+                                "store was changed, or not written by storlab")
+        return {n: g for n, g in pairs}
 
     def preflight(self) -> Any:
         """Checks that need the runner, before any run or step (`preflight.check_runner`):

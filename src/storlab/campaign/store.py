@@ -552,12 +552,46 @@ class Store:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    def get_meta_object(self, key: str) -> dict[str, Any] | None:
+        """The meta value `key` storlab writes as a JSON object (`design`, `source`,
+        `measurement`), read by `decoded`; None when the store has none."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else self.decoded(row[0], "object", f"meta {key}", "value")
+
+    def decoded(self, text: Any, shape: str, where: str, column: str) -> Any:
+        """The one reader of the JSON storlab keeps in a store's columns, checked for the
+        shape storlab writes there (`STORED_SHAPES`): a store a campaign ships may hold
+        anything in them. Another shape is refused in one line naming the store, the row
+        (`where`: table and key) and the column (CampaignError), never a traceback."""
+        if text is None or text == "":
+            if shape in ("numbers", "rows"):  # a run not finished yet
+                return {} if shape == "numbers" else []
+            why = "is empty"
+        elif not isinstance(text, str):
+            why = f"is {type(text).__name__}, not JSON text"
+        else:
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                why = "is not JSON"
+            else:
+                why = _shape_refused(value, shape)
+                if why is None:
+                    if shape == "numbers":
+                        return {k: (float("nan") if v is None else v)
+                                for k, v in value.items()}
+                    return value
+        raise CampaignError(f"{self.path}: {where}: column {column} {why} (storlab writes "
+                            f"{STORED_SHAPES[shape]} there); the store was changed, or not "
+                            "written by storlab")
+
     def set_meta(self, key: str, value: str) -> None:
         self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def configs(self) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
         rows = self.db.execute("SELECT config_id, config, design FROM configs ORDER BY config_id")
-        return [(int(i), json.loads(c), json.loads(d)) for i, c, d in rows]
+        return [(int(i), self.decoded(c, "config", f"configs {i}", "config"),
+                 self.decoded(d, "object", f"configs {i}", "design")) for i, c, d in rows]
 
     def save_configs(self, configs: Iterable[tuple[int, Mapping[str, Any], Mapping[str, Any]]]
                      ) -> None:
@@ -579,7 +613,8 @@ class Store:
         if self.readonly and "plan" not in self._tables:
             return []  # a store from before adaptive campaigns, read without migrating it
         rows = self.db.execute(f"SELECT {', '.join(cols)} FROM plan ORDER BY seq")
-        return [dict(zip(cols, r), note=json.loads(r[-1])) for r in rows]
+        return [dict(zip(cols, r), note=self.decoded(r[-1], "object", f"plan {r[0]}", "note"))
+                for r in rows]
 
     def extend_plan(self, configs: Iterable[tuple[int, Mapping[str, Any], Mapping[str, Any]]],
                     rows: Iterable[tuple[str, int, int, int, int, str, Mapping[str, Any]]]
@@ -633,9 +668,10 @@ class Store:
         out = []
         for r in self.db.execute(f"SELECT {', '.join(cols)} FROM runs ORDER BY seq"):
             d = dict(zip(cols, r))
-            d["config"] = json.loads(d["config"])
-            d["metrics"] = _loads_numbers(d["metrics"])
-            d["rows"] = json.loads(d["rows"]) if d["rows"] else []
+            where = f"runs {d['key']}"
+            d["config"] = self.decoded(d["config"], "config", where, "config")
+            d["metrics"] = self.decoded(d["metrics"], "numbers", where, "metrics")
+            d["rows"] = self.decoded(d["rows"], "rows", where, "rows")
             d["warmup"] = bool(d["warmup"])
             out.append(d)
         return out
@@ -651,7 +687,34 @@ def _dumps(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), sort_keys=False)
 
 
-def _loads_numbers(text: str | None) -> dict[str, float]:
-    if not text:
-        return {}
-    return {k: (float("nan") if v is None else v) for k, v in json.loads(text).items()}
+#: What storlab writes in each kind of JSON column (`Store.decoded`).
+STORED_SHAPES = {
+    "object": "a JSON object",
+    "config": "a JSON object of factor values (strings, numbers, booleans or null)",
+    "numbers": "a JSON object of numbers (null for NaN)",
+    "rows": "a JSON list of objects",
+}
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _shape_refused(value: Any, shape: str) -> str | None:
+    """Why the decoded `value` is not of `shape` (`STORED_SHAPES`), or None."""
+    if shape == "rows":
+        if not isinstance(value, list):
+            return f"is a JSON {_json_kind(value)}, not a list"
+        bad = next((i for i, v in enumerate(value) if not isinstance(v, dict)), None)
+        return None if bad is None else f"item {bad} is a JSON {_json_kind(value[bad])}"
+    if not isinstance(value, dict):
+        return f"is a JSON {_json_kind(value)}, not an object"
+    for k, v in value.items():
+        if shape == "config" and not isinstance(v, _SCALARS):
+            return f"holds {k[:40]!r}: a JSON {_json_kind(v)}"
+        if shape == "numbers" and (isinstance(v, bool)
+                                   or not isinstance(v, (int, float, type(None)))):
+            return f"holds {k[:40]!r}: a JSON {_json_kind(v)}, not a number"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean",
+            type(None): "null"}.get(type(value), "number")

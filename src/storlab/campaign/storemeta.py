@@ -56,8 +56,7 @@ def as_stored_source(spec: CampaignSpec, store: Path) -> CampaignSpec:
     if spec.design.kind in adaptive_kinds() or not store.exists():
         return spec
     with Store(store, readonly=True) as st:
-        text = st.get_meta("source")
-    meta = dict(json.loads(text)) if text else {}
+        meta = st.get_meta_object("source") or {}
     if meta.get("kind") not in adaptive_kinds():
         return spec
     design = design_as_stored(str(meta["kind"]), spec.design, meta)
@@ -70,19 +69,19 @@ def stored_design_meta(store_path: Path, adaptive: bool) -> dict[str, Any] | Non
     if not store_path.exists():
         return None
     with Store(store_path, readonly=True) as store:
-        text = store.get_meta("design")
-        if text is None and adaptive:
-            text = store.get_meta("source")
-    return dict(json.loads(text)) if text is not None else None
+        meta = store.get_meta_object("design")
+        if meta is None and adaptive:
+            meta = store.get_meta_object("source")
+    return meta
 
 
 def keep_meta(store: Store, key: str, now: dict[str, Any], what: str,
               free: tuple[str, ...] = ()) -> None:
     """Record settings the store's runs depend on; refuse to go on under others (all but
     the `free` ones), naming what changed."""
-    old = store.get_meta(key)
+    old = store.get_meta_object(key)
     if old is not None:
-        before = {k: v for k, v in json.loads(old).items() if k not in free}
+        before = {k: v for k, v in old.items() if k not in free}
         after = {k: v for k, v in now.items() if k not in free}
         diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         if diff:

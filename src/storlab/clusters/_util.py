@@ -8,6 +8,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import resource
 import signal
 import stat
@@ -1094,15 +1095,83 @@ def keep_logs_only(directory: Path, logs: str = "log") -> None:
             entry.unlink(missing_ok=True)
 
 
-def load_state(path: Path) -> dict[str, Any] | None:
+_NUM = (int, float)
+_STR_MAP = {"endpoint": str, "access_key": str, "secret_key": str, "region": str}
+#: The keys each kind's `up` writes into its cluster.json, with their types (a tuple: any
+#: of them; a dict: an object of those keys; `"path"`: a str naming an entry of the
+#: cluster's own directory; `"name"`: a pool or image name). A value of another type
+#: refuses the state (a campaign may ship its cluster directory); other keys are never read.
+STATE_KEYS: dict[str, dict[str, Any]] = {
+    "ceph": {"kind": str, "dir": str, "conf": "path", "fsid": str, "osds": int,
+             "replicas": int, "store": str, "pool": "name", "image": "name",
+             "mon_port": int, "bind": str, "rgw_port": int, "s3": _STR_MAP,
+             "started": _NUM, "ready": bool, "tie_to_parent": bool, "up_seconds": _NUM},
+    "swift": {"kind": str, "dir": str, "replicas": int, "workers": int,
+              "proxy_workers": int, "storage": str, "bind": str, "proxy": str,
+              "auth_url": str, "user": str, "key": str, "admin_key": str, "run_as": str,
+              "ports": {k: int for k in ("object", "container", "account", "proxy",
+                                         "memcached")},
+              "s3": _STR_MAP, "loop": "loop", "mounted": "path", "started": _NUM,
+              "ready": bool, "tie_to_parent": bool, "up_seconds": _NUM},
+}
+
+
+def _state_value_refused(value: Any, want: Any, directory: Path) -> str | None:
+    """Why `value` is not of the type `want` (`STATE_KEYS`), or None."""
+    if isinstance(want, dict):
+        if not isinstance(value, dict):
+            return "must be an object"
+        for k, v in value.items():
+            why = None if k not in want else _state_value_refused(v, want[k], directory)
+            if why:
+                return f"{k}: {why}"
+        return None
+    if want == "name":
+        ok = isinstance(value, str) and bool(re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", value))
+        return None if ok else "must be a name of letters, digits, '_', '.' or '-'"
+    if want == "loop":
+        ok = isinstance(value, str) and bool(re.fullmatch(r"/dev/loop[0-9]{1,6}", value))
+        return None if ok else "must be a loop device (/dev/loopN)"
+    if want == "path":
+        if not isinstance(value, str) or "\0" in value or not os.path.isabs(value):
+            return "must be an absolute path"
+        top = os.path.realpath(directory)
+        if os.path.dirname(os.path.realpath(value)) != top:
+            return f"must name an entry of the cluster's directory {top}"
+        return None
+    types = want if isinstance(want, tuple) else (want,)
+    if isinstance(value, bool) and bool not in types:  # True is an int to isinstance
+        return f"must be {' or '.join(t.__name__ for t in types)}"
+    if not isinstance(value, types):
+        return f"must be {' or '.join(t.__name__ for t in types)}"
+    return None
+
+
+def load_state(path: Path, kind: str) -> dict[str, Any] | None:
+    """The state a `kind` cluster's `up` saved at `path` (its directory's cluster.json);
+    None when there is none or it is not JSON (a bring-up cut short). A state of another
+    shape than `up` writes (`STATE_KEYS`) is refused in one line (ClusterError)."""
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except PermissionError:
         # 0600 in a 0700 directory: another user must not be told "down"
         raise ClusterError(f"{path.parent}: the cluster's state is readable by root "
                            "only (run as root)") from None
     except (OSError, ValueError):
         return None
+    keys = STATE_KEYS[kind]
+    if not isinstance(data, dict):
+        why = "is not a JSON object"
+    elif data.get("kind", kind) != kind:
+        why = f"kind: {str(data.get('kind'))[:40]!r} must be {kind!r}"
+    else:
+        why = next((f"{k}: {w}" for k, v in data.items()
+                    if k in keys and (w := _state_value_refused(v, keys[k], path.parent))),
+                   None)
+    if why:
+        raise ClusterError(f"{path}: {why} (not a state storlab's `cluster up {kind}` "
+                           "wrote); remove the directory or name another")
+    return data
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -183,7 +183,7 @@ class CephCluster:
 
     def state(self) -> dict[str, Any] | None:
         """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
-        return load_state(self.state_file) if present_cluster_dir(self.dir) else None
+        return load_state(self.state_file, self.kind) if present_cluster_dir(self.dir) else None
 
     # ------------------------------------------------------------------ conf
     def _write_conf(self, fsid: str, o: CephOptions, replicas: int) -> None:

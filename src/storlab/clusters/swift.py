@@ -80,7 +80,7 @@ class SwiftCluster:
 
     def state(self) -> dict[str, Any] | None:
         """The saved state; None when there is none, or no directory (`present_cluster_dir`)."""
-        return load_state(self.state_file) if present_cluster_dir(self.dir) else None
+        return load_state(self.state_file, self.kind) if present_cluster_dir(self.dir) else None
 
     def _daemon(self, name: str, argv: list[str]) -> Daemon:
         tie = bool((self.state() or {}).get("tie_to_parent"))
@@ -332,7 +332,10 @@ class SwiftCluster:
         # safety net: a server still running with one of our confs lost its PID file
         for conf in sorted(self.dir.glob("*-server.conf")):
             stopped += [f"pid {p}" for p in stop_strays(str(conf))]
-        st = self.state() or {}
+        try:
+            st = self.state() or {}
+        except ClusterError:  # a state of another shape names no loop device to trust
+            st = {}
         if self.node.exists() and _is_mount(self.node):
             run(["umount", str(self.node)], check=False, timeout=60)
             if _is_mount(self.node):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -228,11 +229,17 @@ class CephRunner:
             info = self.apply(cluster, params)
         except StorlabError as exc:
             return RunResult("failed", stderr=str(exc), started=started, ended=time.time())
-        st = cluster.state()
+        try:
+            st = cluster.state()
+            if st is None:
+                raise CampaignError(f"no ceph cluster is up in {cluster.dir}")
+            conf, keyring = _cluster_files(cluster)
+        except StorlabError as exc:
+            return RunResult("failed", stderr=str(exc), started=started, ended=time.time())
+        st = {**st, "conf": conf}  # the trusted directory's own conf, judged
         # the load talks to the cluster, with its conf and admin key (the cluster's
         # directory, with its daemons' admin sockets, stays hidden)
-        keyring = os.path.join(os.path.dirname(st["conf"]), "admin.keyring")
-        with opened(network=True, readable=[st["conf"], keyring], ports=_ceph_ports(st["conf"])):
+        with opened(network=True, readable=[conf, keyring], ports=_ceph_ports(conf)):
             res = self._load(st, load_cfg, workdir, timeout)
         res.metrics.update(info)
         res.started = started
@@ -277,9 +284,11 @@ class CephRunner:
 
             opts = {"ioengine": "rbd", "clientname": "admin", "pool": st["pool"],
                     "rbdname": st["image"], **self.load_options}
-            # librados (fio's rbd/rados engines) finds the cluster through CEPH_CONF
-            os.environ["CEPH_CONF"] = st["conf"]
-            res = FioRunner(**opts).run(load_cfg, workdir, timeout)
+            fio = FioRunner(**opts)
+            # librados (fio's rbd/rados engines) finds the cluster through CEPH_CONF: in
+            # fio's environment only, never storlab's own
+            fio.env = {"CEPH_CONF": str(st["conf"])}
+            res = fio.run(load_cfg, workdir, timeout)
         else:
             res = self._objstore.run(load_cfg, workdir, timeout)
         return res
@@ -383,6 +392,25 @@ def _same(have: str, want: str) -> bool:
         return float(have) == float(want)
     except ValueError:
         return have.lower() in ("true", "false") and (have.lower() == "true") == (want == "1")
+
+
+def _cluster_files(cluster: Any) -> tuple[str, str]:
+    """The conf and admin keyring the load is shown read-only: the trusted cluster
+    directory's own (`get_cluster`), each a regular file of it, not a link to another
+    place. Refused (CampaignError) otherwise: a campaign may ship its cluster directory."""
+    top = os.path.realpath(cluster.dir)
+    out = []
+    for path in (str(cluster.conf), str(cluster.dir / "admin.keyring")):
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            raise CampaignError(f"ceph runner: {path}: {exc.strerror}") from None
+        if (not stat.S_ISREG(st.st_mode)
+                or os.path.dirname(os.path.realpath(path)) != top):
+            raise CampaignError(f"ceph runner: {path} must be a regular file of the "
+                                f"cluster's directory {top}, not a link or another file")
+        out.append(path)
+    return out[0], out[1]
 
 
 def _ceph_ports(conf: str) -> tuple[int, ...]:

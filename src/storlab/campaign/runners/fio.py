@@ -84,6 +84,9 @@ class FioRunner:
                                 "'_', '.' or '-'")
         self.job_name = str(job_name)
         self.extra_args = [str(a) for a in extra_args]
+        #: variables fio's environment gets besides the operator's (the ceph runner's
+        #: CEPH_CONF: librados finds the cluster through it); storlab's own stays as it is
+        self.env: dict[str, str] = {}
         # An existing .fio job file is the base job: its options come first, the runner's
         # options and then each configuration's factors override them. It is read here,
         # once, into ordinary options, so the target guard and fio's name check see every
@@ -290,7 +293,7 @@ class FioRunner:
         jobfile = self.write_jobfile(opts, workdir / "job.fio") if self.clients else None
         argv = self.argv(opts, jobfile)
         argv[0] = self.program()  # the file checked for the grants, not a name on PATH
-        proc = run_program(argv, cwd=workdir, timeout=timeout,
+        proc = run_program(argv, cwd=workdir, timeout=timeout, env=self.env or None,
                            targets=self.sandbox_targets(opts, workdir),
                            allow_destructive=self.allow_destructive,
                            network=self.network_reason(opts) is not None,
