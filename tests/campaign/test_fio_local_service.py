@@ -470,3 +470,42 @@ def test_exact_option_names_still_run(tmp_path: Path, storlab: Any,
     r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
 
+
+@pytest.mark.parametrize("extra", [{"description": "copy of nfs://192.0.2.1:2049/export"},
+                                   {"hostname": "192.0.2.1"}])
+def test_a_net_filename_naming_this_host_is_judged(tmp_path: Path, storlab: Any,
+                                                   service: Service,
+                                                   extra: dict[str, str]) -> None:
+    """fio's net engine reads a `filename` without a '/' as its host (and takes the later
+    of `hostname` and `filename`): `filename: 127.0.0.1` is judged, and neither an
+    address in `description` nor a remote `hostname` given before it hides it; a root
+    service on 127.0.0.1 gets nothing."""
+    opts = {"ioengine": "net", **extra, "filename": "127.0.0.1", "port": service.port,
+            "rw": "write", "size": "64k"}
+    r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"fio option filename: 127.0.0.1 port {service.port} is a service" in r.stderr, \
+        r.stderr
+    assert service.accepted == 0
+
+
+def test_destinations_judge_every_host_and_fios_default(tmp_path: Path) -> None:
+    """`_destinations` (unit): a net `filename` as host, `host/port`, `/port` (fio's
+    localhost), the whole value beside its ':'-parts, an unreadable `uri` as this host,
+    and fio's default for an engine none of whose own options is given, whatever other
+    options hold."""
+    from storlab.campaign.runners.fio_guard import _destinations
+
+    d = _destinations([("ioengine", "net"), ("filename", "127.0.0.1")], {"net"})
+    assert ("filename", "127.0.0.1", None) in d
+    d = _destinations([("ioengine", "net"), ("filename", "h/4000/tcp")], {"net"})
+    assert ("filename", "h", 4000) in d
+    d = _destinations([("ioengine", "net"), ("filename", "/4000")], {"net"})
+    assert ("filename", "", 4000) in d
+    d = _destinations([("ioengine", "net"), ("filename", "::1")], {"net"})
+    assert ("filename", "::1", None) in d
+    d = _destinations([("ioengine", "nbd"), ("uri", "NBD://127.0.0.1/")], {"nbd"})
+    assert ("uri", "", None) in d
+    d = _destinations([("ioengine", "http"), ("description", "nfs://192.0.2.1/x"),
+                       ("hostname", "192.0.2.1")], {"http"})
+    assert ("(none: fio's default)", "localhost", None) in d
