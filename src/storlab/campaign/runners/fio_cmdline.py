@@ -311,8 +311,12 @@ def full_option_name(name: str) -> str | None:
         return (f"fio would read {name!r} as an abbreviation of one of "
                 f"{', '.join(repr(h) for h in hits[:8])}{' ...' if len(hits) > 8 else ''}; "
                 "write the option's full name")
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(known), 1)
     return (f"{name!r} is not the full name of an option of {exe} (storlab checks options "
-            "by their full names, as fio lists them in --cmdhelp and --enghelp)")
+            "by their full names, as fio lists them in --cmdhelp and --enghelp)"
+            + (f"; did you mean {near[0]!r}?" if near else ""))
 
 
 def check_option(name: str, value: str, jobfile: bool, where: str = "fio option") -> None:
