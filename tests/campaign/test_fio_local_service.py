@@ -394,3 +394,118 @@ def test_a_destination_name_that_does_not_resolve_is_refused(
         assert "does not resolve" not in r.stderr, r.stderr
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("short,full,value", [
+    ("por", "port", "{p}"), ("protoco", "protocol", "udp"), ("numjob", "numjobs", "2"),
+    ("hostnam", "hostname", "127.0.0.1")])
+@pytest.mark.parametrize("where", ["options", "factor", "extra_args", "job_file"])
+def test_an_abbreviated_option_name_is_refused_naming_the_full_one(
+        tmp_path: Path, storlab: Any, short: str, full: str, value: str,
+        where: str) -> None:
+    """fio takes any unique prefix of an option's name (`por` is `port`), while storlab's
+    checks read options by their full names: an abbreviation, wherever the campaign gives
+    it (runner options, a factor, `extra_args`, a job file), is refused before any run in
+    one line naming the full name to write; a root UDP service on the port gets nothing."""
+    s = UdpService()
+    try:
+        opts: dict[str, Any] = {"ioengine": "net", "protocol": "udp",
+                                "hostname": "127.0.0.1", "port": s.port, "rw": "write",
+                                "size": "64k"}
+        opts.pop(full, None)
+        v = value.format(p=s.port)
+        d = tmp_path / "c"
+        if where == "options":
+            opts[short] = v
+        elif where == "extra_args":
+            opts["extra_args"] = [f"--{short}={v}"]
+        elif where == "job_file":
+            d.mkdir()
+            (d / "j.fio").write_text(f"[global]\n{short}={v}\n[j]\n")
+            opts["job_file"] = "j.fio"
+        path = campaign(d, opts)
+        if where == "factor":
+            spec = yaml.safe_load(path.read_text())
+            spec["space"]["factors"].append({"name": short, "kind": "categorical",
+                                             "values": [v, v + "0"]})
+            spec["design"]["configs"] = [{"bs": "4k", short: v}]
+            path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        r = storlab("run", path, timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"'{short}'" in r.stderr and f"full name '{full}'" in r.stderr, r.stderr
+        assert s.got_nothing()
+    finally:
+        s.close()
+
+
+def test_option_names_fio_lists_are_full_names_and_prefixes_are_not(tmp_path: Path
+                                                                     ) -> None:
+    """The names fio itself lists (its options, each engine's, their aliases: `proto`,
+    `blocksize`, `readwrite`) and fio's command-line options in `extra_args` are taken;
+    a prefix of none of them is refused too, and the names storlab's destination checks
+    read are all taken as full names (a packaged fio may lack their engines)."""
+    from storlab.campaign.runners import fio_guard
+    from storlab.campaign.runners.fio import FioRunner
+    from storlab.campaign.runners.fio_cmdline import UNLISTED_READ, full_option_name
+
+    for name in ("port", "protocol", "proto", "numjobs", "hostname", "blocksize",
+                 "readwrite", "bs", "rw", "direct", "sqthread_poll", "http_host"):
+        assert full_option_name(name) is None, name
+    assert "full name 'protocol'" in (full_option_name("protoc") or "")
+    assert "not the full name" in (full_option_name("blocksiz") or "")
+    assert set(fio_guard.HOST_OPTIONS) | {k for v in fio_guard._NAMED_BY.values()
+                                          for k in v} <= UNLISTED_READ | {"filename"}
+    FioRunner(extra_args=["--eta=never", "--output-format=json"], bs="4k")
+    with pytest.raises(Exception, match="full name 'eta-newline'"):
+        FioRunner(extra_args=["--eta-new=1"], bs="4k")
+
+
+def test_exact_option_names_still_run(tmp_path: Path, storlab: Any,
+                                      service: Service) -> None:
+    """Full names and fio's aliases run as before (a job listening on a free port and
+    another connecting to it is not this check's business: a plain file job here)."""
+    opts = {"ioengine": "sync", "readwrite": "write", "size": "64k", "numjobs": 1,
+            "blocksize": "4k", "extra_args": ["--eta=never"]}
+    r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("extra", [{"description": "copy of nfs://192.0.2.1:2049/export"},
+                                   {"hostname": "192.0.2.1"}])
+def test_a_net_filename_naming_this_host_is_judged(tmp_path: Path, storlab: Any,
+                                                   service: Service,
+                                                   extra: dict[str, str]) -> None:
+    """fio's net engine reads a `filename` without a '/' as its host (and takes the later
+    of `hostname` and `filename`): `filename: 127.0.0.1` is judged, and neither an
+    address in `description` nor a remote `hostname` given before it hides it; a root
+    service on 127.0.0.1 gets nothing."""
+    opts = {"ioengine": "net", **extra, "filename": "127.0.0.1", "port": service.port,
+            "rw": "write", "size": "64k"}
+    r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"fio option filename: 127.0.0.1 port {service.port} is a service" in r.stderr, \
+        r.stderr
+    assert service.accepted == 0
+
+
+def test_destinations_judge_every_host_and_fios_default(tmp_path: Path) -> None:
+    """`_destinations` (unit): a net `filename` as host, `host/port`, `/port` (fio's
+    localhost), the whole value beside its ':'-parts, an unreadable `uri` as this host,
+    and fio's default for an engine none of whose own options is given, whatever other
+    options hold."""
+    from storlab.campaign.runners.fio_guard import _destinations
+
+    d = _destinations([("ioengine", "net"), ("filename", "127.0.0.1")], {"net"})
+    assert ("filename", "127.0.0.1", None) in d
+    d = _destinations([("ioengine", "net"), ("filename", "h/4000/tcp")], {"net"})
+    assert ("filename", "h", 4000) in d
+    d = _destinations([("ioengine", "net"), ("filename", "/4000")], {"net"})
+    assert ("filename", "", 4000) in d
+    d = _destinations([("ioengine", "net"), ("filename", "::1")], {"net"})
+    assert ("filename", "::1", None) in d
+    d = _destinations([("ioengine", "nbd"), ("uri", "NBD://127.0.0.1/")], {"nbd"})
+    assert ("uri", "", None) in d
+    d = _destinations([("ioengine", "http"), ("description", "nfs://192.0.2.1/x"),
+                       ("hostname", "192.0.2.1")], {"http"})
+    assert ("(none: fio's default)", "localhost", None) in d

@@ -214,7 +214,9 @@ def test_a_program_fio_starts_does_not_inherit_fios_own_unix_grant(
         return storlab("run", str(camp / "campaign.yaml"), timeout=120)
 
     cmd = f"{prog} {daemon.dir / 'st.sock'}"
-    for extra in ({"exec_prerun": cmd}, {"exec_postrun": cmd}, {"exec_pre": cmd},
+    r = run({"exec_pre": cmd})  # an abbreviation: refused as one (a full name to write)
+    assert r.returncode == 2 and "full name 'exec_prerun'" in r.stderr, r.stderr
+    for extra in ({"exec_prerun": cmd}, {"exec_postrun": cmd},
                   {"extra_args": ["--trigger-timeout=1", f"--trigger={cmd}"]}):
         r = run(extra)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr

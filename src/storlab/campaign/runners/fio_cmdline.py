@@ -221,6 +221,104 @@ def exact_fio_option(name: str) -> bool:
     return bool(re.search(rf"^\s*{re.escape(name)}\s*:", p.stdout, re.MULTILINE))
 
 
+#: Options of fio 3.33's engines that a packaged fio may lack (built as plugins it cannot
+#: load here: http, nfs, libhdfs, gfapi...), so fio's help does not list them, while
+#: storlab's checks read them by name (`fio_guard.HOST_OPTIONS`, `fio_guard._NAMED_BY`):
+#: taken as full names, and their prefixes refused, whatever the installed fio lists.
+UNLISTED_READ = frozenset(("hostname", "http_host", "namenode", "brick", "uri", "nfs_url"))
+_HELP_ENTRY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*:", re.MULTILINE)
+_HELP_ALIAS = re.compile(r"^\s*alias\s*:\s*(\S+)\s*$", re.MULTILINE)
+
+
+@functools.cache
+def _fio_options(exe: str) -> frozenset[str]:
+    """The installed fio's own option names (`fio --cmdhelp=all`), asked once per process
+    (empty when fio does not answer)."""
+    p = ask_program([exe, "--cmdhelp=all"])
+    return frozenset() if p.timed_out else frozenset(_HELP_ENTRY.findall(p.stdout))
+
+
+@functools.cache
+def _engine_options(exe: str) -> dict[str, frozenset[str]]:
+    """Each engine's option names (`fio --enghelp=ENGINE`, for every engine `fio
+    --enghelp` lists), asked once per process and only when a name is not one of fio's
+    own options. Aliases are not listed there: `_exact_in_fio` asks for them."""
+    engines: dict[str, frozenset[str]] = {}
+    p = ask_program([exe, "--enghelp"])
+    listed = [] if p.timed_out else [ln.strip() for ln in p.stdout.splitlines()[1:]]
+    for e in listed:
+        if not _OPTION_NAME.fullmatch(e):
+            continue
+        q = ask_program([exe, f"--enghelp={e}"])
+        if not q.timed_out:
+            engines[e] = frozenset(_HELP_ENTRY.findall(q.stdout))
+    return engines
+
+
+def _help_names(text: str) -> set[str]:
+    """The name and aliases of the option fio's help shows, unless fio says it shows only
+    the closest match (the name asked is then no option of its own)."""
+    if "closest match" in text:
+        return set()
+    return set(_HELP_ENTRY.findall(text.split("\n\n")[0])[:1]) | set(_HELP_ALIAS.findall(text))
+
+
+@functools.cache
+def _exact_in_fio(exe: str, name: str) -> bool:
+    """Whether `name` is an option of the installed fio or an alias fio lists for one
+    (`fio --cmdhelp=NAME`; `fio --enghelp=ENGINE,NAME` for the engines with an option
+    that starts with `name`, as an alias does here: `proto` of `protocol`; an engine's
+    alias of another spelling is refused, which fails closed)."""
+    if name in _fio_options(exe):
+        return True
+    p = ask_program([exe, f"--cmdhelp={name}"])
+    if not p.timed_out and name in _help_names(p.stdout):
+        return True
+    engines = _engine_options(exe)
+    if any(name in o for o in engines.values()):
+        return True
+    for e, opts in engines.items():
+        if not any(o.startswith(name) for o in opts):
+            continue
+        q = ask_program([exe, f"--enghelp={e},{name}"])
+        if not q.timed_out and name in _help_names(q.stdout):
+            return True
+    return False
+
+
+def full_option_name(name: str) -> str | None:
+    """Why `name` is refused as a fio option name, or None: fio takes any unique prefix
+    of an option's name (getopt_long_only; `por` is `port`), and storlab's checks read
+    options by their full names, so every name given to fio must be one of the installed
+    fio's option names or an alias fio lists (fio's command-line options in `extra_args`
+    too). Not checked when no fio is installed here (no run can start fio then)."""
+    if name in COMMAND_LINE_ONLY:
+        return None
+    exe = shutil.which("fio")
+    if exe is None:
+        return None
+    if not _fio_options(exe):  # the installed fio did not answer: nothing to judge by
+        return None
+    if name in UNLISTED_READ or (_OPTION_NAME.fullmatch(name) and _exact_in_fio(exe, name)):
+        return None
+    known = _fio_options(exe).union(*_engine_options(exe).values(), COMMAND_LINE_ONLY,
+                                    UNLISTED_READ)
+    hits = sorted(k for k in known if name and k.startswith(name))
+    if len(hits) == 1:
+        return (f"fio would read {name!r} as an abbreviation of {hits[0]!r}; write the "
+                f"option's full name {hits[0]!r}")
+    if hits:
+        return (f"fio would read {name!r} as an abbreviation of one of "
+                f"{', '.join(repr(h) for h in hits[:8])}{' ...' if len(hits) > 8 else ''}; "
+                "write the option's full name")
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(known), 1)
+    return (f"{name!r} is not the full name of an option of {exe} (storlab checks options "
+            "by their full names, as fio lists them in --cmdhelp and --enghelp)"
+            + (f"; did you mean {near[0]!r}?" if near else ""))
+
+
 def check_option(name: str, value: str, jobfile: bool, where: str = "fio option") -> None:
     """Refuse a name or value that fio would read differently from what storlab checks."""
     label = f"{where} {name}={value!r}"
@@ -233,6 +331,9 @@ def check_option(name: str, value: str, jobfile: bool, where: str = "fio option"
     if _abbreviated(name):
         raise CampaignError(f"{label}: fio would read {name!r} as an abbreviation of "
                             f"{' or '.join(_abbreviated(name))}; write the option's full name")
+    why = full_option_name(name)
+    if why:
+        raise CampaignError(f"{label}: {why}")
     if _CONTROL.search(value):
         raise CampaignError(f"{label}: control characters (newline, tab...) are refused: "
                             "fio would not read the value as written")

@@ -119,32 +119,49 @@ _NAMED_BY = {"net": ("hostname", "filename"), "netsplice": ("hostname", "filenam
 _URL_HOST = re.compile(r"\b(?:nbds?|nfs|iscsi)(?:\+\w+)?://\[?([^/\]:?]*)\]?(?::(\d+))?")
 
 
+#: The options among `_NAMED_BY` whose value is an address (`nbd://`, `nfs://`): one
+#: `_URL_HOST` does not read is judged as this host (fails closed).
+_URL_OPTIONS = ("uri", "nfs_url")
+
+
 def _destinations(given: Sequence[tuple[str, str]], engines: set[str]
                   ) -> list[tuple[str, str, int | None]]:
-    """(option, host, port or None) of every place these options make a network engine
-    connect to (an address in any option's value is judged too), and fio's default, this
-    host (`localhost`), when an engine of `engines` has none of its own options naming
-    one (`_NAMED_BY`; an address in `description`, or another engine's `hostname`, is
-    not where that engine connects)."""
+    """(option, host, port or None) of every place these options could make a network
+    engine connect to, and fio's default, this host (`localhost`), for each engine of
+    `engines` that none of its own options names a destination for (`_NAMED_BY`).
+
+    Every host an option could name is judged, whichever fio takes: the `HOST_OPTIONS`;
+    a net/netsplice/rdma `filename`, which fio reads as the host (`127.0.0.1`), or
+    `host/port[/proto]` (a leading `/` leaves the host empty, fio's localhost), each
+    ':'-separated name and the whole value (fio takes the later of `hostname` and
+    `filename`: both are judged); an `nbd://`, `nfs://` or `iscsi://` address in any
+    option's value; a `uri`/`nfs_url` no such address is read from, as this host. An
+    address in another option (`description`) or another engine's option is judged but
+    never stands for an engine's own destination, so it never hides fio's default. With
+    `protocol=unix` the net engines' names are socket paths (judged as targets)."""
     out: list[tuple[str, str, int | None]] = []
+    unix = unix_net(given)
     for k, v in given:
         v = str(v).strip()
-        if k in HOST_OPTIONS:
+        if k in HOST_OPTIONS and not (unix and k == "hostname"):
             host, port = v, None
             m = re.fullmatch(r"\[([^\]]*)\](?::(\d+))?|([^:]*):(\d+)", v)
             if m:
                 host = m.group(1) if m.group(1) is not None else m.group(3)
                 port = (_ports(m.group(2) or m.group(4) or "") or [None])[0]
             out.append((k, host, port))
-        elif k == "filename" and engines & {"net", "netsplice", "rdma"}:
-            for name in split_names(v):
-                if "/" in name and not name.startswith("/"):
-                    out.append((k, name.split("/")[0], None))
-        for m in _URL_HOST.finditer(v):
+        elif k == "filename" and engines & {"net", "netsplice", "rdma"} and not unix:
+            for name in dict.fromkeys([*split_names(v), v]):
+                parts = name.split("/")
+                out.append((k, parts[0], (_ports(parts[1]) or [None])[0]
+                            if len(parts) > 1 else None))
+        urls = list(_URL_HOST.finditer(v))
+        for m in urls:
             out.append((k, m.group(1), (_ports(m.group(2) or "") or [None])[0]))
+        if k in _URL_OPTIONS and v and not urls:
+            out.append((k, "", None))
     keys = {k for k, v in given if str(v).strip()}
-    if any(not keys & set(_NAMED_BY.get(e, ())) for e in engines if e in _NAMED_BY) \
-            or not out:
+    if any(not keys & set(_NAMED_BY.get(e, ())) for e in engines) or not out:
         out.append(("(none: fio's default)", "localhost", None))
     return out
 
