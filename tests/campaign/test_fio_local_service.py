@@ -509,3 +509,26 @@ def test_destinations_judge_every_host_and_fios_default(tmp_path: Path) -> None:
     d = _destinations([("ioengine", "http"), ("description", "nfs://192.0.2.1/x"),
                        ("hostname", "192.0.2.1")], {"http"})
     assert ("(none: fio's default)", "localhost", None) in d
+
+
+def test_option_names_are_judged_by_the_runners_own_fio(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """The names are the full names of the fio the runs start (the runner's `fio:`, a
+    path), not of a `fio` on PATH: with none on PATH an abbreviation is still refused,
+    in runner options, extra_args and a job file."""
+    from storlab.campaign.runners.fio import FioRunner
+
+    exe = shutil.which("fio")
+    assert exe is not None
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    with pytest.raises(Exception, match="full name 'port'"):
+        FioRunner(fio=exe, extra_args=["--por=6379"])
+    (tmp_path / "j.fio").write_text("[global]\nhostnam=127.0.0.1\n[j]\nrw=read\n")
+    with pytest.raises(Exception, match="full name 'hostname'"):
+        FioRunner(fio=exe, job_file=tmp_path / "j.fio")
+    r = FioRunner(fio=exe, ioengine="net", hostnam="127.0.0.1", port="6379")
+    with pytest.raises(Exception, match="full name 'hostname'"):
+        r.job_options({}, tmp_path)
+    FioRunner(fio=exe, ioengine="net", hostname="127.0.0.1", port="6379"
+              ).job_options({"blocksize": "4k"}, tmp_path)

@@ -59,7 +59,9 @@ class FioRunner:
         if not isinstance(j, str):
             return opts, {}
         del opts["job_file"]
-        job = read_job_file(directory / j, home=directory)
+        fio = opts.get("fio")
+        job = read_job_file(directory / j, home=directory,
+                            fio=fio if isinstance(fio, str) and fio else "fio")
         return {**job, **opts}, {"job_file_options": dict(job)}
 
     @staticmethod
@@ -91,13 +93,13 @@ class FioRunner:
         # options and then each configuration's factors override them. It is read here,
         # once, into ordinary options, so the target guard and fio's name check see every
         # one of them (fio itself never reads the file).
-        base = read_job_file(self.job_file) if self.job_file is not None else {}
+        base = read_job_file(self.job_file, fio=self.fio) if self.job_file is not None else {}
         self.options = {**base, **dict(options)}
         self._checked_names: set[frozenset[str]] = set()
         # (fio, PATH) -> the system's fio it resolved to, checked (None: not the system's)
         self._system_fio: tuple[tuple[str, str | None], str | None] | None = None
         for k, v in parse_extra_args(self.extra_args):
-            check_option(k, v, jobfile=False, where="extra_args")
+            check_option(k, v, jobfile=False, where="extra_args", fio=self.fio)
 
     def job_options(self, config: Mapping[str, Any], workdir: Path, check: bool = True
                     ) -> dict[str, str]:

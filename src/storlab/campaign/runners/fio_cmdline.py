@@ -89,7 +89,7 @@ def job_options(job: FioSettings, config: Mapping[str, Any], workdir: Path,
     opts.update({k: _as_fio(k, render_value(v)) for k, v in config.items() if v is not None})
     if check:
         for k, v in opts.items():
-            check_option(k, v, jobfile=bool(job.clients))
+            check_option(k, v, jobfile=bool(job.clients), fio=job.fio)
     engine = opts.get("ioengine", "")
     if not {"filename", "directory", "filename_format"} & opts.keys() \
             and engine not in REMOTE_ENGINES:
@@ -286,15 +286,16 @@ def _exact_in_fio(exe: str, name: str) -> bool:
     return False
 
 
-def full_option_name(name: str) -> str | None:
+def full_option_name(name: str, fio: str = "fio") -> str | None:
     """Why `name` is refused as a fio option name, or None: fio takes any unique prefix
     of an option's name (getopt_long_only; `por` is `port`), and storlab's checks read
-    options by their full names, so every name given to fio must be one of the installed
-    fio's option names or an alias fio lists (fio's command-line options in `extra_args`
-    too). Not checked when no fio is installed here (no run can start fio then)."""
+    options by their full names, so every name given to fio must be one of the option
+    names or an alias that the fio the runs start lists (`fio`, the runner's `fio:` as
+    given: a name on PATH or a path; fio's command-line options in `extra_args` too). Not
+    checked when `fio` resolves to no program (no run can start fio then)."""
     if name in COMMAND_LINE_ONLY:
         return None
-    exe = shutil.which("fio")
+    exe = shutil.which(str(fio))
     if exe is None:
         return None
     if not _fio_options(exe):  # the installed fio did not answer: nothing to judge by
@@ -319,8 +320,10 @@ def full_option_name(name: str) -> str | None:
             + (f"; did you mean {near[0]!r}?" if near else ""))
 
 
-def check_option(name: str, value: str, jobfile: bool, where: str = "fio option") -> None:
-    """Refuse a name or value that fio would read differently from what storlab checks."""
+def check_option(name: str, value: str, jobfile: bool, where: str = "fio option",
+                 fio: str = "fio") -> None:
+    """Refuse a name or value that fio would read differently from what storlab checks
+    (`fio`: the runner's fio, whose option names are the full names)."""
     label = f"{where} {name}={value!r}"
     if name == "name" and where != "extra_args":
         raise CampaignError(f"{label}: 'name' starts another fio job; use the runner option "
@@ -331,7 +334,7 @@ def check_option(name: str, value: str, jobfile: bool, where: str = "fio option"
     if _abbreviated(name):
         raise CampaignError(f"{label}: fio would read {name!r} as an abbreviation of "
                             f"{' or '.join(_abbreviated(name))}; write the option's full name")
-    why = full_option_name(name)
+    why = full_option_name(name, fio)
     if why:
         raise CampaignError(f"{label}: {why}")
     if _CONTROL.search(value):
@@ -384,7 +387,8 @@ def split_names(value: str) -> list[str]:
     return [p.replace("\0", ":") for p in parts if p]
 
 
-def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str, str]:
+def read_job_file(path: str | Path, home: str | Path | None = None, fio: str = "fio"
+                  ) -> dict[str, str]:
     """The options of an existing fio job file, as storlab's base job: `[global]` first,
     then its one job section (which wins). Read as fio reads it: blank lines and lines
     starting with ';' or '#' skipped, a value cut at ';' or '#', blanks around names and
@@ -453,7 +457,7 @@ def read_job_file(path: str | Path, home: str | Path | None = None) -> dict[str,
         value = re.split(r"[;#]", value, maxsplit=1)[0].strip() if eq else "1"
         if not _OPTION_NAME.fullmatch(key):
             raise CampaignError(f"{where}: {key!r} is not a fio option name")
-        check_option(key, value, jobfile=True, where=where)
+        check_option(key, value, jobfile=True, where=where, fio=fio)
         current[key] = value
     if not sections:
         raise CampaignError(f"fio job_file {p}: no [global] or job section")
