@@ -511,24 +511,38 @@ def test_destinations_judge_every_host_and_fios_default(tmp_path: Path) -> None:
     assert ("(none: fio's default)", "localhost", None) in d
 
 
-def test_option_names_are_judged_by_the_runners_own_fio(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch
-                                                        ) -> None:
+def test_option_names_are_judged_by_the_runners_own_fio(tmp_path: Path) -> None:
     """The names are the full names of the fio the runs start (the runner's `fio:`, a
     path), not of a `fio` on PATH: with none on PATH an abbreviation is still refused,
-    in runner options, extra_args and a job file."""
-    from storlab.campaign.runners.fio import FioRunner
+    in runner options, extra_args and a job file (asked in a process of its own, whose
+    PATH holds bwrap alone)."""
+    import os
+    import subprocess
+    import sys
 
-    exe = shutil.which("fio")
-    assert exe is not None
-    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
-    with pytest.raises(Exception, match="full name 'port'"):
-        FioRunner(fio=exe, extra_args=["--por=6379"])
+    exe, bwrap = shutil.which("fio"), shutil.which("bwrap")
+    assert exe is not None and bwrap is not None
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "bwrap").symlink_to(bwrap)
     (tmp_path / "j.fio").write_text("[global]\nhostnam=127.0.0.1\n[j]\nrw=read\n")
-    with pytest.raises(Exception, match="full name 'hostname'"):
-        FioRunner(fio=exe, job_file=tmp_path / "j.fio")
-    r = FioRunner(fio=exe, ioengine="net", hostnam="127.0.0.1", port="6379")
-    with pytest.raises(Exception, match="full name 'hostname'"):
-        r.job_options({}, tmp_path)
-    FioRunner(fio=exe, ioengine="net", hostname="127.0.0.1", port="6379"
-              ).job_options({"blocksize": "4k"}, tmp_path)
+    code = f"""
+import pytest, shutil
+from pathlib import Path
+from storlab.campaign.runners.fio import FioRunner
+assert shutil.which("fio") is None
+with pytest.raises(Exception, match="full name 'port'"):
+    FioRunner(fio={exe!r}, extra_args=["--por=6379"])
+with pytest.raises(Exception, match="full name 'hostname'"):
+    FioRunner(fio={exe!r}, job_file={str(tmp_path / "j.fio")!r})
+r = FioRunner(fio={exe!r}, ioengine="net", hostnam="127.0.0.1", port="6379")
+with pytest.raises(Exception, match="full name 'hostname'"):
+    r.job_options({{}}, Path({str(tmp_path)!r}))
+FioRunner(fio={exe!r}, ioengine="net", hostname="127.0.0.1", port="6379"
+          ).job_options({{"blocksize": "4k"}}, Path({str(tmp_path)!r}))
+print("checked")
+"""
+    env = {**os.environ, "PATH": str(tmp_path / "bin")}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and "checked" in p.stdout, p.stdout + p.stderr
+
