@@ -546,3 +546,25 @@ print("checked")
                        text=True, timeout=120)
     assert p.returncode == 0 and "checked" in p.stdout, p.stdout + p.stderr
 
+
+def test_a_fio_that_lists_no_option_names_passes_none(tmp_path: Path) -> None:
+    """A fio that cannot be asked for its option names (here: no bwrap to wall the
+    question in, in a process of its own) lets no name pass, not every name; and the
+    failed answer is not kept for the rest of the process."""
+    import os
+    import subprocess
+    import sys
+
+    exe = shutil.which("fio")
+    assert exe is not None
+    code = f"""
+from storlab.campaign.runners import fio_cmdline as f
+print(repr(f.full_option_name("bs", {exe!r})))
+print(f._fio_options.cache_info().currsize)
+"""
+    env = {**os.environ, "PATH": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    said, kept = p.stdout.strip().splitlines()
+    assert "listed no option names" in said and kept == "0", p.stdout

@@ -232,10 +232,19 @@ _HELP_ALIAS = re.compile(r"^\s*alias\s*:\s*(\S+)\s*$", re.MULTILINE)
 
 @functools.cache
 def _fio_options(exe: str) -> frozenset[str]:
-    """The installed fio's own option names (`fio --cmdhelp=all`), asked once per process
-    (empty when fio does not answer)."""
+    """The installed fio's own option names (`fio --cmdhelp=all`), asked once per process.
+    CampaignError when it lists none (it could not be asked, or timed out): nothing to
+    tell a full name from an abbreviation by, so no name passes, and the answer is not
+    kept (the next name asks again)."""
     p = ask_program([exe, "--cmdhelp=all"])
-    return frozenset() if p.timed_out else frozenset(_HELP_ENTRY.findall(p.stdout))
+    names = frozenset() if p.timed_out else frozenset(_HELP_ENTRY.findall(p.stdout))
+    if not names:
+        said = (p.stderr.strip().splitlines() or ["timed out" if p.timed_out else
+                                                   "no output"])[-1][:200]
+        raise CampaignError(f"{exe} --cmdhelp=all listed no option names ({said}), so "
+                            "storlab cannot tell an option's full name from an "
+                            "abbreviation fio would take")
+    return names
 
 
 @functools.cache
@@ -298,8 +307,10 @@ def full_option_name(name: str, fio: str = "fio") -> str | None:
     exe = shutil.which(str(fio))
     if exe is None:
         return None
-    if not _fio_options(exe):  # the installed fio did not answer: nothing to judge by
-        return None
+    try:
+        _fio_options(exe)
+    except CampaignError as exc:  # the fio did not answer: nothing to judge by, refused
+        return str(exc)
     if name in UNLISTED_READ or (_OPTION_NAME.fullmatch(name) and _exact_in_fio(exe, name)):
         return None
     known = _fio_options(exe).union(*_engine_options(exe).values(), COMMAND_LINE_ONLY,
