@@ -30,14 +30,19 @@ BAD = {
              ('{"ready": true, "mon_port": "3300"}', "mon_port: must be int"),
              ('{"ready": true, "s3": {"endpoint": 5}}', "s3: endpoint: must be str"),
              ('{"ready": true, "kind": "swift"}', "kind: 'swift' must be 'ceph'"),
-             ('{"ready": "yes"}', "ready: must be bool")],
+             ('{"ready": "yes"}', "ready: must be bool"),
+             ('{"ready": true}', "conf: missing")],
     "swift": [("[]", "is not a JSON object"),
               ('{"ready": true, "ports": [6200]}', "ports: must be an object"),
               ('{"ready": true, "ports": {"proxy": "8080"}}', "ports: proxy: must be int"),
               ('{"ready": true, "auth_url": null}', "auth_url: must be str"),
               ('{"ready": true, "loop": "/dev/sda"}', "loop: must be a loop device"),
               ('{"ready": true, "mounted": "/"}', "mounted: must name an entry"),
-              ('{"ready": true, "s3": "x"}', "s3: must be an object")],
+              ('{"ready": true, "s3": "x"}', "s3: must be an object"),
+              ('{"ready": true, "kind": "swift", "user": "u", "key": "k"}',
+               "auth_url: missing"),
+              ('{"ready": true, "auth_url": "http://h/auth/v1.0", "user": "u", "key": "k", '
+               '"s3": {"endpoint": "http://h"}}', "s3.access_key: missing")],
 }
 
 

@@ -1116,6 +1116,17 @@ STATE_KEYS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The keys every state of a kind holds from `up`'s first save on, which readers index
+#: (`cluster status`'s endpoints, the runners): a state without one is refused, not a
+#: KeyError traceback. (Not every key of `STATE_KEYS`: a state an older storlab wrote
+#: may lack the later ones, which readers `.get`.)
+STATE_NEEDS: dict[str, tuple[str, ...]] = {
+    "ceph": ("conf", "pool", "image"),
+    "swift": ("auth_url", "user", "key"),
+}
+_S3_NEEDS = ("endpoint", "access_key", "secret_key")
+
+
 def _state_value_refused(value: Any, want: Any, directory: Path) -> str | None:
     """Why `value` is not of the type `want` (`STATE_KEYS`), or None."""
     if isinstance(want, dict):
@@ -1168,6 +1179,10 @@ def load_state(path: Path, kind: str) -> dict[str, Any] | None:
         why = next((f"{k}: {w}" for k, v in data.items()
                     if k in keys and (w := _state_value_refused(v, keys[k], path.parent))),
                    None)
+        missing = [k for k in STATE_NEEDS[kind] if k not in data] + [
+            f"s3.{k}" for k in _S3_NEEDS if data.get("s3") and k not in data["s3"]]
+        if why is None and missing:
+            why = f"{missing[0]}: missing"
     if why:
         raise ClusterError(f"{path}: {why} (not a state storlab's `cluster up {kind}` "
                            "wrote); remove the directory or name another")

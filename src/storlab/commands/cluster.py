@@ -98,13 +98,15 @@ def up_cmd(
 
 def _print_endpoints(st: dict) -> None:
     if st["kind"] == "ceph":
+        # (`load_state` holds conf, pool, image; a state an older storlab wrote may lack
+        # the rest)
         console.print(f"  conf {st['conf']}  pool {st['pool']}  rbd image "
-                      f"{st['pool']}/{st['image']}  ({st['osds']} x {st['store']}, "
-                      f"size {st['replicas']})")
+                      f"{st['pool']}/{st['image']}  ({st.get('osds', '?')} x "
+                      f"{st.get('store', '?')}, size {st.get('replicas', '?')})")
     else:
         console.print(f"  swift auth {st['auth_url']} user {st['user']} key {st['key']}  "
-                      f"({st['replicas']} replicas, {st['workers']} worker(s)/server, "
-                      f"{st['proxy_workers']} proxy workers)")
+                      f"({st.get('replicas', '?')} replicas, {st.get('workers', '?')} "
+                      f"worker(s)/server, {st.get('proxy_workers', '?')} proxy workers)")
     if st.get("s3"):
         s3 = st["s3"]
         console.print(f"  s3 {s3['endpoint']} access {s3['access_key']} secret "
