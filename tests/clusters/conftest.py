@@ -86,3 +86,38 @@ def two_size_campaign():
              "timeout": timeout, "runner": runner}, sort_keys=False))
         return Campaign.load(d / "camp.yaml")
     return write
+
+
+@pytest.fixture(scope="session")
+def bounded():
+    """bounded(f, limit) -> (f()'s result or the exception it raised, seconds taken): f run in
+    a thread given `limit` seconds; the test fails if it is still running by then."""
+    import threading
+    import time
+
+    def call(f, limit: float) -> tuple[object, float]:
+        out: list[object] = []
+
+        def run() -> None:
+            try:
+                out.append(f())
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                out.append(exc)
+        t0 = time.monotonic()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join(limit)
+        assert not t.is_alive(), f"still waiting after {limit} s"
+        return out[0], time.monotonic() - t0
+    return call
+
+
+@pytest.fixture
+def ceph_account() -> None:
+    """Skips the test where this host has no `ceph` account (the walls drop to it)."""
+    import pwd
+
+    try:
+        pwd.getpwnam("ceph")
+    except KeyError:
+        pytest.skip("needs the `ceph` account")

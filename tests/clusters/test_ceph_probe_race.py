@@ -9,7 +9,6 @@ needed: rados fails after the files were given)."""
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -23,18 +22,10 @@ from storlab.campaign.runners import register_cluster_walls
 from storlab.clusters.ceph import CephCluster
 
 
-def _ceph_user() -> bool:
-    try:
-        pwd.getpwnam("ceph")
-        return True
-    except KeyError:
-        return False
-
-
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to `ceph` needs root"),
-    pytest.mark.skipif(not _ceph_user() or shutil.which("setpriv") is None,
-                       reason="needs the `ceph` user and setpriv"),
+    pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv"),
+    pytest.mark.usefixtures("ceph_account"),
 ]
 
 #: the `ceph` account's racer (stdlib only): for each new directory in WATCH, renames a

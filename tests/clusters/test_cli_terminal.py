@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import pwd
 import select
 import shutil
 import sys
@@ -27,17 +26,10 @@ from pathlib import Path
 
 import pytest
 
-def _ceph_user() -> bool:
-    try:
-        pwd.getpwnam("ceph")
-        return True
-    except KeyError:
-        return False
-
-
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed"),
-              pytest.mark.skipif(os.geteuid() != 0 or not _ceph_user(),
-                                 reason="the walls drop root to the `ceph` account")]
+              pytest.mark.skipif(os.geteuid() != 0,
+                                 reason="the walls drop root to the `ceph` account"),
+              pytest.mark.usefixtures("ceph_account")]
 
 #: The program: what it holds of a terminal, and TIOCSTI/TIOCLINUX on one of its own (a
 #: pty it made, the controlling terminal of its child), where only a filter refuses them.

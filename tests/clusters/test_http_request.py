@@ -89,31 +89,15 @@ def _answer(status: str, headers: dict[str, str], body: bytes = b"",
     return talk
 
 
-def _bounded(f: Callable[[], object], limit: float) -> tuple[object, float]:
-    """f() in a thread, given `limit` seconds: (its result or exception, seconds taken)."""
-    out: list[object] = []
-
-    def run() -> None:
-        try:
-            out.append(f())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out.append(exc)
-    t0 = time.monotonic()
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(limit)
-    assert not t.is_alive(), f"still waiting after {limit} s"
-    return out[0], time.monotonic() - t0
-
 
 @pytest.mark.parametrize("data", [
     b"HTTP/1.1 200 OK",  # the status line's start, never its end
     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-A",  # headers never ending
     b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nOK",  # a body never complete
 ], ids=["status-line", "headers", "body"])
-def test_a_drip_anywhere_in_the_answer_ends_at_the_deadline(serve, data) -> None:
+def test_a_drip_anywhere_in_the_answer_ends_at_the_deadline(bounded, serve, data) -> None:
     host, port, _ = serve(_drip(data))
-    got, took = _bounded(lambda: http_request(host, port, time.monotonic() + 2,
+    got, took = bounded(lambda: http_request(host, port, time.monotonic() + 2,
                                               path="/healthcheck"), 10)
     assert isinstance(got, ClusterError), got
     assert 1.8 < took < 3, took
@@ -121,10 +105,10 @@ def test_a_drip_anywhere_in_the_answer_ends_at_the_deadline(serve, data) -> None
         in str(got), got
 
 
-def test_answers_longer_than_the_limit_are_cut(serve) -> None:
+def test_answers_longer_than_the_limit_are_cut(bounded, serve) -> None:
     # announced: refused at the headers, not read
     host, port, _ = serve(_answer("200 OK", {}, b"", length=1 << 40))
-    got, took = _bounded(lambda: http_request(host, port, time.monotonic() + 30), 10)
+    got, took = bounded(lambda: http_request(host, port, time.monotonic() + 30), 10)
     assert isinstance(got, ClusterError) and took < 2, (got, took)
     assert f"announced a {1 << 40}-byte body, more than the {HTTP_ANSWER_LIMIT}" in str(got)
 
@@ -134,7 +118,7 @@ def test_answers_longer_than_the_limit_are_cut(serve) -> None:
         while not stop.is_set():
             c.sendall(b"z" * 4096)
     host, port, _ = serve(endless)
-    got, took = _bounded(lambda: http_request(host, port, time.monotonic() + 30), 10)
+    got, took = bounded(lambda: http_request(host, port, time.monotonic() + 30), 10)
     assert isinstance(got, ClusterError) and took < 2, (got, took)
     assert f"sent more than {HTTP_ANSWER_LIMIT} bytes of answer to GET /" in str(got), got
     # a larger limit reads what fits
@@ -172,9 +156,9 @@ def test_a_whole_answer_is_read_and_parsed(serve) -> None:
     assert http_request("127.0.0.1", free, time.monotonic() + 2) is None
 
 
-def test_swift_auth_is_bounded_and_needs_both_headers(serve) -> None:
+def test_swift_auth_is_bounded_and_needs_both_headers(bounded, serve) -> None:
     host, port, _ = serve(_drip(b"HTTP/1.1 200 OK\r\nX-Auth-Token: t\r\n"))
-    got, took = _bounded(lambda: swift_auth(f"http://{host}:{port}/auth/v1.0", "u", "k",
+    got, took = bounded(lambda: swift_auth(f"http://{host}:{port}/auth/v1.0", "u", "k",
                                             timeout=1.5), 10)
     assert isinstance(got, ClusterError) and 1.3 < took < 2.5, (got, took)
     assert "no complete HTTP answer to GET /auth/v1.0 in time" in str(got), got
@@ -191,9 +175,9 @@ def test_swift_auth_is_bounded_and_needs_both_headers(serve) -> None:
         swift_auth(f"http://{host}:{port}/auth/v1.0", "u", "k")
 
 
-def test_a_dripping_healthcheck_ends_by_its_deadline(serve) -> None:
+def test_a_dripping_healthcheck_ends_by_its_deadline(bounded, serve) -> None:
     host, port, _ = serve(_drip(b"HTTP/1.1 200 OK\r\n"))
-    got, took = _bounded(lambda: _healthcheck(host, port, time.monotonic() + 1.5), 10)
+    got, took = bounded(lambda: _healthcheck(host, port, time.monotonic() + 1.5), 10)
     assert 1.3 < took < 2.5, took
     assert isinstance(got, str) and got.startswith("failed: ") and "in time" in got, got
     host, port, _ = serve(_answer("200 OK", {}, b"OK"))
@@ -203,7 +187,7 @@ def test_a_dripping_healthcheck_ends_by_its_deadline(serve) -> None:
 
 
 def test_the_account_check_is_bounded_and_sends_the_token_only_to_the_proxy(
-        serve, tmp_path) -> None:
+        bounded, serve, tmp_path) -> None:
     """`cluster up`'s account check: auth, then HEAD on the account, each within
     HTTP_ATTEMPT_SECONDS whatever the proxy does; a storage URL elsewhere gets no token."""
     def proxy(head: Talk, storage: Callable[[int], str]) -> tuple[str, int, list[bytes]]:
@@ -222,7 +206,7 @@ def test_the_account_check_is_bounded_and_sends_the_token_only_to_the_proxy(
     c = SwiftCluster(tmp_path)
     host, port, asked = proxy(_drip(b"HTTP/1.1 204 No Content\r\n"),
                               lambda p: f"http://127.0.0.1:{p}/v1/AUTH_test")
-    got, took = _bounded(lambda: c._account_ok(host, port, "k", time.monotonic() + 60), 15)
+    got, took = bounded(lambda: c._account_ok(host, port, "k", time.monotonic() + 60), 15)
     assert isinstance(got, ClusterError) and "HEAD /v1/AUTH_test" in str(got), got
     assert HTTP_ATTEMPT_SECONDS - 0.2 < took < HTTP_ATTEMPT_SECONDS + 1.5, took
     host, port, asked = proxy(_answer("204 No Content", {}),

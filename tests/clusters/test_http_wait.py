@@ -85,66 +85,50 @@ def endless_body() -> Iterator[tuple[str, int]]:
     yield from _serve(_endless_body)
 
 
-def _bounded(f: Callable[[], object], limit: float) -> tuple[object, float]:
-    """f() in a thread, given `limit` seconds: (its result or exception, seconds taken)."""
-    out: list[object] = []
 
-    def run() -> None:
-        try:
-            out.append(f())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out.append(exc)
-    t0 = time.monotonic()
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(limit)
-    assert not t.is_alive(), f"still waiting after {limit} s"
-    return out[0], time.monotonic() - t0
-
-
-def test_a_dripping_listener_cannot_hold_the_wait_past_its_deadline(drip) -> None:
+def test_a_dripping_listener_cannot_hold_the_wait_past_its_deadline(bounded, drip) -> None:
     host, port = drip
-    got, took = _bounded(lambda: wait_http(host, port, 3, f"radosgw on {host}:{port}"), 15)
+    got, took = bounded(lambda: wait_http(host, port, 3, f"radosgw on {host}:{port}"), 15)
     assert isinstance(got, ClusterError), got
     assert 2.5 < took < 4.5, took
     msg = str(got)
     assert f"timed out after 3 s waiting for radosgw on {host}:{port}" in msg, msg
     assert "no complete HTTP status line in time" in msg and "bytes received" in msg, msg
     # one attempt alone: ends by its own deadline
-    got, took = _bounded(lambda: http_answer(host, port, time.monotonic() + 1.2), 10)
+    got, took = bounded(lambda: http_answer(host, port, time.monotonic() + 1.2), 10)
     assert isinstance(got, ClusterError) and took < 2, (got, took)
 
 
-def test_an_endless_line_is_cut_at_the_byte_limit(flood) -> None:
+def test_an_endless_line_is_cut_at_the_byte_limit(bounded, flood) -> None:
     host, port = flood
-    got, took = _bounded(lambda: http_answer(host, port, time.monotonic() + 30), 10)
+    got, took = bounded(lambda: http_answer(host, port, time.monotonic() + 30), 10)
     assert isinstance(got, ClusterError) and took < 5, (got, took)
     assert f"sent {HTTP_ANSWER_LIMIT} bytes without an HTTP status line" in str(got), got
 
 
-def test_any_http_answer_counts_its_body_never_awaited(endless_body) -> None:
+def test_any_http_answer_counts_its_body_never_awaited(bounded, endless_body) -> None:
     host, port = endless_body
-    got, took = _bounded(lambda: wait_http(host, port, 30, "an answer"), 10)
+    got, took = bounded(lambda: wait_http(host, port, 30, "an answer"), 10)
     assert not isinstance(got, BaseException) and took < 2, (got, took)
     assert http_answer(host, port, time.monotonic() + 5) == "HTTP/1.1 403 Forbidden"
 
 
-def test_nothing_listening_is_waited_for_until_the_timeout() -> None:
+def test_nothing_listening_is_waited_for_until_the_timeout(bounded) -> None:
     s = socket.create_server(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # the port free now: refused
     assert http_answer("127.0.0.1", port, time.monotonic() + 2) is None
-    got, took = _bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw"), 10)
+    got, took = bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw"), 10)
     assert isinstance(got, ClusterError) and "last attempt" not in str(got), got
     assert took < 3, took
     # a listener not the daemon started is never asked
     asked: list[int] = []
-    got, _ = _bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw",
+    got, _ = bounded(lambda: wait_http("127.0.0.1", port, 1, "radosgw",
                                         ours=lambda: bool(asked.append(1))), 10)
     assert isinstance(got, ClusterError) and asked, got
 
 
-def test_the_last_attempt_said_is_the_last_one(flood) -> None:
+def test_the_last_attempt_said_is_the_last_one(bounded, flood) -> None:
     # the first attempt meets a flood, the later ones another listener (not the daemon
     # started): the error must not blame the flood, long past
     host, port = flood
@@ -153,6 +137,6 @@ def test_the_last_attempt_said_is_the_last_one(flood) -> None:
     def ours() -> bool:
         calls.append(1)
         return len(calls) == 1
-    got, _ = _bounded(lambda: wait_http(host, port, 1.5, "radosgw", ours=ours), 10)
+    got, _ = bounded(lambda: wait_http(host, port, 1.5, "radosgw", ours=ours), 10)
     assert isinstance(got, ClusterError) and len(calls) > 1, (got, calls)
     assert "last attempt" not in str(got), got
