@@ -84,6 +84,35 @@ def program_got(storlab: Any) -> Callable[[Path], Any]:
     return lambda camp: _program_got(storlab, camp)
 
 
+@pytest.fixture(scope="session")
+def as_nobody() -> Callable[[Callable[[], Any]], str]:
+    """`as_nobody(fn)`: `fn()` run in a forked child as the user nobody (no groups); its
+    result as text (`repr`), or `raised <Exception>: <message>`."""
+    import pwd
+
+    def run(fn: Callable[[], Any]) -> str:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: nobody, then the answer on the pipe
+            try:
+                os.close(r)
+                nobody = pwd.getpwnam("nobody")
+                os.setgroups([])
+                os.setgid(nobody.pw_gid)
+                os.setuid(nobody.pw_uid)
+                os.write(w, repr(fn()).encode())
+            except BaseException as exc:  # noqa: BLE001 - said to the parent
+                os.write(w, f"raised {type(exc).__name__}: {exc}".encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as fh:
+            said = fh.read().decode()
+        os.waitpid(pid, 0)
+        return said
+    return run
+
+
 @pytest.fixture
 def tls_dask_cluster(tmp_path_factory: pytest.TempPathFactory,
                      monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
@@ -103,3 +132,52 @@ def tls_dask_cluster(tmp_path_factory: pytest.TempPathFactory,
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, protocol="tls",
                       host="127.0.0.1", security=sec, dashboard_address=None) as cluster:
         yield cluster
+
+
+#: The program of `uring_connect`.
+_URING_CONNECT = """
+import ctypes, json, mmap, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+ring = libc.syscall(425, 8, params)  # io_uring_setup (x86_64, aarch64: the same number)
+if ring < 0:
+    print(json.dumps({"y": 1, "got": f"setup:{ctypes.get_errno()}"}))
+    sys.exit(0)
+sq_n, cq_n = struct.unpack_from("<II", params, 0)
+sq_off = struct.unpack_from("<7I", params, 40)  # head tail mask entries flags dropped array
+cq_off = struct.unpack_from("<6I", params, 80)  # head tail mask entries overflow cqes
+sq = mmap.mmap(ring, sq_off[6] + sq_n * 4, offset=0)
+cq = mmap.mmap(ring, cq_off[5] + cq_n * 16, offset=0x8000000)
+sqes = mmap.mmap(ring, sq_n * 64, offset=0x10000000)
+
+def submit(op, fd, off, addr):
+    tail = struct.unpack_from("<I", sq, sq_off[1])[0]
+    i = tail & struct.unpack_from("<I", sq, sq_off[2])[0]
+    sqes[i * 64:(i + 1) * 64] = struct.pack("<BBHiQQIIQHHiQQ", op, 0, 0, fd, off, addr,
+                                            0, 0, 7, 0, 0, 0, 0, 0)
+    struct.pack_into("<I", sq, sq_off[6] + 4 * i, i)
+    struct.pack_into("<I", sq, sq_off[1], tail + 1)
+    libc.syscall(426, ring, 1, 1, 1, None, 0)  # io_uring_enter, IORING_ENTER_GETEVENTS
+    head = struct.unpack_from("<I", cq, cq_off[0])[0]
+    j = head & struct.unpack_from("<I", cq, cq_off[2])[0]
+    res = struct.unpack_from("<QiI", cq, cq_off[5] + 16 * j)[1]
+    struct.pack_into("<I", cq, cq_off[0], head + 1)
+    return res
+
+sock = submit(45, 1, 1, 0)  # IORING_OP_SOCKET: AF_UNIX, SOCK_STREAM
+path = sys.argv[1].encode()
+addr = ctypes.create_string_buffer(struct.pack("<H", 1) + path + b"\\0", 110)
+got = f"socket:{sock}" if sock < 0 else \\
+    f"connect:{submit(16, sock, 3 + len(path), ctypes.addressof(addr))}"
+print(json.dumps({"y": 1, "got": got}))
+"""
+
+
+@pytest.fixture
+def uring_connect() -> str:
+    """A Python program that connects to the Unix socket argv[1] through io_uring alone:
+    IORING_OP_SOCKET then IORING_OP_CONNECT, by hand (liburing has no Python binding here),
+    so no socket() or connect() passes the seccomp filter. Prints the metric line with
+    `got`: `setup:<errno>` when no ring can be made, `socket:<result>` when the ring makes
+    no socket, else `connect:<result>` (0, or minus the errno)."""
+    return _URING_CONNECT

@@ -167,6 +167,13 @@ def test_a_job_listening_and_one_connecting_to_it_in_one_fio_run(tmp_path: Path,
     assert r.returncode == 0 and "ok 1" in r.stdout, r.stdout + r.stderr
 
 
+def udp_write(port: Any, **more: Any) -> dict[str, Any]:
+    """The runner options of a fio job writing 64 KiB over UDP to 127.0.0.1:`port` (`more`
+    adds options or replaces these: `hostname`, `numjobs`)."""
+    return {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1", "port": port,
+            "rw": "write", "size": "64k", **more}
+
+
 def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
                                                                  storlab: Any) -> None:
     """`protocol=udp` (Landlock holds no UDP): a datagram socket of this host bound on the
@@ -176,8 +183,7 @@ def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
     s.setblocking(False)
     try:
         port = s.getsockname()[1]
-        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1", "port": port,
-                "rw": "write", "size": "64k"}
+        opts = udp_write(port)
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
         assert r.returncode == 2 and f"port {port} is a service of this host (UDP" in r.stderr, \
             r.stdout + r.stderr
@@ -313,8 +319,7 @@ def test_a_udp_port_spelled_as_fio_reads_it_is_judged(tmp_path: Path, storlab: A
     Landlock rule holds the port, this check is the only wall)."""
     s = UdpService()
     try:
-        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
-                "port": spell(s.port), "rw": "write", "size": "64k"}
+        opts = udp_write(spell(s.port))
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
         assert r.returncode == 2 and f"port {s.port} is a service of this host (UDP" \
             in r.stderr, r.stdout + r.stderr
@@ -332,9 +337,7 @@ def test_a_port_number_storlab_cannot_read_as_fio_does_is_refused(
     run in one line naming the option (fail closed), UDP included."""
     s = UdpService()
     try:
-        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
-                "port": s.port, "rw": "write", "size": "64k",
-                option: value.format(p=s.port)}
+        opts = {**udp_write(s.port), option: value.format(p=s.port)}
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
         assert r.returncode == 2, r.stdout + r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -351,8 +354,7 @@ def test_numjobs_spelled_in_hex_and_port_wrapping_are_judged(tmp_path: Path,
     0x2` reaches the next port, `port: 65535` with 3 copies reaches ports 0 and 1."""
     s = UdpService()
     try:
-        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
-                "port": s.port - 1, "numjobs": "0x2", "rw": "write", "size": "64k"}
+        opts = udp_write(s.port - 1, numjobs="0x2")
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
         assert r.returncode == 2 and f"port {s.port} is a service of this host (UDP" \
             in r.stderr, r.stdout + r.stderr
@@ -364,8 +366,7 @@ def test_numjobs_spelled_in_hex_and_port_wrapping_are_judged(tmp_path: Path,
     except OSError:
         pytest.skip("UDP port 1 is taken here")
     try:
-        opts = {"ioengine": "net", "protocol": "udp", "hostname": "127.0.0.1",
-                "port": 65535, "numjobs": 3, "rw": "write", "size": "64k"}
+        opts = udp_write(65535, numjobs=3)
         r = storlab("run", campaign(tmp_path / "w", opts), timeout=120)
         assert r.returncode == 2 and "port 1 is a service of this host (UDP" in r.stderr, \
             r.stdout + r.stderr
@@ -383,8 +384,7 @@ def test_a_destination_name_that_does_not_resolve_is_refused(
     `sandbox.network: true` it is fio's to try (and fail)."""
     s = UdpService()
     try:
-        opts = {"ioengine": "net", "protocol": "udp", "hostname": host, "port": s.port,
-                "rw": "write", "size": "64k"}
+        opts = udp_write(s.port, hostname=host)
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
         assert r.returncode == 2, r.stdout + r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -409,9 +409,7 @@ def test_an_abbreviated_option_name_is_refused_naming_the_full_one(
     one line naming the full name to write; a root UDP service on the port gets nothing."""
     s = UdpService()
     try:
-        opts: dict[str, Any] = {"ioengine": "net", "protocol": "udp",
-                                "hostname": "127.0.0.1", "port": s.port, "rw": "write",
-                                "size": "64k"}
+        opts = udp_write(s.port)
         opts.pop(full, None)
         v = value.format(p=s.port)
         d = tmp_path / "c"

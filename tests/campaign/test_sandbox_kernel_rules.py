@@ -71,47 +71,6 @@ except OSError as exc:
 print(json.dumps({"y": 1, "got": got}))
 """
 
-#: The same through io_uring alone: IORING_OP_SOCKET then IORING_OP_CONNECT, by hand
-#: (liburing has no Python binding here). Prints `setup:<errno>` when no ring can be made,
-#: else `connect:<result>` (0, or minus the errno).
-URING = """
-import ctypes, json, mmap, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-params = ctypes.create_string_buffer(120)
-ring = libc.syscall(425, 8, params)  # io_uring_setup (x86_64, aarch64: the same number)
-if ring < 0:
-    print(json.dumps({"y": 1, "got": f"setup:{ctypes.get_errno()}"}))
-    sys.exit(0)
-sq_n, cq_n = struct.unpack_from("<II", params, 0)
-sq_off = struct.unpack_from("<7I", params, 40)  # head tail mask entries flags dropped array
-cq_off = struct.unpack_from("<6I", params, 80)  # head tail mask entries overflow cqes
-sq = mmap.mmap(ring, sq_off[6] + sq_n * 4, offset=0)
-cq = mmap.mmap(ring, cq_off[5] + cq_n * 16, offset=0x8000000)
-sqes = mmap.mmap(ring, sq_n * 64, offset=0x10000000)
-
-def submit(op, fd, off, addr):
-    tail = struct.unpack_from("<I", sq, sq_off[1])[0]
-    i = tail & struct.unpack_from("<I", sq, sq_off[2])[0]
-    sqes[i * 64:(i + 1) * 64] = struct.pack("<BBHiQQIIQHHiQQ", op, 0, 0, fd, off, addr,
-                                            0, 0, 7, 0, 0, 0, 0, 0)
-    struct.pack_into("<I", sq, sq_off[6] + 4 * i, i)
-    struct.pack_into("<I", sq, sq_off[1], tail + 1)
-    libc.syscall(426, ring, 1, 1, 1, None, 0)  # io_uring_enter, IORING_ENTER_GETEVENTS
-    head = struct.unpack_from("<I", cq, cq_off[0])[0]
-    j = head & struct.unpack_from("<I", cq, cq_off[2])[0]
-    res = struct.unpack_from("<QiI", cq, cq_off[5] + 16 * j)[1]
-    struct.pack_into("<I", cq, cq_off[0], head + 1)
-    return res
-
-sock = submit(45, 1, 1, 0)  # IORING_OP_SOCKET: AF_UNIX, SOCK_STREAM
-path = sys.argv[1].encode()
-addr = ctypes.create_string_buffer(struct.pack("<H", 1) + path + b"\\0", 110)
-got = f"socket:{sock}" if sock < 0 else \\
-    f"connect:{submit(16, sock, 3 + len(path), ctypes.addressof(addr))}"
-print(json.dumps({"y": 1, "got": got}))
-"""
-
-
 class Daemon:
     """A root listener under /opt in another network namespace."""
 
@@ -225,16 +184,17 @@ def test_a_socket_renamed_after_bind_and_one_bound_after_the_start(
 
 def test_io_uring_is_refused_unless_declared(tmp_path: Path, storlab: Any,
                                              opt_dir: Path, program_got: Any,
-                                             command_campaign: Any) -> None:
+                                             command_campaign: Any,
+                                             uring_connect: str) -> None:
     """A program that connects through io_uring alone gets no ring (EPERM); with
     `sandbox.io_uring: true` it gets one, and its IORING_OP_CONNECT meets the walls'
     second layer: the socket in the shown directory is covered (ECONNREFUSED)."""
     d = Daemon(opt_dir, tmp_path)
     try:
-        assert program_got(campaign(command_campaign, tmp_path / "plain", URING, d.path,
-                                     **shown(opt_dir))) == "setup:1"
-        assert program_got(campaign(command_campaign, tmp_path / "declared", URING, d.path,
-                                     **shown(opt_dir), io_uring=True)) == \
+        assert program_got(campaign(command_campaign, tmp_path / "plain", uring_connect,
+                                    d.path, **shown(opt_dir))) == "setup:1"
+        assert program_got(campaign(command_campaign, tmp_path / "declared", uring_connect,
+                                    d.path, **shown(opt_dir), io_uring=True)) == \
             "connect:-111"
         assert d.accepted == 0
     finally:
@@ -243,7 +203,8 @@ def test_io_uring_is_refused_unless_declared(tmp_path: Path, storlab: Any,
 
 @pytest.mark.skipif(shutil.which("fio") is None or not os.path.exists("/usr/bin/python3"),
                     reason="fio or the system's python3 not installed")
-def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: Any) -> None:
+def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: Any,
+                                                      uring_connect: str) -> None:
     """The fio runner with `ioengine=io_uring` runs (its ring allowed); a program fio
     starts for a job with another engine (`exec_prerun`) gets no ring. A program fio
     would start for an io_uring job would inherit fio's ring: such a job is refused
@@ -251,7 +212,7 @@ def test_only_fio_with_an_io_uring_engine_gets_a_ring(tmp_path: Path, storlab: A
     program gets rings, the prerun's included)."""
     camp = tmp_path / "fio"
     camp.mkdir()
-    (camp / "uring.py").write_text(URING)
+    (camp / "uring.py").write_text(uring_connect)
     out = camp / "data"
     out.mkdir()
 

@@ -404,48 +404,8 @@ def test_a_socket_bound_by_a_thread_in_a_network_namespace_of_its_own_is_covered
         d.close()
 
 
-#: The program of `run_connect` through io_uring alone: IORING_OP_SOCKET then
-#: IORING_OP_CONNECT, by hand (liburing has no Python binding here); prints
-#: `setup:<errno>` when no ring can be made, else `connect:<result>` (0, or minus errno).
-URING = """
-import ctypes, json, mmap, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-params = ctypes.create_string_buffer(120)
-ring = libc.syscall(425, 8, params)  # io_uring_setup (x86_64, aarch64: the same number)
-if ring < 0:
-    print(json.dumps({"y": 1, "got": f"setup:{ctypes.get_errno()}"}))
-    sys.exit(0)
-sq_n, cq_n = struct.unpack_from("<II", params, 0)
-sq_off = struct.unpack_from("<7I", params, 40)
-cq_off = struct.unpack_from("<6I", params, 80)
-sq = mmap.mmap(ring, sq_off[6] + sq_n * 4, offset=0)
-cq = mmap.mmap(ring, cq_off[5] + cq_n * 16, offset=0x8000000)
-sqes = mmap.mmap(ring, sq_n * 64, offset=0x10000000)
-
-def submit(op, fd, off, addr):
-    tail = struct.unpack_from("<I", sq, sq_off[1])[0]
-    i = tail & struct.unpack_from("<I", sq, sq_off[2])[0]
-    sqes[i * 64:(i + 1) * 64] = struct.pack("<BBHiQQIIQHHiQQ", op, 0, 0, fd, off, addr,
-                                            0, 0, 7, 0, 0, 0, 0, 0)
-    struct.pack_into("<I", sq, sq_off[6] + 4 * i, i)
-    struct.pack_into("<I", sq, sq_off[1], tail + 1)
-    libc.syscall(426, ring, 1, 1, 1, None, 0)
-    head = struct.unpack_from("<I", cq, cq_off[0])[0]
-    j = head & struct.unpack_from("<I", cq, cq_off[2])[0]
-    res = struct.unpack_from("<QiI", cq, cq_off[5] + 16 * j)[1]
-    struct.pack_into("<I", cq, cq_off[0], head + 1)
-    return res
-
-sock = submit(45, 1, 1, 0)  # IORING_OP_SOCKET: AF_UNIX, SOCK_STREAM
-path = sys.argv[1].encode()
-addr = ctypes.create_string_buffer(struct.pack("<H", 1) + path + b"\\0", 110)
-got = f"socket:{sock}" if sock < 0 else \\
-    f"connect:{submit(16, sock, 3 + len(path), ctypes.addressof(addr))}"
-print(json.dumps({"y": 1, "got": got}))
-"""
-
-
-def test_a_program_allowed_io_uring_alone_gets_the_same_covering(tmp_path: Path) -> None:
+def test_a_program_allowed_io_uring_alone_gets_the_same_covering(
+        tmp_path: Path, uring_connect: str) -> None:
     """`sandbox.io_uring: true` and nothing else: a ring's `IORING_OP_SOCKET` makes a Unix
     socket the filter does not see, so a root daemon's socket whose listed name leads
     nowhere (another network namespace, its directory renamed) is looked for by inode and
@@ -456,7 +416,8 @@ def test_a_program_allowed_io_uring_alone_gets_the_same_covering(tmp_path: Path)
     try:
         camp = tmp_path / "camp"
         (camp / "scratch").mkdir(parents=True)
-        (camp / "uring.py").write_text(URING)  # the command runner reads {...} as factors
+        # a file: the command runner would read the program's {...} as factors
+        (camp / "uring.py").write_text(uring_connect)
         t = RunTask(key="c1-r1", config={}, runner_type="command",
                     runner_options={"command": [sys.executable, str(camp / "uring.py"),
                                                 d.at],

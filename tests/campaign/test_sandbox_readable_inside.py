@@ -10,9 +10,7 @@ after the check). A storlab not run as root keeps the kernel's permissions as it
 
 from __future__ import annotations
 
-import json
 import os
-import pwd
 import shutil
 import sys
 import tempfile
@@ -144,34 +142,16 @@ def test_the_walls_judge_the_place_again_on_the_descriptor(tmp_path: Path,
     assert "ROOT-ONLY" not in res.raw + res.stderr
 
 
-def test_a_storlab_not_run_as_root_keeps_the_kernels_permissions() -> None:
+def test_a_storlab_not_run_as_root_keeps_the_kernels_permissions(as_nobody: Any) -> None:
     """Run by a user, the programs read only what that user may: `/` or /var need no
     opt-in; /run with Unix sockets still does (a daemon's socket bound there during a
     run)."""
     from storlab.campaign.runners import refused_readable
 
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            nobody = pwd.getpwnam("nobody")
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            said = [refused_readable(["/", "/var", "/var/lib"], True, False),
-                    refused_readable(["/run"], False, False, True)]
-            os.write(w, json.dumps(said).encode())
-        except BaseException as exc:  # noqa: BLE001 - said to the parent
-            os.write(w, json.dumps([repr(exc)]).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        said = json.loads(fh.read().decode())
-    os.waitpid(pid, 0)
-    assert said[0] is None, said
-    assert said[1] and "Unix sockets" in said[1], said
+    said = as_nobody(lambda: refused_readable(["/", "/var", "/var/lib"], True, False))
+    assert said == "None", said
+    said = as_nobody(lambda: refused_readable(["/run"], False, False, True))
+    assert said != "None" and "Unix sockets" in said, said
     # as root the same places are refused
     assert refused_readable(["/"], True, False) is not None
 

@@ -10,6 +10,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,29 +18,6 @@ from storlab.campaign.runners import refused_readable, refused_socket
 from storlab.campaign.runners.fio import FioRunner
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="judges what root may do")
-
-
-def _as_nobody(fn) -> str | None:
-    """`fn()` run in a child as nobody: its result (a string or None) as text."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: nobody, then the answer on the pipe
-        try:
-            os.close(r)
-            nobody = pwd.getpwnam("nobody")
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            os.write(w, repr(fn()).encode())
-        except BaseException as exc:  # noqa: BLE001 - said to the parent
-            os.write(w, f"raised {type(exc).__name__}: {exc}".encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        said = fh.read().decode()
-    os.waitpid(pid, 0)
-    return said
 
 
 def test_a_remote_engines_object_name_is_no_path_outside(tmp_path: Path) -> None:
@@ -78,20 +56,21 @@ def open_dir():
 
 
 @root_only
-def test_a_non_root_users_own_places_need_no_opt_in(open_dir: Path) -> None:
+def test_a_non_root_users_own_places_need_no_opt_in(open_dir: Path, as_nobody: Any) -> None:
     """storlab run by a user reads only what that user may: their 0700 directory, or one
     under /home, needs no `allow_destructive` (its programs are not root)."""
     mine = open_dir / "mine"
     mine.mkdir(mode=0o700)
     os.chown(mine, pwd.getpwnam("nobody").pw_uid, -1)
-    assert _as_nobody(lambda: os.path.isdir(mine)) == "True"  # nobody reaches it
-    said = _as_nobody(lambda: refused_readable([str(mine), "/home"], False, False))
+    assert as_nobody(lambda: os.path.isdir(mine)) == "True"  # nobody reaches it
+    said = as_nobody(lambda: refused_readable([str(mine), "/home"], False, False))
     assert said == "None", said
     assert refused_readable([str(mine)], False, False)  # as root: judged
 
 
 @root_only
-def test_a_socket_the_user_may_not_reach_is_one_line_naming_it(open_dir: Path) -> None:
+def test_a_socket_the_user_may_not_reach_is_one_line_naming_it(open_dir: Path,
+                                                                 as_nobody: Any) -> None:
     """A declared socket the user may not connect to (root's, 0755): one line naming the
     socket, not a bare "Permission denied"."""
     path = open_dir / "root.sock"
@@ -100,7 +79,7 @@ def test_a_socket_the_user_may_not_reach_is_one_line_naming_it(open_dir: Path) -
         srv.bind(str(path))
         srv.listen(1)
         os.chmod(path, 0o755)
-        said = _as_nobody(lambda: refused_socket([str(path)], allow=False))
+        said = as_nobody(lambda: refused_socket([str(path)], allow=False))
         assert said.startswith(repr(f"{path}: cannot ask who listens there")[:-1]), said
     finally:
         srv.close()
