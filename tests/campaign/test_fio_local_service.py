@@ -174,6 +174,12 @@ def udp_write(port: Any, **more: Any) -> dict[str, Any]:
             "rw": "write", "size": "64k", **more}
 
 
+def assert_udp_service_refused(r: Any, port: int) -> None:
+    """`storlab run` (`r`) refused before any run: `port` is a UDP service of this host."""
+    assert r.returncode == 2 and f"port {port} is a service of this host (UDP" in r.stderr, \
+        r.stdout + r.stderr
+
+
 def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
                                                                  storlab: Any) -> None:
     """`protocol=udp` (Landlock holds no UDP): a datagram socket of this host bound on the
@@ -185,8 +191,7 @@ def test_a_udp_socket_of_this_host_on_a_udp_jobs_port_is_refused(tmp_path: Path,
         port = s.getsockname()[1]
         opts = udp_write(port)
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
-        assert r.returncode == 2 and f"port {port} is a service of this host (UDP" in r.stderr, \
-            r.stdout + r.stderr
+        assert_udp_service_refused(r, port)
         with pytest.raises(BlockingIOError):
             s.recv(10)
     finally:
@@ -321,8 +326,7 @@ def test_a_udp_port_spelled_as_fio_reads_it_is_judged(tmp_path: Path, storlab: A
     try:
         opts = udp_write(spell(s.port))
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
-        assert r.returncode == 2 and f"port {s.port} is a service of this host (UDP" \
-            in r.stderr, r.stdout + r.stderr
+        assert_udp_service_refused(r, s.port)
         assert s.got_nothing()
     finally:
         s.close()
@@ -356,8 +360,7 @@ def test_numjobs_spelled_in_hex_and_port_wrapping_are_judged(tmp_path: Path,
     try:
         opts = udp_write(s.port - 1, numjobs="0x2")
         r = storlab("run", campaign(tmp_path / "c", opts), timeout=120)
-        assert r.returncode == 2 and f"port {s.port} is a service of this host (UDP" \
-            in r.stderr, r.stdout + r.stderr
+        assert_udp_service_refused(r, s.port)
         assert s.got_nothing()
     finally:
         s.close()
@@ -368,8 +371,7 @@ def test_numjobs_spelled_in_hex_and_port_wrapping_are_judged(tmp_path: Path,
     try:
         opts = udp_write(65535, numjobs=3)
         r = storlab("run", campaign(tmp_path / "w", opts), timeout=120)
-        assert r.returncode == 2 and "port 1 is a service of this host (UDP" in r.stderr, \
-            r.stdout + r.stderr
+        assert_udp_service_refused(r, 1)
         assert s.got_nothing()
     finally:
         s.close()

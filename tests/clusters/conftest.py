@@ -88,6 +88,56 @@ def two_size_campaign():
     return write
 
 
+@pytest.fixture
+def serve():
+    """serve(talk): a real TCP server on loopback (an HTTP server's stand-in) that reads each
+    connection's request (up to its blank line) and calls talk(conn, request, stop), `stop`
+    an Event set when the test ends; (host, port, every request's bytes)."""
+    import socket
+    import threading
+
+    stops: list[tuple[threading.Event, socket.socket, threading.Thread]] = []
+
+    def start(talk) -> tuple[str, int, list[bytes]]:
+        stop = threading.Event()
+        srv = socket.create_server(("127.0.0.1", 0))
+        srv.settimeout(0.2)
+        asked: list[bytes] = []
+
+        def conn(c: socket.socket) -> None:
+            with c:
+                try:
+                    c.settimeout(5)
+                    req = b""
+                    while b"\r\n\r\n" not in req:
+                        chunk = c.recv(65536)
+                        if not chunk:
+                            return
+                        req += chunk
+                    asked.append(req)
+                    talk(c, req, stop)
+                except OSError:
+                    pass
+
+        def loop() -> None:
+            while not stop.is_set():
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    continue
+                threading.Thread(target=conn, args=(c,), daemon=True).start()
+        t = threading.Thread(target=loop, daemon=True)
+        t.start()
+        stops.append((stop, srv, t))
+        host, port = srv.getsockname()[:2]
+        return host, port, asked
+    yield start
+    for stop, srv, t in stops:
+        stop.set()
+        t.join(5)
+        srv.close()
+
+
 @pytest.fixture(scope="session")
 def bounded():
     """bounded(f, limit) -> (f()'s result or the exception it raised, seconds taken): f run in

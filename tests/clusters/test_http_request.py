@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -20,52 +20,6 @@ from storlab.clusters.swift import SwiftCluster, _healthcheck, swift_auth
 from storlab.errors import ClusterError
 
 Talk = Callable[[socket.socket, bytes, threading.Event], None]
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Talk], tuple[str, int, list[bytes]]]]:
-    """serve(talk): a real TCP server on loopback calling talk(conn, request, stop) per
-    connection; (host, port, every request's bytes)."""
-    stops: list[tuple[threading.Event, socket.socket, threading.Thread]] = []
-
-    def start(talk: Talk) -> tuple[str, int, list[bytes]]:
-        stop = threading.Event()
-        srv = socket.create_server(("127.0.0.1", 0))
-        srv.settimeout(0.2)
-        asked: list[bytes] = []
-
-        def conn(c: socket.socket) -> None:
-            with c:
-                try:
-                    c.settimeout(5)
-                    req = b""
-                    while b"\r\n\r\n" not in req:
-                        chunk = c.recv(65536)
-                        if not chunk:
-                            return
-                        req += chunk
-                    asked.append(req)
-                    talk(c, req, stop)
-                except OSError:
-                    pass
-
-        def loop() -> None:
-            while not stop.is_set():
-                try:
-                    c, _ = srv.accept()
-                except OSError:
-                    continue
-                threading.Thread(target=conn, args=(c,), daemon=True).start()
-        t = threading.Thread(target=loop, daemon=True)
-        t.start()
-        stops.append((stop, srv, t))
-        host, port = srv.getsockname()[:2]
-        return host, port, asked
-    yield start
-    for stop, srv, t in stops:
-        stop.set()
-        t.join(5)
-        srv.close()
 
 
 def _drip(data: bytes, then: bytes = b"x") -> Talk:
@@ -87,7 +41,6 @@ def _answer(status: str, headers: dict[str, str], body: bytes = b"",
         c.sendall(f"HTTP/1.1 {status}\r\n".encode() +
                   b"".join(f"{k}: {v}\r\n".encode() for k, v in h.items()) + b"\r\n" + body)
     return talk
-
 
 
 @pytest.mark.parametrize("data", [

@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -16,38 +15,7 @@ from storlab.clusters._util import HTTP_ANSWER_LIMIT, http_answer, wait_http
 from storlab.errors import ClusterError
 
 
-def _serve(talk: Callable[[socket.socket, threading.Event], None]
-           ) -> Iterator[tuple[str, int]]:
-    stop = threading.Event()
-    srv = socket.create_server(("127.0.0.1", 0))
-    srv.settimeout(0.2)
-
-    def conn(c: socket.socket) -> None:
-        with c:
-            try:
-                talk(c, stop)
-            except OSError:
-                pass
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                continue
-            threading.Thread(target=conn, args=(c,), daemon=True).start()
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    try:
-        yield srv.getsockname()[:2]
-    finally:
-        stop.set()
-        t.join(5)
-        srv.close()
-
-
-def _drip(c: socket.socket, stop: threading.Event) -> None:
-    c.recv(4096)
+def _drip(c: socket.socket, req: bytes, stop: threading.Event) -> None:
     for b in b"HTTP/1.1 200 OK":  # the status line's start, never its end
         if stop.wait(0.5):
             return
@@ -56,14 +24,12 @@ def _drip(c: socket.socket, stop: threading.Event) -> None:
         c.sendall(b"x")
 
 
-def _flood(c: socket.socket, stop: threading.Event) -> None:
-    c.recv(4096)
+def _flood(c: socket.socket, req: bytes, stop: threading.Event) -> None:
     while not stop.is_set():
         c.sendall(b"y" * 4096)
 
 
-def _endless_body(c: socket.socket, stop: threading.Event) -> None:
-    c.recv(4096)
+def _endless_body(c: socket.socket, req: bytes, stop: threading.Event) -> None:
     c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\n")
     while not stop.is_set():
         c.sendall(b"z" * 4096)
@@ -71,19 +37,18 @@ def _endless_body(c: socket.socket, stop: threading.Event) -> None:
 
 
 @pytest.fixture
-def drip() -> Iterator[tuple[str, int]]:
-    yield from _serve(_drip)
+def drip(serve) -> tuple[str, int]:
+    return serve(_drip)[:2]
 
 
 @pytest.fixture
-def flood() -> Iterator[tuple[str, int]]:
-    yield from _serve(_flood)
+def flood(serve) -> tuple[str, int]:
+    return serve(_flood)[:2]
 
 
 @pytest.fixture
-def endless_body() -> Iterator[tuple[str, int]]:
-    yield from _serve(_endless_body)
-
+def endless_body(serve) -> tuple[str, int]:
+    return serve(_endless_body)[:2]
 
 
 def test_a_dripping_listener_cannot_hold_the_wait_past_its_deadline(bounded, drip) -> None:
