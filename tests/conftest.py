@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -471,3 +472,85 @@ def act_on_a_stopped_look() -> Callable[..., Any]:
             time.sleep(every)
         return None
     return watch
+
+
+# ------------------------------------------------------------- a program on a terminal
+#: The program of `terminal_probe`.
+_TERMINAL_PROBE = r"""
+import errno, fcntl, json, os, pty, termios
+def ioc(fd, req, arg):
+    try:
+        fcntl.ioctl(fd, req, arg)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+r = {"tty0": os.isatty(0), "sid": os.getsid(0), "sti0": ioc(0, 0x5412, b"x")}
+try:
+    os.close(os.open("/dev/tty", os.O_RDWR))
+    r["devtty"] = "opened"
+except OSError as e:
+    r["devtty"] = errno.errorcode[e.errno]
+rd, wr = os.pipe()
+pid, master = pty.fork()
+if pid == 0:
+    os.write(wr, json.dumps([ioc(0, 0x5412, b"x"), ioc(0, 0x541C, bytes([2]) + bytes(12)),
+                             ioc(0, termios.TIOCGWINSZ, bytes(8))]).encode())
+    os._exit(0)
+os.close(wr)
+os.waitpid(pid, 0)
+r["own"] = json.loads(os.read(rd, 4096))
+print(json.dumps({"y": 1, "got": r}))
+"""
+
+
+@pytest.fixture(scope="session")
+def terminal_probe() -> str:
+    """A Python program (`python3 -c`) that says what it holds of a terminal, as a command
+    campaign's metric line `{"y": 1, "got": {...}}`: `tty0` (is stdin a terminal), `sid`
+    (its session), `sti0` (TIOCSTI on stdin: "ok" or the errno's name), `devtty` (opening
+    /dev/tty: "opened" or the errno's name), `own` (TIOCSTI, TIOCLINUX, TIOCGWINSZ on a pty
+    of its own, its child's controlling terminal, where only a filter refuses the first
+    two)."""
+    return _TERMINAL_PROBE
+
+
+def _under_a_pty(argv: list[str], cwd: str | Path | None = None,
+                 env: Mapping[str, str] | None = None, timeout: float = 120
+                 ) -> tuple[int, str]:
+    """See `under_a_pty`."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            os.execve(argv[0], argv, os.environ if env is None else env)
+        finally:
+            os._exit(127)
+    seen, status = b"", -1
+    end = time.monotonic() + timeout
+    try:
+        while time.monotonic() < end:
+            r, _, _ = select.select([fd], [], [], 0.2)
+            if r:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    pass
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                pid, status = 0, os.waitstatus_to_exitcode(st)
+                break
+    finally:
+        if pid:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    return status, seen.decode(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def under_a_pty() -> Callable[..., tuple[int, str]]:
+    """`under_a_pty(argv, cwd=None, env=None, timeout=120)` -> (exit status, what it wrote):
+    argv run with a new pty as its controlling terminal and standard streams (an
+    operator's ssh session); `env` replaces the environment; killed after `timeout` s."""
+    return _under_a_pty

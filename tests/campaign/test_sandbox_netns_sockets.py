@@ -187,6 +187,13 @@ def got(res: Any) -> str:
     return str(json.loads(res.raw.strip().splitlines()[-1])["got"])
 
 
+def assert_covered(tmp_path: Path, d: Daemon, at: str) -> None:
+    """A walled program's connect() to `at` (where `d`'s socket is named) is refused, and
+    the daemon counted no connection."""
+    assert got(run_connect(tmp_path, at)) == "ConnectionRefusedError"
+    assert d.connections() == 0
+
+
 @pytest.mark.parametrize("netns,how", [(True, "abs"), (False, "rel"), (False, "moved"),
                                        (True, "moved")])
 def test_a_root_daemons_socket_in_a_shown_tree_is_covered_whatever_its_listing(
@@ -198,8 +205,7 @@ def test_a_root_daemons_socket_in_a_shown_tree_is_covered_whatever_its_listing(
     nowhere): the program's connect() is refused, the daemon counts no connection."""
     d = Daemon(tmp_path, netns=netns, how=how)
     try:
-        assert got(run_connect(tmp_path, d.at)) == "ConnectionRefusedError"
-        assert d.connections() == 0
+        assert_covered(tmp_path, d, d.at)
     finally:
         d.close()
 
@@ -244,8 +250,7 @@ def test_the_look_is_narrowed_to_where_the_sockets_file_system_is_mounted(
             assert _host_sockets.narrowed(roots, [os.stat(mnt).st_dev]) == [str(mnt)]
             d = Daemon(tmp_path, where=str(mnt), netns=True, how="moved")
             try:
-                assert got(run_connect(tmp_path, d.at)) == "ConnectionRefusedError"
-                assert d.connections() == 0
+                assert_covered(tmp_path, d, d.at)
             finally:
                 d.close()
                 time.sleep(1)  # as in Daemon.close: a start that listed it is done by now
@@ -369,8 +374,7 @@ def test_a_stale_socket_at_a_daemons_listed_name_does_not_hide_its_real_file(
         decoy = socket.socket(socket.AF_UNIX)
         decoy.bind(str(m / "ctl.sock"))
         decoy.close()
-        assert got(run_connect(tmp_path, d.path)) == "ConnectionRefusedError"
-        assert d.connections() == 0
+        assert_covered(tmp_path, d, d.path)
     finally:
         d.close()
 
@@ -385,8 +389,7 @@ def test_a_socket_bound_through_a_link_is_covered_where_it_lies(tmp_path: Path) 
                        str(link)))
     try:
         assert os.path.exists(d.path)
-        assert got(run_connect(tmp_path, d.path)) == "ConnectionRefusedError"
-        assert d.connections() == 0
+        assert_covered(tmp_path, d, d.path)
     finally:
         d.close()
 
@@ -398,8 +401,7 @@ def test_a_socket_bound_by_a_thread_in_a_network_namespace_of_its_own_is_covered
     /proc/PID/net/unix lists it, its thread's does; covered: refused, no connection."""
     d = Daemon(tmp_path, netns=False, how="thread")
     try:
-        assert got(run_connect(tmp_path, d.path)) == "ConnectionRefusedError"
-        assert d.connections() == 0
+        assert_covered(tmp_path, d, d.path)
     finally:
         d.close()
 

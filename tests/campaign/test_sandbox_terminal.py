@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,70 +20,12 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap no
               pytest.mark.skipif(not os.path.exists("/usr/bin/python3"),
                                  reason="the program is the system's python3")]
 
-PROBE = r"""
-import errno, fcntl, json, os, pty, termios
-def ioc(fd, req, arg):
-    try:
-        fcntl.ioctl(fd, req, arg)
-        return "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-r = {"tty0": os.isatty(0), "sid": os.getsid(0), "sti0": ioc(0, 0x5412, b"x")}
-try:
-    os.close(os.open("/dev/tty", os.O_RDWR))
-    r["devtty"] = "opened"
-except OSError as e:
-    r["devtty"] = errno.errorcode[e.errno]
-rd, wr = os.pipe()
-pid, master = pty.fork()
-if pid == 0:
-    os.write(wr, json.dumps([ioc(0, 0x5412, b"x"), ioc(0, 0x541C, bytes([2]) + bytes(12)),
-                             ioc(0, termios.TIOCGWINSZ, bytes(8))]).encode())
-    os._exit(0)
-os.close(wr)
-os.waitpid(pid, 0)
-r["own"] = json.loads(os.read(rd, 4096))
-print(json.dumps({"y": 1, "got": r}))
-"""
-
-
-def under_a_pty(argv: list[str], cwd: Path, timeout: float = 120) -> tuple[int, str]:
-    """argv run with a new pty as its controlling terminal and standard streams: its exit
-    status and what it wrote."""
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            os.chdir(cwd)
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    seen, status = b"", -1
-    end = time.monotonic() + timeout
-    try:
-        while time.monotonic() < end:
-            r, _, _ = select.select([fd], [], [], 0.2)
-            if r:
-                try:
-                    seen += os.read(fd, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    pass
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                pid, status = 0, os.waitstatus_to_exitcode(st)
-                break
-    finally:
-        if pid:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        os.close(fd)
-    return status, seen.decode(errors="replace")
-
 
 def test_a_run_program_cannot_type_into_a_terminal(
-        tmp_path: Path, command_campaign: Callable[..., Path],
-        storlab_argv: list[str]) -> None:
-    camp = command_campaign(tmp_path / "c", ["/usr/bin/python3", "-c", PROBE])
-    status, seen = under_a_pty([*storlab_argv, "run", str(camp)], camp.parent)
+        tmp_path: Path, command_campaign: Callable[..., Path], storlab_argv: list[str],
+        terminal_probe: str, under_a_pty: Callable[..., tuple[int, str]]) -> None:
+    camp = command_campaign(tmp_path / "c", ["/usr/bin/python3", "-c", terminal_probe])
+    status, seen = under_a_pty([*storlab_argv, "run", str(camp)], cwd=camp.parent)
     assert status == 0, seen[-3000:]
     outs = list((camp.parent / "campaign.db.output").glob("*.stdout"))
     assert len(outs) == 1, (outs, seen[-3000:])

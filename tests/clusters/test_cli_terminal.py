@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import shutil
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,36 +29,7 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap no
                                  reason="the walls drop root to the `ceph` account"),
               pytest.mark.usefixtures("ceph_account")]
 
-#: The program: what it holds of a terminal, and TIOCSTI/TIOCLINUX on one of its own (a
-#: pty it made, the controlling terminal of its child), where only a filter refuses them.
-PROBE = r"""
-import errno, fcntl, json, os, pty, termios
-def ioc(fd, req, arg):
-    try:
-        fcntl.ioctl(fd, req, arg)
-        return "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-r = {"tty0": os.isatty(0), "sid": os.getsid(0), "pid": os.getpid(),
-     "sti0": ioc(0, 0x5412, b"x")}
-try:
-    os.close(os.open("/dev/tty", os.O_RDWR))
-    r["devtty"] = "opened"
-except OSError as e:
-    r["devtty"] = errno.errorcode[e.errno]
-rd, wr = os.pipe()
-pid, master = pty.fork()
-if pid == 0:
-    os.write(wr, json.dumps([ioc(0, 0x5412, b"x"), ioc(0, 0x541C, bytes([2]) + bytes(12)),
-                             ioc(0, termios.TIOCGWINSZ, bytes(8))]).encode())
-    os._exit(0)
-os.close(wr)
-os.waitpid(pid, 0)
-r["own"] = json.loads(os.read(rd, 4096))
-print(json.dumps(r))
-"""
-
-#: The caller, run with a pty as its controlling terminal and stdin: starts PROBE through
+#: The caller, run with a pty as its controlling terminal and stdin: starts the probe through
 #: `CephCluster.cli` (walled, as `ceph` when the account exists) and bare `_util.run`.
 CALLER = r"""
 import json, os, sys
@@ -74,47 +43,15 @@ fd = os.open("/dev/tty", os.O_RDWR)  # the caller has a controlling terminal
 os.close(fd)
 got = {"caller_sid": os.getsid(0), "caller_tty": os.isatty(0)}
 cp = CephCluster(Path(base)).cli(["/usr/bin/python3", "-c", probe], timeout=60)
-got["walled"] = json.loads(cp.stdout)
-got["bare"] = json.loads(run(["/usr/bin/python3", "-c", probe]).stdout)
+got["walled"] = json.loads(cp.stdout)["got"]
+got["bare"] = json.loads(run(["/usr/bin/python3", "-c", probe]).stdout)["got"]
 Path(out).write_text(json.dumps(got))
 """
 
 
-def _under_a_pty(argv: list[str], env: dict[str, str], timeout: float = 90) -> str:
-    """Run argv with a new pty as its controlling terminal, stdin, stdout and stderr;
-    what it wrote there."""
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            os.execve(argv[0], argv, env)
-        finally:
-            os._exit(127)
-    seen = b""
-    end = time.monotonic() + timeout
-    try:
-        while time.monotonic() < end:
-            r, _, _ = select.select([fd], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
-                pid = 0
-                break
-    finally:
-        if pid:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        os.close(fd)
-    return seen.decode(errors="replace")
-
-
-def test_the_ceph_cli_holds_no_terminal_and_cannot_type_into_one(tmp_path: Path) -> None:
+def test_the_ceph_cli_holds_no_terminal_and_cannot_type_into_one(
+        tmp_path: Path, terminal_probe: str, under_a_pty: Callable[..., tuple[int, str]]
+        ) -> None:
     base = tmp_path / "base"
     d = base / "ceph"
     d.mkdir(parents=True, mode=0o700)
@@ -125,7 +62,8 @@ def test_the_ceph_cli_holds_no_terminal_and_cannot_type_into_one(tmp_path: Path)
     out = tmp_path / "got.json"
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src}
-    seen = _under_a_pty([sys.executable, "-c", CALLER, str(base), PROBE, str(out)], env)
+    _, seen = under_a_pty([sys.executable, "-c", CALLER, str(base), terminal_probe, str(out)],
+                          env=env, timeout=90)
     assert out.exists(), seen[-3000:]
     got = json.loads(out.read_text())
     assert got["caller_tty"] is True  # the test's premise: the caller sits on a terminal
