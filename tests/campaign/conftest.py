@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -82,6 +83,31 @@ def command_campaign() -> Callable[..., Path]:
 def program_got(storlab: Any) -> Callable[[Path], Any]:
     """`program_got(campaign)`: run it with the CLI; what its program reported as `got`."""
     return lambda camp: _program_got(storlab, camp)
+
+
+def _integer_campaign(d: Path, design: dict[str, Any], factors: int = 5,
+                      responses: list[dict[str, Any]] | None = None, **spec: Any) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    space: dict[str, Any] = {"factors": [{"name": f"x{i}", "kind": "integer", "range": [1, 2]}
+                                         for i in range(factors)]}
+    if responses is not None:
+        space["responses"] = responses
+    full = {"name": "c", "seed": 3, "randomize": False, "space": space, "design": design,
+            "runner": {"type": "command", "options": {
+                "command": [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"],
+                "json_metrics": {"y": "y"}}}, **spec}
+    p = d / "campaign.yaml"
+    p.write_text(yaml.safe_dump(full, sort_keys=False))
+    return p
+
+
+@pytest.fixture(scope="session")
+def integer_campaign() -> Callable[..., Path]:
+    """`integer_campaign(d, design, factors=5, responses=None, **spec)`: d/campaign.yaml, a
+    campaign of `factors` integer factors x0, x1, ... in [1, 2] planned by `design` (its
+    `design:` mapping), each run a program printing y = 1.0; `responses` the space's
+    `responses:` (none declared by default), `spec` other top-level keys (`name`...)."""
+    return _integer_campaign
 
 
 @pytest.fixture(scope="session")

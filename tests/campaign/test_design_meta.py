@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +21,6 @@ from storlab.errors import StorlabError
 from storlab.report.build import from_campaign
 
 STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
-
-PRINT_Y = [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"]
-
-
-def campaign(d: Path, design: dict[str, Any], factors: int = 5) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    spec = {"name": "meta", "seed": 3, "randomize": False,
-            "space": {"factors": [{"name": f"x{i}", "kind": "integer", "range": [1, 2]}
-                                  for i in range(factors)]},
-            "design": design,
-            "runner": {"type": "command", "options": {"command": PRINT_Y,
-                                                      "json_metrics": {"y": "y"}}}}
-    p = d / "campaign.yaml"
-    p.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return p
 
 
 def same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
@@ -51,8 +36,9 @@ def stored(camp: Campaign) -> dict[str, Any] | None:
     return None if text is None else json.loads(text)
 
 
-def test_a_fractional_design_keeps_its_provenance_in_the_store(tmp_path: Path) -> None:
-    camp = Campaign.load(campaign(tmp_path, {"kind": "fractional", "runs": 8}))
+def test_a_fractional_design_keeps_its_provenance_in_the_store(
+        tmp_path: Path, integer_campaign: Callable[..., Path]) -> None:
+    camp = Campaign.load(integer_campaign(tmp_path, {"kind": "fractional", "runs": 8}))
     assert camp.run().ok == 8
     meta = stored(camp)
     want = make_design(camp.space, "fractional", runs=8, seed=3, randomize_order=False).meta
@@ -71,9 +57,9 @@ def test_a_fractional_design_keeps_its_provenance_in_the_store(tmp_path: Path) -
     assert inp.design_origin == "campaign design"
 
 
-def test_an_old_store_without_the_metadata_falls_back_to_the_campaign_file(tmp_path: Path
-                                                                          ) -> None:
-    camp = Campaign.load(campaign(tmp_path, {"kind": "fractional", "runs": 8}))
+def test_an_old_store_without_the_metadata_falls_back_to_the_campaign_file(
+        tmp_path: Path, integer_campaign: Callable[..., Path]) -> None:
+    camp = Campaign.load(integer_campaign(tmp_path, {"kind": "fractional", "runs": 8}))
     camp.run()
     meta = stored(camp)
     con = sqlite3.connect(camp.store_path)  # as a store written by an older storlab
@@ -89,18 +75,19 @@ def test_an_old_store_without_the_metadata_falls_back_to_the_campaign_file(tmp_p
 
 
 def test_csv_and_literal_designs_say_so_and_the_report_reads_them_off_the_data(
-        tmp_path: Path) -> None:
+        tmp_path: Path, integer_campaign: Callable[..., Path]) -> None:
     configs = [{f"x{i}": (1 if (j >> i) & 1 else 2) for i in range(2)} for j in range(4)]
-    camp = Campaign.load(campaign(tmp_path, {"configs": configs}, factors=2))
+    camp = Campaign.load(integer_campaign(tmp_path, {"configs": configs}, factors=2))
     camp.run()
     assert stored(camp) == {"kind": "configs"}
     inp = from_campaign(camp.path)
     assert inp.design_origin == "read off the results table"
 
 
-def test_an_adaptive_source_keeps_its_strategy(tmp_path: Path) -> None:
-    p = campaign(tmp_path, {"kind": "tune", "budget": 6, "strategy": "random",
-                            "objectives": [{"y": "maximize"}]}, factors=2)
+def test_an_adaptive_source_keeps_its_strategy(
+        tmp_path: Path, integer_campaign: Callable[..., Path]) -> None:
+    p = integer_campaign(tmp_path, {"kind": "tune", "budget": 6, "strategy": "random",
+                                    "objectives": [{"y": "maximize"}]}, factors=2)
     camp = Campaign.load(p)
     camp.run()
     meta = stored(camp)
@@ -110,13 +97,13 @@ def test_an_adaptive_source_keeps_its_strategy(tmp_path: Path) -> None:
     assert inp.design_meta == {"kind": "tune (random, budget 6 runs)"}
 
 
-def test_a_store_tuned_on_an_undeclared_response_keeps_its_recorded_goal(tmp_path: Path
-                                                                         ) -> None:
+def test_a_store_tuned_on_an_undeclared_response_keeps_its_recorded_goal(
+        tmp_path: Path, integer_campaign: Callable[..., Path]) -> None:
     """An undeclared response needs its goal said; a store tuned when `objectives: [y]`
     meant maximize (its design metadata says so) is still read: status and report loaded
     the file and refused it."""
-    p = campaign(tmp_path, {"kind": "tune", "budget": 6, "strategy": "random",
-                            "objectives": [{"y": "maximize"}]}, factors=2)
+    p = integer_campaign(tmp_path, {"kind": "tune", "budget": 6, "strategy": "random",
+                                    "objectives": [{"y": "maximize"}]}, factors=2)
     Campaign.load(p).run()
     spec = yaml.safe_load(p.read_text())
     spec["design"]["objectives"] = ["y"]  # the file as it was written then
@@ -129,18 +116,19 @@ def test_a_store_tuned_on_an_undeclared_response_keeps_its_recorded_goal(tmp_pat
         Campaign.load(p)
 
 
-def test_design_resolution_is_read_as_the_cli_reads_it(tmp_path: Path, storlab) -> None:
+def test_design_resolution_is_read_as_the_cli_reads_it(
+        tmp_path: Path, storlab, integer_campaign: Callable[..., Path]) -> None:
     """`resolution: V` in a campaign file is what `--resolution V` is (it was rejected:
     'Input should be a valid integer'); a bad spelling is one line, exit 2, for both."""
-    want = make_design(Campaign.load(campaign(tmp_path / "int", {
+    want = make_design(Campaign.load(integer_campaign(tmp_path / "int", {
         "kind": "fractional", "resolution": 5})).space, "fractional", resolution=5,
         seed=3, randomize_order=False)
     for i, spelling in enumerate(("V", "v", "5", 5)):
-        camp = Campaign.load(campaign(tmp_path / f"c{i}", {"kind": "fractional",
-                                                           "resolution": spelling}))
+        camp = Campaign.load(integer_campaign(tmp_path / f"c{i}", {
+            "kind": "fractional", "resolution": spelling}))
         assert camp.spec.design.resolution == 5
         assert len(camp.plan()) == want.runs == 16
-    bad = campaign(tmp_path / "bad", {"kind": "fractional", "resolution": "VX"})
+    bad = integer_campaign(tmp_path / "bad", {"kind": "fractional", "resolution": "VX"})
     r = storlab("status", bad)
     cli = storlab("design", "--factors", "5", "--resolution", "VX")
     for out in (r, cli):

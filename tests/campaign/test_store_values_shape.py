@@ -8,34 +8,17 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 STORLAB_FORKED = True  # `storlab` calls forked from the started program (conftest.py)
 
-PRINT_Y = [sys.executable, "-c", "import json; print(json.dumps({'y': 1.0}))"]
-
-
-def _campaign(d: Path, design: dict[str, Any]) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    spec = {"name": "shape", "seed": 3, "randomize": False,
-            "space": {"factors": [{"name": f"x{i}", "kind": "integer", "range": [1, 2]}
-                                  for i in range(2)], "responses": [{"name": "y"}]},
-            "design": design,
-            "runner": {"type": "command", "options": {"command": PRINT_Y,
-                                                      "json_metrics": {"y": "y"}}}}
-    p = d / "campaign.yaml"
-    p.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return p
-
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory, storlab_argv: list[str]
-         ) -> dict[str, Path]:
+def made(tmp_path_factory: pytest.TempPathFactory, storlab_argv: list[str],
+         integer_campaign: Callable[..., Path]) -> dict[str, Path]:
     """A full design's and a tuning campaign's stores, each made once by `storlab run`."""
     import subprocess
 
@@ -43,7 +26,8 @@ def made(tmp_path_factory: pytest.TempPathFactory, storlab_argv: list[str]
     for name, design in (("full", {"kind": "full"}),
                          ("tune", {"kind": "tune", "budget": 6, "strategy": "random",
                                    "objectives": [{"y": "maximize"}]})):
-        p = _campaign(tmp_path_factory.mktemp(name), design)
+        p = integer_campaign(tmp_path_factory.mktemp(name), design, factors=2,
+                             responses=[{"name": "y"}], name="shape")
         r = subprocess.run([*storlab_argv, "run", str(p)], capture_output=True, text=True,
                            timeout=300)
         assert r.returncode == 0, r.stderr
