@@ -100,6 +100,8 @@ def test_a_copy_that_cannot_start_leaves_no_program_nor_descriptor(
                              timeout=60)
     time.sleep(1.5)
     assert not mark.exists()  # the program ended with the failure
-    assert open_fds() == fds
+    # none left that was not there before (an earlier test's store in this worker, closed
+    # by the collector meanwhile, may be gone)
+    assert open_fds().items() <= fds.items()
     ps = subprocess.run(["pgrep", "-f", f"touch {mark}"], capture_output=True, text=True)
     assert ps.stdout == ""

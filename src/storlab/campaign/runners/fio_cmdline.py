@@ -300,8 +300,9 @@ def full_option_name(name: str, fio: str = "fio") -> str | None:
     of an option's name (getopt_long_only; `por` is `port`), and storlab's checks read
     options by their full names, so every name given to fio must be one of the option
     names or an alias that the fio the runs start lists (`fio`, the runner's `fio:` as
-    given: a name on PATH or a path; fio's command-line options in `extra_args` too). Not
-    checked when `fio` resolves to no program (no run can start fio then)."""
+    given: a name on PATH or a path; fio's command-line options in `extra_args` too; the
+    system's fio when that one lists no names). Not checked when `fio` resolves to no
+    program (no run can start fio then)."""
     if name in COMMAND_LINE_ONLY:
         return None
     exe = shutil.which(str(fio))
@@ -309,8 +310,20 @@ def full_option_name(name: str, fio: str = "fio") -> str | None:
         return None
     try:
         _fio_options(exe)
-    except CampaignError as exc:  # the fio did not answer: nothing to judge by, refused
-        return str(exc)
+    except CampaignError as exc:
+        # A runner's `fio:` that lists no names is no fio (a campaign's stand-in: what it
+        # reads is its own business) or a broken one: judged by the system's fio (found
+        # in the system's directories, not on a PATH a link may have been swapped on),
+        # whose reading storlab's checks follow; with none to ask, nothing passes.
+        system = shutil.which("fio", path="/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                                          "/usr/bin:/sbin:/bin")
+        if system is None or system == exe:
+            return str(exc)
+        try:
+            _fio_options(system)
+        except CampaignError:
+            return str(exc)
+        exe = system
     if name in UNLISTED_READ or (_OPTION_NAME.fullmatch(name) and _exact_in_fio(exe, name)):
         return None
     known = _fio_options(exe).union(*_engine_options(exe).values(), COMMAND_LINE_ONLY,
