@@ -20,14 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...fileio import within
 from ..spec import CampaignError
 from . import fio_cmdline as cmdline
 from . import fio_guard as guard
 from . import fio_parse as parse
 from . import fio_targets as targets
 from ._program import make_run_dir, run_program, tail
-from ._sandbox import SYSTEM_TREES, current, declared, open_plain, refused_readable
+from ._sandbox import (SYSTEM_TREES, current, declared, held_within, open_plain,
+                       refused_readable)
 from .base import RunResult, option_bool
 from .fio_cmdline import check_option, parse_extra_args, read_job_file
 from .fio_parse import fio_named, job_records, parse_json_output, server_key, summarize
@@ -366,7 +366,7 @@ def _server_dir(scratch: Path) -> tuple[str, int]:
         bad = "a symbolic link (give the real path of a directory)"
     elif not stat.S_ISDIR(st.st_mode):
         bad = "not a directory"
-    elif any(within(os.readlink(f"/proc/self/fd/{fd}"), t) for t in SERVER_DIR_REFUSED):
+    elif held_within(fd, SERVER_DIR_REFUSED):
         # judged where the descriptor leads (the kernel's name): `//var/log` is
         # `/var/log`, which a comparison of the text given missed
         bad = "inside the system's trees"
