@@ -1746,19 +1746,15 @@ def _changeable_link(path: str) -> str | None:
     return None
 
 
-def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
-                st: os.stat_result | None = None) -> str | None:
+def refused_dir(path: str, homes: Iterable[str] = ()) -> str | None:
     """Why the directory `path` (the scratch area a link leads to, with the campaign's
     `allow_destructive`; `sandbox.writable` and a runner's targets have the stricter
-    `refused_outside` without it) may not open writable without `allow`, in
-    words, or None. Inside the campaign's directory (`homes`, real paths) it opens. Elsewhere, what
-    it leads to (links resolved) may not be `/`, lie in one of the system's trees
-    (`_system_tree`) or be a shared directory (`SHARED_DIRS`), and must be owned by root
-    or the caller and writable by neither its group nor others (`_foreign`, judged from
-    `st` when given: the descriptor the sandbox binds); no link on the way may lie in a
-    directory another user can change."""
-    if allow:
-        return None
+    `refused_outside` without it) may not open writable, in words, or None. Inside the
+    campaign's directory (`homes`, real paths) it opens. Elsewhere, what it leads to
+    (links resolved) may not be `/`, lie in one of the system's trees (`_system_tree`)
+    or be a shared directory (`SHARED_DIRS`), and must be owned by root or the caller
+    and writable by neither its group nor others (`_foreign`); no link on the way may
+    lie in a directory another user can change."""
     real = os.path.realpath(path)
     if any(within(real, os.path.realpath(h)) for h in homes):
         return None
@@ -1770,11 +1766,10 @@ def refused_dir(path: str, homes: Iterable[str] = (), allow: bool = False,
     tree = _system_tree(real) or _system_tree(path)
     if tree is not None:
         return f"{shown} lies in {tree}, one of the system's trees"
-    if st is None:
-        try:
-            st = os.stat(real)
-        except OSError:
-            return None  # not made yet: judged when it is (the run's walls)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None  # not made yet: judged when it is (the run's walls)
     why = _foreign(st)
     if why:
         return f"{shown} is {why}"
