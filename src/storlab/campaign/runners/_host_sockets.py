@@ -134,7 +134,7 @@ def resolved(name: str) -> str:
     return os.path.join(os.path.realpath(head or "."), tail)
 
 
-def bound() -> tuple[list[str], list[Unplaced]]:
+def bound(locate: bool = True) -> tuple[list[str], list[Unplaced]]:
     """The bound Unix sockets of every network namespace that has a task: the paths of
     those whose listed name leads to them now (their directory's links followed:
     `resolved`), and the sockets whose name does not (`Unplaced`). A name leads to its
@@ -145,17 +145,19 @@ def bound() -> tuple[list[str], list[Unplaced]]:
     the daemon's). When the kernel cannot be asked about a namespace whose tasks are still
     there, its sockets are all unplaced (`placed` fails closed on them); those of one
     whose tasks all ended meanwhile are placed by name alone, as a name that leads to a
-    socket."""
+    socket. `locate` False (for a program that makes no Unix socket, which only the
+    covering of what names lead to concerns): the kernel is not asked, every name that
+    leads to a socket is placed by name, and none is returned unplaced."""
     placed: list[str] = []
     unplaced: list[Unplaced] = []
     spaces = _namespaces()
     lists = {ns: got for ns, tasks in spaces.items() if (got := _read_unix(tasks, ns))}
-    answers = _dumps({ns: spaces[ns] for ns in lists})
+    answers = _dumps({ns: spaces[ns] for ns in lists}) if locate else {}
     for ns, listed in lists.items():
         tasks = spaces[ns]
-        answer = answers[ns]
+        answer = answers.get(ns)
         error = None
-        if isinstance(answer, NamespaceGone):  # as before the kernel was asked: a name
+        if answer is None or isinstance(answer, NamespaceGone):  # as before the kernel was asked: a name
             vfs: dict[int, tuple[int, int]] | None = None  # leading to a socket does
         elif isinstance(answer, OSError):  # every one of them unplaced: `placed` says why
             vfs, error = None, str(answer)
@@ -175,7 +177,7 @@ def bound() -> tuple[list[str], list[Unplaced]]:
                         continue
                     if (vfs is None and error is None) or (vfs is not None and want is None):
                         continue  # its namespace gone, or the socket closed since listed
-            if vfs is None or want is not None:
+            if locate and (vfs is None or want is not None):
                 unplaced.append(Unplaced(name, ns, tuple(tasks), sock, want, error))
     return placed, unplaced
 

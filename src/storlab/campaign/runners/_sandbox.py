@@ -1349,10 +1349,10 @@ class Walls:
         seen = [*SYSTEM_TREES, *(p for _, p in self.readonly), *self.writable]
         own = set(self.sockets)
         run_dir = os.path.realpath(cwd)
-        listed, unplaced = _host_sockets.bound()
+        listed, unplaced = _host_sockets.bound(self.may_make_unix_sockets)
         out = [path for path in listed
                if any(within(path, t) for t in seen) and os.path.exists(path)]
-        if unplaced and self.may_make_unix_sockets:
+        if unplaced:  # only asked for when the program may make Unix sockets
             # the trees `specials` walks find every socket in them by name already
             walked = {*self.trees, *(p for fd, p in zip(self.fds, self.writable)
                                      if not _unwalked(p))}
